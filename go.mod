@@ -1,0 +1,3 @@
+module system1
+
+go 1.26.8

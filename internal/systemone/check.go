@@ -1,0 +1,198 @@
+package systemone
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+
+	"system1/internal/decision"
+)
+
+// Reply is a System One response read back: per question, the answer as
+// reported and the distribution it carries.
+type Reply struct {
+	Model   string
+	Usage   Usage
+	Answers []decision.Answer       // aligned with the request's questions
+	Dists   []decision.Distribution // aligned; a noul's is [P(true), P(false)]
+}
+
+// ParseResponse reads a System One response to req, applying every check
+// that the real clients apply (wire doc section 6): JDE's parseAnswers and
+// checkAnswers, jev-ultrafast's validate_choice, promptfoo's checks and
+// the Python SDK's strict types. A reply that fails any of them is an
+// error: it would break some client, so it is never passed on.
+func ParseResponse(req decision.Request, body []byte) (*Reply, error) {
+	var top struct {
+		Model   *string                    `json:"model"`
+		Answers map[string]json.RawMessage `json:"answers"`
+		Usage   *struct {
+			Input  json.RawMessage `json:"input_tokens"`
+			Output json.RawMessage `json:"output_tokens"`
+		} `json:"usage"`
+	}
+	if err := strictJSON(body, &top); err != nil {
+		return nil, fmt.Errorf("body: %w", err)
+	}
+	if top.Model == nil || *top.Model == "" {
+		return nil, errors.New("model: a non-empty string is required")
+	}
+	if top.Answers == nil {
+		return nil, errors.New("answers: an object is required")
+	}
+	if top.Usage == nil {
+		return nil, errors.New("usage: an object is required")
+	}
+	r := &Reply{Model: *top.Model}
+	var err error
+	if r.Usage.InputTokens, err = tokenCount(top.Usage.Input); err != nil {
+		return nil, fmt.Errorf("usage.input_tokens: %w", err)
+	}
+	if r.Usage.OutputTokens, err = tokenCount(top.Usage.Output); err != nil {
+		return nil, fmt.Errorf("usage.output_tokens: %w", err)
+	}
+	asked := map[string]bool{}
+	for _, q := range req.Questions {
+		asked[q.ID] = true
+		raw, ok := top.Answers[q.ID]
+		if !ok {
+			return nil, fmt.Errorf("answers.%s: missing", q.ID)
+		}
+		a, d, err := parseAnswer(q, raw)
+		if err != nil {
+			return nil, fmt.Errorf("answers.%s: %w", q.ID, err)
+		}
+		r.Answers = append(r.Answers, a)
+		r.Dists = append(r.Dists, d)
+	}
+	for id := range top.Answers {
+		if !asked[id] {
+			return nil, fmt.Errorf("answers.%s: an answer to a question that was not asked", id)
+		}
+	}
+	return r, nil
+}
+
+// strictJSON decodes body into v, refusing anything that is not one JSON
+// object.
+func strictJSON(body []byte, v any) error {
+	if k := kindOf(body); k != "object" {
+		return fmt.Errorf("a JSON object is required, got %s", k)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	return dec.Decode(v)
+}
+
+// tokenCount accepts a JSON integer (the Python SDK's strict mode refuses
+// 296.0) or null, read as 0.
+func tokenCount(raw json.RawMessage) (int, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(string(raw))
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%s is not a non-negative JSON integer", raw)
+	}
+	return n, nil
+}
+
+func parseAnswer(q decision.Question, raw json.RawMessage) (decision.Answer, decision.Distribution, error) {
+	var a struct {
+		Type          string                     `json:"type"`
+		Choice        *string                    `json:"choice"`
+		Noul          *float64                   `json:"noul"`
+		Score         *float64                   `json:"score"`
+		Confidence    *float64                   `json:"confidence"`
+		Legend        map[string]json.RawMessage `json:"legend"`
+		Probabilities map[string]float64         `json:"probabilities"`
+	}
+	if kindOf(raw) != "object" {
+		return decision.Answer{}, nil, errors.New("an answer must be an object")
+	}
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return decision.Answer{}, nil, err
+	}
+	if a.Type != string(q.Kind) {
+		return decision.Answer{}, nil, fmt.Errorf("type %q, asked %q", a.Type, q.Kind)
+	}
+	out := decision.Answer{Kind: q.Kind}
+	switch q.Kind {
+	case decision.Noul:
+		if a.Noul == nil || !unit(*a.Noul) {
+			return out, nil, errors.New("noul: a number in [0,1] is required")
+		}
+		out.Noul = *a.Noul
+		return out, decision.Distribution{*a.Noul, 1 - *a.Noul}, nil
+	case decision.Choice:
+		if a.Choice == nil {
+			return out, nil, errors.New("choice: a string is required")
+		}
+		out.Choice = *a.Choice
+		if optionIndex(q, *a.Choice) < 0 {
+			return out, nil, fmt.Errorf("choice %q is not one of the options", *a.Choice)
+		}
+	case decision.Score:
+		if a.Score == nil || math.IsNaN(*a.Score) || *a.Score < 0 || *a.Score > float64(len(q.Options)-1) {
+			return out, nil, fmt.Errorf("score: a number in [0, %d] is required", len(q.Options)-1)
+		}
+		out.Score = *a.Score
+		if len(a.Legend) != len(q.Options) {
+			return out, nil, fmt.Errorf("legend: %d levels, asked %d", len(a.Legend), len(q.Options))
+		}
+		for _, o := range q.Options {
+			if _, ok := a.Legend[o.Key]; !ok {
+				return out, nil, fmt.Errorf("legend: level %s missing", o.Key)
+			}
+		}
+	}
+	if a.Confidence == nil || !unit(*a.Confidence) {
+		return out, nil, errors.New("confidence: a number in [0,1] is required")
+	}
+	out.Confidence = *a.Confidence
+	if len(a.Probabilities) != len(q.Options) {
+		return out, nil, fmt.Errorf("probabilities: %d keys for %d options", len(a.Probabilities), len(q.Options))
+	}
+	d := make(decision.Distribution, len(q.Options))
+	var sum, top float64
+	for i, o := range q.Options {
+		p, ok := a.Probabilities[o.Key]
+		if !ok {
+			return out, nil, fmt.Errorf("probabilities: %q missing", o.Key)
+		}
+		if !unit(p) {
+			return out, nil, fmt.Errorf("probabilities.%s: %v is not in [0,1]", o.Key, p)
+		}
+		d[i] = p
+		sum += p
+		top = math.Max(top, p)
+	}
+	// promptfoo's tolerance, the tightest of the clients.
+	if tol := math.Max(1e-4, float64(len(d))*5e-7); math.Abs(sum-1) > tol {
+		return out, nil, fmt.Errorf("probabilities sum to %v", sum)
+	}
+	if q.Kind == decision.Choice && d[optionIndex(q, out.Choice)] < top {
+		return out, nil, fmt.Errorf("choice %q is not an argmax of the probabilities", out.Choice)
+	}
+	out.Probabilities = append([]float64(nil), d...)
+	// Rounded values may sum to 1 within the tolerance only; the
+	// distribution itself must sum to 1.
+	for i := range d {
+		d[i] /= sum
+	}
+	return out, d, nil
+}
+
+func unit(x float64) bool { return !math.IsNaN(x) && x >= 0 && x <= 1 }
+
+func optionIndex(q decision.Question, key string) int {
+	for i, o := range q.Options {
+		if o.Key == key {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,216 @@
+package systemone
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"system1/internal/decision"
+)
+
+// AppendRequest writes req as a POST /v1/systemone body, keeping question
+// and criteria order.
+func AppendRequest(b []byte, req decision.Request) []byte {
+	b = append(b, `{"model":`...)
+	b = appendString(b, req.Model)
+	b = append(b, `,"state":`...)
+	b = append(b, req.State...)
+	b = append(b, `,"questions":{`...)
+	for i, q := range req.Questions {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, q.ID)
+		b = append(b, `:{"type":`...)
+		b = appendString(b, string(q.Kind))
+		b = append(b, `,"instructions":`...)
+		b = appendRaw(b, q.Instructions)
+		b = append(b, `,"criteria":`...)
+		if q.Kind == decision.Score && (len(q.Options) == 0 || q.Options[0].Name == "") {
+			b = append(b, '[')
+			for j, o := range q.Options {
+				if j > 0 {
+					b = append(b, ',')
+				}
+				b = appendRaw(b, o.Text)
+			}
+			b = append(b, ']')
+		} else {
+			// Choice and noul criteria, and score levels given by name, are
+			// objects whose key order is the option order.
+			b = append(b, '{')
+			for j, o := range q.Options {
+				if j > 0 {
+					b = append(b, ',')
+				}
+				b = appendString(b, o.Name)
+				b = append(b, ':')
+				b = appendRaw(b, o.Text)
+			}
+			b = append(b, '}')
+		}
+		b = append(b, '}')
+	}
+	return append(b, "}}"...)
+}
+
+func appendRaw(b []byte, raw json.RawMessage) []byte {
+	if len(raw) == 0 {
+		return append(b, "null"...)
+	}
+	return append(b, raw...)
+}
+
+// StatusError is a System One endpoint's refusal: its status, its message,
+// and how long it asked to be left alone.
+type StatusError struct {
+	Code       int
+	Message    string
+	RetryAfter time.Duration
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("status %d: %s", e.Code, e.Message)
+}
+
+// CallerError reports whether the endpoint refused the request itself (400,
+// 413, 422): the caller's mistake, which no other node would accept.
+func (e *StatusError) CallerError() bool {
+	return e.Code == http.StatusBadRequest || e.Code == http.StatusRequestEntityTooLarge || e.Code == http.StatusUnprocessableEntity
+}
+
+// Client calls one System One endpoint.
+type Client struct {
+	// BaseURL is the endpoint's root, as clients of hosted Jev configure
+	// it: https://api.typesafe.ai, to which /v1/systemone is added. A URL
+	// that already ends in /v1/systemone is used as is.
+	BaseURL string
+	Key     string // bearer key; empty sends none
+	HTTP    *http.Client
+	// MaxBody bounds the response body read.
+	MaxBody int64
+}
+
+// Ask sends req and returns the checked reply. A refusal is a
+// *StatusError; an answer that fails the clients' checks is an error
+// wrapping ErrMalformed.
+func (c *Client) Ask(ctx context.Context, req decision.Request) (*Reply, error) {
+	body := AppendRequest(nil, req)
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint(), bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	if c.Key != "" {
+		hr.Header.Set("Authorization", "Bearer "+c.Key)
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(hr)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	limit := c.MaxBody
+	if limit <= 0 {
+		limit = 8 << 20
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, limit))
+	if err != nil {
+		return nil, fmt.Errorf("reading the reply: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, &StatusError{Code: resp.StatusCode, Message: ErrorMessage(data), RetryAfter: RetryAfter(resp.Header, time.Now())}
+	}
+	r, err := ParseResponse(req, data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	return r, nil
+}
+
+// ErrMalformed marks a 200 reply that fails the clients' checks.
+var ErrMalformed = errors.New("malformed System One reply")
+
+func (c *Client) endpoint() string {
+	u := strings.TrimRight(c.BaseURL, "/")
+	if strings.HasSuffix(u, "/v1/systemone") {
+		return u
+	}
+	return u + "/v1/systemone"
+}
+
+// ErrorMessage extracts a readable message from an error body in any of
+// the shapes System One servers use, else the start of the raw text.
+func ErrorMessage(body []byte) string {
+	var e struct {
+		Error  json.RawMessage `json:"error"`
+		Detail json.RawMessage `json:"detail"`
+		Msg    string          `json:"message"`
+	}
+	if json.Unmarshal(body, &e) == nil {
+		for _, raw := range []json.RawMessage{e.Error, e.Detail} {
+			var s string
+			if json.Unmarshal(raw, &s) == nil && s != "" {
+				return s
+			}
+			var obj struct {
+				Message string `json:"message"`
+				Msg     string `json:"msg"`
+			}
+			if json.Unmarshal(raw, &obj) == nil && obj.Message != "" {
+				return obj.Message
+			}
+			var list []struct {
+				Loc []any  `json:"loc"`
+				Msg string `json:"msg"`
+			}
+			if json.Unmarshal(raw, &list) == nil && len(list) > 0 {
+				parts := make([]string, len(list))
+				for i, it := range list {
+					parts[i] = fmt.Sprint(it.Loc) + ": " + it.Msg
+				}
+				return strings.Join(parts, "; ")
+			}
+		}
+		if e.Msg != "" {
+			return e.Msg
+		}
+	}
+	s := strings.TrimSpace(string(body))
+	if len(s) > 200 {
+		s = s[:200]
+	}
+	if s == "" {
+		s = "(empty body)"
+	}
+	return s
+}
+
+// RetryAfter reads retry-after-ms, else Retry-After in seconds or as an
+// HTTP date; 0 when there is none.
+func RetryAfter(h http.Header, now time.Time) time.Duration {
+	if ms, err := strconv.ParseFloat(h.Get("Retry-After-Ms"), 64); err == nil && ms > 0 {
+		return time.Duration(ms * float64(time.Millisecond))
+	}
+	v := h.Get("Retry-After")
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil && s > 0 {
+		return time.Duration(s * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}

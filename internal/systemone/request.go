@@ -1,0 +1,277 @@
+// Package systemone is TypeSafe's System One wire format ("Jev"): the body of
+// POST /v1/systemone, its answers and its errors, parsed into and written
+// from the decision domain, a client for any System One endpoint, and the
+// checks real clients apply to a response. Nothing outside this package
+// knows the wire's field names.
+package systemone
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"system1/internal/decision"
+)
+
+// Parsed is a request body read as far as it could be, with every problem
+// found on the way. Only a request without problems may be asked.
+type Parsed struct {
+	decision.Request
+	Problems []decision.Problem
+	// broken holds the top-level fields ("model") and questions
+	// ("questions/<id>") that had a structural problem, so that limits are
+	// not checked on what could not be read.
+	broken map[string]bool
+}
+
+// Validate returns the structural problems plus those of the request's
+// limits, each once, in the order they were found.
+func (p *Parsed) Validate(lim decision.Limits) []decision.Problem {
+	out := append([]decision.Problem(nil), p.Problems...)
+	for _, pr := range decision.Validate(p.Request, lim) {
+		if (len(pr.Path) == 1 && p.broken[pr.Path[0]]) || (len(pr.Path) > 1 && p.broken["questions/"+pr.Path[1]]) {
+			continue
+		}
+		out = append(out, pr)
+	}
+	return out
+}
+
+// ParseRequest reads a POST /v1/systemone body. Unknown fields are ignored,
+// as Jev ignores them; "document" is accepted for "state", as TypeSafe's
+// early clients sent it.
+func ParseRequest(body []byte) *Parsed {
+	p := &Parsed{broken: map[string]bool{}}
+	fail := func(typ, msg string, path ...string) {
+		p.Problems = append(p.Problems, decision.Problem{Path: path, Msg: msg, Type: typ})
+		switch {
+		case len(path) == 1:
+			p.broken[path[0]] = true
+		case len(path) > 1:
+			p.broken["questions/"+path[1]] = true
+		}
+	}
+	if !json.Valid(body) {
+		fail("json_invalid", "body is not valid JSON")
+		p.broken["model"], p.broken["state"], p.broken["questions"] = true, true, true
+		return p
+	}
+	top, err := members(body)
+	if err != nil {
+		fail("model_attributes_type", "body must be a JSON object")
+		p.broken["model"], p.broken["state"], p.broken["questions"] = true, true, true
+		return p
+	}
+	fields := map[string]json.RawMessage{}
+	for _, m := range top {
+		fields[m.key] = m.value
+	}
+
+	switch raw, ok := fields["model"]; {
+	case !ok:
+		fail("missing", "Field required", "model")
+	case kindOf(raw) != "string":
+		fail("string_type", "model must be a string", "model")
+	default:
+		_ = json.Unmarshal(raw, &p.Model)
+	}
+
+	state, ok := fields["state"]
+	if !ok {
+		state, ok = fields["document"]
+	}
+	switch k := kindOf(state); {
+	case !ok || k == "null":
+		fail("missing", "Field required", "state")
+	case k != "string" && k != "object" && k != "array":
+		fail("union_type", "state must be a string, an object or an array", "state")
+	default:
+		p.State = state
+	}
+
+	raw, ok := fields["questions"]
+	if !ok || kindOf(raw) == "null" {
+		fail("missing", "Field required", "questions")
+		return p
+	}
+	qs, err := members(raw)
+	if err != nil {
+		fail("dict_type", "questions must be an object of id -> question: "+err.Error(), "questions")
+		return p
+	}
+	if len(qs) == 0 {
+		fail("too_short", "questions must hold at least one question", "questions")
+	}
+	for _, m := range qs {
+		q, probs := parseQuestion(m.key, m.value)
+		for _, pr := range probs {
+			fail(pr.Type, pr.Msg, pr.Path...)
+		}
+		p.Questions = append(p.Questions, q) // kept even when broken, so the question count stays true
+	}
+	return p
+}
+
+func parseQuestion(id string, raw json.RawMessage) (decision.Question, []decision.Problem) {
+	q := decision.Question{ID: id}
+	var ps []decision.Problem
+	fail := func(typ, msg string, field ...string) {
+		ps = append(ps, decision.Problem{Path: append([]string{"questions", id}, field...), Msg: msg, Type: typ})
+	}
+	fs, err := members(raw)
+	if err != nil {
+		fail("model_type", "a question must be an object")
+		return q, ps
+	}
+	fields := map[string]json.RawMessage{}
+	for _, m := range fs {
+		fields[m.key] = m.value
+	}
+
+	t, ok := fields["type"]
+	var kind string
+	switch {
+	case !ok:
+		fail("union_tag_not_found", "Field required: type (choice, noul or score)", "type")
+		return q, ps
+	case kindOf(t) != "string" || json.Unmarshal(t, &kind) != nil || !decision.Kind(kind).Valid():
+		fail("union_tag_invalid", fmt.Sprintf("type %s is not one of choice, noul, score", bytes.TrimSpace(t)), "type")
+		return q, ps
+	}
+	q.Kind = decision.Kind(kind)
+
+	if in, ok := fields["instructions"]; ok {
+		switch kindOf(in) {
+		case "null":
+		case "string", "object", "array":
+			q.Instructions = in
+		default:
+			fail("union_type", "instructions must be a string, an object, an array or null", "instructions")
+		}
+	}
+
+	crit, hasCrit := fields["criteria"]
+	if hasCrit && kindOf(crit) == "null" {
+		hasCrit = false
+	}
+	switch q.Kind {
+	case decision.Choice:
+		if !hasCrit {
+			fail("missing", "Field required: a choice needs criteria, an object of option -> description", "criteria")
+			break
+		}
+		ms, err := members(crit)
+		if err != nil {
+			fail("dict_type", "choice criteria must be an object of option -> description: "+err.Error(), "criteria")
+			break
+		}
+		for _, m := range ms {
+			if m.key == "" {
+				fail("string_too_short", "an option key must not be empty", "criteria", m.key)
+				continue
+			}
+			text, ok := entry(m.value)
+			if !ok {
+				fail("union_type", "a description must be a string, an object, an array or null", "criteria", m.key)
+				continue
+			}
+			q.Options = append(q.Options, decision.Option{Key: m.key, Name: m.key, Text: text})
+		}
+	case decision.Score:
+		if !hasCrit {
+			fail("missing", "Field required: a score needs criteria, an ordered array of levels", "criteria")
+			break
+		}
+		opts, msg := scoreLevels(crit)
+		if msg != "" {
+			fail("list_type", msg, "criteria")
+			break
+		}
+		q.Options = opts
+	case decision.Noul:
+		var sides [2]json.RawMessage
+		if hasCrit {
+			ms, err := members(crit)
+			if err != nil {
+				fail("dict_type", "noul criteria must be an object with the sides true and false", "criteria")
+				break
+			}
+			for _, m := range ms {
+				i := map[string]int{"true": 0, "false": 1}[m.key]
+				if m.key != "true" && m.key != "false" {
+					fail("extra_forbidden", fmt.Sprintf("noul criteria take only the sides true and false, not %q", m.key), "criteria", m.key)
+					continue
+				}
+				text, ok := entry(m.value)
+				if !ok {
+					fail("union_type", "a description must be a string, an object, an array or null", "criteria", m.key)
+					continue
+				}
+				sides[i] = text
+			}
+		}
+		q.Options = decision.NoulOptions(sides[0], sides[1])
+	}
+	return q, ps
+}
+
+// entry accepts a criterion's description: a string, object or array, or
+// null for none.
+func entry(raw json.RawMessage) (json.RawMessage, bool) {
+	switch kindOf(raw) {
+	case "null":
+		return nil, true
+	case "string", "object", "array":
+		return raw, true
+	}
+	return nil, false
+}
+
+// scoreLevels reads score criteria: an ordered array of levels (the legend
+// echoes each as sent), or an object whose key order is the level order
+// (the legend maps position -> key). An object keyed "0".."k-1" in order is
+// the int-keyed form older Python SDKs sent, read as an array.
+func scoreLevels(raw json.RawMessage) ([]decision.Option, string) {
+	level := func(i int, name string, text, legend json.RawMessage) decision.Option {
+		return decision.Option{Key: strconv.Itoa(i), Name: name, Text: text, Legend: legend}
+	}
+	var opts []decision.Option
+	switch kindOf(raw) {
+	case "array":
+		var items []json.RawMessage
+		if err := json.Unmarshal(raw, &items); err != nil {
+			return nil, err.Error()
+		}
+		for i, it := range items {
+			text, ok := entry(it)
+			if !ok {
+				return nil, fmt.Sprintf("level %d must be a string, an object, an array or null", i)
+			}
+			opts = append(opts, level(i, "", text, it))
+		}
+	case "object":
+		ms, err := members(raw)
+		if err != nil {
+			return nil, err.Error()
+		}
+		numbered := true
+		for i, m := range ms {
+			numbered = numbered && m.key == strconv.Itoa(i)
+		}
+		for i, m := range ms {
+			text, ok := entry(m.value)
+			if !ok {
+				return nil, fmt.Sprintf("level %q must be a string, an object, an array or null", m.key)
+			}
+			if numbered {
+				opts = append(opts, level(i, "", text, m.value))
+				continue
+			}
+			opts = append(opts, level(i, m.key, text, appendString(nil, m.key)))
+		}
+	default:
+		return nil, "score criteria must be an ordered array of levels, or an object whose key order is the level order"
+	}
+	return opts, ""
+}

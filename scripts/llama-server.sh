@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Builds llama.cpp's llama-server from the source that the npm package
+# node-llama-cpp@3.21.1 ships, and caches the binary on this machine.
+# Prints the binary's path on stdout; everything else goes to stderr.
+# No registry ships a prebuilt llama-server, so this is the only route
+# that works with registries alone (see ../shared/docs/local-engine.md).
+set -euo pipefail
+
+version=3.21.1
+commit=80fb11a
+cache="${SYSTEM1_CACHE:-$HOME/.cache/system1}"
+dir="$cache/llama-server-$commit"
+bin="$dir/llama-server"
+
+if [[ -x "$bin" ]]; then
+	echo "$bin"
+	exit 0
+fi
+
+log() { echo "llama-server.sh: $*" >&2; }
+
+if ! command -v cmake >/dev/null; then
+	log "installing cmake"
+	if [[ $(id -u) -eq 0 ]]; then
+		apt-get update -q >&2 && apt-get install -y -q cmake >&2
+	else
+		sudo apt-get update -q >&2 && sudo apt-get install -y -q cmake >&2
+	fi
+fi
+
+work="$cache/build-$commit"
+rm -rf "$work"
+mkdir -p "$work" "$dir"
+cd "$work"
+log "fetching node-llama-cpp@$version (llama.cpp source bundle)"
+npm init -y >/dev/null
+npm i -E --omit=optional --ignore-scripts --no-audit --no-fund "node-llama-cpp@$version" >&2
+git clone -q node_modules/node-llama-cpp/llama/gitRelease.bundle llama.cpp >&2
+log "building llama-server (about 10 minutes on 2 cores)"
+cmake -S llama.cpp -B llama.cpp/build -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
+	-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+	-DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF -DGGML_CCACHE=OFF >&2
+cmake --build llama.cpp/build --target llama-server -j"$(nproc)" >&2
+cp llama.cpp/build/bin/llama-server "$bin.tmp"
+mv "$bin.tmp" "$bin"
+# Keep the vocab-only GGUFs and gguf-py: the latency benchmark builds a
+# random-weight model around a real tokenizer from them.
+mkdir -p "$dir/vocab"
+cp llama.cpp/models/ggml-vocab-*.gguf "$dir/vocab/" 2>/dev/null || true
+cp -r llama.cpp/gguf-py "$dir/gguf-py"
+cd /
+rm -rf "$work"
+log "built $bin"
+echo "$bin"
