@@ -8,11 +8,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	"system1/internal/decision"
+	"system1/internal/retryafter"
 )
 
 // AppendRequest writes req as a POST /v1/systemone body, keeping question
@@ -129,7 +129,7 @@ func (c *Client) Ask(ctx context.Context, req decision.Request) (*Reply, error) 
 		return nil, fmt.Errorf("reading the reply: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, &StatusError{Code: resp.StatusCode, Message: ErrorMessage(data), RetryAfter: RetryAfter(resp.Header, time.Now())}
+		return nil, &StatusError{Code: resp.StatusCode, Message: ErrorMessage(data), RetryAfter: retryafter.Parse(resp.Header, time.Now())}
 	}
 	r, err := ParseResponse(req, data)
 	if err != nil {
@@ -194,23 +194,4 @@ func ErrorMessage(body []byte) string {
 		s = "(empty body)"
 	}
 	return s
-}
-
-// RetryAfter reads retry-after-ms, else Retry-After in seconds or as an
-// HTTP date; 0 when there is none.
-func RetryAfter(h http.Header, now time.Time) time.Duration {
-	if ms, err := strconv.ParseFloat(h.Get("Retry-After-Ms"), 64); err == nil && ms > 0 {
-		return time.Duration(ms * float64(time.Millisecond))
-	}
-	v := h.Get("Retry-After")
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil && s > 0 {
-		return time.Duration(s * float64(time.Second))
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
 }

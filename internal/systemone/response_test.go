@@ -2,7 +2,6 @@ package systemone
 
 import (
 	"encoding/json"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -115,29 +114,6 @@ func TestErrorMessage(t *testing.T) {
 	}
 	if got := ErrorMessage(AppendValidationError(nil, []decision.Problem{{Path: []string{"model"}, Msg: "Field required", Type: "missing"}})); got != "model: Field required" {
 		t.Errorf("422 message %q", got)
-	}
-}
-
-func TestRetryAfter(t *testing.T) {
-	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	for _, tc := range []struct {
-		h    map[string]string
-		want time.Duration
-	}{
-		{map[string]string{"Retry-After": "3"}, 3 * time.Second},
-		{map[string]string{"Retry-After": "1.5"}, 1500 * time.Millisecond},
-		{map[string]string{"Retry-After-Ms": "250", "Retry-After": "3"}, 250 * time.Millisecond},
-		{map[string]string{"Retry-After": now.Add(10 * time.Second).Format(http.TimeFormat)}, 10 * time.Second},
-		{map[string]string{"Retry-After": "soon"}, 0},
-		{nil, 0},
-	} {
-		h := http.Header{}
-		for k, v := range tc.h {
-			h.Set(k, v)
-		}
-		if got := RetryAfter(h, now); got != tc.want {
-			t.Errorf("%v: %v, want %v", tc.h, got, tc.want)
-		}
 	}
 }
 

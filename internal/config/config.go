@@ -1,0 +1,269 @@
+// Package config reads system1's YAML configuration file, shared by every
+// face: the HTTP server's listeners, keys and limits, the engine nodes, the
+// gateway's provider chain and its calibration.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Duration is a time.Duration written as "30s", "1.5s", "250ms".
+type Duration time.Duration
+
+// UnmarshalYAML parses a Go duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := time.ParseDuration(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %q is not a duration such as 30s or 250ms", n.Line, n.Value)
+	}
+	if v < 0 {
+		return fmt.Errorf("line %d: duration %s is negative", n.Line, n.Value)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalYAML writes the duration as a string.
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+// Or returns d, or def when d is zero.
+func (d Duration) Or(def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return time.Duration(d)
+}
+
+// Config is the whole file.
+type Config struct {
+	// Listen is the plain HTTP address of system1 serve.
+	Listen string `yaml:"listen"`
+	// TLS, when it names a certificate, adds an HTTPS listener beside the
+	// plain one.
+	TLS TLS `yaml:"tls"`
+	// Keys are the bearer keys callers must present; KeysEnv names a
+	// variable holding more, comma-separated. None at all turns auth off.
+	Keys    []string `yaml:"keys"`
+	KeysEnv string   `yaml:"keys_env"`
+	// RateLimit is a token bucket per key (per client address when auth is
+	// off).
+	RateLimit RateLimit `yaml:"rate_limit"`
+	Timeouts  Timeouts  `yaml:"timeouts"`
+	// MaxBodyBytes bounds a request body; larger is a 413.
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// Rounding is the number of decimals /v1/systemone reports (Jev: 2);
+	// -1 reports full precision.
+	Rounding *int `yaml:"rounding"`
+	// Calibration is "off" (report what the engine reported, the default)
+	// or "apply" (apply the matching fit on /v1/systemone).
+	Calibration string `yaml:"calibration"`
+	// Aliases map a model id callers send to a model the nodes serve.
+	// Only these are ever substituted.
+	Aliases map[string]string `yaml:"aliases"`
+	Nodes   []Node            `yaml:"nodes"`
+	Gateway Gateway           `yaml:"gateway"`
+	// Providers are the gateway's chain, in order.
+	Providers []Provider `yaml:"providers"`
+
+	// Path is the file this was read from, if any.
+	Path string `yaml:"-"`
+}
+
+// TLS configures the optional HTTPS listener.
+type TLS struct {
+	Listen string `yaml:"listen"`
+	Cert   string `yaml:"cert"`
+	Key    string `yaml:"key"`
+}
+
+// RateLimit is a token bucket: PerSecond requests on average, Burst at once.
+type RateLimit struct {
+	PerSecond float64 `yaml:"per_second"`
+	Burst     int     `yaml:"burst"`
+}
+
+// Timeouts of the HTTP server.
+type Timeouts struct {
+	ReadHeader Duration `yaml:"read_header"` // slow-loris bound
+	Read       Duration `yaml:"read"`
+	Write      Duration `yaml:"write"`
+	Idle       Duration `yaml:"idle"`
+	Request    Duration `yaml:"request"` // one request, all engine calls included
+	Drain      Duration `yaml:"drain"`   // graceful shutdown
+}
+
+// Node is one engine (or System One endpoint) that serves models.
+type Node struct {
+	Name    string   `yaml:"name"`
+	URL     string   `yaml:"url"`
+	Dialect string   `yaml:"dialect"` // llamacpp | ollama | openai | systemone
+	Models  []string `yaml:"models"`  // optional: else discovered from the node
+	KeyEnv  string   `yaml:"key_env"` // optional: bearer key read from this variable
+	Timeout Duration `yaml:"timeout"` // per engine call
+	// MaxLabels is the node's label capacity: options per choice.
+	MaxLabels int `yaml:"max_labels"`
+	// MaxInFlight bounds concurrent calls to the node; Queue bounds how
+	// many more wait.
+	MaxInFlight int `yaml:"max_inflight"`
+	Queue       int `yaml:"queue"`
+}
+
+// Gateway holds the System 1 gateway's settings.
+type Gateway struct {
+	Threshold *float64 `yaml:"threshold"` // default min confidence
+	Timeout   Duration `yaml:"timeout"`   // per attempt
+	Deadline  Duration `yaml:"deadline"`  // whole call
+	Fits      string   `yaml:"fits"`      // calibration fits file
+}
+
+// Provider is one link of the gateway's chain.
+type Provider struct {
+	Name       string   `yaml:"name"`
+	Kind       string   `yaml:"kind"`  // engine | systemone
+	Model      string   `yaml:"model"` // engine: served by the nodes; systemone: the endpoint's model
+	URL        string   `yaml:"url"`
+	KeyEnv     string   `yaml:"key_env"`
+	MaxOptions int      `yaml:"max_options"`
+	Timeout    Duration `yaml:"timeout"` // overrides gateway.timeout
+}
+
+// Dialects a node may speak.
+var Dialects = []string{"llamacpp", "ollama", "openai", "systemone"}
+
+// ProviderKinds the gateway knows.
+var ProviderKinds = []string{"engine", "systemone"}
+
+// Parse reads a configuration from YAML. Unknown keys are errors, so a
+// typo does not silently fall back to a default.
+func Parse(data []byte) (*Config, error) {
+	c := &Config{}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	// An empty file is an empty configuration.
+	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Load reads and parses the file at path, remembering the path so that
+// relative file names in it (fits, certificates) resolve beside it.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	c, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	c.Path = path
+	return c, nil
+}
+
+// Resolve makes a file name from the configuration relative to the
+// configuration file's folder.
+func (c *Config) Resolve(name string) string {
+	if name == "" || filepath.IsAbs(name) || c.Path == "" {
+		return name
+	}
+	return filepath.Join(filepath.Dir(c.Path), name)
+}
+
+// Check returns every problem with the configuration's content.
+func (c *Config) Check() []error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	names := map[string]bool{}
+	for i, n := range c.Nodes {
+		at := fmt.Sprintf("nodes[%d]", i)
+		if n.Name == "" {
+			bad("%s: name is required", at)
+		} else if names[n.Name] {
+			bad("%s: name %q is used twice", at, n.Name)
+		}
+		names[n.Name] = true
+		if u, err := url.Parse(n.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("%s (%s): url %q is not an http(s) URL", at, n.Name, n.URL)
+		}
+		if !oneOf(n.Dialect, Dialects) {
+			bad("%s (%s): dialect %q is not one of %s", at, n.Name, n.Dialect, strings.Join(Dialects, ", "))
+		}
+		if n.MaxLabels < 0 || n.MaxInFlight < 0 || n.Queue < 0 {
+			bad("%s (%s): max_labels, max_inflight and queue must not be negative", at, n.Name)
+		}
+	}
+	if c.Calibration != "" && c.Calibration != "off" && c.Calibration != "apply" {
+		bad("calibration: %q is not off or apply", c.Calibration)
+	}
+	if c.Rounding != nil && (*c.Rounding < -1 || *c.Rounding > 12) {
+		bad("rounding: %d is not -1 (full precision) or 0..12 decimals", *c.Rounding)
+	}
+	if (c.TLS.Cert == "") != (c.TLS.Key == "") {
+		bad("tls: cert and key go together")
+	}
+	if t := c.Gateway.Threshold; t != nil && (*t < 0 || *t > 1) {
+		bad("gateway.threshold: %v is not in [0,1]", *t)
+	}
+	pnames := map[string]bool{}
+	for i, p := range c.Providers {
+		at := fmt.Sprintf("providers[%d]", i)
+		if p.Name == "" {
+			bad("%s: name is required", at)
+		} else if pnames[p.Name] {
+			bad("%s: name %q is used twice", at, p.Name)
+		}
+		pnames[p.Name] = true
+		switch p.Kind {
+		case "engine":
+			if p.Model == "" {
+				bad("%s (%s): an engine provider needs a model served by the nodes", at, p.Name)
+			}
+		case "systemone":
+			if u, err := url.Parse(p.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				bad("%s (%s): url %q is not an http(s) URL", at, p.Name, p.URL)
+			}
+			if p.Model == "" {
+				bad("%s (%s): a systemone provider needs the endpoint's model", at, p.Name)
+			}
+		default:
+			bad("%s (%s): kind %q is not one of %s", at, p.Name, p.Kind, strings.Join(ProviderKinds, ", "))
+		}
+		if p.MaxOptions < 0 {
+			bad("%s (%s): max_options must not be negative", at, p.Name)
+		}
+	}
+	return errs
+}
+
+func oneOf(s string, set []string) bool {
+	for _, x := range set {
+		if s == x {
+			return true
+		}
+	}
+	return false
+}
+
+// APIKeys are the bearer keys from the file and from KeysEnv.
+func (c *Config) APIKeys(getenv func(string) string) []string {
+	keys := append([]string(nil), c.Keys...)
+	if c.KeysEnv != "" {
+		for _, k := range strings.Split(getenv(c.KeysEnv), ",") {
+			if k = strings.TrimSpace(k); k != "" {
+				keys = append(keys, k)
+			}
+		}
+	}
+	return keys
+}

@@ -1,0 +1,114 @@
+// Package engine is the decision core over language-model engines. It lays
+// each question out as a prompt that starts with the shared state, gives
+// every option a single-token label, asks an engine for one token's
+// log-probabilities at temperature 0, and renormalises them over the labels
+// into a distribution. Engine dialects (llama.cpp, Ollama, OpenAI-compatible)
+// live in their own packages and implement Engine.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"time"
+)
+
+// Engine is one engine node speaking one dialect.
+type Engine interface {
+	// Read asks model for one token after the prompt and reports the first
+	// token's log-probabilities of the prompt's labels.
+	Read(ctx context.Context, model string, p Prompt) (Reading, error)
+	// Models lists the models the node serves.
+	Models(ctx context.Context) ([]string, error)
+	// Labels returns the labels this node can use for model, at most n,
+	// each verified to be one token where the engine can tell.
+	Labels(ctx context.Context, model string, candidates []string) ([]string, error)
+}
+
+// Reading is what an engine reported of a prompt's labels.
+type Reading struct {
+	// Logprobs are the first token's log-probabilities, aligned with the
+	// prompt's labels; Found says which labels the engine reported at all.
+	Logprobs []float64
+	Found    []bool
+	// PreMask is set when the values are from before the engine's
+	// constraint (llama.cpp, Ollama), so the mass on the labels means
+	// something; post-mask engines renormalise over the allowed tokens.
+	PreMask bool
+	// Model is the model id the engine says answered.
+	Model string
+	// InputTokens and OutputTokens are the engine's own counts; Counted is
+	// false when it reported none.
+	InputTokens, OutputTokens int
+	Counted                   bool
+}
+
+// FailureKind classifies why a node did not answer, which decides what the
+// router does next.
+type FailureKind int
+
+// Failure kinds.
+const (
+	Unavailable FailureKind = iota // refused, reset, 5xx, 404 for a claimed model: try another node
+	Timeout                        // no answer in time: try another node
+	RateLimited                    // 429: leave the node alone until RetryAfter
+	Malformed                      // an answer that is not a usable reading: try another node
+	Rejected                       // the engine refused the request itself (400, context too long)
+)
+
+func (k FailureKind) String() string {
+	return [...]string{"unavailable", "timeout", "rate_limited", "malformed", "rejected"}[k]
+}
+
+// Failure is a node's failure to answer, classified.
+type Failure struct {
+	Kind       FailureKind
+	Status     int           // HTTP status, when there was one
+	RetryAfter time.Duration // RateLimited: how long the node asked for
+	Err        error
+}
+
+func (f *Failure) Error() string {
+	if f.Status != 0 {
+		return fmt.Sprintf("%s (HTTP %d): %v", f.Kind, f.Status, f.Err)
+	}
+	return fmt.Sprintf("%s: %v", f.Kind, f.Err)
+}
+
+func (f *Failure) Unwrap() error { return f.Err }
+
+// Classify turns any error from talking to a node into a *Failure.
+func Classify(err error) *Failure {
+	var f *Failure
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &f):
+		return f
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded):
+		return &Failure{Kind: Timeout, Err: err}
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return &Failure{Kind: Timeout, Err: err}
+	}
+	return &Failure{Kind: Unavailable, Err: err}
+}
+
+// StatusFailure classifies an HTTP status that is not 200.
+func StatusFailure(status int, retryAfter time.Duration, msg string) *Failure {
+	f := &Failure{Status: status, RetryAfter: retryAfter, Err: errors.New(msg)}
+	switch {
+	case status == 429 || status == 529:
+		f.Kind = RateLimited
+	case status == 400 || status == 413 || status == 422:
+		f.Kind = Rejected
+	case status == 408 || status == 504:
+		f.Kind = Timeout
+	default: // 404 for a claimed model, 5xx, anything else
+		f.Kind = Unavailable
+	}
+	return f
+}

@@ -1,0 +1,209 @@
+// Package llamacpp speaks to llama.cpp's llama-server: its chat endpoint
+// with a GBNF grammar over the labels, the prompt cache and full-vocabulary
+// log-probabilities, and its tokenizer to prove that each label is one
+// token and to match it by id.
+package llamacpp
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+
+	"system1/internal/engine"
+	"system1/internal/engine/openai"
+)
+
+// Engine is one llama-server.
+type Engine struct {
+	BaseURL string
+	Key     string
+	HTTP    *http.Client
+	MaxBody int64
+
+	mu     sync.Mutex
+	ids    map[tokenKey]int // label -> token id, per model
+	nVocab int              // 0 until read from /v1/models
+}
+
+type tokenKey struct{ model, label string }
+
+// firstTopK is how many alternatives the first call asks for; a label
+// outside them is asked for again with the whole vocabulary, up to
+// maxTopK entries.
+const (
+	firstTopK = 64
+	maxTopK   = 8192
+)
+
+// Read asks for one token under a grammar that allows only the labels.
+// llama-server reports log-probabilities from before the grammar (the raw
+// softmax over the vocabulary), so they are renormalised over the labels'
+// token ids, and the mass outside the labels is a real signal.
+func (e *Engine) Read(ctx context.Context, model string, p engine.Prompt) (engine.Reading, error) {
+	labels := make([]openai.Label, len(p.Labels))
+	e.mu.Lock()
+	for i, l := range p.Labels {
+		id, ok := e.ids[tokenKey{model, l}]
+		if !ok {
+			e.mu.Unlock()
+			return engine.Reading{}, fmt.Errorf("label %q was not checked with the tokenizer", l)
+		}
+		labels[i] = openai.Label{Text: l, ID: id}
+	}
+	e.mu.Unlock()
+
+	topK := max(firstTopK, 2*len(labels))
+	for {
+		r, err := e.read(ctx, model, p, labels, topK)
+		if err != nil || allFound(r.Found) || topK >= e.vocab(ctx) || topK >= maxTopK {
+			return r, err
+		}
+		topK = min(e.vocab(ctx), maxTopK) // cheap: the prompt is cached now
+	}
+}
+
+func (e *Engine) read(ctx context.Context, model string, p engine.Prompt, labels []openai.Label, topK int) (engine.Reading, error) {
+	req := openai.ChatRequest{
+		Model:              model,
+		Messages:           []openai.Message{{Role: "system", Content: p.System}, {Role: "user", Content: p.User()}},
+		MaxTokens:          1,
+		Logprobs:           true,
+		TopLogprobs:        topK,
+		Grammar:            Grammar(p.Labels),
+		CachePrompt:        true,
+		ChatTemplateKwargs: map[string]any{"enable_thinking": false},
+	}
+	var reply openai.ChatResponse
+	if err := openai.Post(ctx, e.client(), e.url("/v1/chat/completions"), e.Key, req, &reply, e.maxBody()); err != nil {
+		return engine.Reading{}, err
+	}
+	return openai.Reading(&reply, labels, true)
+}
+
+func allFound(found []bool) bool {
+	for _, f := range found {
+		if !f {
+			return false
+		}
+	}
+	return true
+}
+
+// Grammar is a GBNF grammar whose language is exactly the labels.
+func Grammar(labels []string) string {
+	alts := make([]string, len(labels))
+	for i, l := range labels {
+		alts[i] = fmt.Sprintf("%q", l) // labels are plain ASCII: Go quoting is GBNF quoting
+	}
+	return "root ::= " + strings.Join(alts, " | ")
+}
+
+// Models lists the model id and aliases the server answers to.
+func (e *Engine) Models(ctx context.Context) ([]string, error) {
+	return openai.ListModels(ctx, e.client(), e.url("/v1/models"), e.Key, e.maxBody())
+}
+
+func (e *Engine) vocab(ctx context.Context) int {
+	e.mu.Lock()
+	n := e.nVocab
+	e.mu.Unlock()
+	if n > 0 {
+		return n
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, e.url("/v1/models"), nil)
+	if err != nil {
+		return maxTopK
+	}
+	var list struct {
+		Data []struct {
+			Meta struct {
+				NVocab int `json:"n_vocab"`
+			} `json:"meta"`
+		} `json:"data"`
+	}
+	if openai.Do(e.client(), hr, e.Key, &list, e.maxBody()) != nil || len(list.Data) == 0 || list.Data[0].Meta.NVocab <= 0 {
+		return maxTopK
+	}
+	e.mu.Lock()
+	e.nVocab = list.Data[0].Meta.NVocab
+	e.mu.Unlock()
+	return list.Data[0].Meta.NVocab
+}
+
+// Labels keeps the candidates that are one token of the model's own
+// vocabulary, asking the server's tokenizer once per label and caching the
+// token id, which is what replies are matched on.
+func (e *Engine) Labels(ctx context.Context, model string, candidates []string) ([]string, error) {
+	var out []string
+	for _, c := range candidates {
+		e.mu.Lock()
+		_, ok := e.ids[tokenKey{model, c}]
+		e.mu.Unlock()
+		if ok {
+			out = append(out, c)
+			continue
+		}
+		id, single, err := e.tokenID(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		if !single {
+			continue
+		}
+		e.mu.Lock()
+		if e.ids == nil {
+			e.ids = map[tokenKey]int{}
+		}
+		e.ids[tokenKey{model, c}] = id
+		e.mu.Unlock()
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// tokenID finds the token whose text is exactly label. A tokenizer may put
+// a space before the text it is given (SentencePiece does), so a label
+// standing alone can come back as a whitespace token and the label's
+// token; after a newline it cannot merge with what precedes it.
+func (e *Engine) tokenID(ctx context.Context, label string) (id int, single bool, err error) {
+	for _, text := range []string{label, "\n" + label} {
+		var reply struct {
+			Tokens []struct {
+				ID    int    `json:"id"`
+				Piece string `json:"piece"`
+			} `json:"tokens"`
+		}
+		req := map[string]any{"content": text, "add_special": false, "with_pieces": true}
+		if err := openai.Post(ctx, e.client(), e.url("/tokenize"), e.Key, req, &reply, e.maxBody()); err != nil {
+			return 0, false, fmt.Errorf("tokenizing %q: %w", label, err)
+		}
+		var rest []int
+		for i, t := range reply.Tokens {
+			if strings.TrimSpace(t.Piece) != "" {
+				rest = append(rest, i)
+			}
+		}
+		if len(rest) == 1 && reply.Tokens[rest[0]].Piece == label {
+			return reply.Tokens[rest[0]].ID, true, nil
+		}
+	}
+	return 0, false, nil
+}
+
+func (e *Engine) url(path string) string { return strings.TrimRight(e.BaseURL, "/") + path }
+
+func (e *Engine) client() *http.Client {
+	if e.HTTP != nil {
+		return e.HTTP
+	}
+	return http.DefaultClient
+}
+
+func (e *Engine) maxBody() int64 {
+	if e.MaxBody > 0 {
+		return e.MaxBody
+	}
+	return openai.DefaultMaxBody
+}

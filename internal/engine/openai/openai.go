@@ -1,0 +1,342 @@
+// Package openai speaks the OpenAI-compatible chat completions API with
+// logprobs, as vLLM, SGLang, llama.cpp's llama-server and hosted APIs serve
+// it, including the vendor extensions those engines accept for
+// constraining the first token.
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strings"
+	"time"
+
+	"system1/internal/engine"
+	"system1/internal/retryafter"
+)
+
+// Message is one chat turn.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// ChatRequest is a chat completion request asking for one token with its
+// log-probabilities. The fields after Stream are extensions, sent only by
+// dialects whose engine accepts them.
+type ChatRequest struct {
+	Model       string    `json:"model"`
+	Messages    []Message `json:"messages"`
+	MaxTokens   int       `json:"max_tokens"`
+	Temperature float64   `json:"temperature"`
+	Logprobs    bool      `json:"logprobs"`
+	TopLogprobs int       `json:"top_logprobs,omitempty"`
+	Stream      bool      `json:"stream"`
+
+	// llama.cpp: a GBNF grammar, and reuse of the cached prompt prefix.
+	Grammar     string `json:"grammar,omitempty"`
+	CachePrompt bool   `json:"cache_prompt,omitempty"`
+	// vLLM (>= 0.12): constrain the output to one of the strings.
+	StructuredOutputs *StructuredOutputs `json:"structured_outputs,omitempty"`
+	// vLLM before 0.12 and SGLang's older releases.
+	GuidedChoice []string `json:"guided_choice,omitempty"`
+	// vLLM, SGLang and llama.cpp: template switches, here thinking off.
+	ChatTemplateKwargs map[string]any `json:"chat_template_kwargs,omitempty"`
+}
+
+// StructuredOutputs is vLLM's constraint object.
+type StructuredOutputs struct {
+	Choice []string `json:"choice"`
+}
+
+// ChatResponse is the part of a chat completion system1 reads.
+type ChatResponse struct {
+	Model   string `json:"model"`
+	Choices []struct {
+		Logprobs *struct {
+			Content []TokenLogprob `json:"content"`
+		} `json:"logprobs"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens     int `json:"prompt_tokens"`
+		CompletionTokens int `json:"completion_tokens"`
+	} `json:"usage"`
+}
+
+// TokenLogprob is one generated token with its top alternatives. ID is a
+// llama.cpp extension; Logprob is a pointer because llama.cpp writes a NaN
+// as null.
+type TokenLogprob struct {
+	ID          *int           `json:"id,omitempty"`
+	Token       string         `json:"token"`
+	Logprob     *float64       `json:"logprob"`
+	TopLogprobs []TokenLogprob `json:"top_logprobs"`
+}
+
+// Label is a label to find among the top log-probabilities: by token id
+// where the engine reports ids (ID >= 0), else by its text.
+type Label struct {
+	Text string
+	ID   int
+}
+
+// FirstToken returns the first generated token's entry.
+func (r *ChatResponse) FirstToken() (*TokenLogprob, error) {
+	if len(r.Choices) == 0 {
+		return nil, fmt.Errorf("no choices in the reply")
+	}
+	lp := r.Choices[0].Logprobs
+	if lp == nil || len(lp.Content) == 0 {
+		return nil, fmt.Errorf("no logprobs in the reply; does the engine support them?")
+	}
+	return &lp.Content[0], nil
+}
+
+// massTolerance is how far above 1 the reported top-k may sum before the
+// values are not probabilities.
+const massTolerance = 1e-3
+
+// Read finds each label's log-probability among a token's alternatives.
+// A label matched by id must appear at most once. Labels matched by text
+// sum every entry with that text: distinct tokens that spell the label
+// (byte-fallback tokens do) all produce it. Values that are not
+// log-probabilities (null, which is how llama.cpp writes NaN) or that sum
+// above 1 fail the reading rather than being repaired.
+func Read(tok *TokenLogprob, labels []Label) (lp []float64, found []bool, err error) {
+	lp = make([]float64, len(labels))
+	found = make([]bool, len(labels))
+	for i := range lp {
+		lp[i] = math.Inf(-1)
+	}
+	var mass float64
+	for _, t := range tok.TopLogprobs {
+		if t.Logprob == nil {
+			return nil, nil, fmt.Errorf("token %q has no logprob (NaN?)", t.Token)
+		}
+		v := *t.Logprob
+		if math.IsNaN(v) {
+			return nil, nil, fmt.Errorf("token %q has logprob NaN", t.Token)
+		}
+		mass += math.Exp(math.Min(v, 0))
+		for i, l := range labels {
+			switch {
+			case l.ID >= 0 && t.ID != nil && *t.ID == l.ID:
+				if found[i] {
+					return nil, nil, fmt.Errorf("label %q (token %d) appears twice in the top logprobs", l.Text, l.ID)
+				}
+				lp[i], found[i] = v, true
+			case l.ID < 0 && t.Token == l.Text:
+				if found[i] {
+					lp[i] = logAdd(lp[i], v)
+				} else {
+					lp[i], found[i] = v, true
+				}
+			}
+		}
+	}
+	if mass > 1+massTolerance {
+		return nil, nil, fmt.Errorf("top logprobs sum to probability %.4f > 1", mass)
+	}
+	return lp, found, nil
+}
+
+func logAdd(a, b float64) float64 {
+	if a < b {
+		a, b = b, a
+	}
+	return a + math.Log1p(math.Exp(b-a))
+}
+
+// Post sends a JSON request and decodes a JSON reply, classifying every
+// failure for the router. MaxBody bounds what is read.
+func Post(ctx context.Context, hc *http.Client, url, key string, req, reply any, maxBody int64) error {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return &engine.Failure{Kind: engine.Rejected, Err: err}
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return &engine.Failure{Kind: engine.Rejected, Err: err}
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	return Do(hc, hr, key, reply, maxBody)
+}
+
+// Do sends hr with the bearer key and decodes a JSON reply into reply.
+func Do(hc *http.Client, hr *http.Request, key string, reply any, maxBody int64) error {
+	if key != "" {
+		hr.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := hc.Do(hr)
+	if err != nil {
+		return engine.Classify(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	if err != nil {
+		return engine.Classify(fmt.Errorf("reading the reply: %w", err))
+	}
+	if int64(len(data)) > maxBody {
+		return &engine.Failure{Kind: engine.Malformed, Err: fmt.Errorf("reply larger than %d bytes", maxBody)}
+	}
+	if resp.StatusCode != http.StatusOK {
+		return engine.StatusFailure(resp.StatusCode, retryafter.Parse(resp.Header, time.Now()), errorText(data))
+	}
+	if err := json.Unmarshal(data, reply); err != nil {
+		return &engine.Failure{Kind: engine.Malformed, Status: resp.StatusCode, Err: fmt.Errorf("reply is not the expected JSON: %v", err)}
+	}
+	return nil
+}
+
+// errorText pulls the message out of an OpenAI-style error body.
+func errorText(data []byte) string {
+	var e struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(data, &e) == nil && len(e.Error) > 0 {
+		var s string
+		if json.Unmarshal(e.Error, &s) == nil {
+			return s
+		}
+		var o struct {
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(e.Error, &o) == nil && o.Message != "" {
+			return o.Message
+		}
+	}
+	s := strings.TrimSpace(string(data))
+	if len(s) > 300 {
+		s = s[:300]
+	}
+	return s
+}
+
+// Engine is a node serving the OpenAI-compatible chat API: vLLM, SGLang,
+// hosted APIs. Without a tokenizer endpoint, labels are taken as single
+// tokens (capital letters and digits are, in every vocabulary we know) and
+// matched by text.
+type Engine struct {
+	BaseURL string // the server root; /v1 is added when missing
+	Key     string
+	HTTP    *http.Client
+	// TopLogprobs is how many alternatives the engine returns at most
+	// (OpenAI and vLLM's default: 20).
+	TopLogprobs int
+	// Constrain is how the first token is held to the labels:
+	// "structured_outputs" (vLLM >= 0.12), "guided_choice" (older vLLM,
+	// SGLang) or "" for none (hosted APIs, which refuse unknown fields).
+	Constrain string
+	MaxBody   int64
+}
+
+func (e *Engine) url(path string) string {
+	u := strings.TrimRight(e.BaseURL, "/")
+	if !strings.HasSuffix(u, "/v1") {
+		u += "/v1"
+	}
+	return u + path
+}
+
+// Read asks for one token at temperature 0 with thinking off.
+func (e *Engine) Read(ctx context.Context, model string, p engine.Prompt) (engine.Reading, error) {
+	req := ChatRequest{
+		Model:              model,
+		Messages:           []Message{{Role: "system", Content: p.System}, {Role: "user", Content: p.User()}},
+		MaxTokens:          1,
+		Logprobs:           true,
+		TopLogprobs:        e.TopLogprobs,
+		ChatTemplateKwargs: map[string]any{"enable_thinking": false},
+	}
+	if req.TopLogprobs <= 0 {
+		req.TopLogprobs = 20
+	}
+	switch e.Constrain {
+	case "structured_outputs":
+		req.StructuredOutputs = &StructuredOutputs{Choice: p.Labels}
+	case "guided_choice":
+		req.GuidedChoice = p.Labels
+	default:
+		req.ChatTemplateKwargs = nil // hosted APIs refuse fields they do not know
+	}
+	var reply ChatResponse
+	if err := Post(ctx, e.client(), e.url("/chat/completions"), e.Key, req, &reply, e.maxBody()); err != nil {
+		return engine.Reading{}, err
+	}
+	labels := make([]Label, len(p.Labels))
+	for i, l := range p.Labels {
+		labels[i] = Label{Text: l, ID: -1}
+	}
+	return Reading(&reply, labels, e.Constrain == "")
+}
+
+// Reading turns a chat reply into a reading of the labels.
+func Reading(reply *ChatResponse, labels []Label, preMask bool) (engine.Reading, error) {
+	tok, err := reply.FirstToken()
+	if err != nil {
+		return engine.Reading{}, &engine.Failure{Kind: engine.Malformed, Err: err}
+	}
+	lp, found, err := Read(tok, labels)
+	if err != nil {
+		return engine.Reading{}, &engine.Failure{Kind: engine.Malformed, Err: err}
+	}
+	r := engine.Reading{Logprobs: lp, Found: found, PreMask: preMask, Model: reply.Model}
+	if reply.Usage != nil && reply.Usage.PromptTokens > 0 {
+		r.InputTokens, r.OutputTokens, r.Counted = reply.Usage.PromptTokens, reply.Usage.CompletionTokens, true
+	}
+	return r, nil
+}
+
+// Models lists the ids of GET /v1/models.
+func (e *Engine) Models(ctx context.Context) ([]string, error) {
+	return ListModels(ctx, e.client(), e.url("/models"), e.Key, e.maxBody())
+}
+
+// ListModels reads an OpenAI-style model list.
+func ListModels(ctx context.Context, hc *http.Client, url, key string, maxBody int64) ([]string, error) {
+	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	var list struct {
+		Data []struct {
+			ID      string   `json:"id"`
+			Aliases []string `json:"aliases"` // llama.cpp
+		} `json:"data"`
+	}
+	if err := Do(hc, hr, key, &list, maxBody); err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, m := range list.Data {
+		ids = append(ids, m.ID)
+		ids = append(ids, m.Aliases...)
+	}
+	return ids, nil
+}
+
+// Labels takes the candidates as they are: the API has no tokenizer.
+func (e *Engine) Labels(ctx context.Context, model string, candidates []string) ([]string, error) {
+	return candidates, nil
+}
+
+func (e *Engine) client() *http.Client {
+	if e.HTTP != nil {
+		return e.HTTP
+	}
+	return http.DefaultClient
+}
+
+func (e *Engine) maxBody() int64 {
+	if e.MaxBody > 0 {
+		return e.MaxBody
+	}
+	return DefaultMaxBody
+}
+
+// DefaultMaxBody bounds an engine's reply.
+const DefaultMaxBody = 32 << 20

@@ -1,0 +1,88 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+
+	"system1/internal/decision"
+)
+
+// Prompt is one question laid out for a chat model. Every prompt over the
+// same state starts with the same System and StatePart, so an engine with
+// a prompt cache prefills the state once and questions share it.
+type Prompt struct {
+	System    string
+	StatePart string // the start of the user turn: the state, identical across questions
+	Question  string // the rest of the user turn: the question and its labelled options
+	Labels    []string
+}
+
+// User is the whole user turn.
+func (p Prompt) User() string { return p.StatePart + p.Question }
+
+const system = "You are a fast, careful judge. You read a state and answer one question about it " +
+	"by picking exactly one of the labelled options. Reply with the option's label alone."
+
+// Layout lays question q out over state with the given labels, one per
+// option in option order.
+func Layout(state json.RawMessage, q decision.Question, labels []string) Prompt {
+	var b strings.Builder
+	instr := text(q.Instructions)
+	switch q.Kind {
+	case decision.Choice:
+		if instr == "" {
+			instr = "Which option fits the state best?"
+		}
+		b.WriteString("Question: " + instr + "\nOptions:\n")
+	case decision.Noul:
+		if instr == "" {
+			instr = "Is this true of the state?"
+		}
+		b.WriteString("Question: " + instr + "\nOptions:\n")
+	case decision.Score:
+		if instr == "" {
+			instr = "Which level fits the state best?"
+		}
+		b.WriteString("Question: " + instr + "\nLevels, from lowest to highest:\n")
+	}
+	for i, o := range q.Options {
+		b.WriteString(labels[i] + ". ")
+		name, desc := o.Name, text(o.Text)
+		switch {
+		case name != "" && desc != "":
+			b.WriteString(name + ": " + desc)
+		case name != "":
+			b.WriteString(name)
+		default:
+			b.WriteString(desc)
+		}
+		b.WriteByte('\n')
+	}
+	b.WriteString("Answer with the label of one option: ")
+	b.WriteString(strings.Join(labels, ", "))
+	b.WriteString(".")
+	return Prompt{
+		System:    system,
+		StatePart: "State:\n" + text(state) + "\n\n",
+		Question:  b.String(),
+		Labels:    labels,
+	}
+}
+
+// text renders a JSON value for the model: a string as itself, anything
+// else as compact JSON.
+func text(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw)
+	}
+	return b.String()
+}

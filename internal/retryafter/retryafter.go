@@ -1,0 +1,27 @@
+// Package retryafter reads how long a server asked to be left alone.
+package retryafter
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// Parse reads retry-after-ms, else Retry-After in seconds or as an HTTP
+// date; 0 when there is none.
+func Parse(h http.Header, now time.Time) time.Duration {
+	if ms, err := strconv.ParseFloat(h.Get("Retry-After-Ms"), 64); err == nil && ms > 0 {
+		return time.Duration(ms * float64(time.Millisecond))
+	}
+	v := h.Get("Retry-After")
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil && s > 0 {
+		return time.Duration(s * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
