@@ -112,6 +112,10 @@ type Node struct {
 	Timeout Duration `yaml:"timeout"` // per engine call
 	// MaxLabels is the node's label capacity: options per choice.
 	MaxLabels int `yaml:"max_labels"`
+	// Constrain is how an openai node holds the first token to the labels:
+	// structured_outputs (vLLM >= 0.12), guided_choice (older vLLM,
+	// SGLang), or none (hosted APIs; the default).
+	Constrain string `yaml:"constrain"`
 	// MaxInFlight bounds concurrent calls to the node; Queue bounds how
 	// many more wait.
 	MaxInFlight int `yaml:"max_inflight"`
@@ -198,6 +202,9 @@ func (c *Config) Check() []error {
 		}
 		if !oneOf(n.Dialect, Dialects) {
 			bad("%s (%s): dialect %q is not one of %s", at, n.Name, n.Dialect, strings.Join(Dialects, ", "))
+		}
+		if n.Constrain != "" && n.Constrain != "none" && n.Constrain != "structured_outputs" && n.Constrain != "guided_choice" {
+			bad("%s (%s): constrain %q is not structured_outputs, guided_choice or none", at, n.Name, n.Constrain)
 		}
 		if n.MaxLabels < 0 || n.MaxInFlight < 0 || n.Queue < 0 {
 			bad("%s (%s): max_labels, max_inflight and queue must not be negative", at, n.Name)

@@ -12,6 +12,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -229,7 +230,8 @@ type Engine struct {
 	TopLogprobs int
 	// Constrain is how the first token is held to the labels:
 	// "structured_outputs" (vLLM >= 0.12), "guided_choice" (older vLLM,
-	// SGLang) or "" for none (hosted APIs, which refuse unknown fields).
+	// SGLang) or "" or "none" for none (hosted APIs, which refuse unknown
+	// fields).
 	Constrain string
 	MaxBody   int64
 }
@@ -271,7 +273,7 @@ func (e *Engine) Read(ctx context.Context, model string, p engine.Prompt) (engin
 	for i, l := range p.Labels {
 		labels[i] = Label{Text: l, ID: -1}
 	}
-	return Reading(&reply, labels, e.Constrain == "")
+	return Reading(&reply, labels, req.StructuredOutputs == nil && req.GuidedChoice == nil)
 }
 
 // Reading turns a chat reply into a reading of the labels.
@@ -313,8 +315,11 @@ func ListModels(ctx context.Context, hc *http.Client, url, key string, maxBody i
 	}
 	var ids []string
 	for _, m := range list.Data {
-		ids = append(ids, m.ID)
-		ids = append(ids, m.Aliases...)
+		for _, id := range append([]string{m.ID}, m.Aliases...) {
+			if !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
+		}
 	}
 	return ids, nil
 }

@@ -1,0 +1,140 @@
+// Command system1 is a fast decision service: given a state and typed
+// questions it returns calibrated probabilities from a language model
+// served by an engine such as llama.cpp, Ollama or vLLM. It serves the
+// System One HTTP API, an MCP server for agents, and a command line for
+// deciding, benchmarking and calibrating.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	switch {
+	case err == nil:
+	case errors.Is(err, flag.ErrHelp):
+		os.Exit(0)
+	case errors.Is(err, errUsage):
+		os.Exit(2)
+	default:
+		fmt.Fprintln(os.Stderr, "system1:", err)
+		os.Exit(1)
+	}
+}
+
+// errUsage marks a command line that could not be understood; its details
+// have already been printed.
+var errUsage = errors.New("usage")
+
+// env is what a command may touch of the outside world.
+type env struct {
+	getenv func(string) string
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+}
+
+const usage = `usage: system1 <command> [flags]
+
+commands:
+  serve      serve the System One HTTP API (POST /v1/systemone, /v1/decide, /v1/models)
+  mcp        serve the System 1 gateway as an MCP server over stdio
+  decide     ask one decision from the command line
+  bench      measure accuracy, calibration and latency on labelled case files
+  calibrate  fit calibration temperatures from case files or a bench report
+  toggle     pause or resume the gateway: toggle on|off|status
+  version    print the version
+
+Run "system1 <command> -h" for a command's flags.
+`
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	e := env{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr}
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return errUsage
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "serve":
+		return cmdServe(ctx, rest, e)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "system1", version)
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	if c, ok := commands[cmd]; ok {
+		return c(ctx, rest, e)
+	}
+	fmt.Fprintf(stderr, "system1: unknown command %q\n\n%s", cmd, usage)
+	return errUsage
+}
+
+// commands are the subcommands beyond serve, each in its own file.
+var commands = map[string]func(context.Context, []string, env) error{}
+
+// flags makes a command's flag set, printing errors and help to stderr.
+func flags(name string, e env) *flag.FlagSet {
+	fs := flag.NewFlagSet("system1 "+name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	return fs
+}
+
+// parse parses a command line, mapping a bad one to errUsage.
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	return nil
+}
+
+// configPath picks the configuration file: the flag, else $SYSTEM1_CONFIG,
+// else system1/config.yaml under the user's configuration folder.
+func configPath(flagValue string, getenv func(string) string) string {
+	if flagValue != "" {
+		return flagValue
+	}
+	if p := getenv("SYSTEM1_CONFIG"); p != "" {
+		return p
+	}
+	dir := getenv("XDG_CONFIG_HOME")
+	if dir == "" {
+		home := getenv("HOME")
+		if home == "" {
+			return "system1.yaml"
+		}
+		dir = filepath.Join(home, ".config")
+	}
+	return filepath.Join(dir, "system1", "config.yaml")
+}
+
+// logger writes text logs to stderr; stdout may carry a protocol. The
+// level comes from $SYSTEM1_LOG_LEVEL (debug, info, warn, error).
+func logger(e env) *slog.Logger {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(strings.ToUpper(e.getenv("SYSTEM1_LOG_LEVEL")))); err != nil {
+		level = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
+}

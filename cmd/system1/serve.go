@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"system1/internal/config"
+	"system1/internal/fleet"
+	"system1/internal/httpapi"
+	"system1/internal/metrics"
+)
+
+// refreshEvery is how often nodes without a configured model list are
+// asked for theirs.
+const refreshEvery = 30 * time.Second
+
+func cmdServe(ctx context.Context, args []string, e env) error {
+	fs := flags("serve", e)
+	cfgFlag := fs.String("config", "", "configuration file (default $SYSTEM1_CONFIG, else ~/.config/system1/config.yaml)")
+	listen := fs.String("listen", "", "address to listen on, overriding the config's listen")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	log := logger(e)
+	cfg, err := config.Load(configPath(*cfgFlag, e.getenv))
+	if err != nil {
+		return fmt.Errorf("reading the configuration: %w", err)
+	}
+	if errs := cfg.Check(); len(errs) > 0 {
+		return fmt.Errorf("configuration %s: %w", cfg.Path, errors.Join(errs...))
+	}
+	if *listen != "" {
+		cfg.Listen = *listen
+	}
+	if cfg.Listen == "" {
+		cfg.Listen = "127.0.0.1:3000"
+	}
+	m := metrics.New()
+	router, err := fleet.FromConfig(cfg.Nodes, cfg.Aliases, e.getenv, m)
+	if err != nil {
+		return err
+	}
+	go refresh(ctx, router)
+
+	keys := cfg.APIKeys(e.getenv)
+	rounding := 2
+	if cfg.Rounding != nil {
+		rounding = *cfg.Rounding
+	}
+	api := httpapi.New(httpapi.Options{
+		Router:         router,
+		Log:            log,
+		Metrics:        m,
+		Keys:           keys,
+		RatePerSecond:  cfg.RateLimit.PerSecond,
+		Burst:          cfg.RateLimit.Burst,
+		Rounding:       rounding,
+		RequestTimeout: cfg.Timeouts.Request.Or(httpapi.DefaultRequestTimeout),
+		MaxBodyBytes:   cfg.MaxBodyBytes,
+		Version:        version,
+	})
+	if len(keys) == 0 {
+		log.Warn("auth off: no keys configured (set keys or keys_env in the configuration)")
+	} else {
+		log.Info("auth on", "keys", len(keys))
+	}
+
+	srv := &http.Server{
+		Handler:           api,
+		ReadHeaderTimeout: cfg.Timeouts.ReadHeader.Or(5 * time.Second),
+		ReadTimeout:       cfg.Timeouts.Read.Or(30 * time.Second),
+		WriteTimeout:      cfg.Timeouts.Write.Or(cfg.Timeouts.Request.Or(httpapi.DefaultRequestTimeout) + 10*time.Second),
+		IdleTimeout:       cfg.Timeouts.Idle.Or(120 * time.Second),
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	servers := []*http.Server{srv}
+	errc := make(chan error, 2)
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return err
+	}
+	log.Info("listening", "url", "http://"+ln.Addr().String(), "nodes", len(cfg.Nodes), "version", version)
+	go func() { errc <- srv.Serve(ln) }()
+
+	if cfg.TLS.Cert != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.Resolve(cfg.TLS.Cert), cfg.Resolve(cfg.TLS.Key))
+		if err != nil {
+			return fmt.Errorf("tls: %w", err)
+		}
+		tsrv := &http.Server{
+			Handler:           srv.Handler,
+			ReadHeaderTimeout: srv.ReadHeaderTimeout,
+			ReadTimeout:       srv.ReadTimeout,
+			WriteTimeout:      srv.WriteTimeout,
+			IdleTimeout:       srv.IdleTimeout,
+			ErrorLog:          srv.ErrorLog,
+			TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+		}
+		addr := cfg.TLS.Listen
+		if addr == "" {
+			addr = "127.0.0.1:3443"
+		}
+		tln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return err
+		}
+		log.Info("listening", "url", "https://"+tln.Addr().String())
+		servers = append(servers, tsrv)
+		go func() { errc <- tsrv.ServeTLS(tln, "", "") }()
+	}
+
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	drain := cfg.Timeouts.Drain.Or(30 * time.Second)
+	log.Info("shutting down: no new connections, finishing requests in flight", "drain", drain)
+	sctx, cancel := context.WithTimeout(context.Background(), drain)
+	defer cancel()
+	var errs []error
+	for _, s := range servers {
+		if err := s.Shutdown(sctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// refresh lists the nodes' models now and every refreshEvery until ctx
+// ends.
+func refresh(ctx context.Context, r *fleet.Router) {
+	t := time.NewTicker(refreshEvery)
+	defer t.Stop()
+	for {
+		r.Discover(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

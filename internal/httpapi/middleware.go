@@ -1,0 +1,132 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"system1/internal/systemone"
+)
+
+type ctxKey int
+
+const requestIDKey ctxKey = 0
+
+// RequestID returns the request's id, as sent in x-typesafe-request-id.
+func RequestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey).(string)
+	return id
+}
+
+// recorder remembers the status a handler wrote.
+type recorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// observe gives every request an id (returned in x-typesafe-request-id),
+// logs one line for it and counts it.
+func (s *Server) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := newRequestID()
+		w.Header().Set("X-Typesafe-Request-Id", id)
+		rec := &recorder{ResponseWriter: w}
+		r = r.WithContext(context.WithValue(r.Context(), requestIDKey, id))
+		next.ServeHTTP(rec, r)
+		if rec.status == 0 {
+			rec.status = http.StatusOK
+		}
+		d := time.Since(start)
+		route := r.Pattern
+		if route == "" {
+			route = "unmatched"
+		}
+		s.opt.Metrics.Request(route, strconv.Itoa(rec.status), d)
+		s.opt.Log.Info("request", "id", id, "method", r.Method, "path", r.URL.Path,
+			"status", rec.status, "ms", float64(d.Microseconds())/1000, "remote", r.RemoteAddr)
+	})
+}
+
+// api wraps an authenticated, rate-limited API route: a missing or wrong
+// key is a 401, a caller over its rate a 429 with Retry-After, and the
+// whole request runs under the request timeout with its body bounded.
+func (s *Server) api(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		caller := "addr:" + host(r.RemoteAddr)
+		if s.AuthOn() {
+			k := s.authenticate(r)
+			if k < 0 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="system1"`)
+				writeError(w, http.StatusUnauthorized, systemone.Authentication,
+					"Cannot authenticate with the server. Please check your API key and try again.")
+				return
+			}
+			caller = "key:" + strconv.Itoa(k)
+		}
+		if ok, wait := s.limiter.allow(caller, time.Now()); !ok {
+			secs := retryAfterSeconds(wait)
+			w.Header().Set("Retry-After", strconv.Itoa(secs))
+			w.Header().Set("Retry-After-Ms", strconv.FormatInt(wait.Milliseconds(), 10))
+			writeError(w, http.StatusTooManyRequests, systemone.RateLimit,
+				fmt.Sprintf("rate limit exceeded; retry after %d s", secs))
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, s.opt.MaxBodyBytes)
+		ctx, cancel := context.WithTimeout(r.Context(), s.opt.RequestTimeout)
+		defer cancel()
+		h(w, r.WithContext(ctx))
+	})
+}
+
+// readBody reads a request body, answering 413 when it is over the limit.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(r.Body)
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		writeError(w, http.StatusRequestEntityTooLarge, systemone.TooLarge,
+			fmt.Sprintf("request body is over the limit of %d bytes", tooBig.Limit))
+		return nil, false
+	case err != nil:
+		writeError(w, http.StatusBadRequest, systemone.InvalidRequest, "reading the request body: "+err.Error())
+		return nil, false
+	}
+	return body, true
+}
+
+func host(addr string) string {
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		return h
+	}
+	return addr
+}
+
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+func writeError(w http.ResponseWriter, status int, typ, msg string) {
+	writeJSON(w, status, systemone.AppendError(nil, typ, msg))
+}

@@ -1,0 +1,19 @@
+package httpapi
+
+import "net/http"
+
+// routes maps the whole HTTP surface.
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("POST /v1/systemone", s.api(s.handleSystemOne))
+	mux.Handle("GET /v1/models", s.api(s.handleModels))
+	if s.opt.Decide != nil {
+		mux.Handle("POST /v1/decide", s.api(s.opt.Decide.ServeHTTP))
+	}
+	mux.HandleFunc("GET /health", s.handleHealth)
+	mux.Handle("GET /metrics", s.opt.Metrics.Handler())
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, []byte(`{"detail":"Not Found"}`))
+	})
+	return s.observe(mux)
+}

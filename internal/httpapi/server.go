@@ -1,0 +1,112 @@
+// Package httpapi is system1's HTTP face: POST /v1/systemone, the System One
+// wire that clients of TypeSafe's hosted Jev use with only the base URL
+// changed; GET /v1/models; health and metrics; with bearer keys, rate
+// limits and one log line per request.
+package httpapi
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"system1/internal/fleet"
+	"system1/internal/metrics"
+)
+
+// Options configure a Server.
+type Options struct {
+	Router  *fleet.Router
+	Log     *slog.Logger
+	Metrics *metrics.Metrics
+	// Keys are the accepted bearer keys; none turns auth off.
+	Keys []string
+	// RatePerSecond and Burst bound each key (each client address when
+	// auth is off); 0 is unlimited.
+	RatePerSecond float64
+	Burst         int
+	// Rounding is the decimals /v1/systemone reports; -1 is full precision.
+	Rounding int
+	// RequestTimeout bounds one request, every engine call included.
+	RequestTimeout time.Duration
+	// MaxBodyBytes bounds a request body.
+	MaxBodyBytes int64
+	// Decide serves POST /v1/decide (the gateway); nil leaves it out.
+	Decide  http.Handler
+	Version string
+}
+
+// Server serves the HTTP API.
+type Server struct {
+	opt     Options
+	keys    [][sha256.Size]byte
+	limiter *limiter
+	handler http.Handler
+}
+
+// Defaults for Options left zero.
+const (
+	DefaultRequestTimeout = 30 * time.Second
+	DefaultMaxBodyBytes   = 4 << 20
+)
+
+// New builds a server.
+func New(opt Options) *Server {
+	if opt.RequestTimeout <= 0 {
+		opt.RequestTimeout = DefaultRequestTimeout
+	}
+	if opt.MaxBodyBytes <= 0 {
+		opt.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opt.Log == nil {
+		opt.Log = slog.New(slog.DiscardHandler)
+	}
+	if opt.Metrics == nil {
+		opt.Metrics = metrics.New()
+	}
+	s := &Server{opt: opt, limiter: newLimiter(opt.RatePerSecond, opt.Burst)}
+	for _, k := range opt.Keys {
+		s.keys = append(s.keys, sha256.Sum256([]byte(k)))
+	}
+	s.handler = s.routes()
+	return s
+}
+
+// ServeHTTP serves the API.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// AuthOn reports whether callers must present a key.
+func (s *Server) AuthOn() bool { return len(s.keys) > 0 }
+
+// newRequestID makes Jev's request id: req_ and 32 hex digits.
+func newRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return "req_" + hex.EncodeToString(b[:])
+}
+
+// authenticate returns the index of the caller's key, -1 for none or a
+// wrong one. Keys are compared as SHA-256 digests in constant time, every
+// key every time, so neither a key's content nor its length leaks through
+// timing.
+func (s *Server) authenticate(r *http.Request) int {
+	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		token = r.Header.Get("X-Api-Key") // Kev's proxy sends this
+		if token == "" {
+			return -1
+		}
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSpace(token)))
+	found := -1
+	for i, k := range s.keys {
+		if subtle.ConstantTimeCompare(sum[:], k[:]) == 1 {
+			found = i
+		}
+	}
+	return found
+}

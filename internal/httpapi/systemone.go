@@ -1,0 +1,114 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"system1/internal/decision"
+	"system1/internal/engine"
+	"system1/internal/fleet"
+	"system1/internal/systemone"
+)
+
+// handleSystemOne answers POST /v1/systemone: every question or none. A
+// malformed request is a 422 listing every problem; a model no node serves
+// and a question no node could answer are 503s that name them.
+func (s *Server) handleSystemOne(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	body, ok := s.readBody(w, r)
+	if !ok {
+		return
+	}
+	p := systemone.ParseRequest(body)
+	lim, errModel := s.limits(r, p.Model)
+	if ps := p.Validate(lim); len(ps) > 0 {
+		writeJSON(w, http.StatusUnprocessableEntity, systemone.AppendValidationError(nil, ps))
+		return
+	}
+	if errModel != nil {
+		writeError(w, http.StatusServiceUnavailable, systemone.Unavailable,
+			fmt.Sprintf("model %q is not served by any node of this server", p.Model))
+		return
+	}
+	res, err := s.opt.Router.Decide(r.Context(), p.Request)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, systemone.Unavailable, err.Error())
+		return
+	}
+	if failed := res.Unanswered(p.Request); len(failed) > 0 {
+		s.writeUnanswered(w, p.Request, res, failed)
+		return
+	}
+	out := systemone.Response{Model: res.Model, Questions: p.Questions}
+	var warnings []string
+	for i, q := range p.Questions {
+		a := res.Questions[i]
+		ans, err := decision.NewAnswer(q, a.Dist, s.opt.Rounding)
+		if err != nil { // the engine's reading passed every check, so this is a bug
+			writeError(w, http.StatusInternalServerError, systemone.Internal, err.Error())
+			return
+		}
+		out.Answers = append(out.Answers, ans)
+		out.Usage.InputTokens += a.InputTokens
+		out.Usage.OutputTokens += a.OutputTokens
+		out.Usage.Estimated = out.Usage.Estimated || a.Estimated
+		if len(a.Missing) > 0 {
+			warnings = append(warnings, fmt.Sprintf("%s: options %s were not in the engine's top log-probabilities; reported 0", q.ID, strings.Join(a.Missing, ",")))
+		}
+	}
+	if len(warnings) > 0 {
+		w.Header().Set("X-System1-Warnings", strings.Join(warnings, "; "))
+	}
+	out.Latency = time.Since(start)
+	writeJSON(w, http.StatusOK, out.AppendJSON(make([]byte, 0, 512)))
+}
+
+// limits returns the request limits for a model, refreshing the nodes'
+// model lists once when no node is known to serve it.
+func (s *Server) limits(r *http.Request, model string) (decision.Limits, error) {
+	lim, err := s.opt.Router.Limits(model)
+	if errors.Is(err, fleet.ErrUnknownModel) && model != "" {
+		s.opt.Router.Refresh(r.Context())
+		lim, err = s.opt.Router.Limits(model)
+	}
+	if err != nil {
+		return decision.DefaultLimits(), err
+	}
+	return lim, nil
+}
+
+// writeUnanswered explains why questions got no answer: a 422 when the
+// engines refused the request itself, else a 503 naming each question and
+// its last failure, with Retry-After when every node asked for a pause.
+func (s *Server) writeUnanswered(w http.ResponseWriter, req decision.Request, res *fleet.Result, failed []string) {
+	var reasons []string
+	rejected, wait := true, time.Duration(0)
+	for i, a := range res.Questions {
+		if a.Err == nil {
+			continue
+		}
+		reasons = append(reasons, fmt.Sprintf("question %q: %v", req.Questions[i].ID, a.Err))
+		var f *engine.Failure
+		if !errors.As(a.Err, &f) || f.Kind != engine.Rejected {
+			rejected = false
+		}
+		if errors.As(a.Err, &f) && f.Kind == engine.RateLimited {
+			wait = max(wait, f.RetryAfter)
+		}
+	}
+	msg := strings.Join(reasons, "; ")
+	if rejected {
+		writeError(w, http.StatusUnprocessableEntity, systemone.InvalidRequest, msg)
+		return
+	}
+	if wait > 0 {
+		w.Header().Set("Retry-After", fmt.Sprint(retryAfterSeconds(wait)))
+	}
+	slices.Sort(failed)
+	writeError(w, http.StatusServiceUnavailable, systemone.Unavailable,
+		fmt.Sprintf("no answer for question(s) %s: %s", strings.Join(failed, ", "), msg))
+}

@@ -1,0 +1,93 @@
+// Package metrics holds system1's Prometheus metrics, on a registry of its
+// own so that tests and several servers in one process do not collide.
+package metrics
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics are the server's counters, gauges and histograms.
+type Metrics struct {
+	reg            *prometheus.Registry
+	requests       *prometheus.CounterVec
+	requestSeconds *prometheus.HistogramVec
+	attempts       *prometheus.CounterVec
+	attemptSeconds *prometheus.HistogramVec
+	failovers      *prometheus.CounterVec
+	cooldowns      *prometheus.CounterVec
+	inFlight       *prometheus.GaugeVec
+	queued         *prometheus.GaugeVec
+}
+
+// Latency buckets from 1 ms to 30 s: decisions take tens to hundreds of
+// milliseconds, cold engines seconds.
+var buckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
+
+// New registers the metrics, plus Go runtime and process metrics.
+func New() *Metrics {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := &Metrics{
+		reg: reg,
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "system1_requests_total", Help: "HTTP requests by route and status code.",
+		}, []string{"route", "code"}),
+		requestSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "system1_request_seconds", Help: "HTTP request latency by route.", Buckets: buckets,
+		}, []string{"route"}),
+		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "system1_engine_attempts_total", Help: "Engine calls by node, model and outcome.",
+		}, []string{"node", "model", "outcome"}),
+		attemptSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "system1_engine_seconds", Help: "Engine call latency by node and model.", Buckets: buckets,
+		}, []string{"node", "model"}),
+		failovers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "system1_failovers_total", Help: "Questions moved to another node after a failure, by model.",
+		}, []string{"model"}),
+		cooldowns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "system1_cooldowns_total", Help: "Times a node was cooled down.",
+		}, []string{"node"}),
+		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "system1_node_in_flight", Help: "Engine calls in flight per node.",
+		}, []string{"node"}),
+		queued: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "system1_node_queue_depth", Help: "Engine calls waiting for a slot per node.",
+		}, []string{"node"}),
+	}
+	reg.MustRegister(m.requests, m.requestSeconds, m.attempts, m.attemptSeconds, m.failovers, m.cooldowns, m.inFlight, m.queued)
+	return m
+}
+
+// Handler serves the metrics in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// Request records one HTTP request.
+func (m *Metrics) Request(route, code string, d time.Duration) {
+	m.requests.WithLabelValues(route, code).Inc()
+	m.requestSeconds.WithLabelValues(route).Observe(d.Seconds())
+}
+
+// Attempt records one engine call.
+func (m *Metrics) Attempt(node, model, outcome string, d time.Duration) {
+	m.attempts.WithLabelValues(node, model, outcome).Inc()
+	m.attemptSeconds.WithLabelValues(node, model).Observe(d.Seconds())
+}
+
+// Failover records a question moving on after a failed node.
+func (m *Metrics) Failover(model string) { m.failovers.WithLabelValues(model).Inc() }
+
+// Cooldown records a node being cooled down.
+func (m *Metrics) Cooldown(node string) { m.cooldowns.WithLabelValues(node).Inc() }
+
+// Load records a node's calls in flight and waiting.
+func (m *Metrics) Load(node string, inFlight, queued int) {
+	m.inFlight.WithLabelValues(node).Set(float64(inFlight))
+	m.queued.WithLabelValues(node).Set(float64(queued))
+}
