@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Runs the whole test suite, installing what it needs first: the real
+# engine (llama-server, built once and cached), the JS clients' packages,
+# then vet, gofmt, the race-enabled Go tests, short fuzz runs, and a smoke
+# run of the main job. With SYSTEM1_QUICK=1 it skips the engine build and
+# the fuzzing, and engine tests skip with their reason.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n== %s\n' "$*"; }
+
+if [[ -z "${SYSTEM1_QUICK:-}" ]]; then
+	step "real engine (llama-server, cached after the first build)"
+	export SYSTEM1_LLAMA_SERVER="$(scripts/llama-server.sh)"
+	export SYSTEM1_REQUIRE_ENGINE=1
+fi
+
+if command -v npm >/dev/null; then
+	for d in test/js test/js-mcp; do
+		if [[ -f $d/package-lock.json ]]; then
+			step "npm ci in $d"
+			(cd "$d" && npm ci --no-audit --no-fund --loglevel=error)
+		fi
+	done
+	export SYSTEM1_REQUIRE_JS=1
+fi
+
+step "go vet"
+go vet ./...
+
+step "gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [[ -n $unformatted ]]; then
+	echo "gofmt would change:"; echo "$unformatted"; exit 1
+fi
+
+step "go test -race"
+go test -race -count=1 ./...
+
+if [[ -z "${SYSTEM1_QUICK:-}" ]]; then
+	step "fuzz targets, briefly"
+	scripts/fuzz.sh "${SYSTEM1_FUZZTIME:-10s}"
+
+	step "main job smoke run (scripts/run.sh --once with the shared tiny model)"
+	model=../shared/models/stories260K.gguf
+	if [[ -f $model ]]; then
+		scripts/run.sh --once "$model"
+	else
+		echo "skipped: $model is not here"
+	fi
+fi
+step "all tests passed"
