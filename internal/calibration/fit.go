@@ -1,0 +1,295 @@
+package calibration
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"system1/internal/decision"
+)
+
+// The temperatures FitTemperature searches, and how closely it finds the
+// best one, in log T.
+const (
+	MinTemperature = 0.05
+	MaxTemperature = 20
+	logTTolerance  = 1e-6
+	gridPoints     = 61
+)
+
+// ErrNoCases means that there was nothing to fit.
+var ErrNoCases = errors.New("no cases to fit")
+
+// FitTemperature finds the temperature T in [MinTemperature, MaxTemperature]
+// whose tempered distributions, Dist.Temper(T), have the least mean NLL (as
+// Measure computes it, with the ProbFloor) on preds.
+//
+// It searches log T: a grid of 61 points over the range finds the best
+// neighbourhood, and a golden-section search inside it narrows the best T
+// to within 1e-6 in log T. The grid guards against the kinks the floor puts
+// in an otherwise unimodal loss. Tempering keeps a zero at zero, so a case
+// whose expected option was reported as 0 costs the same at every T. When no
+// temperature does better than 1 by more than 1e-12, as when every
+// distribution is certain, the result is 1: the data say nothing. A best T
+// on the edge of the range is returned as that edge.
+//
+// An empty set is ErrNoCases, and a case that fails Prediction.Check is an
+// error naming its index.
+func FitTemperature(preds []Prediction) (float64, error) {
+	if len(preds) == 0 {
+		return 0, ErrNoCases
+	}
+	cases := make([]logCase, len(preds))
+	for i, p := range preds {
+		if err := p.Check(); err != nil {
+			return 0, fmt.Errorf("case %d: %w", i, err)
+		}
+		cases[i] = newLogCase(p)
+	}
+	loss := func(u float64) float64 { return meanNLL(cases, math.Exp(-u)) }
+
+	lo, hi := math.Log(MinTemperature), math.Log(MaxTemperature)
+	step := (hi - lo) / (gridPoints - 1)
+	best, bestLoss := 0, math.Inf(1)
+	for i := range gridPoints {
+		if l := loss(lo + float64(i)*step); l < bestLoss {
+			best, bestLoss = i, l
+		}
+	}
+	bestU := lo + float64(best)*step
+	a := lo + float64(max(best-1, 0))*step
+	b := lo + float64(min(best+1, gridPoints-1))*step
+
+	// Golden-section search on [a, b]; c < d are the interior points.
+	invPhi := (math.Sqrt(5) - 1) / 2
+	c, d := b-invPhi*(b-a), a+invPhi*(b-a)
+	fc, fd := loss(c), loss(d)
+	for b-a > logTTolerance {
+		if fc <= fd {
+			b, d, fd = d, c, fc
+			c = b - invPhi*(b-a)
+			fc = loss(c)
+		} else {
+			a, c, fc = c, d, fd
+			d = a + invPhi*(b-a)
+			fd = loss(d)
+		}
+	}
+	if u := (a + b) / 2; loss(u) <= bestLoss {
+		bestU, bestLoss = u, loss(u)
+	}
+	if loss(0) <= bestLoss+1e-12 {
+		return 1, nil
+	}
+	return math.Exp(bestU), nil
+}
+
+// logCase is a case reduced to what its loss needs: the logs of its
+// non-zero probabilities, and the log of the expected option's, -Inf when
+// that is zero.
+type logCase struct {
+	logs     []float64
+	expected float64
+}
+
+func newLogCase(p Prediction) logCase {
+	lc := logCase{expected: math.Inf(-1)}
+	for i, q := range p.Dist {
+		if q > 0 {
+			lc.logs = append(lc.logs, math.Log(q))
+			if i == p.Expected {
+				lc.expected = math.Log(q)
+			}
+		}
+	}
+	return lc
+}
+
+// meanNLL is the mean over cases of -ln max(p'[expected], ProbFloor), where
+// p' is p tempered by beta = 1/T: p'_i = exp(beta*ln p_i - lse), lse the
+// log of the sum of exp(beta*ln p_j) over the non-zero p_j. It is the NLL of
+// Measure on Dist.Temper(1/beta), up to rounding.
+func meanNLL(cases []logCase, beta float64) float64 {
+	floor := math.Log(ProbFloor)
+	var sum float64
+	for _, lc := range cases {
+		if math.IsInf(lc.expected, -1) {
+			sum -= floor
+			continue
+		}
+		top := math.Inf(-1)
+		for _, l := range lc.logs {
+			top = math.Max(top, beta*l)
+		}
+		var s float64
+		for _, l := range lc.logs {
+			s += math.Exp(beta*l - top)
+		}
+		sum -= math.Max(beta*lc.expected-top-math.Log(s), floor)
+	}
+	return sum / float64(len(cases))
+}
+
+// Temper returns a copy of preds with every distribution tempered by t, as
+// Distribution.Temper does it. A t of 1, or one that is not a positive
+// finite number, leaves the distributions as they are, shared with preds.
+func Temper(preds []Prediction, t float64) []Prediction {
+	out := make([]Prediction, len(preds))
+	for i, p := range preds {
+		p.Dist = p.Dist.Temper(t)
+		out[i] = p
+	}
+	return out
+}
+
+// Split divides preds into a set to fit on and a held-out set to score the
+// fit on, with round(holdout * len(preds)) cases held out; a holdout that is
+// NaN or at most 0 holds out nothing, and one of 1 or more holds out all.
+// The same preds, holdout and seed always give the same split: each index
+// gets a key from a fixed 64-bit mix of the seed and the index, and the
+// cases with the smallest keys are held out. Both sets keep the cases in
+// their order in preds; the distributions are shared with preds, not
+// copied.
+func Split(preds []Prediction, holdout float64, seed uint64) (fit, held []Prediction) {
+	n := len(preds)
+	h := 0
+	switch {
+	case holdout >= 1:
+		h = n
+	case holdout > 0:
+		h = int(math.Round(holdout * float64(n)))
+	}
+	order := make([]int, n)
+	keys := make([]uint64, n)
+	for i := range order {
+		order[i] = i
+		keys[i] = mix(seed ^ mix(uint64(i)))
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		switch {
+		case keys[a] < keys[b]:
+			return -1
+		case keys[a] > keys[b]:
+			return 1
+		}
+		return a - b
+	})
+	isHeld := make([]bool, n)
+	for _, i := range order[:h] {
+		isHeld[i] = true
+	}
+	for i, p := range preds {
+		if isHeld[i] {
+			held = append(held, p)
+		} else {
+			fit = append(fit, p)
+		}
+	}
+	return fit, held
+}
+
+// mix is the finaliser of SplitMix64, a fixed bijection of 64-bit integers
+// that scatters nearby inputs.
+func mix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+// Group is the cases of one kind and option-count bucket, the unit a fit
+// is made for.
+type Group struct {
+	Kind   decision.Kind
+	Bucket string
+	Preds  []Prediction
+}
+
+// Groups sorts preds into groups by kind and Bucket(Options), keeping the
+// cases' order within each group. The groups come by kind (choice, noul,
+// score, then any unknown kind by name) and then by bucket, fewest options
+// first; cases of an unknown kind are grouped like the others and will fail
+// to fit.
+func Groups(preds []Prediction) []Group {
+	var out []Group
+	at := map[[2]string]int{}
+	for _, p := range preds {
+		k := [2]string{string(p.Kind), Bucket(p.Options)}
+		i, ok := at[k]
+		if !ok {
+			i = len(out)
+			at[k] = i
+			out = append(out, Group{Kind: p.Kind, Bucket: k[1]})
+		}
+		out[i].Preds = append(out[i].Preds, p)
+	}
+	rank := func(k decision.Kind) int {
+		switch k {
+		case decision.Choice:
+			return 0
+		case decision.Noul:
+			return 1
+		case decision.Score:
+			return 2
+		}
+		return 3
+	}
+	slices.SortFunc(out, func(a, b Group) int {
+		if ra, rb := rank(a.Kind), rank(b.Kind); ra != rb {
+			return ra - rb
+		}
+		if a.Kind != b.Kind {
+			if a.Kind < b.Kind {
+				return -1
+			}
+			return 1
+		}
+		return bucketIndex(a.Bucket) - bucketIndex(b.Bucket)
+	})
+	return out
+}
+
+// NewFit fits a temperature on fit and measures it: NLL and ECE before and
+// after on the fitted cases, and, when held is not empty, on the held-out
+// cases as Holdout. Every case of both sets must pass Prediction.Check and
+// share one kind and bucket, which the fit takes; Provider, Model and Date
+// are left for the caller to fill in.
+func NewFit(fit, held []Prediction) (Fit, error) {
+	if len(fit) == 0 {
+		return Fit{}, ErrNoCases
+	}
+	f := Fit{Kind: fit[0].Kind, Bucket: Bucket(fit[0].Options), N: len(fit)}
+	for _, set := range []struct {
+		name  string
+		preds []Prediction
+	}{{"fitted", fit}, {"held-out", held}} {
+		name := set.name
+		for i, p := range set.preds {
+			if err := p.Check(); err != nil {
+				return Fit{}, fmt.Errorf("%s case %d: %w", name, i, err)
+			}
+			if p.Kind != f.Kind || Bucket(p.Options) != f.Bucket {
+				return Fit{}, fmt.Errorf("%s case %d is %s over %d options, not %s in bucket %s", name, i, p.Kind, p.Options, f.Kind, f.Bucket)
+			}
+		}
+	}
+	t, err := FitTemperature(fit)
+	if err != nil {
+		return Fit{}, err
+	}
+	f.Temperature = t
+	s := score(fit, t)
+	f.NLLBefore, f.NLLAfter, f.ECEBefore, f.ECEAfter = s.NLLBefore, s.NLLAfter, s.ECEBefore, s.ECEAfter
+	if len(held) > 0 {
+		h := score(held, t)
+		f.Holdout = &h
+	}
+	return f, nil
+}
+
+// score measures preds before and after tempering by t.
+func score(preds []Prediction, t float64) Score {
+	before, after := Measure(preds), Measure(Temper(preds, t))
+	return Score{N: before.N, NLLBefore: before.NLL, NLLAfter: after.NLL, ECEBefore: before.ECE, ECEAfter: after.ECE}
+}

@@ -1,0 +1,233 @@
+package calibration
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"time"
+
+	"system1/internal/decision"
+)
+
+// FitsVersion is the version of the fits file format this package reads
+// and writes.
+const FitsVersion = 1
+
+// dateLayout is the layout of a fit's date: YYYY-MM-DD.
+const dateLayout = "2006-01-02"
+
+// Fits is a fits file: the temperatures to apply, per provider or model,
+// kind and option-count bucket.
+type Fits struct {
+	// Version is FitsVersion.
+	Version int `json:"version"`
+	// Created says when the file was written, free-form; by convention an
+	// RFC 3339 time.
+	Created string `json:"created"`
+	Fits    []Fit  `json:"fits"`
+}
+
+// Fit is one fitted temperature and what it did. At most one fit of a file
+// has a given provider, model, kind and bucket.
+type Fit struct {
+	// Provider is the gateway provider the cases came through, and Model
+	// the model that answered them; either may be empty, and a fit with
+	// both empty is never found by Lookup.
+	Provider string        `json:"provider"`
+	Model    string        `json:"model"`
+	Kind     decision.Kind `json:"kind"`
+	// Bucket is a name Bucket returns.
+	Bucket string `json:"bucket"`
+	// Temperature is a positive finite number, applied with
+	// Distribution.Temper.
+	Temperature float64 `json:"temperature"`
+	// N is the number of cases fitted on.
+	N int `json:"n"`
+	// NLLBefore and NLLAfter are the mean NLL on the fitted cases before
+	// and after the temperature, ECEBefore and ECEAfter their ECE.
+	NLLBefore float64 `json:"nll_before"`
+	NLLAfter  float64 `json:"nll_after"`
+	ECEBefore float64 `json:"ece_before"`
+	ECEAfter  float64 `json:"ece_after"`
+	// Holdout is how the temperature did on held-out cases, nil when none
+	// were held out.
+	Holdout *Score `json:"holdout,omitempty"`
+	// Date is the day of the fit, YYYY-MM-DD, or empty.
+	Date string `json:"date"`
+}
+
+// Score is how a temperature did on a set of cases.
+type Score struct {
+	N         int     `json:"n"`
+	NLLBefore float64 `json:"nll_before"`
+	NLLAfter  float64 `json:"nll_after"`
+	ECEBefore float64 `json:"ece_before"`
+	ECEAfter  float64 `json:"ece_after"`
+}
+
+// ParseFits reads a fits file. It rejects anything that is not one JSON
+// object of the Fits shape (unknown fields and trailing data included), a
+// version other than FitsVersion, and a file that fails Validate. It never
+// panics, whatever the bytes.
+func ParseFits(data []byte) (*Fits, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var f Fits
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("fits: %w", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("fits: data after the JSON object")
+	}
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+	return &f, nil
+}
+
+// Validate reports the first thing wrong with f: a version other than
+// FitsVersion, or a fit, named by its index, that lacks a kind or bucket,
+// has an unknown kind or bucket, a temperature that is not a positive
+// finite number, a negative count, a metric that is negative or not finite
+// (or an ECE above 1), a date that is not YYYY-MM-DD, or the same provider,
+// model, kind and bucket as an earlier fit.
+func (f *Fits) Validate() error {
+	if f == nil {
+		return errors.New("fits: none")
+	}
+	if f.Version != FitsVersion {
+		return fmt.Errorf("fits: version %d; only %d is known", f.Version, FitsVersion)
+	}
+	type key struct {
+		provider, model string
+		kind            decision.Kind
+		bucket          string
+	}
+	seen := map[key]int{}
+	for i, ft := range f.Fits {
+		if err := ft.validate(); err != nil {
+			return fmt.Errorf("fits: fit %d: %w", i, err)
+		}
+		k := key{ft.Provider, ft.Model, ft.Kind, ft.Bucket}
+		if j, ok := seen[k]; ok {
+			return fmt.Errorf("fits: fit %d repeats fit %d (provider %q, model %q, %s, bucket %s)", i, j, ft.Provider, ft.Model, ft.Kind, ft.Bucket)
+		}
+		seen[k] = i
+	}
+	return nil
+}
+
+func (ft Fit) validate() error {
+	switch {
+	case ft.Kind == "":
+		return errors.New("no kind")
+	case !ft.Kind.Valid():
+		return fmt.Errorf("kind %q is not choice, noul or score", ft.Kind)
+	case ft.Bucket == "":
+		return errors.New("no bucket")
+	case bucketIndex(ft.Bucket) < 0:
+		return fmt.Errorf("bucket %q is not one of %v", ft.Bucket, Buckets())
+	case !(ft.Temperature > 0) || math.IsInf(ft.Temperature, 1):
+		return fmt.Errorf("temperature %v is not a positive finite number", ft.Temperature)
+	}
+	if ft.Date != "" {
+		if d, err := time.Parse(dateLayout, ft.Date); err != nil || d.Format(dateLayout) != ft.Date {
+			return fmt.Errorf("date %q is not YYYY-MM-DD", ft.Date)
+		}
+	}
+	s := Score{ft.N, ft.NLLBefore, ft.NLLAfter, ft.ECEBefore, ft.ECEAfter}
+	if err := s.validate(); err != nil {
+		return err
+	}
+	if ft.Holdout != nil {
+		if err := ft.Holdout.validate(); err != nil {
+			return fmt.Errorf("holdout: %w", err)
+		}
+	}
+	return nil
+}
+
+func (s Score) validate() error {
+	if s.N < 0 {
+		return fmt.Errorf("n is %d", s.N)
+	}
+	for _, m := range []struct {
+		name string
+		v    float64
+		hi   float64
+	}{
+		{"nll_before", s.NLLBefore, math.MaxFloat64},
+		{"nll_after", s.NLLAfter, math.MaxFloat64},
+		{"ece_before", s.ECEBefore, 1},
+		{"ece_after", s.ECEAfter, 1},
+	} {
+		if !(m.v >= 0 && m.v <= m.hi) {
+			return fmt.Errorf("%s is %v", m.name, m.v)
+		}
+	}
+	return nil
+}
+
+// Encode writes f as an indented fits file, after checking it with
+// Validate, so that ParseFits reads back what was written.
+func (f *Fits) Encode() ([]byte, error) {
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+	b, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("fits: %w", err)
+	}
+	return append(b, '\n'), nil
+}
+
+// Lookup finds the fit for a question of the given kind and option count
+// asked of provider and model: among the fits of that kind and of
+// Bucket(options), one whose Provider is provider (and, of those, one whose
+// Model is also model) when provider is not empty; failing that, one whose
+// Model is model (and, of those, one with no Provider) when model is not
+// empty. Ties go to the earlier fit. A nil *Fits finds nothing.
+func (f *Fits) Lookup(provider, model string, kind decision.Kind, options int) (Fit, bool) {
+	if f == nil {
+		return Fit{}, false
+	}
+	bucket := Bucket(options)
+	best, rank := -1, 0
+	for i, ft := range f.Fits {
+		if ft.Kind != kind || ft.Bucket != bucket {
+			continue
+		}
+		r := 0
+		switch {
+		case provider != "" && ft.Provider == provider && ft.Model == model:
+			r = 4
+		case provider != "" && ft.Provider == provider:
+			r = 3
+		case model != "" && ft.Model == model && ft.Provider == "":
+			r = 2
+		case model != "" && ft.Model == model:
+			r = 1
+		}
+		if r > rank {
+			best, rank = i, r
+		}
+	}
+	if best < 0 {
+		return Fit{}, false
+	}
+	return f.Fits[best], true
+}
+
+// Apply tempers d, the distribution a question of the given kind got from
+// provider and model, with the fit Lookup finds for it; without one it
+// returns d unchanged and false.
+func (f *Fits) Apply(provider, model string, kind decision.Kind, d decision.Distribution) (decision.Distribution, bool) {
+	ft, ok := f.Lookup(provider, model, kind, len(d))
+	if !ok {
+		return d, false
+	}
+	return d.Temper(ft.Temperature), true
+}

@@ -1,0 +1,193 @@
+package calibration
+
+import (
+	"math"
+
+	"system1/internal/decision"
+)
+
+// NumBins is the number of equal-width confidence bins of the expected
+// calibration error and the reliability diagram.
+const NumBins = 15
+
+// ProbFloor is the least probability the log-loss takes of the expected
+// option. Reported probabilities are rounded to two decimals, so a right
+// option can be reported as 0, and temperature keeps a zero at zero; without
+// a floor one such case would make the mean infinite. With it, a case costs
+// at most -ln(1e-6) ≈ 13.8 nats.
+const ProbFloor = 1e-6
+
+// Metrics measure a set of predictions. Every number is finite; a rate over
+// no cases is 0, except where a field says otherwise.
+type Metrics struct {
+	// N is the number of cases measured.
+	N int `json:"n"`
+	// Skipped is the number of cases left out because they fail
+	// Prediction.Check.
+	Skipped int `json:"skipped"`
+	// Accuracy is the share of cases whose predicted answer is right.
+	Accuracy float64 `json:"accuracy"`
+	// ECE is the expected calibration error over the NumBins bins: the
+	// sum over bins of count/N * |accuracy - confidence|.
+	ECE float64 `json:"ece"`
+	// Brier is the mean over cases of sum_i (p_i - y_i)^2, where y is the
+	// one-hot vector of the expected option; a noul uses its 2-vector, so
+	// its Brier is twice the binary one. It lies in [0, 2].
+	Brier float64 `json:"brier"`
+	// NLL is the mean of -ln max(p[expected], ProbFloor), in nats.
+	NLL float64 `json:"nll"`
+	// MAE is the mean absolute distance, in levels, of the expected level
+	// sum(i * p_i) from the right level, over the score cases only. It is
+	// nil (and omitted from JSON) when there is no score case.
+	MAE *float64 `json:"mae,omitempty"`
+	// Selective holds, keyed "0.7" and "0.9", how the cases whose
+	// confidence reaches the threshold fare.
+	Selective map[string]Selective `json:"selective"`
+	// Floor is the majority-class floor: the share of the most frequent
+	// expected index, the accuracy of always answering it. It pools the
+	// kinds, so it means most for a set of one kind and bucket.
+	Floor float64 `json:"floor"`
+	// Bins are the NumBins confidence bins, lowest first, for a
+	// reliability diagram.
+	Bins []Bin `json:"bins"`
+}
+
+// Selective is the accuracy of answering only when confident enough.
+type Selective struct {
+	// Threshold is the least confidence answered; a confidence within
+	// 1e-9 below it counts as reaching it.
+	Threshold float64 `json:"threshold"`
+	// N is the number of cases answered.
+	N int `json:"n"`
+	// Coverage is the share of all cases answered.
+	Coverage float64 `json:"coverage"`
+	// Accuracy is the share of answered cases that are right, nil (and
+	// omitted from JSON) when none is answered: the accuracy of no case is
+	// undefined, and JSON cannot carry NaN.
+	Accuracy *float64 `json:"accuracy,omitempty"`
+}
+
+// Bin is one equal-width confidence bin [Lo, Hi); the last one, ending at
+// 1, also holds confidence 1.
+type Bin struct {
+	Lo    float64 `json:"lo"`
+	Hi    float64 `json:"hi"`
+	Count int     `json:"count"`
+	// Accuracy and Confidence are the share right and the mean confidence
+	// of the bin's cases, 0 when Count is 0.
+	Accuracy   float64 `json:"accuracy"`
+	Confidence float64 `json:"confidence"`
+}
+
+// selectiveThresholds are the confidences Metrics.Selective is keyed by,
+// with their keys.
+func selectiveThresholds() []struct {
+	key string
+	t   float64
+} {
+	return []struct {
+		key string
+		t   float64
+	}{{"0.7", 0.7}, {"0.9", 0.9}}
+}
+
+// Measure computes the metrics of a set of predictions. Cases that fail
+// Prediction.Check are left out and counted in Skipped; the kinds may be
+// mixed, though a fit is made per kind and bucket.
+func Measure(preds []Prediction) Metrics {
+	m := Metrics{Bins: make([]Bin, NumBins), Selective: map[string]Selective{}}
+	sel := selectiveThresholds()
+	selN := make([]int, len(sel))
+	selRight := make([]int, len(sel))
+	var right, scores int
+	var brier, nll, mae float64
+	confSum := make([]float64, NumBins)
+	rightIn := make([]int, NumBins)
+	freq := map[int]int{}
+	for _, p := range preds {
+		if p.Check() != nil {
+			m.Skipped++
+			continue
+		}
+		m.N++
+		c, ok := p.Confidence(), p.Correct()
+		if ok {
+			right++
+		}
+		b := bin(c)
+		m.Bins[b].Count++
+		confSum[b] += c
+		if ok {
+			rightIn[b]++
+		}
+		for i, s := range sel {
+			if c >= s.t-edge {
+				selN[i]++
+				if ok {
+					selRight[i]++
+				}
+			}
+		}
+		for i, q := range p.Dist {
+			y := 0.0
+			if i == p.Expected {
+				y = 1
+			}
+			brier += (q - y) * (q - y)
+		}
+		nll += -math.Log(math.Max(p.Dist[p.Expected], ProbFloor))
+		if p.Kind == decision.Score {
+			scores++
+			mae += math.Abs(decision.ExpectedLevel(p.Dist) - float64(p.Expected))
+		}
+		freq[p.Expected]++
+	}
+	for i := range m.Bins {
+		b := &m.Bins[i]
+		b.Lo, b.Hi = float64(i)/NumBins, float64(i+1)/NumBins
+		if b.Count > 0 {
+			b.Accuracy = float64(rightIn[i]) / float64(b.Count)
+			b.Confidence = confSum[i] / float64(b.Count)
+			m.ECE += float64(b.Count) * math.Abs(b.Accuracy-b.Confidence)
+		}
+	}
+	for i, s := range sel {
+		out := Selective{Threshold: s.t, N: selN[i], Coverage: ratio(selN[i], m.N)}
+		if selN[i] > 0 {
+			acc := ratio(selRight[i], selN[i])
+			out.Accuracy = &acc
+		}
+		m.Selective[s.key] = out
+	}
+	if scores > 0 {
+		mae /= float64(scores)
+		m.MAE = &mae
+	}
+	if m.N == 0 {
+		return m
+	}
+	n := float64(m.N)
+	m.Accuracy = ratio(right, m.N)
+	m.ECE /= n
+	m.Brier = brier / n
+	m.NLL = nll / n
+	most := 0
+	for _, k := range freq {
+		most = max(most, k)
+	}
+	m.Floor = ratio(most, m.N)
+	return m
+}
+
+// bin is the index of the confidence bin holding c.
+func bin(c float64) int {
+	return min(max(int(math.Floor(c*NumBins+edge)), 0), NumBins-1)
+}
+
+// ratio is a/b, 0 when b is 0.
+func ratio(a, b int) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
