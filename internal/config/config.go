@@ -110,8 +110,14 @@ type Node struct {
 	Models  []string `yaml:"models"`  // optional: else discovered from the node
 	KeyEnv  string   `yaml:"key_env"` // optional: bearer key read from this variable
 	Timeout Duration `yaml:"timeout"` // per engine call
-	// MaxLabels is the node's label capacity: options per choice.
+	// MaxLabels is how many labels one engine call reads: top_logprobs
+	// for openai (default 20, the common cap; raise it for vLLM started
+	// with a larger --max-logprobs); 0 for llamacpp reads any number.
+	// Ollama reads 20.
 	MaxLabels int `yaml:"max_labels"`
+	// MaxOptions caps the options of one choice on this node (default
+	// 255, as hosted Jev). Options beyond what one call reads go in rounds.
+	MaxOptions int `yaml:"max_options"`
 	// Constrain is how an openai node holds the first token to the labels:
 	// structured_outputs (vLLM >= 0.12), guided_choice (older vLLM,
 	// SGLang), or none (hosted APIs; the default).
@@ -140,6 +146,9 @@ type Provider struct {
 	MaxOptions int      `yaml:"max_options"`
 	Timeout    Duration `yaml:"timeout"` // overrides gateway.timeout
 }
+
+// MaxOptions is the most options a choice may carry anywhere, as hosted Jev.
+const MaxOptions = 255
 
 // Dialects a node may speak.
 var Dialects = []string{"llamacpp", "ollama", "openai", "systemone"}
@@ -206,8 +215,11 @@ func (c *Config) Check() []error {
 		if n.Constrain != "" && n.Constrain != "none" && n.Constrain != "structured_outputs" && n.Constrain != "guided_choice" {
 			bad("%s (%s): constrain %q is not structured_outputs, guided_choice or none", at, n.Name, n.Constrain)
 		}
-		if n.MaxLabels < 0 || n.MaxInFlight < 0 || n.Queue < 0 {
-			bad("%s (%s): max_labels, max_inflight and queue must not be negative", at, n.Name)
+		if n.MaxLabels < 0 || n.MaxOptions < 0 || n.MaxInFlight < 0 || n.Queue < 0 {
+			bad("%s (%s): max_labels, max_options, max_inflight and queue must not be negative", at, n.Name)
+		}
+		if n.MaxOptions > MaxOptions {
+			bad("%s (%s): max_options %d is over %d, the most a choice may carry", at, n.Name, n.MaxOptions, MaxOptions)
 		}
 	}
 	if c.Calibration != "" && c.Calibration != "off" && c.Calibration != "apply" {

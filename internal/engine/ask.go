@@ -5,47 +5,71 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"sync"
 
 	"system1/internal/decision"
 )
 
-// Candidate labels, in order of preference. Single capital letters and
-// digits are one token in every tokenizer we know of, and neither set
-// holds a label that is a prefix of another, which a grammar needs.
+// Candidate labels, in order of preference: capital letters first, then
+// two capital letters, lower case, digits and two lower-case letters, for
+// choices with many options. An engine keeps those that are single tokens
+// of its model's vocabulary. Score levels are digits, which read as the
+// levels they are.
 var (
-	letters = splitChars("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
-	digits  = splitChars("0123456789")
+	choiceCandidates = candidates()
+	digits           = []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}
 )
 
-func splitChars(s string) []string {
-	out := make([]string, len(s))
-	for i := range s {
-		out[i] = s[i : i+1]
+func candidates() []string {
+	upper, lower := "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz"
+	var out []string
+	add := func(set string) {
+		for _, c := range set {
+			out = append(out, string(c))
+		}
 	}
+	pairs := func(set string) {
+		for _, a := range set {
+			for _, b := range set {
+				out = append(out, string(a)+string(b))
+			}
+		}
+	}
+	add(upper)
+	pairs(upper)
+	add(lower)
+	add("0123456789")
+	pairs(lower)
 	return out
 }
 
-// Candidates returns the labels to try for a question: letters for the
-// options of a choice and the two sides of a noul (neutral labels, not the
-// words yes and no), digits for score levels, which read as the levels
-// they are.
+// Candidates returns the labels to try for a question, in order: letters
+// for the options of a choice and the two sides of a noul (neutral labels,
+// not the words yes and no), digits for score levels.
 func Candidates(q decision.Question) []string {
 	if q.Kind == decision.Score {
 		return digits
 	}
-	return letters
+	return choiceCandidates
 }
 
 // Outcome is one question answered by one engine.
 type Outcome struct {
 	Dist decision.Distribution
 	// Mass is the raw probability the engine gave the labels, on pre-mask
-	// engines; NaN where the engine only reports post-mask values.
+	// engines when every label was read from one prompt; NaN otherwise.
 	Mass float64
 	// Missing are the keys of options whose label the engine did not
 	// report; they were given probability 0, which is only a bound.
 	Missing []string
-	Model   string
+	// Rounds is the number of engine calls; more than one when the options
+	// outnumber what one call can read (see Ask).
+	Rounds int
+	// Shared is set when rounds shared one prompt, which makes the stitched
+	// distribution exact; rounds over separate prompts are an
+	// approximation (see Ask).
+	Shared bool
+	Model  string
 	// Usage as the engine counted it, or estimated (4 characters a token)
 	// when it reported none.
 	InputTokens, OutputTokens int
@@ -53,47 +77,183 @@ type Outcome struct {
 }
 
 // Ask answers question q about state on engine e, serving model.
+//
+// When one call can read every option's label, one call it is. Otherwise
+// the options go in rounds of at most the labels one call can read, and
+// the rounds are stitched into one distribution through an anchor: the
+// first round's most likely option appears in every later round, and each
+// option's weight is its probability over the anchor's in its own round.
+//
+//   - Where the engine can hold a call to some of the prompt's labels and
+//     the model has a label for every option, every round shares one
+//     prompt listing all options. Then the anchor ratio is exact: on a
+//     pre-mask engine all rounds read one softmax, so the values share one
+//     normalisation; on a post-mask engine each round renormalises over its
+//     labels, which scales every value in the round alike and leaves the
+//     ratio to the anchor unchanged.
+//   - Otherwise each round lists only its own options. The ratio to the
+//     anchor then assumes it does not depend on which other options are
+//     shown (Luce's choice axiom), an approximation; the outcome says so.
 func Ask(ctx context.Context, e Engine, model string, state json.RawMessage, q decision.Question) (Outcome, error) {
-	cand := Candidates(q)
-	if len(q.Options) > len(cand) {
-		return Outcome{}, &Failure{Kind: Rejected, Err: fmt.Errorf("%d options; this node labels at most %d", len(q.Options), len(cand))}
-	}
-	labels, err := e.Labels(ctx, model, cand[:len(q.Options)])
+	n := len(q.Options)
+	labels, err := e.Labels(ctx, model, Candidates(q), n)
 	if err != nil {
 		return Outcome{}, err
 	}
-	if len(labels) < len(q.Options) {
-		return Outcome{}, &Failure{Kind: Rejected, Err: fmt.Errorf("model %s has only %d single-token labels for %d options", model, len(labels), len(q.Options))}
+	caps := e.Caps()
+	per := len(labels)
+	if caps.PerCall > 0 {
+		per = min(per, caps.PerCall)
 	}
-	p := Layout(state, q, labels[:len(q.Options)])
+	if per < 2 || (per < n && q.Kind != decision.Choice) {
+		return Outcome{}, &Failure{Kind: Rejected, Err: fmt.Errorf("model %s has %d usable single-token labels for %d options", model, per, n)}
+	}
+	if n <= per {
+		p := Layout(state, q, labels[:n])
+		r, err := read(ctx, e, model, p)
+		if err != nil {
+			return Outcome{}, err
+		}
+		out := Outcome{Dist: r.dist, Mass: math.NaN(), Rounds: 1}
+		if r.PreMask {
+			out.Mass = decision.Mass(r.Logprobs, r.Found)
+		}
+		out.add(q, r, allIndices(n), p)
+		return out, nil
+	}
+	return rounds(ctx, e, model, state, q, labels, per, caps.Subsets && len(labels) >= n)
+}
+
+// reading is a checked engine reading with its distribution over the
+// labels it asked for.
+type reading struct {
+	Reading
+	dist decision.Distribution
+}
+
+func read(ctx context.Context, e Engine, model string, p Prompt) (reading, error) {
 	r, err := e.Read(ctx, model, p)
 	if err != nil {
-		return Outcome{}, err
+		return reading{}, err
 	}
-	if len(r.Logprobs) != len(p.Labels) || len(r.Found) != len(p.Labels) {
-		return Outcome{}, &Failure{Kind: Malformed, Err: fmt.Errorf("reading has %d values for %d labels", len(r.Logprobs), len(p.Labels))}
+	asked := len(p.Asked())
+	if len(r.Logprobs) != asked || len(r.Found) != asked {
+		return reading{}, &Failure{Kind: Malformed, Err: fmt.Errorf("reading has %d values for %d labels", len(r.Logprobs), asked)}
 	}
 	d, err := decision.FromLogprobs(r.Logprobs, r.Found)
 	if err != nil {
-		return Outcome{}, &Failure{Kind: Malformed, Err: err}
+		return reading{}, &Failure{Kind: Malformed, Err: err}
 	}
-	out := Outcome{Dist: d, Mass: math.NaN(), Model: r.Model}
-	if r.PreMask {
-		out.Mass = decision.Mass(r.Logprobs, r.Found)
-	}
+	return reading{Reading: r, dist: d}, nil
+}
+
+// add folds one reading's usage and missing labels into the outcome; opts
+// maps the reading's labels to the question's options.
+func (o *Outcome) add(q decision.Question, r reading, opts []int, p Prompt) {
 	for i, ok := range r.Found {
 		if !ok {
-			out.Missing = append(out.Missing, q.Options[i].Key)
+			o.Missing = append(o.Missing, q.Options[opts[i]].Key)
 		}
 	}
-	if out.Model == "" {
-		out.Model = model
+	if o.Model == "" {
+		o.Model = r.Model
 	}
-	out.InputTokens, out.OutputTokens = r.InputTokens, r.OutputTokens
-	if !r.Counted {
-		out.InputTokens = (len(p.System) + len(p.User()) + 3) / 4
-		out.OutputTokens = 1
-		out.Estimated = true
+	if r.Counted {
+		o.InputTokens += r.InputTokens
+		o.OutputTokens += r.OutputTokens
+	} else {
+		o.InputTokens += (len(p.System) + len(p.User()) + 3) / 4
+		o.OutputTokens++
+		o.Estimated = true
+	}
+}
+
+// rounds asks the options in groups and stitches them through an anchor;
+// Ask's comment says how and when that is exact.
+func rounds(ctx context.Context, e Engine, model string, state json.RawMessage, q decision.Question, labels []string, per int, shared bool) (Outcome, error) {
+	n := len(q.Options)
+	groups := [][]int{allIndices(per)}
+	for i := per; i < n; i += per - 1 {
+		groups = append(groups, indices(i, min(i+per-1, n)))
+	}
+	var shown Prompt // the one prompt, when shared
+	if shared {
+		shown = Layout(state, q, labels[:n])
+	}
+	prompt := func(g []int) Prompt {
+		if shared {
+			p := shown
+			p.Ask = g
+			return p
+		}
+		sub := q
+		sub.Options = make([]decision.Option, len(g))
+		for i, j := range g {
+			sub.Options[i] = q.Options[j]
+		}
+		return Layout(state, sub, labels[:len(g)])
+	}
+
+	results := make([]reading, len(groups))
+	prompts := make([]Prompt, len(groups))
+	prompts[0] = prompt(groups[0])
+	first, err := read(ctx, e, model, prompts[0])
+	if err != nil {
+		return Outcome{}, err
+	}
+	results[0] = first
+	anchor := groups[0][first.dist.Argmax()]
+	for i := 1; i < len(groups); i++ {
+		groups[i] = append([]int{anchor}, groups[i]...)
+		prompts[i] = prompt(groups[i])
+	}
+
+	errs := make([]error, len(groups))
+	var wg sync.WaitGroup
+	for i := 1; i < len(groups); i++ {
+		wg.Go(func() { results[i], errs[i] = read(ctx, e, model, prompts[i]) })
+	}
+	wg.Wait()
+
+	out := Outcome{Mass: math.NaN(), Rounds: len(groups), Shared: shared}
+	weight := make([]float64, n)
+	for i, g := range groups {
+		if errs[i] != nil {
+			return Outcome{}, errs[i]
+		}
+		d := results[i].dist
+		a := 0 // the anchor is first in every later round
+		if i == 0 {
+			a = first.dist.Argmax()
+		}
+		if !(d[a] > 0) {
+			return Outcome{}, &Failure{Kind: Malformed, Err: fmt.Errorf("round %d gave the anchor option %q no probability; the rounds cannot be stitched", i+1, q.Options[anchor].Key)}
+		}
+		for j, opt := range g {
+			weight[opt] = d[j] / d[a]
+		}
+		out.add(q, results[i], g, prompts[i])
+	}
+	var sum float64
+	for _, w := range weight {
+		sum += w
+	}
+	out.Dist = make(decision.Distribution, n)
+	for i, w := range weight {
+		out.Dist[i] = w / sum
+	}
+	if err := out.Dist.Check(n); err != nil {
+		return Outcome{}, &Failure{Kind: Malformed, Err: fmt.Errorf("stitching %d rounds: %w", len(groups), err)}
 	}
 	return out, nil
+}
+
+func allIndices(n int) []int { return indices(0, n) }
+
+func indices(from, to int) []int {
+	out := make([]int, 0, to-from)
+	for i := from; i < to; i++ {
+		out = append(out, i)
+	}
+	return out
 }

@@ -18,19 +18,36 @@ import (
 // Engine is one engine node speaking one dialect.
 type Engine interface {
 	// Read asks model for one token after the prompt and reports the first
-	// token's log-probabilities of the prompt's labels.
+	// token's log-probabilities of the labels the prompt asks for.
 	Read(ctx context.Context, model string, p Prompt) (Reading, error)
 	// Models lists the models the node serves.
 	Models(ctx context.Context) ([]string, error)
-	// Labels returns the labels this node can use for model, at most n,
-	// each verified to be one token where the engine can tell.
-	Labels(ctx context.Context, model string, candidates []string) ([]string, error)
+	// Labels returns, in order, the first want candidates that are single
+	// tokens of model's vocabulary (fewer when it has fewer): verified
+	// where the engine has a tokenizer, else only those that are single
+	// tokens in every vocabulary.
+	Labels(ctx context.Context, model string, candidates []string, want int) ([]string, error)
+	// Caps says how many labels one call can report and whether a call
+	// can be held to a subset of the prompt's labels.
+	Caps() Caps
+}
+
+// Caps are what one engine call can do.
+type Caps struct {
+	// PerCall is how many labels one call can report; 0 is no limit
+	// (llama.cpp's n_probs can cover the whole vocabulary).
+	PerCall int
+	// Subsets is set when a call can be constrained to some of the
+	// prompt's labels, so that rounds over more labels than PerCall can
+	// share one prompt.
+	Subsets bool
 }
 
 // Reading is what an engine reported of a prompt's labels.
 type Reading struct {
 	// Logprobs are the first token's log-probabilities, aligned with the
-	// prompt's labels; Found says which labels the engine reported at all.
+	// labels the prompt asked for; Found says which of them the engine
+	// reported at all.
 	Logprobs []float64
 	Found    []bool
 	// PreMask is set when the values are from before the engine's

@@ -16,6 +16,21 @@ type Prompt struct {
 	StatePart string // the start of the user turn: the state, identical across questions
 	Question  string // the rest of the user turn: the question and its labelled options
 	Labels    []string
+	// Ask holds the indices of the labels this call is held to and reads,
+	// in order; nil asks for all of them.
+	Ask []int
+}
+
+// Asked are the labels this call is held to and reads.
+func (p Prompt) Asked() []string {
+	if p.Ask == nil {
+		return p.Labels
+	}
+	out := make([]string, len(p.Ask))
+	for i, j := range p.Ask {
+		out[i] = p.Labels[j]
+	}
+	return out
 }
 
 // User is the whole user turn.

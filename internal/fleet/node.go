@@ -19,8 +19,8 @@ import (
 	"system1/internal/engine/openai"
 )
 
-// DefaultLabels is a node's label capacity unless its config says
-// otherwise: the 20 alternatives most engines return.
+// DefaultLabels is how many labels one call reads on an openai node unless
+// its config says otherwise: the 20 alternatives most APIs return.
 const DefaultLabels = 20
 
 // DefaultTimeout bounds one engine call unless the node's config says
@@ -29,11 +29,12 @@ const DefaultTimeout = 30 * time.Second
 
 // Node is one engine node.
 type Node struct {
-	Name      string
-	Dialect   string
-	Engine    engine.Engine
-	MaxLabels int
-	Timeout   time.Duration
+	Name    string
+	Dialect string
+	Engine  engine.Engine
+	// MaxOptions caps the options of one question on this node.
+	MaxOptions int
+	Timeout    time.Duration
 
 	claimed []string // models from the config; nil means discover them
 
@@ -52,22 +53,26 @@ func NewNode(c config.Node, getenv func(string) string, hc *http.Client) (*Node,
 		key = getenv(c.KeyEnv)
 	}
 	n := &Node{
-		Name:      c.Name,
-		Dialect:   c.Dialect,
-		MaxLabels: c.MaxLabels,
-		Timeout:   c.Timeout.Or(DefaultTimeout),
-		claimed:   slices.Clone(c.Models),
+		Name:       c.Name,
+		Dialect:    c.Dialect,
+		MaxOptions: c.MaxOptions,
+		Timeout:    c.Timeout.Or(DefaultTimeout),
+		claimed:    slices.Clone(c.Models),
 	}
-	if n.MaxLabels == 0 {
-		n.MaxLabels = DefaultLabels
+	if n.MaxOptions == 0 {
+		n.MaxOptions = config.MaxOptions
 	}
 	switch c.Dialect {
 	case "llamacpp":
-		n.Engine = &llamacpp.Engine{BaseURL: c.URL, Key: key, HTTP: hc}
+		n.Engine = &llamacpp.Engine{BaseURL: c.URL, Key: key, HTTP: hc, PerCall: c.MaxLabels}
 	case "ollama":
 		n.Engine = &ollama.Engine{BaseURL: c.URL, Key: key, HTTP: hc}
 	case "openai":
-		n.Engine = &openai.Engine{BaseURL: c.URL, Key: key, HTTP: hc, Constrain: c.Constrain, TopLogprobs: max(DefaultLabels, n.MaxLabels)}
+		labels := c.MaxLabels
+		if labels == 0 {
+			labels = DefaultLabels
+		}
+		n.Engine = &openai.Engine{BaseURL: c.URL, Key: key, HTTP: hc, Constrain: c.Constrain, TopLogprobs: labels}
 	default:
 		return nil, fmt.Errorf("node %s: dialect %q is not llamacpp, ollama or openai", c.Name, c.Dialect)
 	}

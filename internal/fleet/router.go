@@ -99,7 +99,7 @@ func (r *Router) Serving(model string) []*Node {
 var ErrUnknownModel = errors.New("no node serves this model")
 
 // Limits returns the request limits for a model: the option cap is the
-// largest label capacity among the nodes that serve it.
+// largest among the nodes that serve it.
 func (r *Router) Limits(model string) (decision.Limits, error) {
 	nodes := r.Serving(model)
 	if len(nodes) == 0 {
@@ -108,7 +108,7 @@ func (r *Router) Limits(model string) (decision.Limits, error) {
 	lim := decision.DefaultLimits()
 	lim.MaxChoiceOptions = 0
 	for _, n := range nodes {
-		lim.MaxChoiceOptions = max(lim.MaxChoiceOptions, n.MaxLabels)
+		lim.MaxChoiceOptions = max(lim.MaxChoiceOptions, n.MaxOptions)
 	}
 	return lim, nil
 }
@@ -221,10 +221,10 @@ func (r *Router) noNode(ctx context.Context, serving []*Node, options int) error
 	}
 	big := true
 	for _, n := range serving {
-		big = big && n.MaxLabels < options
+		big = big && n.MaxOptions < options
 	}
 	if big {
-		return &engine.Failure{Kind: engine.Rejected, Err: fmt.Errorf("%d options exceed every node's label capacity", options)}
+		return &engine.Failure{Kind: engine.Rejected, Err: fmt.Errorf("%d options exceed every node's option cap", options)}
 	}
 	now := r.now()
 	var states []string
@@ -236,12 +236,12 @@ func (r *Router) noNode(ctx context.Context, serving []*Node, options int) error
 }
 
 // order lists the nodes to try for a question with this many options:
-// healthy nodes with labels enough, in configured order.
+// healthy nodes that take that many, in configured order.
 func (r *Router) order(serving []*Node, options int) []*Node {
 	now := r.now()
 	var out []*Node
 	for _, n := range serving {
-		if n.MaxLabels >= options && n.State(now).Healthy {
+		if n.MaxOptions >= options && n.State(now).Healthy {
 			out = append(out, n)
 		}
 	}

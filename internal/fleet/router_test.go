@@ -45,9 +45,11 @@ func (f *fakeEngine) Read(ctx context.Context, model string, p engine.Prompt) (e
 
 func (f *fakeEngine) Models(ctx context.Context) ([]string, error) { return []string{"m"}, nil }
 
-func (f *fakeEngine) Labels(ctx context.Context, model string, c []string) ([]string, error) {
-	return c, nil
+func (f *fakeEngine) Labels(ctx context.Context, model string, c []string, want int) ([]string, error) {
+	return c[:min(want, len(c))], nil
 }
+
+func (f *fakeEngine) Caps() engine.Caps { return engine.Caps{PerCall: 20} }
 
 func (f *fakeEngine) set(fail error, block bool) {
 	f.mu.Lock()
@@ -66,13 +68,14 @@ type clock struct{ t time.Time }
 func (c *clock) now() time.Time          { return c.t }
 func (c *clock) advance(d time.Duration) { c.t = c.t.Add(d) }
 
+// newTestRouter makes one node per option cap given.
 func newTestRouter(labels ...int) (*Router, []*fakeEngine, *clock) {
 	var nodes []*Node
 	var fakes []*fakeEngine
 	for i, l := range labels {
 		f := &fakeEngine{}
 		fakes = append(fakes, f)
-		nodes = append(nodes, &Node{Name: string(rune('a' + i)), Engine: f, MaxLabels: l, Timeout: time.Second, claimed: []string{"m"}})
+		nodes = append(nodes, &Node{Name: string(rune('a' + i)), Engine: f, MaxOptions: l, Timeout: time.Second, claimed: []string{"m"}})
 	}
 	c := &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
 	r := NewRouter(nodes, map[string]string{"jev-latest": "m"}, DefaultPolicy, nil)
@@ -180,20 +183,18 @@ func TestRejectedIsNotRetriedElsewhere(t *testing.T) {
 func TestLabelCapacityPicksNodes(t *testing.T) {
 	r, fakes, _ := newTestRouter(20, 40)
 	if lim, err := r.Limits("m"); err != nil || lim.MaxChoiceOptions != 40 {
-		t.Fatalf("limits %+v, %v; want the largest capacity, 40", lim, err)
+		t.Fatalf("limits %+v, %v; want the largest cap, 40", lim, err)
 	}
-	if a := decide(t, r, choiceRequest("m", 22)); a.Err != nil || a.Node != "b" || fakes[0].count() != 0 {
-		t.Fatalf("22 options: node %q err %v; only b has labels enough", a.Node, a.Err)
+	a := decide(t, r, choiceRequest("m", 30))
+	if a.Err != nil || a.Node != "b" || fakes[0].count() != 0 {
+		t.Fatalf("30 options: node %q err %v; only b takes that many", a.Node, a.Err)
 	}
-	// engine.Ask has 26 letters: more options are rejected by the core,
-	// not made up.
-	a := decide(t, r, choiceRequest("m", 27))
-	var f *engine.Failure
-	if !errors.As(a.Err, &f) || f.Kind != engine.Rejected {
-		t.Fatalf("27 options: %v", a.Err)
+	if a.Rounds != 2 {
+		t.Fatalf("30 options over 20 labels a call took %d rounds, want 2", a.Rounds)
 	}
 	a = decide(t, r, choiceRequest("m", 41))
-	if !errors.As(a.Err, &f) || f.Kind != engine.Rejected || !strings.Contains(a.Err.Error(), "label capacity") {
+	var f *engine.Failure
+	if !errors.As(a.Err, &f) || f.Kind != engine.Rejected || !strings.Contains(a.Err.Error(), "option cap") {
 		t.Fatalf("41 options: %v", a.Err)
 	}
 }

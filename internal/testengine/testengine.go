@@ -52,7 +52,8 @@ type Server struct {
 }
 
 // Start runs llama-server on a free loopback port until the test ends, with
-// the given number of parallel slots.
+// the given number of parallel slots, each with the tiny model's trained
+// context of 2048 tokens.
 func Start(t testing.TB, slots int) *Server {
 	t.Helper()
 	bin, model := Binary(), ModelPath()
@@ -67,7 +68,7 @@ func Start(t testing.TB, slots int) *Server {
 	}
 	port := freePort(t)
 	cmd := exec.Command(bin, "-m", model, "--host", "127.0.0.1", "--port", strconv.Itoa(port),
-		"-c", strconv.Itoa(1024*slots), "-np", strconv.Itoa(slots), "-t", "2", "-a", Model, "--no-webui")
+		"-c", strconv.Itoa(2048*slots), "-np", strconv.Itoa(slots), "-t", "2", "-a", Model, "--no-webui")
 	logf, err := os.Create(filepath.Join(t.TempDir(), "llama-server.log"))
 	if err != nil {
 		t.Fatal(err)

@@ -21,11 +21,18 @@ type Engine struct {
 	Key     string
 	HTTP    *http.Client
 	MaxBody int64
+	// PerCall caps the labels one call reads; 0, the default, reads any
+	// number, since the server reports the whole vocabulary on request.
+	PerCall int
 
 	mu     sync.Mutex
-	ids    map[tokenKey]int // label -> token id, per model
+	ids    map[tokenKey]int // label -> token id, or -1 when not one token, per model
 	nVocab int              // 0 until read from /v1/models
 }
+
+// Caps: any number of labels per call unless capped, and the grammar holds
+// a call to any subset of them.
+func (e *Engine) Caps() engine.Caps { return engine.Caps{PerCall: e.PerCall, Subsets: true} }
 
 type tokenKey struct{ model, label string }
 
@@ -42,11 +49,12 @@ const (
 // softmax over the vocabulary), so they are renormalised over the labels'
 // token ids, and the mass outside the labels is a real signal.
 func (e *Engine) Read(ctx context.Context, model string, p engine.Prompt) (engine.Reading, error) {
-	labels := make([]openai.Label, len(p.Labels))
+	asked := p.Asked()
+	labels := make([]openai.Label, len(asked))
 	e.mu.Lock()
-	for i, l := range p.Labels {
+	for i, l := range asked {
 		id, ok := e.ids[tokenKey{model, l}]
-		if !ok {
+		if !ok || id < 0 {
 			e.mu.Unlock()
 			return engine.Reading{}, fmt.Errorf("label %q was not checked with the tokenizer", l)
 		}
@@ -71,7 +79,7 @@ func (e *Engine) read(ctx context.Context, model string, p engine.Prompt, labels
 		MaxTokens:          1,
 		Logprobs:           true,
 		TopLogprobs:        topK,
-		Grammar:            Grammar(p.Labels),
+		Grammar:            Grammar(p.Asked()),
 		CachePrompt:        true,
 		ChatTemplateKwargs: map[string]any{"enable_thinking": false},
 	}
@@ -132,33 +140,37 @@ func (e *Engine) vocab(ctx context.Context) int {
 	return list.Data[0].Meta.NVocab
 }
 
-// Labels keeps the candidates that are one token of the model's own
-// vocabulary, asking the server's tokenizer once per label and caching the
-// token id, which is what replies are matched on.
-func (e *Engine) Labels(ctx context.Context, model string, candidates []string) ([]string, error) {
+// Labels keeps the first want candidates that are one token of the model's
+// own vocabulary, asking the server's tokenizer once per candidate and
+// caching the answer, with the token id that replies are matched on.
+func (e *Engine) Labels(ctx context.Context, model string, candidates []string, want int) ([]string, error) {
 	var out []string
 	for _, c := range candidates {
+		if len(out) == want {
+			break
+		}
 		e.mu.Lock()
-		_, ok := e.ids[tokenKey{model, c}]
+		id, ok := e.ids[tokenKey{model, c}]
 		e.mu.Unlock()
-		if ok {
+		if !ok {
+			var single bool
+			var err error
+			if id, single, err = e.tokenID(ctx, c); err != nil {
+				return nil, err
+			}
+			if !single {
+				id = -1
+			}
+			e.mu.Lock()
+			if e.ids == nil {
+				e.ids = map[tokenKey]int{}
+			}
+			e.ids[tokenKey{model, c}] = id
+			e.mu.Unlock()
+		}
+		if id >= 0 {
 			out = append(out, c)
-			continue
 		}
-		id, single, err := e.tokenID(ctx, c)
-		if err != nil {
-			return nil, err
-		}
-		if !single {
-			continue
-		}
-		e.mu.Lock()
-		if e.ids == nil {
-			e.ids = map[tokenKey]int{}
-		}
-		e.ids[tokenKey{model, c}] = id
-		e.mu.Unlock()
-		out = append(out, c)
 	}
 	return out, nil
 }

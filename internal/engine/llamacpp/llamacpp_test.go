@@ -2,6 +2,7 @@ package llamacpp
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"testing"
 
@@ -62,7 +63,7 @@ func TestRealEngineReadsLabelLogprobs(t *testing.T) {
 				t.Errorf("label mass %v: llama-server reports pre-mask values", first.Mass)
 			}
 			// Recompute from a raw reading.
-			labels, err := e.Labels(ctx, testengine.Model, engine.Candidates(q)[:len(q.Options)])
+			labels, err := e.Labels(ctx, testengine.Model, engine.Candidates(q), len(q.Options))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -96,7 +97,7 @@ func TestRealEngineReadsLabelLogprobs(t *testing.T) {
 func TestRealEngineLabelsAreSingleTokens(t *testing.T) {
 	srv := testengine.Start(t, 1)
 	e := &Engine{BaseURL: srv.URL}
-	got, err := e.Labels(context.Background(), testengine.Model, []string{"A", "B", "Z", "0", "9", "AB", "zebra"})
+	got, err := e.Labels(context.Background(), testengine.Model, []string{"A", "B", "Z", "0", "9", "AB", "zebra"}, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,5 +111,77 @@ func TestRealEngineLabelsAreSingleTokens(t *testing.T) {
 		if got[i] != want[i] {
 			t.Fatalf("labels %v, want %v", got, want)
 		}
+	}
+}
+
+func manyOptions(t *testing.T, n int) decision.Question {
+	t.Helper()
+	q := decision.Question{ID: "intent", Kind: decision.Choice, Instructions: []byte(`"Which word fits the story?"`)}
+	for i := range n {
+		k := fmt.Sprintf("option_%d", i)
+		q.Options = append(q.Options, decision.Option{Key: k, Name: k})
+	}
+	return q
+}
+
+// Rounds of 20 labels over one shared prompt give the distribution one
+// call gives: llama-server's values are pre-mask, one softmax for every
+// round, so the anchor ratios are the one-call ratios. Cold and warm
+// prefills differ by about 1e-4 (see above), hence the tolerance.
+func TestRealEngineStitchedEqualsOneCall(t *testing.T) {
+	srv := testengine.Start(t, 1)
+	ctx := context.Background()
+	state := []byte(`"Once upon a time, Lily found a shiny red ball in the park."`)
+	q := manyOptions(t, 60) // within the tiny model's single-token labels
+	one := &Engine{BaseURL: srv.URL}
+	whole, err := engine.Ask(ctx, one, testengine.Model, state, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if whole.Rounds != 1 {
+		t.Fatalf("one call took %d rounds", whole.Rounds)
+	}
+	capped := &Engine{BaseURL: srv.URL, PerCall: 20}
+	stitched, err := engine.Ask(ctx, capped, testengine.Model, state, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stitched.Rounds != 4 || !stitched.Shared {
+		t.Fatalf("%d rounds, shared %v; want 4 over one prompt", stitched.Rounds, stitched.Shared)
+	}
+	var worst float64
+	for i := range whole.Dist {
+		worst = math.Max(worst, math.Abs(whole.Dist[i]-stitched.Dist[i]))
+	}
+	if worst > 1e-3 {
+		t.Fatalf("stitched differs from one call by %v", worst)
+	}
+	t.Logf("60 options: one call vs 4 stitched rounds differ by at most %.2e", worst)
+}
+
+// The tiny model's 512-token vocabulary has about a hundred single-token
+// labels, fewer than 255 options: those go in rounds over separate prompts
+// and are still served, every probability from the engine.
+func TestRealEngineServes255Options(t *testing.T) {
+	srv := testengine.Start(t, 1)
+	e := &Engine{BaseURL: srv.URL}
+	labels, err := e.Labels(context.Background(), testengine.Model, engine.Candidates(decision.Question{Kind: decision.Choice}), 255)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the tiny model has %d single-token labels among the candidates", len(labels))
+	q := manyOptions(t, 255)
+	o, err := engine.Ask(context.Background(), e, testengine.Model, []byte(`"Once upon a time."`), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Dist.Check(255); err != nil {
+		t.Fatal(err)
+	}
+	if len(labels) < 255 && (o.Rounds < 2 || o.Shared) {
+		t.Fatalf("%d labels for 255 options in %d rounds (shared %v)", len(labels), o.Rounds, o.Shared)
+	}
+	if len(o.Missing) > 0 {
+		t.Fatalf("labels missing: %v", o.Missing)
 	}
 }

@@ -251,17 +251,15 @@ func (e *Engine) Read(ctx context.Context, model string, p engine.Prompt) (engin
 		Messages:           []Message{{Role: "system", Content: p.System}, {Role: "user", Content: p.User()}},
 		MaxTokens:          1,
 		Logprobs:           true,
-		TopLogprobs:        e.TopLogprobs,
+		TopLogprobs:        e.topLogprobs(),
 		ChatTemplateKwargs: map[string]any{"enable_thinking": false},
 	}
-	if req.TopLogprobs <= 0 {
-		req.TopLogprobs = 20
-	}
+	asked := p.Asked()
 	switch e.Constrain {
 	case "structured_outputs":
-		req.StructuredOutputs = &StructuredOutputs{Choice: p.Labels}
+		req.StructuredOutputs = &StructuredOutputs{Choice: asked}
 	case "guided_choice":
-		req.GuidedChoice = p.Labels
+		req.GuidedChoice = asked
 	default:
 		req.ChatTemplateKwargs = nil // hosted APIs refuse fields they do not know
 	}
@@ -269,11 +267,11 @@ func (e *Engine) Read(ctx context.Context, model string, p engine.Prompt) (engin
 	if err := Post(ctx, e.client(), e.url("/chat/completions"), e.Key, req, &reply, e.maxBody()); err != nil {
 		return engine.Reading{}, err
 	}
-	labels := make([]Label, len(p.Labels))
-	for i, l := range p.Labels {
+	labels := make([]Label, len(asked))
+	for i, l := range asked {
 		labels[i] = Label{Text: l, ID: -1}
 	}
-	return Reading(&reply, labels, req.StructuredOutputs == nil && req.GuidedChoice == nil)
+	return Reading(&reply, labels, !e.constrained())
 }
 
 // Reading turns a chat reply into a reading of the labels.
@@ -324,9 +322,43 @@ func ListModels(ctx context.Context, hc *http.Client, url, key string, maxBody i
 	return ids, nil
 }
 
-// Labels takes the candidates as they are: the API has no tokenizer.
-func (e *Engine) Labels(ctx context.Context, model string, candidates []string) ([]string, error) {
-	return candidates, nil
+// Labels keeps the single-character candidates, capital letters and
+// digits: the API has no tokenizer, and these are single tokens in every
+// vocabulary we know.
+func (e *Engine) Labels(ctx context.Context, model string, candidates []string, want int) ([]string, error) {
+	return SafeLabels(candidates, want), nil
+}
+
+// SafeLabels keeps the first want candidates that are one capital letter
+// or one digit.
+func SafeLabels(candidates []string, want int) []string {
+	var out []string
+	for _, c := range candidates {
+		if len(out) == want {
+			break
+		}
+		if len(c) == 1 && (c[0] >= 'A' && c[0] <= 'Z' || c[0] >= '0' && c[0] <= '9') {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Caps: one call reports TopLogprobs labels; with a constraint configured
+// it can be held to any subset of them.
+func (e *Engine) Caps() engine.Caps {
+	return engine.Caps{PerCall: e.topLogprobs(), Subsets: e.constrained()}
+}
+
+func (e *Engine) topLogprobs() int {
+	if e.TopLogprobs > 0 {
+		return e.TopLogprobs
+	}
+	return 20
+}
+
+func (e *Engine) constrained() bool {
+	return e.Constrain == "structured_outputs" || e.Constrain == "guided_choice"
 }
 
 func (e *Engine) client() *http.Client {

@@ -1,0 +1,140 @@
+// Package ollama speaks Ollama's native chat API with log-probabilities.
+// Ollama reports the raw softmax of the first token, before any format
+// constraint, so the mass on the labels means something; it reports at
+// most 20 alternatives and no token ids, so labels are matched by text and
+// a label outside the top 20 is reported as not found.
+package ollama
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"system1/internal/engine"
+	"system1/internal/engine/openai"
+)
+
+// topLogprobs is the most alternatives Ollama returns; it answers 400 to
+// more.
+const topLogprobs = 20
+
+// Engine is one Ollama server, or a proxy in front of one that wants Key
+// as a bearer token.
+type Engine struct {
+	BaseURL string
+	Key     string
+	HTTP    *http.Client
+	MaxBody int64
+}
+
+// chatRequest is the part of Ollama's /api/chat request system1 sends.
+type chatRequest struct {
+	Model       string           `json:"model"`
+	Messages    []openai.Message `json:"messages"`
+	Think       bool             `json:"think"`
+	Stream      bool             `json:"stream"`
+	Logprobs    bool             `json:"logprobs"`
+	TopLogprobs int              `json:"top_logprobs"`
+	Options     options          `json:"options"`
+}
+
+type options struct {
+	Temperature float64 `json:"temperature"`
+	NumPredict  int     `json:"num_predict"`
+}
+
+// chatResponse is the part of Ollama's /api/chat reply system1 reads. Its
+// logprobs entries have the OpenAI field names, without ids.
+type chatResponse struct {
+	Model           string                `json:"model"`
+	Logprobs        []openai.TokenLogprob `json:"logprobs"`
+	PromptEvalCount *int                  `json:"prompt_eval_count"`
+	EvalCount       *int                  `json:"eval_count"`
+}
+
+// Read asks for one token at temperature 0 with thinking off and no
+// format, since a format constraint makes the first token a quote rather
+// than the label.
+func (e *Engine) Read(ctx context.Context, model string, p engine.Prompt) (engine.Reading, error) {
+	req := chatRequest{
+		Model:       model,
+		Messages:    []openai.Message{{Role: "system", Content: p.System}, {Role: "user", Content: p.User()}},
+		Logprobs:    true,
+		TopLogprobs: topLogprobs,
+		Options:     options{Temperature: 0, NumPredict: 1},
+	}
+	var reply chatResponse
+	if err := openai.Post(ctx, e.client(), e.url("/api/chat"), e.Key, req, &reply, e.maxBody()); err != nil {
+		return engine.Reading{}, err
+	}
+	if len(reply.Logprobs) == 0 {
+		return engine.Reading{}, &engine.Failure{Kind: engine.Malformed, Err: fmt.Errorf("no logprobs in the reply; is Ollama older than 0.12.11?")}
+	}
+	asked := p.Asked()
+	labels := make([]openai.Label, len(asked))
+	for i, l := range asked {
+		labels[i] = openai.Label{Text: l, ID: -1}
+	}
+	lp, found, err := openai.Read(&reply.Logprobs[0], labels)
+	if err != nil {
+		return engine.Reading{}, &engine.Failure{Kind: engine.Malformed, Err: err}
+	}
+	r := engine.Reading{Logprobs: lp, Found: found, PreMask: true, Model: reply.Model}
+	if reply.PromptEvalCount != nil {
+		r.InputTokens, r.Counted = *reply.PromptEvalCount, true
+		if reply.EvalCount != nil {
+			r.OutputTokens = *reply.EvalCount
+		}
+	}
+	return r, nil
+}
+
+// Models lists the names of GET /api/tags.
+func (e *Engine) Models(ctx context.Context) ([]string, error) {
+	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, e.url("/api/tags"), nil)
+	if err != nil {
+		return nil, err
+	}
+	var list struct {
+		Models []struct {
+			Name string `json:"name"`
+		} `json:"models"`
+	}
+	if err := openai.Do(e.client(), hr, e.Key, &list, e.maxBody()); err != nil {
+		return nil, err
+	}
+	names := make([]string, len(list.Models))
+	for i, m := range list.Models {
+		names[i] = m.Name
+	}
+	return names, nil
+}
+
+// Labels keeps capital letters and digits. Ollama has no public tokenizer
+// endpoint, so nothing can be checked; these are one token in every
+// vocabulary we know, and a label that is not would only come back as not
+// found.
+func (e *Engine) Labels(ctx context.Context, model string, candidates []string, want int) ([]string, error) {
+	return openai.SafeLabels(candidates, want), nil
+}
+
+// Caps: Ollama reports at most 20 alternatives and cannot hold a call to
+// some of the labels (its only constraint is a JSON format).
+func (e *Engine) Caps() engine.Caps { return engine.Caps{PerCall: topLogprobs} }
+
+func (e *Engine) url(path string) string { return strings.TrimRight(e.BaseURL, "/") + path }
+
+func (e *Engine) client() *http.Client {
+	if e.HTTP != nil {
+		return e.HTTP
+	}
+	return http.DefaultClient
+}
+
+func (e *Engine) maxBody() int64 {
+	if e.MaxBody > 0 {
+		return e.MaxBody
+	}
+	return openai.DefaultMaxBody
+}
