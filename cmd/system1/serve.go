@@ -12,13 +12,11 @@ import (
 
 	"system1/internal/config"
 	"system1/internal/fleet"
+	"system1/internal/gateway"
 	"system1/internal/httpapi"
 	"system1/internal/metrics"
+	"system1/internal/pause"
 )
-
-// refreshEvery is how often nodes without a configured model list are
-// asked for theirs.
-const refreshEvery = 30 * time.Second
 
 func cmdServe(ctx context.Context, args []string, e env) error {
 	fs := flags("serve", e)
@@ -46,7 +44,7 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
-	go refresh(ctx, router)
+	go probe(ctx, router, cfg.ProbeEvery.Or(15*time.Second))
 
 	keys := cfg.APIKeys(e.getenv)
 	rounding := 2
@@ -63,7 +61,10 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 		Rounding:       rounding,
 		RequestTimeout: cfg.Timeouts.Request.Or(httpapi.DefaultRequestTimeout),
 		MaxBodyBytes:   cfg.MaxBodyBytes,
-		Version:        version,
+		// POST /v1/decide: the gateway over the same fleet.
+		Decide: gateway.New(gateway.Options{Config: cfg, ConfigPath: cfg.Path, Router: router, Getenv: e.getenv,
+			Log: log, StatePath: pause.Path("", e.getenv), Version: version}).Handler(func(r *http.Request) string { return httpapi.RequestID(r.Context()) }),
+		Version: version,
 	})
 	if len(keys) == 0 {
 		log.Warn("auth off: no keys configured (set keys or keys_env in the configuration)")
@@ -137,13 +138,12 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 	return nil
 }
 
-// refresh lists the nodes' models now and every refreshEvery until ctx
-// ends.
-func refresh(ctx context.Context, r *fleet.Router) {
-	t := time.NewTicker(refreshEvery)
+// probe checks the nodes now and every so often until ctx ends.
+func probe(ctx context.Context, r *fleet.Router, every time.Duration) {
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		r.Discover(ctx)
+		r.Probe(ctx)
 		select {
 		case <-ctx.Done():
 			return

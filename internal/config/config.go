@@ -59,6 +59,10 @@ type Config struct {
 	// off).
 	RateLimit RateLimit `yaml:"rate_limit"`
 	Timeouts  Timeouts  `yaml:"timeouts"`
+	// ProbeEvery is how often every node is probed in the background (a
+	// model list, no user data) and nodes without configured models
+	// re-list theirs; default 15s.
+	ProbeEvery Duration `yaml:"probe_every"`
 	// MaxBodyBytes bounds a request body; larger is a 413.
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
 	// Rounding is the number of decimals /v1/systemone reports (Jev: 2);
@@ -122,10 +126,17 @@ type Node struct {
 	// structured_outputs (vLLM >= 0.12), guided_choice (older vLLM,
 	// SGLang), or none (hosted APIs; the default).
 	Constrain string `yaml:"constrain"`
-	// MaxInFlight bounds concurrent calls to the node; Queue bounds how
-	// many more wait.
-	MaxInFlight int `yaml:"max_inflight"`
-	Queue       int `yaml:"queue"`
+	// MaxInFlight bounds concurrent calls to the node (default 64); Queue
+	// bounds how many more wait (default 512), each at most QueueTimeout
+	// (default 5s). Past that the node is busy and the next one is tried.
+	MaxInFlight  int      `yaml:"max_inflight"`
+	Queue        int      `yaml:"queue"`
+	QueueTimeout Duration `yaml:"queue_timeout"`
+	// Priority orders nodes: lower first (default 0). Among nodes of one
+	// priority, questions over the same state go to the same node, else to
+	// the one with fewest calls in flight; a higher priority is a fallback,
+	// such as hosted Jev behind local engines.
+	Priority int `yaml:"priority"`
 }
 
 // Gateway holds the System 1 gateway's settings.

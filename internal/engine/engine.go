@@ -73,10 +73,11 @@ const (
 	RateLimited                    // 429: leave the node alone until RetryAfter
 	Malformed                      // an answer that is not a usable reading: try another node
 	Rejected                       // the engine refused the request itself (400, context too long)
+	Busy                           // the node's slots and queue are full: try another, no cooldown
 )
 
 func (k FailureKind) String() string {
-	return [...]string{"unavailable", "timeout", "rate_limited", "malformed", "rejected"}[k]
+	return [...]string{"unavailable", "timeout", "rate_limited", "malformed", "rejected", "busy"}[k]
 }
 
 // Failure is a node's failure to answer, classified.

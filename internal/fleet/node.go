@@ -1,11 +1,13 @@
-// Package fleet routes questions across engine nodes: it resolves a model
-// id to the nodes that serve it, answers each question on the first node
-// that can, fails over off nodes that refuse, time out or answer garbage,
-// and cools failing nodes down.
+// Package fleet routes questions across engine nodes and System One
+// upstreams: it resolves a model id to the nodes that serve it, picks a node
+// by priority, state affinity and load, fails over off nodes that refuse,
+// time out, are busy or answer garbage, cools failing nodes down, and
+// probes them in the background.
 package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -17,32 +19,38 @@ import (
 	"system1/internal/engine/llamacpp"
 	"system1/internal/engine/ollama"
 	"system1/internal/engine/openai"
+	"system1/internal/systemone"
 )
 
-// DefaultLabels is how many labels one call reads on an openai node unless
-// its config says otherwise: the 20 alternatives most APIs return.
-const DefaultLabels = 20
+// Defaults for what a node's config leaves out.
+const (
+	DefaultLabels       = 20 // labels one call reads on an openai node: most APIs' cap
+	DefaultTimeout      = 30 * time.Second
+	DefaultMaxInFlight  = 64
+	DefaultQueue        = 512
+	DefaultQueueTimeout = 5 * time.Second
+)
 
-// DefaultTimeout bounds one engine call unless the node's config says
-// otherwise.
-const DefaultTimeout = 30 * time.Second
-
-// Node is one engine node.
+// Node is one engine node, or one System One endpoint (Upstream).
 type Node struct {
-	Name    string
-	Dialect string
-	Engine  engine.Engine
+	Name     string
+	Dialect  string
+	Engine   engine.Engine     // engine dialects
+	Upstream *systemone.Client // the systemone dialect
 	// MaxOptions caps the options of one question on this node.
 	MaxOptions int
 	Timeout    time.Duration
+	Priority   int
 
 	claimed []string // models from the config; nil means discover them
+	slots   *slots
 
 	mu          sync.Mutex
 	discovered  []string
 	discoverErr error
 	coolUntil   time.Time
 	coolReason  string
+	probeFailed bool        // the cooldown is a failed probe's, which a good probe ends
 	failures    []time.Time // recent failures, within the window
 }
 
@@ -57,7 +65,9 @@ func NewNode(c config.Node, getenv func(string) string, hc *http.Client) (*Node,
 		Dialect:    c.Dialect,
 		MaxOptions: c.MaxOptions,
 		Timeout:    c.Timeout.Or(DefaultTimeout),
+		Priority:   c.Priority,
 		claimed:    slices.Clone(c.Models),
+		slots:      newSlots(c.MaxInFlight, c.Queue, c.QueueTimeout.Or(DefaultQueueTimeout)),
 	}
 	if n.MaxOptions == 0 {
 		n.MaxOptions = config.MaxOptions
@@ -73,10 +83,34 @@ func NewNode(c config.Node, getenv func(string) string, hc *http.Client) (*Node,
 			labels = DefaultLabels
 		}
 		n.Engine = &openai.Engine{BaseURL: c.URL, Key: key, HTTP: hc, Constrain: c.Constrain, TopLogprobs: labels}
+	case "systemone":
+		n.Upstream = &systemone.Client{BaseURL: c.URL, Key: key, HTTP: hc}
 	default:
-		return nil, fmt.Errorf("node %s: dialect %q is not llamacpp, ollama or openai", c.Name, c.Dialect)
+		return nil, fmt.Errorf("node %s: dialect %q is not llamacpp, ollama, openai or systemone", c.Name, c.Dialect)
 	}
 	return n, nil
+}
+
+// FromConfig builds a router over the configured nodes. Calls share one
+// HTTP client whose connections are kept alive per node; every call is
+// bounded by its node's timeout.
+func FromConfig(nodes []config.Node, aliases map[string]string, getenv func(string) string, obs Observer) (*Router, error) {
+	hc := &http.Client{Transport: &http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		MaxIdleConns:        1024,
+		MaxIdleConnsPerHost: 256,
+		IdleConnTimeout:     90 * time.Second,
+		ForceAttemptHTTP2:   true,
+	}}
+	var ns []*Node
+	for _, c := range nodes {
+		n, err := NewNode(c, getenv, hc)
+		if err != nil {
+			return nil, err
+		}
+		ns = append(ns, n)
+	}
+	return NewRouter(ns, aliases, DefaultPolicy, obs), nil
 }
 
 // Models are the models the node serves: those its config claims, else
@@ -93,15 +127,25 @@ func (n *Node) Models() []string {
 // Serves reports whether the node serves model.
 func (n *Node) Serves(model string) bool { return slices.Contains(n.Models(), model) }
 
+// list asks the node for its models: a cheap call that carries no user
+// data, used both to discover models and to probe health.
+func (n *Node) list(ctx context.Context) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, n.Timeout)
+	defer cancel()
+	if n.Upstream != nil {
+		models, err := n.Upstream.Models(ctx)
+		return models, upstreamFailure(err)
+	}
+	return n.Engine.Models(ctx)
+}
+
 // Discover refreshes the node's model list from the node itself, unless
 // the config lists its models.
 func (n *Node) Discover(ctx context.Context) error {
 	if n.claimed != nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, n.Timeout)
-	defer cancel()
-	models, err := n.Engine.Models(ctx)
+	models, err := n.list(ctx)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.discoverErr = err
@@ -111,12 +155,15 @@ func (n *Node) Discover(ctx context.Context) error {
 	return err
 }
 
-// State is a node's health as the router sees it.
+// State is a node's health and load as the router sees it.
 type State struct {
 	Name       string    `json:"name"`
 	Dialect    string    `json:"dialect"`
 	Models     []string  `json:"models"`
+	Priority   int       `json:"priority"`
 	Healthy    bool      `json:"healthy"`
+	InFlight   int       `json:"in_flight"`
+	Queued     int       `json:"queued"`
 	CoolUntil  time.Time `json:"cool_until,omitzero"`
 	CoolReason string    `json:"cool_reason,omitempty"`
 	Error      string    `json:"error,omitempty"` // last discovery error
@@ -125,9 +172,11 @@ type State struct {
 // State reports the node's health at now.
 func (n *Node) State(now time.Time) State {
 	models := n.Models()
+	inFlight, queued := n.slots.load()
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	s := State{Name: n.Name, Dialect: n.Dialect, Models: models, Healthy: !now.Before(n.coolUntil)}
+	s := State{Name: n.Name, Dialect: n.Dialect, Models: models, Priority: n.Priority,
+		Healthy: !now.Before(n.coolUntil), InFlight: inFlight, Queued: queued}
 	if !s.Healthy {
 		s.CoolUntil, s.CoolReason = n.coolUntil, n.coolReason
 	}
@@ -137,24 +186,18 @@ func (n *Node) State(now time.Time) State {
 	return s
 }
 
-// FromConfig builds a router over the configured nodes. Engine calls share
-// one HTTP client whose connections are kept alive per node; every call is
-// bounded by its node's timeout.
-func FromConfig(nodes []config.Node, aliases map[string]string, getenv func(string) string, obs Observer) (*Router, error) {
-	hc := &http.Client{Transport: &http.Transport{
-		Proxy:               http.ProxyFromEnvironment,
-		MaxIdleConns:        256,
-		MaxIdleConnsPerHost: 64,
-		IdleConnTimeout:     90 * time.Second,
-		ForceAttemptHTTP2:   true,
-	}}
-	var ns []*Node
-	for _, c := range nodes {
-		n, err := NewNode(c, getenv, hc)
-		if err != nil {
-			return nil, err
-		}
-		ns = append(ns, n)
+// upstreamFailure classifies a System One endpoint's error like an
+// engine's: a refusal by status, a reply failing the clients' checks as
+// malformed.
+func upstreamFailure(err error) error {
+	var se *systemone.StatusError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &se):
+		return engine.StatusFailure(se.Code, se.RetryAfter, se.Message)
+	case errors.Is(err, systemone.ErrMalformed):
+		return &engine.Failure{Kind: engine.Malformed, Err: err}
 	}
-	return NewRouter(ns, aliases, DefaultPolicy, obs), nil
+	return engine.Classify(err)
 }

@@ -1,10 +1,12 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -12,6 +14,7 @@ import (
 
 	"system1/internal/decision"
 	"system1/internal/engine"
+	"system1/internal/systemone"
 )
 
 // Policy says when a failing node is cooled down, after LiteLLM's router
@@ -32,6 +35,7 @@ type Observer interface {
 	Attempt(node, model, outcome string, d time.Duration)
 	Failover(model string)
 	Cooldown(node string)
+	Load(node string, inFlight, queued int)
 }
 
 type noObserver struct{}
@@ -39,6 +43,7 @@ type noObserver struct{}
 func (noObserver) Attempt(string, string, string, time.Duration) {}
 func (noObserver) Failover(string)                               {}
 func (noObserver) Cooldown(string)                               {}
+func (noObserver) Load(string, int, int)                         {}
 
 // Router answers questions across nodes.
 type Router struct {
@@ -58,6 +63,11 @@ type Router struct {
 func NewRouter(nodes []*Node, aliases map[string]string, p Policy, obs Observer) *Router {
 	if obs == nil {
 		obs = noObserver{}
+	}
+	for _, n := range nodes {
+		if n.slots == nil {
+			n.slots = newSlots(0, 0, DefaultQueueTimeout)
+		}
 	}
 	return &Router{nodes: nodes, aliases: aliases, policy: p, obs: obs, now: time.Now}
 }
@@ -146,10 +156,13 @@ func (res *Result) Unanswered(req decision.Request) []string {
 	return ids
 }
 
-// Decide answers every question of req concurrently; each question goes to
-// the first healthy node that serves the model and has labels enough, and
-// fails over to the next on refusal, timeout, a 5xx or a malformed reply.
-// A question the engine rejected as a bad request is not tried elsewhere.
+// Decide answers every question of req. The questions go together to the
+// first node in the request's order (see order) that takes them; engine
+// nodes answer them concurrently, a System One upstream in one forwarded
+// request. Questions that fail there (refusal, timeout, busy, a 5xx or a
+// malformed reply) move on to the next node, and so on until every
+// question is answered or no node is left. A question an engine refused as
+// a bad request is not tried elsewhere.
 func (r *Router) Decide(ctx context.Context, req decision.Request) (*Result, error) {
 	model := r.Resolve(req.Model)
 	serving := r.Serving(req.Model)
@@ -157,11 +170,57 @@ func (r *Router) Decide(ctx context.Context, req decision.Request) (*Result, err
 		return nil, fmt.Errorf("model %q: %w", req.Model, ErrUnknownModel)
 	}
 	res := &Result{Questions: make([]Answered, len(req.Questions))}
-	var wg sync.WaitGroup
-	for i, q := range req.Questions {
-		wg.Go(func() { res.Questions[i] = r.ask(ctx, serving, model, req.State, q) })
+	pending := allQuestions(len(req.Questions))
+	settled := make([]bool, len(req.Questions)) // answered, or rejected as a bad request
+	tried := false
+	for _, n := range r.order(serving, req.State) {
+		if ctx.Err() != nil {
+			break
+		}
+		var take []int
+		for _, i := range pending {
+			if len(req.Questions[i].Options) <= n.MaxOptions {
+				take = append(take, i)
+			}
+		}
+		if len(take) == 0 {
+			continue
+		}
+		if tried {
+			r.obs.Failover(model)
+		}
+		tried = true
+		var failure *engine.Failure
+		for j, got := range r.answer(ctx, n, model, req, take) {
+			i := take[j]
+			a := &res.Questions[i]
+			a.Attempts = append(a.Attempts, got.attempt)
+			if got.err == nil {
+				a.Outcome, a.Node, a.Err = got.outcome, n.Name, nil
+				settled[i] = true
+				continue
+			}
+			a.Err = fmt.Errorf("node %s: %w", n.Name, got.err)
+			settled[i] = got.err.Kind == engine.Rejected
+			failure = got.err
+		}
+		if failure != nil {
+			r.failed(n, failure)
+		}
+		pending = slices.DeleteFunc(pending, func(i int) bool { return settled[i] })
+		if len(pending) == 0 {
+			break
+		}
 	}
-	wg.Wait()
+	for _, i := range pending {
+		a := &res.Questions[i]
+		switch {
+		case ctx.Err() != nil && a.Err != nil:
+			a.Err = fmt.Errorf("%w (after %w)", ctx.Err(), a.Err)
+		case a.Err == nil:
+			a.Err = r.noNode(ctx, serving, len(req.Questions[i].Options))
+		}
+	}
 	for _, a := range res.Questions {
 		if a.Err == nil {
 			res.Model = a.Model
@@ -171,47 +230,89 @@ func (r *Router) Decide(ctx context.Context, req decision.Request) (*Result, err
 	return res, nil
 }
 
-func (r *Router) ask(ctx context.Context, serving []*Node, model string, state json.RawMessage, q decision.Question) Answered {
-	var out Answered
-	for i, n := range r.order(serving, len(q.Options)) {
-		if err := ctx.Err(); err != nil {
-			break
-		}
-		if i > 0 {
-			r.obs.Failover(model)
-		}
-		start := r.now()
-		o, err := r.askNode(ctx, n, model, state, q)
-		at := Attempt{Node: n.Name, Latency: r.now().Sub(start)}
-		if err == nil {
-			at.Outcome = "ok"
-			r.obs.Attempt(n.Name, model, at.Outcome, at.Latency)
-			out.Attempts = append(out.Attempts, at)
-			out.Outcome, out.Node, out.Err = o, n.Name, nil
-			return out
-		}
-		f := engine.Classify(err)
-		at.Outcome, at.Detail = f.Kind.String(), f.Error()
-		r.obs.Attempt(n.Name, model, at.Outcome, at.Latency)
-		out.Attempts = append(out.Attempts, at)
-		out.Err = fmt.Errorf("node %s: %w", n.Name, f)
-		r.failed(n, f)
-		if f.Kind == engine.Rejected {
-			return out
-		}
-	}
-	if out.Err == nil {
-		out.Err = r.noNode(ctx, serving, len(q.Options))
-	} else if ctx.Err() != nil {
-		out.Err = fmt.Errorf("%w (after %w)", ctx.Err(), out.Err)
+func allQuestions(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
 	}
 	return out
 }
 
-func (r *Router) askNode(ctx context.Context, n *Node, model string, state json.RawMessage, q decision.Question) (engine.Outcome, error) {
-	ctx, cancel := context.WithTimeout(ctx, n.Timeout)
-	defer cancel()
-	return engine.Ask(ctx, n.Engine, model, state, q)
+// answer is one question's result from one node.
+type answer struct {
+	outcome engine.Outcome
+	attempt Attempt
+	err     *engine.Failure
+}
+
+// answer asks node n the questions take of req, each call holding one of
+// the node's slots and bounded by its timeout.
+func (r *Router) answer(ctx context.Context, n *Node, model string, req decision.Request, take []int) []answer {
+	out := make([]answer, len(take))
+	record := func(j int, start time.Time, o engine.Outcome, err error) {
+		at := Attempt{Node: n.Name, Outcome: "ok", Latency: r.now().Sub(start)}
+		if f := engine.Classify(err); f != nil {
+			at.Outcome, at.Detail = f.Kind.String(), f.Error()
+			out[j].err = f
+		}
+		out[j].outcome, out[j].attempt = o, at
+		r.obs.Attempt(n.Name, model, at.Outcome, at.Latency)
+	}
+	call := func(f func(context.Context) error) error {
+		release, err := n.slots.acquire(ctx)
+		if err != nil {
+			return err
+		}
+		r.observeLoad(n)
+		defer func() { release(); r.observeLoad(n) }()
+		cctx, cancel := context.WithTimeout(ctx, n.Timeout)
+		defer cancel()
+		return f(cctx)
+	}
+	if n.Upstream != nil {
+		start := r.now()
+		sub := req
+		sub.Model = model
+		sub.Questions = make([]decision.Question, len(take))
+		for j, i := range take {
+			sub.Questions[j] = req.Questions[i]
+		}
+		var reply *systemone.Reply
+		err := call(func(ctx context.Context) (err error) {
+			reply, err = n.Upstream.Ask(ctx, sub)
+			return upstreamFailure(err)
+		})
+		for j := range take {
+			var o engine.Outcome
+			if err == nil {
+				o = engine.Outcome{Dist: reply.Dists[j], Mass: math.NaN(), Rounds: 1, Model: reply.Model}
+				if j == 0 { // the upstream counts the request as a whole
+					o.InputTokens, o.OutputTokens = reply.Usage.InputTokens, reply.Usage.OutputTokens
+				}
+			}
+			record(j, start, o, err)
+		}
+		return out
+	}
+	var wg sync.WaitGroup
+	for j, i := range take {
+		wg.Go(func() {
+			start := r.now()
+			var o engine.Outcome
+			err := call(func(ctx context.Context) (err error) {
+				o, err = engine.Ask(ctx, n.Engine, model, req.State, req.Questions[i])
+				return err
+			})
+			record(j, start, o, err)
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+func (r *Router) observeLoad(n *Node) {
+	in, q := n.slots.load()
+	r.obs.Load(n.Name, in, q)
 }
 
 // noNode explains why a question found no node to try.
@@ -235,17 +336,64 @@ func (r *Router) noNode(ctx context.Context, serving []*Node, options int) error
 	return &engine.Failure{Kind: engine.Unavailable, Err: fmt.Errorf("every node is cooling down: %v", states)}
 }
 
-// order lists the nodes to try for a question with this many options:
-// healthy nodes that take that many, in configured order.
-func (r *Router) order(serving []*Node, options int) []*Node {
+// order lists the healthy nodes to try for a request over state: by
+// priority, and within a priority the node the state hashes to first
+// (rendezvous hashing, so that questions over one state reuse one node's
+// prompt cache) unless all its slots are taken, then the others by fewest
+// calls in flight and waiting, ties in configured order.
+func (r *Router) order(serving []*Node, state []byte) []*Node {
 	now := r.now()
 	var out []*Node
 	for _, n := range serving {
-		if n.MaxOptions >= options && n.State(now).Healthy {
+		if n.State(now).Healthy {
 			out = append(out, n)
 		}
 	}
+	load := func(n *Node) int { in, q := n.slots.load(); return in + q }
+	slices.SortStableFunc(out, func(a, b *Node) int {
+		return cmp.Or(cmp.Compare(a.Priority, b.Priority), cmp.Compare(load(a), load(b)))
+	})
+	key := affinity(state)
+	for lo := 0; lo < len(out); {
+		hi := lo
+		for hi < len(out) && out[hi].Priority == out[lo].Priority {
+			hi++
+		}
+		best := lo
+		for i := lo; i < hi; i++ {
+			if rendezvous(key, out[i].Name) > rendezvous(key, out[best].Name) {
+				best = i
+			}
+		}
+		if !out[best].slots.saturated() {
+			n := out[best]
+			copy(out[lo+1:best+1], out[lo:best])
+			out[lo] = n
+		}
+		lo = hi
+	}
 	return out
+}
+
+// affinity hashes a state for rendezvous hashing.
+func affinity(state []byte) uint64 {
+	h := fnv.New64a()
+	h.Write(state)
+	return h.Sum64()
+}
+
+// rendezvous scores a node for a state: the highest score wins, and a
+// node leaving or joining moves only the states it wins.
+func rendezvous(key uint64, node string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(node))
+	x := key ^ h.Sum64()
+	// splitmix64's finaliser spreads the bits of the combined key.
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
 }
 
 // failed records a node's failure and cools it down by the policy.
@@ -262,8 +410,8 @@ func (r *Router) failed(n *Node, f *engine.Failure) {
 		}
 	}
 	switch {
-	case f.Kind == engine.Rejected:
-		return // the request's fault, not the node's
+	case f.Kind == engine.Rejected || f.Kind == engine.Busy:
+		return // the request's fault, or a full queue: not the node's health
 	case f.Kind == engine.RateLimited:
 		cool(max(f.RetryAfter, time.Second), f.Error())
 		return
@@ -277,6 +425,37 @@ func (r *Router) failed(n *Node, f *engine.Failure) {
 		cool(r.policy.Cooldown, fmt.Sprintf("%d failures within %s, last: %v", len(n.failures), r.policy.Window, f))
 		n.failures = nil
 	}
+}
+
+// Probe checks every node in the background's way: a model list, which
+// carries no user data. A node that fails it is cooled down; one cooled by
+// a failed probe is healthy again as soon as a probe succeeds. Nodes
+// without configured models take the list as their models.
+func (r *Router) Probe(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, n := range r.nodes {
+		wg.Go(func() {
+			models, err := n.list(ctx)
+			n.mu.Lock()
+			if n.claimed == nil {
+				n.discoverErr = err
+				if err == nil {
+					n.discovered = models
+				}
+			}
+			if err == nil && n.probeFailed {
+				n.coolUntil, n.coolReason, n.probeFailed = time.Time{}, "", false
+			}
+			n.mu.Unlock()
+			if f := engine.Classify(err); f != nil && ctx.Err() == nil {
+				r.failed(n, &engine.Failure{Kind: engine.Unavailable, Status: f.Status, Err: fmt.Errorf("health probe: %w", f)})
+				n.mu.Lock()
+				n.probeFailed = true
+				n.mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // Refresh re-lists the models of nodes that have never listed them, for a

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -111,20 +112,12 @@ func (c *Client) Ask(ctx context.Context, req decision.Request) (*Reply, error) 
 	if c.Key != "" {
 		hr.Header.Set("Authorization", "Bearer "+c.Key)
 	}
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	resp, err := hc.Do(hr)
+	resp, err := c.client().Do(hr)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	limit := c.MaxBody
-	if limit <= 0 {
-		limit = 8 << 20
-	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, limit))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, c.maxBody()))
 	if err != nil {
 		return nil, fmt.Errorf("reading the reply: %w", err)
 	}
@@ -136,6 +129,20 @@ func (c *Client) Ask(ctx context.Context, req decision.Request) (*Reply, error) 
 		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
 	return r, nil
+}
+
+func (c *Client) client() *http.Client {
+	if c.HTTP != nil {
+		return c.HTTP
+	}
+	return http.DefaultClient
+}
+
+func (c *Client) maxBody() int64 {
+	if c.MaxBody > 0 {
+		return c.MaxBody
+	}
+	return 8 << 20
 }
 
 // ErrMalformed marks a 200 reply that fails the clients' checks.
@@ -194,4 +201,50 @@ func ErrorMessage(body []byte) string {
 		s = "(empty body)"
 	}
 	return s
+}
+
+// Models lists the endpoint's models from GET /v1/models, in Jev's shape
+// ({"models": [{"name"}]}) or OpenAI's ({"data": [{"id"}]}).
+func (c *Client) Models(ctx context.Context) ([]string, error) {
+	u := strings.TrimSuffix(strings.TrimRight(c.BaseURL, "/"), "/v1/systemone") + "/v1/models"
+	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	if c.Key != "" {
+		hr.Header.Set("Authorization", "Bearer "+c.Key)
+	}
+	resp, err := c.client().Do(hr)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, c.maxBody()))
+	if err != nil {
+		return nil, fmt.Errorf("reading the model list: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, &StatusError{Code: resp.StatusCode, Message: ErrorMessage(data), RetryAfter: retryafter.Parse(resp.Header, time.Now())}
+	}
+	var list struct {
+		Models []struct {
+			Name string `json:"name"`
+		} `json:"models"`
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(data, &list); err != nil {
+		return nil, fmt.Errorf("%w: model list: %v", ErrMalformed, err)
+	}
+	var ids []string
+	for _, m := range list.Models {
+		ids = append(ids, m.Name)
+	}
+	for _, m := range list.Data {
+		if !slices.Contains(ids, m.ID) {
+			ids = append(ids, m.ID)
+		}
+	}
+	return ids, nil
 }

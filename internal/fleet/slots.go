@@ -1,0 +1,89 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"system1/internal/engine"
+)
+
+// slots bound a node's calls in flight. Calls past the bound wait in a
+// queue of bounded length for a bounded time; past either the node is
+// busy, which sends the call to another node rather than piling up work
+// the node cannot do.
+type slots struct {
+	sem   chan struct{}
+	queue int
+	wait  time.Duration
+
+	mu               sync.Mutex
+	inFlight, queued int
+}
+
+func newSlots(max, queue int, wait time.Duration) *slots {
+	if max <= 0 {
+		max = DefaultMaxInFlight
+	}
+	if queue <= 0 {
+		queue = DefaultQueue
+	}
+	return &slots{sem: make(chan struct{}, max), queue: queue, wait: wait}
+}
+
+// acquire takes a slot, waiting in the queue if there is room; release
+// gives it back.
+func (s *slots) acquire(ctx context.Context) (release func(), err error) {
+	select {
+	case s.sem <- struct{}{}:
+		s.add(1, 0)
+		return s.release, nil
+	default:
+	}
+	s.mu.Lock()
+	if s.queued >= s.queue {
+		s.mu.Unlock()
+		return nil, &engine.Failure{Kind: engine.Busy, Err: fmt.Errorf("%d calls in flight and the queue of %d is full", cap(s.sem), s.queue)}
+	}
+	s.queued++
+	s.mu.Unlock()
+	timer := time.NewTimer(s.wait)
+	defer timer.Stop()
+	select {
+	case s.sem <- struct{}{}:
+		s.add(1, -1)
+		return s.release, nil
+	case <-timer.C:
+		s.add(0, -1)
+		return nil, &engine.Failure{Kind: engine.Busy, Err: fmt.Errorf("no free slot within the queue timeout of %s", s.wait)}
+	case <-ctx.Done():
+		s.add(0, -1)
+		return nil, ctx.Err()
+	}
+}
+
+func (s *slots) release() {
+	<-s.sem
+	s.add(-1, 0)
+}
+
+func (s *slots) add(inFlight, queued int) {
+	s.mu.Lock()
+	s.inFlight += inFlight
+	s.queued += queued
+	s.mu.Unlock()
+}
+
+// load is the calls in flight and waiting.
+func (s *slots) load() (inFlight, queued int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inFlight, s.queued
+}
+
+// saturated reports whether every slot is taken.
+func (s *slots) saturated() bool {
+	in, _ := s.load()
+	return in >= cap(s.sem)
+}
