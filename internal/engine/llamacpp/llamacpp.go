@@ -7,6 +7,7 @@ package llamacpp
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -36,13 +37,19 @@ func (e *Engine) Caps() engine.Caps { return engine.Caps{PerCall: e.PerCall, Sub
 
 type tokenKey struct{ model, label string }
 
-// firstTopK is how many alternatives the first call asks for; a label
-// outside them is asked for again with the whole vocabulary, up to
-// maxTopK entries.
+// firstTopK is how many alternatives the first call asks for. When labels
+// are missing from them and could matter, the call is repeated (the prompt
+// is cached by then) with maxTopK alternatives; a label still missing is
+// below the 1024th token, which no decision turns on.
 const (
 	firstTopK = 64
-	maxTopK   = 8192
+	maxTopK   = 1024
 )
+
+// negligible is the share of the labels' mass below which missing labels
+// are not worth a second call: each is below the smallest reported value,
+// so together they hold at most missing*exp(floor).
+const negligible = 0.01
 
 // Read asks for one token under a grammar that allows only the labels.
 // llama-server reports log-probabilities from before the grammar (the raw
@@ -64,15 +71,30 @@ func (e *Engine) Read(ctx context.Context, model string, p engine.Prompt) (engin
 
 	topK := max(firstTopK, 2*len(labels))
 	for {
-		r, err := e.read(ctx, model, p, labels, topK)
-		if err != nil || allFound(r.Found) || topK >= e.vocab(ctx) || topK >= maxTopK {
+		r, floor, err := e.read(ctx, model, p, labels, topK)
+		if err != nil || topK >= maxTopK || topK >= e.vocab(ctx) || !worthAgain(r, floor) {
 			return r, err
 		}
 		topK = min(e.vocab(ctx), maxTopK) // cheap: the prompt is cached now
 	}
 }
 
-func (e *Engine) read(ctx context.Context, model string, p engine.Prompt, labels []openai.Label, topK int) (engine.Reading, error) {
+// worthAgain reports whether missing labels could hold more than a
+// negligible share of the labels' mass.
+func worthAgain(r engine.Reading, floor float64) bool {
+	var found float64
+	missing := 0
+	for i, ok := range r.Found {
+		if ok {
+			found += math.Exp(r.Logprobs[i])
+		} else {
+			missing++
+		}
+	}
+	return missing > 0 && float64(missing)*math.Exp(floor) > negligible*found
+}
+
+func (e *Engine) read(ctx context.Context, model string, p engine.Prompt, labels []openai.Label, topK int) (engine.Reading, float64, error) {
 	req := openai.ChatRequest{
 		Model:              model,
 		Messages:           []openai.Message{{Role: "system", Content: p.System}, {Role: "user", Content: p.User()}},
@@ -85,18 +107,14 @@ func (e *Engine) read(ctx context.Context, model string, p engine.Prompt, labels
 	}
 	var reply openai.ChatResponse
 	if err := openai.Post(ctx, e.client(), e.url("/v1/chat/completions"), e.Key, req, &reply, e.maxBody()); err != nil {
-		return engine.Reading{}, err
+		return engine.Reading{}, 0, err
 	}
-	return openai.Reading(&reply, labels, true)
-}
-
-func allFound(found []bool) bool {
-	for _, f := range found {
-		if !f {
-			return false
-		}
+	r, err := openai.Reading(&reply, labels, true)
+	if err != nil {
+		return r, 0, err
 	}
-	return true
+	tok, _ := reply.FirstToken() // Reading checked it
+	return r, openai.Floor(tok), nil
 }
 
 // Grammar is a GBNF grammar whose language is exactly the labels.

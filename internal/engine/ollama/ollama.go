@@ -7,7 +7,7 @@ package ollama
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"net/http"
 	"strings"
 
@@ -69,7 +69,8 @@ func (e *Engine) Read(ctx context.Context, model string, p engine.Prompt) (engin
 		return engine.Reading{}, err
 	}
 	if len(reply.Logprobs) == 0 {
-		return engine.Reading{}, &engine.Failure{Kind: engine.Malformed, Err: fmt.Errorf("no logprobs in the reply; is Ollama older than 0.12.11?")}
+		// Ollama before 0.12.11 sends none, and none for an end-of-sequence token.
+		return engine.Reading{}, &engine.Failure{Kind: engine.Malformed, Err: errors.New("no logprobs in the reply")}
 	}
 	asked := p.Asked()
 	labels := make([]openai.Label, len(asked))
@@ -94,7 +95,7 @@ func (e *Engine) Read(ctx context.Context, model string, p engine.Prompt) (engin
 func (e *Engine) Models(ctx context.Context) ([]string, error) {
 	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, e.url("/api/tags"), nil)
 	if err != nil {
-		return nil, err
+		return nil, &engine.Failure{Kind: engine.Rejected, Err: err}
 	}
 	var list struct {
 		Models []struct {

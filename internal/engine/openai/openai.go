@@ -142,7 +142,33 @@ func Read(tok *TokenLogprob, labels []Label) (lp []float64, found []bool, err er
 	if mass > 1+massTolerance {
 		return nil, nil, fmt.Errorf("top logprobs sum to probability %.4f > 1", mass)
 	}
+	// The generated token's own value is reported even when it is not among
+	// the alternatives (a grammar can force a label the model ranks low);
+	// it is the same raw value, so it counts as reported.
+	if tok.Logprob != nil && !math.IsNaN(*tok.Logprob) {
+		for i, l := range labels {
+			if !found[i] && (l.ID >= 0 && tok.ID != nil && *tok.ID == l.ID || l.ID < 0 && tok.Token == l.Text) {
+				lp[i], found[i] = *tok.Logprob, true
+			}
+		}
+	}
 	return lp, found, nil
+}
+
+// Floor is the smallest log-probability among a token's alternatives: a
+// label that is not among them has a log-probability below it. -Inf when
+// there are none.
+func Floor(tok *TokenLogprob) float64 {
+	floor := math.Inf(1)
+	for _, t := range tok.TopLogprobs {
+		if t.Logprob != nil {
+			floor = math.Min(floor, *t.Logprob)
+		}
+	}
+	if math.IsInf(floor, 1) {
+		return math.Inf(-1)
+	}
+	return floor
 }
 
 func logAdd(a, b float64) float64 {
