@@ -46,6 +46,10 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 	}
 	go probe(ctx, router, cfg.ProbeEvery.Or(15*time.Second))
 
+	fits, err := servingFits(cfg, log)
+	if err != nil {
+		return err
+	}
 	keys := cfg.APIKeys(e.getenv)
 	rounding := 2
 	if cfg.Rounding != nil {
@@ -61,6 +65,7 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 		Rounding:       rounding,
 		RequestTimeout: cfg.Timeouts.Request.Or(httpapi.DefaultRequestTimeout),
 		MaxBodyBytes:   cfg.MaxBodyBytes,
+		Fits:           fits,
 		// POST /v1/decide: the gateway over the same fleet.
 		Decide: gateway.New(gateway.Options{Config: cfg, ConfigPath: cfg.Path, Router: router, Getenv: e.getenv,
 			Log: log, StatePath: pause.Path("", e.getenv), Version: version}).Handler(func(r *http.Request) string { return httpapi.RequestID(r.Context()) }),

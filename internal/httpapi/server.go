@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"system1/internal/calibration"
 	"system1/internal/fleet"
 	"system1/internal/metrics"
 )
@@ -35,6 +36,11 @@ type Options struct {
 	RequestTimeout time.Duration
 	// MaxBodyBytes bounds a request body.
 	MaxBodyBytes int64
+	// Fits, when not nil, turns calibration on for /v1/systemone: each
+	// question's distribution is tempered by the fit found for the model
+	// the engine reported, the question's kind and its option count, and
+	// every answer says whether it was, in x-system1-calibrated.
+	Fits *calibration.Fits
 	// Decide serves POST /v1/decide (the gateway); nil leaves it out.
 	Decide  http.Handler
 	Version string

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -45,9 +46,18 @@ func (s *Server) handleSystemOne(w http.ResponseWriter, r *http.Request) {
 	}
 	out := systemone.Response{Model: res.Model, Questions: p.Questions}
 	var warnings []string
+	calibrated := true
 	for i, q := range p.Questions {
 		a := res.Questions[i]
-		ans, err := decision.NewAnswer(q, a.Dist, s.opt.Rounding)
+		d := a.Dist
+		if s.opt.Fits != nil {
+			var ok bool
+			if d, ok = s.opt.Fits.Apply("", a.Model, q.Kind, d); !ok {
+				calibrated = false
+				warnings = append(warnings, fmt.Sprintf("%s: no calibration fit for model %s, %s over %d options; reported as the engine gave it", q.ID, a.Model, q.Kind, len(d)))
+			}
+		}
+		ans, err := decision.NewAnswer(q, d, s.opt.Rounding)
 		if err != nil { // the engine's reading passed every check, so this is a bug
 			writeError(w, http.StatusInternalServerError, systemone.Internal, err.Error())
 			return
@@ -62,6 +72,9 @@ func (s *Server) handleSystemOne(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(warnings) > 0 {
 		w.Header().Set("X-System1-Warnings", strings.Join(warnings, "; "))
+	}
+	if s.opt.Fits != nil { // true only when every answer was calibrated
+		w.Header().Set("X-System1-Calibrated", strconv.FormatBool(calibrated))
 	}
 	out.Latency = time.Since(start)
 	writeJSON(w, http.StatusOK, out.AppendJSON(make([]byte, 0, 512)))
@@ -86,12 +99,14 @@ func (s *Server) limits(r *http.Request, model string) (decision.Limits, error) 
 // its last failure, with Retry-After when every node asked for a pause.
 func (s *Server) writeUnanswered(w http.ResponseWriter, req decision.Request, res *fleet.Result, failed []string) {
 	var reasons []string
+	var problems []decision.Problem
 	rejected, wait := true, time.Duration(0)
 	for i, a := range res.Questions {
 		if a.Err == nil {
 			continue
 		}
 		reasons = append(reasons, fmt.Sprintf("question %q: %v", req.Questions[i].ID, a.Err))
+		problems = append(problems, decision.Problem{Path: []string{"questions", req.Questions[i].ID}, Msg: a.Err.Error(), Type: "value_error"})
 		var f *engine.Failure
 		if !errors.As(a.Err, &f) || f.Kind != engine.Rejected {
 			rejected = false
@@ -101,8 +116,8 @@ func (s *Server) writeUnanswered(w http.ResponseWriter, req decision.Request, re
 		}
 	}
 	msg := strings.Join(reasons, "; ")
-	if rejected {
-		writeError(w, http.StatusUnprocessableEntity, systemone.InvalidRequest, msg)
+	if rejected { // a 422 in the shape of every other: one problem per question
+		writeJSON(w, http.StatusUnprocessableEntity, systemone.AppendValidationError(nil, problems))
 		return
 	}
 	if wait > 0 {

@@ -1,0 +1,357 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"system1/internal/bench"
+	"system1/internal/calibration"
+	"system1/internal/cases"
+	"system1/internal/config"
+	"system1/internal/fleet"
+	"system1/internal/systemone"
+)
+
+func init() { commands["bench"] = cmdBench }
+
+// target is what a bench asks, as the command line says: an endpoint, or
+// a provider of the configuration's chain.
+type target struct {
+	endpoint, model, keyEnv string
+	config, provider        string
+	concurrency             int
+	timeout                 time.Duration
+	limit                   int
+}
+
+// targetFlags registers the flags that choose what to ask and how.
+func targetFlags(fs *flag.FlagSet) *target {
+	t := &target{}
+	fs.StringVar(&t.endpoint, "endpoint", "", "System One endpoint to ask: a base URL (/v1/systemone is added) or the full route")
+	fs.StringVar(&t.model, "model", "", "model id to send (required with --endpoint; default the provider's model with --provider)")
+	fs.StringVar(&t.keyEnv, "key-env", "", "environment variable holding the endpoint's bearer key (none sent without it)")
+	fs.StringVar(&t.config, "config", "", "configuration file whose providers --provider names (default $SYSTEM1_CONFIG, else ~/.config/system1/config.yaml)")
+	fs.StringVar(&t.provider, "provider", "", "ask this provider of the configuration's chain; with --endpoint, label the cases as this provider's (fits are found and made by it)")
+	fs.IntVar(&t.concurrency, "concurrency", 4, "requests in flight at once")
+	fs.DurationVar(&t.timeout, "timeout", 30*time.Second, "bound on one request")
+	fs.IntVar(&t.limit, "limit", 0, "use only the first N cases of each case file (0: all)")
+	return t
+}
+
+// asker builds what the run asks and describes it for the report.
+func (t *target) asker(ctx context.Context, e env, rep *bench.Report) (bench.Asker, string, error) {
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: max(t.concurrency, 2)}}
+	if t.endpoint != "" {
+		if t.model == "" {
+			return nil, "", errors.New("--model is required with --endpoint")
+		}
+		key := ""
+		if t.keyEnv != "" {
+			if key = e.getenv(t.keyEnv); key == "" {
+				return nil, "", fmt.Errorf("--key-env %s: the variable is empty or unset", t.keyEnv)
+			}
+		}
+		rep.Endpoint, rep.Model, rep.Provider = t.endpoint, t.model, t.provider
+		return bench.Endpoint{Client: &systemone.Client{BaseURL: t.endpoint, Key: key, HTTP: hc}}, t.model, nil
+	}
+	cfg, err := config.Load(configPath(t.config, e.getenv))
+	if err != nil {
+		return nil, "", fmt.Errorf("reading the configuration: %w", err)
+	}
+	if errs := cfg.Check(); len(errs) > 0 {
+		return nil, "", fmt.Errorf("configuration %s: %w", cfg.Path, errors.Join(errs...))
+	}
+	var names []string
+	for _, p := range cfg.Providers {
+		names = append(names, p.Name)
+		if p.Name != t.provider {
+			continue
+		}
+		model := t.model
+		if model == "" {
+			model = p.Model
+		}
+		rep.Provider, rep.Config, rep.Model = p.Name, cfg.Path, model
+		switch p.Kind {
+		case "systemone":
+			key := ""
+			if p.KeyEnv != "" {
+				key = e.getenv(p.KeyEnv)
+			}
+			rep.Endpoint = p.URL
+			return bench.Endpoint{Client: &systemone.Client{BaseURL: p.URL, Key: key, HTTP: hc}}, model, nil
+		case "engine":
+			router, err := fleet.FromConfig(cfg.Nodes, cfg.Aliases, e.getenv, nil)
+			if err != nil {
+				return nil, "", err
+			}
+			router.Discover(ctx)
+			if len(router.Serving(model)) == 0 {
+				return nil, "", fmt.Errorf("provider %s: no node of %s serves model %q", p.Name, cfg.Path, model)
+			}
+			return bench.Fleet{Router: router}, model, nil
+		}
+		return nil, "", fmt.Errorf("provider %s: kind %q cannot be benched", p.Name, p.Kind)
+	}
+	return nil, "", fmt.Errorf("no provider %q in %s (providers: %s)", t.provider, cfg.Path, strings.Join(names, ", "))
+}
+
+// check says what is wrong with the command line's choice of target.
+func (t *target) check(files []string) error {
+	switch {
+	case t.endpoint == "" && t.provider == "":
+		return errors.New("say what to ask: --endpoint URL --model ID, or --provider NAME of the configuration")
+	case t.endpoint != "" && t.config != "":
+		return errors.New("--endpoint and --config are alternatives")
+	case t.concurrency < 1:
+		return errors.New("--concurrency must be at least 1")
+	case t.limit < 0:
+		return errors.New("--limit must not be negative")
+	case len(files) == 0:
+		return errors.New("no case files given")
+	}
+	return nil
+}
+
+// runBench reads the case files and asks every case, with a progress bar
+// on stderr when it is a terminal. The records are labelled with the
+// provider, if any: the one asked, or with --endpoint the one the endpoint
+// stands for.
+func runBench(ctx context.Context, e env, t *target, files []string) (*bench.Report, error) {
+	cs, err := cases.ReadFiles(t.limit, files...)
+	if err != nil {
+		return nil, err
+	}
+	rep := &bench.Report{Version: bench.ReportVersion, Files: files, Concurrency: t.concurrency}
+	asker, model, err := t.asker(ctx, e, rep)
+	if err != nil {
+		return nil, err
+	}
+	run := bench.Run{Asker: asker, Model: model, Provider: rep.Provider, Concurrency: t.concurrency, Timeout: t.timeout}
+	var bar *progressBar
+	if isTerminal(e.stderr) {
+		bar = &progressBar{w: e.stderr}
+		run.Progress = bar.update
+	}
+	records, wall := run.Do(ctx, cs)
+	if bar != nil {
+		bar.finish()
+	}
+	rep.Cases = records
+	rep.WallS = wall.Seconds()
+	rep.Created = time.Now().UTC().Format(time.RFC3339)
+	return rep, nil
+}
+
+func cmdBench(ctx context.Context, args []string, e env) error {
+	fs := flags("bench", e)
+	t := targetFlags(fs)
+	fitsPath := fs.String("fits", "", "fits file: report calibrated numbers beside the raw ones")
+	out := fs.String("out", "", "write the JSON report here (it keeps every case's distribution)")
+	plot := fs.String("plot", "", "write a reliability diagram here (PNG)")
+	preds := fs.String("save-predictions", "", "also write every case's distribution here, as JSON Lines")
+	fs.Usage = func() {
+		fmt.Fprint(e.stderr, `usage: system1 bench --endpoint URL --model ID [--key-env VAR] [flags] CASEFILE...
+       system1 bench --provider NAME [--config FILE] [flags] CASEFILE...
+
+Asks every case of the case files (JSON Lines: id, set, state, questions,
+expected) and reports per set and overall: accuracy, majority-class floor,
+ECE, Brier, NLL, selective accuracy and coverage at confidence 0.7 and 0.9,
+latency and throughput; a Markdown table on stdout. Failed requests are
+counted and listed.
+
+`)
+		fs.PrintDefaults()
+	}
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := t.check(fs.Args()); err != nil {
+		fmt.Fprintln(e.stderr, "system1 bench:", err)
+		return errUsage
+	}
+	var fits *calibration.Fits
+	if *fitsPath != "" {
+		data, err := os.ReadFile(*fitsPath)
+		if err != nil {
+			return err
+		}
+		if fits, err = calibration.ParseFits(data); err != nil {
+			return fmt.Errorf("%s: %w", *fitsPath, err)
+		}
+	}
+	rep, err := runBench(ctx, e, t, fs.Args())
+	if err != nil {
+		return err
+	}
+	rep.Fits = *fitsPath
+	rep.Assemble(fits)
+	if err := writeBenchOutputs(e, rep, *out, *plot, *preds); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("interrupted (%w): the cases not sent are counted as failed requests", err)
+	}
+	if rep.Overall.Errors == rep.Overall.Cases {
+		return fmt.Errorf("every one of the %d requests failed; the first: %s", rep.Overall.Cases, rep.Failures[0].Error)
+	}
+	return nil
+}
+
+// writeBenchOutputs writes the Markdown table on stdout and the files the
+// flags ask for.
+func writeBenchOutputs(e env, rep *bench.Report, out, plot, preds string) error {
+	what := rep.Endpoint
+	if rep.Provider != "" {
+		what = "provider " + rep.Provider
+		if rep.Endpoint != "" {
+			what += " (" + rep.Endpoint + ")"
+		}
+	}
+	var sets []string
+	for _, s := range rep.Sets {
+		sets = append(sets, s.Name)
+	}
+	fmt.Fprintf(e.stdout, "bench: %d cases of %s against %s, model %s (replies name %s), concurrency %d, %.1f s\n\n",
+		rep.Overall.Cases, strings.Join(sets, ", "), what, rep.Model, orNone(strings.Join(rep.Models, ", ")), rep.Concurrency, rep.WallS)
+	if err := rep.WriteMarkdown(e.stdout); err != nil {
+		return err
+	}
+	if out != "" {
+		data, err := marshalReport(rep)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(out, data, 0o644); err != nil {
+			return err
+		}
+	}
+	if preds != "" {
+		var b bytes.Buffer
+		if err := bench.WritePredictions(&b, rep.Cases); err != nil {
+			return err
+		}
+		if err := os.WriteFile(preds, b.Bytes(), 0o644); err != nil {
+			return err
+		}
+	}
+	if plot != "" {
+		p := bench.Plot{
+			Title:  fmt.Sprintf("%s on %s: %d answers, accuracy %.1f%%", orNone(strings.Join(rep.Models, ", ")), strings.Join(sets, ", "), rep.Overall.N, 100*rep.Overall.Accuracy),
+			Raw:    rep.Overall.Bins,
+			RawECE: rep.Overall.ECE,
+		}
+		if c := rep.Overall.Calibrated; c != nil {
+			p.Calibrated, p.CalibratedECE = c.Bins, c.ECE
+			p.CalibratedNote = fmt.Sprintf("calibrated with %s: a fit was found for %d of %d answers", filepath.Base(rep.Fits), *c.Fitted, c.N)
+		}
+		var b bytes.Buffer
+		if err := p.WritePNG(&b); err != nil {
+			return err
+		}
+		if err := os.WriteFile(plot, b.Bytes(), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+// marshalReport writes the report indented, with each case on one line,
+// so that a report of a thousand cases stays readable and small.
+func marshalReport(rep *bench.Report) ([]byte, error) {
+	head := *rep
+	head.Cases = nil
+	b, err := json.MarshalIndent(head, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	const tail = "\"cases\": null\n}"
+	if !bytes.HasSuffix(b, []byte(tail)) {
+		return nil, errors.New("report: cases are not the last field")
+	}
+	b = append(b[:len(b)-len(tail)], "\"cases\": ["...)
+	for i, c := range rep.Cases {
+		line, err := json.Marshal(c)
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, "\n    "...)
+		b = append(b, line...)
+	}
+	if len(rep.Cases) > 0 {
+		b = append(b, "\n  "...)
+	}
+	return append(b, "]\n}\n"...), nil
+}
+
+// isTerminal reports whether w is a terminal (a character device).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// progressBar draws a run's progress on one terminal line, at most ten
+// times a second.
+type progressBar struct {
+	w    io.Writer
+	mu   sync.Mutex
+	last time.Time
+	p    bench.Progress
+}
+
+func (b *progressBar) update(p bench.Progress) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.p = p
+	if p.Done < p.Total && time.Since(b.last) < 100*time.Millisecond {
+		return
+	}
+	b.last = time.Now()
+	b.draw()
+}
+
+func (b *progressBar) draw() {
+	const width = 30
+	p := b.p
+	filled := 0
+	if p.Total > 0 {
+		filled = width * p.Done / p.Total
+	}
+	rate := 0.0
+	if s := p.Elapsed.Seconds(); s > 0 {
+		rate = float64(p.Done) / s
+	}
+	fmt.Fprintf(b.w, "\r[%s%s] %d/%d  errors %d  %.1f req/s ", strings.Repeat("#", filled), strings.Repeat(".", width-filled), p.Done, p.Total, p.Errors, rate)
+}
+
+func (b *progressBar) finish() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.draw()
+	fmt.Fprintln(b.w)
+}
