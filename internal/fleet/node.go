@@ -92,14 +92,14 @@ func NewNode(c config.Node, getenv func(string) string, hc *http.Client) (*Node,
 }
 
 // FromConfig builds a router over the configured nodes. Calls share one
-// HTTP client whose connections are kept alive per node; every call is
-// bounded by its node's timeout.
+// HTTP client whose connections are kept alive per node for reuse, and
+// closed after 30 s idle; every call is bounded by its node's timeout.
 func FromConfig(nodes []config.Node, aliases map[string]string, getenv func(string) string, obs Observer) (*Router, error) {
 	hc := &http.Client{Transport: &http.Transport{
 		Proxy:               http.ProxyFromEnvironment,
 		MaxIdleConns:        1024,
 		MaxIdleConnsPerHost: 256,
-		IdleConnTimeout:     90 * time.Second,
+		IdleConnTimeout:     30 * time.Second,
 		ForceAttemptHTTP2:   true,
 	}}
 	var ns []*Node
