@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"system1/internal/config"
+	"system1/internal/fleet"
+	"system1/internal/gateway"
+	"system1/internal/mcpserver"
+	"system1/internal/pause"
+)
+
+func init() { commands["mcp"] = cmdMCP }
+
+// cmdMCP serves the gateway as an MCP server over stdin and stdout. It
+// answers initialize at once and contacts no provider before the first
+// tool call; a broken configuration does not stop it: health and
+// capabilities report it, and decide answers config_error.
+func cmdMCP(ctx context.Context, args []string, e env) error {
+	fs := flags("mcp", e)
+	cfgFlag := fs.String("config", "", "configuration file (default $SYSTEM1_CONFIG, else ~/.config/system1/config.yaml)")
+	stateDir := fs.String("state-dir", "", "folder of the pause state file (default $CLAUDE_PLUGIN_DATA, else $XDG_STATE_HOME/system1, else ~/.local/state/system1)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	log := logger(e)
+	g := newGateway(configPath(*cfgFlag, e.getenv), *stateDir, e, log, nil)
+	log.Info("mcp server starting", "request_id", "-", "version", version, "config", configPath(*cfgFlag, e.getenv),
+		"providers", len(g.Providers()), "config_errors", len(g.ConfigErrors()), "state_file", pause.Path(*stateDir, e.getenv))
+	for _, msg := range g.ConfigErrors() {
+		log.Warn("configuration error; system1_decide answers config_error until it is fixed", "request_id", "-", "err", msg)
+	}
+	err := mcpserver.Run(ctx, mcpserver.Options{Gateway: g, Log: log, Version: version},
+		&mcp.IOTransport{Reader: io.NopCloser(e.stdin), Writer: nopWriteCloser{e.stdout}})
+	switch {
+	case ctx.Err() != nil:
+		log.Info("mcp server stopped by a signal", "request_id", "-")
+		return nil
+	case err == nil, errors.Is(err, io.EOF):
+		log.Info("mcp server stopped: the client closed stdin", "request_id", "-")
+		return nil
+	}
+	return err
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// newGateway reads the configuration at path and builds the gateway over
+// it. A configuration that cannot be read becomes a configuration error
+// of the gateway, never a failure: the caller still gets a gateway that
+// says what is wrong. router is the fleet to share (serve's); nil builds
+// one from the configuration.
+func newGateway(path, stateDir string, e env, log *slog.Logger, router *fleet.Router) *gateway.Gateway {
+	var errs []error
+	cfg, err := config.Load(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			err = fmt.Errorf("no configuration file at %s: write one (see docs/plugin.md), or point --config or $SYSTEM1_CONFIG at one", path)
+		}
+		errs = append(errs, err)
+		cfg = nil
+	}
+	return gateway.New(gateway.Options{
+		Config: cfg, ConfigPath: path, ConfigErrors: errs, Router: router,
+		Getenv: e.getenv, Log: log, StatePath: pause.Path(stateDir, e.getenv), Version: version,
+	})
+}

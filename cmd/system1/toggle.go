@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"system1/internal/pause"
+)
+
+func init() { commands["toggle"] = cmdToggle }
+
+const toggleUsage = "usage: system1 toggle [--state-dir DIR] on|off|status"
+
+// cmdToggle pauses (off) or resumes (on) the gateway, or shows its state.
+// The state file is written atomically and read by every gateway face on
+// each call, so the change takes effect at once.
+func cmdToggle(_ context.Context, args []string, e env) error {
+	fs := flags("toggle", e)
+	stateDir := fs.String("state-dir", "", "folder of the pause state file (default $CLAUDE_PLUGIN_DATA, else $XDG_STATE_HOME/system1, else ~/.local/state/system1)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	path := pause.Path(*stateDir, e.getenv)
+	verb := "status"
+	switch fs.NArg() {
+	case 0:
+	case 1:
+		verb = fs.Arg(0)
+	default:
+		fmt.Fprintln(e.stderr, toggleUsage)
+		return errUsage
+	}
+	var s pause.State
+	var err error
+	switch verb {
+	case "off", "pause":
+		s, err = pause.Write(path, true, time.Now())
+	case "on", "resume":
+		s, err = pause.Write(path, false, time.Now())
+	case "status":
+		s, err = pause.Read(path)
+	default:
+		fmt.Fprintf(e.stderr, "system1 toggle: %q is not on, off or status\n%s\n", verb, toggleUsage)
+		return errUsage
+	}
+	if err != nil {
+		return fmt.Errorf("pause state %s: %w", path, err)
+	}
+	since := ""
+	if !s.Changed.IsZero() {
+		since = " since " + s.Changed.Format(time.RFC3339)
+	}
+	if s.Paused {
+		fmt.Fprintf(e.stdout, "System 1 is OFF (paused%s): system1_decide abstains without asking any model. Turn it back on with /system1:toggle on (system1 toggle on).\nstate file: %s\n", since, path)
+	} else {
+		fmt.Fprintf(e.stdout, "System 1 is ON%s: system1_decide asks the configured providers.\nstate file: %s\n", since, path)
+	}
+	return nil
+}

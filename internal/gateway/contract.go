@@ -1,0 +1,165 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// SchemaVersion is the version of the decide contract: the request and
+// response below. New optional fields may be added without a bump; a
+// breaking change bumps it.
+const SchemaVersion = "1"
+
+// Request limits of the contract.
+const (
+	MaxQuestionChars  = 8000
+	MinOptions        = 2
+	MaxOptions        = 256
+	MaxOptionChars    = 500
+	MaxRequestIDChars = 128
+	// MaxContextBytes bounds the context object as JSON: the state limit
+	// of the engines behind the gateway.
+	MaxContextBytes = 256 << 10
+)
+
+// Request asks for one decision. Its JSON schema, with the constraints
+// that Schema adds, is the published contract (schema/request.json).
+type Request struct {
+	Question      string          `json:"question" jsonschema:"The decision to make, as a question. Required, 1 to 8000 characters."`
+	Options       []string        `json:"options,omitempty" jsonschema:"The answers to choose from: 2 to 256 unique non-empty strings of at most 500 characters. Leave out to get a yes or no answer."`
+	Context       json.RawMessage `json:"context,omitempty" jsonschema:"Facts the decision depends on, as a JSON object (at most 256 KiB); passed to the model as the state."`
+	MinConfidence *float64        `json:"min_confidence,omitempty" jsonschema:"Abstain unless the decision's probability is at least this, in [0,1]. Defaults to the configured threshold."`
+	RequestID     string          `json:"request_id,omitempty" jsonschema:"Your id for this call, 1 to 128 characters, echoed back; one is generated when absent."`
+	SchemaVersion string          `json:"schema_version,omitempty" jsonschema:"The contract version you expect: \"1\"."`
+}
+
+// Statuses of a response.
+const (
+	Decided   = "decided"
+	Abstained = "abstained"
+	Failed    = "error"
+)
+
+// Error codes.
+const (
+	CodeInvalidRequest  = "invalid_request"
+	CodeConfigError     = "config_error"
+	CodeProviderTimeout = "provider_timeout"
+	CodeProviderError   = "provider_error"
+	CodeMalformed       = "malformed_response"
+)
+
+// Attempt outcomes.
+const (
+	OutcomeOK        = "ok"
+	OutcomeAbstained = "abstained"
+	OutcomeTimeout   = "timeout"
+	OutcomeError     = "error"
+	OutcomeMalformed = "malformed"
+	// OutcomeSkipped marks a provider that was not asked: the question had
+	// more options than it takes, or the overall deadline had passed.
+	OutcomeSkipped = "skipped"
+)
+
+// Response is the gateway's answer. Its JSON schema is the published
+// contract (schema/response.json). Slices are never nil.
+type Response struct {
+	Status        string        `json:"status" jsonschema:"decided: decision holds the answer. abstained: no decision; the rationale says why and you should reason it through yourself. error: no decision; see error."`
+	Decision      *string       `json:"decision" jsonschema:"Exactly one of the options (yes or no when no options were given), or null when abstained or on error."`
+	Confidence    *float64      `json:"confidence,omitempty" jsonschema:"The probability of the decision (of the best option when abstained), after calibration when calibrated is true. Absent when no provider answered."`
+	Probabilities Probabilities `json:"probabilities,omitempty" jsonschema:"Probability per option, in option order (yes and no for a yes/no question), when the provider reported them. Absent when no provider answered."`
+	Calibrated    bool          `json:"calibrated" jsonschema:"True when a fitted temperature was applied to the provider's probabilities."`
+	Threshold     *float64      `json:"threshold,omitempty" jsonschema:"The minimum confidence this call required."`
+	Rationale     string        `json:"rationale" jsonschema:"Plain words on what happened and what to do next."`
+	Provider      *string       `json:"provider" jsonschema:"The provider that answered, or null."`
+	LatencyMS     int64         `json:"latency_ms" jsonschema:"Time this call took, in milliseconds."`
+	Attempts      []Attempt     `json:"attempts" jsonschema:"Every provider tried, in order."`
+	Error         *Error        `json:"error" jsonschema:"Null, or why the call failed."`
+	SchemaVersion string        `json:"schema_version" jsonschema:"The contract version: \"1\"."`
+	RequestID     string        `json:"request_id" jsonschema:"The request's id, as sent or generated."`
+}
+
+// Attempt is one provider tried.
+type Attempt struct {
+	Provider  string `json:"provider" jsonschema:"The provider's name in the chain."`
+	Outcome   string `json:"outcome" jsonschema:"ok, abstained, timeout, error, malformed, or skipped (not asked)."`
+	LatencyMS int64  `json:"latency_ms" jsonschema:"Time this attempt took, in milliseconds."`
+	Detail    string `json:"detail" jsonschema:"What happened, in plain words."`
+}
+
+// Error says why a call failed.
+type Error struct {
+	Code    string `json:"code" jsonschema:"invalid_request, config_error, provider_timeout, provider_error or malformed_response."`
+	Message string `json:"message" jsonschema:"What went wrong."`
+}
+
+// Probability is one option's probability.
+type Probability struct {
+	Option string
+	P      float64
+}
+
+// Probabilities are per option, in option order; they are written as a
+// JSON object whose key order is the option order.
+type Probabilities []Probability
+
+// MarshalJSON writes {"option": p, ...} in option order.
+func (ps Probabilities) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, p := range ps {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, err := json.Marshal(p.Option)
+		if err != nil {
+			return nil, err
+		}
+		v, err := json.Marshal(p.P)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// UnmarshalJSON reads the object back, keeping its key order.
+func (ps *Probabilities) UnmarshalJSON(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return fmt.Errorf("probabilities: an object is required")
+	}
+	out := Probabilities{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		var p float64
+		if err := dec.Decode(&p); err != nil {
+			return err
+		}
+		out = append(out, Probability{Option: tok.(string), P: p})
+	}
+	*ps = out
+	return nil
+}
+
+// Get returns the probability of option, and whether it is there.
+func (ps Probabilities) Get(option string) (float64, bool) {
+	for _, p := range ps {
+		if p.Option == option {
+			return p.P, true
+		}
+	}
+	return 0, false
+}

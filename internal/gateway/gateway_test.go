@@ -1,0 +1,373 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"system1/internal/config"
+	"system1/internal/decision"
+	"system1/internal/fakeengine"
+	"system1/internal/fleet"
+	"system1/internal/gateway/fake"
+	"system1/internal/pause"
+)
+
+// The committed schema files are what go generate writes from the Go
+// types; a change to the types without regenerating fails here.
+func TestSchemaFilesAreCurrent(t *testing.T) {
+	for name, want := range SchemaFiles() {
+		got, err := os.ReadFile(filepath.Join("..", "..", "schema", name))
+		if err != nil {
+			t.Fatalf("%v (run go generate ./internal/gateway)", err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("schema/%s is stale: run go generate ./internal/gateway", name)
+		}
+	}
+}
+
+// Every schema the gateway publishes uses plain "array" types, never a
+// union with null, and resolves as JSON Schema 2020-12.
+func TestSchemasArePlainAndResolve(t *testing.T) {
+	for name, s := range map[string]*jsonschema.Schema{
+		"request": RequestSchema(), "response": ResponseSchema(), "health": HealthSchema(), "capabilities": CapabilitiesSchema(),
+	} {
+		var walk func(path string, v any)
+		walk = func(path string, v any) {
+			switch v := v.(type) {
+			case map[string]any:
+				if ts, ok := v["type"].([]any); ok && slices.Contains(ts, any("array")) {
+					t.Errorf("%s%s: type %v is a union with array", name, path, ts)
+				}
+				for k, x := range v {
+					walk(path+"/"+k, x)
+				}
+			case []any:
+				for i, x := range v {
+					walk(fmt.Sprintf("%s/%d", path, i), x)
+				}
+			}
+		}
+		var generic any
+		if err := json.Unmarshal(MarshalSchema(s), &generic); err != nil {
+			t.Fatal(err)
+		}
+		walk("", generic)
+		if _, err := s.Resolve(nil); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	loose := Loose(RequestSchema())
+	if loose.AdditionalProperties != nil || loose.Required != nil {
+		t.Errorf("the tool's input schema still forbids or requires fields: %+v", loose)
+	}
+	if RequestSchema().AdditionalProperties == nil || len(RequestSchema().Required) == 0 {
+		t.Error("Loose changed the published request schema")
+	}
+}
+
+// Every contract rule of the request is checked, and all problems of one
+// request are reported together.
+func TestParseRequest(t *testing.T) {
+	long := strings.Repeat("é", MaxQuestionChars+1)
+	many := make([]string, MaxOptions+1)
+	for i := range many {
+		many[i] = fmt.Sprint("o", i)
+	}
+	manyJSON, _ := json.Marshal(many)
+	cases := []struct {
+		body string
+		want []string // substrings, one per problem, in order
+	}{
+		{`{"question":"Ship it?"}`, nil},
+		{`{"question":"Which?","options":["a","b"],"context":{"k":1},"min_confidence":0.7,"request_id":"r1","schema_version":"1"}`, nil},
+		{`{"question":"Which?","options":null,"context":null}`, nil},
+		{``, []string{"empty"}},
+		{`[1]`, []string{"JSON object"}},
+		{`{}`, []string{"question is required"}},
+		{`{"question":"  "}`, []string{"question is required"}},
+		{`{"question":7}`, []string{"question must be a string"}},
+		{`{"question":"` + long + `"}`, []string{"8001 characters"}},
+		{`{"question":"q","bogus":1,"also":2}`, []string{`unknown field(s) "also", "bogus"`}},
+		{`{"question":"q","options":["a"]}`, []string{"1 item(s)"}},
+		{`{"question":"q","options":[]}`, []string{"0 item(s)"}},
+		{`{"question":"q","options":` + string(manyJSON) + `}`, []string{"257 item(s)"}},
+		{`{"question":"q","options":["a","a",""]}`, []string{"repeats options[0]", "options[2] is empty"}},
+		{`{"question":"q","options":["a","` + strings.Repeat("x", MaxOptionChars+1) + `"]}`, []string{"options[1] is 501 characters"}},
+		{`{"question":"q","options":"a,b"}`, []string{"options must be an array"}},
+		{`{"question":"q","options":["a",2]}`, []string{"options[1] must be a string"}},
+		{`{"question":"q","context":"text"}`, []string{"context must be a JSON object"}},
+		{`{"question":"q","min_confidence":1.5}`, []string{"min_confidence is 1.5"}},
+		{`{"question":"q","min_confidence":"high"}`, []string{"min_confidence must be a number"}},
+		{`{"question":"q","request_id":""}`, []string{"request_id must not be empty"}},
+		{`{"question":"q","request_id":"` + strings.Repeat("r", 129) + `"}`, []string{"129 characters"}},
+		{`{"question":"q","schema_version":"2"}`, []string{`schema_version "2" is not supported`}},
+		{`{"bogus":true,"options":["a"],"min_confidence":-1}`, []string{"unknown field", "1 item(s)", "question is required", "min_confidence is -1"}},
+	}
+	for _, c := range cases {
+		_, ps := ParseRequest([]byte(c.body))
+		if len(ps) != len(c.want) {
+			t.Errorf("%.80s: problems %q; want %d like %q", c.body, ps, len(c.want), c.want)
+			continue
+		}
+		for _, w := range c.want {
+			found := false
+			for _, p := range ps {
+				found = found || strings.Contains(p, w)
+			}
+			if !found {
+				t.Errorf("%.80s: problems %q lack %q", c.body, ps, w)
+			}
+		}
+	}
+}
+
+// Probabilities are written in option order, whatever the options sort
+// to, and read back in that order.
+func TestProbabilitiesKeepOptionOrder(t *testing.T) {
+	ps := Probabilities{{"zebra", 0.5}, {"apple", 0.3}, {"mango", 0.2}}
+	b, err := json.Marshal(ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b) != `{"zebra":0.5,"apple":0.3,"mango":0.2}` {
+		t.Fatalf("marshaled %s", b)
+	}
+	var back Probabilities
+	if err := json.Unmarshal(b, &back); err != nil || !slices.Equal(back, ps) {
+		t.Fatalf("read back %v, %v", back, err)
+	}
+}
+
+// gatewayFor builds a gateway from YAML; %s in it are replaced by urls.
+func gatewayFor(t *testing.T, yaml string, router *fleet.Router) *Gateway {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return New(Options{Config: cfg, ConfigPath: path, Router: router, StatePath: filepath.Join(dir, pause.FileName), Version: "test",
+		Getenv: func(k string) string { return map[string]string{"FAKE_KEY": "k"}[k] }})
+}
+
+func decide(t *testing.T, g *Gateway, body string) *Response {
+	t.Helper()
+	res := g.Decide(context.Background(), []byte(body), "")
+	checkInvariants(t, res)
+	return res
+}
+
+// checkInvariants holds for every response: a decision only when
+// decided, and then one of the answers, with confidence its probability;
+// no probabilities without a provider; slices never nil; the response
+// validates against the published schema.
+func checkInvariants(t *testing.T, res *Response) {
+	t.Helper()
+	if res.Attempts == nil {
+		t.Error("attempts is nil")
+	}
+	if (res.Status == Decided) != (res.Decision != nil) {
+		t.Errorf("status %s with decision %v", res.Status, res.Decision)
+	}
+	if res.Decision != nil {
+		p, ok := res.Probabilities.Get(*res.Decision)
+		if !ok || res.Confidence == nil || p != *res.Confidence {
+			t.Errorf("decision %q: probability %v (%v), confidence %v", *res.Decision, p, ok, res.Confidence)
+		}
+	}
+	if res.Status == Failed && (res.Error == nil || res.Probabilities != nil || res.Confidence != nil) {
+		t.Errorf("error response %+v carries numbers or no error", res)
+	}
+	if res.Status != Failed && res.Error != nil {
+		t.Errorf("status %s with error %+v", res.Status, res.Error)
+	}
+	resolved, err := ResponseSchema().Resolve(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(res)
+	var generic any
+	_ = json.Unmarshal(b, &generic)
+	if err := resolved.Validate(generic); err != nil {
+		t.Errorf("response fails its schema: %v\n%s", err, b)
+	}
+}
+
+// The fitted temperature for the provider, kind and bucket is applied as
+// p_i proportional to p_i^(1/T), and calibrated says so; another bucket
+// has no fit and is reported as given.
+func TestCalibrationApplied(t *testing.T) {
+	ep := fake.Start(t, fake.Reply{Probs: []float64{0.7, 0.2, 0.1}})
+	dir := t.TempDir()
+	fits := `{"version":1,"created":"2026-01-01T00:00:00Z","fits":[{"provider":"jev","model":"","kind":"choice","bucket":"3-4","temperature":2,"n":100,"nll_before":1,"nll_after":0.9,"ece_before":0.2,"ece_after":0.05,"date":"2026-01-01"}]}`
+	if err := os.WriteFile(filepath.Join(dir, "fits.json"), []byte(fits), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "config.yaml")
+	yaml := fmt.Sprintf("gateway:\n  fits: fits.json\n  threshold: 0.3\nproviders:\n  - {name: jev, kind: systemone, url: %s, model: jev-latest}\n", ep.URL)
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := New(Options{Config: cfg, ConfigPath: path})
+	if errs := g.ConfigErrors(); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	res := decide(t, g, `{"question":"Which?","options":["a","b","c"]}`)
+	want := decision.Round(decision.Distribution{0.7, 0.2, 0.1}.Temper(2), decimals)
+	if !res.Calibrated || res.Status != Decided || *res.Decision != "a" {
+		t.Fatalf("response %+v", res)
+	}
+	for i, p := range res.Probabilities {
+		if p.P != want[i] {
+			t.Errorf("p(%s) = %v; tempered %v", p.Option, p.P, want[i])
+		}
+	}
+	if *res.Confidence >= 0.7 {
+		t.Errorf("T=2 should flatten 0.7; got %v", *res.Confidence)
+	}
+	res = decide(t, g, `{"question":"Which?","options":["a","b"]}`)
+	if res.Calibrated {
+		t.Errorf("bucket 2 has no fit but calibrated is true: %+v", res)
+	}
+	caps := g.Capabilities(context.Background())
+	if len(caps.Calibration.Fits) != 1 || caps.Calibration.Fits[0].Temperature != 2 {
+		t.Errorf("capabilities' fits: %+v", caps.Calibration)
+	}
+}
+
+// A fits file that does not parse is a configuration error, reported and
+// answered as config_error, never silently ignored.
+func TestBadFitsIsAConfigError(t *testing.T) {
+	g := gatewayFor(t, "gateway:\n  fits: missing.json\nproviders:\n  - {name: jev, kind: systemone, url: http://127.0.0.1:1, model: m}\n", nil)
+	res := decide(t, g, `{"question":"q"}`)
+	if res.Error == nil || res.Error.Code != CodeConfigError || !strings.Contains(res.Error.Message, "gateway.fits") {
+		t.Fatalf("response %+v", res)
+	}
+}
+
+// engineGateway is a gateway whose one provider is an engine provider
+// over a fake llama.cpp node serving "tiny".
+func engineGateway(t *testing.T, b fakeengine.Behavior, maxOptions int) *Gateway {
+	t.Helper()
+	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{"tiny"}, Behavior: b})
+	t.Cleanup(f.Close)
+	return gatewayFor(t, fmt.Sprintf("gateway:\n  timeout: 2s\nnodes:\n  - {name: n1, url: %s, dialect: llamacpp, models: [tiny], max_options: %d}\n"+
+		"providers:\n  - {name: local, kind: engine, model: tiny}\n", f.URL, maxOptions), nil)
+}
+
+// The engine provider maps a decision to a choice question (options) or a
+// noul (yes/no) over the fleet, and the answer is the engine's own
+// distribution.
+func TestEngineProvider(t *testing.T) {
+	probs := fakeengine.Probs(0.8, 0.15, 0.05)
+	g := engineGateway(t, fakeengine.Behavior{Logprobs: probs}, 20)
+	res := decide(t, g, `{"question":"Which animal?","options":["dog","cat","bird"],"context":{"story":"a dog"}}`)
+	if res.Status != Decided || *res.Decision != "dog" || *res.Confidence < 0.6 || *res.Provider != "local" {
+		t.Fatalf("choice: %+v", res)
+	}
+	res = decide(t, g, `{"question":"Is it a dog?"}`)
+	if res.Status != Decided || *res.Decision != "yes" {
+		t.Fatalf("yes/no: %+v", res)
+	}
+	// max_options is the option cap of the serving nodes.
+	caps := g.Capabilities(context.Background())
+	if caps.Providers[0].Capabilities.MaxOptions != 20 {
+		t.Errorf("engine max_options %d; want the nodes' cap 20", caps.Providers[0].Capabilities.MaxOptions)
+	}
+	g = engineGateway(t, fakeengine.Behavior{Logprobs: probs}, 2)
+	res = decide(t, g, `{"question":"Which?","options":["dog","cat","bird"]}`)
+	if res.Error == nil || res.Error.Code != CodeInvalidRequest || !strings.Contains(res.Error.Message, "local takes at most 2") {
+		t.Errorf("over the label cap: %+v", res)
+	}
+}
+
+// Engine failures map to the gateway's outcomes: a 422 is the caller's
+// error, a 503 an error, a hang a timeout, a NaN log-probability
+// malformed.
+func TestEngineProviderFailures(t *testing.T) {
+	cases := []struct {
+		b       fakeengine.Behavior
+		code    string
+		outcome string
+	}{
+		{fakeengine.Behavior{Fault: fakeengine.Status, Status: 422}, CodeInvalidRequest, OutcomeError},
+		{fakeengine.Behavior{Fault: fakeengine.Status, Status: 503}, CodeProviderError, OutcomeError},
+		{fakeengine.Behavior{Fault: fakeengine.Hang}, CodeProviderTimeout, OutcomeTimeout},
+		{fakeengine.Behavior{Fault: fakeengine.NaN}, CodeMalformed, OutcomeMalformed},
+	}
+	for _, c := range cases {
+		res := decide(t, engineGateway(t, c.b, 20), `{"question":"Which?","options":["a","b"]}`)
+		if res.Error == nil || res.Error.Code != c.code || len(res.Attempts) != 1 || res.Attempts[0].Outcome != c.outcome {
+			t.Errorf("%+v: response %+v", c.b, res)
+		}
+	}
+	if Classify(context.DeadlineExceeded).Outcome != OutcomeTimeout {
+		t.Error("a deadline is not classified as a timeout")
+	}
+}
+
+// POST /v1/decide answers with the same response as Decide, and its
+// status tells programs the outcome.
+func TestHTTPHandler(t *testing.T) {
+	ok := fake.Start(t, fake.Reply{Probs: []float64{0.9, 0.1}})
+	g := gatewayFor(t, fmt.Sprintf("providers:\n  - {name: p, kind: systemone, url: %s, model: m}\n", ok.URL), nil)
+	srv := httptest.NewServer(g.Handler(func(*http.Request) string { return "req_from_http" }))
+	defer srv.Close()
+	for _, c := range []struct {
+		body   string
+		status int
+		want   string
+	}{
+		{`{"question":"Which?","options":["a","b"]}`, 200, Decided},
+		{`{"question":"Which?","options":["a","b"],"min_confidence":0.95}`, 200, Abstained},
+		{`{"question":"Which?","nope":1}`, 422, Failed},
+	} {
+		resp, err := http.Post(srv.URL, "application/json", strings.NewReader(c.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res Response
+		err = json.NewDecoder(resp.Body).Decode(&res)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != c.status || res.Status != c.want || res.RequestID != "req_from_http" {
+			t.Errorf("%s: HTTP %d %+v %v", c.body, resp.StatusCode, res, err)
+		}
+		checkInvariants(t, &res)
+	}
+}
+
+// A key variable that is named but empty makes that provider fail without
+// being asked (the chain goes on), and health says why.
+func TestMissingKeyFailsOnlyThatProvider(t *testing.T) {
+	jev := fake.Start(t, fake.Reply{})
+	local := fake.Start(t, fake.Reply{})
+	g := gatewayFor(t, fmt.Sprintf("providers:\n  - {name: jev, kind: systemone, url: %s, model: m, key_env: UNSET_KEY}\n  - {name: laya, kind: systemone, url: %s, model: m, key_env: FAKE_KEY}\n", jev.URL, local.URL), nil)
+	res := decide(t, g, `{"question":"q"}`)
+	if res.Status != Decided || *res.Provider != "laya" || !strings.Contains(res.Attempts[0].Detail, "UNSET_KEY is not set") || jev.Calls.Load() != 0 {
+		t.Fatalf("response %+v", res)
+	}
+	h := g.Health(context.Background())
+	if h.Status != HealthDegraded || h.Providers[0].OK || !strings.Contains(h.Providers[0].Detail, "UNSET_KEY") {
+		t.Fatalf("health %+v", h)
+	}
+}

@@ -1,0 +1,164 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"system1/internal/pause"
+)
+
+// Health statuses.
+const (
+	HealthOK       = "ok"       // the primary provider is up
+	HealthDegraded = "degraded" // the primary is down, a fallback is up
+	HealthDown     = "down"     // no provider is up, or the configuration is broken
+	HealthPaused   = "paused"   // turned off with system1 toggle off
+)
+
+// Provider roles.
+const (
+	RolePrimary  = "primary"
+	RoleFallback = "fallback"
+)
+
+// Health is system1_health's answer.
+type Health struct {
+	Status         string   `json:"status" jsonschema:"ok (the primary provider is up), degraded (the primary is down, a fallback is up), down (no provider is up, or the configuration is broken) or paused (turned off by the user)."`
+	Summary        string   `json:"summary" jsonschema:"The status in plain words."`
+	GatewayVersion string   `json:"gateway_version"`
+	SchemaVersion  string   `json:"schema_version"`
+	Config         string   `json:"config" jsonschema:"The configuration file read."`
+	ConfigErrors   []string `json:"config_errors" jsonschema:"Problems with the configuration; while there are any, system1_decide answers config_error."`
+	Paused         bool     `json:"paused"`
+	StateFile      string   `json:"state_file" jsonschema:"The pause state file, read on every call."`
+	Providers      []Probe  `json:"providers" jsonschema:"One probe per provider of the chain, in order. Probes send no user data."`
+}
+
+// Probe is one provider's health.
+type Probe struct {
+	Name      string `json:"name"`
+	Kind      string `json:"kind"`
+	Role      string `json:"role" jsonschema:"primary or fallback."`
+	OK        bool   `json:"ok"`
+	LatencyMS int64  `json:"latency_ms"`
+	Detail    string `json:"detail"`
+}
+
+// Health probes every provider concurrently, each within its timeout.
+func (g *Gateway) Health(ctx context.Context) *Health {
+	h := &Health{GatewayVersion: g.opt.Version, SchemaVersion: SchemaVersion, Config: g.opt.ConfigPath,
+		ConfigErrors: g.ConfigErrors(), StateFile: g.opt.StatePath, Providers: make([]Probe, len(g.providers))}
+	if g.opt.StatePath != "" {
+		s, err := pause.Read(g.opt.StatePath)
+		if err != nil {
+			h.ConfigErrors = append(h.ConfigErrors, fmt.Sprintf("pause state: %v (read as on)", err))
+		}
+		h.Paused = s.Paused
+	}
+	var wg sync.WaitGroup
+	for i, p := range g.providers {
+		wg.Go(func() {
+			pctx, cancel := context.WithTimeout(ctx, p.Timeout())
+			defer cancel()
+			start := time.Now()
+			ok, detail := p.Probe(pctx)
+			h.Providers[i] = Probe{Name: p.Name(), Kind: p.Kind(), Role: role(i), OK: ok, LatencyMS: since(start), Detail: detail}
+		})
+	}
+	wg.Wait()
+	var up []string
+	for _, p := range h.Providers {
+		if p.OK {
+			up = append(up, p.Name)
+		}
+	}
+	switch {
+	case h.Paused:
+		h.Status = HealthPaused
+		h.Summary = "System 1 is paused by the user (/system1:toggle off): system1_decide abstains without asking any model until it is turned back on with /system1:toggle on."
+	case len(g.errs) > 0:
+		h.Status = HealthDown
+		h.Summary = "The configuration has errors, so system1_decide answers config_error: " + strings.Join(g.errs, "; ")
+	case len(up) == 0:
+		h.Status = HealthDown
+		h.Summary = "No provider is up; system1_decide will answer with an error until one is."
+	case h.Providers[0].OK:
+		h.Status = HealthOK
+		h.Summary = fmt.Sprintf("The primary provider %s is up.", h.Providers[0].Name)
+	default:
+		h.Status = HealthDegraded
+		h.Summary = fmt.Sprintf("The primary provider %s is down; decisions come from the fallback (up: %s).", h.Providers[0].Name, strings.Join(up, ", "))
+	}
+	return h
+}
+
+func role(i int) string {
+	if i == 0 {
+		return RolePrimary
+	}
+	return RoleFallback
+}
+
+// Capabilities is system1_capabilities' answer.
+type Capabilities struct {
+	GatewayVersion string          `json:"gateway_version"`
+	SchemaVersion  string          `json:"schema_version"`
+	Tools          []string        `json:"tools" jsonschema:"The MCP tools this server lists."`
+	Config         string          `json:"config" jsonschema:"The configuration file read."`
+	ConfigErrors   []string        `json:"config_errors"`
+	Paused         bool            `json:"paused"`
+	Threshold      float64         `json:"threshold" jsonschema:"The default minimum confidence; a request's min_confidence overrides it."`
+	TimeoutMS      int64           `json:"timeout_ms" jsonschema:"The default per-attempt timeout, in milliseconds."`
+	DeadlineMS     int64           `json:"deadline_ms" jsonschema:"The overall deadline of one call, in milliseconds."`
+	Providers      []ProviderInfo  `json:"providers" jsonschema:"The provider chain, in order."`
+	ProviderKinds  []KindInfo      `json:"provider_kinds" jsonschema:"The provider kinds this gateway knows, with what each declares it can do."`
+	Calibration    Calibration     `json:"calibration"`
+	RequestSchema  json.RawMessage `json:"request_schema" jsonschema:"The JSON Schema of a system1_decide request."`
+	ResponseSchema json.RawMessage `json:"response_schema" jsonschema:"The JSON Schema of a system1_decide response."`
+}
+
+// Calibration describes the fits loaded.
+type Calibration struct {
+	File string `json:"file" jsonschema:"The fits file, or empty when none is configured."`
+	Fits []Fit  `json:"fits" jsonschema:"The fitted temperatures, applied as p_i proportional to p_i^(1/T)."`
+}
+
+// Fit is one loaded fit.
+type Fit struct {
+	Provider    string  `json:"provider"`
+	Model       string  `json:"model"`
+	Kind        string  `json:"kind" jsonschema:"choice (options given) or noul (yes/no)."`
+	Bucket      string  `json:"bucket" jsonschema:"The option-count bucket."`
+	Temperature float64 `json:"temperature"`
+	N           int     `json:"n" jsonschema:"Cases it was fitted on."`
+}
+
+// Capabilities describes the gateway. Tools is left empty for the face to
+// fill.
+func (g *Gateway) Capabilities(ctx context.Context) *Capabilities {
+	c := &Capabilities{GatewayVersion: g.opt.Version, SchemaVersion: SchemaVersion, Tools: []string{}, Config: g.opt.ConfigPath,
+		ConfigErrors: g.ConfigErrors(), Threshold: g.threshold, TimeoutMS: g.timeout.Milliseconds(), DeadlineMS: g.deadline.Milliseconds(),
+		Providers: make([]ProviderInfo, len(g.providers)), ProviderKinds: Kinds,
+		Calibration:   Calibration{File: g.fitsPath, Fits: []Fit{}},
+		RequestSchema: schemaJSON(RequestSchema()), ResponseSchema: schemaJSON(ResponseSchema())}
+	if g.opt.StatePath != "" {
+		s, _ := pause.Read(g.opt.StatePath)
+		c.Paused = s.Paused
+	}
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
+	for i, p := range g.providers {
+		c.Providers[i] = p.Info(ctx)
+		c.Providers[i].Role = role(i)
+	}
+	if g.fits != nil {
+		for _, f := range g.fits.Fits {
+			c.Calibration.Fits = append(c.Calibration.Fits, Fit{Provider: f.Provider, Model: f.Model, Kind: string(f.Kind), Bucket: f.Bucket, Temperature: f.Temperature, N: f.N})
+		}
+	}
+	return c
+}

@@ -1,0 +1,201 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"time"
+
+	"system1/internal/decision"
+)
+
+// Query is one decision as a provider sees it.
+type Query struct {
+	Question string
+	// Options are the answers to choose from; nil asks yes or no.
+	Options []string
+	// Context is a JSON object, or nil.
+	Context json.RawMessage
+}
+
+// YesNo reports whether the query is answered yes or no.
+func (q Query) YesNo() bool { return q.Options == nil }
+
+// Answers are what the distribution of a reading is over: the options,
+// or yes and no.
+func (q Query) Answers() []string {
+	if q.YesNo() {
+		return []string{"yes", "no"}
+	}
+	return q.Options
+}
+
+// noContext is the state a provider gets when the caller gave no context.
+var noContext = json.RawMessage(`"(no context was given; answer from the question alone)"`)
+
+// Request maps the query to a System One request for model: a choice
+// question whose criteria are the options, or a noul (P(true) is yes), over
+// the context as the state.
+func (q Query) Request(model string) decision.Request {
+	instr, _ := json.Marshal(q.Question) // a Go string always marshals
+	dq := decision.Question{ID: "decision", Kind: decision.Noul, Instructions: instr}
+	if q.YesNo() {
+		dq.Options = decision.NoulOptions(nil, nil)
+	} else {
+		dq.Kind = decision.Choice
+		for _, o := range q.Options {
+			dq.Options = append(dq.Options, decision.Option{Key: o, Name: o})
+		}
+	}
+	state := q.Context
+	if len(state) == 0 {
+		state = noContext
+	}
+	return decision.Request{Model: model, State: state, Questions: []decision.Question{dq}}
+}
+
+// Kind is the question kind the query is asked as, for calibration.
+func (q Query) Kind() decision.Kind {
+	if q.YesNo() {
+		return decision.Noul
+	}
+	return decision.Choice
+}
+
+// Reading is a provider's answer to a query.
+type Reading struct {
+	// Dist is over q.Answers(), in that order.
+	Dist decision.Distribution
+	// Model is the model that answered, as the provider reports it.
+	Model string
+	// Abstain, when not empty, says why the provider itself declined to
+	// decide.
+	Abstain string
+	// Detail is a note for the attempt's record.
+	Detail string
+}
+
+// Provider is one link of the chain.
+type Provider interface {
+	Name() string
+	Kind() string
+	// Model is the configured model.
+	Model() string
+	// Timeout bounds one attempt.
+	Timeout() time.Duration
+	// MaxOptions is how many options the provider takes.
+	MaxOptions(ctx context.Context) (int, error)
+	// Ask answers the query. A failure should be a *Failure; any other
+	// error is classified by Classify.
+	Ask(ctx context.Context, q Query) (Reading, error)
+	// Probe checks that the provider is up without sending user data.
+	Probe(ctx context.Context) (ok bool, detail string)
+	// Info describes the provider for capabilities.
+	Info(ctx context.Context) ProviderInfo
+}
+
+// Failure is a provider's failure to answer.
+type Failure struct {
+	// Outcome is OutcomeTimeout, OutcomeError or OutcomeMalformed.
+	Outcome string
+	// Caller is set when the provider refused the request itself (HTTP
+	// 400, 413 or 422): the caller's error, which no other provider is
+	// asked to repeat.
+	Caller bool
+	Err    error
+}
+
+func (f *Failure) Error() string { return f.Err.Error() }
+func (f *Failure) Unwrap() error { return f.Err }
+
+// Classify turns any error from an attempt into a *Failure: a deadline is
+// a timeout, anything else unclassified an error.
+func Classify(err error) *Failure {
+	var f *Failure
+	if errors.As(err, &f) {
+		return f
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
+		return &Failure{Outcome: OutcomeTimeout, Err: err}
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return &Failure{Outcome: OutcomeTimeout, Err: err}
+	}
+	return &Failure{Outcome: OutcomeError, Err: err}
+}
+
+// check is the gateway's own check of a reading, whatever the provider:
+// a distribution over exactly the query's answers, every value a finite
+// number in [0,1], summing to 1.
+func check(q Query, r Reading) error {
+	n := len(q.Answers())
+	if len(r.Dist) != n {
+		return fmt.Errorf("%d probabilities for %d answers", len(r.Dist), n)
+	}
+	var sum float64
+	for i, p := range r.Dist {
+		if math.IsNaN(p) || math.IsInf(p, 0) {
+			return fmt.Errorf("the probability of %q is not a finite number", q.Answers()[i])
+		}
+		if p < 0 || p > 1 {
+			return fmt.Errorf("the probability of %q is %v, outside [0,1]", q.Answers()[i], p)
+		}
+		sum += p
+	}
+	if math.Abs(sum-1) > 1e-6 {
+		return fmt.Errorf("the probabilities sum to %v, not 1", sum)
+	}
+	return nil
+}
+
+// ProviderCapabilities are what a provider kind, or one provider, can do.
+type ProviderCapabilities struct {
+	YesNo         bool   `json:"yes_no" jsonschema:"Answers yes/no questions (no options)."`
+	Choice        bool   `json:"choice" jsonschema:"Chooses among options."`
+	MaxOptions    int    `json:"max_options" jsonschema:"The most options it takes; over it, the provider is skipped."`
+	Probabilities bool   `json:"probabilities" jsonschema:"Reports a probability per option."`
+	Abstains      bool   `json:"abstains" jsonschema:"May abstain on its own, besides the gateway's threshold."`
+	Calibration   bool   `json:"calibration" jsonschema:"Its probabilities can be calibrated with a fitted temperature."`
+	Note          string `json:"note,omitempty" jsonschema:"More about the kind or provider."`
+}
+
+// KindInfo describes a provider kind.
+type KindInfo struct {
+	Kind         string               `json:"kind"`
+	Description  string               `json:"description"`
+	Capabilities ProviderCapabilities `json:"capabilities"`
+}
+
+// Kinds are the provider kinds the gateway knows, with what each declares
+// it can do.
+var Kinds = []KindInfo{
+	{
+		Kind:        "engine",
+		Description: "system1's own core over the configured engine nodes (llama.cpp, Ollama, vLLM and other OpenAI-compatible servers) serving a model: each option gets a one-token label and the probabilities are the model's own, renormalised over the labels.",
+		Capabilities: ProviderCapabilities{YesNo: true, Choice: true, MaxOptions: 255, Probabilities: true, Calibration: true,
+			Note: "max_options is the largest option cap (max_options) of the nodes serving the model, 255 unless configured, and at most the provider's own max_options."},
+	},
+	{
+		Kind:        "systemone",
+		Description: "Any System One endpoint (POST /v1/systemone): hosted Jev with TYPESAFE_API_KEY, laya-serve, vLLM's or llama.cpp's native route, or another system1 serve.",
+		Capabilities: ProviderCapabilities{YesNo: true, Choice: true, MaxOptions: 255, Probabilities: true, Abstains: true, Calibration: true,
+			Note: "max_options comes from the configuration (Laya: 20); abstains when the endpoint marks its answer abstained (laya-serve's abstention gate)."},
+	},
+}
+
+// ProviderInfo describes one provider of the chain.
+type ProviderInfo struct {
+	Name         string               `json:"name"`
+	Kind         string               `json:"kind"`
+	Model        string               `json:"model"`
+	Role         string               `json:"role" jsonschema:"primary (first in the chain) or fallback."`
+	URL          string               `json:"url,omitempty" jsonschema:"The endpoint (systemone providers)."`
+	TimeoutMS    int64                `json:"timeout_ms" jsonschema:"Per-attempt timeout, in milliseconds."`
+	Capabilities ProviderCapabilities `json:"capabilities"`
+	Problem      string               `json:"problem,omitempty" jsonschema:"Why the provider cannot be used now, if known without asking it."`
+}

@@ -1,0 +1,193 @@
+package gateway
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// ParseRequest reads a decide request and checks it against the contract,
+// returning every problem found, in field order; none means the request
+// may be asked. A null value counts as the field left out.
+func ParseRequest(raw []byte) (Request, []string) {
+	var req Request
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return req, []string{"the request is empty; send a JSON object with at least a question"}
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+		return req, []string{"the request must be a JSON object with at least a question"}
+	}
+	var ps []string
+	bad := func(format string, a ...any) { ps = append(ps, fmt.Sprintf(format, a...)) }
+	known := []string{"question", "options", "context", "min_confidence", "request_id", "schema_version"}
+	var unknown []string
+	for k := range fields {
+		if !slices.Contains(known, k) {
+			unknown = append(unknown, fmt.Sprintf("%q", k))
+		}
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		bad("unknown field(s) %s; the fields are %s", strings.Join(unknown, ", "), strings.Join(known, ", "))
+	}
+	present := func(k string) (json.RawMessage, bool) {
+		v, ok := fields[k]
+		return v, ok && string(v) != "null"
+	}
+
+	typed := map[string]bool{} // fields with a type problem: Check has nothing to add
+	if v, ok := present("question"); ok && (kindOf(v) != "string" || json.Unmarshal(v, &req.Question) != nil) {
+		bad("question must be a string")
+		typed["question"] = true
+	}
+	if v, ok := present("options"); ok {
+		var items []json.RawMessage
+		if err := json.Unmarshal(v, &items); err != nil {
+			bad("options must be an array of strings")
+			typed["options"] = true
+		} else {
+			req.Options = make([]string, 0, len(items))
+			for i, it := range items {
+				var s string
+				if err := json.Unmarshal(it, &s); err != nil || kindOf(it) != "string" {
+					bad("options[%d] must be a string", i)
+					typed["options"] = true
+					continue
+				}
+				req.Options = append(req.Options, s)
+			}
+		}
+	}
+	if v, ok := present("context"); ok {
+		if kindOf(v) != "object" {
+			bad("context must be a JSON object")
+		} else {
+			req.Context = v
+		}
+	}
+	if v, ok := present("min_confidence"); ok {
+		var f float64
+		if kindOf(v) != "number" || json.Unmarshal(v, &f) != nil {
+			bad("min_confidence must be a number in [0,1]")
+		} else {
+			req.MinConfidence = &f
+		}
+	}
+	if v, ok := present("request_id"); ok {
+		if kindOf(v) != "string" || json.Unmarshal(v, &req.RequestID) != nil {
+			bad("request_id must be a string of 1 to %d characters", MaxRequestIDChars)
+		} else if req.RequestID == "" {
+			bad("request_id must not be empty; leave it out to have one generated")
+		}
+	}
+	if v, ok := present("schema_version"); ok {
+		if kindOf(v) != "string" || json.Unmarshal(v, &req.SchemaVersion) != nil {
+			bad("schema_version must be the string %q", SchemaVersion)
+		}
+	}
+	for _, p := range req.Check() {
+		field, _, _ := strings.Cut(p, " ")
+		field, _, _ = strings.Cut(field, "[")
+		if !typed[field] {
+			ps = append(ps, p)
+		}
+	}
+	return req, ps
+}
+
+// Check reports what is wrong with a request's values: lengths, counts,
+// ranges, duplicates.
+func (r Request) Check() []string {
+	var ps []string
+	bad := func(format string, a ...any) { ps = append(ps, fmt.Sprintf(format, a...)) }
+	if n := utf8.RuneCountInString(r.Question); strings.TrimSpace(r.Question) == "" {
+		bad("question is required: the decision to make, as a non-blank string")
+	} else if n > MaxQuestionChars {
+		bad("question is %d characters; at most %d are accepted", n, MaxQuestionChars)
+	}
+	if r.Options != nil {
+		if n := len(r.Options); n < MinOptions || n > MaxOptions {
+			bad("options has %d item(s); give %d to %d options, or leave options out for a yes or no answer", n, MinOptions, MaxOptions)
+		}
+		seen := map[string]int{}
+		for i, o := range r.Options {
+			switch n := utf8.RuneCountInString(o); {
+			case strings.TrimSpace(o) == "":
+				bad("options[%d] is empty", i)
+			case n > MaxOptionChars:
+				bad("options[%d] is %d characters; at most %d are accepted", i, n, MaxOptionChars)
+			}
+			if j, ok := seen[o]; ok {
+				bad("options[%d] repeats options[%d] (%q); options must be unique", i, j, o)
+			} else {
+				seen[o] = i
+			}
+		}
+	}
+	if len(r.Context) > MaxContextBytes {
+		bad("context is %d bytes of JSON; at most %d are accepted", len(r.Context), MaxContextBytes)
+	}
+	if c := r.MinConfidence; c != nil && (math.IsNaN(*c) || *c < 0 || *c > 1) {
+		bad("min_confidence is %v; it must be in [0,1]", *c)
+	}
+	if n := utf8.RuneCountInString(r.RequestID); n > MaxRequestIDChars {
+		bad("request_id is %d characters; at most %d are accepted", n, MaxRequestIDChars)
+	}
+	if r.SchemaVersion != "" && r.SchemaVersion != SchemaVersion {
+		bad("schema_version %q is not supported; this gateway speaks schema version %q", r.SchemaVersion, SchemaVersion)
+	}
+	return ps
+}
+
+// requestID finds a usable request_id in a raw request, even one with
+// other problems, so that every answer can echo it; else it makes one.
+func requestID(raw []byte, fallback string) string {
+	var f struct {
+		ID json.RawMessage `json:"request_id"`
+	}
+	var id string
+	if json.Unmarshal(raw, &f) == nil && json.Unmarshal(f.ID, &id) == nil &&
+		id != "" && utf8.RuneCountInString(id) <= MaxRequestIDChars {
+		return id
+	}
+	if fallback != "" {
+		return fallback
+	}
+	return NewRequestID()
+}
+
+// NewRequestID makes a request id: req_ and 32 hex digits.
+func NewRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return "req_" + hex.EncodeToString(b[:])
+}
+
+// kindOf names the JSON type of a raw value by its first byte.
+func kindOf(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return "missing"
+	}
+	switch raw[0] {
+	case '"':
+		return "string"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case 'n':
+		return "null"
+	case 't', 'f':
+		return "boolean"
+	}
+	return "number"
+}

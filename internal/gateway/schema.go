@@ -1,0 +1,152 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// The published schemas are derived from the Go types above: jsonschema-go
+// infers the shape (field names, types, required fields, descriptions from
+// the jsonschema tags), and constrain adds what Go types cannot say
+// (lengths, ranges, enums). Arrays are plain "array" types, and optional
+// fields are not nullable: they are left out instead. Only decision,
+// provider and error are nullable, since the contract says they are null.
+
+// draft is the JSON Schema dialect of the published files.
+const draft = "https://json-schema.org/draft/2020-12/schema"
+
+// RequestSchema is the decide request's schema (schema/request.json).
+func RequestSchema() *jsonschema.Schema {
+	s := infer[Request]()
+	s.Schema, s.Title = draft, "system1 decide request, schema version "+SchemaVersion
+	s.Description = "One decision for System 1 to make: a question, optionally the options to choose from and a context object."
+	p := s.Properties
+	p["question"].MinLength, p["question"].MaxLength = ptr(1), ptr(MaxQuestionChars)
+	p["options"].MinItems, p["options"].MaxItems, p["options"].UniqueItems = ptr(MinOptions), ptr(MaxOptions), true
+	p["options"].Items.MinLength, p["options"].Items.MaxLength = ptr(1), ptr(MaxOptionChars)
+	unit(p["min_confidence"])
+	p["request_id"].MinLength, p["request_id"].MaxLength = ptr(1), ptr(MaxRequestIDChars)
+	p["schema_version"].Enum = []any{SchemaVersion}
+	return s
+}
+
+// ResponseSchema is the decide response's schema (schema/response.json).
+func ResponseSchema() *jsonschema.Schema {
+	s := infer[Response]()
+	s.Schema, s.Title = draft, "system1 decide response, schema version "+SchemaVersion
+	s.Description = "System 1's answer: a decision with its probability, or an abstention or error that says why."
+	p := s.Properties
+	p["status"].Enum = []any{Decided, Abstained, Failed}
+	unit(p["confidence"])
+	unit(p["threshold"])
+	unit(p["probabilities"].AdditionalProperties)
+	p["latency_ms"].Minimum = ptr(0.0)
+	a := p["attempts"].Items.Properties
+	a["outcome"].Enum = []any{OutcomeOK, OutcomeAbstained, OutcomeTimeout, OutcomeError, OutcomeMalformed, OutcomeSkipped}
+	a["latency_ms"].Minimum = ptr(0.0)
+	p["error"].Properties["code"].Enum = []any{CodeInvalidRequest, CodeConfigError, CodeProviderTimeout, CodeProviderError, CodeMalformed}
+	p["schema_version"].Enum = []any{SchemaVersion}
+	return s
+}
+
+// HealthSchema is system1_health's output schema.
+func HealthSchema() *jsonschema.Schema {
+	s := infer[Health]()
+	s.Properties["status"].Enum = []any{HealthOK, HealthDegraded, HealthDown, HealthPaused}
+	s.Properties["providers"].Items.Properties["role"].Enum = []any{RolePrimary, RoleFallback}
+	return s
+}
+
+// CapabilitiesSchema is system1_capabilities' output schema.
+func CapabilitiesSchema() *jsonschema.Schema {
+	s := infer[Capabilities]()
+	unit(s.Properties["threshold"])
+	return s
+}
+
+// MarshalSchema writes a schema as the published files are written:
+// indented, with a final newline.
+func MarshalSchema(s *jsonschema.Schema) []byte {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		panic(fmt.Sprintf("gateway: schema does not marshal: %v", err)) // built from our own types: a bug
+	}
+	return append(b, '\n')
+}
+
+// Loose returns a copy of s that a server can declare as a tool's input
+// schema without the SDK enforcing it: no additionalProperties:false and
+// no required list, so that the handler sees every request and can answer
+// a bad one with a structured invalid_request naming every problem.
+func Loose(s *jsonschema.Schema) *jsonschema.Schema {
+	c := s.CloneSchemas()
+	c.AdditionalProperties, c.Required, c.Schema = nil, nil, ""
+	return c
+}
+
+// ForTool returns s as a tool's output schema: without $schema (the SDK
+// and clients validate with their own dialect).
+func ForTool(s *jsonschema.Schema) *jsonschema.Schema {
+	c := s.CloneSchemas()
+	c.Schema = ""
+	return c
+}
+
+func infer[T any]() *jsonschema.Schema {
+	probs := &jsonschema.Schema{Type: "object", AdditionalProperties: &jsonschema.Schema{Type: "number"}}
+	s, err := jsonschema.For[T](&jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
+		reflect.TypeFor[json.RawMessage](): {Type: "object"},
+		reflect.TypeFor[Probabilities]():   probs,
+	}})
+	if err != nil {
+		panic(fmt.Sprintf("gateway: inferring the schema of %T: %v", *new(T), err)) // our own types: a bug
+	}
+	plain(s)
+	return s
+}
+
+// plain makes every array a plain "array" and drops "null" from optional
+// properties, recursively.
+func plain(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	if slices.Contains(s.Types, "array") {
+		s.Types, s.Type = nil, "array"
+	}
+	for name, p := range s.Properties {
+		if !slices.Contains(s.Required, name) && len(p.Types) == 2 && slices.Contains(p.Types, "null") {
+			t := p.Types[0]
+			if t == "null" {
+				t = p.Types[1]
+			}
+			p.Types, p.Type = nil, t
+		}
+		plain(p)
+	}
+	plain(s.Items)
+	plain(s.AdditionalProperties)
+}
+
+func unit(s *jsonschema.Schema) { s.Minimum, s.Maximum = ptr(0.0), ptr(1.0) }
+
+func ptr[T any](v T) *T { return &v }
+
+// schemaJSON is a schema as a JSON object, for capabilities.
+func schemaJSON(s *jsonschema.Schema) json.RawMessage {
+	return json.RawMessage(bytes.TrimSpace(MarshalSchema(s)))
+}
+
+// SchemaFiles are the published schema files by name, as schemagen writes
+// them into schema/.
+func SchemaFiles() map[string][]byte {
+	return map[string][]byte{
+		"request.json":  MarshalSchema(RequestSchema()),
+		"response.json": MarshalSchema(ResponseSchema()),
+	}
+}

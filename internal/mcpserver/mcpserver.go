@@ -1,0 +1,139 @@
+// Package mcpserver is the System 1 gateway's MCP face: the tools
+// system1_decide, system1_health and system1_capabilities over the
+// official Go SDK. Every result carries its whole answer as
+// structuredContent (Claude Code shows the model only that), validated
+// against the tool's output schema before it is sent.
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"system1/internal/gateway"
+)
+
+// Tool names.
+const (
+	ToolDecide       = "system1_decide"
+	ToolHealth       = "system1_health"
+	ToolCapabilities = "system1_capabilities"
+)
+
+// Tools are the tools the server lists, in order.
+var Tools = []string{ToolDecide, ToolHealth, ToolCapabilities}
+
+const decideDescription = `Ask System 1, a fast calibrated decision model, for one quick judgement: pick one of "options" (or answer yes or no when no options are given), about an optional "context" object. ` +
+	`Use it for classify / route / pick / yes-no calls where a fast intuition is enough; not for open-ended questions, writing, or facts beyond the question and context. ` +
+	`The result is JSON. status "decided": "decision" is one of the options and "confidence" is its probability. ` +
+	`status "abstained": there is no decision (System 1 is unsure, paused by the user, or the model declined); "rationale" says why, and you should reason it through yourself. ` +
+	`status "error": no decision; "error.code" is invalid_request (fix the request), config_error, provider_timeout, provider_error or malformed_response; reason it through yourself. ` +
+	`"min_confidence" (0 to 1) raises or lowers the bar for deciding.`
+
+const healthDescription = `Check whether System 1 is usable: status ok, degraded (the primary provider is down and a fallback answers), down, or paused (the user turned it off with /system1:toggle off), ` +
+	`with a probe of each provider (no user data is sent) and any configuration errors.`
+
+const capabilitiesDescription = `Describe System 1: the provider chain and what each provider takes (max_options), the confidence threshold, timeouts, calibration fits, ` +
+	`and the full JSON Schemas of system1_decide's request and response.`
+
+const instructions = `System 1 gives fast, calibrated decisions among options (or yes/no) through system1_decide. ` +
+	`Act on a "decided" result; on "abstained" or "error", reason the question through yourself.`
+
+// Options configure the server.
+type Options struct {
+	Gateway *gateway.Gateway
+	// Log gets the server's own lines; every line carries a request_id
+	// ("-" when there is no request).
+	Log     *slog.Logger
+	Version string
+}
+
+// New builds the MCP server. It contacts no provider: that happens on the
+// first tool call.
+func New(o Options) *mcp.Server {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "system1", Title: "System 1", Version: o.Version}, &mcp.ServerOptions{
+		Instructions: instructions,
+		Logger:       o.Log.With("request_id", "-"),
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+	})
+	g := o.Gateway
+	open := true
+	add(s, o.Log, &mcp.Tool{
+		Name:        ToolDecide,
+		Title:       "System 1: decide",
+		Description: decideDescription,
+		// The loose schema: the handler checks every request itself, so a
+		// bad one gets a structured invalid_request naming each problem.
+		InputSchema: gateway.Loose(gateway.RequestSchema()),
+		Annotations: &mcp.ToolAnnotations{Title: "System 1: decide", ReadOnlyHint: true, OpenWorldHint: &open},
+	}, gateway.ForTool(gateway.ResponseSchema()), func(ctx context.Context, args json.RawMessage) (any, bool) {
+		res := g.Decide(ctx, args, "")
+		return res, res.Status == gateway.Failed
+	})
+	add(s, o.Log, &mcp.Tool{
+		Name:        ToolHealth,
+		Title:       "System 1: health",
+		Description: healthDescription,
+		InputSchema: &jsonschema.Schema{Type: "object"},
+		Annotations: &mcp.ToolAnnotations{Title: "System 1: health", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: &open},
+	}, gateway.HealthSchema(), func(ctx context.Context, _ json.RawMessage) (any, bool) {
+		return g.Health(ctx), false
+	})
+	add(s, o.Log, &mcp.Tool{
+		Name:        ToolCapabilities,
+		Title:       "System 1: capabilities",
+		Description: capabilitiesDescription,
+		InputSchema: &jsonschema.Schema{Type: "object"},
+		Annotations: &mcp.ToolAnnotations{Title: "System 1: capabilities", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: &open},
+	}, gateway.CapabilitiesSchema(), func(ctx context.Context, _ json.RawMessage) (any, bool) {
+		c := g.Capabilities(ctx)
+		c.Tools = append([]string{}, Tools...)
+		return c, false
+	})
+	return s
+}
+
+// add registers a tool whose handler returns a value for
+// structuredContent (and whether the call is an error). The value is
+// checked against the output schema before it is sent, as the SDK's typed
+// tools do; the arguments reach the handler unchecked.
+func add(s *mcp.Server, log *slog.Logger, t *mcp.Tool, out *jsonschema.Schema, h func(context.Context, json.RawMessage) (any, bool)) {
+	resolved, err := out.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
+	if err != nil {
+		panic(fmt.Sprintf("mcpserver: output schema of %s: %v", t.Name, err)) // our own schema: a bug
+	}
+	t.OutputSchema = out
+	s.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		v, isErr := h(ctx, req.Params.Arguments)
+		data, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s: marshaling the result: %w", t.Name, err)
+		}
+		var generic any
+		if err := json.Unmarshal(data, &generic); err != nil {
+			return nil, err
+		}
+		if err := resolved.Validate(generic); err != nil {
+			log.Error("result fails the output schema", "request_id", "-", "tool", t.Name, "err", err)
+			return nil, fmt.Errorf("%s: the result fails the output schema: %w", t.Name, err)
+		}
+		return &mcp.CallToolResult{
+			StructuredContent: json.RawMessage(data),
+			Content:           []mcp.Content{&mcp.TextContent{Text: string(data)}},
+			IsError:           isErr,
+		}, nil
+	})
+}
+
+// Run serves over t until the client closes the connection (stdin, for
+// stdio) or ctx ends.
+func Run(ctx context.Context, o Options, t mcp.Transport) error {
+	return New(o).Run(ctx, t)
+}
