@@ -19,8 +19,8 @@ import (
 type lucky struct {
 	weight  map[string]float64
 	caps    Caps
-	preMask bool // report raw values over all shown labels, not renormalised
-	labels  int  // single-token labels the model has; 0 is unlimited
+	preMask bool            // report raw values over all shown labels, not renormalised
+	labels  int             // single-token labels the model has; 0 is unlimited
 	drop    map[string]bool // options whose label is never reported
 	later   map[string]bool // options whose label is reported only in the first call
 	counted bool

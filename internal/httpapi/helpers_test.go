@@ -1,0 +1,475 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"system1/internal/config"
+	"system1/internal/decision"
+	"system1/internal/fakeengine"
+	"system1/internal/fleet"
+	"system1/internal/httpapi"
+	"system1/internal/systemone"
+)
+
+// A node is one fake engine and system1's configuration of it.
+type node struct {
+	fake *fakeengine.Fake
+	cfg  config.Node
+}
+
+// startNode starts a fake engine of dialect d serving the model "fake",
+// configured in system1 as claiming that model; edit adjusts the node's
+// configuration.
+func startNode(t testing.TB, name string, d fakeengine.Dialect, b fakeengine.Behavior, edit ...func(*config.Node)) node {
+	t.Helper()
+	f := fakeengine.New(fakeengine.Options{Dialect: d, Behavior: b})
+	t.Cleanup(f.Close)
+	c := config.Node{Name: name, URL: f.URL, Dialect: string(d), Models: []string{fakeengine.DefaultModel}}
+	for _, e := range edit {
+		e(&c)
+	}
+	return node{fake: f, cfg: c}
+}
+
+// discovered makes a node list its models rather than claim them.
+func discovered(c *config.Node) { c.Models = nil }
+
+// fallback puts a node behind those of the default priority, so that it
+// is tried only when they fail.
+func fallback(c *config.Node) { c.Priority = 1 }
+
+// setup is what a test varies of system1.
+type setup struct {
+	nodes   []node
+	aliases map[string]string
+	keys    []string
+	rate    float64
+	burst   int
+	maxBody int64
+}
+
+// testPolicy is the router's default policy with a cooldown longer than
+// any test, so that a cooled node stays cooled while a test looks.
+var testPolicy = fleet.Policy{AllowedFails: fleet.DefaultPolicy.AllowedFails, Window: time.Hour, Cooldown: time.Hour}
+
+// system1 is a running server and a client that checks every reply.
+type system1 struct {
+	URL    string
+	client *http.Client
+}
+
+// serve runs the real HTTP server over the real router and dialect
+// engines, as system1 serve builds them, in front of the fakes.
+func serve(t testing.TB, s setup) *system1 {
+	t.Helper()
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	var nodes []*fleet.Node
+	for _, n := range s.nodes {
+		fn, err := fleet.NewNode(n.cfg, func(string) string { return "" }, hc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, fn)
+	}
+	router := fleet.NewRouter(nodes, s.aliases, testPolicy, nil)
+	router.Discover(t.Context())
+	api := httpapi.New(httpapi.Options{
+		Router:        router,
+		Keys:          s.keys,
+		RatePerSecond: s.rate,
+		Burst:         s.burst,
+		Rounding:      2, // system1 serve's default: Jev's 2 decimals
+		MaxBodyBytes:  s.maxBody,
+		Version:       "test",
+	})
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	t.Cleanup(hc.CloseIdleConnections)
+	return &system1{URL: srv.URL, client: &http.Client{Transport: checker{t: t, base: http.DefaultTransport}}}
+}
+
+// reply is a response, read whole.
+type reply struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r reply) String() string { return fmt.Sprintf("%d %s", r.status, r.body) }
+
+// do sends a request with the given headers ("Name: value").
+func (s *system1) do(t testing.TB, method, path, body string, headers ...string) reply {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(t.Context(), method, s.URL+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for _, h := range headers {
+		k, v, _ := strings.Cut(h, ": ")
+		req.Header.Set(k, v)
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reply{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+// ask posts a System One request.
+func (s *system1) ask(t testing.TB, body string, headers ...string) reply {
+	t.Helper()
+	return s.do(t, http.MethodPost, "/v1/systemone", body, headers...)
+}
+
+// checker is the test client's transport: it applies the checks every
+// reply must pass to each response on its way to the test, so that no
+// test can receive a 200 from /v1/systemone that a real client would
+// reject.
+type checker struct {
+	t    testing.TB
+	base http.RoundTripper
+}
+
+var requestID = regexp.MustCompile(`^req_[0-9a-f]{32}$`)
+
+func (c checker) RoundTrip(req *http.Request) (*http.Response, error) {
+	var sent []byte
+	if req.GetBody != nil {
+		rc, err := req.GetBody()
+		if err != nil {
+			return nil, err
+		}
+		sent, _ = io.ReadAll(rc)
+		rc.Close()
+	}
+	resp, err := c.base.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	where := req.Method + " " + req.URL.Path
+	if id := resp.Header.Get("X-Typesafe-Request-Id"); !requestID.MatchString(id) {
+		c.t.Errorf("%s: x-typesafe-request-id %q does not match %s", where, id, requestID)
+	}
+	if req.URL.Path != "/metrics" {
+		if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+			c.t.Errorf("%s: content type %q", where, ct)
+		}
+		if !json.Valid(body) {
+			c.t.Errorf("%s: body is not JSON: %s", where, body)
+		}
+	}
+	if resp.StatusCode == http.StatusOK {
+		switch where {
+		case "POST /v1/systemone":
+			if err := checkAnswer(sent, body); err != nil {
+				c.t.Errorf("%s: a 200 that clients would reject: %v\nrequest: %s\nreply: %s", where, err, sent, body)
+			}
+		case "GET /v1/models":
+			if err := checkModels(body); err != nil {
+				c.t.Errorf("%s: %v\n%s", where, err, body)
+			}
+		}
+	}
+	return resp, nil
+}
+
+// checkAnswer applies to a 200 reply to a System One request every check
+// real clients apply (systemone.ParseResponse: JDE's parseAnswers and
+// checkAnswers, jev-ultrafast's validate_choice, promptfoo's, the Python
+// SDK's strict types), then system1's own stricter obligations (wire doc
+// section 6): no confidence on a noul; every number rounded to 2
+// decimals; probabilities summing to 1 within 1e-9; the choice an argmax
+// of the printed values; the score legend echoing the criteria; token
+// counts present as JSON integers; answers in question order.
+func checkAnswer(sent, body []byte) error {
+	p := systemone.ParseRequest(sent)
+	if len(p.Problems) > 0 {
+		return fmt.Errorf("a 200 to a request with problems %v", p.Problems)
+	}
+	if _, err := systemone.ParseResponse(p.Request, body); err != nil {
+		return fmt.Errorf("systemone.ParseResponse: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var top struct {
+		Model   string
+		Answers json.RawMessage
+		Usage   map[string]any
+	}
+	if err := dec.Decode(&top); err != nil {
+		return err
+	}
+	for _, k := range []string{"input_tokens", "output_tokens"} {
+		n, ok := top.Usage[k].(json.Number)
+		if _, err := n.Int64(); !ok || err != nil || strings.ContainsAny(n.String(), ".eE-") {
+			return fmt.Errorf("usage.%s is %v, not a JSON integer", k, top.Usage[k])
+		}
+	}
+	if e, ok := top.Usage["estimated"]; ok && e != true {
+		return fmt.Errorf("usage.estimated is %v; it is true or absent", e)
+	}
+	keys, err := objectKeys(top.Answers)
+	if err != nil {
+		return err
+	}
+	var asked []string
+	for _, q := range p.Questions {
+		asked = append(asked, q.ID)
+	}
+	if !slices.Equal(keys, asked) {
+		return fmt.Errorf("answers in order %v, asked %v", keys, asked)
+	}
+	var answers map[string]map[string]json.RawMessage
+	if err := json.Unmarshal(top.Answers, &answers); err != nil {
+		return err
+	}
+	for _, q := range p.Questions {
+		if err := checkOne(q, answers[q.ID]); err != nil {
+			return fmt.Errorf("answers.%s: %w", q.ID, err)
+		}
+	}
+	return nil
+}
+
+func checkOne(q decision.Question, a map[string]json.RawMessage) error {
+	want := map[decision.Kind][]string{
+		decision.Noul:   {"noul", "type"},
+		decision.Choice: {"choice", "confidence", "probabilities", "type"},
+		decision.Score:  {"confidence", "legend", "probabilities", "score", "type"},
+	}[q.Kind]
+	var got []string
+	for k := range a {
+		got = append(got, k)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		return fmt.Errorf("fields %v, want %v", got, want)
+	}
+	for _, k := range []string{"noul", "score", "confidence"} {
+		if raw, ok := a[k]; ok {
+			if err := twoPlaces(raw); err != nil {
+				return fmt.Errorf("%s: %w", k, err)
+			}
+		}
+	}
+	if q.Kind == decision.Noul {
+		return nil
+	}
+	var probs map[string]json.RawMessage
+	if err := json.Unmarshal(a["probabilities"], &probs); err != nil {
+		return err
+	}
+	var sum, top float64
+	for _, raw := range probs {
+		if err := twoPlaces(raw); err != nil {
+			return fmt.Errorf("probabilities: %w", err)
+		}
+		var p float64
+		_ = json.Unmarshal(raw, &p)
+		sum += p
+		top = math.Max(top, p)
+	}
+	if math.Abs(sum-1) > 1e-9 {
+		return fmt.Errorf("probabilities sum to %v", sum)
+	}
+	if q.Kind == decision.Choice {
+		var c string
+		_ = json.Unmarshal(a["choice"], &c)
+		var pc float64
+		_ = json.Unmarshal(probs[c], &pc)
+		if pc != top {
+			return fmt.Errorf("choice %q has %v, the largest printed is %v", c, pc, top)
+		}
+		return nil
+	}
+	var legend map[string]json.RawMessage
+	if err := json.Unmarshal(a["legend"], &legend); err != nil {
+		return err
+	}
+	for _, o := range q.Options {
+		if !jsonEqual(legend[o.Key], o.Legend) {
+			return fmt.Errorf("legend.%s is %s, the criterion sent was %s", o.Key, legend[o.Key], o.Legend)
+		}
+	}
+	return nil
+}
+
+// twoPlaces reports whether a JSON number is printed to at most 2
+// decimals.
+func twoPlaces(raw json.RawMessage) error {
+	var x float64
+	if err := json.Unmarshal(raw, &x); err != nil {
+		return err
+	}
+	if math.Abs(x*100-math.Round(x*100)) > 1e-9 {
+		return fmt.Errorf("%s is not rounded to 2 decimals", raw)
+	}
+	return nil
+}
+
+// objectKeys lists a JSON object's keys in the order they appear.
+func objectKeys(raw json.RawMessage) ([]string, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, fmt.Errorf("not an object: %s", raw)
+	}
+	var keys []string
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, tok.(string))
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return nil, err
+		}
+	}
+	return keys, nil
+}
+
+func jsonEqual(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return fmt.Sprint(x) == fmt.Sprint(y)
+}
+
+// modelList is GET /v1/models in both shapes.
+type modelList struct {
+	Models []struct {
+		Name        string `json:"name"`
+		Description string `json:"description"`
+		ReleaseDate string `json:"release_date"`
+	} `json:"models"`
+	Object string `json:"object"`
+	Data   []struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		OwnedBy string `json:"owned_by"`
+	} `json:"data"`
+}
+
+// checkModels checks GET /v1/models against both shapes clients read:
+// Jev's models[] with the three required strings, and OpenAI's list.
+func checkModels(body []byte) error {
+	var l modelList
+	if err := json.Unmarshal(body, &l); err != nil {
+		return err
+	}
+	if l.Object != "list" || len(l.Models) != len(l.Data) {
+		return fmt.Errorf("object %q, %d models and %d data", l.Object, len(l.Models), len(l.Data))
+	}
+	for i, m := range l.Models {
+		if _, err := time.Parse(time.DateOnly, m.ReleaseDate); err != nil || m.Name == "" || m.Description == "" {
+			return fmt.Errorf("models[%d] = %+v", i, m)
+		}
+		if d := l.Data[i]; d.ID != m.Name || d.Object != "model" || d.OwnedBy == "" {
+			return fmt.Errorf("data[%d] = %+v", i, d)
+		}
+	}
+	return nil
+}
+
+// errorBody is a non-422 error in both shapes system1 writes.
+type errorBody struct {
+	Error struct {
+		Message string `json:"message"`
+		Type    string `json:"type"`
+	} `json:"error"`
+	Detail struct {
+		ErrorType string `json:"error_type"`
+		Message   string `json:"message"`
+	} `json:"detail"`
+}
+
+// wantError checks an error reply's status, type and message, and that
+// both shapes agree.
+func wantError(t testing.TB, r reply, status int, typ string, msgHas ...string) errorBody {
+	t.Helper()
+	if r.status != status {
+		t.Fatalf("got %s, want status %d", r, status)
+	}
+	var e errorBody
+	if err := json.Unmarshal(r.body, &e); err != nil {
+		t.Fatalf("%s: %v", r, err)
+	}
+	if e.Error.Type != typ || e.Detail.ErrorType != typ || e.Error.Message != e.Detail.Message {
+		t.Errorf("error body %s, want type %s in both shapes", r.body, typ)
+	}
+	for _, s := range msgHas {
+		if !strings.Contains(e.Error.Message, s) {
+			t.Errorf("message %q does not mention %q", e.Error.Message, s)
+		}
+	}
+	return e
+}
+
+// The checks catch what they promise to: each row breaks one obligation
+// in a reply that otherwise passes.
+func TestCheckAnswerRejects(t *testing.T) {
+	const sent = `{"model":"m","state":"s","questions":{"u":{"type":"noul"},` +
+		`"d":{"type":"choice","criteria":{"a":null,"b":null}},"s":{"type":"score","criteria":["lo",{"x":1}]}}}`
+	const good = `{"model":"m","answers":{"u":{"type":"noul","noul":0.67},` +
+		`"d":{"type":"choice","choice":"a","confidence":0.34,"probabilities":{"a":0.67,"b":0.33}},` +
+		`"s":{"type":"score","score":0.33,"confidence":0.34,"legend":{"0":"lo","1":{"x":1}},"probabilities":{"0":0.67,"1":0.33}}},` +
+		`"usage":{"input_tokens":10,"output_tokens":3},"latency_ms":1}`
+	if err := checkAnswer([]byte(sent), []byte(good)); err != nil {
+		t.Fatalf("the good reply fails: %v", err)
+	}
+	for _, tc := range []struct{ name, from, to string }{
+		{"a client check (ParseResponse)", `"choice":"a"`, `"choice":"c"`},
+		{"confidence on a noul", `"noul":0.67}`, `"noul":0.67,"confidence":0.34}`},
+		{"three decimals", `"a":0.67,"b":0.33`, `"a":0.667,"b":0.333`},
+		{"sum off by 1e-4", `"0":0.67,"1":0.33`, `"0":0.67,"1":0.3301`},
+		{"choice not the printed argmax", `"a":0.67,"b":0.33`, `"a":0.33,"b":0.67`},
+		{"token count as a float", `"input_tokens":10`, `"input_tokens":10.0`},
+		{"token count missing", `"input_tokens":10,`, ``},
+		{"answers out of order", `"u":{"type":"noul","noul":0.67},"d":`, `"d":`},
+		{"legend not echoed", `"1":{"x":1}}`, `"1":{"x":2}}`},
+		{"estimated false", `"output_tokens":3}`, `"output_tokens":3,"estimated":false}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := strings.Replace(good, tc.from, tc.to, 1)
+			if tc.name == "answers out of order" {
+				body = strings.Replace(body, `"s":{"type":"score"`, `"u":{"type":"noul","noul":0.67},"s":{"type":"score"`, 1)
+			}
+			if body == good {
+				t.Fatal("the row changes nothing")
+			}
+			if err := checkAnswer([]byte(sent), []byte(body)); err == nil {
+				t.Fatalf("accepted %s", body)
+			}
+		})
+	}
+}

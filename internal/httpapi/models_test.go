@@ -1,0 +1,84 @@
+package httpapi_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"system1/internal/config"
+	"system1/internal/fakeengine"
+)
+
+// GET /v1/models lists every model the nodes serve, in both shapes (the
+// checking client verifies the shapes), plus the configured aliases whose
+// target is served, and nothing else.
+func TestModels(t *testing.T) {
+	llama := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{"tiny"}, Aliases: []string{"tiny-q8"}})
+	t.Cleanup(llama.Close)
+	ollama := fakeengine.New(fakeengine.Options{Dialect: fakeengine.Ollama, Models: []string{"qwen3:0.6b", "tiny"}})
+	t.Cleanup(ollama.Close)
+	nodes := []node{
+		{fake: llama, cfg: config.Node{Name: "llama", URL: llama.URL, Dialect: "llamacpp"}},
+		{fake: ollama, cfg: config.Node{Name: "ollama", URL: ollama.URL, Dialect: "ollama"}},
+	}
+	for _, tc := range []struct {
+		name    string
+		aliases map[string]string
+		want    []string
+	}{
+		{"no aliases", nil, []string{"qwen3:0.6b", "tiny", "tiny-q8"}},
+		{"aliases", map[string]string{"jev-latest": "tiny", "jev-preview": "not-served"}, []string{"jev-latest", "qwen3:0.6b", "tiny", "tiny-q8"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := serve(t, setup{nodes: nodes, aliases: tc.aliases})
+			r := s.do(t, http.MethodGet, "/v1/models", "")
+			var l modelList
+			if err := json.Unmarshal(r.body, &l); err != nil || r.status != http.StatusOK {
+				t.Fatalf("%s: %v", r, err)
+			}
+			var names []string
+			desc := map[string]string{}
+			for _, m := range l.Models {
+				names = append(names, m.Name)
+				desc[m.Name] = m.Description
+			}
+			if !slices.Equal(names, tc.want) {
+				t.Errorf("models %v, want %v", names, tc.want)
+			}
+			if d := desc["tiny"]; !strings.Contains(d, "llama") || !strings.Contains(d, "ollama") {
+				t.Errorf("tiny is %q; both nodes serve it", d)
+			}
+			if d, ok := desc["jev-latest"]; ok && !strings.Contains(d, "alias of tiny") {
+				t.Errorf("jev-latest is %q", d)
+			}
+		})
+	}
+}
+
+// GET /health reports every node, healthy, with the models it serves.
+func TestHealth(t *testing.T) {
+	s := serve(t, setup{nodes: []node{
+		startNode(t, "a", fakeengine.LlamaCpp, fakeengine.Behavior{}),
+		startNode(t, "b", fakeengine.OpenAI, fakeengine.Behavior{}, discovered),
+	}})
+	r := s.do(t, http.MethodGet, "/health", "")
+	var h struct {
+		Status string
+		Nodes  []struct {
+			Name    string
+			Dialect string
+			Models  []string
+			Healthy bool
+		}
+	}
+	if err := json.Unmarshal(r.body, &h); err != nil || h.Status != "ok" || len(h.Nodes) != 2 {
+		t.Fatalf("%s: %v", r, err)
+	}
+	for _, n := range h.Nodes {
+		if !n.Healthy || !slices.Equal(n.Models, []string{fakeengine.DefaultModel}) {
+			t.Errorf("node %+v", n)
+		}
+	}
+}

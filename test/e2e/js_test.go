@@ -1,0 +1,205 @@
+// Package e2e tests system1 as its users run it: the built binary, started
+// with system1 serve, reached by real clients.
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"system1/internal/fakeengine"
+	"system1/internal/testengine"
+)
+
+// The official JS SDK (test/js, @typesafe-ai/sdk pinned at 0.6.0) lists
+// the models of a running system1 and asks it a choice, a noul and a
+// score, with nothing changed but TYPESAFE_BASE_URL and the key; it also
+// gets the SDK's own error classes for a wrong key and a refused request.
+// The engine is the real llama-server with the tiny model when it is
+// here, else the fake engine, whose numbers the script then checks
+// exactly.
+func TestJSClient(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		skipJS(t, "node is not installed")
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "test", "js")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@typesafe-ai", "sdk", "package.json")); err != nil {
+		skipJS(t, "test/js/node_modules is missing: run npm ci in test/js")
+	}
+
+	bin := build(t, root)
+	model, url, expect := startEngine(t)
+	const key = "e2e-key"
+	cfg := filepath.Join(t.TempDir(), "system1.yaml")
+	writeFile(t, cfg, fmt.Sprintf(`keys: [%s]
+aliases:
+  jev-latest: %s
+nodes:
+  - name: engine
+    url: %s
+    dialect: llamacpp
+    models: [%s]
+`, key, model, url, model))
+	base := serve(t, bin, cfg)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "--test", "sdk.test.mjs")
+	cmd.Dir = dir
+	cmd.Env = append(env("TYPESAFE_"), "TYPESAFE_BASE_URL="+base, "TYPESAFE_API_KEY="+key, "SYSTEM1_EXPECT="+expect)
+	out, err := cmd.CombinedOutput()
+	t.Logf("node --test sdk.test.mjs (SYSTEM1_EXPECT=%s):\n%s", expect, out)
+	if err != nil {
+		t.Fatalf("the JS SDK test failed: %v", err)
+	}
+	if !bytes.Contains(out, []byte("# pass 4")) || !bytes.Contains(out, []byte("# fail 0")) {
+		t.Fatal("node --test did not report 4 passing tests and no failures")
+	}
+}
+
+// skipJS skips for a missing JS toolchain, unless SYSTEM1_REQUIRE_JS is
+// set (CI sets it after npm ci), where it fails.
+func skipJS(t *testing.T, why string) {
+	t.Helper()
+	if os.Getenv("SYSTEM1_REQUIRE_JS") != "" {
+		t.Fatalf("%s, and SYSTEM1_REQUIRE_JS is set", why)
+	}
+	t.Skip(why)
+}
+
+// build builds cmd/system1 into a temporary folder.
+func build(t *testing.T, root string) string {
+	t.Helper()
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("go is not on PATH: %v", err)
+	}
+	bin := filepath.Join(t.TempDir(), "system1")
+	cmd := exec.Command(gobin, "build", "-o", bin, "./cmd/system1")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/system1: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// startEngine starts the real llama-server when its binary and the tiny
+// model are here (or SYSTEM1_REQUIRE_ENGINE demands it), else the fake
+// engine. It returns the model, the engine's URL, and what the JS test
+// may expect of the numbers.
+func startEngine(t *testing.T) (model, url, expect string) {
+	t.Helper()
+	var missing []string
+	for _, f := range []string{testengine.Binary(), testengine.ModelPath()} {
+		if _, err := os.Stat(f); err != nil {
+			missing = append(missing, err.Error())
+		}
+	}
+	if len(missing) == 0 || os.Getenv("SYSTEM1_REQUIRE_ENGINE") != "" {
+		srv := testengine.Start(t, 2)
+		return testengine.Model, srv.URL, "shape"
+	}
+	t.Logf("real engine unavailable (%s); using the fake engine", strings.Join(missing, "; "))
+	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp})
+	t.Cleanup(f.Close)
+	return fakeengine.DefaultModel, f.URL, "exact"
+}
+
+var listening = regexp.MustCompile(`msg=listening url=(http://\S+)`)
+
+// serve starts system1 serve on a free loopback port and returns its URL,
+// read from the log line it writes once it listens. The process is
+// interrupted and waited for when the test ends; its log is shown if the
+// test failed.
+func serve(t *testing.T, bin, cfg string) string {
+	t.Helper()
+	state := t.TempDir()
+	cmd := exec.Command(bin, "serve", "--config", cfg, "--listen", "127.0.0.1:0")
+	cmd.Env = append(env("SYSTEM1_", "XDG_", "CLAUDE_"), "XDG_STATE_HOME="+state, "XDG_CONFIG_HOME="+state)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu  sync.Mutex
+		log bytes.Buffer
+	)
+	urls := make(chan string, 1)
+	logged := make(chan struct{})
+	go func() {
+		defer close(logged)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			mu.Lock()
+			log.WriteString(sc.Text() + "\n")
+			mu.Unlock()
+			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case urls <- m[1]:
+				default:
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		kill := time.AfterFunc(time.Minute, func() { _ = cmd.Process.Kill() }) // serve drains for at most its drain timeout
+		defer kill.Stop()
+		<-logged
+		_ = cmd.Wait()
+		if t.Failed() {
+			mu.Lock()
+			t.Logf("system1 serve log:\n%s", log.String())
+			mu.Unlock()
+		}
+	})
+	select {
+	case u := <-urls:
+		return u
+	case <-logged:
+		t.Fatal("system1 serve exited before it listened")
+	case <-time.After(30 * time.Second):
+		t.Fatal("system1 serve did not log msg=listening within 30s")
+	}
+	return ""
+}
+
+// env is the environment without the variables that start with any of
+// the prefixes, so that the caller's settings do not leak into a test.
+func env(drop ...string) []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		keep := true
+		for _, p := range drop {
+			keep = keep && !strings.HasPrefix(kv, p)
+		}
+		if keep {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
