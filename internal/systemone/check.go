@@ -1,7 +1,6 @@
 package systemone
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,14 +26,19 @@ type Reply struct {
 // error: it would break some client, so it is never passed on.
 func ParseResponse(req decision.Request, body []byte) (*Reply, error) {
 	var top struct {
-		Model   *string                    `json:"model"`
-		Answers map[string]json.RawMessage `json:"answers"`
+		Model   *string                `json:"model"`
+		Answers map[string]*wireAnswer `json:"answers"`
 		Usage   *struct {
 			Input  json.RawMessage `json:"input_tokens"`
 			Output json.RawMessage `json:"output_tokens"`
 		} `json:"usage"`
 	}
-	if err := strictJSON(body, &top); err != nil {
+	if k := kindOf(body); k != "object" {
+		return nil, fmt.Errorf("body: a JSON object is required, got %s", k)
+	}
+	// One decoding pass; a field of the wrong JSON type (a number as a
+	// string, an answer that is not an object) fails it.
+	if err := json.Unmarshal(body, &top); err != nil {
 		return nil, fmt.Errorf("body: %w", err)
 	}
 	if top.Model == nil || *top.Model == "" {
@@ -57,11 +61,11 @@ func ParseResponse(req decision.Request, body []byte) (*Reply, error) {
 	asked := map[string]bool{}
 	for _, q := range req.Questions {
 		asked[q.ID] = true
-		raw, ok := top.Answers[q.ID]
-		if !ok {
+		wa, ok := top.Answers[q.ID]
+		if !ok || wa == nil {
 			return nil, fmt.Errorf("answers.%s: missing", q.ID)
 		}
-		a, d, err := parseAnswer(q, raw)
+		a, d, err := parseAnswer(q, wa)
 		if err != nil {
 			return nil, fmt.Errorf("answers.%s: %w", q.ID, err)
 		}
@@ -74,17 +78,6 @@ func ParseResponse(req decision.Request, body []byte) (*Reply, error) {
 		}
 	}
 	return r, nil
-}
-
-// strictJSON decodes body into v, refusing anything that is not one JSON
-// object.
-func strictJSON(body []byte, v any) error {
-	if k := kindOf(body); k != "object" {
-		return fmt.Errorf("a JSON object is required, got %s", k)
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	return dec.Decode(v)
 }
 
 // tokenCount accepts a JSON integer (the Python SDK's strict mode refuses
@@ -100,22 +93,18 @@ func tokenCount(raw json.RawMessage) (int, error) {
 	return n, nil
 }
 
-func parseAnswer(q decision.Question, raw json.RawMessage) (decision.Answer, decision.Distribution, error) {
-	var a struct {
-		Type          string                     `json:"type"`
-		Choice        *string                    `json:"choice"`
-		Noul          *float64                   `json:"noul"`
-		Score         *float64                   `json:"score"`
-		Confidence    *float64                   `json:"confidence"`
-		Legend        map[string]json.RawMessage `json:"legend"`
-		Probabilities map[string]float64         `json:"probabilities"`
-	}
-	if kindOf(raw) != "object" {
-		return decision.Answer{}, nil, errors.New("an answer must be an object")
-	}
-	if err := json.Unmarshal(raw, &a); err != nil {
-		return decision.Answer{}, nil, err
-	}
+// wireAnswer is one answer as the wire carries it.
+type wireAnswer struct {
+	Type          string                     `json:"type"`
+	Choice        *string                    `json:"choice"`
+	Noul          *float64                   `json:"noul"`
+	Score         *float64                   `json:"score"`
+	Confidence    *float64                   `json:"confidence"`
+	Legend        map[string]json.RawMessage `json:"legend"`
+	Probabilities map[string]float64         `json:"probabilities"`
+}
+
+func parseAnswer(q decision.Question, a *wireAnswer) (decision.Answer, decision.Distribution, error) {
 	if a.Type != string(q.Kind) {
 		return decision.Answer{}, nil, fmt.Errorf("type %q, asked %q", a.Type, q.Kind)
 	}

@@ -257,6 +257,9 @@ func scoreLevels(raw json.RawMessage) ([]decision.Option, string) {
 		}
 		numbered := true
 		for i, m := range ms {
+			if m.key == "" {
+				return nil, "a level's key must not be empty"
+			}
 			numbered = numbered && m.key == strconv.Itoa(i)
 		}
 		for i, m := range ms {
