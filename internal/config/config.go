@@ -122,6 +122,12 @@ type Node struct {
 	// MaxOptions caps the options of one choice on this node (default
 	// 255, as hosted Jev). Options beyond what one call reads go in rounds.
 	MaxOptions int `yaml:"max_options"`
+	// PinSlots, on a llamacpp node (default true), sends every question
+	// over one state to the same server slot, so the state is prefilled
+	// once: llama-server keeps its prompt cache per slot. Questions over one
+	// state then run one after another on that slot, each adding only its
+	// own tokens; different states still spread over the slots.
+	PinSlots *bool `yaml:"pin_slots"`
 	// Constrain is how an openai node holds the first token to the labels:
 	// structured_outputs (vLLM >= 0.12), guided_choice (older vLLM,
 	// SGLang), or none (hosted APIs; the default).

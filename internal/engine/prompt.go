@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"encoding/json"
+	"hash/fnv"
 	"strings"
 
 	"system1/internal/decision"
@@ -35,6 +36,16 @@ func (p Prompt) Asked() []string {
 
 // User is the whole user turn.
 func (p Prompt) User() string { return p.StatePart + p.Question }
+
+// Prefix hashes what every question over the same state shares, the
+// system message and the state, for engines that keep a prompt cache per
+// slot: questions with one prefix can be sent to one slot.
+func (p Prompt) Prefix() uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(p.System))
+	h.Write([]byte(p.StatePart))
+	return h.Sum64()
+}
 
 const system = "You are a fast, careful judge. You read a state and answer one question about it " +
 	"by picking exactly one of the labelled options. Reply with the option's label alone."
@@ -74,9 +85,6 @@ func Layout(state json.RawMessage, q decision.Question, labels []string) Prompt 
 		}
 		b.WriteByte('\n')
 	}
-	b.WriteString("Answer with the label of one option: ")
-	b.WriteString(strings.Join(labels, ", "))
-	b.WriteString(".")
 	return Prompt{
 		System:    system,
 		StatePart: "State:\n" + text(state) + "\n\n",

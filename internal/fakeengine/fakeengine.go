@@ -7,8 +7,8 @@
 // The fake reads the labels from the request the way an engine would have
 // to: from the constraint where one is sent (llama.cpp's GBNF grammar
 // root ::= "A" | "B", vLLM's structured_outputs or guided_choice), else
-// from the last line of the prompt that system1 writes ("Answer with the
-// label of one option: A, B, C."). It answers with the log-
+// from the labelled option lines ("A. billing") that follow the question
+// in the prompt system1 writes. It answers with the log-
 // probabilities of Behavior.Logprobs, Halving by default, and gives the
 // mass left over to a token that is not a label, as an engine reporting
 // values from before its constraint does (llama.cpp, Ollama, an
@@ -483,7 +483,7 @@ type chatRequest struct {
 
 var (
 	grammarLabel = regexp.MustCompile(`"([^"]*)"`)
-	answerLine   = "Answer with the label of one option: "
+	optionLine   = regexp.MustCompile(`(?m)^([A-Za-z0-9]{1,2})\. `)
 )
 
 func (c *chatRequest) fill(r *Request) {
@@ -524,13 +524,14 @@ func (c *chatRequest) fill(r *Request) {
 		r.Labels, r.Constrained = c.StructuredOutputs.Choice, true
 	case c.GuidedChoice != nil:
 		r.Labels, r.Constrained = c.GuidedChoice, true
-	default:
-		i := strings.LastIndex(r.User, answerLine)
+	default: // the labelled option lines after the question
+		i := strings.LastIndex(r.User, "Question: ")
 		if i < 0 {
 			break
 		}
-		line := strings.TrimSuffix(strings.TrimSpace(r.User[i+len(answerLine):]), ".")
-		r.Labels = strings.Split(line, ", ")
+		for _, m := range optionLine.FindAllStringSubmatch(r.User[i:], -1) {
+			r.Labels = append(r.Labels, m[1])
+		}
 	}
 	r.InputTokens = len(strings.Fields(r.System)) + len(strings.Fields(r.User))
 }

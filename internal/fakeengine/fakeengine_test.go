@@ -172,7 +172,7 @@ func TestNonFiniteLiterals(t *testing.T) {
 		t.Run(string(tc.fault), func(t *testing.T) {
 			f := start(t, fakeengine.Options{Dialect: fakeengine.OpenAI, Behavior: fakeengine.Behavior{Fault: tc.fault, Label: 1}})
 			resp, err := http.Post(f.URL+"/v1/chat/completions", "application/json", strings.NewReader(
-				`{"model":"fake","messages":[{"role":"user","content":"Answer with the label of one option: A, B."}],"logprobs":true,"top_logprobs":5}`))
+				`{"model":"fake","messages":[{"role":"user","content":"Question: which?\nOptions:\nA. one\nB. two\n"}],"logprobs":true,"top_logprobs":5}`))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -74,7 +74,7 @@ func NewNode(c config.Node, getenv func(string) string, hc *http.Client) (*Node,
 	}
 	switch c.Dialect {
 	case "llamacpp":
-		n.Engine = &llamacpp.Engine{BaseURL: c.URL, Key: key, HTTP: hc, PerCall: c.MaxLabels}
+		n.Engine = &llamacpp.Engine{BaseURL: c.URL, Key: key, HTTP: hc, PerCall: c.MaxLabels, PinSlots: c.PinSlots == nil || *c.PinSlots}
 	case "ollama":
 		n.Engine = &ollama.Engine{BaseURL: c.URL, Key: key, HTTP: hc}
 	case "openai":

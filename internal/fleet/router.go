@@ -55,6 +55,8 @@ type Router struct {
 
 	seenMu    sync.Mutex
 	firstSeen map[string]time.Time
+
+	warm warmStates
 }
 
 // NewRouter routes over nodes in their configured order. Aliases map a
@@ -294,19 +296,37 @@ func (r *Router) answer(ctx context.Context, n *Node, model string, req decision
 		}
 		return out
 	}
-	var wg sync.WaitGroup
-	for j, i := range take {
-		wg.Go(func() {
-			start := r.now()
-			var o engine.Outcome
-			err := call(func(ctx context.Context) (err error) {
-				o, err = engine.Ask(ctx, n.Engine, model, req.State, req.Questions[i])
-				return err
-			})
-			record(j, start, o, err)
+	ask := func(j int) {
+		start := r.now()
+		var o engine.Outcome
+		err := call(func(ctx context.Context) (err error) {
+			o, err = engine.Ask(ctx, n.Engine, model, req.State, req.Questions[take[j]])
+			return err
 		})
+		record(j, start, o, err)
+	}
+	// Engines cache prompt prefixes, but questions sent together over a
+	// state the node has not seen would each prefill it. So the first
+	// question goes alone, the state's prefill with it, and the rest follow
+	// together to reuse it; over a state the node has just seen, all go at
+	// once.
+	rest := take
+	key := affinity(req.State)
+	if len(take) > 1 && !r.warm.seen(n.Name, key, r.now()) {
+		ask(0)
+		rest = take[1:]
+	}
+	var wg sync.WaitGroup
+	for j := len(take) - len(rest); j < len(take); j++ {
+		wg.Go(func() { ask(j) })
 	}
 	wg.Wait()
+	for _, a := range out {
+		if a.err == nil {
+			r.warm.add(n.Name, key, r.now())
+			break
+		}
+	}
 	return out
 }
 

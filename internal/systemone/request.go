@@ -40,8 +40,11 @@ func (p *Parsed) Validate(lim decision.Limits) []decision.Problem {
 
 // ParseRequest reads a POST /v1/systemone body. Unknown fields are ignored,
 // as Jev ignores them; "document" is accepted for "state", as TypeSafe's
-// early clients sent it.
+// early clients sent it. The request keeps parts of the body verbatim (the
+// state, descriptions), so it works on its own copy: the caller may reuse
+// body.
 func ParseRequest(body []byte) *Parsed {
+	body = bytes.Clone(body)
 	p := &Parsed{broken: map[string]bool{}}
 	fail := func(typ, msg string, path ...string) {
 		p.Problems = append(p.Problems, decision.Problem{Path: path, Msg: msg, Type: typ})

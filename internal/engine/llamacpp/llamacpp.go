@@ -7,7 +7,6 @@ package llamacpp
 import (
 	"context"
 	"fmt"
-	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -25,10 +24,16 @@ type Engine struct {
 	// PerCall caps the labels one call reads; 0, the default, reads any
 	// number, since the server reports the whole vocabulary on request.
 	PerCall int
+	// PinSlots sends every prompt over one state to the same server slot
+	// (the state's hash modulo the slots), so that the state is prefilled
+	// once and later questions only add their own tokens: llama-server
+	// keeps its prompt cache per slot and does not share it across slots.
+	PinSlots bool
 
 	mu     sync.Mutex
 	ids    map[tokenKey]int // label -> token id, or -1 when not one token, per model
 	nVocab int              // 0 until read from /v1/models
+	nSlots int              // 0 until read from /props
 }
 
 // Caps: any number of labels per call unless capped, and the grammar holds
@@ -37,19 +42,12 @@ func (e *Engine) Caps() engine.Caps { return engine.Caps{PerCall: e.PerCall, Sub
 
 type tokenKey struct{ model, label string }
 
-// firstTopK is how many alternatives the first call asks for. When labels
-// are missing from them and could matter, the call is repeated (the prompt
-// is cached by then) with maxTopK alternatives; a label still missing is
-// below the 1024th token, which no decision turns on.
-const (
-	firstTopK = 64
-	maxTopK   = 1024
-)
-
-// negligible is the share of the labels' mass below which missing labels
-// are not worth a second call: each is below the smallest reported value,
-// so together they hold at most missing*exp(floor).
-const negligible = 0.01
+// topK is how many alternatives a call asks for: the whole vocabulary of
+// a small model, else the top 1024. llama-server sorts the whole
+// vocabulary for any number, so more costs only the reply's size; a label
+// below the 1024th token holds no probability a decision turns on, and is
+// reported as missing.
+const topK = 1024
 
 // Read asks for one token under a grammar that allows only the labels.
 // llama-server reports log-probabilities from before the grammar (the raw
@@ -69,32 +67,10 @@ func (e *Engine) Read(ctx context.Context, model string, p engine.Prompt) (engin
 	}
 	e.mu.Unlock()
 
-	topK := max(firstTopK, 2*len(labels))
-	for {
-		r, floor, err := e.read(ctx, model, p, labels, topK)
-		if err != nil || topK >= maxTopK || topK >= e.vocab(ctx) || !worthAgain(r, floor) {
-			return r, err
-		}
-		topK = min(e.vocab(ctx), maxTopK) // cheap: the prompt is cached now
-	}
+	return e.read(ctx, model, p, labels, min(e.vocab(ctx), topK))
 }
 
-// worthAgain reports whether missing labels could hold more than a
-// negligible share of the labels' mass.
-func worthAgain(r engine.Reading, floor float64) bool {
-	var found float64
-	missing := 0
-	for i, ok := range r.Found {
-		if ok {
-			found += math.Exp(r.Logprobs[i])
-		} else {
-			missing++
-		}
-	}
-	return missing > 0 && float64(missing)*math.Exp(floor) > negligible*found
-}
-
-func (e *Engine) read(ctx context.Context, model string, p engine.Prompt, labels []openai.Label, topK int) (engine.Reading, float64, error) {
+func (e *Engine) read(ctx context.Context, model string, p engine.Prompt, labels []openai.Label, topK int) (engine.Reading, error) {
 	req := openai.ChatRequest{
 		Model:              model,
 		Messages:           []openai.Message{{Role: "system", Content: p.System}, {Role: "user", Content: p.User()}},
@@ -105,16 +81,17 @@ func (e *Engine) read(ctx context.Context, model string, p engine.Prompt, labels
 		CachePrompt:        true,
 		ChatTemplateKwargs: map[string]any{"enable_thinking": false},
 	}
+	if e.PinSlots {
+		if n := e.slots(ctx); n > 0 {
+			slot := int(p.Prefix() % uint64(n))
+			req.IDSlot = &slot
+		}
+	}
 	var reply openai.ChatResponse
 	if err := openai.Post(ctx, e.client(), e.url("/v1/chat/completions"), e.Key, req, &reply, e.maxBody()); err != nil {
-		return engine.Reading{}, 0, err
+		return engine.Reading{}, err
 	}
-	r, err := openai.Reading(&reply, labels, true)
-	if err != nil {
-		return r, 0, err
-	}
-	tok, _ := reply.FirstToken() // Reading checked it
-	return r, openai.Floor(tok), nil
+	return openai.Reading(&reply, labels, true)
 }
 
 // Grammar is a GBNF grammar whose language is exactly the labels.
@@ -140,7 +117,7 @@ func (e *Engine) vocab(ctx context.Context) int {
 	}
 	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, e.url("/v1/models"), nil)
 	if err != nil {
-		return maxTopK
+		return topK
 	}
 	var list struct {
 		Data []struct {
@@ -150,12 +127,37 @@ func (e *Engine) vocab(ctx context.Context) int {
 		} `json:"data"`
 	}
 	if openai.Do(e.client(), hr, e.Key, &list, e.maxBody()) != nil || len(list.Data) == 0 || list.Data[0].Meta.NVocab <= 0 {
-		return maxTopK
+		return topK
 	}
 	e.mu.Lock()
 	e.nVocab = list.Data[0].Meta.NVocab
 	e.mu.Unlock()
 	return list.Data[0].Meta.NVocab
+}
+
+// slots is the server's number of slots, read once from /props; 0 when
+// it cannot be read.
+func (e *Engine) slots(ctx context.Context) int {
+	e.mu.Lock()
+	n := e.nSlots
+	e.mu.Unlock()
+	if n > 0 {
+		return n
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, e.url("/props"), nil)
+	if err != nil {
+		return 0
+	}
+	var props struct {
+		TotalSlots int `json:"total_slots"`
+	}
+	if openai.Do(e.client(), hr, e.Key, &props, e.maxBody()) != nil || props.TotalSlots <= 0 {
+		return 0
+	}
+	e.mu.Lock()
+	e.nSlots = props.TotalSlots
+	e.mu.Unlock()
+	return props.TotalSlots
 }
 
 // Labels keeps the first want candidates that are one token of the model's

@@ -93,9 +93,9 @@ func fake(t *testing.T, r answer) (url string, last func() request) {
 
 // Values of testdata/chat.json's top_logprobs.
 const (
-	lpA = -3.0788917541503906
-	lpB = -2.757596015930176
-	lpC = -3.4838857650756836
+	lpA = -2.810337543487549
+	lpB = -3.0858798027038574
+	lpC = -3.7652039527893066
 )
 
 func TestRead(t *testing.T) {
@@ -121,7 +121,7 @@ func TestRead(t *testing.T) {
 			reply:  ok(recorded(t, "chat.json")),
 			labels: []string{"A", "B", "C"},
 			want: engine.Reading{Logprobs: []float64{lpA, lpB, lpC}, Found: []bool{true, true, true},
-				PreMask: true, Model: "tiny", InputTokens: 219, OutputTokens: 1, Counted: true},
+				PreMask: true, Model: "tiny", InputTokens: 190, OutputTokens: 1, Counted: true},
 		},
 		{
 			// Z is in the vocabulary but not among the recorded top 20.
@@ -129,7 +129,7 @@ func TestRead(t *testing.T) {
 			reply:  ok(recorded(t, "chat.json")),
 			labels: []string{"A", "B", "Z"},
 			want: engine.Reading{Logprobs: []float64{lpA, lpB, inf}, Found: []bool{true, true, false},
-				PreMask: true, Model: "tiny", InputTokens: 219, OutputTokens: 1, Counted: true},
+				PreMask: true, Model: "tiny", InputTokens: 190, OutputTokens: 1, Counted: true},
 		},
 		{
 			name:   "duplicate text summed",

@@ -38,9 +38,11 @@ type ChatRequest struct {
 	TopLogprobs int       `json:"top_logprobs,omitempty"`
 	Stream      bool      `json:"stream"`
 
-	// llama.cpp: a GBNF grammar, and reuse of the cached prompt prefix.
+	// llama.cpp: a GBNF grammar, reuse of the cached prompt prefix, and
+	// the slot to run in.
 	Grammar     string `json:"grammar,omitempty"`
 	CachePrompt bool   `json:"cache_prompt,omitempty"`
+	IDSlot      *int   `json:"id_slot,omitempty"`
 	// vLLM (>= 0.12): constrain the output to one of the strings.
 	StructuredOutputs *StructuredOutputs `json:"structured_outputs,omitempty"`
 	// vLLM before 0.12 and SGLang's older releases.
@@ -153,22 +155,6 @@ func Read(tok *TokenLogprob, labels []Label) (lp []float64, found []bool, err er
 		}
 	}
 	return lp, found, nil
-}
-
-// Floor is the smallest log-probability among a token's alternatives: a
-// label that is not among them has a log-probability below it. -Inf when
-// there are none.
-func Floor(tok *TokenLogprob) float64 {
-	floor := math.Inf(1)
-	for _, t := range tok.TopLogprobs {
-		if t.Logprob != nil {
-			floor = math.Min(floor, *t.Logprob)
-		}
-	}
-	if math.IsInf(floor, 1) {
-		return math.Inf(-1)
-	}
-	return floor
 }
 
 func logAdd(a, b float64) float64 {

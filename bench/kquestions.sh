@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# K questions for the price of one: latency of 1, 2, 4 and 8 questions over
+# one ~400-token state through system1 to llama-server serving a
+# random-weight model of Qwen2.5-0.5B's shape, cold (a state the engine has
+# not seen) and warm (the same request again).
+#
+#   bench/kquestions.sh [-reps N]
+#
+# Builds llama-server if needed (scripts/llama-server.sh) and writes the
+# random model once (about 1 GB, needs Debian's python3-numpy).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cache="${SYSTEM1_CACHE:-$HOME/.cache/system1}"
+server=$(scripts/llama-server.sh)
+tools=$(dirname "$server")
+model="$cache/models/rand-qwen2-0.5b-f16.gguf"
+if [[ ! -f $model ]]; then
+	/usr/bin/python3 -c 'import numpy' 2>/dev/null || { apt-get update -q && apt-get install -y -q python3-numpy; } >&2
+	mkdir -p "$(dirname "$model")"
+	/usr/bin/python3 ../shared/tools/gen_random_gguf.py "$tools/gguf-py" --vocab "$tools/vocab/ggml-vocab-qwen2.gguf" \
+		--out "$model.part" --arch qwen2 --layers 24 --embd 896 --ff 4864 --heads 14 --kv 2 >&2
+	mv "$model.part" "$model"
+fi
+mkdir -p bin
+go build -o bin/system1 ./cmd/system1
+port=18591
+work=$(mktemp -d)
+pids=()
+trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
+"$server" -m "$model" --host 127.0.0.1 --port $port -c 16384 -np 8 -t "$(nproc)" -a rand-qwen2 --no-webui >"$work/llama.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 600); do curl -fs -o /dev/null "http://127.0.0.1:$port/health" && break; sleep 0.1; done
+echo "llama-server: random Qwen2.5-0.5B shape (F16), 8 slots, $(nproc) threads"
+cat >"$work/config.yaml" <<YAML
+listen: 127.0.0.1:0
+timeouts: {request: 120s}
+nodes:
+  - {name: llama, url: "http://127.0.0.1:$port", dialect: llamacpp, models: [rand-qwen2], timeout: 120s}
+YAML
+bin/system1 serve --config "$work/config.yaml" 2>"$work/system1.log" &
+pids+=($!)
+url=
+for _ in $(seq 100); do
+	url=$(grep -o 'url=http://[^ ]*' "$work/system1.log" | head -1 | cut -d= -f2) && [[ -n $url ]] && break
+	sleep 0.1
+done
+echo
+go run ./bench/kquestions -url "$url" -model rand-qwen2 "$@"
+echo
+echo "llama-server's prompt evaluation for the last request (tokens per call):"
+grep 'prompt eval time' "$work/llama.log" | tail -16 | sed 's/.*prompt eval time = *//' 
