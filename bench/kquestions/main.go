@@ -1,9 +1,9 @@
 // Command kquestions measures what K questions over one state cost against
 // one: the latency of POST /v1/systemone with 1, 2, 4 and 8 questions over
 // a state of about 400 tokens, cold (a state no engine has seen) and warm
-// (the same state again), and prints the table with each K's ratio to one
-// question. Run it through bench/kquestions.sh, which starts the engine
-// and system1.
+// (the state seen just before, the questions new), and prints the table
+// with each K's ratio to one question. Run it through bench/kquestions.sh,
+// which starts the engine and system1.
 package main
 
 import (
@@ -63,8 +63,8 @@ func main() {
 		for r := range *reps {
 			// A fresh state opens with a nonce, so no engine has its prefix.
 			state := fmt.Sprintf("[%d-%d-%d] %s", time.Now().UnixNano(), k, r, story)
-			c = append(c, ask(*url, *model, state, k))
-			w = append(w, ask(*url, *model, state, k)) // the same state again
+			c = append(c, ask(*url, *model, state, k, ""))
+			w = append(w, ask(*url, *model, state, k, " Answer again.")) // the state again, new questions
 		}
 		cold[k], warm[k] = median(c), median(w)
 	}
@@ -74,9 +74,15 @@ func main() {
 	}
 }
 
-func ask(url, model, state string, k int) time.Duration {
+// ask sends the first k questions over state, with suffix added to each
+// question's instructions.
+func ask(url, model, state string, k int, suffix string) time.Duration {
 	s, _ := json.Marshal(state)
-	body := fmt.Sprintf(`{"model":%q,"state":%s,"questions":{%s}}`, model, s, strings.Join(questions[:k], ","))
+	qs := make([]string, k)
+	for i, q := range questions[:k] {
+		qs[i] = strings.Replace(q, `?"`, `?`+suffix+`"`, 1)
+	}
+	body := fmt.Sprintf(`{"model":%q,"state":%s,"questions":{%s}}`, model, s, strings.Join(qs, ","))
 	start := time.Now()
 	resp, err := http.Post(url+"/v1/systemone", "application/json", bytes.NewReader([]byte(body)))
 	if err != nil {
