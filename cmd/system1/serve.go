@@ -44,6 +44,13 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
+	m.WatchNodes(func() []metrics.Node {
+		var out []metrics.Node
+		for _, s := range router.States() {
+			out = append(out, metrics.Node{Name: s.Name, Healthy: s.Healthy, InFlight: s.InFlight, Queued: s.Queued})
+		}
+		return out
+	})
 	go probe(ctx, router, cfg.ProbeEvery.Or(15*time.Second))
 
 	fits, err := servingFits(cfg, log)

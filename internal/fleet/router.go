@@ -35,7 +35,6 @@ type Observer interface {
 	Attempt(node, model, outcome string, d time.Duration)
 	Failover(model string)
 	Cooldown(node string)
-	Load(node string, inFlight, queued int)
 }
 
 type noObserver struct{}
@@ -43,7 +42,6 @@ type noObserver struct{}
 func (noObserver) Attempt(string, string, string, time.Duration) {}
 func (noObserver) Failover(string)                               {}
 func (noObserver) Cooldown(string)                               {}
-func (noObserver) Load(string, int, int)                         {}
 
 // Router answers questions across nodes.
 type Router struct {
@@ -265,8 +263,7 @@ func (r *Router) answer(ctx context.Context, n *Node, model string, req decision
 		if err != nil {
 			return err
 		}
-		r.observeLoad(n)
-		defer func() { release(); r.observeLoad(n) }()
+		defer release()
 		cctx, cancel := context.WithTimeout(ctx, n.Timeout)
 		defer cancel()
 		return f(cctx)
@@ -328,11 +325,6 @@ func (r *Router) answer(ctx context.Context, n *Node, model string, req decision
 		}
 	}
 	return out
-}
-
-func (r *Router) observeLoad(n *Node) {
-	in, q := n.slots.load()
-	r.obs.Load(n.Name, in, q)
 }
 
 // noNode explains why a question found no node to try.

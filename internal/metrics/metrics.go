@@ -20,8 +20,6 @@ type Metrics struct {
 	attemptSeconds *prometheus.HistogramVec
 	failovers      *prometheus.CounterVec
 	cooldowns      *prometheus.CounterVec
-	inFlight       *prometheus.GaugeVec
-	queued         *prometheus.GaugeVec
 }
 
 // Latency buckets from 1 ms to 30 s: decisions take tens to hundreds of
@@ -52,15 +50,50 @@ func New() *Metrics {
 		cooldowns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "system1_cooldowns_total", Help: "Times a node was cooled down.",
 		}, []string{"node"}),
-		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "system1_node_in_flight", Help: "Engine calls in flight per node.",
-		}, []string{"node"}),
-		queued: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "system1_node_queue_depth", Help: "Engine calls waiting for a slot per node.",
-		}, []string{"node"}),
 	}
-	reg.MustRegister(m.requests, m.requestSeconds, m.attempts, m.attemptSeconds, m.failovers, m.cooldowns, m.inFlight, m.queued)
+	reg.MustRegister(m.requests, m.requestSeconds, m.attempts, m.attemptSeconds, m.failovers, m.cooldowns)
 	return m
+}
+
+// Node is one node's state at the time of a scrape.
+type Node struct {
+	Name     string
+	Healthy  bool
+	InFlight int
+	Queued   int
+}
+
+// WatchNodes reports the nodes' states, read from states at every scrape:
+// whether each is healthy (not cooling down), its calls in flight and its
+// queue depth.
+func (m *Metrics) WatchNodes(states func() []Node) {
+	m.reg.MustRegister(nodeCollector(states))
+}
+
+var (
+	upDesc       = prometheus.NewDesc("system1_node_up", "1 when the node is healthy, 0 while it cools down.", []string{"node"}, nil)
+	inFlightDesc = prometheus.NewDesc("system1_node_in_flight", "Engine calls in flight per node.", []string{"node"}, nil)
+	queuedDesc   = prometheus.NewDesc("system1_node_queue_depth", "Engine calls waiting for a slot per node.", []string{"node"}, nil)
+)
+
+type nodeCollector func() []Node
+
+func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- upDesc
+	ch <- inFlightDesc
+	ch <- queuedDesc
+}
+
+func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, n := range c() {
+		up := 0.0
+		if n.Healthy {
+			up = 1
+		}
+		ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, up, n.Name)
+		ch <- prometheus.MustNewConstMetric(inFlightDesc, prometheus.GaugeValue, float64(n.InFlight), n.Name)
+		ch <- prometheus.MustNewConstMetric(queuedDesc, prometheus.GaugeValue, float64(n.Queued), n.Name)
+	}
 }
 
 // Handler serves the metrics in the Prometheus text format.
@@ -85,9 +118,3 @@ func (m *Metrics) Failover(model string) { m.failovers.WithLabelValues(model).In
 
 // Cooldown records a node being cooled down.
 func (m *Metrics) Cooldown(node string) { m.cooldowns.WithLabelValues(node).Inc() }
-
-// Load records a node's calls in flight and waiting.
-func (m *Metrics) Load(node string, inFlight, queued int) {
-	m.inFlight.WithLabelValues(node).Set(float64(inFlight))
-	m.queued.WithLabelValues(node).Set(float64(queued))
-}

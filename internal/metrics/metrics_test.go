@@ -1,0 +1,41 @@
+package metrics
+
+import (
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestExposition(t *testing.T) {
+	m := New()
+	m.Request("POST /v1/systemone", "200", 3*time.Millisecond)
+	m.Attempt("local", "tiny", "ok", 2*time.Millisecond)
+	m.Attempt("remote", "tiny", "timeout", time.Second)
+	m.Failover("tiny")
+	m.Cooldown("remote")
+	m.WatchNodes(func() []Node {
+		return []Node{{Name: "local", Healthy: true, InFlight: 2, Queued: 1}, {Name: "remote"}}
+	})
+	w := httptest.NewRecorder()
+	m.Handler().ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
+	body, _ := io.ReadAll(w.Body)
+	for _, want := range []string{
+		`system1_requests_total{code="200",route="POST /v1/systemone"} 1`,
+		`system1_engine_attempts_total{model="tiny",node="remote",outcome="timeout"} 1`,
+		`system1_engine_seconds_count{model="tiny",node="local"} 1`,
+		`system1_failovers_total{model="tiny"} 1`,
+		`system1_cooldowns_total{node="remote"} 1`,
+		`system1_node_up{node="local"} 1`,
+		`system1_node_up{node="remote"} 0`,
+		`system1_node_in_flight{node="local"} 2`,
+		`system1_node_queue_depth{node="local"} 1`,
+		`go_goroutines `,
+		`process_resident_memory_bytes `,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+}
