@@ -204,7 +204,8 @@ func (r *Router) Decide(ctx context.Context, req decision.Request) (*Result, err
 			settled[i] = got.err.Kind == engine.Rejected
 			failure = got.err
 		}
-		if failure != nil {
+		// A call the caller gave up on says nothing about the node.
+		if failure != nil && ctx.Err() == nil {
 			r.failed(n, failure)
 		}
 		pending = slices.DeleteFunc(pending, func(i int) bool { return settled[i] })
