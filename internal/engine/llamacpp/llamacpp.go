@@ -7,6 +7,7 @@ package llamacpp
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -34,6 +35,7 @@ type Engine struct {
 	ids    map[tokenKey]int // label -> token id, or -1 when not one token, per model
 	nVocab int              // 0 until read from /v1/models
 	nSlots int              // 0 until read from /props
+	stats  map[string]*readStats
 }
 
 // Caps: any number of labels per call unless capped, and the grammar holds
@@ -42,12 +44,27 @@ func (e *Engine) Caps() engine.Caps { return engine.Caps{PerCall: e.PerCall, Sub
 
 type tokenKey struct{ model, label string }
 
-// topK is how many alternatives a call asks for: the whole vocabulary of
-// a small model, else the top 1024. llama-server sorts the whole
-// vocabulary for any number, so more costs only the reply's size; a label
-// below the 1024th token holds no probability a decision turns on, and is
-// reported as missing.
-const topK = 1024
+// A read asks for the top firstK alternatives, which hold the labels of a
+// model that answers with them. When labels are missing and could matter
+// (see worthAgain), it asks again for the top maxK; the prompt is cached by
+// then, and llama-server sorts the whole vocabulary for any number, so the
+// second call costs a decode step and a larger reply. A label below the
+// 1024th token holds no probability a decision turns on, and is reported as
+// missing. A model whose labels are often missing (a second call on more
+// than one read in five) is asked for maxK from the start.
+const (
+	firstK = 64
+	maxK   = 1024
+)
+
+// negligible is the share of the labels' mass below which missing labels
+// are not worth a second call: each is below the smallest reported value,
+// so together they hold at most missing*exp(floor).
+const negligible = 0.01
+
+// readStats counts a model's reads and how many needed a second call, over
+// a window that halves as it fills.
+type readStats struct{ reads, again int }
 
 // Read asks for one token under a grammar that allows only the labels.
 // llama-server reports log-probabilities from before the grammar (the raw
@@ -65,12 +82,59 @@ func (e *Engine) Read(ctx context.Context, model string, p engine.Prompt) (engin
 		}
 		labels[i] = openai.Label{Text: l, ID: id}
 	}
+	wide := e.stats[model].again*5 > e.stats[model].reads
 	e.mu.Unlock()
 
-	return e.read(ctx, model, p, labels, min(e.vocab(ctx), topK))
+	vocab := e.vocab(ctx)
+	k := min(vocab, firstK)
+	if wide {
+		k = min(vocab, maxK)
+	}
+	r, floor, err := e.read(ctx, model, p, labels, k)
+	again := err == nil && k < min(vocab, maxK) && worthAgain(r, floor)
+	e.count(model, again)
+	if !again {
+		return r, err
+	}
+	r, _, err = e.read(ctx, model, p, labels, min(vocab, maxK))
+	return r, err
 }
 
-func (e *Engine) read(ctx context.Context, model string, p engine.Prompt, labels []openai.Label, topK int) (engine.Reading, error) {
+func (e *Engine) count(model string, again bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.stats == nil {
+		e.stats = map[string]*readStats{}
+	}
+	st := e.stats[model]
+	if st == nil {
+		st = &readStats{}
+		e.stats[model] = st
+	}
+	if st.reads++; again {
+		st.again++
+	}
+	if st.reads >= 100 {
+		st.reads, st.again = st.reads/2, st.again/2
+	}
+}
+
+// worthAgain reports whether missing labels could hold more than a
+// negligible share of the labels' mass.
+func worthAgain(r engine.Reading, floor float64) bool {
+	var found float64
+	missing := 0
+	for i, ok := range r.Found {
+		if ok {
+			found += math.Exp(r.Logprobs[i])
+		} else {
+			missing++
+		}
+	}
+	return missing > 0 && float64(missing)*math.Exp(floor) > negligible*found
+}
+
+func (e *Engine) read(ctx context.Context, model string, p engine.Prompt, labels []openai.Label, topK int) (engine.Reading, float64, error) {
 	req := openai.ChatRequest{
 		Model:              model,
 		Messages:           []openai.Message{{Role: "system", Content: p.System}, {Role: "user", Content: p.User()}},
@@ -89,9 +153,14 @@ func (e *Engine) read(ctx context.Context, model string, p engine.Prompt, labels
 	}
 	var reply openai.ChatResponse
 	if err := openai.Post(ctx, e.client(), e.url("/v1/chat/completions"), e.Key, req, &reply, e.maxBody()); err != nil {
-		return engine.Reading{}, err
+		return engine.Reading{}, 0, err
 	}
-	return openai.Reading(&reply, labels, true)
+	r, err := openai.Reading(&reply, labels, true)
+	if err != nil {
+		return r, 0, err
+	}
+	tok, _ := reply.FirstToken() // Reading checked it
+	return r, openai.Floor(tok), nil
 }
 
 // Grammar is a GBNF grammar whose language is exactly the labels.
@@ -117,7 +186,7 @@ func (e *Engine) vocab(ctx context.Context) int {
 	}
 	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, e.url("/v1/models"), nil)
 	if err != nil {
-		return topK
+		return maxK
 	}
 	var list struct {
 		Data []struct {
@@ -127,7 +196,7 @@ func (e *Engine) vocab(ctx context.Context) int {
 		} `json:"data"`
 	}
 	if openai.Do(e.client(), hr, e.Key, &list, e.maxBody()) != nil || len(list.Data) == 0 || list.Data[0].Meta.NVocab <= 0 {
-		return topK
+		return maxK
 	}
 	e.mu.Lock()
 	e.nVocab = list.Data[0].Meta.NVocab

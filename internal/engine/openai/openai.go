@@ -103,12 +103,17 @@ func (r *ChatResponse) FirstToken() (*TokenLogprob, error) {
 // values are not probabilities.
 const massTolerance = 1e-3
 
+// maxLogprob is the largest value read as a log-probability: 0 up to the
+// rounding of a float32 softmax, as decision.FromLogprobs accepts.
+const maxLogprob = 1e-4
+
 // Read finds each label's log-probability among a token's alternatives.
 // A label matched by id must appear at most once. Labels matched by text
 // sum every entry with that text: distinct tokens that spell the label
 // (byte-fallback tokens do) all produce it. Values that are not
-// log-probabilities (null, which is how llama.cpp writes NaN) or that sum
-// above 1 fail the reading rather than being repaired.
+// log-probabilities (null, which is how llama.cpp writes NaN, or above 0
+// by more than float32 rounding) or that sum above 1 fail the reading
+// rather than being repaired.
 func Read(tok *TokenLogprob, labels []Label) (lp []float64, found []bool, err error) {
 	lp = make([]float64, len(labels))
 	found = make([]bool, len(labels))
@@ -121,8 +126,8 @@ func Read(tok *TokenLogprob, labels []Label) (lp []float64, found []bool, err er
 			return nil, nil, fmt.Errorf("token %q has no logprob (NaN?)", t.Token)
 		}
 		v := *t.Logprob
-		if math.IsNaN(v) {
-			return nil, nil, fmt.Errorf("token %q has logprob NaN", t.Token)
+		if math.IsNaN(v) || v > maxLogprob {
+			return nil, nil, fmt.Errorf("token %q has logprob %v, not a log-probability", t.Token, v)
 		}
 		mass += math.Exp(math.Min(v, 0))
 		for i, l := range labels {
@@ -150,11 +155,30 @@ func Read(tok *TokenLogprob, labels []Label) (lp []float64, found []bool, err er
 	if tok.Logprob != nil && !math.IsNaN(*tok.Logprob) {
 		for i, l := range labels {
 			if !found[i] && (l.ID >= 0 && tok.ID != nil && *tok.ID == l.ID || l.ID < 0 && tok.Token == l.Text) {
+				if *tok.Logprob > maxLogprob {
+					return nil, nil, fmt.Errorf("token %q has logprob %v, not a log-probability", tok.Token, *tok.Logprob)
+				}
 				lp[i], found[i] = *tok.Logprob, true
 			}
 		}
 	}
 	return lp, found, nil
+}
+
+// Floor is the smallest log-probability among a token's alternatives: a
+// label that is not among them has a log-probability below it. -Inf when
+// there are none.
+func Floor(tok *TokenLogprob) float64 {
+	floor := math.Inf(1)
+	for _, t := range tok.TopLogprobs {
+		if t.Logprob != nil {
+			floor = math.Min(floor, *t.Logprob)
+		}
+	}
+	if math.IsInf(floor, 1) {
+		return math.Inf(-1)
+	}
+	return floor
 }
 
 func logAdd(a, b float64) float64 {
