@@ -82,7 +82,8 @@ func (e *Engine) Read(ctx context.Context, model string, p engine.Prompt) (engin
 		}
 		labels[i] = openai.Label{Text: l, ID: id}
 	}
-	wide := e.stats[model].again*5 > e.stats[model].reads
+	st := e.stats[model]
+	wide := st != nil && st.again*5 > st.reads
 	e.mu.Unlock()
 
 	vocab := e.vocab(ctx)

@@ -82,7 +82,9 @@ func (e *Engine) Read(ctx context.Context, model string, p engine.Prompt) (engin
 		return engine.Reading{}, &engine.Failure{Kind: engine.Malformed, Err: err}
 	}
 	r := engine.Reading{Logprobs: lp, Found: found, PreMask: true, Model: reply.Model}
-	if reply.PromptEvalCount != nil {
+	// Negative counts are not counts: they are left out rather than
+	// passed on into system1's own usage report.
+	if reply.PromptEvalCount != nil && *reply.PromptEvalCount >= 0 && (reply.EvalCount == nil || *reply.EvalCount >= 0) {
 		r.InputTokens, r.Counted = *reply.PromptEvalCount, true
 		if reply.EvalCount != nil {
 			r.OutputTokens = *reply.EvalCount

@@ -321,7 +321,9 @@ func Reading(reply *ChatResponse, labels []Label, preMask bool) (engine.Reading,
 		return engine.Reading{}, &engine.Failure{Kind: engine.Malformed, Err: err}
 	}
 	r := engine.Reading{Logprobs: lp, Found: found, PreMask: preMask, Model: reply.Model}
-	if reply.Usage != nil && reply.Usage.PromptTokens > 0 {
+	// Counts that are not counts (a negative completion_tokens) are not
+	// passed on: they would make system1's own usage report invalid.
+	if reply.Usage != nil && reply.Usage.PromptTokens > 0 && reply.Usage.CompletionTokens >= 0 {
 		r.InputTokens, r.OutputTokens, r.Counted = reply.Usage.PromptTokens, reply.Usage.CompletionTokens, true
 	}
 	return r, nil

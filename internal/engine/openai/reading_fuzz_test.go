@@ -39,6 +39,7 @@ func FuzzReading(f *testing.F) {
 	f.Add([]byte(`{"model":"m","choices":[{"logprobs":{"content":[{"token":"A","logprob":0,"top_logprobs":[{"token":"A","logprob":-0.7},{"token":"A","logprob":-0.7}]}]}}]}`), "A|B", true)
 	f.Add([]byte(`{"model":"m","choices":[{"logprobs":{"content":[{"token":"A","logprob":0.5,"top_logprobs":[{"token":"A","logprob":0.5}]}]}}]}`), "A", false)
 	f.Add([]byte(`{"model":"m","choices":[],"usage":{"prompt_tokens":-3,"completion_tokens":-1}}`), "A|B", false)
+	f.Add([]byte(`{"model":"m","choices":[{"logprobs":{"content":[{"token":"A","logprob":-0.1,"top_logprobs":[{"token":"A","logprob":-0.1}]}]}}],"usage":{"prompt_tokens":12,"completion_tokens":-1}}`), "A|B", false)
 	f.Add([]byte(`{"model":"m","choices":[{"logprobs":null}]}`), "A|B", false)
 	f.Add([]byte(`not json`), "", false)
 	f.Fuzz(func(t *testing.T, body []byte, labelSet string, preMask bool) {
