@@ -1,0 +1,52 @@
+package llamacpp
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"system1/internal/decision"
+	"system1/internal/engine"
+	"system1/internal/fakeengine"
+)
+
+// A read asks for the top 64; a second call for the top of the vocabulary
+// only when a missing label could matter, and a model whose labels are
+// often missing is asked for it from the start.
+func TestReadsWidenOnlyWhenLabelsGoMissing(t *testing.T) {
+	q := decision.Question{ID: "q", Kind: decision.Choice, Options: []decision.Option{{Key: "a", Name: "a"}, {Key: "b", Name: "b"}, {Key: "c", Name: "c"}}}
+	topLogprobs := func(f *fakeengine.Fake) []int {
+		var out []int
+		for _, r := range f.Inferences() {
+			out = append(out, r.TopLogprobs)
+		}
+		f.Reset()
+		return out
+	}
+	for _, tc := range []struct {
+		name  string
+		fault fakeengine.Fault
+		want  [][]int // top_logprobs of each Ask's calls
+	}{
+		{"labels present", fakeengine.None, [][]int{{64}, {64}, {64}}},
+		{"a label missing", fakeengine.MissingLabel, [][]int{{64, 512}, {512}, {512}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Behavior: fakeengine.Behavior{Fault: tc.fault, Label: 1}})
+			defer f.Close()
+			e := &Engine{BaseURL: f.URL}
+			for i, want := range tc.want {
+				o, err := engine.Ask(context.Background(), e, fakeengine.DefaultModel, []byte(`"s"`), q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := topLogprobs(f); !slices.Equal(got, want) {
+					t.Fatalf("ask %d: calls asked for %v alternatives, want %v", i+1, got, want)
+				}
+				if tc.fault == fakeengine.MissingLabel && (len(o.Missing) != 1 || o.Dist[1] != 0) {
+					t.Fatalf("ask %d: outcome %+v", i+1, o)
+				}
+			}
+		})
+	}
+}
