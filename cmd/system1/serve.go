@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"system1/internal/config"
@@ -84,8 +85,13 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 		log.Info("auth on", "keys", len(keys))
 	}
 
+	// Requests run under base, which the shutdown cancels once the drain
+	// timeout has passed (see shutdown).
+	base, cancelRequests := context.WithCancel(context.Background())
+	defer cancelRequests()
 	srv := &http.Server{
 		Handler:           api,
+		BaseContext:       func(net.Listener) context.Context { return base },
 		ReadHeaderTimeout: cfg.Timeouts.ReadHeader.Or(5 * time.Second),
 		ReadTimeout:       cfg.Timeouts.Read.Or(30 * time.Second),
 		WriteTimeout:      cfg.Timeouts.Write.Or(cfg.Timeouts.Request.Or(httpapi.DefaultRequestTimeout) + 10*time.Second),
@@ -108,6 +114,7 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 		}
 		tsrv := &http.Server{
 			Handler:           srv.Handler,
+			BaseContext:       srv.BaseContext,
 			ReadHeaderTimeout: srv.ReadHeaderTimeout,
 			ReadTimeout:       srv.ReadTimeout,
 			WriteTimeout:      srv.WriteTimeout,
@@ -133,21 +140,50 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 		return err
 	case <-ctx.Done():
 	}
-	drain := cfg.Timeouts.Drain.Or(30 * time.Second)
+	return shutdown(servers, cfg.Timeouts.Drain.Or(30*time.Second), cancelRequests, log)
+}
+
+// cancelGrace is how long requests cancelled at the end of the drain get
+// to write their error answers before their connections are closed.
+const cancelGrace = 5 * time.Second
+
+// shutdown stops the servers gracefully: every listener closes at once,
+// so no new connection is accepted, and the requests in flight finish,
+// for at most drain. It then returns nil, and serve exits 0. Past the
+// drain, the requests still in flight are cancelled (cancelRequests
+// cancels their contexts), so that each caller gets a complete error
+// answer rather than a cut connection; after cancelGrace more, whatever
+// is left is closed. shutdown then returns an error, and serve exits 1:
+// the drain did not finish, and a supervisor should know it.
+func shutdown(servers []*http.Server, drain time.Duration, cancelRequests func(), log *slog.Logger) error {
 	log.Info("shutting down: no new connections, finishing requests in flight", "drain", drain)
-	sctx, cancel := context.WithTimeout(context.Background(), drain)
-	defer cancel()
-	var errs []error
-	for _, s := range servers {
-		if err := s.Shutdown(sctx); err != nil {
-			errs = append(errs, err)
+	all := func(d time.Duration) error {
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		defer cancel()
+		errs := make([]error, len(servers))
+		var wg sync.WaitGroup
+		for i, s := range servers {
+			wg.Go(func() { errs[i] = s.Shutdown(ctx) })
 		}
+		wg.Wait()
+		return errors.Join(errs...)
 	}
-	if err := errors.Join(errs...); err != nil {
+	err := all(drain)
+	if err == nil {
+		log.Info("stopped")
+		return nil
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("shutdown: %w", err)
 	}
-	log.Info("stopped")
-	return nil
+	log.Error("drain timeout passed with requests in flight: cancelling them", "drain", drain)
+	cancelRequests()
+	if all(cancelGrace) != nil {
+		for _, s := range servers {
+			_ = s.Close()
+		}
+	}
+	return fmt.Errorf("shutdown: the drain timeout of %s passed with requests in flight; they were cancelled", drain)
 }
 
 // probe checks the nodes now and every so often until ctx ends.

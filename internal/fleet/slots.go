@@ -44,7 +44,7 @@ func (s *slots) acquire(ctx context.Context) (release func(), err error) {
 	s.mu.Lock()
 	if s.queued >= s.queue {
 		s.mu.Unlock()
-		return nil, &engine.Failure{Kind: engine.Busy, Err: fmt.Errorf("%d calls in flight and the queue of %d is full", cap(s.sem), s.queue)}
+		return nil, &engine.Failure{Kind: engine.Busy, Err: fmt.Errorf("all its slots are taken (max_inflight %d) and its queue is full (queue %d)", cap(s.sem), s.queue)}
 	}
 	s.queued++
 	s.mu.Unlock()
@@ -56,7 +56,7 @@ func (s *slots) acquire(ctx context.Context) (release func(), err error) {
 		return s.release, nil
 	case <-timer.C:
 		s.add(0, -1)
-		return nil, &engine.Failure{Kind: engine.Busy, Err: fmt.Errorf("no free slot within the queue timeout of %s", s.wait)}
+		return nil, &engine.Failure{Kind: engine.Busy, Err: fmt.Errorf("no slot came free within queue_timeout %s", s.wait)}
 	case <-ctx.Done():
 		s.add(0, -1)
 		return nil, ctx.Err()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 )
 
@@ -24,12 +25,18 @@ func (g *Gateway) Handler(requestID func(*http.Request) string) http.Handler {
 		var res *Response
 		status := http.StatusOK
 		var tooBig *http.MaxBytesError
+		var ne net.Error
 		switch {
 		case errors.As(err, &tooBig):
 			res = &Response{Attempts: []Attempt{}, SchemaVersion: SchemaVersion, RequestID: requestID0(id)}
 			msg := fmt.Sprintf("the request body is over the limit of %d bytes", tooBig.Limit)
 			res.fail(CodeInvalidRequest, msg, "The request was not valid: "+msg+". Nothing was asked.")
 			status = http.StatusRequestEntityTooLarge
+		case errors.As(err, &ne) && ne.Timeout():
+			res = &Response{Attempts: []Attempt{}, SchemaVersion: SchemaVersion, RequestID: requestID0(id)}
+			msg := "the request body did not arrive within the server's read timeout"
+			res.fail(CodeInvalidRequest, msg, "The request was not valid: "+msg+". Nothing was asked.")
+			status = http.StatusRequestTimeout
 		case err != nil:
 			res = &Response{Attempts: []Attempt{}, SchemaVersion: SchemaVersion, RequestID: requestID0(id)}
 			msg := "reading the request body: " + err.Error()

@@ -98,14 +98,20 @@ func (s *Server) api(h http.HandlerFunc) http.Handler {
 	})
 }
 
-// readBody reads a request body, answering 413 when it is over the limit.
+// readBody reads a request body, answering 413 when it is over the limit
+// and 408 when it did not arrive within the server's read timeout.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	body, err := io.ReadAll(r.Body)
 	var tooBig *http.MaxBytesError
+	var ne net.Error
 	switch {
 	case errors.As(err, &tooBig):
 		writeError(w, http.StatusRequestEntityTooLarge, systemone.TooLarge,
 			fmt.Sprintf("request body is over the limit of %d bytes", tooBig.Limit))
+		return nil, false
+	case errors.As(err, &ne) && ne.Timeout():
+		writeError(w, http.StatusRequestTimeout, systemone.InvalidRequest,
+			"the request body did not arrive within the server's read timeout")
 		return nil, false
 	case err != nil:
 		writeError(w, http.StatusBadRequest, systemone.InvalidRequest, "reading the request body: "+err.Error())

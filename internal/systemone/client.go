@@ -122,7 +122,7 @@ func (c *Client) Ask(ctx context.Context, req decision.Request) (*Reply, error) 
 		return nil, fmt.Errorf("reading the reply: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, &StatusError{Code: resp.StatusCode, Message: ErrorMessage(data), RetryAfter: retryafter.Parse(resp.Header, time.Now())}
+		return nil, &StatusError{Code: resp.StatusCode, Message: ErrorMessage(c.redact(data)), RetryAfter: retryafter.Parse(resp.Header, time.Now())}
 	}
 	r, err := ParseResponse(req, data)
 	if err != nil {
@@ -203,6 +203,16 @@ func ErrorMessage(body []byte) string {
 	return s
 }
 
+// redact replaces the client's key in an error body with [redacted]: an
+// endpoint that echoes the key it was sent must not get it into logs or
+// answers.
+func (c *Client) redact(body []byte) []byte {
+	if c.Key == "" {
+		return body
+	}
+	return bytes.ReplaceAll(body, []byte(c.Key), []byte("[redacted]"))
+}
+
 // Models lists the endpoint's models from GET /v1/models, in Jev's shape
 // ({"models": [{"name"}]}) or OpenAI's ({"data": [{"id"}]}).
 func (c *Client) Models(ctx context.Context) ([]string, error) {
@@ -224,7 +234,7 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 		return nil, fmt.Errorf("reading the model list: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, &StatusError{Code: resp.StatusCode, Message: ErrorMessage(data), RetryAfter: retryafter.Parse(resp.Header, time.Now())}
+		return nil, &StatusError{Code: resp.StatusCode, Message: ErrorMessage(c.redact(data)), RetryAfter: retryafter.Parse(resp.Header, time.Now())}
 	}
 	var list struct {
 		Models []struct {

@@ -221,6 +221,7 @@ func Do(hc *http.Client, hr *http.Request, key string, reply any, maxBody int64)
 		return &engine.Failure{Kind: engine.Malformed, Err: fmt.Errorf("reply larger than %d bytes", maxBody)}
 	}
 	if resp.StatusCode != http.StatusOK {
+		data = engine.Redact(data, key)
 		return engine.StatusFailure(resp.StatusCode, retryafter.Parse(resp.Header, time.Now()), errorText(data))
 	}
 	if err := json.Unmarshal(data, reply); err != nil {
