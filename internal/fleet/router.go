@@ -194,7 +194,9 @@ func (r *Router) Decide(ctx context.Context, req decision.Request) (*Result, err
 		for j, got := range r.answer(ctx, n, model, req, take) {
 			i := take[j]
 			a := &res.Questions[i]
-			a.Attempts = append(a.Attempts, got.attempt)
+			if got.sent {
+				a.Attempts = append(a.Attempts, got.attempt)
+			}
 			if got.err == nil {
 				a.Outcome, a.Node, a.Err = got.outcome, n.Name, nil
 				settled[i] = true
@@ -239,11 +241,14 @@ func allQuestions(n int) []int {
 	return out
 }
 
-// answer is one question's result from one node.
+// answer is one question's result from one node. A question that was not
+// sent (sent false) carries the failure that kept it from the node, and no
+// attempt.
 type answer struct {
 	outcome engine.Outcome
 	attempt Attempt
 	err     *engine.Failure
+	sent    bool
 }
 
 // answer asks node n the questions take of req, each call holding one of
@@ -256,7 +261,7 @@ func (r *Router) answer(ctx context.Context, n *Node, model string, req decision
 			at.Outcome, at.Detail = f.Kind.String(), f.Error()
 			out[j].err = f
 		}
-		out[j].outcome, out[j].attempt = o, at
+		out[j].outcome, out[j].attempt, out[j].sent = o, at, true
 		r.obs.Attempt(n.Name, model, at.Outcome, at.Latency)
 	}
 	call := func(f func(context.Context) error) error {
@@ -313,6 +318,16 @@ func (r *Router) answer(ctx context.Context, n *Node, model string, req decision
 	if len(take) > 1 && !r.warm.seen(n.Name, key, r.now()) {
 		ask(0)
 		rest = take[1:]
+		// A node that failed the first question (down, hung, busy, asking
+		// for a pause, answering garbage) is not sent the rest: they go on
+		// to the next node at once. Only a question the engine refused as
+		// a bad request says nothing of the others.
+		if f := out[0].err; f != nil && f.Kind != engine.Rejected {
+			for j := 1; j < len(take); j++ {
+				out[j].err = f
+			}
+			return out
+		}
 	}
 	var wg sync.WaitGroup
 	for j := len(take) - len(rest); j < len(take); j++ {

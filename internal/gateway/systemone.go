@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"system1/internal/systemone"
@@ -27,6 +28,12 @@ type systemOneProvider struct {
 	maxOptions       int
 	client           *systemone.Client
 	http             *http.Client
+
+	// After a 429 (or 529) the endpoint is not asked again until the
+	// pause it asked for (Retry-After, at least a second) is over.
+	mu         sync.Mutex
+	coolUntil  time.Time
+	coolReason string
 }
 
 func newSystemOneProvider(name, model, url, keyEnv, key string, timeout time.Duration, maxOptions int, hc *http.Client) *systemOneProvider {
@@ -60,6 +67,9 @@ func (p *systemOneProvider) Ask(ctx context.Context, q Query) (Reading, error) {
 	if pr := p.problem(); pr != "" {
 		return Reading{}, &Failure{Outcome: OutcomeError, Err: errors.New(pr)}
 	}
+	if until, why := p.cooling(); why != "" {
+		return Reading{}, &Failure{Outcome: OutcomeError, Err: fmt.Errorf("not asked: %s and asked to be left alone until %s", why, until.Format(time.RFC3339))}
+	}
 	req := q.Request(p.model)
 	var body capturedBody
 	reply, err := p.client.Ask(context.WithValue(ctx, captureKey{}, &body), req)
@@ -67,6 +77,9 @@ func (p *systemOneProvider) Ask(ctx context.Context, q Query) (Reading, error) {
 		var se *systemone.StatusError
 		switch {
 		case errors.As(err, &se):
+			if se.Code == http.StatusTooManyRequests || se.Code == 529 {
+				p.cool(max(se.RetryAfter, time.Second), fmt.Sprintf("it answered HTTP %d", se.Code))
+			}
 			return Reading{}, &Failure{Outcome: OutcomeError, Caller: se.CallerError(), Err: fmt.Errorf("HTTP %d: %s", se.Code, se.Message)}
 		case errors.Is(err, systemone.ErrMalformed):
 			return Reading{}, &Failure{Outcome: OutcomeMalformed, Err: err}
@@ -79,6 +92,26 @@ func (p *systemOneProvider) Ask(ctx context.Context, q Query) (Reading, error) {
 	r := Reading{Dist: reply.Dists[0], Model: reply.Model, Detail: "answered by model " + reply.Model}
 	r.Abstain = endpointAbstained(body.data)
 	return r, nil
+}
+
+// cool keeps the endpoint from being asked for d.
+func (p *systemOneProvider) cool(d time.Duration, why string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if until := time.Now().Add(d); until.After(p.coolUntil) {
+		p.coolUntil, p.coolReason = until, why
+	}
+}
+
+// cooling returns when the endpoint's pause ends and why it began; no
+// reason when it is not paused.
+func (p *systemOneProvider) cooling() (time.Time, string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if time.Now().Before(p.coolUntil) {
+		return p.coolUntil, p.coolReason
+	}
+	return time.Time{}, ""
 }
 
 // endpointAbstained reads laya-serve's abstention gate from the raw reply:
