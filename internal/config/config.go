@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -103,7 +104,11 @@ type Timeouts struct {
 	Write      Duration `yaml:"write"`
 	Idle       Duration `yaml:"idle"`
 	Request    Duration `yaml:"request"` // one request, all engine calls included
-	Drain      Duration `yaml:"drain"`   // graceful shutdown
+	// Drain bounds a graceful shutdown (default 30s): on SIGTERM or
+	// SIGINT the listeners close and requests in flight get this long to
+	// finish; any still running are then cancelled, their callers
+	// answered with an error, and serve exits 1 instead of 0.
+	Drain Duration `yaml:"drain"`
 }
 
 // Node is one engine (or System One endpoint) that serves models.
@@ -239,6 +244,12 @@ func (c *Config) Check() []error {
 			bad("%s (%s): max_options %d is over %d, the most a choice may carry", at, n.Name, n.MaxOptions, MaxOptions)
 		}
 	}
+	if r := c.RateLimit; !(r.PerSecond >= 0) || math.IsInf(r.PerSecond, 0) || r.Burst < 0 {
+		bad("rate_limit: per_second must be a finite number >= 0 and burst >= 0")
+	}
+	if c.MaxBodyBytes < 0 {
+		bad("max_body_bytes: %d is negative", c.MaxBodyBytes)
+	}
 	if c.Calibration != "" && c.Calibration != "off" && c.Calibration != "apply" {
 		bad("calibration: %q is not off or apply", c.Calibration)
 	}
@@ -248,7 +259,7 @@ func (c *Config) Check() []error {
 	if (c.TLS.Cert == "") != (c.TLS.Key == "") {
 		bad("tls: cert and key go together")
 	}
-	if t := c.Gateway.Threshold; t != nil && (*t < 0 || *t > 1) {
+	if t := c.Gateway.Threshold; t != nil && !(*t >= 0 && *t <= 1) { // NaN too
 		bad("gateway.threshold: %v is not in [0,1]", *t)
 	}
 	pnames := map[string]bool{}

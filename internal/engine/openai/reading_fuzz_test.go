@@ -33,7 +33,7 @@ func textLabels(s string) []Label {
 // panicking into a distribution over the labels.
 func FuzzReading(f *testing.F) {
 	f.Add([]byte(`{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"finish_reason":"length","message":{"role":"assistant","content":"A"},`+
-		`"logprobs":{"content":[{"token":"A","logprob":-0.4,"bytes":[65],"top_logprobs":[{"token":"A","logprob":-0.4,"bytes":[65]},{"token":"B","logprob":-1.2,"bytes":[66]},{"token":"C","logprob":-2.5,"bytes":[67]}]}]}}],`+
+		`"logprobs":{"content":[{"token":"A","logprob":-0.4,"bytes":[65],"top_logprobs":[{"token":"A","logprob":-0.4,"bytes":[65]},{"token":"B","logprob":-1.5,"bytes":[66]},{"token":"C","logprob":-2.9,"bytes":[67]}]}]}}],`+
 		`"usage":{"prompt_tokens":31,"completion_tokens":1,"total_tokens":32}}`), "A|B|C", false)
 	f.Add([]byte(`{"model":"m","choices":[{"logprobs":{"content":[{"token":"B","logprob":-0.1,"top_logprobs":[{"token":"B","logprob":-0.1},{"token":"A","logprob":null}]}]}}]}`), "A|B", true)
 	f.Add([]byte(`{"model":"m","choices":[{"logprobs":{"content":[{"token":"A","logprob":0,"top_logprobs":[{"token":"A","logprob":-0.7},{"token":"A","logprob":-0.7}]}]}}]}`), "A|B", true)

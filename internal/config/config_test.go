@@ -1,0 +1,384 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// full is the README's example configuration: every key, every section.
+const full = `listen: 127.0.0.1:3000
+tls: {listen: 127.0.0.1:3443, cert: cert.pem, key: key.pem}
+keys: [k1, k2]
+keys_env: SYSTEM1_KEYS
+rate_limit: {per_second: 20, burst: 40}
+max_body_bytes: 4194304
+timeouts: {read_header: 5s, read: 30s, write: 40s, idle: 120s, request: 30s, drain: 30s}
+probe_every: 15s
+rounding: 2
+calibration: off
+aliases:
+  jev-latest: qwen2.5-0.5b-instruct
+nodes:
+  - name: local
+    url: http://127.0.0.1:8080
+    dialect: llamacpp
+    models: [qwen2.5-0.5b-instruct]
+    key_env: NODE_KEY
+    timeout: 30s
+    max_options: 255
+    max_labels: 0
+    max_inflight: 64
+    queue: 512
+    queue_timeout: 5s
+    priority: 0
+    pin_slots: false
+  - name: vllm
+    url: https://vllm.internal:8000/v1
+    dialect: openai
+    constrain: structured_outputs
+    max_labels: 50
+  - name: jev
+    url: https://api.typesafe.ai
+    dialect: systemone
+    key_env: TYPESAFE_API_KEY
+    models: [jev-latest]
+    priority: 1
+gateway:
+  threshold: 0.6
+  timeout: 2s
+  deadline: 6s
+  fits: fits.json
+providers:
+  - {name: local, kind: engine, model: qwen2.5-0.5b-instruct}
+  - {name: jev, kind: systemone, url: https://api.typesafe.ai, key_env: TYPESAFE_API_KEY, model: jev-latest, max_options: 255}
+`
+
+func TestParseReadsEveryField(t *testing.T) {
+	c, err := Parse([]byte(full))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := c.Check(); len(errs) > 0 {
+		t.Fatalf("the README's configuration fails Check: %v", errs)
+	}
+	two, f := 2, false
+	threshold := 0.6
+	want := &Config{
+		Listen:       "127.0.0.1:3000",
+		TLS:          TLS{Listen: "127.0.0.1:3443", Cert: "cert.pem", Key: "key.pem"},
+		Keys:         []string{"k1", "k2"},
+		KeysEnv:      "SYSTEM1_KEYS",
+		RateLimit:    RateLimit{PerSecond: 20, Burst: 40},
+		MaxBodyBytes: 4194304,
+		Timeouts: Timeouts{
+			ReadHeader: Duration(5 * time.Second), Read: Duration(30 * time.Second), Write: Duration(40 * time.Second),
+			Idle: Duration(120 * time.Second), Request: Duration(30 * time.Second), Drain: Duration(30 * time.Second),
+		},
+		ProbeEvery:  Duration(15 * time.Second),
+		Rounding:    &two,
+		Calibration: "off",
+		Aliases:     map[string]string{"jev-latest": "qwen2.5-0.5b-instruct"},
+		Nodes: []Node{
+			{Name: "local", URL: "http://127.0.0.1:8080", Dialect: "llamacpp", Models: []string{"qwen2.5-0.5b-instruct"},
+				KeyEnv: "NODE_KEY", Timeout: Duration(30 * time.Second), MaxOptions: 255, MaxInFlight: 64, Queue: 512,
+				QueueTimeout: Duration(5 * time.Second), PinSlots: &f},
+			{Name: "vllm", URL: "https://vllm.internal:8000/v1", Dialect: "openai", Constrain: "structured_outputs", MaxLabels: 50},
+			{Name: "jev", URL: "https://api.typesafe.ai", Dialect: "systemone", KeyEnv: "TYPESAFE_API_KEY", Models: []string{"jev-latest"}, Priority: 1},
+		},
+		Gateway: Gateway{Threshold: &threshold, Timeout: Duration(2 * time.Second), Deadline: Duration(6 * time.Second), Fits: "fits.json"},
+		Providers: []Provider{
+			{Name: "local", Kind: "engine", Model: "qwen2.5-0.5b-instruct"},
+			{Name: "jev", Kind: "systemone", URL: "https://api.typesafe.ai", KeyEnv: "TYPESAFE_API_KEY", Model: "jev-latest", MaxOptions: 255},
+		},
+	}
+	if !reflect.DeepEqual(c, want) {
+		t.Fatalf("parsed\n%+v\nwant\n%+v", c, want)
+	}
+}
+
+// An empty file, or one with only comments, is an empty configuration,
+// which Check accepts: every setting has a default.
+func TestParseEmptyIsEmptyConfig(t *testing.T) {
+	for _, data := range []string{"", "\n", "# nothing configured yet\n", "---\n"} {
+		c, err := Parse([]byte(data))
+		if err != nil {
+			t.Fatalf("%q: %v", data, err)
+		}
+		if c == nil || !reflect.DeepEqual(*c, Config{}) {
+			t.Fatalf("%q: %+v, want an empty configuration", data, c)
+		}
+		if errs := c.Check(); len(errs) > 0 {
+			t.Fatalf("%q: %v", data, errs)
+		}
+	}
+}
+
+// Unknown keys anywhere are errors, so that a typo does not silently fall
+// back to a default; so are values of the wrong type.
+func TestParseRejects(t *testing.T) {
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"unknown top-level key", "listne: :3000\n", "listne"},
+		{"unknown node key", "nodes:\n  - name: a\n    url: http://x\n    dialect: ollama\n    max_option: 3\n", "max_option"},
+		{"unknown provider key", "providers:\n  - {name: p, kind: engine, model: m, modle: n}\n", "modle"},
+		{"unknown gateway key", "gateway:\n  treshold: 0.5\n", "treshold"},
+		{"unknown timeouts key", "timeouts: {raed: 5s}\n", "raed"},
+		{"unknown tls key", "tls: {certificate: c.pem}\n", "certificate"},
+		{"unknown rate_limit key", "rate_limit: {rps: 3}\n", "rps"},
+		{"not a mapping", "- a\n- b\n", "cannot unmarshal"},
+		{"keys not a list", "keys: {a: b}\n", "cannot unmarshal"},
+		{"rounding not a number", "rounding: two\n", "cannot unmarshal"},
+		{"threshold not a number", "gateway: {threshold: high}\n", "cannot unmarshal"},
+		{"max_options not a number", "nodes:\n  - {name: a, max_options: many}\n", "cannot unmarshal"},
+		{"not YAML", "nodes: [\n", "yaml"},
+		{"duration without a unit", "probe_every: 15\n", "not a duration"},
+		{"duration as a word", "timeouts: {read: soon}\n", "not a duration"},
+		{"duration as a mapping", "gateway: {timeout: {s: 1}}\n", "not a duration"},
+		{"negative probe_every", "probe_every: -1s\n", "negative"},
+		{"negative timeout", "timeouts: {drain: -30s}\n", "negative"},
+		{"negative node timeout", "nodes:\n  - {name: a, timeout: -5s}\n", "negative"},
+		{"negative queue_timeout", "nodes:\n  - {name: a, queue_timeout: -1ms}\n", "negative"},
+		{"negative gateway deadline", "gateway: {deadline: -6s}\n", "negative"},
+		{"negative provider timeout", "providers:\n  - {name: p, timeout: -2s}\n", "negative"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse([]byte(tc.yaml))
+			if err == nil {
+				t.Fatalf("accepted %q as %+v", tc.yaml, c)
+			}
+			if c != nil {
+				t.Errorf("an error with a configuration %+v", c)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not say %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestDurations(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want time.Duration
+	}{
+		{"30s", 30 * time.Second},
+		{"1.5s", 1500 * time.Millisecond},
+		{"250ms", 250 * time.Millisecond},
+		{"1h2m", time.Hour + 2*time.Minute},
+		{"0", 0},
+		{"0s", 0},
+	} {
+		c, err := Parse([]byte("probe_every: " + tc.in + "\n"))
+		if err != nil {
+			t.Errorf("%s: %v", tc.in, err)
+			continue
+		}
+		if time.Duration(c.ProbeEvery) != tc.want {
+			t.Errorf("%s read as %v, want %v", tc.in, time.Duration(c.ProbeEvery), tc.want)
+		}
+	}
+	_, err := Parse([]byte("timeouts:\n  read: 5s\n  write: -3s\n"))
+	if err == nil || !strings.Contains(err.Error(), "line 3") {
+		t.Errorf("error %v does not name the line", err)
+	}
+	if got := Duration(0).Or(time.Minute); got != time.Minute {
+		t.Errorf("zero duration Or: %v", got)
+	}
+	if got := Duration(time.Second).Or(time.Minute); got != time.Second {
+		t.Errorf("set duration Or: %v", got)
+	}
+	if v, err := Duration(1500 * time.Millisecond).MarshalYAML(); err != nil || v != "1.5s" {
+		t.Errorf("MarshalYAML: %v, %v", v, err)
+	}
+}
+
+// Each row breaks one rule of Check, on top of a configuration that passes,
+// and Check names the field.
+func TestCheck(t *testing.T) {
+	node := func(extra string) string {
+		return "nodes:\n  - name: a\n    url: http://127.0.0.1:8080\n    dialect: llamacpp\n" + extra
+	}
+	for _, tc := range []struct {
+		name, yaml string
+		want       []string // substrings, one per error, in order; none: valid
+	}{
+		{"minimal node", node(""), nil},
+		{"every dialect", "nodes:\n  - {name: a, url: http://h, dialect: llamacpp}\n  - {name: b, url: http://h, dialect: ollama}\n" +
+			"  - {name: c, url: https://h, dialect: openai}\n  - {name: d, url: https://h/v1/systemone, dialect: systemone}\n", nil},
+		{"every constrain", "nodes:\n  - {name: a, url: http://h, dialect: openai, constrain: none}\n" +
+			"  - {name: b, url: http://h, dialect: openai, constrain: structured_outputs}\n  - {name: c, url: http://h, dialect: openai, constrain: guided_choice}\n", nil},
+		{"node without a name", "nodes:\n  - {url: http://h, dialect: ollama}\n", []string{"nodes[0]: name is required"}},
+		{"node name twice", node("  - {name: a, url: http://h, dialect: ollama}\n"), []string{`nodes[1]: name "a" is used twice`}},
+		{"node without a url", "nodes:\n  - {name: a, dialect: ollama}\n", []string{`nodes[0] (a): url "" is not an http(s) URL`}},
+		{"node url without a scheme", "nodes:\n  - {name: a, url: 127.0.0.1:8080, dialect: ollama}\n", []string{"url"}},
+		{"node url not http", "nodes:\n  - {name: a, url: 'ftp://h', dialect: ollama}\n", []string{"not an http(s) URL"}},
+		{"node url without a host", "nodes:\n  - {name: a, url: 'http://', dialect: ollama}\n", []string{"not an http(s) URL"}},
+		{"node url that does not parse", "nodes:\n  - {name: a, url: 'http://h:port', dialect: ollama}\n", []string{"not an http(s) URL"}},
+		{"node without a dialect", "nodes:\n  - {name: a, url: http://h}\n", []string{`dialect "" is not one of llamacpp, ollama, openai, systemone`}},
+		{"unknown dialect", "nodes:\n  - {name: a, url: http://h, dialect: vllm}\n", []string{`dialect "vllm"`}},
+		{"unknown constrain", node("    constrain: grammar\n"), []string{`constrain "grammar"`}},
+		{"negative max_labels", node("    max_labels: -1\n"), []string{"must not be negative"}},
+		{"negative max_options", node("    max_options: -1\n"), []string{"must not be negative"}},
+		{"negative max_inflight", node("    max_inflight: -1\n"), []string{"must not be negative"}},
+		{"negative queue", node("    queue: -1\n"), []string{"must not be negative"}},
+		{"max_options at the cap", node("    max_options: 255\n"), nil},
+		{"max_options over the cap", node("    max_options: 256\n"), []string{"max_options 256 is over 255"}},
+		{"calibration off", "calibration: off\n", nil},
+		{"calibration apply", "calibration: apply\n", nil},
+		{"calibration unknown", "calibration: on\n", []string{`calibration: "on" is not off or apply`}},
+		{"rounding full precision", "rounding: -1\n", nil},
+		{"rounding 0", "rounding: 0\n", nil},
+		{"rounding 12", "rounding: 12\n", nil},
+		{"rounding below -1", "rounding: -2\n", []string{"rounding: -2"}},
+		{"rounding above 12", "rounding: 13\n", []string{"rounding: 13"}},
+		{"tls cert without key", "tls: {cert: c.pem}\n", []string{"tls: cert and key go together"}},
+		{"tls key without cert", "tls: {key: k.pem}\n", []string{"tls: cert and key go together"}},
+		{"tls pair", "tls: {listen: ':3443', cert: c.pem, key: k.pem}\n", nil},
+		{"threshold 0", "gateway: {threshold: 0}\n", nil},
+		{"threshold 1", "gateway: {threshold: 1}\n", nil},
+		{"threshold negative", "gateway: {threshold: -0.1}\n", []string{"gateway.threshold: -0.1 is not in [0,1]"}},
+		{"threshold above 1", "gateway: {threshold: 1.5}\n", []string{"gateway.threshold: 1.5"}},
+		{"threshold infinite", "gateway: {threshold: .inf}\n", []string{"gateway.threshold: +Inf"}},
+		{"threshold NaN", "gateway: {threshold: .nan}\n", []string{"gateway.threshold: NaN"}},
+		{"engine provider", "providers:\n  - {name: p, kind: engine, model: m}\n", nil},
+		{"systemone provider", "providers:\n  - {name: p, kind: systemone, url: https://api.typesafe.ai, model: jev-latest}\n", nil},
+		{"provider without a name", "providers:\n  - {kind: engine, model: m}\n", []string{"providers[0]: name is required"}},
+		{"provider name twice", "providers:\n  - {name: p, kind: engine, model: m}\n  - {name: p, kind: engine, model: n}\n", []string{`providers[1]: name "p" is used twice`}},
+		{"engine provider without a model", "providers:\n  - {name: p, kind: engine}\n", []string{"an engine provider needs a model"}},
+		{"systemone provider without a url", "providers:\n  - {name: p, kind: systemone, model: m}\n", []string{`providers[0] (p): url "" is not an http(s) URL`}},
+		{"systemone provider url not http", "providers:\n  - {name: p, kind: systemone, url: 'ws://h', model: m}\n", []string{"not an http(s) URL"}},
+		{"systemone provider without a model", "providers:\n  - {name: p, kind: systemone, url: http://h}\n", []string{"a systemone provider needs the endpoint's model"}},
+		{"provider without a kind", "providers:\n  - {name: p, model: m}\n", []string{`kind "" is not one of engine, systemone`}},
+		{"provider of an unknown kind", "providers:\n  - {name: p, kind: openai, model: m}\n", []string{`kind "openai"`}},
+		{"provider negative max_options", "providers:\n  - {name: p, kind: engine, model: m, max_options: -1}\n", []string{"providers[0] (p): max_options must not be negative"}},
+		{"every error at once", "calibration: yes\nrounding: 20\ntls: {cert: c}\ngateway: {threshold: 2}\n" +
+			"nodes:\n  - {url: x, dialect: y, constrain: z, queue: -1, max_options: 300}\n" +
+			"providers:\n  - {kind: k, max_options: -2}\n",
+			[]string{"name is required", "url", "dialect", "constrain", "must not be negative", "max_options 300",
+				"calibration", "rounding", "tls", "gateway.threshold", "providers[0]: name is required", "kind", "max_options must not be negative"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse([]byte(tc.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			errs := c.Check()
+			if len(errs) != len(tc.want) {
+				t.Fatalf("errors %v; want %d like %q", errs, len(tc.want), tc.want)
+			}
+			for i, w := range tc.want {
+				if !strings.Contains(errs[i].Error(), w) {
+					t.Errorf("error %d %q does not say %q", i, errs[i], w)
+				}
+			}
+		})
+	}
+}
+
+func TestAPIKeys(t *testing.T) {
+	env := map[string]string{"KEYS": " e1, ,e2,,\te3 ", "EMPTY": ""}
+	getenv := func(k string) string { return env[k] }
+	for _, tc := range []struct {
+		name string
+		c    Config
+		want []string
+	}{
+		{"none", Config{}, nil},
+		{"file only", Config{Keys: []string{"k1", "k2"}}, []string{"k1", "k2"}},
+		{"env only, trimmed, empties dropped", Config{KeysEnv: "KEYS"}, []string{"e1", "e2", "e3"}},
+		{"file then env", Config{Keys: []string{"k1"}, KeysEnv: "KEYS"}, []string{"k1", "e1", "e2", "e3"}},
+		{"env variable empty", Config{Keys: []string{"k1"}, KeysEnv: "EMPTY"}, []string{"k1"}},
+		{"env variable unset", Config{KeysEnv: "UNSET"}, nil},
+	} {
+		got := tc.c.APIKeys(getenv)
+		if len(got) == 0 && len(tc.want) == 0 {
+			continue
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	// The result is a copy: appending to it leaves the configuration alone.
+	c := Config{Keys: make([]string, 1, 4)}
+	c.Keys[0] = "k"
+	keys := c.APIKeys(getenv)
+	keys = append(keys, "x")
+	keys[0] = "changed"
+	if c.Keys[0] != "k" || len(c.Keys) != 1 {
+		t.Errorf("APIKeys shares the configuration's slice: %q", c.Keys)
+	}
+}
+
+func TestResolve(t *testing.T) {
+	dir := filepath.Join("etc", "system1")
+	c := &Config{Path: filepath.Join(dir, "config.yaml")}
+	abs, err := filepath.Abs(filepath.Join("elsewhere", "fits.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, want string }{
+		{"fits.json", filepath.Join(dir, "fits.json")},
+		{filepath.Join("certs", "cert.pem"), filepath.Join(dir, "certs", "cert.pem")},
+		{filepath.Join("..", "shared", "fits.json"), filepath.Join("etc", "shared", "fits.json")},
+		{abs, abs},
+		{"", ""},
+	} {
+		if got := c.Resolve(tc.name); got != tc.want {
+			t.Errorf("Resolve(%q) = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	if got := (&Config{}).Resolve("fits.json"); got != "fits.json" {
+		t.Errorf("without a path, Resolve changed the name to %q", got)
+	}
+}
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(path, []byte("gateway: {fits: fits.json}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Path != path || c.Resolve(c.Gateway.Fits) != filepath.Join(dir, "fits.json") {
+		t.Errorf("path %q, fits resolve to %q", c.Path, c.Resolve(c.Gateway.Fits))
+	}
+	if _, err := Load(filepath.Join(dir, "missing.yaml")); !os.IsNotExist(err) {
+		t.Errorf("missing file: %v", err)
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("bogus: 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(bad); err == nil || !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), "bogus") {
+		t.Errorf("bad file: %v", err)
+	}
+}
+
+func TestCheckLimits(t *testing.T) {
+	for _, tc := range []struct {
+		yaml string
+		ok   bool
+	}{
+		{"rate_limit: {per_second: 20, burst: 40}", true},
+		{"rate_limit: {per_second: -1}", false},
+		{"rate_limit: {per_second: .nan}", false},
+		{"rate_limit: {per_second: .inf}", false},
+		{"rate_limit: {burst: -1}", false},
+		{"max_body_bytes: -1", false},
+		{"max_body_bytes: 1024", true},
+	} {
+		c, err := Parse([]byte(tc.yaml))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.yaml, err)
+		}
+		if errs := c.Check(); (len(errs) == 0) != tc.ok {
+			t.Errorf("%s: %v", tc.yaml, errs)
+		}
+	}
+}
