@@ -75,10 +75,11 @@ const (
 	Malformed                      // an answer that is not a usable reading: try another node
 	Rejected                       // the engine refused the request itself (400, context too long)
 	Busy                           // the node's slots and queue are full: try another, no cooldown
+	Canceled                       // the caller gave up: nothing is known of the node
 )
 
 func (k FailureKind) String() string {
-	return [...]string{"unavailable", "timeout", "rate_limited", "malformed", "rejected", "busy"}[k]
+	return [...]string{"unavailable", "timeout", "rate_limited", "malformed", "rejected", "busy", "canceled"}[k]
 }
 
 // Failure is a node's failure to answer, classified.
@@ -106,6 +107,8 @@ func Classify(err error) *Failure {
 		return nil
 	case errors.As(err, &f):
 		return f
+	case errors.Is(err, context.Canceled):
+		return &Failure{Kind: Canceled, Err: err}
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded):
 		return &Failure{Kind: Timeout, Err: err}
 	}

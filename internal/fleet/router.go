@@ -438,8 +438,8 @@ func (r *Router) failed(n *Node, f *engine.Failure) {
 		}
 	}
 	switch {
-	case f.Kind == engine.Rejected || f.Kind == engine.Busy:
-		return // the request's fault, or a full queue: not the node's health
+	case f.Kind == engine.Rejected || f.Kind == engine.Busy || f.Kind == engine.Canceled:
+		return // the request's fault, a full queue or a caller gone: not the node's health
 	case f.Kind == engine.RateLimited:
 		cool(max(f.RetryAfter, time.Second), f.Error())
 		return

@@ -117,7 +117,7 @@ func (c *Client) Ask(ctx context.Context, req decision.Request) (*Reply, error) 
 		return nil, err
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, c.maxBody()))
+	data, err := readLimited(resp.Body, c.maxBody())
 	if err != nil {
 		return nil, fmt.Errorf("reading the reply: %w", err)
 	}
@@ -129,6 +129,16 @@ func (c *Client) Ask(ctx context.Context, req decision.Request) (*Reply, error) 
 		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
 	return r, nil
+}
+
+// readLimited reads a reply of at most limit bytes; a longer one is an
+// error that says so, not a truncated body.
+func readLimited(r io.Reader, limit int64) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err == nil && int64(len(data)) > limit {
+		err = fmt.Errorf("%w: reply larger than %d bytes", ErrMalformed, limit)
+	}
+	return data, err
 }
 
 func (c *Client) client() *http.Client {
@@ -229,7 +239,7 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, c.maxBody()))
+	data, err := readLimited(resp.Body, c.maxBody())
 	if err != nil {
 		return nil, fmt.Errorf("reading the model list: %w", err)
 	}

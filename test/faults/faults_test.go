@@ -221,7 +221,7 @@ var systemOneRows = []systemOneRow{
 	{name: "answers after system1 gave up", on: everywhere, bad: B{Fault: Late}, timeout: brief,
 		status: 200, attempts: "bad:timeout good:ok", badCalls: 1, late: true},
 	{name: "the caller hangs up while the node holds the request", on: everywhere, bad: B{Fault: fakeengine.Hang},
-		attempts: "bad:unavailable", badCalls: 1, hangUp: true},
+		attempts: "bad:canceled", badCalls: 1, hangUp: true},
 }
 
 // TestSystemOneFaults runs the /v1/systemone fault matrix.
