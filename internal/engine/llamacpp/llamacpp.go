@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"system1/internal/engine"
 	"system1/internal/engine/openai"
@@ -31,11 +32,11 @@ type Engine struct {
 	// keeps its prompt cache per slot and does not share it across slots.
 	PinSlots bool
 
-	mu     sync.Mutex
-	ids    map[tokenKey]int // label -> token id, or -1 when not one token, per model
-	nVocab int              // 0 until read from /v1/models
-	nSlots int              // 0 until read from /props
-	stats  map[string]*readStats
+	mu    sync.Mutex
+	ids   map[tokenKey]int // label -> token id, or -1 when not one token, per model
+	stats map[string]*readStats
+
+	nVocab, nSlots fact
 }
 
 // Caps: any number of labels per call unless capped, and the grammar holds
@@ -178,56 +179,74 @@ func (e *Engine) Models(ctx context.Context) ([]string, error) {
 	return openai.ListModels(ctx, e.client(), e.url("/v1/models"), e.Key, e.maxBody())
 }
 
+// vocab is the model's vocabulary size, from /v1/models; maxK when the
+// server does not say.
 func (e *Engine) vocab(ctx context.Context) int {
-	e.mu.Lock()
-	n := e.nVocab
-	e.mu.Unlock()
-	if n > 0 {
-		return n
-	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, e.url("/v1/models"), nil)
-	if err != nil {
+	n, ok := e.nVocab.get(ctx, func(ctx context.Context) (int, error) {
+		var list struct {
+			Data []struct {
+				Meta struct {
+					NVocab int `json:"n_vocab"`
+				} `json:"meta"`
+			} `json:"data"`
+		}
+		if err := e.get(ctx, "/v1/models", &list); err != nil || len(list.Data) == 0 {
+			return 0, err
+		}
+		return list.Data[0].Meta.NVocab, nil
+	})
+	if !ok {
 		return maxK
 	}
-	var list struct {
-		Data []struct {
-			Meta struct {
-				NVocab int `json:"n_vocab"`
-			} `json:"meta"`
-		} `json:"data"`
-	}
-	if openai.Do(e.client(), hr, e.Key, &list, e.maxBody()) != nil || len(list.Data) == 0 || list.Data[0].Meta.NVocab <= 0 {
-		return maxK
-	}
-	e.mu.Lock()
-	e.nVocab = list.Data[0].Meta.NVocab
-	e.mu.Unlock()
-	return list.Data[0].Meta.NVocab
+	return n
 }
 
-// slots is the server's number of slots, read once from /props; 0 when
-// it cannot be read.
+// slots is the server's number of slots, from /props; 0 when it does not
+// say.
 func (e *Engine) slots(ctx context.Context) int {
-	e.mu.Lock()
-	n := e.nSlots
-	e.mu.Unlock()
-	if n > 0 {
-		return n
-	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, e.url("/props"), nil)
+	n, _ := e.nSlots.get(ctx, func(ctx context.Context) (int, error) {
+		var props struct {
+			TotalSlots int `json:"total_slots"`
+		}
+		err := e.get(ctx, "/props", &props)
+		return props.TotalSlots, err
+	})
+	return n
+}
+
+func (e *Engine) get(ctx context.Context, path string, reply any) error {
+	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, e.url(path), nil)
 	if err != nil {
-		return 0
+		return err
 	}
-	var props struct {
-		TotalSlots int `json:"total_slots"`
+	return openai.Do(e.client(), hr, e.Key, reply, e.maxBody())
+}
+
+// fact is a number read once from the server, such as its vocabulary
+// size. A failed read is tried again only after a minute, so that a server
+// without the endpoint costs no extra call per request.
+type fact struct {
+	mu    sync.Mutex
+	value int
+	retry time.Time
+}
+
+func (f *fact) get(ctx context.Context, read func(context.Context) (int, error)) (int, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock() // held through the read: one caller reads, the others wait for it
+	if f.value > 0 {
+		return f.value, true
 	}
-	if openai.Do(e.client(), hr, e.Key, &props, e.maxBody()) != nil || props.TotalSlots <= 0 {
-		return 0
+	if time.Now().Before(f.retry) {
+		return 0, false
 	}
-	e.mu.Lock()
-	e.nSlots = props.TotalSlots
-	e.mu.Unlock()
-	return props.TotalSlots
+	v, err := read(ctx)
+	if err != nil || v <= 0 {
+		f.retry = time.Now().Add(time.Minute)
+		return 0, false
+	}
+	f.value = v
+	return v, true
 }
 
 // Labels keeps the first want candidates that are one token of the model's
