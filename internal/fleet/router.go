@@ -329,9 +329,14 @@ func (r *Router) answer(ctx context.Context, n *Node, model string, req decision
 			return out
 		}
 	}
+	// The last question is asked on this goroutine: a lone question, the
+	// common case, then needs no goroutine handoff.
 	var wg sync.WaitGroup
-	for j := len(take) - len(rest); j < len(take); j++ {
+	for j := len(take) - len(rest); j < len(take)-1; j++ {
 		wg.Go(func() { ask(j) })
+	}
+	if len(rest) > 0 {
+		ask(len(take) - 1)
 	}
 	wg.Wait()
 	for _, a := range out {
