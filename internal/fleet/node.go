@@ -41,6 +41,11 @@ type Node struct {
 	MaxOptions int
 	Timeout    time.Duration
 	Priority   int
+	// leadFirst sends a request's first question alone before the rest
+	// when the state is new to the node, so that the others reuse its
+	// prefill (see Router.answer): for engines whose prompt cache is per
+	// slot and which spread concurrent requests over slots.
+	leadFirst bool
 
 	claimed []string // models from the config; nil means discover them
 	slots   *slots
@@ -74,8 +79,13 @@ func NewNode(c config.Node, getenv func(string) string, hc *http.Client) (*Node,
 	}
 	switch c.Dialect {
 	case "llamacpp":
-		n.Engine = &llamacpp.Engine{BaseURL: c.URL, Key: key, HTTP: hc, PerCall: c.MaxLabels, PinSlots: c.PinSlots == nil || *c.PinSlots}
+		pin := c.PinSlots == nil || *c.PinSlots
+		// Pinned to one slot, a state's questions already run after the
+		// first; unpinned, they would each take a slot and prefill.
+		n.leadFirst = !pin
+		n.Engine = &llamacpp.Engine{BaseURL: c.URL, Key: key, HTTP: hc, PerCall: c.MaxLabels, PinSlots: pin}
 	case "ollama":
+		n.leadFirst = true // llama.cpp's slots underneath, no pinning
 		n.Engine = &ollama.Engine{BaseURL: c.URL, Key: key, HTTP: hc}
 	case "openai":
 		labels := c.MaxLabels

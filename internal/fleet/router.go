@@ -308,14 +308,16 @@ func (r *Router) answer(ctx context.Context, n *Node, model string, req decision
 		})
 		record(j, start, o, err)
 	}
-	// Engines cache prompt prefixes, but questions sent together over a
-	// state the node has not seen would each prefill it. So the first
-	// question goes alone, the state's prefill with it, and the rest follow
-	// together to reuse it; over a state the node has just seen, all go at
-	// once.
+	// Engines cache prompt prefixes, but on an engine that spreads
+	// concurrent requests over slots with a cache each, questions sent
+	// together over a state the node has not seen would each prefill it.
+	// There the first question goes alone, the state's prefill with it, and
+	// the rest follow together to reuse it; over a state the node has just
+	// seen, all go at once. Engines that share or pin the prefix get every
+	// question at once.
 	rest := take
 	key := affinity(req.State)
-	if len(take) > 1 && !r.warm.seen(n.Name, key, r.now()) {
+	if n.leadFirst && len(take) > 1 && !r.warm.seen(n.Name, key, r.now()) {
 		ask(0)
 		rest = take[1:]
 		// A node that failed the first question (down, hung, busy, asking
