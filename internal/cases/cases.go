@@ -28,6 +28,7 @@ import (
 
 	"system1/internal/config"
 	"system1/internal/decision"
+	"system1/internal/jsonx"
 	"system1/internal/systemone"
 )
 
@@ -72,31 +73,31 @@ func ParseLine(line []byte, set string) (Case, error) {
 	if !json.Valid(line) {
 		return Case{}, errors.New("not valid JSON")
 	}
-	ms, err := objectMembers(line)
+	ms, err := jsonx.Members(line)
 	if err != nil {
 		return Case{}, fmt.Errorf("a case must be a JSON object: %v", err)
 	}
 	var top struct{ ID, Set, Expected json.RawMessage }
 	for _, m := range ms {
-		switch m.key {
+		switch m.Key {
 		case "id":
-			top.ID = m.value
+			top.ID = m.Value
 		case "set":
-			top.Set = m.value
+			top.Set = m.Value
 		case "expected":
-			top.Expected = m.value
+			top.Expected = m.Value
 		}
 	}
 	c := Case{Set: set}
-	if len(top.ID) == 0 || kind(top.ID) != "string" {
+	if len(top.ID) == 0 || jsonx.Kind(top.ID) != "string" {
 		return Case{}, errors.New(`"id" must be a non-empty string`)
 	}
 	_ = json.Unmarshal(top.ID, &c.ID)
 	if c.ID == "" {
 		return Case{}, errors.New(`"id" must be a non-empty string`)
 	}
-	if len(top.Set) > 0 && kind(top.Set) != "null" {
-		if kind(top.Set) != "string" {
+	if len(top.Set) > 0 && jsonx.Kind(top.Set) != "null" {
+		if jsonx.Kind(top.Set) != "string" {
 			return Case{}, fmt.Errorf("case %s: \"set\" must be a string", c.ID)
 		}
 		_ = json.Unmarshal(top.Set, &c.Set)
@@ -119,10 +120,10 @@ func ParseLine(line []byte, set string) (Case, error) {
 	c.Request = p.Request
 	c.Request.Model = ""
 
-	if len(top.Expected) == 0 || kind(top.Expected) == "null" {
+	if len(top.Expected) == 0 || jsonx.Kind(top.Expected) == "null" {
 		return Case{}, fmt.Errorf("case %s: \"expected\" is required: an object of question id -> expected answer", c.ID)
 	}
-	expected, err := objectMembers(top.Expected)
+	expected, err := jsonx.Members(top.Expected)
 	if err != nil {
 		return Case{}, fmt.Errorf("case %s: \"expected\" must be an object of question id -> expected answer: %v", c.ID, err)
 	}
@@ -133,13 +134,13 @@ func ParseLine(line []byte, set string) (Case, error) {
 	c.Expected = make([]int, len(c.Request.Questions))
 	got := make([]bool, len(c.Request.Questions))
 	for _, m := range expected {
-		i, ok := asked[m.key]
+		i, ok := asked[m.Key]
 		if !ok {
-			return Case{}, fmt.Errorf("case %s: expected.%s: no question has this id", c.ID, m.key)
+			return Case{}, fmt.Errorf("case %s: expected.%s: no question has this id", c.ID, m.Key)
 		}
-		idx, err := expectedIndex(c.Request.Questions[i], m.value)
+		idx, err := expectedIndex(c.Request.Questions[i], m.Value)
 		if err != nil {
-			return Case{}, fmt.Errorf("case %s: expected.%s: %v", c.ID, m.key, err)
+			return Case{}, fmt.Errorf("case %s: expected.%s: %v", c.ID, m.Key, err)
 		}
 		c.Expected[i], got[i] = idx, true
 	}
@@ -164,7 +165,7 @@ func expectedIndex(q decision.Question, raw json.RawMessage) (int, error) {
 	switch q.Kind {
 	case decision.Choice:
 		var key string
-		if kind(raw) != "string" || json.Unmarshal(raw, &key) != nil {
+		if jsonx.Kind(raw) != "string" || json.Unmarshal(raw, &key) != nil {
 			return 0, fmt.Errorf("%s is not a choice key: a choice's expected answer is one of its criteria keys, as a string", short(raw))
 		}
 		for i, o := range q.Options {
@@ -187,7 +188,7 @@ func expectedIndex(q decision.Question, raw json.RawMessage) (int, error) {
 		return 0, fmt.Errorf("%s is not true or false: a noul's expected answer is a JSON boolean", short(raw))
 	case decision.Score:
 		var f float64
-		if kind(raw) != "number" || json.Unmarshal(raw, &f) != nil || f != math.Trunc(f) {
+		if jsonx.Kind(raw) != "number" || json.Unmarshal(raw, &f) != nil || f != math.Trunc(f) {
 			return 0, fmt.Errorf("%s is not a level: a score's expected answer is a level index, an integer", short(raw))
 		}
 		if f < 0 || f >= float64(len(q.Options)) {
@@ -270,62 +271,4 @@ func ReadFiles(limit int, paths ...string) ([]Case, error) {
 		out = append(out, cs...)
 	}
 	return out, nil
-}
-
-// member is one key of a JSON object, with its value verbatim.
-type member struct {
-	key   string
-	value json.RawMessage
-}
-
-// objectMembers decodes a JSON object keeping its keys in order and
-// refusing a key that appears twice.
-func objectMembers(raw json.RawMessage) ([]member, error) {
-	if kind(raw) != "object" {
-		return nil, errors.New("not an object")
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if _, err := dec.Token(); err != nil {
-		return nil, err
-	}
-	var out []member
-	seen := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, err
-		}
-		key, _ := tok.(string)
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, err
-		}
-		if seen[key] {
-			return nil, fmt.Errorf("key %q appears twice", key)
-		}
-		seen[key] = true
-		out = append(out, member{key, v})
-	}
-	return out, nil
-}
-
-// kind names the JSON type of a raw value by its first byte.
-func kind(raw []byte) string {
-	raw = bytes.TrimLeft(raw, " \t\r\n")
-	if len(raw) == 0 {
-		return "missing"
-	}
-	switch raw[0] {
-	case '"':
-		return "string"
-	case '{':
-		return "object"
-	case '[':
-		return "array"
-	case 'n':
-		return "null"
-	case 't', 'f':
-		return "boolean"
-	}
-	return "number"
 }

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"system1/internal/jsonx"
 )
 
 // ParseRequest reads a decide request and checks it against the contract,
@@ -44,7 +46,7 @@ func ParseRequest(raw []byte) (Request, []string) {
 	}
 
 	typed := map[string]bool{} // fields with a type problem: Check has nothing to add
-	if v, ok := present("question"); ok && (kindOf(v) != "string" || json.Unmarshal(v, &req.Question) != nil) {
+	if v, ok := present("question"); ok && (jsonx.Kind(v) != "string" || json.Unmarshal(v, &req.Question) != nil) {
 		bad("question must be a string")
 		typed["question"] = true
 	}
@@ -57,7 +59,7 @@ func ParseRequest(raw []byte) (Request, []string) {
 			req.Options = make([]string, 0, len(items))
 			for i, it := range items {
 				var s string
-				if err := json.Unmarshal(it, &s); err != nil || kindOf(it) != "string" {
+				if err := json.Unmarshal(it, &s); err != nil || jsonx.Kind(it) != "string" {
 					bad("options[%d] must be a string", i)
 					typed["options"] = true
 					continue
@@ -67,7 +69,7 @@ func ParseRequest(raw []byte) (Request, []string) {
 		}
 	}
 	if v, ok := present("context"); ok {
-		if kindOf(v) != "object" {
+		if jsonx.Kind(v) != "object" {
 			bad("context must be a JSON object")
 		} else {
 			req.Context = v
@@ -75,21 +77,21 @@ func ParseRequest(raw []byte) (Request, []string) {
 	}
 	if v, ok := present("min_confidence"); ok {
 		var f float64
-		if kindOf(v) != "number" || json.Unmarshal(v, &f) != nil {
+		if jsonx.Kind(v) != "number" || json.Unmarshal(v, &f) != nil {
 			bad("min_confidence must be a number in [0,1]")
 		} else {
 			req.MinConfidence = &f
 		}
 	}
 	if v, ok := present("request_id"); ok {
-		if kindOf(v) != "string" || json.Unmarshal(v, &req.RequestID) != nil {
+		if jsonx.Kind(v) != "string" || json.Unmarshal(v, &req.RequestID) != nil {
 			bad("request_id must be a string of 1 to %d characters", MaxRequestIDChars)
 		} else if req.RequestID == "" {
 			bad("request_id must not be empty; leave it out to have one generated")
 		}
 	}
 	if v, ok := present("schema_version"); ok {
-		if kindOf(v) != "string" || json.Unmarshal(v, &req.SchemaVersion) != nil {
+		if jsonx.Kind(v) != "string" || json.Unmarshal(v, &req.SchemaVersion) != nil {
 			bad("schema_version must be the string %q", SchemaVersion)
 		}
 	}
@@ -169,25 +171,4 @@ func NewRequestID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
 	return "req_" + hex.EncodeToString(b[:])
-}
-
-// kindOf names the JSON type of a raw value by its first byte.
-func kindOf(raw json.RawMessage) string {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 {
-		return "missing"
-	}
-	switch raw[0] {
-	case '"':
-		return "string"
-	case '{':
-		return "object"
-	case '[':
-		return "array"
-	case 'n':
-		return "null"
-	case 't', 'f':
-		return "boolean"
-	}
-	return "number"
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"system1/internal/decision"
+	"system1/internal/jsonx"
 )
 
 // Reply is a System One response read back: per question, the answer as
@@ -33,7 +34,7 @@ func ParseResponse(req decision.Request, body []byte) (*Reply, error) {
 			Output json.RawMessage `json:"output_tokens"`
 		} `json:"usage"`
 	}
-	if k := kindOf(body); k != "object" {
+	if k := jsonx.Kind(body); k != "object" {
 		return nil, fmt.Errorf("body: a JSON object is required, got %s", k)
 	}
 	// One decoding pass; a field of the wrong JSON type (a number as a

@@ -12,6 +12,7 @@ import (
 	"strconv"
 
 	"system1/internal/decision"
+	"system1/internal/jsonx"
 )
 
 // Parsed is a request body read as far as it could be, with every problem
@@ -60,7 +61,7 @@ func ParseRequest(body []byte) *Parsed {
 		p.broken["model"], p.broken["state"], p.broken["questions"] = true, true, true
 		return p
 	}
-	top, err := members(body)
+	top, err := jsonx.Members(body)
 	if err != nil {
 		fail("model_attributes_type", "body must be a JSON object")
 		p.broken["model"], p.broken["state"], p.broken["questions"] = true, true, true
@@ -68,13 +69,13 @@ func ParseRequest(body []byte) *Parsed {
 	}
 	fields := map[string]json.RawMessage{}
 	for _, m := range top {
-		fields[m.key] = m.value
+		fields[m.Key] = m.Value
 	}
 
 	switch raw, ok := fields["model"]; {
 	case !ok:
 		fail("missing", "Field required", "model")
-	case kindOf(raw) != "string":
+	case jsonx.Kind(raw) != "string":
 		fail("string_type", "model must be a string", "model")
 	default:
 		_ = json.Unmarshal(raw, &p.Model)
@@ -84,7 +85,7 @@ func ParseRequest(body []byte) *Parsed {
 	if !ok {
 		state, ok = fields["document"]
 	}
-	switch k := kindOf(state); {
+	switch k := jsonx.Kind(state); {
 	case !ok || k == "null":
 		fail("missing", "Field required", "state")
 	case k != "string" && k != "object" && k != "array":
@@ -94,11 +95,11 @@ func ParseRequest(body []byte) *Parsed {
 	}
 
 	raw, ok := fields["questions"]
-	if !ok || kindOf(raw) == "null" {
+	if !ok || jsonx.Kind(raw) == "null" {
 		fail("missing", "Field required", "questions")
 		return p
 	}
-	qs, err := members(raw)
+	qs, err := jsonx.Members(raw)
 	if err != nil {
 		fail("dict_type", "questions must be an object of id -> question: "+err.Error(), "questions")
 		return p
@@ -107,7 +108,7 @@ func ParseRequest(body []byte) *Parsed {
 		fail("too_short", "questions must hold at least one question", "questions")
 	}
 	for _, m := range qs {
-		q, probs := parseQuestion(m.key, m.value)
+		q, probs := parseQuestion(m.Key, m.Value)
 		for _, pr := range probs {
 			fail(pr.Type, pr.Msg, pr.Path...)
 		}
@@ -122,14 +123,14 @@ func parseQuestion(id string, raw json.RawMessage) (decision.Question, []decisio
 	fail := func(typ, msg string, field ...string) {
 		ps = append(ps, decision.Problem{Path: append([]string{"questions", id}, field...), Msg: msg, Type: typ})
 	}
-	fs, err := members(raw)
+	fs, err := jsonx.Members(raw)
 	if err != nil {
 		fail("model_type", "a question must be an object")
 		return q, ps
 	}
 	fields := map[string]json.RawMessage{}
 	for _, m := range fs {
-		fields[m.key] = m.value
+		fields[m.Key] = m.Value
 	}
 
 	t, ok := fields["type"]
@@ -138,14 +139,14 @@ func parseQuestion(id string, raw json.RawMessage) (decision.Question, []decisio
 	case !ok:
 		fail("union_tag_not_found", "Field required: type (choice, noul or score)", "type")
 		return q, ps
-	case kindOf(t) != "string" || json.Unmarshal(t, &kind) != nil || !decision.Kind(kind).Valid():
+	case jsonx.Kind(t) != "string" || json.Unmarshal(t, &kind) != nil || !decision.Kind(kind).Valid():
 		fail("union_tag_invalid", fmt.Sprintf("type %s is not one of choice, noul, score", bytes.TrimSpace(t)), "type")
 		return q, ps
 	}
 	q.Kind = decision.Kind(kind)
 
 	if in, ok := fields["instructions"]; ok {
-		switch kindOf(in) {
+		switch jsonx.Kind(in) {
 		case "null":
 		case "string", "object", "array":
 			q.Instructions = in
@@ -155,7 +156,7 @@ func parseQuestion(id string, raw json.RawMessage) (decision.Question, []decisio
 	}
 
 	crit, hasCrit := fields["criteria"]
-	if hasCrit && kindOf(crit) == "null" {
+	if hasCrit && jsonx.Kind(crit) == "null" {
 		hasCrit = false
 	}
 	switch q.Kind {
@@ -164,22 +165,22 @@ func parseQuestion(id string, raw json.RawMessage) (decision.Question, []decisio
 			fail("missing", "Field required: a choice needs criteria, an object of option -> description", "criteria")
 			break
 		}
-		ms, err := members(crit)
+		ms, err := jsonx.Members(crit)
 		if err != nil {
 			fail("dict_type", "choice criteria must be an object of option -> description: "+err.Error(), "criteria")
 			break
 		}
 		for _, m := range ms {
-			if m.key == "" {
-				fail("string_too_short", "an option key must not be empty", "criteria", m.key)
+			if m.Key == "" {
+				fail("string_too_short", "an option key must not be empty", "criteria", m.Key)
 				continue
 			}
-			text, ok := entry(m.value)
+			text, ok := entry(m.Value)
 			if !ok {
-				fail("union_type", "a description must be a string, an object, an array or null", "criteria", m.key)
+				fail("union_type", "a description must be a string, an object, an array or null", "criteria", m.Key)
 				continue
 			}
-			q.Options = append(q.Options, decision.Option{Key: m.key, Name: m.key, Text: text})
+			q.Options = append(q.Options, decision.Option{Key: m.Key, Name: m.Key, Text: text})
 		}
 	case decision.Score:
 		if !hasCrit {
@@ -195,20 +196,20 @@ func parseQuestion(id string, raw json.RawMessage) (decision.Question, []decisio
 	case decision.Noul:
 		var sides [2]json.RawMessage
 		if hasCrit {
-			ms, err := members(crit)
+			ms, err := jsonx.Members(crit)
 			if err != nil {
 				fail("dict_type", "noul criteria must be an object with the sides true and false", "criteria")
 				break
 			}
 			for _, m := range ms {
-				i := map[string]int{"true": 0, "false": 1}[m.key]
-				if m.key != "true" && m.key != "false" {
-					fail("extra_forbidden", fmt.Sprintf("noul criteria take only the sides true and false, not %q", m.key), "criteria", m.key)
+				i := map[string]int{"true": 0, "false": 1}[m.Key]
+				if m.Key != "true" && m.Key != "false" {
+					fail("extra_forbidden", fmt.Sprintf("noul criteria take only the sides true and false, not %q", m.Key), "criteria", m.Key)
 					continue
 				}
-				text, ok := entry(m.value)
+				text, ok := entry(m.Value)
 				if !ok {
-					fail("union_type", "a description must be a string, an object, an array or null", "criteria", m.key)
+					fail("union_type", "a description must be a string, an object, an array or null", "criteria", m.Key)
 					continue
 				}
 				sides[i] = text
@@ -222,7 +223,7 @@ func parseQuestion(id string, raw json.RawMessage) (decision.Question, []decisio
 // entry accepts a criterion's description: a string, object or array, or
 // null for none.
 func entry(raw json.RawMessage) (json.RawMessage, bool) {
-	switch kindOf(raw) {
+	switch jsonx.Kind(raw) {
 	case "null":
 		return nil, true
 	case "string", "object", "array":
@@ -240,7 +241,7 @@ func scoreLevels(raw json.RawMessage) ([]decision.Option, string) {
 		return decision.Option{Key: strconv.Itoa(i), Name: name, Text: text, Legend: legend}
 	}
 	var opts []decision.Option
-	switch kindOf(raw) {
+	switch jsonx.Kind(raw) {
 	case "array":
 		var items []json.RawMessage
 		if err := json.Unmarshal(raw, &items); err != nil {
@@ -254,27 +255,27 @@ func scoreLevels(raw json.RawMessage) ([]decision.Option, string) {
 			opts = append(opts, level(i, "", text, it))
 		}
 	case "object":
-		ms, err := members(raw)
+		ms, err := jsonx.Members(raw)
 		if err != nil {
 			return nil, err.Error()
 		}
 		numbered := true
 		for i, m := range ms {
-			if m.key == "" {
+			if m.Key == "" {
 				return nil, "a level's key must not be empty"
 			}
-			numbered = numbered && m.key == strconv.Itoa(i)
+			numbered = numbered && m.Key == strconv.Itoa(i)
 		}
 		for i, m := range ms {
-			text, ok := entry(m.value)
+			text, ok := entry(m.Value)
 			if !ok {
-				return nil, fmt.Sprintf("level %q must be a string, an object, an array or null", m.key)
+				return nil, fmt.Sprintf("level %q must be a string, an object, an array or null", m.Key)
 			}
 			if numbered {
-				opts = append(opts, level(i, "", text, m.value))
+				opts = append(opts, level(i, "", text, m.Value))
 				continue
 			}
-			opts = append(opts, level(i, m.key, text, appendString(nil, m.key)))
+			opts = append(opts, level(i, m.Key, text, appendString(nil, m.Key)))
 		}
 	default:
 		return nil, "score criteria must be an ordered array of levels, or an object whose key order is the level order"
