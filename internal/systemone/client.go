@@ -103,12 +103,28 @@ type Client struct {
 // *StatusError; an answer that fails the clients' checks is an error
 // wrapping ErrMalformed.
 func (c *Client) Ask(ctx context.Context, req decision.Request) (*Reply, error) {
-	body := AppendRequest(nil, req)
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint(), bytes.NewReader(body))
+	data, err := c.do(ctx, http.MethodPost, c.endpoint(), AppendRequest(nil, req))
 	if err != nil {
 		return nil, err
 	}
-	hr.Header.Set("Content-Type", "application/json")
+	r, err := ParseResponse(req, data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	return r, nil
+}
+
+// do sends one request with the bearer key and returns the body of a 200
+// reply; any other status is a *StatusError carrying the server's message
+// (with the key redacted, should the server echo it) and Retry-After.
+func (c *Client) do(ctx context.Context, method, url string, body []byte) ([]byte, error) {
+	hr, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		hr.Header.Set("Content-Type", "application/json")
+	}
 	if c.Key != "" {
 		hr.Header.Set("Authorization", "Bearer "+c.Key)
 	}
@@ -124,11 +140,7 @@ func (c *Client) Ask(ctx context.Context, req decision.Request) (*Reply, error) 
 	if resp.StatusCode != http.StatusOK {
 		return nil, &StatusError{Code: resp.StatusCode, Message: ErrorMessage(c.redact(data)), RetryAfter: retryafter.Parse(resp.Header, time.Now())}
 	}
-	r, err := ParseResponse(req, data)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
-	}
-	return r, nil
+	return data, nil
 }
 
 // readLimited reads a reply of at most limit bytes; a longer one is an
@@ -227,24 +239,9 @@ func (c *Client) redact(body []byte) []byte {
 // ({"models": [{"name"}]}) or OpenAI's ({"data": [{"id"}]}).
 func (c *Client) Models(ctx context.Context) ([]string, error) {
 	u := strings.TrimSuffix(strings.TrimRight(c.BaseURL, "/"), "/v1/systemone") + "/v1/models"
-	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	data, err := c.do(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err
-	}
-	if c.Key != "" {
-		hr.Header.Set("Authorization", "Bearer "+c.Key)
-	}
-	resp, err := c.client().Do(hr)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	data, err := readLimited(resp.Body, c.maxBody())
-	if err != nil {
-		return nil, fmt.Errorf("reading the model list: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, &StatusError{Code: resp.StatusCode, Message: ErrorMessage(c.redact(data)), RetryAfter: retryafter.Parse(resp.Header, time.Now())}
 	}
 	var list struct {
 		Models []struct {
