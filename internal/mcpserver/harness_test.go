@@ -17,27 +17,20 @@ import (
 
 	"system1/internal/gateway"
 	"system1/internal/mcpserver"
+	"system1/internal/testbin"
 )
 
 // bin is the system1 binary under test, built once by TestMain.
 var bin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "system1-blackbox-")
-	if err != nil {
+	var err error
+	if bin, err = testbin.Path(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	bin = filepath.Join(dir, "system1")
-	build := exec.Command("go", "build", "-o", bin, "system1/cmd/system1")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building system1:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	testbin.Cleanup()
 	os.Exit(code)
 }
 

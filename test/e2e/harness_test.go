@@ -18,50 +18,26 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"system1/internal/testbin"
 	"testing"
 	"time"
 )
 
-// The limits and shutdown tests share one binary, built on first use and
-// removed by TestMain.
-var (
-	binOnce sync.Once
-	binDir  string
-	binPath string
-	binErr  error
-)
-
+// The tests share one binary, built on first use and removed by TestMain.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
+	testbin.Cleanup()
 	os.Exit(code)
 }
 
-// binary returns the system1 binary, building it once for the package.
+// binary returns the system1 binary, built once for the package.
 func binary(t *testing.T) string {
 	t.Helper()
-	binOnce.Do(func() {
-		root, err := filepath.Abs(filepath.Join("..", ".."))
-		if err != nil {
-			binErr = err
-			return
-		}
-		if binDir, binErr = os.MkdirTemp("", "system1-e2e-"); binErr != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "system1")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/system1")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("go build ./cmd/system1: %v\n%s", err, out)
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
+	bin, err := testbin.Path()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return binPath
+	return bin
 }
 
 // logBuffer keeps everything a process writes to stderr, line by line,

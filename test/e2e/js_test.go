@@ -41,7 +41,7 @@ func TestJSClient(t *testing.T) {
 		skipJS(t, "test/js/node_modules is missing: run npm ci in test/js")
 	}
 
-	bin := build(t, root)
+	bin := binary(t)
 	model, url, expect := startEngine(t)
 	const key = "e2e-key"
 	cfg := filepath.Join(t.TempDir(), "system1.yaml")
@@ -79,22 +79,6 @@ func skipJS(t *testing.T, why string) {
 		t.Fatalf("%s, and SYSTEM1_REQUIRE_JS is set", why)
 	}
 	t.Skip(why)
-}
-
-// build builds cmd/system1 into a temporary folder.
-func build(t *testing.T, root string) string {
-	t.Helper()
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("go is not on PATH: %v", err)
-	}
-	bin := filepath.Join(t.TempDir(), "system1")
-	cmd := exec.Command(gobin, "build", "-o", bin, "./cmd/system1")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/system1: %v\n%s", err, out)
-	}
-	return bin
 }
 
 // startEngine starts the real llama-server when its binary and the tiny

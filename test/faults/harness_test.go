@@ -28,6 +28,7 @@ import (
 	"system1/internal/gateway"
 	"system1/internal/httpapi"
 	"system1/internal/mcpserver"
+	"system1/internal/testbin"
 )
 
 // bin is the system1 binary, built once by TestMain for the MCP face.
@@ -42,21 +43,13 @@ func TestMain(m *testing.M) {
 	if !explicit {
 		_ = flag.Set("test.parallel", strconv.Itoa(max(runtime.GOMAXPROCS(0), 8)))
 	}
-	dir, err := os.MkdirTemp("", "system1-faults-")
-	if err != nil {
+	var err error
+	if bin, err = testbin.Path(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	bin = filepath.Join(dir, "system1")
-	build := exec.Command("go", "build", "-o", bin, "system1/cmd/system1")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building system1:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	testbin.Cleanup()
 	os.Exit(code)
 }
 

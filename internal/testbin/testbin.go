@@ -1,0 +1,41 @@
+// Package testbin builds the system1 binary for tests that drive it as its
+// users do, once per test process.
+package testbin
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+)
+
+var (
+	once sync.Once
+	dir  string
+	path string
+	err  error
+)
+
+// Path returns the system1 binary, built on the first call into a
+// temporary folder that Cleanup removes.
+func Path() (string, error) {
+	once.Do(func() {
+		if dir, err = os.MkdirTemp("", "system1-bin-"); err != nil {
+			return
+		}
+		path = filepath.Join(dir, "system1")
+		cmd := exec.Command("go", "build", "-o", path, "system1/cmd/system1")
+		if out, e := cmd.CombinedOutput(); e != nil {
+			err = fmt.Errorf("go build system1/cmd/system1: %v\n%s", e, out)
+		}
+	})
+	return path, err
+}
+
+// Cleanup removes the built binary; a TestMain calls it after the tests.
+func Cleanup() {
+	if dir != "" {
+		os.RemoveAll(dir)
+	}
+}
