@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -471,6 +472,11 @@ func (r *Router) Probe(ctx context.Context) {
 	for _, n := range r.nodes {
 		wg.Go(func() {
 			models, err := n.list(ctx)
+			// A node whose models the config lists only has to be alive:
+			// one without a model list (laya-serve has none) answers 404.
+			if f := engine.Classify(err); f != nil && f.Status == http.StatusNotFound && n.claimed != nil {
+				err = nil
+			}
 			n.mu.Lock()
 			if n.claimed == nil {
 				n.discoverErr = err

@@ -228,3 +228,25 @@ func TestProbeCoolsAndRecovers(t *testing.T) {
 		t.Fatalf("a good probe did not end the probe's cooldown: %+v", s)
 	}
 }
+
+// A System One endpoint without a model list (laya-serve) is alive when
+// it answers 404 there, as long as the config names its models; one whose
+// models must be listed is not.
+func TestProbeWithoutModelList(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	for _, tc := range []struct {
+		models  []string
+		healthy bool
+	}{{[]string{"laya"}, true}, {nil, false}} {
+		n, err := NewNode(config.Node{Name: "laya", URL: srv.URL, Dialect: "systemone", Models: tc.models}, func(string) string { return "" }, http.DefaultClient)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := NewRouter([]*Node{n}, nil, DefaultPolicy, nil)
+		r.Probe(context.Background())
+		if s := n.State(r.now()); s.Healthy != tc.healthy {
+			t.Errorf("models %v: %+v", tc.models, s)
+		}
+	}
+}
