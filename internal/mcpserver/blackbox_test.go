@@ -17,6 +17,7 @@ import (
 	"system1/internal/gateway"
 	"system1/internal/gateway/fake"
 	"system1/internal/mcpserver"
+	"system1/internal/testbin"
 	"system1/internal/testengine"
 )
 
@@ -628,7 +629,7 @@ func TestDecideCommand(t *testing.T) {
 // newClient connects the Go SDK client to an already built command.
 func newClient(t *testing.T, cmd *exec.Cmd) *server {
 	t.Helper()
-	s := &server{t: t, cmd: cmd, stderr: &syncBuffer{}}
+	s := &server{t: t, cmd: cmd, stderr: &testbin.Output{}}
 	cmd.Stderr = s.stderr
 	client := newSDKClient()
 	cs, err := client.Connect(context.Background(), commandTransport(cmd), nil)

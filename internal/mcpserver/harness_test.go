@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -32,25 +31,6 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	testbin.Cleanup()
 	os.Exit(code)
-}
-
-// syncBuffer is a bytes.Buffer safe for the process's writes and the
-// test's reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // world is one test's files: the configuration and the pause state
@@ -108,7 +88,7 @@ type server struct {
 	t      *testing.T
 	cs     *mcp.ClientSession
 	cmd    *exec.Cmd
-	stderr *syncBuffer
+	stderr *testbin.Output
 	tools  map[string]*mcp.Tool
 	closed bool
 }

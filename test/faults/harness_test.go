@@ -271,30 +271,11 @@ func noneLeft(t testing.TB, s *system1, base int) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for a process's writes and a test's
-// reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // mcpSession is the built binary running `system1 mcp` over cfg, with the
 // Go SDK's client connected over its stdin and stdout.
 type mcpSession struct {
 	cs     *mcp.ClientSession
-	stderr *syncBuffer
+	stderr *testbin.Output
 }
 
 func startMCP(t testing.TB, cfg *config.Config) *mcpSession {
@@ -310,7 +291,7 @@ func startMCP(t testing.TB, cfg *config.Config) *mcpSession {
 	}
 	cmd := exec.Command(bin, "mcp", "--config", path)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "CLAUDE_PLUGIN_DATA=" + filepath.Join(dir, "state")}
-	s := &mcpSession{stderr: &syncBuffer{}}
+	s := &mcpSession{stderr: &testbin.Output{}}
 	cmd.Stderr = s.stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "faults", Version: "0"}, nil)
 	s.cs, err = client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
