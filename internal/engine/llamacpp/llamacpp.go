@@ -154,7 +154,7 @@ func (e *Engine) read(ctx context.Context, model string, p engine.Prompt, labels
 		}
 	}
 	var reply openai.ChatResponse
-	if err := openai.Post(ctx, e.client(), e.url("/v1/chat/completions"), e.Key, req, &reply, e.maxBody()); err != nil {
+	if err := openai.Post(ctx, e.HTTP, e.url("/v1/chat/completions"), e.Key, req, &reply, e.MaxBody); err != nil {
 		return engine.Reading{}, 0, err
 	}
 	r, err := openai.Reading(&reply, labels, true)
@@ -176,7 +176,7 @@ func Grammar(labels []string) string {
 
 // Models lists the model id and aliases the server answers to.
 func (e *Engine) Models(ctx context.Context) ([]string, error) {
-	return openai.ListModels(ctx, e.client(), e.url("/v1/models"), e.Key, e.maxBody())
+	return openai.ListModels(ctx, e.HTTP, e.url("/v1/models"), e.Key, e.MaxBody)
 }
 
 // vocab is the model's vocabulary size, from /v1/models; maxK when the
@@ -219,7 +219,7 @@ func (e *Engine) get(ctx context.Context, path string, reply any) error {
 	if err != nil {
 		return err
 	}
-	return openai.Do(e.client(), hr, e.Key, reply, e.maxBody())
+	return openai.Do(e.HTTP, hr, e.Key, reply, e.MaxBody)
 }
 
 // fact is a number read once from the server, such as its vocabulary
@@ -297,7 +297,7 @@ func (e *Engine) tokenID(ctx context.Context, label string) (id int, single bool
 			} `json:"tokens"`
 		}
 		req := map[string]any{"content": text, "add_special": false, "with_pieces": true}
-		if err := openai.Post(ctx, e.client(), e.url("/tokenize"), e.Key, req, &reply, e.maxBody()); err != nil {
+		if err := openai.Post(ctx, e.HTTP, e.url("/tokenize"), e.Key, req, &reply, e.MaxBody); err != nil {
 			return 0, false, fmt.Errorf("tokenizing %q: %w", label, err)
 		}
 		var rest []int
@@ -314,17 +314,3 @@ func (e *Engine) tokenID(ctx context.Context, label string) (id int, single bool
 }
 
 func (e *Engine) url(path string) string { return strings.TrimRight(e.BaseURL, "/") + path }
-
-func (e *Engine) client() *http.Client {
-	if e.HTTP != nil {
-		return e.HTTP
-	}
-	return http.DefaultClient
-}
-
-func (e *Engine) maxBody() int64 {
-	if e.MaxBody > 0 {
-		return e.MaxBody
-	}
-	return openai.DefaultMaxBody
-}

@@ -65,7 +65,7 @@ func (e *Engine) Read(ctx context.Context, model string, p engine.Prompt) (engin
 		Options:     options{Temperature: 0, NumPredict: 1},
 	}
 	var reply chatResponse
-	if err := openai.Post(ctx, e.client(), e.url("/api/chat"), e.Key, req, &reply, e.maxBody()); err != nil {
+	if err := openai.Post(ctx, e.HTTP, e.url("/api/chat"), e.Key, req, &reply, e.MaxBody); err != nil {
 		return engine.Reading{}, err
 	}
 	if len(reply.Logprobs) == 0 {
@@ -104,7 +104,7 @@ func (e *Engine) Models(ctx context.Context) ([]string, error) {
 			Name string `json:"name"`
 		} `json:"models"`
 	}
-	if err := openai.Do(e.client(), hr, e.Key, &list, e.maxBody()); err != nil {
+	if err := openai.Do(e.HTTP, hr, e.Key, &list, e.MaxBody); err != nil {
 		return nil, err
 	}
 	names := make([]string, len(list.Models))
@@ -127,17 +127,3 @@ func (e *Engine) Labels(ctx context.Context, model string, candidates []string, 
 func (e *Engine) Caps() engine.Caps { return engine.Caps{PerCall: topLogprobs} }
 
 func (e *Engine) url(path string) string { return strings.TrimRight(e.BaseURL, "/") + path }
-
-func (e *Engine) client() *http.Client {
-	if e.HTTP != nil {
-		return e.HTTP
-	}
-	return http.DefaultClient
-}
-
-func (e *Engine) maxBody() int64 {
-	if e.MaxBody > 0 {
-		return e.MaxBody
-	}
-	return openai.DefaultMaxBody
-}

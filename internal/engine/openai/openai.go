@@ -189,7 +189,8 @@ func logAdd(a, b float64) float64 {
 }
 
 // Post sends a JSON request and decodes a JSON reply, classifying every
-// failure for the router. MaxBody bounds what is read.
+// failure for the router. maxBody bounds what is read; see Do for the
+// defaults.
 func Post(ctx context.Context, hc *http.Client, url, key string, req, reply any, maxBody int64) error {
 	body, err := json.Marshal(req)
 	if err != nil {
@@ -203,8 +204,15 @@ func Post(ctx context.Context, hc *http.Client, url, key string, req, reply any,
 	return Do(hc, hr, key, reply, maxBody)
 }
 
-// Do sends hr with the bearer key and decodes a JSON reply into reply.
+// Do sends hr with the bearer key and decodes a JSON reply into reply. A
+// nil hc is http.DefaultClient; a maxBody of 0 or less is DefaultMaxBody.
 func Do(hc *http.Client, hr *http.Request, key string, reply any, maxBody int64) error {
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	if maxBody <= 0 {
+		maxBody = DefaultMaxBody
+	}
 	if key != "" {
 		hr.Header.Set("Authorization", "Bearer "+key)
 	}
@@ -301,7 +309,7 @@ func (e *Engine) Read(ctx context.Context, model string, p engine.Prompt) (engin
 		req.ChatTemplateKwargs = nil // hosted APIs refuse fields they do not know
 	}
 	var reply ChatResponse
-	if err := Post(ctx, e.client(), e.url("/chat/completions"), e.Key, req, &reply, e.maxBody()); err != nil {
+	if err := Post(ctx, e.HTTP, e.url("/chat/completions"), e.Key, req, &reply, e.MaxBody); err != nil {
 		return engine.Reading{}, err
 	}
 	labels := make([]Label, len(asked))
@@ -332,7 +340,7 @@ func Reading(reply *ChatResponse, labels []Label, preMask bool) (engine.Reading,
 
 // Models lists the ids of GET /v1/models.
 func (e *Engine) Models(ctx context.Context) ([]string, error) {
-	return ListModels(ctx, e.client(), e.url("/models"), e.Key, e.maxBody())
+	return ListModels(ctx, e.HTTP, e.url("/models"), e.Key, e.MaxBody)
 }
 
 // ListModels reads an OpenAI-style model list.
@@ -398,20 +406,6 @@ func (e *Engine) topLogprobs() int {
 
 func (e *Engine) constrained() bool {
 	return e.Constrain == "structured_outputs" || e.Constrain == "guided_choice"
-}
-
-func (e *Engine) client() *http.Client {
-	if e.HTTP != nil {
-		return e.HTTP
-	}
-	return http.DefaultClient
-}
-
-func (e *Engine) maxBody() int64 {
-	if e.MaxBody > 0 {
-		return e.MaxBody
-	}
-	return DefaultMaxBody
 }
 
 // DefaultMaxBody bounds an engine's reply.
