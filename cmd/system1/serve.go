@@ -58,7 +58,10 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
-	keys := cfg.APIKeys(e.getenv)
+	keys, err := cfg.APIKeys(e.getenv)
+	if err != nil {
+		return fmt.Errorf("configuration %s: %w", cfg.Path, err)
+	}
 	rounding := 2
 	if cfg.Rounding != nil {
 		rounding = *cfg.Rounding

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -247,6 +248,11 @@ func (c *Config) Check() []error {
 	if r := c.RateLimit; !(r.PerSecond >= 0) || math.IsInf(r.PerSecond, 0) || r.Burst < 0 {
 		bad("rate_limit: per_second must be a finite number >= 0 and burst >= 0")
 	}
+	for i, k := range c.Keys {
+		if err := CheckKey(k); err != nil {
+			bad("keys[%d]: %v", i, err)
+		}
+	}
 	if c.MaxBodyBytes < 0 {
 		bad("max_body_bytes: %d is negative", c.MaxBodyBytes)
 	}
@@ -302,15 +308,47 @@ func oneOf(s string, set []string) bool {
 	return false
 }
 
-// APIKeys are the bearer keys from the file and from KeysEnv.
-func (c *Config) APIKeys(getenv func(string) string) []string {
+// APIKeys are the bearer keys from the file and from KeysEnv, or an error
+// naming the first key that no caller could present, since a blank key
+// would let in whoever sends a blank token. The variable's entries are
+// trimmed of the spaces and tabs around its commas.
+func (c *Config) APIKeys(getenv func(string) string) ([]string, error) {
 	keys := append([]string(nil), c.Keys...)
-	if c.KeysEnv != "" {
-		for _, k := range strings.Split(getenv(c.KeysEnv), ",") {
-			if k = strings.TrimSpace(k); k != "" {
-				keys = append(keys, k)
-			}
+	for i, k := range c.Keys {
+		if err := CheckKey(k); err != nil {
+			return nil, fmt.Errorf("keys[%d]: %w", i, err)
 		}
 	}
-	return keys
+	if c.KeysEnv != "" {
+		v := getenv(c.KeysEnv)
+		if v == "" {
+			return keys, nil
+		}
+		for i, k := range strings.Split(v, ",") {
+			k = strings.Trim(k, " \t")
+			if err := CheckKey(k); err != nil {
+				return nil, fmt.Errorf("keys_env: entry %d of $%s: %w (the variable holds comma-separated keys)", i, c.KeysEnv, err)
+			}
+			keys = append(keys, k)
+		}
+	}
+	return keys, nil
+}
+
+// CheckKey says what is wrong with an API key, if anything: empty, blank,
+// white space at either end (HTTP strips spaces and tabs from a header,
+// so no caller could present it) or a control character (which a header
+// cannot carry).
+func CheckKey(k string) error {
+	switch {
+	case k == "":
+		return errors.New("a key must not be empty")
+	case strings.TrimFunc(k, unicode.IsSpace) == "":
+		return errors.New("a key must not be blank (only white space)")
+	case strings.TrimFunc(k, unicode.IsSpace) != k:
+		return errors.New("a key must not begin or end with white space")
+	case strings.ContainsFunc(k, unicode.IsControl):
+		return errors.New("a key must not hold control characters")
+	}
+	return nil
 }

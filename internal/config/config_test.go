@@ -279,7 +279,7 @@ func TestCheck(t *testing.T) {
 }
 
 func TestAPIKeys(t *testing.T) {
-	env := map[string]string{"KEYS": " e1, ,e2,,\te3 ", "EMPTY": ""}
+	env := map[string]string{"KEYS": " e1,e2,\te3 ", "EMPTY": ""}
 	getenv := func(k string) string { return env[k] }
 	for _, tc := range []struct {
 		name string
@@ -288,12 +288,15 @@ func TestAPIKeys(t *testing.T) {
 	}{
 		{"none", Config{}, nil},
 		{"file only", Config{Keys: []string{"k1", "k2"}}, []string{"k1", "k2"}},
-		{"env only, trimmed, empties dropped", Config{KeysEnv: "KEYS"}, []string{"e1", "e2", "e3"}},
+		{"env only, trimmed", Config{KeysEnv: "KEYS"}, []string{"e1", "e2", "e3"}},
 		{"file then env", Config{Keys: []string{"k1"}, KeysEnv: "KEYS"}, []string{"k1", "e1", "e2", "e3"}},
 		{"env variable empty", Config{Keys: []string{"k1"}, KeysEnv: "EMPTY"}, []string{"k1"}},
 		{"env variable unset", Config{KeysEnv: "UNSET"}, nil},
 	} {
-		got := tc.c.APIKeys(getenv)
+		got, err := tc.c.APIKeys(getenv)
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+		}
 		if len(got) == 0 && len(tc.want) == 0 {
 			continue
 		}
@@ -304,11 +307,36 @@ func TestAPIKeys(t *testing.T) {
 	// The result is a copy: appending to it leaves the configuration alone.
 	c := Config{Keys: make([]string, 1, 4)}
 	c.Keys[0] = "k"
-	keys := c.APIKeys(getenv)
+	keys, _ := c.APIKeys(getenv)
 	keys = append(keys, "x")
 	keys[0] = "changed"
 	if c.Keys[0] != "k" || len(c.Keys) != 1 {
 		t.Errorf("APIKeys shares the configuration's slice: %q", c.Keys)
+	}
+}
+
+// A key no caller can present, or that a blank token would match, is
+// refused, from the file (by Check and by APIKeys) and from the variable
+// (by APIKeys), with an error naming keys: empty, blank (ASCII or Unicode
+// spaces), white space at an end, control characters.
+func TestBlankKeysRefused(t *testing.T) {
+	bad := []string{"", " ", "   ", "\t", "\u00a0", "\u2003", " real", "real\t", "re\x00al", "re\nal"}
+	for _, k := range bad {
+		c := Config{Keys: []string{"real", k}}
+		errs := c.Check()
+		if len(errs) != 1 || !strings.Contains(errs[0].Error(), "keys[1]") {
+			t.Errorf("Check on keys [real %q]: %v", k, errs)
+		}
+		if keys, err := c.APIKeys(func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), "keys") {
+			t.Errorf("APIKeys on keys [real %q]: %q, %v", k, keys, err)
+		}
+	}
+	for _, v := range []string{"real,", ",real", "real,,other", "real, ,other", "real,\u00a0", "\u2003"} {
+		c := Config{KeysEnv: "KEYS"}
+		keys, err := c.APIKeys(func(string) string { return v })
+		if err == nil || !strings.Contains(err.Error(), "keys_env") || !strings.Contains(err.Error(), "$KEYS") {
+			t.Errorf("APIKeys with $KEYS=%q: %q, %v", v, keys, err)
+		}
 	}
 }
 

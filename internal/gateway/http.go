@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+
+	"system1/internal/redact"
 )
 
 // Handler serves POST /v1/decide: the same request and response as the
@@ -46,6 +48,7 @@ func (g *Gateway) Handler(requestID func(*http.Request) string) http.Handler {
 			res = g.Decide(r.Context(), body, id)
 			status = StatusCode(res)
 		}
+		res.redact()
 		data, err := json.Marshal(res)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -78,4 +81,16 @@ func requestID0(id string) string {
 		return id
 	}
 	return NewRequestID()
+}
+
+// redact takes node and provider addresses out of what an HTTP caller
+// reads: errors of engines and of the HTTP client name their URLs.
+func (res *Response) redact() {
+	res.Rationale = redact.Text(res.Rationale)
+	if res.Error != nil {
+		res.Error.Message = redact.Text(res.Error.Message)
+	}
+	for i := range res.Attempts {
+		res.Attempts[i].Detail = redact.Text(res.Attempts[i].Detail)
+	}
 }

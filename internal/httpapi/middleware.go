@@ -72,9 +72,13 @@ func (s *Server) observe(next http.Handler) http.Handler {
 // whole request runs under the request timeout with its body bounded.
 func (s *Server) api(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		caller := "addr:" + host(r.RemoteAddr)
+		caller := "addr:" + clientKey(r.RemoteAddr)
 		if s.AuthOn() {
-			k := s.authenticate(r)
+			k, ok, wait := s.checkKey(r)
+			if !ok {
+				writeGuessLimited(w, wait)
+				return
+			}
 			if k < 0 {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="system1"`)
 				writeError(w, http.StatusUnauthorized, systemone.Authentication,
@@ -96,6 +100,31 @@ func (s *Server) api(h http.HandlerFunc) http.Handler {
 		defer cancel()
 		h(w, r.WithContext(ctx))
 	})
+}
+
+// checkKey authenticates a request under its address's allowance of
+// wrong keys. While the address is over it, ok is false and the key is
+// not looked at, so a guesser learns nothing from a throttled guess; the
+// decision depends only on how many wrong keys the address sent, never on
+// how near a guess came. k is the key's index, -1 for none or a wrong one.
+func (s *Server) checkKey(r *http.Request) (k int, ok bool, wait time.Duration) {
+	failed, ok, wait := s.guesses.attempt(clientKey(r.RemoteAddr), time.Now())
+	if !ok {
+		return -1, false, wait
+	}
+	if k = s.authenticate(r); k < 0 {
+		failed()
+	}
+	return k, true, 0
+}
+
+// writeGuessLimited answers a client address over its allowance of wrong
+// keys.
+func writeGuessLimited(w http.ResponseWriter, wait time.Duration) {
+	secs := retryAfterSeconds(wait)
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	writeError(w, http.StatusTooManyRequests, systemone.RateLimit,
+		fmt.Sprintf("too many wrong API keys from this address; retry after %d s", secs))
 }
 
 // readBody reads a request body, answering 413 when it is over the limit

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"slices"
 	"time"
+
+	"system1/internal/redact"
 )
 
 // handleModels answers GET /v1/models with the union of the nodes' models
@@ -44,14 +46,32 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleHealth answers GET /health: {"status":"ok"} while the process
-// serves, with each node's state.
+// serves, with each node's state. With auth on, the nodes (names, models,
+// cooldown reasons) are shown only to a caller with a key: anyone else
+// gets the status alone. A wrong key here counts against the address's
+// allowance like anywhere else, so that the detail cannot be used to test
+// guesses.
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	body := struct {
 		Status  string `json:"status"`
 		Version string `json:"version,omitempty"`
 		Auth    bool   `json:"auth"`
-		Nodes   any    `json:"nodes"`
-	}{Status: "ok", Version: s.opt.Version, Auth: s.AuthOn(), Nodes: s.opt.Router.States()}
+		Nodes   any    `json:"nodes,omitempty"`
+	}{Status: "ok", Auth: s.AuthOn()}
+	detail := !s.AuthOn()
+	if s.AuthOn() && presentsKey(r) {
+		k, ok, _ := s.checkKey(r)
+		detail = ok && k >= 0
+	}
+	if detail {
+		body.Version = s.opt.Version
+		states := s.opt.Router.States()
+		for i := range states {
+			states[i].CoolReason = redact.Text(states[i].CoolReason)
+			states[i].Error = redact.Text(states[i].Error)
+		}
+		body.Nodes = states
+	}
 	b, _ := json.Marshal(body)
 	writeJSON(w, http.StatusOK, b)
 }

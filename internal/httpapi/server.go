@@ -41,6 +41,12 @@ type Options struct {
 	// the engine reported, the question's kind and its option count, and
 	// every answer says whether it was, in x-system1-calibrated.
 	Fits *calibration.Fits
+	// GuessesPerMinute and GuessBurst bound the wrong keys one client
+	// address may present (a /64 for IPv6): past the burst it gets 429s,
+	// whatever key it sends, until the allowance refills. Zero is the
+	// default, DefaultGuessesPerMinute and DefaultGuessBurst.
+	GuessesPerMinute float64
+	GuessBurst       int
 	// Decide serves POST /v1/decide (the gateway); nil leaves it out.
 	Decide  http.Handler
 	Version string
@@ -51,6 +57,7 @@ type Server struct {
 	opt     Options
 	keys    [][sha256.Size]byte
 	limiter *limiter
+	guesses *limiter // wrong keys, per client address
 	handler http.Handler
 }
 
@@ -58,6 +65,10 @@ type Server struct {
 const (
 	DefaultRequestTimeout = 30 * time.Second
 	DefaultMaxBodyBytes   = 4 << 20
+	// A client address may present 10 wrong keys at once, then one every
+	// 6 seconds: no help to a guesser, no bother to a user who mistyped.
+	DefaultGuessesPerMinute = 10
+	DefaultGuessBurst       = 10
 )
 
 // New builds a server.
@@ -74,7 +85,14 @@ func New(opt Options) *Server {
 	if opt.Metrics == nil {
 		opt.Metrics = metrics.New()
 	}
-	s := &Server{opt: opt, limiter: newLimiter(opt.RatePerSecond, opt.Burst)}
+	if opt.GuessesPerMinute <= 0 {
+		opt.GuessesPerMinute = DefaultGuessesPerMinute
+	}
+	if opt.GuessBurst <= 0 {
+		opt.GuessBurst = DefaultGuessBurst
+	}
+	s := &Server{opt: opt, limiter: newLimiter(opt.RatePerSecond, opt.Burst),
+		guesses: newLimiter(opt.GuessesPerMinute/60, opt.GuessBurst)}
 	for _, k := range opt.Keys {
 		s.keys = append(s.keys, sha256.Sum256([]byte(k)))
 	}
@@ -96,18 +114,20 @@ func newRequestID() string {
 }
 
 // authenticate returns the index of the caller's key, -1 for none or a
-// wrong one. Keys are compared as SHA-256 digests in constant time, every
-// key every time, so neither a key's content nor its length leaks through
-// timing.
+// wrong one. The token is read as HTTP defines it: the scheme "Bearer" in
+// any case, then the token with only spaces and tabs trimmed (never other
+// Unicode spaces, so that a token of U+00A0 is not an empty one). Keys are
+// compared as SHA-256 digests in constant time, every key every time, so
+// neither a key's content nor its length leaks through timing.
 func (s *Server) authenticate(r *http.Request) int {
-	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	token, ok := bearer(r.Header.Get("Authorization"))
 	if !ok {
-		token = r.Header.Get("X-Api-Key") // Kev's proxy sends this
-		if token == "" {
-			return -1
-		}
+		token = strings.Trim(r.Header.Get("X-Api-Key"), " \t") // Kev's proxy sends this
 	}
-	sum := sha256.Sum256([]byte(strings.TrimSpace(token)))
+	if token == "" {
+		return -1
+	}
+	sum := sha256.Sum256([]byte(token))
 	found := -1
 	for i, k := range s.keys {
 		if subtle.ConstantTimeCompare(sum[:], k[:]) == 1 {
@@ -115,4 +135,19 @@ func (s *Server) authenticate(r *http.Request) int {
 		}
 	}
 	return found
+}
+
+// bearer reads an Authorization header of the Bearer scheme (RFC 6750;
+// the scheme is case-insensitive, RFC 9110 section 11.1).
+func bearer(h string) (string, bool) {
+	scheme, token, ok := strings.Cut(strings.Trim(h, " \t"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return strings.Trim(token, " \t"), true
+}
+
+// presentsKey reports whether a request carries any credentials.
+func presentsKey(r *http.Request) bool {
+	return r.Header.Get("Authorization") != "" || r.Header.Get("X-Api-Key") != ""
 }

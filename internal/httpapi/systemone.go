@@ -12,6 +12,7 @@ import (
 	"system1/internal/decision"
 	"system1/internal/engine"
 	"system1/internal/fleet"
+	"system1/internal/redact"
 	"system1/internal/systemone"
 )
 
@@ -37,7 +38,7 @@ func (s *Server) handleSystemOne(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := s.opt.Router.Decide(r.Context(), p.Request)
 	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, systemone.Unavailable, err.Error())
+		writeError(w, http.StatusServiceUnavailable, systemone.Unavailable, redact.Text(err.Error()))
 		return
 	}
 	if failed := res.Unanswered(p.Request); len(failed) > 0 {
@@ -105,8 +106,11 @@ func (s *Server) writeUnanswered(w http.ResponseWriter, req decision.Request, re
 		if a.Err == nil {
 			continue
 		}
-		reasons = append(reasons, fmt.Sprintf("question %q: %v", req.Questions[i].ID, a.Err))
-		problems = append(problems, decision.Problem{Path: []string{"questions", req.Questions[i].ID}, Msg: a.Err.Error(), Type: "value_error"})
+		// Engines' errors name their URLs and echo upstream text: no caller
+		// reads a node's address.
+		why := redact.Text(a.Err.Error())
+		reasons = append(reasons, fmt.Sprintf("question %q: %s", req.Questions[i].ID, why))
+		problems = append(problems, decision.Problem{Path: []string{"questions", req.Questions[i].ID}, Msg: why, Type: "value_error"})
 		var f *engine.Failure
 		if !errors.As(a.Err, &f) || f.Kind != engine.Rejected {
 			rejected = false
