@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -189,5 +190,95 @@ func TestTopologyNeedsAKey(t *testing.T) {
 				t.Errorf("%q is in a body a caller reads: %s", l, body)
 			}
 		}
+	}
+}
+
+// validHead reports whether every header of a reply is a valid field
+// value (visible ASCII, space and tab, no space at either end) and the
+// whole head is small.
+func validHead(t *testing.T, h http.Header) {
+	t.Helper()
+	size := 0
+	for k, vs := range h {
+		for _, v := range vs {
+			size += len(k) + len(v) + 4
+			for i := 0; i < len(v); i++ {
+				if c := v[i]; (c < 0x20 && c != '\t') || c >= 0x7f {
+					t.Errorf("header %s holds byte %#x: %q", k, c, v)
+					break
+				}
+			}
+			if strings.Trim(v, " \t") != v {
+				t.Errorf("header %s has white space at an end: %q", k, v)
+			}
+		}
+	}
+	if size > 1024 {
+		t.Errorf("the head is %d bytes: %v", size, h)
+	}
+}
+
+// Option names and question ids reach X-System1-Warnings escaped and cut:
+// control characters (U+0001, DEL, NUL, ESC) give a valid header, and 40
+// options of 1 KB names a small one; the full names go to the log line.
+func TestWarningsHeaderIsValidAndSmall(t *testing.T) {
+	for _, tc := range []struct {
+		name, id string
+		options  []string
+	}{
+		{"control characters", "q\x01\x1b", []string{"a\x01", "b\x7f", "c\x00", "d\x1b[31m", "e\r\nX-Injected: 1"}},
+		{"40 options of 1 KB", strings.Repeat("i", 1024), func() []string {
+			var o []string
+			for i := range 40 {
+				o = append(o, strconv.Itoa(i)+strings.Repeat("n", 1024))
+			}
+			return o
+		}()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// The engine ranks only the first option, so every other is
+			// missing and named in the warning.
+			n := startNode(t, "n", fakeengine.Ollama, fakeengine.Behavior{Logprobs: fakeengine.Probs(1)})
+			s := serve(t, setup{nodes: []node{n}})
+			crit := map[string]any{}
+			for _, o := range tc.options {
+				crit[o] = nil
+			}
+			body, _ := json.Marshal(map[string]any{"model": "fake", "state": "s",
+				"questions": map[string]any{tc.id: map[string]any{"type": "choice", "criteria": crit}}})
+			r := s.ask(t, string(body))
+			if r.status != http.StatusOK {
+				t.Fatalf("%s", r)
+			}
+			w := r.header.Get("X-System1-Warnings")
+			if w == "" || !strings.Contains(w, "not in the engine's top log-probabilities") {
+				t.Errorf("warnings %q", w)
+			}
+			if r.header.Get("X-Injected") != "" {
+				t.Error("a header was injected")
+			}
+			validHead(t, r.header)
+			nodeFetch(t, s.URL+"/v1/systemone", string(body))
+		})
+	}
+}
+
+// nodeFetch posts body to url with Node's fetch (undici), what the JS SDK,
+// JDE and promptfoo use, when Node is installed: it refuses a head with
+// an invalid header value (HPE_INVALID_HEADER_TOKEN) or over 16 KB
+// (UND_ERR_HEADERS_OVERFLOW).
+func nodeFetch(t *testing.T, url, body string) {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Log("node is not installed: the check with Node's fetch is skipped")
+		return
+	}
+	const script = `const r = await fetch(process.argv[1], {method: "POST", headers: {"content-type": "application/json"}, body: process.argv[2]});
+await r.text();
+if (r.status !== 200) { console.error("status", r.status); process.exit(1); }`
+	out, err := exec.CommandContext(t.Context(), node, "--input-type=module", "-e", script, url, body).CombinedOutput()
+	if err != nil {
+		t.Errorf("Node's fetch: %v\n%s", err, out)
 	}
 }

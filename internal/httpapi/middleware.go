@@ -51,7 +51,9 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		id := newRequestID()
 		w.Header().Set("X-Typesafe-Request-Id", id)
 		rec := &recorder{ResponseWriter: w}
-		r = r.WithContext(context.WithValue(r.Context(), requestIDKey, id))
+		notes := &logNotes{}
+		ctx := context.WithValue(context.WithValue(r.Context(), requestIDKey, id), logNotesKey, notes)
+		r = r.WithContext(ctx)
 		next.ServeHTTP(rec, r)
 		if rec.status == 0 {
 			rec.status = http.StatusOK
@@ -62,8 +64,8 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			route = "unmatched"
 		}
 		s.opt.Metrics.Request(route, strconv.Itoa(rec.status), d)
-		s.opt.Log.Info("request", "id", id, "method", r.Method, "path", r.URL.Path,
-			"status", rec.status, "ms", float64(d.Microseconds())/1000, "remote", r.RemoteAddr)
+		s.opt.Log.Info("request", append([]any{"id", id, "method", r.Method, "path", r.URL.Path,
+			"status", rec.status, "ms", float64(d.Microseconds()) / 1000, "remote", r.RemoteAddr}, notes.attrs...)...)
 	})
 }
 

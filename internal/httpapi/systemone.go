@@ -46,7 +46,7 @@ func (s *Server) handleSystemOne(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := systemone.Response{Model: res.Model, Questions: p.Questions}
-	var warnings []string
+	var warnings, detail []string // for the header, and in full for the log
 	calibrated := true
 	for i, q := range p.Questions {
 		a := res.Questions[i]
@@ -55,7 +55,9 @@ func (s *Server) handleSystemOne(w http.ResponseWriter, r *http.Request) {
 			var ok bool
 			if d, ok = s.opt.Fits.Apply("", a.Model, q.Kind, d); !ok {
 				calibrated = false
-				warnings = append(warnings, fmt.Sprintf("%s: no calibration fit for model %s, %s over %d options; reported as the engine gave it", q.ID, a.Model, q.Kind, len(d)))
+				const f = "%s: no calibration fit for model %s, %s over %d options; reported as the engine gave it"
+				warnings = append(warnings, fmt.Sprintf(f, headerName(q.ID), headerName(a.Model), q.Kind, len(d)))
+				detail = append(detail, fmt.Sprintf(f, strconv.Quote(q.ID), strconv.Quote(a.Model), q.Kind, len(d)))
 			}
 		}
 		ans, err := decision.NewAnswer(q, d, s.opt.Rounding)
@@ -68,11 +70,22 @@ func (s *Server) handleSystemOne(w http.ResponseWriter, r *http.Request) {
 		out.Usage.OutputTokens += a.OutputTokens
 		out.Usage.Estimated = out.Usage.Estimated || a.Estimated
 		if len(a.Missing) > 0 {
-			warnings = append(warnings, fmt.Sprintf("%s: options %s were not in the engine's top log-probabilities; reported 0", q.ID, strings.Join(a.Missing, ",")))
+			const f = "%s: %d option(s) not in the engine's top log-probabilities, reported 0: %s"
+			names := make([]string, len(a.Missing))
+			for i, m := range a.Missing {
+				names[i] = headerName(m)
+			}
+			warnings = append(warnings, fmt.Sprintf(f, headerName(q.ID), len(a.Missing), strings.Join(names, ",")))
+			quoted := make([]string, len(a.Missing))
+			for i, m := range a.Missing {
+				quoted[i] = strconv.Quote(m)
+			}
+			detail = append(detail, fmt.Sprintf(f, strconv.Quote(q.ID), len(a.Missing), strings.Join(quoted, ",")))
 		}
 	}
 	if len(warnings) > 0 {
-		w.Header().Set("X-System1-Warnings", strings.Join(warnings, "; "))
+		w.Header().Set("X-System1-Warnings", headerList(warnings))
+		noteLog(r.Context(), "warnings", detail)
 	}
 	if s.opt.Fits != nil { // true only when every answer was calibrated
 		w.Header().Set("X-System1-Calibrated", strconv.FormatBool(calibrated))

@@ -1,0 +1,89 @@
+package httpapi
+
+import (
+	"context"
+	"strconv"
+	"strings"
+)
+
+// Bounds of a response header built from caller input (question ids,
+// option names) or an engine's (model names). A header carries a summary
+// a client can show; the detail goes to the request's log line. Node's
+// fetch refuses a head over 16 KB, Python's http.client a line over 64 KB,
+// and no client wants a control character.
+const (
+	maxHeaderValue = 400 // one header value, in bytes
+	maxHeaderItem  = 160 // one warning in it
+	maxHeaderName  = 40  // one id or name in a warning
+)
+
+// headerText escapes s for a header value and cuts it to at most n bytes:
+// printable ASCII stays as it is (a backslash doubled), any other byte is
+// \xHH, and what does not fit ends in "...". The result is printable
+// ASCII whatever s holds, so always a valid field value.
+func headerText(s string, n int) string { return escapeCut(s, n, true) }
+
+// escapeCut is headerText, doubling backslashes or not: text escaped once
+// (a warning made of headerName's) is kept as it is.
+func escapeCut(s string, n int, backslash bool) string {
+	var b strings.Builder
+	cut := -1 // where the text ends if it must be cut: the last whole escape within n-3
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\\' && backslash:
+			b.WriteString(`\\`)
+		case c >= 0x20 && c < 0x7f:
+			b.WriteByte(c)
+		default:
+			b.WriteString(`\x` + strconv.FormatUint(uint64(c)|0x100, 16)[1:])
+		}
+		if b.Len() <= n-3 {
+			cut = b.Len()
+		}
+		if b.Len() > n {
+			break
+		}
+	}
+	if b.Len() <= n {
+		return b.String()
+	}
+	return b.String()[:max(cut, 0)] + "..."
+}
+
+// headerList joins items into one header value of at most maxHeaderValue
+// bytes, "; " between them: each item cut to maxHeaderItem (any byte
+// that is not printable ASCII escaped, though headerName's are already),
+// and those that do not fit counted, "; 3 more". It returns "" for no
+// items.
+func headerList(items []string) string {
+	const reserve = len("; 18446744073709551615 more")
+	var b strings.Builder
+	for i, it := range items {
+		it = strings.TrimSpace(escapeCut(it, maxHeaderItem, false))
+		sep := "; "
+		if b.Len() == 0 {
+			sep = ""
+		}
+		if b.Len()+len(sep)+len(it) > maxHeaderValue-reserve {
+			b.WriteString(sep + strconv.Itoa(len(items)-i) + " more")
+			break
+		}
+		b.WriteString(sep + it)
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// headerName is an id or name as a warning in a header shows it.
+func headerName(s string) string { return headerText(s, maxHeaderName) }
+
+const logNotesKey ctxKey = 1
+
+// logNotes holds what a handler adds to its request's log line.
+type logNotes struct{ attrs []any }
+
+// noteLog adds key-value pairs to the request's log line (see observe).
+func noteLog(ctx context.Context, attrs ...any) {
+	if n, ok := ctx.Value(logNotesKey).(*logNotes); ok {
+		n.attrs = append(n.attrs, attrs...)
+	}
+}
