@@ -113,6 +113,13 @@ func TestParseRequest(t *testing.T) {
 		{`{"question":"q","request_id":""}`, []string{"request_id must not be empty"}},
 		{`{"question":"q","request_id":"` + strings.Repeat("r", 129) + `"}`, []string{"129 characters"}},
 		{`{"question":"q","schema_version":"2"}`, []string{`schema_version "2" is not supported`}},
+		{`{"question":"q","question":"r"}`, []string{`the request has the key "question" twice`}},
+		{`{"question":"q","options":["a","b"],"options":["c","d"]}`, []string{`the request has the key "options" twice`}},
+		{"{\"question\":\"q\xff\"}", []string{"question is not valid UTF-8"}},
+		{"{\"question\":\"q\",\"options\":[\"a\",\"b\xc3\"]}", []string{"options[1] is not valid UTF-8"}},
+		{`{"question":"q","options":["a","b\udc00"]}`, []string{"options[1] is not valid UTF-8"}},
+		{"{\"question\":\"q\",\"context\":{\"k\xff\":1}}", []string{"context has a key that is not valid UTF-8"}},
+		{`{"question":"q","request_id":"r\ud800"}`, []string{"request_id is not valid UTF-8"}},
 		{`{"bogus":true,"options":["a"],"min_confidence":-1}`, []string{"unknown field", "1 item(s)", "question is required", "min_confidence is -1"}},
 	}
 	for _, c := range cases {

@@ -31,7 +31,7 @@ func (g *Gateway) Handler(requestID func(*http.Request) string) http.Handler {
 		switch {
 		case errors.As(err, &tooBig):
 			res = &Response{Attempts: []Attempt{}, SchemaVersion: SchemaVersion, RequestID: requestID0(id)}
-			msg := fmt.Sprintf("the request body is over the limit of %d bytes", tooBig.Limit)
+			msg := fmt.Sprintf("the request body is over the limit of %d bytes (max_body_bytes; a gzip body counts as it decompresses)", tooBig.Limit)
 			res.fail(CodeInvalidRequest, msg, "The request was not valid: "+msg+". Nothing was asked.")
 			status = http.StatusRequestEntityTooLarge
 		case errors.As(err, &ne) && ne.Timeout():

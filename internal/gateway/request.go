@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -13,6 +14,9 @@ import (
 
 	"system1/internal/jsonx"
 )
+
+// requestFields are the fields of a decide request.
+var requestFields = []string{"question", "options", "context", "min_confidence", "request_id", "schema_version"}
 
 // ParseRequest reads a decide request and checks it against the contract,
 // returning every problem found, in field order; none means the request
@@ -27,9 +31,18 @@ func ParseRequest(raw []byte) (Request, []string) {
 	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
 		return req, []string{"the request must be a JSON object with at least a question"}
 	}
+	// encoding/json keeps the last of a key silently, and replaces
+	// invalid UTF-8 with U+FFFD: an option would come back changed.
+	var dup *jsonx.DuplicateKeyError
+	if _, err := jsonx.Members(raw); errors.As(err, &dup) {
+		return req, []string{fmt.Sprintf("the request has the key %q twice; send each field once", dup.Key)}
+	}
+	if path, isKey, bad := jsonx.InvalidText(raw); bad {
+		return req, []string{textProblem(path, isKey)}
+	}
 	var ps []string
 	bad := func(format string, a ...any) { ps = append(ps, fmt.Sprintf(format, a...)) }
-	known := []string{"question", "options", "context", "min_confidence", "request_id", "schema_version"}
+	known := requestFields
 	var unknown []string
 	for k := range fields {
 		if !slices.Contains(known, k) {
@@ -156,7 +169,7 @@ func requestID(raw []byte, fallback string) string {
 		ID json.RawMessage `json:"request_id"`
 	}
 	var id string
-	if json.Unmarshal(raw, &f) == nil && json.Unmarshal(f.ID, &id) == nil &&
+	if json.Unmarshal(raw, &f) == nil && json.Unmarshal(f.ID, &id) == nil && jsonx.TextOK(f.ID) &&
 		id != "" && utf8.RuneCountInString(id) <= MaxRequestIDChars {
 		return id
 	}
@@ -164,6 +177,22 @@ func requestID(raw []byte, fallback string) string {
 		return fallback
 	}
 	return NewRequestID()
+}
+
+// textProblem names where a request holds text that is not valid UTF-8:
+// "options[1]", "context", "question".
+func textProblem(path []string, isKey bool) string {
+	if len(path) == 0 || (isKey && len(path) == 1) || !slices.Contains(requestFields, path[0]) {
+		return "the request has a key or a field that is not valid UTF-8 (or an unpaired surrogate escape); send UTF-8 text"
+	}
+	field := path[0]
+	if field == "options" && len(path) > 1 {
+		field += "[" + path[1] + "]"
+	}
+	if isKey {
+		return field + " has a key that is not valid UTF-8 (or an unpaired surrogate escape); send UTF-8 text"
+	}
+	return field + " is not valid UTF-8 (or holds an unpaired surrogate escape); send UTF-8 text"
 }
 
 // NewRequestID makes a request id: req_ and 32 hex digits.

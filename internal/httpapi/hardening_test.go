@@ -1,18 +1,27 @@
 package httpapi_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf16"
 
 	"system1/internal/config"
 	"system1/internal/fakeengine"
+	"system1/internal/fleet"
+	"system1/internal/gateway"
+	"system1/internal/httpapi"
 )
 
 const noulQ = `{"model":"fake","state":"s","questions":{"q":{"type":"noul"}}}`
@@ -281,4 +290,227 @@ if (r.status !== 200) { console.error("status", r.status); process.exit(1); }`
 	if err != nil {
 		t.Errorf("Node's fetch: %v\n%s", err, out)
 	}
+}
+
+// serveBoth runs system1 serve's HTTP face with POST /v1/decide too: the
+// real gateway over the same router, its chain one engine provider.
+func serveBoth(t *testing.T, maxBody int64, nodes ...node) *system1 {
+	t.Helper()
+	var fns []*fleet.Node
+	for _, n := range nodes {
+		fn, err := fleet.NewNode(n.cfg, func(string) string { return "" }, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fns = append(fns, fn)
+	}
+	router := fleet.NewRouter(fns, nil, testPolicy, nil)
+	router.Discover(t.Context())
+	cfg, err := config.Parse([]byte("providers:\n  - {name: local, kind: engine, model: fake}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := httpapi.New(httpapi.Options{
+		Router:       router,
+		Rounding:     2,
+		MaxBodyBytes: maxBody,
+		Decide:       gateway.New(gateway.Options{Config: cfg, Router: router}).Handler(nil),
+	})
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	return &system1{URL: srv.URL, client: &http.Client{Transport: checker{t: t, base: http.DefaultTransport}}}
+}
+
+func gzipped(t testing.TB, s string) string {
+	t.Helper()
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	if _, err := zw.Write([]byte(s)); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+const decideQ = `{"question":"Which?","options":["a","b"]}`
+
+// A gzip body is read as what it decompresses to, on both routes; its
+// limit is max_body_bytes of decompressed bytes, so that a zip bomb is a
+// 413 naming max_body_bytes and costs no more memory than the limit; a
+// gzip body that is not gzip is a 400 naming gzip; any other encoding is
+// a 415 naming it.
+func TestCompressedBodies(t *testing.T) {
+	n := startNode(t, "n", fakeengine.OpenAI, fakeengine.Behavior{})
+	s := serveBoth(t, 64<<10, n)
+	for _, route := range []struct{ path, body string }{{"/v1/systemone", noulQ}, {"/v1/decide", decideQ}} {
+		t.Run(route.path, func(t *testing.T) {
+			for _, enc := range []string{"gzip", "GZIP", "x-gzip"} {
+				if r := s.do(t, http.MethodPost, route.path, gzipped(t, route.body), "Content-Encoding: "+enc); r.status != http.StatusOK {
+					t.Errorf("%s: %s", enc, r)
+				}
+			}
+			for _, enc := range []string{"identity", ""} {
+				if r := s.do(t, http.MethodPost, route.path, route.body, "Content-Encoding: "+enc); r.status != http.StatusOK {
+					t.Errorf("%q: %s", enc, r)
+				}
+			}
+
+			// 1 MiB of zeros, gzipped, repeated: a valid gzip body of a
+			// few KB that decompresses to 256 MiB.
+			member := gzipped(t, string(make([]byte, 1<<20)))
+			bomb := strings.Repeat(member, 256)
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			r := s.do(t, http.MethodPost, route.path, bomb, "Content-Encoding: gzip")
+			runtime.ReadMemStats(&after)
+			if r.status != http.StatusRequestEntityTooLarge || !strings.Contains(string(r.body), "max_body_bytes") || !strings.Contains(string(r.body), "65536") {
+				t.Errorf("a zip bomb of %d bytes: %s", len(bomb), r)
+			}
+			t.Logf("a zip bomb of %d bytes (256 MiB decompressed): %d KiB allocated while it was refused", len(bomb), (after.TotalAlloc-before.TotalAlloc)>>10)
+			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 64<<20 {
+				t.Errorf("a zip bomb cost %d MiB of allocations", alloc>>20)
+			}
+
+			r = s.do(t, http.MethodPost, route.path, route.body, "Content-Encoding: gzip")
+			if r.status != http.StatusBadRequest || !strings.Contains(string(r.body), "gzip") {
+				t.Errorf("a plain body sent as gzip: %s", r)
+			}
+			for _, enc := range []string{"deflate", "br", "zstd", "compress", "gzip, gzip", "bogus\u00e9"} {
+				r := s.do(t, http.MethodPost, route.path, route.body, "Content-Encoding: "+enc)
+				if r.status != http.StatusUnsupportedMediaType || !strings.Contains(string(r.body), strings.Split(enc, ",")[0]) && enc != "bogus\u00e9" {
+					t.Errorf("Content-Encoding %q: %s", enc, r)
+				}
+			}
+			if len(n.fake.Inferences()) == 0 {
+				t.Error("no request reached the engine")
+			}
+		})
+	}
+}
+
+// detail is the 422 body's detail list.
+func detail(t *testing.T, r reply) []struct {
+	Loc  []string `json:"loc"`
+	Msg  string   `json:"msg"`
+	Type string   `json:"type"`
+} {
+	t.Helper()
+	var body struct {
+		Detail []struct {
+			Loc  []string `json:"loc"`
+			Msg  string   `json:"msg"`
+			Type string   `json:"type"`
+		} `json:"detail"`
+	}
+	if r.status != http.StatusUnprocessableEntity || json.Unmarshal(r.body, &body) != nil || len(body.Detail) == 0 {
+		t.Fatalf("want a 422 with detail, got %s", r)
+	}
+	return body.Detail
+}
+
+// Text that is not valid UTF-8 (raw bytes or an unpaired surrogate
+// escape) is a 422 naming where it is, not a U+FFFD in an id; and an id
+// of any valid text comes back as sent.
+func TestInvalidUTF8(t *testing.T) {
+	n := startNode(t, "n", fakeengine.OpenAI, fakeengine.Behavior{})
+	s := serveBoth(t, 0, n)
+	for _, tc := range []struct {
+		name, body string
+		loc        []string
+	}{
+		{"an id", "{\"model\":\"fake\",\"state\":\"s\",\"questions\":{\"q\xff\":{\"type\":\"noul\"}}}", []string{"body", "questions"}},
+		{"an id with a lone surrogate", `{"model":"fake","state":"s","questions":{"q\ud800":{"type":"noul"}}}`, []string{"body", "questions"}},
+		{"the state", "{\"model\":\"fake\",\"state\":\"caf\xe9\",\"questions\":{\"q\":{\"type\":\"noul\"}}}", []string{"body", "state"}},
+		{"deep in the state", "{\"model\":\"fake\",\"state\":{\"t\":[\"\xc3\"]},\"questions\":{\"q\":{\"type\":\"noul\"}}}", []string{"body", "state", "t", "0"}},
+		{"an option", "{\"model\":\"fake\",\"state\":\"s\",\"questions\":{\"q\":{\"type\":\"choice\",\"criteria\":{\"a\":null,\"b\x80\":null}}}}", []string{"body", "questions", "q", "criteria"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := detail(t, s.ask(t, tc.body))
+			if !slices.Equal(d[0].Loc, tc.loc) || d[0].Type != "string_unicode" || !strings.Contains(d[0].Msg, "UTF-8") {
+				t.Errorf("detail %+v, want loc %q", d, tc.loc)
+			}
+		})
+	}
+	for _, body := range []string{"{\"question\":\"Which?\",\"options\":[\"a\",\"b\xff\"]}", `{"question":"Which?","options":["a","b\udc00"]}`} {
+		r := s.do(t, http.MethodPost, "/v1/decide", body)
+		if r.status != http.StatusUnprocessableEntity || !strings.Contains(string(r.body), "options[1] is not valid UTF-8") {
+			t.Errorf("decide %q: %s", body, r)
+		}
+	}
+
+	for _, id := range []string{"q\u00e9", "\U0001F600", "a<b>&c", "tab\there", "\u2028"} {
+		idJSON, _ := json.Marshal(id)
+		for _, q := range []string{string(idJSON), asciiJSON(id)} {
+			r := s.ask(t, `{"model":"fake","state":"s","questions":{`+q+`:{"type":"noul"}}}`)
+			var body struct{ Answers map[string]json.RawMessage }
+			if err := json.Unmarshal(r.body, &body); err != nil || r.status != http.StatusOK || body.Answers[id] == nil {
+				t.Errorf("id %s: %s", q, r)
+			}
+		}
+	}
+}
+
+// A key twice is named, with where it is: not "body must be a JSON
+// object" or "a question must be an object".
+func TestDuplicateKeys(t *testing.T) {
+	n := startNode(t, "n", fakeengine.OpenAI, fakeengine.Behavior{})
+	s := serveBoth(t, 0, n)
+	for _, tc := range []struct {
+		body string
+		loc  []string
+	}{
+		{`{"model":"fake","model":"fake","state":"s","questions":{"q":{"type":"noul"}}}`, []string{"body", "model"}},
+		{`{"model":"fake","state":"s","questions":{"q1":{"type":"noul","type":"noul"}}}`, []string{"body", "questions", "q1", "type"}},
+		{`{"model":"fake","state":"s","questions":{"q1":{"type":"noul"},"q1":{"type":"noul"}}}`, []string{"body", "questions", "q1"}},
+		{`{"model":"fake","state":"s","questions":{"q":{"type":"choice","criteria":{"a":null,"b":null,"a":"x"}}}}`, []string{"body", "questions", "q", "criteria", "a"}},
+	} {
+		d := detail(t, s.ask(t, tc.body))
+		if len(d) != 1 || !slices.Equal(d[0].Loc, tc.loc) || d[0].Type != "duplicate_key" || !strings.Contains(d[0].Msg, "twice") {
+			t.Errorf("%s: detail %+v, want one at %q", tc.body, d, tc.loc)
+		}
+	}
+	r := s.do(t, http.MethodPost, "/v1/decide", `{"question":"Which?","options":["a","b"],"options":["c","d"]}`)
+	if r.status != http.StatusUnprocessableEntity || !strings.Contains(string(r.body), `the request has the key \"options\" twice`) {
+		t.Errorf("decide: %s", r)
+	}
+}
+
+// POST /v1/decide names no node address either: the attempts' details,
+// the error and the rationale are redacted.
+func TestDecideNamesNoAddress(t *testing.T) {
+	dead := startNode(t, "n", fakeengine.OpenAI, fakeengine.Behavior{}, func(c *config.Node) {
+		c.URL = "http://admin:hunter2@127.0.0.1:1/"
+	})
+	s := serveBoth(t, 0, dead)
+	r := s.do(t, http.MethodPost, "/v1/decide", decideQ)
+	if r.status < 500 {
+		t.Fatalf("a dead node: %s", r)
+	}
+	for _, l := range []string{"admin", "hunter2", "127.0.0.1:1", "http://"} {
+		if strings.Contains(string(r.body), l) {
+			t.Errorf("%q is in the body: %s", l, r.body)
+		}
+	}
+}
+
+// asciiJSON writes s as a JSON string of ASCII alone: every other
+// character as \u escapes (a surrogate pair beyond U+FFFF).
+func asciiJSON(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r < 0x20 || r == '"' || r == '\\' || r > 0x7e:
+			for _, u := range utf16.Encode([]rune{r}) {
+				fmt.Fprintf(&b, `\u%04x`, u)
+			}
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
 }

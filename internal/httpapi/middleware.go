@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -8,8 +9,10 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
+	"system1/internal/redact"
 	"system1/internal/systemone"
 )
 
@@ -97,7 +100,11 @@ func (s *Server) api(h http.HandlerFunc) http.Handler {
 				fmt.Sprintf("rate limit exceeded; retry after %d s", secs))
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, s.opt.MaxBodyBytes)
+		body, ok := s.limitBody(w, r)
+		if !ok {
+			return
+		}
+		r.Body = body
 		ctx, cancel := context.WithTimeout(r.Context(), s.opt.RequestTimeout)
 		defer cancel()
 		h(w, r.WithContext(ctx))
@@ -129,6 +136,64 @@ func writeGuessLimited(w http.ResponseWriter, wait time.Duration) {
 		fmt.Sprintf("too many wrong API keys from this address; retry after %d s", secs))
 }
 
+// limitBody bounds a request body to max_body_bytes, decompressing a
+// gzip one, whose limit applies to what it decompresses to (the
+// compressed bytes are bounded too), so that a zip bomb costs no more
+// memory than a plain body at the limit. Any other Content-Encoding is a
+// 415 naming it.
+func (s *Server) limitBody(w http.ResponseWriter, r *http.Request) (io.ReadCloser, bool) {
+	limited := http.MaxBytesReader(w, r.Body, s.opt.MaxBodyBytes)
+	encs := r.Header.Values("Content-Encoding")
+	enc := ""
+	if len(encs) == 1 {
+		enc = strings.ToLower(strings.Trim(encs[0], " \t"))
+	}
+	switch {
+	case len(encs) == 0 || (len(encs) == 1 && (enc == "" || enc == "identity")):
+		return limited, true
+	case len(encs) == 1 && (enc == "gzip" || enc == "x-gzip"):
+		return http.MaxBytesReader(w, &gunzip{src: limited}, s.opt.MaxBodyBytes), true
+	}
+	writeError(w, http.StatusUnsupportedMediaType, systemone.InvalidRequest,
+		fmt.Sprintf("Content-Encoding %q is not supported: send the body uncompressed, or with Content-Encoding: gzip",
+			headerName(strings.Join(encs, ", "))))
+	return nil, false
+}
+
+// gunzip decompresses a gzip body as it is read, from the first read on,
+// so that a header that is not gzip is a read error like any other.
+type gunzip struct {
+	src io.ReadCloser
+	zr  *gzip.Reader
+}
+
+func (g *gunzip) Read(p []byte) (int, error) {
+	if g.zr == nil {
+		zr, err := gzip.NewReader(g.src)
+		if err != nil {
+			return 0, gzipError(err)
+		}
+		g.zr = zr
+	}
+	n, err := g.zr.Read(p)
+	if err != nil && err != io.EOF {
+		err = gzipError(err)
+	}
+	return n, err
+}
+
+func (g *gunzip) Close() error { return g.src.Close() }
+
+// gzipError names the encoding in a decompression error, but leaves the
+// body limit's error as it is.
+func gzipError(err error) error {
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return err
+	}
+	return fmt.Errorf("the body is not valid gzip (Content-Encoding: gzip): %w", err)
+}
+
 // readBody reads a request body, answering 413 when it is over the limit
 // and 408 when it did not arrive within the server's read timeout.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
@@ -138,14 +203,14 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 	switch {
 	case errors.As(err, &tooBig):
 		writeError(w, http.StatusRequestEntityTooLarge, systemone.TooLarge,
-			fmt.Sprintf("request body is over the limit of %d bytes", tooBig.Limit))
+			fmt.Sprintf("request body is over the limit of %d bytes (max_body_bytes; a gzip body counts as it decompresses)", tooBig.Limit))
 		return nil, false
 	case errors.As(err, &ne) && ne.Timeout():
 		writeError(w, http.StatusRequestTimeout, systemone.InvalidRequest,
 			"the request body did not arrive within the server's read timeout")
 		return nil, false
 	case err != nil:
-		writeError(w, http.StatusBadRequest, systemone.InvalidRequest, "reading the request body: "+err.Error())
+		writeError(w, http.StatusBadRequest, systemone.InvalidRequest, "reading the request body: "+redact.Text(err.Error()))
 		return nil, false
 	}
 	return body, true

@@ -8,6 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // Member is one key of a JSON object, with its value verbatim.
@@ -38,7 +41,7 @@ func Members(raw json.RawMessage) ([]Member, error) {
 		i = skipSpace(raw, i+1) // the colon
 		end = skipValue(raw, i)
 		if seen[key] {
-			return nil, fmt.Errorf("key %q appears twice", key)
+			return nil, &DuplicateKeyError{Key: key}
 		}
 		seen[key] = true
 		out = append(out, Member{key, raw[i:end]})
@@ -50,9 +53,20 @@ func Members(raw json.RawMessage) ([]Member, error) {
 	return out, nil
 }
 
+// DuplicateKeyError is the error of Members on an object with a key
+// twice, which encoding/json would read as the last of them, silently.
+type DuplicateKeyError struct{ Key string }
+
+func (e *DuplicateKeyError) Error() string { return fmt.Sprintf("key %q appears twice", e.Key) }
+
+// ErrInvalidText is the error of Members on a key that decoding would
+// change (see TextOK).
+var ErrInvalidText = errors.New("a key is not valid UTF-8")
+
 // unquote decodes a JSON string, taking the fast path when it is plain
-// ASCII without escapes; encoding/json handles the rest, replacing invalid
-// UTF-8 as it does everywhere else.
+// ASCII without escapes; encoding/json handles the rest. A key that is
+// not valid UTF-8 is an error, not a key with U+FFFD in it, so that a key
+// is always read as it was sent.
 func unquote(q []byte) (string, error) {
 	plain := len(q) >= 2
 	for _, c := range q {
@@ -60,6 +74,9 @@ func unquote(q []byte) (string, error) {
 	}
 	if plain {
 		return string(q[1 : len(q)-1]), nil
+	}
+	if !TextOK(q) {
+		return "", fmt.Errorf("%w: %s", ErrInvalidText, strconv.Quote(string(q)))
 	}
 	var s string
 	err := json.Unmarshal(q, &s)
@@ -143,4 +160,124 @@ func Kind(raw json.RawMessage) string {
 		return "boolean"
 	}
 	return "number"
+}
+
+// TextOK reports whether a JSON string, quotes included, decodes to what
+// it says: valid UTF-8, and every escaped surrogate one of a pair.
+// encoding/json replaces what is not with U+FFFD, so that an id sent that
+// way would come back changed.
+func TextOK(q []byte) bool {
+	if !utf8.Valid(q) {
+		return false
+	}
+	for i := 0; i < len(q); i++ {
+		if q[i] != '\\' {
+			continue
+		}
+		i++
+		if i >= len(q) || q[i] != 'u' {
+			continue
+		}
+		r := hex4(q, i+1)
+		i += 4
+		switch {
+		case r >= 0xdc00 && r <= 0xdfff:
+			return false // a low surrogate alone
+		case r >= 0xd800 && r <= 0xdbff:
+			if i+6 >= len(q) || q[i+1] != '\\' || q[i+2] != 'u' {
+				return false
+			}
+			if lo := hex4(q, i+3); utf16.DecodeRune(r, lo) == utf8.RuneError {
+				return false
+			}
+			i += 6
+		}
+	}
+	return true
+}
+
+// hex4 reads the four hex digits of a \u escape at q[i:], or -1.
+func hex4(q []byte, i int) rune {
+	if i+4 > len(q) {
+		return -1
+	}
+	n, err := strconv.ParseUint(string(q[i:i+4]), 16, 32)
+	if err != nil {
+		return -1
+	}
+	return rune(n)
+}
+
+// InvalidText finds the first string in raw, a key or a value, that fails
+// TextOK, and returns its path (keys, and array indexes in decimal), the
+// offending key last when it is a key. raw must be valid JSON. The common
+// case, a document that is valid UTF-8 without escaped surrogates, is one
+// pass over the bytes.
+func InvalidText(raw []byte) (path []string, isKey, found bool) {
+	if utf8.Valid(raw) && !hasSurrogateEscape(raw) {
+		return nil, false, false
+	}
+	_, path, isKey, found = walkText(raw, skipSpace(raw, 0), nil)
+	return path, isKey, found
+}
+
+func hasSurrogateEscape(b []byte) bool {
+	for i := 0; i+5 < len(b); i++ {
+		if b[i] == '\\' {
+			if b[i+1] == 'u' && (b[i+2] == 'd' || b[i+2] == 'D') && bytes.IndexByte([]byte("89abcdefABCDEF"), b[i+3]) >= 0 {
+				return true
+			}
+			i++
+		}
+	}
+	return false
+}
+
+// walkText walks the value at raw[i:], returning the index past it and,
+// at the first string failing TextOK, its path.
+func walkText(raw []byte, i int, path []string) (end int, bad []string, isKey, found bool) {
+	if i >= len(raw) {
+		return i, nil, false, false
+	}
+	switch raw[i] {
+	case '"':
+		end = skipString(raw, i)
+		if !TextOK(raw[i:end]) {
+			return end, path, false, true
+		}
+		return end, nil, false, false
+	case '{':
+		for i = skipSpace(raw, i+1); i < len(raw) && raw[i] != '}'; {
+			kend := skipString(raw, i)
+			q := raw[i:kend]
+			if !TextOK(q) {
+				return kend, append(path, string(q[1:len(q)-1])), true, true
+			}
+			key, _ := unquote(q)
+			i = skipSpace(raw, skipSpace(raw, kend)+1)
+			end, bad, isKey, found = walkText(raw, i, append(path[:len(path):len(path)], key))
+			if found {
+				return end, bad, isKey, true
+			}
+			i = skipSpace(raw, end)
+			if i < len(raw) && raw[i] == ',' {
+				i = skipSpace(raw, i+1)
+			}
+		}
+		return i + 1, nil, false, false
+	case '[':
+		n := 0
+		for i = skipSpace(raw, i+1); i < len(raw) && raw[i] != ']'; n++ {
+			end, bad, isKey, found = walkText(raw, i, append(path[:len(path):len(path)], strconv.Itoa(n)))
+			if found {
+				return end, bad, isKey, true
+			}
+			i = skipSpace(raw, end)
+			if i < len(raw) && raw[i] == ',' {
+				i = skipSpace(raw, i+1)
+			}
+		}
+		return i + 1, nil, false, false
+	}
+	return skipValue(raw, i), nil, false, false
 }

@@ -2,9 +2,11 @@ package jsonx
 
 import (
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestMembers(t *testing.T) {
@@ -20,6 +22,11 @@ func TestMembers(t *testing.T) {
 		{`{"a":1,"a":2}`, nil, nil, true},
 		{`[1]`, nil, nil, true},
 		{`"s"`, nil, nil, true},
+		{"{\"q\xff\":1}", nil, nil, true},
+		{`{"q\ud800":1}`, nil, nil, true},
+		{`{"q\udc00":1}`, nil, nil, true},
+		{`{"q\ud83d\ude00":1}`, []string{"q\U0001F600"}, []string{`1`}, false},
+		{`{"\ufffd":1}`, []string{"\ufffd"}, []string{`1`}, false},
 	} {
 		ms, err := Members(json.RawMessage(tc.in))
 		if (err != nil) != tc.wantErr {
@@ -47,10 +54,42 @@ func TestKind(t *testing.T) {
 	}
 }
 
+// InvalidText finds the string decoding would change, by its path, and
+// only such a string.
+func TestInvalidText(t *testing.T) {
+	for _, tc := range []struct {
+		in    string
+		path  []string
+		isKey bool
+		found bool
+	}{
+		{`{"a":"b","c":["\u00e9",{"d":"\ud83d\ude00"}]}`, nil, false, false},
+		{`{"a":"\ufffd","\\ud800":"\\udc00"}`, nil, false, false},
+		{"{\"questions\":{\"q\xff\":{}}}", []string{"questions", "q\xff"}, true, true},
+		{"{\"state\":{\"a\":[1,\"ok\",\"x\xc3\"]}}", []string{"state", "a", "2"}, false, true},
+		{`{"state":"lone \ud800 high"}`, []string{"state"}, false, true},
+		{`{"state":"lone \udc00 low"}`, []string{"state"}, false, true},
+		{`{"state":"\ud800\u0041"}`, []string{"state"}, false, true},
+		{`{"q":{"type":"x","criteria":{"\ud800":null}}}`, []string{"q", "criteria", `\ud800`}, true, true},
+		{"\"\xff\"", nil, false, true},
+	} {
+		path, isKey, found := InvalidText([]byte(tc.in))
+		if found != tc.found || isKey != tc.isKey || !reflect.DeepEqual(path, tc.path) {
+			t.Errorf("%q: %q %v %v, want %q %v %v", tc.in, path, isKey, found, tc.path, tc.isKey, tc.found)
+		}
+	}
+}
+
 // Members agrees with encoding/json on every valid object: the same keys
-// and values, in document order.
+// and values, in document order. Where they part, Members is right: a key
+// twice (encoding/json keeps the last silently) or a key that is not
+// valid UTF-8 (encoding/json replaces it with U+FFFD, so it is no longer
+// the key that was sent). Then InvalidText finds a bad string, and when
+// it is the first key, its decoded form holds a U+FFFD that the raw key
+// does not spell.
 func FuzzMembers(f *testing.F) {
-	for _, s := range []string{`{"b":1,"a":[1,{"x":"}"}],"c":null}`, `{"\u0041":"\\"}`, `{}`, `{"a":{"b":{"c":[]}}}`, `[]`} {
+	for _, s := range []string{`{"b":1,"a":[1,{"x":"}"}],"c":null}`, `{"\u0041":"\\"}`, `{}`, `{"a":{"b":{"c":[]}}}`, `[]`,
+		"{\"q\xff\":1}", `{"\ud800":1}`, `{"\ud83d\ude00":1}`, "{\"a\":\"\xff\",\"b\xff\":1}"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
@@ -65,16 +104,34 @@ func FuzzMembers(f *testing.F) {
 			}
 			return
 		}
-		if err != nil {
-			if strings.Contains(err.Error(), "appears twice") {
-				return // encoding/json keeps the last of a key silently
+		var dup *DuplicateKeyError
+		switch {
+		case errors.As(err, &dup):
+			return // encoding/json keeps the last of a key silently
+		case errors.Is(err, ErrInvalidText):
+			path, isKey, found := InvalidText(in)
+			if !found {
+				t.Fatalf("%q: Members says %v, InvalidText finds nothing", in, err)
 			}
+			if !isKey || len(path) != 1 {
+				return // a value before the key is bad too
+			}
+			var k string
+			if json.Unmarshal([]byte(`"`+path[0]+`"`), &k) != nil || !strings.ContainsRune(k, utf8.RuneError) ||
+				strings.Contains(path[0], "\uFFFD") || strings.Contains(strings.ToLower(path[0]), `\ufffd`) {
+				t.Fatalf("%q: key %q decodes to %q, which is what was sent", in, path[0], k)
+			}
+			return
+		case err != nil:
 			t.Fatalf("%s: %v", in, err)
 		}
 		if len(ms) != len(m) {
 			t.Fatalf("%s: %d members, encoding/json found %d", in, len(ms), len(m))
 		}
 		for _, mem := range ms {
+			if !utf8.ValidString(mem.Key) {
+				t.Fatalf("%q: key %q is not valid UTF-8", in, mem.Key)
+			}
 			var a, b any
 			if json.Unmarshal(mem.Value, &a) != nil || json.Unmarshal(m[mem.Key], &b) != nil || !reflect.DeepEqual(a, b) {
 				t.Fatalf("%s: member %q is %s, encoding/json says %s", in, mem.Key, mem.Value, m[mem.Key])

@@ -8,6 +8,7 @@ package systemone
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -61,8 +62,26 @@ func ParseRequest(body []byte) *Parsed {
 		p.broken["model"], p.broken["state"], p.broken["questions"] = true, true, true
 		return p
 	}
+	if path, isKey, bad := jsonx.InvalidText(body); bad {
+		// Decoding would replace it with U+FFFD: an id would come back
+		// changed, a state would not be what was sent.
+		if isKey {
+			key := path[len(path)-1]
+			fail("string_unicode", fmt.Sprintf("the key \"%s\" is not valid UTF-8 (or holds an unpaired surrogate escape); send UTF-8 text", strconvQuoteInner(key)), path[:len(path)-1]...)
+		} else {
+			fail("string_unicode", "the string is not valid UTF-8 (or holds an unpaired surrogate escape); send UTF-8 text", path...)
+		}
+		p.broken["model"], p.broken["state"], p.broken["questions"] = true, true, true
+		return p
+	}
 	top, err := jsonx.Members(body)
-	if err != nil {
+	var dup *jsonx.DuplicateKeyError
+	switch {
+	case errors.As(err, &dup):
+		fail("duplicate_key", fmt.Sprintf("the key %q appears twice; send each field once", dup.Key), dup.Key)
+		p.broken["model"], p.broken["state"], p.broken["questions"] = true, true, true
+		return p
+	case err != nil:
 		fail("model_attributes_type", "body must be a JSON object")
 		p.broken["model"], p.broken["state"], p.broken["questions"] = true, true, true
 		return p
@@ -100,7 +119,12 @@ func ParseRequest(body []byte) *Parsed {
 		return p
 	}
 	qs, err := jsonx.Members(raw)
-	if err != nil {
+	switch {
+	case errors.As(err, &dup):
+		fail("duplicate_key", fmt.Sprintf("question id %q appears twice; every question needs its own id", dup.Key), "questions", dup.Key)
+		p.broken["questions"] = true
+		return p
+	case err != nil:
 		fail("dict_type", "questions must be an object of id -> question: "+err.Error(), "questions")
 		return p
 	}
@@ -124,7 +148,12 @@ func parseQuestion(id string, raw json.RawMessage) (decision.Question, []decisio
 		ps = append(ps, decision.Problem{Path: append([]string{"questions", id}, field...), Msg: msg, Type: typ})
 	}
 	fs, err := jsonx.Members(raw)
-	if err != nil {
+	var dup *jsonx.DuplicateKeyError
+	switch {
+	case errors.As(err, &dup):
+		fail("duplicate_key", fmt.Sprintf("the key %q appears twice in the question; send each field once", dup.Key), dup.Key)
+		return q, ps
+	case err != nil:
 		fail("model_type", "a question must be an object")
 		return q, ps
 	}
@@ -166,6 +195,10 @@ func parseQuestion(id string, raw json.RawMessage) (decision.Question, []decisio
 			break
 		}
 		ms, err := jsonx.Members(crit)
+		if errors.As(err, &dup) {
+			fail("duplicate_key", fmt.Sprintf("option %q appears twice; options must be unique", dup.Key), "criteria", dup.Key)
+			break
+		}
 		if err != nil {
 			fail("dict_type", "choice criteria must be an object of option -> description: "+err.Error(), "criteria")
 			break
@@ -281,4 +314,11 @@ func scoreLevels(raw json.RawMessage) ([]decision.Option, string) {
 		return nil, "score criteria must be an ordered array of levels, or an object whose key order is the level order"
 	}
 	return opts, ""
+}
+
+// strconvQuoteInner quotes raw JSON string content for a message: the
+// escapes as sent, any byte that is not UTF-8 as \xHH.
+func strconvQuoteInner(s string) string {
+	q := strconv.Quote(s)
+	return q[1 : len(q)-1]
 }

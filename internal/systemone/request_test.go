@@ -1,12 +1,15 @@
 package systemone
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"system1/internal/decision"
+	"system1/internal/jsonx"
 )
 
 func TestParseRequestAcceptsJevBodies(t *testing.T) {
@@ -113,10 +116,20 @@ func TestParseRequestListsEveryProblem(t *testing.T) {
 			"questions.g.instructions union_type",
 			"questions.g.criteria.x union_type",
 			"questions.j model_type",
-			"questions.k.criteria dict_type",
+			"questions.k.criteria.x duplicate_key",
 			"questions.h.criteria too_short",
 			"questions.i.criteria too_short",
 		}},
+		{"a duplicate model", `{"model":"m","state":"s","model":"n","questions":{"q":{"type":"noul"}}}`, []string{"model duplicate_key"}},
+		{"a duplicate state", `{"model":"m","state":"s","state":"t","questions":{"q":{"type":"noul"}}}`, []string{"state duplicate_key"}},
+		{"a duplicate type in a question", `{"model":"m","state":"s","questions":{"q1":{"type":"noul","type":"choice"}}}`, []string{"questions.q1.type duplicate_key"}},
+		{"a duplicate question id", `{"model":"m","state":"s","questions":{"q":{"type":"noul"},"q":{"type":"noul"}}}`, []string{"questions.q duplicate_key"}},
+		{"an id that is not UTF-8", "{\"model\":\"m\",\"state\":\"s\",\"questions\":{\"q\xff\":{\"type\":\"noul\"}}}", []string{"questions string_unicode"}},
+		{"an id with a lone surrogate", `{"model":"m","state":"s","questions":{"q\ud800":{"type":"noul"}}}`, []string{"questions string_unicode"}},
+		{"a state that is not UTF-8", "{\"model\":\"m\",\"state\":\"caf\xe9\",\"questions\":{\"q\":{\"type\":\"noul\"}}}", []string{"state string_unicode"}},
+		{"deep in the state", "{\"model\":\"m\",\"state\":{\"a\":[\"ok\",{\"b\":\"\xc3\"}]},\"questions\":{\"q\":{\"type\":\"noul\"}}}", []string{"state.a.1.b string_unicode"}},
+		{"an option that is not UTF-8", "{\"model\":\"m\",\"state\":\"s\",\"questions\":{\"q\":{\"type\":\"choice\",\"criteria\":{\"a\":null,\"b\x80\":null}}}}", []string{"questions.q.criteria string_unicode"}},
+		{"a model that is not UTF-8", "{\"model\":\"m\xff\",\"state\":\"s\",\"questions\":{\"q\":{\"type\":\"noul\"}}}", []string{"model string_unicode"}},
 		{"over the label capacity", `{"model":"m","state":"s","questions":{"big":{"type":"choice","criteria":` + string(manyJSON) + `}}}`,
 			[]string{"questions.big.criteria too_long"}},
 		{"too many levels", `{"model":"m","state":"s","questions":{"s":{"type":"score","criteria":[1,2,3,4,5,6,7,8,9,10,11]}}}`,
@@ -193,6 +206,16 @@ func FuzzParseRequest(f *testing.F) {
 		}
 		if len(ps) > 0 {
 			return
+		}
+		// An accepted request is read as sent: every id, option and model
+		// valid UTF-8, never a U+FFFD that decoding made up.
+		if _, _, bad := jsonx.InvalidText(body); bad || !utf8.ValidString(p.Model) {
+			t.Fatalf("accepted text that is not UTF-8: %q", body)
+		}
+		for _, q := range p.Questions {
+			if !utf8.ValidString(q.ID) || (strings.ContainsRune(q.ID, utf8.RuneError) && !bytes.Contains(body, []byte("\uFFFD")) && !bytes.Contains(bytes.ToLower(body), []byte(`\ufffd`))) {
+				t.Fatalf("id %q was changed in reading %q", q.ID, body)
+			}
 		}
 		// A valid request survives a round trip through the client's encoder.
 		again := ParseRequest(AppendRequest(nil, p.Request))
