@@ -143,6 +143,11 @@ func writeGuessLimited(w http.ResponseWriter, wait time.Duration) {
 // 415 naming it.
 func (s *Server) limitBody(w http.ResponseWriter, r *http.Request) (io.ReadCloser, bool) {
 	limited := http.MaxBytesReader(w, r.Body, s.opt.MaxBodyBytes)
+	if r.ContentLength > s.opt.MaxBodyBytes {
+		// Refused before a byte is read, so a client that sent Expect:
+		// 100-continue is not asked for a body that will not be read.
+		limited = tooLarge{r.Body, s.opt.MaxBodyBytes}
+	}
 	encs := r.Header.Values("Content-Encoding")
 	enc := ""
 	if len(encs) == 1 {
@@ -159,6 +164,15 @@ func (s *Server) limitBody(w http.ResponseWriter, r *http.Request) (io.ReadClose
 			headerName(strings.Join(encs, ", "))))
 	return nil, false
 }
+
+// tooLarge is a body declared over the limit: every read fails as
+// http.MaxBytesReader's would at the limit.
+type tooLarge struct {
+	io.ReadCloser
+	limit int64
+}
+
+func (t tooLarge) Read([]byte) (int, error) { return 0, &http.MaxBytesError{Limit: t.limit} }
 
 // gunzip decompresses a gzip body as it is read, from the first read on,
 // so that a header that is not gzip is a read error like any other.
