@@ -67,16 +67,18 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 		rounding = *cfg.Rounding
 	}
 	api := httpapi.New(httpapi.Options{
-		Router:         router,
-		Log:            log,
-		Metrics:        m,
-		Keys:           keys,
-		RatePerSecond:  cfg.RateLimit.PerSecond,
-		Burst:          cfg.RateLimit.Burst,
-		Rounding:       rounding,
-		RequestTimeout: cfg.Timeouts.Request.Or(httpapi.DefaultRequestTimeout),
-		MaxBodyBytes:   cfg.MaxBodyBytes,
-		Fits:           fits,
+		Router:           router,
+		Log:              log,
+		Metrics:          m,
+		Keys:             keys,
+		RatePerSecond:    cfg.RateLimit.PerSecond,
+		Burst:            cfg.RateLimit.Burst,
+		GuessesPerMinute: cfg.RateLimit.WrongKeys.PerMinute,
+		GuessBurst:       cfg.RateLimit.WrongKeys.Burst,
+		Rounding:         rounding,
+		RequestTimeout:   cfg.Timeouts.Request.Or(httpapi.DefaultRequestTimeout),
+		MaxBodyBytes:     cfg.MaxBodyBytes,
+		Fits:             fits,
 		// POST /v1/decide: the gateway over the same fleet.
 		Decide: gateway.New(gateway.Options{Config: cfg, ConfigPath: cfg.Path, Router: router, Getenv: e.getenv,
 			Log: log, StatePath: pause.Path("", e.getenv), Version: version}).Handler(func(r *http.Request) string { return httpapi.RequestID(r.Context()) }),

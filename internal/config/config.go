@@ -96,6 +96,15 @@ type TLS struct {
 type RateLimit struct {
 	PerSecond float64 `yaml:"per_second"`
 	Burst     int     `yaml:"burst"`
+	// WrongKeys bounds the wrong keys one client address may send.
+	WrongKeys WrongKeys `yaml:"wrong_keys"`
+}
+
+// WrongKeys is an allowance of wrong keys per client address: Burst at
+// once, then PerMinute; zero is the server's default (10 and 10).
+type WrongKeys struct {
+	PerMinute float64 `yaml:"per_minute"`
+	Burst     int     `yaml:"burst"`
 }
 
 // Timeouts of the HTTP server.
@@ -247,6 +256,9 @@ func (c *Config) Check() []error {
 	}
 	if r := c.RateLimit; !(r.PerSecond >= 0) || math.IsInf(r.PerSecond, 0) || r.Burst < 0 {
 		bad("rate_limit: per_second must be a finite number >= 0 and burst >= 0")
+	}
+	if w := c.RateLimit.WrongKeys; !(w.PerMinute >= 0) || math.IsInf(w.PerMinute, 0) || w.Burst < 0 {
+		bad("rate_limit.wrong_keys: per_minute must be a finite number >= 0 and burst >= 0")
 	}
 	for i, k := range c.Keys {
 		if err := CheckKey(k); err != nil {

@@ -14,7 +14,7 @@ const full = `listen: 127.0.0.1:3000
 tls: {listen: 127.0.0.1:3443, cert: cert.pem, key: key.pem}
 keys: [k1, k2]
 keys_env: SYSTEM1_KEYS
-rate_limit: {per_second: 20, burst: 40}
+rate_limit: {per_second: 20, burst: 40, wrong_keys: {per_minute: 10, burst: 10}}
 max_body_bytes: 4194304
 timeouts: {read_header: 5s, read: 30s, write: 40s, idle: 120s, request: 30s, drain: 30s}
 probe_every: 15s
@@ -72,7 +72,7 @@ func TestParseReadsEveryField(t *testing.T) {
 		TLS:          TLS{Listen: "127.0.0.1:3443", Cert: "cert.pem", Key: "key.pem"},
 		Keys:         []string{"k1", "k2"},
 		KeysEnv:      "SYSTEM1_KEYS",
-		RateLimit:    RateLimit{PerSecond: 20, Burst: 40},
+		RateLimit:    RateLimit{PerSecond: 20, Burst: 40, WrongKeys: WrongKeys{PerMinute: 10, Burst: 10}},
 		MaxBodyBytes: 4194304,
 		Timeouts: Timeouts{
 			ReadHeader: Duration(5 * time.Second), Read: Duration(30 * time.Second), Write: Duration(40 * time.Second),
@@ -398,6 +398,8 @@ func TestCheckLimits(t *testing.T) {
 		{"rate_limit: {per_second: .nan}", false},
 		{"rate_limit: {per_second: .inf}", false},
 		{"rate_limit: {burst: -1}", false},
+		{"rate_limit: {wrong_keys: {per_minute: -1}}", false},
+		{"rate_limit: {wrong_keys: {burst: -1}}", false},
 		{"max_body_bytes: -1", false},
 		{"max_body_bytes: 1024", true},
 	} {
