@@ -13,8 +13,9 @@ import (
 // and no client wants a control character.
 const (
 	maxHeaderValue = 400 // one header value, in bytes
-	maxHeaderItem  = 160 // one warning in it
+	maxHeaderItem  = 200 // one warning in it
 	maxHeaderName  = 40  // one id or name in a warning
+	maxHeaderNames = 90  // a list of names in a warning
 )
 
 // headerText escapes s for a header value and cuts it to at most n bytes:
@@ -75,6 +76,24 @@ func headerList(items []string) string {
 
 // headerName is an id or name as a warning in a header shows it.
 func headerName(s string) string { return headerText(s, maxHeaderName) }
+
+// headerNames lists names for a warning, comma-separated, as many as fit
+// in maxHeaderNames bytes, then how many there are in all: "a,b,... (39
+// in all)".
+func headerNames(names []string) string {
+	var b strings.Builder
+	for i, n := range names {
+		n = headerName(n)
+		if i > 0 && b.Len()+1+len(n) > maxHeaderNames {
+			return b.String() + ",... (" + strconv.Itoa(len(names)) + " in all)"
+		}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(n)
+	}
+	return b.String()
+}
 
 const logNotesKey ctxKey = 1
 

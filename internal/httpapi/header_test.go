@@ -57,7 +57,8 @@ func TestHeaderList(t *testing.T) {
 }
 
 // Whatever the warnings hold, the header is a valid field value of at
-// most maxHeaderValue bytes, and a name in it at most maxHeaderName.
+// most maxHeaderValue bytes, a name in it at most maxHeaderName and a
+// list of names at most maxHeaderNames and its count.
 func FuzzHeaderList(f *testing.F) {
 	f.Add("q1: 2 option(s) missing: a,b", byte(';'), 3)
 	f.Add("\x00\x01\x7f\x1b\r\n \t\\xff\xff", byte('\n'), 200)
@@ -69,6 +70,9 @@ func FuzzHeaderList(f *testing.F) {
 			if v := headerName(it); !validFieldValue(strings.TrimSpace(v)) || len(v) > maxHeaderName {
 				t.Fatalf("headerName(%q) = %q", it, v)
 			}
+		}
+		if v := headerNames(items); !validFieldValue(strings.TrimSpace(v)) || len(v) > maxHeaderNames+len(",... (1000 in all)") {
+			t.Fatalf("headerNames of %d items = %q (%d bytes)", len(items), v, len(v))
 		}
 		v := headerList(items)
 		if !validFieldValue(v) || len(v) > maxHeaderValue {

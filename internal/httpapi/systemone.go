@@ -70,17 +70,13 @@ func (s *Server) handleSystemOne(w http.ResponseWriter, r *http.Request) {
 		out.Usage.OutputTokens += a.OutputTokens
 		out.Usage.Estimated = out.Usage.Estimated || a.Estimated
 		if len(a.Missing) > 0 {
-			const f = "%s: %d option(s) not in the engine's top log-probabilities, reported 0: %s"
-			names := make([]string, len(a.Missing))
-			for i, m := range a.Missing {
-				names[i] = headerName(m)
-			}
-			warnings = append(warnings, fmt.Sprintf(f, headerName(q.ID), len(a.Missing), strings.Join(names, ",")))
+			const f = "%s: options %s were not in the engine's top log-probabilities; reported 0"
+			warnings = append(warnings, fmt.Sprintf(f, headerName(q.ID), headerNames(a.Missing)))
 			quoted := make([]string, len(a.Missing))
 			for i, m := range a.Missing {
 				quoted[i] = strconv.Quote(m)
 			}
-			detail = append(detail, fmt.Sprintf(f, strconv.Quote(q.ID), len(a.Missing), strings.Join(quoted, ",")))
+			detail = append(detail, fmt.Sprintf(f, strconv.Quote(q.ID), strings.Join(quoted, ",")))
 		}
 	}
 	if len(warnings) > 0 {
