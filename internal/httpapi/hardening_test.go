@@ -44,7 +44,7 @@ func TestAuthTokensAsHTTPReadsThem(t *testing.T) {
 	n := startNode(t, "n", fakeengine.OpenAI, fakeengine.Behavior{})
 	// "" is what a blank key from a configuration came to before keys
 	// were checked (TrimSpace of the token made U+00A0 match it); the
-	// configuration refuses it now (TestServeRefusesBlankKeys), and the
+	// configuration refuses it now (cmd/system1's TestServeRefusesBlankKeys), and the
 	// server still refuses every empty token.
 	s := serve(t, setup{nodes: []node{n}, keys: []string{"real", ""}})
 	for _, h := range []string{
@@ -77,22 +77,6 @@ func TestAuthTokensAsHTTPReadsThem(t *testing.T) {
 	} {
 		if r := s.ask(t, noulQ, h); r.status != http.StatusOK {
 			t.Errorf("%q: got %s, want 200", h, r)
-		}
-	}
-}
-
-// system1 serve refuses a configuration with an empty or blank key, from
-// the file or from the keys variable, naming keys.
-func TestServeRefusesBlankKeys(t *testing.T) {
-	for _, c := range []config.Config{
-		{Keys: []string{"real", ""}},
-		{Keys: []string{"   "}},
-		{Keys: []string{"\u00a0"}},
-		{KeysEnv: "K"},
-	} {
-		_, err := c.APIKeys(func(string) string { return "real,,other" })
-		if err == nil || !strings.Contains(err.Error(), "keys") {
-			t.Errorf("%+v: %v", c, err)
 		}
 	}
 }

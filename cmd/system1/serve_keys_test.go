@@ -1,0 +1,44 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// system1 serve does not start with a key that a blank token would match
+// or no caller could present, from the file or from keys_env: it exits
+// with an error naming the key, before it listens.
+func TestServeRefusesBlankKeys(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml, env, want string
+	}{
+		{"an empty key in the file", `keys: ["real", ""]`, "", "keys[1]"},
+		{"a key of spaces in the file", `keys: ["   "]`, "", "keys[0]"},
+		{"a key of U+00A0 in the file", "keys: [\"\u00a0\"]", "", "keys[0]"},
+		{"an empty entry in the variable", "keys_env: KEYS", "real,,other", "keys_env"},
+		{"a blank entry in the variable", "keys_env: KEYS", "real, \u2003", "keys_env"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := filepath.Join(t.TempDir(), "config.yaml")
+			if err := os.WriteFile(cfg, []byte(tc.yaml+"\nlisten: 127.0.0.1:0\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel() // were it to start, it stops at once
+			var stderr bytes.Buffer
+			err := run(ctx, []string{"serve", "--config", cfg}, func(k string) string {
+				return map[string]string{"KEYS": tc.env}[k]
+			}, strings.NewReader(""), &bytes.Buffer{}, &stderr)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("serve: %v, want an error naming %s\n%s", err, tc.want, stderr.String())
+			}
+			if strings.Contains(stderr.String(), "listening") {
+				t.Errorf("serve listened:\n%s", stderr.String())
+			}
+		})
+	}
+}
