@@ -49,7 +49,9 @@ func (l *limiter) bucket(caller string, now time.Time) *bucket {
 		b.seen = now
 		return b
 	}
-	if now.Sub(l.swept) > idleBucket || len(l.buckets) >= maxBuckets {
+	// Full, it sweeps at most once a second: a flood of new addresses
+	// must not make every request walk the whole map.
+	if now.Sub(l.swept) > idleBucket || (len(l.buckets) >= maxBuckets && now.Sub(l.swept) > time.Second) {
 		for k, b := range l.buckets {
 			if now.Sub(b.seen) > idleBucket {
 				delete(l.buckets, k)
