@@ -250,6 +250,7 @@ func TestWarningsHeaderIsValidAndSmall(t *testing.T) {
 			if r.header.Get("X-Injected") != "" {
 				t.Error("a header was injected")
 			}
+			t.Logf("a body of %d bytes: X-System1-Warnings of %d bytes", len(body), len(w))
 			validHead(t, r.header)
 			nodeFetch(t, s.URL+"/v1/systemone", string(body))
 		})
