@@ -19,7 +19,22 @@ fi
 
 log() { echo "llama-server.sh: $*" >&2; }
 
-if ! command -v cmake >/dev/null; then
+# One build at a time per cache: a second llama-server.sh (run.sh and
+# test.sh in two terminals) waits for the first and reuses its binary,
+# instead of deleting the tree the first one compiles.
+mkdir -p "$cache"
+exec 9>"$cache/llama-server-$commit.lock"
+if ! flock -n 9; then
+	log "another llama-server.sh is building in $cache; waiting for it (lock $cache/llama-server-$commit.lock)"
+	flock 9
+fi
+if [[ -x "$bin" ]]; then
+	log "reusing the binary the other build made"
+	echo "$bin"
+	exit 0
+fi
+
+if [[ -z ${SYSTEM1_LLAMA_BUILD:-} ]] && ! command -v cmake >/dev/null; then
 	log "installing cmake"
 	if [[ $(id -u) -eq 0 ]]; then
 		apt-get update -q >&2 && apt-get install -y -q cmake >&2
@@ -32,22 +47,29 @@ work="$cache/build-$commit"
 rm -rf "$work"
 mkdir -p "$work" "$dir"
 cd "$work"
-log "fetching node-llama-cpp@$version (llama.cpp source bundle)"
-npm init -y >/dev/null
-npm i -E --omit=optional --ignore-scripts --no-audit --no-fund "node-llama-cpp@$version" >&2
-git clone -q node_modules/node-llama-cpp/llama/gitRelease.bundle llama.cpp >&2
-log "building llama-server (about 10 minutes on 2 cores)"
-cmake -S llama.cpp -B llama.cpp/build -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
-	-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
-	-DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF -DGGML_CCACHE=OFF >&2
-cmake --build llama.cpp/build --target llama-server -j"$(nproc)" >&2
-cp llama.cpp/build/bin/llama-server "$bin.tmp"
-mv "$bin.tmp" "$bin"
-# Keep the vocab-only GGUFs and gguf-py: the latency benchmark builds a
-# random-weight model around a real tokenizer from them.
-mkdir -p "$dir/vocab"
-cp llama.cpp/models/ggml-vocab-*.gguf "$dir/vocab/" 2>/dev/null || true
-cp -r llama.cpp/gguf-py "$dir/gguf-py"
+if [[ -n ${SYSTEM1_LLAMA_BUILD:-} ]]; then
+	# A stand-in for the fetch and compile below, for the tests of this
+	# script's locking: it gets the work folder and the binary to write.
+	"$SYSTEM1_LLAMA_BUILD" "$work" "$bin.tmp" >&2
+	mv "$bin.tmp" "$bin"
+else
+	log "fetching node-llama-cpp@$version (llama.cpp source bundle)"
+	npm init -y >/dev/null
+	npm i -E --omit=optional --ignore-scripts --no-audit --no-fund "node-llama-cpp@$version" >&2
+	git clone -q node_modules/node-llama-cpp/llama/gitRelease.bundle llama.cpp >&2
+	log "building llama-server (about 10 minutes on 2 cores)"
+	cmake -S llama.cpp -B llama.cpp/build -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
+		-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+		-DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF -DGGML_CCACHE=OFF >&2
+	cmake --build llama.cpp/build --target llama-server -j"$(nproc)" >&2
+	cp llama.cpp/build/bin/llama-server "$bin.tmp"
+	mv "$bin.tmp" "$bin"
+	# Keep the vocab-only GGUFs and gguf-py: the latency benchmark builds a
+	# random-weight model around a real tokenizer from them.
+	mkdir -p "$dir/vocab"
+	cp llama.cpp/models/ggml-vocab-*.gguf "$dir/vocab/" 2>/dev/null || true
+	cp -r llama.cpp/gguf-py "$dir/gguf-py"
+fi
 cd /
 rm -rf "$work"
 log "built $bin"

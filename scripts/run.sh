@@ -19,7 +19,7 @@ model=${1:-${SYSTEM1_MODEL:-}}
 port=${SYSTEM1_PORT:-3000}
 engine_port=${SYSTEM1_ENGINE_PORT:-8081}
 cache="${SYSTEM1_CACHE:-$HOME/.cache/system1}"
-default_url=https://huggingface.co/Qwen/Qwen2.5-0.5B-Instruct-GGUF/resolve/main/qwen2.5-0.5b-instruct-q4_k_m.gguf
+default_url=${SYSTEM1_MODEL_URL:-https://huggingface.co/Qwen/Qwen2.5-0.5B-Instruct-GGUF/resolve/main/qwen2.5-0.5b-instruct-q4_k_m.gguf}
 
 say() { echo "run.sh: $*" >&2; }
 pids=()
@@ -27,29 +27,71 @@ cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-wait_ok() { # url seconds
+# taken reports whether something already listens on 127.0.0.1:$1.
+taken() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# free_port fails, saying what to do, when port $1 (for $2) is taken,
+# before anything starts: a second run.sh must not serve a first
+# decision from the first one.
+free_port() {
+	if taken "$1"; then
+		say "port $1 on 127.0.0.1 (for $2) is taken: another scripts/run.sh, system1 serve or engine is listening there."
+		say "Stop it, or pick free ports: SYSTEM1_PORT=3001 SYSTEM1_ENGINE_PORT=8082 scripts/run.sh ..."
+		exit 1
+	fi
+}
+
+# wait_ok waits up to $2 seconds for $1 to answer, failing at once when
+# the process $3 (whose log is $4) exits first.
+wait_ok() {
 	for _ in $(seq $(($2 * 10))); do
+		if ! kill -0 "$3" 2>/dev/null; then
+			status=0
+			wait "$3" || status=$?
+			say "$5 exited (status $status) before it answered on $1. Its log, $4, ends:"
+			tail -n 15 "$4" >&2 || true
+			exit 1
+		fi
 		curl -fs -o /dev/null "$1" && return 0
 		sleep 0.1
 	done
-	say "no answer from $1 after $2 s"; return 1
+	say "no answer from $1 after $2 s; see $4"
+	exit 1
 }
+
+config=${SYSTEM1_CONFIG:-${XDG_CONFIG_HOME:-$HOME/.config}/system1/config.yaml}
+use_config=
+if [[ -z $model && -f $config ]] && grep -q '^nodes:' "$config"; then use_config=1; fi
+free_port "$port" "system1 serve"
+if [[ -z $use_config ]]; then
+	free_port "$engine_port" "llama-server"
+	if [[ -n $model ]]; then
+		[[ -f $model ]] || { say "model $model does not exist"; exit 1; }
+		# A GGUF file starts with the bytes "GGUF"; anything else would
+		# only make llama-server exit.
+		if [[ $(head -c 4 "$model" 2>/dev/null) != GGUF ]]; then
+			say "$model is not a GGUF model file (it does not start with \"GGUF\")."
+			say "Give a .gguf model, e.g. ../shared/models/stories260K.gguf to try the plumbing, or an instruct model such as Qwen2.5-0.5B-Instruct."
+			exit 1
+		fi
+	fi
+fi
 
 say "building system1"
 mkdir -p bin
 go build -o bin/system1 ./cmd/system1
+logs="$cache/run"
+mkdir -p "$logs"
 
-config=${SYSTEM1_CONFIG:-${XDG_CONFIG_HOME:-$HOME/.config}/system1/config.yaml}
-if [[ -z $model && -f $config ]] && grep -q '^nodes:' "$config"; then
+if [[ -n $use_config ]]; then
 	say "serving the engines configured in $config"
 else
 	if [[ -z $model ]]; then
 		model="$cache/models/$(basename "$default_url")"
 		if [[ ! -f $model ]]; then
-			say "no model given: fetching the default $(basename "$default_url")"
-			mkdir -p "$(dirname "$model")"
-			if ! curl -fL --connect-timeout 10 --max-time 900 -o "$model.part" "$default_url"; then
-				rm -f "$model.part"
+			# Ask first, quietly, so that a machine that cannot download
+			# gets the explanation alone, with no progress meter before it.
+			if ! curl -fsSL -r 0-0 -o /dev/null --connect-timeout 10 --max-time 60 "$default_url" 2>/dev/null; then
 				cat >&2 <<MSG
 run.sh: this machine cannot download the default model ($default_url).
 Point system1 at a GGUF file instead, one of:
@@ -61,19 +103,27 @@ Or write $config listing nodes you already run (Ollama, vLLM, llama-server).
 MSG
 				exit 1
 			fi
+			say "no model given: fetching the default $(basename "$default_url")"
+			mkdir -p "$(dirname "$model")"
+			if ! curl -fL --progress-bar --connect-timeout 10 --max-time 900 -o "$model.part" "$default_url"; then
+				rm -f "$model.part"
+				rmdir "$(dirname "$model")" 2>/dev/null || true
+				say "downloading $default_url failed; give a GGUF file instead: scripts/run.sh /path/to/model.gguf"
+				exit 1
+			fi
 			mv "$model.part" "$model"
 		fi
 	fi
-	[[ -f $model ]] || { say "model $model does not exist"; exit 1; }
-	server=$(scripts/llama-server.sh)
+	server=${SYSTEM1_LLAMA_SERVER:-$(scripts/llama-server.sh)}
 	alias=$(basename "$model" .gguf | tr 'A-Z' 'a-z')
-	say "starting llama-server with $model as $alias on 127.0.0.1:$engine_port"
+	# A log per run: a second run.sh never truncates the first one's.
+	engine_log="$logs/llama-server-$$.log"
+	say "starting llama-server with $model as $alias on 127.0.0.1:$engine_port (log: $engine_log)"
 	"$server" -m "$model" --host 127.0.0.1 --port "$engine_port" -c 8192 -np 4 -t "$(nproc)" \
-		-a "$alias" --no-webui >"$cache/llama-server.log" 2>&1 &
+		-a "$alias" --no-webui >"$engine_log" 2>&1 &
 	pids+=($!)
-	wait_ok "http://127.0.0.1:$engine_port/health" 120
-	config="$cache/run/config.yaml"
-	mkdir -p "$(dirname "$config")"
+	wait_ok "http://127.0.0.1:$engine_port/health" 120 "$!" "$engine_log" llama-server
+	config="$logs/config.yaml"
 	cat >"$config" <<YAML
 # Written by scripts/run.sh.
 listen: 127.0.0.1:$port
@@ -91,12 +141,14 @@ providers:
     kind: engine
     model: $alias
 YAML
+	say "wrote $config (use it with: bin/system1 decide --config $config ...)"
 fi
 
-say "starting system1 serve --config $config"
-bin/system1 serve --config "$config" --listen "127.0.0.1:$port" &
+serve_log="$logs/serve-$$.log"
+say "starting system1 serve --config $config (log: $serve_log)"
+bin/system1 serve --config "$config" --listen "127.0.0.1:$port" 2>"$serve_log" &
 pids+=($!)
-wait_ok "http://127.0.0.1:$port/health" 30
+wait_ok "http://127.0.0.1:$port/health" 30 "$!" "$serve_log" "system1 serve"
 
 say "a first decision: POST /v1/systemone"
 curl -fsS "http://127.0.0.1:$port/v1/systemone" -H 'Content-Type: application/json' -d '{

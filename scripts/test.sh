@@ -16,7 +16,7 @@ if [[ -z "${SYSTEM1_QUICK:-}" ]]; then
 fi
 
 if command -v npm >/dev/null; then
-	for d in test/js test/js-mcp; do
+	for d in test/js test/js-mcp test/claude; do
 		if [[ -f $d/package-lock.json ]]; then
 			step "npm ci in $d"
 			(cd "$d" && npm ci --no-audit --no-fund --loglevel=error)

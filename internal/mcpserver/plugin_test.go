@@ -26,7 +26,8 @@ func expand(s string, vars map[string]string) string {
 }
 
 // The repository is a Claude Code plugin named system1: its manifest, its
-// MCP server started as .mcp.json says (through the launcher), and
+// MCP server started as the manifest's mcpServers says (through the
+// launcher), and
 // /system1:toggle, whose shell line pauses that same server, cannot be
 // run by the model (disable-model-invocation).
 func TestClaudeCodePlugin(t *testing.T) {
@@ -35,7 +36,12 @@ func TestClaudeCodePlugin(t *testing.T) {
 		t.Fatal(err)
 	}
 	var manifest struct {
-		Name string `json:"name"`
+		Name       string `json:"name"`
+		MCPServers map[string]struct {
+			Command string            `json:"command"`
+			Args    []string          `json:"args"`
+			Env     map[string]string `json:"env"`
+		} `json:"mcpServers"`
 	}
 	readJSON(t, filepath.Join(root, ".claude-plugin", "plugin.json"), &manifest)
 	if manifest.Name != "system1" {
@@ -51,17 +57,9 @@ func TestClaudeCodePlugin(t *testing.T) {
 	if len(market.Plugins) != 1 || market.Plugins[0].Name != "system1" || market.Plugins[0].Source != "./" {
 		t.Errorf("marketplace.json does not list this repository as the plugin system1: %+v", market)
 	}
-	var mcpJSON struct {
-		MCPServers map[string]struct {
-			Command string            `json:"command"`
-			Args    []string          `json:"args"`
-			Env     map[string]string `json:"env"`
-		} `json:"mcpServers"`
-	}
-	readJSON(t, filepath.Join(root, ".mcp.json"), &mcpJSON)
-	srv, ok := mcpJSON.MCPServers["system1"]
+	srv, ok := manifest.MCPServers["system1"]
 	if !ok {
-		t.Fatalf(".mcp.json has no system1 server: %+v", mcpJSON)
+		t.Fatalf("plugin.json declares no system1 server: %+v", manifest)
 	}
 
 	ep := fake.Start(t, fake.Reply{})

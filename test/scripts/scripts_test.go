@@ -1,0 +1,207 @@
+// Package scripts tests the set-up scripts' failure modes as a newcomer
+// meets them: each fails fast, non-zero, saying what to do.
+package scripts
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// script runs scripts/NAME from the repository root with extra
+// environment, and returns its exit code, stdout and stderr. The two
+// minutes are a hang guard, not a timing check.
+func script(t *testing.T, env []string, name string, args ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(repoRoot(t), "scripts", name), args...)
+	cmd.Dir = repoRoot(t)
+	cmd.Env = append(os.Environ(), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("scripts/%s %v hung:\n%s", name, args, stderr.String())
+	}
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("scripts/%s: %v", name, err)
+	}
+	return code, stdout.String(), stderr.String()
+}
+
+// isolated is the environment of a run.sh that must not see this
+// machine's configuration or cache.
+func isolated(t *testing.T) []string {
+	t.Helper()
+	dir := t.TempDir()
+	return []string{
+		"SYSTEM1_CACHE=" + filepath.Join(dir, "cache"),
+		"SYSTEM1_CONFIG=" + filepath.Join(dir, "no-config.yaml"),
+		"SYSTEM1_MODEL=",
+		"SYSTEM1_PORT=" + strconv.Itoa(freePort(t)),
+		"SYSTEM1_ENGINE_PORT=" + strconv.Itoa(freePort(t)),
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Two llama-server.sh at once (run.sh and test.sh in two terminals) build
+// once: the second waits on the lock in the cache and reuses the first
+// one's binary, instead of deleting the tree the first one compiles. The
+// compile is a stand-in (SYSTEM1_LLAMA_BUILD) that takes a moment and
+// counts its runs; the lock and the reuse are the script's own.
+func TestTwoLlamaServerBuildsAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	stub := filepath.Join(dir, "build")
+	runs := filepath.Join(dir, "runs")
+	os.WriteFile(stub, []byte("#!/bin/sh\n# $1: work folder, $2: the binary to write\necho run >>"+runs+"\nsleep 2\n[ -d \"$1\" ] || exit 1\nprintf '#!/bin/sh\\n' >\"$2\" && chmod +x \"$2\"\n"), 0o755)
+	env := []string{"SYSTEM1_CACHE=" + filepath.Join(dir, "cache"), "SYSTEM1_LLAMA_BUILD=" + stub}
+
+	type result struct {
+		code           int
+		stdout, stderr string
+	}
+	results := make([]result, 2)
+	var wg sync.WaitGroup
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			code, out, errOut := script(t, env, "llama-server.sh")
+			results[i] = result{code, out, errOut}
+		}()
+	}
+	wg.Wait()
+	want := filepath.Join(dir, "cache", "llama-server-80fb11a", "llama-server") + "\n"
+	waited := 0
+	for i, r := range results {
+		if r.code != 0 || r.stdout != want {
+			t.Errorf("build %d: exit %d, printed %q, want %q\n%s", i, r.code, r.stdout, want, r.stderr)
+		}
+		if strings.Contains(r.stderr, "another llama-server.sh is building") && strings.Contains(r.stderr, "reusing the binary") {
+			waited++
+		}
+	}
+	if waited != 1 {
+		t.Errorf("%d of the two builds said it waited for the other and reused its binary:\n%s\n---\n%s", waited, results[0].stderr, results[1].stderr)
+	}
+	if b, _ := os.ReadFile(runs); strings.Count(string(b), "run") != 1 {
+		t.Errorf("the compile ran %d times, want once", strings.Count(string(b), "run"))
+	}
+}
+
+// A second run.sh while one serves fails at once, before it builds or
+// starts anything, saying the port is taken and how to pick another; it
+// never prints a decision from the other instance.
+func TestRunWithPortTaken(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	for _, tc := range []struct{ name, env string }{
+		{"serve", "SYSTEM1_PORT=" + port},
+		{"engine", "SYSTEM1_ENGINE_PORT=" + port},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := script(t, append(isolated(t), tc.env), "run.sh", "--once", "../shared/models/stories260K.gguf")
+			if code == 0 || !strings.Contains(errOut, "port "+port+" on 127.0.0.1") || !strings.Contains(errOut, "is taken") || !strings.Contains(errOut, "SYSTEM1_PORT=") {
+				t.Errorf("exit %d; stderr does not say the port is taken and what to do:\n%s", code, errOut)
+			}
+			if strings.Contains(errOut, "building system1") || out != "" {
+				t.Errorf("went on past the taken port: stdout %q\n%s", out, errOut)
+			}
+		})
+	}
+}
+
+// A file that is not a model fails before anything is built or started,
+// saying what to give instead.
+func TestRunWithNotAModel(t *testing.T) {
+	code, _, errOut := script(t, isolated(t), "run.sh", "--once", "README.md")
+	if code == 0 || !strings.Contains(errOut, "README.md is not a GGUF model file") || !strings.Contains(errOut, "stories260K.gguf") {
+		t.Errorf("exit %d:\n%s", code, errOut)
+	}
+	if strings.Contains(errOut, "building system1") {
+		t.Errorf("built system1 before checking the model:\n%s", errOut)
+	}
+}
+
+// When the engine dies while run.sh waits for it to be ready (a file
+// that starts like a GGUF but is not one), run.sh fails at once, not
+// after its 120 s wait, showing the end of the engine's log and where it
+// is. With SYSTEM1_LLAMA_SERVER set (scripts/test.sh sets it) this is the
+// real llama-server; else a stand-in that fails as it does.
+func TestRunWhenTheEngineDies(t *testing.T) {
+	dir := t.TempDir()
+	model := filepath.Join(dir, "broken.gguf")
+	os.WriteFile(model, append([]byte("GGUF"), bytes.Repeat([]byte{0xff}, 64)...), 0o644)
+	server := os.Getenv("SYSTEM1_LLAMA_SERVER")
+	if server == "" {
+		server = filepath.Join(dir, "llama-server")
+		os.WriteFile(server, []byte("#!/bin/sh\necho 'gguf_init_from_file_impl: invalid model file' >&2\nexit 1\n"), 0o755)
+	}
+	env := append(isolated(t), "SYSTEM1_LLAMA_SERVER="+server)
+	start := time.Now()
+	code, _, errOut := script(t, env, "run.sh", "--once", model)
+	t.Logf("run.sh gave up after %v", time.Since(start).Round(time.Millisecond))
+	if code == 0 || !strings.Contains(errOut, "llama-server exited") || !strings.Contains(errOut, "before it answered") {
+		t.Fatalf("exit %d; stderr does not say the engine died:\n%s", code, errOut)
+	}
+	if !strings.Contains(errOut, filepath.Join("cache", "run", "llama-server-")) {
+		t.Errorf("stderr does not point at the engine's log:\n%s", errOut)
+	}
+	if strings.Contains(errOut, "no answer from") {
+		t.Errorf("waited out the readiness timeout instead of seeing the engine exit:\n%s", errOut)
+	}
+}
+
+// A machine that cannot download the default model gets the explanation
+// alone (no curl progress meter before it), and no empty models folder is
+// left behind.
+func TestRunCannotDownloadTheDefaultModel(t *testing.T) {
+	env := isolated(t)
+	cache := strings.TrimPrefix(env[0], "SYSTEM1_CACHE=")
+	env = append(env, "SYSTEM1_MODEL_URL=http://127.0.0.1:"+strconv.Itoa(freePort(t))+"/model.gguf")
+	code, _, errOut := script(t, env, "run.sh", "--once")
+	i := strings.Index(errOut, "run.sh: this machine cannot download the default model")
+	if code == 0 || i < 0 || !strings.Contains(errOut, "scripts/run.sh /path/to/model.gguf") {
+		t.Fatalf("exit %d; no explanation:\n%s", code, errOut)
+	}
+	if before := errOut[:i]; strings.Contains(before, "%") || strings.Contains(before, "curl") || strings.Contains(before, "fetching") {
+		t.Errorf("printed before the explanation:\n%s", before)
+	}
+	if _, err := os.Stat(filepath.Join(cache, "models")); err == nil {
+		t.Errorf("left a models folder behind in %s", cache)
+	}
+}
