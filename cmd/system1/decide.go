@@ -15,9 +15,9 @@ import (
 func init() { commands["decide"] = cmdDecide }
 
 // cmdDecide asks the gateway for one decision, as system1_decide does, and
-// prints the response: a summary line, or with --json the response
-// itself. It exits 0 when the gateway decided or abstained, 1 on an error
-// status.
+// prints the response: a summary for a person at a terminal, or with
+// --json the response itself. Its exit status tells the outcomes apart
+// (decideExits): a script can branch on an abstention without parsing.
 func cmdDecide(ctx context.Context, args []string, e env) error {
 	fs := flags("decide", e)
 	cfgFlag := fs.String("config", "", "configuration file (default $SYSTEM1_CONFIG, else ~/.config/system1/config.yaml)")
@@ -28,7 +28,7 @@ func cmdDecide(ctx context.Context, args []string, e env) error {
 	reqID := fs.String("request-id", "", "request id to echo (default: generated)")
 	request := fs.String("request", "", `read the whole request as JSON from this file ("-" for stdin) instead of the arguments`)
 	fs.Usage = func() {
-		fmt.Fprintln(e.stderr, "usage: system1 decide [flags] QUESTION [OPTION OPTION...]\n\nWithout options the question is answered yes or no.\n\nflags:")
+		fmt.Fprintln(e.stderr, "usage: system1 decide [flags] QUESTION [OPTION OPTION...]\n\nWithout options the question is answered yes or no.\n\n"+decideExits+"\nflags:")
 		fs.PrintDefaults()
 	}
 	if err := parse(fs, args); err != nil {
@@ -72,7 +72,8 @@ func cmdDecide(ctx context.Context, args []string, e env) error {
 			return err
 		}
 	}
-	g := newGateway(configPath(*cfgFlag, e.getenv), *stateDir, e, logger(e), nil)
+	cfg := configPath(*cfgFlag, e.getenv)
+	g := newGateway(cfg, *stateDir, e, logger(e), nil)
 	res := g.Decide(ctx, raw, "")
 	if *asJSON {
 		out, err := json.MarshalIndent(res, "", "  ")
@@ -80,16 +81,33 @@ func cmdDecide(ctx context.Context, args []string, e env) error {
 			return err
 		}
 		fmt.Fprintln(e.stdout, string(out))
+	} else if res.Status == gateway.Failed {
+		fmt.Fprintln(e.stderr, failure(res, cfg))
 	} else {
 		fmt.Fprintln(e.stdout, summary(res))
 	}
-	if res.Status == gateway.Failed {
-		return fmt.Errorf("%s: %s", res.Error.Code, res.Error.Message)
+	switch res.Status {
+	case gateway.Failed:
+		return errReported
+	case gateway.Abstained:
+		return errAbstained
 	}
 	return nil
 }
 
-// summary is the response in one line, then the rationale.
+// decideExits documents decide's exit statuses, in its help and the README.
+const decideExits = `exit status: 0 decided, 1 error (nothing decided: the configuration, the
+request or every provider failed), 2 usage, 3 abstained (System 1 was
+unsure, declined, or is paused: decide yourself).
+`
+
+// errAbstained is decide's outcome when the gateway abstained: nothing to
+// print beyond what decide printed, and its own exit status.
+var errAbstained = errors.New("abstained")
+
+// summary is a decision or an abstention for a person at a terminal: one
+// line, then why. The gateway's rationale is written for the agent that
+// called system1_decide, so the terminal gets its own words.
 func summary(r *gateway.Response) string {
 	var b strings.Builder
 	b.WriteString(r.Status)
@@ -106,6 +124,34 @@ func summary(r *gateway.Response) string {
 	if r.Provider != nil {
 		fmt.Fprintf(&b, " via %s", *r.Provider)
 	}
-	fmt.Fprintf(&b, " in %d ms\n%s", r.LatencyMS, r.Rationale)
+	fmt.Fprintf(&b, " in %d ms\n", r.LatencyMS)
+	switch {
+	case r.Status == gateway.Decided:
+		b.WriteString("A fast intuition: check it where a mistake would be costly.")
+	case r.Provider == nil && len(r.Attempts) == 0:
+		b.WriteString("System 1 is paused, so no model was asked. `system1 toggle on` resumes it.")
+	case r.Confidence != nil && r.Threshold != nil && *r.Confidence < *r.Threshold:
+		fmt.Fprintf(&b, "Not confident enough to decide: the best guess is under the threshold %v (lower it with --min-confidence).", *r.Threshold)
+	default:
+		b.WriteString("The provider declined to decide; there is no decision.")
+	}
 	return b.String()
+}
+
+// failure says, for a person at a terminal, why nothing was decided and
+// what to do about it.
+func failure(r *gateway.Response, cfg string) string {
+	msg := fmt.Sprintf("system1 decide: %s: %s", r.Error.Code, r.Error.Message)
+	switch r.Error.Code {
+	case gateway.CodeConfigError:
+		return msg + "\n\nsystem1 reads " + cfg + ` (or --config FILE, or $SYSTEM1_CONFIG).
+scripts/run.sh writes one for the engine it starts: ~/.cache/system1/run/config.yaml.
+To write your own, see "Configuration" in the README and docs/plugin.md.`
+	case gateway.CodeInvalidRequest:
+		return msg + "\n\nSee system1 decide -h."
+	}
+	for _, a := range r.Attempts {
+		msg += fmt.Sprintf("\n  %s: %s: %s", a.Provider, a.Outcome, a.Detail)
+	}
+	return msg + "\n\nNo provider answered: check that the engines in " + cfg + " are running (system1 serve's /health shows each node)."
 }

@@ -32,6 +32,10 @@ func main() {
 		os.Exit(0)
 	case errors.Is(err, errUsage):
 		os.Exit(2)
+	case errors.Is(err, errAbstained):
+		os.Exit(3)
+	case errors.Is(err, errReported):
+		os.Exit(1)
 	default:
 		fmt.Fprintln(os.Stderr, "system1:", err)
 		os.Exit(1)
@@ -41,6 +45,9 @@ func main() {
 // errUsage marks a command line that could not be understood; its details
 // have already been printed.
 var errUsage = errors.New("usage")
+
+// errReported marks a failure whose explanation has already been printed.
+var errReported = errors.New("failed")
 
 // env is what a command may touch of the outside world.
 type env struct {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -27,7 +28,13 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	log := logger(e)
-	cfg, err := config.Load(configPath(*cfgFlag, e.getenv))
+	path := configPath(*cfgFlag, e.getenv)
+	cfg, err := config.Load(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("no configuration at %s: serve needs one that lists the engines (nodes) to serve.\n"+
+			"See \"Configuration\" in the README (an example with every key), or run scripts/run.sh, which starts an engine\n"+
+			"and writes ~/.cache/system1/run/config.yaml; point --config or $SYSTEM1_CONFIG at the file", path)
+	}
 	if err != nil {
 		return fmt.Errorf("reading the configuration: %w", err)
 	}

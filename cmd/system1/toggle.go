@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"system1/internal/pause"
@@ -10,7 +11,14 @@ import (
 
 func init() { commands["toggle"] = cmdToggle }
 
-const toggleUsage = "usage: system1 toggle [--state-dir DIR] on|off|status"
+const toggleUsage = `usage: system1 toggle [--state-dir DIR] on|off|status
+
+  off      pause System 1: system1_decide abstains without asking any model
+  on       resume it
+  status   show the state (the default)
+
+The state file is read on every call by system1 mcp, serve and decide, so
+a change takes effect at once. In Claude Code: /system1:toggle on|off|status.`
 
 // cmdToggle pauses (off) or resumes (on) the gateway, or shows its state.
 // The state file is written atomically and read by every gateway face on
@@ -18,17 +26,27 @@ const toggleUsage = "usage: system1 toggle [--state-dir DIR] on|off|status"
 func cmdToggle(_ context.Context, args []string, e env) error {
 	fs := flags("toggle", e)
 	stateDir := fs.String("state-dir", "", "folder of the pause state file (default $CLAUDE_PLUGIN_DATA, else $XDG_STATE_HOME/system1, else ~/.local/state/system1)")
+	fs.Usage = func() {
+		fmt.Fprintln(e.stderr, toggleUsage+"\n\nflags:")
+		fs.PrintDefaults()
+	}
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	path := pause.Path(*stateDir, e.getenv)
 	verb := "status"
+	for _, a := range fs.Args() {
+		if strings.HasPrefix(a, "-") {
+			fmt.Fprintf(e.stderr, "system1 toggle: flags go before on, off or status: system1 toggle %s %s\n", strings.Join(fs.Args()[1:], " "), fs.Arg(0))
+			return errUsage
+		}
+	}
 	switch fs.NArg() {
 	case 0:
 	case 1:
 		verb = fs.Arg(0)
 	default:
-		fmt.Fprintln(e.stderr, toggleUsage)
+		fmt.Fprintf(e.stderr, "system1 toggle: one of on, off or status, not %q\n%s\n", strings.Join(fs.Args(), " "), toggleUsage)
 		return errUsage
 	}
 	var s pause.State

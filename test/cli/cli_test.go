@@ -1,0 +1,151 @@
+// Package cli tests the system1 command line as a person at a terminal
+// meets it: the built binary's help texts, messages and exit statuses.
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"system1/internal/gateway/fake"
+	"system1/internal/testbin"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testbin.Cleanup()
+	os.Exit(code)
+}
+
+// system1 runs the built binary in an empty home and returns its exit
+// status, stdout and stderr.
+func system1(t *testing.T, env []string, args ...string) (int, string, string) {
+	t.Helper()
+	bin, err := testbin.Path()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	home := t.TempDir()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append([]string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "XDG_STATE_HOME=" + filepath.Join(home, "state")}, env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("system1 %v: %v", args, err)
+	}
+	return code, stdout.String(), stderr.String()
+}
+
+// config writes a configuration whose one provider is a System One
+// endpoint answering as told.
+func config(t *testing.T, r fake.Reply) string {
+	t.Helper()
+	ep := fake.Start(t, r)
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	yaml := "gateway:\n  threshold: 0.6\n  timeout: 5s\nproviders:\n  - {name: jev, kind: systemone, url: \"" + ep.URL + "\", model: jev-latest}\n"
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// decide's exit status tells its outcomes apart, as its help and the
+// README say: 0 decided, 1 error, 2 usage, 3 abstained.
+func TestDecideExitStatus(t *testing.T) {
+	confident := config(t, fake.Reply{Probs: []float64{0.9, 0.1}})
+	unsure := config(t, fake.Reply{Probs: []float64{0.55, 0.45}})
+	down := config(t, fake.Reply{Status: 500, Message: "down"})
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string // a substring, when not empty
+		stderr string
+	}{
+		{"decided", []string{"decide", "--config", confident, "Which?", "a", "b"}, 0, "decided: a (p=0.900)", ""},
+		{"abstained", []string{"decide", "--config", unsure, "Which?", "a", "b"}, 3, "abstained", ""},
+		{"abstained as JSON", []string{"decide", "--json", "--config", unsure, "Which?", "a", "b"}, 3, `"status": "abstained"`, ""},
+		{"paused", []string{"decide", "--config", confident, "--state-dir", "PAUSED", "Which?", "a", "b"}, 3, "system1 toggle on", ""},
+		{"every provider failed", []string{"decide", "--config", down, "Which?", "a", "b"}, 1, "", "No provider answered"},
+		{"invalid request", []string{"decide", "--config", confident, "Which?", "a", "a"}, 1, "", "invalid_request"},
+		{"no question", []string{"decide", "--config", confident}, 2, "", "usage: system1 decide"},
+		{"unknown flag", []string{"decide", "--bogus", "Which?"}, 2, "", "flag provided but not defined"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for i, a := range tc.args {
+				if a == "PAUSED" {
+					dir := t.TempDir()
+					if code, _, errOut := system1(t, nil, "toggle", "--state-dir", dir, "off"); code != 0 {
+						t.Fatalf("toggle off: %d %s", code, errOut)
+					}
+					tc.args[i] = dir
+				}
+			}
+			code, out, errOut := system1(t, nil, tc.args...)
+			if code != tc.code || !strings.Contains(out, tc.stdout) || !strings.Contains(errOut, tc.stderr) {
+				t.Errorf("system1 %s: exit %d (want %d)\nstdout: %s\nstderr: %s", strings.Join(tc.args, " "), code, tc.code, out, errOut)
+			}
+		})
+	}
+}
+
+// Without a configuration, decide speaks to the person at the terminal
+// (where system1 looks, what scripts/run.sh writes, where the docs are),
+// not in the words the MCP face uses for an agent; serve points to the
+// docs too.
+func TestWithoutConfiguration(t *testing.T) {
+	code, out, errOut := system1(t, nil, "decide", "Ship it?")
+	if code != 1 || out != "" {
+		t.Errorf("decide: exit %d, stdout %q", code, out)
+	}
+	for _, want := range []string{"config_error", ".config/system1/config.yaml", "--config", "~/.cache/system1/run/config.yaml", "README"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("decide without a configuration does not say %q:\n%s", want, errOut)
+		}
+	}
+	for _, agentish := range []string{"tell the user", "Reason this through yourself", "system1_health"} {
+		if strings.Contains(errOut, agentish) {
+			t.Errorf("decide at a terminal says %q, words for an agent:\n%s", agentish, errOut)
+		}
+	}
+	code, _, errOut = system1(t, nil, "serve")
+	if code != 1 || !strings.Contains(errOut, "no configuration at") || !strings.Contains(errOut, "README") || !strings.Contains(errOut, "scripts/run.sh") {
+		t.Errorf("serve without a configuration: exit %d\n%s", code, errOut)
+	}
+}
+
+// The help texts list what a newcomer needs: decide's exit statuses,
+// toggle's on, off and status; a flag after toggle's argument says where
+// flags go.
+func TestHelp(t *testing.T) {
+	code, _, errOut := system1(t, nil, "decide", "-h")
+	if code != 0 || !strings.Contains(errOut, "exit status: 0 decided, 1 error") || !strings.Contains(errOut, "3 abstained") {
+		t.Errorf("decide -h: exit %d\n%s", code, errOut)
+	}
+	code, _, errOut = system1(t, nil, "toggle", "-h")
+	for _, want := range []string{"on|off|status", "  off ", "  on ", "  status ", "-state-dir"} {
+		if code != 0 || !strings.Contains(errOut, want) {
+			t.Errorf("toggle -h: exit %d, no %q:\n%s", code, want, errOut)
+		}
+	}
+	dir := t.TempDir()
+	code, _, errOut = system1(t, nil, "toggle", "off", "--state-dir", dir)
+	if code != 2 || !strings.Contains(errOut, "flags go before on, off or status: system1 toggle --state-dir "+dir+" off") {
+		t.Errorf("toggle off --state-dir: exit %d\n%s", code, errOut)
+	}
+	code, _, errOut = system1(t, nil, "toggle", "sideways")
+	if code != 2 || !strings.Contains(errOut, `"sideways" is not on, off or status`) {
+		t.Errorf("toggle sideways: exit %d\n%s", code, errOut)
+	}
+}
