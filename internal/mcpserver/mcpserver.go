@@ -105,6 +105,10 @@ func New(o Options) *mcp.Server {
 // checked against the output schema before it is sent, as the SDK's typed
 // tools do; the arguments reach the handler unchecked.
 func add(s *mcp.Server, log *slog.Logger, t *mcp.Tool, out *jsonschema.Schema, h func(context.Context, json.RawMessage) (any, bool)) {
+	out = singleTyped(out)
+	if in, ok := t.InputSchema.(*jsonschema.Schema); ok {
+		t.InputSchema = singleTyped(in)
+	}
 	resolved, err := out.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
 	if err != nil {
 		panic(fmt.Sprintf("mcpserver: output schema of %s: %v", t.Name, err)) // our own schema: a bug
