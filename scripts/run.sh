@@ -8,8 +8,17 @@
 # ~/.config/system1/config.yaml), it serves that. Otherwise it builds
 # llama.cpp's llama-server (cached; about 10 minutes the first time) and
 # serves the GGUF given as argument or in $SYSTEM1_MODEL, else a small
-# default instruct model it downloads where the machine can reach it.
-# --once stops everything after the first decision.
+# default instruct model ($SYSTEM1_MODEL_URL) it downloads where the
+# machine can reach it, writing $SYSTEM1_CACHE/run/config.yaml for it
+# (default ~/.cache/system1). --once stops everything after the first
+# decision.
+#
+# It checks what it can before building anything, and fails fast, saying
+# what to do: a port already taken ($SYSTEM1_PORT, default 3000;
+# $SYSTEM1_ENGINE_PORT, default 8081), a file that is not a GGUF model,
+# an engine that exits while starting (with the end of its log). Each run
+# logs to its own files under $SYSTEM1_CACHE/run. $SYSTEM1_LLAMA_SERVER
+# names a llama-server binary to use instead of building one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
