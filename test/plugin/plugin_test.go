@@ -342,3 +342,58 @@ func TestMarketplaceInstallWithColdGoCache(t *testing.T) {
 		t.Errorf("the real server's tools carry no output schema: %+v", tools.Tools)
 	}
 }
+
+// The stand-in server speaks MCP to any client (here the Go SDK's) and
+// says, at each call, what is going on and what to do: Go missing, the
+// build failed (with its log), being built, and built once the binary
+// appears, which needs only a reconnect.
+func TestStandInServer(t *testing.T) {
+	dir := t.TempDir()
+	bin, logFile, failed := filepath.Join(dir, "system1"), filepath.Join(dir, "build.log"), filepath.Join(dir, "build-failed")
+	call := func(status string) string {
+		t.Helper()
+		cmd := exec.Command(filepath.Join(repoRoot(t), "scripts", "system1-building"), status, bin, logFile, failed)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		s, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "0"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+		if err != nil {
+			t.Fatalf("%s: connect: %v", status, err)
+		}
+		defer s.Close()
+		if err := s.Ping(ctx, nil); err != nil {
+			t.Errorf("%s: ping: %v", status, err)
+		}
+		tools, err := s.ListTools(ctx, nil)
+		if err != nil || len(tools.Tools) != 3 {
+			t.Fatalf("%s: tools/list: %v %+v", status, err, tools)
+		}
+		res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "system1_health", Arguments: map[string]any{"id": 7, "method": "x"}})
+		if err != nil || !res.IsError || len(res.Content) != 1 {
+			t.Fatalf("%s: tools/call: %v %+v", status, err, res)
+		}
+		return res.Content[0].(*mcp.TextContent).Text
+	}
+	for _, tc := range []struct {
+		status, setup string
+		want          []string
+	}{
+		{"nogo", "", []string{"Go is not installed", "https://go.dev/dl", "SYSTEM1_BIN"}},
+		{"building", "", []string{"System 1 is being built", logFile, "/mcp"}},
+		{"building", "failed", []string{"could not be built", logFile, "/mcp"}},
+		{"building", "built", []string{"System 1 is built now", "/mcp", "reconnect"}},
+	} {
+		switch tc.setup {
+		case "failed":
+			os.WriteFile(failed, []byte("the build failed\n"), 0o644)
+		case "built":
+			os.Remove(failed)
+			os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755)
+		}
+		text := call(tc.status)
+		for _, w := range tc.want {
+			if !strings.Contains(text, w) {
+				t.Errorf("%s/%s: %q does not say %q", tc.status, tc.setup, text, w)
+			}
+		}
+	}
+}
