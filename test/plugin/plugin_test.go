@@ -19,7 +19,15 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"system1/internal/testbin"
 )
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testbin.Cleanup()
+	os.Exit(code)
+}
 
 // repoRoot is the checkout under test.
 func repoRoot(t *testing.T) string {
@@ -139,6 +147,23 @@ func TestRepositoryDeclaresNoProjectServer(t *testing.T) {
 	out := w.mustRun(root, "doctor")
 	if strings.Contains(out, "Invalid settings") || strings.Contains(out, "CLAUDE_PLUGIN_ROOT") {
 		t.Errorf("claude doctor in the repository reports invalid settings:\n%s", out)
+	}
+	// With the README's --plugin-dir, the plugin's server is the only one
+	// (here running a binary built for the test, through SYSTEM1_BIN).
+	bin, err := testbin.Path()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.env = append(w.env, "SYSTEM1_BIN="+bin)
+	out = w.mustRun(root, "--plugin-dir", root, "mcp", "list")
+	servers := 0
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "system1") {
+			servers++
+		}
+	}
+	if servers != 1 || !connected(out) {
+		t.Errorf("claude --plugin-dir . mcp list does not show the plugin's server alone, connected:\n%s", out)
 	}
 }
 
