@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs the whole test suite, installing what it needs first: the real
-# engine (llama-server, built once and cached), the JS clients' packages,
-# then vet, gofmt, the race-enabled Go tests, short fuzz runs, and a smoke
-# run of the main job. With SYSTEM1_QUICK=1 it skips the engine build and
+# engines (llama-server and Ollama, each built once and cached), the JS
+# clients' packages, then vet, gofmt, the race-enabled Go tests, short fuzz runs, and a smoke
+# run of the main job. With SYSTEM1_QUICK=1 it skips the engine builds and
 # the fuzzing, and engine tests skip with their reason.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,6 +13,9 @@ if [[ -z "${SYSTEM1_QUICK:-}" ]]; then
 	step "real engine (llama-server, cached after the first build)"
 	export SYSTEM1_LLAMA_SERVER="$(scripts/llama-server.sh)"
 	export SYSTEM1_REQUIRE_ENGINE=1
+	step "live Ollama (built from the Go module proxy, cached after the first build)"
+	export SYSTEM1_OLLAMA="$(scripts/ollama.sh)"
+	export SYSTEM1_REQUIRE_OLLAMA=1
 fi
 
 if command -v npm >/dev/null; then

@@ -56,6 +56,11 @@ type Server struct {
 // context of 2048 tokens.
 func Start(t testing.TB, slots int) *Server {
 	t.Helper()
+	return start(t, slots, 2048)
+}
+
+func start(t testing.TB, slots, ctx int) *Server {
+	t.Helper()
 	bin, model := Binary(), ModelPath()
 	for _, f := range []string{bin, model} {
 		if _, err := os.Stat(f); err != nil {
@@ -68,7 +73,7 @@ func Start(t testing.TB, slots int) *Server {
 	}
 	port := freePort(t)
 	cmd := exec.Command(bin, "-m", model, "--host", "127.0.0.1", "--port", strconv.Itoa(port),
-		"-c", strconv.Itoa(2048*slots), "-np", strconv.Itoa(slots), "-t", "2", "-a", Model, "--no-webui")
+		"-c", strconv.Itoa(ctx*slots), "-np", strconv.Itoa(slots), "-t", "2", "-a", Model, "--no-webui")
 	logf, err := os.Create(filepath.Join(t.TempDir(), "llama-server.log"))
 	if err != nil {
 		t.Fatal(err)

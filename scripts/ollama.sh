@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Builds Ollama v0.17.4 from the Go module proxy and caches the binary on
+# this machine. Prints the binary's path on stdout; everything else goes
+# to stderr. Ollama's module ships llama.cpp's sources without the
+# headers under its vendor/ folder, so they come from the llama.cpp
+# source bundle in the npm package node-llama-cpp@3.21.1 (see
+# ../shared/docs/local-engine.md, "Alternative B"). Without -O3
+# -march=native the engine is about 35 times slower.
+#
+# A lock keeps two runs at once (two worktrees, CI and a developer) from
+# building into the same folder: the second waits and then finds the
+# binary.
+set -euo pipefail
+
+version=0.17.4
+npm_version=3.21.1
+cache="${SYSTEM1_CACHE:-$HOME/.cache/system1}"
+dir="$cache/ollama-$version"
+bin="$dir/ollama"
+
+if [[ -x "$bin" ]]; then
+	echo "$bin"
+	exit 0
+fi
+
+log() { echo "ollama.sh: $*" >&2; }
+
+mkdir -p "$cache"
+exec 9>"$cache/ollama-$version.lock"
+if ! flock -n 9; then
+	log "another build of ollama $version is running; waiting for it"
+	flock 9
+fi
+if [[ -x "$bin" ]]; then
+	echo "$bin"
+	exit 0
+fi
+
+work="$cache/build-ollama-$version"
+rm -rf "$work"
+mkdir -p "$work" "$dir"
+cd "$work"
+log "fetching node-llama-cpp@$npm_version (for llama.cpp's vendor/ headers)"
+npm init -y >/dev/null
+npm i -E --omit=optional --ignore-scripts --no-audit --no-fund "node-llama-cpp@$npm_version" >&2
+git clone -q node_modules/node-llama-cpp/llama/gitRelease.bundle llama.cpp >&2
+log "building ollama $version (about 6 minutes on 2 cores)"
+CGO_CPPFLAGS="-I$work/llama.cpp/vendor" \
+	CGO_CFLAGS="-O3 -march=native" CGO_CXXFLAGS="-O3 -march=native" \
+	GOBIN="$work/bin" go install "github.com/ollama/ollama@v$version" >&2
+cp "$work/bin/ollama" "$bin.tmp"
+mv "$bin.tmp" "$bin"
+cd /
+rm -rf "$work"
+log "built $bin"
+echo "$bin"
