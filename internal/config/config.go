@@ -158,6 +158,16 @@ type Node struct {
 	// the one with fewest calls in flight; a higher priority is a fallback,
 	// such as hosted Jev behind local engines.
 	Priority int `yaml:"priority"`
+	// NumCtx, on an ollama node, is the context in tokens the model runs
+	// with (Ollama's options.num_ctx; Ollama's own default is 4096,
+	// clamped to the model's). A prompt longer than the context is
+	// refused, never cut. Other engines fix it when they start
+	// (llama-server -c, vLLM --max-model-len).
+	NumCtx int `yaml:"num_ctx"`
+	// MaxEngineCalls bounds the engine calls one request may cost on this
+	// node (default DefaultMaxEngineCalls): a request costing more is
+	// refused before any call is made (see CallCost in the fleet).
+	MaxEngineCalls int `yaml:"max_engine_calls"`
 }
 
 // Gateway holds the System 1 gateway's settings.
@@ -253,6 +263,7 @@ func (c *Config) Check() []error {
 		if n.MaxOptions > MaxOptions {
 			bad("%s (%s): max_options %d is over %d, the most a choice may carry", at, n.Name, n.MaxOptions, MaxOptions)
 		}
+		errs = append(errs, n.checkEngineLimits(at)...)
 	}
 	if r := c.RateLimit; !(r.PerSecond >= 0) || math.IsInf(r.PerSecond, 0) || r.Burst < 0 {
 		bad("rate_limit: per_second must be a finite number >= 0 and burst >= 0")

@@ -3,9 +3,14 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"system1/internal/decision"
 )
@@ -110,7 +115,7 @@ func Ask(ctx context.Context, e Engine, model string, state json.RawMessage, q d
 	}
 	if n <= per {
 		p := Layout(state, q, labels[:n])
-		r, err := read(ctx, e, model, p)
+		r, err := read(ctx, e, model, p, optionKeys(q, allIndices(n)))
 		if err != nil {
 			return Outcome{}, err
 		}
@@ -131,7 +136,9 @@ type reading struct {
 	dist decision.Distribution
 }
 
-func read(ctx context.Context, e Engine, model string, p Prompt) (reading, error) {
+// read asks e for one reading of prompt p, whose asked labels stand for
+// the options keys, in order.
+func read(ctx context.Context, e Engine, model string, p Prompt, keys []string) (reading, error) {
 	r, err := e.Read(ctx, model, p)
 	if err != nil {
 		return reading{}, err
@@ -141,6 +148,9 @@ func read(ctx context.Context, e Engine, model string, p Prompt) (reading, error
 		return reading{}, &Failure{Kind: Malformed, Err: fmt.Errorf("reading has %d values for %d labels", len(r.Logprobs), asked)}
 	}
 	d, err := decision.FromLogprobs(r.Logprobs, r.Found)
+	if errors.Is(err, decision.ErrNoMass) && !slices.Contains(r.Found, true) {
+		return reading{}, unranked(p.Asked(), keys)
+	}
 	if err != nil {
 		return reading{}, &Failure{Kind: Malformed, Err: err}
 	}
@@ -197,7 +207,7 @@ func rounds(ctx context.Context, e Engine, model string, state json.RawMessage, 
 	results := make([]reading, len(groups))
 	prompts := make([]Prompt, len(groups))
 	prompts[0] = prompt(groups[0])
-	first, err := read(ctx, e, model, prompts[0])
+	first, err := read(ctx, e, model, prompts[0], optionKeys(q, groups[0]))
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -211,7 +221,7 @@ func rounds(ctx context.Context, e Engine, model string, state json.RawMessage, 
 	errs := make([]error, len(groups))
 	var wg sync.WaitGroup
 	for i := 1; i < len(groups); i++ {
-		wg.Go(func() { results[i], errs[i] = read(ctx, e, model, prompts[i]) })
+		wg.Go(func() { results[i], errs[i] = read(ctx, e, model, prompts[i], optionKeys(q, groups[i])) })
 	}
 	wg.Wait()
 
@@ -227,7 +237,7 @@ func rounds(ctx context.Context, e Engine, model string, state json.RawMessage, 
 			a = first.dist.Argmax()
 		}
 		if !(d[a] > 0) {
-			return Outcome{}, &Failure{Kind: Malformed, Err: fmt.Errorf("round %d gave the anchor option %q no probability; the rounds cannot be stitched", i+1, q.Options[anchor].Key)}
+			return Outcome{}, &Failure{Kind: Malformed, Uninformative: true, Err: fmt.Errorf("round %d gave the anchor option %q no probability; the rounds cannot be stitched", i+1, q.Options[anchor].Key)}
 		}
 		for j, opt := range g {
 			weight[opt] = d[j] / d[a]
@@ -256,4 +266,42 @@ func indices(from, to int) []int {
 		out = append(out, i)
 	}
 	return out
+}
+
+// optionKeys are the keys of q's options at idx, in order.
+func optionKeys(q decision.Question, idx []int) []string {
+	keys := make([]string, len(idx))
+	for i, j := range idx {
+		keys[i] = q.Options[j].Key
+	}
+	return keys
+}
+
+// unranked is the failure of a reading in which the model ranked none of
+// the labels among the alternatives the engine reported: no number can be
+// given without making one up, and the node did nothing wrong. The error
+// names each label with its option.
+func unranked(labels, keys []string) *Failure {
+	named := make([]string, len(labels))
+	for i, l := range labels {
+		named[i] = strconv.Quote(l)
+		if i < len(keys) {
+			named[i] += " (" + strconv.Quote(clip(keys[i], 40)) + ")"
+		}
+	}
+	return &Failure{Kind: Malformed, Uninformative: true, Err: fmt.Errorf(
+		"%w: the model ranked none of the labels %s among the top log-probabilities the engine reported",
+		decision.ErrNoMass, strings.Join(named, ", "))}
+}
+
+// clip shortens s to at most n bytes on a character boundary, marking the
+// cut, so that an error stays short whatever the option keys are.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
 }

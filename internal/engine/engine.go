@@ -88,6 +88,11 @@ type Failure struct {
 	Status     int           // HTTP status, when there was one
 	RetryAfter time.Duration // RateLimited: how long the node asked for
 	Err        error
+	// Uninformative marks a well-formed reading that gave none of the
+	// labels any probability (none was among the alternatives the engine
+	// reported): the model's limit over this prompt, not a fault of the
+	// node, so it fails the question without counting against the node.
+	Uninformative bool
 }
 
 func (f *Failure) Error() string {

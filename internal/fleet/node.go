@@ -55,8 +55,9 @@ type Node struct {
 	discoverErr error
 	coolUntil   time.Time
 	coolReason  string
-	probeFailed bool        // the cooldown is a failed probe's, which a good probe ends
-	failures    []time.Time // recent failures, within the window
+	probeFailed bool                     // the cooldown is a failed probe's, which a good probe ends
+	failures    []time.Time              // recent failures, within the window
+	modelCool   map[string]modelCooldown // models resting on a healthy node (see blame)
 }
 
 // NewNode builds a node from its configuration. getenv reads its key.
@@ -86,7 +87,7 @@ func NewNode(c config.Node, getenv func(string) string, hc *http.Client) (*Node,
 		n.Engine = &llamacpp.Engine{BaseURL: c.URL, Key: key, HTTP: hc, PerCall: c.MaxLabels, PinSlots: pin}
 	case "ollama":
 		n.leadFirst = true // llama.cpp's slots underneath, no pinning
-		n.Engine = &ollama.Engine{BaseURL: c.URL, Key: key, HTTP: hc}
+		n.Engine = &ollama.Engine{BaseURL: c.URL, Key: key, HTTP: hc, NumCtx: c.NumCtx}
 	case "openai":
 		labels := c.MaxLabels
 		if labels == 0 {
@@ -134,8 +135,9 @@ func (n *Node) Models() []string {
 	return n.discovered
 }
 
-// Serves reports whether the node serves model.
-func (n *Node) Serves(model string) bool { return slices.Contains(n.Models(), model) }
+// Serves reports whether the node serves model. On Ollama a name without
+// a tag is the one tagged latest, as Ollama itself reads it.
+func (n *Node) Serves(model string) bool { return n.servesName(n.Models(), model) }
 
 // list asks the node for its models: a cheap call that carries no user
 // data, used both to discover models and to probe health.
@@ -177,6 +179,9 @@ type State struct {
 	CoolUntil  time.Time `json:"cool_until,omitzero"`
 	CoolReason string    `json:"cool_reason,omitempty"`
 	Error      string    `json:"error,omitempty"` // last discovery error
+	// ModelCooldowns are models resting on the node while it serves the
+	// others: a 404 for one model is that model's problem.
+	ModelCooldowns []ModelCooldown `json:"model_cooldowns,omitempty"`
 }
 
 // State reports the node's health at now.
@@ -193,6 +198,7 @@ func (n *Node) State(now time.Time) State {
 	if n.discoverErr != nil {
 		s.Error = n.discoverErr.Error()
 	}
+	s.ModelCooldowns = n.modelCooldowns(now)
 	return s
 }
 

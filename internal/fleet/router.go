@@ -174,7 +174,7 @@ func (r *Router) Decide(ctx context.Context, req decision.Request) (*Result, err
 	pending := allQuestions(len(req.Questions))
 	settled := make([]bool, len(req.Questions)) // answered, or rejected as a bad request
 	tried := false
-	for _, n := range r.order(serving, req.State) {
+	for _, n := range r.order(r.withModel(serving, model), req.State) {
 		if ctx.Err() != nil {
 			break
 		}
@@ -209,7 +209,7 @@ func (r *Router) Decide(ctx context.Context, req decision.Request) (*Result, err
 		}
 		// A call the caller gave up on says nothing about the node.
 		if failure != nil && ctx.Err() == nil {
-			r.failed(n, failure)
+			r.blame(n, model, failure)
 		}
 		pending = slices.DeleteFunc(pending, func(i int) bool { return settled[i] })
 		if len(pending) == 0 {
@@ -222,7 +222,7 @@ func (r *Router) Decide(ctx context.Context, req decision.Request) (*Result, err
 		case ctx.Err() != nil && a.Err != nil:
 			a.Err = fmt.Errorf("%w (after %w)", ctx.Err(), a.Err)
 		case a.Err == nil:
-			a.Err = r.noNode(ctx, serving, len(req.Questions[i].Options))
+			a.Err = r.noNode(ctx, serving, model, len(req.Questions[i].Options))
 		}
 	}
 	for _, a := range res.Questions {
@@ -352,7 +352,7 @@ func (r *Router) answer(ctx context.Context, n *Node, model string, req decision
 }
 
 // noNode explains why a question found no node to try.
-func (r *Router) noNode(ctx context.Context, serving []*Node, options int) error {
+func (r *Router) noNode(ctx context.Context, serving []*Node, model string, options int) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -366,8 +366,7 @@ func (r *Router) noNode(ctx context.Context, serving []*Node, options int) error
 	now := r.now()
 	var states []string
 	for _, n := range serving {
-		s := n.State(now)
-		states = append(states, fmt.Sprintf("%s cooling down until %s (%s)", s.Name, s.CoolUntil.Format(time.RFC3339), s.CoolReason))
+		states = append(states, r.resting(n, model, now))
 	}
 	return &engine.Failure{Kind: engine.Unavailable, Err: fmt.Errorf("every node is cooling down: %v", states)}
 }

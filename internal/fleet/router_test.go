@@ -122,7 +122,7 @@ func TestFailoverAndCooldown(t *testing.T) {
 		retryWait time.Duration
 	}{
 		{"refused", &engine.Failure{Kind: engine.Unavailable, Err: errors.New("connection refused")}, false, "unavailable", 1, 0},
-		{"404 ghost claim", engine.StatusFailure(404, 0, "model not found"), false, "unavailable", 1, 0},
+		{"404 ghost claim: the model cools on the node", engine.StatusFailure(404, 0, "model not found"), false, "unavailable", 1, 0},
 		{"500", engine.StatusFailure(500, 0, "boom"), false, "unavailable", 1, 0},
 		{"malformed", &engine.Failure{Kind: engine.Malformed, Err: errors.New("no logprobs")}, false, "malformed", 3, 0},
 		{"timeout", nil, true, "timeout", 3, 0},
@@ -140,7 +140,8 @@ func TestFailoverAndCooldown(t *testing.T) {
 				if got, want := outcomes(a), "a:"+tc.wantKind+" b:ok"; got != want {
 					t.Fatalf("try %d: attempts %q, want %q", i, got, want)
 				}
-				if healthy := r.nodes[0].State(clk.now()).Healthy; healthy != (i < tc.coolsAt) {
+				_, resting := r.nodes[0].modelResting("m", clk.now())
+				if healthy := r.nodes[0].State(clk.now()).Healthy && !resting; healthy != (i < tc.coolsAt) {
 					t.Fatalf("after %d failures node a healthy=%v; it cools down at %d", i, healthy, tc.coolsAt)
 				}
 			}

@@ -196,6 +196,22 @@ type nodeHealth struct {
 	Name       string `json:"name"`
 	Healthy    bool   `json:"healthy"`
 	CoolReason string `json:"cool_reason"`
+	// ModelCooldowns are the models resting on a healthy node.
+	ModelCooldowns []struct {
+		Model  string `json:"model"`
+		Reason string `json:"reason"`
+	} `json:"model_cooldowns"`
+}
+
+// cooling reports whether h shows model resting on the node for a reason
+// holding why, the node itself healthy.
+func (h nodeHealth) cooling(model, why string) bool {
+	for _, c := range h.ModelCooldowns {
+		if c.Model == model && strings.Contains(c.Reason, why) {
+			return h.Healthy
+		}
+	}
+	return false
 }
 
 func health(t testing.TB, s *system1) map[string]nodeHealth {
@@ -219,9 +235,10 @@ func health(t testing.TB, s *system1) map[string]nodeHealth {
 // a fallback of lower priority, of another dialect), the caller gets the
 // good node's answers, and the failing node is cooled down: GET /health
 // shows it unhealthy with the reason, and later requests do not reach it.
-// A node that is down (refused, 5xx, 404 for a model it claims) cools at
-// once, one that rate-limits for as long as it asked; one that times out
-// or answers garbage cools after the policy's three failures.
+// A node that is down (refused, 5xx) cools at once, one that rate-limits
+// for as long as it asked; one that times out or answers garbage cools
+// after the policy's three failures. A 404 for the model cools the model
+// on that node at once, the node staying healthy for its other models.
 func TestFailover(t *testing.T) {
 	down, strikes := 1, fleet.DefaultPolicy.AllowedFails
 	for _, tc := range []struct {
@@ -230,13 +247,14 @@ func TestFailover(t *testing.T) {
 		discover bool   // the bad node lists the model rather than the config claiming it
 		fails    int    // failed requests until the node cools
 		reason   string // in the bad node's cool_reason
+		model    bool   // the model cools on the node, not the node
 	}{
 		{name: "refused", bad: fakeengine.Behavior{Fault: fakeengine.Refuse}, fails: down, reason: "unavailable"},
 		{name: "500", bad: fakeengine.Behavior{Fault: fakeengine.Status, Status: 500}, fails: down, reason: "HTTP 500"},
 		{name: "502", bad: fakeengine.Behavior{Fault: fakeengine.Status, Status: 502}, fails: down, reason: "HTTP 502"},
 		{name: "503", bad: fakeengine.Behavior{Fault: fakeengine.Status, Status: 503}, fails: down, reason: "HTTP 503"},
-		{name: "claims the model, then 404", bad: fakeengine.Behavior{Fault: fakeengine.Status, Status: 404}, fails: down, reason: "HTTP 404"},
-		{name: "lists the model, then 404", bad: fakeengine.Behavior{Fault: fakeengine.Status, Status: 404}, discover: true, fails: down, reason: "HTTP 404"},
+		{name: "claims the model, then 404", bad: fakeengine.Behavior{Fault: fakeengine.Status, Status: 404}, fails: down, reason: "HTTP 404", model: true},
+		{name: "lists the model, then 404", bad: fakeengine.Behavior{Fault: fakeengine.Status, Status: 404}, discover: true, fails: down, reason: "HTTP 404", model: true},
 		{name: "429", bad: fakeengine.Behavior{Fault: fakeengine.Status, Status: 429, RetryAfter: "120"}, fails: down, reason: "rate_limited"},
 		{name: "timeout", bad: fakeengine.Behavior{Fault: fakeengine.Hang}, fails: strikes, reason: "timeout"},
 		{name: "stalls mid-body", bad: fakeengine.Behavior{Fault: fakeengine.Stall}, fails: strikes, reason: "timeout"},
@@ -268,7 +286,9 @@ func TestFailover(t *testing.T) {
 				}
 			}
 			h := health(t, s)
-			if b := h["bad"]; b.Healthy || !strings.Contains(b.CoolReason, tc.reason) {
+			if b := h["bad"]; tc.model && !b.cooling(fakeengine.DefaultModel, tc.reason) {
+				t.Errorf("bad node %+v, want model %s cooling down on it for %q", b, fakeengine.DefaultModel, tc.reason)
+			} else if !tc.model && (b.Healthy || !strings.Contains(b.CoolReason, tc.reason)) {
 				t.Errorf("bad node %+v, want cooling down for %q", b, tc.reason)
 			}
 			if !h["good"].Healthy {

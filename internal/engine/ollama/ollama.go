@@ -26,6 +26,9 @@ type Engine struct {
 	Key     string
 	HTTP    *http.Client
 	MaxBody int64
+	// NumCtx is the context in tokens to run the model with; 0 leaves it
+	// to Ollama (4096, clamped to the model's own).
+	NumCtx int
 }
 
 // chatRequest is the part of Ollama's /api/chat request system1 sends.
@@ -36,12 +39,19 @@ type chatRequest struct {
 	Stream      bool             `json:"stream"`
 	Logprobs    bool             `json:"logprobs"`
 	TopLogprobs int              `json:"top_logprobs"`
-	Options     options          `json:"options"`
+	// Truncate is always false: Ollama's default (true) drops the start
+	// of a prompt longer than the context, the system message and the
+	// state with it, and answers 200 over what is left. Refused instead,
+	// the prompt comes back as a 400 "the input length exceeds the
+	// context length", which is the caller's (see engine.StatusFailure).
+	Truncate bool    `json:"truncate"`
+	Options  options `json:"options"`
 }
 
 type options struct {
 	Temperature float64 `json:"temperature"`
 	NumPredict  int     `json:"num_predict"`
+	NumCtx      int     `json:"num_ctx,omitempty"`
 }
 
 // chatResponse is the part of Ollama's /api/chat reply system1 reads. Its
@@ -62,7 +72,7 @@ func (e *Engine) Read(ctx context.Context, model string, p engine.Prompt) (engin
 		Messages:    []openai.Message{{Role: "system", Content: p.System}, {Role: "user", Content: p.User()}},
 		Logprobs:    true,
 		TopLogprobs: topLogprobs,
-		Options:     options{Temperature: 0, NumPredict: 1},
+		Options:     options{Temperature: 0, NumPredict: 1, NumCtx: e.NumCtx},
 	}
 	var reply chatResponse
 	if err := openai.Post(ctx, e.HTTP, e.url("/api/chat"), e.Key, req, &reply, e.MaxBody); err != nil {

@@ -1,0 +1,47 @@
+package ollama
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"system1/internal/engine"
+)
+
+// A prompt longer than the context is never cut: the request says
+// truncate false, and Ollama's 400 for it (recorded) is the caller's, a
+// rejection that is not retried elsewhere and that names the cause.
+func TestContextTooLongIsRejected(t *testing.T) {
+	url, _ := fake(t, answer{status: http.StatusBadRequest, body: recorded(t, "contextlength.json")})
+	_, err := (&Engine{BaseURL: url}).Read(context.Background(), "tiny", prompt("A", "B", "C"))
+	f := engine.Classify(err)
+	if f == nil || f.Kind != engine.Rejected || f.Status != http.StatusBadRequest || !strings.Contains(f.Error(), "the input length exceeds the context length") {
+		t.Fatalf("%v; want a rejection naming the context length", err)
+	}
+}
+
+// truncate false is always sent; num_ctx only when the node sets it.
+func TestReadSendsTruncateAndNumCtx(t *testing.T) {
+	for _, numCtx := range []int{0, 8192} {
+		url, got := fake(t, answer{status: 200, body: recorded(t, "chat.json")})
+		if _, err := (&Engine{BaseURL: url, NumCtx: numCtx}).Read(context.Background(), "tiny", prompt("A", "B", "C")); err != nil {
+			t.Fatal(err)
+		}
+		var sent struct {
+			Truncate *bool          `json:"truncate"`
+			Options  map[string]any `json:"options"`
+		}
+		if err := json.Unmarshal(got().body, &sent); err != nil {
+			t.Fatal(err)
+		}
+		if sent.Truncate == nil || *sent.Truncate {
+			t.Errorf("num_ctx %d: truncate %v, want false", numCtx, sent.Truncate)
+		}
+		ctx, ok := sent.Options["num_ctx"]
+		if numCtx == 0 && ok || numCtx > 0 && ctx != float64(numCtx) {
+			t.Errorf("num_ctx %d: options %v", numCtx, sent.Options)
+		}
+	}
+}
