@@ -41,6 +41,9 @@ type Node struct {
 	MaxOptions int
 	Timeout    time.Duration
 	Priority   int
+	// MaxEngineCalls is the most engine calls one request may cost on this
+	// node; 0 is config.DefaultMaxEngineCalls (see overBudget).
+	MaxEngineCalls int
 	// leadFirst sends a request's first question alone before the rest
 	// when the state is new to the node, so that the others reuse its
 	// prefill (see Router.answer): for engines whose prompt cache is per
@@ -75,6 +78,7 @@ func NewNode(c config.Node, getenv func(string) string, hc *http.Client) (*Node,
 		claimed:    slices.Clone(c.Models),
 		slots:      newSlots(c.MaxInFlight, c.Queue, c.QueueTimeout.Or(DefaultQueueTimeout)),
 	}
+	n.MaxEngineCalls = c.MaxEngineCalls
 	if n.MaxOptions == 0 {
 		n.MaxOptions = config.MaxOptions
 	}

@@ -171,6 +171,9 @@ func (r *Router) Decide(ctx context.Context, req decision.Request) (*Result, err
 		return nil, fmt.Errorf("model %q: %w", req.Model, ErrUnknownModel)
 	}
 	res := &Result{Questions: make([]Answered, len(req.Questions))}
+	if r.overBudget(serving, model, req, res) {
+		return res, nil
+	}
 	pending := allQuestions(len(req.Questions))
 	settled := make([]bool, len(req.Questions)) // answered, or rejected as a bad request
 	tried := false
@@ -184,7 +187,7 @@ func (r *Router) Decide(ctx context.Context, req decision.Request) (*Result, err
 				take = append(take, i)
 			}
 		}
-		if len(take) == 0 {
+		if len(take) == 0 || n.requestCost(model, req, take) > n.budget() {
 			continue
 		}
 		if tried {
@@ -265,7 +268,13 @@ func (r *Router) answer(ctx context.Context, n *Node, model string, req decision
 		out[j].outcome, out[j].attempt, out[j].sent = o, at, true
 		r.obs.Attempt(n.Name, model, at.Outcome, at.Latency)
 	}
+	share := n.slots.share()
 	call := func(f func(context.Context) error) error {
+		done, err := share.take(ctx)
+		if err != nil {
+			return err
+		}
+		defer done()
 		release, err := n.slots.acquire(ctx)
 		if err != nil {
 			return err

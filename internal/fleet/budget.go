@@ -1,0 +1,94 @@
+package fleet
+
+import (
+	"fmt"
+	"net/http"
+
+	"system1/internal/config"
+	"system1/internal/decision"
+	"system1/internal/engine"
+)
+
+// labelKnower is an engine that can say which labels it would give a
+// question without a call: the dialects whose labels are fixed, and
+// llama.cpp once its tokenizer has been asked about the candidates.
+type labelKnower interface {
+	KnownLabels(model string, candidates []string, want int) ([]string, bool)
+}
+
+// callCost is the number of engine calls node n makes for question q of
+// model: the rounds engine.Ask goes in, from the node's per-call label cap
+// and the labels the engine has for the options. A System One upstream
+// takes a request's questions in one forwarded call, counted once per
+// request by requestCost. Until llama.cpp's tokenizer has been asked about
+// a model's candidates (the first question of that size), a label is
+// assumed for every option; a model with fewer single-token labels goes in
+// more rounds.
+func (n *Node) callCost(model string, q decision.Question) int {
+	if n.Engine == nil {
+		return 0
+	}
+	opts := len(q.Options)
+	per := n.Engine.Caps().PerCall
+	if k, ok := n.Engine.(labelKnower); ok {
+		if labels, ok := k.KnownLabels(model, engine.Candidates(q), opts); ok && len(labels) < opts && (per == 0 || len(labels) < per) {
+			per = len(labels)
+		}
+	}
+	return engine.Calls(opts, per)
+}
+
+// requestCost is what the questions at take of req cost on node n.
+func (n *Node) requestCost(model string, req decision.Request, take []int) int {
+	if n.Upstream != nil {
+		return 1
+	}
+	cost := 0
+	for _, i := range take {
+		cost += n.callCost(model, req.Questions[i])
+	}
+	return cost
+}
+
+// budget is the most engine calls one request may cost on the node.
+func (n *Node) budget() int {
+	if n.MaxEngineCalls > 0 {
+		return n.MaxEngineCalls
+	}
+	return config.DefaultMaxEngineCalls
+}
+
+// overBudget checks a request's cost against every serving node's budget
+// before any call is made: when no node would take the whole request
+// within its budget, each question gets a rejection naming the budget and
+// the cost, the caller's to fix, as a 422. It returns whether it refused.
+func (r *Router) overBudget(serving []*Node, model string, req decision.Request, res *Result) bool {
+	all := allQuestions(len(req.Questions))
+	var cheapest *Node
+	cost := 0
+	for _, n := range serving {
+		c := n.requestCost(model, req, all)
+		if c <= n.budget() {
+			return false
+		}
+		if cheapest == nil || c < cost {
+			cheapest, cost = n, c
+		}
+	}
+	if cheapest == nil {
+		return false
+	}
+	n := cheapest
+	how := "reads any number of labels a call"
+	if n.Engine == nil {
+		how = "forwards a request in one call"
+	} else if per := n.Engine.Caps().PerCall; per > 0 {
+		how = fmt.Sprintf("reads %d labels a call", per)
+	}
+	for i, q := range req.Questions {
+		res.Questions[i].Err = &engine.Failure{Kind: engine.Rejected, Status: http.StatusUnprocessableEntity, Err: fmt.Errorf(
+			"the request costs %d engine calls on node %s (%s, which %s; this question costs %d), over its budget of %d calls a request (max_engine_calls); ask fewer questions or give them fewer options",
+			cost, n.Name, n.Dialect, how, n.callCost(model, q), n.budget())}
+	}
+	return true
+}

@@ -1,0 +1,176 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	"system1/internal/config"
+	"system1/internal/fakeengine"
+)
+
+// manyQuestions is a request of questions choices of options options each
+// over state.
+func manyQuestions(state string, questions, options int) string {
+	qs := map[string]any{}
+	for i := range questions {
+		crit := map[string]any{}
+		for j := range options {
+			crit[fmt.Sprintf("option-%03d", j)] = nil
+		}
+		qs[fmt.Sprintf("q%02d", i)] = map[string]any{"type": "choice", "instructions": "Which one?", "criteria": crit}
+	}
+	b, _ := json.Marshal(map[string]any{"model": fakeengine.DefaultModel, "state": state, "questions": qs})
+	return string(b)
+}
+
+// validationMessages are the messages of a 422's detail.
+func validationMessages(t *testing.T, r reply) []string {
+	t.Helper()
+	if r.status != http.StatusUnprocessableEntity {
+		t.Fatalf("got %s, want 422", r)
+	}
+	var e struct {
+		Detail []struct {
+			Msg string `json:"msg"`
+		} `json:"detail"`
+	}
+	if err := json.Unmarshal(r.body, &e); err != nil {
+		t.Fatalf("%s: %v", r, err)
+	}
+	var out []string
+	for _, d := range e.Detail {
+		out = append(out, d.Msg)
+	}
+	return out
+}
+
+// A request whose engine calls would exceed the node's budget is a 422
+// naming the budget and the request's cost, before any engine call; the
+// largest request the limits allow (64 questions of 255 options) fits the
+// default budget on a llama.cpp node, which reads any number of labels a
+// call, and the budget is the node's to set.
+func TestEngineCallBudget(t *testing.T) {
+	for _, tc := range []struct {
+		name               string
+		dialect            fakeengine.Dialect
+		budget             int
+		questions, options int
+		cost               int // 0: admitted
+	}{
+		{"openai, 20 labels a call: 14 calls a question", fakeengine.OpenAI, 0, 64, 255, 896},
+		{"ollama, top 20: 14 calls a question", fakeengine.Ollama, 0, 64, 255, 896},
+		{"openai within the default budget: 64 questions of 77 options", fakeengine.OpenAI, 0, 64, 77, 0},
+		{"llamacpp: 64 questions, one call each", fakeengine.LlamaCpp, 0, 64, 10, 0},
+		{"a budget of the node's own", fakeengine.Ollama, 10, 11, 3, 11},
+		{"within a budget of the node's own", fakeengine.Ollama, 10, 10, 3, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := startNode(t, "n", tc.dialect, fakeengine.Behavior{}, func(c *config.Node) { c.MaxEngineCalls = tc.budget })
+			s := serve(t, setup{nodes: []node{n}})
+			r := s.ask(t, manyQuestions("a state", tc.questions, tc.options))
+			if tc.cost == 0 {
+				if r.status != http.StatusOK {
+					t.Fatalf("got %s, want 200", r)
+				}
+				return
+			}
+			budget := tc.budget
+			if budget == 0 {
+				budget = config.DefaultMaxEngineCalls
+			}
+			msgs := validationMessages(t, r)
+			if len(msgs) != tc.questions {
+				t.Fatalf("%d problems for %d questions: %q", len(msgs), tc.questions, msgs)
+			}
+			for _, want := range []string{fmt.Sprintf("costs %d engine calls", tc.cost), fmt.Sprintf("budget of %d calls", budget), "max_engine_calls"} {
+				if !strings.Contains(msgs[0], want) {
+					t.Errorf("%q does not say %q", msgs[0], want)
+				}
+			}
+			if got := len(n.fake.Inferences()); got != 0 {
+				t.Errorf("%d engine calls were made for a request refused up front", got)
+			}
+		})
+	}
+}
+
+// gate holds the engine calls whose prompt holds a marker until it is
+// opened, and counts them as they arrive.
+type gate struct {
+	marker  []byte
+	open    chan struct{}
+	arrived chan struct{}
+}
+
+func (g *gate) proxy(t *testing.T, to string) string {
+	target, _ := url.Parse(to)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if bytes.Contains(body, g.marker) {
+			select {
+			case g.arrived <- struct{}{}:
+			default: // counted enough
+			}
+			<-g.open
+		}
+		out, err := http.NewRequestWithContext(r.Context(), r.Method, target.String()+r.URL.Path, bytes.NewReader(body))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		out.Header = r.Header.Clone()
+		resp, err := http.DefaultClient.Do(out)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
+		w.WriteHeader(resp.StatusCode)
+		_, _ = io.Copy(w, resp.Body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// A big request neither starves another caller nor cools the node: while
+// all of a 64-question request's calls that hold slots are stuck in the
+// engine, a small request from another caller still gets its 200 (one
+// request holds at most half a node's slots, so a slot is free for it);
+// then the big one finishes with its 200 and the node is healthy.
+func TestBigRequestLeavesRoomForOthers(t *testing.T) {
+	const slots = 8
+	g := &gate{marker: []byte("the big state"), open: make(chan struct{}), arrived: make(chan struct{}, 64)}
+	n := startNode(t, "n", fakeengine.OpenAI, fakeengine.Behavior{}, func(c *config.Node) {
+		c.MaxInFlight, c.QueueTimeout = slots, config.Duration(200e6)
+	})
+	n.cfg.URL = g.proxy(t, n.fake.URL)
+	s := serve(t, setup{nodes: []node{n}})
+
+	var wg sync.WaitGroup
+	var big reply
+	wg.Go(func() { big = s.ask(t, manyQuestions("the big state", 64, 77)) })
+	for range slots / 2 { // the big request's share of the slots, all stuck
+		<-g.arrived
+	}
+	small := s.ask(t, manyQuestions("a small state", 1, 3))
+	close(g.open)
+	wg.Wait()
+	if small.status != http.StatusOK {
+		t.Errorf("the small request, while the big one held its slots: %s", small)
+	}
+	if big.status != http.StatusOK {
+		t.Errorf("the big request: %.300s", big)
+	}
+	if h := health(t, s)["n"]; !h.Healthy {
+		t.Errorf("the node after the big request: %+v", h)
+	}
+}
