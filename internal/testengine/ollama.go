@@ -99,9 +99,10 @@ func StartOllama(t testing.TB) *Ollama {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	// stories260K has no chat template: the prompt goes in as it is.
+	// stories260K has no chat template: each message's text goes in as it
+	// is, the system message first, as the recorded replies were made.
 	modelfile := filepath.Join(dir, "Modelfile")
-	if err := os.WriteFile(modelfile, []byte("FROM "+model+"\nTEMPLATE \"{{ .Prompt }}\"\n"), 0o644); err != nil {
+	if err := os.WriteFile(modelfile, []byte("FROM "+model+"\nTEMPLATE \"\"\"{{- range .Messages }}{{ .Content }}\n{{ end }}\"\"\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	create := exec.Command(bin, "create", OllamaModel, "-f", modelfile)
