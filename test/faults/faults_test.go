@@ -124,6 +124,8 @@ type systemOneRow struct {
 	answers    *answers
 	warn       string
 	cooled     bool
+	// modelCooled: the model rests on the faulty node, the node healthy.
+	modelCooled bool
 
 	// honour: the node is cooling down for exactly the Retry-After it
 	// sent, and a second request, well within it, does not reach it.
@@ -206,8 +208,9 @@ var systemOneRows = []systemOneRow{
 		status: 200, attempts: "bad:malformed good:ok", badCalls: 1},
 	{name: "stalls mid-body", on: everywhere, bad: B{Fault: fakeengine.Stall}, timeout: short,
 		status: 200, attempts: "bad:timeout good:ok", badCalls: 1},
+	// A 404 for the model is that model's problem: it rests on the node.
 	{name: "claims the model, then 404", on: everywhere, bad: B{Fault: fakeengine.Status, Status: 404},
-		status: 200, attempts: "bad:unavailable good:ok", badCalls: 1, cooled: true},
+		status: 200, attempts: "bad:unavailable good:ok", badCalls: 1, modelCooled: true},
 	{name: "answers a choice outside the options", on: []target{systemOne}, bad: B{Fault: OutsideOptions},
 		status: 200, attempts: "bad:malformed good:ok", badCalls: 1},
 	// The engine's own way to answer outside the options: no label in its
@@ -291,6 +294,9 @@ func runSystemOneRow(t *testing.T, row systemOneRow, tg target) {
 	}
 	if got := !state(t, s.router, "bad").Healthy; got != row.cooled {
 		t.Errorf("the faulty node cooling down: %v, want %v", got, row.cooled)
+	}
+	if got := len(state(t, s.router, "bad").ModelCooldowns) > 0; got != row.modelCooled {
+		t.Errorf("a model cooling down on the faulty node: %v, want %v", got, row.modelCooled)
 	}
 
 	if row.honour {
