@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"sync/atomic"
 	"testing"
 
 	"system1/internal/decision"
@@ -11,11 +12,12 @@ import (
 // countingEngine reads every label with a distinct probability and counts
 // its calls.
 type countingEngine struct {
-	per, calls int
+	per   int
+	calls atomic.Int64 // rounds after the first run concurrently
 }
 
 func (e *countingEngine) Read(_ context.Context, model string, p Prompt) (Reading, error) {
-	e.calls++
+	e.calls.Add(1)
 	r := Reading{Model: model, PreMask: true}
 	for i := range p.Asked() {
 		r.Logprobs = append(r.Logprobs, -float64(i+1)/10)
@@ -44,8 +46,8 @@ func TestCallsIsWhatAskDoes(t *testing.T) {
 			if err != nil {
 				t.Fatalf("per %d, %d options: %v", per, n, err)
 			}
-			if got := Calls(n, per); got != e.calls || got != out.Rounds {
-				t.Fatalf("per %d, %d options: Calls %d, Ask made %d calls in %d rounds", per, n, got, e.calls, out.Rounds)
+			if got := Calls(n, per); int64(got) != e.calls.Load() || got != out.Rounds {
+				t.Fatalf("per %d, %d options: Calls %d, Ask made %d calls in %d rounds", per, n, got, e.calls.Load(), out.Rounds)
 			}
 		}
 	}

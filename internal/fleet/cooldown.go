@@ -95,5 +95,8 @@ func (r *Router) resting(n *Node, model string, now time.Time) string {
 		return fmt.Sprintf("%s: model %s cooling down until %s (%s)", n.Name, model, c.until.Format(time.RFC3339), c.reason)
 	}
 	s := n.State(now)
+	if s.Healthy { // passed over: another node could take what this one could not
+		return fmt.Sprintf("%s not tried: the question's options or the request's engine calls are over its max_options or max_engine_calls", s.Name)
+	}
 	return fmt.Sprintf("%s cooling down until %s (%s)", s.Name, s.CoolUntil.Format(time.RFC3339), s.CoolReason)
 }

@@ -45,3 +45,30 @@ func TestReadSendsTruncateAndNumCtx(t *testing.T) {
 		}
 	}
 }
+
+// An Ollama that cuts a prompt anyway (one that ignores "truncate":
+// false) reports exactly num_ctx prompt tokens: on a node that sets
+// num_ctx such a reading is refused, not answered.
+func TestReadingOverAFullContextIsRefused(t *testing.T) {
+	var chat map[string]any
+	if err := json.Unmarshal([]byte(recorded(t, "chat.json")), &chat); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		numCtx, promptTokens int
+		refused              bool
+	}{
+		{2048, 2048, true},
+		{2048, 2047, false},
+		{0, 2048, false}, // the context is Ollama's own, unknown here
+	} {
+		chat["prompt_eval_count"] = tc.promptTokens
+		body, _ := json.Marshal(chat)
+		url, _ := fake(t, answer{status: 200, body: string(body)})
+		_, err := (&Engine{BaseURL: url, NumCtx: tc.numCtx}).Read(context.Background(), "tiny", prompt("A", "B", "C"))
+		f := engine.Classify(err)
+		if refused := f != nil && f.Kind == engine.Rejected && strings.Contains(f.Error(), "whole context"); refused != tc.refused || (!tc.refused && err != nil) {
+			t.Errorf("num_ctx %d, %d prompt tokens: %v; want refused %v", tc.numCtx, tc.promptTokens, err, tc.refused)
+		}
+	}
+}

@@ -91,6 +91,9 @@ func (e *Engine) Read(ctx context.Context, model string, p engine.Prompt) (engin
 	if err != nil {
 		return engine.Reading{}, &engine.Failure{Kind: engine.Malformed, Err: err}
 	}
+	if err := uncut(reply.PromptEvalCount, e.NumCtx); err != nil {
+		return engine.Reading{}, err
+	}
 	r := engine.Reading{Logprobs: lp, Found: found, PreMask: true, Model: reply.Model}
 	// Negative counts are not counts: they are left out rather than
 	// passed on into system1's own usage report.
