@@ -69,6 +69,9 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 		for i := range states {
 			states[i].CoolReason = redact.Text(states[i].CoolReason)
 			states[i].Error = redact.Text(states[i].Error)
+			for j := range states[i].ModelCooldowns {
+				states[i].ModelCooldowns[j].Reason = redact.Text(states[i].ModelCooldowns[j].Reason)
+			}
 		}
 		body.Nodes = states
 	}
