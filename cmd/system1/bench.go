@@ -19,11 +19,9 @@ import (
 	"system1/internal/calibration"
 	"system1/internal/cases"
 	"system1/internal/config"
-	"system1/internal/fleet"
+	"system1/internal/gateway"
 	"system1/internal/systemone"
 )
-
-func init() { commands["bench"] = cmdBench }
 
 // target is what a bench asks, as the command line says: an endpoint, or
 // a provider of the configuration's chain.
@@ -72,39 +70,23 @@ func (t *target) asker(ctx context.Context, e env, rep *bench.Report) (bench.Ask
 	if errs := cfg.Check(); len(errs) > 0 {
 		return nil, "", fmt.Errorf("configuration %s: %w", cfg.Path, errors.Join(errs...))
 	}
-	var names []string
-	for _, p := range cfg.Providers {
-		names = append(names, p.Name)
-		if p.Name != t.provider {
-			continue
-		}
-		model := t.model
-		if model == "" {
-			model = p.Model
-		}
-		rep.Provider, rep.Config, rep.Model = p.Name, cfg.Path, model
-		switch p.Kind {
-		case "systemone":
-			key := ""
-			if p.KeyEnv != "" {
-				key = e.getenv(p.KeyEnv)
-			}
-			rep.Endpoint = p.URL
-			return bench.Endpoint{Client: &systemone.Client{BaseURL: p.URL, Key: key, HTTP: hc}}, model, nil
-		case "engine":
-			router, err := fleet.FromConfig(cfg.Nodes, cfg.Aliases, e.getenv, nil)
-			if err != nil {
-				return nil, "", err
-			}
-			router.Discover(ctx)
-			if len(router.Serving(model)) == 0 {
-				return nil, "", fmt.Errorf("provider %s: no node of %s serves model %q", p.Name, cfg.Path, model)
-			}
-			return bench.Fleet{Router: router}, model, nil
-		}
-		return nil, "", fmt.Errorf("provider %s: kind %q cannot be benched", p.Name, p.Kind)
+	// The chain's links are built where every face builds them: by the
+	// gateway, over the fleet of the configuration's nodes.
+	g := gateway.New(gateway.Options{Config: cfg, ConfigPath: cfg.Path, Getenv: e.getenv, Log: logger(e)})
+	l, ok := g.Link(t.provider)
+	if !ok {
+		return nil, "", fmt.Errorf("no provider %q in %s (providers: %s)", t.provider, cfg.Path, strings.Join(g.Chain(), ", "))
 	}
-	return nil, "", fmt.Errorf("no provider %q in %s (providers: %s)", t.provider, cfg.Path, strings.Join(names, ", "))
+	model := t.model
+	if model == "" {
+		model = l.Model
+	}
+	rep.Provider, rep.Config, rep.Model, rep.Endpoint = l.Name, cfg.Path, model, l.Endpoint
+	l.Fleet.Discover(ctx)
+	if len(l.Fleet.Serving(model)) == 0 {
+		return nil, "", fmt.Errorf("provider %s: no node of %s serves model %q", l.Name, cfg.Path, model)
+	}
+	return bench.Fleet{Router: l.Fleet}, model, nil
 }
 
 // check says what is wrong with the command line's choice of target.

@@ -13,8 +13,6 @@ import (
 	"system1/internal/config"
 )
 
-func init() { commands["calibrate"] = cmdCalibrate }
-
 // DefaultMinCases is the fewest cases a bucket needs to be fitted on.
 const DefaultMinCases = 30
 

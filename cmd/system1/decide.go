@@ -12,8 +12,6 @@ import (
 	"system1/internal/gateway"
 )
 
-func init() { commands["decide"] = cmdDecide }
-
 // cmdDecide asks the gateway for one decision, as system1_decide does, and
 // prints the response: a summary for a person at a terminal, or with
 // --json the response itself. Its exit status tells the outcomes apart
@@ -73,7 +71,7 @@ func cmdDecide(ctx context.Context, args []string, e env) error {
 		}
 	}
 	cfg := configPath(*cfgFlag, e.getenv)
-	g := newGateway(cfg, *stateDir, e, logger(e), nil)
+	g := newGateway(cfg, *stateDir, e, logger(e))
 	res := g.Decide(ctx, raw, "")
 	if *asJSON {
 		out, err := json.MarshalIndent(res, "", "  ")

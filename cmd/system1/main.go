@@ -78,16 +78,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return errUsage
 	}
 	cmd, rest := args[0], args[1:]
-	switch cmd {
-	case "serve":
-		return cmdServe(ctx, rest, e)
-	case "version", "--version":
-		fmt.Fprintln(stdout, "system1", version)
-		return nil
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return nil
-	}
 	if c, ok := commands[cmd]; ok {
 		return c(ctx, rest, e)
 	}
@@ -95,8 +85,30 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	return errUsage
 }
 
-// commands are the subcommands beyond serve, each in its own file.
-var commands = map[string]func(context.Context, []string, env) error{}
+// commands are every subcommand, each but the last two in its own file.
+var commands = map[string]func(context.Context, []string, env) error{
+	"serve":     cmdServe,
+	"mcp":       cmdMCP,
+	"decide":    cmdDecide,
+	"bench":     cmdBench,
+	"calibrate": cmdCalibrate,
+	"toggle":    cmdToggle,
+	"version":   cmdVersion,
+	"--version": cmdVersion,
+	"help":      cmdHelp,
+	"-h":        cmdHelp,
+	"--help":    cmdHelp,
+}
+
+func cmdVersion(_ context.Context, _ []string, e env) error {
+	fmt.Fprintln(e.stdout, "system1", version)
+	return nil
+}
+
+func cmdHelp(_ context.Context, _ []string, e env) error {
+	fmt.Fprint(e.stdout, usage)
+	return nil
+}
 
 // flags makes a command's flag set, printing errors and help to stderr.
 func flags(name string, e env) *flag.FlagSet {

@@ -11,13 +11,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"system1/internal/config"
-	"system1/internal/fleet"
 	"system1/internal/gateway"
 	"system1/internal/mcpserver"
 	"system1/internal/pause"
 )
-
-func init() { commands["mcp"] = cmdMCP }
 
 // cmdMCP serves the gateway as an MCP server over stdin and stdout. It
 // answers initialize at once and contacts no provider before the first
@@ -31,9 +28,9 @@ func cmdMCP(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	log := logger(e)
-	g := newGateway(configPath(*cfgFlag, e.getenv), *stateDir, e, log, nil)
+	g := newGateway(configPath(*cfgFlag, e.getenv), *stateDir, e, log)
 	log.Info("mcp server starting", "request_id", "-", "version", version, "config", configPath(*cfgFlag, e.getenv),
-		"providers", len(g.Providers()), "config_errors", len(g.ConfigErrors()), "state_file", pause.Path(*stateDir, e.getenv))
+		"chain", len(g.Chain()), "config_errors", len(g.ConfigErrors()), "state_file", pause.Path(*stateDir, e.getenv))
 	for _, msg := range g.ConfigErrors() {
 		log.Warn("configuration error; system1_decide answers config_error until it is fixed", "request_id", "-", "err", msg)
 	}
@@ -57,9 +54,8 @@ func (nopWriteCloser) Close() error { return nil }
 // newGateway reads the configuration at path and builds the gateway over
 // it. A configuration that cannot be read becomes a configuration error
 // of the gateway, never a failure: the caller still gets a gateway that
-// says what is wrong. router is the fleet to share (serve's); nil builds
-// one from the configuration.
-func newGateway(path, stateDir string, e env, log *slog.Logger, router *fleet.Router) *gateway.Gateway {
+// says what is wrong.
+func newGateway(path, stateDir string, e env, log *slog.Logger) *gateway.Gateway {
 	var errs []error
 	cfg, err := config.Load(path)
 	if err != nil {
@@ -70,7 +66,7 @@ func newGateway(path, stateDir string, e env, log *slog.Logger, router *fleet.Ro
 		cfg = nil
 	}
 	return gateway.New(gateway.Options{
-		Config: cfg, ConfigPath: path, ConfigErrors: errs, Router: router,
+		Config: cfg, ConfigPath: path, ConfigErrors: errs,
 		Getenv: e.getenv, Log: log, StatePath: pause.Path(stateDir, e.getenv), Version: version,
 	})
 }

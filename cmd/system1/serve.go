@@ -87,8 +87,8 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 		MaxBodyBytes:     cfg.MaxBodyBytes,
 		Fits:             fits,
 		// POST /v1/decide: the gateway over the same fleet.
-		Decide: gateway.New(gateway.Options{Config: cfg, ConfigPath: cfg.Path, Router: router, Getenv: e.getenv,
-			Log: log, StatePath: pause.Path("", e.getenv), Version: version}).Handler(func(r *http.Request) string { return httpapi.RequestID(r.Context()) }),
+		Decide: gateway.New(gateway.Options{Config: cfg, ConfigPath: cfg.Path, Router: router,
+			Log: log, StatePath: pause.Path("", e.getenv), Version: version}),
 		Version: version,
 	})
 	if len(keys) == 0 {

@@ -9,8 +9,6 @@ import (
 	"system1/internal/pause"
 )
 
-func init() { commands["toggle"] = cmdToggle }
-
 const toggleUsage = `usage: system1 toggle [--state-dir DIR] on|off|status
 
   off      pause System 1: system1_decide abstains without asking any model

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -78,11 +79,17 @@ type Config struct {
 	Aliases map[string]string `yaml:"aliases"`
 	Nodes   []Node            `yaml:"nodes"`
 	Gateway Gateway           `yaml:"gateway"`
-	// Providers are the gateway's chain, in order.
-	Providers []Provider `yaml:"providers"`
+	// Providers are the gateway's chain in the old form, which Normalize
+	// translates into Gateway.Chain and Nodes.
+	Providers []Provider `yaml:"providers,omitempty"`
 
 	// Path is the file this was read from, if any.
 	Path string `yaml:"-"`
+	// OldForm is set by Normalize when it translated Providers.
+	OldForm bool `yaml:"-"`
+	// translation holds what Normalize could not translate, for Check.
+	translation  []error
+	oldProviders []Provider
 }
 
 // TLS configures the optional HTTPS listener.
@@ -176,9 +183,24 @@ type Gateway struct {
 	Timeout   Duration `yaml:"timeout"`   // per attempt
 	Deadline  Duration `yaml:"deadline"`  // whole call
 	Fits      string   `yaml:"fits"`      // calibration fits file
+	// Chain is asked in order: each link a model the fleet serves.
+	Chain []Link `yaml:"chain,omitempty"`
 }
 
-// Provider is one link of the gateway's chain.
+// Link is one link of the gateway's chain: a model the nodes serve, under
+// a name that attempts, fits and health report.
+type Link struct {
+	Name  string `yaml:"name"`
+	Model string `yaml:"model"`
+	// Nodes, when given, are the only nodes the link asks; else every node
+	// that serves the model.
+	Nodes      []string `yaml:"nodes,omitempty"`
+	MaxOptions int      `yaml:"max_options,omitempty"` // at most the nodes' own cap
+	Timeout    Duration `yaml:"timeout,omitempty"`     // overrides gateway.timeout
+}
+
+// Provider is one link of the gateway's chain in the old form: kind engine
+// is a model the nodes serve, kind systemone an endpoint of its own.
 type Provider struct {
 	Name       string   `yaml:"name"`
 	Kind       string   `yaml:"kind"`  // engine | systemone
@@ -197,6 +219,49 @@ var Dialects = []string{"llamacpp", "ollama", "openai", "systemone"}
 
 // ProviderKinds the gateway knows.
 var ProviderKinds = []string{"engine", "systemone"}
+
+// Normalize translates the old providers: form into the chain and the
+// nodes: an engine provider becomes a link over its model; a systemone
+// provider becomes a systemone node of its name (or the node of that name,
+// when it is the same endpoint) and a link over that node alone. It sets
+// OldForm when it translated anything, and is a no-op when called again.
+// What it cannot translate, Check reports.
+func (c *Config) Normalize() {
+	if len(c.Providers) == 0 {
+		return
+	}
+	c.OldForm = true
+	if len(c.Gateway.Chain) > 0 {
+		c.translation = append(c.translation, errors.New("providers: the old form and gateway.chain are both given; keep gateway.chain"))
+		c.Providers = nil
+		return
+	}
+	for _, p := range c.Providers {
+		l := Link{Name: p.Name, Model: p.Model, MaxOptions: p.MaxOptions, Timeout: p.Timeout}
+		if p.Kind == "systemone" {
+			l.Nodes = []string{p.Name}
+			if i := slices.IndexFunc(c.Nodes, func(n Node) bool { return n.Name == p.Name }); i >= 0 {
+				n := &c.Nodes[i]
+				switch {
+				case n.Dialect != "systemone" || n.URL != p.URL:
+					c.translation = append(c.translation, fmt.Errorf("providers (%s): a systemone provider becomes node %s, but a node of that name with another endpoint exists; rename one", p.Name, p.Name))
+				case n.Models != nil && p.Model != "" && !slices.Contains(n.Models, p.Model):
+					// The same endpoint: the provider says it serves its model.
+					n.Models = append(slices.Clone(n.Models), p.Model)
+				}
+			} else {
+				var models []string
+				if p.Model != "" {
+					models = []string{p.Model}
+				}
+				c.Nodes = append(c.Nodes, Node{Name: p.Name, URL: p.URL, Dialect: "systemone", KeyEnv: p.KeyEnv, Models: models, MaxOptions: p.MaxOptions})
+			}
+		}
+		c.Gateway.Chain = append(c.Gateway.Chain, l)
+	}
+	c.oldProviders = c.Providers
+	c.Providers = nil
+}
 
 // Parse reads a configuration from YAML. Unknown keys are errors, so a
 // typo does not silently fall back to a default.
@@ -223,6 +288,7 @@ func Load(path string) (*Config, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	c.Path = path
+	c.Normalize()
 	return c, nil
 }
 
@@ -291,8 +357,13 @@ func (c *Config) Check() []error {
 	if t := c.Gateway.Threshold; t != nil && !(*t >= 0 && *t <= 1) { // NaN too
 		bad("gateway.threshold: %v is not in [0,1]", *t)
 	}
+	errs = append(errs, c.translation...)
 	pnames := map[string]bool{}
-	for i, p := range c.Providers {
+	providers := c.Providers
+	if providers == nil {
+		providers = c.oldProviders
+	}
+	for i, p := range providers {
 		at := fmt.Sprintf("providers[%d]", i)
 		if p.Name == "" {
 			bad("%s: name is required", at)
@@ -317,6 +388,29 @@ func (c *Config) Check() []error {
 		}
 		if p.MaxOptions < 0 {
 			bad("%s (%s): max_options must not be negative", at, p.Name)
+		}
+	}
+	if c.oldProviders == nil {
+		lnames := map[string]bool{}
+		for i, l := range c.Gateway.Chain {
+			at := fmt.Sprintf("gateway.chain[%d]", i)
+			if l.Name == "" {
+				bad("%s: name is required", at)
+			} else if lnames[l.Name] {
+				bad("%s: name %q is used twice", at, l.Name)
+			}
+			lnames[l.Name] = true
+			if l.Model == "" {
+				bad("%s (%s): a link needs a model served by the nodes", at, l.Name)
+			}
+			for _, n := range l.Nodes {
+				if !names[n] {
+					bad("%s (%s): node %q is not configured", at, l.Name, n)
+				}
+			}
+			if l.MaxOptions < 0 || l.MaxOptions > MaxOptions {
+				bad("%s (%s): max_options must be 0 to %d", at, l.Name, MaxOptions)
+			}
 		}
 	}
 	return errs

@@ -25,12 +25,13 @@ type labelKnower interface {
 // assumed for every option; a model with fewer single-token labels goes in
 // more rounds.
 func (n *Node) callCost(model string, q decision.Question) int {
-	if n.Engine == nil {
+	b, ok := n.Backend.(*engineBackend)
+	if !ok {
 		return 0
 	}
 	opts := len(q.Options)
-	per := n.Engine.Caps().PerCall
-	if k, ok := n.Engine.(labelKnower); ok {
+	per := b.e.Caps().PerCall
+	if k, ok := b.e.(labelKnower); ok {
 		if labels, ok := k.KnownLabels(model, engine.Candidates(q), opts); ok && len(labels) < opts && (per == 0 || len(labels) < per) {
 			per = len(labels)
 		}
@@ -40,8 +41,8 @@ func (n *Node) callCost(model string, q decision.Question) int {
 
 // requestCost is what the questions at take of req cost on node n.
 func (n *Node) requestCost(model string, req decision.Request, take []int) int {
-	if n.Upstream != nil {
-		return 1
+	if _, ok := n.Backend.(*engineBackend); !ok {
+		return 1 // an upstream forwards them in one call; an unusable node makes none
 	}
 	cost := 0
 	for _, i := range take {
@@ -80,9 +81,9 @@ func (r *Router) overBudget(serving []*Node, model string, req decision.Request,
 	}
 	n := cheapest
 	how := "reads any number of labels a call"
-	if n.Engine == nil {
+	if b, ok := n.Backend.(*engineBackend); !ok {
 		how = "forwards a request in one call"
-	} else if per := n.Engine.Caps().PerCall; per > 0 {
+	} else if per := b.e.Caps().PerCall; per > 0 {
 		how = fmt.Sprintf("reads %d labels a call", per)
 	}
 	for i, q := range req.Questions {

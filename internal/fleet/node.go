@@ -7,7 +7,6 @@ package fleet
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	"system1/internal/config"
-	"system1/internal/engine"
 	"system1/internal/engine/llamacpp"
 	"system1/internal/engine/ollama"
 	"system1/internal/engine/openai"
@@ -31,12 +29,12 @@ const (
 	DefaultQueueTimeout = 5 * time.Second
 )
 
-// Node is one engine node, or one System One endpoint (Upstream).
+// Node is one engine node or one System One endpoint: whichever, its
+// Backend.
 type Node struct {
-	Name     string
-	Dialect  string
-	Engine   engine.Engine     // engine dialects
-	Upstream *systemone.Client // the systemone dialect
+	Name    string
+	Dialect string
+	Backend Backend
 	// MaxOptions caps the options of one question on this node.
 	MaxOptions int
 	Timeout    time.Duration
@@ -44,11 +42,6 @@ type Node struct {
 	// MaxEngineCalls is the most engine calls one request may cost on this
 	// node; 0 is config.DefaultMaxEngineCalls (see overBudget).
 	MaxEngineCalls int
-	// leadFirst sends a request's first question alone before the rest
-	// when the state is new to the node, so that the others reuse its
-	// prefill (see Router.answer): for engines whose prompt cache is per
-	// slot and which spread concurrent requests over slots.
-	leadFirst bool
 
 	claimed []string // models from the config; nil means discover them
 	slots   *slots
@@ -87,21 +80,25 @@ func NewNode(c config.Node, getenv func(string) string, hc *http.Client) (*Node,
 		pin := c.PinSlots == nil || *c.PinSlots
 		// Pinned to one slot, a state's questions already run after the
 		// first; unpinned, they would each take a slot and prefill.
-		n.leadFirst = !pin
-		n.Engine = &llamacpp.Engine{BaseURL: c.URL, Key: key, HTTP: hc, PerCall: c.MaxLabels, PinSlots: pin}
+		n.Backend = EngineBackend(&llamacpp.Engine{BaseURL: c.URL, Key: key, HTTP: hc, PerCall: c.MaxLabels, PinSlots: pin}, !pin)
 	case "ollama":
-		n.leadFirst = true // llama.cpp's slots underneath, no pinning
-		n.Engine = &ollama.Engine{BaseURL: c.URL, Key: key, HTTP: hc, NumCtx: c.NumCtx}
+		// llama.cpp's slots underneath, no pinning: the first goes alone.
+		n.Backend = EngineBackend(&ollama.Engine{BaseURL: c.URL, Key: key, HTTP: hc, NumCtx: c.NumCtx}, true)
 	case "openai":
 		labels := c.MaxLabels
 		if labels == 0 {
 			labels = DefaultLabels
 		}
-		n.Engine = &openai.Engine{BaseURL: c.URL, Key: key, HTTP: hc, Constrain: c.Constrain, TopLogprobs: labels}
+		n.Backend = EngineBackend(&openai.Engine{BaseURL: c.URL, Key: key, HTTP: hc, Constrain: c.Constrain, TopLogprobs: labels}, false)
 	case "systemone":
-		n.Upstream = &systemone.Client{BaseURL: c.URL, Key: key, HTTP: hc}
+		n.Backend = UpstreamBackend(&systemone.Client{BaseURL: c.URL, Key: key, HTTP: hc})
 	default:
 		return nil, fmt.Errorf("node %s: dialect %q is not llamacpp, ollama, openai or systemone", c.Name, c.Dialect)
+	}
+	// A key variable named but empty is a mistake, not a wish to send no
+	// key: the node is never asked, and says why.
+	if c.KeyEnv != "" && key == "" {
+		n.Backend = unusable{fmt.Errorf("not asked: its key variable %s is not set", c.KeyEnv)}
 	}
 	return n, nil
 }
@@ -148,11 +145,7 @@ func (n *Node) Serves(model string) bool { return n.servesName(n.Models(), model
 func (n *Node) list(ctx context.Context) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, n.Timeout)
 	defer cancel()
-	if n.Upstream != nil {
-		models, err := n.Upstream.Models(ctx)
-		return models, upstreamFailure(err)
-	}
-	return n.Engine.Models(ctx)
+	return n.Backend.Models(ctx)
 }
 
 // Discover refreshes the node's model list from the node itself, unless
@@ -204,20 +197,4 @@ func (n *Node) State(now time.Time) State {
 	}
 	s.ModelCooldowns = n.modelCooldowns(now)
 	return s
-}
-
-// upstreamFailure classifies a System One endpoint's error like an
-// engine's: a refusal by status, a reply failing the clients' checks as
-// malformed.
-func upstreamFailure(err error) error {
-	var se *systemone.StatusError
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &se):
-		return engine.StatusFailure(se.Code, se.RetryAfter, se.Message)
-	case errors.Is(err, systemone.ErrMalformed):
-		return &engine.Failure{Kind: engine.Malformed, Err: err}
-	}
-	return engine.Classify(err)
 }

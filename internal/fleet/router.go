@@ -6,16 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"math"
-	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"system1/internal/decision"
 	"system1/internal/engine"
-	"system1/internal/systemone"
 )
 
 // Policy says when a failing node is cooled down, after LiteLLM's router
@@ -71,6 +67,22 @@ func NewRouter(nodes []*Node, aliases map[string]string, p Policy, obs Observer)
 		}
 	}
 	return &Router{nodes: nodes, aliases: aliases, policy: p, obs: obs, now: time.Now}
+}
+
+// Only is a router over the named nodes alone, in configured order, that
+// shares their state (load, cooldowns, model lists) with r. It
+// substitutes no aliases: whoever names the nodes names the model they
+// serve. Names that match no node are left out.
+func (r *Router) Only(names []string) *Router {
+	var nodes []*Node
+	for _, n := range r.nodes {
+		if slices.Contains(names, n.Name) {
+			nodes = append(nodes, n)
+		}
+	}
+	o := NewRouter(nodes, nil, r.policy, r.obs)
+	o.now = r.now
+	return o
 }
 
 // Nodes are the router's nodes, in configured order.
@@ -135,6 +147,10 @@ type Attempt struct {
 // Answered is one question's outcome: answered by Node, or Err.
 type Answered struct {
 	engine.Outcome
+	// Abstain, when not empty, says why the node itself declined to decide
+	// (a System One upstream's abstention gate); the distribution is still
+	// its reading.
+	Abstain  string
 	Node     string
 	Attempts []Attempt
 	Err      error
@@ -202,7 +218,7 @@ func (r *Router) Decide(ctx context.Context, req decision.Request) (*Result, err
 				a.Attempts = append(a.Attempts, got.attempt)
 			}
 			if got.err == nil {
-				a.Outcome, a.Node, a.Err = got.outcome, n.Name, nil
+				a.Outcome, a.Abstain, a.Node, a.Err = got.outcome, got.abstain, n.Name, nil
 				settled[i] = true
 				continue
 			}
@@ -250,107 +266,22 @@ func allQuestions(n int) []int {
 // attempt.
 type answer struct {
 	outcome engine.Outcome
+	abstain string
 	attempt Attempt
 	err     *engine.Failure
 	sent    bool
 }
 
-// answer asks node n the questions take of req, each call holding one of
-// the node's slots and bounded by its timeout.
+// answer asks node n the questions take of req through its backend.
 func (r *Router) answer(ctx context.Context, n *Node, model string, req decision.Request, take []int) []answer {
-	out := make([]answer, len(take))
-	record := func(j int, start time.Time, o engine.Outcome, err error) {
-		at := Attempt{Node: n.Name, Outcome: "ok", Latency: r.now().Sub(start)}
-		if f := engine.Classify(err); f != nil {
-			at.Outcome, at.Detail = f.Kind.String(), f.Error()
-			out[j].err = f
-		}
-		out[j].outcome, out[j].attempt, out[j].sent = o, at, true
-		r.obs.Attempt(n.Name, model, at.Outcome, at.Latency)
+	sub := req
+	sub.Model = model
+	sub.Questions = make([]decision.Question, len(take))
+	for j, i := range take {
+		sub.Questions[j] = req.Questions[i]
 	}
-	share := n.slots.share()
-	call := func(f func(context.Context) error) error {
-		done, err := share.take(ctx)
-		if err != nil {
-			return err
-		}
-		defer done()
-		release, err := n.slots.acquire(ctx)
-		if err != nil {
-			return err
-		}
-		defer release()
-		cctx, cancel := context.WithTimeout(ctx, n.Timeout)
-		defer cancel()
-		return f(cctx)
-	}
-	if n.Upstream != nil {
-		start := r.now()
-		sub := req
-		sub.Model = model
-		sub.Questions = make([]decision.Question, len(take))
-		for j, i := range take {
-			sub.Questions[j] = req.Questions[i]
-		}
-		var reply *systemone.Reply
-		err := call(func(ctx context.Context) (err error) {
-			reply, err = n.Upstream.Ask(ctx, sub)
-			return upstreamFailure(err)
-		})
-		for j := range take {
-			var o engine.Outcome
-			if err == nil {
-				o = engine.Outcome{Dist: reply.Dists[j], Mass: math.NaN(), Rounds: 1, Model: reply.Model}
-				if j == 0 { // the upstream counts the request as a whole
-					o.InputTokens, o.OutputTokens = reply.Usage.InputTokens, reply.Usage.OutputTokens
-				}
-			}
-			record(j, start, o, err)
-		}
-		return out
-	}
-	ask := func(j int) {
-		start := r.now()
-		var o engine.Outcome
-		err := call(func(ctx context.Context) (err error) {
-			o, err = engine.Ask(ctx, n.Engine, model, req.State, req.Questions[take[j]])
-			return err
-		})
-		record(j, start, o, err)
-	}
-	// Engines cache prompt prefixes, but on an engine that spreads
-	// concurrent requests over slots with a cache each, questions sent
-	// together over a state the node has not seen would each prefill it.
-	// There the first question goes alone, the state's prefill with it, and
-	// the rest follow together to reuse it; over a state the node has just
-	// seen, all go at once. Engines that share or pin the prefix get every
-	// question at once.
-	rest := take
 	key := affinity(req.State)
-	if n.leadFirst && len(take) > 1 && !r.warm.seen(n.Name, key, r.now()) {
-		ask(0)
-		rest = take[1:]
-		// A node that failed the first question (down, hung, busy, asking
-		// for a pause, answering garbage) is not sent the rest: they go on
-		// to the next node at once. Only a question the engine refused as
-		// a bad request says nothing of the others.
-		if f := out[0].err; f != nil && f.Kind != engine.Rejected {
-			for j := 1; j < len(take); j++ {
-				out[j].err = f
-			}
-			return out
-		}
-	}
-	// The last question is asked on this goroutine: a lone question, the
-	// common case, then needs no goroutine handoff.
-	var wg sync.WaitGroup
-	for j := len(take) - len(rest); j < len(take)-1; j++ {
-		wg.Go(func() { ask(j) })
-	}
-	if len(rest) > 0 {
-		ask(len(take) - 1)
-	}
-	wg.Wait()
+	out := n.Backend.ask(&caller{ctx: ctx, r: r, n: n, model: model, share: n.slots.share(), warm: r.warm.seen(n.Name, key, r.now())}, sub)
 	for _, a := range out {
 		if a.err == nil {
 			r.warm.add(n.Name, key, r.now())
@@ -438,140 +369,4 @@ func rendezvous(key uint64, node string) uint64 {
 	x ^= x >> 27
 	x *= 0x94d049bb133111eb
 	return x ^ x>>31
-}
-
-// failed records a node's failure and cools it down by the policy.
-func (r *Router) failed(n *Node, f *engine.Failure) {
-	now := r.now()
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	cool := func(d time.Duration, why string) {
-		if until := now.Add(d); until.After(n.coolUntil) {
-			if !now.Before(n.coolUntil) {
-				r.obs.Cooldown(n.Name)
-			}
-			n.coolUntil, n.coolReason = until, why
-		}
-	}
-	switch {
-	case f.Kind == engine.Rejected || f.Kind == engine.Busy || f.Kind == engine.Canceled:
-		return // the request's fault, a full queue or a caller gone: not the node's health
-	case f.Kind == engine.RateLimited:
-		cool(max(f.RetryAfter, time.Second), f.Error())
-		return
-	case f.Kind == engine.Unavailable:
-		cool(r.policy.Cooldown, f.Error()) // down, or a ghost claim
-		return
-	}
-	n.failures = slices.DeleteFunc(n.failures, func(t time.Time) bool { return now.Sub(t) > r.policy.Window })
-	n.failures = append(n.failures, now)
-	if len(n.failures) >= r.policy.AllowedFails {
-		cool(r.policy.Cooldown, fmt.Sprintf("%d failures within %s, last: %v", len(n.failures), r.policy.Window, f))
-		n.failures = nil
-	}
-}
-
-// Probe checks every node in the background's way: a model list, which
-// carries no user data. A node that fails it is cooled down; one cooled by
-// a failed probe is healthy again as soon as a probe succeeds. Nodes
-// without configured models take the list as their models.
-func (r *Router) Probe(ctx context.Context) {
-	var wg sync.WaitGroup
-	for _, n := range r.nodes {
-		wg.Go(func() {
-			models, err := n.list(ctx)
-			// A node whose models the config lists only has to be alive:
-			// one without a model list (laya-serve has none) answers 404.
-			if f := engine.Classify(err); f != nil && f.Status == http.StatusNotFound && n.claimed != nil {
-				err = nil
-			}
-			n.mu.Lock()
-			if n.claimed == nil {
-				n.discoverErr = err
-				if err == nil {
-					n.discovered = models
-				}
-			}
-			if err == nil && n.probeFailed {
-				n.coolUntil, n.coolReason, n.probeFailed = time.Time{}, "", false
-			}
-			n.mu.Unlock()
-			if f := engine.Classify(err); f != nil && ctx.Err() == nil {
-				r.failed(n, &engine.Failure{Kind: engine.Unavailable, Status: f.Status, Err: fmt.Errorf("health probe: %w", f)})
-				n.mu.Lock()
-				n.probeFailed = true
-				n.mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-}
-
-// Refresh re-lists the models of nodes that have never listed them, for a
-// request naming a model that no node is known to serve yet.
-func (r *Router) Refresh(ctx context.Context) {
-	var wg sync.WaitGroup
-	for _, n := range r.nodes {
-		if n.claimed == nil && n.Models() == nil {
-			wg.Go(func() { _ = n.Discover(ctx) })
-		}
-	}
-	wg.Wait()
-}
-
-// States reports every node's state.
-func (r *Router) States() []State {
-	now := r.now()
-	out := make([]State, len(r.nodes))
-	for i, n := range r.nodes {
-		out[i] = n.State(now)
-	}
-	return out
-}
-
-// Model is one model id the fleet answers to.
-type Model struct {
-	ID      string
-	AliasOf string    // the served model, for an alias
-	Via     string    // the nodes that serve it, comma-separated
-	Seen    time.Time // when this router first listed it
-}
-
-// Catalog lists every model the nodes serve and every alias whose target
-// is served.
-func (r *Router) Catalog() []Model {
-	via := map[string][]string{}
-	var ids []string
-	for _, n := range r.nodes {
-		for _, m := range n.Models() {
-			if via[m] == nil {
-				ids = append(ids, m)
-			}
-			via[m] = append(via[m], n.Name)
-		}
-	}
-	var out []Model
-	for _, id := range ids {
-		out = append(out, Model{ID: id, Via: strings.Join(via[id], ","), Seen: r.seen(id)})
-	}
-	for alias, to := range r.aliases {
-		if via[to] != nil && via[alias] == nil {
-			out = append(out, Model{ID: alias, AliasOf: to, Via: strings.Join(via[to], ","), Seen: r.seen(alias)})
-		}
-	}
-	return out
-}
-
-func (r *Router) seen(id string) time.Time {
-	r.seenMu.Lock()
-	defer r.seenMu.Unlock()
-	if r.firstSeen == nil {
-		r.firstSeen = map[string]time.Time{}
-	}
-	t, ok := r.firstSeen[id]
-	if !ok {
-		t = r.now()
-		r.firstSeen[id] = t
-	}
-	return t
 }

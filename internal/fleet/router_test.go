@@ -75,7 +75,7 @@ func newTestRouter(labels ...int) (*Router, []*fakeEngine, *clock) {
 	for i, l := range labels {
 		f := &fakeEngine{}
 		fakes = append(fakes, f)
-		nodes = append(nodes, &Node{Name: string(rune('a' + i)), Engine: f, MaxOptions: l, Timeout: time.Second, claimed: []string{"m"}})
+		nodes = append(nodes, &Node{Name: string(rune('a' + i)), Backend: EngineBackend(f, false), MaxOptions: l, Timeout: time.Second, claimed: []string{"m"}})
 	}
 	c := &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
 	r := NewRouter(nodes, map[string]string{"jev-latest": "m"}, DefaultPolicy, nil)

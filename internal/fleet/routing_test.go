@@ -180,7 +180,7 @@ func TestSystemOneUpstream(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			local := &Node{Name: "local", Engine: &fakeEngine{}, MaxOptions: 20, Timeout: time.Second, claimed: []string{"m"}, Priority: 1}
+			local := &Node{Name: "local", Backend: EngineBackend(&fakeEngine{}, false), MaxOptions: 20, Timeout: time.Second, claimed: []string{"m"}, Priority: 1}
 			r := NewRouter([]*Node{up, local}, nil, DefaultPolicy, nil)
 			got := decide(t, r, choiceRequest("m", 3))
 			if outcomes(got) != tc.outcomes {

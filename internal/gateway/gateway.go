@@ -1,10 +1,11 @@
 // Package gateway is the System 1 gateway: one decision among options (or
-// yes or no), asked of a chain of providers in order, with a confidence
-// that is the decision's own probability after calibration, an honest
-// abstention when that is under the threshold, and never a made-up
-// number. Its request and response types are the published contract
-// (schema version "1"); the MCP server, the HTTP route POST /v1/decide and
-// the decide command are faces over it.
+// yes or no), asked of a chain of models that the fleet serves, in order,
+// with a confidence that is the decision's own probability after
+// calibration, an honest abstention when that is under the threshold, and
+// never a made-up number. Its request and response types are the
+// published contract (schema version "1"); the MCP server, the HTTP route
+// POST /v1/decide and the decide command are faces over it. It talks to no
+// engine itself: every question goes through package fleet.
 package gateway
 
 //go:generate go run ./schemagen -out ../../schema
@@ -14,8 +15,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -46,13 +47,11 @@ type Options struct {
 	// ConfigErrors are problems met reading the file. New adds those of
 	// its content. Any problem makes decide answer config_error.
 	ConfigErrors []error
-	// Router is the fleet engine providers use; nil builds one from the
+	// Router is the fleet the chain asks; nil builds one from the
 	// configuration's nodes.
 	Router *fleet.Router
-	// Getenv reads providers' keys; nil is os.Getenv.
+	// Getenv reads the nodes' keys when Router is nil; nil is os.Getenv.
 	Getenv func(string) string
-	// HTTP calls systemone providers; nil uses a default client.
-	HTTP *http.Client
 	// Log receives one line per call, each with its request id.
 	Log *slog.Logger
 	// StatePath is the pause state file, read on every call.
@@ -65,7 +64,7 @@ type Options struct {
 type Gateway struct {
 	opt       Options
 	errs      []string
-	providers []Provider
+	links     []*link
 	threshold float64
 	timeout   time.Duration
 	deadline  time.Duration
@@ -81,9 +80,6 @@ func New(o Options) *Gateway {
 	if o.Getenv == nil {
 		o.Getenv = os.Getenv
 	}
-	if o.HTTP == nil {
-		o.HTTP = &http.Client{}
-	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
@@ -97,6 +93,10 @@ func New(o Options) *Gateway {
 			g.errs = append(g.errs, "no configuration was read")
 		}
 		return g
+	}
+	cfg.Normalize()
+	if cfg.OldForm {
+		g.log.Warn("the configuration's providers: list is the old form; it was read as gateway.chain and nodes (see the README's Configuration)", "request_id", "-", "config", o.ConfigPath)
 	}
 	for _, err := range cfg.Check() {
 		g.errs = append(g.errs, err.Error())
@@ -117,30 +117,34 @@ func New(o Options) *Gateway {
 			g.errs = append(g.errs, fmt.Sprintf("gateway.fits: %v", err))
 		}
 	}
-	if len(cfg.Providers) == 0 {
-		g.errs = append(g.errs, "no providers are configured: add a providers: list (the chain, in order) to the configuration")
+	if len(cfg.Gateway.Chain) == 0 {
+		g.errs = append(g.errs, "no chain is configured: add gateway.chain (the models to ask, in order) to the configuration")
 	}
 	router := o.Router
-	for _, pc := range cfg.Providers {
-		timeout := pc.Timeout.Or(g.timeout)
-		switch pc.Kind {
-		case "engine":
-			if router == nil {
-				r, err := fleet.FromConfig(cfg.Nodes, cfg.Aliases, o.Getenv, nil)
-				if err != nil {
-					g.errs = append(g.errs, fmt.Sprintf("nodes: %v", err))
-					continue
-				}
-				router = r
-			}
-			g.providers = append(g.providers, &engineProvider{name: pc.Name, model: pc.Model, timeout: timeout, maxOptions: pc.MaxOptions, router: router})
-		case "systemone":
-			key := ""
-			if pc.KeyEnv != "" {
-				key = o.Getenv(pc.KeyEnv)
-			}
-			g.providers = append(g.providers, newSystemOneProvider(pc.Name, pc.Model, pc.URL, pc.KeyEnv, key, timeout, pc.MaxOptions, o.HTTP))
+	if router == nil && len(cfg.Gateway.Chain) > 0 {
+		r, err := fleet.FromConfig(cfg.Nodes, cfg.Aliases, o.Getenv, nil)
+		if err != nil {
+			g.errs = append(g.errs, fmt.Sprintf("nodes: %v", err))
+			return g
 		}
+		router = r
+	}
+	for _, lc := range cfg.Gateway.Chain {
+		l := &link{name: lc.Name, model: lc.Model, kind: "engine", timeout: lc.Timeout.Or(g.timeout), maxOptions: lc.MaxOptions, fleet: router, fits: g.fits}
+		if len(lc.Nodes) > 0 {
+			l.fleet = router.Only(lc.Nodes)
+			l.kind, l.url = "systemone", ""
+			for _, n := range cfg.Nodes {
+				if slices.Contains(lc.Nodes, n.Name) {
+					if n.Dialect != "systemone" {
+						l.kind, l.url = "engine", ""
+						break
+					}
+					l.url = n.URL
+				}
+			}
+		}
+		g.links = append(g.links, l)
 	}
 	return g
 }
@@ -149,8 +153,14 @@ func New(o Options) *Gateway {
 // the chain.
 func (g *Gateway) ConfigErrors() []string { return append([]string{}, g.errs...) }
 
-// Providers are the chain, in order.
-func (g *Gateway) Providers() []Provider { return g.providers }
+// Chain names the links of the chain, in order.
+func (g *Gateway) Chain() []string {
+	names := make([]string, len(g.links))
+	for i, l := range g.links {
+		names[i] = l.name
+	}
+	return names
+}
 
 // paused reads the pause state; an unreadable state file is logged and
 // read as on, since toggle writes it atomically and a broken one is not
@@ -227,67 +237,69 @@ func (g *Gateway) Decide(ctx context.Context, raw []byte, defaultID string) *Res
 func (g *Gateway) run(ctx context.Context, log *slog.Logger, q Query, threshold float64, res *Response) {
 	n := len(q.Answers())
 	var limits []string // providers skipped for the option count
-	var last *Failure
+	var last *failure
 	tried := 0
-	for i, p := range g.providers {
+	for i, p := range g.links {
 		if ctx.Err() != nil {
-			for _, rest := range g.providers[i:] {
-				res.Attempts = append(res.Attempts, Attempt{Provider: rest.Name(), Outcome: OutcomeSkipped,
+			for _, rest := range g.links[i:] {
+				res.Attempts = append(res.Attempts, Attempt{Provider: rest.name, Outcome: OutcomeSkipped,
 					Detail: fmt.Sprintf("not asked: the overall deadline of %s had passed", g.deadline)})
 			}
 			break
 		}
 		start := time.Now()
-		if limit, err := p.MaxOptions(ctx); err != nil {
-			f := Classify(err)
-			f.Err = fmt.Errorf("cannot take the question: %w", err)
+		if limit, err := p.limit(ctx); err != nil {
+			f := &failure{outcome: OutcomeError, err: fmt.Errorf("cannot take the question: %w", err)}
 			if ctx.Err() != nil {
-				f.Outcome = OutcomeTimeout
+				f.outcome = OutcomeTimeout
 			}
-			res.Attempts = append(res.Attempts, Attempt{Provider: p.Name(), Outcome: f.Outcome, LatencyMS: since(start), Detail: f.Error()})
+			res.Attempts = append(res.Attempts, Attempt{Provider: p.name, Outcome: f.outcome, LatencyMS: since(start), Detail: f.Error()})
 			last = f
 			tried++
 			continue
 		} else if !q.YesNo() && n > limit {
-			res.Attempts = append(res.Attempts, Attempt{Provider: p.Name(), Outcome: OutcomeSkipped,
+			res.Attempts = append(res.Attempts, Attempt{Provider: p.name, Outcome: OutcomeSkipped,
 				Detail: fmt.Sprintf("not asked: %d options exceed its limit of %d", n, limit)})
-			limits = append(limits, fmt.Sprintf("%s takes at most %d", p.Name(), limit))
+			limits = append(limits, fmt.Sprintf("%s takes at most %d", p.name, limit))
 			continue
 		}
 		tried++
-		actx, cancel := context.WithTimeout(ctx, p.Timeout())
-		r, err := p.Ask(actx, q)
+		actx, cancel := context.WithTimeout(ctx, p.timeout)
+		r, err := p.ask(actx, q)
 		attemptTimedOut := errors.Is(actx.Err(), context.DeadlineExceeded)
 		cancel()
-		at := Attempt{Provider: p.Name(), LatencyMS: since(start)}
+		at := Attempt{Provider: p.name, LatencyMS: since(start)}
 		if err == nil {
 			if cerr := check(q, r); cerr != nil {
-				err = &Failure{Outcome: OutcomeMalformed, Err: fmt.Errorf("the answer failed the gateway's checks: %w", cerr)}
+				err = &failure{outcome: OutcomeMalformed, err: fmt.Errorf("the answer failed the gateway's checks: %w", cerr)}
 			}
 		}
 		if err != nil {
-			f := Classify(err)
-			if f.Outcome == OutcomeError && attemptTimedOut {
-				f.Outcome = OutcomeTimeout
+			var f *failure
+			if !errors.As(err, &f) {
+				f = &failure{outcome: OutcomeError, err: err}
 			}
-			if f.Outcome == OutcomeTimeout {
+			if f.outcome == OutcomeError && attemptTimedOut {
+				f.outcome = OutcomeTimeout
+			}
+			if f.outcome == OutcomeTimeout {
 				switch {
 				case ctx.Err() != nil:
-					f.Err = fmt.Errorf("the overall deadline of %s passed while waiting: %w", g.deadline, f.Err)
+					f.err = fmt.Errorf("the overall deadline of %s passed while waiting: %w", g.deadline, f.err)
 				default:
-					f.Err = fmt.Errorf("no answer within %s: %w", p.Timeout(), f.Err)
+					f.err = fmt.Errorf("no answer within %s: %w", p.timeout, f.err)
 				}
 			}
-			at.Outcome, at.Detail = f.Outcome, f.Error()
-			if f.Caller {
+			at.Outcome, at.Detail = f.outcome, f.Error()
+			if f.caller {
 				at.Detail = "refused the request as invalid: " + f.Error()
 			}
 			res.Attempts = append(res.Attempts, at)
-			log.Warn("provider failed", "provider", p.Name(), "outcome", f.Outcome, "caller_error", f.Caller, "err", f.Err)
-			if f.Caller {
-				res.fail(CodeInvalidRequest, fmt.Sprintf("provider %s refused the request: %v", p.Name(), f.Err),
+			log.Warn("provider failed", "provider", p.name, "outcome", f.outcome, "caller_error", f.caller, "err", f.err)
+			if f.caller {
+				res.fail(CodeInvalidRequest, fmt.Sprintf("provider %s refused the request: %v", p.name, f.err),
 					fmt.Sprintf("Provider %q refused the request as invalid (%v). It was not sent to any other provider, since they would refuse it too. "+
-						"Change the request (for example fewer or shorter options, or a smaller context) and call again, or reason it through yourself.", p.Name(), f.Err))
+						"Change the request (for example fewer or shorter options, or a smaller context) and ask again, or reason it through yourself.", p.name, f.err))
 				return
 			}
 			last = f
@@ -304,7 +316,7 @@ func (g *Gateway) run(ctx context.Context, log *slog.Logger, q Query, threshold 
 	}
 	code := CodeProviderError
 	if last != nil {
-		switch last.Outcome {
+		switch last.outcome {
 		case OutcomeTimeout:
 			code = CodeProviderTimeout
 		case OutcomeMalformed:
@@ -324,17 +336,14 @@ func (g *Gateway) run(ctx context.Context, log *slog.Logger, q Query, threshold 
 
 // answer turns a provider's reading into the response: calibrated, then
 // decided or abstained.
-func (g *Gateway) answer(q Query, p Provider, r Reading, threshold float64, at *Attempt, res *Response) {
+func (g *Gateway) answer(q Query, p *link, r Reading, threshold float64, at *Attempt, res *Response) {
 	answers := q.Answers()
 	model := r.Model
 	if model == "" {
-		model = p.Model()
+		model = p.model
 	}
 	d := r.Dist
-	if fit, ok := g.fits.Lookup(p.Name(), model, q.Kind(), len(answers)); ok {
-		d = d.Temper(fit.Temperature)
-		res.Calibrated = true
-	}
+	res.Calibrated = r.Calibrated
 	reported := decision.Round(d, decimals)
 	best := 0
 	for i := range reported {
@@ -348,7 +357,7 @@ func (g *Gateway) answer(q Query, p Provider, r Reading, threshold float64, at *
 	}
 	conf := reported[best]
 	res.Confidence = &conf
-	name := p.Name()
+	name := p.name
 	res.Provider = &name
 	cal := "uncalibrated"
 	if res.Calibrated {
@@ -394,3 +403,33 @@ func (g *Gateway) configName() string {
 }
 
 func since(t time.Time) int64 { return time.Since(t).Milliseconds() }
+
+// Invalid is the response to a request that could not even be read (too
+// large, too slow, cut off): invalid_request, nothing asked. id is the
+// request id to echo ("" generates one).
+func Invalid(id, msg string) *Response {
+	if id == "" {
+		id = NewRequestID()
+	}
+	res := &Response{Attempts: []Attempt{}, SchemaVersion: SchemaVersion, RequestID: id}
+	res.fail(CodeInvalidRequest, msg, "The request was not valid: "+msg+". Nothing was asked.")
+	return res
+}
+
+// Link is one link of the chain as the bench asks it: its model, the
+// fleet it asks (the named nodes alone, when the configuration names
+// them), and its endpoint when that is one System One endpoint.
+type Link struct {
+	Name, Model, Endpoint string
+	Fleet                 *fleet.Router
+}
+
+// Link returns the chain's link of that name.
+func (g *Gateway) Link(name string) (Link, bool) {
+	for _, l := range g.links {
+		if l.name == name {
+			return Link{Name: l.name, Model: l.model, Endpoint: l.url, Fleet: l.fleet}, true
+		}
+	}
+	return Link{}, false
+}

@@ -51,7 +51,7 @@ type Probe struct {
 // Health probes every provider concurrently, each within its timeout.
 func (g *Gateway) Health(ctx context.Context) *Health {
 	h := &Health{GatewayVersion: g.opt.Version, SchemaVersion: SchemaVersion, Config: g.opt.ConfigPath,
-		ConfigErrors: g.ConfigErrors(), StateFile: g.opt.StatePath, Providers: make([]Probe, len(g.providers))}
+		ConfigErrors: g.ConfigErrors(), StateFile: g.opt.StatePath, Providers: make([]Probe, len(g.links))}
 	if g.opt.StatePath != "" {
 		s, err := pause.Read(g.opt.StatePath)
 		if err != nil {
@@ -60,13 +60,13 @@ func (g *Gateway) Health(ctx context.Context) *Health {
 		h.Paused = s.Paused
 	}
 	var wg sync.WaitGroup
-	for i, p := range g.providers {
+	for i, p := range g.links {
 		wg.Go(func() {
-			pctx, cancel := context.WithTimeout(ctx, p.Timeout())
+			pctx, cancel := context.WithTimeout(ctx, p.timeout)
 			defer cancel()
 			start := time.Now()
-			ok, detail := p.Probe(pctx)
-			h.Providers[i] = Probe{Name: p.Name(), Kind: p.Kind(), Role: role(i), OK: ok, LatencyMS: since(start), Detail: detail}
+			ok, detail := p.probe(pctx)
+			h.Providers[i] = Probe{Name: p.name, Kind: p.kind, Role: role(i), OK: ok, LatencyMS: since(start), Detail: detail}
 		})
 	}
 	wg.Wait()
@@ -142,7 +142,7 @@ type Fit struct {
 func (g *Gateway) Capabilities(ctx context.Context) *Capabilities {
 	c := &Capabilities{GatewayVersion: g.opt.Version, SchemaVersion: SchemaVersion, Tools: []string{}, Config: g.opt.ConfigPath,
 		ConfigErrors: g.ConfigErrors(), Threshold: g.threshold, TimeoutMS: g.timeout.Milliseconds(), DeadlineMS: g.deadline.Milliseconds(),
-		Providers: make([]ProviderInfo, len(g.providers)), ProviderKinds: Kinds,
+		Providers: make([]ProviderInfo, len(g.links)), ProviderKinds: Kinds,
 		Calibration:   Calibration{File: g.fitsPath, Fits: []Fit{}},
 		RequestSchema: schemaJSON(RequestSchema()), ResponseSchema: schemaJSON(ResponseSchema())}
 	if g.opt.StatePath != "" {
@@ -151,8 +151,8 @@ func (g *Gateway) Capabilities(ctx context.Context) *Capabilities {
 	}
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
-	for i, p := range g.providers {
-		c.Providers[i] = p.Info(ctx)
+	for i, p := range g.links {
+		c.Providers[i] = p.info(ctx)
 		c.Providers[i].Role = role(i)
 	}
 	if g.fits != nil {

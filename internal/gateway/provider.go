@@ -1,19 +1,14 @@
 package gateway
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
-	"net"
-	"os"
-	"time"
 
 	"system1/internal/decision"
 )
 
-// Query is one decision as a provider sees it.
+// Query is one decision as a link of the chain asks it.
 type Query struct {
 	Question string
 	// Options are the answers to choose from; nil asks yes or no.
@@ -34,10 +29,10 @@ func (q Query) Answers() []string {
 	return q.Options
 }
 
-// noContext is the state a provider gets when the caller gave no context.
+// noContext is the state the nodes get when the caller gave no context.
 var noContext = json.RawMessage(`"(no context was given; answer from the question alone)"`)
 
-// Request maps the query to a System One request for model: a choice
+// Request maps the query to a decision request for model: a choice
 // question whose criteria are the options, or a noul (P(true) is yes), over
 // the context as the state.
 func (q Query) Request(model string) decision.Request {
@@ -66,68 +61,33 @@ func (q Query) Kind() decision.Kind {
 	return decision.Choice
 }
 
-// Reading is a provider's answer to a query.
+// Reading is a link's answer to a query.
 type Reading struct {
-	// Dist is over q.Answers(), in that order.
-	Dist decision.Distribution
-	// Model is the model that answered, as the provider reports it.
+	// Dist is over q.Answers(), in that order, after calibration when
+	// Calibrated is set.
+	Dist       decision.Distribution
+	Calibrated bool
+	// Model is the model that answered, as the node reports it.
 	Model string
-	// Abstain, when not empty, says why the provider itself declined to
+	// Abstain, when not empty, says why the node itself declined to
 	// decide.
 	Abstain string
 	// Detail is a note for the attempt's record.
 	Detail string
 }
 
-// Provider is one link of the chain.
-type Provider interface {
-	Name() string
-	Kind() string
-	// Model is the configured model.
-	Model() string
-	// Timeout bounds one attempt.
-	Timeout() time.Duration
-	// MaxOptions is how many options the provider takes.
-	MaxOptions(ctx context.Context) (int, error)
-	// Ask answers the query. A failure should be a *Failure; any other
-	// error is classified by Classify.
-	Ask(ctx context.Context, q Query) (Reading, error)
-	// Probe checks that the provider is up without sending user data.
-	Probe(ctx context.Context) (ok bool, detail string)
-	// Info describes the provider for capabilities.
-	Info(ctx context.Context) ProviderInfo
+// failure is a link's failure to answer.
+type failure struct {
+	// outcome is OutcomeTimeout, OutcomeError or OutcomeMalformed.
+	outcome string
+	// caller is set when the engine refused the request itself: the
+	// caller's error, which no other link is asked to repeat.
+	caller bool
+	err    error
 }
 
-// Failure is a provider's failure to answer.
-type Failure struct {
-	// Outcome is OutcomeTimeout, OutcomeError or OutcomeMalformed.
-	Outcome string
-	// Caller is set when the provider refused the request itself (HTTP
-	// 400, 413 or 422): the caller's error, which no other provider is
-	// asked to repeat.
-	Caller bool
-	Err    error
-}
-
-func (f *Failure) Error() string { return f.Err.Error() }
-func (f *Failure) Unwrap() error { return f.Err }
-
-// Classify turns any error from an attempt into a *Failure: a deadline is
-// a timeout, anything else unclassified an error.
-func Classify(err error) *Failure {
-	var f *Failure
-	if errors.As(err, &f) {
-		return f
-	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
-		return &Failure{Outcome: OutcomeTimeout, Err: err}
-	}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return &Failure{Outcome: OutcomeTimeout, Err: err}
-	}
-	return &Failure{Outcome: OutcomeError, Err: err}
-}
+func (f *failure) Error() string { return f.err.Error() }
+func (f *failure) Unwrap() error { return f.err }
 
 // check is the gateway's own check of a reading, whatever the provider:
 // a distribution over exactly the query's answers, every value a finite

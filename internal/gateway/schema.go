@@ -79,24 +79,6 @@ func MarshalSchema(s *jsonschema.Schema) []byte {
 	return append(b, '\n')
 }
 
-// Loose returns a copy of s that a server can declare as a tool's input
-// schema without the SDK enforcing it: no additionalProperties:false and
-// no required list, so that the handler sees every request and can answer
-// a bad one with a structured invalid_request naming every problem.
-func Loose(s *jsonschema.Schema) *jsonschema.Schema {
-	c := s.CloneSchemas()
-	c.AdditionalProperties, c.Required, c.Schema = nil, nil, ""
-	return c
-}
-
-// ForTool returns s as a tool's output schema: without $schema (the SDK
-// and clients validate with their own dialect).
-func ForTool(s *jsonschema.Schema) *jsonschema.Schema {
-	c := s.CloneSchemas()
-	c.Schema = ""
-	return c
-}
-
 func infer[T any]() *jsonschema.Schema {
 	probs := &jsonschema.Schema{Type: "object", AdditionalProperties: &jsonschema.Schema{Type: "number"}}
 	s, err := jsonschema.For[T](&jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{

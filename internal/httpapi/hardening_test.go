@@ -299,7 +299,7 @@ func serveBoth(t *testing.T, maxBody int64, nodes ...node) *system1 {
 		Router:       router,
 		Rounding:     2,
 		MaxBodyBytes: maxBody,
-		Decide:       gateway.New(gateway.Options{Config: cfg, Router: router}).Handler(nil),
+		Decide:       gateway.New(gateway.Options{Config: cfg, Router: router}),
 	})
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)

@@ -8,7 +8,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("POST /v1/systemone", s.api(s.handleSystemOne))
 	mux.Handle("GET /v1/models", s.api(s.handleModels))
 	if s.opt.Decide != nil {
-		mux.Handle("POST /v1/decide", s.api(s.opt.Decide.ServeHTTP))
+		mux.Handle("POST /v1/decide", s.api(s.handleDecide))
 	}
 	mux.HandleFunc("GET /health", s.handleHealth)
 	mux.Handle("GET /metrics", s.opt.Metrics.Handler())

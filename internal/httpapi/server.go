@@ -1,7 +1,8 @@
 // Package httpapi is system1's HTTP face: POST /v1/systemone, the System One
 // wire that clients of TypeSafe's hosted Jev use with only the base URL
-// changed; GET /v1/models; health and metrics; with bearer keys, rate
-// limits and one log line per request.
+// changed; GET /v1/models; POST /v1/decide, the gateway's contract; health
+// and metrics; with bearer keys, rate limits, body limits and one log line
+// per request on every route.
 package httpapi
 
 import (
@@ -16,6 +17,7 @@ import (
 
 	"system1/internal/calibration"
 	"system1/internal/fleet"
+	"system1/internal/gateway"
 	"system1/internal/metrics"
 )
 
@@ -47,8 +49,9 @@ type Options struct {
 	// default, DefaultGuessesPerMinute and DefaultGuessBurst.
 	GuessesPerMinute float64
 	GuessBurst       int
-	// Decide serves POST /v1/decide (the gateway); nil leaves it out.
-	Decide  http.Handler
+	// Decide is the gateway POST /v1/decide asks; nil leaves the route
+	// out.
+	Decide  *gateway.Gateway
 	Version string
 }
 

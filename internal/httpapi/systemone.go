@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"system1/internal/decision"
-	"system1/internal/engine"
 	"system1/internal/fleet"
 	"system1/internal/redact"
 	"system1/internal/systemone"
@@ -45,46 +44,30 @@ func (s *Server) handleSystemOne(w http.ResponseWriter, r *http.Request) {
 		s.writeUnanswered(w, p.Request, res, failed)
 		return
 	}
-	out := systemone.Response{Model: res.Model, Questions: p.Questions}
-	var warnings, detail []string // for the header, and in full for the log
-	calibrated := true
+	rep := res.Report(p.Request, s.opt.Fits, "")
+	out := systemone.Response{Model: res.Model, Questions: p.Questions,
+		Usage: systemone.Usage{InputTokens: rep.Usage.InputTokens, OutputTokens: rep.Usage.OutputTokens, Estimated: rep.Usage.Estimated}}
 	for i, q := range p.Questions {
-		a := res.Questions[i]
-		d := a.Dist
-		if s.opt.Fits != nil {
-			var ok bool
-			if d, ok = s.opt.Fits.Apply("", a.Model, q.Kind, d); !ok {
-				calibrated = false
-				const f = "%s: no calibration fit for model %s, %s over %d options; reported as the engine gave it"
-				warnings = append(warnings, fmt.Sprintf(f, headerName(q.ID), headerName(a.Model), q.Kind, len(d)))
-				detail = append(detail, fmt.Sprintf(f, strconv.Quote(q.ID), strconv.Quote(a.Model), q.Kind, len(d)))
-			}
-		}
-		ans, err := decision.NewAnswer(q, d, s.opt.Rounding)
+		ans, err := decision.NewAnswer(q, rep.Dists[i], s.opt.Rounding)
 		if err != nil { // the engine's reading passed every check, so this is a bug
 			writeError(w, http.StatusInternalServerError, systemone.Internal, err.Error())
 			return
 		}
 		out.Answers = append(out.Answers, ans)
-		out.Usage.InputTokens += a.InputTokens
-		out.Usage.OutputTokens += a.OutputTokens
-		out.Usage.Estimated = out.Usage.Estimated || a.Estimated
-		if len(a.Missing) > 0 {
-			const f = "%s: options %s were not in the engine's top log-probabilities; reported 0"
-			warnings = append(warnings, fmt.Sprintf(f, headerName(q.ID), headerNames(a.Missing)))
-			quoted := make([]string, len(a.Missing))
-			for i, m := range a.Missing {
-				quoted[i] = strconv.Quote(m)
-			}
-			detail = append(detail, fmt.Sprintf(f, strconv.Quote(q.ID), strings.Join(quoted, ",")))
-		}
 	}
-	if len(warnings) > 0 {
-		w.Header().Set("X-System1-Warnings", headerList(warnings))
+	if len(rep.Warnings) > 0 {
+		// The core's words; the header's names escaped and cut, the log's
+		// in full.
+		header, detail := make([]string, len(rep.Warnings)), make([]string, len(rep.Warnings))
+		for j, wn := range rep.Warnings {
+			header[j] = wn.Text(headerName, headerNames)
+			detail[j] = wn.Text(strconv.Quote, quotedList)
+		}
+		w.Header().Set("X-System1-Warnings", headerList(header))
 		noteLog(r.Context(), "warnings", detail)
 	}
 	if s.opt.Fits != nil { // true only when every answer was calibrated
-		w.Header().Set("X-System1-Calibrated", strconv.FormatBool(calibrated))
+		w.Header().Set("X-System1-Calibrated", strconv.FormatBool(rep.Calibrated))
 	}
 	out.Latency = time.Since(start)
 	writeJSON(w, http.StatusOK, out.AppendJSON(make([]byte, 0, 512)))
@@ -120,13 +103,9 @@ func (s *Server) writeUnanswered(w http.ResponseWriter, req decision.Request, re
 		why := redact.Text(a.Err.Error())
 		reasons = append(reasons, fmt.Sprintf("question %q: %s", req.Questions[i].ID, why))
 		problems = append(problems, decision.Problem{Path: []string{"questions", req.Questions[i].ID}, Msg: why, Type: "value_error"})
-		var f *engine.Failure
-		if !errors.As(a.Err, &f) || f.Kind != engine.Rejected {
-			rejected = false
-		}
-		if errors.As(a.Err, &f) && f.Kind == engine.RateLimited {
-			wait = max(wait, f.RetryAfter)
-		}
+		class, pause := fleet.Classify(a.Err)
+		rejected = rejected && class == fleet.CallerError
+		wait = max(wait, pause)
 	}
 	msg := strings.Join(reasons, "; ")
 	if rejected { // a 422 in the shape of every other: one problem per question
@@ -139,4 +118,13 @@ func (s *Server) writeUnanswered(w http.ResponseWriter, req decision.Request, re
 	slices.Sort(failed)
 	writeError(w, http.StatusServiceUnavailable, systemone.Unavailable,
 		fmt.Sprintf("no answer for question(s) %s: %s", strings.Join(failed, ", "), msg))
+}
+
+// quotedList writes names each quoted, comma-separated, for the log.
+func quotedList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	return strings.Join(q, ",")
 }

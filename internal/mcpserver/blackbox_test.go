@@ -196,7 +196,7 @@ func TestFallbackOnError(t *testing.T) {
 	s := newWorld(t, chain("", so("local", fake.Down(t)), so("laya", broken.URL), so("jev", ok.URL))).start()
 	res := s.decide(map[string]any{"question": "Which?", "options": []string{"a", "b"}})
 	if res.Status != gateway.Decided || str(res.Provider) != "jev" || outcomes(res) != "local:error laya:error jev:ok" ||
-		!strings.Contains(res.Attempts[1].Detail, "HTTP 503: overloaded") {
+		!strings.Contains(res.Attempts[1].Detail, "(HTTP 503): overloaded") {
 		t.Fatalf("response %+v", res)
 	}
 }
@@ -403,7 +403,7 @@ func TestConfigErrors(t *testing.T) {
 		"unknown key":    {"gateway:\n  treshold: 0.5\n", "treshold"},
 		"bad kind":       {"providers:\n  - {name: x, kind: oracle, model: m}\n", `kind "oracle"`},
 		"bad threshold":  {"gateway:\n  threshold: 1.5\nproviders:\n  - " + so("jev", ep.URL) + "\n", "gateway.threshold"},
-		"no providers":   {"gateway:\n  threshold: 0.5\n", "no providers are configured"},
+		"no providers":   {"gateway:\n  threshold: 0.5\n", "no chain is configured"},
 		"duplicate name": {"providers:\n  - " + so("jev", ep.URL) + "\n  - " + so("jev", ep.URL) + "\n", "used twice"},
 	}
 	for name, c := range cases {

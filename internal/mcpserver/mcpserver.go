@@ -71,9 +71,9 @@ func New(o Options) *mcp.Server {
 		Description: decideDescription,
 		// The loose schema: the handler checks every request itself, so a
 		// bad one gets a structured invalid_request naming each problem.
-		InputSchema: gateway.Loose(gateway.RequestSchema()),
+		InputSchema: loose(gateway.RequestSchema()),
 		Annotations: &mcp.ToolAnnotations{Title: "System 1: decide", ReadOnlyHint: true, OpenWorldHint: &open},
-	}, gateway.ForTool(gateway.ResponseSchema()), func(ctx context.Context, args json.RawMessage) (any, bool) {
+	}, forTool(gateway.ResponseSchema()), func(ctx context.Context, args json.RawMessage) (any, bool) {
 		res := g.Decide(ctx, args, "")
 		return res, res.Status == gateway.Failed
 	})
@@ -134,6 +134,24 @@ func add(s *mcp.Server, log *slog.Logger, t *mcp.Tool, out *jsonschema.Schema, h
 			IsError:           isErr,
 		}, nil
 	})
+}
+
+// loose returns a copy of s that a server can declare as a tool's input
+// schema without the SDK enforcing it: no additionalProperties:false and
+// no required list, so that the handler sees every request and can answer
+// a bad one with a structured invalid_request naming every problem.
+func loose(s *jsonschema.Schema) *jsonschema.Schema {
+	c := s.CloneSchemas()
+	c.AdditionalProperties, c.Required, c.Schema = nil, nil, ""
+	return c
+}
+
+// forTool returns s as a tool's output schema: without $schema (the SDK
+// and clients validate with their own dialect).
+func forTool(s *jsonschema.Schema) *jsonschema.Schema {
+	c := s.CloneSchemas()
+	c.Schema = ""
+	return c
 }
 
 // Run serves over t until the client closes the connection (stdin, for

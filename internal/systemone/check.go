@@ -18,6 +18,9 @@ type Reply struct {
 	Usage   Usage
 	Answers []decision.Answer       // aligned with the request's questions
 	Dists   []decision.Distribution // aligned; a noul's is [P(true), P(false)]
+	// Abstained is aligned too: why the endpoint marked an answer
+	// abstained (laya-serve's abstention gate), or "" when it did not.
+	Abstained []string
 }
 
 // ParseResponse reads a System One response to req, applying every check
@@ -72,6 +75,7 @@ func ParseResponse(req decision.Request, body []byte) (*Reply, error) {
 		}
 		r.Answers = append(r.Answers, a)
 		r.Dists = append(r.Dists, d)
+		r.Abstained = append(r.Abstained, wa.abstained())
 	}
 	for id := range top.Answers {
 		if !asked[id] {
@@ -103,6 +107,28 @@ type wireAnswer struct {
 	Confidence    *float64                   `json:"confidence"`
 	Legend        map[string]json.RawMessage `json:"legend"`
 	Probabilities map[string]float64         `json:"probabilities"`
+	// laya-serve's abstention gate; other endpoints send neither. They are
+	// read leniently: a mark of another type is no mark.
+	Abstention    json.RawMessage `json:"abstention"`
+	LowConfidence json.RawMessage `json:"low_confidence"`
+	Threshold     json.RawMessage `json:"abstention_threshold"`
+}
+
+// abstained says why the endpoint marked the answer abstained
+// ("abstention": "abstained" or "low_confidence": true), or "".
+func (a *wireAnswer) abstained() string {
+	var mark string
+	var low bool
+	_ = json.Unmarshal(a.Abstention, &mark)
+	_ = json.Unmarshal(a.LowConfidence, &low)
+	if mark != "abstained" && !low {
+		return ""
+	}
+	var th float64
+	if json.Unmarshal(a.Threshold, &th) == nil && len(a.Threshold) > 0 && string(a.Threshold) != "null" {
+		return fmt.Sprintf("the endpoint marked its answer abstained (its confidence was under its own threshold %v)", th)
+	}
+	return "the endpoint marked its answer abstained (low confidence)"
 }
 
 func parseAnswer(q decision.Question, a *wireAnswer) (decision.Answer, decision.Distribution, error) {

@@ -29,6 +29,10 @@ const (
 	openai    = target(fakeengine.OpenAI)
 	ollama    = target(fakeengine.Ollama)
 	systemOne = target("systemone")
+	// systemOneNode is a System One endpoint configured as a fleet node
+	// (dialect: systemone) behind an engine provider; systemOne, on the
+	// gateway's rows, is the same endpoint as a systemone provider.
+	systemOneNode = target("systemone-node")
 )
 
 var (
@@ -315,7 +319,9 @@ func startNode(t testing.TB, name string, tg target, b fakeengine.Behavior, time
 	}
 	n := &node{target: tg}
 	var url string
-	if tg == systemOne {
+	dialect := string(tg)
+	if tg == systemOne || tg == systemOneNode {
+		dialect = "systemone"
 		n.up = newUpstream(b)
 		t.Cleanup(n.up.Close)
 		url = n.up.URL
@@ -327,7 +333,7 @@ func startNode(t testing.TB, name string, tg target, b fakeengine.Behavior, time
 		t.Cleanup(n.engine.Close)
 		url = n.engine.URL
 	}
-	n.cfg = config.Node{Name: name, URL: url, Dialect: string(tg), Models: models, Timeout: config.Duration(timeout)}
+	n.cfg = config.Node{Name: name, URL: url, Dialect: dialect, Models: models, Timeout: config.Duration(timeout)}
 	return n
 }
 

@@ -83,7 +83,7 @@ var (
 // from the top-k; missingDetail the gateway attempt's note of it.
 const (
 	missingWarning = "dept: options sales were not in the engine's top log-probabilities; reported 0"
-	missingDetail  = `options ["sales"] were not among the engine's top log-probabilities and got 0`
+	missingDetail  = `decision: options sales were not in the engine's top log-probabilities; reported 0`
 )
 
 // systemOneRow is one fault on the /v1/systemone face.
@@ -531,7 +531,11 @@ var decideRows = []decideRow{
 // and the rows marked mcp over system1_decide too.
 func TestDecideFaults(t *testing.T) {
 	for _, row := range decideRows {
-		for _, tg := range row.on {
+		on := row.on
+		if slices.Contains(on, systemOne) { // the same endpoint as a node, too
+			on = append(slices.Clone(on), systemOneNode)
+		}
+		for _, tg := range on {
 			t.Run(row.name+"/"+string(tg)+"/http", func(t *testing.T) {
 				if !row.late && !row.hangUp {
 					t.Parallel()
@@ -562,23 +566,30 @@ func TestDecideFaults(t *testing.T) {
 
 // chain is a row's gateway configuration and the fakes behind it.
 type chain struct {
-	cfg           *config.Config
-	fleet, others []*node // the fleet's nodes, and the systemone providers' fakes
-	bad, end      *node   // end is the fallback's node, or nil
+	cfg      *config.Config
+	fakes    []*node
+	bad, end *node // end is the fallback's node, or nil
+	// badNode is the fleet node of the faulty fake: a systemone provider
+	// becomes a node of its own name.
+	badNode string
 }
 
 func newChain(t *testing.T, row decideRow, tg target) *chain {
 	t.Helper()
-	c := &chain{}
+	c := &chain{badNode: "bad"}
+	var nodes []config.Node
 	provider := func(name string, n *node) config.Provider {
 		p := config.Provider{Name: name, Kind: "engine", Model: n.cfg.Models[0], Timeout: config.Duration(or(row.timeout, long))}
 		if n.target == systemOne {
 			p.Kind, p.URL = "systemone", n.cfg.URL
-			c.others = append(c.others, n)
 		} else {
-			c.fleet = append(c.fleet, n)
+			nodes = append(nodes, n.cfg)
 		}
+		c.fakes = append(c.fakes, n)
 		return p
+	}
+	if tg == systemOne {
+		c.badNode = "primary"
 	}
 	c.bad = startNode(t, "bad", tg, row.bad, long, "fake")
 	c.bad.cfg.MaxLabels = row.maxLabels
@@ -596,17 +607,16 @@ func newChain(t *testing.T, row decideRow, tg target) *chain {
 		Gateway:   config.Gateway{Threshold: &threshold, Timeout: config.Duration(long), Deadline: config.Duration(or(row.deadline, 2*long))},
 		Providers: providers,
 	}
-	for _, n := range c.fleet {
-		c.cfg.Nodes = append(c.cfg.Nodes, n.cfg)
-	}
+	c.cfg.Nodes = nodes
 	return c
 }
 
 func runDecideRow(t *testing.T, row decideRow, tg target) {
 	base := runtime.NumGoroutine()
 	c := newChain(t, row, tg)
-	s := serve(t, c.fleet, c.others, 4*long, func(r *fleet.Router, hc *http.Client) *gateway.Gateway {
-		return gateway.New(gateway.Options{Config: c.cfg, Router: r, HTTP: hc, Version: "faults"})
+	c.cfg.Normalize() // as config.Load does: systemone providers become nodes
+	s := serve(t, c.fakes, c.cfg.Nodes, 4*long, func(r *fleet.Router) *gateway.Gateway {
+		return gateway.New(gateway.Options{Config: c.cfg, Router: r, Version: "faults"})
 	})
 
 	if row.hangUp {
@@ -615,7 +625,7 @@ func runDecideRow(t *testing.T, row decideRow, tg target) {
 		if n := c.end.calls(); n != 0 {
 			t.Errorf("the fallback was asked %d times after the caller hung up", n)
 		}
-		if tg != systemOne && !state(t, s.router, "bad").Healthy {
+		if !state(t, s.router, c.badNode).Healthy {
 			t.Error("the node is cooling down for the caller's hang-up")
 		}
 		return
@@ -633,15 +643,11 @@ func runDecideRow(t *testing.T, row decideRow, tg target) {
 		if n := c.bad.calls(); n != row.badCalls {
 			t.Errorf("within the Retry-After the provider was asked again: %d requests, want %d", n, row.badCalls)
 		}
-		if tg != systemOne {
-			pausedFor(t, row.bad, before, after, state(t, s.router, "bad").CoolUntil)
-		} else if res != nil { // the provider says until when, to the second
-			detail := res.Attempts[0].Detail
-			until, err := time.Parse(time.RFC3339, detail[strings.LastIndex(detail, " ")+1:])
-			if err != nil || !strings.Contains(detail, "not asked") {
-				t.Fatalf("detail %q: %v", detail, err)
-			}
-			pausedFor(t, row.bad, before.Add(-time.Second), after, until)
+		// Whatever the target, the pause is its node's, and the attempt
+		// says the node is cooling down.
+		pausedFor(t, row.bad, before, after, state(t, s.router, c.badNode).CoolUntil)
+		if d := res.Attempts[0].Detail; !strings.Contains(d, "cooling down") {
+			t.Errorf("within the Retry-After the attempt's detail %q does not say the node is cooling down", d)
 		}
 	}
 	if row.again {

@@ -134,33 +134,33 @@ type system1 struct {
 // when set, is the gateway built over the same router, served at
 // POST /v1/decide.
 //
-// Nodes are the fleet's, in order; others are fakes outside it (the
-// gateway's systemone providers) that close with it.
-func serve(t testing.TB, nodes, others []*node, deadline time.Duration, decide func(*fleet.Router, *http.Client) *gateway.Gateway) *system1 {
+// The fleet is cfgs, in order, else the fakes' own configurations; the
+// fakes close with the server.
+func serve(t testing.TB, fakes []*node, cfgs []config.Node, deadline time.Duration, decide func(*fleet.Router) *gateway.Gateway) *system1 {
 	t.Helper()
-	var cfgs []config.Node
-	for _, n := range nodes {
-		cfgs = append(cfgs, n.cfg)
+	if cfgs == nil {
+		for _, n := range fakes {
+			cfgs = append(cfgs, n.cfg)
+		}
 	}
 	s := &system1{obs: &observer{}}
 	router, tr := fleetOf(t, cfgs, s.obs)
 	s.router = router
 	opt := httpapi.Options{Router: router, Rounding: 2, RequestTimeout: deadline, Version: "faults"}
-	gtr := &http.Transport{}
 	if decide != nil {
-		g := decide(router, &http.Client{Transport: gtr})
+		g := decide(router)
 		if errs := g.ConfigErrors(); len(errs) > 0 {
 			t.Fatalf("the gateway's configuration: %v", errs)
 		}
-		opt.Decide = g.Handler(func(r *http.Request) string { return httpapi.RequestID(r.Context()) })
+		opt.Decide = g
 	}
 	srv := httptest.NewServer(httpapi.New(opt))
 	ctr := &http.Transport{}
 	s.URL, s.client = srv.URL, &http.Client{Transport: ctr}
-	for _, n := range append(slices.Clone(nodes), others...) { // first: hung handlers end
+	for _, n := range fakes { // first: hung handlers end
 		s.closers = append(s.closers, n.close)
 	}
-	s.closers = append(s.closers, srv.Close, tr.CloseIdleConnections, gtr.CloseIdleConnections, ctr.CloseIdleConnections)
+	s.closers = append(s.closers, srv.Close, tr.CloseIdleConnections, ctr.CloseIdleConnections)
 	t.Cleanup(s.close)
 	return s
 }

@@ -1,0 +1,201 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"math"
+	"sync"
+	"time"
+
+	"system1/internal/decision"
+	"system1/internal/engine"
+	"system1/internal/systemone"
+)
+
+// Backend is what stands behind a node: an engine dialect, or a System One
+// upstream. Every node has exactly one; the router asks it the same way
+// whichever it is, and classifies its failures by one rule.
+type Backend interface {
+	// Models lists the models the node serves: a cheap call that carries
+	// no user data, used both to discover models and to probe health.
+	Models(ctx context.Context) ([]string, error)
+	// ask answers every question of req (whose model is the served one)
+	// through c, each result aligned with req.Questions.
+	ask(c *caller, req decision.Request) []answer
+}
+
+// EngineBackend is a backend over an engine dialect. leadFirst sends a
+// request's first question alone before the rest when the state is new to
+// the node, so that the others reuse its prefill: for engines whose
+// prompt cache is per slot and which spread concurrent requests over
+// slots.
+func EngineBackend(e engine.Engine, leadFirst bool) Backend {
+	return &engineBackend{e: e, leadFirst: leadFirst}
+}
+
+// UpstreamBackend is a backend over a System One endpoint: a request's
+// questions go to it in one forwarded request.
+func UpstreamBackend(c *systemone.Client) Backend { return &upstreamBackend{c: c} }
+
+type engineBackend struct {
+	e         engine.Engine
+	leadFirst bool
+}
+
+func (b *engineBackend) Models(ctx context.Context) ([]string, error) { return b.e.Models(ctx) }
+
+func (b *engineBackend) ask(c *caller, req decision.Request) []answer {
+	out := make([]answer, len(req.Questions))
+	ask := func(j int) {
+		start := c.now()
+		var o engine.Outcome
+		err := c.call(func(ctx context.Context) (err error) {
+			o, err = engine.Ask(ctx, b.e, req.Model, req.State, req.Questions[j])
+			return err
+		})
+		out[j] = c.result(start, o, "", err)
+	}
+	// Engines cache prompt prefixes, but on an engine that spreads
+	// concurrent requests over slots with a cache each, questions sent
+	// together over a state the node has not seen would each prefill it.
+	// There the first question goes alone, the state's prefill with it, and
+	// the rest follow together to reuse it; over a state the node has just
+	// seen, all go at once. Engines that share or pin the prefix get every
+	// question at once.
+	first := 0
+	if b.leadFirst && len(out) > 1 && !c.warm {
+		ask(0)
+		first = 1
+		// A node that failed the first question (down, hung, busy, asking
+		// for a pause, answering garbage) is not sent the rest: they go on
+		// to the next node at once. Only a question the engine refused as
+		// a bad request says nothing of the others.
+		if f := out[0].err; f != nil && f.Kind != engine.Rejected {
+			for j := 1; j < len(out); j++ {
+				out[j].err = f
+			}
+			return out
+		}
+	}
+	// The last question is asked on this goroutine: a lone question, the
+	// common case, then needs no goroutine handoff.
+	var wg sync.WaitGroup
+	for j := first; j < len(out)-1; j++ {
+		wg.Go(func() { ask(j) })
+	}
+	if first < len(out) {
+		ask(len(out) - 1)
+	}
+	wg.Wait()
+	return out
+}
+
+type upstreamBackend struct{ c *systemone.Client }
+
+func (b *upstreamBackend) Models(ctx context.Context) ([]string, error) {
+	models, err := b.c.Models(ctx)
+	if f := failure(err); f != nil {
+		return nil, f
+	}
+	return models, nil
+}
+
+func (b *upstreamBackend) ask(c *caller, req decision.Request) []answer {
+	start := c.now()
+	var reply *systemone.Reply
+	err := c.call(func(ctx context.Context) (err error) {
+		reply, err = b.c.Ask(ctx, req)
+		return err
+	})
+	out := make([]answer, len(req.Questions))
+	for j := range out {
+		var o engine.Outcome
+		abstain := ""
+		if err == nil {
+			o = engine.Outcome{Dist: reply.Dists[j], Mass: math.NaN(), Rounds: 1, Model: reply.Model}
+			if j == 0 { // the upstream counts the request as a whole
+				o.InputTokens, o.OutputTokens = reply.Usage.InputTokens, reply.Usage.OutputTokens
+			}
+			abstain = reply.Abstained[j]
+		}
+		out[j] = c.result(start, o, abstain, err)
+	}
+	return out
+}
+
+// caller runs one node's calls for one request: each call holds one of
+// the node's slots and is bounded by its timeout, and each result is
+// recorded as an attempt.
+type caller struct {
+	ctx   context.Context
+	r     *Router
+	n     *Node
+	model string
+	// share bounds the node's slots this request holds at once.
+	share share
+	// warm is set when the node answered a request over this state lately.
+	warm bool
+}
+
+func (c *caller) now() time.Time { return c.r.now() }
+
+func (c *caller) call(f func(context.Context) error) error {
+	done, err := c.share.take(c.ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	release, err := c.n.slots.acquire(c.ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	ctx, cancel := context.WithTimeout(c.ctx, c.n.Timeout)
+	defer cancel()
+	return f(ctx)
+}
+
+// result records one question's attempt on the node.
+func (c *caller) result(start time.Time, o engine.Outcome, abstain string, err error) answer {
+	at := Attempt{Node: c.n.Name, Outcome: "ok", Latency: c.now().Sub(start)}
+	a := answer{outcome: o, abstain: abstain, sent: true}
+	if f := failure(err); f != nil {
+		at.Outcome, at.Detail = f.Kind.String(), f.Error()
+		a.err = f
+	}
+	a.attempt = at
+	c.r.obs.Attempt(c.n.Name, c.model, at.Outcome, at.Latency)
+	return a
+}
+
+// failure classifies any error from a node, engine or upstream, by one
+// rule: an HTTP refusal by its status (engine.StatusFailure), a reply that
+// fails the clients' checks as malformed, anything else by
+// engine.Classify.
+func failure(err error) *engine.Failure {
+	var se *systemone.StatusError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &se):
+		return engine.StatusFailure(se.Code, se.RetryAfter, se.Message)
+	case errors.Is(err, systemone.ErrMalformed):
+		return &engine.Failure{Kind: engine.Malformed, Err: err}
+	}
+	return engine.Classify(err)
+}
+
+// unusable is the backend of a node that cannot be asked, such as one
+// whose key variable is named but not set: every call fails at once, with
+// why, and nothing is sent.
+type unusable struct{ why error }
+
+func (b unusable) Models(context.Context) ([]string, error) { return nil, b.why }
+
+func (b unusable) ask(c *caller, req decision.Request) []answer {
+	out := make([]answer, len(req.Questions))
+	for j := range out {
+		out[j] = c.result(c.now(), engine.Outcome{}, "", &engine.Failure{Kind: engine.Unavailable, Err: b.why})
+	}
+	return out
+}

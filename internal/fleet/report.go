@@ -1,0 +1,146 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"system1/internal/calibration"
+	"system1/internal/decision"
+	"system1/internal/engine"
+)
+
+// Class is what a question's failure means to the caller. Every face
+// reports a class the same way: the caller's error as a refusal of the
+// request (422 on /v1/systemone, invalid_request on decide), the others as
+// no answer.
+type Class string
+
+// The classes of a failed question.
+const (
+	// CallerError: the engine refused the request itself (HTTP 400, 413,
+	// 422, a context too long, more options than any node takes), so no
+	// other node or provider is asked to repeat it.
+	CallerError Class = "caller_error"
+	// TimedOut: no answer within the time allowed.
+	TimedOut Class = "timeout"
+	// Malformed: the answer was not a usable reading.
+	Malformed Class = "malformed"
+	// NoAnswer: the nodes were down, busy, cooling down or refusing.
+	NoAnswer Class = "no_answer"
+)
+
+// Classify returns the class of a question's failure, and the longest
+// pause a node asked for when it was rate limited (else 0).
+func Classify(err error) (Class, time.Duration) {
+	var f *engine.Failure
+	if !errors.As(err, &f) {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return TimedOut, 0
+		}
+		return NoAnswer, 0
+	}
+	switch f.Kind {
+	case engine.Rejected:
+		return CallerError, 0
+	case engine.Timeout:
+		return TimedOut, 0
+	case engine.Malformed:
+		return Malformed, 0
+	case engine.RateLimited:
+		return NoAnswer, f.RetryAfter
+	}
+	return NoAnswer, 0
+}
+
+// Cause is a question's failure in the node's own words: without the
+// node's name and the failure's class.
+func Cause(err error) error {
+	var f *engine.Failure
+	if errors.As(err, &f) {
+		return f.Err
+	}
+	return err
+}
+
+// Usage counts tokens as the engines reported them, summed over a
+// request's questions.
+type Usage struct {
+	InputTokens, OutputTokens int
+	// Estimated is set when an engine reported no counts and they were
+	// estimated at four characters per token.
+	Estimated bool
+}
+
+// Report is an answered request as every face reports it: the
+// distributions after calibration, the usage summed, and the warnings a
+// caller should see. It is made once, here, so that the faces agree.
+type Report struct {
+	// Dists are aligned with the request's questions.
+	Dists []decision.Distribution
+	// Calibrated is set when every distribution was tempered by a fit.
+	Calibrated bool
+	Usage      Usage
+	// Warnings are in question order.
+	Warnings []Warning
+}
+
+// Warning is what a caller should know of one answered question. Its
+// words are the core's, the same on every face; a face only chooses how
+// names are written (escaped for a header, quoted for a log).
+type Warning struct {
+	Question string
+	// Missing are the options whose label the engine did not report, so
+	// they were reported 0.
+	Missing []string
+	// NoFit is set when fits were given and none matched the model that
+	// answered, the question's kind and its option count.
+	NoFit   bool
+	Model   string
+	Kind    decision.Kind
+	Options int
+}
+
+// Text writes the warning, each name through name and a list of names
+// through names.
+func (w Warning) Text(name func(string) string, names func([]string) string) string {
+	if w.NoFit {
+		return fmt.Sprintf("%s: no calibration fit for model %s, %s over %d options; reported as the engine gave it", name(w.Question), name(w.Model), w.Kind, w.Options)
+	}
+	return fmt.Sprintf("%s: options %s were not in the engine's top log-probabilities; reported 0", name(w.Question), names(w.Missing))
+}
+
+// String is the warning with names as they are.
+func (w Warning) String() string {
+	return w.Text(func(s string) string { return s }, func(n []string) string { return strings.Join(n, ",") })
+}
+
+// Report calibrates and sums the answers of a request every question of
+// which was answered. fits, when not nil, tempers each distribution by the
+// fit for provider ("" for none), the model that answered, the question's
+// kind and option count; a question without a fit is reported as the
+// engine gave it, with a warning.
+func (res *Result) Report(req decision.Request, fits *calibration.Fits, provider string) Report {
+	rep := Report{Calibrated: fits != nil}
+	for i, q := range req.Questions {
+		a := res.Questions[i]
+		d := a.Dist
+		if fits != nil {
+			var ok bool
+			if d, ok = fits.Apply(provider, a.Model, q.Kind, d); !ok {
+				rep.Calibrated = false
+				rep.Warnings = append(rep.Warnings, Warning{Question: q.ID, NoFit: true, Model: a.Model, Kind: q.Kind, Options: len(d)})
+			}
+		}
+		rep.Dists = append(rep.Dists, d)
+		rep.Usage.InputTokens += a.InputTokens
+		rep.Usage.OutputTokens += a.OutputTokens
+		rep.Usage.Estimated = rep.Usage.Estimated || a.Estimated
+		if len(a.Missing) > 0 {
+			rep.Warnings = append(rep.Warnings, Warning{Question: q.ID, Missing: a.Missing})
+		}
+	}
+	return rep
+}
