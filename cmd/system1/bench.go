@@ -165,12 +165,9 @@ counted and listed.
 	}
 	var fits *calibration.Fits
 	if *fitsPath != "" {
-		data, err := os.ReadFile(*fitsPath)
-		if err != nil {
+		var err error
+		if fits, err = calibration.LoadFits(*fitsPath); err != nil {
 			return err
-		}
-		if fits, err = calibration.ParseFits(data); err != nil {
-			return fmt.Errorf("%s: %w", *fitsPath, err)
 		}
 	}
 	rep, err := runBench(ctx, e, t, fs.Args())

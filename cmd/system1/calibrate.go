@@ -140,13 +140,9 @@ func servingFits(cfg *config.Config, log *slog.Logger) (*calibration.Fits, error
 		return nil, errors.New("calibration: apply needs a fits file: set gateway.fits (system1 calibrate writes one)")
 	}
 	path := cfg.Resolve(cfg.Gateway.Fits)
-	data, err := os.ReadFile(path)
+	fits, err := calibration.LoadFits(path)
 	if err != nil {
 		return nil, fmt.Errorf("calibration: apply: %w", err)
-	}
-	fits, err := calibration.ParseFits(data)
-	if err != nil {
-		return nil, fmt.Errorf("calibration: apply: %s: %w", path, err)
 	}
 	log.Info("calibration on for /v1/systemone", "fits", path, "count", len(fits.Fits))
 	return fits, nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"time"
 
 	"system1/internal/decision"
@@ -66,6 +67,20 @@ type Score struct {
 	NLLAfter  float64 `json:"nll_after"`
 	ECEBefore float64 `json:"ece_before"`
 	ECEAfter  float64 `json:"ece_after"`
+}
+
+// LoadFits reads the fits file at path: the one way every face loads
+// fits. An error names the file.
+func LoadFits(path string) (*Fits, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err // names the file already
+	}
+	f, err := ParseFits(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return f, nil
 }
 
 // ParseFits reads a fits file. It rejects anything that is not one JSON

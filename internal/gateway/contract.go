@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+
+	"system1/internal/config"
 )
 
 // SchemaVersion is the version of the decide contract: the request and
@@ -13,9 +15,11 @@ const SchemaVersion = "1"
 
 // Request limits of the contract.
 const (
-	MaxQuestionChars  = 8000
-	MinOptions        = 2
-	MaxOptions        = 256
+	MaxQuestionChars = 8000
+	MinOptions       = 2
+	// MaxOptions is the one option cap of every face and the
+	// configuration, as hosted Jev's.
+	MaxOptions        = config.MaxOptions
 	MaxOptionChars    = 500
 	MaxRequestIDChars = 128
 	// MaxContextBytes bounds the context object as JSON: the state limit
@@ -27,7 +31,7 @@ const (
 // that Schema adds, is the published contract (schema/request.json).
 type Request struct {
 	Question      string          `json:"question" jsonschema:"The decision to make, as a question. Required, 1 to 8000 characters."`
-	Options       []string        `json:"options,omitempty" jsonschema:"The answers to choose from: 2 to 256 unique non-empty strings of at most 500 characters. Leave out to get a yes or no answer."`
+	Options       []string        `json:"options,omitempty" jsonschema:"The answers to choose from: 2 to 255 unique non-empty strings of at most 500 characters. Leave out to get a yes or no answer."`
 	Context       json.RawMessage `json:"context,omitempty" jsonschema:"Facts the decision depends on, as a JSON object (at most 256 KiB); passed to the model as the state."`
 	MinConfidence *float64        `json:"min_confidence,omitempty" jsonschema:"Abstain unless the decision's probability is at least this, in [0,1]. Defaults to the configured threshold."`
 	RequestID     string          `json:"request_id,omitempty" jsonschema:"Your id for this call, 1 to 128 characters, echoed back; one is generated when absent."`

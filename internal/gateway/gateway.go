@@ -109,11 +109,8 @@ func New(o Options) *Gateway {
 	g.deadline = gw.Deadline.Or(DefaultDeadline)
 	if gw.Fits != "" {
 		g.fitsPath = cfg.Resolve(gw.Fits)
-		data, err := os.ReadFile(g.fitsPath)
-		if err == nil {
-			g.fits, err = calibration.ParseFits(data)
-		}
-		if err != nil {
+		var err error
+		if g.fits, err = calibration.LoadFits(g.fitsPath); err != nil {
 			g.errs = append(g.errs, fmt.Sprintf("gateway.fits: %v", err))
 		}
 	}

@@ -93,7 +93,7 @@ func TestParseRequest(t *testing.T) {
 		{`{"question":"q","bogus":1,"also":2}`, []string{`unknown field(s) "also", "bogus"`}},
 		{`{"question":"q","options":["a"]}`, []string{"1 item(s)"}},
 		{`{"question":"q","options":[]}`, []string{"0 item(s)"}},
-		{`{"question":"q","options":` + string(manyJSON) + `}`, []string{"257 item(s)"}},
+		{`{"question":"q","options":` + string(manyJSON) + `}`, []string{fmt.Sprintf("%d item(s)", MaxOptions+1)}},
 		{`{"question":"q","options":["a","a",""]}`, []string{"repeats options[0]", "options[2] is empty"}},
 		{`{"question":"q","options":["a","` + strings.Repeat("x", MaxOptionChars+1) + `"]}`, []string{"options[1] is 501 characters"}},
 		{`{"question":"q","options":"a,b"}`, []string{"options must be an array"}},

@@ -137,13 +137,13 @@ var Kinds = []KindInfo{
 	{
 		Kind:        "engine",
 		Description: "system1's own core over the configured engine nodes (llama.cpp, Ollama, vLLM and other OpenAI-compatible servers) serving a model: each option gets a one-token label and the probabilities are the model's own, renormalised over the labels.",
-		Capabilities: ProviderCapabilities{YesNo: true, Choice: true, MaxOptions: 255, Probabilities: true, Calibration: true,
+		Capabilities: ProviderCapabilities{YesNo: true, Choice: true, MaxOptions: MaxOptions, Probabilities: true, Calibration: true,
 			Note: "max_options is the largest option cap (max_options) of the nodes serving the model, 255 unless configured, and at most the provider's own max_options."},
 	},
 	{
 		Kind:        "systemone",
 		Description: "Any System One endpoint (POST /v1/systemone): hosted Jev with TYPESAFE_API_KEY, laya-serve, vLLM's or llama.cpp's native route, or another system1 serve.",
-		Capabilities: ProviderCapabilities{YesNo: true, Choice: true, MaxOptions: 255, Probabilities: true, Abstains: true, Calibration: true,
+		Capabilities: ProviderCapabilities{YesNo: true, Choice: true, MaxOptions: MaxOptions, Probabilities: true, Abstains: true, Calibration: true,
 			Note: "max_options comes from the configuration (Laya: 20); abstains when the endpoint marks its answer abstained (laya-serve's abstention gate)."},
 	},
 }

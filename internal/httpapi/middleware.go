@@ -20,7 +20,8 @@ type ctxKey int
 
 const requestIDKey ctxKey = 0
 
-// RequestID returns the request's id, as sent in x-typesafe-request-id.
+// RequestID returns the request's id, as sent in the wire's request-id
+// header.
 func RequestID(ctx context.Context) string {
 	id, _ := ctx.Value(requestIDKey).(string)
 	return id
@@ -46,13 +47,13 @@ func (r *recorder) Write(b []byte) (int, error) {
 	return r.ResponseWriter.Write(b)
 }
 
-// observe gives every request an id (returned in x-typesafe-request-id),
+// observe gives every request an id (returned in the request-id header),
 // logs one line for it and counts it.
 func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		id := newRequestID()
-		w.Header().Set("X-Typesafe-Request-Id", id)
+		id := systemone.NewRequestID()
+		w.Header().Set(systemone.RequestIDHeader, id)
 		rec := &recorder{ResponseWriter: w}
 		notes := &logNotes{}
 		ctx := context.WithValue(context.WithValue(r.Context(), requestIDKey, id), logNotesKey, notes)

@@ -1,48 +1,27 @@
 package httpapi
 
 import (
-	"cmp"
 	"encoding/json"
 	"net/http"
-	"slices"
-	"time"
 
 	"system1/internal/redact"
+	"system1/internal/systemone"
 )
 
 // handleModels answers GET /v1/models with the union of the nodes' models
-// and the configured aliases, in both shapes clients read: Jev's
-// {"models": [...]} and OpenAI's {"object": "list", "data": [...]}.
+// and the configured aliases, in the wire's model-list shapes.
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
-	type jev struct {
-		Name        string `json:"name"`
-		Description string `json:"description"`
-		ReleaseDate string `json:"release_date"`
-	}
-	type oai struct {
-		ID      string `json:"id"`
-		Object  string `json:"object"`
-		OwnedBy string `json:"owned_by"`
-	}
-	body := struct {
-		Models []jev  `json:"models"`
-		Object string `json:"object"`
-		Data   []oai  `json:"data"`
-	}{Models: []jev{}, Object: "list", Data: []oai{}}
+	var models []systemone.Model
 	for _, m := range s.opt.Router.Catalog() {
 		desc := "served by " + m.Via
 		if m.AliasOf != "" {
 			desc = "alias of " + m.AliasOf + ", " + desc
 		}
-		// Jev's list requires a release date; a local model has none, so
-		// this is the date this server first listed it.
-		body.Models = append(body.Models, jev{Name: m.ID, Description: desc, ReleaseDate: m.Seen.Format(time.DateOnly)})
-		body.Data = append(body.Data, oai{ID: m.ID, Object: "model", OwnedBy: "system1"})
+		// A local model has no release date, so this is the date this
+		// server first listed it.
+		models = append(models, systemone.Model{ID: m.ID, Description: desc, Released: m.Seen})
 	}
-	slices.SortFunc(body.Models, func(a, b jev) int { return cmp.Compare(a.Name, b.Name) })
-	slices.SortFunc(body.Data, func(a, b oai) int { return cmp.Compare(a.ID, b.ID) })
-	b, _ := json.Marshal(body)
-	writeJSON(w, http.StatusOK, b)
+	writeJSON(w, http.StatusOK, systemone.AppendModels(nil, models))
 }
 
 // handleHealth answers GET /health: {"status":"ok"} while the process

@@ -1,6 +1,10 @@
 package httpapi
 
-import "net/http"
+import (
+	"net/http"
+
+	"system1/internal/systemone"
+)
 
 // routes maps the whole HTTP surface.
 func (s *Server) routes() http.Handler {
@@ -13,7 +17,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /health", s.handleHealth)
 	mux.Handle("GET /metrics", s.opt.Metrics.Handler())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, []byte(`{"detail":"Not Found"}`))
+		writeJSON(w, http.StatusNotFound, systemone.NotFoundBody)
 	})
 	return s.observe(mux)
 }

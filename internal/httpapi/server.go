@@ -6,10 +6,8 @@
 package httpapi
 
 import (
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -108,13 +106,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 
 // AuthOn reports whether callers must present a key.
 func (s *Server) AuthOn() bool { return len(s.keys) > 0 }
-
-// newRequestID makes Jev's request id: req_ and 32 hex digits.
-func newRequestID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-	return "req_" + hex.EncodeToString(b[:])
-}
 
 // authenticate returns the index of the caller's key, -1 for none or a
 // wrong one. The token is read as HTTP defines it: the scheme "Bearer" in

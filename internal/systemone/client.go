@@ -81,12 +81,6 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("status %d: %s", e.Code, e.Message)
 }
 
-// CallerError reports whether the endpoint refused the request itself (400,
-// 413, 422): the caller's mistake, which no other node would accept.
-func (e *StatusError) CallerError() bool {
-	return e.Code == http.StatusBadRequest || e.Code == http.StatusRequestEntityTooLarge || e.Code == http.StatusUnprocessableEntity
-}
-
 // Client calls one System One endpoint.
 type Client struct {
 	// BaseURL is the endpoint's root, as clients of hosted Jev configure

@@ -1,0 +1,60 @@
+package systemone
+
+import (
+	"cmp"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"slices"
+	"time"
+)
+
+// RequestIDHeader is the header every reply carries its request id in.
+const RequestIDHeader = "X-Typesafe-Request-Id"
+
+// NewRequestID makes Jev's request id: req_ and 32 hex digits.
+func NewRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return "req_" + hex.EncodeToString(b[:])
+}
+
+// NotFoundBody is the body of a 404 for a route that does not exist,
+// FastAPI's, as hosted Jev sends it.
+var NotFoundBody = []byte(`{"detail":"Not Found"}`)
+
+// Model is one entry of GET /v1/models.
+type Model struct {
+	ID          string
+	Description string
+	// Released is the model's release date; Jev's list requires one.
+	Released time.Time
+}
+
+// AppendModels writes GET /v1/models in both shapes clients read, sorted
+// by id: Jev's {"models": [{"name", "description", "release_date"}]} and
+// OpenAI's {"object": "list", "data": [{"id", "object", "owned_by"}]}.
+func AppendModels(b []byte, models []Model) []byte {
+	type jev struct {
+		Name        string `json:"name"`
+		Description string `json:"description"`
+		ReleaseDate string `json:"release_date"`
+	}
+	type oai struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		OwnedBy string `json:"owned_by"`
+	}
+	body := struct {
+		Models []jev  `json:"models"`
+		Object string `json:"object"`
+		Data   []oai  `json:"data"`
+	}{Models: []jev{}, Object: "list", Data: []oai{}}
+	models = slices.SortedFunc(slices.Values(models), func(a, b Model) int { return cmp.Compare(a.ID, b.ID) })
+	for _, m := range models {
+		body.Models = append(body.Models, jev{Name: m.ID, Description: m.Description, ReleaseDate: m.Released.Format(time.DateOnly)})
+		body.Data = append(body.Data, oai{ID: m.ID, Object: "model", OwnedBy: "system1"})
+	}
+	out, _ := json.Marshal(body) // plain strings always marshal
+	return append(b, out...)
+}
