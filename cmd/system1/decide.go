@@ -71,7 +71,7 @@ func cmdDecide(ctx context.Context, args []string, e env) error {
 		}
 	}
 	cfg := configPath(*cfgFlag, e.getenv)
-	g := newGateway(cfg, *stateDir, e, logger(e))
+	g := newGateway(cfg, *stateDir, e, logger(e), cliWording)
 	res := g.Decide(ctx, raw, "")
 	if *asJSON {
 		out, err := json.MarshalIndent(res, "", "  ")
@@ -92,6 +92,9 @@ func cmdDecide(ctx context.Context, args []string, e env) error {
 	}
 	return nil
 }
+
+// cliWording names the command line's own commands in the gateway's texts.
+var cliWording = gateway.Wording{Decide: "system1 decide", Off: "system1 toggle off", On: "system1 toggle on"}
 
 // decideExits documents decide's exit statuses, in its help and the README.
 const decideExits = `exit status: 0 decided, 1 error (nothing decided: the configuration, the

@@ -28,7 +28,7 @@ func cmdMCP(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	log := logger(e)
-	g := newGateway(configPath(*cfgFlag, e.getenv), *stateDir, e, log)
+	g := newGateway(configPath(*cfgFlag, e.getenv), *stateDir, e, log, mcpserver.Wording)
 	log.Info("mcp server starting", "request_id", "-", "version", version, "config", configPath(*cfgFlag, e.getenv),
 		"chain", len(g.Chain()), "config_errors", len(g.ConfigErrors()), "state_file", pause.Path(*stateDir, e.getenv))
 	for _, msg := range g.ConfigErrors() {
@@ -54,8 +54,8 @@ func (nopWriteCloser) Close() error { return nil }
 // newGateway reads the configuration at path and builds the gateway over
 // it. A configuration that cannot be read becomes a configuration error
 // of the gateway, never a failure: the caller still gets a gateway that
-// says what is wrong.
-func newGateway(path, stateDir string, e env, log *slog.Logger) *gateway.Gateway {
+// says what is wrong. w is how the face names its own commands.
+func newGateway(path, stateDir string, e env, log *slog.Logger, w gateway.Wording) *gateway.Gateway {
 	var errs []error
 	cfg, err := config.Load(path)
 	if err != nil {
@@ -67,6 +67,6 @@ func newGateway(path, stateDir string, e env, log *slog.Logger) *gateway.Gateway
 	}
 	return gateway.New(gateway.Options{
 		Config: cfg, ConfigPath: path, ConfigErrors: errs,
-		Getenv: e.getenv, Log: log, StatePath: pause.Path(stateDir, e.getenv), Version: version,
+		Getenv: e.getenv, Log: log, StatePath: pause.Path(stateDir, e.getenv), Version: version, Wording: w,
 	})
 }

@@ -11,6 +11,7 @@ package gateway
 //go:generate go run ./schemagen -out ../../schema
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -58,6 +59,32 @@ type Options struct {
 	StatePath string
 	// Version is the gateway's version, as reported by health.
 	Version string
+	// Wording names the face's own commands in the texts; the zero value
+	// names none.
+	Wording Wording
+}
+
+// Wording is how a face names its own commands in the gateway's texts
+// (rationales, health summaries), which otherwise name none: the MCP face
+// names its tools and the plugin's toggle.
+type Wording struct {
+	// Decide and Health name the calls that decide and report health;
+	// empty is "decide" and "health".
+	Decide, Health string
+	// Off and On are how the user pauses and resumes System 1; empty says
+	// nothing of how.
+	Off, On string
+}
+
+func (w Wording) decide() string { return cmp.Or(w.Decide, "decide") }
+func (w Wording) health() string { return cmp.Or(w.Health, "health") }
+
+// with is " with " and a command, or nothing.
+func with(command string) string {
+	if command == "" {
+		return ""
+	}
+	return " with " + command
 }
 
 // Gateway decides.
@@ -201,20 +228,21 @@ func (g *Gateway) Decide(ctx context.Context, raw []byte, defaultID string) *Res
 
 	if g.paused(log) {
 		res.Status = Abstained
-		res.Rationale = "System 1 is paused: the user turned it off with /system1:toggle off, so no model was asked and there is no decision. " +
-			"Reason this through yourself. Do not call system1_decide again until the user turns System 1 back on with /system1:toggle on."
+		w := g.opt.Wording
+		res.Rationale = "System 1 is paused: the user turned it off" + with(w.Off) + ", so no model was asked and there is no decision. " +
+			"Reason this through yourself. Do not call " + w.decide() + " again until the user turns System 1 back on" + with(w.On) + "."
 		return res
 	}
 	req, problems := ParseRequest(raw)
 	if len(problems) > 0 {
 		msg := strings.Join(problems, "; ")
-		res.fail(CodeInvalidRequest, msg, "The request was not valid: "+msg+". Nothing was asked. Fix the request and call system1_decide again, or reason it through yourself.")
+		res.fail(CodeInvalidRequest, msg, "The request was not valid: "+msg+". Nothing was asked. Fix the request and call "+g.opt.Wording.decide()+" again, or reason it through yourself.")
 		return res
 	}
 	if len(g.errs) > 0 {
 		msg := strings.Join(g.errs, "; ")
 		res.fail(CodeConfigError, msg, "System 1 is not configured correctly, so no model was asked: "+msg+
-			". Reason this through yourself, and tell the user that System 1's configuration ("+g.configName()+") needs fixing; system1_health shows the details.")
+			". Reason this through yourself, and tell the user that System 1's configuration ("+g.configName()+") needs fixing; "+g.opt.Wording.health()+" shows the details.")
 		return res
 	}
 	threshold := g.threshold
@@ -296,7 +324,7 @@ func (g *Gateway) run(ctx context.Context, log *slog.Logger, q Query, threshold 
 			if f.caller {
 				res.fail(CodeInvalidRequest, fmt.Sprintf("provider %s refused the request: %v", p.name, f.err),
 					fmt.Sprintf("Provider %q refused the request as invalid (%v). It was not sent to any other provider, since they would refuse it too. "+
-						"Change the request (for example fewer or shorter options, or a smaller context) and ask again, or reason it through yourself.", p.name, f.err))
+						"Change the request (for example fewer or shorter options, or a smaller context) and call again, or reason it through yourself.", p.name, f.err))
 				return
 			}
 			last = f

@@ -76,16 +76,21 @@ func (g *Gateway) Health(ctx context.Context) *Health {
 			up = append(up, p.Name)
 		}
 	}
+	w := g.opt.Wording
 	switch {
 	case h.Paused:
 		h.Status = HealthPaused
-		h.Summary = "System 1 is paused by the user (/system1:toggle off): system1_decide abstains without asking any model until it is turned back on with /system1:toggle on."
+		off := ""
+		if w.Off != "" {
+			off = " (" + w.Off + ")"
+		}
+		h.Summary = "System 1 is paused by the user" + off + ": " + w.decide() + " abstains without asking any model until it is turned back on" + with(w.On) + "."
 	case len(g.errs) > 0:
 		h.Status = HealthDown
-		h.Summary = "The configuration has errors, so system1_decide answers config_error: " + strings.Join(g.errs, "; ")
+		h.Summary = "The configuration has errors, so " + w.decide() + " answers config_error: " + strings.Join(g.errs, "; ")
 	case len(up) == 0:
 		h.Status = HealthDown
-		h.Summary = "No provider is up; system1_decide will answer with an error until one is."
+		h.Summary = "No provider is up; " + w.decide() + " will answer with an error until one is."
 	case h.Providers[0].OK:
 		h.Status = HealthOK
 		h.Summary = fmt.Sprintf("The primary provider %s is up.", h.Providers[0].Name)

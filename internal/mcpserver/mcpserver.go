@@ -43,6 +43,10 @@ const capabilitiesDescription = `Describe System 1: the provider chain and what 
 const instructions = `System 1 gives fast, calibrated decisions among options (or yes/no) through system1_decide. ` +
 	`Act on a "decided" result; on "abstained" or "error", reason the question through yourself.`
 
+// Wording is how the gateway's texts name this face's tools and the
+// plugin's toggle; cmd/system1 builds the MCP server's gateway with it.
+var Wording = gateway.Wording{Decide: ToolDecide, Health: ToolHealth, Off: "/system1:toggle off", On: "/system1:toggle on"}
+
 // Options configure the server.
 type Options struct {
 	Gateway *gateway.Gateway
