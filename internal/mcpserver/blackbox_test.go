@@ -1,7 +1,6 @@
 package mcpserver_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"system1/internal/gateway"
 	"system1/internal/gateway/fake"
@@ -543,31 +543,23 @@ func TestHTTPDecideMatchesMCP(t *testing.T) {
 	args := `{"question":"Which?","options":["a","b"],"request_id":"same-1"}`
 	viaMCP, _ := w.start().call(mcpserver.ToolDecide, json.RawMessage(args))
 
-	cmd := exec.Command(bin, "serve", "--config", w.config, "--listen", "127.0.0.1:0")
-	cmd.Env = w.env()
-	stderr, err := cmd.StderrPipe()
+	addr, err := testbin.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
+	cmd := exec.Command(bin, "serve", "--config", w.config, "--listen", addr)
+	cmd.Env = w.env()
+	cmd.Stderr = &testbin.Output{}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	url := ""
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() {
-		if m := regexp.MustCompile(`url=(http://\S+)`).FindStringSubmatch(sc.Text()); m != nil {
-			url = m[1]
-			break
-		}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+	url := "http://" + addr
+	if err := testbin.WaitHealthy(url, exited, 30*time.Second); err != nil {
+		t.Fatalf("system1 serve: %v\n%s", err, cmd.Stderr)
 	}
-	if url == "" {
-		t.Fatal("serve printed no listening URL")
-	}
-	go func() {
-		for sc.Scan() { // keep draining the logs
-		}
-	}()
 	resp, err := http.Post(url+"/v1/decide", "application/json", strings.NewReader(args))
 	if err != nil {
 		t.Fatal(err)

@@ -1,14 +1,19 @@
 // Package testbin builds the system1 binary for tests that drive it as its
-// users do, once per test process.
+// users do, once per test process, and waits for a server it runs to be
+// healthy.
 package testbin
 
 import (
 	"bytes"
+	"crypto/tls"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"time"
 )
 
 var (
@@ -59,4 +64,43 @@ func (o *Output) String() string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.b.String()
+}
+
+// FreeAddr returns a loopback address whose port was free a moment ago,
+// for a server the test starts on it.
+func FreeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// WaitHealthy waits until GET base/health answers 200: the server is up
+// and serving. It fails when exited is closed first (the process ended)
+// or within passes. An https base is not verified: a test's certificate
+// is its own.
+func WaitHealthy(base string, exited <-chan struct{}, within time.Duration) error {
+	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	defer client.CloseIdleConnections()
+	deadline := time.Now().Add(within)
+	for {
+		resp, err := client.Get(base + "/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("HTTP %d", resp.StatusCode)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s/health did not answer 200 within %s: %v", base, within, err)
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("the server exited before %s/health answered", base)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }

@@ -93,22 +93,21 @@ type server struct {
 type serveOpts struct {
 	// Env are extra NAME=value variables for the process.
 	Env []string
-	// TLS waits for the HTTPS listener too.
-	TLS bool
+	// TLS is the address of the configuration's HTTPS listener, waited
+	// for too; empty when it has none.
+	TLS string
 }
 
-var listeningURL = regexp.MustCompile(`msg=listening url=(https?://\S+)`)
-
 // startServe writes cfg to a file and starts system1 serve on a free
-// loopback port with debug logging, returning once it logs that it
-// listens. When the test ends the process is interrupted (killed after a
+// loopback port with debug logging, returning once its /health answers. When the test ends the process is interrupted (killed after a
 // minute) and waited for; its whole log is shown if the test failed.
 func startServe(t *testing.T, cfg string, o serveOpts) *server {
 	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "system1.yaml")
 	writeFile(t, path, cfg)
-	cmd := exec.Command(binary(t), "serve", "--config", path, "--listen", "127.0.0.1:0")
+	addr := freeAddr(t)
+	cmd := exec.Command(binary(t), "serve", "--config", path, "--listen", addr)
 	cmd.Env = append(env("SYSTEM1_", "XDG_", "CLAUDE_"), "XDG_STATE_HOME="+dir, "XDG_CONFIG_HOME="+dir, "SYSTEM1_LOG_LEVEL=debug")
 	cmd.Env = append(cmd.Env, o.Env...)
 	stderr, err := cmd.StderrPipe()
@@ -145,25 +144,27 @@ func startServe(t *testing.T, cfg string, o serveOpts) *server {
 			t.Logf("system1 serve log:\n%s", s.log.String())
 		}
 	})
-	want := 1
-	if o.TLS {
-		want = 2
+	s.URL = "http://" + addr
+	bases := []string{s.URL}
+	if o.TLS != "" {
+		bases = append(bases, "https://"+o.TLS)
 	}
-	urls := s.waitLog(t, listeningURL, want, 30*time.Second)
-	s.URL = urls[0][1]
+	for _, b := range bases {
+		if err := testbin.WaitHealthy(b, s.exited, 30*time.Second); err != nil {
+			t.Fatalf("system1 serve: %v (%v):\n%s", err, s.err, s.log.String())
+		}
+	}
 	return s
 }
 
-// httpsURL is the TLS listener's URL, from its listening line.
-func (s *server) httpsURL(t *testing.T) string {
+// freeAddr is a loopback address for a listener.
+func freeAddr(t *testing.T) string {
 	t.Helper()
-	for _, m := range listeningURL.FindAllStringSubmatch(s.log.String(), -1) {
-		if strings.HasPrefix(m[1], "https://") {
-			return m[1]
-		}
+	addr, err := testbin.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("no https listening line in the log")
-	return ""
+	return addr
 }
 
 // waitLog waits until the log has at least n matches of re and returns

@@ -3,20 +3,18 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"system1/internal/fakeengine"
+	"system1/internal/testbin"
 	"system1/internal/testengine"
 )
 
@@ -103,66 +101,39 @@ func startEngine(t *testing.T) (model, url, expect string) {
 	return fakeengine.DefaultModel, f.URL, "exact"
 }
 
-var listening = regexp.MustCompile(`msg=listening url=(http://\S+)`)
-
-// serve starts system1 serve on a free loopback port and returns its URL,
-// read from the log line it writes once it listens. The process is
-// interrupted and waited for when the test ends; its log is shown if the
-// test failed.
+// serve starts system1 serve on a free loopback port and returns its URL
+// once its /health answers. The process is interrupted and waited for
+// when the test ends; its log is shown if the test failed.
 func serve(t *testing.T, bin, cfg string) string {
 	t.Helper()
 	state := t.TempDir()
-	cmd := exec.Command(bin, "serve", "--config", cfg, "--listen", "127.0.0.1:0")
+	addr := freeAddr(t)
+	cmd := exec.Command(bin, "serve", "--config", cfg, "--listen", addr)
 	cmd.Env = append(env("SYSTEM1_", "XDG_", "CLAUDE_"), "XDG_STATE_HOME="+state, "XDG_CONFIG_HOME="+state)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	log := &testbin.Output{}
+	cmd.Stderr = log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var (
-		mu  sync.Mutex
-		log bytes.Buffer
-	)
-	urls := make(chan string, 1)
-	logged := make(chan struct{})
-	go func() {
-		defer close(logged)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			mu.Lock()
-			log.WriteString(sc.Text() + "\n")
-			mu.Unlock()
-			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case urls <- m[1]:
-				default:
-				}
-			}
-		}
-	}()
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(os.Interrupt)
-		kill := time.AfterFunc(time.Minute, func() { _ = cmd.Process.Kill() }) // serve drains for at most its drain timeout
-		defer kill.Stop()
-		<-logged
-		_ = cmd.Wait()
+		select { // serve drains for at most its drain timeout
+		case <-exited:
+		case <-time.After(time.Minute):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
 		if t.Failed() {
-			mu.Lock()
-			t.Logf("system1 serve log:\n%s", log.String())
-			mu.Unlock()
+			t.Logf("system1 serve log:\n%s", log)
 		}
 	})
-	select {
-	case u := <-urls:
-		return u
-	case <-logged:
-		t.Fatal("system1 serve exited before it listened")
-	case <-time.After(30 * time.Second):
-		t.Fatal("system1 serve did not log msg=listening within 30s")
+	url := "http://" + addr
+	if err := testbin.WaitHealthy(url, exited, 30*time.Second); err != nil {
+		t.Fatalf("system1 serve: %v", err)
 	}
-	return ""
+	return url
 }
 
 // env is the environment without the variables that start with any of

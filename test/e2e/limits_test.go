@@ -530,14 +530,15 @@ func TestTLSListener(t *testing.T) {
 	f := fakeEngine(t, fakeengine.Behavior{})
 	certFile, keyFile, cert := selfSigned(t, t.TempDir())
 	const key = "e2e-tls-key"
+	tlsAddr := freeAddr(t)
 	s := startServe(t, fmt.Sprintf(`keys: [%s]
 tls:
   cert: %s
   key: %s
-  listen: 127.0.0.1:0
+  listen: %s
 nodes:
-%s`, key, certFile, keyFile, engineNode("engine", f.URL, "fake", "")), serveOpts{TLS: true})
-	base := s.httpsURL(t)
+%s`, key, certFile, keyFile, tlsAddr, engineNode("engine", f.URL, "fake", "")), serveOpts{TLS: tlsAddr})
+	base := "https://" + tlsAddr
 
 	pool := x509.NewCertPool()
 	pool.AddCert(cert)

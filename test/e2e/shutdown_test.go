@@ -193,11 +193,11 @@ func TestShutdownClosesEveryListener(t *testing.T) {
 	f := fakeEngine(t, fakeengine.Behavior{})
 	g := newGate(t, f.URL)
 	certFile, keyFile, _ := selfSigned(t, t.TempDir())
+	tlsAddr := freeAddr(t)
 	s := startServe(t, fmt.Sprintf(`timeouts: {drain: 1m}
-tls: {cert: %s, key: %s, listen: 127.0.0.1:0}
+tls: {cert: %s, key: %s, listen: %s}
 nodes:
-%s`, certFile, keyFile, engineNode("engine", g.URL, "fake", "")), serveOpts{TLS: true})
-	tlsAddr := strings.TrimPrefix(s.httpsURL(t), "https://")
+%s`, certFile, keyFile, tlsAddr, engineNode("engine", g.URL, "fake", "")), serveOpts{TLS: tlsAddr})
 
 	pending := fire(s.URL, []string{"held"})
 	g.await(t, 1)
