@@ -1,0 +1,317 @@
+package fakeengine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Options configure a Fake.
+type Options struct {
+	Dialect Dialect
+	// Models are the model ids the engine lists; nil is [DefaultModel].
+	Models []string
+	// Aliases are the llama.cpp aliases of the first model.
+	Aliases []string
+	// NVocab is the vocabulary size llama.cpp reports; 0 is 512.
+	NVocab int
+	// Behavior is how the fake answers until Set changes it.
+	Behavior Behavior
+}
+
+// Request is one request the fake received. The fields after Body are
+// read from an inference request, the same way for every dialect.
+type Request struct {
+	Method, Path string
+	Header       http.Header
+	Body         []byte
+
+	Inference bool
+	Model     string
+	System    string // the system message
+	User      string // the last user message: the prompt
+	Labels    []string
+	// Temperature is nil when none was sent (Ollama: options.temperature).
+	Temperature *float64
+	// MaxTokens is max_tokens (Ollama: options.num_predict); 0 when none.
+	MaxTokens   int
+	Logprobs    bool
+	TopLogprobs int
+	Stream      bool
+	Grammar     string // llama.cpp
+	CachePrompt bool   // llama.cpp
+	// Constrained is set when vLLM's structured_outputs or guided_choice
+	// named the labels; the fake then answers as vLLM does, with values
+	// after the constraint: over the labels alone, summing to 1.
+	Constrained bool
+	// Thinking is chat_template_kwargs.enable_thinking (Ollama: think);
+	// nil when not sent.
+	Thinking *bool
+	// InputTokens is the prompt token count the fake reported (or would
+	// have, under NoUsage): the words of the system and user messages.
+	InputTokens int
+}
+
+// maxRecorded bounds the requests kept; older ones are dropped, so that a
+// benchmark can run the fake for long.
+const maxRecorded = 4096
+
+// Fake is a running fake engine.
+type Fake struct {
+	// URL is the server root, such as http://127.0.0.1:40123; system1's
+	// node configuration takes it as is.
+	URL string
+
+	opt  Options
+	srv  *httptest.Server
+	done chan struct{} // closed by Close: hung handlers return
+
+	mu       sync.Mutex
+	b        Behavior
+	reqs     []Request
+	refused  bool
+	closed   bool
+	inFlight int
+	idle     chan struct{} // closed while no request is being handled
+}
+
+// New starts a fake engine. Close it when done.
+func New(opt Options) *Fake {
+	if opt.Models == nil {
+		opt.Models = []string{DefaultModel}
+	}
+	if opt.NVocab == 0 {
+		opt.NVocab = 512
+	}
+	f := &Fake{opt: opt, done: make(chan struct{}), idle: make(chan struct{})}
+	close(f.idle)
+	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	f.URL = f.srv.URL
+	f.Set(opt.Behavior)
+	return f
+}
+
+// Set changes how the fake answers from the next request on. Refuse
+// cannot be undone: a node that came back is a new Fake.
+func (f *Fake) Set(b Behavior) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.b = b
+	if b.Fault == Refuse && !f.refused {
+		f.refused = true
+		f.srv.Listener.Close()
+		f.srv.CloseClientConnections()
+	}
+}
+
+// Close stops the server, ending hung and stalled requests first.
+func (f *Fake) Close() {
+	f.mu.Lock()
+	closed := f.closed
+	f.closed = true
+	f.mu.Unlock()
+	if !closed {
+		close(f.done)
+		f.srv.Close()
+	}
+}
+
+// Requests returns the requests received so far, oldest first.
+func (f *Fake) Requests() []Request {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.reqs)
+}
+
+// Inferences returns the inference requests received so far, oldest
+// first.
+func (f *Fake) Inferences() []Request {
+	var out []Request
+	for _, r := range f.Requests() {
+		if r.Inference {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// WaitIdle waits until no request is being handled, such as a hung one
+// whose client gave up; it returns ctx's error if that does not happen
+// first.
+func (f *Fake) WaitIdle(ctx context.Context) error {
+	f.mu.Lock()
+	idle := f.idle
+	f.mu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// handling counts a request in, returning the function that counts it
+// out.
+func (f *Fake) handling() func() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.inFlight == 0 {
+		f.idle = make(chan struct{})
+	}
+	f.inFlight++
+	return func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.inFlight--; f.inFlight == 0 {
+			close(f.idle)
+		}
+	}
+}
+
+// Reset forgets the requests received so far.
+func (f *Fake) Reset() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reqs = nil
+}
+
+// InferencePath is the path of the dialect's inference endpoint.
+func (d Dialect) InferencePath() string {
+	if d == Ollama {
+		return "/api/chat"
+	}
+	return "/v1/chat/completions"
+}
+
+func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
+	defer f.handling()()
+	var body bytes.Buffer
+	_, _ = body.ReadFrom(r.Body)
+	rec := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body.Bytes()}
+	infer := r.Method == http.MethodPost && r.URL.Path == f.opt.Dialect.InferencePath()
+	var chat chatRequest
+	if infer {
+		rec.Inference = true
+		if err := json.Unmarshal(rec.Body, &chat); err != nil {
+			f.record(rec)
+			writeError(w, f.opt.Dialect, http.StatusBadRequest, "request is not JSON: "+err.Error())
+			return
+		}
+		chat.fill(&rec)
+	}
+	f.mu.Lock()
+	b := f.b
+	f.mu.Unlock()
+	if len(rec.Labels) == 0 && infer {
+		f.record(rec)
+		writeError(w, f.opt.Dialect, http.StatusBadRequest, "cannot tell the labels from the grammar or the prompt")
+		return
+	}
+	f.record(rec)
+
+	if !infer && !b.Everywhere {
+		b = Behavior{}
+	}
+	if !f.wait(r, b.Latency) {
+		return
+	}
+	switch b.Fault {
+	case Hang:
+		f.block(r)
+		return
+	case Status:
+		if b.RetryAfter != "" {
+			w.Header().Set("Retry-After", b.RetryAfter)
+		}
+		msg := http.StatusText(b.Status)
+		if b.Status == http.StatusNotFound {
+			msg = fmt.Sprintf("model %q not found", rec.Model)
+		}
+		writeError(w, f.opt.Dialect, b.Status, msg)
+		return
+	case NotJSON:
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = w.Write([]byte("<html><body><h1>502 Bad Gateway</h1></body></html>"))
+		return
+	}
+
+	var reply []byte
+	switch {
+	case infer:
+		reply = f.answer(rec, b)
+	case r.Method == http.MethodGet && r.URL.Path == "/health":
+		reply = []byte(`{"status":"ok"}`)
+	case r.Method == http.MethodGet && r.URL.Path == "/" && f.opt.Dialect == Ollama:
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = w.Write([]byte("Ollama is running"))
+		return
+	case r.Method == http.MethodGet && r.URL.Path == "/v1/models" && f.opt.Dialect != Ollama:
+		reply = f.models()
+	case r.Method == http.MethodGet && r.URL.Path == "/api/tags" && f.opt.Dialect == Ollama:
+		reply = f.tags()
+	case r.Method == http.MethodPost && r.URL.Path == "/tokenize" && f.opt.Dialect == LlamaCpp:
+		reply = tokenize(rec.Body)
+	default:
+		writeError(w, f.opt.Dialect, http.StatusNotFound, "File Not Found")
+		return
+	}
+	if b.Fault == Stall {
+		f.stall(w, r, reply)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(reply)
+}
+
+func (f *Fake) record(r Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.reqs) == maxRecorded {
+		f.reqs = slices.Delete(f.reqs, 0, maxRecorded/2)
+	}
+	f.reqs = append(f.reqs, r)
+}
+
+// wait sleeps for d, reporting false when the client or Close ended the
+// request first.
+func (f *Fake) wait(r *http.Request, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+	case <-f.done:
+	}
+	return false
+}
+
+// block waits until the client gives up or the fake is closed.
+func (f *Fake) block(r *http.Request) {
+	select {
+	case <-r.Context().Done():
+	case <-f.done:
+	}
+}
+
+// stall sends the headers, promising the whole body, and half of it.
+func (f *Fake) stall(w http.ResponseWriter, r *http.Request, reply []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(reply)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(reply[:len(reply)/2])
+	if fl, ok := w.(http.Flusher); ok {
+		fl.Flush()
+	}
+	f.block(r)
+}

@@ -1,0 +1,200 @@
+package fakeengine
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"slices"
+	"time"
+)
+
+// TokenID is the id the fake's tokenizer gives a one-byte piece.
+func TokenID(piece string) int { return 1000 + int(piece[0]) }
+
+// filler is the token that holds the mass not on the labels.
+const filler = `"`
+
+// entry is one token with its log-probability, in the shape all three
+// dialects share; ID is llama.cpp's.
+type entry struct {
+	ID          *int    `json:"id,omitempty"`
+	Token       string  `json:"token"`
+	Logprob     any     `json:"logprob"` // a float64, nil, or a literal's placeholder
+	TopLogprobs []entry `json:"top_logprobs,omitempty"`
+}
+
+// MarshalJSON adds the token's bytes, as the engines do.
+func (e entry) MarshalJSON() ([]byte, error) {
+	type plain entry
+	bs := make([]int, len(e.Token))
+	for i := range len(e.Token) {
+		bs[i] = int(e.Token[i])
+	}
+	return json.Marshal(struct {
+		plain
+		Bytes []int `json:"bytes"`
+	}{plain(e), bs})
+}
+
+// Non-JSON literals are written as placeholders and replaced after
+// marshalling, since encoding/json refuses to write them.
+var literals = map[Fault]string{NaN: "NaN", PosInf: "Infinity", NegInf: "-Infinity"}
+
+func placeholder(lit string) string { return "\x00" + lit }
+
+// answer builds the reply to an inference request.
+func (f *Fake) answer(rec Request, b Behavior) []byte {
+	dist := b.Logprobs
+	if dist == nil {
+		dist = Halving
+	}
+	lps := dist(rec.Labels)
+	if rec.Constrained {
+		lps = renormalise(lps)
+	}
+	var top []entry
+	rest := 1.0
+	for i, l := range rec.Labels {
+		if i >= len(lps) || math.IsInf(lps[i], -1) {
+			continue
+		}
+		rest -= math.Exp(lps[i])
+		top = append(top, f.entry(l, lps[i]))
+	}
+	if rest > 1e-12 && !rec.Constrained {
+		top = append(top, f.entry(filler, math.Log(rest)))
+	}
+	slices.SortStableFunc(top, func(a, b entry) int { return -cmpFloat(a.Logprob.(float64), b.Logprob.(float64)) })
+	if k := rec.TopLogprobs; k > 0 && len(top) > k {
+		top = top[:k]
+	}
+	hit := func() int {
+		if b.Label < 0 || b.Label >= len(rec.Labels) {
+			return -1
+		}
+		return slices.IndexFunc(top, func(e entry) bool { return e.Token == rec.Labels[b.Label] })
+	}
+	if at := hit(); at >= 0 && b.Fault == MissingLabel {
+		// Left out before sampling: a label outside the top is not the
+		// token generated either.
+		top = slices.Delete(top, at, at+1)
+	}
+	chosen := f.entry(filler, 0)
+	for _, e := range top { // the sampled token is the likeliest label, as under a grammar
+		if e.Token != filler {
+			chosen = e
+			break
+		}
+	}
+
+	if at := hit(); at >= 0 {
+		switch b.Fault {
+		case NullLogprob:
+			top[at].Logprob = nil
+		case NaN, PosInf, NegInf:
+			top[at].Logprob = placeholder(literals[b.Fault])
+		case Positive:
+			top[at].Logprob = 0.5
+		case DuplicateLabel:
+			top = slices.Insert(top, at+1, top[at])
+		}
+	}
+	chosen.TopLogprobs = top
+	content := []entry{chosen}
+
+	var logprobs any = map[string]any{"content": content}
+	switch b.Fault {
+	case NoLogprobs:
+		logprobs = nil
+	case NullLogprobs:
+		logprobs = json.RawMessage("null")
+	}
+	input := rec.InputTokens
+	var reply any
+	if f.opt.Dialect == Ollama {
+		m := map[string]any{
+			"model":       rec.Model,
+			"created_at":  time.Now().UTC().Format(time.RFC3339Nano),
+			"message":     map[string]string{"role": "assistant", "content": chosen.Token},
+			"done":        true,
+			"done_reason": "length",
+		}
+		if !b.NoUsage {
+			m["prompt_eval_count"], m["eval_count"] = input, 1
+		}
+		switch b.Fault {
+		case NoLogprobs:
+		case NullLogprobs:
+			m["logprobs"] = json.RawMessage("null")
+		case EmptyChoices:
+			m["logprobs"] = []entry{}
+		default:
+			m["logprobs"] = content
+		}
+		reply = m
+	} else {
+		choice := map[string]any{
+			"index":         0,
+			"finish_reason": "length",
+			"message":       map[string]string{"role": "assistant", "content": chosen.Token},
+		}
+		if logprobs != nil {
+			choice["logprobs"] = logprobs
+		}
+		m := map[string]any{
+			"id":      "chatcmpl-fake",
+			"object":  "chat.completion",
+			"created": time.Now().Unix(),
+			"model":   rec.Model,
+			"choices": []any{choice},
+		}
+		if b.Fault == EmptyChoices {
+			m["choices"] = []any{}
+		}
+		if !b.NoUsage {
+			m["usage"] = map[string]int{"prompt_tokens": input, "completion_tokens": 1, "total_tokens": input + 1}
+		}
+		reply = m
+	}
+	out, err := json.Marshal(reply)
+	if err != nil {
+		panic(err) // every value above marshals
+	}
+	for _, lit := range literals {
+		out = bytes.ReplaceAll(out, []byte(`"\u0000`+lit+`"`), []byte(lit))
+	}
+	return out
+}
+
+// renormalise makes log-probabilities sum to probability 1, as an engine
+// reporting values after its constraint does.
+func renormalise(lps []float64) []float64 {
+	var sum float64
+	for _, v := range lps {
+		sum += math.Exp(v)
+	}
+	out := make([]float64, len(lps))
+	for i, v := range lps {
+		out[i] = v - math.Log(sum)
+	}
+	return out
+}
+
+func (f *Fake) entry(token string, lp float64) entry {
+	e := entry{Token: token, Logprob: lp}
+	if f.opt.Dialect == LlamaCpp {
+		id := TokenID(token)
+		e.ID = &id
+	}
+	return e
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
