@@ -7,7 +7,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -122,16 +121,6 @@ func Classify(err error) *Failure {
 		return &Failure{Kind: Timeout, Err: err}
 	}
 	return &Failure{Kind: Unavailable, Err: err}
-}
-
-// Redact replaces key in an error body from a node with [redacted]: some
-// servers echo the key they were sent ("invalid API key: ..."), and the
-// body's message goes on to logs, callers and /health.
-func Redact(body []byte, key string) []byte {
-	if key == "" {
-		return body
-	}
-	return bytes.ReplaceAll(body, []byte(key), []byte("[redacted]"))
 }
 
 // StatusFailure classifies an HTTP status that is not 200.

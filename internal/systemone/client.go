@@ -6,14 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
 
 	"system1/internal/decision"
-	"system1/internal/retryafter"
+	"system1/internal/httpcall"
 )
 
 // AppendRequest writes req as a POST /v1/systemone body, keeping question
@@ -119,30 +118,13 @@ func (c *Client) do(ctx context.Context, method, url string, body []byte) ([]byt
 	if body != nil {
 		hr.Header.Set("Content-Type", "application/json")
 	}
-	if c.Key != "" {
-		hr.Header.Set("Authorization", "Bearer "+c.Key)
-	}
-	resp, err := c.client().Do(hr)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	data, err := readLimited(resp.Body, c.maxBody())
-	if err != nil {
-		return nil, fmt.Errorf("reading the reply: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, &StatusError{Code: resp.StatusCode, Message: ErrorMessage(c.redact(data)), RetryAfter: retryafter.Parse(resp.Header, time.Now())}
-	}
-	return data, nil
-}
-
-// readLimited reads a reply of at most limit bytes; a longer one is an
-// error that says so, not a truncated body.
-func readLimited(r io.Reader, limit int64) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, limit+1))
-	if err == nil && int64(len(data)) > limit {
-		err = fmt.Errorf("%w: reply larger than %d bytes", ErrMalformed, limit)
+	data, err := httpcall.Do(c.client(), hr, c.Key, c.maxBody())
+	var se *httpcall.StatusError
+	switch {
+	case errors.As(err, &se):
+		return nil, &StatusError{Code: se.Code, Message: ErrorMessage(se.Body), RetryAfter: se.RetryAfter}
+	case errors.Is(err, httpcall.ErrTooLarge):
+		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
 	return data, err
 }
@@ -217,16 +199,6 @@ func ErrorMessage(body []byte) string {
 		s = "(empty body)"
 	}
 	return s
-}
-
-// redact replaces the client's key in an error body with [redacted]: an
-// endpoint that echoes the key it was sent must not get it into logs or
-// answers.
-func (c *Client) redact(body []byte) []byte {
-	if c.Key == "" {
-		return body
-	}
-	return bytes.ReplaceAll(body, []byte(c.Key), []byte("[redacted]"))
 }
 
 // Models lists the endpoint's models from GET /v1/models, in Jev's shape

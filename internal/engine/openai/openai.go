@@ -8,16 +8,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
 	"system1/internal/engine"
-	"system1/internal/retryafter"
+	"system1/internal/httpcall"
 )
 
 // Message is one chat turn.
@@ -204,36 +203,25 @@ func Post(ctx context.Context, hc *http.Client, url, key string, req, reply any,
 	return Do(hc, hr, key, reply, maxBody)
 }
 
-// Do sends hr with the bearer key and decodes a JSON reply into reply. A
-// nil hc is http.DefaultClient; a maxBody of 0 or less is DefaultMaxBody.
+// Do sends hr with the bearer key and decodes a JSON reply into reply,
+// classifying what went wrong as an engine failure. A nil hc is
+// http.DefaultClient; a maxBody of 0 or less is DefaultMaxBody.
 func Do(hc *http.Client, hr *http.Request, key string, reply any, maxBody int64) error {
-	if hc == nil {
-		hc = http.DefaultClient
-	}
 	if maxBody <= 0 {
 		maxBody = DefaultMaxBody
 	}
-	if key != "" {
-		hr.Header.Set("Authorization", "Bearer "+key)
-	}
-	resp, err := hc.Do(hr)
-	if err != nil {
+	data, err := httpcall.Do(hc, hr, key, maxBody)
+	var se *httpcall.StatusError
+	switch {
+	case errors.As(err, &se):
+		return engine.StatusFailure(se.Code, se.RetryAfter, errorText(se.Body))
+	case errors.Is(err, httpcall.ErrTooLarge):
+		return &engine.Failure{Kind: engine.Malformed, Err: err}
+	case err != nil:
 		return engine.Classify(err)
 	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
-	if err != nil {
-		return engine.Classify(fmt.Errorf("reading the reply: %w", err))
-	}
-	if int64(len(data)) > maxBody {
-		return &engine.Failure{Kind: engine.Malformed, Err: fmt.Errorf("reply larger than %d bytes", maxBody)}
-	}
-	if resp.StatusCode != http.StatusOK {
-		data = engine.Redact(data, key)
-		return engine.StatusFailure(resp.StatusCode, retryafter.Parse(resp.Header, time.Now()), errorText(data))
-	}
 	if err := json.Unmarshal(data, reply); err != nil {
-		return &engine.Failure{Kind: engine.Malformed, Status: resp.StatusCode, Err: fmt.Errorf("reply is not the expected JSON: %v", err)}
+		return &engine.Failure{Kind: engine.Malformed, Status: http.StatusOK, Err: fmt.Errorf("reply is not the expected JSON: %v", err)}
 	}
 	return nil
 }

@@ -1,0 +1,76 @@
+// Package httpcall is system1's one outgoing HTTP helper: it sends a
+// request to an engine or a System One endpoint with its bearer key and
+// reads the reply, bounded, the same way for every dialect. What a reply
+// means is the caller's to say; what went wrong on the way is said here.
+package httpcall
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"system1/internal/retryafter"
+)
+
+// DefaultMaxBody bounds a reply unless the caller says otherwise.
+const DefaultMaxBody = 8 << 20
+
+// StatusError is a reply whose status is not 200: the status, the body
+// with the key redacted (some servers echo the key they were sent, and the
+// body's message goes on to logs, callers and /health), and how long the
+// server asked to be left alone.
+type StatusError struct {
+	Code       int
+	Body       []byte
+	RetryAfter time.Duration
+}
+
+func (e *StatusError) Error() string { return fmt.Sprintf("HTTP %d", e.Code) }
+
+// ErrTooLarge marks a reply over the size limit: an error, never a
+// truncated body.
+var ErrTooLarge = errors.New("reply too large")
+
+// Do sends hr with the bearer key (none when key is empty) through hc (nil
+// is http.DefaultClient) and returns the body of a 200 reply of at most
+// maxBody bytes (0 or less is DefaultMaxBody). Another status is a
+// *StatusError; a reply over the limit wraps ErrTooLarge; a failure to
+// send or read is returned as it came, wrapped once.
+func Do(hc *http.Client, hr *http.Request, key string, maxBody int64) ([]byte, error) {
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	if maxBody <= 0 {
+		maxBody = DefaultMaxBody
+	}
+	if key != "" {
+		hr.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := hc.Do(hr)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading the reply: %w", err)
+	}
+	if int64(len(data)) > maxBody {
+		return nil, fmt.Errorf("%w: larger than %d bytes", ErrTooLarge, maxBody)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, &StatusError{Code: resp.StatusCode, Body: Redact(data, key), RetryAfter: retryafter.Parse(resp.Header, time.Now())}
+	}
+	return data, nil
+}
+
+// Redact replaces key in body with [redacted].
+func Redact(body []byte, key string) []byte {
+	if key == "" {
+		return body
+	}
+	return bytes.ReplaceAll(body, []byte(key), []byte("[redacted]"))
+}
