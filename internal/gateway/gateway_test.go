@@ -17,7 +17,6 @@ import (
 	"system1/internal/decision"
 	"system1/internal/fakeengine"
 	"system1/internal/fleet"
-	"system1/internal/gateway/fake"
 	"system1/internal/pause"
 )
 
@@ -211,7 +210,7 @@ func checkInvariants(t *testing.T, res *Response) {
 // p_i proportional to p_i^(1/T), and calibrated says so; another bucket
 // has no fit and is reported as given.
 func TestCalibrationApplied(t *testing.T) {
-	ep := fake.Start(t, fake.Reply{Probs: []float64{0.7, 0.2, 0.1}})
+	ep := fakeengine.StartSystemOne(t, fakeengine.Reply{Probs: []float64{0.7, 0.2, 0.1}})
 	dir := t.TempDir()
 	fits := `{"version":1,"created":"2026-01-01T00:00:00Z","fits":[{"provider":"jev","model":"","kind":"choice","bucket":"3-4","temperature":2,"n":100,"nll_before":1,"nll_after":0.9,"ece_before":0.2,"ece_after":0.05,"date":"2026-01-01"}]}`
 	if err := os.WriteFile(filepath.Join(dir, "fits.json"), []byte(fits), 0o644); err != nil {
@@ -324,8 +323,8 @@ func TestEngineProviderFailures(t *testing.T) {
 // A key variable that is named but empty makes that provider fail without
 // being asked (the chain goes on), and health says why.
 func TestMissingKeyFailsOnlyThatProvider(t *testing.T) {
-	jev := fake.Start(t, fake.Reply{})
-	local := fake.Start(t, fake.Reply{})
+	jev := fakeengine.StartSystemOne(t, fakeengine.Reply{})
+	local := fakeengine.StartSystemOne(t, fakeengine.Reply{})
 	g := gatewayFor(t, fmt.Sprintf("providers:\n  - {name: jev, kind: systemone, url: %s, model: m, key_env: UNSET_KEY}\n  - {name: laya, kind: systemone, url: %s, model: m, key_env: FAKE_KEY}\n", jev.URL, local.URL), nil)
 	res := decide(t, g, `{"question":"q"}`)
 	if res.Status != Decided || *res.Provider != "laya" || !strings.Contains(res.Attempts[0].Detail, "UNSET_KEY is not set") || jev.Calls.Load() != 0 {

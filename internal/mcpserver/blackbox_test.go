@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"system1/internal/fakeengine"
 	"system1/internal/gateway"
-	"system1/internal/gateway/fake"
 	"system1/internal/mcpserver"
 	"system1/internal/testbin"
 	"system1/internal/testengine"
@@ -27,7 +27,7 @@ import (
 // client closes stdin the server exits with status 0, and every log line
 // on stderr carries a request id.
 func TestStartupContactsNoProvider(t *testing.T) {
-	ep := fake.Start(t, fake.Reply{})
+	ep := fakeengine.StartSystemOne(t, fakeengine.Reply{})
 	w := newWorld(t, chain("", so("jev", ep.URL)))
 	s := w.start()
 	tools := s.listTools()
@@ -83,7 +83,7 @@ func sorted(s []string) []string {
 // confidence, the probabilities in option order, the provider and its
 // attempt; request_id echoed; no calibration without a fit.
 func TestDecided(t *testing.T) {
-	ep := fake.Start(t, fake.Reply{Probs: []float64{0.1, 0.85, 0.05}})
+	ep := fakeengine.StartSystemOne(t, fakeengine.Reply{Probs: []float64{0.1, 0.85, 0.05}})
 	w := newWorld(t, chain("", so("jev", ep.URL)))
 	s := w.start()
 	res := s.decide(map[string]any{"question": "Which queue?", "options": []string{"billing", "support", "sales"},
@@ -120,7 +120,7 @@ func TestDecided(t *testing.T) {
 
 // Without options the question is a noul, answered yes or no.
 func TestYesNo(t *testing.T) {
-	ep := fake.Start(t, fake.Reply{Probs: []float64{0.2}})
+	ep := fakeengine.StartSystemOne(t, fakeengine.Reply{Probs: []float64{0.2}})
 	s := newWorld(t, chain("", so("jev", ep.URL))).start()
 	res := s.decide(map[string]any{"question": "Is the build green?"})
 	if res.Status != gateway.Decided || str(res.Decision) != "no" || *res.Confidence != 0.8 {
@@ -138,8 +138,8 @@ func TestYesNo(t *testing.T) {
 // probability, a rationale telling the agent to reason it through, and no
 // fallback. A request's min_confidence overrides the threshold either way.
 func TestAbstainsUnderThreshold(t *testing.T) {
-	unsure := fake.Start(t, fake.Reply{Probs: []float64{0.5, 0.3, 0.2}})
-	backup := fake.Start(t, fake.Reply{})
+	unsure := fakeengine.StartSystemOne(t, fakeengine.Reply{Probs: []float64{0.5, 0.3, 0.2}})
+	backup := fakeengine.StartSystemOne(t, fakeengine.Reply{})
 	s := newWorld(t, chain("", so("jev", unsure.URL), so("laya", backup.URL))).start()
 	args := map[string]any{"question": "Which?", "options": []string{"a", "b", "c"}}
 	res := s.decide(args)
@@ -155,7 +155,7 @@ func TestAbstainsUnderThreshold(t *testing.T) {
 		t.Errorf("min_confidence 0.4: %+v", res)
 	}
 	args["min_confidence"] = 0.99
-	sure := fake.Start(t, fake.Reply{Probs: []float64{0.9, 0.05, 0.05}})
+	sure := fakeengine.StartSystemOne(t, fakeengine.Reply{Probs: []float64{0.9, 0.05, 0.05}})
 	s = newWorld(t, chain("", so("jev", sure.URL))).start()
 	if res := s.decide(args); res.Status != gateway.Abstained {
 		t.Errorf("min_confidence 0.99 over 0.9: %+v", res)
@@ -165,8 +165,8 @@ func TestAbstainsUnderThreshold(t *testing.T) {
 // A provider that abstains by itself (laya-serve's gate) makes the call
 // abstain, with its reason, and does not fall back.
 func TestProviderAbstains(t *testing.T) {
-	laya := fake.Start(t, fake.Reply{Probs: []float64{0.7, 0.3}, Abstain: true})
-	backup := fake.Start(t, fake.Reply{})
+	laya := fakeengine.StartSystemOne(t, fakeengine.Reply{Probs: []float64{0.7, 0.3}, Abstain: true})
+	backup := fakeengine.StartSystemOne(t, fakeengine.Reply{})
 	s := newWorld(t, chain("", so("laya", laya.URL), so("jev", backup.URL))).start()
 	res := s.decide(map[string]any{"question": "Which?", "options": []string{"a", "b"}})
 	if res.Status != gateway.Abstained || res.Decision != nil || outcomes(res) != "laya:abstained" ||
@@ -178,8 +178,8 @@ func TestProviderAbstains(t *testing.T) {
 // A provider that does not answer in time is recorded as a timeout and
 // the next one decides.
 func TestFallbackOnTimeout(t *testing.T) {
-	slow := fake.Start(t, fake.Reply{Hang: true})
-	ok := fake.Start(t, fake.Reply{})
+	slow := fakeengine.StartSystemOne(t, fakeengine.Reply{Hang: true})
+	ok := fakeengine.StartSystemOne(t, fakeengine.Reply{})
 	s := newWorld(t, chain("", so("local", slow.URL, "timeout: 300ms"), so("jev", ok.URL))).start()
 	res := s.decide(map[string]any{"question": "Which?", "options": []string{"a", "b"}})
 	if res.Status != gateway.Decided || str(res.Provider) != "jev" || outcomes(res) != "local:timeout jev:ok" ||
@@ -191,9 +191,9 @@ func TestFallbackOnTimeout(t *testing.T) {
 // A provider that fails (a 5xx, a refused connection) is recorded as an
 // error and the next one decides.
 func TestFallbackOnError(t *testing.T) {
-	broken := fake.Start(t, fake.Reply{Status: 503, Message: "overloaded"})
-	ok := fake.Start(t, fake.Reply{})
-	s := newWorld(t, chain("", so("local", fake.Down(t)), so("laya", broken.URL), so("jev", ok.URL))).start()
+	broken := fakeengine.StartSystemOne(t, fakeengine.Reply{Status: 503, Message: "overloaded"})
+	ok := fakeengine.StartSystemOne(t, fakeengine.Reply{})
+	s := newWorld(t, chain("", so("local", fakeengine.Down(t)), so("laya", broken.URL), so("jev", ok.URL))).start()
 	res := s.decide(map[string]any{"question": "Which?", "options": []string{"a", "b"}})
 	if res.Status != gateway.Decided || str(res.Provider) != "jev" || outcomes(res) != "local:error laya:error jev:ok" ||
 		!strings.Contains(res.Attempts[1].Detail, "(HTTP 503): overloaded") {
@@ -212,10 +212,10 @@ func TestFallbackOnMalformed(t *testing.T) {
 		"decision not an option": `{"model":"m","answers":{"decision":{"type":"choice","choice":"purple","confidence":0.8,"probabilities":{"a":0.9,"b":0.1}}},"usage":{"input_tokens":1,"output_tokens":1}}`,
 		"noul out of range":      `{"model":"m","answers":{"decision":{"type":"noul","noul":-0.2}},"usage":{"input_tokens":1,"output_tokens":1}}`,
 	}
-	ok := fake.Start(t, fake.Reply{})
+	ok := fakeengine.StartSystemOne(t, fakeengine.Reply{})
 	for name, raw := range cases {
 		t.Run(name, func(t *testing.T) {
-			bad := fake.Start(t, fake.Reply{Raw: raw})
+			bad := fakeengine.StartSystemOne(t, fakeengine.Reply{Raw: raw})
 			s := newWorld(t, chain("", so("local", bad.URL), so("jev", ok.URL))).start()
 			args := map[string]any{"question": "Which?", "options": []string{"a", "b"}}
 			if strings.Contains(raw, "noul") {
@@ -228,7 +228,7 @@ func TestFallbackOnMalformed(t *testing.T) {
 		})
 	}
 	// Every provider malformed: the error says so.
-	bad := fake.Start(t, fake.Reply{Raw: `not json`})
+	bad := fakeengine.StartSystemOne(t, fakeengine.Reply{Raw: `not json`})
 	s := newWorld(t, chain("", so("local", bad.URL))).start()
 	res := s.decide(map[string]any{"question": "Is it?"})
 	if res.Status != gateway.Failed || res.Error.Code != gateway.CodeMalformed {
@@ -242,8 +242,8 @@ func TestFallbackOnMalformed(t *testing.T) {
 func TestCallerErrorIsNotRetried(t *testing.T) {
 	for _, status := range []int{400, 422} {
 		t.Run(fmt.Sprint(status), func(t *testing.T) {
-			picky := fake.Start(t, fake.Reply{Status: status, Message: "options over the head budget of 256 tokens"})
-			backup := fake.Start(t, fake.Reply{})
+			picky := fakeengine.StartSystemOne(t, fakeengine.Reply{Status: status, Message: "options over the head budget of 256 tokens"})
+			backup := fakeengine.StartSystemOne(t, fakeengine.Reply{})
 			s := newWorld(t, chain("", so("laya", picky.URL), so("jev", backup.URL))).start()
 			res := s.decide(map[string]any{"question": "Which?", "options": []string{"a", "b"}})
 			if res.Status != gateway.Failed || res.Error.Code != gateway.CodeInvalidRequest ||
@@ -261,15 +261,15 @@ func TestCallerErrorIsNotRetried(t *testing.T) {
 // error, probabilities and confidence absent, every attempt recorded; the
 // code is the last failure's.
 func TestAllProvidersFail(t *testing.T) {
-	broken := fake.Start(t, fake.Reply{Status: 500, Message: "inference failed"})
-	s := newWorld(t, chain("", so("local", fake.Down(t)), so("jev", broken.URL))).start()
+	broken := fakeengine.StartSystemOne(t, fakeengine.Reply{Status: 500, Message: "inference failed"})
+	s := newWorld(t, chain("", so("local", fakeengine.Down(t)), so("jev", broken.URL))).start()
 	res := s.decide(map[string]any{"question": "Which?", "options": []string{"a", "b"}})
 	if res.Status != gateway.Failed || res.Error.Code != gateway.CodeProviderError || outcomes(res) != "local:error jev:error" ||
 		res.Probabilities != nil || res.Confidence != nil || res.Provider != nil ||
 		!strings.Contains(res.Rationale, "no decision and no probability") {
 		t.Fatalf("response %+v", res)
 	}
-	slow := fake.Start(t, fake.Reply{Hang: true})
+	slow := fakeengine.StartSystemOne(t, fakeengine.Reply{Hang: true})
 	s = newWorld(t, chain("", so("local", slow.URL, "timeout: 300ms"))).start()
 	if res := s.decide(map[string]any{"question": "Is it?"}); res.Error == nil || res.Error.Code != gateway.CodeProviderTimeout {
 		t.Errorf("all timed out: %+v", res)
@@ -279,9 +279,9 @@ func TestAllProvidersFail(t *testing.T) {
 // The overall deadline bounds the call: once it passes, the provider
 // being asked is cut off as a timeout and the rest are not asked.
 func TestOverallDeadline(t *testing.T) {
-	a := fake.Start(t, fake.Reply{Hang: true})
-	b := fake.Start(t, fake.Reply{Hang: true})
-	c := fake.Start(t, fake.Reply{})
+	a := fakeengine.StartSystemOne(t, fakeengine.Reply{Hang: true})
+	b := fakeengine.StartSystemOne(t, fakeengine.Reply{Hang: true})
+	c := fakeengine.StartSystemOne(t, fakeengine.Reply{})
 	// a times out on its own after 300ms; b, allowed a minute, is cut by
 	// the overall deadline of 1.5s; c is never asked.
 	yaml := "gateway:\n  timeout: 300ms\n  deadline: 1500ms\nproviders:\n  - " + so("a", a.URL) + "\n  - " + so("b", b.URL, "timeout: 1m") + "\n  - " + so("c", c.URL) + "\n"
@@ -300,8 +300,8 @@ func TestOverallDeadline(t *testing.T) {
 // with the reason recorded; when none can take it, invalid_request names
 // the limits and nothing is asked.
 func TestOptionLimits(t *testing.T) {
-	laya := fake.Start(t, fake.Reply{})
-	jev := fake.Start(t, fake.Reply{})
+	laya := fakeengine.StartSystemOne(t, fakeengine.Reply{})
+	jev := fakeengine.StartSystemOne(t, fakeengine.Reply{})
 	opts := make([]string, 25)
 	for i := range opts {
 		opts[i] = fmt.Sprint("intent-", i)
@@ -329,7 +329,7 @@ func TestOptionLimits(t *testing.T) {
 // structured invalid_request that lists every problem, and nothing is
 // asked.
 func TestInvalidRequest(t *testing.T) {
-	ep := fake.Start(t, fake.Reply{})
+	ep := fakeengine.StartSystemOne(t, fakeengine.Reply{})
 	s := newWorld(t, chain("", so("jev", ep.URL))).start()
 	res := s.decide(map[string]any{"question": "Which?", "options": []string{"a", "b"}, "temperature": 0.2, "request_id": "bad-1"})
 	if res.Status != gateway.Failed || res.Error.Code != gateway.CodeInvalidRequest || !strings.Contains(res.Error.Message, `unknown field(s) "temperature"`) ||
@@ -354,7 +354,7 @@ func TestInvalidRequest(t *testing.T) {
 // decide abstains saying so and contacts no provider, health says paused,
 // the tools stay listed; toggle on resumes the same running server.
 func TestPaused(t *testing.T) {
-	ep := fake.Start(t, fake.Reply{})
+	ep := fakeengine.StartSystemOne(t, fakeengine.Reply{})
 	w := newWorld(t, chain("", so("jev", ep.URL)))
 	s := w.start()
 	out, _, code := w.run("toggle", "off")
@@ -396,7 +396,7 @@ func TestPaused(t *testing.T) {
 // stop the server: it starts, health and capabilities report the errors,
 // and decide answers config_error without asking anything.
 func TestConfigErrors(t *testing.T) {
-	ep := fake.Start(t, fake.Reply{})
+	ep := fakeengine.StartSystemOne(t, fakeengine.Reply{})
 	cases := map[string]struct{ yaml, want string }{
 		"missing file":   {"", "no configuration file at"},
 		"not YAML":       {"providers: [unclosed", "config.yaml"},
@@ -432,7 +432,7 @@ func TestConfigErrors(t *testing.T) {
 // The configuration comes from --config, else $SYSTEM1_CONFIG, else the
 // user's configuration folder.
 func TestConfigLocation(t *testing.T) {
-	ep := fake.Start(t, fake.Reply{})
+	ep := fakeengine.StartSystemOne(t, fakeengine.Reply{})
 	w := newWorld(t, "")
 	yaml := chain("", so("jev", ep.URL))
 	// Default path: $HOME/.config/system1/config.yaml.
@@ -464,8 +464,8 @@ func TestConfigLocation(t *testing.T) {
 // down when none is. Probes send no user data (no decide call reaches the
 // providers).
 func TestHealth(t *testing.T) {
-	up1 := fake.Start(t, fake.Reply{})
-	up2 := fake.Start(t, fake.Reply{})
+	up1 := fakeengine.StartSystemOne(t, fakeengine.Reply{})
+	up2 := fakeengine.StartSystemOne(t, fakeengine.Reply{})
 	cases := []struct {
 		name       string
 		primary    string
@@ -474,9 +474,9 @@ func TestHealth(t *testing.T) {
 		primaryOK  bool
 		fallbackOK bool
 	}{
-		{"ok", up1.URL, fake.Down(t), gateway.HealthOK, true, false},
-		{"degraded", fake.Down(t), up2.URL, gateway.HealthDegraded, false, true},
-		{"down", fake.Down(t), fake.Down(t), gateway.HealthDown, false, false},
+		{"ok", up1.URL, fakeengine.Down(t), gateway.HealthOK, true, false},
+		{"degraded", fakeengine.Down(t), up2.URL, gateway.HealthDegraded, false, true},
+		{"down", fakeengine.Down(t), fakeengine.Down(t), gateway.HealthDown, false, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -504,7 +504,7 @@ func TestHealth(t *testing.T) {
 // capabilities, and the same request and response schemas as the
 // committed schema files.
 func TestCapabilities(t *testing.T) {
-	ep := fake.Start(t, fake.Reply{})
+	ep := fakeengine.StartSystemOne(t, fakeengine.Reply{})
 	s := newWorld(t, chain("  threshold: 0.7\n  deadline: 5s\n", so("laya", ep.URL, "max_options: 20", "timeout: 1s"), so("jev", ep.URL))).start()
 	c := s.capabilities()
 	if !slices.Equal(c.Tools, mcpserver.Tools) || c.Threshold != 0.7 || c.TimeoutMS != 5000 || c.DeadlineMS != 5000 || c.SchemaVersion != "1" {
@@ -538,7 +538,7 @@ func TestCapabilities(t *testing.T) {
 // POST /v1/decide on system1 serve takes the same request and returns the
 // same response as system1_decide.
 func TestHTTPDecideMatchesMCP(t *testing.T) {
-	ep := fake.Start(t, fake.Reply{Probs: []float64{0.2, 0.8}})
+	ep := fakeengine.StartSystemOne(t, fakeengine.Reply{Probs: []float64{0.2, 0.8}})
 	w := newWorld(t, chain("", so("jev", ep.URL)))
 	args := `{"question":"Which?","options":["a","b"],"request_id":"same-1"}`
 	viaMCP, _ := w.start().call(mcpserver.ToolDecide, json.RawMessage(args))
@@ -594,7 +594,7 @@ func TestHTTPDecideMatchesMCP(t *testing.T) {
 // system1 decide prints the same response (--json) or a summary, and
 // exits 1 on an error status.
 func TestDecideCommand(t *testing.T) {
-	ep := fake.Start(t, fake.Reply{Probs: []float64{0.1, 0.9}})
+	ep := fakeengine.StartSystemOne(t, fakeengine.Reply{Probs: []float64{0.1, 0.9}})
 	w := newWorld(t, chain("", so("jev", ep.URL)))
 	out, errOut, code := w.run("decide", "--config", w.config, "--json", "--request-id", "cli-1", "Which?", "red", "blue")
 	var res gateway.Response
@@ -639,7 +639,7 @@ func newClient(t *testing.T, cmd *exec.Cmd) *server {
 // may decide), the fallback is not asked, and health sees the node up.
 func TestRealEngine(t *testing.T) {
 	srv := testengine.Start(t, 1)
-	backup := fake.Start(t, fake.Reply{})
+	backup := fakeengine.StartSystemOne(t, fakeengine.Reply{})
 	yaml := fmt.Sprintf("gateway:\n  threshold: 0\n  timeout: 60s\n  deadline: 120s\nnodes:\n  - {name: llama, url: %s, dialect: llamacpp, models: [%s]}\n"+
 		"providers:\n  - {name: local, kind: engine, model: %s}\n  - %s\n", srv.URL, testengine.Model, testengine.Model, so("jev", backup.URL))
 	s := newWorld(t, yaml).start()

@@ -5,9 +5,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"system1/internal/fakeengine"
 	"testing"
-
-	"system1/internal/gateway/fake"
 )
 
 // The MCP Inspector's CLI (pinned in test/claude) lists the binary's
@@ -25,7 +24,7 @@ func TestInspectorStrict(t *testing.T) {
 		}
 		t.Skipf("the MCP Inspector is not installed (run npm ci in test/claude): %v", err)
 	}
-	ep := fake.Start(t, fake.Reply{})
+	ep := fakeengine.StartSystemOne(t, fakeengine.Reply{})
 	w := newWorld(t, chain("", so("jev", ep.URL)))
 	cmd := exec.Command(inspector, "--cli", "--method", "tools/list", "--strict", "--", bin, "mcp")
 	cmd.Env = append(w.env(), "SYSTEM1_CONFIG="+w.config)

@@ -4,9 +4,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"system1/internal/fakeengine"
 	"testing"
-
-	"system1/internal/gateway/fake"
 )
 
 // The official TypeScript client (@modelcontextprotocol/sdk, pinned in
@@ -34,8 +33,8 @@ func TestTypeScriptClient(t *testing.T) {
 		}
 		t.Skip(missing + "; set SYSTEM1_REQUIRE_JS=1 to make this a failure")
 	}
-	ok := fake.Start(t, fake.Reply{Probs: []float64{0.8, 0.15, 0.05}})
-	w := newWorld(t, chain("", so("local", fake.Down(t)), so("jev", ok.URL)))
+	ok := fakeengine.StartSystemOne(t, fakeengine.Reply{Probs: []float64{0.8, 0.15, 0.05}})
+	w := newWorld(t, chain("", so("local", fakeengine.Down(t)), so("jev", ok.URL)))
 	cmd := exec.Command(node, "--test", "--test-reporter=spec", "mcp.test.mjs")
 	cmd.Dir = dir
 	cmd.Env = append(w.env(), "SYSTEM1_BIN="+bin, "SYSTEM1_CONFIG="+w.config)

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"system1/internal/fakeengine"
 	"system1/internal/gateway"
-	"system1/internal/gateway/fake"
 )
 
 // expand substitutes ${NAME} and ${NAME:-default} as Claude Code does in
@@ -62,7 +62,7 @@ func TestClaudeCodePlugin(t *testing.T) {
 		t.Fatalf("plugin.json declares no system1 server: %+v", manifest)
 	}
 
-	ep := fake.Start(t, fake.Reply{})
+	ep := fakeengine.StartSystemOne(t, fakeengine.Reply{})
 	w := newWorld(t, chain("", so("jev", ep.URL)))
 	vars := map[string]string{"CLAUDE_PLUGIN_ROOT": root, "CLAUDE_PLUGIN_DATA": w.stateDir, "SYSTEM1_CONFIG": w.config}
 	// Start the server as Claude Code would, with the launcher running the

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"system1/internal/gateway/fake"
+	"system1/internal/fakeengine"
 	"system1/internal/testbin"
 )
 
@@ -49,9 +49,9 @@ func system1(t *testing.T, env []string, args ...string) (int, string, string) {
 
 // config writes a configuration whose one provider is a System One
 // endpoint answering as told.
-func config(t *testing.T, r fake.Reply) string {
+func config(t *testing.T, r fakeengine.Reply) string {
 	t.Helper()
-	ep := fake.Start(t, r)
+	ep := fakeengine.StartSystemOne(t, r)
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	yaml := "gateway:\n  threshold: 0.6\n  timeout: 5s\nproviders:\n  - {name: jev, kind: systemone, url: \"" + ep.URL + "\", model: jev-latest}\n"
 	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
@@ -63,9 +63,9 @@ func config(t *testing.T, r fake.Reply) string {
 // decide's exit status tells its outcomes apart, as its help and the
 // README say: 0 decided, 1 error, 2 usage, 3 abstained.
 func TestDecideExitStatus(t *testing.T) {
-	confident := config(t, fake.Reply{Probs: []float64{0.9, 0.1}})
-	unsure := config(t, fake.Reply{Probs: []float64{0.55, 0.45}})
-	down := config(t, fake.Reply{Status: 500, Message: "down"})
+	confident := config(t, fakeengine.Reply{Probs: []float64{0.9, 0.1}})
+	unsure := config(t, fakeengine.Reply{Probs: []float64{0.55, 0.45}})
+	down := config(t, fakeengine.Reply{Status: 500, Message: "down"})
 	for _, tc := range []struct {
 		name   string
 		args   []string

@@ -1,0 +1,347 @@
+package fakeengine
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"system1/internal/decision"
+	"system1/internal/systemone"
+)
+
+// The faults only a System One endpoint has, besides the engines'.
+const (
+	// OutsideOptions answers a choice with a key that is not one of the
+	// options ("refunds"), the rest of the reply well-formed.
+	OutsideOptions Fault = "outside-options"
+	// Late holds the request, whatever the client does, until Release;
+	// then it answers correctly, into a connection nobody reads.
+	Late Fault = "late"
+)
+
+// Reply says how a fake System One endpoint answers. The zero value
+// answers every question, a choice's first option at 0.9 and the rest
+// spread evenly, a noul at 0.9.
+type Reply struct {
+	// Probs are a choice's probabilities in option order, or [P(true)] for
+	// a noul; a choice with another count of options gets the default.
+	Probs []float64
+	// Dist, when set, gives each question its distribution over its n
+	// options ([P(true), P(false)] for a noul), whatever Probs says.
+	Dist func(n int) decision.Distribution
+	// Status, when set, refuses with that HTTP status, Message (default
+	// the status text) and RetryAfter.
+	Status     int
+	Message    string
+	RetryAfter string
+	// Raw, when set, is sent verbatim with status 200.
+	Raw string
+	// Hang never answers: the request waits until the caller gives up.
+	Hang bool
+	// Abstain marks every answer abstained, as laya-serve's gate does.
+	Abstain bool
+	// Model is the model reported; default "fake-1".
+	Model string
+	// Fault misbehaves as on an engine where it can (Refuse, Hang,
+	// Status, NotJSON, Stall), else as the System One reply's nearest
+	// fault: NoLogprobs leaves the answers out, NullLogprobs makes them
+	// null, EmptyChoices empty; NaN, PosInf, NegInf, NullLogprob,
+	// Positive and MissingLabel hit the option at Label; OutsideOptions
+	// and Late are this endpoint's own.
+	Fault Fault
+	Label int
+}
+
+// SystemOne is a running fake System One endpoint: it answers POST
+// /v1/systemone as its Reply says, counts the calls it gets, and answers
+// GET /health and GET /v1/models for probes. It is the one fake System
+// One endpoint of the tests.
+type SystemOne struct {
+	URL string
+	// Calls counts POST /v1/systemone requests; Probes counts GET /health
+	// and GET /v1/models.
+	Calls, Probes atomic.Int64
+	// Arrived gets a token per POST /v1/systemone, for a test to wait on.
+	Arrived chan struct{}
+
+	r       Reply
+	srv     *httptest.Server
+	last    atomic.Value
+	done    chan struct{} // closed by Close: held handlers return
+	release chan struct{} // closed by Release: Late handlers answer
+
+	mu       sync.Mutex
+	inFlight int
+	idle     chan struct{} // closed while no request is being handled
+	closed   bool
+	released bool
+}
+
+// NewSystemOne starts an endpoint answering as r. Close it when done.
+func NewSystemOne(r Reply) *SystemOne {
+	s := &SystemOne{r: r, done: make(chan struct{}), release: make(chan struct{}), Arrived: make(chan struct{}, 64), idle: make(chan struct{})}
+	close(s.idle)
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.URL = s.srv.URL
+	if r.Fault == Refuse {
+		s.srv.Listener.Close()
+	}
+	return s
+}
+
+// StartSystemOne runs an endpoint answering as r until the test ends.
+func StartSystemOne(t testing.TB, r Reply) *SystemOne {
+	t.Helper()
+	s := NewSystemOne(r)
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Down returns a URL where nothing listens.
+func Down(t testing.TB) string {
+	t.Helper()
+	s := httptest.NewServer(http.NotFoundHandler())
+	url := s.URL
+	s.Close()
+	return url
+}
+
+// LastRequest is the last POST /v1/systemone body, or "".
+func (s *SystemOne) LastRequest() string {
+	v, _ := s.last.Load().(string)
+	return v
+}
+
+// Release lets Late requests answer.
+func (s *SystemOne) Release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.released {
+		s.released = true
+		close(s.release)
+	}
+}
+
+// Close stops the server, ending held requests first.
+func (s *SystemOne) Close() {
+	s.mu.Lock()
+	closed := s.closed
+	s.closed = true
+	s.mu.Unlock()
+	if !closed {
+		close(s.done)
+		s.srv.Close()
+	}
+}
+
+// WaitIdle waits until no request is being handled.
+func (s *SystemOne) WaitIdle(ctx context.Context) error {
+	s.mu.Lock()
+	idle := s.idle
+	s.mu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *SystemOne) handling() func() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inFlight == 0 {
+		s.idle = make(chan struct{})
+	}
+	s.inFlight++
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.inFlight--; s.inFlight == 0 {
+			close(s.idle)
+		}
+	}
+}
+
+func (s *SystemOne) model() string {
+	if s.r.Model != "" {
+		return s.r.Model
+	}
+	return "fake-1"
+}
+
+func (s *SystemOne) serve(w http.ResponseWriter, req *http.Request) {
+	defer s.handling()()
+	body, _ := io.ReadAll(req.Body)
+	switch {
+	case req.Method == http.MethodGet && req.URL.Path == "/health":
+		s.Probes.Add(1)
+		writeBody(w, http.StatusOK, `{"status":"ok"}`)
+		return
+	case req.Method == http.MethodGet && req.URL.Path == "/v1/models":
+		s.Probes.Add(1)
+		writeBody(w, http.StatusOK, fmt.Sprintf(`{"models":[{"name":%q,"description":"a fake","release_date":"2026-01-01"}]}`, s.model()))
+		return
+	case req.Method != http.MethodPost || req.URL.Path != "/v1/systemone":
+		writeBody(w, http.StatusNotFound, `{"detail":"Not Found"}`)
+		return
+	}
+	s.Calls.Add(1)
+	s.last.Store(string(body))
+	select {
+	case s.Arrived <- struct{}{}:
+	default:
+	}
+	r := s.r
+	switch {
+	case r.Hang || r.Fault == Hang:
+		s.block(req)
+		return
+	case r.Fault == Late:
+		select { // the client is not watched: the answer comes late, whatever happened
+		case <-s.release:
+		case <-s.done:
+			return
+		}
+	case r.Status != 0:
+		if r.RetryAfter != "" {
+			w.Header().Set("Retry-After", r.RetryAfter)
+		}
+		msg := r.Message
+		if msg == "" {
+			msg = http.StatusText(r.Status)
+		}
+		writeBody(w, r.Status, fmt.Sprintf(`{"detail":%q}`, msg))
+		return
+	case r.Fault == NotJSON:
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = io.WriteString(w, "<html><body><h1>502 Bad Gateway</h1></body></html>")
+		return
+	case r.Raw != "":
+		writeBody(w, http.StatusOK, r.Raw)
+		return
+	}
+	p := systemone.ParseRequest(body)
+	if len(p.Problems) > 0 || len(p.Questions) == 0 {
+		writeBody(w, http.StatusUnprocessableEntity, `{"detail":"the fake could not read the request"}`)
+		return
+	}
+	reply := s.answer(p.Request)
+	if r.Fault == Stall {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(reply)))
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, reply[:len(reply)/2])
+		w.(http.Flusher).Flush()
+		s.block(req)
+		return
+	}
+	writeBody(w, http.StatusOK, reply)
+}
+
+func (s *SystemOne) block(r *http.Request) {
+	select {
+	case <-r.Context().Done():
+	case <-s.done:
+	}
+}
+
+// dist is a question's distribution over its n options.
+func (s *SystemOne) dist(q decision.Question) decision.Distribution {
+	n := len(q.Options)
+	if s.r.Dist != nil {
+		return s.r.Dist(n)
+	}
+	if q.Kind == decision.Noul {
+		p := 0.9
+		if len(s.r.Probs) > 0 {
+			p = s.r.Probs[0]
+		}
+		return decision.Distribution{p, 1 - p}
+	}
+	if len(s.r.Probs) == n {
+		return decision.Distribution(s.r.Probs)
+	}
+	d := make(decision.Distribution, n)
+	d[0] = 0.9
+	for i := 1; i < n; i++ {
+		d[i] = 0.1 / float64(n-1)
+	}
+	return d
+}
+
+// answer writes the reply to req, with the fault's damage.
+func (s *SystemOne) answer(req decision.Request) string {
+	f, hit := s.r.Fault, s.r.Label
+	num := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	var answers []string
+	for _, q := range req.Questions {
+		d := s.dist(q)
+		var a string
+		switch q.Kind {
+		case decision.Noul:
+			v := num(d[0])
+			if f == NullLogprob {
+				v = "null"
+			}
+			a = fmt.Sprintf(`{"type":"noul","noul":%s`, v)
+		case decision.Choice:
+			var ps []string
+			for i, o := range q.Options {
+				v := num(d[i])
+				if i == hit {
+					switch f {
+					case NaN:
+						v = "NaN"
+					case PosInf:
+						v = "Infinity"
+					case NegInf:
+						v = "-Infinity"
+					case NullLogprob:
+						v = "null"
+					case Positive:
+						v = "1.5"
+					case MissingLabel:
+						continue
+					}
+				}
+				ps = append(ps, fmt.Sprintf("%q:%s", o.Key, v))
+			}
+			choice := q.Options[d.Argmax()].Key
+			if f == OutsideOptions {
+				choice = "refunds"
+			}
+			a = fmt.Sprintf(`{"type":"choice","choice":%q,"confidence":%s,"probabilities":{%s}`,
+				choice, num(decision.ChoiceConfidence(d)), strings.Join(ps, ","))
+		default:
+			panic("the fake System One endpoint answers only choices and nouls")
+		}
+		if s.r.Abstain {
+			a += `,"abstention":"abstained","abstention_threshold":0.95,"low_confidence":true`
+		}
+		answers = append(answers, fmt.Sprintf("%q:%s}", q.ID, a))
+	}
+	all := "{" + strings.Join(answers, ",") + "}"
+	switch f {
+	case NoLogprobs:
+		return fmt.Sprintf(`{"model":%q,"usage":{"input_tokens":10,"output_tokens":1}}`, s.model())
+	case NullLogprobs:
+		all = "null"
+	case EmptyChoices:
+		all = "{}"
+	}
+	return fmt.Sprintf(`{"model":%q,"answers":%s,"usage":{"input_tokens":10,"output_tokens":1}}`, s.model(), all)
+}
+
+func writeBody(w http.ResponseWriter, status int, body string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, body)
+}
