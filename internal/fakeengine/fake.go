@@ -65,6 +65,7 @@ const maxRecorded = 4096
 
 // Fake is a running fake engine.
 type Fake struct {
+	active inflight
 	// URL is the server root, such as http://127.0.0.1:40123; system1's
 	// node configuration takes it as is.
 	URL string
@@ -73,13 +74,11 @@ type Fake struct {
 	srv  *httptest.Server
 	done chan struct{} // closed by Close: hung handlers return
 
-	mu       sync.Mutex
-	b        Behavior
-	reqs     []Request
-	refused  bool
-	closed   bool
-	inFlight int
-	idle     chan struct{} // closed while no request is being handled
+	mu      sync.Mutex
+	b       Behavior
+	reqs    []Request
+	refused bool
+	closed  bool
 }
 
 // New starts a fake engine. Close it when done.
@@ -90,8 +89,7 @@ func New(opt Options) *Fake {
 	if opt.NVocab == 0 {
 		opt.NVocab = 512
 	}
-	f := &Fake{opt: opt, done: make(chan struct{}), idle: make(chan struct{})}
-	close(f.idle)
+	f := &Fake{opt: opt, done: make(chan struct{})}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	f.URL = f.srv.URL
 	f.Set(opt.Behavior)
@@ -145,35 +143,7 @@ func (f *Fake) Inferences() []Request {
 // WaitIdle waits until no request is being handled, such as a hung one
 // whose client gave up; it returns ctx's error if that does not happen
 // first.
-func (f *Fake) WaitIdle(ctx context.Context) error {
-	f.mu.Lock()
-	idle := f.idle
-	f.mu.Unlock()
-	select {
-	case <-idle:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// handling counts a request in, returning the function that counts it
-// out.
-func (f *Fake) handling() func() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.inFlight == 0 {
-		f.idle = make(chan struct{})
-	}
-	f.inFlight++
-	return func() {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		if f.inFlight--; f.inFlight == 0 {
-			close(f.idle)
-		}
-	}
-}
+func (f *Fake) WaitIdle(ctx context.Context) error { return f.active.wait(ctx) }
 
 // Reset forgets the requests received so far.
 func (f *Fake) Reset() {
@@ -191,7 +161,7 @@ func (d Dialect) InferencePath() string {
 }
 
 func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
-	defer f.handling()()
+	defer f.active.enter()()
 	var body bytes.Buffer
 	_, _ = body.ReadFrom(r.Body)
 	rec := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body.Bytes()}

@@ -77,17 +77,16 @@ type SystemOne struct {
 	done    chan struct{} // closed by Close: held handlers return
 	release chan struct{} // closed by Release: Late handlers answer
 
+	active inflight
+
 	mu       sync.Mutex
-	inFlight int
-	idle     chan struct{} // closed while no request is being handled
 	closed   bool
 	released bool
 }
 
 // NewSystemOne starts an endpoint answering as r. Close it when done.
 func NewSystemOne(r Reply) *SystemOne {
-	s := &SystemOne{r: r, done: make(chan struct{}), release: make(chan struct{}), Arrived: make(chan struct{}, 64), idle: make(chan struct{})}
-	close(s.idle)
+	s := &SystemOne{r: r, done: make(chan struct{}), release: make(chan struct{}), Arrived: make(chan struct{}, 64)}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
 	if r.Fault == Refuse {
@@ -142,33 +141,7 @@ func (s *SystemOne) Close() {
 }
 
 // WaitIdle waits until no request is being handled.
-func (s *SystemOne) WaitIdle(ctx context.Context) error {
-	s.mu.Lock()
-	idle := s.idle
-	s.mu.Unlock()
-	select {
-	case <-idle:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (s *SystemOne) handling() func() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.inFlight == 0 {
-		s.idle = make(chan struct{})
-	}
-	s.inFlight++
-	return func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.inFlight--; s.inFlight == 0 {
-			close(s.idle)
-		}
-	}
-}
+func (s *SystemOne) WaitIdle(ctx context.Context) error { return s.active.wait(ctx) }
 
 func (s *SystemOne) model() string {
 	if s.r.Model != "" {
@@ -178,7 +151,7 @@ func (s *SystemOne) model() string {
 }
 
 func (s *SystemOne) serve(w http.ResponseWriter, req *http.Request) {
-	defer s.handling()()
+	defer s.active.enter()()
 	body, _ := io.ReadAll(req.Body)
 	switch {
 	case req.Method == http.MethodGet && req.URL.Path == "/health":
