@@ -11,6 +11,19 @@ import (
 	"system1/internal/engine"
 )
 
+// Policy says when a failing node is cooled down, after LiteLLM's router
+// defaults: a node that is down (refused, or 404 for a model it claims) is
+// cooled at once; one that errs or times out AllowedFails times within
+// Window is cooled for Cooldown; a 429 cools it for as long as it asked.
+type Policy struct {
+	AllowedFails int
+	Window       time.Duration
+	Cooldown     time.Duration
+}
+
+// DefaultPolicy is LiteLLM's: 3 failures a minute, 5 seconds off.
+var DefaultPolicy = Policy{AllowedFails: 3, Window: time.Minute, Cooldown: 5 * time.Second}
+
 // failed records a node's failure and cools it down by the policy.
 func (r *Router) failed(n *Node, f *engine.Failure) {
 	now := r.now()

@@ -14,19 +14,6 @@ import (
 	"system1/internal/engine"
 )
 
-// Policy says when a failing node is cooled down, after LiteLLM's router
-// defaults: a node that is down (refused, or 404 for a model it claims) is
-// cooled at once; one that errs or times out AllowedFails times within
-// Window is cooled for Cooldown; a 429 cools it for as long as it asked.
-type Policy struct {
-	AllowedFails int
-	Window       time.Duration
-	Cooldown     time.Duration
-}
-
-// DefaultPolicy is LiteLLM's: 3 failures a minute, 5 seconds off.
-var DefaultPolicy = Policy{AllowedFails: 3, Window: time.Minute, Cooldown: 5 * time.Second}
-
 // Observer is told what the router does, for metrics.
 type Observer interface {
 	Attempt(node, model, outcome string, d time.Duration)
