@@ -25,14 +25,14 @@ const (
 	RoleFallback = "fallback"
 )
 
-// Health is system1_health's answer.
+// Health is the gateway's health report (the MCP face's system1_health).
 type Health struct {
 	Status         string   `json:"status" jsonschema:"ok (the primary provider is up), degraded (the primary is down, a fallback is up), down (no provider is up, or the configuration is broken) or paused (turned off by the user)."`
 	Summary        string   `json:"summary" jsonschema:"The status in plain words."`
 	GatewayVersion string   `json:"gateway_version"`
 	SchemaVersion  string   `json:"schema_version"`
 	Config         string   `json:"config" jsonschema:"The configuration file read."`
-	ConfigErrors   []string `json:"config_errors" jsonschema:"Problems with the configuration; while there are any, system1_decide answers config_error."`
+	ConfigErrors   []string `json:"config_errors" jsonschema:"Problems with the configuration; while there are any, decide answers config_error."`
 	Paused         bool     `json:"paused"`
 	StateFile      string   `json:"state_file" jsonschema:"The pause state file, read on every call."`
 	Providers      []Probe  `json:"providers" jsonschema:"One probe per provider of the chain, in order. Probes send no user data."`
@@ -108,11 +108,11 @@ func role(i int) string {
 	return RoleFallback
 }
 
-// Capabilities is system1_capabilities' answer.
+// Capabilities describe the gateway (the MCP face's system1_capabilities).
 type Capabilities struct {
 	GatewayVersion string          `json:"gateway_version"`
 	SchemaVersion  string          `json:"schema_version"`
-	Tools          []string        `json:"tools" jsonschema:"The MCP tools this server lists."`
+	Tools          []string        `json:"tools" jsonschema:"The tools this server lists."`
 	Config         string          `json:"config" jsonschema:"The configuration file read."`
 	ConfigErrors   []string        `json:"config_errors"`
 	Paused         bool            `json:"paused"`
@@ -122,8 +122,8 @@ type Capabilities struct {
 	Providers      []ProviderInfo  `json:"providers" jsonschema:"The provider chain, in order."`
 	ProviderKinds  []KindInfo      `json:"provider_kinds" jsonschema:"The provider kinds this gateway knows, with what each declares it can do."`
 	Calibration    Calibration     `json:"calibration"`
-	RequestSchema  json.RawMessage `json:"request_schema" jsonschema:"The JSON Schema of a system1_decide request."`
-	ResponseSchema json.RawMessage `json:"response_schema" jsonschema:"The JSON Schema of a system1_decide response."`
+	RequestSchema  json.RawMessage `json:"request_schema" jsonschema:"The JSON Schema of a decide request."`
+	ResponseSchema json.RawMessage `json:"response_schema" jsonschema:"The JSON Schema of a decide response."`
 }
 
 // Calibration describes the fits loaded.
