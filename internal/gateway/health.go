@@ -52,12 +52,10 @@ type Probe struct {
 func (g *Gateway) Health(ctx context.Context) *Health {
 	h := &Health{GatewayVersion: g.opt.Version, SchemaVersion: SchemaVersion, Config: g.opt.ConfigPath,
 		ConfigErrors: g.ConfigErrors(), StateFile: g.opt.StatePath, Providers: make([]Probe, len(g.providers))}
+	var stateErr error
 	if g.opt.StatePath != "" {
 		s, err := pause.Read(g.opt.StatePath)
-		if err != nil {
-			h.ConfigErrors = append(h.ConfigErrors, fmt.Sprintf("pause state: %v (read as on)", err))
-		}
-		h.Paused = s.Paused
+		h.Paused, stateErr = s.Paused || err != nil, err
 	}
 	var wg sync.WaitGroup
 	for i, p := range g.providers {
@@ -77,6 +75,9 @@ func (g *Gateway) Health(ctx context.Context) *Health {
 		}
 	}
 	switch {
+	case stateErr != nil:
+		h.Status = HealthPaused
+		h.Summary = "System 1 is paused: " + stateRepair(g.opt.StatePath, stateErr) + ". Until then system1_decide abstains without asking any model."
 	case h.Paused:
 		h.Status = HealthPaused
 		h.Summary = "System 1 is paused by the user (/system1:toggle off): system1_decide abstains without asking any model until it is turned back on with /system1:toggle on."
@@ -146,8 +147,8 @@ func (g *Gateway) Capabilities(ctx context.Context) *Capabilities {
 		Calibration:   Calibration{File: g.fitsPath, Fits: []Fit{}},
 		RequestSchema: schemaJSON(RequestSchema()), ResponseSchema: schemaJSON(ResponseSchema())}
 	if g.opt.StatePath != "" {
-		s, _ := pause.Read(g.opt.StatePath)
-		c.Paused = s.Paused
+		s, err := pause.Read(g.opt.StatePath)
+		c.Paused = s.Paused || err != nil // fails closed, as decide
 	}
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()

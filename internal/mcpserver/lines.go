@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"regexp"
+	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -324,6 +325,13 @@ func Classify(line []byte) (jsonrpc.Message, []byte) {
 func checkID(raw json.RawMessage) string {
 	switch jsonx.Kind(raw) {
 	case "string":
+		// A lone surrogate escape decodes to U+FFFD: the reply would carry
+		// another id than the request.
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil ||
+			strings.ContainsRune(s, utf8.RuneError) && !bytes.ContainsRune(raw, utf8.RuneError) && !bytes.Contains(bytes.ToLower(raw), []byte(`\ufffd`)) {
+			return `"id" is not a valid string (a lone surrogate escape)`
+		}
 		return ""
 	case "number":
 		if !integerID.Match(raw) {
