@@ -3,8 +3,10 @@ package config
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Errors found while reading name the key path, and the line.
@@ -82,5 +84,61 @@ func TestParseStopsWithItsContext(t *testing.T) {
 	}
 	if _, err := ParseContext(ctx, []byte("listen: x\n")); !errors.Is(err, context.Canceled) {
 		t.Errorf("a cancelled read of a small file: %v", err)
+	}
+}
+
+// Hostile and careless files: each is refused with an error (never a
+// panic or a hang), or read as YAML means it.
+func TestParseHostileFiles(t *testing.T) {
+	// Nine levels of ten aliases each: 10^9 strings if expanded.
+	var bomb strings.Builder
+	bomb.WriteString("keys: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n")
+	for i := 1; i <= 9; i++ {
+		fmt.Fprintf(&bomb, "rate_limit%d: &l%d [", i, i)
+		for j := range 10 {
+			if j > 0 {
+				bomb.WriteString(", ")
+			}
+			fmt.Fprintf(&bomb, "*l%d", i-1)
+		}
+		bomb.WriteString("]\n")
+	}
+	nested := "nodes:\n  - &n {name: a, models: &m [x, x, x, x, x, x, x, x, x, x]}\n"
+	for i := range 9 {
+		nested += fmt.Sprintf("  - {name: b%d, models: [*m, *m, *m, *m, *m, *m, *m, *m, *m, *m]}\n", i)
+	}
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"billion laughs at the top", bomb.String(), "rate_limit1: line 2: unknown key"},
+		{"billion laughs in aliases", "keys: &a [x, x]\naliases: {a: *a}\n", `aliases["a"]: line 2: an alias names one model`},
+		{"lists of lists", nested, "cannot unmarshal"},
+		{"a list at the top", "- a\n- b\n", "cannot unmarshal"},
+		{"a scalar at the top", "hello\n", "cannot unmarshal"},
+		{"two documents", "listen: a\n---\nlisten: b\n", "line 2: a second YAML document"},
+		{"a huge integer", "nodes:\n  - {name: a, max_options: 99999999999999999999}\n", "cannot unmarshal"},
+		{"a huge body limit", "max_body_bytes: 1e30\n", "cannot unmarshal"},
+		{"a NUL byte", "listen: \"a\x00\"\n", "control characters"},
+		{"invalid UTF-8", "listen: \xff\xfe\n", "invalid"},
+		{"a binary alias", "aliases: {a: !!binary aGVsbG8=}\n", "!!binary is not a string"},
+		{"a merge key in aliases", "aliases: {<<: {a: b}}\n", "merge keys"},
+		{"a tab indent", "gateway:\n\ttimeout: 1s\n", "cannot start any token"},
+		{"a duplicate in a merged node", "nodes:\n  - {name: a, name: b}\n", `nodes[0].name: line 2: the key appears twice`},
+		{"a key that is a list", "nodes:\n  - {[a]: b}\n", "nodes[0]: line 2: a key is a name, not a list"},
+		{"deep nesting", "keys: " + strings.Repeat("[", 10000) + strings.Repeat("]", 10000) + "\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.yaml))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v; want %q", err, tc.want)
+			}
+		})
+	}
+	// What YAML itself means is kept: a merge into a node, an anchor
+	// reused, keys as !!binary (decoded, as yaml does for strings).
+	c, err := Parse([]byte("nodes:\n  - &base {name: a, url: 'http://x', dialect: llamacpp, timeout: 2s}\n  - {<<: *base, name: b}\nkeys: [!!binary aGVsbG8=]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Nodes) != 2 || c.Nodes[1].Name != "b" || c.Nodes[1].URL != "http://x" || c.Nodes[1].Timeout != Duration(2*time.Second) || c.Keys[0] != "hello" {
+		t.Errorf("read %+v", c)
 	}
 }

@@ -64,12 +64,23 @@ func LoadContext(ctx context.Context, path string) (*Config, error) {
 
 func parseTree(ctx context.Context, data []byte) (*Config, error) {
 	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
 	// An empty file is an empty configuration.
-	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&doc); err != nil {
+	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
 			return &Config{}, nil
 		}
 		return nil, err
+	}
+	// A second document ("---") would be ignored: two files pasted
+	// together, where the second's settings silently do nothing.
+	var next yaml.Node
+	if err := dec.Decode(&next); !errors.Is(err, io.EOF) {
+		line := next.Line
+		if err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("line %d: a second YAML document (after ---): the file is one configuration", line)
 	}
 	w := &walker{ctx: ctx, seen: map[walkKey]bool{}, fields: map[reflect.Type]map[string]reflect.Type{}}
 	if err := w.walk(&doc, reflect.TypeFor[Config](), ""); err != nil {
@@ -124,14 +135,20 @@ func readAliases(ctx context.Context, n *yaml.Node) (map[string]string, error) {
 				return nil, err
 			}
 		}
+		// Lines are where the alias is written, not where an anchor it
+		// uses was.
+		kLine, vLine := n.Content[i].Line, n.Content[i+1].Line
 		k, v := resolve(n.Content[i]), resolve(n.Content[i+1])
+		if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
+			return nil, fmt.Errorf("aliases: line %d: merge keys (<<) are not read here: list each alias", kLine)
+		}
 		key, err := scalarString(k)
 		if err != nil {
-			return nil, fmt.Errorf("aliases: line %d: an alias is a model id: %v", k.Line, err)
+			return nil, fmt.Errorf("aliases: line %d: an alias is a model id: %v", kLine, err)
 		}
 		val, err := scalarString(v)
 		if err != nil {
-			return nil, fmt.Errorf("aliases[%q]: line %d: an alias names one model: %v", key, v.Line, err)
+			return nil, fmt.Errorf("aliases[%q]: line %d: an alias names one model: %v", key, vLine, err)
 		}
 		m[key] = val
 	}
