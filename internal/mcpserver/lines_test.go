@@ -209,3 +209,86 @@ func TestRequestBeforeInitialize(t *testing.T) {
 		t.Errorf("after initialize: %v", m)
 	}
 }
+
+// What a careless or hostile client may write that is still valid, or
+// harmless: each is answered as JSON-RPC says, and the server keeps
+// serving.
+func TestHostileButValidLines(t *testing.T) {
+	ep := fake.Start(t, fake.Reply{})
+	w := newWorld(t, chain("", so("jev", ep.URL)))
+	s := w.startRaw()
+	s.initialize()
+	expect := func(id string, ok bool) map[string]json.RawMessage {
+		t.Helper()
+		m := s.next()
+		if string(m["id"]) != id || (m["result"] != nil) != ok {
+			t.Fatalf("want id %s ok %v; got %v", id, ok, m)
+		}
+		return m
+	}
+	// CRLF line endings.
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}` + "\r\n")
+	expect("1", true)
+	// A line split across writes, with a pause between them.
+	s.send(`{"jsonrpc":"2.0","id":2,`)
+	time.Sleep(50 * time.Millisecond)
+	s.send(`"method":"tools/list"}` + "\n")
+	expect("2", true)
+	// Two messages in one write.
+	s.send(`{"jsonrpc":"2.0","id":3,"method":"ping"}` + "\n" + `{"jsonrpc":"2.0","id":4,"method":"ping"}` + "\n")
+	a, b := s.next(), s.next()
+	if ids := string(a["id"]) + string(b["id"]); ids != "34" && ids != "43" {
+		t.Errorf("two pings: %v %v", a, b)
+	}
+	// A notification with an unknown method, one with odd params, a
+	// cancellation of nothing and a response to a request never sent: no
+	// reply at all (the next ping's is the next line).
+	s.send(`{"jsonrpc":"2.0","method":"notifications/bogus","params":{"a":[1,{"b":null}]}}` + "\n")
+	s.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":true}}` + "\n")
+	s.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99999}}` + "\n")
+	s.send(`{"jsonrpc":"2.0","id":"never-sent","result":{}}` + "\n")
+	s.send("\n   \n\r\n")
+	s.send(`{"jsonrpc":"2.0","id":5,"method":"ping"}` + "\n")
+	expect("5", true)
+	// An unknown method is -32601, with the id.
+	s.send(`{"jsonrpc":"2.0","id":6,"method":"bogus/method"}` + "\n")
+	if m := expect("6", false); errCode(t, m) != -32601 {
+		t.Errorf("unknown method: %v", m)
+	}
+	// Ids of every valid form come back as sent: long strings, escapes,
+	// negative and the largest exact integers.
+	for _, id := range []string{`"` + strings.Repeat("x", 100_000) + `"`, `"\u00e9\n\"\ud83d\ude00"`, `-9007199254740991`, `9007199254740991`, `0`, `""`} {
+		s.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"ping"}` + "\n")
+		m := s.next()
+		var sent, got any
+		_ = json.Unmarshal([]byte(id), &sent)
+		_ = json.Unmarshal(m["id"], &got)
+		if fmt.Sprint(sent) != fmt.Sprint(got) || m["result"] == nil {
+			t.Errorf("id %.40s came back as %.40s: %v", id, m["id"], m["error"])
+		}
+	}
+	// Deeply nested arguments reach the tool's own checks.
+	s.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"system1_decide","arguments":{"question":"q","context":` +
+		strings.Repeat(`{"a":`, 500) + "1" + strings.Repeat("}", 500) + `}}}` + "\n")
+	expect("7", true)
+	// A decide tool call still works after all of it.
+	s.healthCall(8)
+	expect("8", true)
+}
+
+// stdin closed in the middle of a line: the partial line gets its parse
+// error, and the server exits 0 as when a client closes stdin.
+func TestStdinClosedMidLine(t *testing.T) {
+	ep := fake.Start(t, fake.Reply{})
+	w := newWorld(t, chain("", so("jev", ep.URL)))
+	s := w.startRaw()
+	s.initialize()
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/li`)
+	_ = s.stdin.Close()
+	if m := s.next(); string(m["id"]) != "null" || errCode(t, m) != -32700 {
+		t.Errorf("the partial line: %v", m)
+	}
+	if err := s.cmd.Wait(); err != nil {
+		t.Errorf("exit: %v\n%s", err, s.stderr)
+	}
+}
