@@ -76,3 +76,28 @@ func TestReadRefusesWhatWriteDidNotWrite(t *testing.T) {
 		t.Error("the folder's content is gone")
 	}
 }
+
+// A state file the user cannot read is an error (the gateway fails
+// closed), and Write replaces it. Root reads a file of mode 000, so this
+// only runs as another user.
+func TestReadUnreadableFile(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root reads a file of mode 000: nothing to test as root")
+	}
+	path := filepath.Join(t.TempDir(), FileName)
+	if _, err := Write(path, true, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Read(path); err == nil {
+		t.Fatal("an unreadable state file read without error")
+	}
+	if _, err := Write(path, false, time.Now()); err != nil {
+		t.Fatalf("write does not repair it: %v", err)
+	}
+	if s, err := Read(path); err != nil || s.Paused {
+		t.Errorf("after the repair: %+v %v", s, err)
+	}
+}
