@@ -7,8 +7,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"system1/internal/pause"
 )
 
 // Health statuses.
@@ -52,11 +50,8 @@ type Probe struct {
 func (g *Gateway) Health(ctx context.Context) *Health {
 	h := &Health{GatewayVersion: g.opt.Version, SchemaVersion: SchemaVersion, Config: g.opt.ConfigPath,
 		ConfigErrors: g.ConfigErrors(), StateFile: g.opt.StatePath, Providers: make([]Probe, len(g.providers))}
-	var stateErr error
-	if g.opt.StatePath != "" {
-		s, err := pause.Read(g.opt.StatePath)
-		h.Paused, stateErr = s.Paused || err != nil, err
-	}
+	paused, stateErr := g.paused(g.log)
+	h.Paused = paused
 	var wg sync.WaitGroup
 	for i, p := range g.providers {
 		wg.Go(func() {
@@ -146,10 +141,7 @@ func (g *Gateway) Capabilities(ctx context.Context) *Capabilities {
 		Providers: make([]ProviderInfo, len(g.providers)), ProviderKinds: Kinds,
 		Calibration:   Calibration{File: g.fitsPath, Fits: []Fit{}},
 		RequestSchema: schemaJSON(RequestSchema()), ResponseSchema: schemaJSON(ResponseSchema())}
-	if g.opt.StatePath != "" {
-		s, err := pause.Read(g.opt.StatePath)
-		c.Paused = s.Paused || err != nil // fails closed, as decide
-	}
+	c.Paused, _ = g.paused(g.log)
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
 	for i, p := range g.providers {
