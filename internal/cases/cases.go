@@ -233,7 +233,7 @@ func Read(r io.Reader, name string) ([]Case, error) {
 		if len(bytes.TrimSuffix(sc.Bytes(), []byte("\r"))) > MaxLineBytes {
 			return nil, fmt.Errorf("%s:%d: line longer than %d bytes", name, line, MaxLineBytes)
 		}
-		b := bytes.TrimSpace(sc.Bytes())
+		b := bytes.Trim(sc.Bytes(), " \t\r\n") // JSON's whitespace: a line of U+00A0 is not blank
 		if len(b) == 0 {
 			continue
 		}

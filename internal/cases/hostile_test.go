@@ -22,6 +22,8 @@ func TestReadHostileFiles(t *testing.T) {
 		{"a line over the limit", agnews + "\n" + `{"id":"` + strings.Repeat("x", MaxLineBytes+10) + `"}` + "\n", "x.jsonl:2: line longer than"},
 		{"two cases on one line", agnews + " " + ag(`"a1"`, `"a2"`), "x.jsonl:1: not valid JSON"},
 		{"a case split over two lines", strings.Replace(agnews, `, "questions"`, ",\n\"questions\"", 1), "x.jsonl:1: not valid JSON"},
+		{"a no-break space before the case", "\u00a0" + agnews, "x.jsonl:1: not valid"},
+		{"a line of no-break spaces", agnews + "\n\u00a0\u00a0\n", "x.jsonl:2: not valid"},
 		{"a lone surrogate in the id", ag(`"a1"`, `"a\ud800"`), "x.jsonl:1:"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

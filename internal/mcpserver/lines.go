@@ -245,10 +245,12 @@ var integerID = regexp.MustCompile(`^-?(0|[1-9][0-9]{0,15})$`)
 
 const maxExactID = 1<<53 - 1
 
+const jsonSpace = " \t\r\n"
+
 // Classify reads one line: a message for the SDK, or the error reply to
 // send instead (exactly one of the two; neither for a blank line).
 func Classify(line []byte) (jsonrpc.Message, []byte) {
-	line = bytes.TrimSpace(line)
+	line = bytes.Trim(line, jsonSpace) // JSON's whitespace only: U+00A0 is not
 	if len(line) == 0 {
 		return nil, nil
 	}

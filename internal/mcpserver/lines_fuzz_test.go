@@ -92,7 +92,7 @@ func FuzzLineReader(f *testing.F) {
 		}
 		lines := 0
 		for _, l := range bytes.Split(input, []byte("\n")) {
-			if len(bytes.TrimSpace(l)) > 0 || len(bytes.TrimSuffix(l, []byte("\r"))) > max {
+			if len(bytes.Trim(l, jsonSpace)) > 0 || len(bytes.TrimSuffix(l, []byte("\r"))) > max {
 				lines++
 			}
 		}
@@ -131,6 +131,8 @@ func TestClassify(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":1,"method":"x","params":` + strings.Repeat(`{"a":`, 1100) + "1" + strings.Repeat("}", 1100) + "}", -32600, "1"},
 		{`{"jsonrpc":"2.0","id":1,"method":"x"} {"jsonrpc":"2.0","id":2,"method":"x"}`, -32700, "null"},
 		{"\ufeff" + `{"jsonrpc":"2.0","id":1,"method":"x"}`, -32700, "null"},
+		{"\u00a0" + `{"jsonrpc":"2.0","id":1,"method":"x"}`, -32700, "null"},
+		{"\u00a0", -32700, "null"},
 		{`{"jsonrpc":"2.0","id":"\ud800","method":"x"}`, -32600, "null"},
 		{`{"jsonrpc":"2.0","id":"\ud83d\ude00 \uFFFD","method":"x"}`, 0, ""},
 		{`{"jsonrpc":2.0,"id":1,"method":"x"}`, -32600, "1"},
