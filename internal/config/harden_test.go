@@ -118,7 +118,9 @@ func TestParseHostileFiles(t *testing.T) {
 		{"a huge body limit", "max_body_bytes: 1e30\n", "cannot unmarshal"},
 		{"a NUL byte", "listen: \"a\x00\"\n", "control characters"},
 		{"invalid UTF-8", "listen: \xff\xfe\n", "invalid"},
-		{"a binary alias", "aliases: {a: !!binary aGVsbG8=}\n", "!!binary is not a string"},
+		{"a binary alias", "aliases: {a: !!binary aGVsbG8=}\n", `aliases["a"]: line 1: a !!binary value`},
+		{"a binary key", "keys: [ok, !!binary /w==]\n", "keys[1]: line 1: a !!binary value is not read here"},
+		{"a binary listen address", "listen: !!binary aGVsbG8=\n", "listen: line 1: a !!binary value"},
 		{"a merge key in aliases", "aliases: {<<: {a: b}}\n", "merge keys"},
 		{"a tab indent", "gateway:\n\ttimeout: 1s\n", "cannot start any token"},
 		{"a duplicate in a merged node", "nodes:\n  - {name: a, name: b}\n", `nodes[0].name: line 2: the key appears twice`},
@@ -133,8 +135,8 @@ func TestParseHostileFiles(t *testing.T) {
 		})
 	}
 	// What YAML itself means is kept: a merge into a node, an anchor
-	// reused, keys as !!binary (decoded, as yaml does for strings).
-	c, err := Parse([]byte("nodes:\n  - &base {name: a, url: 'http://x', dialect: llamacpp, timeout: 2s}\n  - {<<: *base, name: b}\nkeys: [!!binary aGVsbG8=]\n"))
+	// reused, a tag that names the type the field has.
+	c, err := Parse([]byte("nodes:\n  - &base {name: a, url: 'http://x', dialect: llamacpp, timeout: 2s}\n  - {<<: *base, name: b}\nkeys: [!!str hello]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

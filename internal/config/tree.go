@@ -234,6 +234,10 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path string) error {
 		}
 		return nil
 	}
+	if n.Kind == yaml.ScalarNode && t.Kind() == reflect.String && n.ShortTag() == "!!binary" {
+		// Decoded, it is any bytes: a key or a name that is not text.
+		return fmt.Errorf("%s: line %d: a !!binary value is not read here: write the text itself", name(path), n.Line)
+	}
 	if n.Kind != yaml.MappingNode && n.Kind != yaml.SequenceNode {
 		return nil
 	}
