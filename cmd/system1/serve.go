@@ -31,7 +31,7 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 	path := configPath(*cfgFlag, e.getenv)
 	log.Info("reading the configuration", "config", path)
 	cfg, err := config.LoadContext(ctx, path)
-	if ctx.Err() != nil {
+	if errors.Is(err, context.Canceled) {
 		log.Info("stopped by a signal while reading the configuration")
 		return nil
 	}
@@ -45,9 +45,6 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 	}
 	if errs := cfg.Check(); len(errs) > 0 {
 		return fmt.Errorf("configuration %s: %w", cfg.Path, errors.Join(errs...))
-	}
-	if err := checkNodes(cfg, log); err != nil {
-		return err
 	}
 	if *listen != "" {
 		cfg.Listen = *listen
@@ -76,6 +73,9 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 	keys, err := cfg.APIKeys(e.getenv)
 	if err != nil {
 		return fmt.Errorf("configuration %s: %w", cfg.Path, err)
+	}
+	if err := checkNodes(cfg, log); err != nil {
+		return err
 	}
 	rounding := 2
 	if cfg.Rounding != nil {

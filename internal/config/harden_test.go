@@ -75,15 +75,25 @@ func TestAliasesRead(t *testing.T) {
 	}
 }
 
-// Reading stops when its context ends, large file or not.
+// Reading a large file stops when its context ends, before or while it
+// reads; a small file is read whole (it takes well under a millisecond).
 func TestParseStopsWithItsContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := ParseContext(ctx, aliasesYAML(200_000)); !errors.Is(err, context.Canceled) {
 		t.Errorf("a cancelled read: %v", err)
 	}
-	if _, err := ParseContext(ctx, []byte("listen: x\n")); !errors.Is(err, context.Canceled) {
-		t.Errorf("a cancelled read of a small file: %v", err)
+	if c, err := ParseContext(ctx, []byte("listen: x\n")); err != nil || c.Listen != "x" {
+		t.Errorf("a cancelled read of a small file: %+v %v", c, err)
+	}
+	// Cancelled while it reads: the read ends with the cancellation.
+	ctx, cancel = context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	data := aliasesYAML(500_000)
+	go func() { _, err := ParseContext(ctx, data); done <- err }()
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled while reading: %v", err)
 	}
 }
 
