@@ -52,7 +52,7 @@ func TestCorruptStateFailsClosed(t *testing.T) {
 			}
 			out, _, code := w.run("decide", "--config", w.config, "--json", "Ship it?")
 			var cli gateway.Response
-			if err := json.Unmarshal([]byte(out), &cli); err != nil || cli.Status != gateway.Abstained || code != 0 {
+			if err := json.Unmarshal([]byte(out), &cli); err != nil || cli.Status != gateway.Abstained || code != 3 { // 3: abstained
 				t.Errorf("system1 decide over a corrupt state file: %d %s", code, out)
 			}
 			out, errOut, code := w.run("toggle", "status")
