@@ -72,9 +72,9 @@ type Log struct {
 	// transaction in flight ends and the rest of the queue is dropped.
 	abort       context.Context
 	cancelAbort context.CancelFunc
-	done    chan struct{}
-	once    sync.Once
-	closed  atomic.Bool
+	done        chan struct{}
+	once        sync.Once
+	closed      atomic.Bool
 
 	written, dropped, failed atomic.Uint64
 }

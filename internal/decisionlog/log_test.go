@@ -325,7 +325,7 @@ func TestWindowGroupsAndPredictions(t *testing.T) {
 	add("b", "m1", decision.Score, 5, t0, "4")
 	add("c", "m1", decision.Choice, 12, t0, "0")
 	add("d", "m1", decision.Choice, 4, t0, "2")
-	add("e", "m1", decision.Choice, 3, t0, "")                 // no outcome: left out
+	add("e", "m1", decision.Choice, 3, t0, "")                  // no outcome: left out
 	add("f", "m1", decision.Choice, 3, t0.Add(-time.Hour), "0") // outside the window
 	es, err := l.Window(ctx, t0, t0.Add(time.Minute), "")
 	if err != nil {
