@@ -75,6 +75,8 @@ type Config struct {
 	Gateway Gateway           `yaml:"gateway"`
 	// Providers are the gateway's chain, in order.
 	Providers []Provider `yaml:"providers"`
+	// DecisionLog is where answered questions are recorded.
+	DecisionLog DecisionLog `yaml:"decision_log"`
 
 	// Path is the file this was read from, if any.
 	Path string `yaml:"-"`
@@ -270,6 +272,7 @@ func (c *Config) Check() []error {
 	if t := c.Gateway.Threshold; t != nil && !(*t >= 0 && *t <= 1) { // NaN too
 		bad("gateway.threshold: %v is not in [0,1]", *t)
 	}
+	errs = append(errs, c.DecisionLog.check()...)
 	pnames := map[string]bool{}
 	for i, p := range c.Providers {
 		at := fmt.Sprintf("providers[%d]", i)

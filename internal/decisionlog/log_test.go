@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"reflect"
 	"sync"
 	"testing"
 	"time"
 
+	"system1/internal/config"
 	"system1/internal/decision"
 )
 
@@ -415,4 +417,25 @@ func containsSecret(s string) bool {
 		}
 	}
 	return false
+}
+
+func TestOptionsFromConfig(t *testing.T) {
+	c, err := config.Parse([]byte("decision_log: {retention: 7d, queue: 50, keep_states: true, max_rows: 9}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	opt := OptionsFrom(c.DecisionLog, dir, func(string) string { return "" })
+	want := Options{Path: filepath.Join(dir, config.DefaultDecisionLogFile), KeepStates: true, Retention: 7 * 24 * time.Hour, Queue: 50, MaxRows: 9}
+	if !reflect.DeepEqual(opt, want) {
+		t.Fatalf("%+v, want %+v", opt, want)
+	}
+	l := openLog(t, opt)
+	l.Record(sample("r", "q", t0))
+	if es, err := l.Lookup(ctxT(t), "r"); err != nil || len(es) != 1 {
+		t.Fatalf("%v %v", es, err)
+	}
+	if pg := OptionsFrom(config.DecisionLog{URL: "postgres://h/db"}, dir, nil); pg.URL != "postgres://h/db" || pg.Path != "" {
+		t.Fatalf("%+v", pg)
+	}
 }
