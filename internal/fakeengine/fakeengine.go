@@ -92,6 +92,9 @@ type Behavior struct {
 	// Logprobs gives the log-probability of each label; nil is Halving.
 	// A label given -Inf is left out of the top log-probabilities.
 	Logprobs func(labels []string) []float64
+	// Prompted, when set, gives them from the whole request instead, the
+	// prompt included (prompted.go).
+	Prompted func(r Request) []float64
 	// NoUsage leaves the token counts out of the reply.
 	NoUsage bool
 	// Everywhere applies the fault and the latency to every route, not
@@ -572,11 +575,7 @@ func placeholder(lit string) string { return "\x00" + lit }
 
 // answer builds the reply to an inference request.
 func (f *Fake) answer(rec Request, b Behavior) []byte {
-	dist := b.Logprobs
-	if dist == nil {
-		dist = Halving
-	}
-	lps := dist(rec.Labels)
+	lps := b.logprobs(rec)
 	if rec.Constrained {
 		lps = renormalise(lps)
 	}
