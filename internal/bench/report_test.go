@@ -2,9 +2,9 @@ package bench
 
 import (
 	"bytes"
-	"fmt"
 	"context"
 	"errors"
+	"fmt"
 	"image/png"
 	"math"
 	"strings"
