@@ -7,9 +7,13 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"system1/internal/config"
 	"system1/internal/decision"
@@ -437,5 +441,55 @@ func TestOptionsFromConfig(t *testing.T) {
 	}
 	if pg := OptionsFrom(config.DecisionLog{URL: "postgres://h/db"}, dir, nil); pg.URL != "postgres://h/db" || pg.Path != "" {
 		t.Fatalf("%+v", pg)
+	}
+}
+
+func TestParseOutcome(t *testing.T) {
+	for _, c := range []struct {
+		in, want string
+		bad      bool
+	}{
+		{`"billing"`, "billing", false},
+		{`true`, "true", false},
+		{`false`, "false", false},
+		{`2`, "2", false},
+		{`0`, "0", false},
+		{`"2"`, "2", false},
+		{`2.5`, "", true},
+		{`-1`, "", true},
+		{`null`, "", true},
+		{`["a"]`, "", true},
+		{`{"a":1}`, "", true},
+		{`tru`, "", true},
+	} {
+		got, err := ParseOutcome(json.RawMessage(c.in))
+		if (err != nil) != c.bad || got != c.want {
+			t.Errorf("%s: %q, %v", c.in, got, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), "outcome") {
+			t.Errorf("%s: %v does not name outcome", c.in, err)
+		}
+	}
+}
+
+// The drop counter is readable by a Prometheus metric without a global
+// registry: a CounterFunc over Dropped.
+func TestDroppedFeedsAPrometheusCounter(t *testing.T) {
+	l := openLog(t, Options{Path: sqlitePath(t), Queue: 1, Batch: 1})
+	release := holdWriter(t, l)
+	defer release()
+	dropped := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "system1_decision_log_dropped_total", Help: "Records dropped."},
+		func() float64 { return float64(l.Dropped()) })
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(dropped)
+	for range 50 {
+		l.Record(sample("r", "q", t0))
+	}
+	got := testutil.ToFloat64(dropped)
+	if got < 48 {
+		t.Fatalf("counter %v after 50 records with room for 2", got)
+	}
+	if n, err := testutil.GatherAndCount(reg, "system1_decision_log_dropped_total"); err != nil || n != 1 {
+		t.Fatalf("gathered %d, %v", n, err)
 	}
 }

@@ -17,7 +17,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"time"
 
 	"system1/internal/calibration"
@@ -219,4 +223,28 @@ func Groups(entries []Entry) []Group {
 		return bucketRank[a.Bucket] - bucketRank[b.Bucket]
 	})
 	return out
+}
+
+// ParseOutcome reads an outcome as a face receives it, as JSON, into the
+// option key Outcome takes: a string as itself (a criteria key, a decide
+// option, a level key), true and false as "true" and "false" (a noul),
+// and a whole number as its decimal digits (a score level given as a
+// number). Anything else is an error naming outcome.
+func ParseOutcome(raw json.RawMessage) (string, error) {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return "", fmt.Errorf("outcome: not JSON: %w", err)
+	}
+	switch x := v.(type) {
+	case string:
+		return x, nil
+	case bool:
+		return strconv.FormatBool(x), nil
+	case float64:
+		if x == math.Trunc(x) && x >= 0 && x < 1e9 {
+			return strconv.FormatInt(int64(x), 10), nil
+		}
+		return "", fmt.Errorf("outcome: %v is not a level (a whole number from 0)", x)
+	}
+	return "", errors.New("outcome: must be an option key (string), true or false, or a level number")
 }
