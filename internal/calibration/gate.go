@@ -79,13 +79,28 @@ func SuggestGate(preds []Prediction, target float64) Gate {
 			}
 			i++
 		}
-		if ub := ClopperPearsonUpper(wrong, above, GateConfidence); ub < target {
+		if boundUnder(wrong, above, GateConfidence, target) {
 			tt := t
-			g.Threshold, g.Above, g.WrongAbove, g.UpperBound = &tt, above, wrong, ub
+			g.Threshold, g.Above, g.WrongAbove = &tt, above, wrong
 			g.Coverage = float64(above) / float64(len(cs))
 		}
 	}
+	if g.Threshold != nil {
+		g.UpperBound = ClopperPearsonUpper(g.WrongAbove, g.Above, GateConfidence)
+	}
 	return g
+}
+
+// boundUnder reports whether ClopperPearsonUpper(k, n, level) < target
+// without finding the bound: the bound is the p at which P(X <= k) falls
+// to 1-level, and P(X <= k) = 1 - I_p(k+1, n-k) decreases in p, so the
+// bound is under target exactly when I_target(k+1, n-k) > level. One
+// evaluation instead of a search, per candidate threshold.
+func boundUnder(k, n int, level, target float64) bool {
+	if n <= 0 || k >= n {
+		return false
+	}
+	return RegIncBeta(target, float64(k+1), float64(n-k)) > level
 }
 
 // WrongAbove counts the cases whose confidence reaches t (within 1e-9)
