@@ -362,11 +362,36 @@ func (l *Log) Lookup(ctx context.Context, requestID string) ([]Entry, error) {
 // are kept. questionID may be "" when the request has a single question,
 // as a decide request does. It returns the entry the outcome is for, as
 // it stands after it.
+//
+// It reads the stored records first and waits for the queue only when
+// they do not name the question, so feedback on an answer written long
+// ago does not wait behind the traffic queued since.
 func (l *Log) Outcome(ctx context.Context, requestID, questionID, outcome string) (Entry, error) {
-	es, err := l.Lookup(ctx, requestID)
-	if err != nil {
-		return Entry{}, err
+	if questionID == "" {
+		// Whether the request has one question is only known once none
+		// of its records is queued.
+		es, err := l.Lookup(ctx, requestID)
+		if err != nil {
+			return Entry{}, err
+		}
+		return l.outcome(ctx, es, requestID, questionID, outcome)
 	}
+	es, err := l.store.entries(ctx, "WHERE d.request_id = ? ORDER BY d.id", requestID)
+	if err != nil {
+		return Entry{}, fmt.Errorf("decision log: lookup: %w", err)
+	}
+	e, err := l.outcome(ctx, es, requestID, questionID, outcome)
+	if errors.Is(err, ErrUnknownRequest) || errors.Is(err, ErrUnknownQuestion) {
+		// Its records may still be queued.
+		if es, err = l.Lookup(ctx, requestID); err != nil {
+			return Entry{}, err
+		}
+		e, err = l.outcome(ctx, es, requestID, questionID, outcome)
+	}
+	return e, err
+}
+
+func (l *Log) outcome(ctx context.Context, es []Entry, requestID, questionID, outcome string) (Entry, error) {
 	if len(es) == 0 {
 		return Entry{}, fmt.Errorf("%w %q", ErrUnknownRequest, requestID)
 	}
