@@ -26,7 +26,7 @@ type DecisionLog struct {
 	URL string `yaml:"url"`
 	// KeepStates stores each state beside its SHA-256.
 	KeepStates bool `yaml:"keep_states"`
-	// Retention is how long records are kept (default 30d).
+	// Retention is how long records are kept (0: the default, 30d).
 	Retention Retention `yaml:"retention"`
 	// Queue bounds the records waiting to be written (default 10000);
 	// past it records are dropped and counted.
@@ -86,26 +86,26 @@ func (d DecisionLog) check() []error {
 }
 
 // Retention is a duration written as days ("30d") or as a Go duration
-// ("720h", "90m").
+// ("720h", "90m"); 0 is the default.
 type Retention time.Duration
 
 // maxRetentionDays keeps days*24h within a time.Duration.
 const maxRetentionDays = 100_000
 
-// UnmarshalYAML parses "Nd" or a Go duration; it must be positive.
+// UnmarshalYAML parses "Nd" or a Go duration; it must not be negative.
 func (r *Retention) UnmarshalYAML(n *yaml.Node) error {
 	v := strings.TrimSpace(n.Value)
 	var d time.Duration
 	if days, ok := strings.CutSuffix(v, "d"); ok {
 		x, err := strconv.ParseFloat(days, 64)
-		if err != nil || !(x > 0) || x > maxRetentionDays || math.IsInf(x, 0) {
-			return fmt.Errorf("line %d: decision_log.retention %q is not a positive number of days such as 30d", n.Line, n.Value)
+		if err != nil || !(x >= 0) || x > maxRetentionDays || math.IsInf(x, 0) {
+			return fmt.Errorf("line %d: decision_log.retention %q is not a number of days such as 30d", n.Line, n.Value)
 		}
 		d = time.Duration(x * float64(24*time.Hour))
 	} else {
 		var err error
-		if d, err = time.ParseDuration(v); err != nil || d <= 0 {
-			return fmt.Errorf("line %d: decision_log.retention %q is not a positive duration such as 30d or 720h", n.Line, n.Value)
+		if d, err = time.ParseDuration(v); err != nil || d < 0 {
+			return fmt.Errorf("line %d: decision_log.retention %q is not a duration such as 30d or 720h", n.Line, n.Value)
 		}
 	}
 	*r = Retention(d)

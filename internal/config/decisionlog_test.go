@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // The keys, exactly as documented.
@@ -44,9 +46,10 @@ func TestDecisionLogRetention(t *testing.T) {
 		{"1.5d", 36 * time.Hour, false},
 		{"720h", 720 * time.Hour, false},
 		{"90m", 90 * time.Minute, false},
-		{"0d", 0, true},
+		{"0d", 0, false}, // the default, as a marshalled zero reads back
+		{"0s", 0, false},
 		{"-1d", 0, true},
-		{"0s", 0, true},
+		{"-5m", 0, true},
 		{"d", 0, true},
 		{"NaNd", 0, true},
 		{"1e9d", 0, true},
@@ -65,6 +68,19 @@ func TestDecisionLogRetention(t *testing.T) {
 	}
 	if v, _ := Retention(30 * 24 * time.Hour).MarshalYAML(); v != "30d" {
 		t.Errorf("30 days writes as %v", v)
+	}
+	// A configuration written out reads back: the zero value too.
+	c, err := Parse([]byte("decision_log: {queue: 5}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := yaml.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Parse(out)
+	if err != nil || back.DecisionLog != c.DecisionLog {
+		t.Fatalf("%s read back as %+v, %v", out, back, err)
 	}
 }
 
