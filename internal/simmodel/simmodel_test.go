@@ -17,7 +17,7 @@ import (
 
 // sharedCases reads a case file of ../shared/data ($SYSTEM1_DATA
 // overrides the folder); the test skips when it is not there.
-func sharedCases(t *testing.T, name string) []cases.Case {
+func sharedCases(t testing.TB, name string) []cases.Case {
 	t.Helper()
 	dir := os.Getenv("SYSTEM1_DATA")
 	if dir == "" {
@@ -229,6 +229,29 @@ func TestSplitIsStableByID(t *testing.T) {
 	for _, c := range again {
 		if !in[c.ID] {
 			t.Fatalf("%s changed sides when other cases were left out", c.ID)
+		}
+	}
+}
+
+// BenchmarkServedQuestion is one banking12 question answered by the
+// simulated model through the fake llama.cpp engine and system1's client:
+// what a benchmark of the calibration loop pays per question.
+func BenchmarkServedQuestion(b *testing.B) {
+	train, held := Split(sharedCases(b, "banking12-train-sample.jsonl"), 0.3)
+	m, err := Train(train, DefaultOptions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Behavior: m.Behavior()})
+	defer f.Close()
+	e := &llamacpp.Engine{BaseURL: f.URL}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		c := held[i%len(held)]
+		i++
+		if _, err := engine.Ask(context.Background(), e, fakeengine.DefaultModel, c.Request.State, c.Request.Questions[0]); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
