@@ -18,6 +18,16 @@ if [[ -z "${SYSTEM1_QUICK:-}" ]]; then
 	export SYSTEM1_REQUIRE_OLLAMA=1
 fi
 
+# --- PostgreSQL for the decision log's tests (scripts/postgres.sh) ---
+if [[ -z "${SYSTEM1_QUICK:-}" ]]; then
+	step "PostgreSQL (Debian's packages, a throwaway cluster on a socket)"
+	pgdir=$(mktemp -d /tmp/system1-pg.XXXXXX)
+	trap 'scripts/postgres.sh stop "$pgdir"' EXIT
+	SYSTEM1_POSTGRES_URL="$(scripts/postgres.sh start "$pgdir")"
+	export SYSTEM1_POSTGRES_URL SYSTEM1_REQUIRE_POSTGRES=1
+fi
+# --- end PostgreSQL ---
+
 if command -v npm >/dev/null; then
 	for d in test/js test/js-mcp test/claude; do
 		if [[ -f $d/package-lock.json ]]; then

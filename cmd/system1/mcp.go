@@ -8,8 +8,6 @@ import (
 	"io/fs"
 	"log/slog"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"system1/internal/config"
 	"system1/internal/gateway"
 	"system1/internal/mcpserver"
@@ -23,6 +21,7 @@ import (
 func cmdMCP(ctx context.Context, args []string, e env) error {
 	fs := flags("mcp", e)
 	cfgFlag := fs.String("config", "", "configuration file (default $SYSTEM1_CONFIG, else ~/.config/system1/config.yaml)")
+	maxLine := fs.Int("max-line-bytes", mcpserver.DefaultMaxLineBytes, "longest line read from stdin, in bytes (0 or less: the default); a longer one is answered with a JSON-RPC error, not read into memory")
 	stateDir := fs.String("state-dir", "", "folder of the pause state file (default $CLAUDE_PLUGIN_DATA, else $XDG_STATE_HOME/system1, else ~/.local/state/system1)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -35,7 +34,7 @@ func cmdMCP(ctx context.Context, args []string, e env) error {
 		log.Warn("configuration error; system1_decide answers config_error until it is fixed", "request_id", "-", "err", msg)
 	}
 	err := mcpserver.Run(ctx, mcpserver.Options{Gateway: g, Log: log, Version: version},
-		&mcp.IOTransport{Reader: io.NopCloser(e.stdin), Writer: nopWriteCloser{e.stdout}})
+		&mcpserver.LineTransport{Reader: e.stdin, Writer: e.stdout, MaxLineBytes: *maxLine, Log: log})
 	switch {
 	case ctx.Err() != nil:
 		log.Info("mcp server stopped by a signal", "request_id", "-")
@@ -46,10 +45,6 @@ func cmdMCP(ctx context.Context, args []string, e env) error {
 	}
 	return err
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 // newGateway reads the configuration at path and builds the gateway over
 // it. A configuration that cannot be read becomes a configuration error

@@ -29,7 +29,12 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 	}
 	log := logger(e)
 	path := configPath(*cfgFlag, e.getenv)
-	cfg, err := config.Load(path)
+	log.Info("reading the configuration", "config", path)
+	cfg, err := config.LoadContext(ctx, path)
+	if errors.Is(err, context.Canceled) {
+		log.Info("stopped by a signal while reading the configuration")
+		return nil
+	}
 	if errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("no configuration at %s: serve needs one that lists the engines (nodes) to serve.\n"+
 			"See \"Configuration\" in the README (an example with every key), or run scripts/run.sh, which starts an engine\n"+
@@ -68,6 +73,9 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 	keys, err := cfg.APIKeys(e.getenv)
 	if err != nil {
 		return fmt.Errorf("configuration %s: %w", cfg.Path, err)
+	}
+	if err := checkNodes(cfg, log); err != nil {
+		return err
 	}
 	rounding := 2
 	if cfg.Rounding != nil {
@@ -210,4 +218,21 @@ func probe(ctx context.Context, r *fleet.Router, every time.Duration) {
 		case <-t.C:
 		}
 	}
+}
+
+// checkNodes refuses a configuration with no nodes and nothing else that
+// could answer: every request would fail, which is a mistake to say at
+// start-up, not in each 503. Without nodes but with systemone providers,
+// /v1/decide still answers through them, so that only gets a warning.
+func checkNodes(cfg *config.Config, log *slog.Logger) error {
+	if len(cfg.Nodes) > 0 {
+		return nil
+	}
+	for _, p := range cfg.Providers {
+		if p.Kind == "systemone" {
+			log.Warn("no nodes configured: /v1/systemone and /v1/models answer 503 for every model; only /v1/decide answers, through the systemone providers", "config", cfg.Path)
+			return nil
+		}
+	}
+	return fmt.Errorf("configuration %s: nodes: none configured, so nothing could be answered (every /v1/systemone and /v1/decide request would fail): add a node (see the README's configuration section)", cfg.Path)
 }

@@ -55,7 +55,13 @@ func cmdToggle(_ context.Context, args []string, e env) error {
 	case "on", "resume":
 		s, err = pause.Write(path, false, time.Now())
 	case "status":
-		s, err = pause.Read(path)
+		if s, err = pause.Read(path); err != nil {
+			// The gateway fails closed on such a file; say so and how to
+			// repair it.
+			fmt.Fprintf(e.stdout, "System 1 is OFF: the state file is unreadable (%v), so system1_decide abstains as if paused. "+
+				"Repair it with system1 toggle on (or off), which rewrites it.\nstate file: %s\n", err, path)
+			return fmt.Errorf("pause state %s is unreadable", path)
+		}
 	default:
 		fmt.Fprintf(e.stderr, "system1 toggle: %q is not on, off or status\n%s\n", verb, toggleUsage)
 		return errUsage

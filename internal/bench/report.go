@@ -70,6 +70,14 @@ type Summary struct {
 	NLL      float64  `json:"nll"`
 	// Selective is keyed "0.7" and "0.9".
 	Selective map[string]Selective `json:"selective"`
+	// WrongSurviving counts the wrong answers whose confidence reaches a
+	// gate, keyed "0.8", "0.9" and "gate" (the suggested Gate's; 0 when
+	// there is none): what acting above that gate would have let through.
+	WrongSurviving map[string]int `json:"wrong_surviving"`
+	// Gate is the gate suggested on these answers at
+	// calibration.DefaultTargetError: the lowest confidence above which
+	// the error rate stays under it with 95% confidence.
+	Gate calibration.Gate `json:"gate"`
 	// LatencyMS are percentiles of the latency of the requests that did
 	// not fail, ThroughputRPS how many of them were answered per second:
 	// over the whole run overall, over the span from a set's first
@@ -181,10 +189,12 @@ func Summarize(name string, records []Record, wallS float64, fits *calibration.F
 		s.ThroughputRPS = float64(len(lat)) / span
 	}
 	s.measure(calibration.Measure(preds))
+	s.gates(preds)
 	if fits != nil {
 		c := s
 		c.Calibrated = nil
 		c.measure(calibration.Measure(tempered))
+		c.gates(tempered)
 		c.Fitted = &fitted
 		s.Calibrated = &c
 	}
@@ -203,6 +213,24 @@ func (s *Summary) measure(m calibration.Metrics) {
 	}
 }
 
+// surviveAt are the fixed gates WrongSurviving reports beside the
+// suggested one.
+var surviveAt = []struct {
+	key string
+	t   float64
+}{{"0.8", 0.8}, {"0.9", 0.9}}
+
+// gates fills the wrong answers surviving each gate and the suggested
+// gate.
+func (s *Summary) gates(preds []calibration.Prediction) {
+	s.WrongSurviving = map[string]int{}
+	for _, g := range surviveAt {
+		s.WrongSurviving[g.key] = calibration.WrongAbove(preds, g.t)
+	}
+	s.Gate = calibration.SuggestGate(preds, calibration.DefaultTargetError)
+	s.WrongSurviving["gate"] = s.Gate.WrongAbove
+}
+
 // WriteMarkdown writes the summaries as a Markdown table, one row per set
 // (and one overall when there are several sets), with a calibrated row
 // under each when fits were given, then the failed requests, every one.
@@ -213,7 +241,8 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	if calibrated {
 		head = append(head, "numbers")
 	}
-	head = append(head, "n", "errors", "floor", "accuracy", "MAE", "ECE", "Brier", "NLL",
+	head = append(head, "n", "errors", "floor", "accuracy", "MAE", "ECE",
+		"wrong@0.8", "wrong@0.9", "wrong@gate (gate, cov)", "Brier", "NLL",
 		"acc@0.7 (cov)", "acc@0.9 (cov)", "p50 ms", "p95 ms", "p99 ms", "req/s")
 	row := func(cells []string) {
 		b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
@@ -262,7 +291,9 @@ func (s Summary) cells(timing bool) []string {
 	}
 	out := []string{
 		fmt.Sprint(s.N), fmt.Sprint(s.Errors), pct(s.Floor), pct(s.Accuracy), mae,
-		fmt.Sprintf("%.3f", s.ECE), fmt.Sprintf("%.3f", s.Brier), fmt.Sprintf("%.3f", s.NLL),
+		fmt.Sprintf("%.3f", s.ECE),
+		fmt.Sprint(s.WrongSurviving["0.8"]), fmt.Sprint(s.WrongSurviving["0.9"]), s.gateCell(),
+		fmt.Sprintf("%.3f", s.Brier), fmt.Sprintf("%.3f", s.NLL),
 		s.Selective["0.7"].cell(), s.Selective["0.9"].cell(),
 	}
 	if !timing {
@@ -270,6 +301,15 @@ func (s Summary) cells(timing bool) []string {
 	}
 	return append(out, fmt.Sprintf("%.1f", s.LatencyMS.P50), fmt.Sprintf("%.1f", s.LatencyMS.P95),
 		fmt.Sprintf("%.1f", s.LatencyMS.P99), fmt.Sprintf("%.1f", s.ThroughputRPS))
+}
+
+// gateCell is the wrong answers above the suggested gate, the gate and
+// its coverage, or "– (none)" when too few answers support one.
+func (s Summary) gateCell() string {
+	if s.Gate.Threshold == nil {
+		return "– (none)"
+	}
+	return fmt.Sprintf("%d (%.3f, %s)", s.Gate.WrongAbove, *s.Gate.Threshold, pct(s.Gate.Coverage))
 }
 
 func (s Selective) cell() string {

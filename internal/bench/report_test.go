@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"image/png"
 	"math"
 	"strings"
@@ -160,11 +161,11 @@ func TestAssembleAndMarkdown(t *testing.T) {
 	if err := rep.WriteMarkdown(&b); err != nil {
 		t.Fatal(err)
 	}
-	want := `| set | n | errors | floor | accuracy | MAE | ECE | Brier | NLL | acc@0.7 (cov) | acc@0.9 (cov) | p50 ms | p95 ms | p99 ms | req/s |
-| --- | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: |
-| agnews | 2 | 1 | 50.0% | 50.0% | – | 0.200 | 0.720 | 1.330 | 50.0% (100.0%) | – (0.0%) | 10.0 | 30.0 | 30.0 | 66.7 |
-| sst2 | 1 | 0 | 100.0% | 100.0% | – | 0.100 | 0.020 | 0.105 | 100.0% (100.0%) | 100.0% (100.0%) | 20.0 | 20.0 | 20.0 | 50.0 |
-| overall | 3 | 1 | 66.7% | 66.7% | – | 0.167 | 0.487 | 0.922 | 66.7% (100.0%) | 100.0% (33.3%) | 20.0 | 30.0 | 30.0 | 3.0 |
+	want := `| set | n | errors | floor | accuracy | MAE | ECE | wrong@0.8 | wrong@0.9 | wrong@gate (gate, cov) | Brier | NLL | acc@0.7 (cov) | acc@0.9 (cov) | p50 ms | p95 ms | p99 ms | req/s |
+| --- | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: |
+| agnews | 2 | 1 | 50.0% | 50.0% | – | 0.200 | 0 | 0 | – (none) | 0.720 | 1.330 | 50.0% (100.0%) | – (0.0%) | 10.0 | 30.0 | 30.0 | 66.7 |
+| sst2 | 1 | 0 | 100.0% | 100.0% | – | 0.100 | 0 | 0 | – (none) | 0.020 | 0.105 | 100.0% (100.0%) | 100.0% (100.0%) | 20.0 | 20.0 | 20.0 | 50.0 |
+| overall | 3 | 1 | 66.7% | 66.7% | – | 0.167 | 0 | 0 | – (none) | 0.487 | 0.922 | 66.7% (100.0%) | 100.0% (33.3%) | 20.0 | 30.0 | 30.0 | 3.0 |
 
 1 failed request(s):
 
@@ -345,5 +346,41 @@ func TestLoadAndFit(t *testing.T) {
 	}
 	if recs, rep, err := Load([]byte(`{"version":1,"model":"m","cases":[{"id":"x","set":"s","questions":[{"id":"q","kind":"noul","options":2,"expected":0,"dist":[0.5,0.5]}]}]}`)); err != nil || rep == nil || len(recs) != 1 {
 		t.Errorf("report: %v %v %d", err, rep, len(recs))
+	}
+}
+
+func TestSummarizeWrongAnswersSurvivingGates(t *testing.T) {
+	var recs []Record
+	add := func(n, expected int, conf float64) {
+		for range n {
+			recs = append(recs, rec(fmt.Sprint(len(recs)), "s", decision.Choice, expected, 0, 10, conf, 1-conf))
+		}
+	}
+	add(1000, 0, 0.95)
+	add(3, 1, 0.95)
+	add(2, 1, 0.85)
+	add(20, 1, 0.82)
+	s := Summarize("s", recs, 1, nil)
+	// Gates by hand: at 0.85, 5 wrong of 1005 bound the error at 0.0104,
+	// under 2%; at 0.82, 25 of 1025 at 0.034, over it.
+	if s.WrongSurviving["0.8"] != 25 || s.WrongSurviving["0.9"] != 3 || s.WrongSurviving["gate"] != 5 {
+		t.Fatalf("surviving %v", s.WrongSurviving)
+	}
+	if g := s.Gate; g.Threshold == nil || *g.Threshold != 0.85 || g.Above != 1005 || g.TargetError != calibration.DefaultTargetError {
+		t.Fatalf("gate %+v", g)
+	}
+	rep := &Report{Version: ReportVersion, WallS: 1, Cases: recs}
+	rep.Assemble(&calibration.Fits{Version: 1, Fits: []calibration.Fit{{Model: "m", Kind: decision.Choice, Bucket: "2", Temperature: 3}}})
+	c := rep.Overall.Calibrated
+	// Tempered by 3, 0.95 becomes 0.73 and 0.85 0.64: nothing reaches 0.8.
+	if c == nil || c.WrongSurviving["0.8"] != 0 || c.Gate.Threshold == nil || *c.Gate.Threshold >= 0.8 {
+		t.Fatalf("calibrated %+v", c)
+	}
+	var b bytes.Buffer
+	if err := rep.WriteMarkdown(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "| 25 | 3 | 5 (0.850, 98.0%) |") {
+		t.Errorf("table:\n%s", b.String())
 	}
 }

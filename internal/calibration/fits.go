@@ -84,10 +84,14 @@ func LoadFits(path string) (*Fits, error) {
 }
 
 // ParseFits reads a fits file. It rejects anything that is not one JSON
-// object of the Fits shape (unknown fields and trailing data included), a
+// object of the Fits shape (unknown fields, keys twice or in another case,
+// invalid UTF-8 and trailing data included), a
 // version other than FitsVersion, and a file that fails Validate. It never
 // panics, whatever the bytes.
 func ParseFits(data []byte) (*Fits, error) {
+	if err := exactKeys(data); err != nil {
+		return nil, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var f Fits

@@ -25,6 +25,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"system1/internal/config"
 	"system1/internal/decision"
@@ -70,6 +71,11 @@ func Limits() decision.Limits {
 // a "set" field belongs to. The error says what is wrong, without the
 // file and line, which the caller adds.
 func ParseLine(line []byte, set string) (Case, error) {
+	// encoding/json would turn invalid UTF-8 into U+FFFD: an id, a key
+	// or a state other than the file's.
+	if !utf8.Valid(line) {
+		return Case{}, errors.New("not valid UTF-8")
+	}
 	if !json.Valid(line) {
 		return Case{}, errors.New("not valid JSON")
 	}
@@ -95,6 +101,10 @@ func ParseLine(line []byte, set string) (Case, error) {
 	_ = json.Unmarshal(top.ID, &c.ID)
 	if c.ID == "" {
 		return Case{}, errors.New(`"id" must be a non-empty string`)
+	}
+	// A lone surrogate escape decodes to U+FFFD too.
+	if strings.ContainsRune(c.ID, utf8.RuneError) && !bytes.ContainsRune(top.ID, utf8.RuneError) && !bytes.Contains(bytes.ToLower(top.ID), []byte(`\ufffd`)) {
+		return Case{}, errors.New(`"id" holds a lone surrogate escape (\ud800 to \udfff unpaired)`)
 	}
 	if len(top.Set) > 0 && jsonx.Kind(top.Set) != "null" {
 		if jsonx.Kind(top.Set) != "string" {
@@ -215,12 +225,15 @@ func short(raw json.RawMessage) string {
 func Read(r io.Reader, name string) ([]Case, error) {
 	set := strings.TrimSuffix(filepath.Base(name), filepath.Ext(name))
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), MaxLineBytes)
+	sc.Buffer(make([]byte, 0, 64<<10), MaxLineBytes+2) // a line of MaxLineBytes and its "\r\n"
 	var out []Case
 	line := 0
 	for sc.Scan() {
 		line++
-		b := bytes.TrimSpace(sc.Bytes())
+		if len(bytes.TrimSuffix(sc.Bytes(), []byte("\r"))) > MaxLineBytes {
+			return nil, fmt.Errorf("%s:%d: line longer than %d bytes", name, line, MaxLineBytes)
+		}
+		b := bytes.Trim(sc.Bytes(), " \t\r\n") // JSON's whitespace: a line of U+00A0 is not blank
 		if len(b) == 0 {
 			continue
 		}

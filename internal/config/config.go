@@ -4,13 +4,11 @@
 package config
 
 import (
-	"bytes"
+	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -25,12 +23,9 @@ type Duration time.Duration
 
 // UnmarshalYAML parses a Go duration string.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	v, err := time.ParseDuration(n.Value)
+	v, err := parseDuration(n.Value)
 	if err != nil {
-		return fmt.Errorf("line %d: %q is not a duration such as 30s or 250ms", n.Line, n.Value)
-	}
-	if v < 0 {
-		return fmt.Errorf("line %d: duration %s is negative", n.Line, n.Value)
+		return fmt.Errorf("line %d: %w", n.Line, err)
 	}
 	*d = Duration(v)
 	return nil
@@ -82,6 +77,8 @@ type Config struct {
 	// Providers are the gateway's chain in the old form, which Normalize
 	// translates into Gateway.Chain and Nodes.
 	Providers []Provider `yaml:"providers,omitempty"`
+	// DecisionLog is where answered questions are recorded.
+	DecisionLog DecisionLog `yaml:"decision_log"`
 
 	// Path is the file this was read from, if any.
 	Path string `yaml:"-"`
@@ -264,33 +261,13 @@ func (c *Config) Normalize() {
 }
 
 // Parse reads a configuration from YAML. Unknown keys are errors, so a
-// typo does not silently fall back to a default.
-func Parse(data []byte) (*Config, error) {
-	c := &Config{}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	// An empty file is an empty configuration.
-	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
-		return nil, err
-	}
-	return c, nil
-}
+// typo does not silently fall back to a default; every error names the
+// key path and line.
+func Parse(data []byte) (*Config, error) { return ParseContext(context.Background(), data) }
 
 // Load reads and parses the file at path, remembering the path so that
 // relative file names in it (fits, certificates) resolve beside it.
-func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	c, err := Parse(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	c.Path = path
-	c.Normalize()
-	return c, nil
-}
+func Load(path string) (*Config, error) { return LoadContext(context.Background(), path) }
 
 // Resolve makes a file name from the configuration relative to the
 // configuration file's folder.
@@ -326,6 +303,9 @@ func (c *Config) Check() []error {
 		if n.MaxLabels < 0 || n.MaxOptions < 0 || n.MaxInFlight < 0 || n.Queue < 0 {
 			bad("%s (%s): max_labels, max_options, max_inflight and queue must not be negative", at, n.Name)
 		}
+		if n.MaxOptions == 1 {
+			bad("%s (%s): max_options 1: a choice needs at least 2 options (0 takes the default, %d)", at, n.Name, MaxOptions)
+		}
 		if n.MaxOptions > MaxOptions {
 			bad("%s (%s): max_options %d is over %d, the most a choice may carry", at, n.Name, n.MaxOptions, MaxOptions)
 		}
@@ -358,6 +338,7 @@ func (c *Config) Check() []error {
 		bad("gateway.threshold: %v is not in [0,1]", *t)
 	}
 	errs = append(errs, c.translation...)
+	errs = append(errs, c.DecisionLog.check()...)
 	pnames := map[string]bool{}
 	providers := c.Providers
 	if providers == nil {
@@ -388,6 +369,9 @@ func (c *Config) Check() []error {
 		}
 		if p.MaxOptions < 0 {
 			bad("%s (%s): max_options must not be negative", at, p.Name)
+		}
+		if p.MaxOptions == 1 {
+			bad("%s (%s): max_options 1: a choice needs at least 2 options (0 takes the default)", at, p.Name)
 		}
 	}
 	if c.oldProviders == nil {

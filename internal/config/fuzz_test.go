@@ -15,6 +15,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("calibration: apply\ngateway:\n  fits: fits.json\nnodes:\n  - name: tiny\n    url: http://127.0.0.1:55213\n    dialect: llamacpp\n    models: [stories260k]\n"))
 	f.Add([]byte("nodes:\n  - &n {name: a, url: 'http://h', dialect: ollama}\n  - *n\n"))
 	f.Add([]byte("gateway: {threshold: .nan, timeout: -1s}\nrounding: 13\n"))
+	f.Add([]byte("listen: &a x\naliases: {a: *a, b: c, <<: {d: e}}\nnodes: [{<<: {name: n}, name: m}]\n"))
+	f.Add([]byte("aliases: !!binary aGVsbG8=\nkeys: [!!binary aGVsbG8=]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := Parse(data)
 		if err != nil {
@@ -57,14 +59,14 @@ func FuzzParse(f *testing.F) {
 			}
 			seen := map[string]bool{}
 			for _, n := range c.Nodes {
-				if n.Name == "" || seen[n.Name] || !oneOf(n.Dialect, Dialects) || n.MaxOptions < 0 || n.MaxOptions > MaxOptions ||
+				if n.Name == "" || seen[n.Name] || !oneOf(n.Dialect, Dialects) || n.MaxOptions < 0 || n.MaxOptions == 1 || n.MaxOptions > MaxOptions ||
 					n.MaxLabels < 0 || n.MaxInFlight < 0 || n.Queue < 0 {
 					t.Fatalf("accepted node %+v", n)
 				}
 				seen[n.Name] = true
 			}
 			for _, p := range c.Providers {
-				if p.Name == "" || !oneOf(p.Kind, ProviderKinds) || p.Model == "" || p.MaxOptions < 0 {
+				if p.Name == "" || !oneOf(p.Kind, ProviderKinds) || p.Model == "" || p.MaxOptions < 0 || p.MaxOptions == 1 {
 					t.Fatalf("accepted provider %+v", p)
 				}
 			}

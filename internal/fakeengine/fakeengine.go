@@ -81,6 +81,9 @@ type Behavior struct {
 	// Logprobs gives the log-probability of each label; nil is Halving.
 	// A label given -Inf is left out of the top log-probabilities.
 	Logprobs func(labels []string) []float64
+	// Prompted, when set, gives them from the whole request instead, the
+	// prompt included (prompted.go).
+	Prompted func(r Request) []float64
 	// NoUsage leaves the token counts out of the reply.
 	NoUsage bool
 	// Everywhere applies the fault and the latency to every route, not

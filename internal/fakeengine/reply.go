@@ -44,11 +44,7 @@ func placeholder(lit string) string { return "\x00" + lit }
 
 // answer builds the reply to an inference request.
 func (f *Fake) answer(rec Request, b Behavior) []byte {
-	dist := b.Logprobs
-	if dist == nil {
-		dist = Halving
-	}
-	lps := dist(rec.Labels)
+	lps := b.logprobs(rec)
 	if rec.Constrained {
 		lps = renormalise(lps)
 	}

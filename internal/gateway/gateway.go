@@ -186,19 +186,30 @@ func (g *Gateway) Chain() []string {
 	return names
 }
 
-// paused reads the pause state; an unreadable state file is logged and
-// read as on, since toggle writes it atomically and a broken one is not
-// the user's intent to pause.
-func (g *Gateway) paused(log *slog.Logger) bool {
+// paused reads the pause state. A state file that cannot be read fails
+// closed: the user may have turned System 1 off before it broke, so it
+// counts as paused, and the error says why.
+func (g *Gateway) paused(log *slog.Logger) (bool, error) {
 	if g.opt.StatePath == "" {
-		return false
+		return false, nil
 	}
 	s, err := pause.Read(g.opt.StatePath)
 	if err != nil {
-		log.Warn("reading the pause state; treating it as on", "err", err)
-		return false
+		log.Warn("the pause state file is unreadable; treating System 1 as paused until system1 toggle on|off rewrites it", "err", err)
+		return true, err
 	}
-	return s.Paused
+	return s.Paused, nil
+}
+
+// stateRepair is what to tell about an unreadable state file: the CLI's
+// toggle repairs it from any face, and a face may name its own command.
+func (w Wording) stateRepair(path string, err error) string {
+	alt := ""
+	if w.On != "" && w.On != "system1 toggle on" {
+		alt = " (or " + w.On + ")"
+	}
+	return fmt.Sprintf("the pause state file %s is unreadable (%v), so System 1 fails closed and stays paused: "+
+		"run system1 toggle on%s to turn it on, or system1 toggle off to keep it off; either rewrites the file", path, err, alt)
 }
 
 // Decide answers a raw decide request. defaultID is the request id to use
@@ -226,11 +237,15 @@ func (g *Gateway) Decide(ctx context.Context, raw []byte, defaultID string) *Res
 		log.Info("decide", attrs...)
 	}()
 
-	if g.paused(log) {
+	if paused, err := g.paused(log); paused {
 		res.Status = Abstained
 		w := g.opt.Wording
 		res.Rationale = "System 1 is paused: the user turned it off" + with(w.Off) + ", so no model was asked and there is no decision. " +
 			"Reason this through yourself. Do not call " + w.decide() + " again until the user turns System 1 back on" + with(w.On) + "."
+		if err != nil {
+			res.Rationale = "System 1 is paused: " + w.stateRepair(g.opt.StatePath, err) + ". No model was asked and there is no decision. " +
+				"Reason this through yourself, and tell the user."
+		}
 		return res
 	}
 	req, problems := ParseRequest(raw)

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"system1/internal/pause"
 )
 
 // Health statuses.
@@ -52,13 +50,8 @@ type Probe struct {
 func (g *Gateway) Health(ctx context.Context) *Health {
 	h := &Health{GatewayVersion: g.opt.Version, SchemaVersion: SchemaVersion, Config: g.opt.ConfigPath,
 		ConfigErrors: g.ConfigErrors(), StateFile: g.opt.StatePath, Providers: make([]Probe, len(g.links))}
-	if g.opt.StatePath != "" {
-		s, err := pause.Read(g.opt.StatePath)
-		if err != nil {
-			h.ConfigErrors = append(h.ConfigErrors, fmt.Sprintf("pause state: %v (read as on)", err))
-		}
-		h.Paused = s.Paused
-	}
+	paused, stateErr := g.paused(g.log)
+	h.Paused = paused
 	var wg sync.WaitGroup
 	for i, p := range g.links {
 		wg.Go(func() {
@@ -78,6 +71,9 @@ func (g *Gateway) Health(ctx context.Context) *Health {
 	}
 	w := g.opt.Wording
 	switch {
+	case stateErr != nil:
+		h.Status = HealthPaused
+		h.Summary = "System 1 is paused: " + w.stateRepair(g.opt.StatePath, stateErr) + ". Until then " + w.decide() + " abstains without asking any model."
 	case h.Paused:
 		h.Status = HealthPaused
 		off := ""
@@ -150,10 +146,7 @@ func (g *Gateway) Capabilities(ctx context.Context) *Capabilities {
 		Providers: make([]ProviderInfo, len(g.links)), ProviderKinds: Kinds,
 		Calibration:   Calibration{File: g.fitsPath, Fits: []Fit{}},
 		RequestSchema: schemaJSON(RequestSchema()), ResponseSchema: schemaJSON(ResponseSchema())}
-	if g.opt.StatePath != "" {
-		s, _ := pause.Read(g.opt.StatePath)
-		c.Paused = s.Paused
-	}
+	c.Paused, _ = g.paused(g.log)
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
 	for i, p := range g.links {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -51,20 +52,52 @@ func Path(dir string, getenv func(string) string) string {
 	return filepath.Join(Dir(dir, getenv), FileName)
 }
 
+// maxFileBytes bounds what Read reads: a state is a few dozen bytes.
+const maxFileBytes = 4 << 10
+
 // Read reads the state at path. A missing file is the default state: on.
+// Anything else that is not a state Write wrote (empty, not JSON, no
+// "paused" true or false, too large, a folder, a link to nothing) is an
+// error: the caller decides what a broken switch means, and `system1
+// toggle on|off` rewrites the file.
 func Read(path string) (State, error) {
-	data, err := os.ReadFile(path)
+	// Stat before opening: opening a named pipe would wait for a writer.
+	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
+		if _, lerr := os.Lstat(path); lerr == nil {
+			return State{}, fmt.Errorf("%s is a symbolic link to a file that does not exist", path)
+		}
 		return State{}, nil
 	}
 	if err != nil {
 		return State{}, err
 	}
-	var s State
+	if !fi.Mode().IsRegular() {
+		return State{}, fmt.Errorf("%s is not a regular file (%s)", path, fi.Mode().Type())
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return State{}, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
+	if err != nil {
+		return State{}, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(data) > maxFileBytes {
+		return State{}, fmt.Errorf("%s is over %d bytes: not a state file", path, maxFileBytes)
+	}
+	var s struct {
+		Paused  *bool     `json:"paused"`
+		Changed time.Time `json:"changed"`
+	}
 	if err := json.Unmarshal(data, &s); err != nil {
 		return State{}, fmt.Errorf("%s: %w", path, err)
 	}
-	return s, nil
+	if s.Paused == nil {
+		return State{}, fmt.Errorf("%s: no \"paused\": true or false", path)
+	}
+	return State{Paused: *s.Paused, Changed: s.Changed}, nil
 }
 
 // Write sets the state at path atomically: it writes a temporary file in
@@ -77,6 +110,13 @@ func Write(path string, paused bool, now time.Time) (State, error) {
 		return State{}, err
 	}
 	dir := filepath.Dir(path)
+	// An empty folder in the file's place is removed; one that holds
+	// anything is the user's to look at.
+	if fi, err := os.Lstat(path); err == nil && fi.IsDir() {
+		if err := os.Remove(path); err != nil {
+			return State{}, fmt.Errorf("%s is a folder, not a state file, and not empty: remove it and run the command again", path)
+		}
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return State{}, err
 	}

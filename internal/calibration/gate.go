@@ -1,0 +1,309 @@
+package calibration
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"system1/internal/decision"
+)
+
+// DefaultTargetError is the share of wrong decisions a suggested gate
+// keeps under, unless told otherwise.
+const DefaultTargetError = 0.02
+
+// GateConfidence is the one-sided confidence level of the bound a gate
+// is chosen with.
+const GateConfidence = 0.95
+
+// Gate is a suggested confidence threshold: act on decisions at or above
+// it, and the error rate among them stays under the target with
+// GateConfidence.
+type Gate struct {
+	// Threshold is the lowest confidence whose decisions at or above it
+	// pass the bound; nil when no threshold does (too few outcomes, or
+	// too many wrong ones even among the most confident).
+	Threshold *float64 `json:"threshold"`
+	// TargetError is the error rate the bound is held under.
+	TargetError float64 `json:"target_error"`
+	// Coverage is the share of decisions at or above the threshold, 0
+	// without one.
+	Coverage float64 `json:"coverage"`
+	// WrongAbove is how many wrong decisions are at or above the
+	// threshold: the wrong answers that would have passed the gate.
+	WrongAbove int `json:"wrong_above"`
+	// Above is how many decisions are at or above it, and UpperBound the
+	// one-sided Clopper–Pearson bound on their error rate.
+	Above      int     `json:"above"`
+	UpperBound float64 `json:"upper_bound"`
+}
+
+// SuggestGate finds the lowest confidence threshold t such that, among
+// the decisions whose confidence (Prediction.Confidence) is at least t,
+// the one-sided 95% Clopper–Pearson upper bound on the error rate is
+// under target. Candidates are the confidences observed. Cases that fail
+// Prediction.Check are left out. A target that is not in (0, 1) is
+// DefaultTargetError.
+//
+// Clopper–Pearson rather than Wilson: it is exact (it inverts the
+// binomial itself), so its coverage is at least the nominal level at
+// every n, while Wilson's dips below it at small counts and error rates
+// near 0, exactly where a gate is chosen. Its bound with no wrong answer,
+// 1-0.05^(1/n) (about 3/n), says a gate at 2% needs at least 149 correct
+// decisions above it.
+func SuggestGate(preds []Prediction, target float64) Gate {
+	if !(target > 0 && target < 1) {
+		target = DefaultTargetError
+	}
+	g := Gate{TargetError: target}
+	type cw struct {
+		conf  float64
+		wrong bool
+	}
+	var cs []cw
+	for _, p := range preds {
+		if p.Check() == nil {
+			cs = append(cs, cw{p.Confidence(), !p.Correct()})
+		}
+	}
+	slices.SortFunc(cs, func(a, b cw) int { return -cmpF(a.conf, b.conf) })
+	above, wrong := 0, 0
+	for i := 0; i < len(cs); {
+		// Every case of this confidence is at or above it.
+		t := cs[i].conf
+		for i < len(cs) && cs[i].conf >= t-edge {
+			above++
+			if cs[i].wrong {
+				wrong++
+			}
+			i++
+		}
+		if boundUnder(wrong, above, GateConfidence, target) {
+			tt := t
+			g.Threshold, g.Above, g.WrongAbove = &tt, above, wrong
+			g.Coverage = float64(above) / float64(len(cs))
+		}
+	}
+	if g.Threshold != nil {
+		g.UpperBound = ClopperPearsonUpper(g.WrongAbove, g.Above, GateConfidence)
+	}
+	return g
+}
+
+// boundUnder reports whether ClopperPearsonUpper(k, n, level) < target
+// without finding the bound: the bound is the p at which P(X <= k) falls
+// to 1-level, and P(X <= k) = 1 - I_p(k+1, n-k) decreases in p, so the
+// bound is under target exactly when I_target(k+1, n-k) > level. One
+// evaluation instead of a search, per candidate threshold.
+func boundUnder(k, n int, level, target float64) bool {
+	if n <= 0 || k >= n {
+		return false
+	}
+	return RegIncBeta(target, float64(k+1), float64(n-k)) > level
+}
+
+// WrongAbove counts the cases whose confidence reaches t (within 1e-9)
+// and whose answer is wrong: the wrong answers that survive a gate at t.
+func WrongAbove(preds []Prediction, t float64) int {
+	n := 0
+	for _, p := range preds {
+		if p.Check() == nil && p.Confidence() >= t-edge && !p.Correct() {
+			n++
+		}
+	}
+	return n
+}
+
+func cmpF(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// ClopperPearsonUpper is the one-sided upper confidence bound, at level
+// (such as 0.95), on a binomial rate after k events in n trials: the p at
+// which seeing k or fewer has probability 1-level. It is 1 for n = 0 and
+// for k >= n, and otherwise the level quantile of Beta(k+1, n-k).
+func ClopperPearsonUpper(k, n int, level float64) float64 {
+	if n <= 0 || k >= n {
+		return 1
+	}
+	k = max(k, 0)
+	if k == 0 { // closed form: (1-p)^n = 1-level
+		return 1 - math.Pow(1-level, 1/float64(n))
+	}
+	return betaQuantile(level, float64(k+1), float64(n-k))
+}
+
+// betaQuantile is the x with RegIncBeta(x; a, b) = q, by bisection: the
+// function increases in x, and 200 halvings reach the float64 limit.
+func betaQuantile(q, a, b float64) float64 {
+	lo, hi := 0.0, 1.0
+	for range 200 {
+		mid := (lo + hi) / 2
+		if mid == lo || mid == hi {
+			break
+		}
+		if RegIncBeta(mid, a, b) < q {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return (lo + hi) / 2
+}
+
+// RegIncBeta is the regularized incomplete beta function I_x(a, b) for
+// a, b > 0 and x in [0, 1], by the continued fraction of Numerical
+// Recipes (Lentz's method), using the symmetry I_x(a,b) = 1 - I_{1-x}(b,a)
+// where the fraction converges slowly.
+func RegIncBeta(x, a, b float64) float64 {
+	switch {
+	case x <= 0:
+		return 0
+	case x >= 1:
+		return 1
+	}
+	la, _ := math.Lgamma(a + b)
+	lb, _ := math.Lgamma(a)
+	lc, _ := math.Lgamma(b)
+	front := math.Exp(la - lb - lc + a*math.Log(x) + b*math.Log1p(-x))
+	if x < (a+1)/(a+b+2) {
+		return front * betaCF(x, a, b) / a
+	}
+	return 1 - front*betaCF(1-x, b, a)/b
+}
+
+func betaCF(x, a, b float64) float64 {
+	const tiny, eps = 1e-300, 1e-15
+	qab, qap, qam := a+b, a+1, a-1
+	c, d := 1.0, 1-qab*x/qap
+	if math.Abs(d) < tiny {
+		d = tiny
+	}
+	d = 1 / d
+	h := d
+	for m := 1; m <= 10000; m++ {
+		fm := float64(m)
+		m2 := 2 * fm
+		aa := fm * (b - fm) * x / ((qam + m2) * (a + m2))
+		d = 1 + aa*d
+		if math.Abs(d) < tiny {
+			d = tiny
+		}
+		c = 1 + aa/c
+		if math.Abs(c) < tiny {
+			c = tiny
+		}
+		d = 1 / d
+		h *= d * c
+		aa = -(a + fm) * (qab + fm) * x / ((a + m2) * (qap + m2))
+		d = 1 + aa*d
+		if math.Abs(d) < tiny {
+			d = tiny
+		}
+		c = 1 + aa/c
+		if math.Abs(c) < tiny {
+			c = tiny
+		}
+		d = 1 / d
+		del := d * c
+		h *= del
+		if math.Abs(del-1) < eps {
+			break
+		}
+	}
+	return h
+}
+
+// BucketReport is how one model, kind and option-count bucket fares over
+// the decisions with outcomes: raw (as the engine answered, before any
+// temperature) and calibrated (tempered by Temperature), with the gate
+// suggested on the calibrated confidences.
+type BucketReport struct {
+	Model  string        `json:"model"`
+	Kind   decision.Kind `json:"kind"`
+	Bucket string        `json:"bucket"`
+	// Outcomes is the number of decisions with an outcome measured.
+	Outcomes      int     `json:"outcomes"`
+	Accuracy      float64 `json:"accuracy"`
+	ECE           float64 `json:"ece"`
+	ECECalibrated float64 `json:"ece_calibrated"`
+	NLL           float64 `json:"nll"`
+	NLLCalibrated float64 `json:"nll_calibrated"`
+	// Temperature is the one applied (1: none).
+	Temperature float64 `json:"temperature"`
+	Gate        Gate    `json:"gate"`
+}
+
+// NewBucketReport measures preds, the uncalibrated distributions of one
+// group with their outcomes, raw and tempered by t (a t that is not a
+// positive finite number is 1), and suggests a gate at target on the
+// tempered confidences: those the caller acts on.
+func NewBucketReport(model string, kind decision.Kind, bucket string, preds []Prediction, t, target float64) BucketReport {
+	if !(t > 0) || math.IsInf(t, 0) {
+		t = 1
+	}
+	raw := Measure(preds)
+	cal := Temper(preds, t)
+	calm := Measure(cal)
+	return BucketReport{
+		Model: model, Kind: kind, Bucket: bucket,
+		Outcomes: raw.N, Accuracy: raw.Accuracy,
+		ECE: raw.ECE, ECECalibrated: calm.ECE,
+		NLL: raw.NLL, NLLCalibrated: calm.NLL,
+		Temperature: t,
+		Gate:        SuggestGate(cal, target),
+	}
+}
+
+// Refit is a decision on a new temperature for one group.
+type Refit struct {
+	// Temperature is the one fitted on the training split, Current the
+	// one in use (1: none).
+	Temperature float64 `json:"temperature"`
+	Current     float64 `json:"current"`
+	// Train and Held are the sizes of the two splits.
+	Train int `json:"train"`
+	Held  int `json:"held"`
+	// HeldNLL is the held-out NLL under Temperature, HeldNLLCurrent under
+	// Current.
+	HeldNLL        float64 `json:"held_nll"`
+	HeldNLLCurrent float64 `json:"held_nll_current"`
+	// Adopt is true when the new temperature lowers held-out NLL.
+	Adopt bool `json:"adopt"`
+}
+
+// ErrTooFew means there were fewer cases than a refit needs.
+var ErrTooFew = errors.New("too few cases to refit")
+
+// DecideRefit fits a temperature on a training split of preds (Split with
+// holdout and seed) and scores it against current on the held-out split;
+// it adopts the new temperature only when the held-out NLL is lower. It
+// needs at least minCases cases, and at least one in each split.
+func DecideRefit(preds []Prediction, current, holdout float64, seed uint64, minCases int) (Refit, error) {
+	if !(current > 0) || math.IsInf(current, 0) {
+		current = 1
+	}
+	if len(preds) < max(minCases, 2) {
+		return Refit{}, fmt.Errorf("%w: %d of %d", ErrTooFew, len(preds), max(minCases, 2))
+	}
+	train, held := Split(preds, holdout, seed)
+	if len(train) == 0 || len(held) == 0 {
+		return Refit{}, fmt.Errorf("%w: a split of %d and %d (holdout %v)", ErrTooFew, len(train), len(held), holdout)
+	}
+	t, err := FitTemperature(train)
+	if err != nil {
+		return Refit{}, err
+	}
+	r := Refit{Temperature: t, Current: current, Train: len(train), Held: len(held)}
+	r.HeldNLL = Measure(Temper(held, t)).NLL
+	r.HeldNLLCurrent = Measure(Temper(held, current)).NLL
+	r.Adopt = r.HeldNLL < r.HeldNLLCurrent
+	return r, nil
+}

@@ -1,0 +1,271 @@
+package calibration
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"system1/internal/decision"
+)
+
+func TestRegIncBetaClosedForms(t *testing.T) {
+	for _, x := range []float64{0.001, 0.1, 0.3, 0.5, 0.77, 0.999} {
+		for _, c := range []struct {
+			a, b, want float64
+		}{
+			{1, 1, x},
+			{3, 1, math.Pow(x, 3)},
+			{1, 4, 1 - math.Pow(1-x, 4)},
+			{2, 2, x * x * (3 - 2*x)},
+		} {
+			if got := RegIncBeta(x, c.a, c.b); math.Abs(got-c.want) > 1e-12 {
+				t.Errorf("I_%v(%v,%v) = %v, want %v", x, c.a, c.b, got, c.want)
+			}
+		}
+		if got := RegIncBeta(x, 7.5, 2.25) + RegIncBeta(1-x, 2.25, 7.5); math.Abs(got-1) > 1e-12 {
+			t.Errorf("symmetry at %v: %v", x, got)
+		}
+	}
+	if got := RegIncBeta(0.5, 40, 40); math.Abs(got-0.5) > 1e-12 {
+		t.Errorf("I_0.5(40,40) = %v", got)
+	}
+}
+
+// binomCDF is P(X <= k) for X ~ Binomial(n, p), summed term by term: an
+// independent check of the bound, which goes through the beta function.
+func binomCDF(k, n int, p float64) float64 {
+	var s float64
+	for i := 0; i <= k; i++ {
+		lc, _ := math.Lgamma(float64(n + 1))
+		li, _ := math.Lgamma(float64(i + 1))
+		lr, _ := math.Lgamma(float64(n - i + 1))
+		s += math.Exp(lc - li - lr + float64(i)*math.Log(p) + float64(n-i)*math.Log1p(-p))
+	}
+	return s
+}
+
+func TestClopperPearsonUpper(t *testing.T) {
+	// Known values: R's binom.test(1, 10, alternative = "less") gives the
+	// upper limit 0.3941633; k = 0 and k = n-1 have closed forms.
+	if got := ClopperPearsonUpper(1, 10, 0.95); math.Abs(got-0.3941633) > 1e-7 {
+		t.Errorf("1 of 10: %v, want 0.3941633", got)
+	}
+	for _, n := range []int{1, 2, 10, 149, 150, 1000, 100000} {
+		if got, want := ClopperPearsonUpper(0, n, 0.95), 1-math.Pow(0.05, 1/float64(n)); math.Abs(got-want) > 1e-12 {
+			t.Errorf("0 of %d: %v, want %v", n, got, want)
+		}
+		if n > 1 {
+			if got, want := ClopperPearsonUpper(n-1, n, 0.95), math.Pow(0.95, 1/float64(n)); math.Abs(got-want) > 1e-9 {
+				t.Errorf("%d of %d: %v, want %v", n-1, n, got, want)
+			}
+		}
+	}
+	// 149 right answers are not enough for a 2% gate; 150 are.
+	if ClopperPearsonUpper(0, 148, 0.95) < 0.02 || ClopperPearsonUpper(0, 150, 0.95) >= 0.02 {
+		t.Errorf("the 2%% gate's minimum count moved: %v %v", ClopperPearsonUpper(0, 148, 0.95), ClopperPearsonUpper(0, 150, 0.95))
+	}
+	// At the bound, k or fewer events have probability 1 - level.
+	for _, c := range []struct{ k, n int }{{1, 5}, {3, 40}, {5, 100}, {17, 300}, {50, 2000}, {199, 200}} {
+		for _, level := range []float64{0.9, 0.95, 0.99} {
+			u := ClopperPearsonUpper(c.k, c.n, level)
+			if got := binomCDF(c.k, c.n, u); math.Abs(got-(1-level)) > 1e-8 {
+				t.Errorf("%d of %d at %v: P(X<=k | p=%v) = %v, want %v", c.k, c.n, level, u, got, 1-level)
+			}
+		}
+	}
+	if ClopperPearsonUpper(0, 0, 0.95) != 1 || ClopperPearsonUpper(5, 5, 0.95) != 1 {
+		t.Error("no trials or all events must bound at 1")
+	}
+}
+
+// cases builds n two-option choices at confidence conf, wrong of them
+// wrong.
+func cases(n, wrong int, conf float64) []Prediction {
+	var out []Prediction
+	for i := range n {
+		exp := 0
+		if i < wrong {
+			exp = 1
+		}
+		out = append(out, Prediction{Kind: decision.Choice, Dist: decision.Distribution{conf, 1 - conf}, Expected: exp, Options: 2})
+	}
+	return out
+}
+
+func TestSuggestGateHandComputed(t *testing.T) {
+	var preds []Prediction
+	preds = append(preds, cases(300, 0, 0.95)...) // bound 0.0099 alone
+	preds = append(preds, cases(50, 10, 0.7)...)  // with them 10 of 350: bound 0.047
+	preds = append(preds, cases(10, 10, 0.6)...)
+	g := SuggestGate(preds, 0.02)
+	if g.Threshold == nil || *g.Threshold != 0.95 || g.Above != 300 || g.WrongAbove != 0 || math.Abs(g.Coverage-300.0/360) > 1e-12 {
+		t.Fatalf("gate %+v", g)
+	}
+	if math.Abs(g.UpperBound-(1-math.Pow(0.05, 1.0/300))) > 1e-12 {
+		t.Errorf("bound %v", g.UpperBound)
+	}
+	// 5 wrong of 1000 at 0.9: bound about 0.0105, under 2%, so the gate
+	// lets those 5 through and says so.
+	g = SuggestGate(append(cases(1000, 5, 0.9), cases(100, 50, 0.55)...), 0)
+	if g.Threshold == nil || *g.Threshold != 0.9 || g.WrongAbove != 5 || g.TargetError != DefaultTargetError {
+		t.Fatalf("gate %+v", g)
+	}
+	// Too few to say anything: no gate.
+	g = SuggestGate(cases(100, 0, 0.99), 0.02)
+	if g.Threshold != nil || g.Coverage != 0 || g.WrongAbove != 0 {
+		t.Fatalf("gate from 100 cases: %+v", g)
+	}
+	if WrongAbove(preds, 0.7) != 10 || WrongAbove(preds, 0.6) != 20 || WrongAbove(preds, 0.96) != 0 {
+		t.Errorf("WrongAbove: %d %d %d", WrongAbove(preds, 0.7), WrongAbove(preds, 0.6), WrongAbove(preds, 0.96))
+	}
+}
+
+// checkGate holds a gate to its definition by brute force over every
+// observed confidence.
+func checkGate(t *testing.T, preds []Prediction, target float64) {
+	t.Helper()
+	g := SuggestGate(preds, target)
+	qualifies := func(th float64) (bool, int, int) {
+		n, k := 0, 0
+		for _, p := range preds {
+			if p.Confidence() >= th-edge {
+				n++
+				if !p.Correct() {
+					k++
+				}
+			}
+		}
+		return ClopperPearsonUpper(k, n, GateConfidence) < target, n, k
+	}
+	lowest := math.Inf(1)
+	for _, p := range preds {
+		if ok, _, _ := qualifies(p.Confidence()); ok {
+			lowest = math.Min(lowest, p.Confidence())
+		}
+	}
+	if math.IsInf(lowest, 1) {
+		if g.Threshold != nil {
+			t.Fatalf("gate %v where no threshold qualifies", *g.Threshold)
+		}
+		return
+	}
+	if g.Threshold == nil || math.Abs(*g.Threshold-lowest) > edge {
+		t.Fatalf("gate %+v, want the lowest qualifying threshold %v", g, lowest)
+	}
+	_, n, k := qualifies(*g.Threshold)
+	if g.Above != n || g.WrongAbove != k || g.WrongAbove != WrongAbove(preds, *g.Threshold) ||
+		math.Abs(g.Coverage-float64(n)/float64(len(preds))) > 1e-12 || !(g.UpperBound < target) {
+		t.Fatalf("gate %+v; at it %d above, %d wrong", g, n, k)
+	}
+}
+
+func TestSuggestGateProperties(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for trial := range 100 {
+		n := 1 + r.IntN(500)
+		skill := r.Float64()
+		var preds []Prediction
+		for range n {
+			// Confidences on a coarse grid, so ties are common.
+			c := 0.5 + float64(r.IntN(51))/100
+			exp := 0
+			if r.Float64() > c*skill+(1-skill) {
+				exp = 1
+			}
+			preds = append(preds, Prediction{Kind: decision.Choice, Dist: decision.Distribution{c, 1 - c}, Expected: exp, Options: 2})
+		}
+		target := []float64{0.01, 0.02, 0.05, 0.2}[trial%4]
+		checkGate(t, preds, target)
+	}
+}
+
+func FuzzSuggestGate(f *testing.F) {
+	f.Add([]byte{200, 0, 180, 1, 255, 0, 255, 0}, uint8(2))
+	f.Add([]byte{128, 1, 128, 0}, uint8(50))
+	f.Fuzz(func(t *testing.T, data []byte, targetPct uint8) {
+		var preds []Prediction
+		for i := 0; i+1 < len(data) && len(preds) < 300; i += 2 {
+			c := 0.5 + float64(data[i])/510
+			preds = append(preds, Prediction{Kind: decision.Noul, Dist: decision.Distribution{c, 1 - c}, Expected: int(data[i+1] & 1), Options: 2})
+		}
+		target := float64(targetPct%99+1) / 100 // 0.01..0.99
+		checkGate(t, preds, target)
+	})
+}
+
+func TestNewBucketReport(t *testing.T) {
+	// Over-confident: 0.95 stated, 70% right.
+	preds := append(cases(70, 0, 0.95), cases(30, 30, 0.95)...)
+	r := NewBucketReport("m", decision.Choice, "2", preds, 0.3, 0.02)
+	if r.Outcomes != 100 || r.Accuracy != 0.7 || math.Abs(r.ECE-0.25) > 1e-9 || r.Temperature != 0.3 {
+		t.Fatalf("report %+v", r)
+	}
+	fit, err := FitTemperature(preds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := NewBucketReport("m", decision.Choice, "2", preds, fit, 0.02)
+	if !(good.ECECalibrated < 0.01 && good.NLLCalibrated < good.NLL) {
+		t.Errorf("the fitted temperature %v: ECE %v -> %v, NLL %v -> %v", fit, good.ECE, good.ECECalibrated, good.NLL, good.NLLCalibrated)
+	}
+	if good.Gate.Threshold != nil {
+		t.Errorf("a gate over 30%% wrong at one confidence: %+v", good.Gate)
+	}
+	if NewBucketReport("m", decision.Choice, "2", preds, math.NaN(), 0).Temperature != 1 {
+		t.Error("a NaN temperature is not 1")
+	}
+}
+
+func TestDecideRefit(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	// Stated 0.9, right 65% of the time: a temperature above 1 helps.
+	var preds []Prediction
+	for range 400 {
+		exp := 0
+		if r.Float64() > 0.65 {
+			exp = 1
+		}
+		preds = append(preds, Prediction{Kind: decision.Choice, Dist: decision.Distribution{0.9, 0.1}, Expected: exp, Options: 2})
+	}
+	ref, err := DecideRefit(preds, 1, 0.25, 7, 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ref.Adopt || !(ref.HeldNLL < ref.HeldNLLCurrent) || ref.Temperature <= 1 || ref.Train+ref.Held != 400 || ref.Held != 100 {
+		t.Fatalf("refit %+v", ref)
+	}
+	// Against the temperature it just found, a refit on the same data is
+	// no better: refused.
+	again, err := DecideRefit(preds, ref.Temperature, 0.25, 7, 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Adopt || again.HeldNLL < again.HeldNLLCurrent {
+		t.Fatalf("a refit that does not lower held-out NLL was adopted: %+v", again)
+	}
+	// A fit whose training split misleads it (all right there, all wrong
+	// held out) raises held-out NLL and is refused.
+	var skew []Prediction
+	skew = append(skew, cases(100, 0, 0.8)...)
+	train, held := Split(skew, 0.5, 1)
+	_ = train
+	heldSet := map[*float64]bool{}
+	for i := range held {
+		heldSet[&held[i].Dist[0]] = true
+	}
+	for i := range skew {
+		if heldSet[&skew[i].Dist[0]] {
+			skew[i].Expected = 1
+		}
+	}
+	bad, err := DecideRefit(skew, 1, 0.5, 1, 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bad.Adopt || !(bad.HeldNLL > bad.HeldNLLCurrent) {
+		t.Fatalf("refit %+v: want a refused fit that raises held-out NLL", bad)
+	}
+	if _, err := DecideRefit(preds[:10], 1, 0.25, 7, 30); err == nil {
+		t.Error("10 cases refitted with a minimum of 30")
+	}
+}

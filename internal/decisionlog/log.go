@@ -1,0 +1,458 @@
+package decisionlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults of Options.
+const (
+	DefaultQueue      = 10000
+	DefaultRetention  = 30 * 24 * time.Hour
+	DefaultMaxRows    = 1_000_000
+	DefaultBatch      = 512
+	DefaultPruneEvery = 10 * time.Minute
+)
+
+// Options configure a Log. Exactly one of Path and URL is set.
+type Options struct {
+	// Path is the SQLite file; its folder is created when missing.
+	Path string
+	// URL is a PostgreSQL connection URL (postgres://...), used instead of
+	// the file so that several replicas share one log.
+	URL string
+	// KeepStates stores each record's state beside its hash.
+	KeepStates bool
+	// Retention is how long records and outcomes are kept (0:
+	// DefaultRetention); older ones are deleted every PruneEvery.
+	Retention time.Duration
+	// MaxRows bounds the decisions kept (0: DefaultMaxRows); past it the
+	// oldest are deleted every PruneEvery. A record takes about 0.5 KiB
+	// without its state, so the default bounds the log near 0.5 GiB.
+	MaxRows int64
+	// Queue bounds the records waiting to be written (0: DefaultQueue).
+	Queue int
+	// Batch bounds the records of one transaction (0: DefaultBatch).
+	Batch int
+	// PruneEvery is how often retention and MaxRows are applied (0:
+	// DefaultPruneEvery); also once at Open.
+	PruneEvery time.Duration
+	// Logger gets write failures; nil is slog.Default().
+	Logger *slog.Logger
+	// Now is the clock; nil is time.Now.
+	Now func() time.Time
+}
+
+// Stats count what happened to the records given to Record.
+type Stats struct {
+	// Written were committed; Dropped were left out because the queue was
+	// full or the log closed; Failed were lost to a write that failed.
+	Written, Dropped, Failed uint64
+	// Queued wait to be written now.
+	Queued int
+}
+
+// Log is the decision log. A nil *Log is a log that is off: Record does
+// nothing and counts nothing.
+type Log struct {
+	opt   Options
+	store *store
+	log   *slog.Logger
+
+	queue   chan Record
+	flushes chan chan error
+	stop    chan struct{}
+	// abort is cancelled when Close's deadline passes: the writer's
+	// transaction in flight ends and the rest of the queue is dropped.
+	abort       context.Context
+	cancelAbort context.CancelFunc
+	done        chan struct{}
+	once        sync.Once
+	closed      atomic.Bool
+
+	written, dropped, failed atomic.Uint64
+}
+
+// Open opens the log (creating its schema when missing) and starts its
+// writer. Close it when done.
+func Open(ctx context.Context, opt Options) (*Log, error) {
+	if (opt.Path == "") == (opt.URL == "") {
+		return nil, errors.New("decision log: give a path or a url, not both or neither")
+	}
+	if opt.Queue <= 0 {
+		opt.Queue = DefaultQueue
+	}
+	if opt.Batch <= 0 {
+		opt.Batch = DefaultBatch
+	}
+	if opt.Retention <= 0 {
+		opt.Retention = DefaultRetention
+	}
+	if opt.MaxRows <= 0 {
+		opt.MaxRows = DefaultMaxRows
+	}
+	if opt.PruneEvery <= 0 {
+		opt.PruneEvery = DefaultPruneEvery
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.Default()
+	}
+	var s *store
+	var err error
+	if opt.URL != "" {
+		s, err = openPostgres(ctx, opt.URL)
+	} else {
+		s, err = openSQLite(ctx, opt.Path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	l := &Log{
+		opt: opt, store: s, log: opt.Logger,
+		queue:   make(chan Record, opt.Queue),
+		flushes: make(chan chan error),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	l.abort, l.cancelAbort = context.WithCancel(context.Background())
+	l.prune(ctx)
+	go l.run()
+	return l, nil
+}
+
+// Record queues r to be written and returns at once. It never blocks and
+// never fails: when the queue is full, or the log is closed, r is dropped
+// and counted in Stats.Dropped. The log keeps r's slices; do not modify
+// them afterwards.
+func (l *Log) Record(r Record) {
+	if l == nil {
+		return
+	}
+	if l.closed.Load() {
+		l.dropped.Add(1)
+		return
+	}
+	if r.Time.IsZero() {
+		r.Time = l.opt.Now()
+	}
+	select {
+	case l.queue <- r:
+	default:
+		l.dropped.Add(1)
+	}
+}
+
+// Dropped is the number of records dropped so far, for a metric.
+func (l *Log) Dropped() uint64 {
+	if l == nil {
+		return 0
+	}
+	return l.dropped.Load()
+}
+
+// Stats returns the counts so far.
+func (l *Log) Stats() Stats {
+	if l == nil {
+		return Stats{}
+	}
+	return Stats{Written: l.written.Load(), Dropped: l.dropped.Load(), Failed: l.failed.Load(), Queued: len(l.queue)}
+}
+
+// Flush waits until every record queued before the call is written (or
+// lost to a failed write, whose error it returns), or ctx ends.
+func (l *Log) Flush(ctx context.Context) error {
+	reply := make(chan error, 1)
+	select {
+	case l.flushes <- reply:
+	case <-l.done:
+		return errors.New("decision log: closed")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-reply:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close stops taking records, writes those queued until ctx ends, counts
+// any left as dropped, and closes the store. It returns ctx's error when
+// the queue was not drained in time.
+func (l *Log) Close(ctx context.Context) error {
+	var err error
+	l.once.Do(func() {
+		l.closed.Store(true)
+		close(l.stop)
+		select {
+		case <-l.done:
+		case <-ctx.Done():
+			err = fmt.Errorf("decision log: %d records not written: %w", len(l.queue), ctx.Err())
+			// The writer's batch in flight is cancelled; what is left
+			// is dropped.
+			l.cancelAbort()
+			<-l.done
+		}
+		l.cancelAbort()
+		if n := len(l.queue); n > 0 {
+			l.dropped.Add(uint64(n))
+		}
+		if cerr := l.store.close(); err == nil && cerr != nil {
+			err = fmt.Errorf("decision log: %w", cerr)
+		}
+	})
+	return err
+}
+
+// run is the writer: it batches queued records into transactions,
+// answers flushes, and prunes.
+func (l *Log) run() {
+	defer close(l.done)
+	tick := time.NewTicker(l.opt.PruneEvery)
+	defer tick.Stop()
+	batch := make([]Record, 0, l.opt.Batch)
+	// drain writes what is queued, up to limit records (or all when
+	// limit < 0), in batches; it returns the first write error.
+	drain := func(ctx context.Context, limit int) error {
+		var first error
+		for limit != 0 {
+			batch = batch[:0]
+		fill:
+			for len(batch) < l.opt.Batch && limit != 0 {
+				select {
+				case r := <-l.queue:
+					batch = append(batch, r)
+					limit--
+				default:
+					break fill
+				}
+			}
+			if len(batch) == 0 {
+				return first
+			}
+			if err := l.write(ctx, batch); err != nil && first == nil {
+				first = err
+			}
+		}
+		return first
+	}
+	for {
+		select {
+		case r := <-l.queue:
+			batch = append(batch[:0], r)
+			// Take what else is waiting into the same transaction.
+		more:
+			for len(batch) < l.opt.Batch {
+				select {
+				case r := <-l.queue:
+					batch = append(batch, r)
+				default:
+					break more
+				}
+			}
+			_ = l.write(l.abort, batch)
+		case reply := <-l.flushes:
+			reply <- drain(l.abort, len(l.queue))
+		case <-tick.C:
+			l.prune(context.Background())
+		case <-l.stop:
+			l.drainOnStop(drain)
+			return
+		}
+	}
+}
+
+// drainOnStop writes what is queued at Close, one batch at a time, until
+// the queue is empty or Close's deadline passes.
+func (l *Log) drainOnStop(drain func(context.Context, int) error) {
+	for len(l.queue) > 0 && l.abort.Err() == nil {
+		_ = drain(l.abort, l.opt.Batch)
+	}
+}
+
+// writeTimeout bounds one batch's transaction, so a database that stops
+// answering cannot hold the writer (and a Close) forever.
+const writeTimeout = 30 * time.Second
+
+func (l *Log) write(ctx context.Context, batch []Record) error {
+	ctx, cancel := context.WithTimeout(ctx, writeTimeout)
+	defer cancel()
+	bad, err := l.store.insert(ctx, batch, l.opt.KeepStates)
+	if bad > 0 {
+		l.failed.Add(uint64(bad))
+		l.log.Error("decision log: records left out: a distribution is not finite", "records", bad)
+	}
+	if err != nil {
+		l.failed.Add(uint64(len(batch) - bad))
+		l.log.Error("decision log: write failed", "records", len(batch)-bad, "err", err)
+		return fmt.Errorf("decision log: %d records not written: %w", len(batch)-bad, err)
+	}
+	l.written.Add(uint64(len(batch) - bad))
+	return nil
+}
+
+func (l *Log) prune(ctx context.Context) {
+	cutoff := l.opt.Now().Add(-l.opt.Retention)
+	if _, err := l.store.prune(ctx, cutoff, l.opt.MaxRows); err != nil {
+		l.log.Error("decision log: pruning failed", "err", err)
+	}
+}
+
+// Prune applies retention and the row bound now, returning how many
+// decisions were deleted.
+func (l *Log) Prune(ctx context.Context) (int64, error) {
+	return l.store.prune(ctx, l.opt.Now().Add(-l.opt.Retention), l.opt.MaxRows)
+}
+
+// The errors of Outcome; wrapped with details, they match with errors.Is.
+var (
+	// ErrUnknownRequest: no record has the request id (a 404).
+	ErrUnknownRequest = errors.New("unknown request_id")
+	// ErrUnknownQuestion: the request has no question of that id.
+	ErrUnknownQuestion = errors.New("unknown question")
+	// ErrQuestionRequired: the question was left out and the request has
+	// more than one.
+	ErrQuestionRequired = errors.New("question is required")
+	// ErrBadOutcome: the outcome is not one of the question's options
+	// (a 422 naming outcome).
+	ErrBadOutcome = errors.New("outcome is not one of the question's options")
+)
+
+// OutcomeError is an outcome that is not one of the question's options.
+type OutcomeError struct {
+	Outcome string
+	Options []string
+}
+
+// Error says what was given and what is allowed.
+func (e *OutcomeError) Error() string {
+	return fmt.Sprintf("outcome %q is not one of the question's options %q", e.Outcome, e.Options)
+}
+
+// Is makes an OutcomeError match ErrBadOutcome.
+func (e *OutcomeError) Is(target error) bool { return target == ErrBadOutcome }
+
+// Lookup returns the records of a request, in question order as written.
+// It first waits for what is queued, so a record given to Record before
+// the call is found.
+func (l *Log) Lookup(ctx context.Context, requestID string) ([]Entry, error) {
+	if err := l.Flush(ctx); err != nil {
+		return nil, err
+	}
+	es, err := l.store.entries(ctx, "WHERE d.request_id = ? ORDER BY d.id", requestID)
+	if err != nil {
+		return nil, fmt.Errorf("decision log: lookup: %w", err)
+	}
+	return es, nil
+}
+
+// Outcome records what turned out right for a question: outcome is one of
+// its option keys (a criteria key, "true" or "false", a level key "0".."k-1",
+// a decide option). The latest outcome for a question wins; earlier ones
+// are kept. questionID may be "" when the request has a single question,
+// as a decide request does. It returns the entry the outcome is for, as
+// it stands after it.
+//
+// It reads the stored records first and waits for the queue only when
+// they do not name the question, so feedback on an answer written long
+// ago does not wait behind the traffic queued since.
+func (l *Log) Outcome(ctx context.Context, requestID, questionID, outcome string) (Entry, error) {
+	if questionID == "" {
+		// Whether the request has one question is only known once none
+		// of its records is queued.
+		es, err := l.Lookup(ctx, requestID)
+		if err != nil {
+			return Entry{}, err
+		}
+		return l.outcome(ctx, es, requestID, questionID, outcome)
+	}
+	es, err := l.store.entries(ctx, "WHERE d.request_id = ? ORDER BY d.id", requestID)
+	if err != nil {
+		return Entry{}, fmt.Errorf("decision log: lookup: %w", err)
+	}
+	e, err := l.outcome(ctx, es, requestID, questionID, outcome)
+	if errors.Is(err, ErrUnknownRequest) || errors.Is(err, ErrUnknownQuestion) {
+		// Its records may still be queued.
+		if es, err = l.Lookup(ctx, requestID); err != nil {
+			return Entry{}, err
+		}
+		e, err = l.outcome(ctx, es, requestID, questionID, outcome)
+	}
+	return e, err
+}
+
+func (l *Log) outcome(ctx context.Context, es []Entry, requestID, questionID, outcome string) (Entry, error) {
+	if len(es) == 0 {
+		return Entry{}, fmt.Errorf("%w %q", ErrUnknownRequest, requestID)
+	}
+	// The latest record of each question: a request id a caller reused
+	// names its last decision.
+	latest := map[string]Entry{}
+	var ids []string
+	for _, e := range es {
+		if _, ok := latest[e.QuestionID]; !ok {
+			ids = append(ids, e.QuestionID)
+		}
+		latest[e.QuestionID] = e
+	}
+	if questionID == "" {
+		if len(ids) != 1 {
+			return Entry{}, fmt.Errorf("%w: request %q has %d questions (%q)", ErrQuestionRequired, requestID, len(ids), ids)
+		}
+		questionID = ids[0]
+	}
+	e, ok := latest[questionID]
+	if !ok {
+		return Entry{}, fmt.Errorf("%w %q in request %q (it has %q)", ErrUnknownQuestion, questionID, requestID, ids)
+	}
+	if !slices.Contains(e.Options, outcome) {
+		return Entry{}, &OutcomeError{Outcome: outcome, Options: e.Options}
+	}
+	at := l.opt.Now()
+	if err := l.store.addOutcome(ctx, requestID, questionID, outcome, at); err != nil {
+		return Entry{}, fmt.Errorf("decision log: outcome: %w", err)
+	}
+	e.Outcome = &Outcome{Value: outcome, Time: at.UTC()}
+	e.Outcomes++
+	return e, nil
+}
+
+// Window returns the records written from since (inclusive) to until
+// (exclusive), oldest first, each with its latest outcome; model, when
+// not empty, keeps only that model's.
+func (l *Log) Window(ctx context.Context, since, until time.Time, model string) ([]Entry, error) {
+	if err := l.Flush(ctx); err != nil {
+		return nil, err
+	}
+	where := "WHERE d.at_ns >= ? AND d.at_ns < ?"
+	args := []any{since.UnixNano(), until.UnixNano()}
+	if model != "" {
+		where += " AND d.model = ?"
+		args = append(args, model)
+	}
+	es, err := l.store.entries(ctx, where+" ORDER BY d.id", args...)
+	if err != nil {
+		return nil, fmt.Errorf("decision log: window: %w", err)
+	}
+	return es, nil
+}
+
+// Labelled returns Groups of the window's records that have an outcome:
+// what a refit or a report per model, kind and bucket reads.
+func (l *Log) Labelled(ctx context.Context, since, until time.Time, model string) ([]Group, error) {
+	es, err := l.Window(ctx, since, until, model)
+	if err != nil {
+		return nil, err
+	}
+	return Groups(es), nil
+}

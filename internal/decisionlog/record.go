@@ -1,0 +1,250 @@
+// Package decisionlog records every answered question, so that outcomes
+// reported later can be matched to what was decided and calibration can be
+// measured and refitted from real traffic.
+//
+// A Log writes off the request path: Record puts an entry on a bounded
+// queue and returns at once; a background writer commits batches in
+// transactions. When the queue is full the entry is dropped and counted,
+// so a decision is never slowed or failed by the log. Storage is an
+// embedded SQLite file (pure Go, no cgo) in WAL mode, or PostgreSQL when a
+// URL is given, so that several replicas share one log.
+//
+// The log never holds a key: a Record has no field for one, and the state
+// is kept only as its SHA-256 unless KeepStates is set.
+package decisionlog
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+
+	"system1/internal/calibration"
+	"system1/internal/decision"
+)
+
+// The faces a record may come from.
+const (
+	FaceSystemOne = "systemone" // POST /v1/systemone
+	FaceDecide    = "decide"    // POST /v1/decide, system1 decide
+	FaceMCP       = "mcp"       // the system1_decide tool
+)
+
+// StepTemperature is the name of the temperature step; the distribution
+// before the first such step is what a refit fits on.
+const StepTemperature = "temperature"
+
+// Step is one transformation applied to the engine's distribution, in
+// the order applied, with the distribution it left.
+type Step struct {
+	// Name says what the step is: StepTemperature, or a debiasing method
+	// such as "contextual".
+	Name string `json:"name"`
+	// Version names the fit or parameters the step used, such as a fits
+	// file version.
+	Version string `json:"version"`
+	// Dist is the distribution after the step.
+	Dist []float64 `json:"dist"`
+}
+
+// Record is one answered question as the log keeps it.
+type Record struct {
+	// RequestID is the request's id (x-typesafe-request-id, or the decide
+	// request_id); QuestionID the question's id within it ("" is stored as
+	// DecideQuestion for a decide request's single question).
+	RequestID  string
+	QuestionID string
+	// Time is when the question was answered; zero is the time Record
+	// was called.
+	Time time.Time
+	// Face is one of FaceSystemOne, FaceDecide, FaceMCP.
+	Face string
+	// Model is the model that answered and Node the node it ran on.
+	Model string
+	Node  string
+	Kind  decision.Kind
+	// Options are the question's option keys in order: criteria keys,
+	// "true"/"false" for a noul, level keys "0".."k-1" for a score.
+	Options []string
+	// EngineDist is the distribution as the engine reported it, over
+	// Options.
+	EngineDist []float64
+	// Steps are the transformations applied after it, in order.
+	Steps []Step
+	// Final is the distribution answered; nil means EngineDist, or the
+	// last step's when there are steps.
+	Final []float64
+	// LabelMass is the probability the engine put on the labels at all,
+	// nil where the engine cannot tell (after its constraint).
+	LabelMass *float64
+	// Latency is how long the answer took.
+	Latency time.Duration
+	// StateHash is the hex SHA-256 of the state's JSON; when empty the
+	// writer computes it from State.
+	StateHash string
+	// State is the state's JSON. It is hashed, and stored only when the
+	// log keeps states. The log keeps a reference: do not modify it.
+	State json.RawMessage
+}
+
+// DecideQuestion is the question id under which a decide request's
+// single question is stored.
+const DecideQuestion = "decision"
+
+// HashState is the hex SHA-256 of a state's JSON.
+func HashState(state []byte) string {
+	h := sha256.Sum256(state)
+	return hex.EncodeToString(h[:])
+}
+
+// final is the distribution answered.
+func (r *Record) final() []float64 {
+	switch {
+	case r.Final != nil:
+		return r.Final
+	case len(r.Steps) > 0:
+		return r.Steps[len(r.Steps)-1].Dist
+	}
+	return r.EngineDist
+}
+
+// Entry is a stored record with its outcomes.
+type Entry struct {
+	Record
+	// ID is the row's id, increasing in the order records were written.
+	ID int64
+	// Outcome is the latest outcome reported for the question, nil when
+	// none was; Outcomes counts every one reported.
+	Outcome  *Outcome
+	Outcomes int
+}
+
+// Outcome is what turned out right for a question, as reported.
+type Outcome struct {
+	// Value is one of the question's option keys.
+	Value string
+	Time  time.Time
+}
+
+// Uncalibrated is the distribution before the first temperature step:
+// what a temperature fit is made on.
+func (e Entry) Uncalibrated() []float64 {
+	prev := e.EngineDist
+	for _, s := range e.Steps {
+		if s.Name == StepTemperature {
+			return prev
+		}
+		prev = s.Dist
+	}
+	return prev
+}
+
+// Prediction is the entry as a labelled case for package calibration,
+// over dist (Final, Uncalibrated or EngineDist), with the latest outcome
+// as the expected option. It reports false when there is no outcome, or
+// the outcome is no longer one of the options.
+func (e Entry) Prediction(dist []float64) (calibration.Prediction, bool) {
+	if e.Outcome == nil {
+		return calibration.Prediction{}, false
+	}
+	i := slices.Index(e.Options, e.Outcome.Value)
+	if i < 0 {
+		return calibration.Prediction{}, false
+	}
+	return calibration.Prediction{Kind: e.Kind, Dist: decision.Distribution(dist), Expected: i, Options: len(e.Options)}, true
+}
+
+// Group is the labelled entries of one model, kind and option-count
+// bucket (calibration.Bucket), the unit refits and reports are made for.
+type Group struct {
+	Model  string
+	Kind   decision.Kind
+	Bucket string
+	// Entries have an outcome, in the order they were written.
+	Entries []Entry
+}
+
+// Predictions are the group's entries as labelled cases over the
+// distribution dist picks from each.
+func (g Group) Predictions(dist func(Entry) []float64) []calibration.Prediction {
+	out := make([]calibration.Prediction, 0, len(g.Entries))
+	for _, e := range g.Entries {
+		if p, ok := e.Prediction(dist(e)); ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Groups sorts the entries that have a usable outcome by model, kind and
+// bucket: models by name, then kinds and buckets in calibration.Groups'
+// order.
+func Groups(entries []Entry) []Group {
+	type key struct {
+		model  string
+		kind   decision.Kind
+		bucket string
+	}
+	at := map[key]int{}
+	var out []Group
+	for _, e := range entries {
+		if _, ok := e.Prediction(e.final()); !ok {
+			continue
+		}
+		k := key{e.Model, e.Kind, calibration.Bucket(len(e.Options))}
+		i, ok := at[k]
+		if !ok {
+			i = len(out)
+			at[k] = i
+			out = append(out, Group{Model: k.model, Kind: k.kind, Bucket: k.bucket})
+		}
+		out[i].Entries = append(out[i].Entries, e)
+	}
+	kindRank := map[decision.Kind]int{decision.Choice: 0, decision.Noul: 1, decision.Score: 2}
+	bucketRank := map[string]int{}
+	for i, b := range calibration.Buckets() {
+		bucketRank[b] = i
+	}
+	slices.SortStableFunc(out, func(a, b Group) int {
+		if a.Model != b.Model {
+			if a.Model < b.Model {
+				return -1
+			}
+			return 1
+		}
+		if a.Kind != b.Kind {
+			return kindRank[a.Kind] - kindRank[b.Kind]
+		}
+		return bucketRank[a.Bucket] - bucketRank[b.Bucket]
+	})
+	return out
+}
+
+// ParseOutcome reads an outcome as a face receives it, as JSON, into the
+// option key Outcome takes: a string as itself (a criteria key, a decide
+// option, a level key), true and false as "true" and "false" (a noul),
+// and a whole number as its decimal digits (a score level given as a
+// number). Anything else is an error naming outcome.
+func ParseOutcome(raw json.RawMessage) (string, error) {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return "", fmt.Errorf("outcome: not JSON: %w", err)
+	}
+	switch x := v.(type) {
+	case string:
+		return x, nil
+	case bool:
+		return strconv.FormatBool(x), nil
+	case float64:
+		if x == math.Trunc(x) && x >= 0 && x < 1e9 {
+			return strconv.FormatInt(int64(x), 10), nil
+		}
+		return "", fmt.Errorf("outcome: %v is not a level (a whole number from 0)", x)
+	}
+	return "", errors.New("outcome: must be an option key (string), true or false, or a level number")
+}

@@ -1,0 +1,66 @@
+package fakeengine
+
+import (
+	"regexp"
+	"strings"
+)
+
+// logprobs are the labels' log-probabilities for a request: Prompted's
+// when set, else Logprobs', else Halving's.
+func (b Behavior) logprobs(rec Request) []float64 {
+	switch {
+	case b.Prompted != nil:
+		return b.Prompted(rec)
+	case b.Logprobs != nil:
+		return b.Logprobs(rec.Labels)
+	}
+	return Halving(rec.Labels)
+}
+
+// Prompt is a system1 prompt taken apart, as a test engine with a model
+// of its own reads it.
+type Prompt struct {
+	// State is the text between "State:" and the question.
+	State string
+	// Instructions is the question's text.
+	Instructions string
+	// Options maps each label to its option line after "L. ": "name: text",
+	// the name alone, or the text alone.
+	Options map[string]string
+	// Order is the labels in the order listed.
+	Order []string
+}
+
+var optionLineText = regexp.MustCompile(`(?m)^([A-Za-z0-9]{1,2})\. (.*)$`)
+
+// ParsePrompt takes apart the user turn system1 writes (internal/engine's
+// Layout): "State:\n<state>\n\nQuestion: <instructions>\n<heading>:\n" and
+// one "L. option" line per option. It reports false when the text is not
+// of that shape.
+func ParsePrompt(user string) (Prompt, bool) {
+	rest, ok := strings.CutPrefix(user, "State:\n")
+	if !ok {
+		return Prompt{}, false
+	}
+	i := strings.LastIndex(rest, "\n\nQuestion: ")
+	if i < 0 {
+		return Prompt{}, false
+	}
+	p := Prompt{State: rest[:i], Options: map[string]string{}}
+	q := rest[i+len("\n\nQuestion: "):]
+	instr, list, ok := strings.Cut(q, "\n")
+	if !ok {
+		return Prompt{}, false
+	}
+	p.Instructions = instr
+	if _, list, ok = strings.Cut(list, ":\n"); !ok { // "Options:" or "Levels, from lowest to highest:"
+		return Prompt{}, false
+	}
+	for _, m := range optionLineText.FindAllStringSubmatch(list, -1) {
+		if _, dup := p.Options[m[1]]; !dup {
+			p.Order = append(p.Order, m[1])
+		}
+		p.Options[m[1]] = m[2]
+	}
+	return p, len(p.Order) > 0
+}

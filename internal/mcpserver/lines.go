@@ -1,0 +1,366 @@
+package mcpserver
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"regexp"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"system1/internal/jsonx"
+)
+
+// DefaultMaxLineBytes bounds one line read from stdin: twice the HTTP
+// face's default body limit, room for a decide request and its JSON-RPC
+// envelope and escaping.
+const DefaultMaxLineBytes = 8 << 20
+
+// LineTransport is MCP's stdio transport (one JSON-RPC message a line)
+// that answers a bad line itself and keeps serving, where the SDK's
+// IOTransport ends the session on the first line it cannot decode. A line
+// that is not JSON gets a -32700 parse error, JSON that is not a request
+// or response (a number, an array, a batch, an id of the wrong type) a
+// -32600 invalid request; both with id null unless the line's id could be
+// read. A line over MaxLineBytes is discarded as it is read (memory stays
+// bounded) and answered -32600. Blank lines are skipped. Everything else
+// is the SDK's.
+type LineTransport struct {
+	Reader io.Reader
+	Writer io.Writer
+	// MaxLineBytes bounds a line, its end of line excluded (0:
+	// DefaultMaxLineBytes).
+	MaxLineBytes int
+	Log          *slog.Logger
+}
+
+// Connect starts reading lines; it is called once, by the server.
+func (t *LineTransport) Connect(context.Context) (mcp.Connection, error) {
+	c := &lineConn{
+		w:        t.Writer,
+		log:      t.Log,
+		incoming: make(chan jsonrpc.Message),
+		done:     make(chan struct{}),
+		closed:   make(chan struct{}),
+		initIDs:  map[jsonrpc.ID]bool{},
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	max := t.MaxLineBytes
+	if max <= 0 {
+		max = DefaultMaxLineBytes
+	}
+	go c.readLoop(t.Reader, max)
+	return c, nil
+}
+
+// lineConn is one session's connection over a LineTransport.
+type lineConn struct {
+	wmu sync.Mutex // one line at a time on the writer
+	w   io.Writer
+	log *slog.Logger
+
+	incoming chan jsonrpc.Message // good messages, for Read
+	done     chan struct{}        // closed when reading stopped; readErr says why
+	readErr  error
+	closed   chan struct{}
+	once     sync.Once
+
+	// initIDs are the ids of initialize calls seen; initialized is set
+	// when one of them succeeds. The SDK answers requests before that
+	// with an error without a code, which Write gives one.
+	initMu      sync.Mutex
+	initIDs     map[jsonrpc.ID]bool
+	initialized bool
+}
+
+// readLoop reads lines until the reader ends, answering bad ones and
+// handing good ones to Read.
+func (c *lineConn) readLoop(r io.Reader, max int) {
+	defer close(c.done)
+	lr := newLineReader(r, max)
+	for {
+		line, tooLong, err := lr.next()
+		switch {
+		case tooLong:
+			c.reject(rejection(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("invalid request: the line is longer than %d bytes, the most one message may take (system1 mcp --max-line-bytes)", max)), lr.n)
+		case len(line) > 0:
+			msg, reply := Classify(line)
+			if reply != nil {
+				c.reject(reply, len(line))
+			} else if msg != nil {
+				select {
+				case c.incoming <- msg:
+				case <-c.closed:
+					return
+				}
+			}
+		}
+		if err != nil {
+			c.readErr = err
+			return
+		}
+	}
+}
+
+func (c *lineConn) reject(reply []byte, n int) {
+	c.log.Warn("bad line on stdin answered with an error", "request_id", "-", "bytes", n, "reply", string(reply))
+	_ = c.writeLine(reply)
+}
+
+func (c *lineConn) writeLine(data []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_, err := c.w.Write(append(data, '\n'))
+	return err
+}
+
+// Read returns the next good message.
+func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case msg := <-c.incoming:
+		if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "initialize" && req.IsCall() {
+			c.initMu.Lock()
+			c.initIDs[req.ID] = true
+			c.initMu.Unlock()
+		}
+		return msg, nil
+	case <-c.done:
+		return nil, c.readErr
+	case <-c.closed:
+		return nil, io.EOF
+	}
+}
+
+// Write sends one message on its own line. An error reply without a
+// JSON-RPC code (the SDK's for a request before initialize, or a failure
+// of its own) gets one: invalid request before the session is
+// initialized, internal error after.
+func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		msg = c.coded(resp)
+	}
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return fmt.Errorf("encoding a message: %w", err)
+	}
+	return c.writeLine(data)
+}
+
+func (c *lineConn) coded(resp *jsonrpc.Response) *jsonrpc.Response {
+	c.initMu.Lock()
+	if c.initIDs[resp.ID] && resp.Error == nil {
+		c.initialized = true
+	}
+	initialized := c.initialized
+	c.initMu.Unlock()
+	if resp.Error == nil {
+		return resp
+	}
+	var wire *jsonrpc.Error
+	if errors.As(resp.Error, &wire) && wire.Code != 0 {
+		return resp
+	}
+	code, msg := int64(jsonrpc.CodeInternalError), resp.Error.Error()
+	if !initialized {
+		code, msg = jsonrpc.CodeInvalidRequest, msg+": send initialize first"
+	}
+	out := *resp
+	out.Error = &jsonrpc.Error{Code: code, Message: msg}
+	return &out
+}
+
+// Close stops reading; stdin itself is left open (closing it does not
+// reliably unblock a read).
+func (c *lineConn) Close() error {
+	c.once.Do(func() { close(c.closed) })
+	return nil
+}
+
+// SessionID is empty: stdio has one session.
+func (c *lineConn) SessionID() string { return "" }
+
+// lineReader reads '\n'-terminated lines of at most max bytes, without
+// ever holding more than max (plus a read buffer) of a longer one.
+type lineReader struct {
+	r   *bufio.Reader
+	max int
+	buf []byte
+	n   int // the length of the last line read, end of line included
+}
+
+func newLineReader(r io.Reader, max int) *lineReader {
+	return &lineReader{r: bufio.NewReaderSize(r, 64<<10), max: max}
+}
+
+// next returns the next line without its end of line ("\n" or "\r\n"),
+// or tooLong when it was over max bytes (its bytes are dropped). A last
+// line that stdin closed before its end is returned like any other, with
+// the error (io.EOF) that ended it; an error with no line means nothing
+// is left.
+func (l *lineReader) next() (line []byte, tooLong bool, err error) {
+	l.buf, l.n = l.buf[:0], 0
+	for {
+		frag, err := l.r.ReadSlice('\n')
+		l.n += len(frag)
+		if !tooLong {
+			if len(l.buf)+len(frag) > l.max+2 { // room for "\r\n"
+				tooLong, l.buf = true, l.buf[:0]
+			} else {
+				l.buf = append(l.buf, frag...)
+			}
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		line := bytes.TrimSuffix(bytes.TrimSuffix(l.buf, []byte("\n")), []byte("\r"))
+		if !tooLong && len(line) > l.max {
+			tooLong = true
+		}
+		if tooLong {
+			line = nil
+		}
+		return line, tooLong, err
+	}
+}
+
+// integerID is the JSON-RPC ids the SDK carries exactly: integers within
+// float64's exact range (it decodes ids through float64).
+var integerID = regexp.MustCompile(`^-?(0|[1-9][0-9]{0,15})$`)
+
+const maxExactID = 1<<53 - 1
+
+const jsonSpace = " \t\r\n"
+
+// Classify reads one line: a message for the SDK, or the error reply to
+// send instead (exactly one of the two; neither for a blank line).
+func Classify(line []byte) (jsonrpc.Message, []byte) {
+	line = bytes.Trim(line, jsonSpace) // JSON's whitespace only: U+00A0 is not
+	if len(line) == 0 {
+		return nil, nil
+	}
+	if !utf8.Valid(line) {
+		return nil, rejection(nil, jsonrpc.CodeParseError, "parse error: the line is not valid UTF-8")
+	}
+	var v json.RawMessage
+	if err := json.Unmarshal(line, &v); err != nil {
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) {
+			return nil, rejection(nil, jsonrpc.CodeParseError, fmt.Sprintf("parse error: %v (at byte %d)", err, syn.Offset))
+		}
+		return nil, rejection(nil, jsonrpc.CodeParseError, "parse error: "+err.Error())
+	}
+	switch line[0] {
+	case '{':
+	case '[':
+		return nil, rejection(nil, jsonrpc.CodeInvalidRequest, "invalid request: JSON-RPC batches are not supported (MCP 2025-06-18 removed them): send one message a line")
+	default:
+		return nil, rejection(nil, jsonrpc.CodeInvalidRequest, "invalid request: a message is a JSON object")
+	}
+	members, err := jsonx.Members(line)
+	if err != nil {
+		return nil, rejection(nil, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
+	}
+	m := make(map[string]json.RawMessage, len(members))
+	for _, mb := range members {
+		m[mb.Key] = mb.Value
+	}
+	// The id first, so that the other errors can carry it.
+	var id json.RawMessage
+	if raw, ok := m["id"]; ok {
+		if msg := checkID(raw); msg != "" {
+			return nil, rejection(nil, jsonrpc.CodeInvalidRequest, "invalid request: "+msg)
+		}
+		id = raw
+	}
+	bad := func(msg string) (jsonrpc.Message, []byte) {
+		return nil, rejection(id, jsonrpc.CodeInvalidRequest, "invalid request: "+msg)
+	}
+	if string(m["jsonrpc"]) != `"2.0"` {
+		return bad(`"jsonrpc" must be "2.0"`)
+	}
+	if method, ok := m["method"]; ok {
+		if jsonx.Kind(method) != "string" {
+			return bad(`"method" must be a string`)
+		}
+		if p, ok := m["params"]; ok {
+			if k := jsonx.Kind(p); k != "object" && k != "array" && k != "null" {
+				return bad(`"params" must be an object`)
+			}
+		}
+	} else {
+		_, hasResult := m["result"]
+		e, hasError := m["error"]
+		switch {
+		case id == nil:
+			return bad(`a message needs "method" (a request or notification) or "id" with "result" or "error" (a response)`)
+		case hasResult == hasError:
+			return bad(`a response has exactly one of "result" and "error"`)
+		case hasError && jsonx.Kind(e) != "object":
+			return bad(`"error" must be an object`)
+		}
+	}
+	msg, err := jsonrpc.DecodeMessage(line)
+	if err != nil {
+		return bad(err.Error())
+	}
+	return msg, nil
+}
+
+// checkID says what is wrong with a request id ("" when nothing is):
+// MCP ids are strings or integers, never null.
+func checkID(raw json.RawMessage) string {
+	switch jsonx.Kind(raw) {
+	case "string":
+		// A lone surrogate escape decodes to U+FFFD: the reply would carry
+		// another id than the request.
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil ||
+			strings.ContainsRune(s, utf8.RuneError) && !bytes.ContainsRune(raw, utf8.RuneError) && !bytes.Contains(bytes.ToLower(raw), []byte(`\ufffd`)) {
+			return `"id" is not a valid string (a lone surrogate escape)`
+		}
+		return ""
+	case "number":
+		if !integerID.Match(raw) {
+			return fmt.Sprintf(`"id" must be a string or an integer of at most %d`, int64(maxExactID))
+		}
+		var n int64
+		if err := json.Unmarshal(raw, &n); err != nil || n > maxExactID || n < -maxExactID {
+			return fmt.Sprintf(`"id" must be a string or an integer of at most %d`, int64(maxExactID))
+		}
+		return ""
+	}
+	return fmt.Sprintf(`"id" must be a string or an integer, not %s`, jsonx.Kind(raw))
+}
+
+// rejection is a JSON-RPC error reply; id is the request's id when it
+// could be read, else null.
+func rejection(id json.RawMessage, code int64, message string) []byte {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	data, err := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   *jsonrpc.Error  `json:"error"`
+	}{"2.0", id, &jsonrpc.Error{Code: code, Message: message}})
+	if err != nil { // id was checked to be a JSON string or number
+		panic(fmt.Sprintf("mcpserver: encoding an error reply: %v", err))
+	}
+	return data
+}

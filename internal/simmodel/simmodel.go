@@ -1,0 +1,412 @@
+// Package simmodel is a simulated language model with real signal, for
+// tests and benchmarks of calibration: a bag-of-words logistic regression
+// per question, trained on labelled case files, served through the fake
+// engine with its label logits made over-confident by a known temperature
+// and biased toward the first label. Its answers are right often but not
+// always, and wrong in a known way, so a calibration loop has something
+// real to correct and a known answer to find.
+package simmodel
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"unicode"
+
+	"system1/internal/calibration"
+	"system1/internal/cases"
+	"system1/internal/decision"
+	"system1/internal/engine"
+	"system1/internal/fakeengine"
+)
+
+// Options configure training and serving.
+type Options struct {
+	// Temperature divides the served logits: below 1 is over-confident.
+	// 0 is DefaultTemperature.
+	Temperature float64
+	// FirstBias is added, in nats, to the first label's logit before the
+	// temperature. Negative is allowed; 0 is no bias.
+	FirstBias float64
+	// Mass is the probability served on the labels together; the rest
+	// goes to a token that is not a label, as a pre-constraint engine
+	// reports. 0 is DefaultMass.
+	Mass float64
+	// L2 is the weight decay of training; 0 is DefaultL2.
+	L2 float64
+	// Epochs of full-batch gradient descent; 0 is DefaultEpochs.
+	Epochs int
+}
+
+// DefaultOptions are the ones tests and benchmarks start from: served at
+// temperature 0.5 (over-confident) with one nat of bias toward the first
+// label.
+func DefaultOptions() Options {
+	return Options{Temperature: DefaultTemperature, FirstBias: 1}
+}
+
+// Defaults of Options.
+const (
+	DefaultTemperature = 0.5
+	DefaultMass        = 0.9
+	DefaultL2          = 1e-4
+	DefaultEpochs      = 300
+)
+
+// Model is a trained simulated model: one classifier per question
+// signature (its options as the prompt lists them).
+type Model struct {
+	Temperature, FirstBias, Mass float64
+	bySignature                  map[string]*Classifier
+}
+
+// Classifier is a multinomial logistic regression over the words of the
+// state, one class per option.
+type Classifier struct {
+	// Options are the option lines, as the prompt shows them, in order.
+	Options []string
+	vocab   map[string]int
+	// w[k] holds class k's weights, the bias last.
+	w [][]float64
+	// T0 is the temperature that calibrates the regression's own
+	// logits, fitted on a part of the training cases it was not fitted
+	// on; LogProbs applies it, so that the served temperature is the only
+	// miscalibration by design.
+	T0 float64
+}
+
+// ErrNoCases means there was nothing to train on.
+var ErrNoCases = errors.New("simmodel: no cases")
+
+// example is one question of a case as the prompt shows it.
+type example struct {
+	signature string
+	options   []string
+	state     string
+	expected  int
+}
+
+// examples lays every question of every case out as system1 would and
+// reads it back as the engine sees it, so the model trains on exactly the
+// text it is served.
+func examples(cs []cases.Case) ([]example, error) {
+	var out []example
+	for _, c := range cs {
+		for i, q := range c.Request.Questions {
+			labels := engine.Candidates(q)
+			if len(labels) < len(q.Options) {
+				return nil, fmt.Errorf("simmodel: case %s: %d options, more than one prompt labels", c.ID, len(q.Options))
+			}
+			p, ok := fakeengine.ParsePrompt(engine.Layout(c.Request.State, q, labels[:len(q.Options)]).User())
+			if !ok {
+				return nil, fmt.Errorf("simmodel: case %s: the prompt does not parse", c.ID)
+			}
+			opts := make([]string, len(p.Order))
+			for j, l := range p.Order {
+				opts[j] = p.Options[l]
+			}
+			out = append(out, example{signature: strings.Join(opts, "\n"), options: opts, state: p.State, expected: c.Expected[i]})
+		}
+	}
+	return out, nil
+}
+
+// Train fits one classifier per question signature of cs.
+func Train(cs []cases.Case, opt Options) (*Model, error) {
+	opt = opt.withDefaults()
+	exs, err := examples(cs)
+	if err != nil {
+		return nil, err
+	}
+	if len(exs) == 0 {
+		return nil, ErrNoCases
+	}
+	bySig := map[string][]example{}
+	var order []string
+	for _, e := range exs {
+		if _, ok := bySig[e.signature]; !ok {
+			order = append(order, e.signature)
+		}
+		bySig[e.signature] = append(bySig[e.signature], e)
+	}
+	m := &Model{Temperature: opt.Temperature, FirstBias: opt.FirstBias, Mass: opt.Mass, bySignature: map[string]*Classifier{}}
+	for _, sig := range order {
+		es := bySig[sig]
+		c, err := trainCalibrated(es, opt)
+		if err != nil {
+			return nil, fmt.Errorf("simmodel: %d options %q: %w", len(es[0].options), es[0].options, err)
+		}
+		m.bySignature[sig] = c
+	}
+	return m, nil
+}
+
+// calibrationShare is the part of a signature's training cases held back
+// to fit the classifier's own temperature.
+const calibrationShare = 0.25
+
+// trainCalibrated fits a classifier on most of es and its temperature T0
+// on the rest.
+func trainCalibrated(es []example, opt Options) (*Classifier, error) {
+	var fitTexts, calTexts []string
+	var fitLabels, calLabels []int
+	for i, e := range es {
+		if float64(i%100) < 100*calibrationShare {
+			calTexts, calLabels = append(calTexts, e.state), append(calLabels, e.expected)
+		} else {
+			fitTexts, fitLabels = append(fitTexts, e.state), append(fitLabels, e.expected)
+		}
+	}
+	if len(fitTexts) == 0 || len(calTexts) == 0 {
+		return nil, fmt.Errorf("%d cases are too few to train and calibrate on", len(es))
+	}
+	k := len(es[0].options)
+	c := TrainClassifier(fitTexts, fitLabels, k, opt.L2, opt.Epochs)
+	c.Options = es[0].options
+	preds := make([]calibration.Prediction, len(calTexts))
+	for i, t := range calTexts {
+		lp := c.LogProbs(t)
+		d := make(decision.Distribution, k)
+		for j, v := range lp {
+			d[j] = math.Exp(v)
+		}
+		preds[i] = calibration.Prediction{Kind: decision.Choice, Dist: d, Expected: calLabels[i], Options: k}
+	}
+	t0, err := calibration.FitTemperature(preds)
+	if err != nil {
+		return nil, err
+	}
+	c.T0 = t0
+	return c, nil
+}
+
+func (o Options) withDefaults() Options {
+	if !(o.Temperature > 0) {
+		o.Temperature = DefaultTemperature
+	}
+	if !(o.Mass > 0 && o.Mass <= 1) {
+		o.Mass = DefaultMass
+	}
+	if !(o.L2 > 0) {
+		o.L2 = DefaultL2
+	}
+	if o.Epochs <= 0 {
+		o.Epochs = DefaultEpochs
+	}
+	return o
+}
+
+// words are the lower-cased runs of letters and digits of s, and their
+// adjacent pairs.
+func words(s string) []string {
+	ws := strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	out := slices.Clone(ws)
+	for i := 1; i < len(ws); i++ {
+		out = append(out, ws[i-1]+" "+ws[i])
+	}
+	return out
+}
+
+// features are the indices of s's words in vocab, each once.
+func features(vocab map[string]int, s string) []int {
+	var fs []int
+	for _, w := range words(s) {
+		if i, ok := vocab[w]; ok && !slices.Contains(fs, i) {
+			fs = append(fs, i)
+		}
+	}
+	return fs
+}
+
+// TrainClassifier fits a multinomial logistic regression with binary word
+// features and L2 weight decay by full-batch gradient descent with Adam
+// steps. labels[i] is texts[i]'s class among classes.
+func TrainClassifier(texts []string, labels []int, classes int, l2 float64, epochs int) *Classifier {
+	vocab := map[string]int{}
+	for _, t := range texts {
+		for _, w := range words(t) {
+			if _, ok := vocab[w]; !ok {
+				vocab[w] = len(vocab)
+			}
+		}
+	}
+	d := len(vocab) + 1 // the bias last
+	c := &Classifier{vocab: vocab, w: make([][]float64, classes), T0: 1}
+	grad := make([][]float64, classes)
+	m1 := make([][]float64, classes)
+	m2 := make([][]float64, classes)
+	for k := range classes {
+		c.w[k], grad[k], m1[k], m2[k] = make([]float64, d), make([]float64, d), make([]float64, d), make([]float64, d)
+	}
+	feats := make([][]int, len(texts))
+	for i, t := range texts {
+		feats[i] = append(features(vocab, t), d-1)
+	}
+	const lr, b1, b2, eps = 0.1, 0.9, 0.999, 1e-8
+	n := float64(len(texts))
+	p := make([]float64, classes)
+	for step := 1; step <= epochs; step++ {
+		for k := range classes {
+			for j := range d {
+				grad[k][j] = l2 * c.w[k][j]
+			}
+		}
+		for i, fs := range feats {
+			c.softmax(fs, p)
+			for k := range classes {
+				g := p[k]
+				if k == labels[i] {
+					g--
+				}
+				g /= n
+				for _, j := range fs {
+					grad[k][j] += g
+				}
+			}
+		}
+		c1, c2 := 1-math.Pow(b1, float64(step)), 1-math.Pow(b2, float64(step))
+		for k := range classes {
+			for j := range d {
+				g := grad[k][j]
+				m1[k][j] = b1*m1[k][j] + (1-b1)*g
+				m2[k][j] = b2*m2[k][j] + (1-b2)*g*g
+				c.w[k][j] -= lr * (m1[k][j] / c1) / (math.Sqrt(m2[k][j]/c2) + eps)
+			}
+		}
+	}
+	return c
+}
+
+// softmax writes the class probabilities of a feature set into p.
+func (c *Classifier) softmax(fs []int, p []float64) {
+	top := math.Inf(-1)
+	for k, w := range c.w {
+		var z float64
+		for _, j := range fs {
+			z += w[j]
+		}
+		p[k] = z
+		top = math.Max(top, z)
+	}
+	var sum float64
+	for k := range p {
+		p[k] = math.Exp(p[k] - top)
+		sum += p[k]
+	}
+	for k := range p {
+		p[k] /= sum
+	}
+}
+
+// LogProbs are the classifier's log-probabilities of each class for a
+// state's text, tempered by T0.
+func (c *Classifier) LogProbs(text string) []float64 {
+	fs := append(features(c.vocab, text), len(c.vocab))
+	p := make([]float64, len(c.w))
+	c.softmax(fs, p)
+	top := math.Inf(-1)
+	for k := range p {
+		p[k] = math.Log(p[k]) / c.T0
+		top = math.Max(top, p[k])
+	}
+	var sum float64
+	for _, v := range p {
+		sum += math.Exp(v - top)
+	}
+	lse := top + math.Log(sum)
+	for k := range p {
+		p[k] -= lse
+	}
+	return p
+}
+
+// Served are the log-probabilities the model serves over a question's
+// options for a state: the classifier's log-probabilities s, with
+// FirstBias added to the first option's, divided by Temperature, then
+// normalised to sum to Mass. Over two options i and j,
+// Temperature * (served_i - served_j) = s_i - s_j + FirstBias*([i=0] - [j=0]).
+func (m *Model) Served(c *Classifier, text string) []float64 {
+	s := c.LogProbs(text)
+	z := make([]float64, len(s))
+	top := math.Inf(-1)
+	for k, v := range s {
+		if k == 0 {
+			v += m.FirstBias
+		}
+		z[k] = v / m.Temperature
+		top = math.Max(top, z[k])
+	}
+	var sum float64
+	for _, v := range z {
+		sum += math.Exp(v - top)
+	}
+	lse := top + math.Log(sum)
+	for k := range z {
+		z[k] += math.Log(m.Mass) - lse
+	}
+	return z
+}
+
+// Classifier is the classifier for a question whose options, as the
+// prompt lists them, are options; nil when none was trained for it.
+func (m *Model) Classifier(options []string) *Classifier {
+	return m.bySignature[strings.Join(options, "\n")]
+}
+
+// Logprobs answers an engine request, as fakeengine.Behavior.Prompted: it
+// reads the state and the options from the prompt and serves Served for
+// the labels asked. A question no classifier was trained for, or a prompt
+// that does not parse, gets no label reported at all (every entry -Inf),
+// so system1 reports the engine as not answering rather than read a
+// made-up distribution.
+func (m *Model) Logprobs(r fakeengine.Request) []float64 {
+	lps := make([]float64, len(r.Labels))
+	for i := range lps {
+		lps[i] = math.Inf(-1)
+	}
+	p, ok := fakeengine.ParsePrompt(r.User)
+	if !ok {
+		return lps
+	}
+	opts := make([]string, len(p.Order))
+	for i, l := range p.Order {
+		opts[i] = p.Options[l]
+	}
+	c := m.Classifier(opts)
+	if c == nil {
+		return lps
+	}
+	served := m.Served(c, p.State)
+	for i, l := range r.Labels {
+		if k := slices.Index(p.Order, l); k >= 0 {
+			lps[i] = served[k]
+		}
+	}
+	return lps
+}
+
+// Behavior is the fake engine's behaviour that serves the model.
+func (m *Model) Behavior() fakeengine.Behavior {
+	return fakeengine.Behavior{Prompted: m.Logprobs}
+}
+
+// Split divides cases into a training part and a held-out part of about
+// held (0..1) of them, by a fixed hash of each case id, so a case always
+// falls on the same side whatever else is in the file.
+func Split(cs []cases.Case, held float64) (train, test []cases.Case) {
+	for _, c := range cs {
+		h := uint64(14695981039346656037)
+		for i := range len(c.ID) {
+			h ^= uint64(c.ID[i])
+			h *= 1099511628211
+		}
+		if float64(h%10000)/10000 < held {
+			test = append(test, c)
+		} else {
+			train = append(train, c)
+		}
+	}
+	return train, test
+}

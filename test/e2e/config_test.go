@@ -1,0 +1,77 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// serve started on a configuration of 500,000 aliases stops at SIGTERM
+// while it reads it (loading was quadratic in the aliases: this file
+// took hours, and the signal waited for it), exiting 0.
+func TestServeStopsWhileReadingALargeConfig(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "system1.yaml")
+	var b strings.Builder
+	b.WriteString("nodes:\n  - {name: a, url: 'http://127.0.0.1:9', dialect: llamacpp, models: [m]}\naliases:\n")
+	for i := range 500_000 {
+		fmt.Fprintf(&b, "  alias-%d: m\n", i)
+	}
+	writeFile(t, path, b.String())
+	cmd := exec.Command(binary(t), "serve", "--config", path, "--listen", "127.0.0.1:0")
+	cmd.Env = append(env("SYSTEM1_", "XDG_", "CLAUDE_"), "XDG_STATE_HOME="+dir, "SYSTEM1_LOG_LEVEL=debug")
+	s := &server{t: t, cmd: cmd, log: &logBuffer{changed: make(chan struct{})}, exited: make(chan struct{})}
+	cmd.Stderr = s.log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { s.err = cmd.Wait(); close(s.exited) }()
+	t.Cleanup(func() {
+		select {
+		case <-s.exited:
+		default:
+			_ = cmd.Process.Kill()
+			<-s.exited
+		}
+		if t.Failed() {
+			t.Logf("system1 serve log:\n%s", s.log.String())
+		}
+	})
+	s.waitLog(t, regexp.MustCompile(`msg="reading the configuration"`), 1, 30*time.Second)
+	s.signal(t, syscall.SIGTERM)
+	// A bound on a hang, not a timing: the fixed load takes about a second.
+	if code := s.wait(t, 2*time.Minute); code != 0 {
+		t.Errorf("exit status %d after SIGTERM; want 0", code)
+	}
+	if !strings.Contains(s.log.String(), "stopped by a signal while reading the configuration") {
+		t.Logf("the signal came after the configuration was read")
+	}
+}
+
+// serve refuses to start with no nodes and nothing else that could
+// answer, saying so; with systemone providers it starts and warns that
+// only /v1/decide answers.
+func TestServeWithoutNodes(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "system1.yaml")
+	writeFile(t, path, "nodes: []\n")
+	// A serve that starts anyway is killed after a minute.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary(t), "serve", "--config", path, "--listen", "127.0.0.1:0")
+	cmd.Env = append(env("SYSTEM1_", "XDG_", "CLAUDE_"), "XDG_STATE_HOME="+dir)
+	out, err := cmd.CombinedOutput()
+	if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), "nodes: none configured") {
+		t.Errorf("serve with nodes: [] %v:\n%s", err, out)
+	}
+	s := startServe(t, "nodes: []\nproviders:\n  - {name: jev, kind: systemone, url: 'http://127.0.0.1:9', model: jev}\n", serveOpts{})
+	if !strings.Contains(s.log.String(), "no nodes configured") {
+		t.Errorf("no warning:\n%s", s.log.String())
+	}
+}
