@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"system1/internal/gateway/fake"
+	"system1/internal/fakeengine"
 	"system1/internal/testbin"
 )
 
@@ -126,7 +126,7 @@ func errCode(t *testing.T, m map[string]json.RawMessage) int {
 // server keeps serving: the valid call after it is answered too, and the
 // process exits 0 when stdin closes.
 func TestMalformedLinesKeepServing(t *testing.T) {
-	ep := fake.Start(t, fake.Reply{})
+	ep := fakeengine.StartSystemOne(t, fakeengine.Reply{})
 	w := newWorld(t, chain("", so("jev", ep.URL)))
 	s := w.startRaw("--max-line-bytes", "4096")
 	s.initialize()
@@ -195,7 +195,7 @@ func TestMalformedLinesKeepServing(t *testing.T) {
 // A request before initialize gets a JSON-RPC error with a real code,
 // and the session can still be initialized after it.
 func TestRequestBeforeInitialize(t *testing.T) {
-	ep := fake.Start(t, fake.Reply{})
+	ep := fakeengine.StartSystemOne(t, fakeengine.Reply{})
 	w := newWorld(t, chain("", so("jev", ep.URL)))
 	s := w.startRaw()
 	s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}` + "\n")
@@ -214,7 +214,7 @@ func TestRequestBeforeInitialize(t *testing.T) {
 // harmless: each is answered as JSON-RPC says, and the server keeps
 // serving.
 func TestHostileButValidLines(t *testing.T) {
-	ep := fake.Start(t, fake.Reply{})
+	ep := fakeengine.StartSystemOne(t, fakeengine.Reply{})
 	w := newWorld(t, chain("", so("jev", ep.URL)))
 	s := w.startRaw()
 	s.initialize()
@@ -279,7 +279,7 @@ func TestHostileButValidLines(t *testing.T) {
 // stdin closed in the middle of a line: the partial line gets its parse
 // error, and the server exits 0 as when a client closes stdin.
 func TestStdinClosedMidLine(t *testing.T) {
-	ep := fake.Start(t, fake.Reply{})
+	ep := fakeengine.StartSystemOne(t, fakeengine.Reply{})
 	w := newWorld(t, chain("", so("jev", ep.URL)))
 	s := w.startRaw()
 	s.initialize()

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"system1/internal/gateway"
-	"system1/internal/gateway/fake"
+	"system1/internal/fakeengine"
 )
 
 // A state file corrupted after `toggle off` fails closed: decide abstains
@@ -16,7 +16,7 @@ import (
 // says the file is unreadable and how to repair it, toggle status reports
 // the corruption, and toggle on rewrites the file.
 func TestCorruptStateFailsClosed(t *testing.T) {
-	ep := fake.Start(t, fake.Reply{})
+	ep := fakeengine.StartSystemOne(t, fakeengine.Reply{})
 	w := newWorld(t, chain("", so("jev", ep.URL)))
 	state := filepath.Join(w.stateDir, "state.json")
 	for _, tc := range []struct {
