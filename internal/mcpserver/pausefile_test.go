@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"system1/internal/gateway"
 	"system1/internal/fakeengine"
+	"system1/internal/gateway"
 )
 
 // A state file corrupted after `toggle off` fails closed: decide abstains
