@@ -74,7 +74,7 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return fmt.Errorf("configuration %s: %w", cfg.Path, err)
 	}
-	if err := checkNodes(cfg, log); err != nil {
+	if err := checkNodes(cfg); err != nil {
 		return err
 	}
 	rounding := 2
@@ -220,19 +220,12 @@ func probe(ctx context.Context, r *fleet.Router, every time.Duration) {
 	}
 }
 
-// checkNodes refuses a configuration with no nodes and nothing else that
-// could answer: every request would fail, which is a mistake to say at
-// start-up, not in each 503. Without nodes but with systemone providers,
-// /v1/decide still answers through them, so that only gets a warning.
-func checkNodes(cfg *config.Config, log *slog.Logger) error {
+// checkNodes refuses a configuration with no nodes: every request would
+// fail, which is a mistake to say at start-up, not in each 503. (The old
+// form's systemone providers are nodes by now.)
+func checkNodes(cfg *config.Config) error {
 	if len(cfg.Nodes) > 0 {
 		return nil
-	}
-	for _, p := range cfg.Providers {
-		if p.Kind == "systemone" {
-			log.Warn("no nodes configured: /v1/systemone and /v1/models answer 503 for every model; only /v1/decide answers, through the systemone providers", "config", cfg.Path)
-			return nil
-		}
 	}
 	return fmt.Errorf("configuration %s: nodes: none configured, so nothing could be answered (every /v1/systemone and /v1/decide request would fail): add a node (see the README's configuration section)", cfg.Path)
 }

@@ -54,9 +54,8 @@ func TestServeStopsWhileReadingALargeConfig(t *testing.T) {
 	}
 }
 
-// serve refuses to start with no nodes and nothing else that could
-// answer, saying so; with systemone providers it starts and warns that
-// only /v1/decide answers.
+// serve refuses to start with no nodes, saying so; the old form's
+// systemone providers are nodes, so with one it starts and routes to it.
 func TestServeWithoutNodes(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "system1.yaml")
@@ -71,7 +70,7 @@ func TestServeWithoutNodes(t *testing.T) {
 		t.Errorf("serve with nodes: [] %v:\n%s", err, out)
 	}
 	s := startServe(t, "nodes: []\nproviders:\n  - {name: jev, kind: systemone, url: 'http://127.0.0.1:9', model: jev}\n", serveOpts{})
-	if !strings.Contains(s.log.String(), "no nodes configured") {
-		t.Errorf("no warning:\n%s", s.log.String())
+	if !strings.Contains(s.log.String(), "nodes=1") {
+		t.Errorf("the systemone provider is not a node:\n%s", s.log.String())
 	}
 }
