@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"system1/internal/systemone"
+	"system1/internal/web"
 )
 
 // routes maps the whole HTTP surface.
@@ -16,6 +17,9 @@ func (s *Server) routes() http.Handler {
 	}
 	mux.HandleFunc("GET /health", s.handleHealth)
 	mux.Handle("GET /metrics", s.opt.Metrics.Handler())
+	if !s.opt.NoPage {
+		web.Register(mux) // GET / alone, /docs, /ui/*, /openapi.json; the rest stays 404 below
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, systemone.NotFoundBody)
 	})

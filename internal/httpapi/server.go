@@ -49,7 +49,10 @@ type Options struct {
 	GuessBurst       int
 	// Decide is the gateway POST /v1/decide asks; nil leaves the route
 	// out.
-	Decide  *gateway.Gateway
+	Decide *gateway.Gateway
+	// NoPage leaves out the page at /, /docs and /openapi.json: an API
+	// alone.
+	NoPage  bool
 	Version string
 }
 

@@ -1,0 +1,91 @@
+// A readable reference of /openapi.json: each operation with its request
+// and responses, and each schema as a tree of its properties.
+import { h } from './dom.js';
+
+let doc;
+
+function resolve(s) {
+  while (s && s.$ref) s = s.$ref.split('/').slice(1).reduce((o, k) => o?.[k], doc);
+  return s || {};
+}
+
+function typeOf(s) {
+  if (s.const !== undefined) return JSON.stringify(s.const);
+  if (s.enum) return s.enum.map((e) => JSON.stringify(e)).join(' | ');
+  const t = s.type ?? s.types;
+  if (Array.isArray(t)) return t.join(' | ');
+  if (t === 'array') return `array of ${typeOf(resolve(s.items))}`;
+  if (t) return t;
+  if (s.oneOf) return 'one of';
+  return 'any';
+}
+
+function limits(s) {
+  const out = [];
+  for (const [k, label] of [['minimum', '≥'], ['maximum', '≤'], ['minLength', 'length ≥'], ['maxLength', 'length ≤'],
+    ['minItems', 'items ≥'], ['maxItems', 'items ≤'], ['minProperties', 'keys ≥'], ['maxProperties', 'keys ≤']]) {
+    if (s[k] !== undefined) out.push(`${label} ${s[k]}`);
+  }
+  if (s.uniqueItems) out.push('unique');
+  return out.join(', ');
+}
+
+// tree renders a schema's properties, one level per indent, to depth 5.
+function tree(schema, depth = 0) {
+  const s = resolve(schema);
+  const box = h('div', { class: 'schema' });
+  if (depth > 5) return box;
+  const required = new Set(s.required || []);
+  for (const [name, p0] of Object.entries(s.properties || {})) {
+    const p = resolve(p0);
+    box.append(h('div', { class: 'prop' }, h('span', { class: 'name' }, name), ' ', h('span', { class: 'type' }, typeOf(p)),
+      required.has(name) ? h('span', { class: 'req' }, ' required') : null, limits(p) ? ` (${limits(p)})` : '',
+      p.description ? h('span', { class: 'desc' }, ' — ', p.description) : null, child(p, depth)));
+  }
+  if (!s.properties) {
+    const c = child(s, depth);
+    if (c) box.append(c);
+  }
+  return box;
+}
+
+function child(p, depth) {
+  if (p.oneOf) return h('div', { class: 'prop' }, p.oneOf.map((o, i) => h('div', {}, h('span', { class: 'desc' }, `option ${i + 1}: ${resolve(o).description || typeOf(resolve(o))}`), tree(o, depth + 1))));
+  if (p.properties) return tree(p, depth + 1);
+  if (p.type === 'array' && p.items && resolve(p.items).properties) return tree(p.items, depth + 1);
+  if (p.additionalProperties && typeof p.additionalProperties === 'object') {
+    const a = resolve(p.additionalProperties);
+    return h('div', { class: 'prop' }, h('span', { class: 'name' }, '<key>'), ' ', h('span', { class: 'type' }, typeOf(a)), child(a, depth + 1) || '');
+  }
+  return null;
+}
+
+function body(content) {
+  return Object.entries(content || {}).map(([type, m]) => h('div', {}, h('span', { class: 'note' }, type), m.schema ? tree(m.schema) : null));
+}
+
+function operation(path, method, op) {
+  const open = (op.security || doc.security || []).some((s) => Object.keys(s).length === 0);
+  const el = h('section', { class: 'doc-op', id: op.operationId },
+    h('h2', {}, h('span', { class: `method ${method}` }, method.toUpperCase()), path, open && (op.security || doc.security).length === 1 ? h('small', {}, 'no key needed') : h('small', {}, 'a key when auth is on')),
+    h('p', {}, op.summary), op.description ? h('p', { class: 'note' }, op.description) : null);
+  if (op.requestBody) el.append(h('h3', {}, 'Request body'), ...body(op.requestBody.content));
+  el.append(h('h3', {}, 'Responses'));
+  for (const [code, r] of Object.entries(op.responses || {})) {
+    el.append(h('details', { open: code === '200' ? true : null }, h('summary', {}, h('b', {}, code), ' ', r.description), ...body(r.content)));
+  }
+  return el;
+}
+
+async function main() {
+  const main = document.getElementById('doc');
+  const resp = await fetch('/openapi.json', { cache: 'no-store' });
+  doc = await resp.json();
+  main.replaceChildren(h('h2', {}, `${doc.info.title} ${doc.info.version}`, h('small', {}, `OpenAPI ${doc.openapi}`)), h('p', {}, doc.info.description));
+  for (const [path, item] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(item)) main.append(operation(path, method, op));
+  }
+  document.body.dataset.ready = 'true';
+}
+
+main();

@@ -1,0 +1,114 @@
+package web_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"system1/internal/config"
+	"system1/internal/fakeengine"
+	"system1/internal/fleet"
+	"system1/internal/gateway"
+	"system1/internal/httpapi"
+)
+
+// server is system1 serve's HTTP face over the real router, dialect
+// engines and gateway, in front of fake engines.
+type server struct {
+	URL    string
+	router *fleet.Router
+	fakes  []*fakeengine.Fake
+}
+
+// options vary what a test serves.
+type options struct {
+	keys   []string
+	nodes  int  // fake llama.cpp nodes, at least one
+	noPage bool // leave the page's routes out
+	// sick cools the last node down, as a run of failures would.
+	sick bool
+}
+
+// serve starts the server. The nodes serve fakeengine.DefaultModel with
+// the default Halving distribution, so the same request always gets the
+// same answer; the gateway's one provider asks that model.
+func serve(t testing.TB, o options) *server {
+	t.Helper()
+	if o.nodes == 0 {
+		o.nodes = 1
+	}
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	t.Cleanup(hc.CloseIdleConnections)
+	s := &server{}
+	var nodes []*fleet.Node
+	cfg := &config.Config{Providers: []config.Provider{{Name: "local", Kind: "engine", Model: fakeengine.DefaultModel}}}
+	for i := range o.nodes {
+		b := fakeengine.Behavior{}
+		if o.sick && i == o.nodes-1 {
+			b = fakeengine.Behavior{Fault: fakeengine.Status, Status: http.StatusInternalServerError}
+		}
+		f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Behavior: b})
+		t.Cleanup(f.Close)
+		s.fakes = append(s.fakes, f)
+		c := config.Node{Name: "node" + string(rune('a'+i)), URL: f.URL, Dialect: string(fakeengine.LlamaCpp), Models: []string{fakeengine.DefaultModel}}
+		cfg.Nodes = append(cfg.Nodes, c)
+		n, err := fleet.NewNode(c, func(string) string { return "" }, hc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, n)
+	}
+	s.router = fleet.NewRouter(nodes, nil, fleet.Policy{AllowedFails: 1, Window: time.Hour, Cooldown: time.Hour}, nil)
+	s.router.Discover(t.Context())
+	g := gateway.New(gateway.Options{Config: cfg, Router: s.router, Version: "test"})
+	api := httpapi.New(httpapi.Options{
+		Router:   s.router,
+		Keys:     o.keys,
+		Rounding: 2,
+		Decide:   g,
+		NoPage:   o.noPage,
+		Version:  "test",
+	})
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	s.URL = srv.URL
+	return s
+}
+
+// get fetches a path with the given headers ("Name: value").
+func get(t testing.TB, url string, headers ...string) (*http.Response, []byte) {
+	t.Helper()
+	return do(t, http.MethodGet, url, "", headers...)
+}
+
+func do(t testing.TB, method, url, body string, headers ...string) (*http.Response, []byte) {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(t.Context(), method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for _, h := range headers {
+		k, v, _ := strings.Cut(h, ": ")
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, b
+}

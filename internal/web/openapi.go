@@ -1,0 +1,299 @@
+package web
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sort"
+	"sync"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"system1/internal/fleet"
+	"system1/internal/gateway"
+)
+
+// The OpenAPI document describes the HTTP surface that system1 serve has.
+// Where a route's body is a Go type (the decide contract, a node's state)
+// its schema is inferred from that type, as schema/*.json are; the System
+// One wire is parsed and written by hand in internal/systemone to keep
+// key order, so its shapes are written out here, and the suite validates
+// real replies of every route against this document to keep both honest.
+// go generate writes the committed copy, schema/openapi.json; a test fails
+// when it is stale.
+//
+//go:generate go run ./openapigen -out ../../schema/openapi.json
+
+// OpenAPI returns the OpenAPI 3.1 document, indented with a final newline,
+// as GET /openapi.json serves it and schema/openapi.json holds it.
+func OpenAPI() []byte { return openAPI() }
+
+var openAPI = sync.OnceValue(func() []byte {
+	b, err := json.MarshalIndent(document(), "", "  ")
+	if err != nil {
+		panic(fmt.Sprintf("web: the OpenAPI document does not marshal: %v", err)) // our own values: a bug
+	}
+	return append(b, '\n')
+})
+
+type obj = map[string]any
+
+func document() obj {
+	return obj{
+		"openapi":           "3.1.0",
+		"jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",
+		"info": obj{
+			"title":   "system1",
+			"version": gateway.SchemaVersion,
+			"description": "A fast decision service: typed questions over a state, answered with calibrated " +
+				"probabilities read from a language model's first-token log-probabilities. POST /v1/systemone " +
+				"is TypeSafe's System One wire (Jev); POST /v1/decide is the gateway's contract. With keys " +
+				"configured every /v1 route needs one, as a bearer token or in X-Api-Key.",
+		},
+		// A key when keys are configured; none when auth is off (the
+		// empty requirement).
+		"security": []obj{{"bearer": []string{}}, {"apiKey": []string{}}, {}},
+		"paths":    paths(),
+		"components": obj{
+			"securitySchemes": obj{
+				"bearer": obj{"type": "http", "scheme": "bearer"},
+				"apiKey": obj{"type": "apiKey", "in": "header", "name": "X-Api-Key"},
+			},
+			"schemas": schemas(),
+		},
+	}
+}
+
+func paths() obj {
+	p := obj{
+		"/v1/systemone": obj{"post": obj{
+			"operationId": "systemOne",
+			"summary":     "Answer typed questions over a state (the System One wire).",
+			"description": "Each question is a choice (one key of its criteria, a distribution and a confidence), " +
+				"a noul (P(true)) or a score (the expected level of an ordered rubric). A 200 carries every " +
+				"question; otherwise nothing. Probabilities are rounded by largest remainder so they sum to 1.",
+			"requestBody": jsonBody("SystemOneRequest", true),
+			"responses": obj{
+				"200": jsonReply("The answers, in question order.", "SystemOneResponse"),
+				"401": jsonReply("A key is configured and the caller's is missing or wrong.", "Error"),
+				"413": jsonReply("The body is over the server's limit.", "Error"),
+				"422": jsonReply("A malformed request: every problem listed.", "ValidationError"),
+				"429": jsonReply("The caller's key is over its rate; Retry-After says when to come back.", "Error"),
+				"503": jsonReply("No node serves the model, or a question got no answer.", "Error"),
+			},
+		}},
+		"/v1/models": obj{"get": obj{
+			"operationId": "models",
+			"summary":     "List the models the nodes serve and the configured aliases.",
+			"description": "In both shapes clients read: Jev's models list and OpenAI's.",
+			"responses": obj{
+				"200": jsonReply("The models.", "ModelList"),
+				"401": jsonReply("A key is configured and the caller's is missing or wrong.", "Error"),
+				"429": jsonReply("The caller's key is over its rate.", "Error"),
+			},
+		}},
+		"/v1/decide": obj{"post": obj{
+			"operationId": "decide",
+			"summary":     "Make one decision through the gateway, or abstain.",
+			"description": "The same request and response as the MCP tool system1_decide. The status says the " +
+				"outcome; the body is the response either way. Served when the gateway is configured.",
+			"requestBody": jsonBody("DecideRequest", true),
+			"responses": obj{
+				"200": jsonReply("Decided or abstained.", "DecideResponse"),
+				"401": jsonReply("A key is configured and the caller's is missing or wrong.", "Error"),
+				"413": jsonReply("The body is over the server's limit (error.code invalid_request).", "DecideResponse"),
+				"422": jsonReply("invalid_request.", "DecideResponse"),
+				"429": jsonReply("The caller's key is over its rate.", "Error"),
+				"502": jsonReply("provider_error or malformed_response.", "DecideResponse"),
+				"503": jsonReply("config_error.", "DecideResponse"),
+				"504": jsonReply("provider_timeout.", "DecideResponse"),
+			},
+		}},
+		"/health": obj{"get": obj{
+			"operationId": "health",
+			"summary":     "Whether the process serves, with each node's state.",
+			"description": "Needs no key. Where a server redacts it for callers without a key, only the status is sent.",
+			"security":    []obj{{}},
+			"responses":   obj{"200": jsonReply("Serving.", "Health")},
+		}},
+		"/metrics": obj{"get": obj{
+			"operationId": "metrics",
+			"summary":     "Prometheus metrics: requests, latency histograms, engine calls, node gauges.",
+			"security":    []obj{{}},
+			"responses": obj{"200": obj{"description": "The Prometheus text exposition format.",
+				"content": obj{"text/plain": obj{"schema": obj{"type": "string"}}}}},
+		}},
+	}
+	// The decision log's routes, POST /v1/feedback and GET
+	// /v1/calibration, are added here (with their schemas in schemas())
+	// when the server serves them.
+	return p
+}
+
+func jsonBody(schema string, required bool) obj {
+	return obj{"required": required, "content": obj{"application/json": obj{"schema": ref(schema)}}}
+}
+
+func jsonReply(desc, schema string) obj {
+	return obj{"description": desc, "content": obj{"application/json": obj{"schema": ref(schema)}}}
+}
+
+func ref(name string) obj { return obj{"$ref": "#/components/schemas/" + name} }
+
+func schemas() map[string]*jsonschema.Schema {
+	return map[string]*jsonschema.Schema{
+		"SystemOneRequest":  systemOneRequest(),
+		"SystemOneResponse": systemOneResponse(),
+		"ModelList":         infer[modelList](),
+		"DecideRequest":     component(gateway.RequestSchema()),
+		"DecideResponse":    component(gateway.ResponseSchema()),
+		"Health":            health(),
+		"Error":             errorSchema(),
+		"ValidationError":   validationError(),
+	}
+}
+
+// component makes a published schema a component: its dialect is the
+// document's.
+func component(s *jsonschema.Schema) *jsonschema.Schema {
+	c := s.CloneSchemas()
+	c.Schema = ""
+	return c
+}
+
+func infer[T any]() *jsonschema.Schema {
+	s, err := jsonschema.For[T](nil)
+	if err != nil {
+		panic(fmt.Sprintf("web: inferring the schema of %v: %v", reflect.TypeFor[T](), err)) // our own types: a bug
+	}
+	return s
+}
+
+// modelList is GET /v1/models's body.
+type modelList struct {
+	Models []struct {
+		Name        string `json:"name" jsonschema:"The model id to send as model."`
+		Description string `json:"description" jsonschema:"The nodes that serve it, and what it is an alias of."`
+		ReleaseDate string `json:"release_date" jsonschema:"YYYY-MM-DD: the day this server first listed it."`
+	} `json:"models" jsonschema:"Jev's shape, sorted by name."`
+	Object string `json:"object" jsonschema:"list"`
+	Data   []struct {
+		ID      string `json:"id"`
+		Object  string `json:"object" jsonschema:"model"`
+		OwnedBy string `json:"owned_by"`
+	} `json:"data" jsonschema:"OpenAI's shape, sorted by id."`
+}
+
+func health() *jsonschema.Schema {
+	node := infer[fleet.State]()
+	node.Description = "One node's state: cooling down (healthy false) until cool_until, for cool_reason."
+	return &jsonschema.Schema{
+		Type:     "object",
+		Required: []string{"status"},
+		Properties: map[string]*jsonschema.Schema{
+			"status":  {Type: "string", Enum: []any{"ok"}, Description: "ok while the process serves."},
+			"version": {Type: "string"},
+			"auth":    {Type: "boolean", Description: "Whether the /v1 routes need a key."},
+			"nodes":   {Type: "array", Items: node},
+		},
+	}
+}
+
+func text(desc string) *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "string", Description: desc}
+}
+
+func unitNumber() *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "number", Minimum: ptr(0.0), Maximum: ptr(1.0)}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// entry is a criterion's meaning: any JSON the model is shown.
+func entry() *jsonschema.Schema {
+	return &jsonschema.Schema{Types: []string{"string", "object", "array", "null"}}
+}
+
+func systemOneRequest() *jsonschema.Schema {
+	kind := func(k string) *jsonschema.Schema { return &jsonschema.Schema{Const: jsonschema.Ptr[any](k)} }
+	instr := &jsonschema.Schema{Types: []string{"string", "object", "array", "null"}, Description: "What to decide; shown to the model."}
+	question := func(k, desc string, criteria *jsonschema.Schema, required ...string) *jsonschema.Schema {
+		return &jsonschema.Schema{Type: "object", Description: desc, Required: append([]string{"type"}, required...),
+			Properties: map[string]*jsonschema.Schema{"type": kind(k), "instructions": instr, "criteria": criteria}}
+	}
+	choice := question("choice", "One of the criteria's keys, 2 to 255 of them, in the order the model sees them.",
+		&jsonschema.Schema{Type: "object", MinProperties: ptr(2), MaxProperties: ptr(255), AdditionalProperties: entry()}, "criteria")
+	noul := question("noul", "P(true).", &jsonschema.Schema{Types: []string{"object", "null"},
+		Properties: map[string]*jsonschema.Schema{"true": entry(), "false": entry()}, AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}}})
+	score := question("score", "The expected level of an ordered rubric, lowest first, 2 to 10 levels.",
+		&jsonschema.Schema{Type: "array", MinItems: ptr(2), MaxItems: ptr(10), Items: entry()}, "criteria")
+	return &jsonschema.Schema{
+		Type:     "object",
+		Required: []string{"model", "state", "questions"},
+		Properties: map[string]*jsonschema.Schema{
+			"model": text("A model id from GET /v1/models, or a configured alias."),
+			"state": {Types: []string{"string", "object", "array"}, Description: "What the questions are about: text or JSON, at most 256 KiB as JSON."},
+			"questions": {Type: "object", MinProperties: ptr(1), MaxProperties: ptr(64), Description: "Questions by the caller's ids, answered in this order.",
+				AdditionalProperties: &jsonschema.Schema{OneOf: []*jsonschema.Schema{choice, noul, score}}},
+		},
+	}
+}
+
+func systemOneResponse() *jsonschema.Schema {
+	probs := &jsonschema.Schema{Type: "object", AdditionalProperties: unitNumber(), Description: "Per option (per level for a score), in order, summing to 1."}
+	answer := func(k string, props map[string]*jsonschema.Schema) *jsonschema.Schema {
+		props["type"] = &jsonschema.Schema{Const: jsonschema.Ptr[any](k)}
+		req := []string{}
+		for name := range props {
+			req = append(req, name)
+		}
+		sort.Strings(req)
+		return &jsonschema.Schema{Type: "object", Required: req, Properties: props}
+	}
+	return &jsonschema.Schema{
+		Type:     "object",
+		Required: []string{"model", "answers", "usage", "latency_ms"},
+		Properties: map[string]*jsonschema.Schema{
+			"model": text("The model the engine reported."),
+			"answers": {Type: "object", Description: "One answer per question, by its id, in question order.",
+				AdditionalProperties: &jsonschema.Schema{OneOf: []*jsonschema.Schema{
+					answer("choice", map[string]*jsonschema.Schema{"choice": text("The most probable key."), "confidence": unitNumber(), "probabilities": probs}),
+					answer("noul", map[string]*jsonschema.Schema{"noul": unitNumber()}),
+					answer("score", map[string]*jsonschema.Schema{"score": {Type: "number", Minimum: ptr(0.0)}, "confidence": unitNumber(),
+						"legend": {Type: "object", Description: "Each level's criterion, as sent."}, "probabilities": probs}),
+				}}},
+			"usage": {Type: "object", Required: []string{"input_tokens", "output_tokens"}, Properties: map[string]*jsonschema.Schema{
+				"input_tokens":  {Type: "integer", Minimum: ptr(0.0)},
+				"output_tokens": {Type: "integer", Minimum: ptr(0.0)},
+				"estimated":     {Type: "boolean", Description: "Present (true) when an engine reported no counts."},
+			}},
+			"latency_ms": {Type: "integer", Minimum: ptr(0.0)},
+		},
+	}
+}
+
+// errorSchema is every non-422 error, in both shapes clients read.
+func errorSchema() *jsonschema.Schema {
+	return &jsonschema.Schema{
+		Type:     "object",
+		Required: []string{"error", "detail"},
+		Properties: map[string]*jsonschema.Schema{
+			"error": {Type: "object", Required: []string{"message", "type"}, Properties: map[string]*jsonschema.Schema{
+				"message": text(""), "type": text("authentication_error, rate_limit_error, ..."), "param": {Types: []string{"string", "null"}}}},
+			"detail": {Type: "object", Required: []string{"error_type", "message"}, Properties: map[string]*jsonschema.Schema{
+				"error_type": text("The same as error.type."), "message": text("The same as error.message.")}},
+		},
+	}
+}
+
+// validationError is a 422: pydantic's detail list beside OpenAI's error.
+func validationError() *jsonschema.Schema {
+	s := errorSchema()
+	s.Properties["detail"] = &jsonschema.Schema{Type: "array", Items: &jsonschema.Schema{
+		Type: "object", Required: []string{"loc", "msg", "type"}, Properties: map[string]*jsonschema.Schema{
+			"loc":  {Type: "array", Items: &jsonschema.Schema{Types: []string{"string", "integer"}}},
+			"msg":  text("The problem."),
+			"type": text("The problem's kind."),
+		}}}
+	return s
+}

@@ -1,0 +1,180 @@
+package web_test
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/pb33f/libopenapi"
+	validator "github.com/pb33f/libopenapi-validator"
+	verrors "github.com/pb33f/libopenapi-validator/errors"
+
+	"system1/internal/web"
+)
+
+// The committed document is what go generate writes now.
+func TestOpenAPIUpToDate(t *testing.T) {
+	committed, err := os.ReadFile("../../schema/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(committed, web.OpenAPI()) {
+		t.Fatal("schema/openapi.json is stale: run go generate ./internal/web")
+	}
+	s := serve(t, options{})
+	if _, served := get(t, s.URL+"/openapi.json"); !bytes.Equal(served, committed) {
+		t.Fatal("GET /openapi.json differs from schema/openapi.json")
+	}
+}
+
+func newValidator(t *testing.T, doc []byte) validator.Validator {
+	t.Helper()
+	d, err := libopenapi.NewDocument(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, errs := validator.NewValidator(d)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	return v
+}
+
+func explain(errs []*verrors.ValidationError) string {
+	var b strings.Builder
+	for _, e := range errs {
+		b.WriteString("\n  " + e.Message + ": " + e.Reason)
+		for _, se := range e.SchemaValidationErrors {
+			b.WriteString("\n    " + se.FieldPath + " (" + se.KeywordLocation + "): " + se.Reason)
+		}
+	}
+	return b.String()
+}
+
+// The document is valid OpenAPI 3.1, by libopenapi-validator's check
+// against the specification's own schema.
+func TestOpenAPIValid(t *testing.T) {
+	v := newValidator(t, web.OpenAPI())
+	if ok, errs := v.ValidateDocument(); !ok {
+		t.Fatalf("not a valid OpenAPI 3.1 document:%s", explain(errs))
+	}
+	paths := map[string]bool{}
+	for _, p := range []string{"/v1/systemone", "/v1/models", "/v1/decide", "/health"} {
+		paths[p] = strings.Contains(string(web.OpenAPI()), `"`+p+`": {`)
+	}
+	for p, ok := range paths {
+		if !ok {
+			t.Errorf("the document has no %s", p)
+		}
+	}
+}
+
+const jev = `{"model":"fake","state":{"ticket":"I was charged twice."},"questions":{` +
+	`"department":{"type":"choice","instructions":"Which team?","criteria":{"billing":"payments","technical":null,"sales":"new plans"}},` +
+	`"urgent":{"type":"noul","instructions":"Action today?"},` +
+	`"frustration":{"type":"score","criteria":["calm","annoyed",{"level":"angry"}]}}}`
+
+// Real exchanges with the server, over the fake engine, agree with the
+// document: each request that should be valid is, and every reply, of
+// every route and status, matches its response schema.
+func TestOpenAPIMatchesServer(t *testing.T) {
+	v := newValidator(t, web.OpenAPI())
+	open := serve(t, options{nodes: 2, sick: true})
+	coolDown(t, open)
+	closed := serve(t, options{keys: []string{"sk-test"}})
+	for _, tc := range []struct {
+		name         string
+		s            *server
+		method, path string
+		body         string
+		status       int
+		validRequest bool
+		headers      []string
+	}{
+		{"systemone", open, "POST", "/v1/systemone", jev, 200, true, nil},
+		{"systemone 422", open, "POST", "/v1/systemone", `{"model":"fake","questions":{}}`, 422, false, nil},
+		{"systemone 503", open, "POST", "/v1/systemone", strings.Replace(jev, `"fake"`, `"nobody"`, 1), 503, true, nil},
+		{"models", open, "GET", "/v1/models", "", 200, true, nil},
+		{"decide", open, "POST", "/v1/decide", `{"question":"Which team?","options":["billing","technical"],"context":{"t":"refund"}}`, 200, true, nil},
+		{"decide yes or no", open, "POST", "/v1/decide", `{"question":"Refund?","min_confidence":0.99}`, 200, true, nil},
+		{"decide 422", open, "POST", "/v1/decide", `{"question":""}`, 422, false, nil},
+		{"health with a cooling node", open, "GET", "/health", "", 200, true, nil},
+		{"models 401", closed, "GET", "/v1/models", "", 401, true, nil},
+		{"systemone 401", closed, "POST", "/v1/systemone", jev, 401, true, nil},
+		{"health, auth on", closed, "GET", "/health", "", 200, true, nil},
+		{"models with a key", closed, "GET", "/v1/models", "", 200, true, []string{"Authorization: Bearer sk-test"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := do(t, tc.method, tc.s.URL+tc.path, tc.body, tc.headers...)
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tc.status, body)
+			}
+			req := request(t, tc.method, tc.path, tc.body, tc.headers)
+			resp.Body = io.NopCloser(bytes.NewReader(body))
+			if tc.validRequest {
+				if ok, errs := v.ValidateHttpRequest(req); !ok {
+					t.Errorf("the request does not match the document:%s", explain(errs))
+				}
+				req = request(t, tc.method, tc.path, tc.body, tc.headers)
+			}
+			if ok, errs := v.ValidateHttpResponse(req, resp); !ok {
+				t.Errorf("the reply does not match the document:%s\n%s", explain(errs), body)
+			}
+		})
+	}
+}
+
+// The check above can fail: replies that break the wire are refused.
+func TestOpenAPIRejects(t *testing.T) {
+	v := newValidator(t, web.OpenAPI())
+	for _, tc := range []struct{ name, path, body string }{
+		{"systemone without usage", "/v1/systemone", `{"model":"m","answers":{"u":{"type":"noul","noul":0.5}},"latency_ms":1}`},
+		{"a noul above 1", "/v1/systemone", `{"model":"m","answers":{"u":{"type":"noul","noul":1.5}},"usage":{"input_tokens":1,"output_tokens":1},"latency_ms":1}`},
+		{"a choice without probabilities", "/v1/systemone", `{"model":"m","answers":{"d":{"type":"choice","choice":"a","confidence":0.1}},"usage":{"input_tokens":1,"output_tokens":1},"latency_ms":1}`},
+		{"decide with an unknown status", "/v1/decide", `{"status":"maybe","decision":null,"calibrated":false,"rationale":"","provider":null,"latency_ms":0,"attempts":[],"error":null,"schema_version":"1","request_id":"r"}`},
+		{"health without status", "/health", `{"auth":false}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			method := "POST"
+			if tc.path == "/health" {
+				method = "GET"
+			}
+			resp := &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}}, Body: io.NopCloser(strings.NewReader(tc.body))}
+			if ok, _ := v.ValidateHttpResponse(request(t, method, tc.path, "", nil), resp); ok {
+				t.Fatalf("accepted %s", tc.body)
+			}
+		})
+	}
+}
+
+func request(t *testing.T, method, path, body string, headers []string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(method, "http://system1"+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for _, h := range headers {
+		k, v, _ := strings.Cut(h, ": ")
+		req.Header.Set(k, v)
+	}
+	return req
+}
+
+// coolDown asks until the sick last node has failed and is cooling down.
+func coolDown(t *testing.T, s *server) {
+	t.Helper()
+	for range 20 {
+		do(t, "POST", s.URL+"/v1/systemone", jev)
+		st := s.router.States()
+		if !st[len(st)-1].Healthy {
+			return
+		}
+	}
+	t.Fatal("the sick node never cooled down")
+}
