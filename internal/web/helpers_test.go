@@ -13,6 +13,7 @@ import (
 	"system1/internal/fleet"
 	"system1/internal/gateway"
 	"system1/internal/httpapi"
+	"system1/internal/metrics"
 )
 
 // server is system1 serve's HTTP face over the real router, dialect
@@ -61,11 +62,13 @@ func serve(t testing.TB, o options) *server {
 		}
 		nodes = append(nodes, n)
 	}
-	s.router = fleet.NewRouter(nodes, nil, fleet.Policy{AllowedFails: 1, Window: time.Hour, Cooldown: time.Hour}, nil)
+	m := metrics.New()
+	s.router = fleet.NewRouter(nodes, nil, fleet.Policy{AllowedFails: 1, Window: time.Hour, Cooldown: time.Hour}, m)
 	s.router.Discover(t.Context())
 	g := gateway.New(gateway.Options{Config: cfg, Router: s.router, Version: "test"})
 	api := httpapi.New(httpapi.Options{
 		Router:   s.router,
+		Metrics:  m,
 		Keys:     o.keys,
 		Rounding: 2,
 		Decide:   g,

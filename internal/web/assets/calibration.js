@@ -39,7 +39,7 @@ export function diagram(b) {
   g.append(svg('text', { x: W / 2, y: W - 2, 'text-anchor': 'middle' }, 'confidence'), svg('text', { x: 8, y: P - 10 }, 'accuracy'));
   if (b.gate && Number.isFinite(b.gate.threshold)) {
     g.append(svg('line', { class: 'gate', x1: x(b.gate.threshold), y1: P, x2: x(b.gate.threshold), y2: W - P }),
-      svg('text', { x: x(b.gate.threshold) + 3, y: P + 10 }, `gate ${num(b.gate.threshold)}`));
+      svg('text', { x: x(b.gate.threshold) + 3, y: W - P - 4 }, `gate ${num(b.gate.threshold)}`));
   }
   const most = Math.max(1, ...b.reliability.map((r) => r.count || 0));
   for (const r of b.reliability) {

@@ -42,6 +42,9 @@ function nodes(health) {
     h('td', { 'data-col': 'why' }, [n.cool_reason, n.error].filter(Boolean).join('; ')))));
 }
 
+// page tells the page's own routes, left out of the requests table.
+function page(route) { return /^GET \/(\{\$\}|docs|openapi\.json|ui\/)/.test(route); }
+
 function metrics(r) {
   const routes = $('routes').tBodies[0], engines = $('engines').tBodies[0];
   if (!r || !r.ok) {
@@ -62,7 +65,7 @@ function metrics(r) {
   }
   const seconds = (now - (previous?.at ?? now)) / 1000;
   const lat = histograms(samples, 'system1_request_seconds', ['route']);
-  const rows = [...lat.values()].sort((a, b) => b.count - a.count).map((hg) => {
+  const rows = [...lat.values()].filter((hg) => !page(hg.labels.route)).sort((a, b) => b.count - a.count).map((hg) => {
     const k = seriesKey(hg.labels, ['route']);
     const n = requests.get(k) ?? hg.count;
     const before = previous?.requests.get(k) ?? 0;
@@ -78,9 +81,10 @@ function metrics(r) {
   engines.replaceChildren(...[...eng.values()].map((hg) => h('tr', { 'data-node': hg.labels.node },
     h('td', {}, hg.labels.node), h('td', {}, hg.labels.model), h('td', {}, String(hg.count)),
     h('td', {}, ms(quantile(0.5, hg.buckets))), h('td', {}, ms(quantile(0.99, hg.buckets))))));
-  $('metrics-note').textContent = previous
+  if (!eng.size) engines.append(h('tr', {}, h('td', { colspan: 5, class: 'note' }, 'No engine calls yet.')));
+  $('metrics-note').textContent = (previous
     ? `Percentiles since the server started; rates over the last ${seconds.toFixed(0)} s.`
-    : 'Percentiles since the server started; rates appear at the next refresh.';
+    : 'Percentiles since the server started; rates appear at the next refresh.') + ' The page\'s own routes are left out.';
   previous = { at: now, requests };
 }
 

@@ -27,7 +27,7 @@ export function svg(tag, attrs = {}, ...children) {
 // num prints a number as the API gave it, shortened past four decimals.
 export function num(x) {
   if (typeof x !== 'number' || !Number.isFinite(x)) return '—';
-  return Number.isInteger(x * 1e4) ? String(x) : x.toFixed(4);
+  return Math.abs(x * 1e4 - Math.round(x * 1e4)) < 1e-6 ? String(x) : x.toFixed(4);
 }
 
 // bar is one option's probability: a label, a filled track and the value.

@@ -84,7 +84,7 @@ function answerCard(id, a, order) {
     h('h3', {}, h('span', { class: `kind ${a.type}` }, a.type), id));
   if (a.type === 'noul') {
     card.append(h('div', { class: 'headline' }, 'P(true) ', h('b', { 'data-field': 'noul' }, num(a.noul))),
-      bar('true', a.noul, a.noul >= 0.5), bar('false', 1 - a.noul, a.noul < 0.5));
+      bar('true', a.noul, a.noul >= 0.5), bar('false', Number((1 - a.noul).toPrecision(12)), a.noul < 0.5));
     return card;
   }
   const probs = a.probabilities || {};

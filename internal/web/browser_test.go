@@ -1,0 +1,662 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"system1/internal/web"
+)
+
+// chromium finds the browser: $SYSTEM1_CHROMIUM, else Debian's. Without
+// one the browser tests skip, unless SYSTEM1_REQUIRE_BROWSER is set (as
+// scripts/test.sh sets it after scripts/chromium.sh installed it).
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, p := range []string{os.Getenv("SYSTEM1_CHROMIUM"), "/usr/lib/chromium/chromium"} {
+		if p != "" {
+			if _, err := os.Stat(p); err == nil {
+				return p
+			}
+		}
+	}
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("SYSTEM1_REQUIRE_BROWSER") != "" {
+		t.Fatal("no Chromium found and SYSTEM1_REQUIRE_BROWSER is set: run scripts/chromium.sh")
+	}
+	t.Skip("no Chromium here (scripts/chromium.sh installs it); browser tests skipped")
+	return ""
+}
+
+// browser starts headless Chromium with a fresh profile. Its background
+// services stay off: this machine's closed network refuses them.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromium(t)),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("no-default-browser-check", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("hide-scrollbars", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900),
+	}
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx, chromedp.WithErrorf(t.Logf))
+	t.Cleanup(func() { cancel(); cancelA() })
+	if err := chromedp.Do(ctx); err != nil { // starts the browser
+		t.Fatalf("starting Chromium: %v", err)
+	}
+	return ctx
+}
+
+// bound limits one step, so that a page that never gets there fails the
+// test instead of hanging it.
+func bound(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	c, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if err := chromedp.Do(c, steps...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// eval runs a JS expression and decodes its value.
+func eval[T any](t *testing.T, ctx context.Context, expr string) T {
+	t.Helper()
+	c, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(c, chromedp.Evaluate[T](expr))
+	if err != nil {
+		t.Fatalf("%s: %v", expr, err)
+	}
+	return v
+}
+
+func wait(expr string) chromedp.Action[chromedp.Void] {
+	return chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(55*time.Second))
+}
+
+// screenshot saves the whole page: into docs/screenshots when
+// SYSTEM1_SCREENSHOTS is set (how the README's are made), else into the
+// test's own folder; either way it must be a PNG.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	c, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(c, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(png) < 1000 || string(png[1:4]) != "PNG" {
+		t.Fatalf("screenshot %s is not a PNG (%d bytes)", name, len(png))
+	}
+	dir := t.TempDir()
+	if os.Getenv("SYSTEM1_SCREENSHOTS") != "" {
+		dir = "../../docs/screenshots"
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// shownBar is one bar as the page draws it.
+type shownBar struct {
+	Option string  `json:"option"`
+	P      float64 `json:"p"`
+	Value  string  `json:"value"`
+	Width  string  `json:"width"`
+	Chosen bool    `json:"chosen"`
+}
+
+// shownAnswer is one answer card as the page shows it.
+type shownAnswer struct {
+	Type   string            `json:"type"`
+	Fields map[string]string `json:"fields"`
+	Bars   []shownBar        `json:"bars"`
+}
+
+const readAnswers = `Object.fromEntries([...document.querySelectorAll('#answers .answer')].map((c) => [c.dataset.question, {
+  type: c.dataset.type,
+  fields: Object.fromEntries([...c.querySelectorAll('[data-field]')].map((f) => [f.dataset.field, f.textContent])),
+  bars: [...c.querySelectorAll('.bar')].map((b) => ({option: b.dataset.option, p: Number(b.dataset.p),
+    value: b.querySelector('.value').textContent, width: b.querySelector('.fill').style.width, chosen: b.classList.contains('chosen')})),
+}]))`
+
+const readFacts = `(sel) => Object.fromEntries([...document.querySelectorAll(sel + ' [data-fact]')].map((d) => [d.dataset.fact, d.textContent]))`
+
+// number reads a shown number.
+func number(t *testing.T, s string) float64 {
+	t.Helper()
+	x, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		t.Fatalf("shown %q is not a number", s)
+	}
+	return x
+}
+
+func same(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
+// curlBody takes the body out of a shown curl command.
+func curlBody(t *testing.T, cmd string) string {
+	t.Helper()
+	i := strings.Index(cmd, "-d '")
+	if i < 0 || !strings.HasSuffix(cmd, "'") {
+		t.Fatalf("no body in the curl command: %s", cmd)
+	}
+	return strings.ReplaceAll(cmd[i+4:len(cmd)-1], `'\''`, `'`)
+}
+
+// jevAnswer is one answer of a /v1/systemone reply.
+type jevAnswer struct {
+	Type          string             `json:"type"`
+	Choice        string             `json:"choice"`
+	Noul          float64            `json:"noul"`
+	Score         float64            `json:"score"`
+	Confidence    float64            `json:"confidence"`
+	Probabilities map[string]float64 `json:"probabilities"`
+}
+
+type jevReply struct {
+	Model   string               `json:"model"`
+	Answers map[string]jevAnswer `json:"answers"`
+	Usage   struct {
+		InputTokens  int `json:"input_tokens"`
+		OutputTokens int `json:"output_tokens"`
+	} `json:"usage"`
+	LatencyMS int `json:"latency_ms"`
+}
+
+// checkShown compares the answer cards with an API reply: the same
+// questions, each bar's value and width its probability, the chosen bar
+// the API's choice, and the confidence, P(true) and score as answered.
+func checkShown(t *testing.T, shown map[string]shownAnswer, api jevReply) {
+	t.Helper()
+	if len(shown) != len(api.Answers) {
+		t.Fatalf("%d answers shown, the API gave %d", len(shown), len(api.Answers))
+	}
+	for id, a := range api.Answers {
+		s, ok := shown[id]
+		if !ok || s.Type != a.Type {
+			t.Fatalf("answer %s: shown %+v, API %+v", id, s, a)
+		}
+		switch a.Type {
+		case "noul":
+			if !same(number(t, s.Fields["noul"]), a.Noul) || len(s.Bars) != 2 || !same(s.Bars[0].P, a.Noul) {
+				t.Errorf("%s: shown %+v, API noul %v", id, s, a.Noul)
+			}
+			continue
+		case "choice":
+			if s.Fields["choice"] != a.Choice {
+				t.Errorf("%s: shown choice %q, API %q", id, s.Fields["choice"], a.Choice)
+			}
+		case "score":
+			if !same(number(t, s.Fields["score"]), a.Score) {
+				t.Errorf("%s: shown score %s, API %v", id, s.Fields["score"], a.Score)
+			}
+		}
+		if !same(number(t, s.Fields["confidence"]), a.Confidence) {
+			t.Errorf("%s: shown confidence %s, API %v", id, s.Fields["confidence"], a.Confidence)
+		}
+		if len(s.Bars) != len(a.Probabilities) {
+			t.Fatalf("%s: %d bars, %d probabilities", id, len(s.Bars), len(a.Probabilities))
+		}
+		chosen := 0
+		for _, b := range s.Bars {
+			p, ok := a.Probabilities[b.Option]
+			if !ok || !same(b.P, p) || !same(number(t, b.Value), p) {
+				t.Errorf("%s: bar %+v, API probability %v", id, b, p)
+			}
+			if w := strings.TrimSuffix(b.Width, "%"); !same(number(t, w)/100, p) {
+				t.Errorf("%s: bar %s is %s wide for %v", id, b.Option, b.Width, p)
+			}
+			if b.Chosen {
+				chosen++
+				if a.Type == "choice" && b.Option != a.Choice {
+					t.Errorf("%s: bar %s marked chosen, the API chose %s", id, b.Option, a.Choice)
+				}
+			}
+		}
+		if chosen != 1 {
+			t.Errorf("%s: %d bars marked chosen", id, chosen)
+		}
+	}
+}
+
+// The playground sends the editor's questions through the fake engine and
+// shows exactly what the API answers; its curl command is the same
+// request; the decide form shows the gateway's answer and attempts.
+func TestBrowserPlayground(t *testing.T) {
+	ctx := browser(t)
+	s := serve(t, options{})
+	bound(t, ctx, chromedp.Navigate(s.URL+"/#playground"), wait(`document.querySelectorAll('#model option').length > 0`))
+	if got := eval[[]string](t, ctx, `[...document.querySelectorAll('#model option')].map((o) => o.value)`); len(got) != 1 || got[0] != "fake" {
+		t.Fatalf("model picker %v, want the one model the node serves", got)
+	}
+	bound(t, ctx, chromedp.Click("#send"), wait(`document.querySelectorAll('#answers .answer').length > 0 || document.querySelector('#send-error')`))
+	if e := eval[string](t, ctx, `document.querySelector('#send-error')?.textContent ?? ''`); e != "" {
+		t.Fatalf("the page shows an error: %s", e)
+	}
+	shown := eval[map[string]shownAnswer](t, ctx, readAnswers)
+	cmd := eval[string](t, ctx, `document.getElementById('curl').textContent`)
+	body := curlBody(t, cmd)
+
+	// The fake engine answers the same request the same way every time.
+	resp, reply := do(t, "POST", s.URL+"/v1/systemone", body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("the page's request, sent again: %d %s", resp.StatusCode, reply)
+	}
+	var api jevReply
+	if err := json.Unmarshal(reply, &api); err != nil {
+		t.Fatal(err)
+	}
+	if len(api.Answers) != 3 {
+		t.Fatalf("the page's request asks %d questions, want its three examples: %s", len(api.Answers), body)
+	}
+	checkShown(t, shown, api)
+
+	var raw jevReply
+	if err := json.Unmarshal([]byte(eval[string](t, ctx, `document.getElementById('raw').textContent`)), &raw); err != nil {
+		t.Fatalf("the raw JSON shown is not JSON: %v", err)
+	}
+	meta := eval[map[string]string](t, ctx, `(`+readFacts+`)('#answer-meta')`)
+	if meta["latency_ms"] != strconv.Itoa(raw.LatencyMS) || meta["model"] != api.Model ||
+		meta["input_tokens"] != strconv.Itoa(api.Usage.InputTokens) || meta["output_tokens"] != strconv.Itoa(api.Usage.OutputTokens) {
+		t.Errorf("shown %v; the reply's latency_ms %d, the API's model %s and usage %+v", meta, raw.LatencyMS, api.Model, api.Usage)
+	}
+	if fmt.Sprint(raw.Answers) != fmt.Sprint(api.Answers) {
+		t.Errorf("the raw JSON shown %v differs from the API's answers %v", raw.Answers, api.Answers)
+	}
+	// The copied command works as it is.
+	out, err := exec.CommandContext(t.Context(), "sh", "-c", cmd).Output()
+	if err != nil {
+		t.Fatalf("the curl command: %v\n%s", err, cmd)
+	}
+	var viaCurl jevReply
+	if err := json.Unmarshal(out, &viaCurl); err != nil || fmt.Sprint(viaCurl.Answers) != fmt.Sprint(api.Answers) {
+		t.Errorf("the curl command answered %s (%v)", out, err)
+	}
+
+	// An invalid request shows the API's problems, not answers.
+	bound(t, ctx, chromedp.Evaluate[chromedp.Void](`document.querySelector('.question .qid').closest('.question').querySelector('.criteria').value = ''`),
+		chromedp.Click("#send"), wait(`document.querySelector('#send-error')`))
+	if e := eval[string](t, ctx, `document.querySelector('#send-error').textContent`); !strings.HasPrefix(e, "422") {
+		t.Errorf("an empty choice shows %q, want the 422", e)
+	}
+	bound(t, ctx, chromedp.Reload(), wait(`document.querySelectorAll('#model option').length > 0`),
+		chromedp.Click("#send"), wait(`document.querySelectorAll('#answers .answer').length === 3`))
+
+	// Decide.
+	bound(t, ctx, chromedp.SetValue("#d-min", "0.5"), chromedp.Click("#d-send"), wait(`document.querySelector('#decide-answer') || document.querySelector('#d-error')`))
+	dcmd := eval[string](t, ctx, `document.getElementById('d-curl').textContent`)
+	resp, dreply := do(t, "POST", s.URL+"/v1/decide", curlBody(t, dcmd))
+	var dec struct {
+		Status        string             `json:"status"`
+		Decision      *string            `json:"decision"`
+		Confidence    float64            `json:"confidence"`
+		Probabilities map[string]float64 `json:"probabilities"`
+		Rationale     string             `json:"rationale"`
+		Attempts      []struct{ Provider, Outcome string }
+	}
+	if err := json.Unmarshal(dreply, &dec); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, dreply)
+	}
+	shownDec := eval[struct {
+		Status   string            `json:"status"`
+		Decision string            `json:"decision"`
+		Facts    map[string]string `json:"facts"`
+		Bars     []shownBar        `json:"bars"`
+		Attempts [][]string        `json:"attempts"`
+	}](t, ctx, `({status: document.querySelector('#decide-answer').dataset.status,
+	  decision: document.querySelector('#decide-answer [data-field=decision]')?.textContent ?? '',
+	  facts: (`+readFacts+`)('#decide-answer'),
+	  bars: [...document.querySelectorAll('#decide-answer .bar')].map((b) => ({option: b.dataset.option, p: Number(b.dataset.p),
+	    value: b.querySelector('.value').textContent, width: b.querySelector('.fill').style.width, chosen: b.classList.contains('chosen')})),
+	  attempts: [...document.querySelectorAll('#attempts tbody tr')].map((r) => [...r.cells].map((c) => c.textContent))})`)
+	if shownDec.Status != dec.Status || dec.Decision == nil || shownDec.Decision != *dec.Decision ||
+		!same(number(t, shownDec.Facts["confidence"]), dec.Confidence) || shownDec.Facts["rationale"] != dec.Rationale {
+		t.Errorf("decide shown %+v, API %s", shownDec, dreply)
+	}
+	if len(shownDec.Bars) != len(dec.Probabilities) || len(shownDec.Attempts) != len(dec.Attempts) {
+		t.Fatalf("decide shown %+v, API %s", shownDec, dreply)
+	}
+	for _, b := range shownDec.Bars {
+		if !same(b.P, dec.Probabilities[b.Option]) || !same(number(t, b.Value), b.P) || b.Chosen != (b.Option == *dec.Decision) {
+			t.Errorf("decide bar %+v, API %s", b, dreply)
+		}
+	}
+	for i, a := range dec.Attempts {
+		if shownDec.Attempts[i][0] != a.Provider || shownDec.Attempts[i][1] != a.Outcome {
+			t.Errorf("attempt %d shown %v, API %+v", i, shownDec.Attempts[i], a)
+		}
+	}
+	screenshot(t, ctx, "playground.png")
+}
+
+// histogramQuantile is Prometheus' histogram_quantile over one route's
+// buckets in a /metrics text, read here independently of the page's
+// parser.
+func histogramQuantile(t *testing.T, text, route string, q float64) float64 {
+	t.Helper()
+	re := regexp.MustCompile(`(?m)^system1_request_seconds_bucket\{route="` + regexp.QuoteMeta(route) + `",le="([^"]+)"\} (\S+)$`)
+	var les, counts []float64
+	for _, m := range re.FindAllStringSubmatch(text, -1) {
+		le := math.Inf(1)
+		if m[1] != "+Inf" {
+			le = number(t, m[1])
+		}
+		les, counts = append(les, le), append(counts, number(t, m[2]))
+	}
+	if len(les) == 0 {
+		t.Fatalf("no buckets for %s in /metrics", route)
+	}
+	rank := q * counts[len(counts)-1]
+	for i := range les {
+		if counts[i] >= rank {
+			if math.IsInf(les[i], 1) {
+				return les[i-1]
+			}
+			lower, below := 0.0, 0.0
+			if i > 0 {
+				lower, below = les[i-1], counts[i-1]
+			}
+			return lower + (les[i]-lower)*(rank-below)/(counts[i]-below)
+		}
+	}
+	return math.NaN()
+}
+
+// The dashboard's node table is /health's nodes, a cooling node with its
+// reason; the request table's count and percentiles are /metrics'; with
+// no calibration endpoint it says that no report is available.
+func TestBrowserDashboard(t *testing.T) {
+	ctx := browser(t)
+	s := serve(t, options{nodes: 2, sick: true})
+	coolDown(t, s)
+	for range 5 {
+		do(t, "POST", s.URL+"/v1/systemone", jev)
+	}
+	bound(t, ctx, chromedp.Navigate(s.URL+"/#dashboard"), wait(`Number(document.body.dataset.refreshed) >= 1`))
+	rows := eval[[]map[string]string](t, ctx, `[...document.querySelectorAll('#nodes tbody tr')].map((r) => ({name: r.dataset.node,
+	  healthy: r.querySelector('[data-col=healthy]').textContent, in_flight: r.querySelector('[data-col=in_flight]').textContent,
+	  queued: r.querySelector('[data-col=queued]').textContent, until: r.querySelector('[data-col=cool_until]').title,
+	  why: r.querySelector('[data-col=why]').textContent}))`)
+	_, hb := get(t, s.URL+"/health")
+	var health struct {
+		Status string `json:"status"`
+		Nodes  []struct {
+			Name       string `json:"name"`
+			Healthy    bool   `json:"healthy"`
+			InFlight   int    `json:"in_flight"`
+			Queued     int    `json:"queued"`
+			CoolUntil  string `json:"cool_until"`
+			CoolReason string `json:"cool_reason"`
+		} `json:"nodes"`
+	}
+	if err := json.Unmarshal(hb, &health); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != len(health.Nodes) || len(rows) != 2 {
+		t.Fatalf("%d rows shown, /health has %d nodes: %s", len(rows), len(health.Nodes), hb)
+	}
+	cooling := 0
+	for i, n := range health.Nodes {
+		r := rows[i]
+		want := "healthy"
+		if !n.Healthy {
+			want = "cooling down"
+			cooling++
+		}
+		if r["name"] != n.Name || r["healthy"] != want || r["in_flight"] != strconv.Itoa(n.InFlight) || r["queued"] != strconv.Itoa(n.Queued) ||
+			r["until"] != n.CoolUntil || !strings.Contains(r["why"], n.CoolReason) {
+			t.Errorf("row %v, /health %+v", r, n)
+		}
+	}
+	if cooling != 1 {
+		t.Fatalf("%d nodes cooling in /health, want the sick one: %s", cooling, hb)
+	}
+	_, mt := get(t, s.URL+"/metrics")
+	route := "POST /v1/systemone"
+	shown := eval[map[string]string](t, ctx, `Object.fromEntries([...document.querySelector('#routes tbody tr[data-route="`+route+`"]').cells].map((c) => [c.dataset.col ?? 'route', c.textContent]))`)
+	count := regexp.MustCompile(`(?m)^system1_request_seconds_count\{route="POST /v1/systemone"\} (\d+)$`).FindStringSubmatch(string(mt))
+	if count == nil || shown["requests"] != count[1] {
+		t.Errorf("requests shown %q, /metrics counts %v", shown["requests"], count)
+	}
+	for col, q := range map[string]float64{"p50": .5, "p90": .9, "p99": .99} {
+		want := fmt.Sprintf("%.1f", histogramQuantile(t, string(mt), route, q)*1000)
+		if shown[col] != want {
+			t.Errorf("%s shown %q ms, histogram_quantile of /metrics gives %s", col, shown[col], want)
+		}
+	}
+	if got := eval[string](t, ctx, `document.getElementById('calibration').textContent`); !strings.Contains(got, "No calibration report is available (GET /v1/calibration answered 404)") {
+		t.Errorf("calibration section says %q", got)
+	}
+	screenshot(t, ctx, "dashboard.png")
+}
+
+// With auth on, the page asks for a key and, until it has one, shows only
+// what /health gives a caller without a key and asks for nothing else; a
+// wrong key is refused and dropped; the right one lives in sessionStorage
+// alone and opens the playground and the metrics.
+func TestBrowserAuth(t *testing.T) {
+	ctx := browser(t)
+	s := serve(t, options{keys: []string{"sk-test"}})
+	bound(t, ctx, chromedp.Navigate(s.URL+"/#dashboard"), wait(`document.body.dataset.auth === 'locked' && Number(document.body.dataset.refreshed) >= 1`))
+	locked := eval[struct {
+		Form, Playground bool
+		Nodes, Routes    int
+		Calibration      string
+		Fetched          []string
+	}](t, ctx, `({form: !document.getElementById('key-form').hidden, playground: !document.querySelector('#playground .unlocked').hidden,
+	  nodes: document.querySelectorAll('#nodes tbody tr').length, routes: document.querySelectorAll('#routes tbody tr').length,
+	  calibration: document.getElementById('calibration').textContent,
+	  fetched: performance.getEntriesByType('resource').map((e) => new URL(e.name).pathname).filter((p) => !p.startsWith('/ui/'))})`)
+	_, hb := get(t, s.URL+"/health")
+	var health struct {
+		Nodes []json.RawMessage `json:"nodes"`
+	}
+	_ = json.Unmarshal(hb, &health)
+	if !locked.Form || locked.Playground || locked.Routes != 0 || locked.Nodes != len(health.Nodes) || !strings.Contains(locked.Calibration, "needs a key") {
+		t.Errorf("without a key the page shows %+v; /health without a key gives %s", locked, hb)
+	}
+	for _, p := range locked.Fetched {
+		if p != "/health" && p != "/v1/models" {
+			t.Errorf("without a key the page asked for %s", p)
+		}
+	}
+
+	bound(t, ctx, chromedp.SendKeys("#key-input", "sk-wrong"), chromedp.Click("#key-form button[type=submit]"),
+		wait(`document.getElementById('key-error').textContent !== ''`))
+	if k := eval[string](t, ctx, `sessionStorage.getItem('system1.key') ?? ''`); k != "" {
+		t.Errorf("a refused key is kept: %q", k)
+	}
+	bound(t, ctx, chromedp.SendKeys("#key-input", "sk-test"), chromedp.Click("#key-form button[type=submit]"),
+		wait(`document.body.dataset.auth === 'open' && document.querySelectorAll('#model option').length > 0`))
+	stored := eval[struct {
+		Session      string
+		Local        int
+		Cookie, Auth string
+	}](t, ctx, `({session: sessionStorage.getItem('system1.key'), local: localStorage.length, cookie: document.cookie, auth: document.getElementById('auth-state').textContent})`)
+	if stored.Session != "sk-test" || stored.Local != 0 || stored.Cookie != "" || stored.Auth != "key accepted" {
+		t.Errorf("with a key: %+v, want it in sessionStorage only", stored)
+	}
+	if v := eval[string](t, ctx, `document.getElementById('key-input').value`); v != "" {
+		t.Errorf("the key stays in the input: %q", v)
+	}
+	bound(t, ctx, chromedp.Navigate(s.URL+"/#playground"), wait(`document.querySelectorAll('#model option').length > 0`),
+		chromedp.Click("#send"), wait(`document.querySelectorAll('#answers .answer').length === 3`))
+	if cmd := eval[string](t, ctx, `document.getElementById('curl').textContent`); strings.Contains(cmd, "sk-test") || !strings.Contains(cmd, "$SYSTEM1_KEY") {
+		t.Errorf("the curl command shows the key or lacks its variable: %s", cmd)
+	}
+	bound(t, ctx, chromedp.Navigate(s.URL+"/#dashboard"), wait(`document.querySelectorAll('#routes tbody tr').length > 0`))
+
+	// Another tab of a fresh session has no key: sessionStorage only.
+	fresh, cancel := chromedp.NewContext(ctx)
+	defer cancel()
+	bound(t, fresh, chromedp.Navigate(s.URL+"/"), wait(`document.body.dataset.auth === 'locked'`))
+}
+
+// calibrationReport is a report of the shape GET /v1/calibration is to
+// answer with; the server does not serve it yet, so a stand-in serves it.
+const calibrationReport = `{"buckets":[
+ {"model":"qwen2.5-0.5b","kind":"choice","options":3,"outcomes":412,"accuracy":0.81,"ece":0.093,"ece_calibrated":0.021,"nll":0.52,"nll_calibrated":0.44,"temperature":1.7,
+  "gate":{"threshold":0.72,"target_error":0.05,"coverage":0.64,"wrong_above":0.048},
+  "reliability":[{"confidence":0.35,"accuracy":0.3,"count":20},{"confidence":0.55,"accuracy":0.5,"count":61},{"confidence":0.75,"accuracy":0.78,"count":140},{"confidence":0.95,"accuracy":0.96,"count":191}]},
+ {"model":"qwen2.5-0.5b","kind":"noul","options":2,"outcomes":97,"accuracy":0.7,"ece":0.12,"ece_calibrated":0.05,"nll":0.61,"nll_calibrated":0.57,"temperature":1.3,
+  "gate":{"threshold":0.8,"target_error":0.1,"coverage":0.41,"wrong_above":0.09},
+  "reliability":[{"confidence":0.6,"accuracy":0.55,"count":40},{"confidence":0.9,"accuracy":0.85,"count":57}]}]}`
+
+// A stand-in server that answers /health in the bare form to a caller
+// without a key and serves a calibration report: the page copes with the
+// bare form and draws the report, per model and kind, with its gate.
+func TestBrowserBareHealthAndCalibration(t *testing.T) {
+	ctx := browser(t)
+	st := standIn(t)
+	bound(t, ctx, chromedp.Navigate(st.URL+"/#dashboard"), wait(`document.body.dataset.auth === 'locked' && Number(document.body.dataset.refreshed) >= 1`))
+	note := eval[string](t, ctx, `document.getElementById('nodes-note').textContent`)
+	status := eval[string](t, ctx, `document.querySelector('#server [data-fact=status]').textContent`)
+	if status != "ok" || !strings.Contains(note, "status alone") || eval[int](t, ctx, `document.querySelectorAll('#nodes tbody tr').length`) != 0 {
+		t.Errorf("bare /health shown as status %q, note %q", status, note)
+	}
+	bound(t, ctx, chromedp.SendKeys("#key-input", "k"), chromedp.Click("#key-form button[type=submit]"),
+		wait(`document.querySelectorAll('#calibration [data-model]').length > 0 && document.querySelectorAll('#nodes tbody tr').length > 0`))
+	cards := eval[[]struct {
+		Model, Kind string
+		Facts       map[string]string
+		Points      []int
+	}](t, ctx, `[...document.querySelectorAll('#calibration [data-model]')].map((c) => ({model: c.dataset.model, kind: c.dataset.kind,
+	  facts: Object.fromEntries([...c.querySelectorAll('[data-fact]')].map((d) => [d.dataset.fact, d.textContent])),
+	  points: [...c.querySelectorAll('circle.pt')].map((p) => Number(p.dataset.count))}))`)
+	var report struct {
+		Buckets []struct {
+			Model, Kind string
+			Accuracy    float64
+			Gate        struct{ Threshold, Coverage float64 }
+			Reliability []struct{ Count int }
+		}
+	}
+	if err := json.Unmarshal([]byte(calibrationReport), &report); err != nil {
+		t.Fatal(err)
+	}
+	if len(cards) != len(report.Buckets) {
+		t.Fatalf("%d cards for %d buckets", len(cards), len(report.Buckets))
+	}
+	for i, b := range report.Buckets {
+		c := cards[i]
+		if c.Model != b.Model || c.Kind != b.Kind || !same(number(t, c.Facts["accuracy"]), b.Accuracy) ||
+			!same(number(t, c.Facts["coverage"]), b.Gate.Coverage) ||
+			!strings.Contains(c.Facts["suggested gate"], strconv.FormatFloat(b.Gate.Threshold, 'f', -1, 64)) || len(c.Points) != len(b.Reliability) {
+			t.Errorf("card %+v for bucket %+v", c, b)
+		}
+		for j, r := range b.Reliability {
+			if c.Points[j] != r.Count {
+				t.Errorf("%s %s point %d has count %d, want %d", b.Model, b.Kind, j, c.Points[j], r.Count)
+			}
+		}
+	}
+	bound(t, ctx, chromedp.ScrollIntoView("#calibration"))
+	screenshot(t, ctx, "calibration.png")
+}
+
+// standIn serves the page in front of a stand-in API: /health bare
+// without the key "k" and full with it, the other routes 401 without it,
+// and GET /v1/calibration answering calibrationReport.
+func standIn(t *testing.T) *httptest.Server {
+	mux := http.NewServeMux()
+	web.Register(mux)
+	authed := func(w http.ResponseWriter, r *http.Request) bool {
+		if r.Header.Get("Authorization") == "Bearer k" {
+			return true
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"error":{"message":"no key","type":"authentication_error"},"detail":{"error_type":"authentication_error","message":"no key"}}`))
+		return false
+	}
+	reply := func(body string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if authed(w, r) {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write([]byte(body))
+			}
+		}
+	}
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.Header.Get("Authorization") != "Bearer k" {
+			_, _ = w.Write([]byte(`{"status":"ok"}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"status":"ok","version":"stand-in","auth":true,"nodes":[{"name":"gpu0","dialect":"llamacpp","models":["qwen2.5-0.5b"],"priority":0,"healthy":true,"in_flight":1,"queued":0}]}`))
+	})
+	mux.Handle("GET /v1/models", reply(`{"models":[{"name":"qwen2.5-0.5b","description":"served by gpu0","release_date":"2026-12-01"}],"object":"list","data":[]}`))
+	mux.Handle("GET /v1/calibration", reply(calibrationReport))
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+		if authed(w, r) {
+			_, _ = w.Write([]byte("system1_requests_total{code=\"200\",route=\"POST /v1/systemone\"} 3\n"))
+		}
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// /docs renders every operation of /openapi.json, with its responses.
+func TestBrowserDocs(t *testing.T) {
+	ctx := browser(t)
+	s := serve(t, options{})
+	bound(t, ctx, chromedp.Navigate(s.URL+"/docs"), wait(`document.body.dataset.ready === 'true'`))
+	var doc struct {
+		Paths map[string]map[string]struct {
+			OperationID string `json:"operationId"`
+			Responses   map[string]json.RawMessage
+		}
+	}
+	if err := json.Unmarshal(web.OpenAPI(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for path, ops := range doc.Paths {
+		for method, op := range ops {
+			got := eval[struct {
+				Title     string
+				Responses []string
+				Props     int
+			}](t, ctx, `(() => { const s = document.getElementById('`+op.OperationID+`'); return s && {title: s.querySelector('h2').textContent,
+			  responses: [...s.querySelectorAll('details summary b')].map((b) => b.textContent), props: s.querySelectorAll('.prop').length}; })()`)
+			if !strings.Contains(got.Title, strings.ToUpper(method)+path) || len(got.Responses) != len(op.Responses) {
+				t.Errorf("%s %s shown as %+v", method, path, got)
+			}
+			if path != "/metrics" && got.Props == 0 {
+				t.Errorf("%s %s: no schema properties shown", method, path)
+			}
+		}
+	}
+	screenshot(t, ctx, "docs.png")
+}
