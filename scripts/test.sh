@@ -38,6 +38,10 @@ if command -v npm >/dev/null; then
 	export SYSTEM1_REQUIRE_JS=1
 fi
 
+step "headless Chromium for the browser tests (Debian's package, installed once)"
+export SYSTEM1_CHROMIUM="$(scripts/chromium.sh)"
+export SYSTEM1_REQUIRE_BROWSER=1
+
 step "go vet"
 go vet ./...
 

@@ -354,10 +354,13 @@ func TestUnknownModel(t *testing.T) {
 func TestUnknownPath(t *testing.T) {
 	s := serve(t, setup{nodes: []node{startNode(t, "n", fakeengine.Ollama, fakeengine.Behavior{})}})
 	for _, p := range []struct{ method, path string }{
-		{http.MethodGet, "/"},
+		// GET / and /docs are the page and the API reference (internal/web).
+		{http.MethodPost, "/"},
+		{http.MethodGet, "/index.html"},
 		{http.MethodGet, "/v2/systemone"},
 		{http.MethodPost, "/v1/chat/completions"},
-		{http.MethodGet, "/docs"},
+		{http.MethodGet, "/docs/"},
+		{http.MethodGet, "/ui/missing.js"},
 	} {
 		r := s.do(t, p.method, p.path, "")
 		if r.status != http.StatusNotFound || string(r.body) != `{"detail":"Not Found"}` {

@@ -19,9 +19,10 @@ import (
 // server is system1 serve's HTTP face over the real router, dialect
 // engines and gateway, in front of fake engines.
 type server struct {
-	URL    string
-	router *fleet.Router
-	fakes  []*fakeengine.Fake
+	URL     string
+	handler http.Handler // the server's handler, for calls in process
+	router  *fleet.Router
+	fakes   []*fakeengine.Fake
 }
 
 // options vary what a test serves.
@@ -77,7 +78,7 @@ func serve(t testing.TB, o options) *server {
 	})
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
-	s.URL = srv.URL
+	s.URL, s.handler = srv.URL, api
 	return s
 }
 
