@@ -101,6 +101,8 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 		{"decide", open, "POST", "/v1/decide", `{"question":"Which team?","options":["billing","technical"],"context":{"t":"refund"}}`, 200, true, nil},
 		{"decide yes or no", open, "POST", "/v1/decide", `{"question":"Refund?","min_confidence":0.99}`, 200, true, nil},
 		{"decide 422", open, "POST", "/v1/decide", `{"question":""}`, 422, false, nil},
+		{"decide 415", open, "POST", "/v1/decide", `{"question":"Refund?"}`, 415, false, []string{"Content-Encoding: br"}},
+		{"systemone 415", open, "POST", "/v1/systemone", jev, 415, false, []string{"Content-Encoding: br"}},
 		{"health with a cooling node", open, "GET", "/health", "", 200, true, nil},
 		{"models 401", closed, "GET", "/v1/models", "", 401, true, nil},
 		{"systemone 401", closed, "POST", "/v1/systemone", jev, 401, true, nil},
