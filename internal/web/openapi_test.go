@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -168,11 +169,13 @@ func request(t *testing.T, method, path, body string, headers []string) *http.Re
 	return req
 }
 
-// coolDown asks until the sick last node has failed and is cooling down.
+// coolDown asks until the sick last node has failed and is cooling down,
+// over a new state each time so that affinity does not keep the requests
+// on the healthy node.
 func coolDown(t *testing.T, s *server) {
 	t.Helper()
-	for range 20 {
-		do(t, "POST", s.URL+"/v1/systemone", jev)
+	for i := range 40 {
+		do(t, "POST", s.URL+"/v1/systemone", strings.Replace(jev, "charged twice.", "charged twice, case "+strconv.Itoa(i)+".", 1))
 		st := s.router.States()
 		if !st[len(st)-1].Healthy {
 			return
