@@ -23,6 +23,11 @@ function serverFacts(health) {
   facts($('server'), pairs);
 }
 
+// modelCooldown is a model resting on a node that serves the others.
+function modelCooldown(m) {
+  return `${m.model} resting until ${new Date(m.until).toLocaleTimeString()}: ${m.reason}`;
+}
+
 function nodes(health) {
   const list = health.json?.nodes;
   const body = $('nodes').tBodies[0];
@@ -39,7 +44,7 @@ function nodes(health) {
     h('td', { class: n.healthy ? 'ok' : 'down', 'data-col': 'healthy' }, n.healthy ? 'healthy' : 'cooling down'),
     h('td', { 'data-col': 'in_flight' }, String(n.in_flight)), h('td', { 'data-col': 'queued' }, String(n.queued)),
     h('td', { 'data-col': 'cool_until', title: n.cool_until || '' }, n.cool_until ? new Date(n.cool_until).toLocaleTimeString() : ''),
-    h('td', { 'data-col': 'why' }, [n.cool_reason, n.error].filter(Boolean).join('; ')))));
+    h('td', { 'data-col': 'why' }, [n.cool_reason, n.error, ...(n.model_cooldowns || []).map(modelCooldown)].filter(Boolean).join('; ')))));
 }
 
 // page tells the page's own routes, left out of the requests table.
