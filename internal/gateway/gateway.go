@@ -201,6 +201,17 @@ func (g *Gateway) paused(log *slog.Logger) (bool, error) {
 	return s.Paused, nil
 }
 
+// Paused reports the pause switch for a face to show: whether decide
+// abstains without asking a model, and, when the state file is unreadable
+// (which fails closed), what is wrong and how to repair it.
+func (g *Gateway) Paused() (paused bool, problem string) {
+	paused, err := g.paused(g.log)
+	if err != nil {
+		problem = g.opt.Wording.stateRepair(g.opt.StatePath, err)
+	}
+	return paused, problem
+}
+
 // stateRepair is what to tell about an unreadable state file: the CLI's
 // toggle repairs it from any face, and a face may name its own command.
 func (w Wording) stateRepair(path string, err error) string {

@@ -36,6 +36,10 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 		Version string `json:"version,omitempty"`
 		Auth    bool   `json:"auth"`
 		Nodes   any    `json:"nodes,omitempty"`
+		// Paused is the decide gateway's pause switch, with what is wrong
+		// when its state file is unreadable (which reads as paused).
+		Paused       *bool  `json:"paused,omitempty"`
+		PauseProblem string `json:"pause_problem,omitempty"`
 	}{Status: "ok", Auth: s.AuthOn()}
 	detail := !s.AuthOn()
 	if s.AuthOn() && presentsKey(r) {
@@ -53,6 +57,10 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		body.Nodes = states
+		if s.opt.Decide != nil {
+			paused, problem := s.opt.Decide.Paused()
+			body.Paused, body.PauseProblem = &paused, redact.Text(problem)
+		}
 	}
 	b, _ := json.Marshal(body)
 	writeJSON(w, http.StatusOK, b)

@@ -197,10 +197,12 @@ func health() *jsonschema.Schema {
 		Type:     "object",
 		Required: []string{"status"},
 		Properties: map[string]*jsonschema.Schema{
-			"status":  {Type: "string", Enum: []any{"ok"}, Description: "ok while the process serves."},
-			"version": {Type: "string"},
-			"auth":    {Type: "boolean", Description: "Whether the /v1 routes need a key."},
-			"nodes":   {Type: "array", Items: node},
+			"status":        {Type: "string", Enum: []any{"ok"}, Description: "ok while the process serves."},
+			"version":       {Type: "string"},
+			"auth":          {Type: "boolean", Description: "Whether the /v1 routes need a key."},
+			"nodes":         {Type: "array", Items: node},
+			"paused":        {Type: "boolean", Description: "Whether decide is paused (system1 toggle off): it abstains without asking a model. Only with POST /v1/decide served."},
+			"pause_problem": text("Set when the pause state file is unreadable, which fails closed (paused): what is wrong and how to repair it."),
 		},
 	}
 }

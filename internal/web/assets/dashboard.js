@@ -20,6 +20,7 @@ function serverFacts(health) {
   if ('version' in j) pairs.push(['version', j.version]);
   if ('auth' in j) pairs.push(['auth', j.auth ? 'on: the API needs a key' : 'off']);
   pairs.push(['paused', 'paused' in j ? (j.paused ? 'yes: decide abstains until system1 toggle on' : 'no') : 'not reported by /health']);
+  if (j.pause_problem) pairs.push(['pause problem', j.pause_problem]);
   facts($('server'), pairs);
 }
 
