@@ -265,7 +265,13 @@ func TestFailover(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			bad := startNode(t, "bad", fakeengine.LlamaCpp, tc.bad, func(c *config.Node) {
-				c.Timeout = config.Duration(100 * time.Millisecond) // the client gives up on a hung node
+				// The client gives up on a hung node soon; a node that fails
+				// otherwise gets time enough, so that a loaded machine cannot
+				// turn its failure into a timeout.
+				c.Timeout = config.Duration(10 * time.Second)
+				if tc.reason == "timeout" {
+					c.Timeout = config.Duration(100 * time.Millisecond)
+				}
 				if tc.discover {
 					discovered(c)
 				}
