@@ -57,6 +57,7 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
+	router.SetDebias(fleet.DebiasFrom(cfg.Debias, cfg.DebiasOrders))
 	m.WatchNodes(func() []metrics.Node {
 		var out []metrics.Node
 		for _, s := range router.States() {

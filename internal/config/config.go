@@ -69,6 +69,13 @@ type Config struct {
 	// Calibration is "off" (report what the engine reported, the default)
 	// or "apply" (apply the matching fit on /v1/systemone).
 	Calibration string `yaml:"calibration"`
+	// Debias is "off" (the default) or "permute": ask each question over
+	// cyclic shifts of its options and average the readings, on
+	// /v1/systemone and decide alike; a request may say otherwise.
+	Debias string `yaml:"debias"`
+	// DebiasOrders is the most shifts permute asks of a question (all of
+	// them when it has fewer options); 0 is the default, 4.
+	DebiasOrders int `yaml:"debias_orders"`
 	// Aliases map a model id callers send to a model the nodes serve.
 	// Only these are ever substituted.
 	Aliases map[string]string `yaml:"aliases"`
@@ -327,6 +334,12 @@ func (c *Config) Check() []error {
 	}
 	if c.Calibration != "" && c.Calibration != "off" && c.Calibration != "apply" {
 		bad("calibration: %q is not off or apply", c.Calibration)
+	}
+	if c.Debias != "" && c.Debias != "off" && c.Debias != "permute" {
+		bad("debias: %q is not off or permute", c.Debias)
+	}
+	if c.DebiasOrders < 0 || c.DebiasOrders > MaxOptions {
+		bad("debias_orders: %d is not 0 (the default) or 1..%d", c.DebiasOrders, MaxOptions)
 	}
 	if c.Rounding != nil && (*c.Rounding < -1 || *c.Rounding > 12) {
 		bad("rounding: %d is not -1 (full precision) or 0..12 decimals", *c.Rounding)

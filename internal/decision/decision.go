@@ -53,6 +53,26 @@ type Request struct {
 	Model     string
 	State     json.RawMessage // verbatim JSON: a string, object or array
 	Questions []Question      // in the order the caller sent them
+	// Debias is how the caller asked the option order to be debiased:
+	// DebiasPermute, DebiasOff, or empty for the server's setting.
+	Debias string
+}
+
+// Debias modes: ask each question over cyclic shifts of its options and
+// average (permute), or in the caller's order alone (off).
+const (
+	DebiasOff     = "off"
+	DebiasPermute = "permute"
+)
+
+// DefaultDebiasOrders is how many cyclic shifts of a question's options
+// permutation debiasing asks at most, unless configured otherwise.
+const DefaultDebiasOrders = 4
+
+// ValidDebias reports whether mode is a debias mode a caller may ask for
+// (empty is the server's setting).
+func ValidDebias(mode string) bool {
+	return mode == "" || mode == DebiasOff || mode == DebiasPermute
 }
 
 // NoulOptions returns the two sides of a noul question, true first, with

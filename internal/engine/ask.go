@@ -74,7 +74,14 @@ type Outcome struct {
 	// distribution exact; rounds over separate prompts are an
 	// approximation (see Ask).
 	Shared bool
-	Model  string
+	// Orders is how many orders of the options were asked and averaged
+	// (AskOrders); 0 or 1 is the caller's order alone, and then Raw is
+	// nil.
+	Orders int
+	// Raw is the reading in the caller's order when several orders were
+	// averaged into Dist.
+	Raw   decision.Distribution
+	Model string
 	// Usage as the engine counted it, or estimated (4 characters a token)
 	// when it reported none.
 	InputTokens, OutputTokens int
@@ -100,10 +107,19 @@ type Outcome struct {
 //     anchor then assumes it does not depend on which other options are
 //     shown (Luce's choice axiom), an approximation; the outcome says so.
 func Ask(ctx context.Context, e Engine, model string, state json.RawMessage, q decision.Question) (Outcome, error) {
+	return ask(ctx, e, model, state, q, 0)
+}
+
+// ask is Ask with the labels of a score shifted by shift places (level i
+// gets the label of level i+shift, cyclically), for AskOrders.
+func ask(ctx context.Context, e Engine, model string, state json.RawMessage, q decision.Question, shift int) (Outcome, error) {
 	n := len(q.Options)
 	labels, err := e.Labels(ctx, model, Candidates(q), n)
 	if err != nil {
 		return Outcome{}, err
+	}
+	if shift != 0 && len(labels) >= n {
+		labels = rotate(labels[:n], shift)
 	}
 	caps := e.Caps()
 	per := len(labels)

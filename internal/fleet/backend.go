@@ -50,7 +50,7 @@ func (b *engineBackend) ask(c *caller, req decision.Request) []answer {
 		start := c.now()
 		var o engine.Outcome
 		err := c.call(func(ctx context.Context) (err error) {
-			o, err = engine.Ask(ctx, b.e, req.Model, req.State, req.Questions[j])
+			o, err = engine.AskOrders(ctx, b.e, req.Model, req.State, req.Questions[j], c.debias.orders(req, req.Questions[j]))
 			return err
 		})
 		out[j] = c.result(start, o, "", err)
@@ -135,6 +135,8 @@ type caller struct {
 	share share
 	// warm is set when the node answered a request over this state lately.
 	warm bool
+	// debias is the router's order debiasing.
+	debias Debias
 }
 
 func (c *caller) now() time.Time { return c.r.now() }

@@ -39,14 +39,15 @@ func (n *Node) callCost(model string, q decision.Question) int {
 	return engine.Calls(opts, per)
 }
 
-// requestCost is what the questions at take of req cost on node n.
-func (n *Node) requestCost(model string, req decision.Request, take []int) int {
+// requestCost is what the questions at take of req cost on node n, each
+// question's calls once per order of its options that d asks.
+func (n *Node) requestCost(model string, req decision.Request, take []int, d Debias) int {
 	if _, ok := n.Backend.(*engineBackend); !ok {
 		return 1 // an upstream forwards them in one call; an unusable node makes none
 	}
 	cost := 0
 	for _, i := range take {
-		cost += n.callCost(model, req.Questions[i])
+		cost += n.callCost(model, req.Questions[i]) * d.orders(req, req.Questions[i])
 	}
 	return cost
 }
@@ -68,7 +69,7 @@ func (r *Router) overBudget(serving []*Node, model string, req decision.Request,
 	var cheapest *Node
 	cost := 0
 	for _, n := range serving {
-		c := n.requestCost(model, req, all)
+		c := n.requestCost(model, req, all, r.debias)
 		if c <= n.budget() {
 			return false
 		}
@@ -88,8 +89,24 @@ func (r *Router) overBudget(serving []*Node, model string, req decision.Request,
 	}
 	for i, q := range req.Questions {
 		res.Questions[i].Err = &engine.Failure{Kind: engine.Rejected, Status: http.StatusUnprocessableEntity, Err: fmt.Errorf(
-			"the request costs %d engine calls on node %s (%s, which %s; this question costs %d), over its budget of %d calls a request (max_engine_calls); ask fewer questions or give them fewer options",
-			cost, n.Name, n.Dialect, how, n.callCost(model, q), n.budget())}
+			"the request costs %d engine calls on node %s (%s, which %s; this question costs %d%s), over its budget of %d calls a request (max_engine_calls); ask fewer questions or give them fewer options%s",
+			cost, n.Name, n.Dialect, how, n.callCost(model, q)*r.debias.orders(req, q), ordersNote(r.debias.orders(req, q)), n.budget(), ordersAdvice(r.debias.orders(req, q)))}
 	}
 	return true
+}
+
+// ordersNote says that a question's cost counts its orders.
+func ordersNote(orders int) string {
+	if orders <= 1 {
+		return ""
+	}
+	return fmt.Sprintf(", over %d orders of its options for debias permute", orders)
+}
+
+// ordersAdvice names the other way to cut a debiased request's cost.
+func ordersAdvice(orders int) string {
+	if orders <= 1 {
+		return ""
+	}
+	return ", or ask with debias off"
 }

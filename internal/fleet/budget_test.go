@@ -42,3 +42,38 @@ func TestBudgetRefusesBeforeAnyCall(t *testing.T) {
 		t.Fatalf("node %q, %v; calls a %d, b %d", a.Node, a.Err, fakes[0].count(), fakes[1].count())
 	}
 }
+
+// Each order debiasing asks is counted in the budget: a request within it
+// asked once is over it asked over four orders, and refused up front
+// with what to change.
+func TestBudgetCountsDebiasOrders(t *testing.T) {
+	r, fakes, _ := newTestRouter(255, 255)
+	req := choiceRequest("m", 255) // 14 calls on these nodes
+	for _, n := range r.nodes {
+		n.MaxEngineCalls = 50
+	}
+	if a := decide(t, r, req); a.Err != nil || a.Orders != 0 {
+		t.Fatalf("without debias: %v, orders %d", a.Err, a.Orders)
+	}
+	req.Debias = "permute"
+	res, err := r.Decide(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := fakes[0].count() + fakes[1].count()
+	var f *engine.Failure
+	if !errors.As(res.Questions[0].Err, &f) || f.Kind != engine.Rejected ||
+		!strings.Contains(f.Error(), "costs 56 engine calls") || !strings.Contains(f.Error(), "over 4 orders") || !strings.Contains(f.Error(), "debias off") {
+		t.Fatalf("debiased over budget: %v", res.Questions[0].Err)
+	}
+	if after := fakes[0].count() + fakes[1].count(); after != before {
+		t.Fatalf("%d calls for a request refused up front", after-before)
+	}
+	for _, n := range r.nodes {
+		n.MaxEngineCalls = 56
+	}
+	a := decide(t, r, req)
+	if a.Err != nil || a.Orders != 4 || fakes[0].count()+fakes[1].count()-before != 56 {
+		t.Fatalf("within budget: %v, orders %d, %d calls", a.Err, a.Orders, fakes[0].count()+fakes[1].count()-before)
+	}
+}

@@ -85,6 +85,46 @@ type Report struct {
 	Usage      Usage
 	// Warnings are in question order.
 	Warnings []Warning
+	// Engine are the distributions as the engines read them, in the
+	// caller's option order, aligned with the request's questions.
+	Engine []decision.Distribution
+	// Steps are, per question, the steps applied to the engine's reading
+	// in the order applied, each with the distribution it left; the last
+	// one's is Dists. A step is applied only by being listed here, so
+	// every face can name what it reports.
+	Steps [][]Step
+}
+
+// Step is one transformation of a question's distribution: its name
+// (DebiasStep, TemperatureStep), its version (the method and its
+// parameters, such as "permute/4"), and the distribution it left.
+type Step struct {
+	Name, Version string
+	Dist          decision.Distribution
+}
+
+// TemperatureStep is the name of the temperature step in an answer's
+// steps.
+const TemperatureStep = "temperature"
+
+// TemperatureVersion names the fit that tempered a distribution: the fits
+// file's format version and the fit's temperature, with its date when
+// the fit has one.
+func TemperatureVersion(fitsVersion int, ft calibration.Fit) string {
+	v := fmt.Sprintf("v%d/T=%.4g", fitsVersion, ft.Temperature)
+	if ft.Date != "" {
+		v += "/" + ft.Date
+	}
+	return v
+}
+
+// StepNames writes steps as "name=version", in order.
+func StepNames(steps []Step) []string {
+	out := make([]string, len(steps))
+	for i, st := range steps {
+		out[i] = st.Name + "=" + st.Version
+	}
+	return out
 }
 
 // Warning is what a caller should know of one answered question. Its
@@ -127,14 +167,24 @@ func (res *Result) Report(req decision.Request, fits *calibration.Fits, provider
 	for i, q := range req.Questions {
 		a := res.Questions[i]
 		d := a.Dist
+		var steps []Step
+		engineDist := d
+		if a.Orders > 1 {
+			engineDist = a.Raw
+			steps = append(steps, Step{Name: DebiasStep, Version: DebiasVersion(a.Orders), Dist: d})
+		}
 		if fits != nil {
-			var ok bool
-			if d, ok = fits.Apply(provider, a.Model, q.Kind, d); !ok {
+			if ft, ok := fits.Lookup(provider, a.Model, q.Kind, len(d)); ok {
+				d = d.Temper(ft.Temperature)
+				steps = append(steps, Step{Name: TemperatureStep, Version: TemperatureVersion(fits.Version, ft), Dist: d})
+			} else {
 				rep.Calibrated = false
 				rep.Warnings = append(rep.Warnings, Warning{Question: q.ID, NoFit: true, Model: a.Model, Kind: q.Kind, Options: len(d)})
 			}
 		}
 		rep.Dists = append(rep.Dists, d)
+		rep.Engine = append(rep.Engine, engineDist)
+		rep.Steps = append(rep.Steps, steps)
 		rep.Usage.InputTokens += a.InputTokens
 		rep.Usage.OutputTokens += a.OutputTokens
 		rep.Usage.Estimated = rep.Usage.Estimated || a.Estimated

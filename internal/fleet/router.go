@@ -39,6 +39,8 @@ type Router struct {
 	firstSeen map[string]time.Time
 
 	warm warmStates
+
+	debias Debias
 }
 
 // NewRouter routes over nodes in their configured order. Aliases map a
@@ -69,6 +71,7 @@ func (r *Router) Only(names []string) *Router {
 	}
 	o := NewRouter(nodes, nil, r.policy, r.obs)
 	o.now = r.now
+	o.debias = r.debias
 	return o
 }
 
@@ -190,7 +193,7 @@ func (r *Router) Decide(ctx context.Context, req decision.Request) (*Result, err
 				take = append(take, i)
 			}
 		}
-		if len(take) == 0 || n.requestCost(model, req, take) > n.budget() {
+		if len(take) == 0 || n.requestCost(model, req, take, r.debias) > n.budget() {
 			continue
 		}
 		if tried {
@@ -268,7 +271,7 @@ func (r *Router) answer(ctx context.Context, n *Node, model string, req decision
 		sub.Questions[j] = req.Questions[i]
 	}
 	key := affinity(req.State)
-	out := n.Backend.ask(&caller{ctx: ctx, r: r, n: n, model: model, share: n.slots.share(), warm: r.warm.seen(n.Name, key, r.now())}, sub)
+	out := n.Backend.ask(&caller{ctx: ctx, r: r, n: n, model: model, share: n.slots.share(), warm: r.warm.seen(n.Name, key, r.now()), debias: r.debias}, sub)
 	for _, a := range out {
 		if a.err == nil {
 			r.warm.add(n.Name, key, r.now())

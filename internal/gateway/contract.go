@@ -36,6 +36,7 @@ type Request struct {
 	MinConfidence *float64        `json:"min_confidence,omitempty" jsonschema:"Abstain unless the decision's probability is at least this, in [0,1]. Defaults to the configured threshold."`
 	RequestID     string          `json:"request_id,omitempty" jsonschema:"Your id for this call, 1 to 128 characters, echoed back; one is generated when absent."`
 	SchemaVersion string          `json:"schema_version,omitempty" jsonschema:"The contract version you expect: \"1\"."`
+	Debias        string          `json:"debias,omitempty" jsonschema:"Order debiasing: permute asks the question over cyclic shifts of its options and averages the probabilities per option (more engine calls, less position bias); off asks the options in your order alone. Defaults to the configured debias."`
 }
 
 // Statuses of a response.
@@ -74,6 +75,7 @@ type Response struct {
 	Confidence    *float64      `json:"confidence,omitempty" jsonschema:"The probability of the decision (of the best option when abstained), after calibration when calibrated is true. Absent when no provider answered."`
 	Probabilities Probabilities `json:"probabilities,omitempty" jsonschema:"Probability per option, in option order (yes and no for a yes/no question), when the provider reported them. Absent when no provider answered."`
 	Calibrated    bool          `json:"calibrated" jsonschema:"True when a fitted temperature was applied to the provider's probabilities."`
+	Calibration   *Steps        `json:"calibration,omitempty" jsonschema:"Every step applied to the model's probabilities before they were reported, in order, with its version; no step is applied without being named here. Absent when no provider answered."`
 	Threshold     *float64      `json:"threshold,omitempty" jsonschema:"The minimum confidence this call required."`
 	Rationale     string        `json:"rationale" jsonschema:"Plain words on what happened and what to do next."`
 	Provider      *string       `json:"provider" jsonschema:"The provider that answered, or null."`
@@ -82,6 +84,17 @@ type Response struct {
 	Error         *Error        `json:"error" jsonschema:"Null, or why the call failed."`
 	SchemaVersion string        `json:"schema_version" jsonschema:"The contract version: \"1\"."`
 	RequestID     string        `json:"request_id" jsonschema:"The request's id, as sent or generated."`
+}
+
+// Steps names the steps applied to a reading: the decide answer's calibration object.
+type Steps struct {
+	Steps []CalibrationStep `json:"steps" jsonschema:"The steps in the order applied; empty when the probabilities are the model's own."`
+}
+
+// CalibrationStep is one step applied to a reading.
+type CalibrationStep struct {
+	Name    string `json:"name" jsonschema:"debias (the options asked in several orders and averaged), prior (a label prior divided out) or temperature (a fitted temperature)."`
+	Version string `json:"version" jsonschema:"The step's method and parameters, such as permute/4 (4 orders) or v1/T=1.5 (a fits file's temperature)."`
 }
 
 // Attempt is one provider tried.

@@ -151,6 +151,7 @@ func New(o Options) *Gateway {
 			g.errs = append(g.errs, fmt.Sprintf("nodes: %v", err))
 			return g
 		}
+		r.SetDebias(fleet.DebiasFrom(cfg.Debias, cfg.DebiasOrders))
 		router = r
 	}
 	for _, lc := range cfg.Gateway.Chain {
@@ -276,7 +277,7 @@ func (g *Gateway) Decide(ctx context.Context, raw []byte, defaultID string) *Res
 		threshold = *req.MinConfidence
 	}
 	res.Threshold = &threshold
-	q := Query{Question: req.Question, Options: req.Options, Context: req.Context}
+	q := Query{Question: req.Question, Options: req.Options, Context: req.Context, Debias: req.Debias}
 	ctx, cancel := context.WithTimeout(ctx, g.deadline)
 	defer cancel()
 	g.run(ctx, log, q, threshold, res)
@@ -395,6 +396,10 @@ func (g *Gateway) answer(q Query, p *link, r Reading, threshold float64, at *Att
 	}
 	d := r.Dist
 	res.Calibrated = r.Calibrated
+	res.Calibration = &Steps{Steps: []CalibrationStep{}}
+	for _, st := range r.Steps {
+		res.Calibration.Steps = append(res.Calibration.Steps, CalibrationStep{Name: st.Name, Version: st.Version})
+	}
 	reported := decision.Round(d, decimals)
 	best := 0
 	for i := range reported {
@@ -441,7 +446,7 @@ func (g *Gateway) answer(q Query, p *link, r Reading, threshold float64, at *Att
 // fail marks the response as an error: no decision, no probabilities.
 func (res *Response) fail(code, msg, rationale string) {
 	res.Status = Failed
-	res.Decision, res.Confidence, res.Probabilities, res.Provider = nil, nil, nil, nil
+	res.Decision, res.Confidence, res.Probabilities, res.Provider, res.Calibration = nil, nil, nil, nil, nil
 	res.Error = &Error{Code: code, Message: msg}
 	res.Rationale = rationale
 }

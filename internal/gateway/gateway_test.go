@@ -242,9 +242,12 @@ func TestCalibrationApplied(t *testing.T) {
 	if *res.Confidence >= 0.7 {
 		t.Errorf("T=2 should flatten 0.7; got %v", *res.Confidence)
 	}
+	if st := res.Calibration.Steps; len(st) != 1 || st[0] != (CalibrationStep{Name: "temperature", Version: "v1/T=2/2026-01-01"}) {
+		t.Errorf("steps %+v; want the temperature named with its fit", st)
+	}
 	res = decide(t, g, `{"question":"Which?","options":["a","b"]}`)
-	if res.Calibrated {
-		t.Errorf("bucket 2 has no fit but calibrated is true: %+v", res)
+	if res.Calibrated || len(res.Calibration.Steps) != 0 {
+		t.Errorf("bucket 2 has no fit but calibrated is true or a step is named: %+v", res)
 	}
 	caps := g.Capabilities(context.Background())
 	if len(caps.Calibration.Fits) != 1 || caps.Calibration.Fits[0].Temperature != 2 {

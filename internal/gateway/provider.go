@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"system1/internal/decision"
+	"system1/internal/fleet"
 )
 
 // Query is one decision as a link of the chain asks it.
@@ -15,6 +16,9 @@ type Query struct {
 	Options []string
 	// Context is a JSON object, or nil.
 	Context json.RawMessage
+	// Debias is the request's order debiasing: "permute", "off", or empty
+	// for the configured one.
+	Debias string
 }
 
 // YesNo reports whether the query is answered yes or no.
@@ -50,7 +54,7 @@ func (q Query) Request(model string) decision.Request {
 	if len(state) == 0 {
 		state = noContext
 	}
-	return decision.Request{Model: model, State: state, Questions: []decision.Question{dq}}
+	return decision.Request{Model: model, State: state, Questions: []decision.Question{dq}, Debias: q.Debias}
 }
 
 // Kind is the question kind the query is asked as, for calibration.
@@ -74,6 +78,10 @@ type Reading struct {
 	Abstain string
 	// Detail is a note for the attempt's record.
 	Detail string
+	// Steps are the steps applied to the engine's reading, in order
+	// (fleet.Report's), and Engine the reading before them.
+	Steps  []fleet.Step
+	Engine decision.Distribution
 }
 
 // failure is a link's failure to answer.

@@ -12,11 +12,12 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"system1/internal/decision"
 	"system1/internal/jsonx"
 )
 
 // requestFields are the fields of a decide request.
-var requestFields = []string{"question", "options", "context", "min_confidence", "request_id", "schema_version"}
+var requestFields = []string{"question", "options", "context", "min_confidence", "request_id", "schema_version", "debias"}
 
 // ParseRequest reads a decide request and checks it against the contract,
 // returning every problem found, in field order; none means the request
@@ -106,6 +107,12 @@ func ParseRequest(raw []byte) (Request, []string) {
 	if v, ok := present("schema_version"); ok {
 		if jsonx.Kind(v) != "string" || json.Unmarshal(v, &req.SchemaVersion) != nil {
 			bad("schema_version must be the string %q", SchemaVersion)
+		}
+	}
+	if v, ok := present("debias"); ok {
+		if jsonx.Kind(v) != "string" || json.Unmarshal(v, &req.Debias) != nil || req.Debias == "" || !decision.ValidDebias(req.Debias) {
+			bad("debias must be \"permute\" or \"off\"")
+			req.Debias = ""
 		}
 	}
 	for _, p := range req.Check() {

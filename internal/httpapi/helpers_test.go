@@ -58,6 +58,7 @@ type setup struct {
 	rate    float64
 	burst   int
 	maxBody int64
+	debias  fleet.Debias
 }
 
 // testPolicy is the router's default policy with a cooldown longer than
@@ -84,6 +85,7 @@ func serve(t testing.TB, s setup) *system1 {
 		nodes = append(nodes, fn)
 	}
 	router := fleet.NewRouter(nodes, s.aliases, testPolicy, nil)
+	router.SetDebias(s.debias)
 	router.Discover(t.Context())
 	api := httpapi.New(httpapi.Options{
 		Router:        router,

@@ -30,6 +30,12 @@ func (s *Server) handleSystemOne(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusUnprocessableEntity, systemone.AppendValidationError(nil, ps))
 		return
 	}
+	debias, ok := debiasHeader(r)
+	if !ok {
+		writeError(w, http.StatusUnprocessableEntity, systemone.InvalidRequest, "the header "+DebiasHeader+" must be permute or off, once")
+		return
+	}
+	p.Request.Debias = debias
 	if errModel != nil {
 		writeError(w, http.StatusServiceUnavailable, systemone.Unavailable,
 			fmt.Sprintf("model %q is not served by any node of this server", p.Model))
@@ -66,6 +72,7 @@ func (s *Server) handleSystemOne(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-System1-Warnings", headerList(header))
 		noteLog(r.Context(), "warnings", detail)
 	}
+	w.Header().Set(StepsHeader, stepsHeader(p.Questions, rep.Steps))
 	if s.opt.Fits != nil { // true only when every answer was calibrated
 		w.Header().Set("X-System1-Calibrated", strconv.FormatBool(rep.Calibrated))
 	}
@@ -127,4 +134,54 @@ func quotedList(names []string) string {
 		q[i] = strconv.Quote(n)
 	}
 	return strings.Join(q, ",")
+}
+
+// StepsHeader is the response header of /v1/systemone naming every step
+// applied to the engines' readings, in order, with its version:
+// "debias=permute/4; temperature=v1/T=1.5" when every question had the
+// same steps, else per question ("q1: debias=permute/4; q2: none"), and
+// "none" when no step was applied. The body keeps Jev's shape.
+const StepsHeader = "X-System1-Steps"
+
+// stepsHeader writes the steps of every question for StepsHeader, with
+// the header writer's escaping and bounds.
+func stepsHeader(qs []decision.Question, steps [][]fleet.Step) string {
+	names := make([]string, len(steps))
+	same := true
+	for i, st := range steps {
+		names[i] = strings.Join(fleet.StepNames(st), ", ")
+		if names[i] == "" {
+			names[i] = "none"
+		}
+		same = same && names[i] == names[0]
+	}
+	switch {
+	case same && len(steps) > 0 && len(steps[0]) == 0:
+		return "none"
+	case same && len(steps) > 0:
+		return headerList(fleet.StepNames(steps[0]))
+	}
+	items := make([]string, len(steps))
+	for i := range steps {
+		items[i] = headerName(qs[i].ID) + ": " + headerText(names[i], maxHeaderItem)
+	}
+	return headerList(items)
+}
+
+// DebiasHeader is the request header that chooses order debiasing for one
+// /v1/systemone request: permute or off; absent is the configured one.
+const DebiasHeader = "X-System1-Debias"
+
+// debiasHeader reads the debias header, case-insensitively; false means
+// it holds something else, the caller's error.
+func debiasHeader(r *http.Request) (string, bool) {
+	vs := r.Header.Values(DebiasHeader)
+	if len(vs) == 0 {
+		return "", true
+	}
+	if len(vs) > 1 {
+		return "", false
+	}
+	v := strings.ToLower(strings.TrimSpace(vs[0]))
+	return v, v != "" && decision.ValidDebias(v)
 }

@@ -1,0 +1,55 @@
+package fleet
+
+import (
+	"strconv"
+
+	"system1/internal/decision"
+	"system1/internal/engine"
+)
+
+// Debias is the router's order debiasing, which a request may override
+// (decision.Request.Debias).
+type Debias struct {
+	// Permute asks each question over cyclic shifts of its options and
+	// averages the readings (engine.AskOrders).
+	Permute bool
+	// Orders is the most shifts asked of one question; 0 is
+	// decision.DefaultDebiasOrders.
+	Orders int
+}
+
+// SetDebias sets the debiasing of requests that do not choose their own.
+// Call it before the router serves.
+func (r *Router) SetDebias(d Debias) { r.debias = d }
+
+// DebiasFrom reads the configuration's debias and debias_orders.
+func DebiasFrom(mode string, orders int) Debias {
+	return Debias{Permute: mode == decision.DebiasPermute, Orders: orders}
+}
+
+// orders is how many orders of q's options a request asks: 1 without
+// permutation, else every shift up to the configured number.
+func (d Debias) orders(req decision.Request, q decision.Question) int {
+	permute := d.Permute
+	switch req.Debias {
+	case decision.DebiasPermute:
+		permute = true
+	case decision.DebiasOff:
+		permute = false
+	}
+	if !permute {
+		return 1
+	}
+	want := d.Orders
+	if want <= 0 {
+		want = decision.DefaultDebiasOrders
+	}
+	return engine.OrderCalls(len(q.Options), want)
+}
+
+// DebiasStep is the name of the order-debiasing step in an answer's steps.
+const DebiasStep = "debias"
+
+// DebiasVersion names a permutation over orders shifts, as the steps
+// report it: "permute/4".
+func DebiasVersion(orders int) string { return decision.DebiasPermute + "/" + strconv.Itoa(orders) }
