@@ -60,6 +60,8 @@ const (
 type Model struct {
 	Temperature, FirstBias, Mass float64
 	bySignature                  map[string]*Classifier
+	// bySet maps a signature's options, sorted, to the signature.
+	bySet map[string]string
 }
 
 // Classifier is a multinomial logistic regression over the words of the
@@ -131,7 +133,7 @@ func Train(cs []cases.Case, opt Options) (*Model, error) {
 		}
 		bySig[e.signature] = append(bySig[e.signature], e)
 	}
-	m := &Model{Temperature: opt.Temperature, FirstBias: opt.FirstBias, Mass: opt.Mass, bySignature: map[string]*Classifier{}}
+	m := &Model{Temperature: opt.Temperature, FirstBias: opt.FirstBias, Mass: opt.Mass, bySignature: map[string]*Classifier{}, bySet: map[string]string{}}
 	for _, sig := range order {
 		es := bySig[sig]
 		c, err := trainCalibrated(es, opt)
@@ -139,6 +141,9 @@ func Train(cs []cases.Case, opt Options) (*Model, error) {
 			return nil, fmt.Errorf("simmodel: %d options %q: %w", len(es[0].options), es[0].options, err)
 		}
 		m.bySignature[sig] = c
+		key := slices.Clone(es[0].options)
+		slices.Sort(key)
+		m.bySet[strings.Join(key, "\n")] = sig
 	}
 	return m, nil
 }
@@ -328,7 +333,12 @@ func (c *Classifier) LogProbs(text string) []float64 {
 // normalised to sum to Mass. Over two options i and j,
 // Temperature * (served_i - served_j) = s_i - s_j + FirstBias*([i=0] - [j=0]).
 func (m *Model) Served(c *Classifier, text string) []float64 {
-	s := c.LogProbs(text)
+	return m.serve(c.LogProbs(text))
+}
+
+// serve biases, tempers and scales scores given in the order the prompt
+// shows the options: the bias goes to whichever option is shown first.
+func (m *Model) serve(s []float64) []float64 {
 	z := make([]float64, len(s))
 	top := math.Inf(-1)
 	for k, v := range s {
@@ -355,6 +365,23 @@ func (m *Model) Classifier(options []string) *Classifier {
 	return m.bySignature[strings.Join(options, "\n")]
 }
 
+// reordered is the classifier trained on the options in any order, and
+// where each option the prompt shows is among its classes; nil when none
+// was trained on that set of options.
+func (m *Model) reordered(options []string) (*Classifier, []int) {
+	key := slices.Clone(options)
+	slices.Sort(key)
+	c := m.bySignature[m.bySet[strings.Join(key, "\n")]]
+	if c == nil {
+		return nil, nil
+	}
+	at := make([]int, len(options))
+	for i, o := range options {
+		at[i] = slices.Index(c.Options, o)
+	}
+	return c, at
+}
+
 // Logprobs answers an engine request, as fakeengine.Behavior.Prompted: it
 // reads the state and the options from the prompt and serves Served for
 // the labels asked. A question no classifier was trained for, or a prompt
@@ -374,11 +401,19 @@ func (m *Model) Logprobs(r fakeengine.Request) []float64 {
 	for i, l := range p.Order {
 		opts[i] = p.Options[l]
 	}
-	c := m.Classifier(opts)
+	// A question asked with its options in another order (order
+	// debiasing) is the same question to the classifier; the first-label
+	// bias follows the position, as a real model's does.
+	c, at := m.reordered(opts)
 	if c == nil {
 		return lps
 	}
-	served := m.Served(c, p.State)
+	own := c.LogProbs(p.State)
+	shown := make([]float64, len(at))
+	for i, k := range at {
+		shown[i] = own[k]
+	}
+	served := m.serve(shown)
 	for i, l := range r.Labels {
 		if k := slices.Index(p.Order, l); k >= 0 {
 			lps[i] = served[k]
