@@ -187,6 +187,10 @@ type Gateway struct {
 	Timeout   Duration `yaml:"timeout"`   // per attempt
 	Deadline  Duration `yaml:"deadline"`  // whole call
 	Fits      string   `yaml:"fits"`      // calibration fits file
+	// MinLabelMass, when set, abstains on an answer whose engine put less
+	// than this probability on the option labels at all (known only on
+	// engines that report log-probabilities before their constraint).
+	MinLabelMass *float64 `yaml:"min_label_mass"`
 	// Chain is asked in order: each link a model the fleet serves.
 	Chain []Link `yaml:"chain,omitempty"`
 }
@@ -346,6 +350,9 @@ func (c *Config) Check() []error {
 	}
 	if (c.TLS.Cert == "") != (c.TLS.Key == "") {
 		bad("tls: cert and key go together")
+	}
+	if m := c.Gateway.MinLabelMass; m != nil && !(*m >= 0 && *m <= 1) {
+		bad("gateway.min_label_mass: %v is not in [0,1]", *m)
 	}
 	if t := c.Gateway.Threshold; t != nil && !(*t >= 0 && *t <= 1) { // NaN too
 		bad("gateway.threshold: %v is not in [0,1]", *t)

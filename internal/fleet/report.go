@@ -88,6 +88,11 @@ type Report struct {
 	// Engine are the distributions as the engines read them, in the
 	// caller's option order, aligned with the request's questions.
 	Engine []decision.Distribution
+	// LabelMass is, per question, the probability the engine put on the
+	// option labels at all (the mean over the orders asked); NaN where
+	// the engine cannot know (after its constraint, or a System One
+	// upstream) or the options went in rounds over separate prompts.
+	LabelMass []float64
 	// Steps are, per question, the steps applied to the engine's reading
 	// in the order applied, each with the distribution it left; the last
 	// one's is Dists. A step is applied only by being listed here, so
@@ -184,6 +189,7 @@ func (res *Result) Report(req decision.Request, fits *calibration.Fits, provider
 		}
 		rep.Dists = append(rep.Dists, d)
 		rep.Engine = append(rep.Engine, engineDist)
+		rep.LabelMass = append(rep.LabelMass, a.Mass)
 		rep.Steps = append(rep.Steps, steps)
 		rep.Usage.InputTokens += a.InputTokens
 		rep.Usage.OutputTokens += a.OutputTokens

@@ -36,6 +36,7 @@ type Request struct {
 	MinConfidence *float64        `json:"min_confidence,omitempty" jsonschema:"Abstain unless the decision's probability is at least this, in [0,1]. Defaults to the configured threshold."`
 	RequestID     string          `json:"request_id,omitempty" jsonschema:"Your id for this call, 1 to 128 characters, echoed back; one is generated when absent."`
 	SchemaVersion string          `json:"schema_version,omitempty" jsonschema:"The contract version you expect: \"1\"."`
+	MinLabelMass  *float64        `json:"min_label_mass,omitempty" jsonschema:"Abstain when the model put less than this probability on the options' labels at all (no option seemed to fit), in [0,1]; applies only where the engine can tell (see label_mass). Defaults to the configured gateway.min_label_mass, else none."`
 	Debias        string          `json:"debias,omitempty" jsonschema:"Order debiasing: permute asks the question over cyclic shifts of its options and averages the probabilities per option (more engine calls, less position bias); off asks the options in your order alone. Defaults to the configured debias."`
 }
 
@@ -75,6 +76,7 @@ type Response struct {
 	Confidence    *float64      `json:"confidence,omitempty" jsonschema:"The probability of the decision (of the best option when abstained), after calibration when calibrated is true. Absent when no provider answered."`
 	Probabilities Probabilities `json:"probabilities,omitempty" jsonschema:"Probability per option, in option order (yes and no for a yes/no question), when the provider reported them. Absent when no provider answered."`
 	Calibrated    bool          `json:"calibrated" jsonschema:"True when a fitted temperature was applied to the provider's probabilities."`
+	LabelMass     *float64      `json:"label_mass" jsonschema:"The probability the model put on the options' labels at all, before the engine's constraint: low means no option seemed to fit. Null where the engine cannot know (engines that report probabilities after their constraint, System One upstreams) or no provider answered."`
 	Calibration   *Steps        `json:"calibration,omitempty" jsonschema:"Every step applied to the model's probabilities before they were reported, in order, with its version; no step is applied without being named here. Absent when no provider answered."`
 	Threshold     *float64      `json:"threshold,omitempty" jsonschema:"The minimum confidence this call required."`
 	Rationale     string        `json:"rationale" jsonschema:"Plain words on what happened and what to do next."`

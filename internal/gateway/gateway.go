@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -93,11 +94,13 @@ type Gateway struct {
 	errs      []string
 	links     []*link
 	threshold float64
-	timeout   time.Duration
-	deadline  time.Duration
-	fits      *calibration.Fits
-	fitsPath  string
-	log       *slog.Logger
+	// minLabelMass is gateway.min_label_mass; 0 abstains on no mass.
+	minLabelMass float64
+	timeout      time.Duration
+	deadline     time.Duration
+	fits         *calibration.Fits
+	fitsPath     string
+	log          *slog.Logger
 }
 
 // New builds a gateway from its configuration. It never fails: what is
@@ -131,6 +134,9 @@ func New(o Options) *Gateway {
 	gw := cfg.Gateway
 	if t := gw.Threshold; t != nil && *t >= 0 && *t <= 1 { // else Check reported it
 		g.threshold = *t
+	}
+	if m := gw.MinLabelMass; m != nil && *m >= 0 && *m <= 1 {
+		g.minLabelMass = *m
 	}
 	g.timeout = gw.Timeout.Or(DefaultTimeout)
 	g.deadline = gw.Deadline.Or(DefaultDeadline)
@@ -277,16 +283,20 @@ func (g *Gateway) Decide(ctx context.Context, raw []byte, defaultID string) *Res
 		threshold = *req.MinConfidence
 	}
 	res.Threshold = &threshold
+	minMass := g.minLabelMass
+	if req.MinLabelMass != nil {
+		minMass = *req.MinLabelMass
+	}
 	q := Query{Question: req.Question, Options: req.Options, Context: req.Context, Debias: req.Debias}
 	ctx, cancel := context.WithTimeout(ctx, g.deadline)
 	defer cancel()
-	g.run(ctx, log, q, threshold, res)
+	g.run(ctx, log, q, gate{threshold: threshold, minMass: minMass}, res)
 	return res
 }
 
 // run asks the chain in order until a provider decides, abstains, or
 // refuses the request as the caller's error.
-func (g *Gateway) run(ctx context.Context, log *slog.Logger, q Query, threshold float64, res *Response) {
+func (g *Gateway) run(ctx context.Context, log *slog.Logger, q Query, gt gate, res *Response) {
 	n := len(q.Answers())
 	var limits []string // providers skipped for the option count
 	var last *failure
@@ -357,7 +367,7 @@ func (g *Gateway) run(ctx context.Context, log *slog.Logger, q Query, threshold 
 			last = f
 			continue
 		}
-		g.answer(q, p, r, threshold, &at, res)
+		g.answer(q, p, r, gt, &at, res)
 		res.Attempts = append(res.Attempts, at)
 		return
 	}
@@ -388,7 +398,15 @@ func (g *Gateway) run(ctx context.Context, log *slog.Logger, q Query, threshold 
 
 // answer turns a provider's reading into the response: calibrated, then
 // decided or abstained.
-func (g *Gateway) answer(q Query, p *link, r Reading, threshold float64, at *Attempt, res *Response) {
+// gate is what an answer must clear to be a decision.
+type gate struct {
+	threshold float64
+	// minMass is the least label mass a decision needs, where known.
+	minMass float64
+}
+
+func (g *Gateway) answer(q Query, p *link, r Reading, gt gate, at *Attempt, res *Response) {
+	threshold := gt.threshold
 	answers := q.Answers()
 	model := r.Model
 	if model == "" {
@@ -396,6 +414,10 @@ func (g *Gateway) answer(q Query, p *link, r Reading, threshold float64, at *Att
 	}
 	d := r.Dist
 	res.Calibrated = r.Calibrated
+	if !math.IsNaN(r.LabelMass) {
+		m := decision.Round(decision.Distribution{r.LabelMass}, decimals)[0]
+		res.LabelMass = &m
+	}
 	res.Calibration = &Steps{Steps: []CalibrationStep{}}
 	for _, st := range r.Steps {
 		res.Calibration.Steps = append(res.Calibration.Steps, CalibrationStep{Name: st.Name, Version: st.Version})
@@ -427,6 +449,12 @@ func (g *Gateway) answer(q Query, p *link, r Reading, threshold float64, at *Att
 		at.Detail = r.Abstain
 		res.Rationale = fmt.Sprintf("System 1 abstained: provider %q declined to decide (%s). Its best guess was %q at probability %.*f (%s), but there is no decision. Reason this through yourself.",
 			name, r.Abstain, choice, decimals, conf, cal)
+	case res.LabelMass != nil && r.LabelMass < gt.minMass:
+		res.Status = Abstained
+		at.Outcome = OutcomeOK
+		at.Detail = r.Detail
+		res.Rationale = fmt.Sprintf("System 1 abstained: no option seemed to fit. The model put only %.*f of its probability on the options at all (under min_label_mass %v); among them its best guess was %q at %.*f (%s), but there is no decision. Reason this through yourself, or offer an option that fits.",
+			decimals, r.LabelMass, gt.minMass, choice, decimals, conf, cal)
 	case conf < threshold:
 		res.Status = Abstained
 		at.Outcome = OutcomeOK
@@ -446,7 +474,7 @@ func (g *Gateway) answer(q Query, p *link, r Reading, threshold float64, at *Att
 // fail marks the response as an error: no decision, no probabilities.
 func (res *Response) fail(code, msg, rationale string) {
 	res.Status = Failed
-	res.Decision, res.Confidence, res.Probabilities, res.Provider, res.Calibration = nil, nil, nil, nil, nil
+	res.Decision, res.Confidence, res.Probabilities, res.Provider, res.Calibration, res.LabelMass = nil, nil, nil, nil, nil, nil
 	res.Error = &Error{Code: code, Message: msg}
 	res.Rationale = rationale
 }

@@ -68,7 +68,7 @@ func (l *link) ask(ctx context.Context, q Query) (Reading, error) {
 		detail += "; " + w.String()
 	}
 	return Reading{Dist: rep.Dists[0], Calibrated: rep.Calibrated, Model: a.Model, Abstain: a.Abstain, Detail: detail,
-		Steps: rep.Steps[0], Engine: rep.Engine[0]}, nil
+		Steps: rep.Steps[0], Engine: rep.Engine[0], LabelMass: rep.LabelMass[0]}, nil
 }
 
 // classify maps the fleet's class of a failure to the gateway's outcomes:

@@ -82,6 +82,9 @@ type Reading struct {
 	// (fleet.Report's), and Engine the reading before them.
 	Steps  []fleet.Step
 	Engine decision.Distribution
+	// LabelMass is the probability the engine put on the labels at all;
+	// NaN where it cannot know.
+	LabelMass float64
 }
 
 // failure is a link's failure to answer.

@@ -17,7 +17,7 @@ import (
 )
 
 // requestFields are the fields of a decide request.
-var requestFields = []string{"question", "options", "context", "min_confidence", "request_id", "schema_version", "debias"}
+var requestFields = []string{"question", "options", "context", "min_confidence", "request_id", "schema_version", "debias", "min_label_mass"}
 
 // ParseRequest reads a decide request and checks it against the contract,
 // returning every problem found, in field order; none means the request
@@ -107,6 +107,14 @@ func ParseRequest(raw []byte) (Request, []string) {
 	if v, ok := present("schema_version"); ok {
 		if jsonx.Kind(v) != "string" || json.Unmarshal(v, &req.SchemaVersion) != nil {
 			bad("schema_version must be the string %q", SchemaVersion)
+		}
+	}
+	if v, ok := present("min_label_mass"); ok {
+		var f float64
+		if jsonx.Kind(v) != "number" || json.Unmarshal(v, &f) != nil || !(f >= 0 && f <= 1) {
+			bad("min_label_mass must be a number in [0,1]")
+		} else {
+			req.MinLabelMass = &f
 		}
 	}
 	if v, ok := present("debias"); ok {

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -73,6 +74,7 @@ func (s *Server) handleSystemOne(w http.ResponseWriter, r *http.Request) {
 		noteLog(r.Context(), "warnings", detail)
 	}
 	w.Header().Set(StepsHeader, stepsHeader(p.Questions, rep.Steps))
+	w.Header().Set(LabelMassHeader, labelMassHeader(p.Questions, rep.LabelMass))
 	if s.opt.Fits != nil { // true only when every answer was calibrated
 		w.Header().Set("X-System1-Calibrated", strconv.FormatBool(rep.Calibrated))
 	}
@@ -164,6 +166,27 @@ func stepsHeader(qs []decision.Question, steps [][]fleet.Step) string {
 	items := make([]string, len(steps))
 	for i := range steps {
 		items[i] = headerName(qs[i].ID) + ": " + headerText(names[i], maxHeaderItem)
+	}
+	return headerList(items)
+}
+
+// LabelMassHeader is the response header of /v1/systemone giving, per
+// question, the probability the engine put on the option labels at all
+// ("q1=0.93; q2=unknown"): low means no option seemed to fit; unknown
+// where the engine reports after its constraint or a System One upstream
+// answered.
+const LabelMassHeader = "X-System1-Label-Mass"
+
+// labelMassHeader writes every question's label mass for
+// LabelMassHeader, bounded by the header writer.
+func labelMassHeader(qs []decision.Question, mass []float64) string {
+	items := make([]string, len(mass))
+	for i, m := range mass {
+		v := "unknown"
+		if !math.IsNaN(m) {
+			v = strconv.FormatFloat(m, 'f', 3, 64)
+		}
+		items[i] = headerName(qs[i].ID) + "=" + v
 	}
 	return headerList(items)
 }

@@ -1,0 +1,64 @@
+package gateway
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"system1/internal/fakeengine"
+)
+
+// Decide reports label_mass where the engine can know it, null where it
+// cannot, and abstains below min_label_mass (configured or per request)
+// saying that no option seemed to fit; an engine that cannot tell never
+// abstains for it.
+func TestDecideLabelMass(t *testing.T) {
+	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{"tiny"}, Behavior: fakeengine.Behavior{Logprobs: fakeengine.Probs(0.2, 0.1)}})
+	t.Cleanup(f.Close)
+	post := fakeengine.New(fakeengine.Options{Dialect: fakeengine.OpenAI, Models: []string{"tiny"}, Behavior: fakeengine.Behavior{Logprobs: fakeengine.Probs(0.2, 0.1)}})
+	t.Cleanup(post.Close)
+	cfg := func(url, extra, min string) string {
+		return fmt.Sprintf("gateway:\n  threshold: 0.5\n%snodes:\n  - {name: n1, url: %s, dialect: %s, models: [tiny]%s}\nproviders:\n  - {name: local, kind: engine, model: tiny}\n",
+			min, url, map[bool]string{true: "openai", false: "llamacpp"}[extra != ""], extra)
+	}
+	body := `{"question":"Which?","options":["a","b"]%s}`
+	for _, tc := range []struct {
+		name, yaml, field string
+		mass              *float64
+		status            string
+	}{
+		{"pre-mask, no minimum", cfg(f.URL, "", ""), "", ptr(0.3), Decided},
+		{"pre-mask, configured minimum", cfg(f.URL, "", "  min_label_mass: 0.5\n"), "", ptr(0.3), Abstained},
+		{"pre-mask, request minimum", cfg(f.URL, "", ""), `,"min_label_mass":0.5`, ptr(0.3), Abstained},
+		{"pre-mask, request under it", cfg(f.URL, "", "  min_label_mass: 0.5\n"), `,"min_label_mass":0.25`, ptr(0.3), Decided},
+		{"post-mask", cfg(post.URL, ", constrain: structured_outputs", "  min_label_mass: 0.5\n"), "", nil, Decided},
+	} {
+		g := gatewayFor(t, tc.yaml, nil)
+		if errs := g.ConfigErrors(); len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		res := decide(t, g, fmt.Sprintf(body, tc.field))
+		switch {
+		case res.Status != tc.status:
+			t.Errorf("%s: status %s (%s)", tc.name, res.Status, res.Rationale)
+		case (tc.mass == nil) != (res.LabelMass == nil) || (tc.mass != nil && math.Abs(*tc.mass-*res.LabelMass) > 0.002):
+			t.Errorf("%s: label_mass %v, want %v", tc.name, deref(res.LabelMass), deref(tc.mass))
+		case tc.status == Abstained && !strings.Contains(res.Rationale, "no option seemed to fit"):
+			t.Errorf("%s: rationale %q does not say no option fit", tc.name, res.Rationale)
+		}
+	}
+	g := gatewayFor(t, cfg(f.URL, "", ""), nil)
+	if res := decide(t, g, `{"question":"Which?","min_label_mass":2}`); res.Error == nil || !strings.Contains(res.Error.Message, "min_label_mass must be a number in [0,1]") {
+		t.Errorf("min_label_mass 2: %+v", res.Error)
+	}
+}
+
+
+// deref shows a label mass: its value, or null.
+func deref(p *float64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
