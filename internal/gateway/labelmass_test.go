@@ -54,7 +54,6 @@ func TestDecideLabelMass(t *testing.T) {
 	}
 }
 
-
 // deref shows a label mass: its value, or null.
 func deref(p *float64) any {
 	if p == nil {
