@@ -37,6 +37,7 @@ type Request struct {
 	RequestID     string          `json:"request_id,omitempty" jsonschema:"Your id for this call, 1 to 128 characters, echoed back; one is generated when absent."`
 	SchemaVersion string          `json:"schema_version,omitempty" jsonschema:"The contract version you expect: \"1\"."`
 	MinLabelMass  *float64        `json:"min_label_mass,omitempty" jsonschema:"Abstain when the model put less than this probability on the options' labels at all (no option seemed to fit), in [0,1]; applies only where the engine can tell (see label_mass). Defaults to the configured gateway.min_label_mass, else none."`
+	NoneOption    bool            `json:"none_option,omitempty" jsonschema:"Add an implicit option, none of these options fits, after yours (choices only): when it wins, the answer is an abstention, never one of your options."`
 	Debias        string          `json:"debias,omitempty" jsonschema:"Order debiasing: permute asks the question over cyclic shifts of its options and averages the probabilities per option (more engine calls, less position bias); off asks the options in your order alone. Defaults to the configured debias."`
 }
 
@@ -71,21 +72,22 @@ const (
 // Response is the gateway's answer. Its JSON schema is the published
 // contract (schema/response.json). Slices are never nil.
 type Response struct {
-	Status        string        `json:"status" jsonschema:"decided: decision holds the answer. abstained: no decision; the rationale says why and you should reason it through yourself. error: no decision; see error."`
-	Decision      *string       `json:"decision" jsonschema:"Exactly one of the options (yes or no when no options were given), or null when abstained or on error."`
-	Confidence    *float64      `json:"confidence,omitempty" jsonschema:"The probability of the decision (of the best option when abstained), after calibration when calibrated is true. Absent when no provider answered."`
-	Probabilities Probabilities `json:"probabilities,omitempty" jsonschema:"Probability per option, in option order (yes and no for a yes/no question), when the provider reported them. Absent when no provider answered."`
-	Calibrated    bool          `json:"calibrated" jsonschema:"True when a fitted temperature was applied to the provider's probabilities."`
-	LabelMass     *float64      `json:"label_mass" jsonschema:"The probability the model put on the options' labels at all, before the engine's constraint: low means no option seemed to fit. Null where the engine cannot know (engines that report probabilities after their constraint, System One upstreams) or no provider answered."`
-	Calibration   *Steps        `json:"calibration,omitempty" jsonschema:"Every step applied to the model's probabilities before they were reported, in order, with its version; no step is applied without being named here. Absent when no provider answered."`
-	Threshold     *float64      `json:"threshold,omitempty" jsonschema:"The minimum confidence this call required."`
-	Rationale     string        `json:"rationale" jsonschema:"Plain words on what happened and what to do next."`
-	Provider      *string       `json:"provider" jsonschema:"The provider that answered, or null."`
-	LatencyMS     int64         `json:"latency_ms" jsonschema:"Time this call took, in milliseconds."`
-	Attempts      []Attempt     `json:"attempts" jsonschema:"Every provider tried, in order."`
-	Error         *Error        `json:"error" jsonschema:"Null, or why the call failed."`
-	SchemaVersion string        `json:"schema_version" jsonschema:"The contract version: \"1\"."`
-	RequestID     string        `json:"request_id" jsonschema:"The request's id, as sent or generated."`
+	Status          string        `json:"status" jsonschema:"decided: decision holds the answer. abstained: no decision; the rationale says why and you should reason it through yourself. error: no decision; see error."`
+	Decision        *string       `json:"decision" jsonschema:"Exactly one of the options (yes or no when no options were given), or null when abstained or on error."`
+	Confidence      *float64      `json:"confidence,omitempty" jsonschema:"The probability of the decision (of the best option when abstained), after calibration when calibrated is true. Absent when no provider answered."`
+	Probabilities   Probabilities `json:"probabilities,omitempty" jsonschema:"Probability per option, in option order (yes and no for a yes/no question), when the provider reported them. Absent when no provider answered."`
+	Calibrated      bool          `json:"calibrated" jsonschema:"True when a fitted temperature was applied to the provider's probabilities."`
+	NoneProbability *float64      `json:"none_probability,omitempty" jsonschema:"With none_option: the probability of the implicit none-of-these option; probabilities then hold your options' own, which sum with it to 1."`
+	LabelMass       *float64      `json:"label_mass" jsonschema:"The probability the model put on the options' labels at all, before the engine's constraint: low means no option seemed to fit. Null where the engine cannot know (engines that report probabilities after their constraint, System One upstreams) or no provider answered."`
+	Calibration     *Steps        `json:"calibration,omitempty" jsonschema:"Every step applied to the model's probabilities before they were reported, in order, with its version; no step is applied without being named here. Absent when no provider answered."`
+	Threshold       *float64      `json:"threshold,omitempty" jsonschema:"The minimum confidence this call required."`
+	Rationale       string        `json:"rationale" jsonschema:"Plain words on what happened and what to do next."`
+	Provider        *string       `json:"provider" jsonschema:"The provider that answered, or null."`
+	LatencyMS       int64         `json:"latency_ms" jsonschema:"Time this call took, in milliseconds."`
+	Attempts        []Attempt     `json:"attempts" jsonschema:"Every provider tried, in order."`
+	Error           *Error        `json:"error" jsonschema:"Null, or why the call failed."`
+	SchemaVersion   string        `json:"schema_version" jsonschema:"The contract version: \"1\"."`
+	RequestID       string        `json:"request_id" jsonschema:"The request's id, as sent or generated."`
 }
 
 // Steps names the steps applied to a reading: the decide answer's calibration object.

@@ -287,7 +287,7 @@ func (g *Gateway) Decide(ctx context.Context, raw []byte, defaultID string) *Res
 	if req.MinLabelMass != nil {
 		minMass = *req.MinLabelMass
 	}
-	q := Query{Question: req.Question, Options: req.Options, Context: req.Context, Debias: req.Debias}
+	q := Query{Question: req.Question, Options: req.Options, Context: req.Context, Debias: req.Debias, None: req.NoneOption}
 	ctx, cancel := context.WithTimeout(ctx, g.deadline)
 	defer cancel()
 	g.run(ctx, log, q, gate{threshold: threshold, minMass: minMass}, res)
@@ -297,7 +297,7 @@ func (g *Gateway) Decide(ctx context.Context, raw []byte, defaultID string) *Res
 // run asks the chain in order until a provider decides, abstains, or
 // refuses the request as the caller's error.
 func (g *Gateway) run(ctx context.Context, log *slog.Logger, q Query, gt gate, res *Response) {
-	n := len(q.Answers())
+	n := q.asked()
 	var limits []string // providers skipped for the option count
 	var last *failure
 	tried := 0
@@ -413,6 +413,12 @@ func (g *Gateway) answer(q Query, p *link, r Reading, gt gate, at *Attempt, res 
 		model = p.model
 	}
 	d := r.Dist
+	var none float64
+	if q.None { // the implicit option is last
+		none, d = d[len(d)-1], d[:len(d)-1]
+		rn := decision.Round(decision.Distribution{none}, decimals)[0]
+		res.NoneProbability = &rn
+	}
 	res.Calibrated = r.Calibrated
 	if !math.IsNaN(r.LabelMass) {
 		m := decision.Round(decision.Distribution{r.LabelMass}, decimals)[0]
@@ -449,6 +455,12 @@ func (g *Gateway) answer(q Query, p *link, r Reading, gt gate, at *Attempt, res 
 		at.Detail = r.Abstain
 		res.Rationale = fmt.Sprintf("System 1 abstained: provider %q declined to decide (%s). Its best guess was %q at probability %.*f (%s), but there is no decision. Reason this through yourself.",
 			name, r.Abstain, choice, decimals, conf, cal)
+	case q.None && none >= d[best]:
+		res.Status = Abstained
+		at.Outcome = OutcomeOK
+		at.Detail = r.Detail
+		res.Rationale = fmt.Sprintf("System 1 abstained: no option seemed to fit. The implicit option %q won at probability %.*f (%s); the best of yours was %q at %.*f. There is no decision. Reason this through yourself, or offer an option that fits.",
+			NoneOption, decimals, none, cal, choice, decimals, conf)
 	case res.LabelMass != nil && r.LabelMass < gt.minMass:
 		res.Status = Abstained
 		at.Outcome = OutcomeOK
@@ -474,7 +486,7 @@ func (g *Gateway) answer(q Query, p *link, r Reading, gt gate, at *Attempt, res 
 // fail marks the response as an error: no decision, no probabilities.
 func (res *Response) fail(code, msg, rationale string) {
 	res.Status = Failed
-	res.Decision, res.Confidence, res.Probabilities, res.Provider, res.Calibration, res.LabelMass = nil, nil, nil, nil, nil, nil
+	res.Decision, res.Confidence, res.Probabilities, res.Provider, res.Calibration, res.LabelMass, res.NoneProbability = nil, nil, nil, nil, nil, nil, nil
 	res.Error = &Error{Code: code, Message: msg}
 	res.Rationale = rationale
 }

@@ -61,3 +61,37 @@ func deref(p *float64) any {
 	}
 	return *p
 }
+
+// none_option asks the model over an implicit "none of these" option
+// after the caller's: when it wins the answer is an abstention saying no
+// option fit, never one of the caller's options; when it loses the
+// decision stands, with its probability reported.
+func TestDecideNoneOption(t *testing.T) {
+	for _, tc := range []struct {
+		probs  []float64
+		status string
+		none   float64
+	}{
+		{[]float64{0.1, 0.2, 0.7}, Abstained, 0.7},
+		{[]float64{0.7, 0.2, 0.1}, Decided, 0.1},
+	} {
+		f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{"tiny"}, Behavior: fakeengine.Behavior{Logprobs: fakeengine.Probs(tc.probs...)}})
+		t.Cleanup(f.Close)
+		g := gatewayFor(t, fmt.Sprintf("gateway:\n  threshold: 0.5\nnodes:\n  - {name: n1, url: %s, dialect: llamacpp, models: [tiny]}\nproviders:\n  - {name: local, kind: engine, model: tiny}\n", f.URL), nil)
+		res := decide(t, g, `{"question":"Which?","options":["a","b"],"none_option":true}`)
+		if res.Status != tc.status || res.NoneProbability == nil || math.Abs(*res.NoneProbability-tc.none) > 0.002 || len(res.Probabilities) != 2 {
+			t.Errorf("%v: status %s, none %v, probabilities %v (%s)", tc.probs, res.Status, deref(res.NoneProbability), res.Probabilities, res.Rationale)
+		}
+		if tc.status == Abstained && (res.Decision != nil || !strings.Contains(res.Rationale, "no option seemed to fit")) {
+			t.Errorf("%v: a win of none is not an abstention saying so: %+v", tc.probs, res)
+		}
+		if got := f.Inferences(); len(got) != 1 || len(got[0].Labels) != 3 || !strings.Contains(got[0].User, NoneOption) {
+			t.Errorf("%v: the engine was not asked over the implicit option", tc.probs)
+		}
+		for _, bad := range []string{`{"question":"Is it?","none_option":true}`, `{"question":"Which?","options":["a","` + NoneOption + `"],"none_option":true}`, `{"question":"Which?","options":["a","b"],"none_option":1}`} {
+			if res := decide(t, g, bad); res.Error == nil || res.Error.Code != CodeInvalidRequest || !strings.Contains(res.Error.Message, "none_option") {
+				t.Errorf("%s: %+v", bad, res.Error)
+			}
+		}
+	}
+}

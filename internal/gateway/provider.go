@@ -19,6 +19,22 @@ type Query struct {
 	// Debias is the request's order debiasing: "permute", "off", or empty
 	// for the configured one.
 	Debias string
+	// None adds the implicit option NoneOption after the caller's: its
+	// win is an abstention, never one of the caller's options.
+	None bool
+}
+
+// NoneOption is the implicit option none_option adds, as the model reads
+// it; a caller's option may not be the same.
+const NoneOption = "none of these options fits"
+
+// asked is how many options the model is asked over: the answers, and
+// the implicit one when none_option is set.
+func (q Query) asked() int {
+	if q.None {
+		return len(q.Answers()) + 1
+	}
+	return len(q.Answers())
 }
 
 // YesNo reports whether the query is answered yes or no.
@@ -48,6 +64,9 @@ func (q Query) Request(model string) decision.Request {
 		dq.Kind = decision.Choice
 		for _, o := range q.Options {
 			dq.Options = append(dq.Options, decision.Option{Key: o, Name: o})
+		}
+		if q.None {
+			dq.Options = append(dq.Options, decision.Option{Key: NoneOption, Name: NoneOption})
 		}
 	}
 	state := q.Context
@@ -104,17 +123,17 @@ func (f *failure) Unwrap() error { return f.err }
 // a distribution over exactly the query's answers, every value a finite
 // number in [0,1], summing to 1.
 func check(q Query, r Reading) error {
-	n := len(q.Answers())
+	n := q.asked()
 	if len(r.Dist) != n {
 		return fmt.Errorf("%d probabilities for %d answers", len(r.Dist), n)
 	}
 	var sum float64
 	for i, p := range r.Dist {
 		if math.IsNaN(p) || math.IsInf(p, 0) {
-			return fmt.Errorf("the probability of %q is not a finite number", q.Answers()[i])
+			return fmt.Errorf("the probability of option %d is not a finite number", i+1)
 		}
 		if p < 0 || p > 1 {
-			return fmt.Errorf("the probability of %q is %v, outside [0,1]", q.Answers()[i], p)
+			return fmt.Errorf("the probability of option %d is %v, outside [0,1]", i+1, p)
 		}
 		sum += p
 	}

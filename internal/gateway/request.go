@@ -17,7 +17,7 @@ import (
 )
 
 // requestFields are the fields of a decide request.
-var requestFields = []string{"question", "options", "context", "min_confidence", "request_id", "schema_version", "debias", "min_label_mass"}
+var requestFields = []string{"question", "options", "context", "min_confidence", "request_id", "schema_version", "debias", "min_label_mass", "none_option"}
 
 // ParseRequest reads a decide request and checks it against the contract,
 // returning every problem found, in field order; none means the request
@@ -109,6 +109,11 @@ func ParseRequest(raw []byte) (Request, []string) {
 			bad("schema_version must be the string %q", SchemaVersion)
 		}
 	}
+	if v, ok := present("none_option"); ok {
+		if jsonx.Kind(v) != "boolean" || json.Unmarshal(v, &req.NoneOption) != nil {
+			bad("none_option must be true or false")
+		}
+	}
 	if v, ok := present("min_label_mass"); ok {
 		var f float64
 		if jsonx.Kind(v) != "number" || json.Unmarshal(v, &f) != nil || !(f >= 0 && f <= 1) {
@@ -161,6 +166,12 @@ func (r Request) Check() []string {
 				seen[o] = i
 			}
 		}
+	}
+	if r.NoneOption && r.Options == nil {
+		bad("none_option applies to a choice: give options, or leave none_option out for a yes or no answer")
+	}
+	if r.NoneOption && slices.Contains(r.Options, NoneOption) {
+		bad("options hold %q, the implicit option none_option adds; leave it out or drop none_option", NoneOption)
 	}
 	if len(r.Context) > MaxContextBytes {
 		bad("context is %d bytes of JSON; at most %d are accepted", len(r.Context), MaxContextBytes)
