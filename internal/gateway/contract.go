@@ -57,6 +57,21 @@ const (
 	CodeMalformed       = "malformed_response"
 )
 
+// Grades of an answer.
+const (
+	GradeAct      = "act"
+	GradeAsk      = "ask"
+	GradeEscalate = "escalate"
+)
+
+// Grading bounds: an answer is "ask" when its confidence is under the
+// gate by at most AskBand, or when the top two options are within
+// AskMargin of each other.
+const (
+	AskBand   = 0.1
+	AskMargin = 0.1
+)
+
 // Attempt outcomes.
 const (
 	OutcomeOK        = "ok"
@@ -78,6 +93,7 @@ type Response struct {
 	Probabilities   Probabilities `json:"probabilities,omitempty" jsonschema:"Probability per option, in option order (yes and no for a yes/no question), when the provider reported them. Absent when no provider answered."`
 	Calibrated      bool          `json:"calibrated" jsonschema:"True when a fitted temperature was applied to the provider's probabilities."`
 	NoneProbability *float64      `json:"none_probability,omitempty" jsonschema:"With none_option: the probability of the implicit none-of-these option; probabilities then hold your options' own, which sum with it to 1."`
+	Grade           string        `json:"grade,omitempty" jsonschema:"What to do with the answer: act (its calibrated confidence clears the gate and it is clearly ahead: act on it), ask (it is near the gate, or the top two options are close: ask the user), escalate (under the gate, or no option fit, or the provider declined: do not act on it; reason it through or hand it on). Absent when no provider answered."`
 	LabelMass       *float64      `json:"label_mass" jsonschema:"The probability the model put on the options' labels at all, before the engine's constraint: low means no option seemed to fit. Null where the engine cannot know (engines that report probabilities after their constraint, System One upstreams) or no provider answered."`
 	Calibration     *Steps        `json:"calibration,omitempty" jsonschema:"Every step applied to the model's probabilities before they were reported, in order, with its version; no step is applied without being named here. Absent when no provider answered."`
 	Threshold       *float64      `json:"threshold,omitempty" jsonschema:"The minimum confidence this call required."`

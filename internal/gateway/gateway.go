@@ -448,23 +448,33 @@ func (g *Gateway) answer(q Query, p *link, r Reading, gt gate, at *Attempt, res 
 		cal = "calibrated"
 	}
 	choice := answers[best]
+	second := 0.0
+	for i, p := range reported {
+		if i != best {
+			second = max(second, p)
+		}
+	}
+	res.Grade = grade(conf, second, g.gate(model, q.Kind(), len(answers), threshold))
 	switch {
 	case r.Abstain != "":
 		res.Status = Abstained
 		at.Outcome = OutcomeAbstained
 		at.Detail = r.Abstain
+		res.Grade = GradeEscalate
 		res.Rationale = fmt.Sprintf("System 1 abstained: provider %q declined to decide (%s). Its best guess was %q at probability %.*f (%s), but there is no decision. Reason this through yourself.",
 			name, r.Abstain, choice, decimals, conf, cal)
 	case q.None && none >= d[best]:
 		res.Status = Abstained
 		at.Outcome = OutcomeOK
 		at.Detail = r.Detail
+		res.Grade = GradeEscalate
 		res.Rationale = fmt.Sprintf("System 1 abstained: no option seemed to fit. The implicit option %q won at probability %.*f (%s); the best of yours was %q at %.*f. There is no decision. Reason this through yourself, or offer an option that fits.",
 			NoneOption, decimals, none, cal, choice, decimals, conf)
 	case res.LabelMass != nil && r.LabelMass < gt.minMass:
 		res.Status = Abstained
 		at.Outcome = OutcomeOK
 		at.Detail = r.Detail
+		res.Grade = GradeEscalate
 		res.Rationale = fmt.Sprintf("System 1 abstained: no option seemed to fit. The model put only %.*f of its probability on the options at all (under min_label_mass %v); among them its best guess was %q at %.*f (%s), but there is no decision. Reason this through yourself, or offer an option that fits.",
 			decimals, r.LabelMass, gt.minMass, choice, decimals, conf, cal)
 	case conf < threshold:
@@ -483,10 +493,32 @@ func (g *Gateway) answer(q Query, p *link, r Reading, gt gate, at *Attempt, res 
 	}
 }
 
+// gate is the confidence an answer of model's to a question of kind over
+// n options needs to be graded act. It is the threshold until the
+// calibration report suggests a gate from outcomes (GET /v1/calibration,
+// from the decision log): that gate, where a fit exists, is to be
+// returned here.
+func (g *Gateway) gate(model string, kind decision.Kind, n int, threshold float64) float64 {
+	return threshold
+}
+
+// grade is what to do with an answer of confidence conf whose runner-up
+// has second, under gate: act, ask (near the gate or a close second), or
+// escalate.
+func grade(conf, second, gate float64) string {
+	switch {
+	case conf < gate-AskBand:
+		return GradeEscalate
+	case conf < gate || conf-second < AskMargin:
+		return GradeAsk
+	}
+	return GradeAct
+}
+
 // fail marks the response as an error: no decision, no probabilities.
 func (res *Response) fail(code, msg, rationale string) {
 	res.Status = Failed
-	res.Decision, res.Confidence, res.Probabilities, res.Provider, res.Calibration, res.LabelMass, res.NoneProbability = nil, nil, nil, nil, nil, nil, nil
+	res.Decision, res.Confidence, res.Probabilities, res.Provider, res.Calibration, res.LabelMass, res.NoneProbability, res.Grade = nil, nil, nil, nil, nil, nil, nil, ""
 	res.Error = &Error{Code: code, Message: msg}
 	res.Rationale = rationale
 }
