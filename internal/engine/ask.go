@@ -67,6 +67,9 @@ type Outcome struct {
 	// Missing are the keys of options whose label the engine did not
 	// report; they were given probability 0, which is only a bound.
 	Missing []string
+	// ConstraintFailed is set when an engine that was to hold the first
+	// token to the labels generated another (see Reading).
+	ConstraintFailed bool
 	// Rounds is the number of engine calls; more than one when the options
 	// outnumber what one call can read (see Ask).
 	Rounds int
@@ -184,6 +187,7 @@ func (o *Outcome) add(q decision.Question, r reading, opts []int, p Prompt) {
 	if o.Model == "" {
 		o.Model = r.Model
 	}
+	o.ConstraintFailed = o.ConstraintFailed || r.ConstraintFailed
 	if r.Counted {
 		o.InputTokens += r.InputTokens
 		o.OutputTokens += r.OutputTokens

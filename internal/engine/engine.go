@@ -54,6 +54,10 @@ type Reading struct {
 	// constraint (llama.cpp, Ollama), so the mass on the labels means
 	// something; post-mask engines renormalise over the allowed tokens.
 	PreMask bool
+	// ConstraintFailed is set when the engine was to hold the first token
+	// to the labels but generated one that is not a label: the constraint
+	// did not hold, and the values are read as from before it (PreMask).
+	ConstraintFailed bool
 	// Model is the model id the engine says answered.
 	Model string
 	// InputTokens and OutputTokens are the engine's own counts; Counted is

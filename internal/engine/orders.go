@@ -66,6 +66,7 @@ func AskOrders(ctx context.Context, e Engine, model string, state json.RawMessag
 			out.InputTokens += o.InputTokens
 			out.OutputTokens += o.OutputTokens
 			out.Estimated = out.Estimated || o.Estimated
+			out.ConstraintFailed = out.ConstraintFailed || o.ConstraintFailed
 		}
 		mass += o.Mass
 		for _, m := range o.Missing {

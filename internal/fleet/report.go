@@ -142,15 +142,21 @@ type Warning struct {
 	Missing []string
 	// NoFit is set when fits were given and none matched the model that
 	// answered, the question's kind and its option count.
-	NoFit   bool
-	Model   string
-	Kind    decision.Kind
-	Options int
+	NoFit bool
+	// ConstraintFailed is set when the engine generated a token that is
+	// not a label though it was to hold the first token to them.
+	ConstraintFailed bool
+	Model            string
+	Kind             decision.Kind
+	Options          int
 }
 
 // Text writes the warning, each name through name and a list of names
 // through names.
 func (w Warning) Text(name func(string) string, names func([]string) string) string {
+	if w.ConstraintFailed {
+		return fmt.Sprintf("%s: the engine's constraint did not hold (it generated a token that is not a label); its values were read as from before the constraint", name(w.Question))
+	}
 	if w.NoFit {
 		return fmt.Sprintf("%s: no calibration fit for model %s, %s over %d options; reported as the engine gave it", name(w.Question), name(w.Model), w.Kind, w.Options)
 	}
@@ -194,6 +200,9 @@ func (res *Result) Report(req decision.Request, fits *calibration.Fits, provider
 		rep.Usage.InputTokens += a.InputTokens
 		rep.Usage.OutputTokens += a.OutputTokens
 		rep.Usage.Estimated = rep.Usage.Estimated || a.Estimated
+		if a.ConstraintFailed {
+			rep.Warnings = append(rep.Warnings, Warning{Question: q.ID, ConstraintFailed: true})
+		}
 		if len(a.Missing) > 0 {
 			rep.Warnings = append(rep.Warnings, Warning{Question: q.ID, Missing: a.Missing})
 		}

@@ -318,12 +318,30 @@ func Reading(reply *ChatResponse, labels []Label, preMask bool) (engine.Reading,
 		return engine.Reading{}, &engine.Failure{Kind: engine.Malformed, Err: err}
 	}
 	r := engine.Reading{Logprobs: lp, Found: found, PreMask: preMask, Model: reply.Model}
+	// A constrained engine that generated a token that is no label did not
+	// hold the constraint (vLLM >= 0.12 ignores guided_choice with only a
+	// log warning): its values are from before any mask, so they are read
+	// as such, the label mass with them, and the answer says so.
+	if !preMask && !generatedLabel(tok, labels) {
+		r.PreMask, r.ConstraintFailed = true, true
+	}
 	// Counts that are not counts (a negative completion_tokens) are not
 	// passed on: they would make system1's own usage report invalid.
 	if reply.Usage != nil && reply.Usage.PromptTokens > 0 && reply.Usage.CompletionTokens >= 0 {
 		r.InputTokens, r.OutputTokens, r.Counted = reply.Usage.PromptTokens, reply.Usage.CompletionTokens, true
 	}
 	return r, nil
+}
+
+// generatedLabel reports whether the generated token is one of the
+// labels: by id where both have one, else by its text.
+func generatedLabel(tok *TokenLogprob, labels []Label) bool {
+	for _, l := range labels {
+		if (l.ID >= 0 && tok.ID != nil && *tok.ID == l.ID) || (l.ID < 0 && tok.Token == l.Text) {
+			return true
+		}
+	}
+	return false
 }
 
 // Models lists the ids of GET /v1/models.
