@@ -114,6 +114,9 @@ func TestSystemOneCalibration(t *testing.T) {
 			t.Errorf("calibration is off, yet x-system1-calibrated: %q", h.Get("X-System1-Calibrated"))
 		}
 		wantAnswers(t, req, reply, []float64{1, 1, 1})
+		if got := h.Get("X-System1-Steps"); got != "none" {
+			t.Errorf("no step applied, yet x-system1-steps %q", got)
+		}
 	})
 
 	t.Run("a fit for every question", func(t *testing.T) {
@@ -125,6 +128,9 @@ func TestSystemOneCalibration(t *testing.T) {
 			t.Errorf("warnings %q", w)
 		}
 		wantAnswers(t, req, reply, []float64{2, 0.5, 3})
+		if got, want := h.Get("X-System1-Steps"), "dept: temperature=v1/T=2; urgent: temperature=v1/T=0.5; anger: temperature=v1/T=3"; got != want {
+			t.Errorf("x-system1-steps %q, want %q", got, want)
+		}
 		// By hand: T=0.5 squares the noul's odds, (2/3)² / ((2/3)² + (1/3)²) = 0.8.
 		if math.Abs(reply.Answers[1].Noul-0.8) > 1e-9 {
 			t.Errorf("noul %v, want 0.8", reply.Answers[1].Noul)
@@ -145,6 +151,9 @@ func TestSystemOneCalibration(t *testing.T) {
 			t.Errorf("warnings %q", w)
 		}
 		wantAnswers(t, req, reply, []float64{2, 1, 1})
+		if got, want := h.Get("X-System1-Steps"), "dept: temperature=v1/T=2; urgent: none; anger: none"; got != want {
+			t.Errorf("x-system1-steps %q, want %q: only the applied step is named", got, want)
+		}
 	})
 
 	t.Run("fits for another model", func(t *testing.T) {
