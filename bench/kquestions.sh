@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# K questions for the price of one: latency of 1, 2, 4 and 8 questions over
-# one ~400-token state through system1 to llama-server serving a
-# random-weight model of Qwen2.5-0.5B's shape, cold (a state the engine has
-# not seen) and warm (the same request again).
+# K questions at the compute floor: latency of K = 1..8 questions over one
+# ~400-token state through system1 to llama-server serving a random-weight
+# model of Qwen2.5-0.5B's shape, cold (a state the engine has not seen) and
+# warm (the same state again), before (a state's questions one after
+# another on its slot: spread_slots false) and after (spread over slots,
+# the default) side by side, against the floor computed from llama-server's
+# own timings (see bench/kquestions/main.go).
 #
 #   bench/kquestions.sh [-reps N]
 #
@@ -27,25 +30,28 @@ port=18591
 work=$(mktemp -d)
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
-"$server" -m "$model" --host 127.0.0.1 --port $port -c 16384 -np 8 -t "$(nproc)" -a rand-qwen2 --no-webui >"$work/llama.log" 2>&1 &
+"$server" -m "$model" --host 127.0.0.1 --port $port -c 16384 -np 8 -t "$(nproc)" -a rand-qwen2 --no-webui --metrics >"$work/llama.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 600); do curl -fs -o /dev/null "http://127.0.0.1:$port/health" && break; sleep 0.1; done
 echo "llama-server: random Qwen2.5-0.5B shape (F16), 8 slots, $(nproc) threads"
-cat >"$work/config.yaml" <<YAML
+start() { # name spread_slots: starts system1 over the engine; its URL in $url
+	cat >"$work/$1.yaml" <<YAML
 listen: 127.0.0.1:0
 timeouts: {request: 120s}
 nodes:
-  - {name: llama, url: "http://127.0.0.1:$port", dialect: llamacpp, models: [rand-qwen2], timeout: 120s}
+  - {name: llama, url: "http://127.0.0.1:$port", dialect: llamacpp, models: [rand-qwen2], timeout: 120s, spread_slots: $2}
 YAML
-bin/system1 serve --config "$work/config.yaml" 2>"$work/system1.log" &
-pids+=($!)
-url=
-for _ in $(seq 100); do
-	url=$(grep -o 'url=http://[^ ]*' "$work/system1.log" | head -1 | cut -d= -f2) && [[ -n $url ]] && break
-	sleep 0.1
-done
+	bin/system1 serve --config "$work/$1.yaml" >/dev/null 2>"$work/$1.log" &
+	pids+=($!)
+	url=
+	for _ in $(seq 100); do
+		url=$(grep -o 'url=http://[^ ]*' "$work/$1.log" | head -1 | cut -d= -f2) && [[ -n $url ]] && break
+		sleep 0.1
+	done
+}
+start serial false
+serial=$url
+start spread true
+spread=$url
 echo
-go run ./bench/kquestions -url "$url" -model rand-qwen2 "$@"
-echo
-echo "llama-server's prompt evaluation for the last request (tokens per call):"
-grep 'prompt eval time' "$work/llama.log" | tail -16 | sed 's/.*prompt eval time = *//' 
+go run ./bench/kquestions -url "$spread" -serial-url "$serial" -engine "http://127.0.0.1:$port" -model rand-qwen2 "$@"

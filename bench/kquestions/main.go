@@ -1,9 +1,15 @@
 // Command kquestions measures what K questions over one state cost against
-// one: the latency of POST /v1/systemone with 1, 2, 4 and 8 questions over
-// a state of about 400 tokens, cold (a state no engine has seen) and warm
-// (the state seen just before, the questions new), and prints the table
-// with each K's ratio to one question. Run it through bench/kquestions.sh,
-// which starts the engine and system1.
+// the compute floor: the latency of POST /v1/systemone with K = 1..8
+// questions over a state of about 400 tokens, cold (a state no engine has
+// seen) and warm (the state seen just before, the questions new), through
+// two system1 servers over one llama-server side by side, cell by cell:
+// one running a state's questions one after another on its slot
+// (spread_slots: false, before), one spreading them over slots (after).
+// The floor of a cell is the tokens it must evaluate (the state once plus
+// each question's own tokens: what the serial server evaluated, read from
+// llama-server's /metrics) at llama-server's own prefill rate, plus one
+// decode step. Run it through bench/kquestions.sh, which starts the engine
+// and both servers.
 package main
 
 import (
@@ -15,6 +21,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -50,28 +57,100 @@ var questions = []string{
 }
 
 func main() {
-	url := flag.String("url", "http://127.0.0.1:3000", "system1's base URL")
+	spread := flag.String("url", "http://127.0.0.1:3000", "system1 spreading questions over slots (after)")
+	serial := flag.String("serial-url", "", "system1 running them on one slot (before)")
+	eng := flag.String("engine", "", "llama-server's base URL, started with --metrics")
 	model := flag.String("model", "jev-latest", "model id")
-	reps := flag.Int("reps", 5, "measurements per cell")
+	reps := flag.Int("reps", 3, "measurements per cell")
+	kList := flag.String("k", "1,2,3,4,5,6,7,8", "question counts, comma-separated, at most 8")
 	flag.Parse()
-
-	ks := []int{1, 2, 4, 8}
-	cold := map[int]time.Duration{}
-	warm := map[int]time.Duration{}
-	for _, k := range ks {
-		var c, w []time.Duration
-		for r := range *reps {
-			// A fresh state opens with a nonce, so no engine has its prefix.
-			state := fmt.Sprintf("[%d-%d-%d] %s", time.Now().UnixNano(), k, r, story)
-			c = append(c, ask(*url, *model, state, k, ""))
-			w = append(w, ask(*url, *model, state, k, " Answer again.")) // the state again, new questions
+	var ks []int
+	for _, f := range strings.Split(*kList, ",") {
+		k, err := strconv.Atoi(f)
+		if err != nil || k < 1 || k > len(questions) {
+			fmt.Fprintf(os.Stderr, "kquestions: -k: %q is not a count from 1 to %d\n", f, len(questions))
+			os.Exit(2)
 		}
-		cold[k], warm[k] = median(c), median(w)
+		ks = append(ks, k)
 	}
-	fmt.Printf("| questions | cold p50 (ms) | cold vs 1 | warm p50 (ms) | warm vs 1 |\n|---|---|---|---|---|\n")
-	for _, k := range ks {
-		fmt.Printf("| %d | %.0f | %.2fx | %.0f | %.2fx |\n", k, ms(cold[k]), ratio(cold[k], cold[1]), ms(warm[k]), ratio(warm[k], warm[1]))
+
+	type cell struct {
+		ms, tokens []float64
 	}
+	cells := map[string]*cell{}
+	at := func(mode string, k int, warm bool) *cell {
+		key := fmt.Sprint(mode, k, warm)
+		if cells[key] == nil {
+			cells[key] = &cell{}
+		}
+		return cells[key]
+	}
+	modes := map[string]string{"serial": *serial, "spread": *spread}
+	var prefillTok, prefillSec, decodeTok, decodeSec float64
+	for r := range *reps {
+		for _, k := range ks {
+			for _, mode := range []string{"serial", "spread"} {
+				// A fresh state opens with a nonce, so no engine has its prefix.
+				state := fmt.Sprintf("[%d-%d-%d-%s] %s", time.Now().UnixNano(), k, r, mode, story)
+				for _, warm := range []bool{false, true} {
+					suffix := ""
+					if warm {
+						suffix = " Answer again." // the state again, new questions
+					}
+					before := metrics(*eng)
+					d := ask(modes[mode], *model, state, k, suffix)
+					after := metrics(*eng)
+					c := at(mode, k, warm)
+					c.ms = append(c.ms, ms(d))
+					tok := after["llamacpp:prompt_tokens_total"] - before["llamacpp:prompt_tokens_total"]
+					c.tokens = append(c.tokens, tok)
+					if mode == "serial" { // one slot at a time: its prompt seconds are wall time
+						prefillTok += tok
+						prefillSec += after["llamacpp:prompt_seconds_total"] - before["llamacpp:prompt_seconds_total"]
+					}
+					decodeTok += after["llamacpp:tokens_predicted_total"] - before["llamacpp:tokens_predicted_total"]
+					decodeSec += after["llamacpp:tokens_predicted_seconds_total"] - before["llamacpp:tokens_predicted_seconds_total"]
+				}
+			}
+		}
+	}
+	rate := prefillTok / prefillSec
+	step := 1000 * decodeSec / max(decodeTok, 1)
+	fmt.Printf("llama-server's own timings: prefill %.0f tokens/s (every prompt of the serial server), decode step %.1f ms\n\n", rate, step)
+	fmt.Println("| K | state | floor tokens | floor (ms) | before p50 (ms) | before / floor | after p50 (ms) | after / floor | after tokens |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|")
+	for _, warm := range []bool{false, true} {
+		for _, k := range ks {
+			s, p := at("serial", k, warm), at("spread", k, warm)
+			floorTok := median(s.tokens)
+			floor := 1000*floorTok/rate + step
+			name := map[bool]string{false: "cold", true: "warm"}[warm]
+			fmt.Printf("| %d | %s | %.0f | %.0f | %.0f | %.2fx | %.0f | %.2fx | %.0f |\n", k, name, floorTok, floor,
+				median(s.ms), median(s.ms)/floor, median(p.ms), median(p.ms)/floor, median(p.tokens))
+		}
+	}
+}
+
+// metrics reads llama-server's Prometheus counters.
+func metrics(base string) map[string]float64 {
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kquestions:", err)
+		os.Exit(1)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(b), "\n") {
+		name, v, ok := strings.Cut(line, " ")
+		if !ok || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
+			out[name] = f
+		}
+	}
+	return out
 }
 
 // ask sends the first k questions over state, with suffix added to each
@@ -98,12 +177,10 @@ func ask(url, model, state string, k int, suffix string) time.Duration {
 	return time.Since(start)
 }
 
-func median(d []time.Duration) time.Duration {
-	s := slices.Clone(d)
+func median(v []float64) float64 {
+	s := slices.Clone(v)
 	slices.Sort(s)
 	return s[len(s)/2]
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }

@@ -58,6 +58,7 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	router.SetDebias(fleet.DebiasFrom(cfg.Debias, cfg.DebiasOrders))
+	router.LimitQuestions(cfg.MaxQuestions)
 	m.WatchNodes(func() []metrics.Node {
 		var out []metrics.Node
 		for _, s := range router.States() {
@@ -120,7 +121,7 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	servers := []*http.Server{srv}
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return err
@@ -154,6 +155,14 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 		log.Info("listening", "url", "https://"+tln.Addr().String())
 		servers = append(servers, tsrv)
 		go func() { errc <- tsrv.ServeTLS(tln, "", "") }()
+	}
+
+	if cfg.Admin.Listen != "" {
+		asrv, err := startAdmin(cfg.Admin.Listen, srv, errc, log)
+		if err != nil {
+			return err
+		}
+		servers = append(servers, asrv)
 	}
 
 	select {

@@ -63,6 +63,9 @@ type Config struct {
 	ProbeEvery Duration `yaml:"probe_every"`
 	// MaxBodyBytes bounds a request body; larger is a 413.
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// MaxQuestions bounds the questions of one request (default
+	// decision.DefaultMaxQuestions, 1,000); more is a 422.
+	MaxQuestions int `yaml:"max_questions"`
 	// Rounding is the number of decimals /v1/systemone reports (Jev: 2);
 	// -1 reports full precision.
 	Rounding *int `yaml:"rounding"`
@@ -86,6 +89,9 @@ type Config struct {
 	Providers []Provider `yaml:"providers,omitempty"`
 	// DecisionLog is where answered questions are recorded.
 	DecisionLog DecisionLog `yaml:"decision_log"`
+	// Admin is an opt-in listener for operators, apart from the public
+	// one: Go's profiler (net/http/pprof). Off unless it names an address.
+	Admin Admin `yaml:"admin"`
 
 	// Path is the file this was read from, if any.
 	Path string `yaml:"-"`
@@ -94,6 +100,15 @@ type Config struct {
 	// translation holds what Normalize could not translate, for Check.
 	translation  []error
 	oldProviders []Provider
+}
+
+// Admin configures the admin listener.
+type Admin struct {
+	// Listen is its address, such as 127.0.0.1:6060; empty: none. It
+	// serves /debug/pprof/ and nothing else, and must differ from the
+	// public listeners: anyone who reaches it can read the process's
+	// memory profile, so keep it on loopback or a private network.
+	Listen string `yaml:"listen"`
 }
 
 // TLS configures the optional HTTPS listener.
@@ -154,6 +169,14 @@ type Node struct {
 	// state then run one after another on that slot, each adding only its
 	// own tokens; different states still spread over the slots.
 	PinSlots *bool `yaml:"pin_slots"`
+	// SpreadSlots, on a pinned llamacpp node (default true), sends a
+	// request's questions over one state to the slots next to the
+	// state's once its first question has prefilled it, each loading the
+	// state from llama-server's host-memory prompt cache (--cache-ram and
+	// --cache-idle-slots, both on by default), so their own tokens are
+	// evaluated in one batch; false runs them one after another on the
+	// state's slot.
+	SpreadSlots *bool `yaml:"spread_slots"`
 	// Constrain is how an openai node holds the first token to the labels:
 	// structured_outputs (vLLM >= 0.12), guided_choice (older vLLM,
 	// SGLang), or none (hosted APIs; the default).
@@ -332,6 +355,12 @@ func (c *Config) Check() []error {
 		if err := CheckKey(k); err != nil {
 			bad("keys[%d]: %v", i, err)
 		}
+	}
+	if a := c.Admin.Listen; a != "" && (a == c.Listen || a == c.TLS.Listen) {
+		bad("admin.listen: %s is a public listener's address; the admin listener needs its own", a)
+	}
+	if c.MaxQuestions < 0 {
+		bad("max_questions: %d is negative", c.MaxQuestions)
 	}
 	if c.MaxBodyBytes < 0 {
 		bad("max_body_bytes: %d is negative", c.MaxBodyBytes)

@@ -402,6 +402,10 @@ func TestCheckLimits(t *testing.T) {
 		{"rate_limit: {wrong_keys: {burst: -1}}", false},
 		{"max_body_bytes: -1", false},
 		{"max_body_bytes: 1024", true},
+		{"max_questions: -1", false},
+		{"max_questions: 5000", true},
+		{"admin: {listen: 127.0.0.1:6060}", true},
+		{"listen: 127.0.0.1:3000\nadmin: {listen: 127.0.0.1:3000}", false},
 	} {
 		c, err := Parse([]byte(tc.yaml))
 		if err != nil {

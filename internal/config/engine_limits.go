@@ -3,11 +3,13 @@ package config
 import "fmt"
 
 // DefaultMaxEngineCalls is a node's default budget of engine calls per
-// request. It admits the largest request the limits allow on a llama.cpp
-// node (64 questions of 255 options, one call each) with room for a wider
-// second read of each, and on a node reading 20 labels a call (Ollama, the
-// OpenAI default) 64 questions of up to 77 options (4 calls each).
-const DefaultMaxEngineCalls = 256
+// request. It admits the largest request the default limits allow on a
+// llama.cpp node (1,000 questions of 255 options, one call each) with room
+// for a wider second read of each, and on a node reading 20 labels a call
+// (Ollama, the OpenAI default) 1,000 questions of up to 77 options (4
+// calls each). A configuration raising max_questions should raise
+// max_engine_calls with it.
+const DefaultMaxEngineCalls = 4096
 
 // checkEngineLimits checks a node's context size and call budget; at
 // names the node in the file.

@@ -97,6 +97,11 @@ type Limits struct {
 	MaxScoreLevels      int
 }
 
+// DefaultMaxQuestions is how many questions one request may ask unless the
+// configuration says otherwise (max_questions): hosted Jev answers 800 in
+// one call.
+const DefaultMaxQuestions = 1000
+
 // DefaultLimits are the documented limits of POST /v1/systemone. The option
 // cap is the label capacity of a typical engine; nodes may raise it.
 func DefaultLimits() Limits {
@@ -104,7 +109,7 @@ func DefaultLimits() Limits {
 		MaxStateBytes:       256 << 10,
 		MaxInstructionBytes: 16 << 10,
 		MaxOptionBytes:      4 << 10,
-		MaxQuestions:        64,
+		MaxQuestions:        DefaultMaxQuestions,
 		MinChoiceOptions:    2,
 		MaxChoiceOptions:    20,
 		MinScoreLevels:      2,

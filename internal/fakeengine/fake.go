@@ -24,6 +24,9 @@ type Options struct {
 	NVocab int
 	// Behavior is how the fake answers until Set changes it.
 	Behavior Behavior
+	// Slots, on llama.cpp, is the total_slots GET /props reports; 0
+	// answers /props with a 404, as a server without the endpoint.
+	Slots int
 }
 
 // Request is one request the fake received. The fields after Body are
@@ -228,6 +231,10 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 		reply = f.tags()
 	case r.Method == http.MethodPost && r.URL.Path == "/tokenize" && f.opt.Dialect == LlamaCpp:
 		reply = tokenize(rec.Body)
+	case r.Method == http.MethodGet && r.URL.Path == "/props" && f.opt.Dialect == LlamaCpp && f.opt.Slots > 0:
+		reply = fmt.Appendf(nil, `{"total_slots":%d}`, f.opt.Slots)
+	case r.Method == http.MethodPost && r.URL.Path == "/completion" && f.opt.Dialect == LlamaCpp:
+		reply = []byte(`{"content":" ","stop":true}`)
 	default:
 		writeError(w, f.opt.Dialect, http.StatusNotFound, "File Not Found")
 		return

@@ -40,6 +40,9 @@ func UpstreamBackend(c *systemone.Client) Backend { return &upstreamBackend{c: c
 type engineBackend struct {
 	e         engine.Engine
 	leadFirst bool
+	// spread gives a request's questions over one state a slot each, next
+	// to the state's, primed first (see prime): llama.cpp's spread_slots.
+	spread bool
 }
 
 func (b *engineBackend) Models(ctx context.Context) ([]string, error) { return b.e.Models(ctx) }
@@ -50,7 +53,7 @@ func (b *engineBackend) ask(c *caller, req decision.Request) []answer {
 		start := c.now()
 		var o engine.Outcome
 		err := c.call(func(ctx context.Context) (err error) {
-			o, err = engine.AskOrders(ctx, b.e, req.Model, req.State, req.Questions[j], c.debias.orders(req, req.Questions[j]))
+			o, err = engine.AskOrders(engine.WithSpread(ctx, j), b.e, req.Model, req.State, req.Questions[j], c.debias.orders(req, req.Questions[j]))
 			return err
 		})
 		out[j] = c.result(start, o, "", err)
@@ -76,6 +79,9 @@ func (b *engineBackend) ask(c *caller, req decision.Request) []answer {
 			}
 			return out
 		}
+	}
+	if len(out) > 1 {
+		b.prime(c)
 	}
 	// The last question is asked on this goroutine: a lone question, the
 	// common case, then needs no goroutine handoff.

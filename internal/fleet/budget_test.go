@@ -15,7 +15,7 @@ import (
 func TestBudgetRefusesBeforeAnyCall(t *testing.T) {
 	r, fakes, _ := newTestRouter(255, 255)
 	req := choiceRequest("m", 255)
-	for range 63 {
+	for range 299 { // 300 questions of 14 calls: 4200, over the default 4096
 		q := req.Questions[0]
 		req.Questions = append(req.Questions, q)
 	}
@@ -26,7 +26,7 @@ func TestBudgetRefusesBeforeAnyCall(t *testing.T) {
 	for i, a := range res.Questions {
 		var f *engine.Failure
 		if !errors.As(a.Err, &f) || f.Kind != engine.Rejected || f.Status != http.StatusUnprocessableEntity ||
-			!strings.Contains(f.Error(), "costs 896 engine calls") || !strings.Contains(f.Error(), "this question costs 14") || !strings.Contains(f.Error(), "budget of 256") {
+			!strings.Contains(f.Error(), "costs 4200 engine calls") || !strings.Contains(f.Error(), "this question costs 14") || !strings.Contains(f.Error(), "budget of 4096") {
 			t.Fatalf("question %d: %v", i, a.Err)
 		}
 	}

@@ -78,9 +78,12 @@ func NewNode(c config.Node, getenv func(string) string, hc *http.Client) (*Node,
 	switch c.Dialect {
 	case "llamacpp":
 		pin := c.PinSlots == nil || *c.PinSlots
-		// Pinned to one slot, a state's questions already run after the
-		// first; unpinned, they would each take a slot and prefill.
-		n.Backend = EngineBackend(&llamacpp.Engine{BaseURL: c.URL, Key: key, HTTP: hc, PerCall: c.MaxLabels, PinSlots: pin}, !pin)
+		spread := pin && (c.SpreadSlots == nil || *c.SpreadSlots)
+		// Pinned to one slot, a state's questions run one after another
+		// after the first; unpinned, they would each take a slot and
+		// prefill; spread, they wait for the first's prefill, then load it.
+		n.Backend = &engineBackend{e: &llamacpp.Engine{BaseURL: c.URL, Key: key, HTTP: hc, PerCall: c.MaxLabels, PinSlots: pin, SpreadSlots: spread},
+			leadFirst: !pin || spread, spread: spread}
 	case "ollama":
 		// llama.cpp's slots underneath, no pinning: the first goes alone.
 		n.Backend = EngineBackend(&ollama.Engine{BaseURL: c.URL, Key: key, HTTP: hc, NumCtx: c.NumCtx}, true)

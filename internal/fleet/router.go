@@ -41,6 +41,7 @@ type Router struct {
 	warm warmStates
 
 	debias Debias
+	maxQuestions int // 0: decision.DefaultMaxQuestions (see LimitQuestions)
 }
 
 // NewRouter routes over nodes in their configured order. Aliases map a
@@ -70,7 +71,7 @@ func (r *Router) Only(names []string) *Router {
 		}
 	}
 	o := NewRouter(nodes, nil, r.policy, r.obs)
-	o.now = r.now
+	o.now, o.maxQuestions = r.now, r.maxQuestions
 	o.debias = r.debias
 	return o
 }
@@ -119,6 +120,9 @@ func (r *Router) Limits(model string) (decision.Limits, error) {
 		return decision.Limits{}, fmt.Errorf("model %q: %w", model, ErrUnknownModel)
 	}
 	lim := decision.DefaultLimits()
+	if r.maxQuestions > 0 {
+		lim.MaxQuestions = r.maxQuestions
+	}
 	lim.MaxChoiceOptions = 0
 	for _, n := range nodes {
 		lim.MaxChoiceOptions = max(lim.MaxChoiceOptions, n.MaxOptions)

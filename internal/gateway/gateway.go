@@ -158,6 +158,7 @@ func New(o Options) *Gateway {
 			return g
 		}
 		r.SetDebias(fleet.DebiasFrom(cfg.Debias, cfg.DebiasOrders))
+		r.LimitQuestions(cfg.MaxQuestions)
 		router = r
 	}
 	for _, lc := range cfg.Gateway.Chain {

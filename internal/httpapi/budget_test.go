@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -54,9 +55,10 @@ func validationMessages(t *testing.T, r reply) []string {
 
 // A request whose engine calls would exceed the node's budget is a 422
 // naming the budget and the request's cost, before any engine call; the
-// largest request the limits allow (64 questions of 255 options) fits the
+// largest request the default limits allow (1,000 questions) fits the
 // default budget on a llama.cpp node, which reads any number of labels a
-// call, and the budget is the node's to set.
+// call, and on a node reading 20 labels a call when each has at most 77
+// options; the budget is the node's to set.
 func TestEngineCallBudget(t *testing.T) {
 	for _, tc := range []struct {
 		name               string
@@ -65,10 +67,10 @@ func TestEngineCallBudget(t *testing.T) {
 		questions, options int
 		cost               int // 0: admitted
 	}{
-		{"openai, 20 labels a call: 14 calls a question", fakeengine.OpenAI, 0, 64, 255, 896},
-		{"ollama, top 20: 14 calls a question", fakeengine.Ollama, 0, 64, 255, 896},
-		{"openai within the default budget: 64 questions of 77 options", fakeengine.OpenAI, 0, 64, 77, 0},
-		{"llamacpp: 64 questions, one call each", fakeengine.LlamaCpp, 0, 64, 10, 0},
+		{"openai, 20 labels a call: 14 calls a question", fakeengine.OpenAI, 0, 300, 255, 4200},
+		{"ollama, top 20: 14 calls a question", fakeengine.Ollama, 0, 300, 255, 4200},
+		{"openai within the default budget: 1,000 questions of 77 options", fakeengine.OpenAI, 0, 1000, 77, 0},
+		{"llamacpp: 1,000 questions, one call each", fakeengine.LlamaCpp, 0, 1000, 10, 0},
 		{"a budget of the node's own", fakeengine.Ollama, 10, 11, 3, 11},
 		{"within a budget of the node's own", fakeengine.Ollama, 10, 10, 3, 0},
 	} {
@@ -142,7 +144,7 @@ func (g *gate) proxy(t *testing.T, to string) string {
 }
 
 // A big request neither starves another caller nor cools the node: while
-// all of a 64-question request's calls that hold slots are stuck in the
+// all of a 1,000-question request's calls that hold slots are stuck in the
 // engine, a small request from another caller still gets its 200 (one
 // request holds at most half a node's slots, so a slot is free for it);
 // then the big one finishes with its 200 and the node is healthy.
@@ -157,7 +159,7 @@ func TestBigRequestLeavesRoomForOthers(t *testing.T) {
 
 	var wg sync.WaitGroup
 	var big reply
-	wg.Go(func() { big = s.ask(t, manyQuestions("the big state", 64, 77)) })
+	wg.Go(func() { big = s.ask(t, manyQuestions("the big state", 1000, 3)) })
 	for range slots / 2 { // the big request's share of the slots, all stuck
 		<-g.arrived
 	}
@@ -172,5 +174,58 @@ func TestBigRequestLeavesRoomForOthers(t *testing.T) {
 	}
 	if h := health(t, s)["n"]; !h.Healthy {
 		t.Errorf("the node after the big request: %+v", h)
+	}
+}
+
+// A request of 1,000 questions, the default cap, is answered in full
+// through the HTTP face: every question has its answer, and every
+// distribution sums to 1. One more is a 422 naming the cap, and the cap is
+// the configuration's (max_questions).
+func TestThousandQuestions(t *testing.T) {
+	n := startNode(t, "n", fakeengine.LlamaCpp, fakeengine.Behavior{})
+	s := serve(t, setup{nodes: []node{n}})
+	r := s.ask(t, manyQuestions("a state", 1000, 4))
+	if r.status != http.StatusOK {
+		t.Fatalf("got %.300s, want 200", r)
+	}
+	var out struct {
+		Answers map[string]struct {
+			Probabilities map[string]float64 `json:"probabilities"`
+		} `json:"answers"`
+	}
+	if err := json.Unmarshal(r.body, &out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Answers) != 1000 {
+		t.Fatalf("%d answers for 1000 questions", len(out.Answers))
+	}
+	for i := range 1000 {
+		id := fmt.Sprintf("q%02d", i)
+		a, ok := out.Answers[id]
+		d := a.Probabilities
+		if !ok || len(d) != 4 {
+			t.Fatalf("question %s: answer %v", id, d)
+		}
+		sum := 0.0
+		for _, p := range d {
+			sum += p
+		}
+		if math.Abs(sum-1) > 0.011 { // two decimals over four options
+			t.Fatalf("question %s: %v sums to %v", id, d, sum)
+		}
+	}
+
+	for _, tc := range []struct {
+		max, ask int
+		want     string
+	}{
+		{0, 1001, "1001 questions; at most 1000 are accepted"},
+		{5, 6, "6 questions; at most 5 are accepted"},
+	} {
+		s := serve(t, setup{nodes: []node{n}, maxQuestions: tc.max})
+		msgs := validationMessages(t, s.ask(t, manyQuestions("a state", tc.ask, 2)))
+		if len(msgs) != 1 || msgs[0] != tc.want {
+			t.Errorf("max_questions %d, %d asked: %q, want %q", tc.max, tc.ask, msgs, tc.want)
+		}
 	}
 }

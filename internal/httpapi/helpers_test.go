@@ -59,6 +59,8 @@ type setup struct {
 	burst   int
 	maxBody int64
 	debias  fleet.Debias
+	// maxQuestions is the configuration's max_questions; 0 the default.
+	maxQuestions int
 }
 
 // testPolicy is the router's default policy with a cooldown longer than
@@ -86,6 +88,7 @@ func serve(t testing.TB, s setup) *system1 {
 	}
 	router := fleet.NewRouter(nodes, s.aliases, testPolicy, nil)
 	router.SetDebias(s.debias)
+	router.LimitQuestions(s.maxQuestions)
 	router.Discover(t.Context())
 	api := httpapi.New(httpapi.Options{
 		Router:        router,

@@ -31,6 +31,16 @@ type Engine struct {
 	// once and later questions only add their own tokens: llama-server
 	// keeps its prompt cache per slot and does not share it across slots.
 	PinSlots bool
+	// SpreadSlots, with PinSlots, gives the i-th question over a state
+	// (engine.Spread) the slot i after the state's, so that a request's
+	// questions are evaluated in one batch instead of one after another.
+	// The state reaches those slots through llama-server's host-memory
+	// prompt cache (--cache-ram, default 8192 MiB, with --cache-idle-slots,
+	// on by default): every task that starts copies the idle slots into
+	// it, and a slot given a prompt it does not hold loads the longest
+	// cached prefix. A loaded copy leaves the cache, so the state's slot
+	// must stay idle while the others load: Prime before the others go.
+	SpreadSlots bool
 
 	mu    sync.Mutex
 	ids   map[tokenKey]int // label -> token id, or -1 when not one token, per model
@@ -150,6 +160,9 @@ func (e *Engine) read(ctx context.Context, model string, p engine.Prompt, labels
 	if e.PinSlots {
 		if n := e.slots(ctx); n > 0 {
 			slot := int(p.Prefix() % uint64(n))
+			if e.SpreadSlots {
+				slot = (slot + engine.Spread(ctx)) % n
+			}
 			req.IDSlot = &slot
 		}
 	}
@@ -163,6 +176,19 @@ func (e *Engine) read(ctx context.Context, model string, p engine.Prompt, labels
 	}
 	tok, _ := reply.FirstToken() // Reading checked it
 	return r, openai.Floor(tok), nil
+}
+
+// Prime starts one task of a single token on whichever slot is free, so
+// that llama-server copies its idle slots, the state's among them, into
+// its host-memory prompt cache before a request's questions go to slots
+// that do not hold the state (see SpreadSlots). It costs one decode step.
+func (e *Engine) Prime(ctx context.Context) error {
+	req := struct {
+		Prompt   string `json:"prompt"`
+		NPredict int    `json:"n_predict"`
+	}{Prompt: " ", NPredict: 1}
+	var reply struct{}
+	return openai.Post(ctx, e.HTTP, e.url("/completion"), e.Key, req, &reply, e.MaxBody)
 }
 
 // Grammar is a GBNF grammar whose language is exactly the labels.
