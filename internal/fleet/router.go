@@ -40,7 +40,7 @@ type Router struct {
 
 	warm warmStates
 
-	debias Debias
+	debias       Debias
 	maxQuestions int // 0: decision.DefaultMaxQuestions (see LimitQuestions)
 }
 

@@ -121,15 +121,9 @@ type systemOneRow struct {
 	retryAfter string
 	attempts   string
 	badCalls   int
-	// widened: every question's llama.cpp read ends on the top of the
-	// vocabulary. The questions run at once over the model's shared read
-	// statistics, so one that starts after its sibling's read was widened
-	// asks for the top at once: badCalls is then the most, one call per
-	// question the least.
-	widened bool
-	answers *answers
-	warn    string
-	cooled  bool
+	answers    *answers
+	warn       string
+	cooled     bool
 	// modelCooled: the model rests on the faulty node, the node healthy.
 	modelCooled bool
 
@@ -223,8 +217,8 @@ var systemOneRows = []systemOneRow{
 	// top-k, only a token that is none of them.
 	{name: "no label in the top-k", on: []target{openai, ollama}, bad: B{Logprobs: fakeengine.Probs()},
 		status: 200, attempts: "bad:malformed good:ok", badCalls: 1},
-	{name: "no label in the top-k", on: []target{llamacpp}, bad: B{Logprobs: fakeengine.Probs()}, // each question asked again for the top 1024
-		status: 200, attempts: "bad:malformed good:ok", badCalls: 4, widened: true},
+	{name: "no label in the top-k", on: []target{llamacpp}, bad: B{Logprobs: fakeengine.Probs()}, // the first question asked again for the top 1024, the second not sent
+		status: 200, attempts: "bad:malformed good:ok", badCalls: 2},
 	{name: "every node down", on: everywhere, bad: B{Fault: fakeengine.Refuse}, alone: true,
 		status: 503, errType: systemone.Unavailable, errHas: []string{"unavailable"}, attempts: "bad:unavailable bad2:unavailable", badCalls: 0, cooled: true},
 	{name: "answers after system1 gave up", on: everywhere, bad: B{Fault: Late}, timeout: brief,
@@ -248,10 +242,11 @@ func TestSystemOneFaults(t *testing.T) {
 }
 
 // sentTogether is how many requests a node that fails both of the
-// ticket's questions gets, where the row says one: llama.cpp (pinned to a
-// slot) and OpenAI-style engines are sent a request's questions at once,
-// Ollama its first question alone (so a node that fails it gets no more),
-// and a System One upstream the whole request in one call.
+// ticket's questions gets, where the row says one: OpenAI-style engines
+// are sent a request's questions at once, llama.cpp (spreading them over
+// slots once the first has prefilled the state) and Ollama the first
+// question alone (so a node that fails it gets no more), and a System One
+// upstream the whole request in one call.
 func sentTogether(row systemOneRow, tg target) int {
 	if row.badCalls == 1 && together(tg) {
 		return 2
@@ -259,29 +254,7 @@ func sentTogether(row systemOneRow, tg target) int {
 	return row.badCalls
 }
 
-func together(tg target) bool { return tg == llamacpp || tg == openai }
-
-// ticketQuestions is how many questions the ticket asks.
-const ticketQuestions = 2
-
-// checkWidened checks a llama.cpp node's reads of the ticket when every
-// question had to be widened: each question read the top of the
-// vocabulary once (more than the 64 a first read asks for), and the node
-// got between one call per question and most.
-func checkWidened(t *testing.T, n *node, most int) {
-	t.Helper()
-	var tops []int
-	wide := 0
-	for _, r := range n.engine.Inferences() {
-		tops = append(tops, r.TopLogprobs)
-		if r.TopLogprobs > 64 {
-			wide++
-		}
-	}
-	if len(tops) < ticketQuestions || len(tops) > most || wide != ticketQuestions {
-		t.Errorf("the faulty node's calls asked for %v alternatives: want %d reads of the top of the vocabulary in %d to %d calls", tops, ticketQuestions, ticketQuestions, most)
-	}
-}
+func together(tg target) bool { return tg == openai }
 
 func runSystemOneRow(t *testing.T, row systemOneRow, tg target) {
 	base := runtime.NumGoroutine()
@@ -317,9 +290,7 @@ func runSystemOneRow(t *testing.T, row systemOneRow, tg target) {
 	if got := s.obs.take(); got != row.attempts {
 		t.Errorf("attempts %q, want %q", got, row.attempts)
 	}
-	if row.widened {
-		checkWidened(t, bad, row.badCalls)
-	} else if n := bad.calls(); n != row.badCalls {
+	if n := bad.calls(); n != row.badCalls {
 		t.Errorf("the faulty node got %d inference requests, want %d", n, row.badCalls)
 	}
 	if got := !state(t, s.router, "bad").Healthy; got != row.cooled {
