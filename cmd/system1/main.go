@@ -34,6 +34,10 @@ func main() {
 		os.Exit(2)
 	case errors.Is(err, errAbstained):
 		os.Exit(3)
+	case errors.Is(err, errNotRecorded):
+		os.Exit(4)
+	case errors.Is(err, errUnknownRequest):
+		os.Exit(5)
 	case errors.Is(err, errReported):
 		os.Exit(1)
 	default:
@@ -66,6 +70,7 @@ commands:
   bench      measure accuracy, calibration and latency on labelled case files
   calibrate  fit calibration temperatures from case files or a bench report
   toggle     pause or resume the gateway: toggle on|off|status
+  feedback   record what turned out right for an answer, in the decision log
   version    print the version
 
 Run "system1 <command> -h" for a command's flags.
@@ -93,6 +98,7 @@ var commands = map[string]func(context.Context, []string, env) error{
 	"bench":     cmdBench,
 	"calibrate": cmdCalibrate,
 	"toggle":    cmdToggle,
+	"feedback":  cmdFeedback,
 	"version":   cmdVersion,
 	"--version": cmdVersion,
 	"help":      cmdHelp,

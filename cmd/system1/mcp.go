@@ -9,6 +9,7 @@ import (
 	"log/slog"
 
 	"system1/internal/config"
+	"system1/internal/decisionlog"
 	"system1/internal/gateway"
 	"system1/internal/mcpserver"
 	"system1/internal/pause"
@@ -27,13 +28,14 @@ func cmdMCP(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	log := logger(e)
-	g := newGateway(configPath(*cfgFlag, e.getenv), *stateDir, e, log, mcpserver.Wording)
+	g, dlog := newGatewayLogged(ctx, configPath(*cfgFlag, e.getenv), *stateDir, e, log, mcpserver.Wording, decisionlog.FaceMCP)
+	defer closeDecisionLog(dlog, log)
 	log.Info("mcp server starting", "request_id", "-", "version", version, "config", configPath(*cfgFlag, e.getenv),
 		"chain", len(g.Chain()), "config_errors", len(g.ConfigErrors()), "state_file", pause.Path(*stateDir, e.getenv))
 	for _, msg := range g.ConfigErrors() {
 		log.Warn("configuration error; system1_decide answers config_error until it is fixed", "request_id", "-", "err", msg)
 	}
-	err := mcpserver.Run(ctx, mcpserver.Options{Gateway: g, Log: log, Version: version},
+	err := mcpserver.Run(ctx, mcpserver.Options{Gateway: g, Feedback: gateway.NewFeedback(dlog), Log: log, Version: version},
 		&mcpserver.LineTransport{Reader: e.stdin, Writer: e.stdout, MaxLineBytes: *maxLine, Log: log})
 	switch {
 	case ctx.Err() != nil:
@@ -51,6 +53,15 @@ func cmdMCP(ctx context.Context, args []string, e env) error {
 // of the gateway, never a failure: the caller still gets a gateway that
 // says what is wrong. w is how the face names its own commands.
 func newGateway(path, stateDir string, e env, log *slog.Logger, w gateway.Wording) *gateway.Gateway {
+	g, _ := newGatewayLogged(context.Background(), path, stateDir, e, log, w, "")
+	return g
+}
+
+// newGatewayLogged is newGateway that also opens the configuration's
+// decision log when face is not empty, and records the gateway's answers
+// in it as that face. The log is nil when off or unavailable; the caller
+// closes it.
+func newGatewayLogged(ctx context.Context, path, stateDir string, e env, log *slog.Logger, w gateway.Wording, face string) (*gateway.Gateway, *decisionlog.Log) {
 	var errs []error
 	cfg, err := config.Load(path)
 	if err != nil {
@@ -60,8 +71,13 @@ func newGateway(path, stateDir string, e env, log *slog.Logger, w gateway.Wordin
 		errs = append(errs, err)
 		cfg = nil
 	}
+	var dlog *decisionlog.Log
+	if face != "" && cfg != nil {
+		dlog = openDecisionLog(ctx, cfg.DecisionLog, stateDir, e, log, nil)
+	}
 	return gateway.New(gateway.Options{
 		Config: cfg, ConfigPath: path, ConfigErrors: errs,
 		Getenv: e.getenv, Log: log, StatePath: pause.Path(stateDir, e.getenv), Version: version, Wording: w,
-	})
+		Recorder: dlog, Face: face,
+	}), dlog
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"system1/internal/config"
+	"system1/internal/decisionlog"
 	"system1/internal/fleet"
 	"system1/internal/gateway"
 	"system1/internal/httpapi"
@@ -24,6 +25,7 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 	fs := flags("serve", e)
 	cfgFlag := fs.String("config", "", "configuration file (default $SYSTEM1_CONFIG, else ~/.config/system1/config.yaml)")
 	listen := fs.String("listen", "", "address to listen on, overriding the config's listen")
+	stateDir := fs.String("state-dir", "", "folder of the pause state file and the decision log (default $CLAUDE_PLUGIN_DATA, else $XDG_STATE_HOME/system1, else ~/.local/state/system1)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -79,6 +81,9 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 	if err := checkNodes(cfg); err != nil {
 		return err
 	}
+	dlog := openDecisionLog(ctx, cfg.DecisionLog, *stateDir, e, log, m)
+	// Closed after the drain: the requests in flight record their answers.
+	defer closeDecisionLog(dlog, log)
 	rounding := 2
 	if cfg.Rounding != nil {
 		rounding = *cfg.Rounding
@@ -96,9 +101,12 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 		RequestTimeout:   cfg.Timeouts.Request.Or(httpapi.DefaultRequestTimeout),
 		MaxBodyBytes:     cfg.MaxBodyBytes,
 		Fits:             fits,
+		Recorder:         dlog,
+		Feedback:         gateway.NewFeedback(dlog),
 		// POST /v1/decide: the gateway over the same fleet.
 		Decide: gateway.New(gateway.Options{Config: cfg, ConfigPath: cfg.Path, Router: router,
-			Log: log, StatePath: pause.Path("", e.getenv), Version: version}),
+			Log: log, StatePath: pause.Path(*stateDir, e.getenv), Version: version,
+			Recorder: dlog, Face: decisionlog.FaceDecide}),
 		Version: version,
 	})
 	if len(keys) == 0 {

@@ -2,6 +2,8 @@ package calibration
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,7 +30,11 @@ type Fits struct {
 	// Created says when the file was written, free-form; by convention an
 	// RFC 3339 time.
 	Created string `json:"created"`
-	Fits    []Fit  `json:"fits"`
+	// Revision names this version of the fits: what a decide answer and
+	// the decision log say was applied. Refits write a new one; a file
+	// without one gets its content's hash from LoadFits (see Revise).
+	Revision string `json:"revision,omitempty"`
+	Fits     []Fit  `json:"fits"`
 }
 
 // Fit is one fitted temperature and what it did. At most one fit of a file
@@ -80,7 +86,25 @@ func LoadFits(path string) (*Fits, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	if f.Revision == "" {
+		f.Revision = contentRevision(data)
+	}
 	return f, nil
+}
+
+// Revise sets f's Revision for a new version written at now: the time and
+// a hash of the fits, so that two versions never share one.
+func (f *Fits) Revise(now time.Time) {
+	f.Revision = ""
+	data, _ := json.Marshal(f) // plain data always marshals
+	f.Revision = now.UTC().Format("20060102T150405Z") + "-" + contentRevision(data)[:8]
+}
+
+// contentRevision is the revision of a file that names none: the start of
+// its SHA-256.
+func contentRevision(data []byte) string {
+	h := sha256.Sum256(data)
+	return hex.EncodeToString(h[:6])
 }
 
 // ParseFits reads a fits file. It rejects anything that is not one JSON

@@ -17,6 +17,8 @@ import (
 // DecisionLog configures the decision log: an SQLite file in the state
 // directory by default, or PostgreSQL when URL is set.
 type DecisionLog struct {
+	// Off turns the log off: nothing is recorded and feedback is refused.
+	Off bool `yaml:"off"`
 	// Path is the SQLite file (default decisions.db); a relative path is
 	// in the state directory, which may be the only writable place.
 	Path string `yaml:"path"`
@@ -55,10 +57,16 @@ func (d DecisionLog) File(stateDir string, getenv func(string) string) string {
 	return filepath.Join(pause.Dir(stateDir, getenv), p)
 }
 
+// Check lists what is wrong with the section alone, as Config.Check does.
+func (d DecisionLog) Check() []error { return d.check() }
+
 func (d DecisionLog) check() []error {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	if d.URL != "" {
+		if d.Off {
+			bad("decision_log: off and url exclude each other")
+		}
 		if d.Path != "" {
 			bad("decision_log: path and url exclude each other: url is PostgreSQL instead of the file")
 		}

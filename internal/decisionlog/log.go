@@ -367,6 +367,23 @@ func (l *Log) Lookup(ctx context.Context, requestID string) ([]Entry, error) {
 // they do not name the question, so feedback on an answer written long
 // ago does not wait behind the traffic queued since.
 func (l *Log) Outcome(ctx context.Context, requestID, questionID, outcome string) (Entry, error) {
+	e, err := l.Check(ctx, requestID, questionID, outcome)
+	if err != nil {
+		return Entry{}, err
+	}
+	at := l.opt.Now()
+	if err := l.store.addOutcome(ctx, requestID, e.QuestionID, outcome, at); err != nil {
+		return Entry{}, fmt.Errorf("decision log: outcome: %w", err)
+	}
+	e.Outcome = &Outcome{Value: outcome, Time: at.UTC()}
+	e.Outcomes++
+	return e, nil
+}
+
+// Check is Outcome without the write: the entry the outcome would be
+// for, or the error Outcome would return. A batch of outcomes is checked
+// whole before any is written.
+func (l *Log) Check(ctx context.Context, requestID, questionID, outcome string) (Entry, error) {
 	if questionID == "" {
 		// Whether the request has one question is only known once none
 		// of its records is queued.
@@ -374,24 +391,24 @@ func (l *Log) Outcome(ctx context.Context, requestID, questionID, outcome string
 		if err != nil {
 			return Entry{}, err
 		}
-		return l.outcome(ctx, es, requestID, questionID, outcome)
+		return l.resolve(es, requestID, questionID, outcome)
 	}
 	es, err := l.store.entries(ctx, "WHERE d.request_id = ? ORDER BY d.id", requestID)
 	if err != nil {
 		return Entry{}, fmt.Errorf("decision log: lookup: %w", err)
 	}
-	e, err := l.outcome(ctx, es, requestID, questionID, outcome)
+	e, err := l.resolve(es, requestID, questionID, outcome)
 	if errors.Is(err, ErrUnknownRequest) || errors.Is(err, ErrUnknownQuestion) {
 		// Its records may still be queued.
 		if es, err = l.Lookup(ctx, requestID); err != nil {
 			return Entry{}, err
 		}
-		e, err = l.outcome(ctx, es, requestID, questionID, outcome)
+		e, err = l.resolve(es, requestID, questionID, outcome)
 	}
 	return e, err
 }
 
-func (l *Log) outcome(ctx context.Context, es []Entry, requestID, questionID, outcome string) (Entry, error) {
+func (l *Log) resolve(es []Entry, requestID, questionID, outcome string) (Entry, error) {
 	if len(es) == 0 {
 		return Entry{}, fmt.Errorf("%w %q", ErrUnknownRequest, requestID)
 	}
@@ -418,12 +435,6 @@ func (l *Log) outcome(ctx context.Context, es []Entry, requestID, questionID, ou
 	if !slices.Contains(e.Options, outcome) {
 		return Entry{}, &OutcomeError{Outcome: outcome, Options: e.Options}
 	}
-	at := l.opt.Now()
-	if err := l.store.addOutcome(ctx, requestID, questionID, outcome, at); err != nil {
-		return Entry{}, fmt.Errorf("decision log: outcome: %w", err)
-	}
-	e.Outcome = &Outcome{Value: outcome, Time: at.UTC()}
-	e.Outcomes++
 	return e, nil
 }
 

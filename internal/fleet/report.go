@@ -98,6 +98,9 @@ type Report struct {
 	// one's is Dists. A step is applied only by being listed here, so
 	// every face can name what it reports.
 	Steps [][]Step
+	// FitVersion is the Revision of the fits that tempered at least one
+	// distribution, "" when none did.
+	FitVersion string
 }
 
 // Step is one transformation of a question's distribution: its name
@@ -187,7 +190,12 @@ func (res *Result) Report(req decision.Request, fits *calibration.Fits, provider
 		if fits != nil {
 			if ft, ok := fits.Lookup(provider, a.Model, q.Kind, len(d)); ok {
 				d = d.Temper(ft.Temperature)
-				steps = append(steps, Step{Name: TemperatureStep, Version: TemperatureVersion(fits.Version, ft), Dist: d})
+				v := TemperatureVersion(fits.Version, ft)
+				if fits.Revision != "" {
+					v += "@" + fits.Revision
+				}
+				steps = append(steps, Step{Name: TemperatureStep, Version: v, Dist: d})
+				rep.FitVersion = fits.Revision
 			} else {
 				rep.Calibrated = false
 				rep.Warnings = append(rep.Warnings, Warning{Question: q.ID, NoFit: true, Model: a.Model, Kind: q.Kind, Options: len(d)})

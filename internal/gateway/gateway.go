@@ -25,6 +25,7 @@ import (
 	"system1/internal/calibration"
 	"system1/internal/config"
 	"system1/internal/decision"
+	"system1/internal/decisionlog"
 	"system1/internal/fleet"
 	"system1/internal/pause"
 )
@@ -63,6 +64,12 @@ type Options struct {
 	// Wording names the face's own commands in the texts; the zero value
 	// names none.
 	Wording Wording
+	// Recorder records every answered question (a *decisionlog.Log);
+	// nil records nothing.
+	Recorder fleet.Recorder
+	// Face names the face in the records: decisionlog.FaceDecide when
+	// empty.
+	Face string
 }
 
 // Wording is how a face names its own commands in the gateway's texts
@@ -112,6 +119,9 @@ func New(o Options) *Gateway {
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Face == "" {
+		o.Face = decisionlog.FaceDecide
 	}
 	g := &Gateway{opt: o, threshold: DefaultThreshold, timeout: DefaultTimeout, deadline: DefaultDeadline, log: o.Log}
 	for _, err := range o.ConfigErrors {
@@ -291,13 +301,13 @@ func (g *Gateway) Decide(ctx context.Context, raw []byte, defaultID string) *Res
 	q := Query{Question: req.Question, Options: req.Options, Context: req.Context, Debias: req.Debias, None: req.NoneOption}
 	ctx, cancel := context.WithTimeout(ctx, g.deadline)
 	defer cancel()
-	g.run(ctx, log, q, gate{threshold: threshold, minMass: minMass}, res)
+	g.run(ctx, log, q, gate{threshold: threshold, minMass: minMass}, res, fleet.Asked{Face: g.opt.Face, RequestID: res.RequestID, Start: start})
 	return res
 }
 
 // run asks the chain in order until a provider decides, abstains, or
 // refuses the request as the caller's error.
-func (g *Gateway) run(ctx context.Context, log *slog.Logger, q Query, gt gate, res *Response) {
+func (g *Gateway) run(ctx context.Context, log *slog.Logger, q Query, gt gate, res *Response, asked fleet.Asked) {
 	n := q.asked()
 	var limits []string // providers skipped for the option count
 	var last *failure
@@ -328,7 +338,7 @@ func (g *Gateway) run(ctx context.Context, log *slog.Logger, q Query, gt gate, r
 		}
 		tried++
 		actx, cancel := context.WithTimeout(ctx, p.timeout)
-		r, err := p.ask(actx, q)
+		r, err := p.ask(actx, q, g.opt.Recorder, asked)
 		attemptTimedOut := errors.Is(actx.Err(), context.DeadlineExceeded)
 		cancel()
 		at := Attempt{Provider: p.name, LatencyMS: since(start)}
@@ -421,6 +431,7 @@ func (g *Gateway) answer(q Query, p *link, r Reading, gt gate, at *Attempt, res 
 		res.NoneProbability = &rn
 	}
 	res.Calibrated = r.Calibrated
+	res.FitVersion = r.FitVersion
 	if !math.IsNaN(r.LabelMass) {
 		m := decision.Round(decision.Distribution{r.LabelMass}, decimals)[0]
 		res.LabelMass = &m

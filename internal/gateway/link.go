@@ -44,8 +44,9 @@ func (l *link) limit(ctx context.Context) (int, error) {
 }
 
 // ask answers the query through the fleet. The reading is calibrated by
-// the fleet's report, the same one /v1/systemone makes.
-func (l *link) ask(ctx context.Context, q Query) (Reading, error) {
+// the fleet's report, the same one /v1/systemone makes, and recorded by
+// rec as asked.
+func (l *link) ask(ctx context.Context, q Query, rec fleet.Recorder, asked fleet.Asked) (Reading, error) {
 	req := q.Request(l.model)
 	res, err := l.fleet.Decide(ctx, req)
 	if err != nil {
@@ -60,6 +61,7 @@ func (l *link) ask(ctx context.Context, q Query) (Reading, error) {
 		return Reading{}, classify(ctx, a.Err, tries)
 	}
 	rep := res.Report(req, l.fits, l.name)
+	res.Record(rec, req, rep, asked)
 	detail := fmt.Sprintf("answered by node %s", a.Node)
 	if len(tries) > 1 {
 		detail += " after " + strings.Join(tries[:len(tries)-1], ", ")
@@ -67,7 +69,7 @@ func (l *link) ask(ctx context.Context, q Query) (Reading, error) {
 	for _, w := range rep.Warnings {
 		detail += "; " + w.String()
 	}
-	return Reading{Dist: rep.Dists[0], Calibrated: rep.Calibrated, Model: a.Model, Abstain: a.Abstain, Detail: detail,
+	return Reading{Dist: rep.Dists[0], Calibrated: rep.Calibrated, FitVersion: rep.FitVersion, Model: a.Model, Abstain: a.Abstain, Detail: detail,
 		Steps: rep.Steps[0], Engine: rep.Engine[0], LabelMass: rep.LabelMass[0]}, nil
 }
 

@@ -90,6 +90,8 @@ type Reading struct {
 	// Calibrated is set.
 	Dist       decision.Distribution
 	Calibrated bool
+	// FitVersion is the revision of the fits applied, "" when none was.
+	FitVersion string
 	// Model is the model that answered, as the node reports it.
 	Model string
 	// Abstain, when not empty, says why the node itself declined to

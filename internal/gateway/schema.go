@@ -132,3 +132,22 @@ func SchemaFiles() map[string][]byte {
 		"response.json": MarshalSchema(ResponseSchema()),
 	}
 }
+
+// FeedbackInputSchema is system1_feedback's input: one outcome.
+func FeedbackInputSchema() *jsonschema.Schema {
+	s := infer[FeedbackItem]()
+	p := s.Properties
+	p["request_id"].MinLength, p["request_id"].MaxLength = ptr(1), ptr(MaxRequestIDChars)
+	p["question"].MaxLength = ptr(MaxRequestIDChars)
+	desc := p["outcome"].Description
+	p["outcome"] = &jsonschema.Schema{Description: desc, AnyOf: []*jsonschema.Schema{{Type: "string", MinLength: ptr(1)}, {Type: "boolean"}, {Type: "integer", Minimum: ptr(0.0)}}}
+	s.Required = []string{"request_id", "outcome"}
+	return s
+}
+
+// FeedbackSchema is the output schema of a feedback call.
+func FeedbackSchema() *jsonschema.Schema {
+	s := infer[FeedbackResult]()
+	s.Properties["error"].Properties["code"].Enum = []any{FeedbackInvalid, FeedbackUnknownRequest, FeedbackLogOff, FeedbackLogError}
+	return s
+}

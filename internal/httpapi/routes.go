@@ -12,6 +12,7 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("POST /v1/systemone", s.api(s.handleSystemOne))
 	mux.Handle("GET /v1/models", s.api(s.handleModels))
+	mux.Handle("POST /v1/feedback", s.api(s.handleFeedback))
 	if s.opt.Decide != nil {
 		mux.Handle("POST /v1/decide", s.api(s.handleDecide))
 	}

@@ -47,6 +47,13 @@ type Options struct {
 	// default, DefaultGuessesPerMinute and DefaultGuessBurst.
 	GuessesPerMinute float64
 	GuessBurst       int
+	// Recorder records every question /v1/systemone answers (the
+	// decision log); nil records nothing. /v1/decide's are recorded by
+	// the gateway.
+	Recorder fleet.Recorder
+	// Feedback records the outcomes POST /v1/feedback reports; nil
+	// answers every call that the log is off.
+	Feedback *gateway.Feedback
 	// Decide is the gateway POST /v1/decide asks; nil leaves the route
 	// out.
 	Decide *gateway.Gateway

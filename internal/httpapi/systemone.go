@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"system1/internal/decision"
+	"system1/internal/decisionlog"
 	"system1/internal/fleet"
 	"system1/internal/redact"
 	"system1/internal/systemone"
@@ -52,6 +53,7 @@ func (s *Server) handleSystemOne(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rep := res.Report(p.Request, s.opt.Fits, "")
+	res.Record(s.opt.Recorder, p.Request, rep, fleet.Asked{Face: decisionlog.FaceSystemOne, RequestID: RequestID(r.Context()), Start: start})
 	out := systemone.Response{Model: res.Model, Questions: p.Questions,
 		Usage: systemone.Usage{InputTokens: rep.Usage.InputTokens, OutputTokens: rep.Usage.OutputTokens, Estimated: rep.Usage.Estimated}}
 	for i, q := range p.Questions {

@@ -372,7 +372,7 @@ func TestPaused(t *testing.T) {
 	if h := s.health(); h.Status != gateway.HealthPaused || !h.Paused {
 		t.Errorf("paused health: %+v", h)
 	}
-	if len(s.listTools()) != 3 {
+	if len(s.listTools()) != len(mcpserver.Tools) {
 		t.Error("tools were hidden while paused")
 	}
 	if ep.Calls.Load() != 0 {

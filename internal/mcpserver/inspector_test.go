@@ -37,7 +37,7 @@ func TestInspectorStrict(t *testing.T) {
 	if strings.Contains(stderr.String(), "Warning:") || strings.Contains(stderr.String(), "Error:") {
 		t.Errorf("mcp-inspector --strict warns:\n%s", stderr.String())
 	}
-	for _, tool := range []string{"system1_decide", "system1_health", "system1_capabilities"} {
+	for _, tool := range []string{"system1_decide", "system1_health", "system1_capabilities", "system1_feedback"} {
 		if !strings.Contains(string(out), `"name": "`+tool+`"`) {
 			t.Errorf("the Inspector lists no %s:\n%s", tool, out)
 		}

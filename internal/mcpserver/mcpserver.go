@@ -22,10 +22,11 @@ const (
 	ToolDecide       = "system1_decide"
 	ToolHealth       = "system1_health"
 	ToolCapabilities = "system1_capabilities"
+	ToolFeedback     = "system1_feedback"
 )
 
 // Tools are the tools the server lists, in order.
-var Tools = []string{ToolDecide, ToolHealth, ToolCapabilities}
+var Tools = []string{ToolDecide, ToolHealth, ToolCapabilities, ToolFeedback}
 
 const decideDescription = `Ask System 1, a fast calibrated decision model, for one quick judgement: pick one of "options" (or answer yes or no when no options are given), about an optional "context" object. ` +
 	`Use it for classify / route / pick / yes-no calls where a fast intuition is enough; not for open-ended questions, writing, or facts beyond the question and context. ` +
@@ -42,6 +43,12 @@ const healthDescription = `Check whether System 1 is usable: status ok, degraded
 const capabilitiesDescription = `Describe System 1: the provider chain and what each provider takes (max_options), the confidence threshold, timeouts, calibration fits, ` +
 	`and the full JSON Schemas of system1_decide's request and response.`
 
+const feedbackDescription = `Tell System 1 what turned out right for an earlier system1_decide result, so that its confidence stays honest: ` +
+	`call it when you learn the outcome (the user overrode the decision, the tests failed, the ticket was re-routed). ` +
+	`"request_id" is the decide result's request_id; "outcome" is the option that was right (yes or no for a yes/no question). ` +
+	`The latest outcome for a decision wins. The result lists what was recorded, or "error" (code unknown_request for an unknown request_id, ` +
+	`invalid_request with "param" naming outcome or question, log_off when the decision log is off).`
+
 const instructions = `System 1 gives fast, calibrated decisions among options (or yes/no) through system1_decide. ` +
 	`Act on a "decided" result; on "abstained" or "error", reason the question through yourself.`
 
@@ -52,6 +59,9 @@ var Wording = gateway.Wording{Decide: ToolDecide, Health: ToolHealth, Off: "/sys
 // Options configure the server.
 type Options struct {
 	Gateway *gateway.Gateway
+	// Feedback records what system1_feedback reports; nil answers that
+	// the decision log is off.
+	Feedback *gateway.Feedback
 	// Log gets the server's own lines; every line carries a request_id
 	// ("-" when there is no request).
 	Log     *slog.Logger
@@ -102,6 +112,19 @@ func New(o Options) *mcp.Server {
 		c := g.Capabilities(ctx)
 		c.Tools = append([]string{}, Tools...)
 		return c, false
+	})
+	add(s, o.Log, &mcp.Tool{
+		Name:        ToolFeedback,
+		Title:       "System 1: feedback",
+		Description: feedbackDescription,
+		InputSchema: gateway.FeedbackInputSchema(),
+		Annotations: &mcp.ToolAnnotations{Title: "System 1: feedback", IdempotentHint: false, OpenWorldHint: new(bool)},
+	}, gateway.FeedbackSchema(), func(ctx context.Context, args json.RawMessage) (any, bool) {
+		items, res := gateway.ParseFeedback(args)
+		if res == nil {
+			res = o.Feedback.Record(ctx, items)
+		}
+		return res, res.Error != nil
 	})
 	return s
 }

@@ -118,3 +118,17 @@ func (m *Metrics) Failover(model string) { m.failovers.WithLabelValues(model).In
 
 // Cooldown records a node being cooled down.
 func (m *Metrics) Cooldown(node string) { m.cooldowns.WithLabelValues(node).Inc() }
+
+// WatchDecisionLog exports the decision log's counts: records dropped
+// (the queue was full or the log closing), written, and lost to failed
+// writes. Each function is read at every scrape.
+func (m *Metrics) WatchDecisionLog(dropped, written, failed func() uint64) {
+	counter := func(name, help string, f func() uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(f()) })
+	}
+	m.reg.MustRegister(
+		counter("system1_decision_log_dropped_total", "Decision log records dropped because the queue was full or the log was closing.", dropped),
+		counter("system1_decision_log_written_total", "Decision log records written.", written),
+		counter("system1_decision_log_failed_total", "Decision log records lost to failed writes.", failed),
+	)
+}

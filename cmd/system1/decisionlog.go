@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"system1/internal/config"
+	"system1/internal/decisionlog"
+	"system1/internal/metrics"
+)
+
+// logCloseTimeout bounds how long a closing face waits for the decision
+// log's queue to be written.
+const logCloseTimeout = 10 * time.Second
+
+// openDecisionLog opens the configuration's decision log (the SQLite
+// file in the state directory by default, PostgreSQL when a url is set).
+// It returns nil, a log that is off, when the configuration turns it off
+// or it cannot be opened: a decision is never failed by the log, so the
+// face serves on and says why in its log. m, when not nil, exports its
+// counts.
+func openDecisionLog(ctx context.Context, c config.DecisionLog, stateDir string, e env, log *slog.Logger, m *metrics.Metrics) *decisionlog.Log {
+	if c.Off {
+		log.Info("decision log off (decision_log.off)", "request_id", "-")
+		return nil
+	}
+	opt := decisionlog.OptionsFrom(c, stateDir, e.getenv)
+	opt.Logger = log
+	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	l, err := decisionlog.Open(octx, opt)
+	if err != nil {
+		// The error never repeats a PostgreSQL URL.
+		log.Error("decision log unavailable: answers are not recorded and feedback is refused", "request_id", "-", "err", err)
+		return nil
+	}
+	where := opt.Path
+	if opt.URL != "" {
+		where = "postgresql (decision_log.url)"
+	}
+	log.Info("decision log open", "request_id", "-", "at", where, "keep_states", opt.KeepStates)
+	if m != nil {
+		m.WatchDecisionLog(l.Dropped, func() uint64 { return l.Stats().Written }, func() uint64 { return l.Stats().Failed })
+	}
+	return l
+}
+
+// closeDecisionLog writes what the log has queued, for at most
+// logCloseTimeout, and closes it.
+func closeDecisionLog(l *decisionlog.Log, log *slog.Logger) {
+	if l == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), logCloseTimeout)
+	defer cancel()
+	if err := l.Close(ctx); err != nil {
+		log.Error("decision log: closing", "request_id", "-", "err", err)
+		return
+	}
+	s := l.Stats()
+	log.Info("decision log closed", "request_id", "-", "written", s.Written, "dropped", s.Dropped, "failed", s.Failed)
+}

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"system1/internal/config"
+	"system1/internal/gateway"
+)
+
+const feedbackUsage = `usage: system1 feedback [flags] REQUEST_ID OUTCOME
+       system1 feedback [flags] --file FILE   (a /v1/feedback body; - reads stdin)
+
+Records what turned out right for an answer in the decision log, as POST
+/v1/feedback and the MCP tool system1_feedback do. OUTCOME is an option
+key (yes or no, true or false for a yes/no question, a level number for a
+score). Prints the result as JSON.
+
+Exit status: 0 recorded; 1 the decision log is off or failed; 2 a bad
+command line; 4 not recorded: the outcome or question does not fit the
+answer (the error's param names which); 5 no answer was recorded under
+the request id.
+
+flags:
+`
+
+// errNotRecorded and errUnknownRequest mark feedback refused, exits 4 and
+// 5; the result has been printed.
+var (
+	errNotRecorded    = errors.New("not recorded")
+	errUnknownRequest = errors.New("unknown request id")
+)
+
+func cmdFeedback(ctx context.Context, args []string, e env) error {
+	fs := flags("feedback", e)
+	fs.Usage = func() { fmt.Fprint(e.stderr, feedbackUsage); fs.PrintDefaults() }
+	cfgFlag := fs.String("config", "", "configuration file (default $SYSTEM1_CONFIG, else ~/.config/system1/config.yaml)")
+	stateDir := fs.String("state-dir", "", "folder of the decision log (default $CLAUDE_PLUGIN_DATA, else $XDG_STATE_HOME/system1, else ~/.local/state/system1)")
+	question := fs.String("question", "", "the question's id within the request; leave out for a decide result")
+	file := fs.String("file", "", "read a /v1/feedback body (one outcome or {\"outcomes\": [...]}) from this file; - is stdin")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	var items []gateway.FeedbackItem
+	var res *gateway.FeedbackResult
+	switch {
+	case *file != "" && fs.NArg() == 0 && *question == "":
+		var data []byte
+		var err error
+		if *file == "-" {
+			data, err = io.ReadAll(io.LimitReader(e.stdin, 16<<20))
+		} else {
+			data, err = os.ReadFile(*file)
+		}
+		if err != nil {
+			return fmt.Errorf("feedback: %w", err)
+		}
+		items, res = gateway.ParseFeedback(data)
+	case *file == "" && fs.NArg() == 2:
+		outcome, _ := json.Marshal(fs.Arg(1)) // a Go string always marshals
+		items = []gateway.FeedbackItem{{RequestID: fs.Arg(0), Question: *question, Outcome: outcome}}
+	default:
+		fs.Usage()
+		return errUsage
+	}
+	log := logger(e)
+	if res == nil {
+		path := configPath(*cfgFlag, e.getenv)
+		cfg, err := config.Load(path)
+		if err != nil {
+			return fmt.Errorf("reading the configuration: %w", err)
+		}
+		if errs := cfg.DecisionLog.Check(); len(errs) > 0 {
+			return fmt.Errorf("configuration %s: %w", cfg.Path, errors.Join(errs...))
+		}
+		dlog := openDecisionLog(ctx, cfg.DecisionLog, *stateDir, e, log, nil)
+		res = gateway.NewFeedback(dlog).Record(ctx, items)
+		closeDecisionLog(dlog, log)
+	}
+	out, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, string(out))
+	if res.Error == nil {
+		return nil
+	}
+	switch res.Error.Code {
+	case gateway.FeedbackInvalid:
+		return errNotRecorded
+	case gateway.FeedbackUnknownRequest:
+		return errUnknownRequest
+	}
+	return errReported
+}

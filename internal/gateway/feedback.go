@@ -1,0 +1,252 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"system1/internal/decisionlog"
+	"system1/internal/jsonx"
+)
+
+// MaxFeedbackOutcomes bounds the outcomes of one feedback batch.
+const MaxFeedbackOutcomes = 1000
+
+// Feedback codes: why a feedback call recorded nothing.
+const (
+	// FeedbackInvalid: the call or one of its outcomes is not valid; Param
+	// names the field (outcome, question, request_id, or outcomes.N.field).
+	FeedbackInvalid = "invalid_request"
+	// FeedbackUnknownRequest: no answer was recorded under the request id.
+	FeedbackUnknownRequest = "unknown_request"
+	// FeedbackLogOff: the decision log is off or could not be opened.
+	FeedbackLogOff = "log_off"
+	// FeedbackLogError: the log failed to read or write.
+	FeedbackLogError = "log_error"
+)
+
+// Feedback records outcomes: what turned out right for questions answered
+// earlier, matched to their records in the decision log. Every face (POST
+// /v1/feedback, the MCP tool, the CLI) parses the caller's input and
+// calls it; the rules are here, once.
+type Feedback struct {
+	log *decisionlog.Log
+}
+
+// NewFeedback records outcomes in log; a nil log refuses every call with
+// FeedbackLogOff.
+func NewFeedback(log *decisionlog.Log) *Feedback { return &Feedback{log: log} }
+
+// FeedbackItem is one outcome as a caller reports it.
+type FeedbackItem struct {
+	RequestID string `json:"request_id" jsonschema:"The request_id of the answer: the decide response's request_id, or the x-typesafe-request-id of a /v1/systemone reply."`
+	Question  string `json:"question,omitempty" jsonschema:"The question's id within the request; leave out for a decide result, which has one question."`
+	// Outcome is raw JSON: a string, true or false, or a whole number.
+	Outcome json.RawMessage `json:"outcome" jsonschema:"What turned out right: one of the options for a decide result (yes or no, or true or false, for a yes/no question), a criteria key for a choice, true or false for a noul, a level for a score."`
+}
+
+// Recorded is one outcome recorded.
+type Recorded struct {
+	RequestID string `json:"request_id" jsonschema:"The request the outcome is for."`
+	Question  string `json:"question" jsonschema:"The question the outcome is for."`
+	Outcome   string `json:"outcome" jsonschema:"The option key recorded."`
+	// Outcomes counts the outcomes reported for the question so far; the
+	// latest wins.
+	Outcomes int `json:"outcomes" jsonschema:"How many outcomes the question has had, this one included; the latest wins."`
+}
+
+// FeedbackError says why a feedback call recorded nothing.
+type FeedbackError struct {
+	Code    string `json:"code" jsonschema:"invalid_request, unknown_request, log_off or log_error."`
+	Param   string `json:"param,omitempty" jsonschema:"The field at fault, such as outcome or question (outcomes.N.outcome in a batch)."`
+	Message string `json:"message" jsonschema:"What went wrong."`
+}
+
+// FeedbackResult is the answer to a feedback call: every outcome recorded,
+// or none and an error.
+type FeedbackResult struct {
+	Recorded []Recorded     `json:"recorded" jsonschema:"The outcomes recorded, in the order given; empty on error."`
+	Error    *FeedbackError `json:"error,omitempty" jsonschema:"Why nothing was recorded; absent on success."`
+}
+
+func feedbackFail(code, param, format string, a ...any) *FeedbackResult {
+	return &FeedbackResult{Recorded: []Recorded{}, Error: &FeedbackError{Code: code, Param: param, Message: fmt.Sprintf(format, a...)}}
+}
+
+var (
+	itemFields  = []string{"request_id", "question", "outcome"}
+	batchFields = []string{"outcomes"}
+)
+
+// ParseFeedback reads a feedback body: one outcome
+// {"request_id","question","outcome"}, or a batch {"outcomes":[...]}. The
+// error result names the field at fault.
+func ParseFeedback(raw []byte) ([]FeedbackItem, *FeedbackResult) {
+	if !utf8.Valid(raw) {
+		return nil, feedbackFail(FeedbackInvalid, "", "the body is not valid UTF-8")
+	}
+	var dup *jsonx.DuplicateKeyError
+	if _, err := jsonx.Members(raw); errors.As(err, &dup) {
+		return nil, feedbackFail(FeedbackInvalid, dup.Key, "the key %q appears twice; send each field once", dup.Key)
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &top); err != nil || top == nil {
+		return nil, feedbackFail(FeedbackInvalid, "", `the body must be a JSON object: {"request_id", "question", "outcome"}, or {"outcomes": [...]}`)
+	}
+	batch, ok := top["outcomes"]
+	if !ok {
+		it, bad := parseItem(top, "")
+		if bad != nil {
+			return nil, bad
+		}
+		return []FeedbackItem{it}, nil
+	}
+	if p := unknownField(top, batchFields); p != "" {
+		return nil, feedbackFail(FeedbackInvalid, p, "unknown field %q: a batch has only outcomes", p)
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(batch, &items); err != nil || items == nil {
+		return nil, feedbackFail(FeedbackInvalid, "outcomes", "outcomes must be an array of {request_id, question, outcome} objects")
+	}
+	if len(items) == 0 || len(items) > MaxFeedbackOutcomes {
+		return nil, feedbackFail(FeedbackInvalid, "outcomes", "outcomes has %d entries; send 1 to %d", len(items), MaxFeedbackOutcomes)
+	}
+	out := make([]FeedbackItem, 0, len(items))
+	for i, item := range items {
+		prefix := "outcomes." + strconv.Itoa(i) + "."
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(item, &m); err != nil || m == nil {
+			return nil, feedbackFail(FeedbackInvalid, strings.TrimSuffix(prefix, "."), "outcomes[%d] must be an object {request_id, question, outcome}", i)
+		}
+		it, bad := parseItem(m, prefix)
+		if bad != nil {
+			return nil, bad
+		}
+		out = append(out, it)
+	}
+	return out, nil
+}
+
+func unknownField(m map[string]json.RawMessage, known []string) string {
+	var unknown []string
+	for k := range m {
+		if !slices.Contains(known, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	slices.Sort(unknown)
+	if len(unknown) > 0 {
+		return unknown[0]
+	}
+	return ""
+}
+
+func parseItem(m map[string]json.RawMessage, prefix string) (FeedbackItem, *FeedbackResult) {
+	if p := unknownField(m, itemFields); p != "" {
+		return FeedbackItem{}, feedbackFail(FeedbackInvalid, prefix+p, "unknown field %q; the fields are request_id, question and outcome", p)
+	}
+	var it FeedbackItem
+	str := func(k string, dst *string) bool {
+		v, ok := m[k]
+		if !ok || string(v) == "null" {
+			return true
+		}
+		return jsonx.Kind(v) == "string" && json.Unmarshal(v, dst) == nil
+	}
+	if !str("request_id", &it.RequestID) {
+		return it, feedbackFail(FeedbackInvalid, prefix+"request_id", "request_id must be a string")
+	}
+	if !str("question", &it.Question) {
+		return it, feedbackFail(FeedbackInvalid, prefix+"question", "question must be a string")
+	}
+	if v, ok := m["outcome"]; ok && string(v) != "null" {
+		it.Outcome = v
+	}
+	return it, nil
+}
+
+// Record checks every item against the log and, when all pass, records
+// them in order; otherwise it records none and says which failed and why.
+func (f *Feedback) Record(ctx context.Context, items []FeedbackItem) *FeedbackResult {
+	if f == nil || f.log == nil {
+		return feedbackFail(FeedbackLogOff, "", "the decision log is off (decision_log in the configuration), so outcomes cannot be matched to answers")
+	}
+	if len(items) == 0 || len(items) > MaxFeedbackOutcomes {
+		return feedbackFail(FeedbackInvalid, "outcomes", "%d outcomes; send 1 to %d", len(items), MaxFeedbackOutcomes)
+	}
+	keys := make([]string, len(items))
+	for i, it := range items {
+		prefix := ""
+		if len(items) > 1 {
+			prefix = "outcomes." + strconv.Itoa(i) + "."
+		}
+		if bad := checkItem(it, prefix); bad != nil {
+			return bad
+		}
+		key, err := decisionlog.ParseOutcome(it.Outcome)
+		if err != nil {
+			return feedbackFail(FeedbackInvalid, prefix+"outcome", "%v", err)
+		}
+		_, err = f.log.Check(ctx, it.RequestID, it.Question, key)
+		var oe *decisionlog.OutcomeError
+		if errors.As(err, &oe) {
+			// A decide result's yes/no is its noul's true/false.
+			if alt, ok := yesNo[key]; ok && slices.Equal(oe.Options, []string{"true", "false"}) {
+				key = alt
+				_, err = f.log.Check(ctx, it.RequestID, it.Question, key)
+			}
+		}
+		if err != nil {
+			return outcomeFailure(err, prefix)
+		}
+		keys[i] = key
+	}
+	res := &FeedbackResult{Recorded: make([]Recorded, 0, len(items))}
+	for i, it := range items {
+		e, err := f.log.Outcome(ctx, it.RequestID, it.Question, keys[i])
+		if err != nil {
+			// Checked above: only the store can fail now. What was
+			// recorded stays, and says so.
+			r := outcomeFailure(err, "")
+			r.Recorded = res.Recorded
+			return r
+		}
+		res.Recorded = append(res.Recorded, Recorded{RequestID: it.RequestID, Question: e.QuestionID, Outcome: keys[i], Outcomes: e.Outcomes})
+	}
+	return res
+}
+
+var yesNo = map[string]string{"yes": "true", "no": "false"}
+
+func checkItem(it FeedbackItem, prefix string) *FeedbackResult {
+	switch {
+	case it.RequestID == "":
+		return feedbackFail(FeedbackInvalid, prefix+"request_id", "request_id is required: the id of the answer the outcome is for")
+	case len(it.RequestID) > MaxRequestIDChars:
+		return feedbackFail(FeedbackInvalid, prefix+"request_id", "request_id is longer than %d characters", MaxRequestIDChars)
+	case len(it.Question) > MaxRequestIDChars:
+		return feedbackFail(FeedbackInvalid, prefix+"question", "question is longer than %d characters", MaxRequestIDChars)
+	case len(it.Outcome) == 0:
+		return feedbackFail(FeedbackInvalid, prefix+"outcome", "outcome is required: the option that turned out right")
+	}
+	return nil
+}
+
+// outcomeFailure maps the log's errors to the result: an unknown request
+// id, a question or an outcome that does not fit the recorded answer.
+func outcomeFailure(err error, prefix string) *FeedbackResult {
+	switch {
+	case errors.Is(err, decisionlog.ErrUnknownRequest):
+		return feedbackFail(FeedbackUnknownRequest, prefix+"request_id", "%v: no answer was recorded under it (or it is older than the log's retention)", err)
+	case errors.Is(err, decisionlog.ErrBadOutcome):
+		return feedbackFail(FeedbackInvalid, prefix+"outcome", "%v", err)
+	case errors.Is(err, decisionlog.ErrUnknownQuestion), errors.Is(err, decisionlog.ErrQuestionRequired):
+		return feedbackFail(FeedbackInvalid, prefix+"question", "%v", err)
+	}
+	return feedbackFail(FeedbackLogError, "", "%v", err)
+}

@@ -1,0 +1,50 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"system1/internal/decision"
+	"system1/internal/gateway"
+	"system1/internal/systemone"
+)
+
+// handleFeedback serves POST /v1/feedback: one outcome
+// {"request_id","question","outcome"} or a batch {"outcomes":[...]},
+// recorded by the gateway's feedback service, all or none. 200 with the
+// outcomes recorded; 422 naming the field at fault (outcome for an
+// outcome that is not one of the question's options, question for a
+// question the request does not have or that was needed); 404 for a
+// request id no answer was recorded under; 503 when the log is off.
+func (s *Server) handleFeedback(w http.ResponseWriter, r *http.Request) {
+	body, ok := s.readBody(w, r)
+	if !ok {
+		return
+	}
+	items, res := gateway.ParseFeedback(body)
+	if res == nil {
+		res = s.opt.Feedback.Record(r.Context(), items)
+	}
+	if e := res.Error; e != nil {
+		switch e.Code {
+		case gateway.FeedbackInvalid:
+			var path []string
+			if e.Param != "" {
+				path = strings.Split(e.Param, ".")
+			}
+			writeJSON(w, http.StatusUnprocessableEntity, systemone.AppendValidationError(nil, []decision.Problem{{Path: path, Msg: e.Message, Type: "value_error"}}))
+		case gateway.FeedbackUnknownRequest:
+			writeError(w, http.StatusNotFound, systemone.NotFound, e.Message)
+		default:
+			writeError(w, http.StatusServiceUnavailable, systemone.Unavailable, e.Message)
+		}
+		return
+	}
+	data, err := json.Marshal(res)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, systemone.Internal, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, append(data, '\n'))
+}
