@@ -468,7 +468,7 @@ func TestCalibrateRefusesSmallBuckets(t *testing.T) {
 		t.Fatal(err)
 	}
 	fitsPath, report := filepath.Join(dir, "fits.json"), filepath.Join(dir, "report.json")
-	stdout, stderr, err := cli(t, "calibrate", "--endpoint", srv.URL, "--model", "alias", "--report", report, "--out", fitsPath, noulOnly)
+	stdout, stderr, err := cli(t, "calibrate", "--endpoint", srv.URL, "--model", "alias", "--bench-report", report, "--out", fitsPath, noulOnly)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
@@ -579,7 +579,7 @@ func TestServingFits(t *testing.T) {
 	if f, err := servingFits(cfg, log); f != nil || err != nil {
 		t.Fatalf("calibration off: %v %v", f, err)
 	}
-	cfg.Calibration = "apply"
+	cfg.Calibration.Mode = "apply"
 	if _, err := servingFits(cfg, log); err == nil || !strings.Contains(err.Error(), "set gateway.fits") {
 		t.Fatalf("err %v", err)
 	}
@@ -591,7 +591,7 @@ func TestServingFits(t *testing.T) {
 		t.Fatal(err)
 	}
 	f, err := servingFits(cfg, log)
-	if err != nil || len(f.Fits) != 1 {
+	if err != nil || len(f.Current().Fits) != 1 {
 		t.Fatalf("%v %v", f, err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "fits.json"), []byte(`{"version":2}`), 0o644); err != nil {

@@ -11,6 +11,8 @@ import (
 	"system1/internal/bench"
 	"system1/internal/calibration"
 	"system1/internal/config"
+	"system1/internal/decisionlog"
+	"system1/internal/gateway"
 )
 
 // DefaultMinCases is the fewest cases a bucket needs to be fitted on.
@@ -24,9 +26,17 @@ func cmdCalibrate(ctx context.Context, args []string, e env) error {
 	holdout := fs.Float64("holdout", 0.2, "share of each bucket's cases kept apart to score the fit on")
 	minCases := fs.Int("min-cases", DefaultMinCases, "fewest cases a bucket needs to fit on, after the holdout")
 	seed := fs.Uint64("seed", 1, "seed of the holdout split")
-	report := fs.String("report", "", "when asking the cases: also write the bench report here")
+	benchReport := fs.String("bench-report", "", "when asking the cases: also write the bench report here")
+	var report reportFlag
+	fs.Var(&report, "report", "print the calibration report of the decision log's answers with outcomes (as GET /v1/calibration); --report=FILE is --bench-report FILE")
+	fromLog := fs.Bool("from-log", false, "fit from the decision log's answers with outcomes (no model is asked), with the buckets, --min-cases and --holdout of --from")
+	window := fs.Duration("window", 7*24*time.Hour, "with --from-log or --report: how far back the decision log is read")
+	targetError := fs.Float64("target-error", 0, "with --report: the target error of the suggested gates (default the configuration's, else 0.02)")
+	stateDir := fs.String("state-dir", "", "with --from-log or --report: folder of the decision log (default $CLAUDE_PLUGIN_DATA, else $XDG_STATE_HOME/system1, else ~/.local/state/system1)")
 	fs.Usage = func() {
 		fmt.Fprintf(e.stderr, `usage: system1 calibrate --from REPORT.json --out FITS.json [--holdout 0.2] [--min-cases %d] [--model ID] [--provider NAME]
+       system1 calibrate --from-log [--config FILE] [--window 168h] [flags] --out FITS.json
+       system1 calibrate --report [--config FILE] [--window 168h] [--target-error 0.02]
        system1 calibrate --endpoint URL --model ID [--key-env VAR] [flags] --out FITS.json CASEFILE...
        system1 calibrate --provider NAME [--config FILE] [flags] --out FITS.json CASEFILE...
 
@@ -48,6 +58,15 @@ cases are asked first, as system1 bench asks them.
 		fmt.Fprintln(e.stderr, "system1 calibrate:", msg)
 		return errUsage
 	}
+	if report.file != "" {
+		*benchReport = report.file
+	}
+	if report.log {
+		if *fromLog || *from != "" || len(fs.Args()) > 0 || t.endpoint != "" {
+			return usage("--report reads the decision log: no --from, --from-log, --endpoint or case files with it")
+		}
+		return calibrationReport(ctx, e, t.config, *stateDir, *window, *targetError)
+	}
 	switch {
 	case *out == "":
 		return usage("--out is required")
@@ -58,7 +77,15 @@ cases are asked first, as system1 bench asks them.
 	}
 
 	var records []bench.Record
-	if *from != "" {
+	if *fromLog {
+		if *from != "" || len(fs.Args()) > 0 || t.endpoint != "" {
+			return usage("--from-log fits the decision log's answers: no --from, case files or --endpoint with it")
+		}
+		var err error
+		if records, err = logRecords(ctx, e, t.config, *stateDir, *window); err != nil {
+			return err
+		}
+	} else if *from != "" {
 		if len(fs.Args()) > 0 || t.endpoint != "" || t.config != "" {
 			return usage("--from fits a saved run: no case files, --endpoint or --config with it")
 		}
@@ -78,7 +105,7 @@ cases are asked first, as system1 bench asks them.
 			return err
 		}
 		rep.Assemble(nil)
-		if err := writeBenchOutputs(e, rep, *report, "", ""); err != nil {
+		if err := writeBenchOutputs(e, rep, *benchReport, "", ""); err != nil {
 			return err
 		}
 		if err := ctx.Err(); err != nil {
@@ -89,7 +116,7 @@ cases are asked first, as system1 bench asks them.
 	}
 
 	opt := bench.FitOptions{Holdout: *holdout, MinCases: *minCases, Seed: *seed, Provider: t.provider, Date: time.Now().UTC().Format("2006-01-02")}
-	if *from != "" {
+	if *from != "" || *fromLog {
 		opt.Model = t.model // the run's requests named the model; from a file, --model renames it
 	}
 	res := bench.FitRecords(records, opt)
@@ -105,6 +132,7 @@ cases are asked first, as system1 bench asks them.
 		return errors.New("no bucket could be fitted; no fits file written")
 	}
 	res.Fits.Created = time.Now().UTC().Format(time.RFC3339)
+	res.Fits.Revise(time.Now())
 	data, err := res.Fits.Encode()
 	if err != nil {
 		return err
@@ -129,21 +157,65 @@ func source(b bench.BucketFit) string {
 	return "an unnamed model"
 }
 
-// servingFits loads the fits /v1/systemone applies: none unless the
+// servingFits opens the fits /v1/systemone applies: none unless the
 // configuration says calibration: apply, and then gateway.fits, resolved
-// beside the configuration file, which must be there and valid.
-func servingFits(cfg *config.Config, log *slog.Logger) (*calibration.Fits, error) {
-	if cfg.Calibration != "apply" {
+// beside the configuration file, which must be valid. With
+// calibration.refit_every set, a missing file starts empty: the refits
+// fill it.
+func servingFits(cfg *config.Config, log *slog.Logger) (*gateway.FitsFile, error) {
+	if !cfg.Calibration.Apply() {
+		if cfg.Calibration.RefitEvery > 0 {
+			return nil, errors.New("calibration.refit_every needs mode: apply (the refits are applied to /v1/systemone and decide)")
+		}
 		return nil, nil
 	}
 	if cfg.Gateway.Fits == "" {
 		return nil, errors.New("calibration: apply needs a fits file: set gateway.fits (system1 calibrate writes one)")
 	}
 	path := cfg.Resolve(cfg.Gateway.Fits)
-	fits, err := calibration.LoadFits(path)
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) && cfg.Calibration.RefitEvery > 0 {
+		empty := &calibration.Fits{Version: calibration.FitsVersion, Created: time.Now().UTC().Format(time.RFC3339), Fits: []calibration.Fit{}}
+		data, err := empty.Encode()
+		if err == nil {
+			err = os.WriteFile(path, data, 0o644)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("calibration: starting an empty fits file for the refits: %w", err)
+		}
+	}
+	fits, err := gateway.OpenFitsFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("calibration: apply: %w", err)
 	}
-	log.Info("calibration on for /v1/systemone", "fits", path, "count", len(fits.Fits))
+	log.Info("calibration on for /v1/systemone", "fits", path, "revision", fits.Current().Revision, "count", len(fits.Current().Fits))
 	return fits, nil
+}
+
+// refitLoop refits from the decision log every calibration.refit_every
+// until ctx ends, writing a new version of the fits file when a refit
+// lowers held-out NLL; both faces pick it up from the file.
+func refitLoop(ctx context.Context, fits *gateway.FitsFile, dlog *decisionlog.Log, c config.Calibration, log *slog.Logger) {
+	t := time.NewTicker(time.Duration(c.RefitEvery))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		ds, rev, err := fits.RefitFromLog(ctx, dlog, gateway.RefitOptions{MinOutcomes: c.MinOutcomes, Holdout: c.Holdout, Seed: 1})
+		if err != nil {
+			log.Error("refit from the decision log failed", "request_id", "-", "err", err)
+			continue
+		}
+		for _, d := range ds {
+			attrs := []any{"request_id", "-", "model", d.Model, "kind", d.Kind, "bucket", d.Bucket, "outcomes", d.Outcomes,
+				"temperature", d.Temperature, "current", d.Current, "held_nll", d.HeldNLL, "held_nll_current", d.HeldNLLCurrent}
+			if d.Refused != "" {
+				log.Info("refit refused", append(attrs, "why", d.Refused)...)
+			} else {
+				log.Info("refit adopted", append(attrs, "revision", rev)...)
+			}
+		}
+	}
 }

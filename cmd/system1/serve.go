@@ -100,15 +100,25 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 		Rounding:         rounding,
 		RequestTimeout:   cfg.Timeouts.Request.Or(httpapi.DefaultRequestTimeout),
 		MaxBodyBytes:     cfg.MaxBodyBytes,
-		Fits:             fits,
+		FitsFile:         fits,
 		Recorder:         dlog,
 		Feedback:         gateway.NewFeedback(dlog),
-		// POST /v1/decide: the gateway over the same fleet.
+		DecisionLog:      dlog,
+		TargetError:      cfg.Calibration.TargetError,
+		// POST /v1/decide: the gateway over the same fleet, and the same
+		// fits file when /v1/systemone applies one.
 		Decide: gateway.New(gateway.Options{Config: cfg, ConfigPath: cfg.Path, Router: router,
 			Log: log, StatePath: pause.Path(*stateDir, e.getenv), Version: version,
-			Recorder: dlog, Face: decisionlog.FaceDecide}),
+			Recorder: dlog, Face: decisionlog.FaceDecide, Fits: fits}),
 		Version: version,
 	})
+	if fits != nil && cfg.Calibration.RefitEvery > 0 {
+		if dlog == nil {
+			log.Warn("calibration.refit_every is set but the decision log is off: no refits")
+		} else {
+			go refitLoop(ctx, fits, dlog, cfg.Calibration, log)
+		}
+	}
 	if len(keys) == 0 {
 		log.Warn("auth off: no keys configured (set keys or keys_env in the configuration)")
 	} else {

@@ -70,8 +70,9 @@ type Config struct {
 	// -1 reports full precision.
 	Rounding *int `yaml:"rounding"`
 	// Calibration is "off" (report what the engine reported, the default)
-	// or "apply" (apply the matching fit on /v1/systemone).
-	Calibration string `yaml:"calibration"`
+	// or "apply" (apply the matching fit on /v1/systemone), written as
+	// that scalar (the old form) or as a mapping with refits and gates.
+	Calibration Calibration `yaml:"calibration"`
 	// Debias is "off" (the default) or "permute": ask each question over
 	// cyclic shifts of its options and average the readings, on
 	// /v1/systemone and decide alike; a request may say otherwise.
@@ -365,9 +366,7 @@ func (c *Config) Check() []error {
 	if c.MaxBodyBytes < 0 {
 		bad("max_body_bytes: %d is negative", c.MaxBodyBytes)
 	}
-	if c.Calibration != "" && c.Calibration != "off" && c.Calibration != "apply" {
-		bad("calibration: %q is not off or apply", c.Calibration)
-	}
+	errs = append(errs, c.Calibration.check()...)
 	if c.Debias != "" && c.Debias != "off" && c.Debias != "permute" {
 		bad("debias: %q is not off or permute", c.Debias)
 	}

@@ -80,7 +80,7 @@ func TestParseReadsEveryField(t *testing.T) {
 		},
 		ProbeEvery:  Duration(15 * time.Second),
 		Rounding:    &two,
-		Calibration: "off",
+		Calibration: Calibration{Mode: "off"},
 		Aliases:     map[string]string{"jev-latest": "qwen2.5-0.5b-instruct"},
 		Nodes: []Node{
 			{Name: "local", URL: "http://127.0.0.1:8080", Dialect: "llamacpp", Models: []string{"qwen2.5-0.5b-instruct"},

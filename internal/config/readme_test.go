@@ -29,7 +29,7 @@ func TestReadmeExample(t *testing.T) {
 	if errs := c.Check(); len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	if len(c.Nodes) != 2 || len(c.Gateway.Chain) != 2 || len(c.Providers) != 0 || c.Nodes[0].QueueTimeout == 0 || c.Calibration != "off" {
+	if len(c.Nodes) != 2 || len(c.Gateway.Chain) != 2 || len(c.Providers) != 0 || c.Nodes[0].QueueTimeout == 0 || c.Calibration.Mode != "off" {
 		t.Fatalf("parsed %+v", c)
 	}
 }

@@ -22,7 +22,6 @@ import (
 	"strings"
 	"time"
 
-	"system1/internal/calibration"
 	"system1/internal/config"
 	"system1/internal/decision"
 	"system1/internal/decisionlog"
@@ -70,6 +69,10 @@ type Options struct {
 	// Face names the face in the records: decisionlog.FaceDecide when
 	// empty.
 	Face string
+	// Fits is the fits file to apply, shared with the HTTP face so that
+	// both reload it together; nil opens gateway.fits of the
+	// configuration, when set.
+	Fits *FitsFile
 }
 
 // Wording is how a face names its own commands in the gateway's texts
@@ -105,7 +108,7 @@ type Gateway struct {
 	minLabelMass float64
 	timeout      time.Duration
 	deadline     time.Duration
-	fits         *calibration.Fits
+	fits         *FitsFile
 	fitsPath     string
 	log          *slog.Logger
 }
@@ -152,9 +155,12 @@ func New(o Options) *Gateway {
 	g.deadline = gw.Deadline.Or(DefaultDeadline)
 	if gw.Fits != "" {
 		g.fitsPath = cfg.Resolve(gw.Fits)
-		var err error
-		if g.fits, err = calibration.LoadFits(g.fitsPath); err != nil {
-			g.errs = append(g.errs, fmt.Sprintf("gateway.fits: %v", err))
+		g.fits = o.Fits
+		if g.fits == nil {
+			var err error
+			if g.fits, err = OpenFitsFile(g.fitsPath); err != nil {
+				g.errs = append(g.errs, fmt.Sprintf("gateway.fits: %v", err))
+			}
 		}
 	}
 	if len(cfg.Gateway.Chain) == 0 {

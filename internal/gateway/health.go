@@ -153,8 +153,8 @@ func (g *Gateway) Capabilities(ctx context.Context) *Capabilities {
 		c.Providers[i] = p.info(ctx)
 		c.Providers[i].Role = role(i)
 	}
-	if g.fits != nil {
-		for _, f := range g.fits.Fits {
+	if fits := g.fits.Current(); fits != nil {
+		for _, f := range fits.Fits {
 			c.Calibration.Fits = append(c.Calibration.Fits, Fit{Provider: f.Provider, Model: f.Model, Kind: string(f.Kind), Bucket: f.Bucket, Temperature: f.Temperature, N: f.N})
 		}
 	}

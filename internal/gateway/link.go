@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"system1/internal/calibration"
 	"system1/internal/fleet"
 )
 
@@ -21,7 +20,7 @@ type link struct {
 	timeout    time.Duration
 	maxOptions int // from the configuration; 0 means the nodes' cap
 	fleet      *fleet.Router
-	fits       *calibration.Fits
+	fits       *FitsFile
 }
 
 // limit is how many options the link takes: the largest option cap of
@@ -60,7 +59,7 @@ func (l *link) ask(ctx context.Context, q Query, rec fleet.Recorder, asked fleet
 	if a.Err != nil {
 		return Reading{}, classify(ctx, a.Err, tries)
 	}
-	rep := res.Report(req, l.fits, l.name)
+	rep := res.Report(req, l.fits.Current(), l.name)
 	res.Record(rec, req, rep, asked)
 	detail := fmt.Sprintf("answered by node %s", a.Node)
 	if len(tries) > 1 {

@@ -13,6 +13,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("POST /v1/systemone", s.api(s.handleSystemOne))
 	mux.Handle("GET /v1/models", s.api(s.handleModels))
 	mux.Handle("POST /v1/feedback", s.api(s.handleFeedback))
+	mux.Handle("GET /v1/calibration", s.api(s.handleCalibration))
 	if s.opt.Decide != nil {
 		mux.Handle("POST /v1/decide", s.api(s.handleDecide))
 	}

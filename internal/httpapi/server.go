@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"system1/internal/calibration"
+	"system1/internal/decisionlog"
 	"system1/internal/fleet"
 	"system1/internal/gateway"
 	"system1/internal/metrics"
@@ -41,6 +42,9 @@ type Options struct {
 	// the engine reported, the question's kind and its option count, and
 	// every answer says whether it was, in x-system1-calibrated.
 	Fits *calibration.Fits
+	// FitsFile, when not nil, is used instead of Fits: the fits file as
+	// it stands, reloaded when a refit writes a new version.
+	FitsFile *gateway.FitsFile
 	// GuessesPerMinute and GuessBurst bound the wrong keys one client
 	// address may present (a /64 for IPv6): past the burst it gets 429s,
 	// whatever key it sends, until the allowance refills. Zero is the
@@ -54,6 +58,12 @@ type Options struct {
 	// Feedback records the outcomes POST /v1/feedback reports; nil
 	// answers every call that the log is off.
 	Feedback *gateway.Feedback
+	// DecisionLog is what GET /v1/calibration reports on; nil answers
+	// that the log is off.
+	DecisionLog *decisionlog.Log
+	// TargetError is the default target error of the gates GET
+	// /v1/calibration suggests (0: gateway.DefaultTargetError).
+	TargetError float64
 	// Decide is the gateway POST /v1/decide asks; nil leaves the route
 	// out.
 	Decide *gateway.Gateway
@@ -109,6 +119,14 @@ func New(opt Options) *Server {
 	}
 	s.handler = s.routes()
 	return s
+}
+
+// fits are the fits in use: the file's current version, or Fits.
+func (s *Server) fits() *calibration.Fits {
+	if s.opt.FitsFile != nil {
+		return s.opt.FitsFile.Current()
+	}
+	return s.opt.Fits
 }
 
 // ServeHTTP serves the API.

@@ -52,7 +52,8 @@ func (s *Server) handleSystemOne(w http.ResponseWriter, r *http.Request) {
 		s.writeUnanswered(w, p.Request, res, failed)
 		return
 	}
-	rep := res.Report(p.Request, s.opt.Fits, "")
+	fits := s.fits()
+	rep := res.Report(p.Request, fits, "")
 	res.Record(s.opt.Recorder, p.Request, rep, fleet.Asked{Face: decisionlog.FaceSystemOne, RequestID: RequestID(r.Context()), Start: start})
 	out := systemone.Response{Model: res.Model, Questions: p.Questions,
 		Usage: systemone.Usage{InputTokens: rep.Usage.InputTokens, OutputTokens: rep.Usage.OutputTokens, Estimated: rep.Usage.Estimated}}
@@ -77,7 +78,7 @@ func (s *Server) handleSystemOne(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set(StepsHeader, stepsHeader(p.Questions, rep.Steps))
 	w.Header().Set(LabelMassHeader, labelMassHeader(p.Questions, rep.LabelMass))
-	if s.opt.Fits != nil { // true only when every answer was calibrated
+	if fits != nil { // true only when every answer was calibrated
 		w.Header().Set("X-System1-Calibrated", strconv.FormatBool(rep.Calibrated))
 	}
 	out.Latency = time.Since(start)

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"system1/internal/bench"
+	"system1/internal/calibration"
+	"system1/internal/config"
+	"system1/internal/decisionlog"
+	"system1/internal/gateway"
+)
+
+// reportFlag is calibrate's --report: alone, the decision log's report;
+// with a value (--report=FILE), the bench report file of an asking run.
+type reportFlag struct {
+	log  bool
+	file string
+}
+
+func (r *reportFlag) String() string { return r.file }
+
+func (r *reportFlag) Set(v string) error {
+	if v == "true" {
+		r.log = true
+		return nil
+	}
+	r.file = v
+	return nil
+}
+
+// IsBoolFlag lets --report stand alone.
+func (r *reportFlag) IsBoolFlag() bool { return true }
+
+// openLogFor opens the decision log of the configuration at path.
+func openLogFor(ctx context.Context, e env, cfgFlag, stateDir string) (*config.Config, *decisionlog.Log, error) {
+	cfg, err := config.Load(configPath(cfgFlag, e.getenv))
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the configuration: %w", err)
+	}
+	if errs := cfg.DecisionLog.Check(); len(errs) > 0 {
+		return nil, nil, fmt.Errorf("configuration %s: %w", cfg.Path, errors.Join(errs...))
+	}
+	l := openDecisionLog(ctx, cfg.DecisionLog, stateDir, e, logger(e), nil)
+	if l == nil {
+		return nil, nil, errors.New("the decision log is off or could not be opened (see the log above)")
+	}
+	return cfg, l, nil
+}
+
+// logRecords reads the decision log's answers with outcomes of the last
+// window as bench records: each over its distribution before the
+// temperature step, so that a fit from the log is the one --from makes.
+func logRecords(ctx context.Context, e env, cfgFlag, stateDir string, window time.Duration) ([]bench.Record, error) {
+	_, l, err := openLogFor(ctx, e, cfgFlag, stateDir)
+	if err != nil {
+		return nil, err
+	}
+	defer closeDecisionLog(l, logger(e))
+	now := time.Now()
+	groups, err := l.Labelled(ctx, now.Add(-window), now.Add(time.Second), "")
+	if err != nil {
+		return nil, err
+	}
+	var out []bench.Record
+	for _, g := range groups {
+		for _, en := range g.Entries {
+			p, ok := en.Prediction(en.Uncalibrated())
+			if !ok {
+				continue
+			}
+			out = append(out, bench.Record{ID: en.RequestID + "/" + en.QuestionID, Set: "decision-log", Model: en.Model,
+				Questions: []bench.Question{{ID: en.QuestionID, Kind: p.Kind, Options: p.Options, Expected: p.Expected, Dist: p.Dist}}})
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("the decision log has no answers with outcomes in the last %s: report outcomes with system1 feedback or POST /v1/feedback", window)
+	}
+	return out, nil
+}
+
+// calibrationReport prints the decision log's calibration report as JSON,
+// as GET /v1/calibration answers it, with the fits /v1/systemone applies.
+func calibrationReport(ctx context.Context, e env, cfgFlag, stateDir string, window time.Duration, target float64) error {
+	cfg, l, err := openLogFor(ctx, e, cfgFlag, stateDir)
+	if err != nil {
+		return err
+	}
+	defer closeDecisionLog(l, logger(e))
+	var fits *calibration.Fits
+	if cfg.Gateway.Fits != "" {
+		if fits, err = calibration.LoadFits(cfg.Resolve(cfg.Gateway.Fits)); err != nil {
+			return fmt.Errorf("gateway.fits: %w", err)
+		}
+	}
+	now := time.Now()
+	rep, err := gateway.ReportCalibration(ctx, l, fits, now.Add(-window), now.Add(time.Second), target)
+	if err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, string(data))
+	return nil
+}

@@ -1,0 +1,157 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"system1/internal/calibration"
+	"system1/internal/decisionlog"
+)
+
+// Defaults of a calibration report.
+const (
+	// DefaultTargetError is the share of wrong decisions a suggested gate
+	// keeps under.
+	DefaultTargetError = 0.02
+	// DefaultReportWindow is how far back a report reads the log.
+	DefaultReportWindow = 7 * 24 * time.Hour
+)
+
+// CalibrationReport is how calibrated the answers recorded in a window
+// were, measured on their outcomes: per model, kind and option bucket.
+type CalibrationReport struct {
+	Since       time.Time `json:"since"`
+	Until       time.Time `json:"until"`
+	TargetError float64   `json:"target_error"`
+	// FitVersion is the revision of the fits whose temperatures the
+	// report applies, "" when none are loaded.
+	FitVersion string              `json:"fit_version,omitempty"`
+	Buckets    []BucketCalibration `json:"buckets"`
+}
+
+// BucketCalibration is one bucket's report: the measures of
+// calibration.BucketReport, and its reliability diagram.
+type BucketCalibration struct {
+	calibration.BucketReport
+	// Reliability are the bins of the calibrated confidences that hold
+	// answers: the mean confidence, the share right, and the count.
+	Reliability []ReliabilityBin `json:"reliability"`
+}
+
+// ReliabilityBin is one bin of a reliability diagram.
+type ReliabilityBin struct {
+	Confidence float64 `json:"confidence"`
+	Accuracy   float64 `json:"accuracy"`
+	Count      int     `json:"count"`
+}
+
+// ReportCalibration reports on the log's answers with outcomes from since to
+// until, each bucket tempered by the temperature fits hold for its model
+// (1 where none does), with a gate suggested at target (0 or less:
+// DefaultTargetError).
+func ReportCalibration(ctx context.Context, log *decisionlog.Log, fits *calibration.Fits, since, until time.Time, target float64) (CalibrationReport, error) {
+	if !(target > 0) {
+		target = DefaultTargetError
+	}
+	rep := CalibrationReport{Since: since.UTC(), Until: until.UTC(), TargetError: target, Buckets: []BucketCalibration{}}
+	if fits != nil {
+		rep.FitVersion = fits.Revision
+	}
+	if log == nil {
+		return rep, fmt.Errorf("the decision log is off")
+	}
+	groups, err := log.Labelled(ctx, since, until, "")
+	if err != nil {
+		return rep, err
+	}
+	for _, g := range groups {
+		preds := g.Predictions(decisionlog.Entry.Uncalibrated)
+		if len(preds) == 0 {
+			continue
+		}
+		t := 1.0
+		if ft, ok := fits.Lookup("", g.Model, g.Kind, preds[0].Options); ok {
+			t = ft.Temperature
+		}
+		b := BucketCalibration{BucketReport: calibration.NewBucketReport(g.Model, g.Kind, g.Bucket, preds, t, target), Reliability: []ReliabilityBin{}}
+		for _, bin := range calibration.Measure(calibration.Temper(preds, t)).Bins {
+			if bin.Count > 0 {
+				b.Reliability = append(b.Reliability, ReliabilityBin{Confidence: bin.Confidence, Accuracy: bin.Accuracy, Count: bin.Count})
+			}
+		}
+		rep.Buckets = append(rep.Buckets, b)
+	}
+	return rep, nil
+}
+
+// Refit decides, bucket by bucket, whether a temperature fitted on the
+// log's labelled answers lowers held-out NLL against the one current
+// fits hold (1 where none), with at least minCases answers to a bucket.
+// It returns the fits with every adopted temperature in place (a new
+// revision, written at now) or nil when none was adopted, and each
+// bucket's decision.
+func Refit(groups []decisionlog.Group, current *calibration.Fits, holdout float64, seed uint64, minCases int, now time.Time) (*calibration.Fits, []RefitDecision) {
+	next := &calibration.Fits{Version: calibration.FitsVersion, Fits: []calibration.Fit{}}
+	if current != nil {
+		next.Fits = append(next.Fits, current.Fits...)
+	}
+	var out []RefitDecision
+	adopted := false
+	for _, g := range groups {
+		preds := g.Predictions(decisionlog.Entry.Uncalibrated)
+		d := RefitDecision{Model: g.Model, Kind: string(g.Kind), Bucket: g.Bucket, Outcomes: len(preds)}
+		cur := 1.0
+		idx := slices.IndexFunc(next.Fits, func(f calibration.Fit) bool {
+			return f.Provider == "" && f.Model == g.Model && f.Kind == g.Kind && f.Bucket == g.Bucket
+		})
+		if idx >= 0 {
+			cur = next.Fits[idx].Temperature
+		}
+		r, err := calibration.DecideRefit(preds, cur, holdout, seed, minCases)
+		if err != nil {
+			d.Refused = err.Error()
+			out = append(out, d)
+			continue
+		}
+		d.Refit = r
+		if !r.Adopt {
+			d.Refused = fmt.Sprintf("held-out NLL %.4f at T=%.3f is not below %.4f at the current T=%.3f", r.HeldNLL, r.Temperature, r.HeldNLLCurrent, r.Current)
+			out = append(out, d)
+			continue
+		}
+		train, held := calibration.Split(preds, holdout, seed)
+		f, err := calibration.NewFit(train, held)
+		if err != nil || math.Abs(f.Temperature-r.Temperature) > 1e-9 {
+			f = calibration.Fit{Kind: g.Kind, Bucket: g.Bucket, Temperature: r.Temperature, N: r.Train}
+		}
+		f.Model, f.Provider, f.Kind, f.Bucket, f.Date = g.Model, "", g.Kind, g.Bucket, now.UTC().Format("2006-01-02")
+		if idx >= 0 {
+			next.Fits[idx] = f
+		} else {
+			next.Fits = append(next.Fits, f)
+		}
+		adopted = true
+		out = append(out, d)
+	}
+	if !adopted {
+		return nil, out
+	}
+	next.Created = now.UTC().Format(time.RFC3339)
+	next.Revise(now)
+	return next, out
+}
+
+// RefitDecision is what a refit decided for one bucket.
+type RefitDecision struct {
+	Model    string `json:"model"`
+	Kind     string `json:"kind"`
+	Bucket   string `json:"bucket"`
+	Outcomes int    `json:"outcomes"`
+	calibration.Refit
+	// Refused says why the bucket kept its temperature; empty when the
+	// new one was adopted.
+	Refused string `json:"refused,omitempty"`
+}

@@ -1,0 +1,75 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"system1/internal/decision"
+	"system1/internal/gateway"
+	"system1/internal/systemone"
+)
+
+// maxReportWindow bounds how far back GET /v1/calibration reads.
+const maxReportWindow = 366 * 24 * time.Hour
+
+// handleCalibration serves GET /v1/calibration: per model, kind and
+// option bucket, how calibrated the answers recorded over a recent window
+// were on their outcomes, with a suggested gate and a reliability
+// diagram. Query: window (a duration such as 24h, or days such as 7d;
+// default 7d) and target_error (in (0, 1); default the configuration's).
+func (s *Server) handleCalibration(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	bad := func(param, msg string) {
+		writeJSON(w, http.StatusUnprocessableEntity, systemone.AppendValidationError(nil, []decision.Problem{{Path: []string{param}, Msg: msg, Type: "value_error"}}))
+	}
+	window := gateway.DefaultReportWindow
+	if v := q.Get("window"); v != "" {
+		d, err := parseWindow(v)
+		if err != nil || d <= 0 || d > maxReportWindow {
+			bad("window", "window must be a positive duration such as 24h or 7d, at most 366d")
+			return
+		}
+		window = d
+	}
+	target := s.opt.TargetError
+	if v := q.Get("target_error"); v != "" {
+		t, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(t > 0 && t < 1) {
+			bad("target_error", "target_error must be a number in (0, 1), such as 0.02")
+			return
+		}
+		target = t
+	}
+	if s.opt.DecisionLog == nil {
+		writeError(w, http.StatusServiceUnavailable, systemone.Unavailable, "the decision log is off (decision_log in the configuration), so there are no outcomes to report on")
+		return
+	}
+	now := time.Now()
+	rep, err := gateway.ReportCalibration(r.Context(), s.opt.DecisionLog, s.fits(), now.Add(-window), now.Add(time.Second), target)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, systemone.Unavailable, "reading the decision log: "+err.Error())
+		return
+	}
+	data, err := json.Marshal(rep)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, systemone.Internal, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, append(data, '\n'))
+}
+
+// parseWindow reads "Nd" or a Go duration.
+func parseWindow(v string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(v, "d"); ok {
+		n, err := strconv.ParseFloat(days, 64)
+		if err != nil || !(n > 0 && n <= 366) {
+			return 0, fmt.Errorf("bad window %q", v)
+		}
+		return time.Duration(n * float64(24*time.Hour)), nil
+	}
+	return time.ParseDuration(v)
+}

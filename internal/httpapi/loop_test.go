@@ -1,0 +1,231 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"system1/internal/calibration"
+	"system1/internal/cases"
+	"system1/internal/config"
+	"system1/internal/decisionlog"
+	"system1/internal/fakeengine"
+	"system1/internal/fleet"
+	"system1/internal/gateway"
+	"system1/internal/httpapi"
+	"system1/internal/simmodel"
+	"system1/internal/systemone"
+)
+
+// The loop closed through the HTTP face on the simulated model: traffic
+// on /v1/systemone is recorded, outcomes come back on /v1/feedback, the
+// refit serve runs (FitsFile.RefitFromLog) is adopted on held-out NLL and
+// written as a new fits version, the same server applies it to later
+// traffic without a restart, whose ECE is lower; GET /v1/calibration
+// reports it; and a refit that cannot lower held-out NLL is refused.
+func TestLoopClosesOnTheSimulatedModel(t *testing.T) {
+	dir := os.Getenv("SYSTEM1_DATA")
+	if dir == "" {
+		dir = filepath.Join("..", "..", "..", "shared", "data")
+	}
+	path := filepath.Join(dir, "agnews-dev.jsonl")
+	if _, err := os.Stat(path); err != nil {
+		t.Skipf("shared case files unavailable: %v", err)
+	}
+	all, err := cases.ReadFiles(0, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	train, traffic := simmodel.Split(all, 0.5)
+	m, err := simmodel.Train(train, simmodel.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Behavior: m.Behavior()})
+	t.Cleanup(f.Close)
+
+	tmp := t.TempDir()
+	fitsPath := filepath.Join(tmp, "fits.json")
+	empty, _ := (&calibration.Fits{Version: calibration.FitsVersion, Fits: []calibration.Fit{}}).Encode()
+	if err := os.WriteFile(fitsPath, empty, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fits, err := gateway.OpenFitsFile(fitsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dlog, err := decisionlog.Open(t.Context(), decisionlog.Options{Path: filepath.Join(tmp, "decisions.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = dlog.Close(t.Context()) })
+	n, err := fleet.NewNode(config.Node{Name: "sim", URL: f.URL, Dialect: "llamacpp", Models: []string{fakeengine.DefaultModel}}, func(string) string { return "" }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(httpapi.New(httpapi.Options{
+		Router: fleet.NewRouter([]*fleet.Node{n}, nil, testPolicy, nil), Rounding: -1,
+		FitsFile: fits, Recorder: dlog, Feedback: gateway.NewFeedback(dlog), DecisionLog: dlog,
+	}))
+	t.Cleanup(srv.Close)
+
+	// serve asks each case on /v1/systemone and returns what was served,
+	// the request ids and whether each answer was calibrated.
+	serve := func(cs []cases.Case) (served []calibration.Prediction, ids []string, calibrated int) {
+		for _, c := range cs {
+			req := c.Request
+			req.Model = fakeengine.DefaultModel
+			resp, err := http.Post(srv.URL+"/v1/systemone", "application/json", bytes.NewReader(systemone.AppendRequest(nil, req)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("%d %s", resp.StatusCode, body)
+			}
+			reply, err := systemone.ParseResponse(req, body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.Header.Get("X-System1-Calibrated") == "true" {
+				calibrated++
+			}
+			q := req.Questions[0]
+			served = append(served, calibration.Prediction{Kind: q.Kind, Dist: reply.Dists[0], Expected: c.Expected[0], Options: len(q.Options)})
+			ids = append(ids, resp.Header.Get("X-Typesafe-Request-Id"))
+		}
+		return served, ids, calibrated
+	}
+	feedback := func(cs []cases.Case, ids []string) {
+		var items []map[string]any
+		for i, c := range cs {
+			q := c.Request.Questions[0]
+			items = append(items, map[string]any{"request_id": ids[i], "question": q.ID, "outcome": q.Options[c.Expected[0]].Key})
+		}
+		body, _ := json.Marshal(map[string]any{"outcomes": items})
+		resp, err := http.Post(srv.URL+"/v1/feedback", "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("feedback: %d %s", resp.StatusCode, b)
+		}
+	}
+
+	early, late := traffic[:len(traffic)/2], traffic[len(traffic)/2:]
+	earlyServed, earlyIDs, cal := serve(early)
+	if cal != 0 {
+		t.Fatalf("%d answers calibrated before any fit", cal)
+	}
+	before := calibration.Measure(earlyServed)
+	feedback(early, earlyIDs)
+
+	ds, rev, err := fits.RefitFromLog(t.Context(), dlog, gateway.RefitOptions{Seed: 1})
+	if err != nil || rev == "" || len(ds) != 1 || ds[0].Refused != "" {
+		t.Fatalf("refit: %+v %q %v", ds, rev, err)
+	}
+	if got := fits.Current(); got.Revision != rev || len(got.Fits) != 1 {
+		t.Fatalf("the fits in use are %+v; want revision %s", got, rev)
+	}
+	onDisk, err := calibration.LoadFits(fitsPath)
+	if err != nil || onDisk.Revision != rev {
+		t.Fatalf("the file holds %+v, %v", onDisk, err)
+	}
+
+	lateServed, lateIDs, cal := serve(late)
+	if cal != len(late) {
+		t.Fatalf("%d of %d later answers calibrated", cal, len(late))
+	}
+	var lateRaw []calibration.Prediction
+	for i, c := range late {
+		es, err := dlog.Lookup(t.Context(), lateIDs[i])
+		if err != nil || len(es) != 1 || len(es[0].Steps) != 1 || es[0].Steps[0].Version != rev {
+			t.Fatalf("later record: %+v %v", es, err)
+		}
+		q := c.Request.Questions[0]
+		lateRaw = append(lateRaw, calibration.Prediction{Kind: q.Kind, Dist: es[0].EngineDist, Expected: c.Expected[0], Options: len(q.Options)})
+	}
+	after, lateUncal := calibration.Measure(lateServed), calibration.Measure(lateRaw)
+	t.Logf("simulated model, %d early and %d later answers: early served (no fit) ECE %.4f NLL %.4f; refit T=%.3f (held-out NLL %.4f vs %.4f at T=%.3f, %d+%d cases), revision %s; "+
+		"later traffic served ECE %.4f NLL %.4f (the same answers uncalibrated: ECE %.4f NLL %.4f)",
+		len(early), len(late), before.ECE, before.NLL, ds[0].Temperature, ds[0].HeldNLL, ds[0].HeldNLLCurrent, ds[0].Current, ds[0].Train, ds[0].Held, rev,
+		after.ECE, after.NLL, lateUncal.ECE, lateUncal.NLL)
+	if !(after.ECE < lateUncal.ECE) || !(after.NLL < lateUncal.NLL) || !(after.ECE < before.ECE) {
+		t.Fatalf("the refit did not lower later traffic's ECE and NLL: early %.4f, later %.4f (uncalibrated %.4f)", before.ECE, after.ECE, lateUncal.ECE)
+	}
+	feedback(late, lateIDs)
+
+	// The report over both halves, the target error set per request.
+	resp, err := http.Get(srv.URL + "/v1/calibration?target_error=0.05&window=1d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var rep gateway.CalibrationReport
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &rep) != nil || len(rep.Buckets) != 1 {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	b := rep.Buckets[0]
+	if rep.TargetError != 0.05 || b.Gate.TargetError != 0.05 || b.Outcomes != len(traffic) || b.Temperature != ds[0].Temperature ||
+		!(b.ECECalibrated < b.ECE) || len(b.Reliability) == 0 || rep.FitVersion != rev {
+		t.Errorf("report %s", body)
+	}
+	count := 0
+	for _, bin := range b.Reliability {
+		count += bin.Count
+	}
+	if count != b.Outcomes {
+		t.Errorf("reliability bins hold %d answers of %d", count, b.Outcomes)
+	}
+	for _, q := range []string{"target_error=2", "window=-1h", "window=soon"} {
+		resp, err := http.Get(srv.URL + "/v1/calibration?" + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		param := strings.Split(q, "=")[0]
+		if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(string(b), `"param":"`+param+`"`) {
+			t.Errorf("%s: %d %s", q, resp.StatusCode, b)
+		}
+	}
+
+	// A refit against the temperature best on the held-out split itself
+	// cannot lower its NLL: refused, and the file keeps its version.
+	groups, err := dlog.Labelled(t.Context(), time.Now().Add(-time.Hour), time.Now().Add(time.Minute), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, held := calibration.Split(groups[0].Predictions(decisionlog.Entry.Uncalibrated), 0.2, 1)
+	best, err := calibration.FitTemperature(held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinned := *fits.Current()
+	pinned.Fits = []calibration.Fit{pinned.Fits[0]}
+	pinned.Fits[0].Temperature = best
+	pinned.Revise(time.Now())
+	if err := fits.Write(&pinned); err != nil {
+		t.Fatal(err)
+	}
+	ds, rev, err = fits.RefitFromLog(t.Context(), dlog, gateway.RefitOptions{Seed: 1})
+	if err != nil || rev != "" || len(ds) != 1 || ds[0].Refused == "" || ds[0].Adopt {
+		t.Fatalf("a refit that cannot help: %+v %q %v", ds, rev, err)
+	}
+	t.Logf("refused refit: T=%.3f would give held-out NLL %.4f against %.4f at the current T=%.3f (%d+%d cases)",
+		ds[0].Temperature, ds[0].HeldNLL, ds[0].HeldNLLCurrent, ds[0].Current, ds[0].Train, ds[0].Held)
+	if got := fits.Current().Revision; got != pinned.Revision {
+		t.Errorf("revision %s after a refused refit; want %s", got, pinned.Revision)
+	}
+}
