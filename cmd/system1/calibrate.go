@@ -13,6 +13,7 @@ import (
 	"system1/internal/config"
 	"system1/internal/decisionlog"
 	"system1/internal/gateway"
+	"system1/internal/metrics"
 )
 
 // DefaultMinCases is the fewest cases a bucket needs to be fitted on.
@@ -189,6 +190,34 @@ func servingFits(cfg *config.Config, log *slog.Logger) (*gateway.FitsFile, error
 	}
 	log.Info("calibration on for /v1/systemone", "fits", path, "revision", fits.Current().Revision, "count", len(fits.Current().Fits))
 	return fits, nil
+}
+
+// eceWindow is the window of the rolling ECE gauge.
+const eceWindow = 24 * time.Hour
+
+// watchECE sets the rolling ECE gauges from the decision log every so
+// often until ctx ends.
+func watchECE(ctx context.Context, m *metrics.Metrics, dlog *decisionlog.Log, fits *gateway.FitsFile, every time.Duration, log *slog.Logger) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		now := time.Now()
+		rep, err := gateway.ReportCalibration(ctx, dlog, fits.Current(), now.Add(-eceWindow), now.Add(time.Second), 0)
+		if err != nil && ctx.Err() == nil {
+			log.Warn("rolling ECE: reading the decision log failed", "request_id", "-", "err", err)
+		} else {
+			points := make([]metrics.ECE, 0, len(rep.Buckets))
+			for _, b := range rep.Buckets {
+				points = append(points, metrics.ECE{Model: b.Model, Kind: string(b.Kind), Bucket: b.Bucket, ECE: b.ECECalibrated})
+			}
+			m.SetECE(points)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // refitLoop refits from the decision log every calibration.refit_every

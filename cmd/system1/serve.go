@@ -112,6 +112,9 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 			Recorder: dlog, Face: decisionlog.FaceDecide, Fits: fits}),
 		Version: version,
 	})
+	if dlog != nil {
+		go watchECE(ctx, m, dlog, fits, time.Minute, log)
+	}
 	if fits != nil && cfg.Calibration.RefitEvery > 0 {
 		if dlog == nil {
 			log.Warn("calibration.refit_every is set but the decision log is off: no refits")

@@ -4,6 +4,7 @@ package metrics
 
 import (
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,6 +21,9 @@ type Metrics struct {
 	attemptSeconds *prometheus.HistogramVec
 	failovers      *prometheus.CounterVec
 	cooldowns      *prometheus.CounterVec
+
+	eceOnce sync.Once
+	ece     *prometheus.GaugeVec
 }
 
 // Latency buckets from 1 ms to 30 s: decisions take tens to hundreds of
@@ -131,4 +135,26 @@ func (m *Metrics) WatchDecisionLog(dropped, written, failed func() uint64) {
 		counter("system1_decision_log_written_total", "Decision log records written.", written),
 		counter("system1_decision_log_failed_total", "Decision log records lost to failed writes.", failed),
 	)
+}
+
+// ECE is one bucket's rolling expected calibration error, for a gauge.
+type ECE struct {
+	Model, Kind, Bucket string
+	ECE                 float64
+}
+
+// SetECE replaces the rolling ECE gauges (system1_calibration_ece: the
+// recent answers with outcomes under the fits in use, per model, kind and
+// bucket) with points.
+func (m *Metrics) SetECE(points []ECE) {
+	m.eceOnce.Do(func() {
+		m.ece = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "system1_calibration_ece",
+			Help: "Expected calibration error of the recent answers with outcomes, under the fits in use, per model, kind and option bucket."},
+			[]string{"model", "kind", "bucket"})
+		m.reg.MustRegister(m.ece)
+	})
+	m.ece.Reset()
+	for _, p := range points {
+		m.ece.WithLabelValues(p.Model, p.Kind, p.Bucket).Set(p.ECE)
+	}
 }
