@@ -1,0 +1,112 @@
+package e2e
+
+import (
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"sync"
+	"testing"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+
+	"system1/internal/fakeengine"
+)
+
+// pgURL is a fresh schema of the PostgreSQL at $SYSTEM1_POSTGRES_URL
+// (scripts/postgres.sh starts one; scripts/test.sh does), dropped at the
+// end; the test is skipped without one unless SYSTEM1_REQUIRE_POSTGRES is
+// set.
+func pgURL(t *testing.T) string {
+	t.Helper()
+	base := os.Getenv("SYSTEM1_POSTGRES_URL")
+	if base == "" {
+		if os.Getenv("SYSTEM1_REQUIRE_POSTGRES") != "" {
+			t.Fatal("SYSTEM1_REQUIRE_POSTGRES is set but SYSTEM1_POSTGRES_URL is empty")
+		}
+		t.Skip("no PostgreSQL: set SYSTEM1_POSTGRES_URL (scripts/postgres.sh start DIR prints one)")
+	}
+	admin, err := sql.Open("pgx", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	schema := "e2e_" + hex.EncodeToString(b)
+	if _, err := admin.Exec("CREATE SCHEMA " + schema); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if a, err := sql.Open("pgx", base); err == nil {
+			_, _ = a.Exec("DROP SCHEMA " + schema + " CASCADE")
+			a.Close()
+		}
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// Two system1 serve replicas write one PostgreSQL decision log: answers
+// given by either are all recorded, and an outcome for an answer of one
+// is accepted by the other.
+func TestTwoReplicasShareOnePostgresLog(t *testing.T) {
+	pg := pgURL(t)
+	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp})
+	t.Cleanup(f.Close)
+	cfg := fmt.Sprintf("nodes:\n  - {name: n1, url: %s, dialect: llamacpp, models: [%s]}\ndecision_log:\n  url: %q\n", f.URL, fakeengine.DefaultModel, pg)
+	var a, b *server
+	var wg sync.WaitGroup
+	wg.Go(func() { a = startServe(t, cfg, serveOpts{}) })
+	wg.Go(func() { b = startServe(t, cfg, serveOpts{}) })
+	wg.Wait()
+	c := client()
+	const each = 50
+	ids := make([][]string, 2)
+	for r, s := range []*server{a, b} {
+		wg.Go(func() {
+			for i := range each {
+				rep, err := try(c, http.MethodPost, s.URL+"/v1/systemone", "", choice(fakeengine.DefaultModel, fmt.Sprintf("replica %d ticket %d", r, i)))
+				if err != nil || rep.Status != http.StatusOK {
+					t.Errorf("replica %d: %v %d %s", r, err, rep.Status, rep.Body)
+					return
+				}
+				ids[r] = append(ids[r], rep.Header.Get("X-Typesafe-Request-Id"))
+			}
+		})
+	}
+	wg.Wait()
+	// Each replica takes feedback on the other's answers.
+	for r, s := range []*server{a, b} {
+		for _, id := range ids[1-r] {
+			rep := do(t, c, http.MethodPost, s.URL+"/v1/feedback", "", `{"request_id":"`+id+`","question":"dept","outcome":"billing"}`)
+			if rep.Status != http.StatusOK {
+				t.Fatalf("replica %d, feedback on the other's %s: %d %s", r, id, rep.Status, rep.Body)
+			}
+		}
+	}
+	db, err := sql.Open("pgx", pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var decisions, outcomes int
+	if err := db.QueryRow("SELECT count(*) FROM decisions").Scan(&decisions); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow("SELECT count(*) FROM outcomes").Scan(&outcomes); err != nil {
+		t.Fatal(err)
+	}
+	if decisions != 2*each || outcomes != 2*each {
+		t.Errorf("%d decisions and %d outcomes in the shared log; want %d of each", decisions, outcomes, 2*each)
+	}
+}
