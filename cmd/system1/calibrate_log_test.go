@@ -1,0 +1,72 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"system1/internal/calibration"
+	"system1/internal/decision"
+	"system1/internal/decisionlog"
+	"system1/internal/gateway"
+)
+
+// calibrate --from-log fits the decision log's answers with outcomes
+// like --from fits a saved run (buckets, --min-cases, the holdout), and
+// calibrate --report prints the log's report as GET /v1/calibration does.
+func TestCalibrateFromTheLog(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "decisions.db")
+	cfgPath := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfgPath, []byte("decision_log:\n  path: "+db+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l, err := decisionlog.Open(t.Context(), decisionlog.Options{Path: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 80 over-confident answers, right half the time.
+	for i := range 80 {
+		l.Record(decisionlog.Record{RequestID: fmt.Sprint("r", i), QuestionID: "q", Face: decisionlog.FaceSystemOne, Model: "m", Node: "n",
+			Kind: decision.Choice, Options: []string{"a", "b", "c"}, EngineDist: []float64{0.95, 0.04, 0.01}})
+	}
+	for i := range 80 {
+		out := "a"
+		if i%2 == 1 {
+			out = "b"
+		}
+		if _, err := l.Outcome(t.Context(), fmt.Sprint("r", i), "q", out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	fitsPath := filepath.Join(dir, "fits.json")
+	stdout, stderr, err := cli(t, "calibrate", "--from-log", "--config", cfgPath, "--out", fitsPath)
+	if err != nil {
+		t.Fatalf("%v\n%s\n%s", err, stdout, stderr)
+	}
+	fits, err := calibration.LoadFits(fitsPath)
+	if err != nil || len(fits.Fits) != 1 || fits.Fits[0].Model != "m" || fits.Fits[0].Bucket != "3-4" || !(fits.Fits[0].Temperature > 1) || fits.Fits[0].Holdout == nil || fits.Revision == "" {
+		t.Fatalf("fits %+v, %v", fits, err)
+	}
+	if _, _, err := cli(t, "calibrate", "--from-log", "--config", cfgPath, "--min-cases", "500", "--out", filepath.Join(dir, "none.json")); err == nil {
+		t.Error("a bucket under --min-cases was fitted")
+	}
+	stdout, stderr, err = cli(t, "calibrate", "--report", "--config", cfgPath, "--target-error", "0.1")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	var rep gateway.CalibrationReport
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || len(rep.Buckets) != 1 || rep.Buckets[0].Outcomes != 80 || rep.TargetError != 0.1 ||
+		rep.Buckets[0].Accuracy != 0.5 || len(rep.Buckets[0].Reliability) == 0 {
+		t.Fatalf("report %v: %s", err, stdout)
+	}
+	if _, stderr, err := cli(t, "calibrate", "--report", "--from-log", "--config", cfgPath); err == nil || !strings.Contains(stderr, "--report") {
+		t.Errorf("--report with --from-log: %v %s", err, stderr)
+	}
+}
