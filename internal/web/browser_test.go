@@ -455,7 +455,7 @@ func TestBrowserDashboard(t *testing.T) {
 			t.Errorf("%s shown %q ms, histogram_quantile of /metrics gives %s", col, shown[col], want)
 		}
 	}
-	if got := eval[string](t, ctx, `document.getElementById('calibration').textContent`); !strings.Contains(got, "No calibration report is available (GET /v1/calibration answered 404)") {
+	if got := eval[string](t, ctx, `document.getElementById('calibration').textContent`); !strings.Contains(got, "No calibration report is available (GET /v1/calibration answered 503)") {
 		t.Errorf("calibration section says %q", got)
 	}
 	screenshot(t, ctx, "dashboard.png")

@@ -46,10 +46,10 @@ async function call(name, args) {
   return res;
 }
 
-test("initialize negotiates and lists the three tools with output schemas", async () => {
+test("initialize negotiates and lists the four tools with output schemas", async () => {
   assert.equal(client.getServerVersion().name, "system1");
   const { tools } = await client.listTools();
-  assert.deepEqual(tools.map((t) => t.name).sort(), ["system1_capabilities", "system1_decide", "system1_health"]);
+  assert.deepEqual(tools.map((t) => t.name).sort(), ["system1_capabilities", "system1_decide", "system1_feedback", "system1_health"]);
   for (const t of tools) {
     assert.equal(t.outputSchema?.type, "object", `${t.name} has no object output schema`);
     const text = JSON.stringify(t.outputSchema);
@@ -124,7 +124,7 @@ test("health: the primary is down, the fallback up: degraded", async () => {
 
 test("capabilities: chain, limits and the contract's schemas", async () => {
   const c = (await call("system1_capabilities", {})).structuredContent;
-  assert.deepEqual(c.tools, ["system1_decide", "system1_health", "system1_capabilities"]);
+  assert.deepEqual(c.tools, ["system1_decide", "system1_health", "system1_capabilities", "system1_feedback"]);
   assert.equal(c.schema_version, "1");
   assert.equal(c.providers[1].capabilities.max_options, 255);
   assert.equal(c.request_schema.properties.question.maxLength, 8000);
