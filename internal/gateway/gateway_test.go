@@ -242,7 +242,7 @@ func TestCalibrationApplied(t *testing.T) {
 	if *res.Confidence >= 0.7 {
 		t.Errorf("T=2 should flatten 0.7; got %v", *res.Confidence)
 	}
-	if st := res.Calibration.Steps; len(st) != 1 || st[0] != (CalibrationStep{Name: "temperature", Version: "v1/T=2/2026-01-01"}) {
+	if st := res.Calibration.Steps; len(st) != 1 || res.FitVersion == "" || st[0] != (CalibrationStep{Name: "temperature", Version: "v1/T=2/2026-01-01@" + res.FitVersion}) {
 		t.Errorf("steps %+v; want the temperature named with its fit", st)
 	}
 	res = decide(t, g, `{"question":"Which?","options":["a","b"]}`)

@@ -149,7 +149,7 @@ func TestLoopClosesOnTheSimulatedModel(t *testing.T) {
 	var lateRaw []calibration.Prediction
 	for i, c := range late {
 		es, err := dlog.Lookup(t.Context(), lateIDs[i])
-		if err != nil || len(es) != 1 || len(es[0].Steps) != 1 || es[0].Steps[0].Version != rev {
+		if err != nil || len(es) != 1 || len(es[0].Steps) != 1 || !strings.HasSuffix(es[0].Steps[0].Version, "@"+rev) {
 			t.Fatalf("later record: %+v %v", es, err)
 		}
 		q := c.Request.Questions[0]

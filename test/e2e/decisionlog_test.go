@@ -133,7 +133,7 @@ decision_log:
 		t.Fatalf("the log after SIGKILL: %v", err)
 	}
 	es, err := l.Lookup(t.Context(), "after")
-	if err != nil || len(es) != 1 || es[0].Outcome == nil || es[0].Outcome.Value != "technical" || es[0].Steps[0].Version != rev {
+	if err != nil || len(es) != 1 || es[0].Outcome == nil || es[0].Outcome.Value != "technical" || !strings.HasSuffix(es[0].Steps[0].Version, "@"+rev) {
 		t.Fatalf("after SIGKILL: %+v %v", es, err)
 	}
 	if err := l.Close(t.Context()); err != nil {
