@@ -1,14 +1,17 @@
 package web_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"system1/internal/config"
+	"system1/internal/decisionlog"
 	"system1/internal/fakeengine"
 	"system1/internal/fleet"
 	"system1/internal/gateway"
@@ -32,6 +35,9 @@ type options struct {
 	noPage bool // leave the page's routes out
 	// sick cools the last node down, as a run of failures would.
 	sick bool
+	// log records answers in a decision log, for /v1/feedback and
+	// /v1/calibration.
+	log bool
 }
 
 // serve starts the server. The nodes serve fakeengine.DefaultModel with
@@ -67,7 +73,7 @@ func serve(t testing.TB, o options) *server {
 	s.router = fleet.NewRouter(nodes, nil, fleet.Policy{AllowedFails: 1, Window: time.Hour, Cooldown: time.Hour}, m)
 	s.router.Discover(t.Context())
 	g := gateway.New(gateway.Options{Config: cfg, Router: s.router, Version: "test"})
-	api := httpapi.New(httpapi.Options{
+	opt := httpapi.Options{
 		Router:   s.router,
 		Metrics:  m,
 		Keys:     o.keys,
@@ -75,7 +81,16 @@ func serve(t testing.TB, o options) *server {
 		Decide:   g,
 		NoPage:   o.noPage,
 		Version:  "test",
-	})
+	}
+	if o.log {
+		dlog, err := decisionlog.Open(t.Context(), decisionlog.Options{Path: filepath.Join(t.TempDir(), "decisions.db")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { dlog.Close(context.Background()) })
+		opt.Recorder, opt.Feedback, opt.DecisionLog = dlog, gateway.NewFeedback(dlog), dlog
+	}
+	api := httpapi.New(opt)
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 	s.URL, s.handler = srv.URL, api

@@ -130,9 +130,38 @@ func paths() obj {
 				"content": obj{"text/plain": obj{"schema": obj{"type": "string"}}}}},
 		}},
 	}
-	// The decision log's routes, POST /v1/feedback and GET
-	// /v1/calibration, are added here (with their schemas in schemas())
-	// when the server serves them.
+	p["/v1/feedback"] = obj{"post": obj{
+		"operationId": "feedback",
+		"summary":     "Report what turned out right for answers recorded in the decision log.",
+		"description": "One outcome, or a batch {\"outcomes\": [...]} recorded all or none. The latest outcome " +
+			"for a question wins; earlier ones are kept.",
+		"requestBody": jsonBody("FeedbackRequest", true),
+		"responses": obj{
+			"200": jsonReply("Every outcome recorded.", "FeedbackResult"),
+			"401": jsonReply("A key is configured and the caller's is missing or wrong.", "Error"),
+			"404": jsonReply("No answer was recorded under the request id.", "Error"),
+			"413": jsonReply("The body is over the server's limit.", "Error"),
+			"415": jsonReply("A Content-Encoding other than gzip.", "Error"),
+			"422": jsonReply("Not valid: loc names the field (outcome, question, request_id, outcomes.N.field).", "ValidationError"),
+			"429": jsonReply("The caller's key is over its rate.", "Error"),
+			"503": jsonReply("The decision log is off or failed.", "Error"),
+		},
+	}}
+	p["/v1/calibration"] = obj{"get": obj{
+		"operationId": "calibration",
+		"summary":     "How calibrated recorded answers were, measured on their outcomes, with a suggested gate.",
+		"parameters": []obj{
+			{"name": "window", "in": "query", "schema": obj{"type": "string"}, "description": "How far back: a duration such as 24h, or days such as 7d; default 7d."},
+			{"name": "target_error", "in": "query", "schema": obj{"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1}, "description": "The share of wrong decisions above the gate to stay under; default the configuration's (0.02)."},
+		},
+		"responses": obj{
+			"200": jsonReply("The report, per model, kind and option bucket.", "CalibrationReport"),
+			"401": jsonReply("A key is configured and the caller's is missing or wrong.", "Error"),
+			"422": jsonReply("A query parameter is not valid.", "ValidationError"),
+			"429": jsonReply("The caller's key is over its rate.", "Error"),
+			"503": jsonReply("The decision log is off or failed.", "Error"),
+		},
+	}}
 	return p
 }
 
@@ -156,6 +185,9 @@ func schemas() map[string]*jsonschema.Schema {
 		"Health":            health(),
 		"Error":             errorSchema(),
 		"ValidationError":   validationError(),
+		"FeedbackRequest":   feedbackRequest(),
+		"FeedbackResult":    infer[gateway.FeedbackResult](),
+		"CalibrationReport": infer[gateway.CalibrationReport](),
 	}
 }
 
@@ -214,8 +246,6 @@ func text(desc string) *jsonschema.Schema {
 func unitNumber() *jsonschema.Schema {
 	return &jsonschema.Schema{Type: "number", Minimum: ptr(0.0), Maximum: ptr(1.0)}
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // entry is a criterion's meaning: any JSON the model is shown.
 func entry() *jsonschema.Schema {
@@ -305,3 +335,25 @@ func validationError() *jsonschema.Schema {
 		}}}
 	return s
 }
+
+// feedbackRequest is POST /v1/feedback's body: one outcome or a batch. The
+// outcome is raw JSON in the Go type, so its schema is written here.
+func feedbackRequest() *jsonschema.Schema {
+	item := &jsonschema.Schema{
+		Type:     "object",
+		Required: []string{"request_id", "outcome"},
+		Properties: map[string]*jsonschema.Schema{
+			"request_id": text("The request_id of the answer: the decide response's, or the x-typesafe-request-id of a /v1/systemone reply."),
+			"question":   text("The question's id within the request; leave out for a decide result, which has one question."),
+			"outcome": {Description: "What turned out right: an option for a decide result, a criteria key for a choice, true or false for a noul, a level for a score.",
+				AnyOf: []*jsonschema.Schema{{Type: "string"}, {Type: "boolean"}, {Type: "integer"}}},
+		},
+	}
+	return &jsonschema.Schema{AnyOf: []*jsonschema.Schema{item, {
+		Type:       "object",
+		Required:   []string{"outcomes"},
+		Properties: map[string]*jsonschema.Schema{"outcomes": {Type: "array", Items: item, MinItems: ptr(1), MaxItems: ptr(gateway.MaxFeedbackOutcomes)}},
+	}}}
+}
+
+func ptr[T any](v T) *T { return &v }

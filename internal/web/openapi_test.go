@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pb33f/libopenapi"
 	validator "github.com/pb33f/libopenapi-validator"
@@ -86,6 +87,8 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 	open := serve(t, options{nodes: 2, sick: true})
 	coolDown(t, open)
 	closed := serve(t, options{keys: []string{"sk-test"}})
+	logged := serve(t, options{log: true})
+	answered := answeredID(t, logged)
 	for _, tc := range []struct {
 		name         string
 		s            *server
@@ -109,6 +112,14 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 		{"systemone 401", closed, "POST", "/v1/systemone", jev, 401, true, nil},
 		{"health, auth on", closed, "GET", "/health", "", 200, true, nil},
 		{"models with a key", closed, "GET", "/v1/models", "", 200, true, []string{"Authorization: Bearer sk-test"}},
+		{"feedback", logged, "POST", "/v1/feedback", `{"request_id":"` + answered + `","question":"department","outcome":"billing"}`, 200, true, nil},
+		{"feedback batch", logged, "POST", "/v1/feedback", `{"outcomes":[{"request_id":"` + answered + `","question":"department","outcome":"technical"}]}`, 200, true, nil},
+		{"feedback 404", logged, "POST", "/v1/feedback", `{"request_id":"req_00000000000000000000000000000000","question":"q","outcome":true}`, 404, true, nil},
+		{"feedback 422", logged, "POST", "/v1/feedback", `{"request_id":"` + answered + `","question":"department","outcome":"nobody"}`, 422, true, nil},
+		{"feedback, log off", open, "POST", "/v1/feedback", `{"request_id":"r","outcome":"a"}`, 503, true, nil},
+		{"calibration", logged, "GET", "/v1/calibration?window=1h&target_error=0.05", "", 200, true, nil},
+		{"calibration 422", logged, "GET", "/v1/calibration?window=soon", "", 422, true, nil},
+		{"calibration, log off", open, "GET", "/v1/calibration", "", 503, true, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, body := do(t, tc.method, tc.s.URL+tc.path, tc.body, tc.headers...)
@@ -182,4 +193,25 @@ func coolDown(t *testing.T, s *server) {
 		}
 	}
 	t.Fatal("the sick node never cooled down")
+}
+
+// answeredID asks s a System One request and returns its request id once
+// the decision log has its answer (the log writes off the request path).
+func answeredID(t *testing.T, s *server) string {
+	t.Helper()
+	resp, body := do(t, "POST", s.URL+"/v1/systemone", jev)
+	id := resp.Header.Get("x-typesafe-request-id")
+	if resp.StatusCode != 200 || id == "" {
+		t.Fatalf("systemone: %d %s", resp.StatusCode, body)
+	}
+	check := `{"outcomes":[{"request_id":"` + id + `","question":"department","outcome":"nobody"}]}`
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		// A bad outcome is refused without a write: 404 until the answer is
+		// in the log, then 422.
+		if resp, _ := do(t, "POST", s.URL+"/v1/feedback", check); resp.StatusCode != http.StatusNotFound {
+			return id
+		}
+	}
+	t.Fatalf("the answer to %s never reached the decision log", id)
+	return ""
 }

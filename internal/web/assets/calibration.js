@@ -11,7 +11,7 @@ export function readReport(body) {
   return body.buckets.map((b) => ({
     model: String(b.model ?? ''),
     kind: String(b.kind ?? ''),
-    options: b.options,
+    options: b.options ?? b.bucket,
     outcomes: b.outcomes,
     accuracy: b.accuracy,
     ece: b.ece,
