@@ -16,21 +16,6 @@ import (
 	"system1/internal/testengine"
 )
 
-// sharedData is a case file of ../shared/data ($SYSTEM1_DATA overrides the
-// folder); the test skips when it is not there.
-func sharedData(t *testing.T, name string) string {
-	t.Helper()
-	dir := os.Getenv("SYSTEM1_DATA")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "..", "shared", "data")
-	}
-	path := filepath.Join(dir, name)
-	if _, err := os.Stat(path); err != nil {
-		t.Skipf("shared case files unavailable: %v", err)
-	}
-	return path
-}
-
 // realServe runs system1's HTTP face over a real llama-server, with the
 // given calibration options.
 func realServe(t *testing.T, engineURL string, opt httpapi.Options) string {
@@ -53,7 +38,7 @@ func realServe(t *testing.T, engineURL string, opt httpapi.Options) string {
 // point is that the whole path works. bench/tiny.sh makes the same run,
 // larger, through the built binary, for docs/bench.
 func TestBenchRealEngine(t *testing.T) {
-	cases := sharedData(t, "agnews-dev.jsonl")
+	cases := testengine.SharedData(t, "agnews-dev.jsonl")
 	engine := testengine.Start(t, 4)
 	url := realServe(t, engine.URL, httpapi.Options{})
 	dir := t.TempDir()

@@ -1,8 +1,6 @@
 package decisionlog
 
 import (
-	"os"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -14,6 +12,7 @@ import (
 	"system1/internal/engine/llamacpp"
 	"system1/internal/fakeengine"
 	"system1/internal/simmodel"
+	"system1/internal/testengine"
 )
 
 // The pieces of the loop together, without the core: traffic from the
@@ -21,14 +20,7 @@ import (
 // adopted because it lowers held-out NLL, and later traffic tempered by it
 // has lower ECE and NLL than before.
 func TestLoopFromTheLogLowersECE(t *testing.T) {
-	dir := os.Getenv("SYSTEM1_DATA")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "..", "shared", "data")
-	}
-	path := filepath.Join(dir, "agnews-dev.jsonl")
-	if _, err := os.Stat(path); err != nil {
-		t.Skipf("shared case files unavailable: %v", err)
-	}
+	path := testengine.SharedData(t, "agnews-dev.jsonl")
 	all, err := cases.ReadFiles(0, path)
 	if err != nil {
 		t.Fatal(err)

@@ -22,6 +22,7 @@ import (
 	"system1/internal/httpapi"
 	"system1/internal/simmodel"
 	"system1/internal/systemone"
+	"system1/internal/testengine"
 )
 
 // The loop closed through the HTTP face on the simulated model: traffic
@@ -31,14 +32,7 @@ import (
 // traffic without a restart, whose ECE is lower; GET /v1/calibration
 // reports it; and a refit that cannot lower held-out NLL is refused.
 func TestLoopClosesOnTheSimulatedModel(t *testing.T) {
-	dir := os.Getenv("SYSTEM1_DATA")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "..", "shared", "data")
-	}
-	path := filepath.Join(dir, "agnews-dev.jsonl")
-	if _, err := os.Stat(path); err != nil {
-		t.Skipf("shared case files unavailable: %v", err)
-	}
+	path := testengine.SharedData(t, "agnews-dev.jsonl")
 	all, err := cases.ReadFiles(0, path)
 	if err != nil {
 		t.Fatal(err)

@@ -3,8 +3,6 @@ package simmodel
 import (
 	"context"
 	"math"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"system1/internal/calibration"
@@ -13,21 +11,14 @@ import (
 	"system1/internal/engine"
 	"system1/internal/engine/llamacpp"
 	"system1/internal/fakeengine"
+	"system1/internal/testengine"
 )
 
 // sharedCases reads a case file of ../shared/data ($SYSTEM1_DATA
 // overrides the folder); the test skips when it is not there.
 func sharedCases(t testing.TB, name string) []cases.Case {
 	t.Helper()
-	dir := os.Getenv("SYSTEM1_DATA")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "..", "shared", "data")
-	}
-	path := filepath.Join(dir, name)
-	if _, err := os.Stat(path); err != nil {
-		t.Skipf("shared case files unavailable: %v", err)
-	}
-	cs, err := cases.ReadFiles(0, path)
+	cs, err := cases.ReadFiles(0, testengine.SharedData(t, name))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,6 +45,22 @@ func ModelPath() string {
 	return filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "models", "stories260K.gguf")
 }
 
+// SharedData returns a case file of ../shared/data beside the repository
+// ($SYSTEM1_DATA names another folder); the test skips when it is not there.
+func SharedData(t testing.TB, name string) string {
+	t.Helper()
+	dir := os.Getenv("SYSTEM1_DATA")
+	if dir == "" {
+		_, file, _, _ := runtime.Caller(0)
+		dir = filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "data")
+	}
+	path := filepath.Join(dir, name)
+	if _, err := os.Stat(path); err != nil {
+		t.Skipf("shared case files unavailable: %v", err)
+	}
+	return path
+}
+
 // Server is a running llama-server.
 type Server struct {
 	URL string
