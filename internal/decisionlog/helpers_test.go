@@ -2,18 +2,14 @@ package decisionlog
 
 import (
 	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net/url"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"system1/internal/decision"
+	"system1/internal/testengine"
 )
 
 // backend opens logs on one kind of store for a test.
@@ -62,41 +58,10 @@ func postgresURL(t testing.TB) string {
 	if u, ok := testSchemas[t]; ok {
 		return u
 	}
-	base := os.Getenv("SYSTEM1_POSTGRES_URL")
-	if base == "" {
-		if os.Getenv("SYSTEM1_REQUIRE_POSTGRES") != "" {
-			t.Fatal("SYSTEM1_REQUIRE_POSTGRES is set but SYSTEM1_POSTGRES_URL is empty")
-		}
-		t.Skip("no PostgreSQL: set SYSTEM1_POSTGRES_URL (scripts/postgres.sh starts one; scripts/test.sh does)")
-	}
-	admin, err := sql.Open("pgx", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	schema := "t_" + hex.EncodeToString(b)
-	if _, err := admin.Exec("CREATE SCHEMA " + schema); err != nil {
-		t.Fatalf("create schema: %v", err)
-	}
-	t.Cleanup(func() {
-		a, err := sql.Open("pgx", base)
-		if err == nil {
-			_, _ = a.Exec("DROP SCHEMA " + schema + " CASCADE")
-			a.Close()
-		}
-		delete(testSchemas, t)
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	testSchemas[t] = u.String()
-	return u.String()
+	u := testengine.PostgresSchema(t, "t_")
+	testSchemas[t] = u
+	t.Cleanup(func() { delete(testSchemas, t) })
+	return u
 }
 
 func openLog(t *testing.T, opt Options) *Log {

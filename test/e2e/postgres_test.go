@@ -1,66 +1,23 @@
 package e2e
 
 import (
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"fmt"
 	"net/http"
-	"net/url"
-	"os"
 	"sync"
 	"testing"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"system1/internal/fakeengine"
+	"system1/internal/testengine"
 )
-
-// pgURL is a fresh schema of the PostgreSQL at $SYSTEM1_POSTGRES_URL
-// (scripts/postgres.sh starts one; scripts/test.sh does), dropped at the
-// end; the test is skipped without one unless SYSTEM1_REQUIRE_POSTGRES is
-// set.
-func pgURL(t *testing.T) string {
-	t.Helper()
-	base := os.Getenv("SYSTEM1_POSTGRES_URL")
-	if base == "" {
-		if os.Getenv("SYSTEM1_REQUIRE_POSTGRES") != "" {
-			t.Fatal("SYSTEM1_REQUIRE_POSTGRES is set but SYSTEM1_POSTGRES_URL is empty")
-		}
-		t.Skip("no PostgreSQL: set SYSTEM1_POSTGRES_URL (scripts/postgres.sh start DIR prints one)")
-	}
-	admin, err := sql.Open("pgx", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	schema := "e2e_" + hex.EncodeToString(b)
-	if _, err := admin.Exec("CREATE SCHEMA " + schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if a, err := sql.Open("pgx", base); err == nil {
-			_, _ = a.Exec("DROP SCHEMA " + schema + " CASCADE")
-			a.Close()
-		}
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
 
 // Two system1 serve replicas write one PostgreSQL decision log: answers
 // given by either are all recorded, and an outcome for an answer of one
 // is accepted by the other.
 func TestTwoReplicasShareOnePostgresLog(t *testing.T) {
-	pg := pgURL(t)
+	pg := testengine.PostgresSchema(t, "e2e_")
 	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp})
 	t.Cleanup(f.Close)
 	cfg := fmt.Sprintf("nodes:\n  - {name: n1, url: %s, dialect: llamacpp, models: [%s]}\ndecision_log:\n  url: %q\n", f.URL, fakeengine.DefaultModel, pg)
