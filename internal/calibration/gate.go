@@ -1,6 +1,7 @@
 package calibration
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -67,7 +68,7 @@ func SuggestGate(preds []Prediction, target float64) Gate {
 			cs = append(cs, cw{p.Confidence(), !p.Correct()})
 		}
 	}
-	slices.SortFunc(cs, func(a, b cw) int { return -cmpF(a.conf, b.conf) })
+	slices.SortFunc(cs, func(a, b cw) int { return cmp.Compare(b.conf, a.conf) })
 	above, wrong := 0, 0
 	for i := 0; i < len(cs); {
 		// Every case of this confidence is at or above it.
@@ -113,16 +114,6 @@ func WrongAbove(preds []Prediction, t float64) int {
 		}
 	}
 	return n
-}
-
-func cmpF(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // ClopperPearsonUpper is the one-sided upper confidence bound, at level
