@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# K questions and a 1,000-question request on a GPU: llama-server built
+# with CUDA serving a random-weight model of Qwen2.5-0.5B's shape with
+# every layer offloaded, system1 in front of it. The device machine
+# reaches nothing outside itself, so this runs in two steps:
+#
+#   bench/gpu.sh prepare   here: writes .device-bench/ (llama.cpp's source
+#                          at the bundled commit, the Qwen2 vocabulary,
+#                          the weight generator and static x86-64 builds
+#                          of system1 and the two benchmarks), ~40 MB
+#   bench/gpu.sh run       there, from the repository root with
+#                          .device-bench carried: builds llama-server for
+#                          the GPU it finds (sm_90 on an H200), writes the
+#                          model, runs bench/kquestions (cold and warm
+#                          K = 1..8, one slot against spread over slots)
+#                          and bench/questions (1 to 1,000 questions), and
+#                          leaves the tables and logs in $OUT (or bench/out)
+#
+# The run step needs nvcc, cmake, ninja and python3 with numpy, which the
+# device image has. GPU_BENCH_SERVER (a llama-server binary) skips the
+# build, and GPU_BENCH_GPU_LAYERS (default 99) sets -ngl: with a CPU build
+# and 0 layers the run step can be tried out here.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir=.device-bench
+commit=80fb11a
+version=3.21.1
+
+prepare() {
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	work=$(mktemp -d)
+	trap 'rm -rf "$work"' RETURN
+	(
+		cd "$work"
+		npm init -y >/dev/null
+		npm i -E --omit=optional --ignore-scripts --no-audit --no-fund "node-llama-cpp@$version" >&2
+		git -c advice.detachedHead=false clone -q node_modules/node-llama-cpp/llama/gitRelease.bundle llama.cpp
+	)
+	got=$(git -C "$work/llama.cpp" rev-parse --short=7 HEAD)
+	[[ $got == "$commit" ]] || { echo "node-llama-cpp@$version ships llama.cpp $got, not $commit" >&2; return 1; }
+	# What a server build needs: no docs, model files, tests or web UI.
+	git -C "$work/llama.cpp" archive --format=tar HEAD -- . ':!docs' ':!models' ':!tests' ':!benches' \
+		':!tools/server/webui' ':!examples' ':!media' ':!.github' | xz -T0 -6 >"$dir/llama-src.tar.xz"
+	cp "$work/llama.cpp/models/ggml-vocab-qwen2.gguf" "$dir/"
+	cp ../shared/tools/gen_random_gguf.py "$dir/"
+	for cmd in cmd/system1 bench/kquestions bench/questions; do
+		CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -ldflags "-s -w" -o "$dir/$(basename "$cmd")" "./$cmd"
+	done
+	du -sh "$dir"
+}
+
+run() {
+	out=${OUT:-bench/out/gpu}
+	mkdir -p "$out"
+	exec > >(tee "$out/gpu.txt") 2>&1
+	src=/tmp/llama.cpp
+	rm -rf "$src" && mkdir -p "$src"
+	tar -xJf "$dir/llama-src.tar.xz" -C "$src"
+	server=${GPU_BENCH_SERVER:-}
+	if [[ -z $server ]]; then
+		nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+		cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
+		start=$(date +%s)
+		cmake -S "$src" -B "$src/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
+			-DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="$cap" \
+			-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_UI=OFF \
+			-DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF -DGGML_CCACHE=OFF >"$out/cmake.log"
+		cmake --build "$src/build" --target llama-server -j"$(nproc)" >>"$out/cmake.log"
+		echo "llama-server built for sm_$cap in $(($(date +%s) - start)) s"
+		server=$src/build/bin/llama-server
+	fi
+	layers=${GPU_BENCH_GPU_LAYERS:-99}
+
+	model=/tmp/rand-qwen2-0.5b-f16.gguf
+	"${PYTHON:-python3}" "$dir/gen_random_gguf.py" "$src/gguf-py" --vocab "$dir/ggml-vocab-qwen2.gguf" \
+		--out "$model" --arch qwen2 --layers 24 --embd 896 --ff 4864 --heads 14 --kv 2 >/dev/null
+
+	port=18591
+	work=$(mktemp -d)
+	pids=()
+	trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null' EXIT
+	"$server" -m "$model" --host 127.0.0.1 --port $port -c 32768 -np 8 -ngl "$layers" -a rand-qwen2 \
+		--no-webui --metrics >"$out/llama.log" 2>&1 &
+	pids+=($!)
+	for _ in $(seq 1200); do curl -fs -o /dev/null "http://127.0.0.1:$port/health" && break; sleep 0.1; done
+	echo "llama-server: random Qwen2.5-0.5B shape (F16), 8 slots, $layers layers on the GPU"
+
+	start_system1() { # name spread_slots: starts system1 over the engine; its URL in $url
+		cat >"$work/$1.yaml" <<-YAML
+			listen: 127.0.0.1:0
+			timeouts: {request: 120s}
+			nodes:
+			  - {name: llama, url: "http://127.0.0.1:$port", dialect: llamacpp, models: [rand-qwen2], timeout: 120s, spread_slots: $2}
+		YAML
+		"$dir/system1" serve --config "$work/$1.yaml" >/dev/null 2>"$out/system1-$1.log" &
+		pids+=($!)
+		url=
+		for _ in $(seq 100); do
+			url=$(grep -o 'url=http://[^ ]*' "$out/system1-$1.log" | head -1 | cut -d= -f2) && [[ -n $url ]] && break
+			sleep 0.1
+		done
+	}
+	start_system1 serial false
+	serial=$url
+	start_system1 spread true
+	echo
+	"$dir/kquestions" -url "$url" -serial-url "$serial" -engine "http://127.0.0.1:$port" -model rand-qwen2 -reps 3
+	echo
+	"$dir/questions" -system1 "$dir/system1" -llama "http://127.0.0.1:$port" -model rand-qwen2 -reps 3
+}
+
+case ${1:-} in
+prepare) prepare ;;
+run) run ;;
+*)
+	echo "usage: bench/gpu.sh prepare|run" >&2
+	exit 2
+	;;
+esac
