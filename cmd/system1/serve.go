@@ -60,6 +60,7 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	router.SetDebias(fleet.DebiasFrom(cfg.Debias, cfg.DebiasOrders))
+	router.SetPrior(fleet.PriorFrom(cfg.Prior, cfg.PriorMinRequests, cfg.PriorWindow, cfg.PriorSignatures))
 	router.LimitQuestions(cfg.MaxQuestions)
 	m.WatchNodes(func() []metrics.Node {
 		var out []metrics.Node

@@ -80,6 +80,24 @@ type Config struct {
 	// DebiasOrders is the most shifts permute asks of a question (all of
 	// them when it has fewer options); 0 is the default, 4.
 	DebiasOrders int `yaml:"debias_orders"`
+	// Prior is "off" (the default), "batch" or "content_free": divide a
+	// label prior out of every answer, after debiasing and before
+	// temperature, on /v1/systemone and decide alike; a request may say
+	// otherwise. batch divides out each label position's running mean
+	// over the answers of the same question signature; content_free the
+	// question's reading over an empty state (one extra engine call,
+	// cached).
+	Prior string `yaml:"prior"`
+	// PriorMinRequests is how many answers of a signature batch must have
+	// seen before it divides their mean out; 0 is the default, 32.
+	PriorMinRequests int `yaml:"prior_min_requests"`
+	// PriorWindow is how many recent answers the batch estimate weighs
+	// equally before older ones decay; 0 is the default, 256.
+	PriorWindow int `yaml:"prior_window"`
+	// PriorSignatures bounds the batch estimates and the content-free
+	// readings kept in memory (each), the least recently used evicted;
+	// 0 is the default, 1024.
+	PriorSignatures int `yaml:"prior_signatures"`
 	// Aliases map a model id callers send to a model the nodes serve.
 	// Only these are ever substituted.
 	Aliases map[string]string `yaml:"aliases"`
@@ -246,6 +264,11 @@ type Provider struct {
 // MaxOptions is the most options a choice may carry anywhere, as hosted Jev.
 const MaxOptions = 255
 
+// MaxPriorCount bounds prior_min_requests, prior_window and
+// prior_signatures: far more than any of them needs, and small enough
+// that no setting can make the estimates a memory hazard.
+const MaxPriorCount = 1 << 20
+
 // Dialects a node may speak.
 var Dialects = []string{"llamacpp", "ollama", "openai", "systemone"}
 
@@ -372,6 +395,18 @@ func (c *Config) Check() []error {
 	}
 	if c.DebiasOrders < 0 || c.DebiasOrders > MaxOptions {
 		bad("debias_orders: %d is not 0 (the default) or 1..%d", c.DebiasOrders, MaxOptions)
+	}
+	if c.Prior != "" && c.Prior != "off" && c.Prior != "batch" && c.Prior != "content_free" {
+		bad("prior: %q is not off, batch or content_free", c.Prior)
+	}
+	if c.PriorMinRequests < 0 || c.PriorMinRequests > MaxPriorCount {
+		bad("prior_min_requests: %d is not 0 (the default) or 1..%d", c.PriorMinRequests, MaxPriorCount)
+	}
+	if c.PriorWindow < 0 || c.PriorWindow > MaxPriorCount {
+		bad("prior_window: %d is not 0 (the default) or 1..%d", c.PriorWindow, MaxPriorCount)
+	}
+	if c.PriorSignatures < 0 || c.PriorSignatures > MaxPriorCount {
+		bad("prior_signatures: %d is not 0 (the default) or 1..%d", c.PriorSignatures, MaxPriorCount)
 	}
 	if c.Rounding != nil && (*c.Rounding < -1 || *c.Rounding > 12) {
 		bad("rounding: %d is not -1 (full precision) or 0..12 decimals", *c.Rounding)

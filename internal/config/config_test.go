@@ -20,6 +20,10 @@ timeouts: {read_header: 5s, read: 30s, write: 40s, idle: 120s, request: 30s, dra
 probe_every: 15s
 rounding: 2
 calibration: off
+prior: content_free
+prior_min_requests: 16
+prior_window: 128
+prior_signatures: 512
 aliases:
   jev-latest: qwen2.5-0.5b-instruct
 nodes:
@@ -81,7 +85,8 @@ func TestParseReadsEveryField(t *testing.T) {
 		ProbeEvery:  Duration(15 * time.Second),
 		Rounding:    &two,
 		Calibration: Calibration{Mode: "off"},
-		Aliases:     map[string]string{"jev-latest": "qwen2.5-0.5b-instruct"},
+		Prior:       "content_free", PriorMinRequests: 16, PriorWindow: 128, PriorSignatures: 512,
+		Aliases: map[string]string{"jev-latest": "qwen2.5-0.5b-instruct"},
 		Nodes: []Node{
 			{Name: "local", URL: "http://127.0.0.1:8080", Dialect: "llamacpp", Models: []string{"qwen2.5-0.5b-instruct"},
 				KeyEnv: "NODE_KEY", Timeout: Duration(30 * time.Second), MaxOptions: 255, MaxInFlight: 64, Queue: 512,
@@ -229,6 +234,14 @@ func TestCheck(t *testing.T) {
 		{"calibration off", "calibration: off\n", nil},
 		{"calibration apply", "calibration: apply\n", nil},
 		{"calibration unknown", "calibration: on\n", []string{`calibration: "on" is not off or apply`}},
+		{"prior off", "prior: off\n", nil},
+		{"prior batch with its bounds", "prior: batch\nprior_min_requests: 8\nprior_window: 64\nprior_signatures: 10\n", nil},
+		{"prior content_free", "prior: content_free\n", nil},
+		{"prior unknown", "prior: always\n", []string{`prior: "always" is not off, batch or content_free`}},
+		{"prior bounds negative", "prior_min_requests: -1\nprior_window: -2\nprior_signatures: -3\n",
+			[]string{"prior_min_requests: -1", "prior_window: -2", "prior_signatures: -3"}},
+		{"prior bounds too large", "prior_window: 1048577\nprior_signatures: 99999999\n",
+			[]string{"prior_window: 1048577 is not 0 (the default) or 1..1048576", "prior_signatures: 99999999"}},
 		{"rounding full precision", "rounding: -1\n", nil},
 		{"rounding 0", "rounding: 0\n", nil},
 		{"rounding 12", "rounding: 12\n", nil},

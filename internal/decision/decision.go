@@ -56,6 +56,10 @@ type Request struct {
 	// Debias is how the caller asked the option order to be debiased:
 	// DebiasPermute, DebiasOff, or empty for the server's setting.
 	Debias string
+	// Prior is how the caller asked a label prior to be divided out:
+	// PriorBatch, PriorContentFree, PriorOff, or empty for the server's
+	// setting.
+	Prior string
 }
 
 // Debias modes: ask each question over cyclic shifts of its options and
@@ -73,6 +77,22 @@ const DefaultDebiasOrders = 4
 // (empty is the server's setting).
 func ValidDebias(mode string) bool {
 	return mode == "" || mode == DebiasOff || mode == DebiasPermute
+}
+
+// Prior correction modes: divide out each label position's running mean
+// probability over the requests of the same question (batch), or the
+// reading of the question over an empty state (content_free), or neither
+// (off).
+const (
+	PriorOff         = "off"
+	PriorBatch       = "batch"
+	PriorContentFree = "content_free"
+)
+
+// ValidPrior reports whether mode is a prior correction a caller may ask
+// for (empty is the server's setting).
+func ValidPrior(mode string) bool {
+	return mode == "" || mode == PriorOff || mode == PriorBatch || mode == PriorContentFree
 }
 
 // NoulOptions returns the two sides of a noul question, true first, with

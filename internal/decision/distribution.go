@@ -125,6 +125,38 @@ func (d Distribution) Temper(t float64) Distribution {
 	return out
 }
 
+// MinPrior is the least a prior's entry counts for when it is divided
+// out: an option the prior gives (almost) nothing would otherwise take
+// every answer that gives it anything.
+const MinPrior = 1e-6
+
+// DivideOut removes a label prior: p_i proportional to d_i / prior_i,
+// each prior entry at least MinPrior. A prior of another length, or one
+// that is not finite, returns d unchanged; so does a division that leaves
+// nothing (d zero wherever it is not).
+func (d Distribution) DivideOut(prior Distribution) Distribution {
+	if len(prior) != len(d) {
+		return d
+	}
+	out := make(Distribution, len(d))
+	sum := 0.0
+	for i, p := range d {
+		q := prior[i]
+		if math.IsNaN(q) || math.IsInf(q, 0) {
+			return d
+		}
+		out[i] = p / max(q, MinPrior)
+		sum += out[i]
+	}
+	if !(sum > 0) || math.IsInf(sum, 0) {
+		return d
+	}
+	for i := range out {
+		out[i] = clamp(out[i]/sum, 1)
+	}
+	return out
+}
+
 // clamp is the one place a number is forced into range on its way out of
 // the domain: NaN, ±Inf and negatives become 0 and values above hi become
 // hi, so that no arithmetic accident can put a non-number in a reply.

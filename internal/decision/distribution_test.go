@@ -156,3 +156,38 @@ func TestMass(t *testing.T) {
 		t.Errorf("mass %v, want 0.5", got)
 	}
 }
+
+// Dividing a prior out: a uniform prior changes nothing, a prior equal
+// to the answer leaves it uniform, a prior of 0 counts as MinPrior, and
+// a prior that does not fit leaves the answer as it was.
+func TestDivideOut(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		d, prior Distribution
+		want     Distribution
+	}{
+		{"uniform prior", Distribution{0.7, 0.2, 0.1}, Distribution{1. / 3, 1. / 3, 1. / 3}, Distribution{0.7, 0.2, 0.1}},
+		{"prior equal to the answer", Distribution{0.6, 0.4}, Distribution{0.6, 0.4}, Distribution{0.5, 0.5}},
+		{"a skewed prior", Distribution{0.5, 0.5}, Distribution{0.75, 0.25}, Distribution{0.25, 0.75}},
+		{"a zero in the prior counts as MinPrior", Distribution{0.5, 0.5}, Distribution{1, 0}, Distribution{1 / (1 + 1/MinPrior), (1 / MinPrior) / (1 + 1/MinPrior)}},
+		{"another length", Distribution{0.7, 0.3}, Distribution{0.2, 0.3, 0.5}, Distribution{0.7, 0.3}},
+		{"a NaN in the prior", Distribution{0.7, 0.3}, Distribution{math.NaN(), 0.5}, Distribution{0.7, 0.3}},
+		{"no prior", Distribution{0.7, 0.3}, nil, Distribution{0.7, 0.3}},
+	} {
+		got := tc.d.DivideOut(tc.prior)
+		if len(got) != len(tc.want) {
+			t.Fatalf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+		sum := 0.0
+		for i := range got {
+			sum += got[i]
+			if math.Abs(got[i]-tc.want[i]) > 1e-9 {
+				t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+				break
+			}
+		}
+		if math.Abs(sum-1) > 1e-9 {
+			t.Errorf("%s: %v sums to %v", tc.name, got, sum)
+		}
+	}
+}

@@ -52,11 +52,24 @@ func (b *engineBackend) ask(c *caller, req decision.Request) []answer {
 	ask := func(j int) {
 		start := c.now()
 		var o engine.Outcome
+		orders := c.debias.orders(req, req.Questions[j])
 		err := c.call(func(ctx context.Context) (err error) {
-			o, err = engine.AskOrders(engine.WithSpread(ctx, j), b.e, req.Model, req.State, req.Questions[j], c.debias.orders(req, req.Questions[j]))
+			o, err = engine.AskOrders(engine.WithSpread(ctx, j), b.e, req.Model, req.State, req.Questions[j], orders)
 			return err
 		})
+		var prior decision.Distribution
+		if err == nil && c.r.prior.mode(req) == decision.PriorContentFree {
+			var extra engine.Outcome
+			if prior, extra, err = askContentFree(c, b.e, req, j, orders); err == nil {
+				o.InputTokens += extra.InputTokens
+				o.OutputTokens += extra.OutputTokens
+				o.Estimated = o.Estimated || extra.Estimated
+			}
+		}
 		out[j] = c.result(start, o, "", err)
+		if prior != nil {
+			out[j].prior, out[j].priorVersion = prior, ContentFreeVersion
+		}
 	}
 	// Engines cache prompt prefixes, but on an engine that spreads
 	// concurrent requests over slots with a cache each, questions sent

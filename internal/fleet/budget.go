@@ -40,14 +40,17 @@ func (n *Node) callCost(model string, q decision.Question) int {
 }
 
 // requestCost is what the questions at take of req cost on node n, each
-// question's calls once per order of its options that d asks.
-func (n *Node) requestCost(model string, req decision.Request, take []int, d Debias) int {
+// question's calls once per order of its options that d asks, and again
+// for a content-free reading p does not have yet.
+func (n *Node) requestCost(model string, req decision.Request, take []int, d Debias, p *priors) int {
 	if _, ok := n.Backend.(*engineBackend); !ok {
 		return 1 // an upstream forwards them in one call; an unusable node makes none
 	}
 	cost := 0
 	for _, i := range take {
-		cost += n.callCost(model, req.Questions[i]) * d.orders(req, req.Questions[i])
+		q := req.Questions[i]
+		orders := d.orders(req, q)
+		cost += n.callCost(model, q)*orders + p.extraCalls(n, model, req, q, orders)
 	}
 	return cost
 }
@@ -69,7 +72,7 @@ func (r *Router) overBudget(serving []*Node, model string, req decision.Request,
 	var cheapest *Node
 	cost := 0
 	for _, n := range serving {
-		c := n.requestCost(model, req, all, r.debias)
+		c := n.requestCost(model, req, all, r.debias, r.prior)
 		if c <= n.budget() {
 			return false
 		}
@@ -88,9 +91,11 @@ func (r *Router) overBudget(serving []*Node, model string, req decision.Request,
 		how = fmt.Sprintf("reads %d labels a call", per)
 	}
 	for i, q := range req.Questions {
+		orders := r.debias.orders(req, q)
+		extra := r.prior.extraCalls(n, model, req, q, orders)
 		res.Questions[i].Err = &engine.Failure{Kind: engine.Rejected, Status: http.StatusUnprocessableEntity, Err: fmt.Errorf(
-			"the request costs %d engine calls on node %s (%s, which %s; this question costs %d%s), over its budget of %d calls a request (max_engine_calls); ask fewer questions or give them fewer options%s",
-			cost, n.Name, n.Dialect, how, n.callCost(model, q)*r.debias.orders(req, q), ordersNote(r.debias.orders(req, q)), n.budget(), ordersAdvice(r.debias.orders(req, q)))}
+			"the request costs %d engine calls on node %s (%s, which %s; this question costs %d%s%s), over its budget of %d calls a request (max_engine_calls); ask fewer questions or give them fewer options%s%s",
+			cost, n.Name, n.Dialect, how, n.callCost(model, q)*orders+extra, ordersNote(orders), priorNote(extra), n.budget(), ordersAdvice(orders), priorAdvice(extra))}
 	}
 	return true
 }
@@ -109,4 +114,20 @@ func ordersAdvice(orders int) string {
 		return ""
 	}
 	return ", or ask with debias off"
+}
+
+// priorNote says that a question's cost counts its content-free reading.
+func priorNote(extra int) string {
+	if extra == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %d of them for the content-free reading of prior content_free", extra)
+}
+
+// priorAdvice names the other way to cut a content-free request's cost.
+func priorAdvice(extra int) string {
+	if extra == 0 {
+		return ""
+	}
+	return ", or ask with prior off or batch"
 }

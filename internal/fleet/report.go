@@ -104,7 +104,7 @@ type Report struct {
 }
 
 // Step is one transformation of a question's distribution: its name
-// (DebiasStep, TemperatureStep), its version (the method and its
+// (DebiasStep, PriorStep, TemperatureStep), its version (the method and its
 // parameters, such as "permute/4"), and the distribution it left.
 type Step struct {
 	Name, Version string
@@ -186,6 +186,10 @@ func (res *Result) Report(req decision.Request, fits *calibration.Fits, provider
 		if a.Orders > 1 {
 			engineDist = a.Raw
 			steps = append(steps, Step{Name: DebiasStep, Version: DebiasVersion(a.Orders), Dist: d})
+		}
+		if a.Prior != nil {
+			d = d.DivideOut(a.Prior)
+			steps = append(steps, Step{Name: PriorStep, Version: a.PriorVersion, Dist: d})
 		}
 		if fits != nil {
 			if ft, ok := fits.Lookup(provider, a.Model, q.Kind, len(d)); ok {

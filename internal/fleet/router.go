@@ -41,6 +41,7 @@ type Router struct {
 	warm warmStates
 
 	debias       Debias
+	prior        *priors
 	maxQuestions int // 0: decision.DefaultMaxQuestions (see LimitQuestions)
 }
 
@@ -56,7 +57,7 @@ func NewRouter(nodes []*Node, aliases map[string]string, p Policy, obs Observer)
 			n.slots = newSlots(0, 0, DefaultQueueTimeout)
 		}
 	}
-	return &Router{nodes: nodes, aliases: aliases, policy: p, obs: obs, now: time.Now}
+	return &Router{nodes: nodes, aliases: aliases, policy: p, obs: obs, now: time.Now, prior: newPriors(Prior{})}
 }
 
 // Only is a router over the named nodes alone, in configured order, that
@@ -72,7 +73,7 @@ func (r *Router) Only(names []string) *Router {
 	}
 	o := NewRouter(nodes, nil, r.policy, r.obs)
 	o.now, o.maxQuestions = r.now, r.maxQuestions
-	o.debias = r.debias
+	o.debias, o.prior = r.debias, r.prior
 	return o
 }
 
@@ -144,10 +145,14 @@ type Answered struct {
 	// Abstain, when not empty, says why the node itself declined to decide
 	// (a System One upstream's abstention gate); the distribution is still
 	// its reading.
-	Abstain  string
-	Node     string
-	Attempts []Attempt
-	Err      error
+	Abstain string
+	// Prior is the label prior to divide out of the distribution (the
+	// prior step), nil for none; PriorVersion names it.
+	Prior        decision.Distribution
+	PriorVersion string
+	Node         string
+	Attempts     []Attempt
+	Err          error
 }
 
 // Result is a request answered across the fleet.
@@ -197,7 +202,7 @@ func (r *Router) Decide(ctx context.Context, req decision.Request) (*Result, err
 				take = append(take, i)
 			}
 		}
-		if len(take) == 0 || n.requestCost(model, req, take, r.debias) > n.budget() {
+		if len(take) == 0 || n.requestCost(model, req, take, r.debias, r.prior) > n.budget() {
 			continue
 		}
 		if tried {
@@ -213,6 +218,7 @@ func (r *Router) Decide(ctx context.Context, req decision.Request) (*Result, err
 			}
 			if got.err == nil {
 				a.Outcome, a.Abstain, a.Node, a.Err = got.outcome, got.abstain, n.Name, nil
+				a.Prior, a.PriorVersion = got.prior, got.priorVersion
 				settled[i] = true
 				continue
 			}
@@ -238,6 +244,14 @@ func (r *Router) Decide(ctx context.Context, req decision.Request) (*Result, err
 			a.Err = r.noNode(ctx, serving, model, len(req.Questions[i].Options))
 		}
 	}
+	// Every answer joins its signature's batch estimate, whatever this
+	// request asked, so that a request asking for batch calibration finds
+	// it warm.
+	for i := range res.Questions {
+		if a := &res.Questions[i]; a.Err == nil {
+			r.prior.observe(req, req.Questions[i], a)
+		}
+	}
 	for _, a := range res.Questions {
 		if a.Err == nil {
 			res.Model = a.Model
@@ -261,9 +275,12 @@ func allQuestions(n int) []int {
 type answer struct {
 	outcome engine.Outcome
 	abstain string
-	attempt Attempt
-	err     *engine.Failure
-	sent    bool
+	// prior is the content-free reading to divide out, nil for none.
+	prior        decision.Distribution
+	priorVersion string
+	attempt      Attempt
+	err          *engine.Failure
+	sent         bool
 }
 
 // answer asks node n the questions take of req through its backend.

@@ -39,6 +39,7 @@ type Request struct {
 	MinLabelMass  *float64        `json:"min_label_mass,omitempty" jsonschema:"Abstain when the model put less than this probability on the options' labels at all (no option seemed to fit), in [0,1]; applies only where the engine can tell (see label_mass). Defaults to the configured gateway.min_label_mass, else none."`
 	NoneOption    bool            `json:"none_option,omitempty" jsonschema:"Add an implicit option, none of these options fits, after yours (choices only): when it wins, the answer is an abstention, never one of your options."`
 	Debias        string          `json:"debias,omitempty" jsonschema:"Order debiasing: permute asks the question over cyclic shifts of its options and averages the probabilities per option (more engine calls, less position bias); off asks the options in your order alone. Defaults to the configured debias."`
+	Prior         string          `json:"prior,omitempty" jsonschema:"Prior correction, after debiasing: batch divides out each option position's mean probability over the recent answers to the same question (applied once 32 have been seen, by default; wrong when the answers are meant to be skewed); content_free divides out the model's answer to the same question over an empty context (one extra, cached, engine call); off divides out nothing. Defaults to the configured prior."`
 }
 
 // Statuses of a response.

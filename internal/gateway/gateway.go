@@ -174,6 +174,7 @@ func New(o Options) *Gateway {
 			return g
 		}
 		r.SetDebias(fleet.DebiasFrom(cfg.Debias, cfg.DebiasOrders))
+		r.SetPrior(fleet.PriorFrom(cfg.Prior, cfg.PriorMinRequests, cfg.PriorWindow, cfg.PriorSignatures))
 		r.LimitQuestions(cfg.MaxQuestions)
 		router = r
 	}
@@ -304,7 +305,7 @@ func (g *Gateway) Decide(ctx context.Context, raw []byte, defaultID string) *Res
 	if req.MinLabelMass != nil {
 		minMass = *req.MinLabelMass
 	}
-	q := Query{Question: req.Question, Options: req.Options, Context: req.Context, Debias: req.Debias, None: req.NoneOption}
+	q := Query{Question: req.Question, Options: req.Options, Context: req.Context, Debias: req.Debias, Prior: req.Prior, None: req.NoneOption}
 	ctx, cancel := context.WithTimeout(ctx, g.deadline)
 	defer cancel()
 	g.run(ctx, log, q, gate{threshold: threshold, minMass: minMass}, res, fleet.Asked{Face: g.opt.Face, RequestID: res.RequestID, Start: start})

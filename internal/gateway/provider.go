@@ -19,6 +19,9 @@ type Query struct {
 	// Debias is the request's order debiasing: "permute", "off", or empty
 	// for the configured one.
 	Debias string
+	// Prior is the request's prior correction: "batch", "content_free",
+	// "off", or empty for the configured one.
+	Prior string
 	// None adds the implicit option NoneOption after the caller's: its
 	// win is an abstention, never one of the caller's options.
 	None bool
@@ -73,7 +76,7 @@ func (q Query) Request(model string) decision.Request {
 	if len(state) == 0 {
 		state = noContext
 	}
-	return decision.Request{Model: model, State: state, Questions: []decision.Question{dq}, Debias: q.Debias}
+	return decision.Request{Model: model, State: state, Questions: []decision.Question{dq}, Debias: q.Debias, Prior: q.Prior}
 }
 
 // Kind is the question kind the query is asked as, for calibration.

@@ -17,7 +17,7 @@ import (
 )
 
 // requestFields are the fields of a decide request.
-var requestFields = []string{"question", "options", "context", "min_confidence", "request_id", "schema_version", "debias", "min_label_mass", "none_option"}
+var requestFields = []string{"question", "options", "context", "min_confidence", "request_id", "schema_version", "debias", "prior", "min_label_mass", "none_option"}
 
 // ParseRequest reads a decide request and checks it against the contract,
 // returning every problem found, in field order; none means the request
@@ -126,6 +126,12 @@ func ParseRequest(raw []byte) (Request, []string) {
 		if jsonx.Kind(v) != "string" || json.Unmarshal(v, &req.Debias) != nil || req.Debias == "" || !decision.ValidDebias(req.Debias) {
 			bad("debias must be \"permute\" or \"off\"")
 			req.Debias = ""
+		}
+	}
+	if v, ok := present("prior"); ok {
+		if jsonx.Kind(v) != "string" || json.Unmarshal(v, &req.Prior) != nil || req.Prior == "" || !decision.ValidPrior(req.Prior) {
+			bad("prior must be \"batch\", \"content_free\" or \"off\"")
+			req.Prior = ""
 		}
 	}
 	for _, p := range req.Check() {

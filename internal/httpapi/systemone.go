@@ -38,6 +38,12 @@ func (s *Server) handleSystemOne(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.Request.Debias = debias
+	prior, ok := priorHeader(r)
+	if !ok {
+		writeError(w, http.StatusUnprocessableEntity, systemone.InvalidRequest, "the header "+PriorHeader+" must be off, batch or content_free, once")
+		return
+	}
+	p.Request.Prior = prior
 	if errModel != nil {
 		writeError(w, http.StatusServiceUnavailable, systemone.Unavailable,
 			fmt.Sprintf("model %q is not served by any node of this server", p.Model))

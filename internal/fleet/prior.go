@@ -1,0 +1,288 @@
+package fleet
+
+import (
+	"container/list"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"system1/internal/decision"
+	"system1/internal/engine"
+)
+
+// Prior is the router's prior correction, which a request may override
+// (decision.Request.Prior).
+type Prior struct {
+	// Mode is decision.PriorBatch, decision.PriorContentFree, or off
+	// (decision.PriorOff or empty).
+	Mode string
+	// MinRequests is how many answers of a question's signature batch
+	// calibration must have seen before it divides their mean out; 0 is
+	// DefaultPriorMinRequests.
+	MinRequests int
+	// Window is the most recent answers the batch estimate weighs
+	// equally: a running mean up to Window answers, then an exponential
+	// one with weight 1/Window, so that it follows drift. 0 is
+	// DefaultPriorWindow.
+	Window int
+	// Signatures bounds the batch estimates and the content-free readings
+	// kept (each), the least recently used evicted first; 0 is
+	// DefaultPriorSignatures.
+	Signatures int
+}
+
+// The prior correction's defaults.
+const (
+	DefaultPriorMinRequests = 32
+	DefaultPriorWindow      = 256
+	DefaultPriorSignatures  = 1024
+)
+
+// PriorStep is the name of the prior-correction step in an answer's
+// steps.
+const PriorStep = "prior"
+
+// PriorFrom reads the configuration's prior, prior_min_requests,
+// prior_window and prior_signatures.
+func PriorFrom(mode string, minRequests, window, signatures int) Prior {
+	return Prior{Mode: mode, MinRequests: minRequests, Window: window, Signatures: signatures}
+}
+
+// SetPrior sets the prior correction of requests that do not choose their
+// own, and its bounds. It starts the estimates afresh. Call it before the
+// router serves.
+func (r *Router) SetPrior(p Prior) { r.prior = newPriors(p) }
+
+// priors is a router's prior correction: its setting, the batch
+// estimates and the content-free readings, all in this replica's memory.
+type priors struct {
+	cfg   Prior
+	batch *batchPrior
+	mu    sync.Mutex
+	free  *lru[decision.Distribution]
+}
+
+func newPriors(p Prior) *priors {
+	if p.MinRequests <= 0 {
+		p.MinRequests = DefaultPriorMinRequests
+	}
+	if p.Window <= 0 {
+		p.Window = DefaultPriorWindow
+	}
+	if p.Signatures <= 0 {
+		p.Signatures = DefaultPriorSignatures
+	}
+	return &priors{cfg: p, batch: newBatchPrior(p.Window, p.Signatures), free: newLRU[decision.Distribution](p.Signatures)}
+}
+
+// mode is the prior correction req asks for: its own, else the router's.
+func (p *priors) mode(req decision.Request) string {
+	m := req.Prior
+	if m == "" {
+		m = p.cfg.Mode
+	}
+	if m == "" {
+		m = decision.PriorOff
+	}
+	return m
+}
+
+// emptyState is the content-free state: a JSON empty string.
+var emptyState = json.RawMessage(`""`)
+
+// contentFreeKey identifies a content-free reading: the model, the
+// question's kind, instructions and options (keys, names and texts), and
+// the orders asked, since the reading divided out must be taken the way
+// the answer was.
+func contentFreeKey(model string, q decision.Question, orders int) string {
+	h := sha256.New()
+	field := func(b []byte) {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
+		h.Write(n[:])
+		h.Write(b)
+	}
+	field([]byte(model))
+	field([]byte(q.Kind))
+	field(q.Instructions)
+	field([]byte(fmt.Sprint(orders)))
+	for _, o := range q.Options {
+		field([]byte(o.Key))
+		field([]byte(o.Name))
+		field(o.Text)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// contentFree returns the cached content-free reading for key.
+func (p *priors) contentFree(key string) (decision.Distribution, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.free.get(key)
+}
+
+func (p *priors) keepContentFree(key string, d decision.Distribution) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.free.put(key, d)
+}
+
+// extraCalls is how many engine calls q's content-free reading costs on
+// node n for req: none unless req asks for it and it is not cached.
+func (p *priors) extraCalls(n *Node, model string, req decision.Request, q decision.Question, orders int) int {
+	if p.mode(req) != decision.PriorContentFree {
+		return 0
+	}
+	if _, ok := p.contentFree(contentFreeKey(model, q, orders)); ok {
+		return 0
+	}
+	return n.callCost(model, q) * orders
+}
+
+// ContentFreeVersion is the content-free step's version: the empty state
+// it was read over.
+const ContentFreeVersion = decision.PriorContentFree + "/empty_state"
+
+// BatchVersion names a batch estimate over seen answers with its window,
+// as the steps report it: "batch/n=40/window=256".
+func BatchVersion(seen, window int) string {
+	return fmt.Sprintf("%s/n=%d/window=%d", decision.PriorBatch, seen, window)
+}
+
+// batchSignature is the question a batch estimate is of: the model that
+// answered, the kind, the option count, the instructions (hashed), and
+// the orders asked, since a mean over debiased answers is not one over
+// raw ones.
+func batchSignature(model string, q decision.Question, orders int) string {
+	h := sha256.Sum256(q.Instructions)
+	return fmt.Sprintf("%s\x00%s\x00%d\x00%d\x00%x", model, q.Kind, len(q.Options), orders, h[:16])
+}
+
+// observe adds answer a of q to its signature's batch estimate and, when
+// req asks for batch calibration and enough answers came before, sets the
+// prior to divide out: the estimate of the answers before this one.
+func (p *priors) observe(req decision.Request, q decision.Question, a *Answered) {
+	orders := max(a.Orders, 1)
+	est, seen := p.batch.observe(batchSignature(a.Model, q, orders), a.Dist)
+	if p.mode(req) == decision.PriorBatch && seen >= p.cfg.MinRequests {
+		a.Prior, a.PriorVersion = est, BatchVersion(seen, p.cfg.Window)
+	}
+}
+
+// batchPrior is batch calibration's online form (Zhou et al. 2024): per
+// question signature, a running estimate of each label position's mean
+// probability. It is safe for concurrent use and bounded: a running
+// mean over the first window answers, then an exponential one of weight
+// 1/window, and at most cap signatures, the least recently used evicted.
+type batchPrior struct {
+	mu     sync.Mutex
+	window int
+	sigs   *lru[*batchEstimate]
+}
+
+type batchEstimate struct {
+	seen int
+	mean []float64
+}
+
+func newBatchPrior(window, signatures int) *batchPrior {
+	return &batchPrior{window: max(window, 1), sigs: newLRU[*batchEstimate](signatures)}
+}
+
+// observe returns sig's estimate before d and how many answers it is of,
+// then adds d. The answer being corrected is left out of the prior
+// divided out of it: with it in, a confident answer would partly divide
+// itself out (by 1/n of its own weight), so the same reading would be
+// corrected differently with few answers than with many, and the first
+// answers would be pulled toward uniform by themselves.
+func (b *batchPrior) observe(sig string, d decision.Distribution) (decision.Distribution, int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.sigs.get(sig)
+	if !ok || len(e.mean) != len(d) {
+		e = &batchEstimate{mean: make([]float64, len(d))}
+		b.sigs.put(sig, e)
+	}
+	var before decision.Distribution
+	if e.seen > 0 {
+		before = append(decision.Distribution(nil), e.mean...)
+	}
+	seen := e.seen
+	e.seen++
+	w := 1 / float64(min(e.seen, b.window))
+	for i, p := range d {
+		e.mean[i] += w * (p - e.mean[i])
+	}
+	return before, seen
+}
+
+// lru is a map bounded to cap entries that evicts the least recently
+// used. It is not safe for concurrent use.
+type lru[V any] struct {
+	cap   int
+	items map[string]*list.Element
+	order *list.List // of *lruEntry[V], the most recently used first
+}
+
+type lruEntry[V any] struct {
+	key string
+	val V
+}
+
+func newLRU[V any](capacity int) *lru[V] {
+	return &lru[V]{cap: max(capacity, 1), items: map[string]*list.Element{}, order: list.New()}
+}
+
+func (l *lru[V]) get(key string) (V, bool) {
+	el, ok := l.items[key]
+	if !ok {
+		var zero V
+		return zero, false
+	}
+	l.order.MoveToFront(el)
+	return el.Value.(*lruEntry[V]).val, true
+}
+
+func (l *lru[V]) put(key string, v V) {
+	if el, ok := l.items[key]; ok {
+		el.Value.(*lruEntry[V]).val = v
+		l.order.MoveToFront(el)
+		return
+	}
+	l.items[key] = l.order.PushFront(&lruEntry[V]{key: key, val: v})
+	for l.order.Len() > l.cap {
+		old := l.order.Back()
+		l.order.Remove(old)
+		delete(l.items, old.Value.(*lruEntry[V]).key)
+	}
+}
+
+func (l *lru[V]) len() int { return l.order.Len() }
+
+// askContentFree reads q over the empty state the way the answer was
+// read (the same orders) unless that reading is cached, and returns it
+// with the outcome of the call (zero when cached) for the usage.
+func askContentFree(c *caller, e engine.Engine, req decision.Request, j, orders int) (decision.Distribution, engine.Outcome, error) {
+	q := req.Questions[j]
+	key := contentFreeKey(req.Model, q, orders)
+	p := c.r.prior
+	if d, ok := p.contentFree(key); ok {
+		return d, engine.Outcome{}, nil
+	}
+	var o engine.Outcome
+	err := c.call(func(ctx context.Context) (err error) {
+		o, err = engine.AskOrders(engine.WithSpread(ctx, j), e, req.Model, emptyState, q, orders)
+		return err
+	})
+	if f := engine.Classify(err); f != nil {
+		g := *f
+		g.Err = fmt.Errorf("the content-free reading (prior content_free): %w", f.Err)
+		return nil, engine.Outcome{}, &g
+	}
+	p.keepContentFree(key, o.Dist)
+	return o.Dist, o, nil
+}
