@@ -59,6 +59,7 @@ type setup struct {
 	burst   int
 	maxBody int64
 	debias  fleet.Debias
+	prior   fleet.Prior
 	// maxQuestions is the configuration's max_questions; 0 the default.
 	maxQuestions int
 }
@@ -88,6 +89,7 @@ func serve(t testing.TB, s setup) *system1 {
 	}
 	router := fleet.NewRouter(nodes, s.aliases, testPolicy, nil)
 	router.SetDebias(s.debias)
+	router.SetPrior(s.prior)
 	router.LimitQuestions(s.maxQuestions)
 	router.Discover(t.Context())
 	api := httpapi.New(httpapi.Options{

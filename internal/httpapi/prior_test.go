@@ -1,0 +1,110 @@
+package httpapi_test
+
+import (
+	"io"
+	"math"
+	"net/http"
+	"strings"
+	"testing"
+
+	"system1/internal/fakeengine"
+	"system1/internal/fleet"
+)
+
+// leaning answers by the state ("about <option>" triples that option)
+// and four times over for whichever option is listed first; over an
+// empty state only the position counts, so a content-free reading is
+// the position bias alone.
+func leaning(r fakeengine.Request) []float64 {
+	p, _ := fakeengine.ParsePrompt(r.User)
+	ws := make([]float64, len(r.Labels))
+	total := 0.0
+	for i, l := range r.Labels {
+		ws[i] = 1
+		if name := p.Options[l]; p.State != "" && strings.Contains(p.State, "about "+name) {
+			ws[i] *= 3
+		}
+		if len(p.Order) > 0 && p.Order[0] == l {
+			ws[i] *= 4
+		}
+		total += ws[i]
+	}
+	for i := range ws {
+		ws[i] = math.Log(ws[i] / total)
+	}
+	return ws
+}
+
+const aboutBeta = `{"model":"fake","state":"about beta","questions":{"c":{"type":"choice","instructions":"Which?","criteria":{"alpha":null,"beta":null,"gamma":null}}}}`
+
+// On /v1/systemone, X-System1-Prior chooses the prior correction of one
+// request: content_free makes one extra call over the empty state, then
+// reads it from the cache, and divides it out (the first-position bias
+// gone); batch applies once prior_min_requests answers of the question
+// were seen, naming how many; with debiasing the steps come in order.
+// The steps header names each; bad values and a repeated header are a
+// 422 naming the header.
+func TestSystemOnePriorHeader(t *testing.T) {
+	n := startNode(t, "a", fakeengine.LlamaCpp, fakeengine.Behavior{Prompted: leaning})
+	s := serve(t, setup{nodes: []node{n}, prior: fleet.Prior{MinRequests: 4}})
+	for _, tc := range []struct {
+		headers []string
+		steps   string
+		calls   int
+		beta    float64 // the answer's probability of beta; 0: not checked
+	}{
+		{nil, "none", 1, 0.375}, // 3 / (4+3+1)
+		{[]string{"X-System1-Prior: off"}, "none", 1, 0.375},
+		{[]string{"X-System1-Prior: content_free"}, "prior=content_free/empty_state", 2, 0.6}, // [4,3,1] / [4,1,1]
+		{[]string{"X-System1-Prior: Content_Free"}, "prior=content_free/empty_state", 1, 0.6},
+		// Four answers of this very state were seen, so their mean divides it to uniform.
+		{[]string{"X-System1-Prior: batch"}, "prior=batch/n=4/window=256", 1, 1. / 3},
+		// A debiased answer is of another signature, not yet warm.
+		{[]string{"X-System1-Prior: batch", "X-System1-Debias: permute"}, "debias=permute/3", 3, 0},
+		// The mean over the shifts (3/8, 12/14, 3/8)/3; the debiased content-free reading is uniform.
+		{[]string{"X-System1-Prior: content_free", "X-System1-Debias: permute"}, "debias=permute/3; prior=content_free/empty_state", 6, (3./8 + 12./14 + 3./8) / 3},
+	} {
+		n.fake.Reset()
+		r := s.ask(t, aboutBeta, tc.headers...)
+		if got := r.header.Get("X-System1-Steps"); got != tc.steps {
+			t.Errorf("%q: steps %q, want %q", tc.headers, got, tc.steps)
+		}
+		if got := len(n.fake.Inferences()); got != tc.calls {
+			t.Errorf("%q: %d engine calls, want %d", tc.headers, got, tc.calls)
+		}
+		if p := probabilities(t, r)["beta"]; tc.beta > 0 && math.Abs(p-tc.beta) > 0.006 {
+			t.Errorf("%q: beta %v, want %v", tc.headers, p, tc.beta)
+		}
+	}
+	wantError(t, s.ask(t, aboutBeta, "X-System1-Prior: sometimes"), http.StatusUnprocessableEntity, "invalid_request_error", "X-System1-Prior")
+	wantError(t, s.ask(t, aboutBeta, "X-System1-Prior: "), http.StatusUnprocessableEntity, "invalid_request_error", "X-System1-Prior")
+	req, err := http.NewRequest(http.MethodPost, s.URL+"/v1/systemone", strings.NewReader(aboutBeta))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Add("X-System1-Prior", "batch")
+	req.Header.Add("X-System1-Prior", "batch")
+	resp, err := s.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(string(body), "X-System1-Prior") {
+		t.Errorf("the header twice: %d %s", resp.StatusCode, body)
+	}
+}
+
+// prior: content_free in the configuration applies to every request
+// that does not say otherwise.
+func TestSystemOnePriorConfigured(t *testing.T) {
+	n := startNode(t, "a", fakeengine.LlamaCpp, fakeengine.Behavior{Prompted: leaning})
+	s := serve(t, setup{nodes: []node{n}, prior: fleet.Prior{Mode: "content_free"}})
+	if got := s.ask(t, aboutBeta).header.Get("X-System1-Steps"); got != "prior=content_free/empty_state" {
+		t.Errorf("configured: steps %q", got)
+	}
+	if got := s.ask(t, aboutBeta, "X-System1-Prior: off").header.Get("X-System1-Steps"); got != "none" {
+		t.Errorf("off: steps %q", got)
+	}
+}
