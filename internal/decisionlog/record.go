@@ -42,8 +42,8 @@ const StepTemperature = "temperature"
 // Step is one transformation applied to the engine's distribution, in
 // the order applied, with the distribution it left.
 type Step struct {
-	// Name says what the step is: StepTemperature, or a debiasing method
-	// such as "contextual".
+	// Name says what the step is: StepTemperature, or a step before it
+	// such as "debias" or "prior".
 	Name string `json:"name"`
 	// Version names the fit or parameters the step used, such as a fits
 	// file version.

@@ -116,7 +116,7 @@ type Steps struct {
 // CalibrationStep is one step applied to a reading.
 type CalibrationStep struct {
 	Name    string `json:"name" jsonschema:"debias (the options asked in several orders and averaged), prior (a label prior divided out) or temperature (a fitted temperature)."`
-	Version string `json:"version" jsonschema:"The step's method and parameters, such as permute/4 (4 orders) or v1/T=1.5 (a fits file's temperature)."`
+	Version string `json:"version" jsonschema:"The step's method and parameters, such as permute/4 (4 orders), batch/n=40/window=256 (a running mean of 40 earlier answers divided out), content_free/empty_state (the answer over an empty context divided out) or v1/T=1.5 (a fits file's temperature)."`
 }
 
 // Attempt is one provider tried.
