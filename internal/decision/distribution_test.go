@@ -191,3 +191,21 @@ func TestDivideOut(t *testing.T) {
 		}
 	}
 }
+
+// Whatever the prior, dividing it out of a distribution leaves a
+// distribution: every entry in [0,1], summing to 1, none NaN.
+func FuzzDivideOut(f *testing.F) {
+	f.Add(0.7, 0.2, 0.1, 0.5, 0.3, 0.2)
+	f.Add(1.0, 0.0, 0.0, 0.0, 0.0, 1.0)
+	f.Add(0.5, 0.5, 0.0, math.NaN(), 1e-300, -1.0)
+	f.Fuzz(func(t *testing.T, a, b, c, pa, pb, pc float64) {
+		d, err := FromLogprobs([]float64{math.Log(math.Abs(a)), math.Log(math.Abs(b)), math.Log(math.Abs(c))}, []bool{a != 0, b != 0, c != 0})
+		if err != nil {
+			return
+		}
+		out := d.DivideOut(Distribution{pa, pb, pc})
+		if err := out.Check(3); err != nil {
+			t.Fatalf("%v divided by [%v %v %v]: %v (%v)", d, pa, pb, pc, out, err)
+		}
+	})
+}

@@ -261,8 +261,6 @@ func (l *lru[V]) put(key string, v V) {
 	}
 }
 
-func (l *lru[V]) len() int { return l.order.Len() }
-
 // askContentFree reads q over the empty state the way the answer was
 // read (the same orders) unless that reading is cached, and returns it
 // with the outcome of the call (zero when cached) for the usage.

@@ -65,7 +65,7 @@ func TestBatchPriorEvictsLeastRecentlyUsed(t *testing.T) {
 	for _, sig := range []string{"a", "b", "a", "c"} { // b is the least recent when c comes
 		b.observe(sig, d)
 	}
-	if n := b.sigs.len(); n != 2 {
+	if n := len(b.sigs.items); n != 2 {
 		t.Fatalf("%d signatures kept, cap 2", n)
 	}
 	if _, seen := b.observe("a", d); seen != 2 {
@@ -78,7 +78,7 @@ func TestBatchPriorEvictsLeastRecentlyUsed(t *testing.T) {
 	for i := range 1000 {
 		b.observe(fmt.Sprint("hostile", i), d)
 	}
-	if n := b.sigs.len(); n != 2 {
+	if n := len(b.sigs.items); n != 2 {
 		t.Fatalf("%d signatures kept after 1000 new ones, cap 2", n)
 	}
 }
