@@ -1,14 +1,19 @@
 package httpapi_test
 
 import (
+	"encoding/json"
 	"io"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"system1/internal/config"
 	"system1/internal/fakeengine"
 	"system1/internal/fleet"
+	"system1/internal/gateway"
+	"system1/internal/httpapi"
 )
 
 // leaning answers by the state ("about <option>" triples that option)
@@ -106,5 +111,63 @@ func TestSystemOnePriorConfigured(t *testing.T) {
 	}
 	if got := s.ask(t, aboutBeta, "X-System1-Prior: off").header.Get("X-System1-Steps"); got != "none" {
 		t.Errorf("off: steps %q", got)
+	}
+}
+
+// POST /v1/decide takes prior in its body, over the same router as
+// /v1/systemone, so the two faces share one batch estimate per replica:
+// answers on /v1/systemone warm the estimate a decide request then
+// finds. content_free costs one extra engine call, then is cached.
+func TestDecidePriorOverHTTP(t *testing.T) {
+	n := startNode(t, "a", fakeengine.LlamaCpp, fakeengine.Behavior{Prompted: leaning})
+	fn, err := fleet.NewNode(n.cfg, func(string) string { return "" }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	router := fleet.NewRouter([]*fleet.Node{fn}, nil, testPolicy, nil)
+	router.SetPrior(fleet.Prior{MinRequests: 2})
+	cfg, err := config.Parse([]byte("gateway: {threshold: 0}\nproviders:\n  - {name: local, kind: engine, model: fake}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(httpapi.New(httpapi.Options{Router: router, Rounding: 2, Decide: gateway.New(gateway.Options{Config: cfg, Router: router})}))
+	t.Cleanup(srv.Close)
+	s := &system1{URL: srv.URL, client: &http.Client{Transport: checker{t: t, base: http.DefaultTransport}}}
+	body := func(prior string) string {
+		return `{"question":"Which?","options":["alpha","beta","gamma"],"context":{"note":"about beta"},"prior":"` + prior + `"}`
+	}
+	steps := func(r reply) (string, float64) {
+		t.Helper()
+		if r.status != http.StatusOK {
+			t.Fatalf("status %s", r)
+		}
+		var res gateway.Response
+		if err := json.Unmarshal(r.body, &res); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, st := range res.Calibration.Steps {
+			out = append(out, st.Name+"="+st.Version)
+		}
+		beta, _ := res.Probabilities.Get("beta")
+		return strings.Join(out, ","), beta
+	}
+	if got, _ := steps(s.do(t, http.MethodPost, "/v1/decide", body("batch"))); got != "" {
+		t.Errorf("batch before any answer: steps %q", got)
+	}
+	s.ask(t, aboutBeta) // the same question on /v1/systemone: the second answer of its signature
+	if got, beta := steps(s.do(t, http.MethodPost, "/v1/decide", body("batch"))); got != "prior=batch/n=2/window=256" || math.Abs(beta-1./3) > 0.0011 {
+		t.Errorf("batch after two answers on both faces: steps %q, beta %v", got, beta)
+	}
+	for _, calls := range []int{2, 1} {
+		n.fake.Reset()
+		got, beta := steps(s.do(t, http.MethodPost, "/v1/decide", body("content_free")))
+		if got != "prior=content_free/empty_state" || math.Abs(beta-0.6) > 0.0011 || len(n.fake.Inferences()) != calls {
+			t.Errorf("content_free: steps %q, beta %v after %d calls, want %d", got, beta, len(n.fake.Inferences()), calls)
+		}
+	}
+	r := s.do(t, http.MethodPost, "/v1/decide", body("sometimes"))
+	if !strings.Contains(string(r.body), `prior must be`) {
+		t.Errorf("a bad prior: %s", r)
 	}
 }
