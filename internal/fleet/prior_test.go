@@ -6,13 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"system1/internal/calibration"
+	"system1/internal/config"
 	"system1/internal/decision"
 	"system1/internal/decisionlog"
 	"system1/internal/engine"
@@ -429,5 +433,32 @@ func TestContentFreeKey(t *testing.T) {
 	}
 	if contentFreeKey("m", colourQuestion("red", "green"), 1) != key {
 		t.Error("the same question, another key")
+	}
+}
+
+// A System One upstream answers as it answers: content_free makes no
+// extra call there and names no step, and its answers still join the
+// batch estimate, which then applies to them.
+func TestPriorOnUpstream(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		w.Write([]byte(`{"model":"jev-1","answers":{"q":{"type":"choice","choice":"a","confidence":0.6,"probabilities":{"a":0.6,"b":0.3,"c":0.1}}},"usage":{"input_tokens":1,"output_tokens":1}}`))
+	}))
+	t.Cleanup(srv.Close)
+	up, err := NewNode(config.Node{Name: "up", URL: srv.URL, Dialect: "systemone", Models: []string{"m"}}, func(string) string { return "" }, http.DefaultClient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRouter([]*Node{up}, nil, DefaultPolicy, nil)
+	r.SetPrior(Prior{MinRequests: 1})
+	req := choiceRequest("m", 3)
+	req.Prior = decision.PriorContentFree
+	if a := decide(t, r, req); a.Err != nil || a.Prior != nil || calls.Load() != 1 {
+		t.Fatalf("content_free on an upstream: %v, prior %q, %d calls", a.Err, a.PriorVersion, calls.Load())
+	}
+	req.Prior = decision.PriorBatch
+	if a := decide(t, r, req); a.Err != nil || a.PriorVersion != "batch/n=1/window=256" {
+		t.Fatalf("batch on an upstream: %v, prior %q", a.Err, a.PriorVersion)
 	}
 }
