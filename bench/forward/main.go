@@ -1,15 +1,26 @@
 // Command forward measures what system1 costs when it forwards
 // POST /v1/systemone to a System One upstream (hosted Jev, laya-serve,
 // another system1): an instant stand-in backend is called directly and
-// through system1 (a node of dialect systemone), each by 16 closed-loop
-// connections on loopback, and both rows are printed side by side from one
-// run: throughput, p50 and p99, and system1's CPU time per request, read
-// from /proc. Run it through bench/forward.sh, which builds system1.
+// through one or more system1 binaries (each a node of dialect systemone
+// in front of the same backend), each by the same closed-loop connections
+// on loopback. Targets take turns, round after round, the order rotated
+// each round, so that the machine's other load falls on all of them
+// alike. It prints every round's rows and then, per target, the median
+// and the spread over rounds of the requests per second, p50 and p99, the
+// latency added over the direct call of the same round, and system1's CPU
+// time per request (user plus system, read from /proc/PID/stat), with the
+// load average before and after. With -profile it also takes a CPU
+// profile of each binary, through its admin listener, during one more
+// measurement of it. Run it through bench/forward.sh, which builds
+// system1.
+//
+//	forward -system1 before=/tmp/system1-before -system1 after=bin/system1 -rounds 5
 package main
 
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -38,18 +49,66 @@ const (
 		`"usage":{"input_tokens":42,"output_tokens":2}}`
 )
 
+// binaries is the repeatable -system1 flag: NAME=PATH, or PATH named by
+// its file name.
+type binaries []binary
+
+type binary struct{ name, path string }
+
+func (b *binaries) String() string { return fmt.Sprint(*b) }
+
+func (b *binaries) Set(v string) error {
+	name, path, ok := strings.Cut(v, "=")
+	if !ok {
+		name, path = filepath.Base(v), v
+	}
+	if name == "" || name == "direct" || path == "" {
+		return fmt.Errorf("want NAME=PATH or PATH, with a name other than direct: %q", v)
+	}
+	*b = append(*b, binary{name, path})
+	return nil
+}
+
 func main() {
-	bin := flag.String("system1", "bin/system1", "the system1 binary")
+	var bins binaries
+	flag.Var(&bins, "system1", "a system1 binary to measure, NAME=PATH or PATH; repeat it to compare binaries side by side (default bin/system1)")
 	conns := flag.Int("c", 16, "concurrent connections")
-	duration := flag.Duration("duration", 5*time.Second, "how long each target is measured")
+	duration := flag.Duration("duration", 5*time.Second, "how long each target is measured in each round")
+	rounds := flag.Int("rounds", 1, "rounds: every target is measured once a round, in an order rotated each round")
+	profile := flag.String("profile", "", "a folder: after the rounds, write NAME.pprof, a CPU profile of each system1 over one more measurement of it")
+	dlog := flag.String("decision-log", "on", "on: each system1 records every answer in its decision log, as serve does by default (SQLite in a temporary state folder); off: decision_log.off; both: each binary twice, NAME and NAME-nolog")
 	flag.Parse()
-	if err := run(*bin, *conns, *duration); err != nil {
+	if len(bins) == 0 {
+		bins = binaries{{"system1", "bin/system1"}}
+	}
+	var logs []bool
+	switch *dlog {
+	case "on":
+		logs = []bool{true}
+	case "off":
+		logs = []bool{false}
+	case "both":
+		logs = []bool{true, false}
+	default:
+		fmt.Fprintln(os.Stderr, "forward: -decision-log is on, off or both")
+		os.Exit(2)
+	}
+	if err := run(bins, logs, *conns, *duration, max(*rounds, 1), *profile); err != nil {
 		fmt.Fprintln(os.Stderr, "forward:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin string, conns int, duration time.Duration) error {
+// target is what the load is sent to: the backend itself, or a system1
+// process in front of it.
+type target struct {
+	name  string
+	url   string
+	pid   int    // 0 for the backend, which runs in this process
+	admin string // the admin listener's URL, with -profile
+}
+
+func run(bins binaries, logs []bool, conns int, duration time.Duration, rounds int, profile string) error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -75,66 +134,159 @@ func run(bin string, conns int, duration time.Duration) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	cfg := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`listen: 127.0.0.1:0
-nodes:
-  - {name: upstream, url: %q, dialect: systemone, models: [jev-stub], max_inflight: 256}
-`, base)), 0o600); err != nil {
-		return err
-	}
-	cmd := exec.Command(bin, "serve", "--config", cfg)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		return err
-	}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	front, err := listening(stderr)
-	if err != nil {
-		return err
-	}
-	go io.Copy(io.Discard, stderr)
-
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conns * 2}}
-	// Warm both paths, and check that system1's answer is a real one.
-	if body, err := post(hc, front+"/v1/systemone"); err != nil || !bytes.Contains(body, []byte(`"choice":"billing"`)) {
-		return fmt.Errorf("system1 did not forward: %v %s", err, body)
-	}
-	direct := measure(hc, base+"/v1/systemone", conns, duration, nil)
-	via := measure(hc, front+"/v1/systemone", conns, duration, func() float64 { return cpuSeconds(cmd.Process.Pid) })
-
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "target\trequests\terrors\treq/s\tp50\tp99\tsystem1 CPU per request\t\n")
-	for _, r := range []result{direct, via} {
-		cpu := "-"
-		if r.cpu > 0 {
-			cpu = fmt.Sprintf("%.3f ms", r.cpu*1000/float64(r.ok))
+	targets := []target{{name: "direct", url: base + "/v1/systemone"}}
+	for i, b := range bins {
+		for _, log := range logs {
+			if !log && len(logs) > 1 {
+				b.name += "-nolog"
+			}
+			state := filepath.Join(dir, fmt.Sprintf("%d-%t", i, log))
+			t, stop, err := start(b, state, base, log, profile != "")
+			if err != nil {
+				return fmt.Errorf("%s: %w", b.name, err)
+			}
+			defer stop()
+			targets = append(targets, t)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.3f ms\t%.3f ms\t%s\t\n", r.name, r.ok, r.errors, float64(r.ok)/r.elapsed.Seconds(), ms(r.p50), ms(r.p99), cpu)
+	}
+
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conns * 2, MaxIdleConns: conns * 2 * len(targets)}}
+	// Warm every path, and check that each system1's answer is a real one.
+	for _, t := range targets {
+		if body, err := post(hc, t.url); err != nil || !bytes.Contains(body, []byte(`"choice":"billing"`)) {
+			return fmt.Errorf("%s did not answer: %v %s", t.name, err, body)
+		}
+	}
+
+	loadBefore := loadavg()
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "round\ttarget\trequests\terrors\treq/s\tp50\tp99\tadded p50\tadded p99\tsystem1 CPU per request\t\n")
+	all := make(map[string][]result)
+	for round := range rounds {
+		got := make(map[string]result)
+		// Rotated each round: no target is always measured first, right
+		// after another's load, or last.
+		for k := range targets {
+			t := targets[(k+round)%len(targets)]
+			got[t.name] = measure(hc, t, conns, duration)
+		}
+		for _, t := range targets {
+			r := got[t.name]
+			r.addedP50, r.addedP99 = r.p50-got["direct"].p50, r.p99-got["direct"].p99
+			all[t.name] = append(all[t.name], r)
+			fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t\n", round+1, t.name, r.ok, r.errors, r.rate(),
+				msf(r.p50), msf(r.p99), added(t, r.addedP50), added(t, r.addedP99), cpuCell(t, r.cpuPerRequest()))
+		}
 	}
 	tw.Flush()
-	fmt.Printf("\n%d connections, %s each, loopback; target: under 0.100 ms of system1 CPU per request\n", conns, duration)
+	loadAfter := loadavg()
+
+	fmt.Printf("\nover %d round(s): median [min, max]\n", rounds)
+	tw = tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "target\treq/s\tp50 (ms)\tp99 (ms)\tadded p50 (ms)\tadded p99 (ms)\tsystem1 CPU per request (ms)\t\n")
+	for _, t := range targets {
+		rs := all[t.name]
+		cells := []string{
+			spread(rs, func(r result) float64 { return r.rate() }, "%.0f"),
+			spread(rs, func(r result) float64 { return ms(r.p50) }, "%.3f"),
+			spread(rs, func(r result) float64 { return ms(r.p99) }, "%.3f"),
+			"-", "-", "-",
+		}
+		if t.pid != 0 {
+			cells[3] = spread(rs, func(r result) float64 { return ms(r.addedP50) }, "%+.3f")
+			cells[4] = spread(rs, func(r result) float64 { return ms(r.addedP99) }, "%+.3f")
+			cells[5] = spread(rs, func(r result) float64 { return r.cpuPerRequest() * 1000 }, "%.3f")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t\n", t.name, strings.Join(cells, "\t"))
+	}
+	tw.Flush()
+	fmt.Printf("\n%d connections, %s per target per round, loopback; load average (1, 5, 15 min) %s before, %s after; target: under 0.100 ms of system1 CPU per request\n",
+		conns, duration, loadBefore, loadAfter)
+
+	if profile != "" {
+		if err := os.MkdirAll(profile, 0o755); err != nil {
+			return err
+		}
+		for i, t := range targets[1:] {
+			path := filepath.Join(profile, t.name+".pprof")
+			if err := profileDuring(hc, t, conns, duration, path); err != nil {
+				return fmt.Errorf("profiling %s: %w", t.name, err)
+			}
+			fmt.Printf("CPU profile of %s: %s (go tool pprof -top %s %s)\n", t.name, path, bins[i/len(logs)].path, path)
+		}
+	}
 	return nil
 }
 
-type result struct {
-	name       string
-	ok, errors int
-	elapsed    time.Duration
-	p50, p99   time.Duration
-	cpu        float64 // CPU seconds system1 spent during the run
+// start runs one system1 serve in front of the backend at base, its
+// config and state (the decision log, unless it is off) in the folder
+// state, with an admin listener when profiling, and returns it once it
+// listens.
+func start(b binary, state, base string, log, admin bool) (target, func(), error) {
+	conf := fmt.Sprintf("listen: 127.0.0.1:0\nnodes:\n  - {name: upstream, url: %q, dialect: systemone, models: [jev-stub], max_inflight: 256}\n", base)
+	if !log {
+		conf += "decision_log: {off: true}\n"
+	}
+	if admin {
+		conf += "admin: {listen: 127.0.0.2:0}\n"
+	}
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		return target{}, nil, err
+	}
+	cfg := filepath.Join(state, "config.yaml")
+	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
+		return target{}, nil, err
+	}
+	cmd := exec.Command(b.path, "serve", "--config", cfg, "--state-dir", state)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return target{}, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return target{}, nil, err
+	}
+	stop := func() { cmd.Process.Kill(); cmd.Wait() }
+	t := target{name: b.name, pid: cmd.Process.Pid}
+	sc := bufio.NewScanner(stderr)
+	re := regexp.MustCompile(`msg="?(listening|admin listening)"? url=(http://\S+)`)
+	for (t.url == "" || (admin && t.admin == "")) && sc.Scan() {
+		switch g := re.FindStringSubmatch(sc.Text()); {
+		case g == nil:
+		case g[1] == "listening":
+			t.url = g[2] + "/v1/systemone"
+		default:
+			t.admin = g[2]
+		}
+	}
+	if t.url == "" || (admin && t.admin == "") {
+		stop()
+		return target{}, nil, errors.New("exited before listening")
+	}
+	go io.Copy(io.Discard, stderr) // the request log lines, written as in production
+	return t, stop, nil
 }
 
-func measure(hc *http.Client, url string, conns int, d time.Duration, cpu func() float64) result {
-	name := "direct"
-	if cpu != nil {
-		name = "via system1"
+type result struct {
+	ok, errors         int
+	elapsed            time.Duration
+	p50, p99           time.Duration
+	addedP50, addedP99 time.Duration // over the direct call in the same round
+	cpu                float64       // CPU seconds system1 spent during the measurement
+}
+
+func (r result) rate() float64 { return float64(r.ok) / r.elapsed.Seconds() }
+
+func (r result) cpuPerRequest() float64 {
+	if r.ok == 0 {
+		return 0
 	}
+	return r.cpu / float64(r.ok)
+}
+
+func measure(hc *http.Client, t target, conns int, d time.Duration) result {
 	var before float64
-	if cpu != nil {
-		before = cpu()
+	if t.pid != 0 {
+		before = cpuSeconds(t.pid)
 	}
 	var mu sync.Mutex
 	var lat []time.Duration
@@ -146,12 +298,12 @@ func measure(hc *http.Client, url string, conns int, d time.Duration, cpu func()
 			var mine []time.Duration
 			bad := 0
 			for time.Since(start) < d {
-				t := time.Now()
-				if _, err := post(hc, url); err != nil {
+				t0 := time.Now()
+				if _, err := post(hc, t.url); err != nil {
 					bad++
 					continue
 				}
-				mine = append(mine, time.Since(t))
+				mine = append(mine, time.Since(t0))
 			}
 			mu.Lock()
 			lat = append(lat, mine...)
@@ -160,15 +312,45 @@ func measure(hc *http.Client, url string, conns int, d time.Duration, cpu func()
 		})
 	}
 	wg.Wait()
-	r := result{name: name, ok: len(lat), errors: errs, elapsed: time.Since(start)}
-	if cpu != nil {
-		r.cpu = cpu() - before
+	r := result{ok: len(lat), errors: errs, elapsed: time.Since(start)}
+	if t.pid != 0 {
+		r.cpu = cpuSeconds(t.pid) - before
 	}
 	slices.Sort(lat)
 	if len(lat) > 0 {
 		r.p50, r.p99 = lat[len(lat)/2], lat[len(lat)*99/100]
 	}
 	return r
+}
+
+// profileDuring loads t for d while its admin listener takes a CPU
+// profile of as many whole seconds, written to path.
+func profileDuring(hc *http.Client, t target, conns int, d time.Duration, path string) error {
+	secs := max(int(d.Seconds()), 1)
+	type got struct {
+		body []byte
+		err  error
+	}
+	done := make(chan got, 1)
+	go func() {
+		resp, err := http.Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", t.admin, secs))
+		if err != nil {
+			done <- got{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err == nil && resp.StatusCode != http.StatusOK {
+			err = fmt.Errorf("status %d: %s", resp.StatusCode, b)
+		}
+		done <- got{b, err}
+	}()
+	measure(hc, t, conns, time.Duration(secs)*time.Second+500*time.Millisecond)
+	g := <-done
+	if g.err != nil {
+		return g.err
+	}
+	return os.WriteFile(path, g.body, 0o644)
 }
 
 func post(hc *http.Client, url string) ([]byte, error) {
@@ -198,15 +380,50 @@ func cpuSeconds(pid int) float64 {
 	return (utime + stime) / 100
 }
 
-func listening(r io.Reader) (string, error) {
-	sc := bufio.NewScanner(r)
-	re := regexp.MustCompile(`url=(http://\S+)`)
-	for sc.Scan() {
-		if g := re.FindStringSubmatch(sc.Text()); g != nil {
-			return g[1], nil
-		}
+// loadavg is the machine's load average over 1, 5 and 15 minutes.
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
 	}
-	return "", fmt.Errorf("system1 exited before listening")
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }
+
+// spread is the median of f over rs and its range, "m [lo, hi]".
+func spread(rs []result, f func(result) float64, format string) string {
+	v := make([]float64, len(rs))
+	for i, r := range rs {
+		v[i] = f(r)
+	}
+	slices.Sort(v)
+	med := v[len(v)/2]
+	if len(v)%2 == 0 {
+		med = (v[len(v)/2-1] + v[len(v)/2]) / 2
+	}
+	if len(v) == 1 {
+		return fmt.Sprintf(format, med)
+	}
+	return fmt.Sprintf(format+" ["+format+", "+format+"]", med, v[0], v[len(v)-1])
+}
+
+func added(t target, d time.Duration) string {
+	if t.pid == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%+.3f ms", ms(d))
+}
+
+func cpuCell(t target, perRequest float64) string {
+	if t.pid == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.3f ms", perRequest*1000)
+}
+
+func msf(d time.Duration) string { return fmt.Sprintf("%.3f ms", ms(d)) }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
