@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -23,6 +24,10 @@ import (
 type store struct {
 	db       *sql.DB
 	postgres bool
+	// inserts are the prepared INSERTs of 1, 2, 4 ... rowsPerInsert rows,
+	// by row count, made on first use: parsing an INSERT of many rows
+	// costs as much as running it. Only the writer inserts.
+	inserts map[int]*sql.Stmt
 }
 
 // columns of the decisions table, in insert order.
@@ -31,7 +36,8 @@ const columns = "request_id, question_id, at_ns, face, model, node, kind, option
 const numColumns = 15
 
 // rowsPerInsert bounds the rows of one INSERT, well under both backends'
-// limits on parameters (SQLite 32766, PostgreSQL 65535).
+// limits on parameters (SQLite 32766, PostgreSQL 65535); a power of two
+// (see insert).
 const rowsPerInsert = 64
 
 func schema(postgres bool) []string {
@@ -84,7 +90,7 @@ func openSQLite(ctx context.Context, path string) (*store, error) {
 			return nil, fmt.Errorf("decision log: %w", err)
 		}
 	}
-	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(10000)"
+	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(10000)&_pragma=temp_store(MEMORY)"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("decision log %s: %w", path, err)
@@ -171,50 +177,75 @@ func (s *store) insert(ctx context.Context, recs []Record, keepStates bool) (bad
 	if len(rows) == 0 {
 		return bad, nil
 	}
+	// The largest prepared sizes that fit: 100 rows are inserted 64, 32
+	// and 4 at a time. They are prepared before the transaction, which
+	// holds SQLite's one connection.
+	var sizes []int
+	for left := len(rows); left > 0; left -= sizes[len(sizes)-1] {
+		n := rowsPerInsert
+		for n > left {
+			n /= 2
+		}
+		if _, err := s.insertStmt(ctx, n); err != nil {
+			return bad, err
+		}
+		sizes = append(sizes, n)
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return bad, err
 	}
 	defer tx.Rollback()
-	for start := 0; start < len(rows); start += rowsPerInsert {
-		chunk := rows[start:min(start+rowsPerInsert, len(rows))]
-		var b strings.Builder
-		b.WriteString("INSERT INTO decisions (" + columns + ") VALUES ")
-		args := make([]any, 0, len(chunk)*numColumns)
-		for i, row := range chunk {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteString("(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+	for _, n := range sizes {
+		args := make([]any, 0, n*numColumns)
+		for _, row := range rows[:n] {
 			args = append(args, row...)
 		}
-		if _, err := tx.ExecContext(ctx, s.q(b.String()), args...); err != nil {
+		if _, err := tx.StmtContext(ctx, s.inserts[n]).ExecContext(ctx, args...); err != nil {
 			return bad, err
 		}
+		rows = rows[n:]
 	}
 	return bad, tx.Commit()
 }
 
-func rowArgs(r *Record, keepStates bool) ([]any, error) {
-	enc := func(v any) (string, error) {
-		b, err := json.Marshal(v)
-		return string(b), err
+// insertStmt is the prepared INSERT of n rows.
+func (s *store) insertStmt(ctx context.Context, n int) (*sql.Stmt, error) {
+	if st, ok := s.inserts[n]; ok {
+		return st, nil
 	}
-	opts, err := enc(nonNil(r.Options))
+	var b strings.Builder
+	b.WriteString("INSERT INTO decisions (" + columns + ") VALUES ")
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+	}
+	st, err := s.db.PrepareContext(ctx, s.q(b.String()))
 	if err != nil {
 		return nil, err
 	}
-	eng, err := enc(nonNil(r.EngineDist))
-	if err != nil {
-		return nil, fmt.Errorf("engine distribution: %w", err)
+	if s.inserts == nil {
+		s.inserts = map[int]*sql.Stmt{}
 	}
-	steps, err := enc(nonNil(r.Steps))
-	if err != nil {
-		return nil, fmt.Errorf("steps: %w", err)
+	s.inserts[n] = st
+	return st, nil
+}
+
+func rowArgs(r *Record, keepStates bool) ([]any, error) {
+	opts := string(appendStrings(nil, r.Options))
+	eng, ok := appendFloats(nil, r.EngineDist)
+	if !ok {
+		return nil, errors.New("engine distribution: not finite")
 	}
-	fin, err := enc(nonNil(r.final()))
-	if err != nil {
-		return nil, fmt.Errorf("final distribution: %w", err)
+	steps, ok := appendSteps(nil, r.Steps)
+	if !ok {
+		return nil, errors.New("steps: a distribution is not finite")
+	}
+	fin, ok := appendFloats(nil, r.final())
+	if !ok {
+		return nil, errors.New("final distribution: not finite")
 	}
 	var mass any
 	if r.LabelMass != nil {
@@ -229,14 +260,93 @@ func rowArgs(r *Record, keepStates bool) ([]any, error) {
 		state = string(r.State)
 	}
 	return []any{r.RequestID, r.QuestionID, r.Time.UnixNano(), r.Face, r.Model, r.Node, string(r.Kind),
-		opts, eng, steps, fin, mass, r.Latency.Microseconds(), hash, state}, nil
+		opts, string(eng), string(steps), string(fin), mass, r.Latency.Microseconds(), hash, state}, nil
 }
 
-func nonNil[T any](s []T) []T {
-	if s == nil {
-		return []T{}
+// appendStrings, appendFloats and appendSteps write what json.Marshal
+// writes for a slice (nil as []), without its reflection: the writer
+// encodes four of them per record. false means a number is not finite,
+// which JSON cannot hold.
+func appendStrings(b []byte, ss []string) []byte {
+	b = append(b, '[')
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, s)
 	}
-	return s
+	return append(b, ']')
+}
+
+func appendFloats(b []byte, fs []float64) ([]byte, bool) {
+	b = append(b, '[')
+	for i, f := range fs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var ok bool
+		if b, ok = appendFloat(b, f); !ok {
+			return nil, false
+		}
+	}
+	return append(b, ']'), true
+}
+
+func appendSteps(b []byte, steps []Step) ([]byte, bool) {
+	b = append(b, '[')
+	for i, st := range steps {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"name":`...)
+		b = appendString(b, st.Name)
+		b = append(b, `,"version":`...)
+		b = appendString(b, st.Version)
+		b = append(b, `,"dist":`...)
+		if st.Dist == nil { // json.Marshal writes a nil slice field as null
+			b = append(b, "null"...)
+		} else {
+			var ok bool
+			if b, ok = appendFloats(b, st.Dist); !ok {
+				return nil, false
+			}
+		}
+		b = append(b, '}')
+	}
+	return append(b, ']'), true
+}
+
+// appendString writes s quoted as json.Marshal does: text that needs no
+// escape as it is, anything else through json.Marshal itself.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always encodes
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// appendFloat writes f as json.Marshal does a float64.
+func appendFloat(b []byte, f float64) ([]byte, bool) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return b, false
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' { // e-09 as e-9
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b, true
 }
 
 // selectEntry reads a decisions row with its latest outcome and the
@@ -320,4 +430,9 @@ func (s *store) prune(ctx context.Context, cutoff time.Time, maxRows int64) (int
 	return n, nil
 }
 
-func (s *store) close() error { return s.db.Close() }
+func (s *store) close() error {
+	for _, st := range s.inserts {
+		_ = st.Close()
+	}
+	return s.db.Close()
+}
