@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"log/slog"
 	"strconv"
 	"strings"
 )
@@ -95,14 +96,9 @@ func headerNames(names []string) string {
 	return b.String()
 }
 
-const logNotesKey ctxKey = 1
-
-// logNotes holds what a handler adds to its request's log line.
-type logNotes struct{ attrs []any }
-
-// noteLog adds key-value pairs to the request's log line (see observe).
-func noteLog(ctx context.Context, attrs ...any) {
-	if n, ok := ctx.Value(logNotesKey).(*logNotes); ok {
-		n.attrs = append(n.attrs, attrs...)
+// noteLog adds an attribute to the request's log line (see observe).
+func noteLog(ctx context.Context, key string, value any) {
+	if ri, ok := ctx.Value(requestKey).(*requestInfo); ok {
+		ri.notes = append(ri.notes, slog.Any(key, value))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
@@ -18,13 +19,22 @@ import (
 
 type ctxKey int
 
-const requestIDKey ctxKey = 0
+const requestKey ctxKey = 0
+
+// requestInfo is what observe keeps for one request, in one context
+// value: its id and what its handler adds to its log line.
+type requestInfo struct {
+	id    string
+	notes []slog.Attr
+}
 
 // RequestID returns the request's id, as sent in the wire's request-id
 // header.
 func RequestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey).(string)
-	return id
+	if ri, ok := ctx.Value(requestKey).(*requestInfo); ok {
+		return ri.id
+	}
+	return ""
 }
 
 // recorder remembers the status a handler wrote.
@@ -48,16 +58,15 @@ func (r *recorder) Write(b []byte) (int, error) {
 }
 
 // observe gives every request an id (returned in the request-id header),
-// logs one line for it and counts it.
+// logs one line for it and counts it. The line is written with typed
+// attributes, and only when the logger takes info lines.
 func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		id := systemone.NewRequestID()
-		w.Header().Set(systemone.RequestIDHeader, id)
+		ri := &requestInfo{id: systemone.NewRequestID()}
+		w.Header().Set(systemone.RequestIDHeader, ri.id)
 		rec := &recorder{ResponseWriter: w}
-		notes := &logNotes{}
-		ctx := context.WithValue(context.WithValue(r.Context(), requestIDKey, id), logNotesKey, notes)
-		r = r.WithContext(ctx)
+		r = r.WithContext(context.WithValue(r.Context(), requestKey, ri))
 		next.ServeHTTP(rec, r)
 		if rec.status == 0 {
 			rec.status = http.StatusOK
@@ -68,8 +77,13 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			route = "unmatched"
 		}
 		s.opt.Metrics.Request(route, strconv.Itoa(rec.status), d)
-		s.opt.Log.Info("request", append([]any{"id", id, "method", r.Method, "path", r.URL.Path,
-			"status", rec.status, "ms", float64(d.Microseconds()) / 1000, "remote", r.RemoteAddr}, notes.attrs...)...)
+		if !s.opt.Log.Enabled(r.Context(), slog.LevelInfo) {
+			return
+		}
+		attrs := append(make([]slog.Attr, 0, 6+len(ri.notes)),
+			slog.String("id", ri.id), slog.String("method", r.Method), slog.String("path", r.URL.Path),
+			slog.Int("status", rec.status), slog.Float64("ms", float64(d.Microseconds())/1000), slog.String("remote", r.RemoteAddr))
+		s.opt.Log.LogAttrs(r.Context(), slog.LevelInfo, "request", append(attrs, ri.notes...)...)
 	})
 }
 

@@ -117,6 +117,9 @@ type wireAnswer struct {
 // abstained says why the endpoint marked the answer abstained
 // ("abstention": "abstained" or "low_confidence": true), or "".
 func (a *wireAnswer) abstained() string {
+	if len(a.Abstention) == 0 && len(a.LowConfidence) == 0 {
+		return "" // no mark sent, the common case: nothing to decode
+	}
 	var mark string
 	var low bool
 	_ = json.Unmarshal(a.Abstention, &mark)
