@@ -29,8 +29,8 @@ func Members(raw json.RawMessage) ([]Member, error) {
 	if i >= len(raw) || raw[i] != '{' {
 		return nil, ErrNotObject
 	}
-	var out []Member
-	seen := map[string]bool{}
+	out := make([]Member, 0, 4) // most objects have a few members: one allocation
+	var seen map[string]bool    // past smallObject members; below, out is searched
 	for i = skipSpace(raw, i+1); i < len(raw) && raw[i] != '}'; {
 		end := skipString(raw, i)
 		key, err := unquote(raw[i:end])
@@ -40,10 +40,9 @@ func Members(raw json.RawMessage) ([]Member, error) {
 		i = skipSpace(raw, end)
 		i = skipSpace(raw, i+1) // the colon
 		end = skipValue(raw, i)
-		if seen[key] {
+		if seenKey(out, &seen, key) {
 			return nil, &DuplicateKeyError{Key: key}
 		}
-		seen[key] = true
 		out = append(out, Member{key, raw[i:end]})
 		i = skipSpace(raw, end)
 		if i < len(raw) && raw[i] == ',' {
@@ -51,6 +50,46 @@ func Members(raw json.RawMessage) ([]Member, error) {
 		}
 	}
 	return out, nil
+}
+
+// smallObject is how many members Members compares keys with one by one
+// before it keeps them in a map: most objects (a question, its criteria)
+// have a few, and a map for them costs more than the comparisons.
+const smallObject = 8
+
+// seenKey reports whether key is one of the members so far, out, keeping
+// their keys in *seen once there are more than smallObject of them.
+func seenKey(out []Member, seen *map[string]bool, key string) bool {
+	if *seen == nil && len(out) < smallObject {
+		for _, m := range out {
+			if m.Key == key {
+				return true
+			}
+		}
+		return false
+	}
+	if *seen == nil {
+		*seen = make(map[string]bool, 2*len(out))
+		for _, m := range out {
+			(*seen)[m.Key] = true
+		}
+	}
+	if (*seen)[key] {
+		return true
+	}
+	(*seen)[key] = true
+	return false
+}
+
+// Lookup returns the value of the member named key, and whether there is
+// one: the members of an object that Members read, so each key once.
+func Lookup(ms []Member, key string) (json.RawMessage, bool) {
+	for _, m := range ms {
+		if m.Key == key {
+			return m.Value, true
+		}
+	}
+	return nil, false
 }
 
 // DuplicateKeyError is the error of Members on an object with a key

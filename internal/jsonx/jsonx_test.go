@@ -3,6 +3,7 @@ package jsonx
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -138,4 +139,36 @@ func FuzzMembers(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestMembersDuplicateAnySize checks that a key twice is found wherever it
+// is, in objects of a few members (compared one by one) and of many (kept
+// in a map), and that Lookup finds every member.
+func TestMembersDuplicateAnySize(t *testing.T) {
+	for _, n := range []int{1, 2, smallObject - 1, smallObject, smallObject + 1, 3 * smallObject} {
+		keys := make([]string, n)
+		for i := range keys {
+			keys[i] = fmt.Sprintf(`"k%d":%d`, i, i)
+		}
+		ms, err := Members(json.RawMessage("{" + strings.Join(keys, ",") + "}"))
+		if err != nil || len(ms) != n {
+			t.Fatalf("%d distinct keys: %d members, %v", n, len(ms), err)
+		}
+		for i := range n {
+			if v, ok := Lookup(ms, fmt.Sprintf("k%d", i)); !ok || string(v) != fmt.Sprint(i) {
+				t.Errorf("%d keys: Lookup k%d = %s, %v", n, i, v, ok)
+			}
+		}
+		if _, ok := Lookup(ms, "absent"); ok {
+			t.Errorf("%d keys: Lookup found a key that is not there", n)
+		}
+		for _, at := range []int{0, n / 2, n - 1} {
+			dup := append(append([]string(nil), keys...), fmt.Sprintf(`"k%d":"again"`, at))
+			_, err := Members(json.RawMessage("{" + strings.Join(dup, ",") + "}"))
+			var de *DuplicateKeyError
+			if !errors.As(err, &de) || de.Key != fmt.Sprintf("k%d", at) {
+				t.Errorf("%d keys, k%d twice: %v", n, at, err)
+			}
+		}
+	}
 }

@@ -54,7 +54,8 @@ func ParseResponse(req decision.Request, body []byte) (*Reply, error) {
 	if top.Usage == nil {
 		return nil, errors.New("usage: an object is required")
 	}
-	r := &Reply{Model: *top.Model}
+	n := len(req.Questions)
+	r := &Reply{Model: *top.Model, Answers: make([]decision.Answer, 0, n), Dists: make([]decision.Distribution, 0, n), Abstained: make([]string, 0, n)}
 	var err error
 	if r.Usage.InputTokens, err = tokenCount(top.Usage.Input); err != nil {
 		return nil, fmt.Errorf("usage.input_tokens: %w", err)
@@ -62,7 +63,7 @@ func ParseResponse(req decision.Request, body []byte) (*Reply, error) {
 	if r.Usage.OutputTokens, err = tokenCount(top.Usage.Output); err != nil {
 		return nil, fmt.Errorf("usage.output_tokens: %w", err)
 	}
-	asked := map[string]bool{}
+	asked := make(map[string]bool, n)
 	for _, q := range req.Questions {
 		asked[q.ID] = true
 		wa, ok := top.Answers[q.ID]

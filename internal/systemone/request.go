@@ -86,12 +86,9 @@ func ParseRequest(body []byte) *Parsed {
 		p.broken["model"], p.broken["state"], p.broken["questions"] = true, true, true
 		return p
 	}
-	fields := map[string]json.RawMessage{}
-	for _, m := range top {
-		fields[m.Key] = m.Value
-	}
+	field := func(key string) (json.RawMessage, bool) { return jsonx.Lookup(top, key) }
 
-	switch raw, ok := fields["model"]; {
+	switch raw, ok := field("model"); {
 	case !ok:
 		fail("missing", "Field required", "model")
 	case jsonx.Kind(raw) != "string":
@@ -100,9 +97,9 @@ func ParseRequest(body []byte) *Parsed {
 		_ = json.Unmarshal(raw, &p.Model)
 	}
 
-	state, ok := fields["state"]
+	state, ok := field("state")
 	if !ok {
-		state, ok = fields["document"]
+		state, ok = field("document")
 	}
 	switch k := jsonx.Kind(state); {
 	case !ok || k == "null":
@@ -113,7 +110,7 @@ func ParseRequest(body []byte) *Parsed {
 		p.State = state
 	}
 
-	raw, ok := fields["questions"]
+	raw, ok := field("questions")
 	if !ok || jsonx.Kind(raw) == "null" {
 		fail("missing", "Field required", "questions")
 		return p
@@ -157,12 +154,9 @@ func parseQuestion(id string, raw json.RawMessage) (decision.Question, []decisio
 		fail("model_type", "a question must be an object")
 		return q, ps
 	}
-	fields := map[string]json.RawMessage{}
-	for _, m := range fs {
-		fields[m.Key] = m.Value
-	}
+	field := func(key string) (json.RawMessage, bool) { return jsonx.Lookup(fs, key) }
 
-	t, ok := fields["type"]
+	t, ok := field("type")
 	var kind string
 	switch {
 	case !ok:
@@ -174,7 +168,7 @@ func parseQuestion(id string, raw json.RawMessage) (decision.Question, []decisio
 	}
 	q.Kind = decision.Kind(kind)
 
-	if in, ok := fields["instructions"]; ok {
+	if in, ok := field("instructions"); ok {
 		switch jsonx.Kind(in) {
 		case "null":
 		case "string", "object", "array":
@@ -184,7 +178,7 @@ func parseQuestion(id string, raw json.RawMessage) (decision.Question, []decisio
 		}
 	}
 
-	crit, hasCrit := fields["criteria"]
+	crit, hasCrit := field("criteria")
 	if hasCrit && jsonx.Kind(crit) == "null" {
 		hasCrit = false
 	}
