@@ -15,6 +15,7 @@
 // system1.
 //
 //	forward -system1 before=/tmp/system1-before -system1 after=bin/system1 -rounds 5
+//	forward -system1 bin/system1 -system1 gogc400=bin/system1,GOGC=400
 package main
 
 import (
@@ -50,28 +51,38 @@ const (
 )
 
 // binaries is the repeatable -system1 flag: NAME=PATH, or PATH named by
-// its file name.
+// its file name, then any environment variables for that process, each
+// after a comma: after=bin/system1,GOGC=400.
 type binaries []binary
 
-type binary struct{ name, path string }
+type binary struct {
+	name, path string
+	env        []string
+}
 
 func (b *binaries) String() string { return fmt.Sprint(*b) }
 
 func (b *binaries) Set(v string) error {
-	name, path, ok := strings.Cut(v, "=")
+	parts := strings.Split(v, ",")
+	name, path, ok := strings.Cut(parts[0], "=")
 	if !ok {
-		name, path = filepath.Base(v), v
+		name, path = filepath.Base(parts[0]), parts[0]
 	}
 	if name == "" || name == "direct" || path == "" {
 		return fmt.Errorf("want NAME=PATH or PATH, with a name other than direct: %q", v)
 	}
-	*b = append(*b, binary{name, path})
+	for _, e := range parts[1:] {
+		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
+			return fmt.Errorf("%q: an environment variable is KEY=VALUE", e)
+		}
+	}
+	*b = append(*b, binary{name, path, parts[1:]})
 	return nil
 }
 
 func main() {
 	var bins binaries
-	flag.Var(&bins, "system1", "a system1 binary to measure, NAME=PATH or PATH; repeat it to compare binaries side by side (default bin/system1)")
+	flag.Var(&bins, "system1", "a system1 binary to measure, NAME=PATH or PATH, then ,KEY=VALUE for its environment; repeat it to compare binaries side by side (default bin/system1)")
 	conns := flag.Int("c", 16, "concurrent connections")
 	duration := flag.Duration("duration", 5*time.Second, "how long each target is measured in each round")
 	rounds := flag.Int("rounds", 1, "rounds: every target is measured once a round, in an order rotated each round")
@@ -79,7 +90,7 @@ func main() {
 	dlog := flag.String("decision-log", "on", "on: each system1 records every answer in its decision log, as serve does by default (SQLite in a temporary state folder); off: decision_log.off; both: each binary twice, NAME and NAME-nolog")
 	flag.Parse()
 	if len(bins) == 0 {
-		bins = binaries{{"system1", "bin/system1"}}
+		bins = binaries{{name: "system1", path: "bin/system1"}}
 	}
 	var logs []bool
 	switch *dlog {
@@ -238,6 +249,7 @@ func start(b binary, state, base string, log, admin bool) (target, func(), error
 		return target{}, nil, err
 	}
 	cmd := exec.Command(b.path, "serve", "--config", cfg, "--state-dir", state)
+	cmd.Env = append(os.Environ(), b.env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return target{}, nil, err

@@ -92,7 +92,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 // whole request runs under the request timeout with its body bounded.
 func (s *Server) api(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		caller := "addr:" + clientKey(r.RemoteAddr)
+		caller := "" // whom the rate limit counts: the key, else the address
 		if s.AuthOn() {
 			k, ok, wait := s.checkKey(r)
 			if !ok {
@@ -106,6 +106,9 @@ func (s *Server) api(h http.HandlerFunc) http.Handler {
 				return
 			}
 			caller = "key:" + strconv.Itoa(k)
+		}
+		if caller == "" && s.limiter != nil {
+			caller = "addr:" + clientKey(r.RemoteAddr)
 		}
 		if ok, wait := s.limiter.allow(caller, time.Now()); !ok {
 			secs := retryAfterSeconds(wait)
