@@ -2,6 +2,7 @@ package decisionlog
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"reflect"
 	"testing"
@@ -53,4 +54,38 @@ func nonNilSlice[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+// TestInsertBatchesOfAnySize writes batches whose sizes are and are not
+// the prepared INSERTs' (1, 2, 4 ... 64 rows), twice each so the second
+// reuses the statements, and reads every record back.
+func TestInsertBatchesOfAnySize(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := ctxT(t)
+			l := b.open(t, Options{})
+			total := 0
+			for _, n := range []int{1, 3, 64, 65, 127, 200} {
+				for round := range 2 {
+					recs := make([]Record, n)
+					for i := range recs {
+						recs[i] = sample(fmt.Sprintf("req_%d_%d_%d", n, round, i), "q", t0)
+					}
+					if bad, err := l.store.insert(ctx, recs, false); bad != 0 || err != nil {
+						t.Fatalf("%d records: %d bad, %v", n, bad, err)
+					}
+					total += n
+					for _, i := range []int{0, n - 1} {
+						es, err := l.Lookup(ctx, recs[i].RequestID)
+						if err != nil || len(es) != 1 || !reflect.DeepEqual(es[0].EngineDist, recs[i].EngineDist) {
+							t.Fatalf("%d records: record %d read back as %+v, %v", n, i, es, err)
+						}
+					}
+				}
+			}
+			if got := count(t, l, "decisions"); got != total {
+				t.Errorf("%d rows, wrote %d", got, total)
+			}
+		})
+	}
 }
