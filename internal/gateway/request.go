@@ -10,6 +10,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"system1/internal/decision"
@@ -227,9 +228,17 @@ func textProblem(path []string, isKey bool) string {
 	return field + " is not valid UTF-8 (or holds an unpaired surrogate escape); send UTF-8 text"
 }
 
-// NewRequestID makes a request id: req_ and 32 hex digits.
+// NewRequestID makes a request id in Jev's shape, for every face: req_
+// and 32 hex digits, the first 12 the time in milliseconds and the other
+// 20 random (80 bits). Ids made later sort later, so the decision log's
+// index on them grows at its end instead of at random pages: a batch of
+// records then writes a few pages, not one per record.
 func NewRequestID() string {
 	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	ms := uint64(time.Now().UnixMilli())
+	for i := range 6 {
+		b[i] = byte(ms >> (8 * (5 - i)))
+	}
+	_, _ = rand.Read(b[6:]) // crypto/rand.Read never fails
 	return "req_" + hex.EncodeToString(b[:])
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"system1/internal/gateway"
 	"system1/internal/redact"
 	"system1/internal/systemone"
 )
@@ -63,7 +64,7 @@ func (r *recorder) Write(b []byte) (int, error) {
 func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		ri := &requestInfo{id: systemone.NewRequestID()}
+		ri := &requestInfo{id: gateway.NewRequestID()}
 		w.Header().Set(systemone.RequestIDHeader, ri.id)
 		rec := &recorder{ResponseWriter: w}
 		r = r.WithContext(context.WithValue(r.Context(), requestKey, ri))

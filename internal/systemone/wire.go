@@ -2,8 +2,6 @@ package systemone
 
 import (
 	"cmp"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"slices"
 	"time"
@@ -11,21 +9,6 @@ import (
 
 // RequestIDHeader is the header every reply carries its request id in.
 const RequestIDHeader = "X-Typesafe-Request-Id"
-
-// NewRequestID makes Jev's request id: req_ and 32 hex digits, the first
-// 12 the time in milliseconds and the other 20 random (80 bits). Ids made
-// later sort later, so the decision log's index on them grows at its end
-// instead of at random pages: a batch of records then writes a few pages,
-// not one per record.
-func NewRequestID() string {
-	var b [16]byte
-	ms := uint64(time.Now().UnixMilli())
-	for i := range 6 {
-		b[i] = byte(ms >> (8 * (5 - i)))
-	}
-	_, _ = rand.Read(b[6:]) // crypto/rand.Read never fails
-	return "req_" + hex.EncodeToString(b[:])
-}
 
 // NotFoundBody is the body of a 404 for a route that does not exist,
 // FastAPI's, as hosted Jev sends it.

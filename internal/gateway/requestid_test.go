@@ -1,4 +1,4 @@
-package systemone
+package gateway
 
 import (
 	"regexp"
