@@ -5,6 +5,30 @@
 // and biased toward the first label. Its answers are right often but not
 // always, and wrong in a known way, so a calibration loop has something
 // real to correct and a known answer to find.
+//
+// # States that fit no option
+//
+// Trained by TrainWithOutOfScope, a question's classifier has one more
+// class, "fits none", learnt from states known to fit none of its options
+// (for banking12's question: Banking77 messages whose intent is not one of
+// the twelve, CLINC150's near out-of-scope). The model then serves what a
+// pre-constraint engine reports when it does not see its answer among the
+// labels: the labels together get Mass*(1-P(none)), the rest going to
+// tokens that are not labels, so system1's label mass falls with the
+// model's own belief that no option fits. A prompt that also lists
+// Options.NoneOption (the gateway's none_option) gets P(none) on that
+// option's label instead, and the labels together get Mass again. P(none)
+// is the served one: the classifier's, biased and tempered with the
+// options, as a real model's over-confidence would reach it too.
+//
+// These are a simulation's numbers. They show that min_label_mass and
+// none_option act on a learnt signal and what they cost in-scope, not what
+// a real model's label mass looks like: a bag of words knows nothing of a
+// state's words it never saw, so a far out-of-scope state (a news story
+// asked a banking question) gets mostly the none class's prior, which is
+// the share of out-of-scope states among the training cases; and where a
+// real model with a none option might still put some of its doubt off the
+// labels, this one puts all of it on the none label.
 package simmodel
 
 import (
@@ -38,6 +62,12 @@ type Options struct {
 	L2 float64
 	// Epochs of full-batch gradient descent; 0 is DefaultEpochs.
 	Epochs int
+	// NoneOption is the option line of an implicit "none of these"
+	// option (the gateway's NoneOption). A prompt listing it after the
+	// options of a question trained with out-of-scope states is served
+	// the none class's probability on its label; "" serves no such
+	// option, and a prompt listing it is then an unknown question.
+	NoneOption string
 }
 
 // DefaultOptions are the ones tests and benchmarks start from: served at
@@ -59,17 +89,23 @@ const (
 // signature (its options as the prompt lists them).
 type Model struct {
 	Temperature, FirstBias, Mass float64
-	bySignature                  map[string]*Classifier
+	// NoneOption is Options.NoneOption.
+	NoneOption  string
+	bySignature map[string]*Classifier
 	// bySet maps a signature's options, sorted, to the signature.
 	bySet map[string]string
 }
 
 // Classifier is a multinomial logistic regression over the words of the
-// state, one class per option.
+// state, one class per option, and one more after them ("fits none")
+// when it was trained with out-of-scope states.
 type Classifier struct {
 	// Options are the option lines, as the prompt shows them, in order.
 	Options []string
-	vocab   map[string]int
+	// None is set when the classifier has the "fits none" class, index
+	// len(Options).
+	None  bool
+	vocab map[string]int
 	// w[k] holds class k's weights, the bias last.
 	w [][]float64
 	// T0 is the temperature that calibrates the regression's own
@@ -109,7 +145,11 @@ func examples(cs []cases.Case) ([]example, error) {
 			for j, l := range p.Order {
 				opts[j] = p.Options[l]
 			}
-			out = append(out, example{signature: strings.Join(opts, "\n"), options: opts, state: p.State, expected: c.Expected[i]})
+			e := example{signature: strings.Join(opts, "\n"), options: opts, state: p.State}
+			if i < len(c.Expected) { // out-of-scope cases need none
+				e.expected = c.Expected[i]
+			}
+			out = append(out, e)
 		}
 	}
 	return out, nil
@@ -117,6 +157,15 @@ func examples(cs []cases.Case) ([]example, error) {
 
 // Train fits one classifier per question signature of cs.
 func Train(cs []cases.Case, opt Options) (*Model, error) {
+	return TrainWithOutOfScope(cs, nil, opt)
+}
+
+// TrainWithOutOfScope fits one classifier per question signature of cs,
+// with a "fits none" class for each signature asked in outOfScope: cases
+// whose states fit none of their questions' options (their expected
+// answers are not read). An out-of-scope question whose options were
+// never asked in cs is an error: there is nothing in scope to learn.
+func TrainWithOutOfScope(cs, outOfScope []cases.Case, opt Options) (*Model, error) {
 	opt = opt.withDefaults()
 	exs, err := examples(cs)
 	if err != nil {
@@ -133,10 +182,23 @@ func Train(cs []cases.Case, opt Options) (*Model, error) {
 		}
 		bySig[e.signature] = append(bySig[e.signature], e)
 	}
-	m := &Model{Temperature: opt.Temperature, FirstBias: opt.FirstBias, Mass: opt.Mass, bySignature: map[string]*Classifier{}, bySet: map[string]string{}}
+	oos, err := examples(outOfScope)
+	if err != nil {
+		return nil, err
+	}
+	none := map[string]bool{}
+	for _, e := range oos {
+		if _, ok := bySig[e.signature]; !ok {
+			return nil, fmt.Errorf("simmodel: an out-of-scope state asked %d options %q that no case in scope asks", len(e.options), e.options)
+		}
+		e.expected = len(e.options)
+		bySig[e.signature] = append(bySig[e.signature], e)
+		none[e.signature] = true
+	}
+	m := &Model{Temperature: opt.Temperature, FirstBias: opt.FirstBias, Mass: opt.Mass, NoneOption: opt.NoneOption, bySignature: map[string]*Classifier{}, bySet: map[string]string{}}
 	for _, sig := range order {
 		es := bySig[sig]
-		c, err := trainCalibrated(es, opt)
+		c, err := trainCalibrated(es, none[sig], opt)
 		if err != nil {
 			return nil, fmt.Errorf("simmodel: %d options %q: %w", len(es[0].options), es[0].options, err)
 		}
@@ -153,8 +215,9 @@ func Train(cs []cases.Case, opt Options) (*Model, error) {
 const calibrationShare = 0.25
 
 // trainCalibrated fits a classifier on most of es and its temperature T0
-// on the rest.
-func trainCalibrated(es []example, opt Options) (*Classifier, error) {
+// on the rest; with none, over one more class than options, for the
+// examples expected there.
+func trainCalibrated(es []example, none bool, opt Options) (*Classifier, error) {
 	var fitTexts, calTexts []string
 	var fitLabels, calLabels []int
 	for i, e := range es {
@@ -168,8 +231,11 @@ func trainCalibrated(es []example, opt Options) (*Classifier, error) {
 		return nil, fmt.Errorf("%d cases are too few to train and calibrate on", len(es))
 	}
 	k := len(es[0].options)
+	if none {
+		k++
+	}
 	c := TrainClassifier(fitTexts, fitLabels, k, opt.L2, opt.Epochs)
-	c.Options = es[0].options
+	c.Options, c.None = es[0].options, none
 	preds := make([]calibration.Prediction, len(calTexts))
 	for i, t := range calTexts {
 		lp := c.LogProbs(t)
@@ -330,15 +396,22 @@ func (c *Classifier) LogProbs(text string) []float64 {
 // Served are the log-probabilities the model serves over a question's
 // options for a state: the classifier's log-probabilities s, with
 // FirstBias added to the first option's, divided by Temperature, then
-// normalised to sum to Mass. Over two options i and j,
+// normalised to sum to Mass, less the none class's share where the
+// classifier has one (it is not shown). Over two options i and j,
 // Temperature * (served_i - served_j) = s_i - s_j + FirstBias*([i=0] - [j=0]).
 func (m *Model) Served(c *Classifier, text string) []float64 {
-	return m.serve(c.LogProbs(text))
+	s := c.LogProbs(text)
+	if c.None {
+		return m.serve(s[:len(c.Options)], s[len(c.Options):])
+	}
+	return m.serve(s, nil)
 }
 
 // serve biases, tempers and scales scores given in the order the prompt
-// shows the options: the bias goes to whichever option is shown first.
-func (m *Model) serve(s []float64) []float64 {
+// shows the options (the bias goes to whichever option is shown first),
+// over them and the hidden scores together, which are not served: their
+// share of Mass goes to tokens that are not labels.
+func (m *Model) serve(s, hidden []float64) []float64 {
 	z := make([]float64, len(s))
 	top := math.Inf(-1)
 	for k, v := range s {
@@ -348,8 +421,13 @@ func (m *Model) serve(s []float64) []float64 {
 		z[k] = v / m.Temperature
 		top = math.Max(top, z[k])
 	}
+	h := make([]float64, len(hidden))
+	for k, v := range hidden {
+		h[k] = v / m.Temperature
+		top = math.Max(top, h[k])
+	}
 	var sum float64
-	for _, v := range z {
+	for _, v := range slices.Concat(z, h) {
 		sum += math.Exp(v - top)
 	}
 	lse := top + math.Log(sum)
@@ -366,25 +444,37 @@ func (m *Model) Classifier(options []string) *Classifier {
 }
 
 // reordered is the classifier trained on the options in any order, and
-// where each option the prompt shows is among its classes; nil when none
+// where each option the prompt shows is among its classes (NoneOption,
+// when the classifier has the none class, is that class); nil when none
 // was trained on that set of options.
 func (m *Model) reordered(options []string) (*Classifier, []int) {
 	key := slices.Clone(options)
+	none := m.NoneOption != "" && slices.Contains(key, m.NoneOption)
+	if none {
+		key = slices.DeleteFunc(key, func(o string) bool { return o == m.NoneOption })
+		if len(key) != len(options)-1 {
+			return nil, nil
+		}
+	}
 	slices.Sort(key)
 	c := m.bySignature[m.bySet[strings.Join(key, "\n")]]
-	if c == nil {
+	if c == nil || (none && !c.None) {
 		return nil, nil
 	}
 	at := make([]int, len(options))
 	for i, o := range options {
 		at[i] = slices.Index(c.Options, o)
+		if none && o == m.NoneOption {
+			at[i] = len(c.Options)
+		}
 	}
 	return c, at
 }
 
 // Logprobs answers an engine request, as fakeengine.Behavior.Prompted: it
 // reads the state and the options from the prompt and serves Served for
-// the labels asked. A question no classifier was trained for, or a prompt
+// the labels asked, the none class on NoneOption's label where the prompt
+// lists it. A question no classifier was trained for, or a prompt
 // that does not parse, gets no label reported at all (every entry -Inf),
 // so system1 reports the engine as not answering rather than read a
 // made-up distribution.
@@ -413,7 +503,11 @@ func (m *Model) Logprobs(r fakeengine.Request) []float64 {
 	for i, k := range at {
 		shown[i] = own[k]
 	}
-	served := m.serve(shown)
+	var hidden []float64
+	if c.None && !slices.Contains(at, len(c.Options)) {
+		hidden = own[len(c.Options):]
+	}
+	served := m.serve(shown, hidden)
 	for i, l := range r.Labels {
 		if k := slices.Index(p.Order, l); k >= 0 {
 			lps[i] = served[k]
