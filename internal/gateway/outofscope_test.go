@@ -54,7 +54,7 @@ func (b bankingAsked) asCase(c cases.Case, expected []int) cases.Case {
 type oosRow struct {
 	name                    string
 	inLost, near, far, acc  float64
-	kept                    int
+	kept, right             int
 	inMass, nearMass, farMs []float64
 }
 
@@ -132,7 +132,6 @@ func TestOutOfScopeOnSimulatedModel(t *testing.T) {
 	// shown too.
 	measure := func(name, extra string, gate float64, none bool) oosRow {
 		row := oosRow{name: name}
-		right := 0
 		for _, c := range inHeld {
 			res := ask(c.Request.State, extra)
 			if res.LabelMass == nil {
@@ -153,11 +152,11 @@ func TestOutOfScopeOnSimulatedModel(t *testing.T) {
 			}
 			row.kept++
 			if res.Decision != nil && *res.Decision == asked.options[c.Expected[0]] {
-				right++
+				row.right++
 			}
 		}
 		row.inLost /= float64(len(inHeld))
-		row.acc = float64(right) / float64(max(row.kept, 1))
+		row.acc = float64(row.right) / float64(max(row.kept, 1))
 		for _, grp := range []struct {
 			cs    []cases.Case
 			share *float64
@@ -185,10 +184,10 @@ func TestOutOfScopeOnSimulatedModel(t *testing.T) {
 	t.Logf("banking12's question on the simulated model (none class learnt from %d near out-of-scope training messages beside %d in scope); held out: %d in scope, %d near out of scope (Banking77, other intents), %d far (%d AG News, %d SST-2)",
 		len(nearTrain), len(inTrain), len(inHeld), len(nearHeld), len(far), min(len(news), 100), min(len(reviews), 100))
 	t.Logf("label_mass quartiles (no gate): in scope %s; near %s; far %s", quartiles(rows[0].inMass), quartiles(rows[0].nearMass), quartiles(rows[0].farMs))
-	t.Logf("| asked with | in-scope lost | near OOS flagged | far OOS flagged | accuracy of in-scope kept |")
+	t.Logf("| asked with | in-scope lost | near OOS flagged | far OOS flagged | accuracy of in-scope kept (right/kept) |")
 	t.Logf("|---|---|---|---|---|")
 	for _, r := range rows {
-		t.Logf("| %s | %.3f | %.3f | %.3f | %.3f (%d) |", r.name, r.inLost, r.near, r.far, r.acc, r.kept)
+		t.Logf("| %s | %.3f | %.3f | %.3f | %.3f (%d/%d) |", r.name, r.inLost, r.near, r.far, r.acc, r.right, r.kept)
 	}
 
 	if rows[0].inLost != 0 || rows[0].near != 0 || rows[0].far != 0 {
