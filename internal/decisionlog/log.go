@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"system1/internal/decision"
 )
 
 // Defaults of Options.
@@ -361,7 +363,8 @@ var (
 	ErrBadOutcome = errors.New("outcome is not one of the question's options")
 )
 
-// OutcomeError is an outcome that is not one of the question's options.
+// OutcomeError is an outcome that is not one of the question's options
+// (nor NoneFit, for a choice).
 type OutcomeError struct {
 	Outcome string
 	Options []string
@@ -391,7 +394,8 @@ func (l *Log) Lookup(ctx context.Context, requestID string) ([]Entry, error) {
 
 // Outcome records what turned out right for a question: outcome is one of
 // its option keys (a criteria key, "true" or "false", a level key "0".."k-1",
-// a decide option). The latest outcome for a question wins; earlier ones
+// a decide option), or NoneFit for a choice none of whose options was
+// right. The latest outcome for a question wins; earlier ones
 // are kept. questionID may be "" when the request has a single question,
 // as a decide request does. It returns the entry the outcome is for, as
 // it stands after it.
@@ -465,7 +469,7 @@ func (l *Log) resolve(es []Entry, requestID, questionID, outcome string) (Entry,
 	if !ok {
 		return Entry{}, fmt.Errorf("%w %q in request %q (it has %q)", ErrUnknownQuestion, questionID, requestID, ids)
 	}
-	if !slices.Contains(e.Options, outcome) {
+	if !slices.Contains(e.Options, outcome) && !(outcome == NoneFit && e.Kind == decision.Choice) {
 		return Entry{}, &OutcomeError{Outcome: outcome, Options: e.Options}
 	}
 	return e, nil

@@ -166,6 +166,8 @@ func TestOutcomeErrors(t *testing.T) {
 				{"a noul", "req_two", "urgent", "false", nil},
 				{"decide without a question id", "req_decide", "", "technical", nil},
 				{"decide by its id", "req_decide", DecideQuestion, "billing", nil},
+				{"a choice none of whose options fit", "req_two", "department", NoneFit, nil},
+				{"a noul has no none", "req_two", "urgent", NoneFit, ErrBadOutcome},
 			} {
 				_, err := l.Outcome(ctx, c.req, c.q, c.outcome)
 				if !errors.Is(err, c.want) || (c.want == nil) != (err == nil) {
@@ -176,8 +178,8 @@ func TestOutcomeErrors(t *testing.T) {
 					t.Errorf("%s: %+v", c.name, oe)
 				}
 			}
-			if n := count(t, l, "outcomes"); n != 4 {
-				t.Errorf("%d outcome rows, want the 4 valid ones", n)
+			if n := count(t, l, "outcomes"); n != 5 {
+				t.Errorf("%d outcome rows, want the 5 valid ones", n)
 			}
 		})
 	}
@@ -333,12 +335,18 @@ func TestWindowGroupsAndPredictions(t *testing.T) {
 	add("d", "m1", decision.Choice, 4, t0, "2")
 	add("e", "m1", decision.Choice, 3, t0, "")                  // no outcome: left out
 	add("f", "m1", decision.Choice, 3, t0.Add(-time.Hour), "0") // outside the window
+	add("g", "m1", decision.Choice, 3, t0, NoneFit)             // no option fit: no prediction
 	es, err := l.Window(ctx, t0, t0.Add(time.Minute), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(es) != 5 {
-		t.Fatalf("%d in the window, want 5", len(es))
+	if len(es) != 6 {
+		t.Fatalf("%d in the window, want 6", len(es))
+	}
+	for _, e := range es {
+		if e.NoOptionFit() != (e.RequestID == "g") {
+			t.Errorf("%s: no option fit %v (outcome %+v)", e.RequestID, e.NoOptionFit(), e.Outcome)
+		}
 	}
 	var got []string
 	for _, g := range Groups(es) {

@@ -126,9 +126,22 @@ type Entry struct {
 
 // Outcome is what turned out right for a question, as reported.
 type Outcome struct {
-	// Value is one of the question's option keys.
+	// Value is one of the question's option keys, or NoneFit.
 	Value string
 	Time  time.Time
+}
+
+// NoneFit is the outcome of a choice none of whose options turned out
+// right: the state was out of scope. A choice that has an option "none"
+// takes the word as that option. Such an outcome calibrates no
+// confidence (no option was right) but tells a label-mass gate what it
+// should have flagged.
+const NoneFit = "none"
+
+// NoOptionFit reports whether the latest outcome says that none of the
+// options was right.
+func (e Entry) NoOptionFit() bool {
+	return e.Outcome != nil && e.Outcome.Value == NoneFit && !slices.Contains(e.Options, NoneFit)
 }
 
 // Uncalibrated is the distribution before the first temperature step:
@@ -227,7 +240,7 @@ func Groups(entries []Entry) []Group {
 
 // ParseOutcome reads an outcome as a face receives it, as JSON, into the
 // option key Outcome takes: a string as itself (a criteria key, a decide
-// option, a level key), true and false as "true" and "false" (a noul),
+// option, a level key, NoneFit), true and false as "true" and "false" (a noul),
 // and a whole number as its decimal digits (a score level given as a
 // number). Anything else is an error naming outcome.
 func ParseOutcome(raw json.RawMessage) (string, error) {

@@ -1,0 +1,90 @@
+package calibration
+
+import (
+	"math"
+	"slices"
+)
+
+// DefaultMaxInScopeLoss is the share of in-scope answers a suggested
+// label-mass gate may lose, unless told otherwise.
+const DefaultMaxInScopeLoss = 0.05
+
+// MassGate is a suggested min_label_mass: abstain on answers whose label
+// mass is under it, and the share of in-scope answers lost stays under
+// the target with GateConfidence.
+type MassGate struct {
+	// MinLabelMass is the highest gate that passes the bound, floored to
+	// three decimals; nil when none does (too few in-scope outcomes).
+	MinLabelMass *float64 `json:"min_label_mass"`
+	// MaxInScopeLoss is the share of in-scope answers the bound is held
+	// under.
+	MaxInScopeLoss float64 `json:"max_in_scope_loss"`
+	// InScope counts the answers whose outcome was one of their options,
+	// and OutOfScope those whose outcome was that none fit.
+	InScope    int `json:"in_scope"`
+	OutOfScope int `json:"out_of_scope"`
+	// InScopeLost is how many in-scope answers the gate would have
+	// abstained on, and UpperBound the one-sided Clopper–Pearson bound on
+	// their share.
+	InScopeLost int     `json:"in_scope_lost"`
+	UpperBound  float64 `json:"upper_bound"`
+	// Flagged is the share of out-of-scope answers under the gate: what
+	// it would have caught; nil without out-of-scope outcomes or a gate.
+	Flagged *float64 `json:"flagged"`
+}
+
+// SuggestMassGate finds the highest label-mass gate g such that the
+// one-sided 95% Clopper–Pearson upper bound on the share of in-scope
+// answers with mass under g is under maxLoss. inScope are the label
+// masses of answers whose outcome was one of their options, outOfScope
+// those of answers none of whose options fit; values that are not in
+// [0,1] are left out. Candidates are the in-scope masses observed: a gate
+// at one of them keeps it. A maxLoss not in (0, 1) is
+// DefaultMaxInScopeLoss. With no mistake allowed the bound is
+// 1-0.05^(1/n), so a gate at 5% needs at least 59 in-scope outcomes.
+func SuggestMassGate(inScope, outOfScope []float64, maxLoss float64) MassGate {
+	if !(maxLoss > 0 && maxLoss < 1) {
+		maxLoss = DefaultMaxInScopeLoss
+	}
+	valid := func(xs []float64) []float64 {
+		var out []float64
+		for _, x := range xs {
+			if x >= 0 && x <= 1 {
+				out = append(out, x)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	in, out := valid(inScope), valid(outOfScope)
+	g := MassGate{MaxInScopeLoss: maxLoss, InScope: len(in), OutOfScope: len(out)}
+	best := -1
+	for k := range in {
+		// A gate at in[k] loses the answers strictly under it; the bound
+		// grows with k, so the first to fail ends the search.
+		if !boundUnder(countUnder(in, in[k]), len(in), GateConfidence, maxLoss) {
+			break
+		}
+		best = k
+	}
+	if best < 0 {
+		g.UpperBound = ClopperPearsonUpper(0, len(in), GateConfidence)
+		return g
+	}
+	gate := math.Floor(in[best]*1000) / 1000
+	g.MinLabelMass = &gate
+	// The floor can only keep more: count again at the gate served.
+	g.InScopeLost = countUnder(in, gate)
+	g.UpperBound = ClopperPearsonUpper(g.InScopeLost, len(in), GateConfidence)
+	if len(out) > 0 {
+		f := float64(countUnder(out, gate)) / float64(len(out))
+		g.Flagged = &f
+	}
+	return g
+}
+
+// countUnder counts the sorted xs under x.
+func countUnder(xs []float64, x float64) int {
+	n, _ := slices.BinarySearch(xs, x)
+	return n
+}

@@ -1,0 +1,81 @@
+package calibration
+
+import (
+	"fmt"
+	"math"
+	"testing"
+)
+
+// spread is n masses evenly from lo to hi.
+func spread(n int, lo, hi float64) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = lo + (hi-lo)*float64(i)/float64(max(n-1, 1))
+	}
+	return out
+}
+
+// A suggested label-mass gate keeps the bound on the in-scope loss under
+// the target, and is the highest that does: the next in-scope mass above
+// it would lose one too many. What it flags of the out-of-scope answers
+// is counted at the gate served; too few in-scope outcomes suggest none.
+func TestSuggestMassGate(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		in, out    []float64
+		loss       float64
+		gate       bool
+		wantLoss   float64
+		wantInN    int
+		wantFlagOK func(*float64) bool
+	}{
+		{"separated", spread(300, 0.5, 0.95), spread(40, 0, 0.2), 0.05, true, 0.05, 300, func(f *float64) bool { return f != nil && *f == 1 }},
+		{"overlapping", spread(300, 0.1, 0.95), spread(40, 0, 0.6), 0.1, true, 0.1, 300, func(f *float64) bool { return f != nil && *f > 0 && *f < 1 }},
+		{"no out-of-scope outcomes", spread(300, 0.5, 0.95), nil, 0.05, true, 0.05, 300, func(f *float64) bool { return f == nil }},
+		{"default target, hostile values left out", append(spread(300, 0.5, 0.95), math.NaN(), -1, 2, math.Inf(1)), nil, 0, true, DefaultMaxInScopeLoss, 300, func(f *float64) bool { return f == nil }},
+		{"too few in scope", spread(40, 0.5, 0.95), spread(10, 0, 0.2), 0.05, false, 0.05, 40, func(f *float64) bool { return f == nil }},
+		{"none in scope", nil, spread(10, 0, 0.2), 0.05, false, 0.05, 0, func(f *float64) bool { return f == nil }},
+	} {
+		g := SuggestMassGate(tc.in, tc.out, tc.loss)
+		if g.MaxInScopeLoss != tc.wantLoss || g.InScope != tc.wantInN || (g.MinLabelMass != nil) != tc.gate || !tc.wantFlagOK(g.Flagged) {
+			t.Errorf("%s: %+v (flagged %v)", tc.name, g, g.Flagged)
+			continue
+		}
+		if !tc.gate {
+			continue
+		}
+		gate := *g.MinLabelMass
+		lost, above := 0, math.Inf(1)
+		for _, m := range tc.in {
+			if m >= 0 && m <= 1 {
+				if m < gate {
+					lost++
+				}
+				if m > gate+0.001 { // past what the floor to three decimals may drop
+					above = min(above, m)
+				}
+			}
+		}
+		next := 0
+		for _, m := range tc.in {
+			if m >= 0 && m <= 1 && m < above {
+				next++
+			}
+		}
+		switch {
+		case g.InScopeLost != lost || g.UpperBound != ClopperPearsonUpper(lost, g.InScope, GateConfidence):
+			t.Errorf("%s: gate %v loses %d (bound %v), reported %d (%v)", tc.name, gate, lost, ClopperPearsonUpper(lost, g.InScope, GateConfidence), g.InScopeLost, g.UpperBound)
+		case !(g.UpperBound < g.MaxInScopeLoss):
+			t.Errorf("%s: bound %v over the target %v", tc.name, g.UpperBound, g.MaxInScopeLoss)
+		case math.Floor(gate*1000) != gate*1000 && math.Abs(math.Round(gate*1000)-gate*1000) > 1e-9:
+			t.Errorf("%s: gate %v not floored to three decimals", tc.name, gate)
+		case !math.IsInf(above, 1) && ClopperPearsonUpper(next, g.InScope, GateConfidence) < g.MaxInScopeLoss:
+			t.Errorf("%s: gate %v is not the highest: at %v the bound is %v", tc.name, gate, above, ClopperPearsonUpper(next, g.InScope, GateConfidence))
+		}
+		flagged := "none to flag"
+		if g.Flagged != nil {
+			flagged = fmt.Sprintf("%.3f", *g.Flagged)
+		}
+		t.Logf("%s: min_label_mass %v, %d of %d in scope lost (bound %.4f), out of scope flagged %s", tc.name, gate, g.InScopeLost, g.InScope, g.UpperBound, flagged)
+	}
+}
