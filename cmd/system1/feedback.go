@@ -18,7 +18,7 @@ const feedbackUsage = `usage: system1 feedback [flags] REQUEST_ID OUTCOME
 Records what turned out right for an answer in the decision log, as POST
 /v1/feedback and the MCP tool system1_feedback do. OUTCOME is an option
 key (yes or no, true or false for a yes/no question, a level number for a
-score). Prints the result as JSON.
+score), or none for a choice none of whose options was right. Prints the result as JSON.
 
 Exit status: 0 recorded; 1 the decision log is off or failed; 2 a bad
 command line; 4 not recorded: the outcome or question does not fit the

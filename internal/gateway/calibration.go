@@ -30,6 +30,17 @@ type CalibrationReport struct {
 	// report applies, "" when none are loaded.
 	FitVersion string              `json:"fit_version,omitempty"`
 	Buckets    []BucketCalibration `json:"buckets"`
+	// LabelMass suggests, per model, a min_label_mass from decide
+	// answers whose label mass is known and whose outcome is either one
+	// of their options (in scope) or that none fit (out of scope).
+	LabelMass []LabelMassGate `json:"label_mass"`
+}
+
+// LabelMassGate is one model's suggested min_label_mass
+// (calibration.SuggestMassGate).
+type LabelMassGate struct {
+	Model string `json:"model"`
+	calibration.MassGate
 }
 
 // BucketCalibration is one bucket's report: the measures of
@@ -53,21 +64,41 @@ type ReliabilityBin struct {
 // (1 where none does), with a gate suggested at target (0 or less:
 // DefaultTargetError).
 func ReportCalibration(ctx context.Context, log *decisionlog.Log, fits *calibration.Fits, since, until time.Time, target float64) (CalibrationReport, error) {
+	return ReportCalibrationWith(ctx, log, fits, ReportOptions{Since: since, Until: until, TargetError: target})
+}
+
+// ReportOptions are the window a calibration report reads and what its
+// suggestions aim at.
+type ReportOptions struct {
+	Since, Until time.Time
+	// TargetError is the share of wrong decisions a suggested gate keeps
+	// under; 0 or less is DefaultTargetError.
+	TargetError float64
+	// MaxInScopeLoss is the share of in-scope answers a suggested
+	// min_label_mass may lose; outside (0, 1) is
+	// calibration.DefaultMaxInScopeLoss.
+	MaxInScopeLoss float64
+}
+
+// ReportCalibrationWith is ReportCalibration with every option.
+func ReportCalibrationWith(ctx context.Context, log *decisionlog.Log, fits *calibration.Fits, opt ReportOptions) (CalibrationReport, error) {
+	since, until, target := opt.Since, opt.Until, opt.TargetError
 	if !(target > 0) {
 		target = DefaultTargetError
 	}
-	rep := CalibrationReport{Since: since.UTC(), Until: until.UTC(), TargetError: target, Buckets: []BucketCalibration{}}
+	rep := CalibrationReport{Since: since.UTC(), Until: until.UTC(), TargetError: target, Buckets: []BucketCalibration{}, LabelMass: []LabelMassGate{}}
 	if fits != nil {
 		rep.FitVersion = fits.Revision
 	}
 	if log == nil {
 		return rep, fmt.Errorf("the decision log is off")
 	}
-	groups, err := log.Labelled(ctx, since, until, "")
+	entries, err := log.Window(ctx, since, until, "")
 	if err != nil {
 		return rep, err
 	}
-	for _, g := range groups {
+	rep.LabelMass = labelMassGates(entries, opt.MaxInScopeLoss)
+	for _, g := range decisionlog.Groups(entries) {
 		preds := g.Predictions(decisionlog.Entry.Uncalibrated)
 		if len(preds) == 0 {
 			continue
@@ -85,6 +116,40 @@ func ReportCalibration(ctx context.Context, log *decisionlog.Log, fits *calibrat
 		rep.Buckets = append(rep.Buckets, b)
 	}
 	return rep, nil
+}
+
+// labelMassGates suggests a min_label_mass per model, in model order,
+// from the decide answers (both faces of decide, where min_label_mass
+// acts) with a known label mass and an outcome. A question asked with
+// none_option is left out: its label mass includes the implicit option's
+// label, and the option itself flags what fits none.
+func labelMassGates(entries []decisionlog.Entry, maxLoss float64) []LabelMassGate {
+	type masses struct{ in, out []float64 }
+	by := map[string]*masses{}
+	var models []string
+	for _, e := range entries {
+		if e.LabelMass == nil || e.Outcome == nil || (e.Face != decisionlog.FaceDecide && e.Face != decisionlog.FaceMCP) || slices.Contains(e.Options, NoneOption) {
+			continue
+		}
+		m := by[e.Model]
+		if m == nil {
+			m = &masses{}
+			by[e.Model] = m
+			models = append(models, e.Model)
+		}
+		switch {
+		case e.NoOptionFit():
+			m.out = append(m.out, *e.LabelMass)
+		case slices.Contains(e.Options, e.Outcome.Value):
+			m.in = append(m.in, *e.LabelMass)
+		}
+	}
+	slices.Sort(models)
+	out := make([]LabelMassGate, 0, len(models))
+	for _, model := range models {
+		out = append(out, LabelMassGate{Model: model, MassGate: calibration.SuggestMassGate(by[model].in, by[model].out, maxLoss)})
+	}
+	return out
 }
 
 // Refit decides, bucket by bucket, whether a temperature fitted on the

@@ -47,7 +47,7 @@ type FeedbackItem struct {
 	RequestID string `json:"request_id" jsonschema:"The request_id of the answer: the decide response's request_id, or the x-typesafe-request-id of a /v1/systemone reply."`
 	Question  string `json:"question,omitempty" jsonschema:"The question's id within the request; leave out for a decide result, which has one question."`
 	// Outcome is raw JSON: a string, true or false, or a whole number.
-	Outcome json.RawMessage `json:"outcome" jsonschema:"What turned out right: one of the options for a decide result (yes or no, or true or false, for a yes/no question), a criteria key for a choice, true or false for a noul, a level for a score."`
+	Outcome json.RawMessage `json:"outcome" jsonschema:"What turned out right: one of the options for a decide result (yes or no, or true or false, for a yes/no question), a criteria key for a choice, true or false for a noul, a level for a score; or none for a choice none of whose options was right (unless none is one of them)."`
 }
 
 // Recorded is one outcome recorded.

@@ -72,43 +72,9 @@ type oosRow struct {
 // every abstention below the gate is an answer whose label_mass is under
 // it; the numbers are a simulation's.
 func TestOutOfScopeOnSimulatedModel(t *testing.T) {
-	b12 := readShared(t, "banking12-train-sample.jsonl")
-	q0 := b12[0].Request.Questions[0]
-	var asked bankingAsked
-	_ = json.Unmarshal(q0.Instructions, &asked.question)
-	twelve := map[string]bool{}
-	for _, o := range q0.Options {
-		asked.options = append(asked.options, o.Name)
-		twelve[o.Key] = true
-	}
-	inTrain, inHeld := simmodel.Split(b12, 0.3)
-	var near []cases.Case
-	for _, c := range readShared(t, "banking77-train-sample.jsonl") {
-		if !twelve[c.Request.Questions[0].Options[c.Expected[0]].Key] {
-			near = append(near, c)
-		}
-	}
-	nearTrain, nearHeld := simmodel.Split(near, 0.3)
-	_, news := simmodel.Split(readShared(t, "agnews-dev.jsonl"), 0.3)
-	_, reviews := simmodel.Split(readShared(t, "sst2-dev.jsonl"), 0.3)
-	far := append(slices.Clone(news[:min(len(news), 100)]), reviews[:min(len(reviews), 100)]...)
-
-	var train, oos []cases.Case
-	for _, c := range inTrain {
-		train = append(train, asked.asCase(c, c.Expected))
-	}
-	for _, c := range nearTrain {
-		oos = append(oos, asked.asCase(c, nil))
-	}
-	opt := simmodel.DefaultOptions()
-	opt.NoneOption = NoneOption
-	m, err := simmodel.TrainWithOutOfScope(train, oos, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{"tiny"}, Behavior: m.Behavior()})
-	t.Cleanup(f.Close)
-	g := gatewayFor(t, fmt.Sprintf("gateway:\n  threshold: 0.5\nnodes:\n  - {name: n1, url: %s, dialect: llamacpp, models: [tiny]}\nproviders:\n  - {name: local, kind: engine, model: tiny}\n", f.URL), nil)
+	b := bankingOnSimulatedModel(t)
+	asked, inHeld, nearHeld, far := b.asked, b.inHeld, b.nearHeld, b.far
+	g := gatewayFor(t, b.config(), nil)
 	if errs := g.ConfigErrors(); len(errs) > 0 {
 		t.Fatal(errs)
 	}
@@ -116,13 +82,7 @@ func TestOutOfScopeOnSimulatedModel(t *testing.T) {
 	// ask decides state under extra request fields, with no confidence
 	// gate, so that an abstention is one of the out-of-scope kind.
 	ask := func(state json.RawMessage, extra string) *Response {
-		q := asked.query(state)
-		body, _ := json.Marshal(map[string]any{"question": q.Question, "options": q.Options, "context": q.Context, "min_confidence": 0})
-		res := decide(t, g, strings.TrimSuffix(string(body), "}")+extra+"}")
-		if res.Status == Failed {
-			t.Fatalf("%s: %+v", extra, res.Error)
-		}
-		return res
+		return asked.decide(t, g, state, extra)
 	}
 	flagged := func(res *Response) bool {
 		return res.Status == Abstained && strings.Contains(res.Rationale, "no option seemed to fit")
@@ -181,8 +141,8 @@ func TestOutOfScopeOnSimulatedModel(t *testing.T) {
 	rows = append(rows, measure("none_option", `,"none_option":true`, 0, true),
 		measure("none_option + min_label_mass 0.5", `,"none_option":true,"min_label_mass":0.5`, 0.5, true))
 
-	t.Logf("banking12's question on the simulated model (none class learnt from %d near out-of-scope training messages beside %d in scope); held out: %d in scope, %d near out of scope (Banking77, other intents), %d far (%d AG News, %d SST-2)",
-		len(nearTrain), len(inTrain), len(inHeld), len(nearHeld), len(far), min(len(news), 100), min(len(reviews), 100))
+	t.Logf("banking12's question on the simulated model (none class learnt from %d near out-of-scope training messages beside %d in scope); held out: %d in scope, %d near out of scope (Banking77, other intents), %d far (AG News and SST-2, half each)",
+		b.nearTrain, b.inTrain, len(inHeld), len(nearHeld), len(far))
 	t.Logf("label_mass quartiles (no gate): in scope %s; near %s; far %s", quartiles(rows[0].inMass), quartiles(rows[0].nearMass), quartiles(rows[0].farMs))
 	t.Logf("| asked with | in-scope lost | near OOS flagged | far OOS flagged | accuracy of in-scope kept (right/kept) |")
 	t.Logf("|---|---|---|---|---|")
@@ -204,6 +164,92 @@ func TestOutOfScopeOnSimulatedModel(t *testing.T) {
 	if !(mean(rows[0].nearMass) < mean(rows[0].inMass)) || !(mean(rows[0].farMs) < mean(rows[0].inMass)) {
 		t.Errorf("mean label_mass in scope %.3f, near %.3f, far %.3f: out-of-scope states should get less", mean(rows[0].inMass), mean(rows[0].nearMass), mean(rows[0].farMs))
 	}
+}
+
+// bankingSim is banking12's question on the simulated model with a "fits
+// none" class, and the held-out states to ask it of.
+type bankingSim struct {
+	asked bankingAsked
+	// inHeld are held-out banking12 cases, nearHeld held-out Banking77
+	// cases of other intents, far AG News and SST-2 cases.
+	inHeld, nearHeld, far []cases.Case
+	// inTrain and nearTrain count the cases trained on.
+	inTrain, nearTrain int
+	engine             *fakeengine.Fake
+}
+
+// bankingOnSimulatedModel trains the simulated model on banking12's
+// training split, its none class on the training split of the Banking77
+// messages whose intent is none of the twelve, and serves it on a fake
+// llama.cpp engine.
+func bankingOnSimulatedModel(t *testing.T) *bankingSim {
+	t.Helper()
+	b, inTrain, nearTrain := bankingStates(t)
+	var train, oos []cases.Case
+	for _, c := range inTrain {
+		train = append(train, b.asked.asCase(c, c.Expected))
+	}
+	for _, c := range nearTrain {
+		oos = append(oos, b.asked.asCase(c, nil))
+	}
+	opt := simmodel.DefaultOptions()
+	opt.NoneOption = NoneOption
+	m, err := simmodel.TrainWithOutOfScope(train, oos, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.engine = fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{"tiny"}, Behavior: m.Behavior()})
+	t.Cleanup(b.engine.Close)
+	return b
+}
+
+// bankingStates are banking12's question and the states to ask it of,
+// split by simmodel.Split (30% held out), with the training splits of the
+// in-scope and the near out-of-scope cases.
+func bankingStates(t *testing.T) (b *bankingSim, inTrain, nearTrain []cases.Case) {
+	t.Helper()
+	b12 := readShared(t, "banking12-train-sample.jsonl")
+	q0 := b12[0].Request.Questions[0]
+	b = &bankingSim{}
+	_ = json.Unmarshal(q0.Instructions, &b.asked.question)
+	twelve := map[string]bool{}
+	for _, o := range q0.Options {
+		b.asked.options = append(b.asked.options, o.Name)
+		twelve[o.Key] = true
+	}
+	inTrain, inHeld := simmodel.Split(b12, 0.3)
+	var near []cases.Case
+	for _, c := range readShared(t, "banking77-train-sample.jsonl") {
+		if !twelve[c.Request.Questions[0].Options[c.Expected[0]].Key] {
+			near = append(near, c)
+		}
+	}
+	nearTrain, nearHeld := simmodel.Split(near, 0.3)
+	_, news := simmodel.Split(readShared(t, "agnews-dev.jsonl"), 0.3)
+	_, reviews := simmodel.Split(readShared(t, "sst2-dev.jsonl"), 0.3)
+	b.inHeld, b.nearHeld = inHeld, nearHeld
+	b.far = append(slices.Clone(news[:min(len(news), 100)]), reviews[:min(len(reviews), 100)]...)
+	b.inTrain, b.nearTrain = len(inTrain), len(nearTrain)
+	return b, inTrain, nearTrain
+}
+
+// config is a gateway configuration asking the simulated model.
+func (b *bankingSim) config() string {
+	return fmt.Sprintf("gateway:\n  threshold: 0.5\nnodes:\n  - {name: n1, url: %s, dialect: llamacpp, models: [tiny]}\nproviders:\n  - {name: local, kind: engine, model: tiny}\n", b.engine.URL)
+}
+
+// decide asks g banking12's question of state under extra request
+// fields, with no confidence gate, so that an abstention is one of the
+// out-of-scope kind.
+func (b bankingAsked) decide(t *testing.T, g *Gateway, state json.RawMessage, extra string) *Response {
+	t.Helper()
+	q := b.query(state)
+	body, _ := json.Marshal(map[string]any{"question": q.Question, "options": q.Options, "context": q.Context, "min_confidence": 0})
+	res := decide(t, g, strings.TrimSuffix(string(body), "}")+extra+"}")
+	if res.Status == Failed {
+		t.Fatalf("%s: %+v", extra, res.Error)
+	}
+	return res
 }
 
 func mean(xs []float64) float64 {

@@ -19,8 +19,10 @@ const maxReportWindow = 366 * 24 * time.Hour
 // handleCalibration serves GET /v1/calibration: per model, kind and
 // option bucket, how calibrated the answers recorded over a recent window
 // were on their outcomes, with a suggested gate and a reliability
-// diagram. Query: window (a duration such as 24h, or days such as 7d;
-// default 7d) and target_error (in (0, 1); default the configuration's).
+// diagram, and per model a suggested min_label_mass. Query: window (a
+// duration such as 24h, or days such as 7d; default 7d), target_error
+// (in (0, 1); default the configuration's) and max_in_scope_loss (in
+// (0, 1); default 0.05).
 func (s *Server) handleCalibration(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	bad := func(param, msg string) {
@@ -44,12 +46,22 @@ func (s *Server) handleCalibration(w http.ResponseWriter, r *http.Request) {
 		}
 		target = t
 	}
+	maxLoss := 0.0
+	if v := q.Get("max_in_scope_loss"); v != "" {
+		l, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(l > 0 && l < 1) {
+			bad("max_in_scope_loss", "max_in_scope_loss must be a number in (0, 1), such as 0.05")
+			return
+		}
+		maxLoss = l
+	}
 	if s.opt.DecisionLog == nil {
 		writeError(w, http.StatusServiceUnavailable, systemone.Unavailable, "the decision log is off (decision_log in the configuration), so there are no outcomes to report on")
 		return
 	}
 	now := time.Now()
-	rep, err := gateway.ReportCalibration(r.Context(), s.opt.DecisionLog, s.fits(), now.Add(-window), now.Add(time.Second), target)
+	rep, err := gateway.ReportCalibrationWith(r.Context(), s.opt.DecisionLog, s.fits(), gateway.ReportOptions{
+		Since: now.Add(-window), Until: now.Add(time.Second), TargetError: target, MaxInScopeLoss: maxLoss})
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, systemone.Unavailable, "reading the decision log: "+err.Error())
 		return

@@ -64,7 +64,7 @@ func logServe(t *testing.T) (*system1, *decisionlog.Log, *calibration.Fits, stri
 	}
 	api := httpapi.New(httpapi.Options{
 		Router: router, Rounding: 2, Keys: []string{logKey}, Fits: loaded,
-		Recorder: dlog, Feedback: gateway.NewFeedback(dlog),
+		Recorder: dlog, Feedback: gateway.NewFeedback(dlog), DecisionLog: dlog,
 		Decide: gateway.New(gateway.Options{Config: cfg, Router: router, Recorder: dlog, Face: decisionlog.FaceDecide}),
 	})
 	srv := httptest.NewServer(api)
@@ -195,6 +195,8 @@ func TestFeedbackHTTP(t *testing.T) {
 		{"score level as a number", `{"request_id":"` + jev + `","question":"anger","outcome":2}`, 200, "", `"outcome":"2"`},
 		{"decide option, question left out", `{"request_id":"dec-ab","outcome":"b"}`, 200, "", `"question":"decision"`},
 		{"decide yes", `{"request_id":"dec-yn","outcome":"yes"}`, 200, "", `"outcome":"true"`},
+		{"no option fit", `{"request_id":"dec-ab","outcome":"none"}`, 200, "", `"outcome":"none"`},
+		{"a yes/no has no none", `{"request_id":"dec-yn","outcome":"none"}`, 422, "outcome", ""},
 		{"batch", `{"outcomes":[{"request_id":"dec-ab","outcome":"a"},{"request_id":"` + jev + `","question":"dept","outcome":"sales"}]}`, 200, "", `"outcomes":2`},
 		{"unknown request", `{"request_id":"nope","outcome":"a"}`, 404, "", "not_found_error"},
 		{"not an option", `{"request_id":"dec-ab","outcome":"c"}`, 422, "outcome", ""},
@@ -235,7 +237,7 @@ func TestFeedbackHTTP(t *testing.T) {
 	// The batch with a bad item recorded none of it: dec-ab's latest is
 	// still the batch before's "a", and the count says how many were.
 	es, err := dlog.Lookup(t.Context(), "dec-ab")
-	if err != nil || len(es) != 1 || es[0].Outcome == nil || es[0].Outcome.Value != "a" || es[0].Outcomes != 2 {
+	if err != nil || len(es) != 1 || es[0].Outcome == nil || es[0].Outcome.Value != "a" || es[0].Outcomes != 3 {
 		t.Fatalf("dec-ab: %+v %v", es, err)
 	}
 	if got := s.do(t, http.MethodPost, "/v1/feedback", `{"request_id":"dec-ab","outcome":"a"}`); got.status != http.StatusUnauthorized {

@@ -69,4 +69,21 @@ func TestDecisionLogKeepsLabelMass(t *testing.T) {
 			t.Errorf("%s: record face %s, label mass %v, options %q; the answer's label_mass %v", tc.id, e.Face, e.LabelMass, e.Options, *res.LabelMass)
 		}
 	}
+
+	// Outcomes, one in scope and one that no option fit, reach the
+	// report's label-mass gate with the loss asked for; the question
+	// asked with none_option is left out of it, and one in-scope outcome
+	// is too few for a gate.
+	fb := s.do(t, http.MethodPost, "/v1/feedback", `{"outcomes":[{"request_id":"dec-decided","outcome":"a"},{"request_id":"dec-under-gate","outcome":"none"},{"request_id":"dec-none","outcome":"b"}]}`, auth)
+	if fb.status != http.StatusOK {
+		t.Fatal(fb)
+	}
+	c := s.do(t, http.MethodGet, "/v1/calibration?max_in_scope_loss=0.5", "", auth)
+	var rep gateway.CalibrationReport
+	if c.status != http.StatusOK || json.Unmarshal(c.body, &rep) != nil || len(rep.LabelMass) != 1 {
+		t.Fatalf("%s", c)
+	}
+	if g := rep.LabelMass[0]; g.InScope != 1 || g.OutOfScope != 1 || g.MaxInScopeLoss != 0.5 || g.MinLabelMass != nil || g.Flagged != nil {
+		t.Errorf("label mass gate %+v", g)
+	}
 }

@@ -182,7 +182,7 @@ func TestLoopClosesOnTheSimulatedModel(t *testing.T) {
 	if count != b.Outcomes {
 		t.Errorf("reliability bins hold %d answers of %d", count, b.Outcomes)
 	}
-	for _, q := range []string{"target_error=2", "window=-1h", "window=soon"} {
+	for _, q := range []string{"target_error=2", "window=-1h", "window=soon", "max_in_scope_loss=1", "max_in_scope_loss=x"} {
 		resp, err := http.Get(srv.URL + "/v1/calibration?" + q)
 		if err != nil {
 			t.Fatal(err)

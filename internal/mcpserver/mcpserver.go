@@ -45,7 +45,7 @@ const capabilitiesDescription = `Describe System 1: the provider chain and what 
 
 const feedbackDescription = `Tell System 1 what turned out right for an earlier system1_decide result, so that its confidence stays honest: ` +
 	`call it when you learn the outcome (the user overrode the decision, the tests failed, the ticket was re-routed). ` +
-	`"request_id" is the decide result's request_id; "outcome" is the option that was right (yes or no for a yes/no question). ` +
+	`"request_id" is the decide result's request_id; "outcome" is the option that was right (yes or no for a yes/no question), or "none" when none of the options was. ` +
 	`The latest outcome for a decision wins. The result lists what was recorded, or "error" (code unknown_request for an unknown request_id, ` +
 	`invalid_request with "param" naming outcome or question, log_off when the decision log is off).`
 

@@ -149,10 +149,11 @@ func paths() obj {
 	}}
 	p["/v1/calibration"] = obj{"get": obj{
 		"operationId": "calibration",
-		"summary":     "How calibrated recorded answers were, measured on their outcomes, with a suggested gate.",
+		"summary":     "How calibrated recorded answers were, measured on their outcomes, with a suggested gate and min_label_mass.",
 		"parameters": []obj{
 			{"name": "window", "in": "query", "schema": obj{"type": "string"}, "description": "How far back: a duration such as 24h, or days such as 7d; default 7d."},
 			{"name": "target_error", "in": "query", "schema": obj{"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1}, "description": "The share of wrong decisions above the gate to stay under; default the configuration's (0.02)."},
+			{"name": "max_in_scope_loss", "in": "query", "schema": obj{"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1}, "description": "The share of in-scope answers (outcome one of the options, not none) a suggested min_label_mass may abstain on; default 0.05."},
 		},
 		"responses": obj{
 			"200": jsonReply("The report, per model, kind and option bucket.", "CalibrationReport"),
@@ -345,7 +346,7 @@ func feedbackRequest() *jsonschema.Schema {
 		Properties: map[string]*jsonschema.Schema{
 			"request_id": text("The request_id of the answer: the decide response's, or the x-typesafe-request-id of a /v1/systemone reply."),
 			"question":   text("The question's id within the request; leave out for a decide result, which has one question."),
-			"outcome": {Description: "What turned out right: an option for a decide result, a criteria key for a choice, true or false for a noul, a level for a score.",
+			"outcome": {Description: "What turned out right: an option for a decide result, a criteria key for a choice, true or false for a noul, a level for a score; none for a choice none of whose options was right (unless none is one of them).",
 				AnyOf: []*jsonschema.Schema{{Type: "string"}, {Type: "boolean"}, {Type: "integer"}}},
 		},
 	}
