@@ -52,10 +52,10 @@ func (b bankingAsked) asCase(c cases.Case, expected []int) cases.Case {
 // answers abstained on because no option seemed to fit, and the accuracy
 // of the in-scope decisions kept.
 type oosRow struct {
-	name                    string
-	inLost, near, far, acc  float64
-	kept, right             int
-	inMass, nearMass, farMs []float64
+	name                      string
+	inLost, near, far, acc    float64
+	kept, right               int
+	inMass, nearMass, farMass []float64
 }
 
 // Out of scope on the simulated model through the gateway's decide, as
@@ -121,7 +121,7 @@ func TestOutOfScopeOnSimulatedModel(t *testing.T) {
 			cs    []cases.Case
 			share *float64
 			mass  *[]float64
-		}{{nearHeld, &row.near, &row.nearMass}, {far, &row.far, &row.farMs}} {
+		}{{nearHeld, &row.near, &row.nearMass}, {far, &row.far, &row.farMass}} {
 			for _, c := range grp.cs {
 				res := ask(c.Request.State, extra)
 				*grp.mass = append(*grp.mass, *res.LabelMass)
@@ -143,7 +143,7 @@ func TestOutOfScopeOnSimulatedModel(t *testing.T) {
 
 	t.Logf("banking12's question on the simulated model (none class learnt from %d near out-of-scope training messages beside %d in scope); held out: %d in scope, %d near out of scope (Banking77, other intents), %d far (AG News and SST-2, half each)",
 		b.nearTrain, b.inTrain, len(inHeld), len(nearHeld), len(far))
-	t.Logf("label_mass quartiles (no gate): in scope %s; near %s; far %s", quartiles(rows[0].inMass), quartiles(rows[0].nearMass), quartiles(rows[0].farMs))
+	t.Logf("label_mass quartiles (no gate): in scope %s; near %s; far %s", quartiles(rows[0].inMass), quartiles(rows[0].nearMass), quartiles(rows[0].farMass))
 	t.Logf("| asked with | in-scope lost | near OOS flagged | far OOS flagged | accuracy of in-scope kept (right/kept) |")
 	t.Logf("|---|---|---|---|---|")
 	for _, r := range rows {
@@ -161,8 +161,8 @@ func TestOutOfScopeOnSimulatedModel(t *testing.T) {
 			t.Errorf("%s flagged %.3f of near and %.3f of far out-of-scope states, no more than the %.3f of in-scope answers it lost", r.name, r.near, r.far, r.inLost)
 		}
 	}
-	if !(mean(rows[0].nearMass) < mean(rows[0].inMass)) || !(mean(rows[0].farMs) < mean(rows[0].inMass)) {
-		t.Errorf("mean label_mass in scope %.3f, near %.3f, far %.3f: out-of-scope states should get less", mean(rows[0].inMass), mean(rows[0].nearMass), mean(rows[0].farMs))
+	if !(mean(rows[0].nearMass) < mean(rows[0].inMass)) || !(mean(rows[0].farMass) < mean(rows[0].inMass)) {
+		t.Errorf("mean label_mass in scope %.3f, near %.3f, far %.3f: out-of-scope states should get less", mean(rows[0].inMass), mean(rows[0].nearMass), mean(rows[0].farMass))
 	}
 }
 

@@ -25,8 +25,9 @@
 // none_option act on a learnt signal and what they cost in-scope, not what
 // a real model's label mass looks like: a bag of words knows nothing of a
 // state's words it never saw, so a far out-of-scope state (a news story
-// asked a banking question) gets mostly the none class's prior, which is
-// the share of out-of-scope states among the training cases; and where a
+// asked a banking question) gets what its few known words and the none
+// class's prior (the share of out-of-scope states among the training
+// cases) say, sharpened by the served temperature; and where a
 // real model with a none option might still put some of its doubt off the
 // labels, this one puts all of it on the none label.
 package simmodel
