@@ -1,6 +1,7 @@
 package fakeengine
 
 import (
+	"math"
 	"regexp"
 	"strings"
 )
@@ -63,4 +64,30 @@ func ParsePrompt(user string) (Prompt, bool) {
 		p.Options[m[1]] = m[2]
 	}
 	return p, len(p.Order) > 0
+}
+
+// Leaning answers as Behavior.Prompted, by the state ("about <option>"
+// triples that option) and four times over for whichever option is
+// listed first; over an empty state only the position counts, so a
+// content-free reading is the position bias alone. It is a model with a
+// known signal and a known position bias, for tests of debiasing and
+// prior correction.
+func Leaning(r Request) []float64 {
+	p, _ := ParsePrompt(r.User)
+	ws := make([]float64, len(r.Labels))
+	total := 0.0
+	for i, l := range r.Labels {
+		ws[i] = 1
+		if name := p.Options[l]; p.State != "" && strings.Contains(p.State, "about "+name) {
+			ws[i] *= 3
+		}
+		if len(p.Order) > 0 && p.Order[0] == l {
+			ws[i] *= 4
+		}
+		total += ws[i]
+	}
+	for i := range ws {
+		ws[i] = math.Log(ws[i] / total)
+	}
+	return ws
 }

@@ -148,34 +148,11 @@ func FuzzBatchPrior(f *testing.F) {
 	})
 }
 
-// leaning answers by the state ("about <option>" triples that option)
-// and four times over for whichever option is listed first; over an
-// empty state only the position counts.
-func leaning(r fakeengine.Request) []float64 {
-	p, _ := fakeengine.ParsePrompt(r.User)
-	ws := make([]float64, len(r.Labels))
-	total := 0.0
-	for i, l := range r.Labels {
-		ws[i] = 1
-		if name := p.Options[l]; p.State != "" && strings.Contains(p.State, "about "+name) {
-			ws[i] *= 3
-		}
-		if len(p.Order) > 0 && p.Order[0] == l {
-			ws[i] *= 4
-		}
-		total += ws[i]
-	}
-	for i := range ws {
-		ws[i] = math.Log(ws[i] / total)
-	}
-	return ws
-}
-
 // priorRouter is a router over one fake llama.cpp node answering by
 // leaning, with its engine for asking the same questions directly.
 func priorRouter(t *testing.T, p Prior) (*Router, *fakeengine.Fake, engine.Engine) {
 	t.Helper()
-	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{"m"}, Behavior: fakeengine.Behavior{Prompted: leaning}})
+	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{"m"}, Behavior: fakeengine.Behavior{Prompted: fakeengine.Leaning}})
 	t.Cleanup(f.Close)
 	e := &llamacpp.Engine{BaseURL: f.URL}
 	n := &Node{Name: "n", Dialect: "llamacpp", Backend: EngineBackend(e, false), MaxOptions: 20, Timeout: 10 * time.Second, claimed: []string{"m"}}

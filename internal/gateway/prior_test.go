@@ -9,36 +9,13 @@ import (
 	"system1/internal/fakeengine"
 )
 
-// leaning answers by the state ("about <option>" triples that option)
-// and four times over for whichever option is listed first; over an
-// empty state only the position counts.
-func leaning(r fakeengine.Request) []float64 {
-	p, _ := fakeengine.ParsePrompt(r.User)
-	ws := make([]float64, len(r.Labels))
-	total := 0.0
-	for i, l := range r.Labels {
-		ws[i] = 1
-		if name := p.Options[l]; p.State != "" && strings.Contains(p.State, "about "+name) {
-			ws[i] *= 3
-		}
-		if len(p.Order) > 0 && p.Order[0] == l {
-			ws[i] *= 4
-		}
-		total += ws[i]
-	}
-	for i := range ws {
-		ws[i] = math.Log(ws[i] / total)
-	}
-	return ws
-}
-
 // Decide takes prior in the request and from the configuration: each
 // answer's calibration names the steps applied, in order (debias, then
 // prior), batch only once prior_min_requests answers of the question
 // were seen; content_free costs one extra engine call, then comes from
 // the cache; bad values are the caller's error, naming the field.
 func TestDecidePrior(t *testing.T) {
-	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{"tiny"}, Behavior: fakeengine.Behavior{Prompted: leaning}})
+	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{"tiny"}, Behavior: fakeengine.Behavior{Prompted: fakeengine.Leaning}})
 	t.Cleanup(f.Close)
 	yaml := func(extra string) string {
 		return extra + fmt.Sprintf("gateway:\n  threshold: 0\nnodes:\n  - {name: n1, url: %s, dialect: llamacpp, models: [tiny]}\n"+

@@ -16,30 +16,6 @@ import (
 	"system1/internal/httpapi"
 )
 
-// leaning answers by the state ("about <option>" triples that option)
-// and four times over for whichever option is listed first; over an
-// empty state only the position counts, so a content-free reading is
-// the position bias alone.
-func leaning(r fakeengine.Request) []float64 {
-	p, _ := fakeengine.ParsePrompt(r.User)
-	ws := make([]float64, len(r.Labels))
-	total := 0.0
-	for i, l := range r.Labels {
-		ws[i] = 1
-		if name := p.Options[l]; p.State != "" && strings.Contains(p.State, "about "+name) {
-			ws[i] *= 3
-		}
-		if len(p.Order) > 0 && p.Order[0] == l {
-			ws[i] *= 4
-		}
-		total += ws[i]
-	}
-	for i := range ws {
-		ws[i] = math.Log(ws[i] / total)
-	}
-	return ws
-}
-
 const aboutBeta = `{"model":"fake","state":"about beta","questions":{"c":{"type":"choice","instructions":"Which?","criteria":{"alpha":null,"beta":null,"gamma":null}}}}`
 
 // On /v1/systemone, X-System1-Prior chooses the prior correction of one
@@ -50,7 +26,7 @@ const aboutBeta = `{"model":"fake","state":"about beta","questions":{"c":{"type"
 // The steps header names each; bad values and a repeated header are a
 // 422 naming the header.
 func TestSystemOnePriorHeader(t *testing.T) {
-	n := startNode(t, "a", fakeengine.LlamaCpp, fakeengine.Behavior{Prompted: leaning})
+	n := startNode(t, "a", fakeengine.LlamaCpp, fakeengine.Behavior{Prompted: fakeengine.Leaning})
 	s := serve(t, setup{nodes: []node{n}, prior: fleet.Prior{MinRequests: 4}})
 	for _, tc := range []struct {
 		headers []string
@@ -104,7 +80,7 @@ func TestSystemOnePriorHeader(t *testing.T) {
 // prior: content_free in the configuration applies to every request
 // that does not say otherwise.
 func TestSystemOnePriorConfigured(t *testing.T) {
-	n := startNode(t, "a", fakeengine.LlamaCpp, fakeengine.Behavior{Prompted: leaning})
+	n := startNode(t, "a", fakeengine.LlamaCpp, fakeengine.Behavior{Prompted: fakeengine.Leaning})
 	s := serve(t, setup{nodes: []node{n}, prior: fleet.Prior{Mode: "content_free"}})
 	if got := s.ask(t, aboutBeta).header.Get("X-System1-Steps"); got != "prior=content_free/empty_state" {
 		t.Errorf("configured: steps %q", got)
@@ -119,7 +95,7 @@ func TestSystemOnePriorConfigured(t *testing.T) {
 // answers on /v1/systemone warm the estimate a decide request then
 // finds. content_free costs one extra engine call, then is cached.
 func TestDecidePriorOverHTTP(t *testing.T) {
-	n := startNode(t, "a", fakeengine.LlamaCpp, fakeengine.Behavior{Prompted: leaning})
+	n := startNode(t, "a", fakeengine.LlamaCpp, fakeengine.Behavior{Prompted: fakeengine.Leaning})
 	fn, err := fleet.NewNode(n.cfg, func(string) string { return "" }, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -12,29 +12,6 @@ import (
 	"system1/internal/mcpserver"
 )
 
-// leaning answers by the state ("about <option>" triples that option)
-// and four times over for whichever option is listed first; over an
-// empty state only the position counts.
-func leaning(r fakeengine.Request) []float64 {
-	p, _ := fakeengine.ParsePrompt(r.User)
-	ws := make([]float64, len(r.Labels))
-	total := 0.0
-	for i, l := range r.Labels {
-		ws[i] = 1
-		if name := p.Options[l]; p.State != "" && strings.Contains(p.State, "about "+name) {
-			ws[i] *= 3
-		}
-		if len(p.Order) > 0 && p.Order[0] == l {
-			ws[i] *= 4
-		}
-		total += ws[i]
-	}
-	for i := range ws {
-		ws[i] = math.Log(ws[i] / total)
-	}
-	return ws
-}
-
 // Over MCP, system1_decide takes prior as the decide body does (its input
 // schema lists it): content_free makes one extra engine call over the
 // empty context, names the step in calibration and divides the reading
@@ -42,7 +19,7 @@ func leaning(r fakeengine.Request) []float64 {
 // (every answer counts toward it, the content-free one too);
 // a bad value is the caller's error, naming the field.
 func TestDecidePriorOverMCP(t *testing.T) {
-	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Behavior: fakeengine.Behavior{Prompted: leaning}})
+	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Behavior: fakeengine.Behavior{Prompted: fakeengine.Leaning}})
 	t.Cleanup(f.Close)
 	yaml := fmt.Sprintf("prior: batch\nprior_min_requests: 2\ngateway:\n  threshold: 0\n  chain:\n    - {name: local, model: %s}\nnodes:\n  - {name: n, url: %s, dialect: llamacpp, models: [%s]}\n",
 		fakeengine.DefaultModel, f.URL, fakeengine.DefaultModel)
