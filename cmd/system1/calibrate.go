@@ -32,7 +32,7 @@ func cmdCalibrate(ctx context.Context, args []string, e env) error {
 	fs.Var(&report, "report", "print the calibration report of the decision log's answers with outcomes (as GET /v1/calibration); --report=FILE is --bench-report FILE")
 	fromLog := fs.Bool("from-log", false, "fit from the decision log's answers with outcomes (no model is asked), with the buckets, --min-cases and --holdout of --from")
 	window := fs.Duration("window", 7*24*time.Hour, "with --from-log or --report: how far back the decision log is read")
-	targetError := fs.Float64("target-error", 0, "with --report: the target error of the suggested gates (default the configuration's, else 0.02)")
+	targetError := fs.Float64("target-error", 0, "the target error of the suggested gates: those written with each fit (default 0.02), and with --report those of the report (default the configuration's, else 0.02)")
 	stateDir := fs.String("state-dir", "", "with --from-log or --report: folder of the decision log (default $CLAUDE_PLUGIN_DATA, else $XDG_STATE_HOME/system1, else ~/.local/state/system1)")
 	fs.Usage = func() {
 		fmt.Fprintf(e.stderr, `usage: system1 calibrate --from REPORT.json --out FITS.json [--holdout 0.2] [--min-cases %d] [--model ID] [--provider NAME]
@@ -47,7 +47,9 @@ distributions, scores it on held-out cases, and writes the fits file the
 gateway and /v1/systemone (calibration: apply) load. From a saved run
 (--from) no model is asked; --model and --provider then name the model and
 provider the fits are for, instead of those the run recorded. Otherwise the
-cases are asked first, as system1 bench asks them.
+cases are asked first, as system1 bench asks them. Each fit carries the
+gate its calibrated held-out cases suggest at --target-error (the fitted
+cases where none are held out), which decide grades by.
 
 `, DefaultMinCases)
 		fs.PrintDefaults()
@@ -75,6 +77,8 @@ cases are asked first, as system1 bench asks them.
 		return usage("--holdout must be in [0, 1)")
 	case *minCases < 1:
 		return usage("--min-cases must be at least 1")
+	case !(*targetError >= 0 && *targetError < 1):
+		return usage("--target-error must be in [0, 1)")
 	}
 
 	var records []bench.Record
@@ -116,7 +120,7 @@ cases are asked first, as system1 bench asks them.
 		records = rep.Cases
 	}
 
-	opt := bench.FitOptions{Holdout: *holdout, MinCases: *minCases, Seed: *seed, Provider: t.provider, Date: time.Now().UTC().Format("2006-01-02")}
+	opt := bench.FitOptions{Holdout: *holdout, MinCases: *minCases, Seed: *seed, Provider: t.provider, Date: time.Now().UTC().Format("2006-01-02"), TargetError: *targetError}
 	if *from != "" || *fromLog {
 		opt.Model = t.model // the run's requests named the model; from a file, --model renames it
 	}
@@ -232,7 +236,7 @@ func refitLoop(ctx context.Context, fits *gateway.FitsFile, dlog *decisionlog.Lo
 			return
 		case <-t.C:
 		}
-		ds, rev, err := fits.RefitFromLog(ctx, dlog, gateway.RefitOptions{MinOutcomes: c.MinOutcomes, Holdout: c.Holdout, Seed: 1})
+		ds, rev, err := fits.RefitFromLog(ctx, dlog, gateway.RefitOptions{MinOutcomes: c.MinOutcomes, Holdout: c.Holdout, Seed: 1, TargetError: c.TargetError})
 		if err != nil {
 			log.Error("refit from the decision log failed", "request_id", "-", "err", err)
 			continue

@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -113,6 +114,9 @@ type FitOptions struct {
 	Model, Provider string
 	// Date is the day the fits are dated, YYYY-MM-DD.
 	Date string
+	// TargetError is the error rate each fit's suggested gate keeps under
+	// (calibration.Fit.SetGate); 0 is calibration.DefaultTargetError.
+	TargetError float64
 }
 
 // BucketFit is one (provider, model, kind, option-count bucket): its fit,
@@ -150,7 +154,8 @@ type FitResult struct {
 // FitRecords fits one temperature per (provider or model, kind,
 // option-count bucket) on the records' answered questions, with
 // calibration.Split and calibration.NewFit: each bucket's cases are split
-// into a fitting set and a held-out set, and a bucket with fewer than
+// into a fitting set and a held-out set, each fit gets the gate its
+// calibrated cases suggest (calibration.Fit.SetGate), and a bucket with fewer than
 // o.MinCases to fit on is refused, as is one that neither a model nor a
 // provider names (its fit could never be found).
 func FitRecords(records []Record, o FitOptions) FitResult {
@@ -201,6 +206,7 @@ func FitRecords(records []Record, o FitOptions) FitResult {
 					b.Refused = err.Error()
 				} else {
 					f.Provider, f.Model, f.Date = src.provider, src.model, o.Date
+					f.SetGate(fit, held, o.TargetError)
 					b.Fit = &f
 					res.Fits.Fits = append(res.Fits.Fits, f)
 					fitB = append(fitB, fit...)
@@ -243,6 +249,17 @@ func (res FitResult) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(&b, "\nfitted buckets together: fitted cases (n=%d) NLL %s, ECE %s; held-out cases (n=%d) NLL %s, ECE %s\n",
 		res.FittedBefore.N, arrow(res.FittedBefore.NLL, res.FittedAfter.NLL), arrow(res.FittedBefore.ECE, res.FittedAfter.ECE),
 		res.HeldBefore.N, arrow(res.HeldBefore.NLL, res.HeldAfter.NLL), arrow(res.HeldBefore.ECE, res.HeldAfter.ECE))
+	for _, bk := range res.Buckets {
+		if bk.Fit == nil {
+			continue
+		}
+		if g := bk.Fit.Gate; g != nil {
+			fmt.Fprintf(&b, "gate for %s, %s, bucket %s: %.3f (target error %v; %d of %d %s cases at or above it, %d wrong, bound %.4f)\n",
+				orDash(cmp.Or(bk.Model, bk.Provider)), bk.Kind, bk.Bucket, g.Threshold, g.TargetError, g.Above, g.N, strings.ReplaceAll(g.On, "_", "-"), g.WrongAbove, g.UpperBound)
+		} else {
+			fmt.Fprintf(&b, "no gate for %s, %s, bucket %s: too few cases pass the bound; decide grades by its threshold\n", orDash(cmp.Or(bk.Model, bk.Provider)), bk.Kind, bk.Bucket)
+		}
+	}
 	if res.Failed > 0 || res.Unusable > 0 {
 		fmt.Fprintf(&b, "not fitted on: %d failed request(s), %d answered question(s) that could not be scored\n", res.Failed, res.Unusable)
 	}

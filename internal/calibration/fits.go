@@ -62,8 +62,78 @@ type Fit struct {
 	// Holdout is how the temperature did on held-out cases, nil when none
 	// were held out.
 	Holdout *Score `json:"holdout,omitempty"`
+	// Gate is the confidence gate suggested with the fit (see SetGate),
+	// nil when none was suggested: files written before gates have none,
+	// and too few outcomes pass no bound.
+	Gate *FitGate `json:"gate,omitempty"`
 	// Date is the day of the fit, YYYY-MM-DD, or empty.
 	Date string `json:"date"`
+}
+
+// Where a fit's gate was chosen.
+const (
+	GateOnHeldOut = "held_out" // the held-out cases, tempered by the fit
+	GateOnFitted  = "fitted"   // the fitted cases, where none were held out
+)
+
+// FitGate is the gate SuggestGate found on a fit's own cases, tempered by
+// its temperature: the calibrated confidence of the predicted answer (the
+// probability of the option chosen, what a decide answer's confidence
+// is) at or above which the error rate stayed under TargetError with
+// GateConfidence.
+type FitGate struct {
+	// Threshold is the gate, in (0, 1].
+	Threshold   float64 `json:"threshold"`
+	TargetError float64 `json:"target_error"`
+	// On says which cases it was chosen on: GateOnHeldOut or GateOnFitted.
+	On string `json:"on"`
+	// N is how many cases it was chosen over, Above how many of them were
+	// at or above it, WrongAbove how many of those were wrong, and
+	// UpperBound the Clopper–Pearson bound on their error rate.
+	N          int     `json:"n"`
+	Above      int     `json:"above"`
+	WrongAbove int     `json:"wrong_above"`
+	UpperBound float64 `json:"upper_bound"`
+}
+
+// SetGate suggests f's gate at target (see SuggestGate) on the cases the
+// fit was made from, tempered by f's temperature: the held-out ones when
+// there are any, since the temperature was chosen on the others, else the
+// fitted ones. Without a threshold that passes the bound, f has no gate.
+func (f *Fit) SetGate(fit, held []Prediction, target float64) {
+	on, preds := GateOnHeldOut, held
+	if len(held) == 0 {
+		on, preds = GateOnFitted, fit
+	}
+	f.Gate = nil
+	cal := Temper(preds, f.Temperature)
+	g := SuggestGate(cal, target)
+	if g.Threshold == nil {
+		return
+	}
+	n := 0
+	for _, p := range cal {
+		if p.Check() == nil {
+			n++
+		}
+	}
+	f.Gate = &FitGate{Threshold: *g.Threshold, TargetError: g.TargetError, On: on, N: n, Above: g.Above, WrongAbove: g.WrongAbove, UpperBound: g.UpperBound}
+}
+
+func (g *FitGate) validate() error {
+	switch {
+	case !(g.Threshold > 0 && g.Threshold <= 1):
+		return fmt.Errorf("threshold %v is not in (0, 1]", g.Threshold)
+	case !(g.TargetError > 0 && g.TargetError < 1):
+		return fmt.Errorf("target_error %v is not in (0, 1)", g.TargetError)
+	case g.On != GateOnHeldOut && g.On != GateOnFitted:
+		return fmt.Errorf("on %q is not %s or %s", g.On, GateOnHeldOut, GateOnFitted)
+	case g.N < 0 || g.Above < 0 || g.Above > g.N || g.WrongAbove < 0 || g.WrongAbove > g.Above:
+		return fmt.Errorf("counts n %d, above %d, wrong_above %d do not nest", g.N, g.Above, g.WrongAbove)
+	case !(g.UpperBound >= 0 && g.UpperBound <= 1):
+		return fmt.Errorf("upper_bound %v is not in [0, 1]", g.UpperBound)
+	}
+	return nil
 }
 
 // Score is how a temperature did on a set of cases.
@@ -135,7 +205,8 @@ func ParseFits(data []byte) (*Fits, error) {
 // FitsVersion, or a fit, named by its index, that lacks a kind or bucket,
 // has an unknown kind or bucket, a temperature that is not a positive
 // finite number, a negative count, a metric that is negative or not finite
-// (or an ECE above 1), a date that is not YYYY-MM-DD, or the same provider,
+// (or an ECE above 1), a gate whose threshold is not in (0, 1] or whose
+// other fields are out of range, a date that is not YYYY-MM-DD, or the same provider,
 // model, kind and bucket as an earlier fit.
 func (f *Fits) Validate() error {
 	if f == nil {
@@ -188,6 +259,11 @@ func (ft Fit) validate() error {
 	if ft.Holdout != nil {
 		if err := ft.Holdout.validate(); err != nil {
 			return fmt.Errorf("holdout: %w", err)
+		}
+	}
+	if ft.Gate != nil {
+		if err := ft.Gate.validate(); err != nil {
+			return fmt.Errorf("gate: %w", err)
 		}
 	}
 	return nil

@@ -70,3 +70,66 @@ func TestParseFitsHostile(t *testing.T) {
 		}
 	}
 }
+
+func fitWithGate(gate string) string {
+	return fitsWith(`{"provider":"p","model":"m","kind":"choice","bucket":"2","temperature":1.5,"n":1,"nll_before":0,"nll_after":0,"ece_before":0,"ece_after":0,` +
+		`"gate":` + gate + `,"date":""}`)
+}
+
+func gateJSON(threshold string) string {
+	return `{"threshold":` + threshold + `,"target_error":0.02,"on":"held_out","n":400,"above":300,"wrong_above":1,"upper_bound":0.016}`
+}
+
+// A fit's gate must be a probability a confidence can reach, in (0, 1],
+// with counts that nest; a file without gates (written before them)
+// loads with none, and a null gate is none.
+func TestParseFitsGates(t *testing.T) {
+	for _, tc := range []struct{ name, data, want string }{
+		{"zero", fitWithGate(gateJSON("0")), "gate: threshold 0 is not in (0, 1]"},
+		{"negative", fitWithGate(gateJSON("-0.5")), "gate: threshold -0.5 is not in (0, 1]"},
+		{"over 1", fitWithGate(gateJSON("1.0000001")), "gate: threshold 1.0000001 is not in (0, 1]"},
+		{"NaN", fitWithGate(gateJSON("NaN")), "invalid character"},
+		{"Infinity", fitWithGate(gateJSON("1e309")), "cannot unmarshal number 1e309"},
+		{"missing threshold", fitWithGate(`{"target_error":0.02,"on":"held_out","n":1,"above":1,"wrong_above":0,"upper_bound":0.9}`), "threshold 0 is not in (0, 1]"},
+		{"target 0", fitWithGate(strings.Replace(gateJSON("0.9"), `"target_error":0.02`, `"target_error":0`, 1)), "target_error 0 is not in (0, 1)"},
+		{"on nothing", fitWithGate(strings.Replace(gateJSON("0.9"), `"held_out"`, `"everything"`, 1)), `on "everything" is not held_out or fitted`},
+		{"above over n", fitWithGate(strings.Replace(gateJSON("0.9"), `"above":300`, `"above":500`, 1)), "do not nest"},
+		{"wrong over above", fitWithGate(strings.Replace(gateJSON("0.9"), `"wrong_above":1`, `"wrong_above":301`, 1)), "do not nest"},
+		{"bound over 1", fitWithGate(strings.Replace(gateJSON("0.9"), `"upper_bound":0.016`, `"upper_bound":2`, 1)), "upper_bound 2 is not in [0, 1]"},
+		{"unknown key", fitWithGate(strings.Replace(gateJSON("0.9"), `"on"`, `"On"`, 1)), `gate: unknown field "On"`},
+		{"a key twice", fitWithGate(strings.Replace(gateJSON("0.9"), `"threshold":0.9`, `"threshold":0.9,"threshold":2`, 1)), `gate: key "threshold" appears twice`},
+		{"not an object", fitWithGate(`0.9`), "cannot unmarshal number"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := ParseFits([]byte(tc.data))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("ParseFits = %+v, %v; want an error with %q", f, err, tc.want)
+			}
+		})
+	}
+	for _, th := range []string{"1", "0.5", "1e-300"} {
+		f, err := ParseFits([]byte(fitWithGate(gateJSON(th))))
+		if err != nil || f.Fits[0].Gate == nil || fmt.Sprint(f.Fits[0].Gate.Threshold) != fmt.Sprint(mustFloat(t, th)) {
+			t.Errorf("gate %s: %+v, %v", th, f, err)
+		}
+	}
+	for _, data := range []string{fitsWith(fitJSON("1.5")), fitWithGate("null")} {
+		f, err := ParseFits([]byte(data))
+		if err != nil || f.Fits[0].Gate != nil {
+			t.Errorf("%s: %+v, %v; want a fit without a gate", data, f, err)
+		}
+		b, err := f.Encode()
+		if err != nil || strings.Contains(string(b), `"gate"`) {
+			t.Errorf("a fit without a gate encodes as %s (%v)", b, err)
+		}
+	}
+}
+
+func mustFloat(t *testing.T, s string) float64 {
+	t.Helper()
+	var v float64
+	if _, err := fmt.Sscan(s, &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}

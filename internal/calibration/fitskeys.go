@@ -62,18 +62,24 @@ func fitKeys(item json.RawMessage) error {
 		return err
 	}
 	for _, m := range ms {
-		if m.Key != "holdout" {
+		var t reflect.Type
+		switch m.Key {
+		case "holdout":
+			t = reflect.TypeFor[Score]()
+		case "gate":
+			t = reflect.TypeFor[FitGate]()
+		default:
 			continue
 		}
 		hs, err := jsonx.Members(m.Value)
 		if errors.Is(err, jsonx.ErrNotObject) {
-			return nil
+			continue
 		}
 		if err != nil {
-			return fmt.Errorf("holdout: %w", err)
+			return fmt.Errorf("%s: %w", m.Key, err)
 		}
-		if err := knownKeys(hs, reflect.TypeFor[Score]()); err != nil {
-			return fmt.Errorf("holdout: %w", err)
+		if err := knownKeys(hs, t); err != nil {
+			return fmt.Errorf("%s: %w", m.Key, err)
 		}
 	}
 	return nil

@@ -269,3 +269,45 @@ func TestDecideRefit(t *testing.T) {
 		t.Error("10 cases refitted with a minimum of 30")
 	}
 }
+
+// A fit's gate is SuggestGate's on its own cases after its temperature:
+// the held-out ones where there are, else the fitted ones; none where no
+// threshold passes the bound.
+func TestFitSetGate(t *testing.T) {
+	held := append(cases(300, 0, 0.95), cases(50, 10, 0.7)...)
+	fitted := append(cases(1000, 5, 0.9), cases(100, 50, 0.55)...)
+	for _, tc := range []struct {
+		name        string
+		temperature float64
+		fit, held   []Prediction
+		on          string
+		want        float64 // 0: no gate
+		above, n    int
+	}{
+		{"held out", 1, fitted, held, GateOnHeldOut, 0.95, 300, 350},
+		{"no holdout", 1, fitted, nil, GateOnFitted, 0.9, 1000, 1100},
+		{"too few held out", 1, fitted, cases(100, 0, 0.99), "", 0, 0, 0},
+		// Tempered by T=2, 0.95 over two options becomes
+		// 0.95^0.5/(0.95^0.5+0.05^0.5), about 0.8134: the gate is on the
+		// calibrated confidences.
+		{"tempered", 2, fitted, held, GateOnHeldOut, math.Sqrt(0.95) / (math.Sqrt(0.95) + math.Sqrt(0.05)), 300, 350},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := Fit{Kind: decision.Choice, Bucket: "2", Temperature: tc.temperature, Gate: &FitGate{Threshold: 0.5}}
+			f.SetGate(tc.fit, tc.held, 0.02)
+			if tc.want == 0 {
+				if f.Gate != nil {
+					t.Fatalf("gate %+v, want none", *f.Gate)
+				}
+				return
+			}
+			g := f.Gate
+			if g == nil || math.Abs(g.Threshold-tc.want) > 1e-9 || g.On != tc.on || g.Above != tc.above || g.N != tc.n || g.TargetError != 0.02 || !(g.UpperBound < 0.02) {
+				t.Fatalf("gate %+v, want %v on %s with %d of %d above", g, tc.want, tc.on, tc.above, tc.n)
+			}
+			if err := g.validate(); err != nil {
+				t.Errorf("a suggested gate fails validation: %v", err)
+			}
+		})
+	}
+}

@@ -157,8 +157,13 @@ func labelMassGates(entries []decisionlog.Entry, maxLoss float64) []LabelMassGat
 // fits hold (1 where none), with at least minCases answers to a bucket.
 // It returns the fits with every adopted temperature in place (a new
 // revision, written at now) or nil when none was adopted, and each
-// bucket's decision.
-func Refit(groups []decisionlog.Group, current *calibration.Fits, holdout float64, seed uint64, minCases int, now time.Time) (*calibration.Fits, []RefitDecision) {
+// bucket's decision. Each adopted fit carries the gate its held-out
+// answers suggest at target (calibration.Fit.SetGate; 0 or less:
+// DefaultTargetError).
+func Refit(groups []decisionlog.Group, current *calibration.Fits, holdout float64, seed uint64, minCases int, target float64, now time.Time) (*calibration.Fits, []RefitDecision) {
+	if !(target > 0) {
+		target = DefaultTargetError
+	}
 	next := &calibration.Fits{Version: calibration.FitsVersion, Fits: []calibration.Fit{}}
 	if current != nil {
 		next.Fits = append(next.Fits, current.Fits...)
@@ -193,6 +198,7 @@ func Refit(groups []decisionlog.Group, current *calibration.Fits, holdout float6
 			f = calibration.Fit{Kind: g.Kind, Bucket: g.Bucket, Temperature: r.Temperature, N: r.Train}
 		}
 		f.Model, f.Provider, f.Kind, f.Bucket, f.Date = g.Model, "", g.Kind, g.Bucket, now.UTC().Format("2006-01-02")
+		f.SetGate(train, held, target)
 		if idx >= 0 {
 			next.Fits[idx] = f
 		} else {

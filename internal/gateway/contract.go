@@ -65,6 +65,12 @@ const (
 	GradeEscalate = "escalate"
 )
 
+// Sources of the gate an answer was graded against.
+const (
+	GateFromFit       = "fit"       // the gate suggested with the calibration fit that applies
+	GateFromThreshold = "threshold" // no fit with a gate applies: the call's threshold
+)
+
 // Grading bounds: an answer is "ask" when its confidence is under the
 // gate by at most AskBand, or when the top two options are within
 // AskMargin of each other.
@@ -96,6 +102,7 @@ type Response struct {
 	FitVersion      string        `json:"fit_version,omitempty" jsonschema:"The revision of the calibration fits applied to the probabilities; absent when no fit was applied. Outcomes reported through feedback refit them."`
 	NoneProbability *float64      `json:"none_probability,omitempty" jsonschema:"With none_option: the probability of the implicit none-of-these option; probabilities then hold your options' own, which sum with it to 1."`
 	Grade           string        `json:"grade,omitempty" jsonschema:"What to do with the answer: act (its calibrated confidence clears the gate and it is clearly ahead: act on it), ask (it is near the gate, or the top two options are close: ask the user), escalate (under the gate, or no option fit, or the provider declined: do not act on it; reason it through or hand it on). Absent when no provider answered."`
+	Gate            *GradeGate    `json:"gate,omitempty" jsonschema:"The gate the grade was judged against, and where it came from. Absent when no provider answered."`
 	LabelMass       *float64      `json:"label_mass" jsonschema:"The probability the model put on the options' labels at all, before the engine's constraint: low means no option seemed to fit. Null where the engine cannot know (engines that report probabilities after their constraint, System One upstreams) or no provider answered."`
 	Calibration     *Steps        `json:"calibration,omitempty" jsonschema:"Every step applied to the model's probabilities before they were reported, in order, with its version; no step is applied without being named here. Absent when no provider answered."`
 	Threshold       *float64      `json:"threshold,omitempty" jsonschema:"The minimum confidence this call required."`
@@ -106,6 +113,15 @@ type Response struct {
 	Error           *Error        `json:"error" jsonschema:"Null, or why the call failed."`
 	SchemaVersion   string        `json:"schema_version" jsonschema:"The contract version: \"1\"."`
 	RequestID       string        `json:"request_id" jsonschema:"The request's id, as sent or generated."`
+}
+
+// GradeGate is the gate an answer was graded against: the one suggested
+// with the calibration fit for the answering model, kind and option
+// count where that fit has one, else the call's threshold.
+type GradeGate struct {
+	Value       float64 `json:"value" jsonschema:"The confidence (the decision's probability, as confidence reports it) at or above which the answer is graded act."`
+	Source      string  `json:"source" jsonschema:"fit (suggested with the calibration fit that applies: the lowest calibrated confidence whose answers stayed under its target error, by a 95% bound, on the fit's held-out cases) or threshold (no fit with a gate applies: the call's threshold)."`
+	TargetError float64 `json:"target_error,omitempty" jsonschema:"With source fit: the error rate the gate was chosen to keep under."`
 }
 
 // Steps names the steps applied to a reading: the decide answer's calibration object.

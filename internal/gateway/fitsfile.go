@@ -142,6 +142,9 @@ type RefitOptions struct {
 	MinOutcomes int
 	Holdout     float64
 	Seed        uint64
+	// TargetError is the error rate each adopted fit's gate keeps under
+	// (0: DefaultTargetError).
+	TargetError float64
 }
 
 // RefitFromLog refits every bucket of the log's labelled answers against
@@ -166,7 +169,7 @@ func (f *FitsFile) RefitFromLog(ctx context.Context, log *decisionlog.Log, o Ref
 	if err != nil {
 		return nil, "", err
 	}
-	next, ds := Refit(groups, f.Current(), o.Holdout, o.Seed, o.MinOutcomes, now)
+	next, ds := Refit(groups, f.Current(), o.Holdout, o.Seed, o.MinOutcomes, o.TargetError, now)
 	if next == nil {
 		return ds, "", nil
 	}

@@ -473,7 +473,9 @@ func (g *Gateway) answer(q Query, p *link, r Reading, gt gate, at *Attempt, res 
 			second = max(second, p)
 		}
 	}
-	res.Grade = grade(conf, second, g.gate(model, q.Kind(), len(answers), threshold))
+	gg := g.gate(name, model, q.Kind(), len(r.Dist), threshold)
+	res.Gate = &gg
+	res.Grade = grade(conf, second, gg.Value)
 	switch {
 	case r.Abstain != "":
 		res.Status = Abstained
@@ -502,6 +504,12 @@ func (g *Gateway) answer(q Query, p *link, r Reading, gt gate, at *Attempt, res 
 		at.Detail = r.Detail
 		res.Rationale = fmt.Sprintf("System 1 is not confident enough to decide: its best guess %q has probability %.*f (%s), under the threshold %v. There is no decision. Reason this through yourself.",
 			choice, decimals, conf, cal, threshold)
+		// A fit's gate may be under the threshold: an answer between them
+		// is good enough to act on by the outcomes, but this call asked for
+		// more, so there is no decision to act on: ask at best.
+		if res.Grade == GradeAct {
+			res.Grade = GradeAsk
+		}
 	default:
 		res.Status = Decided
 		res.Decision = &choice
@@ -512,13 +520,17 @@ func (g *Gateway) answer(q Query, p *link, r Reading, gt gate, at *Attempt, res 
 	}
 }
 
-// gate is the confidence an answer of model's to a question of kind over
-// n options needs to be graded act. It is the threshold until the
-// calibration report suggests a gate from outcomes (GET /v1/calibration,
-// from the decision log): that gate, where a fit exists, is to be
-// returned here.
-func (g *Gateway) gate(model string, kind decision.Kind, n int, threshold float64) float64 {
-	return threshold
+// gate is the confidence an answer of model's, through provider, to a
+// question of kind over n labels needs to be graded act: the gate
+// suggested with the fit that tempered it (the same Lookup the report's
+// temperature step makes) where that fit has one, else the threshold.
+// Both compare with the probability of the predicted answer, the
+// confidence grade is given.
+func (g *Gateway) gate(provider, model string, kind decision.Kind, n int, threshold float64) GradeGate {
+	if ft, ok := g.fits.Current().Lookup(provider, model, kind, n); ok && ft.Gate != nil {
+		return GradeGate{Value: ft.Gate.Threshold, Source: GateFromFit, TargetError: ft.Gate.TargetError}
+	}
+	return GradeGate{Value: threshold, Source: GateFromThreshold}
 }
 
 // grade is what to do with an answer of confidence conf whose runner-up
@@ -537,7 +549,7 @@ func grade(conf, second, gate float64) string {
 // fail marks the response as an error: no decision, no probabilities.
 func (res *Response) fail(code, msg, rationale string) {
 	res.Status = Failed
-	res.Decision, res.Confidence, res.Probabilities, res.Provider, res.Calibration, res.LabelMass, res.NoneProbability, res.Grade = nil, nil, nil, nil, nil, nil, nil, ""
+	res.Decision, res.Confidence, res.Probabilities, res.Provider, res.Calibration, res.LabelMass, res.NoneProbability, res.Grade, res.Gate = nil, nil, nil, nil, nil, nil, nil, "", nil
 	res.Error = &Error{Code: code, Message: msg}
 	res.Rationale = rationale
 }

@@ -2,8 +2,12 @@ package gateway
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
+	"system1/internal/calibration"
+	"system1/internal/decision"
 	"system1/internal/fakeengine"
 )
 
@@ -43,5 +47,107 @@ func TestDecideGrade(t *testing.T) {
 	}
 	if res := decide(t, g, `{"question":""}`); res.Grade != "" {
 		t.Errorf("an error is graded %q", res.Grade)
+	}
+}
+
+// writeFits writes fits as a fits file in a new folder and returns its
+// path.
+func writeFits(t *testing.T, fits ...calibration.Fit) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "fits.json")
+	data, err := (&calibration.Fits{Version: calibration.FitsVersion, Created: "test", Fits: fits}).Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func gated(fit calibration.Fit, threshold float64) calibration.Fit {
+	fit.Gate = &calibration.FitGate{Threshold: threshold, TargetError: 0.02, On: calibration.GateOnHeldOut, N: 400, Above: 300, UpperBound: 0.01}
+	return fit
+}
+
+// The gate of an answer is the one suggested with the fit the
+// temperature step finds for its provider, model, kind and option count
+// (by the same Lookup), when that fit has one; else the threshold. A
+// fit without a gate (files written before gates, too few outcomes)
+// grades by the threshold.
+func TestGateLookup(t *testing.T) {
+	fit := func(provider, model string, kind decision.Kind, bucket string) calibration.Fit {
+		return calibration.Fit{Provider: provider, Model: model, Kind: kind, Bucket: bucket, Temperature: 1.2, N: 100}
+	}
+	path := writeFits(t,
+		gated(fit("", "qwen", decision.Choice, "3-4"), 0.71),
+		gated(fit("local", "qwen", decision.Choice, "3-4"), 0.82), // the provider's own fit wins
+		fit("", "qwen", decision.Choice, "2"),                     // no gate
+		gated(fit("", "qwen", decision.Noul, "2"), 0.93),
+		gated(fit("", "other", decision.Choice, "5-10"), 1),
+	)
+	g := gatewayFor(t, "gateway:\n  fits: "+path+"\nproviders:\n  - {name: jev, kind: systemone, url: http://127.0.0.1:1, model: qwen}\n", nil)
+	if errs := g.ConfigErrors(); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	for _, tc := range []struct {
+		name, provider, model string
+		kind                  decision.Kind
+		n                     int
+		want                  GradeGate
+	}{
+		{"model's fit", "jev", "qwen", decision.Choice, 3, GradeGate{Value: 0.71, Source: GateFromFit, TargetError: 0.02}},
+		{"four options, same bucket", "jev", "qwen", decision.Choice, 4, GradeGate{Value: 0.71, Source: GateFromFit, TargetError: 0.02}},
+		{"provider's fit", "local", "qwen", decision.Choice, 3, GradeGate{Value: 0.82, Source: GateFromFit, TargetError: 0.02}},
+		{"fit without a gate", "jev", "qwen", decision.Choice, 2, GradeGate{Value: 0.6, Source: GateFromThreshold}},
+		{"noul", "jev", "qwen", decision.Noul, 2, GradeGate{Value: 0.93, Source: GateFromFit, TargetError: 0.02}},
+		{"gate of 1", "jev", "other", decision.Choice, 7, GradeGate{Value: 1, Source: GateFromFit, TargetError: 0.02}},
+		{"no fit for the bucket", "jev", "qwen", decision.Choice, 5, GradeGate{Value: 0.6, Source: GateFromThreshold}},
+		{"no fit for the kind", "jev", "qwen", decision.Score, 5, GradeGate{Value: 0.6, Source: GateFromThreshold}},
+		{"no fit for the model", "jev", "llama", decision.Choice, 3, GradeGate{Value: 0.6, Source: GateFromThreshold}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := g.gate(tc.provider, tc.model, tc.kind, tc.n, 0.6); got != tc.want {
+				t.Errorf("gate = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+	// Without a fits file every gate is the threshold.
+	plain := gatewayFor(t, "providers:\n  - {name: jev, kind: systemone, url: http://127.0.0.1:1, model: qwen}\n", nil)
+	if got := plain.gate("jev", "qwen", decision.Choice, 3, 0.45); got != (GradeGate{Value: 0.45, Source: GateFromThreshold}) {
+		t.Errorf("without fits: %+v", got)
+	}
+}
+
+// Over a real engine node, a fit with a gate grades the answer against
+// that gate, and the answer names it; the same fit without one grades by
+// the threshold. The decision itself stays the threshold's: an answer
+// under the threshold is never act, whatever its gate.
+func TestDecideGradeByFitGate(t *testing.T) {
+	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{"tiny"}, Behavior: fakeengine.Behavior{Logprobs: fakeengine.Probs(0.75, 0.25)}})
+	t.Cleanup(f.Close)
+	fit := calibration.Fit{Model: "tiny", Kind: decision.Choice, Bucket: "2", Temperature: 1, N: 100}
+	for _, tc := range []struct {
+		name      string
+		fit       calibration.Fit
+		threshold float64
+		status    string
+		grade     string
+		gate      GradeGate
+	}{
+		{"threshold", fit, 0.6, Decided, GradeAct, GradeGate{Value: 0.6, Source: GateFromThreshold}},
+		{"a higher gate", gated(fit, 0.8), 0.6, Decided, GradeAsk, GradeGate{Value: 0.8, Source: GateFromFit, TargetError: 0.02}},
+		{"a much higher gate", gated(fit, 0.9), 0.6, Decided, GradeEscalate, GradeGate{Value: 0.9, Source: GateFromFit, TargetError: 0.02}},
+		{"threshold over the answer", fit, 0.9, Abstained, GradeEscalate, GradeGate{Value: 0.9, Source: GateFromThreshold}},
+		{"a lower gate under a higher threshold", gated(fit, 0.7), 0.9, Abstained, GradeAsk, GradeGate{Value: 0.7, Source: GateFromFit, TargetError: 0.02}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := gatewayFor(t, fmt.Sprintf("gateway:\n  fits: %s\n  threshold: %v\nnodes:\n  - {name: n1, url: %s, dialect: llamacpp, models: [tiny]}\nproviders:\n  - {name: local, kind: engine, model: tiny}\n",
+				writeFits(t, tc.fit), tc.threshold, f.URL), nil)
+			res := decide(t, g, `{"question":"Which?","options":["a","b"]}`)
+			if res.Status != tc.status || res.Grade != tc.grade || res.Gate == nil || *res.Gate != tc.gate || *res.Confidence != 0.75 {
+				t.Errorf("status %s grade %q gate %+v confidence %v; want %s, %q, %+v (%s)", res.Status, res.Grade, res.Gate, *res.Confidence, tc.status, tc.grade, tc.gate, res.Rationale)
+			}
+		})
 	}
 }

@@ -33,7 +33,7 @@ const decideDescription = `Ask System 1, a fast calibrated decision model, for o
 	`The result is JSON. status "decided": "decision" is one of the options and "confidence" is its probability. ` +
 	`status "abstained": there is no decision (System 1 is unsure, paused by the user, or the model declined); "rationale" says why, and you should reason it through yourself. ` +
 	`status "error": no decision; "error.code" is invalid_request (fix the request), config_error, provider_timeout, provider_error or malformed_response; reason it through yourself. ` +
-	`"grade" says what to do with an answer: act (act on the decision), ask (it is near the bar or two options are close: ask the user which, showing the top options), escalate (do not act on it: reason it through yourself or hand it on). ` +
+	`"grade" says what to do with an answer: act (act on the decision), ask (it is near the bar or two options are close: ask the user which, showing the top options), escalate (do not act on it: reason it through yourself or hand it on); "gate" is the bar it was graded against: the one the calibration fits suggest from outcomes where they do, else the threshold. ` +
 	`"none_option": true adds an implicit "none of these" option for when none of yours may fit; "label_mass" (when not null) is how much the model saw its answer among the options at all. ` +
 	`"min_confidence" (0 to 1) raises or lowers the bar for deciding.`
 
