@@ -65,7 +65,7 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 	m.WatchNodes(func() []metrics.Node {
 		var out []metrics.Node
 		for _, s := range router.States() {
-			out = append(out, metrics.Node{Name: s.Name, Healthy: s.Healthy, InFlight: s.InFlight, Queued: s.Queued})
+			out = append(out, metrics.Node{Name: s.Name, Healthy: s.Healthy, InFlight: s.InFlight, Queued: s.Queued, Constraint: s.Constraint.State})
 		}
 		return out
 	})

@@ -13,7 +13,8 @@
 // mass left over to a token that is not a label, as an engine reporting
 // values from before its constraint does (llama.cpp, Ollama, an
 // unconstrained OpenAI API); under a vLLM constraint it reports values
-// after it, renormalised over the labels.
+// after it, renormalised over the labels, unless told to ignore the
+// constraint (Behavior.IgnoreConstraint).
 //
 // Faults apply to the inference endpoint only (llama.cpp and OpenAI
 // POST /v1/chat/completions, Ollama POST /api/chat), unless
@@ -89,6 +90,11 @@ type Behavior struct {
 	// Everywhere applies the fault and the latency to every route, not
 	// just inference: model lists, the tokenizer and health too.
 	Everywhere bool
+	// IgnoreConstraint answers a request that names vLLM's
+	// structured_outputs or guided_choice as vLLM >= 0.12 answers
+	// guided_choice: as if it were not there, with values from before any
+	// mask and the likeliest token generated, a label or not.
+	IgnoreConstraint bool
 }
 
 // Halving is the default distribution: the first label has probability

@@ -3,6 +3,7 @@ package fakeengine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -207,5 +208,42 @@ func TestSetAndLatency(t *testing.T) {
 	}
 	if n := len(f.Inferences()); n != 2 {
 		t.Fatalf("%d inference requests recorded, want 2", n)
+	}
+}
+
+// Under vLLM's constraint the fake holds the first token to the labels
+// (values after the mask, a label generated) unless told to ignore it;
+// then it answers as if no constraint were sent: values from before the
+// mask, and the likeliest token generated, here no label, which the
+// OpenAI client reads as a constraint that did not hold.
+func TestConstraintHeldOrIgnored(t *testing.T) {
+	p := engine.Prompt{System: "s", StatePart: "state\n", Question: "Question: which?\nA. a\nB. b\n", Labels: []string{"A", "B"}}
+	lp := fakeengine.ByLabel(map[string]float64{"A": 0.1, "B": 0.05}) // the rest, 0.85, is no label
+	for _, tc := range []struct {
+		constrain string
+		ignore    bool
+		failed    bool
+		mass      float64
+	}{
+		{"structured_outputs", false, false, 1},
+		{"guided_choice", false, false, 1},
+		{"structured_outputs", true, true, 0.15},
+		{"guided_choice", true, true, 0.15},
+		{"", true, false, 0.15}, // nothing to ignore: read as before any mask
+	} {
+		t.Run(fmt.Sprintf("%s/ignore=%v", tc.constrain, tc.ignore), func(t *testing.T) {
+			f := start(t, fakeengine.Options{Dialect: fakeengine.OpenAI, Behavior: fakeengine.Behavior{Logprobs: lp, IgnoreConstraint: tc.ignore}})
+			r, err := (&openai.Engine{BaseURL: f.URL, Constrain: tc.constrain}).Read(context.Background(), "fake", p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mass := math.Exp(r.Logprobs[0]) + math.Exp(r.Logprobs[1])
+			if r.ConstraintFailed != tc.failed || math.Abs(mass-tc.mass) > 1e-9 {
+				t.Errorf("constraint failed %v, label mass %v; want %v, %v", r.ConstraintFailed, mass, tc.failed, tc.mass)
+			}
+			if got := f.Inferences()[0].Constrained; got != (tc.constrain != "") {
+				t.Errorf("the fake saw a constraint: %v", got)
+			}
+		})
 	}
 }

@@ -45,7 +45,8 @@ func placeholder(lit string) string { return "\x00" + lit }
 // answer builds the reply to an inference request.
 func (f *Fake) answer(rec Request, b Behavior) []byte {
 	lps := b.logprobs(rec)
-	if rec.Constrained {
+	masked := rec.Constrained && !b.IgnoreConstraint
+	if masked {
 		lps = renormalise(lps)
 	}
 	var top []entry
@@ -57,7 +58,7 @@ func (f *Fake) answer(rec Request, b Behavior) []byte {
 		rest -= math.Exp(lps[i])
 		top = append(top, f.entry(l, lps[i]))
 	}
-	if rest > 1e-12 && !rec.Constrained {
+	if rest > 1e-12 && !masked {
 		top = append(top, f.entry(filler, math.Log(rest)))
 	}
 	slices.SortStableFunc(top, func(a, b entry) int { return -cmpFloat(a.Logprob.(float64), b.Logprob.(float64)) })
@@ -81,6 +82,9 @@ func (f *Fake) answer(rec Request, b Behavior) []byte {
 			chosen = e
 			break
 		}
+	}
+	if rec.Constrained && b.IgnoreConstraint && len(top) > 0 {
+		chosen = top[0] // no mask: the likeliest token of all
 	}
 
 	if at := hit(); at >= 0 {

@@ -48,6 +48,10 @@ type engineBackend struct {
 func (b *engineBackend) Models(ctx context.Context) ([]string, error) { return b.e.Models(ctx) }
 
 func (b *engineBackend) ask(c *caller, req decision.Request) []answer {
+	// A constrained node's first use probes its constraint once the
+	// request's own calls are done, so the probe never takes a slot
+	// they need.
+	defer c.r.probeConstraint(c.n, req.Model)
 	out := make([]answer, len(req.Questions))
 	ask := func(j int) {
 		start := c.now()
@@ -57,6 +61,9 @@ func (b *engineBackend) ask(c *caller, req decision.Request) []answer {
 			o, err = engine.AskOrders(engine.WithSpread(ctx, j), b.e, req.Model, req.State, req.Questions[j], orders)
 			return err
 		})
+		if err == nil && o.ConstraintFailed {
+			c.r.constraintFailed(c.n, req.Model)
+		}
 		var prior decision.Distribution
 		if err == nil && c.r.prior.mode(req) == decision.PriorContentFree {
 			var extra engine.Outcome

@@ -45,6 +45,7 @@ func (r *Router) failed(n *Node, f *engine.Failure) {
 		return
 	case f.Kind == engine.Unavailable:
 		cool(r.policy.Cooldown, f.Error()) // down, or a ghost claim
+		n.constraintUnknown(f.Error())
 		return
 	}
 	n.failures = slices.DeleteFunc(n.failures, func(t time.Time) bool { return now.Sub(t) > r.policy.Window })

@@ -54,6 +54,7 @@ type Node struct {
 	probeFailed bool                     // the cooldown is a failed probe's, which a good probe ends
 	failures    []time.Time              // recent failures, within the window
 	modelCool   map[string]modelCooldown // models resting on a healthy node (see blame)
+	constraint  constraint               // whether the engine holds its constraint (constraint.go)
 }
 
 // NewNode builds a node from its configuration. getenv reads its key.
@@ -93,6 +94,9 @@ func NewNode(c config.Node, getenv func(string) string, hc *http.Client) (*Node,
 			labels = DefaultLabels
 		}
 		n.Backend = EngineBackend(&openai.Engine{BaseURL: c.URL, Key: key, HTTP: hc, Constrain: c.Constrain, TopLogprobs: labels}, false)
+		if c.Constrain == "structured_outputs" || c.Constrain == "guided_choice" {
+			n.constrained(c.Constrain)
+		}
 	case "systemone":
 		n.Backend = UpstreamBackend(&systemone.Client{BaseURL: c.URL, Key: key, HTTP: hc})
 	default:
@@ -182,6 +186,9 @@ type State struct {
 	// ModelCooldowns are models resting on the node while it serves the
 	// others: a 404 for one model is that model's problem.
 	ModelCooldowns []ModelCooldown `json:"model_cooldowns,omitempty"`
+	// Constraint is whether the node holds its constraint of the first
+	// token to the labels, probed at its first use.
+	Constraint ConstraintState `json:"constraint"`
 }
 
 // State reports the node's health at now.
@@ -199,5 +206,6 @@ func (n *Node) State(now time.Time) State {
 		s.Error = n.discoverErr.Error()
 	}
 	s.ModelCooldowns = n.modelCooldowns(now)
+	s.Constraint = n.constraintLocked()
 	return s
 }

@@ -111,6 +111,8 @@ type Gateway struct {
 	fits         *FitsFile
 	fitsPath     string
 	log          *slog.Logger
+	// router is the fleet the chain asks; nil when none could be built.
+	router *fleet.Router
 }
 
 // New builds a gateway from its configuration. It never fails: what is
@@ -178,6 +180,7 @@ func New(o Options) *Gateway {
 		r.LimitQuestions(cfg.MaxQuestions)
 		router = r
 	}
+	g.router = router
 	for _, lc := range cfg.Gateway.Chain {
 		l := &link{name: lc.Name, model: lc.Model, kind: "engine", timeout: lc.Timeout.Or(g.timeout), maxOptions: lc.MaxOptions, fleet: router, fits: g.fits}
 		if len(lc.Nodes) > 0 {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"system1/internal/fleet"
 )
 
 // Health statuses.
@@ -34,6 +36,17 @@ type Health struct {
 	Paused         bool     `json:"paused"`
 	StateFile      string   `json:"state_file" jsonschema:"The pause state file, read on every call."`
 	Providers      []Probe  `json:"providers" jsonschema:"One probe per provider of the chain, in order. Probes send no user data."`
+	Nodes          []Node   `json:"nodes" jsonschema:"The fleet's nodes, in configured order: whether each is healthy and holds its constraint."`
+}
+
+// Node is one node of the fleet as health reports it.
+type Node struct {
+	Name    string `json:"name"`
+	Dialect string `json:"dialect" jsonschema:"llamacpp, ollama, openai or systemone."`
+	Healthy bool   `json:"healthy" jsonschema:"False while the node cools down after failures."`
+	// Constraint is whether the node holds the first token to the labels,
+	// probed at its first use.
+	Constraint fleet.ConstraintState `json:"constraint" jsonschema:"Whether the node holds its constraint of the first token to the labels, probed once at its first use (no user data is sent) and again when it comes back after being down."`
 }
 
 // Probe is one provider's health.
@@ -49,7 +62,7 @@ type Probe struct {
 // Health probes every provider concurrently, each within its timeout.
 func (g *Gateway) Health(ctx context.Context) *Health {
 	h := &Health{GatewayVersion: g.opt.Version, SchemaVersion: SchemaVersion, Config: g.opt.ConfigPath,
-		ConfigErrors: g.ConfigErrors(), StateFile: g.opt.StatePath, Providers: make([]Probe, len(g.links))}
+		ConfigErrors: g.ConfigErrors(), StateFile: g.opt.StatePath, Providers: make([]Probe, len(g.links)), Nodes: []Node{}}
 	paused, stateErr := g.paused(g.log)
 	h.Paused = paused
 	var wg sync.WaitGroup
@@ -63,6 +76,15 @@ func (g *Gateway) Health(ctx context.Context) *Health {
 		})
 	}
 	wg.Wait()
+	var ignored []string
+	if g.router != nil {
+		for _, s := range g.router.States() {
+			h.Nodes = append(h.Nodes, Node{Name: s.Name, Dialect: s.Dialect, Healthy: s.Healthy, Constraint: s.Constraint})
+			if s.Constraint.State == fleet.ConstraintFailed {
+				ignored = append(ignored, fmt.Sprintf("%s (%s)", s.Name, s.Constraint.Method))
+			}
+		}
+	}
 	var up []string
 	for _, p := range h.Providers {
 		if p.OK {
@@ -93,6 +115,10 @@ func (g *Gateway) Health(ctx context.Context) *Health {
 	default:
 		h.Status = HealthDegraded
 		h.Summary = fmt.Sprintf("The primary provider %s is down; decisions come from the fallback (up: %s).", h.Providers[0].Name, strings.Join(up, ", "))
+	}
+	if len(ignored) > 0 {
+		h.Summary += fmt.Sprintf(" Warning: node %s ignores its constraint: its answers are read as before it, from its top log-probabilities, so options outside them get no probability; set constrain to the method its engine honours (vLLM >= 0.12: structured_outputs).",
+			strings.Join(ignored, ", "))
 	}
 	return h
 }

@@ -8,6 +8,8 @@ import (
 	"slices"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"system1/internal/fleet"
 )
 
 // The published schemas are derived from the Go types above: jsonschema-go
@@ -59,6 +61,7 @@ func HealthSchema() *jsonschema.Schema {
 	s := infer[Health]()
 	s.Properties["status"].Enum = []any{HealthOK, HealthDegraded, HealthDown, HealthPaused}
 	s.Properties["providers"].Items.Properties["role"].Enum = []any{RolePrimary, RoleFallback}
+	s.Properties["nodes"].Items.Properties["constraint"].Properties["state"].Enum = constraintStates()
 	return s
 }
 
@@ -150,4 +153,12 @@ func FeedbackSchema() *jsonschema.Schema {
 	s := infer[FeedbackResult]()
 	s.Properties["error"].Properties["code"].Enum = []any{FeedbackInvalid, FeedbackUnknownRequest, FeedbackLogOff, FeedbackLogError}
 	return s
+}
+
+func constraintStates() []any {
+	out := make([]any, len(fleet.ConstraintStates))
+	for i, st := range fleet.ConstraintStates {
+		out[i] = st
+	}
+	return out
 }

@@ -52,6 +52,7 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 		for i := range states {
 			states[i].CoolReason = redact.Text(states[i].CoolReason)
 			states[i].Error = redact.Text(states[i].Error)
+			states[i].Constraint.Detail = redact.Text(states[i].Constraint.Detail)
 			for j := range states[i].ModelCooldowns {
 				states[i].ModelCooldowns[j].Reason = redact.Text(states[i].ModelCooldowns[j].Reason)
 			}

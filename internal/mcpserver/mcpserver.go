@@ -38,7 +38,7 @@ const decideDescription = `Ask System 1, a fast calibrated decision model, for o
 	`"min_confidence" (0 to 1) raises or lowers the bar for deciding.`
 
 const healthDescription = `Check whether System 1 is usable: status ok, degraded (the primary provider is down and a fallback answers), down, or paused (the user turned it off with /system1:toggle off), ` +
-	`with a probe of each provider (no user data is sent) and any configuration errors.`
+	`with a probe of each provider (no user data is sent), each node's state and whether it holds its constraint of the answer to the option labels, and any configuration errors.`
 
 const capabilitiesDescription = `Describe System 1: the provider chain and what each provider takes (max_options), the confidence threshold, timeouts, calibration fits, ` +
 	`and the full JSON Schemas of system1_decide's request and response.`

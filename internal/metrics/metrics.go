@@ -65,19 +65,28 @@ type Node struct {
 	Healthy  bool
 	InFlight int
 	Queued   int
+	// Constraint is whether the node holds its constraint (holds,
+	// failed, unprobed or not_constrained); empty reports none.
+	Constraint string
 }
 
+// ConstraintStates are the values system1_node_constraint's state label
+// takes, one series each per node.
+var ConstraintStates = []string{"holds", "failed", "unprobed", "not_constrained"}
+
 // WatchNodes reports the nodes' states, read from states at every scrape:
-// whether each is healthy (not cooling down), its calls in flight and its
-// queue depth.
+// whether each is healthy (not cooling down), its calls in flight, its
+// queue depth, and whether it holds its constraint of the first token.
 func (m *Metrics) WatchNodes(states func() []Node) {
 	m.reg.MustRegister(nodeCollector(states))
 }
 
 var (
-	upDesc       = prometheus.NewDesc("system1_node_up", "1 when the node is healthy, 0 while it cools down.", []string{"node"}, nil)
-	inFlightDesc = prometheus.NewDesc("system1_node_in_flight", "Engine calls in flight per node.", []string{"node"}, nil)
-	queuedDesc   = prometheus.NewDesc("system1_node_queue_depth", "Engine calls waiting for a slot per node.", []string{"node"}, nil)
+	upDesc         = prometheus.NewDesc("system1_node_up", "1 when the node is healthy, 0 while it cools down.", []string{"node"}, nil)
+	inFlightDesc   = prometheus.NewDesc("system1_node_in_flight", "Engine calls in flight per node.", []string{"node"}, nil)
+	queuedDesc     = prometheus.NewDesc("system1_node_queue_depth", "Engine calls waiting for a slot per node.", []string{"node"}, nil)
+	constraintDesc = prometheus.NewDesc("system1_node_constraint",
+		"1 for the state of the node's constraint of the first token to the labels (holds, failed, unprobed, not_constrained), 0 for the others.", []string{"node", "state"}, nil)
 )
 
 type nodeCollector func() []Node
@@ -86,6 +95,7 @@ func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- upDesc
 	ch <- inFlightDesc
 	ch <- queuedDesc
+	ch <- constraintDesc
 }
 
 func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
@@ -97,6 +107,16 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, up, n.Name)
 		ch <- prometheus.MustNewConstMetric(inFlightDesc, prometheus.GaugeValue, float64(n.InFlight), n.Name)
 		ch <- prometheus.MustNewConstMetric(queuedDesc, prometheus.GaugeValue, float64(n.Queued), n.Name)
+		if n.Constraint == "" {
+			continue
+		}
+		for _, st := range ConstraintStates {
+			v := 0.0
+			if st == n.Constraint {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(constraintDesc, prometheus.GaugeValue, v, n.Name, st)
+		}
 	}
 }
 

@@ -16,7 +16,7 @@ func TestExposition(t *testing.T) {
 	m.Failover("tiny")
 	m.Cooldown("remote")
 	m.WatchNodes(func() []Node {
-		return []Node{{Name: "local", Healthy: true, InFlight: 2, Queued: 1}, {Name: "remote"}}
+		return []Node{{Name: "local", Healthy: true, InFlight: 2, Queued: 1, Constraint: "not_constrained"}, {Name: "remote", Constraint: "failed"}, {Name: "bare"}}
 	})
 	w := httptest.NewRecorder()
 	m.Handler().ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
@@ -31,11 +31,18 @@ func TestExposition(t *testing.T) {
 		`system1_node_up{node="remote"} 0`,
 		`system1_node_in_flight{node="local"} 2`,
 		`system1_node_queue_depth{node="local"} 1`,
+		`system1_node_constraint{node="local",state="not_constrained"} 1`,
+		`system1_node_constraint{node="local",state="holds"} 0`,
+		`system1_node_constraint{node="remote",state="failed"} 1`,
+		`system1_node_constraint{node="remote",state="unprobed"} 0`,
 		`go_goroutines `,
 		`process_resident_memory_bytes `,
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("metrics lack %q", want)
 		}
+	}
+	if strings.Contains(string(body), `system1_node_constraint{node="bare"`) {
+		t.Error("a node with no constraint state has constraint series")
 	}
 }

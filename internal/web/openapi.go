@@ -225,7 +225,12 @@ type modelList struct {
 
 func health() *jsonschema.Schema {
 	node := infer[fleet.State]()
-	node.Description = "One node's state: cooling down (healthy false) until cool_until, for cool_reason."
+	node.Description = "One node's state: cooling down (healthy false) until cool_until, for cool_reason; whether it holds its constraint."
+	states := make([]any, len(fleet.ConstraintStates))
+	for i, st := range fleet.ConstraintStates {
+		states[i] = st
+	}
+	node.Properties["constraint"].Properties["state"].Enum = states
 	return &jsonschema.Schema{
 		Type:     "object",
 		Required: []string{"status"},

@@ -1,0 +1,178 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"system1/internal/engine"
+)
+
+// ConstraintStates are the states of a node's constraint, in the order
+// health documents them.
+var ConstraintStates = []string{ConstraintHolds, ConstraintFailed, ConstraintUnprobed, ConstraintNone}
+
+// The states of a node's constraint, as health reports them.
+const (
+	// ConstraintNone: the node holds no first token to the labels, so
+	// there is nothing to hold: llama.cpp and Ollama report values from
+	// before their grammar, an openai node without constrain reads them
+	// unmasked, a System One upstream reads for itself.
+	ConstraintNone = "not_constrained"
+	// ConstraintUnprobed: a constrained node not yet probed (not used
+	// yet, its probe under way or failed to get an answer, or back after
+	// being down).
+	ConstraintUnprobed = "unprobed"
+	// ConstraintHolds: the probe's generated token was one of its labels.
+	ConstraintHolds = "holds"
+	// ConstraintFailed: the node generated a token that is no label,
+	// under the probe or in an answer: its constraint is ignored.
+	ConstraintFailed = "failed"
+)
+
+// ConstraintState is what is known of whether a node holds its
+// constraint.
+type ConstraintState struct {
+	// State is ConstraintNone, ConstraintUnprobed, ConstraintHolds or
+	// ConstraintFailed.
+	State string `json:"state" jsonschema:"holds (the probe's token was a label), failed (the node generated a token that is no label: it ignores its constraint, and its answers are read as before it), unprobed (not used yet, probe under way or unanswered, or back after being down) or not_constrained (nothing to hold: llama.cpp and Ollama report values before their grammar)."`
+	// Method is the node's constrain setting (structured_outputs or
+	// guided_choice); empty when not constrained.
+	Method string `json:"method,omitempty" jsonschema:"The node's constrain setting: structured_outputs or guided_choice."`
+	// Model is the model the state was learnt from, and At when.
+	Model string    `json:"model,omitempty" jsonschema:"The model the state was learnt from."`
+	At    time.Time `json:"at,omitzero" jsonschema:"When it was learnt."`
+	// Detail says how it was learnt, or why the probe got no answer.
+	Detail string `json:"detail,omitempty" jsonschema:"How it was learnt (the probe or an answer), or why the probe got no answer."`
+}
+
+// ConstraintProbe is the prompt a constrained node is probed with. It
+// asks for something other than a label, so that an engine that ignores
+// the constraint very likely generates the natural answer ("blue"), which
+// is no label, while one that holds it can only generate Q or X: letters
+// that neither start the natural answer nor appear in the prompt.
+var ConstraintProbe = engine.Prompt{
+	System:    "You are a helpful assistant. Answer the user's request directly, in one lowercase word.",
+	StatePart: "Write the English word for the colour of a clear daytime sky, and nothing else.",
+	Labels:    []string{"Q", "X"},
+}
+
+// constraint is a node's constraint state, under the node's lock.
+type constraint struct {
+	ConstraintState
+	probing bool      // a probe is under way
+	retryAt time.Time // a probe that got no answer is not retried before
+}
+
+// constraintProber is a backend whose engine can be held to the labels.
+type constraintProber interface {
+	// holds asks the constraint probe of model and reports whether the
+	// generated token was one of its labels.
+	holds(ctx context.Context, model string) (bool, error)
+}
+
+func (b *engineBackend) holds(ctx context.Context, model string) (bool, error) {
+	r, err := b.e.Read(ctx, model, ConstraintProbe)
+	if err != nil {
+		return false, err
+	}
+	return !r.ConstraintFailed, nil
+}
+
+// constrained marks a node whose engine is to hold the first token to
+// the labels, and starts its state unprobed.
+func (n *Node) constrained(method string) {
+	n.constraint = constraint{ConstraintState: ConstraintState{State: ConstraintUnprobed, Method: method, Detail: "not probed yet: the probe is sent when the node is first used"}}
+}
+
+// ConstraintState reports what is known of the node's constraint.
+func (n *Node) ConstraintState() ConstraintState {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.constraintLocked()
+}
+
+func (n *Node) constraintLocked() ConstraintState {
+	if n.constraint.State == "" {
+		return ConstraintState{State: ConstraintNone}
+	}
+	return n.constraint.ConstraintState
+}
+
+// probeConstraint sends the constraint probe to a constrained node that
+// has not been probed, once at a time, in the background, after the
+// calls of the request that used the node: it never delays or fails that
+// request. It holds one of the node's slots (or waits in its queue), like
+// any engine call, and is bounded by the node's timeout (nodes[].timeout),
+// whatever the caller's deadline. A probe that gets no answer (the node
+// busy, down or slow) is sent again on a use after the policy's cooldown.
+func (r *Router) probeConstraint(n *Node, model string) {
+	p, ok := n.Backend.(constraintProber)
+	if !ok {
+		return
+	}
+	now := r.now()
+	n.mu.Lock()
+	c := &n.constraint
+	if c.State != ConstraintUnprobed || c.probing || now.Before(c.retryAt) {
+		n.mu.Unlock()
+		return
+	}
+	c.probing = true
+	n.mu.Unlock()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), n.Timeout)
+		defer cancel()
+		var held bool
+		release, err := n.slots.acquire(ctx)
+		if err == nil {
+			held, err = p.holds(ctx, model)
+			release()
+		}
+		at := r.now()
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		c.probing = false
+		switch {
+		case c.State != ConstraintUnprobed:
+			// An answer showed it failed while the probe was out.
+		case err != nil:
+			c.retryAt = at.Add(r.policy.Cooldown)
+			c.Detail = fmt.Sprintf("the probe got no answer (%v); it is sent again on a use after %s", engine.Classify(err), r.policy.Cooldown)
+		case held:
+			c.State, c.Model, c.At = ConstraintHolds, model, at
+			c.Detail = "the probe's generated token was one of its labels"
+		default:
+			c.State, c.Model, c.At = ConstraintFailed, model, at
+			c.Detail = "the probe's generated token was no label: the engine ignores " + c.Method + ", so its answers are read as before the constraint"
+		}
+	}()
+}
+
+// constraintFailed records an answer of model's whose generated token
+// was no label: proof, unlike a token that was one, that the node
+// ignores its constraint.
+func (r *Router) constraintFailed(n *Node, model string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	c := &n.constraint
+	if c.State == "" || c.State == ConstraintFailed {
+		return
+	}
+	c.State, c.Model, c.At = ConstraintFailed, model, r.now()
+	c.Detail = "an answer's generated token was no label: the engine ignores " + c.Method + ", so its answers are read as before the constraint"
+}
+
+// constraintUnknown forgets what was learnt of a node's constraint when
+// it goes down: what comes back may be another engine or version (the
+// very change that makes vLLM ignore a constraint), so it is probed again
+// on its next use. Under the node's lock.
+func (n *Node) constraintUnknown(why string) {
+	c := &n.constraint
+	if c.State != ConstraintHolds && c.State != ConstraintFailed {
+		return
+	}
+	last := c.State
+	c.ConstraintState = ConstraintState{State: ConstraintUnprobed, Method: c.Method,
+		Detail: fmt.Sprintf("probed again on its next use: it went down (%s) after its constraint was found %s", why, last)}
+}
