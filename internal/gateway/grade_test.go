@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -111,6 +112,11 @@ func TestGateLookup(t *testing.T) {
 				t.Errorf("gate = %+v, want %+v", got, tc.want)
 			}
 		})
+	}
+	// Capabilities list each fit's gate, or none.
+	caps := g.Capabilities(context.Background()).Calibration.Fits
+	if len(caps) != 5 || caps[0].Gate == nil || *caps[0].Gate != 0.71 || caps[2].Gate != nil || caps[4].Gate == nil || *caps[4].Gate != 1 {
+		t.Errorf("capabilities' fits: %+v", caps)
 	}
 	// Without a fits file every gate is the threshold.
 	plain := gatewayFor(t, "providers:\n  - {name: jev, kind: systemone, url: http://127.0.0.1:1, model: qwen}\n", nil)

@@ -162,6 +162,8 @@ type Fit struct {
 	Bucket      string  `json:"bucket" jsonschema:"The option-count bucket."`
 	Temperature float64 `json:"temperature"`
 	N           int     `json:"n" jsonschema:"Cases it was fitted on."`
+	// Gate is the fit's suggested gate, nil when it has none.
+	Gate *float64 `json:"gate,omitempty" jsonschema:"The confidence gate suggested with the fit from its held-out outcomes: decide grades its answers against it. Absent when the fit has none (decide grades by the threshold)."`
 }
 
 // Capabilities describes the gateway. Tools is left empty for the face to
@@ -181,7 +183,11 @@ func (g *Gateway) Capabilities(ctx context.Context) *Capabilities {
 	}
 	if fits := g.fits.Current(); fits != nil {
 		for _, f := range fits.Fits {
-			c.Calibration.Fits = append(c.Calibration.Fits, Fit{Provider: f.Provider, Model: f.Model, Kind: string(f.Kind), Bucket: f.Bucket, Temperature: f.Temperature, N: f.N})
+			ft := Fit{Provider: f.Provider, Model: f.Model, Kind: string(f.Kind), Bucket: f.Bucket, Temperature: f.Temperature, N: f.N}
+			if f.Gate != nil {
+				ft.Gate = &f.Gate.Threshold
+			}
+			c.Calibration.Fits = append(c.Calibration.Fits, ft)
 		}
 	}
 	return c
