@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"testing"
@@ -75,29 +76,41 @@ func TestRealEngineDebiasOrderSensitivity(t *testing.T) {
 	}
 }
 
-// The latency of one question over 1 to 4 orders on the real engine: the
-// difference between sub-benchmarks is the cost of an extra order (the
-// state's prefill is cached after the first). Each order is one more
-// engine call, asked after the one before.
+// The latency of one question over 1 to 4 orders on the real engine,
+// over a state the engine has seen (warm: the question is new each time,
+// the state the same) and over a new state each time (cold). The
+// difference between sub-benchmarks of one state is the cost of an extra
+// order: each is one more engine call over the cached state, asked after
+// the one before, so it costs the question's own tokens.
 func BenchmarkRealEngineDebiasOrders(b *testing.B) {
 	r := realRouter(b)
-	for _, orders := range []int{1, 2, 3, 4} {
-		b.Run(map[int]string{1: "orders=1", 2: "orders=2", 3: "orders=3", 4: "orders=4"}[orders], func(b *testing.B) {
-			r.SetDebias(Debias{Permute: orders > 1, Orders: orders})
-			req := storyQuestion(0)
-			var took []time.Duration
-			for b.Loop() {
-				start := time.Now()
-				res, err := r.Decide(b.Context(), req)
-				if err != nil || res.Questions[0].Err != nil {
-					b.Fatal(err, res.Questions[0].Err)
+	for _, state := range []string{"warm", "cold"} {
+		for orders := 1; orders <= 4; orders++ {
+			b.Run(fmt.Sprintf("state=%s/orders=%d", state, orders), func(b *testing.B) {
+				r.SetDebias(Debias{Permute: orders > 1, Orders: orders})
+				var took []time.Duration
+				i := 0
+				for b.Loop() {
+					i++
+					req := storyQuestion(0)
+					// A new question each time, so that no order finds its
+					// whole prompt cached from the iteration before.
+					req.Questions[0].Instructions = json.RawMessage(fmt.Sprintf(`"Who found the ball? (%d)"`, i))
+					if state == "cold" {
+						req.State = json.RawMessage(fmt.Sprintf(`"Once upon a time, on day %d, Lily found a red ball in the park."`, i))
+					}
+					start := time.Now()
+					res, err := r.Decide(b.Context(), req)
+					if err != nil || res.Questions[0].Err != nil {
+						b.Fatal(err, res.Questions[0].Err)
+					}
+					took = append(took, time.Since(start))
 				}
-				took = append(took, time.Since(start))
-			}
-			// The median is reported beside the mean: on a shared machine a
-			// few stalls dominate the mean.
-			slices.Sort(took)
-			b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "median-ms/op")
-		})
+				// The median is reported beside the mean: on a shared
+				// machine a few stalls dominate the mean.
+				slices.Sort(took)
+				b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "median-ms/op")
+			})
+		}
 	}
 }
