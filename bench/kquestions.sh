@@ -25,7 +25,9 @@ if [[ ! -f $model ]]; then
 	mv "$model.part" "$model"
 fi
 mkdir -p bin
-go build -o bin/system1 ./cmd/system1
+# SYSTEM1_BIN runs another build (an older commit's, to compare).
+system1=${SYSTEM1_BIN:-bin/system1}
+[[ -n ${SYSTEM1_BIN:-} ]] || go build -o bin/system1 ./cmd/system1
 port=18591
 work=$(mktemp -d)
 pids=()
@@ -41,7 +43,7 @@ timeouts: {request: 120s}
 nodes:
   - {name: llama, url: "http://127.0.0.1:$port", dialect: llamacpp, models: [rand-qwen2], timeout: 120s, spread_slots: $2}
 YAML
-	bin/system1 serve --config "$work/$1.yaml" >/dev/null 2>"$work/$1.log" &
+	"$system1" serve --config "$work/$1.yaml" >/dev/null 2>"$work/$1.log" &
 	pids+=($!)
 	url=
 	for _ in $(seq 100); do

@@ -40,12 +40,19 @@ func (p Prompt) User() string { return p.StatePart + p.Question }
 // Prefix hashes what every question over the same state shares, the
 // system message and the state, for engines that keep a prompt cache per
 // slot: questions with one prefix can be sent to one slot.
-func (p Prompt) Prefix() uint64 {
+func (p Prompt) Prefix() uint64 { return prefix(p.System, p.StatePart) }
+
+// StatePrefix is the Prefix of every prompt Layout makes over state.
+func StatePrefix(state json.RawMessage) uint64 { return prefix(system, statePart(state)) }
+
+func prefix(system, statePart string) uint64 {
 	h := fnv.New64a()
-	h.Write([]byte(p.System))
-	h.Write([]byte(p.StatePart))
+	h.Write([]byte(system))
+	h.Write([]byte(statePart))
 	return h.Sum64()
 }
+
+func statePart(state json.RawMessage) string { return "State:\n" + text(state) + "\n\n" }
 
 const system = "You are a fast, careful judge. You read a state and answer one question about it " +
 	"by picking exactly one of the labelled options. Reply with the option's label alone."
@@ -87,7 +94,7 @@ func Layout(state json.RawMessage, q decision.Question, labels []string) Prompt 
 	}
 	return Prompt{
 		System:    system,
-		StatePart: "State:\n" + text(state) + "\n\n",
+		StatePart: statePart(state),
 		Question:  b.String(),
 		Labels:    labels,
 	}

@@ -101,7 +101,7 @@ func (b *engineBackend) ask(c *caller, req decision.Request) []answer {
 		}
 	}
 	if len(out) > 1 {
-		b.prime(c)
+		b.prime(c, req.State, len(out))
 	}
 	// The last question is asked on this goroutine: a lone question, the
 	// common case, then needs no goroutine handoff.

@@ -1,22 +1,25 @@
 package fleet
 
-import "context"
+import (
+	"context"
+	"encoding/json"
+)
 
 // primer is an engine that can copy a state's slot where a request's
 // other questions load it (the llamacpp dialect's Prime).
 type primer interface {
-	Prime(ctx context.Context) error
+	Prime(ctx context.Context, state json.RawMessage, k int) error
 }
 
-// prime, on a backend that spreads a state's questions over slots, has
-// the engine copy its idle slots into its prompt cache before they go,
-// through the caller so that it holds one of the node's slots like any
-// call. A failed prime costs only the sharing: each question then
+// prime, on a backend that spreads a state's k questions over slots, has
+// the engine copy its idle slots into its prompt cache and ready the
+// slots the questions go to, before they go, through the caller so that
+// it holds one of the node's slots like any call. A failed prime costs only the sharing: each question then
 // prefills the state on its own slot, so its error is not the questions'.
-func (b *engineBackend) prime(c *caller) {
+func (b *engineBackend) prime(c *caller, state json.RawMessage, k int) {
 	p, ok := b.e.(primer)
 	if !b.spread || !ok {
 		return
 	}
-	_ = c.call(p.Prime)
+	_ = c.call(func(ctx context.Context) error { return p.Prime(ctx, state, k) })
 }

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"system1/internal/config"
 	"system1/internal/decision"
+	"system1/internal/engine"
 	"system1/internal/fakeengine"
 )
 
@@ -23,7 +25,8 @@ func manyQuestions(model, state string, k int) decision.Request {
 }
 
 // calls is what the engine saw, in order: "slot N" for a question pinned
-// to slot N, "prime" for a priming task.
+// to slot N, "prime N" for a priming task pinned to slot N ("prime" when
+// unpinned).
 func calls(t *testing.T, f *fakeengine.Fake) []string {
 	t.Helper()
 	var out []string
@@ -42,17 +45,28 @@ func calls(t *testing.T, f *fakeengine.Fake) []string {
 				out = append(out, fmt.Sprintf("slot %d", *body.IDSlot))
 			}
 		case r.Path == "/completion":
-			out = append(out, "prime")
+			var body struct {
+				IDSlot *int `json:"id_slot"`
+			}
+			if err := json.Unmarshal(r.Body, &body); err != nil {
+				t.Fatal(err)
+			}
+			if body.IDSlot == nil {
+				out = append(out, "prime")
+			} else {
+				out = append(out, fmt.Sprintf("prime %d", *body.IDSlot))
+			}
 		}
 	}
 	return out
 }
 
 // A pinned llama.cpp node spreads a state's questions: over a new state
-// the first goes alone to the state's slot, a priming task follows, then
-// the rest go at once to the slots after it; over a state seen just
-// before, the priming task comes first and every question goes at once.
-// With spread_slots false they all go to the state's slot.
+// the first goes alone to the state's slot, a priming task pinned to each
+// slot the others go to follows, then the rest go at once to the slots
+// after it; over a state seen just before, the priming tasks come first
+// and every question goes at once. With spread_slots false they all go to
+// the state's slot, and nothing is primed.
 func TestSpreadSlots(t *testing.T) {
 	for _, spread := range []bool{true, false} {
 		t.Run(fmt.Sprint("spread=", spread), func(t *testing.T) {
@@ -81,13 +95,9 @@ func TestSpreadSlots(t *testing.T) {
 				if len(got) == 0 {
 					t.Fatalf("%s: no calls", want)
 				}
-				var first int
+				// The state's slot is its prefix's hash modulo the slots.
+				first := int(engine.StatePrefix(req.State) % 4)
 				seen := map[string]bool{}
-				for _, c := range got {
-					if _, err := fmt.Sscanf(c, "slot %d", &first); err == nil {
-						break
-					}
-				}
 				for _, c := range got {
 					seen[c] = true
 				}
@@ -98,15 +108,28 @@ func TestSpreadSlots(t *testing.T) {
 						t.Fatalf("%s: calls %v, want every question on one slot and no priming", want, got)
 					}
 				case round == 0:
-					if len(got) != 4 || got[0] != slot(0) || got[1] != "prime" || !seen[slot(1)] || !seen[slot(2)] {
-						t.Fatalf("cold: calls %v, want %s, prime, then %s and %s", got, slot(0), slot(1), slot(2))
+					if len(got) != 5 || got[0] != slot(0) || !primed(got[1:3], slot) || !seen[slot(1)] || !seen[slot(2)] {
+						t.Fatalf("cold: calls %v, want %s, then slots %d and %d primed, then %s and %s", got, slot(0), (first+1)%4, (first+2)%4, slot(1), slot(2))
 					}
 				default:
-					if len(got) != 4 || got[0] != "prime" || len(seen) != 4 {
-						t.Fatalf("warm: calls %v, want prime, then three slots", got)
+					if len(got) != 5 || !primed(got[:2], slot) || !seen[slot(0)] || !seen[slot(1)] || !seen[slot(2)] {
+						t.Fatalf("warm: calls %v, want slots %d and %d primed, then three slots", got, (first+1)%4, (first+2)%4)
 					}
 				}
 			}
 		})
 	}
+}
+
+// primed reports whether calls are the priming tasks of the two slots
+// after the state's, in either order.
+func primed(calls []string, slot func(int) string) bool {
+	want := map[string]bool{"prime " + strings.TrimPrefix(slot(1), "slot "): true, "prime " + strings.TrimPrefix(slot(2), "slot "): true}
+	for _, c := range calls {
+		if !want[c] {
+			return false
+		}
+		delete(want, c)
+	}
+	return len(want) == 0
 }

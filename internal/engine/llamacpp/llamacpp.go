@@ -6,6 +6,8 @@ package llamacpp
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -40,6 +42,8 @@ type Engine struct {
 	// it, and a slot given a prompt it does not hold loads the longest
 	// cached prefix. A loaded copy leaves the cache, so the state's slot
 	// must stay idle while the others load: Prime before the others go.
+	// Prime also leaves each of those slots holding a prompt, without
+	// which llama-server loads nothing into it.
 	SpreadSlots bool
 
 	mu    sync.Mutex
@@ -178,15 +182,43 @@ func (e *Engine) read(ctx context.Context, model string, p engine.Prompt, labels
 	return r, openai.Floor(tok), nil
 }
 
-// Prime starts one task of a single token on whichever slot is free, so
-// that llama-server copies its idle slots, the state's among them, into
-// its host-memory prompt cache before a request's questions go to slots
-// that do not hold the state (see SpreadSlots). It costs one decode step.
-func (e *Engine) Prime(ctx context.Context) error {
+// Prime readies the slots a request's other questions over state go to
+// (SpreadSlots): a task of a single token pinned to each of the k-1 slots
+// after the state's, sent together so that they cost about one decode
+// step. Each task that starts makes llama-server copy its idle slots, the
+// state's among them, into its host-memory prompt cache; and each leaves
+// its slot holding a prompt, which matters because llama-server loads a
+// cached prefix only into a slot that holds one: a slot unused since the
+// server started would prefill the state again (it computes what it would
+// keep of the slot as 0/0, which is no reason to load). Unpinned, or when
+// the server does not say how many slots it has, one task on any free
+// slot does the copying.
+func (e *Engine) Prime(ctx context.Context, state json.RawMessage, k int) error {
+	n := 0
+	if e.PinSlots && e.SpreadSlots {
+		n = e.slots(ctx)
+	}
+	if n <= 1 {
+		return e.prime(ctx, nil)
+	}
+	home := int(engine.StatePrefix(state) % uint64(n))
+	errs := make([]error, min(k, n)-1)
+	var wg sync.WaitGroup
+	for i := range errs {
+		slot := (home + 1 + i) % n
+		wg.Go(func() { errs[i] = e.prime(ctx, &slot) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// prime runs one task of a single token, on slot when it is not nil.
+func (e *Engine) prime(ctx context.Context, slot *int) error {
 	req := struct {
 		Prompt   string `json:"prompt"`
 		NPredict int    `json:"n_predict"`
-	}{Prompt: " ", NPredict: 1}
+		IDSlot   *int   `json:"id_slot,omitempty"`
+	}{Prompt: " ", NPredict: 1, IDSlot: slot}
 	var reply struct{}
 	return openai.Post(ctx, e.HTTP, e.url("/completion"), e.Key, req, &reply, e.MaxBody)
 }
