@@ -12,6 +12,7 @@ import (
 	"system1/internal/decision"
 	"system1/internal/engine"
 	"system1/internal/fakeengine"
+	"system1/internal/testengine"
 )
 
 // manyQuestions is a request of k yes/no questions over one state.
@@ -132,4 +133,46 @@ func primed(calls []string, slot func(int) string) bool {
 		delete(want, c)
 	}
 	return len(want) == 0
+}
+
+// On a llama-server just started, whose slots have never been used, a
+// request's questions spread over slots still prefill the state once:
+// each slot a question goes to is primed first, since llama-server loads
+// no cached prefix into a slot that never held a prompt. Unprimed, each
+// question but the first prefilled the state again on its own slot.
+func TestRealEngineSpreadPrefillsTheStateOnce(t *testing.T) {
+	const k = 4
+	s := testengine.Start(t, k)
+	n, err := NewNode(config.Node{Name: "real", URL: s.URL, Dialect: "llamacpp"}, func(string) string { return "" }, http.DefaultClient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRouter([]*Node{n}, nil, DefaultPolicy, nil)
+	ctx := context.Background()
+	r.Discover(ctx)
+	story := func(name string) string {
+		return strings.Repeat("Once upon a time "+name+" found a red ball in the park and played with it all day. ", 12)
+	}
+	evaluated := func(req decision.Request) int {
+		before := s.PromptTokens(t)
+		res, err := r.Decide(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, a := range res.Questions {
+			if a.Err != nil {
+				t.Fatalf("question %d: %v", i, a.Err)
+			}
+		}
+		return s.PromptTokens(t) - before
+	}
+	spread := evaluated(manyQuestions(testengine.Model, story("Lily"), k))
+	one := evaluated(manyQuestions(testengine.Model, story("Ben"), 1))
+	t.Logf("%d questions over a new state: %d prompt tokens evaluated; one question over another: %d", k, spread, one)
+	// Prefilled once, the state costs about what one question does (1.8
+	// times here, with the other questions' own tokens); prefilled on
+	// every slot, about k times (3.9 with the priming unpinned).
+	if float64(spread) >= 2.5*float64(one) {
+		t.Errorf("%d questions evaluated %d prompt tokens, %.1f times one question's %d: the state was prefilled more than once", k, spread, float64(spread)/float64(one), one)
+	}
 }

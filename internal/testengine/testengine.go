@@ -7,6 +7,7 @@ package testengine
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -89,7 +91,7 @@ func start(t testing.TB, slots, ctx int) *Server {
 	}
 	port := freePort(t)
 	cmd := exec.Command(bin, "-m", model, "--host", "127.0.0.1", "--port", strconv.Itoa(port),
-		"-c", strconv.Itoa(ctx*slots), "-np", strconv.Itoa(slots), "-t", "2", "-a", Model, "--no-webui")
+		"-c", strconv.Itoa(ctx*slots), "-np", strconv.Itoa(slots), "-t", "2", "-a", Model, "--no-webui", "--metrics")
 	logf, err := os.Create(filepath.Join(t.TempDir(), "llama-server.log"))
 	if err != nil {
 		t.Fatal(err)
@@ -115,6 +117,33 @@ func start(t testing.TB, slots, ctx int) *Server {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// PromptTokens is how many prompt tokens the server has evaluated since it
+// started (llama-server's llamacpp:prompt_tokens_total): what a test of
+// prompt caching counts.
+func (s *Server) PromptTokens(t testing.TB) int {
+	t.Helper()
+	resp, err := http.Get(s.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "llamacpp:prompt_tokens_total "); ok {
+			n, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				t.Fatalf("llama-server's metrics: %q: %v", line, err)
+			}
+			return int(n)
+		}
+	}
+	t.Fatalf("llama-server's metrics have no llamacpp:prompt_tokens_total:\n%s", b)
+	return 0
 }
 
 // Stop kills the server and waits for it; stopping twice is fine.
