@@ -479,10 +479,25 @@ func (l *Log) resolve(es []Entry, requestID, questionID, outcome string) (Entry,
 // (exclusive), oldest first, each with its latest outcome; model, when
 // not empty, keeps only that model's.
 func (l *Log) Window(ctx context.Context, since, until time.Time, model string) ([]Entry, error) {
+	return l.window(ctx, since, until, model, false)
+}
+
+// WindowLabelled is the records of Window that have an outcome: all that
+// a refit or a report reads. It finds them from the outcomes, so its cost
+// follows the outcomes, not every answer the window holds.
+func (l *Log) WindowLabelled(ctx context.Context, since, until time.Time, model string) ([]Entry, error) {
+	return l.window(ctx, since, until, model, true)
+}
+
+func (l *Log) window(ctx context.Context, since, until time.Time, model string, labelled bool) ([]Entry, error) {
 	if err := l.Flush(ctx); err != nil {
 		return nil, err
 	}
 	where := "WHERE d.at_ns >= ? AND d.at_ns < ?"
+	if labelled {
+		where = "WHERE d.id IN (SELECT l.id FROM outcomes o JOIN decisions l ON l.request_id = o.request_id AND l.question_id = o.question_id" +
+			" WHERE l.at_ns >= ? AND l.at_ns < ?)"
+	}
 	args := []any{since.UnixNano(), until.UnixNano()}
 	if model != "" {
 		where += " AND d.model = ?"
@@ -498,7 +513,7 @@ func (l *Log) Window(ctx context.Context, since, until time.Time, model string) 
 // Labelled returns Groups of the window's records that have an outcome:
 // what a refit or a report per model, kind and bucket reads.
 func (l *Log) Labelled(ctx context.Context, since, until time.Time, model string) ([]Group, error) {
-	es, err := l.Window(ctx, since, until, model)
+	es, err := l.WindowLabelled(ctx, since, until, model)
 	if err != nil {
 		return nil, err
 	}

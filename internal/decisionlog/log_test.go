@@ -501,3 +501,56 @@ func TestDroppedFeedsAPrometheusCounter(t *testing.T) {
 		t.Fatalf("gathered %d, %v", n, err)
 	}
 }
+
+// WindowLabelled is the part of Window that has an outcome, on every
+// backend: once per question whatever the number of outcomes, with the
+// latest, in record order, within the window and the model asked.
+func TestWindowLabelledIsTheLabelledPart(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := ctxT(t)
+			l := b.open(t, Options{})
+			for i, at := range []time.Time{t0, t0.Add(time.Second), t0.Add(-time.Hour), t0.Add(2 * time.Second)} {
+				for j, model := range []string{"m1", "m2"} {
+					r := sample(fmt.Sprintf("r%d-%d", i, j), "q", at)
+					r.Model = model
+					l.Record(r)
+				}
+			}
+			if err := l.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range []struct{ req, value string }{{"r0-0", "billing"}, {"r0-0", "sales"}, {"r1-1", "billing"}, {"r2-0", "billing"}, {"r3-0", "technical"}} {
+				if _, err := l.Outcome(ctx, o.req, "q", o.value); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, model := range []string{"", "m1"} {
+				all, err := l.Window(ctx, t0, t0.Add(time.Minute), model)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var want []string
+				for _, e := range all {
+					if e.Outcome != nil {
+						want = append(want, e.RequestID+"="+e.Outcome.Value)
+					}
+				}
+				es, err := l.WindowLabelled(ctx, t0, t0.Add(time.Minute), model)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				for _, e := range es {
+					if e.Outcome == nil {
+						t.Fatalf("model %q: %s has no outcome", model, e.RequestID)
+					}
+					got = append(got, e.RequestID+"="+e.Outcome.Value)
+				}
+				if len(want) == 0 || !reflect.DeepEqual(got, want) {
+					t.Errorf("model %q: labelled %v, want %v", model, got, want)
+				}
+			}
+		})
+	}
+}

@@ -93,7 +93,7 @@ func ReportCalibrationWith(ctx context.Context, log *decisionlog.Log, fits *cali
 	if log == nil {
 		return rep, fmt.Errorf("the decision log is off")
 	}
-	entries, err := log.Window(ctx, since, until, "")
+	entries, err := log.WindowLabelled(ctx, since, until, "")
 	if err != nil {
 		return rep, err
 	}
