@@ -148,6 +148,14 @@ func (f *Fake) Inferences() []Request {
 // first.
 func (f *Fake) WaitIdle(ctx context.Context) error { return f.active.wait(ctx) }
 
+// PeakInFlight is the most requests the fake has handled at once since it
+// started.
+func (f *Fake) PeakInFlight() int {
+	f.active.mu.Lock()
+	defer f.active.mu.Unlock()
+	return f.active.peak
+}
+
 // Reset forgets the requests received so far.
 func (f *Fake) Reset() {
 	f.mu.Lock()

@@ -10,6 +10,7 @@ import (
 type inflight struct {
 	mu   sync.Mutex
 	n    int
+	peak int           // the most handled at once
 	idle chan struct{} // closed while no request is handled; nil before the first
 }
 
@@ -21,6 +22,7 @@ func (c *inflight) enter() func() {
 		c.idle = make(chan struct{})
 	}
 	c.n++
+	c.peak = max(c.peak, c.n)
 	return func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()

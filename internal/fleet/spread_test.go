@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"system1/internal/config"
 	"system1/internal/decision"
@@ -174,5 +175,37 @@ func TestRealEngineSpreadPrefillsTheStateOnce(t *testing.T) {
 	// every slot, about k times (3.9 with the priming unpinned).
 	if float64(spread) >= 2.5*float64(one) {
 		t.Errorf("%d questions evaluated %d prompt tokens, %.1f times one question's %d: the state was prefilled more than once", k, spread, float64(spread)/float64(one), one)
+	}
+}
+
+// A llama.cpp node is sent at most one task per server slot at a time,
+// however many questions a request holds (the rest wait in system1):
+// llama-server has only its slots plus four HTTP threads, and a
+// connection beyond them waits for a kept-alive one to time out.
+func TestLlamaCppTasksAtMostOnePerSlot(t *testing.T) {
+	for _, spread := range []bool{true, false} {
+		t.Run(fmt.Sprint("spread=", spread), func(t *testing.T) {
+			f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Slots: 2, Behavior: fakeengine.Behavior{Latency: 20 * time.Millisecond}})
+			defer f.Close()
+			n, err := NewNode(config.Node{Name: "llama", URL: f.URL, Dialect: "llamacpp", SpreadSlots: &spread}, func(string) string { return "" }, http.DefaultClient)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := NewRouter([]*Node{n}, nil, DefaultPolicy, nil)
+			ctx := context.Background()
+			r.Discover(ctx)
+			res, err := r.Decide(ctx, manyQuestions(fakeengine.DefaultModel, "a state", 12))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, a := range res.Questions {
+				if a.Err != nil {
+					t.Fatalf("question %d: %v", i, a.Err)
+				}
+			}
+			if got := f.PeakInFlight(); got > 2 {
+				t.Errorf("the engine handled %d requests at once; it has 2 slots", got)
+			}
+		})
 	}
 }

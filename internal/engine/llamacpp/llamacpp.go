@@ -51,6 +51,13 @@ type Engine struct {
 	stats map[string]*readStats
 
 	nVocab, nSlots fact
+
+	// calls holds one token per server slot, once the slots are known
+	// (guarded by mu): a call beyond them would only wait in llama-server,
+	// holding one of its few HTTP threads (its slots plus four), and once
+	// they are all held a new connection waits for a kept-alive one to
+	// time out (5 s).
+	calls chan struct{}
 }
 
 // Caps: any number of labels per call unless capped, and the grammar holds
@@ -171,7 +178,7 @@ func (e *Engine) read(ctx context.Context, model string, p engine.Prompt, labels
 		}
 	}
 	var reply openai.ChatResponse
-	if err := openai.Post(ctx, e.HTTP, e.url("/v1/chat/completions"), e.Key, req, &reply, e.MaxBody); err != nil {
+	if err := e.infer(ctx, "/v1/chat/completions", req, &reply); err != nil {
 		return engine.Reading{}, 0, err
 	}
 	r, err := openai.Reading(&reply, labels, true)
@@ -220,7 +227,43 @@ func (e *Engine) prime(ctx context.Context, slot *int) error {
 		IDSlot   *int   `json:"id_slot,omitempty"`
 	}{Prompt: " ", NPredict: 1, IDSlot: slot}
 	var reply struct{}
-	return openai.Post(ctx, e.HTTP, e.url("/completion"), e.Key, req, &reply, e.MaxBody)
+	return e.infer(ctx, "/completion", req, &reply)
+}
+
+// infer posts a task, at most one per server slot at a time: the others
+// wait here, where the caller's deadline holds, rather than on a thread of
+// llama-server's.
+func (e *Engine) infer(ctx context.Context, path string, req, reply any) error {
+	if calls := e.callTokens(ctx); calls != nil {
+		select {
+		case calls <- struct{}{}:
+			defer func() { <-calls }()
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return openai.Post(ctx, e.HTTP, e.url(path), e.Key, req, reply, e.MaxBody)
+}
+
+// callTokens is calls, made once the server has said how many slots it
+// has; nil while it has not (its /props is read again a minute later).
+func (e *Engine) callTokens(ctx context.Context) chan struct{} {
+	e.mu.Lock()
+	calls := e.calls
+	e.mu.Unlock()
+	if calls != nil {
+		return calls
+	}
+	n := e.slots(ctx)
+	if n <= 0 {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.calls == nil {
+		e.calls = make(chan struct{}, n)
+	}
+	return e.calls
 }
 
 // Grammar is a GBNF grammar whose language is exactly the labels.
