@@ -69,6 +69,7 @@ const maxRecorded = 4096
 // Fake is a running fake engine.
 type Fake struct {
 	active inflight
+	tasks  inflight // the inference requests among active
 	// URL is the server root, such as http://127.0.0.1:40123; system1's
 	// node configuration takes it as is.
 	URL string
@@ -148,12 +149,12 @@ func (f *Fake) Inferences() []Request {
 // first.
 func (f *Fake) WaitIdle(ctx context.Context) error { return f.active.wait(ctx) }
 
-// PeakInFlight is the most requests the fake has handled at once since it
-// started.
-func (f *Fake) PeakInFlight() int {
-	f.active.mu.Lock()
-	defer f.active.mu.Unlock()
-	return f.active.peak
+// PeakTasks is the most tasks (inference requests, and llama.cpp's
+// POST /completion) the fake has handled at once since it started.
+func (f *Fake) PeakTasks() int {
+	f.tasks.mu.Lock()
+	defer f.tasks.mu.Unlock()
+	return f.tasks.peak
 }
 
 // Reset forgets the requests received so far.
@@ -177,6 +178,9 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 	_, _ = body.ReadFrom(r.Body)
 	rec := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body.Bytes()}
 	infer := r.Method == http.MethodPost && r.URL.Path == f.opt.Dialect.InferencePath()
+	if infer || (r.Method == http.MethodPost && r.URL.Path == "/completion") {
+		defer f.tasks.enter()()
+	}
 	var chat chatRequest
 	if infer {
 		rec.Inference = true

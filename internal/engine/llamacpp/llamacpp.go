@@ -52,12 +52,12 @@ type Engine struct {
 
 	nVocab, nSlots fact
 
-	// calls holds one token per server slot, once the slots are known
-	// (guarded by mu): a call beyond them would only wait in llama-server,
+	// calls bound the tasks in flight, once the slots are known (guarded
+	// by mu): a task beyond the slots would only wait in llama-server,
 	// holding one of its few HTTP threads (its slots plus four), and once
 	// they are all held a new connection waits for a kept-alive one to
 	// time out (5 s).
-	calls chan struct{}
+	calls *callTokens
 }
 
 // Caps: any number of labels per call unless capped, and the grammar holds
@@ -178,7 +178,7 @@ func (e *Engine) read(ctx context.Context, model string, p engine.Prompt, labels
 		}
 	}
 	var reply openai.ChatResponse
-	if err := e.infer(ctx, "/v1/chat/completions", req, &reply); err != nil {
+	if err := e.infer(ctx, "/v1/chat/completions", req.IDSlot, req, &reply); err != nil {
 		return engine.Reading{}, 0, err
 	}
 	r, err := openai.Reading(&reply, labels, true)
@@ -227,32 +227,55 @@ func (e *Engine) prime(ctx context.Context, slot *int) error {
 		IDSlot   *int   `json:"id_slot,omitempty"`
 	}{Prompt: " ", NPredict: 1, IDSlot: slot}
 	var reply struct{}
-	return e.infer(ctx, "/completion", req, &reply)
+	return e.infer(ctx, "/completion", slot, req, &reply)
 }
 
-// infer posts a task, at most one per server slot at a time: the others
-// wait here, where the caller's deadline holds, rather than on a thread of
-// llama-server's.
-func (e *Engine) infer(ctx context.Context, path string, req, reply any) error {
-	if calls := e.callTokens(ctx); calls != nil {
-		select {
-		case calls <- struct{}{}:
-			defer func() { <-calls }()
-		case <-ctx.Done():
-			return ctx.Err()
+// infer posts a task, on slot when it is not nil, with at most one task
+// per server slot at a time: the others wait here, where the caller's
+// deadline holds, rather than in llama-server, where each holds one of
+// its few HTTP threads, and where a task pinned to a busy slot is
+// deferred and now and then left waiting until the next task arrives.
+func (e *Engine) infer(ctx context.Context, path string, slot *int, req, reply any) error {
+	if t := e.tokens(ctx); t != nil {
+		if slot != nil && *slot < len(t.slots) {
+			if err := acquire(ctx, t.slots[*slot]); err != nil {
+				return err
+			}
+			defer func() { <-t.slots[*slot] }()
 		}
+		if err := acquire(ctx, t.calls); err != nil {
+			return err
+		}
+		defer func() { <-t.calls }()
 	}
 	return openai.Post(ctx, e.HTTP, e.url(path), e.Key, req, reply, e.MaxBody)
 }
 
-// callTokens is calls, made once the server has said how many slots it
-// has; nil while it has not (its /props is read again a minute later).
-func (e *Engine) callTokens(ctx context.Context) chan struct{} {
+func acquire(ctx context.Context, c chan struct{}) error {
+	select {
+	case c <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// callTokens bound the tasks in flight to one server: one token per slot
+// in calls, and one each in slots for the tasks pinned to it.
+type callTokens struct {
+	calls chan struct{}
+	slots []chan struct{}
+}
+
+// tokens are the server's callTokens, made once it has said how many
+// slots it has; nil while it has not (its /props is read again a minute
+// later).
+func (e *Engine) tokens(ctx context.Context) *callTokens {
 	e.mu.Lock()
-	calls := e.calls
+	t := e.calls
 	e.mu.Unlock()
-	if calls != nil {
-		return calls
+	if t != nil {
+		return t
 	}
 	n := e.slots(ctx)
 	if n <= 0 {
@@ -261,7 +284,10 @@ func (e *Engine) callTokens(ctx context.Context) chan struct{} {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.calls == nil {
-		e.calls = make(chan struct{}, n)
+		e.calls = &callTokens{calls: make(chan struct{}, n), slots: make([]chan struct{}, n)}
+		for i := range e.calls.slots {
+			e.calls.slots[i] = make(chan struct{}, 1)
+		}
 	}
 	return e.calls
 }
