@@ -33,31 +33,27 @@ func calls(t *testing.T, f *fakeengine.Fake) []string {
 	t.Helper()
 	var out []string
 	for _, r := range f.Requests() {
+		name := "slot"
 		switch {
 		case r.Inference:
-			var body struct {
-				IDSlot *int `json:"id_slot"`
-			}
-			if err := json.Unmarshal(r.Body, &body); err != nil {
-				t.Fatal(err)
-			}
-			if body.IDSlot == nil {
-				out = append(out, "unpinned")
-			} else {
-				out = append(out, fmt.Sprintf("slot %d", *body.IDSlot))
-			}
 		case r.Path == "/completion":
-			var body struct {
-				IDSlot *int `json:"id_slot"`
-			}
-			if err := json.Unmarshal(r.Body, &body); err != nil {
-				t.Fatal(err)
-			}
-			if body.IDSlot == nil {
-				out = append(out, "prime")
-			} else {
-				out = append(out, fmt.Sprintf("prime %d", *body.IDSlot))
-			}
+			name = "prime"
+		default:
+			continue
+		}
+		var body struct {
+			IDSlot *int `json:"id_slot"`
+		}
+		if err := json.Unmarshal(r.Body, &body); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case body.IDSlot != nil:
+			out = append(out, fmt.Sprintf("%s %d", name, *body.IDSlot))
+		case r.Inference:
+			out = append(out, "unpinned")
+		default:
+			out = append(out, name)
 		}
 	}
 	return out
