@@ -64,8 +64,10 @@ func TestHostileHTTP(t *testing.T) {
 		{"HTTP/1.1 without Host", "GET /health HTTP/1.1\r\nConnection: close\r\n\r\n", 400, false},
 		{"a query string with bad escapes", "GET /health?x=%zz&y=\xff HTTP/1.1\r\n" + h + "\r\n", 200, true},
 		{"NUL in the path", "GET /health%00 HTTP/1.1\r\n" + h + "\r\n", 404, true},
-		{"a wrong method", "DELETE /v1/systemone HTTP/1.1\r\n" + h + "\r\n", 404, true},
-		{"GET on a POST route", "GET /v1/systemone HTTP/1.1\r\n" + h + "\r\n", 404, true},
+		{"a wrong method", "DELETE /v1/systemone HTTP/1.1\r\n" + h + "\r\n", 405, true},
+		{"GET on a POST route", "GET /v1/systemone HTTP/1.1\r\n" + h + "\r\n", 405, true},
+		{"POST on a GET route", "POST /v1/models HTTP/1.1\r\n" + h + "Content-Length: 0\r\n\r\n", 405, true},
+		{"a method on an unknown path", "DELETE /v1/nothing HTTP/1.1\r\n" + h + "\r\n", 404, true},
 		{"a body that is not JSON, as text/plain", "POST /v1/systemone HTTP/1.1\r\n" + h + "Content-Type: text/plain\r\nContent-Length: 2\r\n\r\nhi", 422, true},
 		{"a byte order mark", "POST /v1/systemone HTTP/1.1\r\n" + h + "Content-Length: 5\r\n\r\n\xef\xbb\xbf{}", 422, true},
 		{"a caller's request id is not echoed", "POST /v1/systemone HTTP/1.1\r\n" + h + "X-Typesafe-Request-Id: evil\r\nContent-Length: 2\r\n\r\n{}", 422, true},
@@ -147,6 +149,40 @@ func TestHostileBodies(t *testing.T) {
 				t.Errorf("got %.400s, want %d with %q", r, tc.status, tc.has)
 			}
 			validHead(t, r.header)
+		})
+	}
+}
+
+// A known path asked with a method it does not answer gets FastAPI's 405,
+// as hosted Jev sends it, naming the methods it does answer; an unknown
+// path stays a 404.
+func TestWrongMethod(t *testing.T) {
+	n := startNode(t, "n", fakeengine.OpenAI, fakeengine.Behavior{})
+	s := serve(t, setup{nodes: []node{n}})
+	for _, tc := range []struct {
+		method, path string
+		status       int
+		allow, body  string
+	}{
+		{http.MethodGet, "/v1/systemone", 405, "POST", `{"detail":"Method Not Allowed"}`},
+		{http.MethodPost, "/v1/models", 405, "GET, HEAD", `{"detail":"Method Not Allowed"}`},
+		{http.MethodDelete, "/health", 405, "GET, HEAD", `{"detail":"Method Not Allowed"}`},
+		{http.MethodDelete, "/v1/nothing", 404, "", `{"detail":"Not Found"}`},
+	} {
+		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
+			req, err := http.NewRequest(tc.method, s.URL+tc.path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != tc.status || resp.Header.Get("Allow") != tc.allow || string(body) != tc.body {
+				t.Errorf("%d, Allow %q, %s; want %d, Allow %q, %s", resp.StatusCode, resp.Header.Get("Allow"), body, tc.status, tc.allow, tc.body)
+			}
 		})
 	}
 }

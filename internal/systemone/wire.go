@@ -14,6 +14,10 @@ const RequestIDHeader = "X-Typesafe-Request-Id"
 // FastAPI's, as hosted Jev sends it.
 var NotFoundBody = []byte(`{"detail":"Not Found"}`)
 
+// MethodNotAllowedBody is the body of a 405 for a route asked with a
+// method it does not answer, FastAPI's, as hosted Jev sends it.
+var MethodNotAllowedBody = []byte(`{"detail":"Method Not Allowed"}`)
+
 // Model is one entry of GET /v1/models.
 type Model struct {
 	ID          string
