@@ -336,19 +336,28 @@ func (c *Config) Resolve(name string) string {
 	return filepath.Join(filepath.Dir(c.Path), name)
 }
 
+// names are the names given so far in one list of the configuration.
+type names map[string]bool
+
+// check reports a name that is missing or given before in the list.
+func (seen names) check(bad func(string, ...any), at, name string) {
+	switch {
+	case name == "":
+		bad("%s: name is required", at)
+	case seen[name]:
+		bad("%s: name %q is used twice", at, name)
+	}
+	seen[name] = true
+}
+
 // Check returns every problem with the configuration's content.
 func (c *Config) Check() []error {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
-	names := map[string]bool{}
+	nodeNames := names{}
 	for i, n := range c.Nodes {
 		at := fmt.Sprintf("nodes[%d]", i)
-		if n.Name == "" {
-			bad("%s: name is required", at)
-		} else if names[n.Name] {
-			bad("%s: name %q is used twice", at, n.Name)
-		}
-		names[n.Name] = true
+		nodeNames.check(bad, at, n.Name)
 		if u, err := url.Parse(n.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			bad("%s (%s): url %q is not an http(s) URL", at, n.Name, n.URL)
 		}
@@ -422,19 +431,14 @@ func (c *Config) Check() []error {
 	}
 	errs = append(errs, c.translation...)
 	errs = append(errs, c.DecisionLog.check()...)
-	pnames := map[string]bool{}
+	pnames := names{}
 	providers := c.Providers
 	if providers == nil {
 		providers = c.oldProviders
 	}
 	for i, p := range providers {
 		at := fmt.Sprintf("providers[%d]", i)
-		if p.Name == "" {
-			bad("%s: name is required", at)
-		} else if pnames[p.Name] {
-			bad("%s: name %q is used twice", at, p.Name)
-		}
-		pnames[p.Name] = true
+		pnames.check(bad, at, p.Name)
 		switch p.Kind {
 		case "engine":
 			if p.Model == "" {
@@ -458,20 +462,15 @@ func (c *Config) Check() []error {
 		}
 	}
 	if c.oldProviders == nil {
-		lnames := map[string]bool{}
+		lnames := names{}
 		for i, l := range c.Gateway.Chain {
 			at := fmt.Sprintf("gateway.chain[%d]", i)
-			if l.Name == "" {
-				bad("%s: name is required", at)
-			} else if lnames[l.Name] {
-				bad("%s: name %q is used twice", at, l.Name)
-			}
-			lnames[l.Name] = true
+			lnames.check(bad, at, l.Name)
 			if l.Model == "" {
 				bad("%s (%s): a link needs a model served by the nodes", at, l.Name)
 			}
 			for _, n := range l.Nodes {
-				if !names[n] {
+				if !nodeNames[n] {
 					bad("%s (%s): node %q is not configured", at, l.Name, n)
 				}
 			}
