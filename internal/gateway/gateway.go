@@ -22,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"system1/internal/calibration"
 	"system1/internal/config"
 	"system1/internal/decision"
 	"system1/internal/decisionlog"
@@ -476,7 +477,7 @@ func (g *Gateway) answer(q Query, p *link, r Reading, gt gate, at *Attempt, res 
 			second = max(second, p)
 		}
 	}
-	gg := g.gate(name, model, q.Kind(), len(r.Dist), threshold)
+	gg := gradeGate(r.fits, name, model, q.Kind(), len(r.Dist), threshold)
 	res.Gate = &gg
 	res.Grade = grade(conf, second, gg.Value)
 	switch {
@@ -523,14 +524,15 @@ func (g *Gateway) answer(q Query, p *link, r Reading, gt gate, at *Attempt, res 
 	}
 }
 
-// gate is the confidence an answer of model's, through provider, to a
-// question of kind over n labels needs to be graded act: the gate
-// suggested with the fit that tempered it (the same Lookup the report's
-// temperature step makes) where that fit has one, else the threshold.
+// gradeGate is the confidence an answer of model's, through provider, to
+// a question of kind over n labels needs to be graded act: the gate
+// suggested with the fit in fits that tempered it (the same Lookup the
+// report's temperature step makes) where that fit has one, else the
+// threshold.
 // Both compare with the probability of the predicted answer, the
 // confidence grade is given.
-func (g *Gateway) gate(provider, model string, kind decision.Kind, n int, threshold float64) GradeGate {
-	if ft, ok := g.fits.Current().Lookup(provider, model, kind, n); ok && ft.Gate != nil {
+func gradeGate(fits *calibration.Fits, provider, model string, kind decision.Kind, n int, threshold float64) GradeGate {
+	if ft, ok := fits.Lookup(provider, model, kind, n); ok && ft.Gate != nil {
 		return GradeGate{Value: ft.Gate.Threshold, Source: GateFromFit, TargetError: ft.Gate.TargetError}
 	}
 	return GradeGate{Value: threshold, Source: GateFromThreshold}

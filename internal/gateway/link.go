@@ -59,7 +59,10 @@ func (l *link) ask(ctx context.Context, q Query, rec fleet.Recorder, asked fleet
 	if a.Err != nil {
 		return Reading{}, classify(ctx, a.Err, tries)
 	}
-	rep := res.Report(req, l.fits.Current(), l.name)
+	// One snapshot of the fits both tempers the answer and gates its
+	// grade, so a reload between the two cannot mix revisions.
+	fits := l.fits.Current()
+	rep := res.Report(req, fits, l.name)
 	res.Record(rec, req, rep, asked)
 	detail := fmt.Sprintf("answered by node %s", a.Node)
 	if len(tries) > 1 {
@@ -69,7 +72,7 @@ func (l *link) ask(ctx context.Context, q Query, rec fleet.Recorder, asked fleet
 		detail += "; " + w.String()
 	}
 	return Reading{Dist: rep.Dists[0], Calibrated: rep.Calibrated, FitVersion: rep.FitVersion, Model: a.Model, Abstain: a.Abstain, Detail: detail,
-		Steps: rep.Steps[0], Engine: rep.Engine[0], LabelMass: rep.LabelMass[0]}, nil
+		Steps: rep.Steps[0], Engine: rep.Engine[0], LabelMass: rep.LabelMass[0], fits: fits}, nil
 }
 
 // classify maps the fleet's class of a failure to the gateway's outcomes:

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"system1/internal/calibration"
 
 	"system1/internal/decision"
 	"system1/internal/fleet"
@@ -109,6 +110,9 @@ type Reading struct {
 	// LabelMass is the probability the engine put on the labels at all;
 	// NaN where it cannot know.
 	LabelMass float64
+	// fits are the fits the reading was calibrated with, whose gate
+	// grades it; nil when none were loaded.
+	fits *calibration.Fits
 }
 
 // failure is a link's failure to answer.
