@@ -13,28 +13,22 @@ import (
 	"system1/internal/fakeengine"
 )
 
-// orderSensitivity is the largest change of any option's probability
-// over the cyclic reorderings of a question's options, each asked as a
-// request of its own with orders orders.
-func orderSensitivity(t *testing.T, e engine.Engine, c cases.Case, orders int) float64 {
-	t.Helper()
-	q := c.Request.Questions[0]
+// sensitivity is the largest change of any option's probability over
+// the cyclic reorderings of q's options, each answered by answer (a
+// score's levels stay in order: it is asked as it is).
+func sensitivity(q decision.Question, answer func(shifted decision.Question) decision.Distribution) float64 {
 	lo, hi := map[string]float64{}, map[string]float64{}
 	for k := range q.Options {
 		shifted := q
 		if q.Kind != decision.Score {
 			shifted.Options = append(append([]decision.Option{}, q.Options[k:]...), q.Options[:k]...)
 		}
-		o, err := engine.AskOrders(context.Background(), e, fakeengine.DefaultModel, c.Request.State, shifted, orders)
-		if err != nil {
-			t.Fatalf("%s: %v", c.ID, err)
-		}
+		d := answer(shifted)
 		for i, opt := range shifted.Options {
-			p := o.Dist[i]
-			if l, ok := lo[opt.Key]; !ok || p < l {
-				lo[opt.Key] = p
+			if l, ok := lo[opt.Key]; !ok || d[i] < l {
+				lo[opt.Key] = d[i]
 			}
-			hi[opt.Key] = max(hi[opt.Key], p)
+			hi[opt.Key] = max(hi[opt.Key], d[i])
 		}
 	}
 	worst := 0.0
@@ -42,6 +36,19 @@ func orderSensitivity(t *testing.T, e engine.Engine, c cases.Case, orders int) f
 		worst = max(worst, hi[k]-lo[k])
 	}
 	return worst
+}
+
+// orderSensitivity is sensitivity with each reordering asked of the
+// engine as a request of its own with orders orders.
+func orderSensitivity(t *testing.T, e engine.Engine, c cases.Case, orders int) float64 {
+	t.Helper()
+	return sensitivity(c.Request.Questions[0], func(shifted decision.Question) decision.Distribution {
+		o, err := engine.AskOrders(context.Background(), e, fakeengine.DefaultModel, c.Request.State, shifted, orders)
+		if err != nil {
+			t.Fatalf("%s: %v", c.ID, err)
+		}
+		return o.Dist
+	})
 }
 
 // Order debiasing on the simulated model (over-confident, one nat toward

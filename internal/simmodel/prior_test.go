@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 
 	"system1/internal/calibration"
@@ -64,7 +65,7 @@ func stream(t *testing.T, r *fleet.Router, cs []cases.Case, m priorMode) ([]cali
 	for _, c := range cs {
 		q := c.Request.Questions[0]
 		d, steps := answerAs(t, r, c, q, m)
-		if slices.ContainsFunc(steps, func(s string) bool { return len(s) > 6 && s[:6] == "prior=" }) {
+		if slices.ContainsFunc(steps, func(s string) bool { return strings.HasPrefix(s, fleet.PriorStep+"=") }) {
 			corrected++
 		}
 		preds = append(preds, calibration.Prediction{Kind: q.Kind, Dist: d, Expected: c.Expected[0], Options: len(q.Options)})
@@ -72,31 +73,14 @@ func stream(t *testing.T, r *fleet.Router, cs []cases.Case, m priorMode) ([]cali
 	return preds, corrected
 }
 
-// routedSensitivity is the largest change of any option's probability
-// over the cyclic reorderings of c's options, each asked through the
-// router as m (so the batch estimate it finds is the stream's).
+// routedSensitivity is sensitivity with each reordering asked through
+// the router as m (so the batch estimate it finds is the stream's).
 func routedSensitivity(t *testing.T, r *fleet.Router, c cases.Case, m priorMode) float64 {
 	t.Helper()
-	q := c.Request.Questions[0]
-	lo, hi := map[string]float64{}, map[string]float64{}
-	for k := range q.Options {
-		shifted := q
-		if q.Kind != decision.Score {
-			shifted.Options = append(append([]decision.Option{}, q.Options[k:]...), q.Options[:k]...)
-		}
+	return sensitivity(c.Request.Questions[0], func(shifted decision.Question) decision.Distribution {
 		d, _ := answerAs(t, r, c, shifted, m)
-		for i, opt := range shifted.Options {
-			if l, ok := lo[opt.Key]; !ok || d[i] < l {
-				lo[opt.Key] = d[i]
-			}
-			hi[opt.Key] = max(hi[opt.Key], d[i])
-		}
-	}
-	worst := 0.0
-	for k := range lo {
-		worst = max(worst, hi[k]-lo[k])
-	}
-	return worst
+		return d
+	})
 }
 
 // Prior correction on the simulated model (over-confident, one nat
