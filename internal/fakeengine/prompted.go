@@ -91,3 +91,25 @@ func Leaning(r Request) []float64 {
 	}
 	return ws
 }
+
+// FirstBiased answers as Behavior.Prompted, liking the options by name
+// (alpha 1, beta 2, gamma 3, true and false 1 each) and, five times over,
+// whichever is listed first: a model with a known position bias, the bias
+// order debiasing spreads out.
+func FirstBiased(r Request) []float64 {
+	p, _ := ParsePrompt(r.User)
+	weight := map[string]float64{"alpha": 1, "beta": 2, "gamma": 3, "true": 1, "false": 1}
+	ws := make([]float64, len(r.Labels))
+	var total float64
+	for i, l := range r.Labels {
+		ws[i] = weight[p.Options[l]]
+		if len(p.Order) > 0 && p.Order[0] == l {
+			ws[i] *= 5
+		}
+		total += ws[i]
+	}
+	for i := range ws {
+		ws[i] = math.Log(ws[i] / total)
+	}
+	return ws
+}

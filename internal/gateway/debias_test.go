@@ -8,31 +8,11 @@ import (
 	"system1/internal/fakeengine"
 )
 
-// firstBiased likes the options by name and, five times over, whichever
-// is listed first.
-func firstBiased(r fakeengine.Request) []float64 {
-	p, _ := fakeengine.ParsePrompt(r.User)
-	weight := map[string]float64{"alpha": 1, "beta": 2, "gamma": 3, "true": 1, "false": 1}
-	ws := make([]float64, len(r.Labels))
-	var total float64
-	for i, l := range r.Labels {
-		ws[i] = weight[p.Options[l]]
-		if len(p.Order) > 0 && p.Order[0] == l {
-			ws[i] *= 5
-		}
-		total += ws[i]
-	}
-	for i := range ws {
-		ws[i] = math.Log(ws[i] / total)
-	}
-	return ws
-}
-
 // Decide takes debias in the request and from the configuration: a
 // permuted answer names the step and its orders in calibration, is the
 // same for options given in a shifted order, and off names no step.
 func TestDecideDebias(t *testing.T) {
-	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{"tiny"}, Behavior: fakeengine.Behavior{Prompted: firstBiased}})
+	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{"tiny"}, Behavior: fakeengine.Behavior{Prompted: fakeengine.FirstBiased}})
 	t.Cleanup(f.Close)
 	for _, tc := range []struct {
 		config, field, version string

@@ -11,27 +11,6 @@ import (
 	"system1/internal/fleet"
 )
 
-// firstBiased is a model that likes the options by name and, five times
-// over, whichever is listed first: the position bias order debiasing
-// spreads out.
-func firstBiased(r fakeengine.Request) []float64 {
-	p, _ := fakeengine.ParsePrompt(r.User)
-	weight := map[string]float64{"alpha": 1, "beta": 2, "gamma": 3}
-	ws := make([]float64, len(r.Labels))
-	var total float64
-	for i, l := range r.Labels {
-		ws[i] = weight[p.Options[l]]
-		if len(p.Order) > 0 && p.Order[0] == l {
-			ws[i] *= 5
-		}
-		total += ws[i]
-	}
-	for i := range ws {
-		ws[i] = math.Log(ws[i] / total)
-	}
-	return ws
-}
-
 func colour(order string) string {
 	var crit []string
 	for _, k := range strings.Split(order, ",") {
@@ -59,7 +38,7 @@ func probabilities(t *testing.T, r reply) map[string]float64 {
 // the same probabilities; the steps header names the step, off names
 // none, and the extra calls are made and counted.
 func TestSystemOneDebiasHeader(t *testing.T) {
-	n := startNode(t, "a", fakeengine.LlamaCpp, fakeengine.Behavior{Prompted: firstBiased})
+	n := startNode(t, "a", fakeengine.LlamaCpp, fakeengine.Behavior{Prompted: fakeengine.FirstBiased})
 	s := serve(t, setup{nodes: []node{n}})
 	for _, tc := range []struct {
 		header, steps string
@@ -104,7 +83,7 @@ func TestSystemOneDebiasHeader(t *testing.T) {
 // debias: permute in the configuration applies to every request that
 // does not say otherwise, with the orders bounded by debias_orders.
 func TestSystemOneDebiasConfigured(t *testing.T) {
-	n := startNode(t, "a", fakeengine.LlamaCpp, fakeengine.Behavior{Prompted: firstBiased})
+	n := startNode(t, "a", fakeengine.LlamaCpp, fakeengine.Behavior{Prompted: fakeengine.FirstBiased})
 	s := serve(t, setup{nodes: []node{n}, debias: fleet.Debias{Permute: true, Orders: 2}})
 	r := s.ask(t, colour("alpha,beta,gamma"))
 	if got := r.header.Get("X-System1-Steps"); got != "debias=permute/2" || len(n.fake.Inferences()) != 2 {
