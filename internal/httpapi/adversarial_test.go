@@ -170,18 +170,9 @@ func TestWrongMethod(t *testing.T) {
 		{http.MethodDelete, "/v1/nothing", 404, "", `{"detail":"Not Found"}`},
 	} {
 		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
-			req, err := http.NewRequest(tc.method, s.URL+tc.path, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			body, _ := io.ReadAll(resp.Body)
-			if resp.StatusCode != tc.status || resp.Header.Get("Allow") != tc.allow || string(body) != tc.body {
-				t.Errorf("%d, Allow %q, %s; want %d, Allow %q, %s", resp.StatusCode, resp.Header.Get("Allow"), body, tc.status, tc.allow, tc.body)
+			r := s.do(t, tc.method, tc.path, "")
+			if r.status != tc.status || r.header.Get("Allow") != tc.allow || string(r.body) != tc.body {
+				t.Errorf("%d, Allow %q, %s; want %d, Allow %q, %s", r.status, r.header.Get("Allow"), r.body, tc.status, tc.allow, tc.body)
 			}
 		})
 	}
