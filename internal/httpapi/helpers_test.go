@@ -21,6 +21,7 @@ import (
 	"system1/internal/fleet"
 	"system1/internal/httpapi"
 	"system1/internal/systemone"
+	"system1/internal/testbin"
 )
 
 // A node is one fake engine and system1's configuration of it.
@@ -119,30 +120,7 @@ func (r reply) String() string { return fmt.Sprintf("%d %s", r.status, r.body) }
 // do sends a request with the given headers ("Name: value").
 func (s *system1) do(t testing.TB, method, path, body string, headers ...string) reply {
 	t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(t.Context(), method, s.URL+path, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for _, h := range headers {
-		k, v, _ := strings.Cut(h, ": ")
-		req.Header.Set(k, v)
-	}
-	resp, err := s.client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, b := testbin.Do(t, s.client, method, s.URL+path, body, headers...)
 	return reply{status: resp.StatusCode, header: resp.Header, body: b}
 }
 

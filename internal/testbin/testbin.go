@@ -7,12 +7,15 @@ import (
 	"bytes"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
+	"testing"
 	"time"
 )
 
@@ -103,4 +106,36 @@ func WaitHealthy(base string, exited <-chan struct{}, within time.Duration) erro
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// Do sends a request to url through c, with body as JSON when it is not
+// empty and each header given as "Name: value", and reads the whole reply,
+// failing t on any transport error: the HTTP client tests share.
+func Do(t testing.TB, c *http.Client, method, url, body string, headers ...string) (*http.Response, []byte) {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(t.Context(), method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for _, h := range headers {
+		k, v, _ := strings.Cut(h, ": ")
+		req.Header.Set(k, v)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, b
 }

@@ -2,11 +2,9 @@ package web_test
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +15,7 @@ import (
 	"system1/internal/gateway"
 	"system1/internal/httpapi"
 	"system1/internal/metrics"
+	"system1/internal/testbin"
 )
 
 // server is system1 serve's HTTP face over the real router, dialect
@@ -105,29 +104,5 @@ func get(t testing.TB, url string, headers ...string) (*http.Response, []byte) {
 
 func do(t testing.TB, method, url, body string, headers ...string) (*http.Response, []byte) {
 	t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(t.Context(), method, url, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for _, h := range headers {
-		k, v, _ := strings.Cut(h, ": ")
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, b
+	return testbin.Do(t, http.DefaultClient, method, url, body, headers...)
 }
