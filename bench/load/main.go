@@ -15,7 +15,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -25,6 +24,7 @@ import (
 	"time"
 
 	"system1/internal/fakeengine"
+	"system1/internal/testbin"
 )
 
 func main() {
@@ -49,27 +49,17 @@ func run(bin string, total int, rate float64, latency, limit time.Duration) erro
 	}
 	defer os.RemoveAll(dir)
 	cfg := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`listen: 127.0.0.1:0
-timeouts: {request: 30s}
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`timeouts: {request: 30s}
 nodes:
   - {name: fake, url: %q, dialect: llamacpp, models: [fake], max_inflight: 1024, queue: 4096}
 `, engine.URL)), 0o600); err != nil {
 		return err
 	}
-	cmd := exec.Command(bin, "serve", "--config", cfg)
-	stderr, err := cmd.StderrPipe()
+	base, _, stop, err := testbin.Serve(bin, 30*time.Second, "--config", cfg)
 	if err != nil {
 		return err
 	}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	base, err := listeningURL(stderr)
-	if err != nil {
-		return err
-	}
-	go io.Copy(io.Discard, stderr)
+	defer stop()
 
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConns: 2048, MaxIdleConnsPerHost: 2048}, Timeout: 60 * time.Second}
 	before := sample(hc, base)
@@ -228,19 +218,6 @@ func sample(hc *http.Client, base string) metrics {
 		}
 	}
 	return m
-}
-
-// listeningURL reads system1's start-up log until it says where it
-// listens.
-func listeningURL(r io.Reader) (string, error) {
-	sc := bufio.NewScanner(r)
-	re := regexp.MustCompile(`msg=listening url=(http://\S+)`)
-	for sc.Scan() {
-		if g := re.FindStringSubmatch(sc.Text()); g != nil {
-			return g[1], nil
-		}
-	}
-	return "", fmt.Errorf("system1 exited before listening")
 }
 
 func pct(d []time.Duration, q float64) time.Duration {

@@ -10,7 +10,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"flag"
@@ -18,15 +17,14 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"system1/internal/fakeengine"
+	"system1/internal/testbin"
 )
 
 func main() {
@@ -82,31 +80,22 @@ func measure(bin, engine, dialect, model string, n, reps int) (time.Duration, fl
 	}
 	defer os.RemoveAll(dir)
 	cfg := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, `listen: 127.0.0.1:0
-timeouts: {request: 300s, write: 310s}
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, `timeouts: {request: 300s, write: 310s}
 nodes:
   - {name: n, url: %q, dialect: %s, models: [%s], timeout: 60s}
 `, engine, dialect, model), 0o600); err != nil {
 		return 0, 0, 0, err
 	}
-	cmd := exec.Command(bin, "serve", "--config", cfg)
-	stderr, err := cmd.StderrPipe()
+	base, cmd, stop, err := testbin.Serve(bin, 30*time.Second, "--config", cfg)
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	if err := cmd.Start(); err != nil {
-		return 0, 0, 0, err
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	base, err := listeningURL(stderr)
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+	defer stop()
+	pid := cmd.Process.Pid
 	if _, err := ask(base, body(model, 1, -1)); err != nil { // the labels' tokens, connections
 		return 0, 0, 0, err
 	}
-	before, err := vm(cmd.Process.Pid, "VmRSS")
+	before, err := vm(pid, "VmRSS")
 	if err != nil {
 		return 0, 0, 0, err
 	}
@@ -118,7 +107,7 @@ nodes:
 		}
 		lat = append(lat, d)
 	}
-	peak, err := vm(cmd.Process.Pid, "VmHWM")
+	peak, err := vm(pid, "VmHWM")
 	slices.Sort(lat)
 	return lat[len(lat)/2], before, peak, err
 }
@@ -179,19 +168,6 @@ func vm(pid int, field string) (float64, error) {
 		}
 	}
 	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
-}
-
-// listeningURL reads system1's start-up log until it says where it
-// listens.
-func listeningURL(r io.Reader) (string, error) {
-	sc := bufio.NewScanner(r)
-	re := regexp.MustCompile(`msg=listening url=(http://\S+)`)
-	for sc.Scan() {
-		if g := re.FindStringSubmatch(sc.Text()); g != nil {
-			return g[1], nil
-		}
-	}
-	return "", fmt.Errorf("system1 exited before listening")
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -108,6 +108,30 @@ func WaitHealthy(base string, exited <-chan struct{}, within time.Duration) erro
 	}
 }
 
+// Serve runs bin serve with args on a free loopback address (--listen)
+// and waits, up to within, until it answers /health. It returns the
+// server's base URL and its process, and stop, which kills the process
+// and waits for it.
+func Serve(bin string, within time.Duration, args ...string) (base string, cmd *exec.Cmd, stop func(), err error) {
+	addr, err := FreeAddr()
+	if err != nil {
+		return "", nil, nil, err
+	}
+	cmd = exec.Command(bin, append(append([]string{"serve"}, args...), "--listen", addr)...)
+	if err := cmd.Start(); err != nil {
+		return "", nil, nil, err
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	stop = func() { _ = cmd.Process.Kill(); <-exited }
+	base = "http://" + addr
+	if err := WaitHealthy(base, exited, within); err != nil {
+		stop()
+		return "", nil, nil, err
+	}
+	return base, cmd, stop, nil
+}
+
 // Do sends a request to url through c, with body as JSON when it is not
 // empty and each header given as "Name: value", and reads the whole reply,
 // failing t on any transport error: the HTTP client tests share.
