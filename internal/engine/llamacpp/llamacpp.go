@@ -209,7 +209,7 @@ func (e *Engine) Prime(ctx context.Context, state json.RawMessage, k int) error 
 		return e.prime(ctx, nil)
 	}
 	home := int(engine.StatePrefix(state) % uint64(n))
-	errs := make([]error, min(k, n)-1)
+	errs := make([]error, max(min(k, n)-1, 0))
 	var wg sync.WaitGroup
 	for i := range errs {
 		slot := (home + 1 + i) % n

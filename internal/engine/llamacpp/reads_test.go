@@ -2,6 +2,7 @@ package llamacpp
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"testing"
 
@@ -48,5 +49,35 @@ func TestReadsWidenOnlyWhenLabelsGoMissing(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Prime readies the slots the other k-1 questions go to, one pinned task
+// each, at most one per other slot; with no other question it sends
+// nothing, whatever k.
+func TestPrimePinsTheOtherSlots(t *testing.T) {
+	for _, tc := range []struct{ k, want int }{{-1, 0}, {0, 0}, {1, 0}, {2, 1}, {4, 3}, {9, 3}} {
+		f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Slots: 4})
+		e := &Engine{BaseURL: f.URL, PinSlots: true, SpreadSlots: true}
+		if err := e.Prime(t.Context(), json.RawMessage(`"a state"`), tc.k); err != nil {
+			t.Fatalf("k %d: %v", tc.k, err)
+		}
+		slots := map[int]bool{}
+		for _, r := range f.Requests() {
+			if r.Path != "/completion" {
+				continue
+			}
+			var body struct {
+				IDSlot *int `json:"id_slot"`
+			}
+			if err := json.Unmarshal(r.Body, &body); err != nil || body.IDSlot == nil {
+				t.Fatalf("k %d: a priming task not pinned: %s", tc.k, r.Body)
+			}
+			slots[*body.IDSlot] = true
+		}
+		if len(slots) != tc.want {
+			t.Errorf("k %d: %d slots primed, want %d", tc.k, len(slots), tc.want)
+		}
+		f.Close()
 	}
 }
