@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"container/list"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -9,6 +8,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 
 	"system1/internal/decision"
 	"system1/internal/engine"
@@ -63,7 +64,7 @@ type priors struct {
 	cfg   Prior
 	batch *batchPrior
 	mu    sync.Mutex
-	free  *lru[decision.Distribution]
+	free  *simplelru.LRU[string, decision.Distribution]
 }
 
 func newPriors(p Prior) *priors {
@@ -122,13 +123,13 @@ func contentFreeKey(model string, q decision.Question, orders int) string {
 func (p *priors) contentFree(key string) (decision.Distribution, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.free.get(key)
+	return p.free.Get(key)
 }
 
 func (p *priors) keepContentFree(key string, d decision.Distribution) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.free.put(key, d)
+	p.free.Add(key, d)
 }
 
 // extraCalls is how many engine calls q's content-free reading costs on
@@ -181,7 +182,7 @@ func (p *priors) observe(req decision.Request, q decision.Question, a *Answered)
 type batchPrior struct {
 	mu     sync.Mutex
 	window int
-	sigs   *lru[*batchEstimate]
+	sigs   *simplelru.LRU[string, *batchEstimate]
 }
 
 type batchEstimate struct {
@@ -202,10 +203,10 @@ func newBatchPrior(window, signatures int) *batchPrior {
 func (b *batchPrior) observe(sig string, d decision.Distribution) (decision.Distribution, int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	e, ok := b.sigs.get(sig)
+	e, ok := b.sigs.Get(sig)
 	if !ok || len(e.mean) != len(d) {
 		e = &batchEstimate{mean: make([]float64, len(d))}
-		b.sigs.put(sig, e)
+		b.sigs.Add(sig, e)
 	}
 	var before decision.Distribution
 	if e.seen > 0 {
@@ -220,45 +221,11 @@ func (b *batchPrior) observe(sig string, d decision.Distribution) (decision.Dist
 	return before, seen
 }
 
-// lru is a map bounded to cap entries that evicts the least recently
-// used. It is not safe for concurrent use.
-type lru[V any] struct {
-	cap   int
-	items map[string]*list.Element
-	order *list.List // of *lruEntry[V], the most recently used first
-}
-
-type lruEntry[V any] struct {
-	key string
-	val V
-}
-
-func newLRU[V any](capacity int) *lru[V] {
-	return &lru[V]{cap: max(capacity, 1), items: map[string]*list.Element{}, order: list.New()}
-}
-
-func (l *lru[V]) get(key string) (V, bool) {
-	el, ok := l.items[key]
-	if !ok {
-		var zero V
-		return zero, false
-	}
-	l.order.MoveToFront(el)
-	return el.Value.(*lruEntry[V]).val, true
-}
-
-func (l *lru[V]) put(key string, v V) {
-	if el, ok := l.items[key]; ok {
-		el.Value.(*lruEntry[V]).val = v
-		l.order.MoveToFront(el)
-		return
-	}
-	l.items[key] = l.order.PushFront(&lruEntry[V]{key: key, val: v})
-	for l.order.Len() > l.cap {
-		old := l.order.Back()
-		l.order.Remove(old)
-		delete(l.items, old.Value.(*lruEntry[V]).key)
-	}
+// newLRU is a map of at most capacity entries (1 at least) that evicts
+// the least recently used; it is not safe for concurrent use.
+func newLRU[V any](capacity int) *simplelru.LRU[string, V] {
+	l, _ := simplelru.NewLRU[string, V](max(capacity, 1), nil) // it fails only on a size below 1
+	return l
 }
 
 // askContentFree reads q over the empty state the way the answer was

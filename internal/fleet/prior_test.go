@@ -69,7 +69,7 @@ func TestBatchPriorEvictsLeastRecentlyUsed(t *testing.T) {
 	for _, sig := range []string{"a", "b", "a", "c"} { // b is the least recent when c comes
 		b.observe(sig, d)
 	}
-	if n := len(b.sigs.items); n != 2 {
+	if n := b.sigs.Len(); n != 2 {
 		t.Fatalf("%d signatures kept, cap 2", n)
 	}
 	if _, seen := b.observe("a", d); seen != 2 {
@@ -82,7 +82,7 @@ func TestBatchPriorEvictsLeastRecentlyUsed(t *testing.T) {
 	for i := range 1000 {
 		b.observe(fmt.Sprint("hostile", i), d)
 	}
-	if n := len(b.sigs.items); n != 2 {
+	if n := b.sigs.Len(); n != 2 {
 		t.Fatalf("%d signatures kept after 1000 new ones, cap 2", n)
 	}
 }
