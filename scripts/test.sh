@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs the whole test suite, installing what it needs first: the real
-# engines (llama-server and Ollama, each built once and cached), the JS
-# clients' packages, then vet, gofmt, the race-enabled Go tests, short fuzz runs, and a smoke
-# run of the main job. With SYSTEM1_QUICK=1 it skips the engine builds and
-# the fuzzing, and engine tests skip with their reason.
+# engines (llama-server and Ollama, each built once and cached), Helm
+# (built once and cached), the JS clients' packages, then vet, gofmt, the
+# race-enabled Go tests, the Helm chart's tests, short fuzz runs, and a
+# smoke run of the main job. With SYSTEM1_QUICK=1 it skips the engine and
+# Helm builds and the fuzzing, and those tests skip with their reason.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,6 +17,9 @@ if [[ -z "${SYSTEM1_QUICK:-}" ]]; then
 	step "live Ollama (built from the Go module proxy, cached after the first build)"
 	export SYSTEM1_OLLAMA="$(scripts/ollama.sh)"
 	export SYSTEM1_REQUIRE_OLLAMA=1
+	step "Helm (built from the Go module proxy, cached after the first build)"
+	export SYSTEM1_HELM="$(scripts/helm.sh)"
+	export SYSTEM1_REQUIRE_HELM=1
 fi
 
 # --- PostgreSQL for the decision log's tests (scripts/postgres.sh) ---
@@ -44,6 +48,7 @@ export SYSTEM1_REQUIRE_BROWSER=1
 
 step "go vet"
 go vet ./...
+(cd test/helm && go vet ./...)
 
 step "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
@@ -53,6 +58,12 @@ fi
 
 step "go test -race"
 go test -race -count=1 ./...
+
+# test/helm is a module of its own: only it compiles the Kubernetes API's
+# types. Without -race, so that vet's build of them serves the tests too
+# (its goroutines only wait on processes).
+step "the Helm chart's tests (test/helm)"
+(cd test/helm && go test -count=1 ./...)
 
 if [[ -z "${SYSTEM1_QUICK:-}" ]]; then
 	step "fuzz targets, briefly"
