@@ -4,8 +4,9 @@
 # (test/helm: helm lint and helm template over deploy/helm/system1).
 # Prints the binary's path on stdout; everything else goes to stderr, and
 # the build's own output to a log file beside the binary. Only cmd/helm
-# is built, with -trimpath and without symbols: about 4 minutes of CPU
-# on this project's 2 cores the first time, nothing after.
+# is built, with -trimpath and without symbols: about 6 minutes of CPU
+# the first time (downloads included; measured on this project's 2
+# cores), nothing after.
 #
 # A lock keeps two runs at once (two worktrees, CI and a developer) from
 # building into the same folder: the second waits and then finds the
