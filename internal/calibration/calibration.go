@@ -37,6 +37,12 @@ type Prediction struct {
 	Expected int
 	// Options is the number of options the question had: 2 for a noul.
 	Options int
+	// Request names the request the case was asked in (the decision
+	// log's request id). Cross-validation keeps the cases of one request
+	// in one fold and resamples requests, not cases, since the questions
+	// of one request share a state and are not independent. Empty means
+	// the case is a request of its own.
+	Request string
 }
 
 // Check reports whether p is a case this package can score: a known kind,

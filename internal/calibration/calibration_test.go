@@ -14,25 +14,25 @@ func TestPredictedAndConfidence(t *testing.T) {
 		conf    float64
 		correct bool
 	}{
-		{"choice is the argmax", Prediction{decision.Choice, decision.Distribution{.2, .5, .3}, 1, 3}, 1, .5, true},
-		{"choice tie goes to the first", Prediction{decision.Choice, decision.Distribution{.4, .4, .2}, 1, 3}, 0, .4, false},
-		{"noul true", Prediction{decision.Noul, decision.Distribution{.8, .2}, 0, 2}, 0, .8, true},
-		{"noul false", Prediction{decision.Noul, decision.Distribution{.3, .7}, 0, 2}, 1, .7, false},
-		{"noul even split is true", Prediction{decision.Noul, decision.Distribution{.5, .5}, 0, 2}, 0, .5, true},
+		{"choice is the argmax", Prediction{Kind: decision.Choice, Dist: decision.Distribution{.2, .5, .3}, Expected: 1, Options: 3}, 1, .5, true},
+		{"choice tie goes to the first", Prediction{Kind: decision.Choice, Dist: decision.Distribution{.4, .4, .2}, Expected: 1, Options: 3}, 0, .4, false},
+		{"noul true", Prediction{Kind: decision.Noul, Dist: decision.Distribution{.8, .2}, Expected: 0, Options: 2}, 0, .8, true},
+		{"noul false", Prediction{Kind: decision.Noul, Dist: decision.Distribution{.3, .7}, Expected: 0, Options: 2}, 1, .7, false},
+		{"noul even split is true", Prediction{Kind: decision.Noul, Dist: decision.Distribution{.5, .5}, Expected: 0, Options: 2}, 0, .5, true},
 		// 0*.1 + 1*.2 + 2*.7 = 1.6, rounds to 2.
-		{"score rounds the expected level", Prediction{decision.Score, decision.Distribution{.1, .2, .7}, 2, 3}, 2, .7, true},
+		{"score rounds the expected level", Prediction{Kind: decision.Score, Dist: decision.Distribution{.1, .2, .7}, Expected: 2, Options: 3}, 2, .7, true},
 		// 1*.5 + 2*.5 = 1.5, rounds half up to 2; the confidence is p[2].
-		{"score rounds half up", Prediction{decision.Score, decision.Distribution{0, .5, .5}, 1, 3}, 2, .5, false},
+		{"score rounds half up", Prediction{Kind: decision.Score, Dist: decision.Distribution{0, .5, .5}, Expected: 1, Options: 3}, 2, .5, false},
 		// 1*.25 + 2*.25 = 0.75, rounds to 1: the predicted level need not
 		// be the mode, and its probability is the confidence.
-		{"score confidence is of the predicted level", Prediction{decision.Score, decision.Distribution{.5, .25, .25}, 0, 3}, 1, .25, false},
+		{"score confidence is of the predicted level", Prediction{Kind: decision.Score, Dist: decision.Distribution{.5, .25, .25}, Expected: 0, Options: 3}, 1, .25, false},
 		// 1*.35 + 2*.05 + 3*.3 + 4*.15 = .35 + .1 + .9 + .6 = 1.95, rounds
 		// to 2, whose probability .05 is the confidence.
-		{"score on five levels", Prediction{decision.Score, decision.Distribution{.15, .35, .05, .3, .15}, 2, 5}, 2, .05, true},
+		{"score on five levels", Prediction{Kind: decision.Score, Dist: decision.Distribution{.15, .35, .05, .3, .15}, Expected: 2, Options: 5}, 2, .05, true},
 		// 0.5 exactly from two-decimal values: .5*1 = .5, rounds up to 1.
-		{"score half from two levels", Prediction{decision.Score, decision.Distribution{.5, .5}, 1, 2}, 1, .5, true},
+		{"score half from two levels", Prediction{Kind: decision.Score, Dist: decision.Distribution{.5, .5}, Expected: 1, Options: 2}, 1, .5, true},
 		// 1*.15 + 2*.15 + 3*.2 + 4*.1 = .15 + .3 + .6 + .4 = 1.45 -> 1.
-		{"score below half rounds down", Prediction{decision.Score, decision.Distribution{.4, .15, .15, .2, .1}, 1, 5}, 1, .15, true},
+		{"score below half rounds down", Prediction{Kind: decision.Score, Dist: decision.Distribution{.4, .15, .15, .2, .1}, Expected: 1, Options: 5}, 1, .15, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := tc.p.Check(); err != nil {
@@ -57,14 +57,14 @@ func TestPredictionCheck(t *testing.T) {
 		p    Prediction
 		ok   bool
 	}{
-		{"choice", Prediction{decision.Choice, decision.Distribution{.5, .5}, 1, 2}, true},
-		{"unknown kind", Prediction{"rank", decision.Distribution{.5, .5}, 1, 2}, false},
-		{"one option", Prediction{decision.Choice, decision.Distribution{1}, 0, 1}, false},
-		{"noul over three", Prediction{decision.Noul, decision.Distribution{.5, .25, .25}, 0, 3}, false},
-		{"length differs from options", Prediction{decision.Choice, decision.Distribution{.5, .5}, 0, 3}, false},
-		{"does not sum to 1", Prediction{decision.Score, decision.Distribution{.5, .4}, 0, 2}, false},
-		{"expected below range", Prediction{decision.Choice, decision.Distribution{.5, .5}, -1, 2}, false},
-		{"expected above range", Prediction{decision.Choice, decision.Distribution{.5, .5}, 2, 2}, false},
+		{"choice", Prediction{Kind: decision.Choice, Dist: decision.Distribution{.5, .5}, Expected: 1, Options: 2}, true},
+		{"unknown kind", Prediction{Kind: "rank", Dist: decision.Distribution{.5, .5}, Expected: 1, Options: 2}, false},
+		{"one option", Prediction{Kind: decision.Choice, Dist: decision.Distribution{1}, Expected: 0, Options: 1}, false},
+		{"noul over three", Prediction{Kind: decision.Noul, Dist: decision.Distribution{.5, .25, .25}, Expected: 0, Options: 3}, false},
+		{"length differs from options", Prediction{Kind: decision.Choice, Dist: decision.Distribution{.5, .5}, Expected: 0, Options: 3}, false},
+		{"does not sum to 1", Prediction{Kind: decision.Score, Dist: decision.Distribution{.5, .4}, Expected: 0, Options: 2}, false},
+		{"expected below range", Prediction{Kind: decision.Choice, Dist: decision.Distribution{.5, .5}, Expected: -1, Options: 2}, false},
+		{"expected above range", Prediction{Kind: decision.Choice, Dist: decision.Distribution{.5, .5}, Expected: 2, Options: 2}, false},
 	} {
 		if err := tc.p.Check(); (err == nil) != tc.ok {
 			t.Errorf("%s: %v", tc.name, err)

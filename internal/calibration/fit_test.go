@@ -35,7 +35,7 @@ func overconfident(n, k int, spread float64, seed uint64) []Prediction {
 			}
 			u -= p
 		}
-		out[i] = Prediction{kind, softmax(z, 2), exp, k}
+		out[i] = Prediction{Kind: kind, Dist: softmax(z, 2), Expected: exp, Options: k}
 	}
 	return out
 }
@@ -105,18 +105,18 @@ func TestFitTemperatureIsAMinimum(t *testing.T) {
 
 func TestFitTemperatureEdges(t *testing.T) {
 	certain := []Prediction{
-		{decision.Choice, decision.Distribution{1, 0}, 0, 2},
-		{decision.Choice, decision.Distribution{0, 1}, 0, 2},
+		{Kind: decision.Choice, Dist: decision.Distribution{1, 0}, Expected: 0, Options: 2},
+		{Kind: decision.Choice, Dist: decision.Distribution{0, 1}, Expected: 0, Options: 2},
 	}
 	// Always right at .6: sharper is always better, down to the edge.
 	underconfident := []Prediction{
-		{decision.Noul, decision.Distribution{.6, .4}, 0, 2},
-		{decision.Noul, decision.Distribution{.4, .6}, 1, 2},
+		{Kind: decision.Noul, Dist: decision.Distribution{.6, .4}, Expected: 0, Options: 2},
+		{Kind: decision.Noul, Dist: decision.Distribution{.4, .6}, Expected: 1, Options: 2},
 	}
 	// Right half the time at .9: the best is the flat end of the range.
 	coinflip := []Prediction{
-		{decision.Noul, decision.Distribution{.9, .1}, 0, 2},
-		{decision.Noul, decision.Distribution{.9, .1}, 1, 2},
+		{Kind: decision.Noul, Dist: decision.Distribution{.9, .1}, Expected: 0, Options: 2},
+		{Kind: decision.Noul, Dist: decision.Distribution{.9, .1}, Expected: 1, Options: 2},
 	}
 	for _, tc := range []struct {
 		name    string
@@ -228,13 +228,13 @@ func TestSplit(t *testing.T) {
 
 func TestGroups(t *testing.T) {
 	preds := []Prediction{
-		{decision.Score, decision.Distribution{.5, .5}, 0, 2},
-		{decision.Choice, decision.Distribution{.2, .2, .2, .2, .2}, 0, 5},
-		{decision.Choice, decision.Distribution{.5, .5}, 1, 2},
-		{decision.Noul, decision.Distribution{.5, .5}, 0, 2},
-		{decision.Choice, decision.Distribution{.25, .25, .25, .25}, 3, 4},
-		{decision.Choice, decision.Distribution{.5, .5}, 0, 2},
-		{"rank", decision.Distribution{.5, .5}, 0, 2},
+		{Kind: decision.Score, Dist: decision.Distribution{.5, .5}, Expected: 0, Options: 2},
+		{Kind: decision.Choice, Dist: decision.Distribution{.2, .2, .2, .2, .2}, Expected: 0, Options: 5},
+		{Kind: decision.Choice, Dist: decision.Distribution{.5, .5}, Expected: 1, Options: 2},
+		{Kind: decision.Noul, Dist: decision.Distribution{.5, .5}, Expected: 0, Options: 2},
+		{Kind: decision.Choice, Dist: decision.Distribution{.25, .25, .25, .25}, Expected: 3, Options: 4},
+		{Kind: decision.Choice, Dist: decision.Distribution{.5, .5}, Expected: 0, Options: 2},
+		{Kind: "rank", Dist: decision.Distribution{.5, .5}, Expected: 0, Options: 2},
 	}
 	var got []string
 	for _, g := range Groups(preds) {
@@ -275,8 +275,8 @@ func TestNewFit(t *testing.T) {
 	if f, err := NewFit(fit, nil); err != nil || f.Holdout != nil {
 		t.Errorf("no held-out set: %+v, %v", f, err)
 	}
-	noul := Prediction{decision.Noul, decision.Distribution{.5, .5}, 0, 2}
-	wide := Prediction{decision.Choice, make(decision.Distribution, 12), 0, 12}
+	noul := Prediction{Kind: decision.Noul, Dist: decision.Distribution{.5, .5}, Expected: 0, Options: 2}
+	wide := Prediction{Kind: decision.Choice, Dist: make(decision.Distribution, 12), Expected: 0, Options: 12}
 	wide.Dist[0] = 1
 	for _, tc := range []struct {
 		name      string

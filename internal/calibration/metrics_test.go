@@ -13,20 +13,20 @@ import (
 func handSet() []Prediction {
 	return []Prediction{
 		// A: predicts 0 with .7, right.
-		{decision.Choice, decision.Distribution{.7, .2, .1}, 0, 3},
+		{Kind: decision.Choice, Dist: decision.Distribution{.7, .2, .1}, Expected: 0, Options: 3},
 		// B: predicts 0 with .5, wrong.
-		{decision.Choice, decision.Distribution{.5, .3, .2}, 1, 3},
+		{Kind: decision.Choice, Dist: decision.Distribution{.5, .3, .2}, Expected: 1, Options: 3},
 		// C: predicts true with .8, the answer is false: wrong.
-		{decision.Noul, decision.Distribution{.8, .2}, 1, 2},
+		{Kind: decision.Noul, Dist: decision.Distribution{.8, .2}, Expected: 1, Options: 2},
 		// D: predicts false with .6, right.
-		{decision.Noul, decision.Distribution{.4, .6}, 1, 2},
+		{Kind: decision.Noul, Dist: decision.Distribution{.4, .6}, Expected: 1, Options: 2},
 		// E: expected level .2 + 1.4 = 1.6 -> 2 with .7, right.
-		{decision.Score, decision.Distribution{.1, .2, .7}, 2, 3},
+		{Kind: decision.Score, Dist: decision.Distribution{.1, .2, .7}, Expected: 2, Options: 3},
 		// F: expected level .5 + 1 = 1.5 -> 2 (half up) with .5; the answer
 		// 0 was reported as 0: wrong, and NLL hits the floor.
-		{decision.Score, decision.Distribution{0, .5, .5}, 0, 3},
+		{Kind: decision.Score, Dist: decision.Distribution{0, .5, .5}, Expected: 0, Options: 3},
 		// An invalid case: skipped.
-		{decision.Choice, decision.Distribution{.5, .4}, 0, 2},
+		{Kind: decision.Choice, Dist: decision.Distribution{.5, .4}, Expected: 0, Options: 2},
 	}
 }
 
@@ -152,9 +152,9 @@ func TestBinEdges(t *testing.T) {
 // the 0.7 threshold whatever the floating-point rounding of 1 - .3.
 func TestSelectiveThresholdIsInclusive(t *testing.T) {
 	m := Measure([]Prediction{
-		{decision.Noul, decision.Distribution{.3, .7}, 1, 2},
-		{decision.Choice, decision.Distribution{.9, .1}, 1, 2},
-		{decision.Choice, decision.Distribution{.69, .31}, 0, 2},
+		{Kind: decision.Noul, Dist: decision.Distribution{.3, .7}, Expected: 1, Options: 2},
+		{Kind: decision.Choice, Dist: decision.Distribution{.9, .1}, Expected: 1, Options: 2},
+		{Kind: decision.Choice, Dist: decision.Distribution{.69, .31}, Expected: 0, Options: 2},
 	})
 	s7, s9 := m.Selective["0.7"], m.Selective["0.9"]
 	if s7.N != 2 || !near(s7.Coverage, 2.0/3, 1e-12) || deref(s7.Accuracy) != .5 {
@@ -180,7 +180,7 @@ func calibratedSet() []Prediction {
 			if i >= right {
 				exp = 1 + i%2
 			}
-			out = append(out, Prediction{decision.Choice, d, exp, 3})
+			out = append(out, Prediction{Kind: decision.Choice, Dist: d, Expected: exp, Options: 3})
 		}
 	}
 	return out
