@@ -3,7 +3,13 @@ package calibration
 import (
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 )
+
+// MassGateDigits is the number of significant digits a suggested
+// label-mass gate keeps.
+const MassGateDigits = 3
 
 // DefaultMaxInScopeLoss is the share of in-scope answers a suggested
 // label-mass gate may lose, unless told otherwise.
@@ -14,7 +20,9 @@ const DefaultMaxInScopeLoss = 0.05
 // the target with GateConfidence.
 type MassGate struct {
 	// MinLabelMass is the highest gate that passes the bound, floored to
-	// three decimals; nil when none does (too few in-scope outcomes).
+	// MassGateDigits significant digits (0.000665, never 0.000: a gate
+	// floored to decimals can fall to 0 and gate nothing); nil when none
+	// does (too few in-scope outcomes).
 	MinLabelMass *float64 `json:"min_label_mass"`
 	// MaxInScopeLoss is the share of in-scope answers the bound is held
 	// under.
@@ -71,7 +79,7 @@ func SuggestMassGate(inScope, outOfScope []float64, maxLoss float64) MassGate {
 		g.UpperBound = ClopperPearsonUpper(0, len(in), GateConfidence)
 		return g
 	}
-	gate := math.Floor(in[best]*1000) / 1000
+	gate := FloorSignificant(in[best], MassGateDigits)
 	g.MinLabelMass = &gate
 	// The floor can only keep more: count again at the gate served.
 	g.InScopeLost = countUnder(in, gate)
@@ -87,4 +95,32 @@ func SuggestMassGate(inScope, outOfScope []float64, maxLoss float64) MassGate {
 func countUnder(xs []float64, x float64) int {
 	n, _ := slices.BinarySearch(xs, x)
 	return n
+}
+
+// FloorSignificant rounds x toward zero to digits significant digits
+// (at least 1): 0.000665123 to 0.000665 at three, 0.98765 to 0.987. The
+// result is never above x for a positive x: it is x's shortest decimal
+// form cut short, read back. Zero, a negative x, and what is not a
+// finite number come back as they are.
+func FloorSignificant(x float64, digits int) float64 {
+	if !(x > 0) || math.IsInf(x, 0) {
+		return x
+	}
+	digits = max(digits, 1)
+	// "6.65123e-04": a mantissa of shortest digits that reads back as x.
+	s := strconv.FormatFloat(x, 'e', -1, 64)
+	mant, exp, _ := strings.Cut(s, "e")
+	whole, frac, _ := strings.Cut(mant, ".")
+	if len(frac) > digits-1 {
+		frac = frac[:digits-1]
+	}
+	cut := whole
+	if frac != "" {
+		cut += "." + frac
+	}
+	f, err := strconv.ParseFloat(cut+"e"+exp, 64)
+	if err != nil || f > x {
+		return x // cannot happen: a cut decimal reads as no more than x
+	}
+	return f
 }

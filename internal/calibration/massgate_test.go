@@ -1,8 +1,10 @@
 package calibration
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -78,4 +80,83 @@ func TestSuggestMassGate(t *testing.T) {
 		}
 		t.Logf("%s: min_label_mass %v, %d of %d in scope lost (bound %.4f), out of scope flagged %s", tc.name, gate, g.InScopeLost, g.InScope, g.UpperBound, flagged)
 	}
+}
+
+// A gate under 0.001 keeps its significant digits: 80 in-scope answers,
+// the least of them at a label mass of 0.000665123, pass the bound with
+// that one kept and fail it with it lost, so the gate is at it. Floored
+// to three decimals it was 0.000, which gates nothing and flags none of
+// the out-of-scope answers under it.
+func TestSuggestMassGateKeepsSignificantDigits(t *testing.T) {
+	in := append([]float64{0.000665123}, spread(79, 0.3, 0.95)...)
+	out := []float64{0.0001, 0.0003, 0.0005, 0.2}
+	g := SuggestMassGate(in, out, 0.05)
+	if g.MinLabelMass == nil {
+		t.Fatal("no gate, want 0.000665")
+	}
+	if *g.MinLabelMass != 0.000665 {
+		t.Fatalf("gate %v, want 0.000665", *g.MinLabelMass)
+	}
+	b, err := json.Marshal(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"min_label_mass":0.000665,`) {
+		t.Errorf("reported as %s", b)
+	}
+	if g.InScopeLost != 0 || g.Flagged == nil || *g.Flagged != 0.75 {
+		t.Errorf("lost %d, flagged %v; want 0 and 3 of 4", g.InScopeLost, g.Flagged)
+	}
+}
+
+func TestFloorSignificant(t *testing.T) {
+	for _, tc := range []struct {
+		x      float64
+		digits int
+		want   float64
+	}{
+		{0.000665123, 3, 0.000665},
+		{0.000665, 3, 0.000665},
+		{0.0006659999, 3, 0.000665},
+		{0.98765, 3, 0.987},
+		{0.1, 3, 0.1},
+		{1, 3, 1},
+		{123456, 2, 120000},
+		{0.29, 2, 0.29}, // 0.29 * 100 is 28.999999999999996
+		{5e-324, 3, 5e-324},
+		{0.5, 0, 0.5},
+		{0, 3, 0},
+		{-0.5, 3, -0.5},
+	} {
+		if got := FloorSignificant(tc.x, tc.digits); got != tc.want {
+			t.Errorf("FloorSignificant(%v, %d) = %v, want %v", tc.x, tc.digits, got, tc.want)
+		}
+	}
+	if got := FloorSignificant(math.NaN(), 3); !math.IsNaN(got) {
+		t.Errorf("NaN gives %v", got)
+	}
+}
+
+func FuzzFloorSignificant(f *testing.F) {
+	f.Add(0.000665123, 3)
+	f.Add(0.29, 2)
+	f.Add(math.MaxFloat64, 1)
+	f.Add(5e-324, 17)
+	f.Fuzz(func(t *testing.T, x float64, digits int) {
+		got := FloorSignificant(x, digits)
+		if !(x > 0) || math.IsInf(x, 0) {
+			if got != x && !(math.IsNaN(x) && math.IsNaN(got)) {
+				t.Fatalf("%v came back as %v", x, got)
+			}
+			return
+		}
+		d := min(max(digits, 1), 17)
+		unit := math.Pow(10, math.Floor(math.Log10(x))-float64(d)+1)
+		if got > x || !(x-got <= unit*(1+1e-9)) || got <= 0 {
+			t.Fatalf("FloorSignificant(%v, %d) = %v", x, digits, got)
+		}
+		if again := FloorSignificant(got, digits); again != got {
+			t.Fatalf("not idempotent: %v -> %v -> %v", x, got, again)
+		}
+	})
 }
