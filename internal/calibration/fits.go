@@ -10,13 +10,18 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"time"
 
 	"system1/internal/decision"
 )
 
 // FitsVersion is the version of the fits file format this package reads
-// and writes.
+// and writes. Fields added since (a fit's method, biases, confidence map
+// and prediction sets) are optional and omitted when unused, so a file of
+// temperatures is what it always was, and every file written before them
+// still loads; a reader older than them refuses a file that uses one,
+// naming the field.
 const FitsVersion = 1
 
 // dateLayout is the layout of a fit's date: YYYY-MM-DD.
@@ -51,6 +56,20 @@ type Fit struct {
 	// Temperature is a positive finite number, applied with
 	// Distribution.Temper.
 	Temperature float64 `json:"temperature"`
+	// Method is how the fit calibrates (see Calibrator): empty, the
+	// temperature alone, as in every file written before methods, or
+	// MethodVector, the temperature and a bias per position, Biases.
+	// MethodTemperature is read as empty and written as empty.
+	Method string    `json:"method,omitempty"`
+	Biases []float64 `json:"biases,omitempty"`
+	// ConfidenceMap, when set, maps the calibrated confidence of the
+	// predicted answer to the probability it is right, to report beside
+	// an answer's confidence and a gate's threshold (see ConfidenceMap
+	// and MapConfidence); the distribution stays the calibrator's.
+	ConfidenceMap *ConfidenceMap `json:"confidence_map,omitempty"`
+	// Sets are split conformal prediction sets of the fit's calibrated
+	// distributions, at most one per method and coverage.
+	Sets []Conformal `json:"sets,omitempty"`
 	// N is the number of cases fitted on.
 	N int `json:"n"`
 	// NLLBefore and NLLAfter are the mean NLL on the fitted cases before
@@ -97,27 +116,67 @@ type FitGate struct {
 }
 
 // SetGate suggests f's gate at target (see SuggestGate) on the cases the
-// fit was made from, tempered by f's temperature: the held-out ones when
-// there are any, since the temperature was chosen on the others, else the
-// fitted ones. Without a threshold that passes the bound, f has no gate.
+// fit was made from, calibrated by f (Fit.Apply): the held-out ones when
+// there are any, since the calibrator was chosen on the others, else the
+// fitted ones. The gate is on the calibrator's confidences, even where f
+// has a confidence map: the map is flat over each of its steps, and a
+// gate on mapped confidences could only fall between steps; a report
+// gives the gate's probability right as MapConfidence(threshold).
+// Without a threshold that passes the bound, f has no gate.
 func (f *Fit) SetGate(fit, held []Prediction, target float64) {
 	on, preds := GateOnHeldOut, held
 	if len(held) == 0 {
 		on, preds = GateOnFitted, fit
 	}
 	f.Gate = nil
-	cal := Temper(preds, f.Temperature)
-	g := SuggestGate(cal, target)
+	var conf []float64
+	var wrong []bool
+	for _, p := range Calibrate(preds, f.Calibrator()) {
+		if p.Check() == nil {
+			conf, wrong = append(conf, p.Confidence()), append(wrong, !p.Correct())
+		}
+	}
+	g := suggestGate(conf, wrong, target)
 	if g.Threshold == nil {
 		return
 	}
-	n := 0
-	for _, p := range cal {
-		if p.Check() == nil {
-			n++
-		}
+	f.Gate = &FitGate{Threshold: *g.Threshold, TargetError: g.TargetError, On: on, N: len(conf), Above: g.Above, WrongAbove: g.WrongAbove, UpperBound: g.UpperBound}
+}
+
+// Calibrator is the calibrator the fit applies: its temperature, with
+// its biases for MethodVector.
+func (f Fit) Calibrator() Calibrator {
+	if f.Method == MethodVector {
+		return Calibrator{Method: MethodVector, Temperature: f.Temperature, Biases: f.Biases}
 	}
-	f.Gate = &FitGate{Threshold: *g.Threshold, TargetError: g.TargetError, On: on, N: n, Above: g.Above, WrongAbove: g.WrongAbove, UpperBound: g.UpperBound}
+	return TemperatureCalibrator(f.Temperature)
+}
+
+// SetCalibrator makes f apply c: MethodNone is written as a temperature
+// of 1, and MethodTemperature as the empty method, as files before
+// methods have it.
+func (f *Fit) SetCalibrator(c Calibrator) {
+	f.Method, f.Temperature, f.Biases = "", c.Temperature, nil
+	switch c.Method {
+	case MethodNone:
+		f.Temperature = 1
+	case MethodVector:
+		f.Method, f.Biases = MethodVector, slices.Clone(c.Biases)
+	}
+}
+
+// Apply calibrates d with f's calibrator (Calibrator.Apply).
+func (f Fit) Apply(d decision.Distribution) decision.Distribution {
+	return f.Calibrator().Apply(d)
+}
+
+// MapConfidence is the probability right of an answer whose calibrated
+// confidence is c, by f's confidence map; c itself without one.
+func (f Fit) MapConfidence(c float64) float64 {
+	if f.ConfidenceMap == nil {
+		return c
+	}
+	return f.ConfidenceMap.Map(c)
 }
 
 func (g *FitGate) validate() error {
@@ -177,7 +236,8 @@ func contentRevision(data []byte) string {
 	return hex.EncodeToString(h[:6])
 }
 
-// ParseFits reads a fits file. It rejects anything that is not one JSON
+// ParseFits reads a fits file, of any version written since the first.
+// It rejects anything that is not one JSON
 // object of the Fits shape (unknown fields, keys twice or in another case,
 // invalid UTF-8 and trailing data included), a
 // version other than FitsVersion, and a file that fails Validate. It never
@@ -195,6 +255,11 @@ func ParseFits(data []byte) (*Fits, error) {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, errors.New("fits: data after the JSON object")
 	}
+	for i := range f.Fits {
+		if len(f.Fits[i].Sets) == 0 {
+			f.Fits[i].Sets = nil // "sets": [] is none, as Encode writes it
+		}
+	}
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
@@ -206,8 +271,12 @@ func ParseFits(data []byte) (*Fits, error) {
 // has an unknown kind or bucket, a temperature that is not a positive
 // finite number, a negative count, a metric that is negative or not finite
 // (or an ECE above 1), a gate whose threshold is not in (0, 1] or whose
-// other fields are out of range, a date that is not YYYY-MM-DD, or the same provider,
-// model, kind and bucket as an earlier fit.
+// other fields are out of range, a date that is not YYYY-MM-DD, a
+// calibrator that fails Calibrator.Check (an unknown method, biases
+// without MethodVector), a confidence map that fails ConfidenceMap.Check,
+// a prediction set that fails Conformal.Check or repeats another's
+// method and coverage, or the same provider, model, kind and bucket as
+// an earlier fit.
 func (f *Fits) Validate() error {
 	if f == nil {
 		return errors.New("fits: none")
@@ -246,6 +315,28 @@ func (ft Fit) validate() error {
 		return fmt.Errorf("bucket %q is not one of %v", ft.Bucket, Buckets())
 	case !(ft.Temperature > 0) || math.IsInf(ft.Temperature, 1):
 		return fmt.Errorf("temperature %v is not a positive finite number", ft.Temperature)
+	case ft.Method != "" && ft.Method != MethodTemperature && ft.Method != MethodVector:
+		return fmt.Errorf("method %q is not %s or %s", ft.Method, MethodTemperature, MethodVector)
+	case ft.Method != MethodVector && ft.Biases != nil:
+		return fmt.Errorf("biases without method %s", MethodVector)
+	}
+	if err := ft.Calibrator().Check(); err != nil {
+		return err
+	}
+	if ft.ConfidenceMap != nil {
+		if err := ft.ConfidenceMap.Check(); err != nil {
+			return fmt.Errorf("confidence_map: %w", err)
+		}
+	}
+	for i, c := range ft.Sets {
+		if err := c.Check(); err != nil {
+			return fmt.Errorf("set %d: %w", i, err)
+		}
+		for j, d := range ft.Sets[:i] {
+			if d.Method == c.Method && d.Coverage == c.Coverage {
+				return fmt.Errorf("set %d repeats set %d (%s at %v)", i, j, c.Method, c.Coverage)
+			}
+		}
 	}
 	if ft.Date != "" {
 		if d, err := time.Parse(dateLayout, ft.Date); err != nil || d.Format(dateLayout) != ft.Date {
@@ -340,13 +431,14 @@ func (f *Fits) Lookup(provider, model string, kind decision.Kind, options int) (
 	return f.Fits[best], true
 }
 
-// Apply tempers d, the distribution a question of the given kind got from
-// provider and model, with the fit Lookup finds for it; without one it
+// Apply calibrates d, the distribution a question of the given kind got
+// from provider and model, with the fit Lookup finds for it (Fit.Apply:
+// its temperature, and its biases where it has them); without one it
 // returns d unchanged and false.
 func (f *Fits) Apply(provider, model string, kind decision.Kind, d decision.Distribution) (decision.Distribution, bool) {
 	ft, ok := f.Lookup(provider, model, kind, len(d))
 	if !ok {
 		return d, false
 	}
-	return d.Temper(ft.Temperature), true
+	return ft.Apply(d), true
 }

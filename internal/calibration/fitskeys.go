@@ -68,21 +68,39 @@ func fitKeys(item json.RawMessage) error {
 			t = reflect.TypeFor[Score]()
 		case "gate":
 			t = reflect.TypeFor[FitGate]()
+		case "confidence_map":
+			t = reflect.TypeFor[ConfidenceMap]()
+		case "sets":
+			var items []json.RawMessage
+			if json.Unmarshal(m.Value, &items) != nil {
+				continue
+			}
+			for i, item := range items {
+				if err := objectKeys(item, reflect.TypeFor[Conformal]()); err != nil {
+					return fmt.Errorf("set %d: %w", i, err)
+				}
+			}
+			continue
 		default:
 			continue
 		}
-		hs, err := jsonx.Members(m.Value)
-		if errors.Is(err, jsonx.ErrNotObject) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", m.Key, err)
-		}
-		if err := knownKeys(hs, t); err != nil {
+		if err := objectKeys(m.Value, t); err != nil {
 			return fmt.Errorf("%s: %w", m.Key, err)
 		}
 	}
 	return nil
+}
+
+// objectKeys checks the keys of data, when it is an object, against t's.
+func objectKeys(data json.RawMessage, t reflect.Type) error {
+	ms, err := jsonx.Members(data)
+	if errors.Is(err, jsonx.ErrNotObject) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return knownKeys(ms, t)
 }
 
 // knownKeys checks every key is exactly one of t's JSON names.

@@ -54,6 +54,19 @@ type Gate struct {
 // 1-0.05^(1/n) (about 3/n), says a gate at 2% needs at least 149 correct
 // decisions above it.
 func SuggestGate(preds []Prediction, target float64) Gate {
+	var conf []float64
+	var wrong []bool
+	for _, p := range preds {
+		if p.Check() == nil {
+			conf, wrong = append(conf, p.Confidence()), append(wrong, !p.Correct())
+		}
+	}
+	return suggestGate(conf, wrong, target)
+}
+
+// suggestGate is SuggestGate on confidences and whether each answer was
+// wrong.
+func suggestGate(conf []float64, wrong []bool, target float64) Gate {
 	if !(target > 0 && target < 1) {
 		target = DefaultTargetError
 	}
@@ -62,27 +75,25 @@ func SuggestGate(preds []Prediction, target float64) Gate {
 		conf  float64
 		wrong bool
 	}
-	var cs []cw
-	for _, p := range preds {
-		if p.Check() == nil {
-			cs = append(cs, cw{p.Confidence(), !p.Correct()})
-		}
+	cs := make([]cw, len(conf))
+	for i := range conf {
+		cs[i] = cw{conf[i], wrong[i]}
 	}
 	slices.SortFunc(cs, func(a, b cw) int { return cmp.Compare(b.conf, a.conf) })
-	above, wrong := 0, 0
+	above, nwrong := 0, 0
 	for i := 0; i < len(cs); {
 		// Every case of this confidence is at or above it.
 		t := cs[i].conf
 		for i < len(cs) && cs[i].conf >= t-edge {
 			above++
 			if cs[i].wrong {
-				wrong++
+				nwrong++
 			}
 			i++
 		}
-		if boundUnder(wrong, above, GateConfidence, target) {
+		if boundUnder(nwrong, above, GateConfidence, target) {
 			tt := t
-			g.Threshold, g.Above, g.WrongAbove = &tt, above, wrong
+			g.Threshold, g.Above, g.WrongAbove = &tt, above, nwrong
 			g.Coverage = float64(above) / float64(len(cs))
 		}
 	}

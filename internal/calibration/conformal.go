@@ -1,0 +1,238 @@
+package calibration
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"system1/internal/decision"
+)
+
+// The scores of split conformal prediction sets.
+const (
+	// ConformalLAC is the least ambiguous set-valued classifier: the
+	// score of an option is 1 - p, and a set holds every option whose
+	// probability is at least 1 - threshold. It gives the smallest sets
+	// on average, at the price of coverage that varies with difficulty.
+	ConformalLAC = "lac"
+	// ConformalAPS is adaptive prediction sets, non-randomised: the
+	// options sorted by probability, most probable first (the earlier on
+	// a tie), the score of an option is the probability of the options
+	// up to and including it, and a set is the options whose score is at
+	// most the threshold: a prefix of that order, longer where the model
+	// is less sure. Without randomisation the sets are deterministic and
+	// cover at least as often as asked, a little more than the
+	// randomised variant would; an answer whose most probable option
+	// alone already exceeds the threshold gets an empty set.
+	ConformalAPS = "aps"
+)
+
+// The coverages a prediction set may be asked for.
+const (
+	MinCoverage = 0.5
+	MaxCoverage = 0.99
+)
+
+// ErrTooFewForCoverage means there were too few calibration cases for
+// the coverage asked: see ConformalMinCases.
+var ErrTooFewForCoverage = errors.New("too few cases for the coverage")
+
+// setTolerance is how far above the threshold a score may fall through
+// floating-point arithmetic and still count as at it: the same score
+// computed twice the same way is equal, so this only ever adds an option
+// that lies on the threshold, which keeps the guarantee.
+const setTolerance = 1e-12
+
+// Conformal is a split conformal prediction set rule fitted on one
+// bucket's labelled cases (Mondrian: one per model, kind and option
+// bucket): for exchangeable cases, the set of a new case holds its right
+// option with probability at least Coverage.
+type Conformal struct {
+	// Method is ConformalLAC or ConformalAPS.
+	Method string `json:"method"`
+	// Coverage is the share of sets that hold the right option, in
+	// [MinCoverage, MaxCoverage].
+	Coverage float64 `json:"coverage"`
+	// N is the number of calibration cases, at least
+	// ConformalMinCases(Coverage).
+	N int `json:"n"`
+	// Threshold is the ceil((N+1) Coverage)-th smallest score of the
+	// calibration cases, in [0, 1].
+	Threshold float64 `json:"threshold"`
+}
+
+// conformalRank is ceil((n+1) * coverage), the rank of the calibration
+// score that is the threshold; a product a hair above an integer
+// through rounding counts as that integer.
+func conformalRank(n int, coverage float64) int {
+	return int(math.Ceil(float64(n+1)*coverage - 1e-9))
+}
+
+// ConformalMinCases is the fewest calibration cases a set of the given
+// coverage needs: the least n with ceil((n+1) coverage) <= n, about
+// coverage / (1 - coverage) (4 at 0.8, 9 at 0.9, 19 at 0.95, 99 at
+// 0.99). With fewer, even the largest score is not a high enough
+// quantile, and only the set of every option would cover. A coverage
+// outside [MinCoverage, MaxCoverage] needs -1: it is refused.
+func ConformalMinCases(coverage float64) int {
+	if !(coverage >= MinCoverage && coverage <= MaxCoverage) {
+		return -1
+	}
+	n := 1
+	for conformalRank(n, coverage) > n {
+		n++
+	}
+	return n
+}
+
+// FitConformal fits a prediction set rule of method at coverage on
+// preds, the bucket's labelled cases as they will be served (calibrated
+// by the fit, if any): the threshold is the ceil((n+1) coverage)-th
+// smallest score of the right options, the finite-sample correction that
+// makes the coverage guarantee hold for n cases. Fewer than
+// ConformalMinCases(coverage) cases are ErrTooFewForCoverage; a case that
+// fails Prediction.Check is an error naming its index.
+func FitConformal(preds []Prediction, method string, coverage float64) (Conformal, error) {
+	if method != ConformalLAC && method != ConformalAPS {
+		return Conformal{}, fmt.Errorf("method %q is not %s or %s", method, ConformalLAC, ConformalAPS)
+	}
+	if !(coverage >= MinCoverage && coverage <= MaxCoverage) {
+		return Conformal{}, fmt.Errorf("coverage %v is not in [%v, %v]", coverage, MinCoverage, MaxCoverage)
+	}
+	scores := make([]float64, len(preds))
+	for i, p := range preds {
+		if err := p.Check(); err != nil {
+			return Conformal{}, fmt.Errorf("case %d: %w", i, err)
+		}
+		scores[i] = conformalScore(method, p.Dist, p.Expected)
+	}
+	n := len(preds)
+	if need := ConformalMinCases(coverage); n < need {
+		return Conformal{}, fmt.Errorf("%w: %d cases; coverage %v needs at least %d", ErrTooFewForCoverage, n, coverage, need)
+	}
+	slices.Sort(scores)
+	c := Conformal{Method: method, Coverage: coverage, N: n, Threshold: scores[conformalRank(n, coverage)-1]}
+	c.Threshold = min(max(c.Threshold, 0), 1)
+	return c, nil
+}
+
+// conformalScore is the score of option y of d: how unlike the right
+// answer it looks.
+func conformalScore(method string, d decision.Distribution, y int) float64 {
+	if method == ConformalLAC {
+		return 1 - d[y]
+	}
+	var cum float64
+	for _, i := range apsOrder(d) {
+		cum += d[i]
+		if i == y {
+			break
+		}
+	}
+	return cum
+}
+
+// apsOrder is the options of d by probability, most probable first, the
+// earlier on a tie.
+func apsOrder(d decision.Distribution) []int {
+	order := make([]int, len(d))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(d[b], d[a]) })
+	return order
+}
+
+// Set is the prediction set of d under c: the indices, in option order,
+// of the options whose score is at most the threshold. It may be empty
+// (every option looks less likely than the calibration cases' right
+// ones) or hold every option. A d that is not a distribution over its
+// own length, or a c that fails Check, has no set: nil.
+func (c Conformal) Set(d decision.Distribution) []int {
+	if c.Check() != nil || len(d) == 0 || d.Check(len(d)) != nil {
+		return nil
+	}
+	out := []int{}
+	if c.Method == ConformalLAC {
+		for i, p := range d {
+			if 1-p <= c.Threshold+setTolerance {
+				out = append(out, i)
+			}
+		}
+		return out
+	}
+	var cum float64
+	for _, i := range apsOrder(d) {
+		cum += d[i]
+		if cum > c.Threshold+setTolerance {
+			break
+		}
+		out = append(out, i)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Check reports what is wrong with c: an unknown method, a coverage out
+// of range, fewer cases than the coverage needs, or a threshold that is
+// not in [0, 1].
+func (c Conformal) Check() error {
+	switch {
+	case c.Method != ConformalLAC && c.Method != ConformalAPS:
+		return fmt.Errorf("method %q is not %s or %s", c.Method, ConformalLAC, ConformalAPS)
+	case !(c.Coverage >= MinCoverage && c.Coverage <= MaxCoverage):
+		return fmt.Errorf("coverage %v is not in [%v, %v]", c.Coverage, MinCoverage, MaxCoverage)
+	case c.N < ConformalMinCases(c.Coverage):
+		return fmt.Errorf("n %d is under the %d that coverage %v needs", c.N, ConformalMinCases(c.Coverage), c.Coverage)
+	case !(c.Threshold >= 0 && c.Threshold <= 1):
+		return fmt.Errorf("threshold %v is not in [0, 1]", c.Threshold)
+	}
+	return nil
+}
+
+// SetCoverage is how a prediction set rule did on held-out cases.
+type SetCoverage struct {
+	// N is the number of cases measured; those that fail
+	// Prediction.Check are left out.
+	N int `json:"n"`
+	// Covered is how many sets held the right option, and Coverage
+	// their share (0 when N is 0).
+	Covered  int     `json:"covered"`
+	Coverage float64 `json:"coverage"`
+	// MeanSize is the mean number of options in a set, Empty how many
+	// sets were empty, and Singletons how many held one option.
+	MeanSize   float64 `json:"mean_size"`
+	Empty      int     `json:"empty"`
+	Singletons int     `json:"singletons"`
+}
+
+// Evaluate measures c's sets on held-out cases: the share holding the
+// right option and their size.
+func (c Conformal) Evaluate(preds []Prediction) SetCoverage {
+	var s SetCoverage
+	var size int
+	for _, p := range preds {
+		if p.Check() != nil {
+			continue
+		}
+		set := c.Set(p.Dist)
+		s.N++
+		size += len(set)
+		switch len(set) {
+		case 0:
+			s.Empty++
+		case 1:
+			s.Singletons++
+		}
+		if slices.Contains(set, p.Expected) {
+			s.Covered++
+		}
+	}
+	if s.N > 0 {
+		s.Coverage = ratio(s.Covered, s.N)
+		s.MeanSize = float64(size) / float64(s.N)
+	}
+	return s
+}
