@@ -225,42 +225,69 @@ func betaCF(x, a, b float64) float64 {
 
 // BucketReport is how one model, kind and option-count bucket fares over
 // the decisions with outcomes: raw (as the engine answered, before any
-// temperature) and calibrated (tempered by Temperature), with the gate
-// suggested on the calibrated confidences.
+// calibration) and calibrated (by the bucket's fit), with the gate
+// suggested on the calibrated confidences. Accuracy, NLL and ECE are
+// reported for every kind, and MAE for scores, raw beside calibrated,
+// since a calibrator that lowers NLL can still cost answers.
 type BucketReport struct {
 	Model  string        `json:"model"`
 	Kind   decision.Kind `json:"kind"`
 	Bucket string        `json:"bucket"`
 	// Outcomes is the number of decisions with an outcome measured.
-	Outcomes      int     `json:"outcomes"`
-	Accuracy      float64 `json:"accuracy"`
-	ECE           float64 `json:"ece"`
-	ECECalibrated float64 `json:"ece_calibrated"`
-	NLL           float64 `json:"nll"`
-	NLLCalibrated float64 `json:"nll_calibrated"`
-	// Temperature is the one applied (1: none).
-	Temperature float64 `json:"temperature"`
-	Gate        Gate    `json:"gate"`
+	Outcomes           int     `json:"outcomes"`
+	Accuracy           float64 `json:"accuracy"`
+	AccuracyCalibrated float64 `json:"accuracy_calibrated"`
+	ECE                float64 `json:"ece"`
+	ECECalibrated      float64 `json:"ece_calibrated"`
+	NLL                float64 `json:"nll"`
+	NLLCalibrated      float64 `json:"nll_calibrated"`
+	Brier              float64 `json:"brier"`
+	BrierCalibrated    float64 `json:"brier_calibrated"`
+	// MAE and MAECalibrated are the mean distance of the expected level
+	// from the right one, for scores only (omitted for other kinds).
+	MAE           *float64 `json:"mae,omitempty"`
+	MAECalibrated *float64 `json:"mae_calibrated,omitempty"`
+	// Temperature is the one applied (1: none); Method the calibrator's
+	// method, with its Biases for MethodVector.
+	Temperature float64   `json:"temperature"`
+	Method      string    `json:"method"`
+	Biases      []float64 `json:"biases,omitempty"`
+	Gate        Gate      `json:"gate"`
 }
 
 // NewBucketReport measures preds, the uncalibrated distributions of one
 // group with their outcomes, raw and tempered by t (a t that is not a
-// positive finite number is 1), and suggests a gate at target on the
+// positive finite number is 1, which is no calibration), and suggests a gate at target on the
 // tempered confidences: those the caller acts on.
 func NewBucketReport(model string, kind decision.Kind, bucket string, preds []Prediction, t, target float64) BucketReport {
-	if !(t > 0) || math.IsInf(t, 0) {
-		t = 1
+	c := TemperatureCalibrator(t)
+	if !(t > 0) || math.IsInf(t, 0) || t == 1 {
+		c = Identity()
 	}
-	raw := Measure(preds)
-	cal := Temper(preds, t)
-	calm := Measure(cal)
+	return NewBucketReportWith(model, kind, bucket, preds, c, target)
+}
+
+// NewBucketReportWith is NewBucketReport with any calibrator: preds raw
+// and calibrated by c (a c that fails Check is Identity), the gate on
+// the calibrated confidences.
+func NewBucketReportWith(model string, kind decision.Kind, bucket string, preds []Prediction, c Calibrator, target float64) BucketReport {
+	if c.Check() != nil {
+		c = Identity()
+	}
+	cal := Calibrate(preds, c)
+	return bucketReport(model, kind, bucket, c, Measure(preds), Measure(cal), SuggestGate(cal, target))
+}
+
+func bucketReport(model string, kind decision.Kind, bucket string, c Calibrator, raw, cal Metrics, gate Gate) BucketReport {
 	return BucketReport{
 		Model: model, Kind: kind, Bucket: bucket,
-		Outcomes: raw.N, Accuracy: raw.Accuracy,
-		ECE: raw.ECE, ECECalibrated: calm.ECE,
-		NLL: raw.NLL, NLLCalibrated: calm.NLL,
-		Temperature: t,
-		Gate:        SuggestGate(cal, target),
+		Outcomes: raw.N, Accuracy: raw.Accuracy, AccuracyCalibrated: cal.Accuracy,
+		ECE: raw.ECE, ECECalibrated: cal.ECE,
+		NLL: raw.NLL, NLLCalibrated: cal.NLL,
+		Brier: raw.Brier, BrierCalibrated: cal.Brier,
+		MAE: raw.MAE, MAECalibrated: cal.MAE,
+		Temperature: c.Temperature, Method: c.Method, Biases: c.Biases,
+		Gate: gate,
 	}
 }
 

@@ -1,0 +1,359 @@
+package calibration
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"system1/internal/decision"
+)
+
+// GateBins is the number of equal-width confidence bins Stats keeps for
+// gates: a gate suggested from Stats is one of their lower edges, a
+// multiple of 0.001.
+const GateBins = 1000
+
+// Stats are the sufficient statistics of Measure and of a gate over a
+// set of cases: counts and sums that Add updates one case at a time and
+// Merge adds together, so that a report over a million outcomes reads a
+// few numbers per bucket instead of decoding a million distributions.
+// The zero value is empty and ready. Stats marshals to JSON, to be kept
+// beside the cases.
+type Stats struct {
+	// N counts the cases added, Skipped those left out because they fail
+	// Prediction.Check.
+	N       int `json:"n"`
+	Skipped int `json:"skipped"`
+	// Right counts the cases answered right.
+	Right int `json:"right"`
+	// NLL, Brier and AbsErr are the sums over the cases of Measure's
+	// terms; AbsErr over the Scores score cases only.
+	NLL    float64 `json:"nll"`
+	Brier  float64 `json:"brier"`
+	Scores int     `json:"scores"`
+	AbsErr float64 `json:"abs_err"`
+	// Bins are Measure's NumBins confidence bins: count, right and the
+	// sum of confidences of each.
+	BinCount []int     `json:"bin_count"`
+	BinRight []int     `json:"bin_right"`
+	BinConf  []float64 `json:"bin_conf"`
+	// SelN and SelRight count the cases at or above each selective
+	// threshold of Metrics.Selective (0.7, 0.9), and those right.
+	SelN     []int `json:"sel_n"`
+	SelRight []int `json:"sel_right"`
+	// Expected counts the cases by expected index, for the
+	// majority-class floor.
+	Expected []int `json:"expected"`
+	// GateN and GateWrong count the cases, and the wrong ones, in each of
+	// GateBins confidence bins, for SuggestGate.
+	GateN     []int `json:"gate_n"`
+	GateWrong []int `json:"gate_wrong"`
+}
+
+func (s *Stats) init() {
+	if s.BinCount != nil {
+		return
+	}
+	s.BinCount, s.BinRight, s.BinConf = make([]int, NumBins), make([]int, NumBins), make([]float64, NumBins)
+	s.SelN, s.SelRight = make([]int, len(selectiveThresholds())), make([]int, len(selectiveThresholds()))
+	s.GateN, s.GateWrong = make([]int, GateBins), make([]int, GateBins)
+}
+
+// Add counts one case: into Skipped when it fails Prediction.Check.
+// Statistics not of the shape Add gives (read back broken) start over.
+func (s *Stats) Add(p Prediction) {
+	if s.check() != nil {
+		*s = Stats{}
+	}
+	s.init()
+	if p.Check() != nil {
+		s.Skipped++
+		return
+	}
+	s.N++
+	c, ok := p.Confidence(), p.Correct()
+	b := bin(c)
+	s.BinCount[b]++
+	s.BinConf[b] += c
+	g := gateBin(c)
+	s.GateN[g]++
+	if ok {
+		s.Right++
+		s.BinRight[b]++
+	} else {
+		s.GateWrong[g]++
+	}
+	for i, t := range selectiveThresholds() {
+		if c >= t.t-edge {
+			s.SelN[i]++
+			if ok {
+				s.SelRight[i]++
+			}
+		}
+	}
+	for i, q := range p.Dist {
+		y := 0.0
+		if i == p.Expected {
+			y = 1
+		}
+		s.Brier += (q - y) * (q - y)
+	}
+	s.NLL += -math.Log(math.Max(p.Dist[p.Expected], ProbFloor))
+	if p.Kind == decision.Score {
+		s.Scores++
+		s.AbsErr += math.Abs(decision.ExpectedLevel(p.Dist) - float64(p.Expected))
+	}
+	if p.Expected >= len(s.Expected) {
+		s.Expected = append(s.Expected, make([]int, p.Expected+1-len(s.Expected))...)
+	}
+	s.Expected[p.Expected]++
+}
+
+// gateBin is the gate bin of confidence c: bin i holds [i, i+1)/GateBins,
+// the last one 1 too, and a confidence within 1e-9 under an edge counts
+// as on it, as everywhere in this package.
+func gateBin(c float64) int {
+	return min(max(int(math.Floor(c*GateBins+edge)), 0), GateBins-1)
+}
+
+// Merge adds o's counts to s: the statistics of both sets of cases.
+// Either not of the shape Add gives (read back broken) is an error, and
+// s is left as it was.
+func (s *Stats) Merge(o Stats) error {
+	if err := o.check(); err != nil {
+		return fmt.Errorf("merge: %w", err)
+	}
+	if err := s.check(); err != nil {
+		return fmt.Errorf("merge into: %w", err)
+	}
+	s.init()
+	if o.BinCount == nil {
+		s.Skipped += o.Skipped
+		return nil
+	}
+	s.N += o.N
+	s.Skipped += o.Skipped
+	s.Right += o.Right
+	s.NLL += o.NLL
+	s.Brier += o.Brier
+	s.Scores += o.Scores
+	s.AbsErr += o.AbsErr
+	addInts(s.BinCount, o.BinCount)
+	addInts(s.BinRight, o.BinRight)
+	for i := range s.BinConf {
+		s.BinConf[i] += o.BinConf[i]
+	}
+	addInts(s.SelN, o.SelN)
+	addInts(s.SelRight, o.SelRight)
+	addInts(s.GateN, o.GateN)
+	addInts(s.GateWrong, o.GateWrong)
+	if len(o.Expected) > len(s.Expected) {
+		s.Expected = append(s.Expected, make([]int, len(o.Expected)-len(s.Expected))...)
+	}
+	addInts(s.Expected, o.Expected)
+	return nil
+}
+
+func addInts(dst, src []int) {
+	for i, v := range src {
+		dst[i] += v
+	}
+}
+
+// check reports whether s has the shape Add gives, so that Merge and
+// Metrics can trust its lengths: Stats read back from JSON may not.
+func (s Stats) check() error {
+	if s.BinCount == nil {
+		if s.N != 0 || s.Right != 0 {
+			return errors.New("counts without bins")
+		}
+		return nil
+	}
+	switch {
+	case len(s.BinCount) != NumBins || len(s.BinRight) != NumBins || len(s.BinConf) != NumBins:
+		return fmt.Errorf("%d bins, not %d", len(s.BinCount), NumBins)
+	case len(s.SelN) != len(selectiveThresholds()) || len(s.SelRight) != len(s.SelN):
+		return fmt.Errorf("%d selective thresholds, not %d", len(s.SelN), len(selectiveThresholds()))
+	case len(s.GateN) != GateBins || len(s.GateWrong) != GateBins:
+		return fmt.Errorf("%d gate bins, not %d", len(s.GateN), GateBins)
+	case len(s.Expected) > 256:
+		return fmt.Errorf("%d expected indices", len(s.Expected))
+	case s.N > 0 && len(s.Expected) == 0:
+		return fmt.Errorf("%d cases without expected indices", s.N)
+	case s.N < 0 || s.Skipped < 0 || s.Right < 0 || s.Right > s.N || s.Scores < 0 || s.Scores > s.N:
+		return fmt.Errorf("counts n %d, right %d, scores %d do not nest", s.N, s.Right, s.Scores)
+	}
+	for _, v := range []float64{s.NLL, s.Brier, s.AbsErr} {
+		if !(v >= 0) || math.IsInf(v, 1) {
+			return fmt.Errorf("a sum is %v", v)
+		}
+	}
+	return nil
+}
+
+// Metrics are the metrics Measure gives over the cases added: the same
+// numbers, to the last bit when the cases were added in Measure's order,
+// and to rounding after a Merge. Stats that are not of the shape Add
+// gives (read back broken) measure as empty.
+func (s Stats) Metrics() Metrics {
+	m := Metrics{Bins: make([]Bin, NumBins), Selective: map[string]Selective{}, Skipped: s.Skipped}
+	valid := s.check() == nil && s.BinCount != nil
+	sel := selectiveThresholds()
+	for i := range m.Bins {
+		b := &m.Bins[i]
+		b.Lo, b.Hi = float64(i)/NumBins, float64(i+1)/NumBins
+		if valid && s.BinCount[i] > 0 {
+			b.Count = s.BinCount[i]
+			b.Accuracy = float64(s.BinRight[i]) / float64(b.Count)
+			b.Confidence = s.BinConf[i] / float64(b.Count)
+			m.ECE += float64(b.Count) * math.Abs(b.Accuracy-b.Confidence)
+		}
+	}
+	for i, t := range sel {
+		out := Selective{Threshold: t.t}
+		if valid {
+			out.N, out.Coverage = s.SelN[i], ratio(s.SelN[i], s.N)
+			if s.SelN[i] > 0 {
+				acc := ratio(s.SelRight[i], s.SelN[i])
+				out.Accuracy = &acc
+			}
+		}
+		m.Selective[t.key] = out
+	}
+	if !valid || s.N == 0 {
+		m.ECE = 0
+		return m
+	}
+	m.N = s.N
+	if s.Scores > 0 {
+		mae := s.AbsErr / float64(s.Scores)
+		m.MAE = &mae
+	}
+	n := float64(s.N)
+	m.Accuracy = ratio(s.Right, s.N)
+	m.ECE /= n
+	m.Brier = s.Brier / n
+	m.NLL = s.NLL / n
+	m.Floor = ratio(slices.Max(s.Expected), s.N)
+	return m
+}
+
+// SuggestGate is SuggestGate over the cases added, with the candidate
+// thresholds the lower edges of the gate bins that hold a case instead
+// of the confidences seen: a case is at or above an edge exactly when
+// its bin is, so each candidate's counts are exact. The gate is the
+// lowest such edge that passes the bound; it can differ from the one found on the cases
+// themselves, which may pass at a confidence between two edges.
+func (s Stats) SuggestGate(target float64) Gate {
+	if !(target > 0 && target < 1) {
+		target = DefaultTargetError
+	}
+	g := Gate{TargetError: target}
+	if s.check() != nil || s.BinCount == nil || s.N == 0 {
+		return g
+	}
+	above, wrong := 0, 0
+	for i := GateBins - 1; i >= 0; i-- {
+		if s.GateN[i] == 0 {
+			continue
+		}
+		above += s.GateN[i]
+		wrong += s.GateWrong[i]
+		if boundUnder(wrong, above, GateConfidence, target) {
+			t := float64(i) / GateBins
+			g.Threshold, g.Above, g.WrongAbove = &t, above, wrong
+			g.Coverage = float64(above) / float64(s.N)
+		}
+	}
+	if g.Threshold != nil {
+		g.UpperBound = ClopperPearsonUpper(g.WrongAbove, g.Above, GateConfidence)
+	}
+	return g
+}
+
+// BucketStats are one bucket's statistics as outcomes arrive: raw (the
+// cases as the engine answered, before calibration) and calibrated by
+// the bucket's current fit, named by the fits revision it came from.
+// When the fit changes the calibrated statistics no longer hold: start
+// new ones with NewBucketStats and add the stored cases again, once, at
+// the refit that needed them anyway.
+type BucketStats struct {
+	// Revision is the fits revision of Calibrator, "" for none.
+	Revision   string     `json:"revision"`
+	Calibrator Calibrator `json:"calibrator"`
+	Raw        Stats      `json:"raw"`
+	Calibrated Stats      `json:"calibrated"`
+}
+
+// NewBucketStats starts a bucket's statistics under calibrator c of
+// fits revision rev; a c that fails Check is Identity.
+func NewBucketStats(c Calibrator, rev string) BucketStats {
+	if c.Check() != nil {
+		c = Identity()
+	}
+	return BucketStats{Revision: rev, Calibrator: c}
+}
+
+// Add counts one case, p with its uncalibrated distribution, raw and
+// calibrated.
+func (b *BucketStats) Add(p Prediction) {
+	b.Raw.Add(p)
+	p.Dist = b.Calibrator.Apply(p.Dist)
+	b.Calibrated.Add(p)
+}
+
+// Merge adds o's statistics to b's. Both must be under the same fit
+// revision and calibrator: the calibrated statistics of two fits do not
+// add up.
+func (b *BucketStats) Merge(o BucketStats) error {
+	if o.Revision != b.Revision || o.Calibrator.String() != b.Calibrator.String() {
+		return fmt.Errorf("merge: statistics under fit %q (%s) and %q (%s)", b.Revision, b.Calibrator, o.Revision, o.Calibrator)
+	}
+	if err := o.Raw.check(); err != nil {
+		return fmt.Errorf("merge raw: %w", err)
+	}
+	if err := o.Calibrated.check(); err != nil {
+		return fmt.Errorf("merge calibrated: %w", err)
+	}
+	if err := b.Raw.Merge(o.Raw); err != nil {
+		return err
+	}
+	return b.Calibrated.Merge(o.Calibrated)
+}
+
+// Report is the bucket's report from its statistics alone, as
+// NewBucketReportWith would give it from the cases, but for the gate,
+// chosen among the gate bins' edges (Stats.SuggestGate).
+func (b BucketStats) Report(model string, kind decision.Kind, bucket string, target float64) BucketReport {
+	return bucketReport(model, kind, bucket, b.Calibrator, b.Raw.Metrics(), b.Calibrated.Metrics(), b.Calibrated.SuggestGate(target))
+}
+
+// RefitState is the bookkeeping of when a bucket is due a refit: it
+// counts the outcomes seen and those at the last refit, so that a bucket
+// is refitted only when MinOutcomes new ones have come since, whether the
+// last refit adopted anything or not (a bucket refused a fit would
+// otherwise be refitted, and refused, on every tick).
+type RefitState struct {
+	// Outcomes is the number of outcomes seen, AtLastRefit the number
+	// there were at the last refit.
+	Outcomes    int `json:"outcomes"`
+	AtLastRefit int `json:"at_last_refit"`
+}
+
+// Observe counts n new outcomes (a negative n counts none).
+func (r *RefitState) Observe(n int) {
+	if n > 0 {
+		r.Outcomes += n
+	}
+}
+
+// New is the number of outcomes since the last refit.
+func (r RefitState) New() int { return max(r.Outcomes-r.AtLastRefit, 0) }
+
+// Due reports whether at least minOutcomes (at least 1) outcomes have
+// come since the last refit.
+func (r RefitState) Due(minOutcomes int) bool { return r.New() >= max(minOutcomes, 1) }
+
+// Refitted records a refit of every outcome seen, adopted or refused.
+func (r *RefitState) Refitted() { r.AtLastRefit = r.Outcomes }
