@@ -71,7 +71,7 @@ func TestFitConfidenceMapCalibrates(t *testing.T) {
 		}
 		return out
 	}
-	fit, held := flat(4000, 1), flat(4000, 2)
+	fit, held := flat(3000, 1), flat(3000, 2)
 	m, err := FitConfidenceMap(fit)
 	if err != nil {
 		t.Fatal(err)

@@ -13,17 +13,17 @@ import (
 
 // Split conformal sets cover as often as asked on exchangeable cases.
 // 4000 cases over five options from a model too sure by a temperature of
-// 2 are split at random 100 times into 500 to calibrate on and 3500 to
+// 2 are split at random 50 times into 500 to calibrate on and 3500 to
 // test on. For continuous scores the coverage given a calibration set is
 // Beta(k, n+1-k) with k = ceil((n+1) coverage), whose mean k/(n+1) is at
 // least the coverage asked. So every split's test coverage must reach
 // the Beta's 0.01% quantile less four binomial standard deviations of the
 // 3500 test cases (about 0.025 at 0.9), and the mean over the splits must
 // lie within 0.006 of [coverage, coverage + 1/(n+1)]: its standard
-// deviation is about 0.0015 even were the splits independent.
+// deviation is about 0.002 even were the splits independent.
 func TestConformalCoverage(t *testing.T) {
 	pool := overconfident(4000, 5, 1.5, 31)
-	const nCal, splits = 500, 100
+	const nCal, splits = 500, 50
 	for _, method := range []string{ConformalLAC, ConformalAPS} {
 		for _, coverage := range []float64{0.8, 0.9, 0.95} {
 			k := float64(conformalRank(nCal, coverage))

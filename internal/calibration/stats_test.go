@@ -98,8 +98,11 @@ func TestStatsSuggestGate(t *testing.T) {
 		}
 		lowest := -1
 		for i := GateBins - 1; i >= 0; i-- {
+			if !held[i] {
+				continue
+			}
 			e := float64(i) / GateBins
-			if n := countAbove(tc.preds, e); held[i] && ClopperPearsonUpper(WrongAbove(tc.preds, e), n, GateConfidence) < tc.target {
+			if ClopperPearsonUpper(WrongAbove(tc.preds, e), countAbove(tc.preds, e), GateConfidence) < tc.target {
 				lowest = i
 			}
 		}
