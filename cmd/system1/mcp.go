@@ -23,6 +23,7 @@ func cmdMCP(ctx context.Context, args []string, e env) error {
 	fs := flags("mcp", e)
 	cfgFlag := fs.String("config", "", "configuration file (default $SYSTEM1_CONFIG, else ~/.config/system1/config.yaml)")
 	maxLine := fs.Int("max-line-bytes", mcpserver.DefaultMaxLineBytes, "longest line read from stdin, in bytes (0 or less: the default); a longer one is answered with a JSON-RPC error, not read into memory")
+	drain := fs.Duration("drain-grace", mcpserver.DefaultDrainGrace, "after stdin closes, how long the requests already read are still answered before the server exits (0: the default; negative: not at all); a request still running then gets a JSON-RPC error")
 	stateDir := fs.String("state-dir", "", "folder of the pause state file (default $CLAUDE_PLUGIN_DATA, else $XDG_STATE_HOME/system1, else ~/.local/state/system1)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -36,7 +37,7 @@ func cmdMCP(ctx context.Context, args []string, e env) error {
 		log.Warn("configuration error; system1_decide answers config_error until it is fixed", "request_id", "-", "err", msg)
 	}
 	err := mcpserver.Run(ctx, mcpserver.Options{Gateway: g, Feedback: gateway.NewFeedback(dlog), Log: log, Version: version},
-		&mcpserver.LineTransport{Reader: e.stdin, Writer: e.stdout, MaxLineBytes: *maxLine, Log: log})
+		&mcpserver.LineTransport{Reader: e.stdin, Writer: e.stdout, MaxLineBytes: *maxLine, DrainGrace: *drain, Log: log})
 	switch {
 	case ctx.Err() != nil:
 		log.Info("mcp server stopped by a signal", "request_id", "-")

@@ -21,7 +21,7 @@ import (
 	"system1/internal/testengine"
 )
 
-// The server answers initialize and lists its three tools without
+// The server answers initialize and lists its tools (Tools) without
 // contacting any provider; the decide tool's input schema leaves the
 // checks to the handler; every output schema uses plain arrays. When the
 // client closes stdin the server exits with status 0, and every log line

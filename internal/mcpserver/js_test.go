@@ -4,8 +4,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"system1/internal/fakeengine"
+	"strings"
 	"testing"
+
+	"system1/internal/fakeengine"
+	"system1/internal/mcpserver"
 )
 
 // The official TypeScript client (@modelcontextprotocol/sdk, pinned in
@@ -37,7 +40,7 @@ func TestTypeScriptClient(t *testing.T) {
 	w := newWorld(t, chain("", so("local", fakeengine.Down(t)), so("jev", ok.URL)))
 	cmd := exec.Command(node, "--test", "--test-reporter=spec", "mcp.test.mjs")
 	cmd.Dir = dir
-	cmd.Env = append(w.env(), "SYSTEM1_BIN="+bin, "SYSTEM1_CONFIG="+w.config)
+	cmd.Env = append(w.env(), "SYSTEM1_BIN="+bin, "SYSTEM1_CONFIG="+w.config, "SYSTEM1_TOOLS="+strings.Join(mcpserver.Tools, ","))
 	out, err := cmd.CombinedOutput()
 	t.Logf("node --test:\n%s", out)
 	if err != nil {

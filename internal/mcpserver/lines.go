@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -25,6 +26,11 @@ import (
 // envelope and escaping.
 const DefaultMaxLineBytes = 8 << 20
 
+// DefaultDrainGrace is how long the server goes on answering the requests
+// it read before stdin closed: five times the gateway's default deadline
+// for one decide call, room for a few calls still running.
+const DefaultDrainGrace = 30 * time.Second
+
 // LineTransport is MCP's stdio transport (one JSON-RPC message a line)
 // that answers a bad line itself and keeps serving, where the SDK's
 // IOTransport ends the session on the first line it cannot decode. A line
@@ -34,13 +40,24 @@ const DefaultMaxLineBytes = 8 << 20
 // read. A line over MaxLineBytes is discarded as it is read (memory stays
 // bounded) and answered -32600. Blank lines are skipped. Everything else
 // is the SDK's.
+//
+// When stdin ends, the SDK stops writing at once, so a client that writes
+// its requests and closes its end (a script, `echo ... | system1 mcp`)
+// would get no answers. The transport therefore holds the end of input
+// back from the SDK until every request it handed over has been answered,
+// for at most DrainGrace (the drain grace); a request still unanswered
+// then gets a -32603 error naming the grace, so that every request read
+// gets exactly one reply.
 type LineTransport struct {
 	Reader io.Reader
 	Writer io.Writer
 	// MaxLineBytes bounds a line, its end of line excluded (0:
 	// DefaultMaxLineBytes).
 	MaxLineBytes int
-	Log          *slog.Logger
+	// DrainGrace bounds how long the requests read before the end of
+	// stdin are waited for (0: DefaultDrainGrace; negative: not at all).
+	DrainGrace time.Duration
+	Log        *slog.Logger
 }
 
 // Connect starts reading lines; it is called once, by the server.
@@ -52,6 +69,12 @@ func (t *LineTransport) Connect(context.Context) (mcp.Connection, error) {
 		done:     make(chan struct{}),
 		closed:   make(chan struct{}),
 		initIDs:  map[jsonrpc.ID]bool{},
+		pending:  map[jsonrpc.ID]bool{},
+		answered: make(chan struct{}, 1),
+		grace:    t.DrainGrace,
+	}
+	if c.grace == 0 {
+		c.grace = DefaultDrainGrace
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -82,6 +105,16 @@ type lineConn struct {
 	initMu      sync.Mutex
 	initIDs     map[jsonrpc.ID]bool
 	initialized bool
+
+	// pending are the ids of the calls handed to the SDK and not answered
+	// yet; answered gets a token when one is. gaveUp is set when the
+	// drain grace ran out and the transport answered the rest itself: a
+	// late answer is then dropped.
+	grace    time.Duration
+	pendMu   sync.Mutex
+	pending  map[jsonrpc.ID]bool
+	gaveUp   bool
+	answered chan struct{}
 }
 
 // readLoop reads lines until the reader ends, answering bad ones and
@@ -125,23 +158,95 @@ func (c *lineConn) writeLine(data []byte) error {
 	return err
 }
 
-// Read returns the next good message.
+// Read returns the next good message. At the end of stdin it first
+// drains: it returns the end only when every call it returned has been
+// answered, or the drain grace ran out.
 func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	select {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case msg := <-c.incoming:
-		if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "initialize" && req.IsCall() {
-			c.initMu.Lock()
-			c.initIDs[req.ID] = true
-			c.initMu.Unlock()
+		if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+			if req.Method == "initialize" {
+				c.initMu.Lock()
+				c.initIDs[req.ID] = true
+				c.initMu.Unlock()
+			}
+			c.pendMu.Lock()
+			c.pending[req.ID] = true
+			c.pendMu.Unlock()
 		}
 		return msg, nil
 	case <-c.done:
-		return nil, c.readErr
+		return nil, c.drain(ctx)
 	case <-c.closed:
 		return nil, io.EOF
 	}
+}
+
+// drain waits, after the end of stdin, until no call is pending or the
+// drain grace runs out; then it answers what is still pending with an
+// error and returns why reading ended.
+func (c *lineConn) drain(ctx context.Context) error {
+	if c.grace < 0 {
+		return c.readErr
+	}
+	timer := time.NewTimer(c.grace)
+	defer timer.Stop()
+	for {
+		c.pendMu.Lock()
+		n := len(c.pending)
+		c.pendMu.Unlock()
+		if n == 0 {
+			return c.readErr
+		}
+		select {
+		case <-c.answered:
+		case <-timer.C:
+			c.giveUp()
+			return c.readErr
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.closed:
+			return io.EOF
+		}
+	}
+}
+
+// giveUp answers every call still pending with an internal error, so that
+// each request read gets one reply, and drops the SDK's late answers.
+func (c *lineConn) giveUp() {
+	c.pendMu.Lock()
+	defer c.pendMu.Unlock()
+	c.gaveUp = true
+	msg := fmt.Sprintf("stdin closed and this request was not answered within the drain grace (%v, system1 mcp --drain-grace)", c.grace)
+	for id := range c.pending {
+		raw, err := json.Marshal(id.Raw())
+		if err != nil { // an id the transport itself read as a string or an integer
+			raw = nil
+		}
+		c.log.Warn("request unanswered when the drain grace ran out", "request_id", "-", "id", id.Raw(), "grace", c.grace)
+		_ = c.writeLine(rejection(raw, jsonrpc.CodeInternalError, msg))
+		delete(c.pending, id)
+	}
+}
+
+// settle records that the call id was answered. It reports false when the
+// drain grace already ran out and the transport answered it itself.
+func (c *lineConn) settle(id jsonrpc.ID) bool {
+	c.pendMu.Lock()
+	defer c.pendMu.Unlock()
+	if c.gaveUp {
+		return false
+	}
+	if c.pending[id] {
+		delete(c.pending, id)
+		select {
+		case c.answered <- struct{}{}:
+		default:
+		}
+	}
+	return true
 }
 
 // Write sends one message on its own line. An error reply without a
@@ -152,12 +257,16 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if resp, ok := msg.(*jsonrpc.Response); ok {
+	resp, isResp := msg.(*jsonrpc.Response)
+	if isResp {
 		msg = c.coded(resp)
 	}
 	data, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
 		return fmt.Errorf("encoding a message: %w", err)
+	}
+	if isResp && !c.settle(resp.ID) {
+		return nil // answered already, when the drain grace ran out
 	}
 	return c.writeLine(data)
 }

@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"system1/internal/fakeengine"
+	"system1/internal/gateway"
+	"system1/internal/mcpserver"
 	"system1/internal/testbin"
 )
 
@@ -290,5 +293,141 @@ func TestStdinClosedMidLine(t *testing.T) {
 	}
 	if err := s.cmd.Wait(); err != nil {
 		t.Errorf("exit: %v\n%s", err, s.stderr)
+	}
+}
+
+// closedStdin runs `system1 mcp` with input on stdin, closed right after
+// it (as `printf ... | system1 mcp` does), and returns the replies by id
+// and the exit error. arrived, when not nil, is waited for (or the
+// process's end) before release is called: a provider call that is still
+// running when stdin has closed.
+func closedStdin(t *testing.T, w *world, input string, arrived <-chan struct{}, release func(), extra ...string) (replies map[string]map[string]json.RawMessage, stderr string, err error) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"mcp", "--config", w.config}, extra...)...)
+	cmd.Env = w.env()
+	cmd.Stdin = strings.NewReader(input)
+	errOut := &testbin.Output{}
+	cmd.Stderr = errOut
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(nil, 64<<20)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	replies = map[string]map[string]json.RawMessage{}
+	add := func(l string) {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Errorf("a line that is not JSON: %q", l)
+			return
+		}
+		if _, dup := replies[string(m["id"])]; dup {
+			t.Errorf("a second reply for id %s: %s", m["id"], l)
+		}
+		replies[string(m["id"])] = m
+	}
+	if arrived != nil {
+	wait:
+		for {
+			select {
+			case <-arrived:
+				break wait
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatalf("the server exited before the provider call arrived\nstderr:\n%s", errOut)
+				}
+				add(l)
+			}
+		}
+		release()
+	}
+	for l := range lines {
+		add(l)
+	}
+	err = cmd.Wait()
+	return replies, errOut.String(), err
+}
+
+// show writes replies by id as JSON, for a failure message.
+func show(replies map[string]map[string]json.RawMessage) string {
+	b, _ := json.Marshal(replies)
+	return string(b)
+}
+
+const (
+	initLine        = `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"printf","version":"0"}}}` + "\n"
+	initializedLine = `{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n"
+	listLine        = `{"jsonrpc":"2.0","id":2,"method":"tools/list"}` + "\n"
+	decideLine      = `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"system1_decide","arguments":{"question":"Ship it?"}}}` + "\n"
+)
+
+// A client that writes its requests and closes stdin at once (a script,
+// `printf ... | system1 mcp`) gets an answer to every request the server
+// read, and the server then exits 0: the initialize result and the tool
+// list, with nothing left waiting.
+func TestClosedStdinAnswersWhatWasRead(t *testing.T) {
+	w := newWorld(t, "") // no configuration: initialize and tools/list need none
+	replies, stderr, err := closedStdin(t, w, initLine+initializedLine+listLine, nil, nil)
+	if err != nil {
+		t.Errorf("exit: %v\n%s", err, stderr)
+	}
+	if len(replies) != 2 || replies[`"init"`]["result"] == nil || replies["2"]["result"] == nil {
+		t.Fatalf("replies %s\nstderr:\n%s", show(replies), stderr)
+	}
+	var list struct {
+		Tools []struct{ Name string } `json:"tools"`
+	}
+	if err := json.Unmarshal(replies["2"]["result"], &list); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range list.Tools {
+		names = append(names, tool.Name)
+	}
+	if !slices.Equal(sorted(names), sorted(mcpserver.Tools)) {
+		t.Errorf("tools/list after stdin closed: %v; want %v", names, mcpserver.Tools)
+	}
+}
+
+// A decide call whose provider is still answering when stdin closes is
+// answered with its decision once the provider answers.
+func TestClosedStdinWaitsForACallInFlight(t *testing.T) {
+	ep := fakeengine.StartSystemOne(t, fakeengine.Reply{Fault: fakeengine.Late})
+	w := newWorld(t, chain("", so("jev", ep.URL)))
+	replies, stderr, err := closedStdin(t, w, initLine+initializedLine+decideLine, ep.Arrived, ep.Release)
+	if err != nil {
+		t.Errorf("exit: %v\n%s", err, stderr)
+	}
+	var res struct {
+		IsError           bool             `json:"isError"`
+		StructuredContent gateway.Response `json:"structuredContent"`
+	}
+	if raw := replies["3"]["result"]; raw == nil || json.Unmarshal(raw, &res) != nil || res.IsError || res.StructuredContent.Status != gateway.Decided {
+		t.Errorf("the decide call in flight when stdin closed: %s\nstderr:\n%s", show(replies), stderr)
+	}
+}
+
+// A call still running when the drain grace (--drain-grace) runs out is
+// answered with a JSON-RPC error that says so, and the server exits 0
+// without waiting for it.
+func TestClosedStdinDrainGrace(t *testing.T) {
+	ep := fakeengine.StartSystemOne(t, fakeengine.Reply{Hang: true})
+	w := newWorld(t, chain("  deadline: 10m\n", so("jev", ep.URL, "timeout: 10m")))
+	replies, stderr, err := closedStdin(t, w, initLine+initializedLine+decideLine, nil, nil, "--drain-grace", "100ms")
+	if err != nil {
+		t.Errorf("exit: %v\n%s", err, stderr)
+	}
+	if replies[`"init"`]["result"] == nil || errCode(t, replies["3"]) != -32603 || !strings.Contains(string(replies["3"]["error"]), "--drain-grace") {
+		t.Errorf("replies %s\nstderr:\n%s", show(replies), stderr)
 	}
 }

@@ -7,6 +7,7 @@
 // binary, starts fake System One endpoints and sets:
 //   SYSTEM1_BIN      the binary
 //   SYSTEM1_CONFIG   a configuration whose chain is the fakes
+//   SYSTEM1_TOOLS    the tool names, in order (mcpserver.Tools, their one home)
 //   CLAUDE_PLUGIN_DATA, HOME  private folders
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -15,6 +16,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 
 const bin = process.env.SYSTEM1_BIN;
+const toolNames = (process.env.SYSTEM1_TOOLS ?? "").split(",");
 const env = {
   PATH: process.env.PATH,
   HOME: process.env.HOME,
@@ -27,6 +29,7 @@ let transport;
 
 before(async () => {
   assert.ok(bin, "SYSTEM1_BIN is not set: run this through go test ./internal/mcpserver -run TestTypeScriptClient");
+  assert.ok(process.env.SYSTEM1_TOOLS, "SYSTEM1_TOOLS is not set: run this through go test ./internal/mcpserver -run TestTypeScriptClient");
   transport = new StdioClientTransport({ command: bin, args: ["mcp"], env, stderr: "pipe" });
   client = new Client({ name: "system1-js-blackbox", version: "0" });
   await client.connect(transport);
@@ -46,10 +49,10 @@ async function call(name, args) {
   return res;
 }
 
-test("initialize negotiates and lists the four tools with output schemas", async () => {
+test("initialize negotiates and lists the tools with output schemas", async () => {
   assert.equal(client.getServerVersion().name, "system1");
   const { tools } = await client.listTools();
-  assert.deepEqual(tools.map((t) => t.name).sort(), ["system1_capabilities", "system1_decide", "system1_feedback", "system1_health"]);
+  assert.deepEqual(tools.map((t) => t.name).sort(), [...toolNames].sort());
   for (const t of tools) {
     assert.equal(t.outputSchema?.type, "object", `${t.name} has no object output schema`);
     const text = JSON.stringify(t.outputSchema);
@@ -124,9 +127,30 @@ test("health: the primary is down, the fallback up: degraded", async () => {
 
 test("capabilities: chain, limits and the contract's schemas", async () => {
   const c = (await call("system1_capabilities", {})).structuredContent;
-  assert.deepEqual(c.tools, ["system1_decide", "system1_health", "system1_capabilities", "system1_feedback"]);
+  assert.deepEqual(c.tools, toolNames);
   assert.equal(c.schema_version, "1");
   assert.equal(c.providers[1].capabilities.max_options, 255);
   assert.equal(c.request_schema.properties.question.maxLength, 8000);
   assert.deepEqual(c.response_schema.properties.status.enum, ["decided", "abstained", "error"]);
+});
+
+test("requests written just before stdin closes are all answered", async () => {
+  // A second server, whose stdin this client closes right after writing
+  // three requests, as a script or a test harness does.
+  const t = new StdioClientTransport({ command: bin, args: ["mcp"], env, stderr: "pipe" });
+  const c = new Client({ name: "system1-js-closed-stdin", version: "0" });
+  await c.connect(t);
+  const pending = [
+    c.listTools(),
+    c.callTool({ name: "system1_decide", arguments: { question: "Which queue?", options: ["billing", "support", "sales"] } }),
+    c.callTool({ name: "system1_health", arguments: {} }),
+  ];
+  // close() ends stdin at once, then waits for the server to exit.
+  const closed = t.close();
+  const [list, decide, health] = await Promise.all(pending);
+  await closed;
+  assert.deepEqual(list.tools.map((tool) => tool.name).sort(), [...toolNames].sort());
+  assert.equal(decide.structuredContent.status, "decided");
+  assert.equal(decide.structuredContent.decision, "billing");
+  assert.equal(health.structuredContent.status, "degraded");
 });
