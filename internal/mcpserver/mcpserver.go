@@ -1,8 +1,7 @@
-// Package mcpserver is the System 1 gateway's MCP face: the tools
-// system1_decide, system1_health and system1_capabilities over the
-// official Go SDK. Every result carries its whole answer as
-// structuredContent (Claude Code shows the model only that), validated
-// against the tool's output schema before it is sent.
+// Package mcpserver is the System 1 gateway's MCP face: the tools named
+// in Tools over the official Go SDK. Every result carries its whole
+// answer as structuredContent (Claude Code shows the model only that),
+// validated against the tool's output schema before it is sent.
 package mcpserver
 
 import (
@@ -25,7 +24,10 @@ const (
 	ToolFeedback     = "system1_feedback"
 )
 
-// Tools are the tools the server lists, in order.
+// Tools are the tools the server lists, in order: the one home of their
+// names. The plugin's manifest, its stand-in server
+// (scripts/system1-building), docs/plugin.md and the README name them
+// too, and TestToolNamesHaveOneHome fails when one of them differs.
 var Tools = []string{ToolDecide, ToolHealth, ToolCapabilities, ToolFeedback}
 
 const decideDescription = `Ask System 1, a fast calibrated decision model, for one quick judgement: pick one of "options" (or answer yes or no when no options are given), about an optional "context" object. ` +

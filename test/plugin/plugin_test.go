@@ -7,11 +7,14 @@ package plugin
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http/cgi"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -20,6 +23,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"system1/internal/mcpserver"
 	"system1/internal/testbin"
 )
 
@@ -39,19 +43,71 @@ func repoRoot(t *testing.T) string {
 	return root
 }
 
-// claudeCLI returns the claude binary that `npm ci` in test/claude
-// installed. scripts/test.sh sets SYSTEM1_REQUIRE_JS where npm exists, and
-// then a missing CLI fails instead of skipping.
+// cli is one Claude Code CLI that `npm ci` in test/claude installed.
+type cli struct {
+	version string // the version test/claude/package.json pins
+	path    string // its binary
+}
+
+// claudeCLIs returns every Claude Code CLI test/claude/package.json pins:
+// @anthropic-ai/claude-code itself (the current one, first) and each npm
+// alias of it (an older one that many installs still run). Their
+// binaries are named by path, not node_modules/.bin/claude, which only one
+// of them can own. scripts/test.sh sets SYSTEM1_REQUIRE_JS where npm
+// exists, and then a missing CLI fails instead of skipping.
+func claudeCLIs(t *testing.T) []cli {
+	t.Helper()
+	dir := filepath.Join(repoRoot(t), "test", "claude")
+	var pkg struct {
+		DevDependencies map[string]string `json:"devDependencies"`
+	}
+	readJSON(t, filepath.Join(dir, "package.json"), &pkg)
+	const name = "@anthropic-ai/claude-code"
+	var clis []cli
+	for dep, spec := range pkg.DevDependencies {
+		version, alias := strings.CutPrefix(spec, "npm:"+name+"@")
+		if dep != name && !alias {
+			continue
+		}
+		var bin struct {
+			Bin map[string]string `json:"bin"`
+		}
+		manifest := filepath.Join(dir, "node_modules", dep, "package.json")
+		if _, err := os.Stat(manifest); err != nil {
+			if os.Getenv("SYSTEM1_REQUIRE_JS") != "" {
+				t.Fatalf("the claude CLI %s is not installed (%v): run npm ci in test/claude", spec, err)
+			}
+			t.Skipf("the claude CLI %s is not installed: run npm ci in test/claude (%v)", spec, err)
+		}
+		readJSON(t, manifest, &bin)
+		c := cli{version: version, path: filepath.Join(dir, "node_modules", dep, bin.Bin["claude"])}
+		if dep == name {
+			clis = append([]cli{c}, clis...)
+		} else {
+			clis = append(clis, c)
+		}
+	}
+	if len(clis) == 0 || clis[0].version != pkg.DevDependencies[name] {
+		t.Fatalf("test/claude/package.json pins no %s: %v", name, pkg.DevDependencies)
+	}
+	return clis
+}
+
+// claudeCLI returns the current Claude Code CLI.
 func claudeCLI(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(repoRoot(t), "test", "claude", "node_modules", ".bin", "claude")
-	if _, err := os.Stat(bin); err != nil {
-		if os.Getenv("SYSTEM1_REQUIRE_JS") != "" {
-			t.Fatalf("the claude CLI is not installed (%v): run npm ci in test/claude", err)
-		}
-		t.Skipf("the claude CLI is not installed: run npm ci in test/claude (%v)", err)
+	return claudeCLIs(t)[0].path
+}
+
+func readJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return bin
+	if err := json.Unmarshal(data, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
 }
 
 // world is an isolated user: its own home and Claude Code configuration,
@@ -65,7 +121,13 @@ type world struct {
 
 func newWorld(t *testing.T) *world {
 	t.Helper()
-	w := &world{t: t, claude: claudeCLI(t), home: t.TempDir()}
+	return newWorldWith(t, claudeCLI(t))
+}
+
+// newWorldWith is newWorld with the claude CLI at path.
+func newWorldWith(t *testing.T, path string) *world {
+	t.Helper()
+	w := &world{t: t, claude: path, home: t.TempDir()}
 	modcache, err := exec.Command("go", "env", "GOMODCACHE").Output()
 	if err != nil {
 		t.Fatalf("go env GOMODCACHE: %v", err)
@@ -115,19 +177,42 @@ func (w *world) mustRun(dir string, args ...string) string {
 	return out
 }
 
-// The plugin passes Claude Code's own validator strictly, and the checks
-// of the plugin directory (licence, icon, metadata) too.
+// The plugin passes Claude Code's own validator strictly, on every CLI
+// version test/claude pins (the current one and an older one that many
+// installs still run, which refuses fields it does not know, such as the
+// manifest's "icon"), and, where the CLI has them, the checks of the
+// plugin directory (licence, icon, metadata) too. docs/plugin.md names
+// the versions checked.
 func TestPluginValidates(t *testing.T) {
-	w := newWorld(t)
 	root := repoRoot(t)
-	for _, args := range [][]string{
-		{"plugin", "validate", root, "--strict"},
-		{"plugin", "validate", root, "--profile", "directory", "--strict"},
-	} {
-		out, err := w.run(root, args...)
-		if err != nil {
-			t.Errorf("claude %s: %v\n%s", strings.Join(args, " "), err, out)
+	docs, err := os.ReadFile(filepath.Join(root, "docs", "plugin.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, said, _ := strings.Cut(string(docs), "passes `claude plugin validate --strict` on ")
+	said, _, _ = strings.Cut(said, ";")
+	for i, c := range claudeCLIs(t) {
+		if !strings.Contains(said, "Claude Code "+c.version) && !strings.Contains(said, "on "+c.version) {
+			t.Errorf("docs/plugin.md does not say that the plugin is checked on Claude Code %s: %q", c.version, said)
 		}
+		t.Run(c.version, func(t *testing.T) {
+			w := newWorldWith(t, c.path)
+			if out := w.mustRun(root, "--version"); !strings.HasPrefix(out, c.version+" ") {
+				t.Fatalf("%s is %q, not %s", c.path, out, c.version)
+			}
+			runs := [][]string{{"plugin", "validate", root, "--strict"}}
+			if help := w.mustRun(root, "plugin", "validate", "--help"); strings.Contains(help, "--profile") {
+				runs = append(runs, []string{"plugin", "validate", root, "--profile", "directory", "--strict"})
+			} else if i == 0 {
+				t.Errorf("the current CLI has no plugin validate --profile:\n%s", help)
+			}
+			for _, args := range runs {
+				out, err := w.run(root, args...)
+				if err != nil {
+					t.Errorf("claude %s: %v\n%s", strings.Join(args, " "), err, out)
+				}
+			}
+		})
 	}
 }
 
@@ -297,8 +382,9 @@ func TestMarketplaceInstallWithColdGoCache(t *testing.T) {
 		t.Fatalf("the plugin's server is not connected in the first session after install:\n%s", out)
 	}
 
-	// What the first session's model sees: the three tools, and a call
-	// that says what is going on and what to do.
+	// What the first session's model sees: the real server's tools, and a
+	// call that says what is going on (since when, the log's last line)
+	// and what to do.
 	s := launcher(t, w, root, data, "SYSTEM1_PLUGIN_WAIT=0")
 	if v := s.InitializeResult().ServerInfo.Version; v != "not-built-yet" {
 		t.Fatalf("a cold start served %q, not the stand-in: was the Go cache empty?", v)
@@ -311,8 +397,8 @@ func TestMarketplaceInstallWithColdGoCache(t *testing.T) {
 	for _, tool := range tools.Tools {
 		names = append(names, tool.Name)
 	}
-	if strings.Join(names, ",") != "system1_decide,system1_health,system1_capabilities" {
-		t.Errorf("the stand-in lists %v", names)
+	if !slices.Equal(names, mcpserver.Tools) {
+		t.Errorf("the stand-in lists %v; the server lists %v", names, mcpserver.Tools)
 	}
 	res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "system1_decide", Arguments: map[string]any{"question": "Ship it?"}})
 	if err != nil {
@@ -324,9 +410,11 @@ func TestMarketplaceInstallWithColdGoCache(t *testing.T) {
 			text = c.Text
 		}
 	}
-	if !res.IsError || !strings.Contains(text, "System 1 is being built") || !strings.Contains(text, "/mcp") {
-		t.Errorf("a call while building does not say what to do: isError %v, %q", res.IsError, text)
+	if !res.IsError || !strings.Contains(text, "System 1 is being built") || !strings.Contains(text, "/mcp") ||
+		!regexp.MustCompile(`The build started [0-9].* ago; the last line of its log \(.*build\.log\) is: "`).MatchString(text) {
+		t.Errorf("a call while building does not say what is going on and what to do: isError %v, %q", res.IsError, text)
 	}
+	t.Logf("the stand-in said: %s", text)
 	s.Close()
 
 	// The build runs on after the sessions that started it ended.
@@ -368,16 +456,19 @@ func TestMarketplaceInstallWithColdGoCache(t *testing.T) {
 	}
 }
 
-// The stand-in server speaks MCP to any client (here the Go SDK's) and
-// says, at each call, what is going on and what to do: Go missing, the
-// build failed (with its log), being built, and built once the binary
-// appears, which needs only a reconnect.
+// The stand-in server speaks MCP to any client (here the Go SDK's),
+// lists the real server's tools, and says, at each call, what is true and
+// what to do: Go missing; being built, since when, with the build log's
+// last line (whatever bytes it holds); the build failed; the builder gone
+// before it finished; built once the binary appears, which needs only a
+// reconnect.
 func TestStandInServer(t *testing.T) {
 	dir := t.TempDir()
 	bin, logFile, failed := filepath.Join(dir, "system1"), filepath.Join(dir, "build.log"), filepath.Join(dir, "build-failed")
+	started, lock := filepath.Join(dir, "build.started"), filepath.Join(dir, "build.lock")
 	call := func(status string) string {
 		t.Helper()
-		cmd := exec.Command(filepath.Join(repoRoot(t), "scripts", "system1-building"), status, bin, logFile, failed)
+		cmd := exec.Command(filepath.Join(repoRoot(t), "scripts", "system1-building"), status, bin, logFile, failed, started, lock)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		s, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "0"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
@@ -389,30 +480,67 @@ func TestStandInServer(t *testing.T) {
 			t.Errorf("%s: ping: %v", status, err)
 		}
 		tools, err := s.ListTools(ctx, nil)
-		if err != nil || len(tools.Tools) != 3 {
-			t.Fatalf("%s: tools/list: %v %+v", status, err, tools)
+		if err != nil {
+			t.Fatalf("%s: tools/list: %v", status, err)
 		}
-		res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "system1_health", Arguments: map[string]any{"id": 7, "method": "x"}})
+		var names []string
+		for _, tool := range tools.Tools {
+			names = append(names, tool.Name)
+		}
+		if !slices.Equal(names, mcpserver.Tools) {
+			t.Errorf("%s: the stand-in lists %v; the server lists %v", status, names, mcpserver.Tools)
+		}
+		res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: mcpserver.ToolHealth, Arguments: map[string]any{"id": 7, "method": "x"}})
 		if err != nil || !res.IsError || len(res.Content) != 1 {
 			t.Fatalf("%s: tools/call: %v %+v", status, err, res)
 		}
 		return res.Content[0].(*mcp.TextContent).Text
+	}
+	write := func(path, content string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A builder that is gone: a process that has exited.
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		status, setup string
 		want          []string
 	}{
 		{"nogo", "", []string{"Go is not installed", "https://go.dev/dl", "SYSTEM1_BIN"}},
-		{"building", "", []string{"System 1 is being built", logFile, "/mcp"}},
-		{"building", "failed", []string{"could not be built", logFile, "/mcp"}},
+		{"building", "starting", []string{"System 1 is being built", "The build is just starting", logFile, "still empty", "/mcp", "system1-plugin: built"}},
+		{"building", "running", []string{"System 1 is being built", "The build started 2 h 5 min ago", logFile, `"github.com/jackc/pgx/v5/pgtype"`, "/mcp"}},
+		{"building", "odd bytes", []string{"System 1 is being built", `"tab?quote" back\slash ?? cr"`}},
+		{"building", "stopped", []string{"stopped before it finished", "process is gone", "The build started 2 h 5 min ago", "/mcp", "starts the build again"}},
+		{"building", "failed", []string{"could not be built", logFile, `"system1-plugin: the build failed"`, "/mcp"}},
 		{"building", "built", []string{"System 1 is built now", "/mcp", "reconnect"}},
 	} {
 		switch tc.setup {
+		case "running":
+			// The build holds the lock with a live process (this one),
+			// started 2 h 5 min ago, and has got as far as a package.
+			write(started, strconv.FormatInt(time.Now().Add(-2*time.Hour-5*time.Minute).Unix(), 10)+"\n")
+			os.Mkdir(lock, 0o755)
+			write(filepath.Join(lock, "pid"), strconv.Itoa(os.Getpid())+"\n")
+			write(logFile, "system1-plugin: building "+bin+"\ngithub.com/jackc/pgx/v5\ngithub.com/jackc/pgx/v5/pgtype\n")
+		case "odd bytes":
+			write(logFile, "first\n\"tab\tquote\" back\\slash \xff\xfe cr\"\r\n")
+		case "stopped":
+			write(logFile, "system1-plugin: building "+bin+"\ngithub.com/jackc/pgx/v5/pgtype\n")
+			write(filepath.Join(lock, "pid"), strconv.Itoa(dead.Process.Pid)+"\n")
 		case "failed":
-			os.WriteFile(failed, []byte("the build failed\n"), 0o644)
+			os.RemoveAll(lock)
+			write(logFile, "cmd/system1/main.go:1:1: expected 'package'\nsystem1-plugin: the build failed\n")
+			write(failed, "system1-plugin: the build failed\n")
 		case "built":
 			os.Remove(failed)
-			os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755)
+			if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
 		}
 		text := call(tc.status)
 		for _, w := range tc.want {
