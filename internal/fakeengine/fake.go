@@ -27,6 +27,11 @@ type Options struct {
 	// Slots, on llama.cpp, is the total_slots GET /props reports; 0
 	// answers /props with a 404, as a server without the endpoint.
 	Slots int
+	// Parallel is the most tasks the engine runs at once, as llama-server
+	// runs one per slot; the others wait in the engine for their turn, and
+	// a task's Latency starts when it runs, so that a task sent past the
+	// engine's capacity takes longer. 0 runs every task at once.
+	Parallel int
 }
 
 // Request is one request the fake received. The fields after Body are
@@ -74,9 +79,10 @@ type Fake struct {
 	// node configuration takes it as is.
 	URL string
 
-	opt  Options
-	srv  *httptest.Server
-	done chan struct{} // closed by Close: hung handlers return
+	opt     Options
+	srv     *httptest.Server
+	done    chan struct{} // closed by Close: hung handlers return
+	running chan struct{} // the tasks running, when Options.Parallel bounds them
 
 	mu      sync.Mutex
 	b       Behavior
@@ -94,6 +100,9 @@ func New(opt Options) *Fake {
 		opt.NVocab = 512
 	}
 	f := &Fake{opt: opt, done: make(chan struct{})}
+	if opt.Parallel > 0 {
+		f.running = make(chan struct{}, opt.Parallel)
+	}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	f.URL = f.srv.URL
 	f.Set(opt.Behavior)
@@ -150,7 +159,9 @@ func (f *Fake) Inferences() []Request {
 func (f *Fake) WaitIdle(ctx context.Context) error { return f.active.wait(ctx) }
 
 // PeakTasks is the most tasks (inference requests, and llama.cpp's
-// POST /completion) the fake has handled at once since it started.
+// POST /completion) the fake has handled at once since it started,
+// running or waiting for their turn (Options.Parallel): the engine calls
+// a client had in flight at once.
 func (f *Fake) PeakTasks() int {
 	f.tasks.mu.Lock()
 	defer f.tasks.mu.Unlock()
@@ -178,7 +189,8 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 	_, _ = body.ReadFrom(r.Body)
 	rec := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body.Bytes()}
 	infer := r.Method == http.MethodPost && r.URL.Path == f.opt.Dialect.InferencePath()
-	if infer || (r.Method == http.MethodPost && r.URL.Path == "/completion") {
+	task := infer || (r.Method == http.MethodPost && r.URL.Path == "/completion")
+	if task {
 		defer f.tasks.enter()()
 	}
 	var chat chatRequest
@@ -203,6 +215,12 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 
 	if !infer && !b.Everywhere {
 		b = Behavior{}
+	}
+	if task && f.running != nil {
+		if !f.turn(r) {
+			return
+		}
+		defer func() { <-f.running }()
 	}
 	if !f.wait(r, b.Latency) {
 		return
@@ -278,6 +296,18 @@ func (f *Fake) wait(r *http.Request, d time.Duration) bool {
 	defer t.Stop()
 	select {
 	case <-t.C:
+		return true
+	case <-r.Context().Done():
+	case <-f.done:
+	}
+	return false
+}
+
+// turn waits until the task may run (Options.Parallel), reporting false
+// when the client or Close ended the request first.
+func (f *Fake) turn(r *http.Request) bool {
+	select {
+	case f.running <- struct{}{}:
 		return true
 	case <-r.Context().Done():
 	case <-f.done:

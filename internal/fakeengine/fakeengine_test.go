@@ -247,3 +247,47 @@ func TestConstraintHeldOrIgnored(t *testing.T) {
 		})
 	}
 }
+
+// The fake runs at most Parallel tasks at once and counts the tasks in
+// flight, waiting or running (PeakTasks): six tasks sent together over
+// two at a time, each taking a latency, take at least three latencies,
+// and six that never end are all counted while they wait.
+func TestParallelAndPeakTasks(t *testing.T) {
+	const tasks, parallel, latency = 6, 2, 40 * time.Millisecond
+	state, q := question(t)
+	ask := func(ctx context.Context, e engine.Engine) chan error {
+		errs := make(chan error, tasks)
+		for range tasks {
+			go func() { _, err := engine.Ask(ctx, e, "fake", state, q); errs <- err }()
+		}
+		return errs
+	}
+
+	f := start(t, fakeengine.Options{Dialect: fakeengine.OpenAI, Parallel: parallel, Behavior: fakeengine.Behavior{Latency: latency}})
+	began := time.Now()
+	errs := ask(context.Background(), client(fakeengine.OpenAI, f.URL))
+	for range tasks {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if took, least := time.Since(began), tasks/parallel*latency; took < least {
+		t.Errorf("%d tasks over %d at a time took %s, under %s", tasks, parallel, took, least)
+	}
+
+	f = start(t, fakeengine.Options{Dialect: fakeengine.OpenAI, Parallel: parallel, Behavior: fakeengine.Behavior{Latency: time.Hour}})
+	ctx, cancel := context.WithCancel(context.Background())
+	errs = ask(ctx, client(fakeengine.OpenAI, f.URL))
+	for deadline := time.Now().Add(10 * time.Second); f.PeakTasks() < tasks; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("peak tasks %d with %d in flight", f.PeakTasks(), tasks)
+		}
+	}
+	cancel()
+	for range tasks {
+		<-errs
+	}
+	if got := f.PeakTasks(); got != tasks {
+		t.Errorf("peak tasks %d, want the %d sent", got, tasks)
+	}
+}
