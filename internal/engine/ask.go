@@ -238,6 +238,8 @@ func rounds(ctx context.Context, e Engine, model string, state json.RawMessage, 
 		prompts[i] = prompt(groups[i])
 	}
 
+	// The later rounds go together; each read is one engine call, which
+	// under a gate (WithGate) waits for a slot of its own.
 	errs := make([]error, len(groups))
 	var wg sync.WaitGroup
 	for i := 1; i < len(groups); i++ {

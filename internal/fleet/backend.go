@@ -28,7 +28,10 @@ type Backend interface {
 // request's first question alone before the rest when the state is new to
 // the node, so that the others reuse its prefill: for engines whose
 // prompt cache is per slot and which spread concurrent requests over
-// slots.
+// slots. e makes each engine call through its context's gate
+// (engine.Call, or engine.Admit and engine.Bound), as every dialect does,
+// so that each call holds one of the node's slots while it runs and is
+// bounded by the node's timeout.
 func EngineBackend(e engine.Engine, leadFirst bool) Backend {
 	return &engineBackend{e: e, leadFirst: leadFirst}
 }
@@ -55,12 +58,10 @@ func (b *engineBackend) ask(c *caller, req decision.Request) []answer {
 	out := make([]answer, len(req.Questions))
 	ask := func(j int) {
 		start := c.now()
-		var o engine.Outcome
 		orders := c.debias.orders(req, req.Questions[j])
-		err := c.call(func(ctx context.Context) (err error) {
-			o, err = engine.AskOrders(engine.WithSpread(ctx, j), b.e, req.Model, req.State, req.Questions[j], orders)
-			return err
-		})
+		// Each of the question's engine calls (its rounds, its orders)
+		// takes a slot of its own while it runs (see caller).
+		o, err := engine.AskOrders(engine.WithSpread(c.ctx, j), b.e, req.Model, req.State, req.Questions[j], orders)
 		if err == nil && o.ConstraintFailed {
 			c.r.constraintFailed(c.n, req.Model)
 		}
@@ -149,16 +150,17 @@ func (b *upstreamBackend) ask(c *caller, req decision.Request) []answer {
 	return out
 }
 
-// caller runs one node's calls for one request: each call holds one of
-// the node's slots and is bounded by its timeout, and each result is
-// recorded as an attempt.
+// caller runs one node's calls for one request, and records each result
+// as an attempt. Its ctx carries the request's gate to the node
+// (engine.WithGate), through which every engine call holds one of the
+// node's slots for as long as it runs and is bounded by the node's
+// timeout: a question of many rounds or orders takes a slot per call, and
+// holds none between them.
 type caller struct {
 	ctx   context.Context
 	r     *Router
 	n     *Node
 	model string
-	// share bounds the node's slots this request holds at once.
-	share share
 	// warm is set when the node answered a request over this state lately.
 	warm bool
 	// debias is the router's order debiasing.
@@ -167,21 +169,9 @@ type caller struct {
 
 func (c *caller) now() time.Time { return c.r.now() }
 
-func (c *caller) call(f func(context.Context) error) error {
-	done, err := c.share.take(c.ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
-	release, err := c.n.slots.acquire(c.ctx)
-	if err != nil {
-		return err
-	}
-	defer release()
-	ctx, cancel := context.WithTimeout(c.ctx, c.n.Timeout)
-	defer cancel()
-	return f(ctx)
-}
+// call runs f as one engine call through the request's gate, for a
+// backend whose client knows no gate (a System One upstream).
+func (c *caller) call(f func(context.Context) error) error { return engine.Call(c.ctx, f) }
 
 // result records one question's attempt on the node.
 func (c *caller) result(start time.Time, o engine.Outcome, abstain string, err error) answer {

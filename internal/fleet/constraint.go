@@ -121,14 +121,7 @@ func (r *Router) probeConstraint(n *Node, model string) {
 	c.probing = true
 	n.mu.Unlock()
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), n.Timeout)
-		defer cancel()
-		var held bool
-		release, err := n.slots.acquire(ctx)
-		if err == nil {
-			held, err = p.holds(ctx, model)
-			release()
-		}
+		held, err := p.holds(engine.WithGate(context.Background(), gate{n: n}), model)
 		at := r.now()
 		n.mu.Lock()
 		defer n.mu.Unlock()

@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -238,11 +237,7 @@ func askContentFree(c *caller, e engine.Engine, req decision.Request, j, orders 
 	if d, ok := p.contentFree(key); ok {
 		return d, engine.Outcome{}, nil
 	}
-	var o engine.Outcome
-	err := c.call(func(ctx context.Context) (err error) {
-		o, err = engine.AskOrders(engine.WithSpread(ctx, j), e, req.Model, emptyState, q, orders)
-		return err
-	})
+	o, err := engine.AskOrders(engine.WithSpread(c.ctx, j), e, req.Model, emptyState, q, orders)
 	if f := engine.Classify(err); f != nil {
 		g := *f
 		g.Err = fmt.Errorf("the content-free reading (prior content_free): %w", f.Err)

@@ -292,7 +292,8 @@ func (r *Router) answer(ctx context.Context, n *Node, model string, req decision
 		sub.Questions[j] = req.Questions[i]
 	}
 	key := affinity(req.State)
-	out := n.Backend.ask(&caller{ctx: ctx, r: r, n: n, model: model, share: n.slots.share(), warm: r.warm.seen(n.Name, key, r.now()), debias: r.debias}, sub)
+	ctx = engine.WithGate(ctx, gate{n: n, share: n.slots.share()})
+	out := n.Backend.ask(&caller{ctx: ctx, r: r, n: n, model: model, warm: r.warm.seen(n.Name, key, r.now()), debias: r.debias}, sub)
 	for _, a := range out {
 		if a.err == nil {
 			r.warm.add(n.Name, key, r.now())

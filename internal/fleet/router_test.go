@@ -15,7 +15,8 @@ import (
 )
 
 // fakeEngine answers from a script: fail, when set, is returned instead of
-// a reading; calls counts Read calls.
+// a reading; calls counts Read calls. Each read is one engine call
+// (engine.Call), as in every dialect.
 type fakeEngine struct {
 	mu    sync.Mutex
 	fail  error
@@ -23,19 +24,22 @@ type fakeEngine struct {
 	calls int
 }
 
-func (f *fakeEngine) Read(ctx context.Context, model string, p engine.Prompt) (engine.Reading, error) {
+func (f *fakeEngine) Read(ctx context.Context, model string, p engine.Prompt) (r engine.Reading, err error) {
 	f.mu.Lock()
 	f.calls++
 	fail, block := f.fail, f.block
 	f.mu.Unlock()
-	if block {
-		<-ctx.Done()
-		return engine.Reading{}, ctx.Err()
+	err = engine.Call(ctx, func(ctx context.Context) error {
+		if block {
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		return fail
+	})
+	if err != nil {
+		return engine.Reading{}, err
 	}
-	if fail != nil {
-		return engine.Reading{}, fail
-	}
-	r := engine.Reading{Model: model + "-concrete", Counted: true, InputTokens: 10, OutputTokens: 1, PreMask: true}
+	r = engine.Reading{Model: model + "-concrete", Counted: true, InputTokens: 10, OutputTokens: 1, PreMask: true}
 	for i := range p.Labels {
 		r.Logprobs = append(r.Logprobs, -float64(i+1)) // A is the most likely
 		r.Found = append(r.Found, true)

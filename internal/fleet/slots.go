@@ -87,3 +87,31 @@ func (s *slots) saturated() bool {
 	in, _ := s.load()
 	return in >= cap(s.sem)
 }
+
+// gate admits a node's engine calls (engine.Gate): each takes one of
+// share, the request's, when there is one, then one of the node's slots,
+// waiting in its queue at most queue_timeout; each is bounded by the
+// node's timeout once admitted. Slots are taken one call at a time, never
+// one while waiting for another, so a question whose rounds wait for
+// slots holds none itself and cannot starve its own calls.
+type gate struct {
+	n     *Node
+	share share // nil: no request's share (the constraint probe)
+}
+
+func (g gate) Enter(ctx context.Context) (done func(), err error) {
+	give := func() {}
+	if g.share != nil {
+		if give, err = g.share.take(ctx); err != nil {
+			return nil, err
+		}
+	}
+	release, err := g.n.slots.acquire(ctx)
+	if err != nil {
+		give()
+		return nil, err
+	}
+	return func() { release(); give() }, nil
+}
+
+func (g gate) Timeout() time.Duration { return g.n.Timeout }

@@ -13,13 +13,14 @@ type primer interface {
 
 // prime, on a backend that spreads a state's k questions over slots, has
 // the engine copy its idle slots into its prompt cache and ready the
-// slots the questions go to, before they go, through the caller so that
-// it holds one of the node's slots like any call. A failed prime costs only the sharing: each question then
-// prefills the state on its own slot, so its error is not the questions'.
+// slots the questions go to, before they go, through the request's gate
+// so that each priming task holds one of the node's slots like any call.
+// A failed prime costs only the sharing: each question then prefills the
+// state on its own slot, so its error is not the questions'.
 func (b *engineBackend) prime(c *caller, state json.RawMessage, k int) {
 	p, ok := b.e.(primer)
 	if !b.spread || !ok {
 		return
 	}
-	_ = c.call(func(ctx context.Context) error { return p.Prime(ctx, state, k) })
+	_ = p.Prime(c.ctx, state, k)
 }

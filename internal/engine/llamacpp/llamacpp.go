@@ -230,13 +230,25 @@ func (e *Engine) prime(ctx context.Context, slot *int) error {
 	return e.infer(ctx, "/completion", slot, req, &reply)
 }
 
-// infer posts a task, on slot when it is not nil, with at most one task
-// per server slot at a time: the others wait here, where the caller's
-// deadline holds, rather than in llama-server, where each holds one of
-// its few HTTP threads, and where a task pinned to a busy slot is
-// deferred and now and then left waiting until the next task arrives.
+// infer posts a task, on slot when it is not nil, as one engine call: it
+// first takes one of the node's slots (engine.Admit), then waits for its
+// server slot, with at most one task per server slot at a time: the
+// others wait here, where the caller's deadline holds, rather than in
+// llama-server, where each holds one of its few HTTP threads, and where a
+// task pinned to a busy slot is deferred and now and then left waiting
+// until the next task arrives. The node's slot comes first so that a
+// request holds no more server slots, and waits behind no more of its own
+// tasks, than its share of the node's; the node's timeout (engine.Bound)
+// starts once the task has its server slot, so that it bounds the task,
+// not its turn.
 func (e *Engine) infer(ctx context.Context, path string, slot *int, req, reply any) error {
-	if t := e.tokens(ctx); t != nil {
+	t := e.tokens(ctx)
+	done, err := engine.Admit(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if t != nil {
 		if slot != nil && *slot < len(t.slots) {
 			if err := acquire(ctx, t.slots[*slot]); err != nil {
 				return err
@@ -248,6 +260,8 @@ func (e *Engine) infer(ctx context.Context, path string, slot *int, req, reply a
 		}
 		defer func() { <-t.calls }()
 	}
+	ctx, cancel := engine.Bound(ctx)
+	defer cancel()
 	return openai.Post(ctx, e.HTTP, e.url(path), e.Key, req, reply, e.MaxBody)
 }
 
@@ -341,7 +355,11 @@ func (e *Engine) slots(ctx context.Context) int {
 	return n
 }
 
+// get reads one of the server's facts, a call bounded by the node's
+// timeout (engine.Bound) that runs no model, so takes no slot.
 func (e *Engine) get(ctx context.Context, path string, reply any) error {
+	ctx, cancel := engine.Bound(ctx)
+	defer cancel()
 	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, e.url(path), nil)
 	if err != nil {
 		return err
@@ -424,7 +442,10 @@ func (e *Engine) tokenID(ctx context.Context, label string) (id int, single bool
 			} `json:"tokens"`
 		}
 		req := map[string]any{"content": text, "add_special": false, "with_pieces": true}
-		if err := openai.Post(ctx, e.HTTP, e.url("/tokenize"), e.Key, req, &reply, e.MaxBody); err != nil {
+		// The tokenizer runs no model: bounded by the node's timeout, no
+		// slot, so that a new model's hundreds of candidates do not each
+		// wait for one.
+		if err := e.tokenize(ctx, req, &reply); err != nil {
 			return 0, false, fmt.Errorf("tokenizing %q: %w", label, err)
 		}
 		var rest []int
@@ -438,6 +459,12 @@ func (e *Engine) tokenID(ctx context.Context, label string) (id int, single bool
 		}
 	}
 	return 0, false, nil
+}
+
+func (e *Engine) tokenize(ctx context.Context, req, reply any) error {
+	ctx, cancel := engine.Bound(ctx)
+	defer cancel()
+	return openai.Post(ctx, e.HTTP, e.url("/tokenize"), e.Key, req, reply, e.MaxBody)
 }
 
 func (e *Engine) url(path string) string { return strings.TrimRight(e.BaseURL, "/") + path }

@@ -65,7 +65,7 @@ type chatResponse struct {
 
 // Read asks for one token at temperature 0 with thinking off and no
 // format, since a format constraint makes the first token a quote rather
-// than the label.
+// than the label, as one engine call (engine.Call).
 func (e *Engine) Read(ctx context.Context, model string, p engine.Prompt) (engine.Reading, error) {
 	req := chatRequest{
 		Model:       model,
@@ -75,7 +75,9 @@ func (e *Engine) Read(ctx context.Context, model string, p engine.Prompt) (engin
 		Options:     options{Temperature: 0, NumPredict: 1, NumCtx: e.NumCtx},
 	}
 	var reply chatResponse
-	if err := openai.Post(ctx, e.HTTP, e.url("/api/chat"), e.Key, req, &reply, e.MaxBody); err != nil {
+	if err := engine.Call(ctx, func(ctx context.Context) error {
+		return openai.Post(ctx, e.HTTP, e.url("/api/chat"), e.Key, req, &reply, e.MaxBody)
+	}); err != nil {
 		return engine.Reading{}, err
 	}
 	if len(reply.Logprobs) == 0 {

@@ -277,7 +277,8 @@ func (e *Engine) url(path string) string {
 	return u + path
 }
 
-// Read asks for one token at temperature 0 with thinking off.
+// Read asks for one token at temperature 0 with thinking off, as one
+// engine call (engine.Call).
 func (e *Engine) Read(ctx context.Context, model string, p engine.Prompt) (engine.Reading, error) {
 	req := ChatRequest{
 		Model:              model,
@@ -297,7 +298,9 @@ func (e *Engine) Read(ctx context.Context, model string, p engine.Prompt) (engin
 		req.ChatTemplateKwargs = nil // hosted APIs refuse fields they do not know
 	}
 	var reply ChatResponse
-	if err := Post(ctx, e.HTTP, e.url("/chat/completions"), e.Key, req, &reply, e.MaxBody); err != nil {
+	if err := engine.Call(ctx, func(ctx context.Context) error {
+		return Post(ctx, e.HTTP, e.url("/chat/completions"), e.Key, req, &reply, e.MaxBody)
+	}); err != nil {
 		return engine.Reading{}, err
 	}
 	labels := make([]Label, len(asked))
