@@ -2,9 +2,13 @@ package web_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,4 +109,28 @@ func get(t testing.TB, url string, headers ...string) (*http.Response, []byte) {
 func do(t testing.TB, method, url, body string, headers ...string) (*http.Response, []byte) {
 	t.Helper()
 	return testbin.Do(t, http.DefaultClient, method, url, body, headers...)
+}
+
+// readmeExample is the README's first request to POST /v1/systemone (the
+// body of the curl command under "## Asking") and the reply it shows.
+func readmeExample(t testing.TB) (request, reply json.RawMessage) {
+	t.Helper()
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, asking, ok := strings.Cut(string(b), "\n## Asking\n")
+	if !ok {
+		t.Fatal("README.md has no section ## Asking")
+	}
+	m := regexp.MustCompile("(?s)```sh\ncurl -s localhost:\\d+/v1/systemone -d '(.*?)'\n```\n```json\n(.*?)\n```").FindStringSubmatch(asking)
+	if m == nil {
+		t.Fatal("README.md's ## Asking has no curl command to /v1/systemone followed by its JSON reply")
+	}
+	for i, part := range m[1:] {
+		if !json.Valid([]byte(part)) {
+			t.Fatalf("README.md's example %s is not JSON: %s", [...]string{"request", "reply"}[i], part)
+		}
+	}
+	return json.RawMessage(m[1]), json.RawMessage(m[2])
 }

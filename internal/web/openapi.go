@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"system1/internal/decision"
 	"system1/internal/fleet"
 	"system1/internal/gateway"
 )
@@ -38,6 +40,9 @@ var openAPI = sync.OnceValue(func() []byte {
 
 type obj = map[string]any
 
+// license is the SPDX identifier of the repository's LICENSE.
+const license = "Apache-2.0"
+
 func document() obj {
 	return obj{
 		"openapi":           "3.1.0",
@@ -49,9 +54,13 @@ func document() obj {
 				"probabilities read from a language model's first-token log-probabilities. POST /v1/systemone " +
 				"is TypeSafe's System One wire (Jev); POST /v1/decide is the gateway's contract. With keys " +
 				"configured every /v1 route needs one, as a bearer token or in X-Api-Key.",
+			"license": obj{"name": license, "identifier": license},
 		},
 		// A key when keys are configured; none when auth is off (the
 		// empty requirement).
+		// The API is at the root of the server that serves this document
+		// (GET /openapi.json): system1 serve's listen address.
+		"servers":  []obj{{"url": "/", "description": "The server this document was fetched from."}},
 		"security": []obj{{"bearer": []string{}}, {"apiKey": []string{}}, {}},
 		"paths":    paths(),
 		"components": obj{
@@ -177,7 +186,7 @@ func jsonReply(desc, schema string) obj {
 func ref(name string) obj { return obj{"$ref": "#/components/schemas/" + name} }
 
 func schemas() map[string]*jsonschema.Schema {
-	return map[string]*jsonschema.Schema{
+	all := map[string]*jsonschema.Schema{
 		"SystemOneRequest":  systemOneRequest(),
 		"SystemOneResponse": systemOneResponse(),
 		"ModelList":         infer[modelList](),
@@ -190,6 +199,10 @@ func schemas() map[string]*jsonschema.Schema {
 		"FeedbackResult":    infer[gateway.FeedbackResult](),
 		"CalibrationReport": infer[gateway.CalibrationReport](),
 	}
+	for _, s := range all {
+		openObjects(s)
+	}
+	return all
 }
 
 // component makes a published schema a component: its dialect is the
@@ -253,31 +266,76 @@ func unitNumber() *jsonschema.Schema {
 	return &jsonschema.Schema{Type: "number", Minimum: ptr(0.0), Maximum: ptr(1.0)}
 }
 
-// entry is a criterion's meaning: any JSON the model is shown.
-func entry() *jsonschema.Schema {
-	return &jsonschema.Schema{Types: []string{"string", "object", "array", "null"}}
+// anyJSON is any JSON value of the listed types.
+func anyJSON(desc string, types ...string) *jsonschema.Schema {
+	return &jsonschema.Schema{Types: types, Description: desc}
 }
 
+// openObjects says that an object schema naming no members allows any
+// (additionalProperties true), in s and every schema inside it. JSON
+// Schema allows them without it, but openapi-typescript reads an object
+// schema without it as an object with no members at all, and the
+// README's "state": {"ticket": ...} would not compile.
+func openObjects(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	if (s.Type == "object" || slices.Contains(s.Types, "object")) && s.Properties == nil && s.AdditionalProperties == nil && s.PatternProperties == nil {
+		s.AdditionalProperties = &jsonschema.Schema{}
+	}
+	for _, p := range s.Properties {
+		openObjects(p)
+	}
+	for _, list := range [][]*jsonschema.Schema{s.OneOf, s.AnyOf, s.AllOf, s.PrefixItems} {
+		for _, sub := range list {
+			openObjects(sub)
+		}
+	}
+	openObjects(s.AdditionalProperties)
+	openObjects(s.Items)
+}
+
+// entry is a criterion's meaning: any JSON the model is shown.
+func entry() *jsonschema.Schema {
+	return anyJSON(fmt.Sprintf("What the option means, shown to the model; its name and this together at most %s as JSON.",
+		kib(decision.DefaultLimits().MaxOptionBytes)), "string", "object", "array", "null")
+}
+
+// kib writes a byte size the way the limits are documented: 4 KiB.
+func kib(n int) string {
+	if n%1024 == 0 {
+		return fmt.Sprintf("%d KiB", n/1024)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// systemOneRequest is POST /v1/systemone's body. Its limits are the
+// domain's defaults (decision.DefaultLimits, gateway.MaxOptions); a server
+// may lower the question count (max_questions) and a node the option cap
+// (max_options).
 func systemOneRequest() *jsonschema.Schema {
+	lim := decision.DefaultLimits()
 	kind := func(k string) *jsonschema.Schema { return &jsonschema.Schema{Const: jsonschema.Ptr[any](k)} }
-	instr := &jsonschema.Schema{Types: []string{"string", "object", "array", "null"}, Description: "What to decide; shown to the model."}
+	instr := anyJSON(fmt.Sprintf("What to decide, shown to the model; at most %s as JSON.", kib(lim.MaxInstructionBytes)), "string", "object", "array", "null")
 	question := func(k, desc string, criteria *jsonschema.Schema, required ...string) *jsonschema.Schema {
 		return &jsonschema.Schema{Type: "object", Description: desc, Required: append([]string{"type"}, required...),
 			Properties: map[string]*jsonschema.Schema{"type": kind(k), "instructions": instr, "criteria": criteria}}
 	}
-	choice := question("choice", "One of the criteria's keys, 2 to 255 of them, in the order the model sees them.",
-		&jsonschema.Schema{Type: "object", MinProperties: ptr(2), MaxProperties: ptr(255), AdditionalProperties: entry()}, "criteria")
+	choice := question("choice", fmt.Sprintf("One of the criteria's keys, %d to %d of them (as a node's max_options allows), in the order the model sees them.",
+		lim.MinChoiceOptions, gateway.MaxOptions),
+		&jsonschema.Schema{Type: "object", MinProperties: ptr(lim.MinChoiceOptions), MaxProperties: ptr(gateway.MaxOptions), AdditionalProperties: entry()}, "criteria")
 	noul := question("noul", "P(true).", &jsonschema.Schema{Types: []string{"object", "null"},
 		Properties: map[string]*jsonschema.Schema{"true": entry(), "false": entry()}, AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}}})
-	score := question("score", "The expected level of an ordered rubric, lowest first, 2 to 10 levels.",
-		&jsonschema.Schema{Type: "array", MinItems: ptr(2), MaxItems: ptr(10), Items: entry()}, "criteria")
+	score := question("score", fmt.Sprintf("The expected level of an ordered rubric, lowest first, %d to %d levels.", lim.MinScoreLevels, lim.MaxScoreLevels),
+		&jsonschema.Schema{Type: "array", MinItems: ptr(lim.MinScoreLevels), MaxItems: ptr(lim.MaxScoreLevels), Items: entry()}, "criteria")
 	return &jsonschema.Schema{
 		Type:     "object",
 		Required: []string{"model", "state", "questions"},
 		Properties: map[string]*jsonschema.Schema{
 			"model": text("A model id from GET /v1/models, or a configured alias."),
-			"state": {Types: []string{"string", "object", "array"}, Description: "What the questions are about: text or JSON, at most 256 KiB as JSON."},
-			"questions": {Type: "object", MinProperties: ptr(1), MaxProperties: ptr(64), Description: "Questions by the caller's ids, answered in this order.",
+			"state": anyJSON(fmt.Sprintf("What the questions are about: text or JSON, at most %s as JSON.", kib(lim.MaxStateBytes)), "string", "object", "array"),
+			"questions": {Type: "object", MinProperties: ptr(1), MaxProperties: ptr(lim.MaxQuestions),
+				Description:          fmt.Sprintf("Questions by the caller's ids, answered in this order; at most %d unless the server's max_questions says otherwise.", lim.MaxQuestions),
 				AdditionalProperties: &jsonschema.Schema{OneOf: []*jsonschema.Schema{choice, noul, score}}},
 		},
 	}
@@ -304,7 +362,7 @@ func systemOneResponse() *jsonschema.Schema {
 					answer("choice", map[string]*jsonschema.Schema{"choice": text("The most probable key."), "confidence": unitNumber(), "probabilities": probs}),
 					answer("noul", map[string]*jsonschema.Schema{"noul": unitNumber()}),
 					answer("score", map[string]*jsonschema.Schema{"score": {Type: "number", Minimum: ptr(0.0)}, "confidence": unitNumber(),
-						"legend": {Type: "object", Description: "Each level's criterion, as sent."}, "probabilities": probs}),
+						"legend": {Type: "object", Description: "Each level's criterion, as sent, by its level."}, "probabilities": probs}),
 				}}},
 			"usage": {Type: "object", Required: []string{"input_tokens", "output_tokens"}, Properties: map[string]*jsonschema.Schema{
 				"input_tokens":  {Type: "integer", Minimum: ptr(0.0)},

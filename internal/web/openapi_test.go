@@ -2,9 +2,11 @@ package web_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +16,8 @@ import (
 	validator "github.com/pb33f/libopenapi-validator"
 	verrors "github.com/pb33f/libopenapi-validator/errors"
 
+	"system1/internal/decision"
+	"system1/internal/gateway"
 	"system1/internal/web"
 )
 
@@ -214,4 +218,196 @@ func answeredID(t *testing.T, s *server) string {
 	}
 	t.Fatalf("the answer to %s never reached the decision log", id)
 	return ""
+}
+
+// lookup follows keys (object members, or array indexes as "0", "1", ...)
+// from v, failing the test where one is missing.
+func lookup(t *testing.T, v any, keys ...string) any {
+	t.Helper()
+	for i, k := range keys {
+		switch x := v.(type) {
+		case map[string]any:
+			next, ok := x[k]
+			if !ok {
+				t.Fatalf("the document has no %s", strings.Join(keys[:i+1], "/"))
+			}
+			v = next
+		case []any:
+			n, err := strconv.Atoi(k)
+			if err != nil || n >= len(x) {
+				t.Fatalf("the document has no %s", strings.Join(keys[:i+1], "/"))
+			}
+			v = x[n]
+		default:
+			t.Fatalf("the document's %s is not an object or array", strings.Join(keys[:i], "/"))
+		}
+	}
+	return v
+}
+
+// committedDocument is schema/openapi.json, decoded.
+func committedDocument(t *testing.T) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile("../../schema/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+// The limits schema/openapi.json states are the domain's: the request
+// limits of internal/decision, the option cap every face shares, the
+// decide contract's and feedback's.
+func TestOpenAPILimitsAreTheDomains(t *testing.T) {
+	doc := committedDocument(t)
+	schemas := lookup(t, doc, "components", "schemas")
+	lim := decision.DefaultLimits()
+	one := func(keys ...string) any { return lookup(t, schemas, keys...) }
+	question := func(kind string) any {
+		for i := range lookup(t, schemas, "SystemOneRequest", "properties", "questions", "additionalProperties", "oneOf").([]any) {
+			q := one("SystemOneRequest", "properties", "questions", "additionalProperties", "oneOf", strconv.Itoa(i))
+			if lookup(t, q, "properties", "type", "const") == kind {
+				return q
+			}
+		}
+		t.Fatalf("SystemOneRequest has no %s question", kind)
+		return nil
+	}
+	kib := func(n int) string { return strconv.Itoa(n/1024) + " KiB" }
+	for _, c := range []struct {
+		name      string
+		got, want any
+	}{
+		{"questions at most", one("SystemOneRequest", "properties", "questions", "maxProperties"), lim.MaxQuestions},
+		{"questions at least", one("SystemOneRequest", "properties", "questions", "minProperties"), 1},
+		{"choice options at least", lookup(t, question("choice"), "properties", "criteria", "minProperties"), lim.MinChoiceOptions},
+		{"choice options at most", lookup(t, question("choice"), "properties", "criteria", "maxProperties"), gateway.MaxOptions},
+		{"score levels at least", lookup(t, question("score"), "properties", "criteria", "minItems"), lim.MinScoreLevels},
+		{"score levels at most", lookup(t, question("score"), "properties", "criteria", "maxItems"), lim.MaxScoreLevels},
+		{"decide question length", one("DecideRequest", "properties", "question", "maxLength"), gateway.MaxQuestionChars},
+		{"decide options at least", one("DecideRequest", "properties", "options", "minItems"), gateway.MinOptions},
+		{"decide options at most", one("DecideRequest", "properties", "options", "maxItems"), gateway.MaxOptions},
+		{"decide option length", one("DecideRequest", "properties", "options", "items", "maxLength"), gateway.MaxOptionChars},
+		{"decide request id length", one("DecideRequest", "properties", "request_id", "maxLength"), gateway.MaxRequestIDChars},
+		{"feedback outcomes at most", one("FeedbackRequest", "anyOf", "1", "properties", "outcomes", "maxItems"), gateway.MaxFeedbackOutcomes},
+	} {
+		if got, ok := c.got.(float64); !ok || got != float64(c.want.(int)) {
+			t.Errorf("%s: the document says %v, the domain %v", c.name, c.got, c.want)
+		}
+	}
+	// Sizes in bytes of JSON have no JSON Schema keyword: the descriptions
+	// state them.
+	for _, c := range []struct {
+		name string
+		desc any
+		want string
+	}{
+		{"state", one("SystemOneRequest", "properties", "state", "description"), kib(lim.MaxStateBytes)},
+		{"instructions", lookup(t, question("choice"), "properties", "instructions", "description"), kib(lim.MaxInstructionBytes)},
+		{"an option", lookup(t, question("choice"), "properties", "criteria", "additionalProperties", "description"), kib(lim.MaxOptionBytes)},
+	} {
+		if d, _ := c.desc.(string); !strings.Contains(d, "at most "+c.want) {
+			t.Errorf("%s: the document says %q, the domain's limit is %s", c.name, c.desc, c.want)
+		}
+	}
+}
+
+// At each limit the document and the server agree: what the document
+// accepts the server answers, and what it refuses the server refuses with
+// a 422.
+func TestOpenAPILimitsAreTheServers(t *testing.T) {
+	v := newValidator(t, web.OpenAPI())
+	s := serve(t, options{})
+	lim := decision.DefaultLimits()
+	body := func(questions string) string {
+		return `{"model":"fake","state":"I was charged twice.","questions":{` + questions + `}}`
+	}
+	nouls := func(n int) string {
+		qs := make([]string, n)
+		for i := range qs {
+			qs[i] = `"q` + strconv.Itoa(i) + `":{"type":"noul"}`
+		}
+		return body(strings.Join(qs, ","))
+	}
+	choice := func(n int) string {
+		opts := make([]string, n)
+		for i := range opts {
+			opts[i] = `"o` + strconv.Itoa(i) + `":null`
+		}
+		return body(`"d":{"type":"choice","criteria":{` + strings.Join(opts, ",") + `}}`)
+	}
+	score := func(n int) string {
+		return body(`"f":{"type":"score","criteria":[` + strings.TrimSuffix(strings.Repeat(`"level",`, n), ",") + `]}`)
+	}
+	for _, c := range []struct {
+		name  string
+		body  string
+		valid bool
+	}{
+		{"the most questions", nouls(lim.MaxQuestions), true},
+		{"one question too many", nouls(lim.MaxQuestions + 1), false},
+		{"the most options", choice(gateway.MaxOptions), true},
+		{"one option too many", choice(gateway.MaxOptions + 1), false},
+		{"too few options", choice(lim.MinChoiceOptions - 1), false},
+		{"the most levels", score(lim.MaxScoreLevels), true},
+		{"one level too many", score(lim.MaxScoreLevels + 1), false},
+		{"too few levels", score(lim.MinScoreLevels - 1), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			docOK, errs := v.ValidateHttpRequest(request(t, "POST", "/v1/systemone", c.body, nil))
+			resp, reply := do(t, "POST", s.URL+"/v1/systemone", c.body)
+			serverOK := resp.StatusCode != http.StatusUnprocessableEntity
+			// A refusal must be for the limit, not for a broken body.
+			limited := bytes.Contains(reply, []byte(`"too_long"`)) || bytes.Contains(reply, []byte(`"too_short"`))
+			if docOK != c.valid || serverOK != c.valid || !c.valid && !limited {
+				t.Errorf("the document accepts it: %v%s; the server answers %d: %.300s", docOK, explain(errs), resp.StatusCode, reply)
+			}
+		})
+	}
+}
+
+// Every object schema says which members it has or that any are allowed:
+// openapi-typescript reads one that says neither as an object with no
+// members, and the README's state {"ticket": ...} would not compile.
+func TestOpenAPIObjectsSayTheirMembers(t *testing.T) {
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			isObject := x["type"] == "object"
+			if types, ok := x["type"].([]any); ok {
+				isObject = slices.Contains(types, any("object"))
+			}
+			_, props := x["properties"]
+			_, extra := x["additionalProperties"]
+			_, pattern := x["patternProperties"]
+			if isObject && !props && !extra && !pattern {
+				t.Errorf("%s is an object schema without properties or additionalProperties", path)
+			}
+			for k, e := range x {
+				walk(path+"/"+k, e)
+			}
+		case []any:
+			for i, e := range x {
+				walk(path+"/"+strconv.Itoa(i), e)
+			}
+		}
+	}
+	walk("#", committedDocument(t))
+}
+
+// The document's license is the repository's LICENSE.
+func TestOpenAPILicense(t *testing.T) {
+	b, err := os.ReadFile("../../LICENSE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := lookup(t, committedDocument(t), "info", "license", "identifier")
+	if id != "Apache-2.0" || !strings.Contains(string(b), "Apache License") || !strings.Contains(string(b), "Version 2.0,") {
+		t.Fatalf("the document's license is %v; LICENSE begins %.120q", id, b)
+	}
 }
