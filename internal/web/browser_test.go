@@ -10,7 +10,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"system1/internal/jsonx"
 	"system1/internal/web"
 )
 
@@ -228,6 +231,14 @@ func checkShown(t *testing.T, shown map[string]shownAnswer, api jevReply) {
 		if len(s.Bars) != len(a.Probabilities) {
 			t.Fatalf("%s: %d bars, %d probabilities", id, len(s.Bars), len(a.Probabilities))
 		}
+		// The marked bar is the most likely option or level (the first on
+		// a tie): for a score, not the level nearest the expected score.
+		likeliest := ""
+		for _, b := range s.Bars {
+			if likeliest == "" || a.Probabilities[b.Option] > a.Probabilities[likeliest] {
+				likeliest = b.Option
+			}
+		}
 		chosen := 0
 		for _, b := range s.Bars {
 			p, ok := a.Probabilities[b.Option]
@@ -241,6 +252,9 @@ func checkShown(t *testing.T, shown map[string]shownAnswer, api jevReply) {
 				chosen++
 				if a.Type == "choice" && b.Option != a.Choice {
 					t.Errorf("%s: bar %s marked chosen, the API chose %s", id, b.Option, a.Choice)
+				}
+				if b.Option != likeliest {
+					t.Errorf("%s: bar %s (%v) marked chosen, the most likely is %s (%v)", id, b.Option, b.P, likeliest, a.Probabilities[likeliest])
 				}
 			}
 		}
@@ -387,10 +401,96 @@ func histogramQuantile(t *testing.T, text, route string, q float64) float64 {
 			if i > 0 {
 				lower, below = les[i-1], counts[i-1]
 			}
-			return lower + (les[i]-lower)*(rank-below)/(counts[i]-below)
+			// In the page's order of operations, so that a value on a
+			// rounding edge rounds the same way.
+			return lower + (les[i]-lower)*((rank-below)/(counts[i]-below))
 		}
 	}
 	return math.NaN()
+}
+
+// sample is one line of a /metrics text.
+type sample struct {
+	name   string
+	labels map[string]string
+	value  float64
+}
+
+// samples reads a /metrics text, independently of the page's parser.
+func samples(t *testing.T, text string) []sample {
+	t.Helper()
+	line := regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$`)
+	label := regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"`)
+	var out []sample
+	for _, l := range strings.Split(text, "\n") {
+		m := line.FindStringSubmatch(l)
+		if m == nil || strings.HasPrefix(l, "#") {
+			continue
+		}
+		s := sample{name: m[1], labels: map[string]string{}, value: number(t, m[3])}
+		for _, lm := range label.FindAllStringSubmatch(m[2], -1) {
+			s.labels[lm[1]] = lm[2]
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// checkEngines compares the engine table with /metrics and /health: per
+// node and model the calls and the errors (calls that did not answer ok),
+// per node the cooldowns, and the failovers /health reports per node
+// ("—" where it reports none: /metrics counts them per model alone).
+func checkEngines(t *testing.T, ctx context.Context, metricsText string, healthBody []byte) {
+	t.Helper()
+	rows := eval[[]map[string]string](t, ctx, `[...document.querySelectorAll('#engines tbody tr[data-node]')].map((r) =>
+	  Object.fromEntries([['node', r.dataset.node], ['model', r.dataset.model], ...[...r.querySelectorAll('[data-col]')].map((c) => [c.dataset.col, c.textContent])]))`)
+	var health struct {
+		Nodes []map[string]any `json:"nodes"`
+	}
+	if err := json.Unmarshal(healthBody, &health); err != nil {
+		t.Fatal(err)
+	}
+	calls, errs, cooldowns := map[string]float64{}, map[string]float64{}, map[string]float64{}
+	for _, s := range samples(t, metricsText) {
+		switch s.name {
+		case "system1_engine_seconds_count":
+			calls[s.labels["node"]+" "+s.labels["model"]] += s.value
+		case "system1_engine_attempts_total":
+			if s.labels["outcome"] != "ok" {
+				errs[s.labels["node"]+" "+s.labels["model"]] += s.value
+			}
+		case "system1_cooldowns_total":
+			cooldowns[s.labels["node"]] += s.value
+		}
+	}
+	if len(rows) != len(calls) || len(rows) == 0 {
+		t.Fatalf("%d engine rows shown, /metrics has %d node and model pairs: %v", len(rows), len(calls), rows)
+	}
+	failed := 0.0
+	for _, r := range rows {
+		k := r["node"] + " " + r["model"]
+		failovers := "—"
+		for _, n := range health.Nodes {
+			if f, ok := n["failovers"].(float64); ok && n["name"] == r["node"] {
+				failovers = strconv.FormatFloat(f, 'f', -1, 64)
+			}
+		}
+		want := map[string]string{
+			"calls":     strconv.FormatFloat(calls[k], 'f', -1, 64),
+			"errors":    strconv.FormatFloat(errs[k], 'f', -1, 64),
+			"cooldowns": strconv.FormatFloat(cooldowns[r["node"]], 'f', -1, 64),
+			"failovers": failovers,
+		}
+		for col, w := range want {
+			if r[col] != w {
+				t.Errorf("engine row %s: %s shown %q, want %q", k, col, r[col], w)
+			}
+		}
+		failed += errs[k]
+	}
+	if failed == 0 || len(cooldowns) == 0 {
+		t.Errorf("%v engine errors shown and cooldowns %v in /metrics: their columns went untested", failed, cooldowns)
+	}
 }
 
 // The dashboard's node table is /health's nodes, a cooling node with its
@@ -442,7 +542,15 @@ func TestBrowserDashboard(t *testing.T) {
 	if cooling != 1 {
 		t.Fatalf("%d nodes cooling in /health, want the sick one: %s", cooling, hb)
 	}
+	// A node is down: the badge is not a green ok, whatever /health's
+	// status says.
+	badge := eval[struct{ Text, Class string }](t, ctx, `(() => { const b = document.querySelector('#server [data-fact=status] .status');
+	  return {text: b.textContent, class: b.className}; })()`)
+	if badge.Text != "degraded" || badge.Class != "status degraded" {
+		t.Errorf("with a node cooling down the status badge is %+v (/health says %q)", badge, health.Status)
+	}
 	_, mt := get(t, s.URL+"/metrics")
+	checkEngines(t, ctx, string(mt), hb)
 	route := "POST /v1/systemone"
 	shown := eval[map[string]string](t, ctx, `Object.fromEntries([...document.querySelector('#routes tbody tr[data-route="`+route+`"]').cells].map((c) => [c.dataset.col ?? 'route', c.textContent]))`)
 	count := regexp.MustCompile(`(?m)^system1_request_seconds_count\{route="POST /v1/systemone"\} (\d+)$`).FindStringSubmatch(string(mt))
@@ -462,32 +570,36 @@ func TestBrowserDashboard(t *testing.T) {
 }
 
 // With auth on, the page asks for a key and, until it has one, shows only
-// what /health gives a caller without a key and asks for nothing else; a
-// wrong key is refused and dropped; the right one lives in sessionStorage
-// alone and opens the playground and the metrics.
+// what /health gives a caller without a key and /metrics, which needs
+// none, and asks for nothing else; a wrong key is refused and dropped; the
+// right one lives in sessionStorage alone and opens the playground.
 func TestBrowserAuth(t *testing.T) {
 	ctx := browser(t)
 	s := serve(t, options{keys: []string{"sk-test"}})
 	bound(t, ctx, chromedp.Navigate(s.URL+"/#dashboard"), wait(`document.body.dataset.auth === 'locked' && Number(document.body.dataset.refreshed) >= 1`))
 	locked := eval[struct {
-		Form, Playground bool
-		Nodes, Routes    int
-		Calibration      string
-		Fetched          []string
+		Form, Playground         bool
+		Nodes, Routes            int
+		Calibration, MetricsNote string
+		Fetched                  []string
 	}](t, ctx, `({form: !document.getElementById('key-form').hidden, playground: !document.querySelector('#playground .unlocked').hidden,
 	  nodes: document.querySelectorAll('#nodes tbody tr').length, routes: document.querySelectorAll('#routes tbody tr').length,
-	  calibration: document.getElementById('calibration').textContent,
+	  calibration: document.getElementById('calibration').textContent, metricsNote: document.getElementById('metrics-note').textContent,
 	  fetched: performance.getEntriesByType('resource').map((e) => new URL(e.name).pathname).filter((p) => !p.startsWith('/ui/'))})`)
 	_, hb := get(t, s.URL+"/health")
 	var health struct {
 		Nodes []json.RawMessage `json:"nodes"`
 	}
 	_ = json.Unmarshal(hb, &health)
-	if !locked.Form || locked.Playground || locked.Routes != 0 || locked.Nodes != len(health.Nodes) || !strings.Contains(locked.Calibration, "needs a key") {
+	if !locked.Form || locked.Playground || locked.Nodes != len(health.Nodes) || !strings.Contains(locked.Calibration, "needs a key") {
 		t.Errorf("without a key the page shows %+v; /health without a key gives %s", locked, hb)
 	}
+	// /metrics answers without a key, so the page shows it.
+	if resp, _ := get(t, s.URL+"/metrics"); resp.StatusCode != http.StatusOK || locked.Routes == 0 || strings.Contains(locked.MetricsNote, "key") {
+		t.Errorf("without a key /metrics answers %d, and the page shows %d routes and says %q", resp.StatusCode, locked.Routes, locked.MetricsNote)
+	}
 	for _, p := range locked.Fetched {
-		if p != "/health" && p != "/v1/models" {
+		if p != "/health" && p != "/v1/models" && p != "/metrics" {
 			t.Errorf("without a key the page asked for %s", p)
 		}
 	}
@@ -531,7 +643,10 @@ const calibrationReport = `{"buckets":[
   "reliability":[{"confidence":0.35,"accuracy":0.3,"count":20},{"confidence":0.55,"accuracy":0.5,"count":61},{"confidence":0.75,"accuracy":0.78,"count":140},{"confidence":0.95,"accuracy":0.96,"count":191}]},
  {"model":"qwen2.5-0.5b","kind":"noul","options":2,"outcomes":97,"accuracy":0.7,"ece":0.12,"ece_calibrated":0.05,"nll":0.61,"nll_calibrated":0.57,"temperature":1.3,
   "gate":{"threshold":0.8,"target_error":0.1,"coverage":0.41,"wrong_above":0.09},
-  "reliability":[{"confidence":0.6,"accuracy":0.55,"count":40},{"confidence":0.9,"accuracy":0.85,"count":57}]}]}`
+  "reliability":[{"confidence":0.6,"accuracy":0.55,"count":40},{"confidence":0.9,"accuracy":0.85,"count":57}]},
+ {"model":"qwen2.5-0.5b","kind":"score","options":3,"outcomes":12,"accuracy":0.5,"ece":0.2,"ece_calibrated":0.2,"nll":1.01,"nll_calibrated":1.01,"temperature":1,
+  "gate":{"threshold":null,"target_error":0.02,"coverage":0,"wrong_above":0,"above":0,"upper_bound":1},
+  "reliability":[{"confidence":0.5,"accuracy":0.5,"count":12}]}]}`
 
 // A stand-in server that answers /health in the bare form to a caller
 // without a key and serves a calibration report: the page copes with the
@@ -547,6 +662,16 @@ func TestBrowserBareHealthAndCalibration(t *testing.T) {
 	}
 	bound(t, ctx, chromedp.SendKeys("#key-input", "k"), chromedp.Click("#key-form button[type=submit]"),
 		wait(`document.querySelectorAll('#calibration [data-model]').length > 0 && document.querySelectorAll('#nodes tbody tr').length > 0`))
+	// With the key: /health's degraded status, and its per-node failovers
+	// and cooldowns beside /metrics' calls and errors.
+	if got := eval[string](t, ctx, `document.querySelector('#server [data-fact=status] .status').className`); got != "status degraded" {
+		t.Errorf("a degraded /health shown with the badge %q", got)
+	}
+	engines := eval[[]string](t, ctx, `[...document.querySelectorAll('#engines tbody tr')].map((r) => r.dataset.node + ' ' +
+	  ['calls', 'errors', 'failovers', 'cooldowns'].map((c) => r.querySelector('[data-col=' + c + ']')?.textContent).join(' '))`)
+	if want := []string{"gpu0 7 2 1 0", "gpu1 0 0 4 3"}; fmt.Sprint(engines) != fmt.Sprint(want) {
+		t.Errorf("engine rows (node calls errors failovers cooldowns) %q, want %q", engines, want)
+	}
 	cards := eval[[]struct {
 		Model, Kind string
 		Facts       map[string]string
@@ -558,7 +683,11 @@ func TestBrowserBareHealthAndCalibration(t *testing.T) {
 		Buckets []struct {
 			Model, Kind string
 			Accuracy    float64
-			Gate        struct{ Threshold, Coverage float64 }
+			Gate        struct {
+				Threshold   *float64
+				Coverage    float64
+				TargetError float64 `json:"target_error"`
+			}
 			Reliability []struct{ Count int }
 		}
 	}
@@ -570,9 +699,19 @@ func TestBrowserBareHealthAndCalibration(t *testing.T) {
 	}
 	for i, b := range report.Buckets {
 		c := cards[i]
-		if c.Model != b.Model || c.Kind != b.Kind || !same(number(t, c.Facts["accuracy"]), b.Accuracy) ||
-			!same(number(t, c.Facts["coverage"]), b.Gate.Coverage) ||
-			!strings.Contains(c.Facts["suggested gate"], strconv.FormatFloat(b.Gate.Threshold, 'f', -1, 64)) || len(c.Points) != len(b.Reliability) {
+		if c.Model != b.Model || c.Kind != b.Kind || !same(number(t, c.Facts["accuracy"]), b.Accuracy) || len(c.Points) != len(b.Reliability) {
+			t.Errorf("card %+v for bucket %+v", c, b)
+		}
+		gate := c.Facts["suggested gate"]
+		if b.Gate.Threshold == nil {
+			// No gate holds the bound: the card says so, with the target,
+			// and prints no threshold, no coverage.
+			_, coverage := c.Facts["coverage"]
+			if !strings.HasPrefix(gate, "none") || !strings.Contains(gate, strconv.FormatFloat(b.Gate.TargetError, 'f', -1, 64)) ||
+				strings.Contains(gate, "—") || strings.Contains(gate, "-") || coverage {
+				t.Errorf("%s %s has no gate; the card says %q (facts %v)", b.Model, b.Kind, gate, c.Facts)
+			}
+		} else if !same(number(t, c.Facts["coverage"]), b.Gate.Coverage) || !strings.Contains(gate, strconv.FormatFloat(*b.Gate.Threshold, 'f', -1, 64)) {
 			t.Errorf("card %+v for bucket %+v", c, b)
 		}
 		for j, r := range b.Reliability {
@@ -585,9 +724,30 @@ func TestBrowserBareHealthAndCalibration(t *testing.T) {
 	screenshot(t, ctx, "calibration.png")
 }
 
+// standInHealth is /health with a key as the stand-in answers it: a
+// status of degraded with one node down, and each node's errors,
+// failovers and cooldowns, the fields the dashboard reads from /health.
+const standInHealth = `{"status":"degraded","version":"stand-in","auth":true,"nodes":[
+ {"name":"gpu0","dialect":"llamacpp","models":["qwen2.5-0.5b"],"priority":0,"healthy":true,"in_flight":1,"queued":0,"errors":2,"failovers":1,"cooldowns":0},
+ {"name":"gpu1","dialect":"llamacpp","models":["qwen2.5-0.5b"],"priority":1,"healthy":false,"in_flight":0,"queued":0,"cool_until":"2030-01-01T00:00:00Z","cool_reason":"engine answered 500","errors":5,"failovers":4,"cooldowns":3}]}`
+
+// standInMetrics is the stand-in's /metrics, public as system1's is: gpu0
+// made 7 engine calls, 2 of them timed out; its cooldown count differs
+// from /health's, which the page prefers.
+const standInMetrics = `system1_requests_total{code="200",route="POST /v1/systemone"} 3
+system1_engine_seconds_bucket{model="qwen2.5-0.5b",node="gpu0",le="0.1"} 5
+system1_engine_seconds_bucket{model="qwen2.5-0.5b",node="gpu0",le="+Inf"} 7
+system1_engine_seconds_sum{model="qwen2.5-0.5b",node="gpu0"} 20.2
+system1_engine_seconds_count{model="qwen2.5-0.5b",node="gpu0"} 7
+system1_engine_attempts_total{model="qwen2.5-0.5b",node="gpu0",outcome="ok"} 5
+system1_engine_attempts_total{model="qwen2.5-0.5b",node="gpu0",outcome="timeout"} 2
+system1_cooldowns_total{node="gpu1"} 9
+`
+
 // standIn serves the page in front of a stand-in API: /health bare
-// without the key "k" and full with it, the other routes 401 without it,
-// and GET /v1/calibration answering calibrationReport.
+// without the key "k" and standInHealth with it, /metrics to anyone, the
+// other routes 401 without it, and GET /v1/calibration answering
+// calibrationReport.
 func standIn(t *testing.T) *httptest.Server {
 	mux := http.NewServeMux()
 	web.Register(mux)
@@ -614,14 +774,12 @@ func standIn(t *testing.T) *httptest.Server {
 			_, _ = w.Write([]byte(`{"status":"ok"}`))
 			return
 		}
-		_, _ = w.Write([]byte(`{"status":"ok","version":"stand-in","auth":true,"nodes":[{"name":"gpu0","dialect":"llamacpp","models":["qwen2.5-0.5b"],"priority":0,"healthy":true,"in_flight":1,"queued":0}]}`))
+		_, _ = w.Write([]byte(standInHealth))
 	})
 	mux.Handle("GET /v1/models", reply(`{"models":[{"name":"qwen2.5-0.5b","description":"served by gpu0","release_date":"2026-12-01"}],"object":"list","data":[]}`))
 	mux.Handle("GET /v1/calibration", reply(calibrationReport))
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
-		if authed(w, r) {
-			_, _ = w.Write([]byte("system1_requests_total{code=\"200\",route=\"POST /v1/systemone\"} 3\n"))
-		}
+		_, _ = w.Write([]byte(standInMetrics))
 	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
@@ -659,4 +817,95 @@ func TestBrowserDocs(t *testing.T) {
 		}
 	}
 	screenshot(t, ctx, "docs.png")
+}
+
+// The playground starts with the README's request: the same state and
+// questions, in the same order (the model is the one this server serves).
+func TestBrowserPresetIsTheReadmeRequest(t *testing.T) {
+	ctx := browser(t)
+	s := serve(t, options{})
+	bound(t, ctx, chromedp.Navigate(s.URL+"/#playground"), wait(`document.querySelectorAll('#model option').length > 0`),
+		chromedp.Click("#send"), wait(`document.querySelectorAll('#answers .answer').length > 0 || document.querySelector('#send-error')`))
+	sent := curlBody(t, eval[string](t, ctx, `document.getElementById('curl').textContent`))
+	readme, _ := readmeExample(t)
+	var got, want map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(sent), &got); err != nil {
+		t.Fatalf("the page sent %s: %v", sent, err)
+	}
+	if err := json.Unmarshal(readme, &want); err != nil {
+		t.Fatal(err)
+	}
+	for _, field := range []string{"state", "questions"} {
+		var g, w any
+		_ = json.Unmarshal(got[field], &g)
+		_ = json.Unmarshal(want[field], &w)
+		if !reflect.DeepEqual(g, w) {
+			t.Errorf("%s: the page sends %s, the README %s", field, got[field], want[field])
+		}
+	}
+	order := func(raw json.RawMessage) []string {
+		ms, err := jsonx.Members(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, m := range ms {
+			ids = append(ids, m.Key)
+		}
+		return ids
+	}
+	if g, w := order(got["questions"]), order(want["questions"]); !slices.Equal(g, w) {
+		t.Errorf("the page asks the questions in the order %v, the README %v", g, w)
+	}
+}
+
+// layout is what a narrow screen shows of the page: how wide the document
+// is against the window, and the Min confidence input's room against its
+// placeholder's width.
+type layout struct {
+	Page, Window      int
+	Placeholder, Room float64
+	Wide              []string
+}
+
+const readLayout = `(() => {
+  const i = document.getElementById('d-min'), cs = getComputedStyle(i);
+  const c = document.createElement('canvas').getContext('2d');
+  c.font = cs.font;
+  const wide = [...document.querySelectorAll('body *')].filter((e) => e.getBoundingClientRect().right > innerWidth + 0.5 &&
+    !e.closest('.scroll, pre')).slice(0, 5).map((e) => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + (e.className ? '.' + e.className : ''));
+  return {page: document.documentElement.scrollWidth, window: innerWidth,
+    placeholder: c.measureText(i.placeholder).width,
+    room: i.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight), wide};
+})()`
+
+// At a phone's 390 px the playground, its answers, the dashboard and the
+// API reference fit the window (wide tables scroll inside their own box),
+// and the Min confidence input shows its whole placeholder.
+func TestBrowserNarrow(t *testing.T) {
+	ctx := browser(t)
+	s := serve(t, options{nodes: 2, sick: true})
+	coolDown(t, s)
+	const width = 390
+	bound(t, ctx, chromedp.EmulateViewport(width, 844), chromedp.Navigate(s.URL+"/#playground"),
+		wait(`document.querySelectorAll('#model option').length > 0`),
+		chromedp.Click("#send"), wait(`document.querySelectorAll('#answers .answer').length === 3`),
+		chromedp.Click("#d-send"), wait(`document.querySelector('#decide-answer')`))
+	check := func(where string) layout {
+		t.Helper()
+		l := eval[layout](t, ctx, readLayout)
+		if l.Window != width || l.Page > l.Window || len(l.Wide) > 0 {
+			t.Errorf("%s: the page is %d px wide in a %d px window; past its edge: %v", where, l.Page, l.Window, l.Wide)
+		}
+		return l
+	}
+	if l := check("playground"); l.Placeholder > l.Room {
+		t.Errorf("the Min confidence placeholder needs %.1f px, its input has %.1f", l.Placeholder, l.Room)
+	}
+	bound(t, ctx, chromedp.Navigate(s.URL+"/#dashboard"), wait(`Number(document.body.dataset.refreshed) >= 1 && document.querySelectorAll('#engines tbody tr[data-node]').length > 0`))
+	check("dashboard")
+	bound(t, ctx, chromedp.Navigate(s.URL+"/docs"), wait(`document.body.dataset.ready === 'true'`))
+	if l := eval[struct{ Page, Window int }](t, ctx, `({page: document.documentElement.scrollWidth, window: innerWidth})`); l.Page > l.Window {
+		t.Errorf("/docs: the page is %d px wide in a %d px window", l.Page, l.Window)
+	}
 }

@@ -71,9 +71,13 @@ export function render(el, r) {
       ['ECE', `${num(b.ece)} → ${num(b.eceCalibrated)} calibrated`], ['NLL', `${num(b.nll)} → ${num(b.nllCalibrated)} calibrated`],
       ['temperature', num(b.temperature)],
     ];
-    if (b.gate) {
+    if (b.gate && Number.isFinite(b.gate.threshold)) {
       rows.push(['suggested gate', `confidence ≥ ${num(b.gate.threshold)} for error ≤ ${num(b.gate.targetError)}`],
         ['coverage', num(b.gate.coverage)], ['wrong above gate', num(b.gate.wrongAbove)]);
+    } else if (b.gate) {
+      // The report's threshold is null when no gate holds the error
+      // bound: too few outcomes, or too many wrong even at the top.
+      rows.push(['suggested gate', `none: no confidence keeps the error ≤ ${num(b.gate.targetError)} with these outcomes (too few, or too many wrong even among the most confident)`]);
     }
     for (const [k, v] of rows) dl.append(h('dt', {}, k), h('dd', { 'data-fact': k }, v));
     card.append(dl, diagram(b));

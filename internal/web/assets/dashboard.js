@@ -1,7 +1,7 @@
 // The dashboard: the server and its nodes from GET /health, request rates
 // and latency percentiles from GET /metrics, and the calibration report.
-// Without a key (auth on) it shows /health alone, as a caller without a
-// key sees it, and asks for nothing else.
+// Without a key (auth on) it shows /health as a caller without a key sees
+// it and /metrics, which needs none, and asks for nothing else.
 import { api, state } from './app.js';
 import { h, facts } from './dom.js';
 import { parse, histograms, quantile, sum, seriesKey } from './metrics.js';
@@ -14,9 +14,21 @@ let previous = null; // the last scrape: {at, requests: Map}
 
 function ms(seconds) { return Number.isFinite(seconds) ? (seconds * 1000).toFixed(1) : '—'; }
 
+// overall is the server's status as the badge shows it: /health's own,
+// except that a server saying ok while any node it lists is cooling down
+// is shown degraded, never a green ok over a node that is down.
+function overall(j) {
+  const list = Array.isArray(j.nodes) ? j.nodes : [];
+  const down = list.filter((n) => n.healthy === false).length;
+  if (j.status === 'ok' && down) return { status: 'degraded', why: `${down} of ${list.length} nodes cooling down; /health says ok` };
+  return { status: j.status, why: down ? `${down} of ${list.length} nodes cooling down` : '' };
+}
+
 function serverFacts(health) {
   const j = health.json || {};
-  const pairs = [['status', h('span', { class: `status ${j.status}` }, j.status ?? `no reply (${health.status})`)]];
+  const o = overall(j);
+  const badge = h('span', { class: `status ${o.status}`, title: o.why || null }, o.status ?? `no reply (${health.status})`);
+  const pairs = [['status', o.why ? [badge, ` ${o.why}`] : badge]];
   if ('version' in j) pairs.push(['version', j.version]);
   if ('auth' in j) pairs.push(['auth', j.auth ? 'on: the API needs a key' : 'off']);
   pairs.push(['paused', 'paused' in j ? (j.paused ? 'yes: decide abstains until system1 toggle on' : 'no') : 'not reported by /health']);
@@ -51,12 +63,19 @@ function nodes(health) {
 // page tells the page's own routes, left out of the requests table.
 function page(route) { return /^GET \/(\{\$\}|docs|openapi\.json|ui\/)/.test(route); }
 
-function metrics(r) {
+// count is a /health node's counter, when /health reports it.
+function count(n, field) { return Number.isFinite(n?.[field]) ? n[field] : undefined; }
+
+// metrics fills the request and engine tables from GET /metrics; nodes
+// are /health's, whose per-node failovers and cooldowns are preferred
+// where it reports them.
+function metrics(r, nodes) {
   const routes = $('routes').tBodies[0], engines = $('engines').tBodies[0];
-  if (!r || !r.ok) {
+  if (!r.ok) {
     routes.replaceChildren();
     engines.replaceChildren();
-    $('metrics-note').textContent = !r ? 'Metrics need a key.' : `GET /metrics answered ${r.status}.`;
+    $('metrics-note').textContent = `GET /metrics answered ${r.status}.`;
+    $('engines-note').textContent = '';
     return;
   }
   const samples = parse(r.text);
@@ -83,15 +102,57 @@ function metrics(r) {
       h('td', { 'data-col': 'p99' }, ms(quantile(0.99, hg.buckets))));
   });
   routes.replaceChildren(...rows);
-  const eng = histograms(samples, 'system1_engine_seconds', ['node', 'model']);
-  engines.replaceChildren(...[...eng.values()].map((hg) => h('tr', { 'data-node': hg.labels.node },
-    h('td', {}, hg.labels.node), h('td', {}, hg.labels.model), h('td', {}, String(hg.count)),
-    h('td', {}, ms(quantile(0.5, hg.buckets))), h('td', {}, ms(quantile(0.99, hg.buckets))))));
-  if (!eng.size) engines.append(h('tr', {}, h('td', { colspan: 5, class: 'note' }, 'No engine calls yet.')));
+  engines.replaceChildren(...engineRows(samples, nodes));
+  if (!engines.rows.length) engines.append(h('tr', {}, h('td', { colspan: 8, class: 'note' }, 'No engine calls yet.')));
+  const failovers = [...sum(samples, 'system1_failovers_total', ['model'])].filter(([, v]) => v > 0)
+    .map(([k, v]) => `${JSON.parse(k)[0]} ${v}`);
+  $('engines-note').textContent = 'Errors are engine calls that did not answer, by how they failed (hover); cooldowns are the times a node was set aside. ' +
+    (failovers.length ? `Failovers (questions moved to another node after a failure), by model: ${failovers.join(', ')}.` : 'No question has failed over to another node.');
   $('metrics-note').textContent = (previous
     ? `Percentiles since the server started; rates over the last ${seconds.toFixed(0)} s.`
     : 'Percentiles since the server started; rates appear at the next refresh.') + ' The page\'s own routes are left out.';
   previous = { at: now, requests };
+}
+
+// engineRows are the engine table's rows: per node and model, its calls,
+// errors and latency from /metrics; per node, its failovers (from /health
+// alone: /metrics counts them per model) and cooldowns. A node /health
+// lists that has made no call yet still gets a row.
+function engineRows(samples, nodes) {
+  const byNode = new Map((nodes || []).map((n) => [n.name, n]));
+  const failed = new Map();
+  for (const s of samples) {
+    if (s.name !== 'system1_engine_attempts_total' || s.labels.outcome === 'ok' || !(s.value > 0)) continue;
+    const k = seriesKey(s.labels, ['node', 'model']);
+    const f = failed.get(k) || { n: 0, how: [] };
+    f.n += s.value;
+    f.how.push(`${s.labels.outcome} ${s.value}`);
+    failed.set(k, f);
+  }
+  const cooled = sum(samples, 'system1_cooldowns_total', ['node']);
+  const row = (node, model, calls, k, p50, p99) => {
+    const n = byNode.get(node);
+    const f = failed.get(k) || { n: 0, how: [] };
+    const failovers = count(n, 'failovers');
+    const cooldowns = count(n, 'cooldowns') ?? cooled.get(seriesKey({ node }, ['node'])) ?? 0;
+    return h('tr', { 'data-node': node, 'data-model': model },
+      h('td', {}, node), h('td', {}, model), h('td', { 'data-col': 'calls' }, String(calls)),
+      h('td', { 'data-col': 'errors', title: f.how.join(', ') || null }, String(f.n)),
+      h('td', { 'data-col': 'failovers', title: failovers === undefined ? '/health does not report failovers per node' : null }, failovers === undefined ? '—' : String(failovers)),
+      h('td', { 'data-col': 'cooldowns' }, String(cooldowns)),
+      h('td', { 'data-col': 'p50' }, p50), h('td', { 'data-col': 'p99' }, p99));
+  };
+  const out = [];
+  const seen = new Set();
+  for (const hg of histograms(samples, 'system1_engine_seconds', ['node', 'model']).values()) {
+    const { node, model } = hg.labels;
+    seen.add(node);
+    out.push(row(node, model, hg.count, seriesKey(hg.labels, ['node', 'model']), ms(quantile(0.5, hg.buckets)), ms(quantile(0.99, hg.buckets))));
+  }
+  for (const n of nodes || []) {
+    if (!seen.has(n.name)) out.push(row(n.name, (n.models || []).join(', '), 0, seriesKey({ node: n.name, model: '' }, ['node', 'model']), '—', '—'));
+  }
+  return out;
 }
 
 // refresh reads everything the caller may see.
@@ -99,8 +160,9 @@ export async function refresh() {
   const health = await api('/health');
   serverFacts(health);
   nodes(health);
+  // /metrics needs no key; the calibration report is a /v1 route.
+  metrics(await api('/metrics'), health.json?.nodes);
   const allowed = state.authOn === false || state.authorized;
-  metrics(allowed ? await api('/metrics') : null);
   renderCalibration($('calibration'), allowed ? await api('/v1/calibration') : null);
   $('refreshed').textContent = `refreshed ${new Date().toLocaleTimeString()}`;
   document.body.dataset.refreshed = String(Number(document.body.dataset.refreshed || 0) + 1);

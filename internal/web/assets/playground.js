@@ -6,12 +6,13 @@ import { h, bar, num, curl, pretty, facts } from './dom.js';
 
 const $ = (id) => document.getElementById(id);
 
-// The first questions shown: the README's example.
+// The first questions shown, with the state in index.html: the README's
+// request (TestBrowserPresetIsTheReadmeRequest holds them equal).
 const examples = [
   { kind: 'choice', id: 'department', instructions: 'Which team should handle this ticket?',
     criteria: 'billing: payments, refunds, invoices\ntechnical: bugs and outages\nsales: new plans' },
   { kind: 'noul', id: 'urgent', instructions: 'Does this need action today?', criteria: '' },
-  { kind: 'score', id: 'frustration', instructions: 'How frustrated is the customer?', criteria: 'calm\nannoyed\nangry' },
+  { kind: 'score', id: 'frustration', instructions: '', criteria: 'calm\nannoyed\nangry' },
 ];
 
 const hints = {
@@ -96,13 +97,16 @@ function answerCard(id, a, order) {
     for (const k of keys) card.append(bar(k, probs[k], k === a.choice));
   } else {
     const top = keys.length - 1;
-    const nearest = String(Math.round(a.score));
+    // The marked level is the most likely one (the first on a tie), not
+    // the one nearest the expected score: a score of 0.83 over 0.5, 0.17
+    // and 0.33 is most likely level 0, not level 1.
+    const likeliest = keys.reduce((best, k) => (probs[k] > probs[best] ? k : best), keys[0]);
     card.append(h('div', { class: 'headline' }, 'score ', h('b', { 'data-field': 'score' }, num(a.score)),
       ` on 0–${top} · confidence `, h('b', { 'data-field': 'confidence' }, num(a.confidence))));
     for (const k of keys) {
       const legend = a.legend?.[k];
       const label = `${k}: ${typeof legend === 'string' ? legend : JSON.stringify(legend)}`;
-      card.append(bar(label, probs[k], k === nearest, k));
+      card.append(bar(label, probs[k], k === likeliest, k));
     }
   }
   return card;
