@@ -56,11 +56,11 @@ func document() obj {
 				"configured every /v1 route needs one, as a bearer token or in X-Api-Key.",
 			"license": obj{"name": license, "identifier": license},
 		},
-		// A key when keys are configured; none when auth is off (the
-		// empty requirement).
 		// The API is at the root of the server that serves this document
 		// (GET /openapi.json): system1 serve's listen address.
-		"servers":  []obj{{"url": "/", "description": "The server this document was fetched from."}},
+		"servers": []obj{{"url": "/", "description": "The server this document was fetched from."}},
+		// A key when keys are configured; none when auth is off (the
+		// empty requirement).
 		"security": []obj{{"bearer": []string{}}, {"apiKey": []string{}}, {}},
 		"paths":    paths(),
 		"components": obj{
@@ -311,8 +311,8 @@ func kib(n int) string {
 
 // systemOneRequest is POST /v1/systemone's body. Its limits are the
 // domain's defaults (decision.DefaultLimits, gateway.MaxOptions); a server
-// may lower the question count (max_questions) and a node the option cap
-// (max_options).
+// may change the question count (max_questions) and a node lower the
+// option cap (max_options).
 func systemOneRequest() *jsonschema.Schema {
 	lim := decision.DefaultLimits()
 	kind := func(k string) *jsonschema.Schema { return &jsonschema.Schema{Const: jsonschema.Ptr[any](k)} }
