@@ -1,12 +1,12 @@
 package engine
 
 import (
-	"bytes"
 	"encoding/json"
 	"hash/fnv"
 	"strings"
 
 	"system1/internal/decision"
+	"system1/internal/jsonx"
 )
 
 // Prompt is one question laid out for a chat model. Every prompt over the
@@ -52,7 +52,7 @@ func prefix(system, statePart string) uint64 {
 	return h.Sum64()
 }
 
-func statePart(state json.RawMessage) string { return "State:\n" + text(state) + "\n\n" }
+func statePart(state json.RawMessage) string { return "State:\n" + jsonx.Text(state) + "\n\n" }
 
 const system = "You are a fast, careful judge. You read a state and answer one question about it " +
 	"by picking exactly one of the labelled options. Reply with the option's label alone."
@@ -61,7 +61,7 @@ const system = "You are a fast, careful judge. You read a state and answer one q
 // option in option order.
 func Layout(state json.RawMessage, q decision.Question, labels []string) Prompt {
 	var b strings.Builder
-	instr := text(q.Instructions)
+	instr := jsonx.Text(q.Instructions)
 	switch q.Kind {
 	case decision.Choice:
 		if instr == "" {
@@ -81,7 +81,7 @@ func Layout(state json.RawMessage, q decision.Question, labels []string) Prompt 
 	}
 	for i, o := range q.Options {
 		b.WriteString(labels[i] + ". ")
-		name, desc := o.Name, text(o.Text)
+		name, desc := o.Name, jsonx.Text(o.Text)
 		switch {
 		case name != "" && desc != "":
 			b.WriteString(name + ": " + desc)
@@ -98,21 +98,4 @@ func Layout(state json.RawMessage, q decision.Question, labels []string) Prompt 
 		Question:  b.String(),
 		Labels:    labels,
 	}
-}
-
-// text renders a JSON value for the model: a string as itself, anything
-// else as compact JSON.
-func text(raw json.RawMessage) string {
-	if len(raw) == 0 {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var b bytes.Buffer
-	if json.Compact(&b, raw) != nil {
-		return string(raw)
-	}
-	return b.String()
 }

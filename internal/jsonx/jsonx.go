@@ -201,6 +201,24 @@ func Kind(raw json.RawMessage) string {
 	return "number"
 }
 
+// Text renders a JSON value as a model reads it: a string as itself,
+// anything else as compact JSON (as sent when it does not compact), and
+// nothing as "".
+func Text(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
 // TextOK reports whether a JSON string, quotes included, decodes to what
 // it says: valid UTF-8, and every escaped surrogate one of a pair.
 // encoding/json replaces what is not with U+FFFD, so that an id sent that

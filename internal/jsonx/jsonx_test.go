@@ -172,3 +172,18 @@ func TestMembersDuplicateAnySize(t *testing.T) {
 		}
 	}
 }
+
+func TestText(t *testing.T) {
+	for _, tc := range []struct{ raw, want string }{
+		{``, ``},
+		{`"plain <b> & \u00e9"`, `plain <b> & é`},
+		{`{"a": [1, 2],  "b": "x"}`, `{"a":[1,2],"b":"x"}`},
+		{` [ "x" ] `, `["x"]`},
+		{`7`, `7`},
+		{`{"broken"`, `{"broken"`},
+	} {
+		if got := Text(json.RawMessage(tc.raw)); got != tc.want {
+			t.Errorf("Text(%s) = %q, want %q", tc.raw, got, tc.want)
+		}
+	}
+}
