@@ -5,6 +5,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"system1/internal/fakeengine"
+	"system1/internal/mcpserver"
 	"system1/internal/testbin"
 )
 
@@ -147,5 +149,89 @@ func TestHelp(t *testing.T) {
 	code, _, errOut = system1(t, nil, "toggle", "sideways")
 	if code != 2 || !strings.Contains(errOut, `"sideways" is not on, off or status`) {
 		t.Errorf("toggle sideways: exit %d\n%s", code, errOut)
+	}
+}
+
+// The README's list of the faces names everything each face offers: every
+// path of the HTTP surface (schema/openapi.json), every MCP tool and every
+// command of the command line; and where it mentions a path the server
+// serves, it never says the path is still to come.
+func TestREADMENamesEveryFace(t *testing.T) {
+	root := filepath.Join("..", "..")
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, faces, ok := strings.Cut(string(readme), "three faces over one core:")
+	faces, _, ok2 := strings.Cut(faces, "\n\n"+"Models run in engines")
+	if !ok || !ok2 {
+		t.Fatal("the README has no list of its faces")
+	}
+	bullet := func(name string) string {
+		_, b, ok := strings.Cut(faces, "- **"+name+"**")
+		if !ok {
+			t.Fatalf("the README's faces have no %s bullet", name)
+		}
+		b, _, _ = strings.Cut(b, "\n- **")
+		return b
+	}
+
+	var doc struct {
+		Paths map[string]json.RawMessage `json:"paths"`
+	}
+	b, err := os.ReadFile(filepath.Join(root, "schema", "openapi.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &doc); err != nil || len(doc.Paths) == 0 {
+		t.Fatalf("schema/openapi.json: %v, %d paths", err, len(doc.Paths))
+	}
+	http := bullet("HTTP")
+	for path := range doc.Paths {
+		if !strings.Contains(http, "`"+path+"`") && !strings.Contains(http, " "+path+"`") {
+			t.Errorf("the README's HTTP face does not name %s:\n%s", path, http)
+		}
+		for _, sentence := range strings.Split(strings.ReplaceAll(string(readme), "\n", " "), ". ") {
+			if !strings.Contains(sentence, path+"`") {
+				continue
+			}
+			for _, absent := range []string{"does not exist", "once the server has", "not served yet"} {
+				if strings.Contains(sentence, absent) {
+					t.Errorf("the README says %q in a sentence naming %s, which the server serves:\n%s", absent, path, sentence)
+				}
+			}
+		}
+	}
+
+	mcp := bullet("MCP")
+	for _, tool := range mcpserver.Tools {
+		if !strings.Contains(mcp, "`"+tool+"`") {
+			t.Errorf("the README's MCP face does not name the tool %s:\n%s", tool, mcp)
+		}
+	}
+
+	code, usage, errOut := system1(t, nil, "help")
+	_, list, ok := strings.Cut(usage, "commands:\n")
+	if code != 0 || !ok {
+		t.Fatalf("system1 help: exit %d\n%s%s", code, usage, errOut)
+	}
+	cli := bullet("CLI")
+	n := 0
+	for _, line := range strings.Split(list, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || !strings.HasPrefix(line, "  ") {
+			continue
+		}
+		n++
+		switch f[0] {
+		case "serve", "mcp", "version": // the faces above, and no face at all
+			continue
+		}
+		if !strings.Contains(cli, "`"+f[0]+"`") {
+			t.Errorf("the README's CLI face does not name the command %s:\n%s", f[0], cli)
+		}
+	}
+	if n < 5 {
+		t.Fatalf("read %d commands from system1 help:\n%s", n, usage)
 	}
 }
