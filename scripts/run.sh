@@ -1,30 +1,66 @@
 #!/usr/bin/env bash
 # The main job: builds system1, starts a local engine when none is
-# configured, starts `system1 serve` and shows a first decision.
-#
-#   scripts/run.sh [--once] [MODEL.gguf]
-#
-# With a configuration that lists nodes ($SYSTEM1_CONFIG, or
-# ~/.config/system1/config.yaml), it serves that. Otherwise it builds
-# llama.cpp's llama-server (cached; about 10 minutes the first time) and
-# serves the GGUF given as argument or in $SYSTEM1_MODEL, else a small
-# default instruct model ($SYSTEM1_MODEL_URL) it downloads where the
-# machine can reach it, writing $SYSTEM1_CACHE/run/config.yaml for it
-# (default ~/.cache/system1). --once stops everything after the first
-# decision.
-#
-# It checks what it can before building anything, and fails fast, saying
-# what to do: a port already taken ($SYSTEM1_PORT, default 3000;
-# $SYSTEM1_ENGINE_PORT, default 8081), a file that is not a GGUF model,
-# an engine that exits while starting (with the end of its log). Each run
-# logs to its own files under $SYSTEM1_CACHE/run. $SYSTEM1_LLAMA_SERVER
-# names a llama-server binary to use instead of building one.
+# configured, starts `system1 serve` and shows a first decision. Its usage
+# text (scripts/run.sh --help) says what it does and takes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+usage() {
+	cat <<'USAGE'
+usage: scripts/run.sh [--once] [MODEL.gguf]
+
+Builds system1 (bin/system1), starts system1 serve on 127.0.0.1:$SYSTEM1_PORT
+(default 3000), shows a first decision and serves until Ctrl-C.
+
+With no MODEL and a configuration that lists nodes ($SYSTEM1_CONFIG, else
+~/.config/system1/config.yaml) it serves those engines. Otherwise it starts
+llama.cpp's llama-server on 127.0.0.1:$SYSTEM1_ENGINE_PORT (default 8081)
+with MODEL, else $SYSTEM1_MODEL, else a small default instruct model
+($SYSTEM1_MODEL_URL) it downloads where the machine can reach it; the
+first run builds llama-server (about 10 minutes, cached). It then writes a
+configuration for that engine, one per port of system1 serve:
+~/.cache/system1/run/config-3000.yaml by default ($SYSTEM1_CACHE moves
+~/.cache/system1), which the command line takes with --config. Each run
+logs to its own files beside it.
+
+It checks what it can before building anything and fails fast, saying what
+to do: a port already taken, a file that is not a GGUF model, an engine
+that exits while starting (with the end of its log).
+
+flags, anywhere on the line (after --, everything is the model):
+  --once      stop everything after the first decision
+  -h, --help  print this text
+
+environment: SYSTEM1_PORT, SYSTEM1_ENGINE_PORT, SYSTEM1_MODEL,
+SYSTEM1_MODEL_URL, SYSTEM1_CONFIG, SYSTEM1_CACHE, and SYSTEM1_LLAMA_SERVER
+(a llama-server binary to use instead of building one).
+USAGE
+}
+
+# bad_usage says what is wrong with the command line, and exits 2.
+bad_usage() {
+	echo "run.sh: $*" >&2
+	usage | head -n 1 >&2
+	echo "scripts/run.sh --help says more." >&2
+	exit 2
+}
+
 once=
-if [[ ${1:-} == --once ]]; then once=1; shift; fi
-model=${1:-${SYSTEM1_MODEL:-}}
+model=
+flags=1
+for arg in "$@"; do
+	case $flags$arg in
+	1--once) once=1 ;;
+	1-h | 1--help) usage; exit 0 ;;
+	1--) flags= ;;
+	1-*) bad_usage "unknown flag $arg" ;;
+	*)
+		[[ -z $model ]] || bad_usage "one model at a time: $model and $arg"
+		model=$arg
+		;;
+	esac
+done
+model=${model:-${SYSTEM1_MODEL:-}}
 port=${SYSTEM1_PORT:-3000}
 engine_port=${SYSTEM1_ENGINE_PORT:-8081}
 cache="${SYSTEM1_CACHE:-$HOME/.cache/system1}"
@@ -124,7 +160,8 @@ MSG
 		fi
 	fi
 	server=${SYSTEM1_LLAMA_SERVER:-$(scripts/llama-server.sh)}
-	alias=$(basename "$model" .gguf | tr 'A-Z' 'a-z')
+	# The model's name, as the configuration's YAML takes it unquoted.
+	alias=$(basename "$model" .gguf | tr 'A-Z' 'a-z' | tr -c 'a-z0-9._\n-' '-')
 	# A log per run: a second run.sh never truncates the first one's.
 	engine_log="$logs/llama-server-$$.log"
 	say "starting llama-server with $model as $alias on 127.0.0.1:$engine_port (log: $engine_log)"
@@ -132,9 +169,12 @@ MSG
 		-a "$alias" --no-webui >"$engine_log" 2>&1 &
 	pids+=($!)
 	wait_ok "http://127.0.0.1:$engine_port/health" 120 "$!" "$engine_log" llama-server
-	config="$logs/config.yaml"
+	# One file per port of system1 serve: a second run.sh, on other ports,
+	# never rewrites the configuration the first one's user passes to the
+	# command line.
+	config="$logs/config-$port.yaml"
 	cat >"$config" <<YAML
-# Written by scripts/run.sh.
+# Written by scripts/run.sh for the llama-server it started.
 listen: 127.0.0.1:$port
 aliases:
   jev-latest: $alias
@@ -145,10 +185,8 @@ nodes:
     models: [$alias]
 gateway:
   threshold: 0.6
-providers:
-  - name: local
-    kind: engine
-    model: $alias
+  chain:
+    - {name: local, model: $alias}
 YAML
 	say "wrote $config (use it with: bin/system1 decide --config $config ...)"
 fi

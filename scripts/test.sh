@@ -71,12 +71,7 @@ if [[ -z "${SYSTEM1_QUICK:-}" ]]; then
 	# "context deadline exceeded" when a worker is mid-input at the end.
 	scripts/fuzz.sh "${SYSTEM1_FUZZTIME:-100000x}"
 
-	step "main job smoke run (scripts/run.sh --once with the shared tiny model)"
-	model=../shared/models/stories260K.gguf
-	if [[ -f $model ]]; then
-		scripts/run.sh --once "$model"
-	else
-		echo "skipped: $model is not here"
-	fi
+	step "main job smoke run (scripts/smoke.sh: run.sh --once with the tiny model, on free ports)"
+	scripts/smoke.sh
 fi
 step "all tests passed"

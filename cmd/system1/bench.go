@@ -18,7 +18,6 @@ import (
 	"system1/internal/bench"
 	"system1/internal/calibration"
 	"system1/internal/cases"
-	"system1/internal/config"
 	"system1/internal/gateway"
 	"system1/internal/systemone"
 )
@@ -63,9 +62,9 @@ func (t *target) asker(ctx context.Context, e env, rep *bench.Report) (bench.Ask
 		rep.Endpoint, rep.Model, rep.Provider = t.endpoint, t.model, t.provider
 		return bench.Endpoint{Client: &systemone.Client{BaseURL: t.endpoint, Key: key, HTTP: hc}}, t.model, nil
 	}
-	cfg, err := config.Load(configPath(t.config, e.getenv))
+	cfg, err := loadConfig(ctx, configPath(t.config, e.getenv))
 	if err != nil {
-		return nil, "", fmt.Errorf("reading the configuration: %w", err)
+		return nil, "", err
 	}
 	if errs := cfg.Check(); len(errs) > 0 {
 		return nil, "", fmt.Errorf("configuration %s: %w", cfg.Path, errors.Join(errs...))

@@ -37,9 +37,9 @@ func (r *reportFlag) IsBoolFlag() bool { return true }
 
 // openLogFor opens the decision log of the configuration at path.
 func openLogFor(ctx context.Context, e env, cfgFlag, stateDir string) (*config.Config, *decisionlog.Log, error) {
-	cfg, err := config.Load(configPath(cfgFlag, e.getenv))
+	cfg, err := loadConfig(ctx, configPath(cfgFlag, e.getenv))
 	if err != nil {
-		return nil, nil, fmt.Errorf("reading the configuration: %w", err)
+		return nil, nil, err
 	}
 	if errs := cfg.DecisionLog.Check(); len(errs) > 0 {
 		return nil, nil, fmt.Errorf("configuration %s: %w", cfg.Path, errors.Join(errs...))

@@ -145,9 +145,7 @@ func failure(r *gateway.Response, cfg string) string {
 	msg := fmt.Sprintf("system1 decide: %s: %s", r.Error.Code, r.Error.Message)
 	switch r.Error.Code {
 	case gateway.CodeConfigError:
-		return msg + "\n\nsystem1 reads " + cfg + ` (or --config FILE, or $SYSTEM1_CONFIG).
-scripts/run.sh writes one for the engine it starts: ~/.cache/system1/run/config.yaml.
-To write your own, see "Configuration" in the README and docs/plugin.md.`
+		return msg + "\n\n" + whereConfig(cfg)
 	case gateway.CodeInvalidRequest:
 		return msg + "\n\nSee system1 decide -h."
 	}

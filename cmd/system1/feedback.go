@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 
-	"system1/internal/config"
 	"system1/internal/gateway"
 )
 
@@ -70,9 +69,9 @@ func cmdFeedback(ctx context.Context, args []string, e env) error {
 	log := logger(e)
 	if res == nil {
 		path := configPath(*cfgFlag, e.getenv)
-		cfg, err := config.Load(path)
+		cfg, err := loadConfig(ctx, path)
 		if err != nil {
-			return fmt.Errorf("reading the configuration: %w", err)
+			return err
 		}
 		if errs := cfg.DecisionLog.Check(); len(errs) > 0 {
 			return fmt.Errorf("configuration %s: %w", cfg.Path, errors.Join(errs...))

@@ -38,9 +38,7 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 		return nil
 	}
 	if errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("no configuration at %s: serve needs one that lists the engines (nodes) to serve.\n"+
-			"See \"Configuration\" in the README (an example with every key), or run scripts/run.sh, which starts an engine\n"+
-			"and writes ~/.cache/system1/run/config.yaml; point --config or $SYSTEM1_CONFIG at the file", path)
+		return fmt.Errorf("no configuration at %s: serve needs one that lists the engines (nodes) to serve.\n\n%s", path, whereConfig(path))
 	}
 	if err != nil {
 		return fmt.Errorf("reading the configuration: %w", err)

@@ -111,7 +111,7 @@ func TestWithoutConfiguration(t *testing.T) {
 	if code != 1 || out != "" {
 		t.Errorf("decide: exit %d, stdout %q", code, out)
 	}
-	for _, want := range []string{"config_error", ".config/system1/config.yaml", "--config", "~/.cache/system1/run/config.yaml", "README"} {
+	for _, want := range append(whereConfig, "config_error") {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("decide without a configuration does not say %q:\n%s", want, errOut)
 		}
@@ -121,11 +121,33 @@ func TestWithoutConfiguration(t *testing.T) {
 			t.Errorf("decide at a terminal says %q, words for an agent:\n%s", agentish, errOut)
 		}
 	}
-	code, _, errOut = system1(t, nil, "serve")
-	if code != 1 || !strings.Contains(errOut, "no configuration at") || !strings.Contains(errOut, "README") || !strings.Contains(errOut, "scripts/run.sh") {
-		t.Errorf("serve without a configuration: exit %d\n%s", code, errOut)
+	// Every other command that reads the configuration says the same,
+	// never a bare "no such file".
+	caseFile := filepath.Join(t.TempDir(), "cases.jsonl")
+	os.WriteFile(caseFile, []byte(`{"id": "c1", "state": "s", "questions": {"q": {"type": "noul"}}, "expected": {"q": true}}`+"\n"), 0o644)
+	for _, args := range [][]string{
+		{"serve"},
+		{"feedback", "req_1", "yes"},
+		{"calibrate", "--report"},
+		{"calibrate", "--from-log", "--out", filepath.Join(t.TempDir(), "fits.json")},
+		{"bench", "--provider", "local", caseFile},
+	} {
+		code, _, errOut = system1(t, nil, args...)
+		if code != 1 || !strings.Contains(errOut, "no configuration at") || strings.Contains(errOut, "no such file") {
+			t.Errorf("%s without a configuration: exit %d\n%s", strings.Join(args, " "), code, errOut)
+		}
+		for _, want := range whereConfig {
+			if !strings.Contains(errOut, want) {
+				t.Errorf("%s without a configuration does not say %q:\n%s", strings.Join(args, " "), want, errOut)
+			}
+		}
 	}
 }
+
+// whereConfig is what a command says of a missing configuration: where
+// system1 looked, how to point it elsewhere, the file scripts/run.sh
+// writes for the engine it starts, and where the docs are.
+var whereConfig = []string{".config/system1/config.yaml", "--config", "$SYSTEM1_CONFIG", "~/.cache/system1/run/config-3000.yaml", "README"}
 
 // The help texts list what a newcomer needs: decide's exit statuses,
 // toggle's on, off and status; a flag after toggle's argument says where

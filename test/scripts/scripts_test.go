@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -30,28 +31,52 @@ func repoRoot(t *testing.T) string {
 // minutes are a hang guard, not a timing check.
 func script(t *testing.T, env []string, name string, args ...string) (int, string, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	return scriptWithin(t, 2*time.Minute, env, name, args...)
+}
+
+// scriptWithin is script with another hang guard: a whole run of run.sh
+// builds system1 first, which takes minutes on a cold cache.
+func scriptWithin(t *testing.T, guard time.Duration, env []string, name string, args ...string) (int, string, string) {
+	t.Helper()
+	return commandWithin(t, guard, env, filepath.Join(repoRoot(t), "scripts", name), args...)
+}
+
+// command runs the program at path from the repository root with extra
+// environment, and returns its exit code, stdout and stderr.
+func command(t *testing.T, env []string, path string, args ...string) (int, string, string) {
+	t.Helper()
+	return commandWithin(t, 2*time.Minute, env, path, args...)
+}
+
+func commandWithin(t *testing.T, guard time.Duration, env []string, path string, args ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), guard)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(repoRoot(t), "scripts", name), args...)
+	cmd := exec.CommandContext(ctx, path, args...)
+	// A hung run.sh is stopped with everything it started (system1
+	// serve, an engine, a build), not just the script.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.Dir = repoRoot(t)
 	cmd.Env = append(os.Environ(), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
 	if ctx.Err() != nil {
-		t.Fatalf("scripts/%s %v hung:\n%s", name, args, stderr.String())
+		t.Fatalf("%s %v hung:\n%s", path, args, stderr.String())
 	}
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
 	} else if err != nil {
-		t.Fatalf("scripts/%s: %v", name, err)
+		t.Fatalf("%s: %v", path, err)
 	}
 	return code, stdout.String(), stderr.String()
 }
 
 // isolated is the environment of a run.sh that must not see this
-// machine's configuration or cache.
+// machine's configuration or cache. Its llama-server fails at once: a
+// run.sh that went further than a test expects never builds one.
 func isolated(t *testing.T) []string {
 	t.Helper()
 	dir := t.TempDir()
@@ -59,9 +84,21 @@ func isolated(t *testing.T) []string {
 		"SYSTEM1_CACHE=" + filepath.Join(dir, "cache"),
 		"SYSTEM1_CONFIG=" + filepath.Join(dir, "no-config.yaml"),
 		"SYSTEM1_MODEL=",
+		"SYSTEM1_LLAMA_SERVER=/bin/false",
 		"SYSTEM1_PORT=" + strconv.Itoa(freePort(t)),
 		"SYSTEM1_ENGINE_PORT=" + strconv.Itoa(freePort(t)),
 	}
+}
+
+// listen holds a port on 127.0.0.1 until the test ends, and returns it.
+func listen(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l.Addr().(*net.TCPAddr).Port
 }
 
 func freePort(t *testing.T) int {

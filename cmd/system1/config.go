@@ -1,0 +1,40 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"system1/internal/config"
+)
+
+// runConfig is where scripts/run.sh writes the configuration of the
+// engine it starts, with system1 serve on its default port: one file per
+// port, so that a second run.sh on other ports never rewrites the first
+// one's. `scripts/run.sh --help` names the same file (test/scripts holds
+// the two together).
+const runConfig = "~/.cache/system1/run/config-3000.yaml"
+
+// whereConfig says, for a person at a terminal, which configuration the
+// command line read (path) and where to get one.
+func whereConfig(path string) string {
+	return "system1 reads " + path + ` (or --config FILE, or $SYSTEM1_CONFIG).
+scripts/run.sh writes one for the engine it starts: ` + runConfig + `
+(config-PORT.yaml with another $SYSTEM1_PORT; run.sh prints the path).
+To write your own, see "Configuration" in the README and docs/plugin.md.`
+}
+
+// loadConfig reads the configuration at path for a command of the command
+// line. A missing file is explained (whereConfig), not reported as a bare
+// "no such file".
+func loadConfig(ctx context.Context, path string) (*config.Config, error) {
+	cfg, err := config.LoadContext(ctx, path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("no configuration at %s.\n\n%s", path, whereConfig(path))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the configuration: %w", err)
+	}
+	return cfg, nil
+}
