@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"system1/internal/decisionlog"
 	"system1/internal/gateway"
 )
 
@@ -19,7 +20,7 @@ import (
 func cmdDecide(ctx context.Context, args []string, e env) error {
 	fs := flags("decide", e)
 	cfgFlag := fs.String("config", "", "configuration file (default $SYSTEM1_CONFIG, else ~/.config/system1/config.yaml)")
-	stateDir := fs.String("state-dir", "", "folder of the pause state file (default $CLAUDE_PLUGIN_DATA, else $XDG_STATE_HOME/system1, else ~/.local/state/system1)")
+	stateDir := fs.String("state-dir", "", "folder of the pause state file and the decision log (default $CLAUDE_PLUGIN_DATA, else $XDG_STATE_HOME/system1, else ~/.local/state/system1)")
 	asJSON := fs.Bool("json", false, "print the response as JSON, exactly as system1_decide returns it")
 	ctxFlag := fs.String("context", "", "context object, as JSON")
 	minConf := fs.Float64("min-confidence", -1, "abstain under this probability (default: the configured threshold)")
@@ -71,8 +72,12 @@ func cmdDecide(ctx context.Context, args []string, e env) error {
 		}
 	}
 	cfg := configPath(*cfgFlag, e.getenv)
-	g := newGateway(cfg, *stateDir, e, logger(e), cliWording)
+	log := logger(e)
+	// The answer is recorded in the configuration's decision log, as
+	// POST /v1/decide records it, so that system1 feedback finds its id.
+	g, dlog := newGatewayLogged(ctx, cfg, *stateDir, e, log, cliWording, decisionlog.FaceDecide)
 	res := g.Decide(ctx, raw, "")
+	closeDecisionLog(dlog, log)
 	if *asJSON {
 		out, err := json.MarshalIndent(res, "", "  ")
 		if err != nil {
@@ -83,6 +88,10 @@ func cmdDecide(ctx context.Context, args []string, e env) error {
 		fmt.Fprintln(e.stderr, failure(res, cfg))
 	} else {
 		fmt.Fprintln(e.stdout, summary(res))
+		if dlog != nil && res.Provider != nil {
+			// A model answered, and the log recorded it under this id.
+			fmt.Fprintf(e.stdout, "request_id %s: `system1 feedback %s OPTION` records the option that turned out right.\n", res.RequestID, res.RequestID)
+		}
 	}
 	switch res.Status {
 	case gateway.Failed:

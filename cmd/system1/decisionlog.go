@@ -35,15 +35,20 @@ func openDecisionLog(ctx context.Context, c config.DecisionLog, stateDir string,
 		log.Error("decision log unavailable: answers are not recorded and feedback is refused", "request_id", "-", "err", err)
 		return nil
 	}
-	where := opt.Path
-	if opt.URL != "" {
-		where = "postgresql (decision_log.url)"
-	}
-	log.Info("decision log open", "request_id", "-", "at", where, "keep_states", opt.KeepStates)
+	log.Info("decision log open", "request_id", "-", "at", logWhere(opt), "keep_states", opt.KeepStates)
 	if m != nil {
 		m.WatchDecisionLog(l.Dropped, func() uint64 { return l.Stats().Written }, func() uint64 { return l.Stats().Failed })
 	}
 	return l
+}
+
+// logWhere names where the decision log of opt is, without repeating a
+// PostgreSQL URL (it may hold a password).
+func logWhere(opt decisionlog.Options) string {
+	if opt.URL != "" {
+		return "postgresql (decision_log.url)"
+	}
+	return opt.Path
 }
 
 // closeDecisionLog writes what the log has queued, for at most

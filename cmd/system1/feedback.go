@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 
+	"system1/internal/decisionlog"
 	"system1/internal/gateway"
 )
 
@@ -25,6 +26,15 @@ answer (the error's param names which); 5 no answer was recorded under
 the request id.
 
 flags:
+`
+
+// unknownRequestHint says, for a person at a terminal, why feedback found
+// no answer under the id and what to do; %s is where the log is.
+const unknownRequestHint = `system1 feedback: no answer is recorded under that request id in the decision log at %s.
+Answers are recorded there by system1 decide, system1 serve (POST /v1/systemone and /v1/decide) and
+system1 mcp, when they run with the same configuration (its decision_log) and the same --state-dir.
+Check the id (system1 decide --json prints it as request_id; /v1/systemone replies carry it as
+x-typesafe-request-id), and give feedback the --config and --state-dir of the run that answered.
 `
 
 // errNotRecorded and errUnknownRequest mark feedback refused, exits 4 and
@@ -67,6 +77,7 @@ func cmdFeedback(ctx context.Context, args []string, e env) error {
 		return errUsage
 	}
 	log := logger(e)
+	where := "" // the decision log asked, for an unknown request id's hint
 	if res == nil {
 		path := configPath(*cfgFlag, e.getenv)
 		cfg, err := loadConfig(ctx, path)
@@ -79,6 +90,9 @@ func cmdFeedback(ctx context.Context, args []string, e env) error {
 		dlog := openDecisionLog(ctx, cfg.DecisionLog, *stateDir, e, log, nil)
 		res = gateway.NewFeedback(dlog).Record(ctx, items)
 		closeDecisionLog(dlog, log)
+		if res.Error != nil && res.Error.Code == gateway.FeedbackUnknownRequest {
+			where = logWhere(decisionlog.OptionsFrom(cfg.DecisionLog, *stateDir, e.getenv))
+		}
 	}
 	out, err := json.MarshalIndent(res, "", "  ")
 	if err != nil {
@@ -92,6 +106,9 @@ func cmdFeedback(ctx context.Context, args []string, e env) error {
 	case gateway.FeedbackInvalid:
 		return errNotRecorded
 	case gateway.FeedbackUnknownRequest:
+		if where != "" {
+			fmt.Fprintf(e.stderr, unknownRequestHint, where)
+		}
 		return errUnknownRequest
 	}
 	return errReported

@@ -49,19 +49,13 @@ func cmdMCP(ctx context.Context, args []string, e env) error {
 	return err
 }
 
-// newGateway reads the configuration at path and builds the gateway over
-// it. A configuration that cannot be read becomes a configuration error
-// of the gateway, never a failure: the caller still gets a gateway that
-// says what is wrong. w is how the face names its own commands.
-func newGateway(path, stateDir string, e env, log *slog.Logger, w gateway.Wording) *gateway.Gateway {
-	g, _ := newGatewayLogged(context.Background(), path, stateDir, e, log, w, "")
-	return g
-}
-
-// newGatewayLogged is newGateway that also opens the configuration's
-// decision log when face is not empty, and records the gateway's answers
-// in it as that face. The log is nil when off or unavailable; the caller
-// closes it.
+// newGatewayLogged reads the configuration at path and builds the gateway
+// over it. A configuration that cannot be read becomes a configuration
+// error of the gateway, never a failure: the caller still gets a gateway
+// that says what is wrong. w is how the face names its own commands. When
+// face is not empty it also opens the configuration's decision log and
+// records the gateway's answers in it as that face. The log is nil when
+// off or unavailable; the caller closes it.
 func newGatewayLogged(ctx context.Context, path, stateDir string, e env, log *slog.Logger, w gateway.Wording, face string) (*gateway.Gateway, *decisionlog.Log) {
 	var errs []error
 	cfg, err := config.Load(path)

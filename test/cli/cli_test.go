@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -171,6 +172,55 @@ func TestHelp(t *testing.T) {
 	code, _, errOut = system1(t, nil, "toggle", "sideways")
 	if code != 2 || !strings.Contains(errOut, `"sideways" is not on, off or status`) {
 		t.Errorf("toggle sideways: exit %d\n%s", code, errOut)
+	}
+}
+
+// An answer of system1 decide is recorded in the decision log, so that
+// system1 feedback with the id decide printed records its outcome, as it
+// does for POST /v1/decide; an id nothing answered is refused with exit 5
+// and a hint naming the log that was asked and what to check.
+func TestDecideThenFeedback(t *testing.T) {
+	ep := fakeengine.StartSystemOne(t, fakeengine.Reply{Probs: []float64{0.9, 0.1}})
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	yaml := "nodes:\n  - {name: jev, url: \"" + ep.URL + "\", dialect: systemone, models: [jev-latest]}\n" +
+		"gateway:\n  threshold: 0.6\n  timeout: 5s\n  chain:\n    - {name: jev, model: jev-latest}\n"
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	state := t.TempDir()
+	for _, asJSON := range []bool{false, true} {
+		args := []string{"decide", "--config", cfg, "--state-dir", state, "Which?", "a", "b"}
+		if asJSON {
+			args = append([]string{"decide", "--json"}, args[1:]...)
+		}
+		code, out, errOut := system1(t, nil, args...)
+		var id string
+		if asJSON {
+			var res struct {
+				RequestID string `json:"request_id"`
+			}
+			json.Unmarshal([]byte(out), &res)
+			id = res.RequestID
+		} else if m := regexp.MustCompile("request_id (\\S+): `system1 feedback (\\S+) OPTION`").FindStringSubmatch(out); m != nil && m[1] == m[2] {
+			id = m[1]
+		}
+		if code != 0 || id == "" {
+			t.Fatalf("system1 %s: exit %d, no request id\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, out, errOut)
+		}
+		code, out, errOut = system1(t, nil, "feedback", "--config", cfg, "--state-dir", state, id, "a")
+		if code != 0 || !strings.Contains(out, `"outcome": "a"`) {
+			t.Errorf("feedback %s a, after system1 %s: exit %d\nstdout: %s\nstderr: %s", id, strings.Join(args, " "), code, out, errOut)
+		}
+	}
+
+	code, out, errOut := system1(t, nil, "feedback", "--config", cfg, "--state-dir", state, "no-such-id", "a")
+	if code != 5 || !strings.Contains(out, "unknown_request") {
+		t.Errorf("feedback of an unknown id: exit %d (want 5)\nstdout: %s", code, out)
+	}
+	for _, want := range []string{"no answer is recorded under that request id", filepath.Join(state, "decisions.db"), "system1 decide --json prints it as request_id", "--state-dir of the run that answered"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("feedback of an unknown id does not say %q:\n%s", want, errOut)
+		}
 	}
 }
 
