@@ -3,6 +3,7 @@
 # (internal/web), once: a no-op when it is already there. Prints the
 # browser's path.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 find_chromium() {
 	for p in "${SYSTEM1_CHROMIUM:-}" /usr/lib/chromium/chromium; do
@@ -19,9 +20,8 @@ if ! command -v apt-get >/dev/null; then
 	echo "chromium.sh: no Chromium and no apt-get to install it; set SYSTEM1_CHROMIUM to a Chromium binary" >&2
 	exit 1
 fi
-sudo=()
-if [[ $(id -u) -ne 0 ]]; then sudo=(sudo); fi
-echo "chromium.sh: installing chromium from Debian's packages" >&2
-"${sudo[@]}" apt-get update -qq >&2
-DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq chromium >&2
+log=${TMPDIR:-/tmp}/system1-chromium-install.log
+echo "chromium.sh: installing chromium from Debian's packages (log: $log)" >&2
+: >"$log"
+logged "$log" apt_install chromium
 find_chromium

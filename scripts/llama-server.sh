@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Builds llama.cpp's llama-server from the source that the npm package
 # node-llama-cpp@3.21.1 ships, and caches the binary on this machine.
-# Prints the binary's path on stdout; everything else goes to stderr.
+# Prints the binary's path on stdout; progress goes to stderr, and the
+# build's own output to a log file in the cache (its end is printed when
+# the build fails).
 # No registry ships a prebuilt llama-server, so this is the only route
 # that works with registries alone (see ../shared/docs/local-engine.md).
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 version=3.21.1
 commit=80fb11a
@@ -34,13 +37,15 @@ if [[ -x "$bin" ]]; then
 	exit 0
 fi
 
+# Everything the build prints (npm, git, cmake and the compiler's
+# thousands of lines with upstream warnings) goes to this file; a failure
+# prints its end.
+build_log="$cache/llama-server-$commit.build.log"
+: >"$build_log"
+
 if [[ -z ${SYSTEM1_LLAMA_BUILD:-} ]] && ! command -v cmake >/dev/null; then
-	log "installing cmake"
-	if [[ $(id -u) -eq 0 ]]; then
-		apt-get update -q >&2 && apt-get install -y -q cmake >&2
-	else
-		sudo apt-get update -q >&2 && sudo apt-get install -y -q cmake >&2
-	fi
+	log "installing cmake from Debian's packages (log: $build_log)"
+	logged "$build_log" apt_install cmake
 fi
 
 work="$cache/build-$commit"
@@ -49,19 +54,21 @@ mkdir -p "$work" "$dir"
 cd "$work"
 if [[ -n ${SYSTEM1_LLAMA_BUILD:-} ]]; then
 	# A stand-in for the fetch and compile below, for the tests of this
-	# script's locking: it gets the work folder and the binary to write.
-	"$SYSTEM1_LLAMA_BUILD" "$work" "$bin.tmp" >&2
+	# script's locking and logging: it gets the work folder and the binary
+	# to write.
+	log "building llama-server with $SYSTEM1_LLAMA_BUILD (log: $build_log)"
+	logged "$build_log" "$SYSTEM1_LLAMA_BUILD" "$work" "$bin.tmp"
 	mv "$bin.tmp" "$bin"
 else
-	log "fetching node-llama-cpp@$version (llama.cpp source bundle)"
-	npm init -y >/dev/null
-	npm i -E --omit=optional --ignore-scripts --no-audit --no-fund "node-llama-cpp@$version" >&2
-	git clone -q node_modules/node-llama-cpp/llama/gitRelease.bundle llama.cpp >&2
-	log "building llama-server (about 10 minutes on 2 cores)"
-	cmake -S llama.cpp -B llama.cpp/build -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
+	log "fetching node-llama-cpp@$version (llama.cpp source bundle; log: $build_log)"
+	logged "$build_log" npm init -y
+	logged "$build_log" npm i -E --omit=optional --ignore-scripts --no-audit --no-fund "node-llama-cpp@$version"
+	logged "$build_log" git clone -q node_modules/node-llama-cpp/llama/gitRelease.bundle llama.cpp
+	log "building llama-server (about 10 minutes on 2 cores; log: $build_log)"
+	logged "$build_log" cmake -S llama.cpp -B llama.cpp/build -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
 		-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
-		-DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF -DGGML_CCACHE=OFF >&2
-	cmake --build llama.cpp/build --target llama-server -j"$(nproc)" >&2
+		-DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF -DGGML_CCACHE=OFF
+	logged "$build_log" cmake --build llama.cpp/build --target llama-server -j"$(nproc)"
 	cp llama.cpp/build/bin/llama-server "$bin.tmp"
 	mv "$bin.tmp" "$bin"
 	# Keep the vocab-only GGUFs and gguf-py: the latency benchmark builds a
@@ -72,5 +79,5 @@ else
 fi
 cd /
 rm -rf "$work"
-log "built $bin"
+log "built $bin (build log: $build_log)"
 echo "$bin"

@@ -5,13 +5,15 @@
 #   scripts/postgres.sh stop DIR
 #
 # start installs PostgreSQL from Debian's packages when no server is
-# found (apt-get update first), initialises a cluster in DIR/data, and
-# starts it listening only on a Unix socket in DIR (no TCP port, so it
-# cannot clash with anything), with trust auth for the local user
-# "postgres". PostgreSQL refuses to run as root, so as root the cluster
-# is owned and run by the `postgres` system user the package creates.
+# found (apt-get update first, through sudo unless this is root),
+# initialises a cluster in DIR/data, and starts it listening only on a
+# Unix socket in DIR (no TCP port, so it cannot clash with anything),
+# with trust auth for the local user "postgres". PostgreSQL refuses to
+# run as root, so as root the cluster is owned and run by the `postgres`
+# system user the package creates.
 # stop shuts it down and removes DIR. Progress goes to stderr.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 say() { printf 'postgres.sh: %s\n' "$*" >&2; }
 
@@ -27,10 +29,10 @@ bindir() {
 }
 
 install() {
-	say "no PostgreSQL server here: installing Debian's postgresql package"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq >&2
-	apt-get install -y -qq --no-install-recommends postgresql >&2
+	local log=${TMPDIR:-/tmp}/system1-postgresql-install.log
+	say "no PostgreSQL server here: installing Debian's postgresql package (log: $log)"
+	: >"$log"
+	logged "$log" apt_install --no-install-recommends postgresql
 }
 
 # as runs a command as the cluster's owner.

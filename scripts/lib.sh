@@ -1,0 +1,35 @@
+# Shared by the set-up scripts, which source it: installing Debian
+# packages, and keeping a build's output out of the terminal.
+
+# as_root runs a command as root: as it is when this is root, else
+# through sudo.
+as_root() {
+	if [[ $(id -u) -eq 0 ]]; then
+		"$@"
+	else
+		sudo "$@"
+	fi
+}
+
+# apt_install installs Debian packages (apt-get install's arguments),
+# after apt-get update, as root, without questions. (Chained with &&: a
+# caller's `if` or logged turns set -e off in here.)
+apt_install() {
+	as_root apt-get update -q &&
+		as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@"
+}
+
+# logged runs a command with its output appended to the file $1 instead
+# of the terminal: a build's thousands of lines of progress and upstream
+# warnings would bury the test suite's own. When the command fails it
+# prints the end of that file and where the whole is, and fails.
+logged() {
+	local log=$1
+	shift
+	if ! "$@" >>"$log" 2>&1; then
+		echo "${0##*/}: this failed: $*" >&2
+		echo "${0##*/}: the end of its output ($log has all of it):" >&2
+		tail -n "${SYSTEM1_LOG_TAIL:-40}" "$log" >&2
+		return 1
+	fi
+}
