@@ -33,7 +33,7 @@ flags:
 const unknownRequestHint = `system1 feedback: no answer is recorded under that request id in the decision log at %s.
 Answers are recorded there by system1 decide, system1 serve (POST /v1/systemone and /v1/decide) and
 system1 mcp, when they run with the same configuration (its decision_log) and the same --state-dir.
-Check the id (system1 decide --json prints it as request_id; /v1/systemone replies carry it as
+Check the id (system1 decide prints it as request_id; /v1/systemone replies carry it as
 x-typesafe-request-id), and give feedback the --config and --state-dir of the run that answered.
 `
 

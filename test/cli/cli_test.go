@@ -217,7 +217,7 @@ func TestDecideThenFeedback(t *testing.T) {
 	if code != 5 || !strings.Contains(out, "unknown_request") {
 		t.Errorf("feedback of an unknown id: exit %d (want 5)\nstdout: %s", code, out)
 	}
-	for _, want := range []string{"no answer is recorded under that request id", filepath.Join(state, "decisions.db"), "system1 decide --json prints it as request_id", "--state-dir of the run that answered"} {
+	for _, want := range []string{"no answer is recorded under that request id", filepath.Join(state, "decisions.db"), "system1 decide prints it as request_id", "--state-dir of the run that answered"} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("feedback of an unknown id does not say %q:\n%s", want, errOut)
 		}
