@@ -7,9 +7,10 @@
 #
 #   go test: N passed, N failed, N skipped
 #
-# (a package that failed to build counts as failed). The line is also
-# written to $SYSTEM1_TEST_COUNTS when that is set: scripts/test.sh ends
-# its run with it. Exits with go test's status.
+# (a package that failed to build counts as failed). When
+# $SYSTEM1_TEST_COUNTS names a file, the line goes there instead:
+# scripts/test.sh ends its whole run with it, whichever step stops it.
+# Exits with go test's status.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 gotestsum=$(cd "$root" && go tool -n gotestsum)
@@ -30,8 +31,9 @@ else
 	line="go test: no counts (gotestsum did not finish)"
 	((status != 0)) || status=1
 fi
-printf '\n%s\n' "$line"
 if [[ -n ${SYSTEM1_TEST_COUNTS:-} ]]; then
 	echo "$line" >"$SYSTEM1_TEST_COUNTS"
+else
+	printf '\n%s\n' "$line"
 fi
 exit "$status"

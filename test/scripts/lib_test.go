@@ -113,8 +113,9 @@ func TestAptThroughSudo(t *testing.T) {
 
 // scripts/gotest.sh, the suite's Go test step, shows what matters: a
 // failed test's output in full, none of a passing one's, and last the
-// counts of tests passed, failed and skipped; it exits with go test's
-// status. It runs here over a module of four tests made for it.
+// counts of tests passed, failed and skipped (or, for scripts/test.sh, in
+// $SYSTEM1_TEST_COUNTS); it exits with go test's status. It runs here
+// over a module of four tests made for it.
 func TestGoTestCounts(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module counted\n\ngo 1.26\n"), 0o644)
@@ -127,23 +128,25 @@ func TestFails(t *testing.T)  { t.Log("the whole story"); t.Error("boom") }
 func TestSkips(t *testing.T)  { t.Skip("no engine here") }
 func TestSub(t *testing.T)    { t.Run("one", func(t *testing.T) {}) }
 `), 0o644)
-	counts := filepath.Join(dir, "counts")
-	cmd := exec.Command(filepath.Join(repoRoot(t), "scripts", "gotest.sh"), "./...")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "SYSTEM1_TEST_COUNTS="+counts, "GOFLAGS=")
-	b, err := cmd.CombinedOutput()
-	out := string(b)
 	const want = "go test: 3 passed, 1 failed, 1 skipped"
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
-		t.Errorf("exit: %v, want status 1\n%s", err, out)
-	}
-	if !strings.HasSuffix(out, "\n"+want+"\n") {
-		t.Errorf("the output does not end with %q:\n%s", want, out)
-	}
-	if !strings.Contains(out, "the whole story") || !strings.Contains(out, "boom") || strings.Contains(out, "chatter") {
-		t.Errorf("not the failed test's output in full and nothing of the passing one's:\n%s", out)
+	counts := filepath.Join(dir, "counts")
+	for _, env := range []string{"SYSTEM1_TEST_COUNTS=", "SYSTEM1_TEST_COUNTS=" + counts} {
+		cmd := exec.Command(filepath.Join(repoRoot(t), "scripts", "gotest.sh"), "./...")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOFLAGS=", env)
+		b, err := cmd.CombinedOutput()
+		out := string(b)
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+			t.Errorf("%s: exit: %v, want status 1\n%s", env, err, out)
+		}
+		if !strings.Contains(out, "the whole story") || !strings.Contains(out, "boom") || strings.Contains(out, "chatter") {
+			t.Errorf("%s: not the failed test's output in full and nothing of the passing one's:\n%s", env, out)
+		}
+		if env == "SYSTEM1_TEST_COUNTS=" && !strings.HasSuffix(out, "\n"+want+"\n") {
+			t.Errorf("the output does not end with %q:\n%s", want, out)
+		}
 	}
 	if got, _ := os.ReadFile(counts); string(got) != want+"\n" {
-		t.Errorf("$SYSTEM1_TEST_COUNTS holds %q", got)
+		t.Errorf("$SYSTEM1_TEST_COUNTS holds %q, want %q", got, want)
 	}
 }
