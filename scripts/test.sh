@@ -65,7 +65,7 @@ fi
 # --- end PostgreSQL ---
 
 if command -v npm >/dev/null; then
-	for d in test/js test/js-mcp test/claude test/openapi; do
+	for d in test/js test/js-mcp test/js-decisions test/claude test/openapi; do
 		if [[ -f $d/package-lock.json ]]; then
 			step "npm ci in $d"
 			(cd "$d" && npm ci --no-audit --no-fund --loglevel=error)
