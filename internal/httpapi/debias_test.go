@@ -77,7 +77,7 @@ func TestSystemOneDebiasHeader(t *testing.T) {
 			t.Errorf("%q: shifted requests agree (%v: %v vs %v), so the bias was not there to remove", tc.header, worst, pa, pb)
 		}
 	}
-	wantError(t, s.ask(t, colour("alpha,beta"), "X-System1-Debias: sometimes"), http.StatusUnprocessableEntity, "invalid_request_error", "X-System1-Debias")
+	want422(t, s.ask(t, colour("alpha,beta"), "X-System1-Debias: sometimes"), "X-System1-Debias", "header", "X-System1-Debias")
 }
 
 // debias: permute in the configuration applies to every request that

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"system1/internal/decision"
 	"system1/internal/gateway"
 	"system1/internal/redact"
 	"system1/internal/systemone"
@@ -260,6 +261,13 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
+}
+
+// writeInvalid answers a 422 in /v1's validation shape, for problems
+// found in one part of the request (systemone.InBody, InQuery or
+// InHeader).
+func writeInvalid(w http.ResponseWriter, in string, ps ...decision.Problem) {
+	writeJSON(w, http.StatusUnprocessableEntity, systemone.AppendValidationErrorIn(nil, in, ps))
 }
 
 func writeError(w http.ResponseWriter, status int, typ, msg string) {

@@ -12,16 +12,18 @@ import (
 // the configured one.
 const PriorHeader = "X-System1-Prior"
 
-// priorHeader reads the prior header, case-insensitively; false means it
-// holds something else or is given twice, the caller's error.
-func priorHeader(r *http.Request) (string, bool) {
-	vs := r.Header.Values(PriorHeader)
+// choiceHeader reads a request header that picks one of a few values
+// (valid; what says them in words), case-insensitively: "" when it is
+// absent. A header given twice or holding anything else is the caller's
+// error, the problem returned, named by the header.
+func choiceHeader(r *http.Request, name string, valid func(string) bool, what string) (string, *decision.Problem) {
+	vs := r.Header.Values(name)
 	if len(vs) == 0 {
-		return "", true
-	}
-	if len(vs) > 1 {
-		return "", false
+		return "", nil
 	}
 	v := strings.ToLower(strings.TrimSpace(vs[0]))
-	return v, v != "" && decision.ValidPrior(v)
+	if len(vs) > 1 || v == "" || !valid(v) {
+		return "", &decision.Problem{Path: []string{name}, Msg: "the header " + name + " must be " + what + ", once", Type: "value_error"}
+	}
+	return v, nil
 }

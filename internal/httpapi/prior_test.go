@@ -57,8 +57,8 @@ func TestSystemOnePriorHeader(t *testing.T) {
 			t.Errorf("%q: beta %v, want %v", tc.headers, p, tc.beta)
 		}
 	}
-	wantError(t, s.ask(t, aboutBeta, "X-System1-Prior: sometimes"), http.StatusUnprocessableEntity, "invalid_request_error", "X-System1-Prior")
-	wantError(t, s.ask(t, aboutBeta, "X-System1-Prior: "), http.StatusUnprocessableEntity, "invalid_request_error", "X-System1-Prior")
+	want422(t, s.ask(t, aboutBeta, "X-System1-Prior: sometimes"), "X-System1-Prior", "header", "X-System1-Prior")
+	want422(t, s.ask(t, aboutBeta, "X-System1-Prior: "), "X-System1-Prior", "header", "X-System1-Prior")
 	req, err := http.NewRequest(http.MethodPost, s.URL+"/v1/systemone", strings.NewReader(aboutBeta))
 	if err != nil {
 		t.Fatal(err)

@@ -29,18 +29,18 @@ func (s *Server) handleSystemOne(w http.ResponseWriter, r *http.Request) {
 	p := systemone.ParseRequest(body)
 	lim, errModel := s.limits(r, p.Model)
 	if ps := p.Validate(lim); len(ps) > 0 {
-		writeJSON(w, http.StatusUnprocessableEntity, systemone.AppendValidationError(nil, ps))
+		writeInvalid(w, systemone.InBody, ps...)
 		return
 	}
-	debias, ok := debiasHeader(r)
-	if !ok {
-		writeError(w, http.StatusUnprocessableEntity, systemone.InvalidRequest, "the header "+DebiasHeader+" must be permute or off, once")
+	debias, bad := choiceHeader(r, DebiasHeader, decision.ValidDebias, "permute or off")
+	if bad != nil {
+		writeInvalid(w, systemone.InHeader, *bad)
 		return
 	}
 	p.Request.Debias = debias
-	prior, ok := priorHeader(r)
-	if !ok {
-		writeError(w, http.StatusUnprocessableEntity, systemone.InvalidRequest, "the header "+PriorHeader+" must be off, batch or content_free, once")
+	prior, bad := choiceHeader(r, PriorHeader, decision.ValidPrior, "off, batch or content_free")
+	if bad != nil {
+		writeInvalid(w, systemone.InHeader, *bad)
 		return
 	}
 	p.Request.Prior = prior
@@ -127,7 +127,7 @@ func (s *Server) writeUnanswered(w http.ResponseWriter, req decision.Request, re
 	}
 	msg := strings.Join(reasons, "; ")
 	if rejected { // a 422 in the shape of every other: one problem per question
-		writeJSON(w, http.StatusUnprocessableEntity, systemone.AppendValidationError(nil, problems))
+		writeInvalid(w, systemone.InBody, problems...)
 		return
 	}
 	if wait > 0 {
@@ -203,17 +203,3 @@ func labelMassHeader(qs []decision.Question, mass []float64) string {
 // DebiasHeader is the request header that chooses order debiasing for one
 // /v1/systemone request: permute or off; absent is the configured one.
 const DebiasHeader = "X-System1-Debias"
-
-// debiasHeader reads the debias header, case-insensitively; false means
-// it holds something else, the caller's error.
-func debiasHeader(r *http.Request) (string, bool) {
-	vs := r.Header.Values(DebiasHeader)
-	if len(vs) == 0 {
-		return "", true
-	}
-	if len(vs) > 1 {
-		return "", false
-	}
-	v := strings.ToLower(strings.TrimSpace(vs[0]))
-	return v, v != "" && decision.ValidDebias(v)
-}

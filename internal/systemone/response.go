@@ -115,15 +115,30 @@ const (
 	Internal       = "api_error"
 )
 
+// Where a 422's problem is: the first element of its loc, as FastAPI
+// writes it.
+const (
+	InBody   = "body"
+	InQuery  = "query"
+	InHeader = "header"
+)
+
 // AppendValidationError writes a 422 body that both kinds of client parse:
 // an OpenAI-style error naming the first field and listing every problem in
 // its message, and FastAPI's detail list with one entry per problem.
 func AppendValidationError(b []byte, ps []decision.Problem) []byte {
+	return AppendValidationErrorIn(b, InBody, ps)
+}
+
+// AppendValidationErrorIn is AppendValidationError for problems found in
+// one part of the request: the body, the query or the headers (InBody,
+// InQuery, InHeader), which begins each problem's loc.
+func AppendValidationErrorIn(b []byte, in string, ps []decision.Problem) []byte {
 	msgs := make([]string, len(ps))
 	for i, p := range ps {
 		msgs[i] = param(p.Path) + ": " + p.Msg
 		if len(p.Path) == 0 {
-			msgs[i] = "body: " + p.Msg
+			msgs[i] = in + ": " + p.Msg
 		}
 	}
 	b = append(b, `{"error":{"message":`...)
@@ -139,7 +154,8 @@ func AppendValidationError(b []byte, ps []decision.Problem) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, `{"loc":["body"`...)
+		b = append(b, `{"loc":[`...)
+		b = appendString(b, in)
 		for _, s := range p.Path {
 			b = append(b, ',')
 			b = appendString(b, s)
