@@ -168,6 +168,12 @@ func TestWrongMethod(t *testing.T) {
 		{http.MethodPost, "/v1/models", 405, "GET, HEAD", `{"detail":"Method Not Allowed"}`},
 		{http.MethodDelete, "/health", 405, "GET, HEAD", `{"detail":"Method Not Allowed"}`},
 		{http.MethodDelete, "/v1/nothing", 404, "", `{"detail":"Not Found"}`},
+		// The page's paths (internal/web) are known paths like the API's.
+		{http.MethodPost, "/", 405, "GET, HEAD", `{"detail":"Method Not Allowed"}`},
+		{http.MethodDelete, "/docs", 405, "GET, HEAD", `{"detail":"Method Not Allowed"}`},
+		{http.MethodPut, "/openapi.json", 405, "GET, HEAD", `{"detail":"Method Not Allowed"}`},
+		{http.MethodPost, "/ui/app.js", 405, "GET, HEAD", `{"detail":"Method Not Allowed"}`},
+		{http.MethodPost, "/ui/missing.js", 404, "", `{"detail":"Not Found"}`},
 	} {
 		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
 			r := s.do(t, tc.method, tc.path, "")

@@ -363,8 +363,8 @@ func TestUnknownModel(t *testing.T) {
 func TestUnknownPath(t *testing.T) {
 	s := serve(t, setup{nodes: []node{startNode(t, "n", fakeengine.Ollama, fakeengine.Behavior{})}})
 	for _, p := range []struct{ method, path string }{
-		// GET / and /docs are the page and the API reference (internal/web).
-		{http.MethodPost, "/"},
+		// GET / and /docs are the page and the API reference (internal/web);
+		// another method there is a 405 (TestWrongMethod).
 		{http.MethodGet, "/index.html"},
 		{http.MethodGet, "/v2/systemone"},
 		{http.MethodPost, "/v1/chat/completions"},

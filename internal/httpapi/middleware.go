@@ -75,8 +75,8 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		}
 		d := time.Since(start)
 		route := r.Pattern
-		if route == "" {
-			route = "unmatched"
+		if route == "" || route == unmatched {
+			route = unmatchedRoute
 		}
 		s.opt.Metrics.Request(route, strconv.Itoa(rec.status), d)
 		if !s.opt.Log.Enabled(r.Context(), slog.LevelInfo) {

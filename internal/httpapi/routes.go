@@ -8,18 +8,18 @@ import (
 	"system1/internal/web"
 )
 
+// unmatched is the pattern that catches every request no route serves,
+// and unmatchedRoute what observe labels them with: not "/", which reads
+// as the page.
+const (
+	unmatched      = "/"
+	unmatchedRoute = "unmatched"
+)
+
 // routes maps the whole HTTP surface.
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	// allowed are the methods each path answers, for the 405 of another.
-	allowed := map[string][]string{}
-	handle := func(method, path string, h http.Handler) {
-		mux.Handle(method+" "+path, h)
-		allowed[path] = append(allowed[path], method)
-		if method == http.MethodGet {
-			allowed[path] = append(allowed[path], http.MethodHead) // a GET pattern answers HEAD too
-		}
-	}
+	handle := func(method, path string, h http.Handler) { mux.Handle(method+" "+path, h) }
 	handle(http.MethodPost, "/v1/systemone", s.api(s.handleSystemOne))
 	handle(http.MethodGet, "/v1/models", s.api(s.handleModels))
 	handle(http.MethodPost, "/v1/feedback", s.api(s.handleFeedback))
@@ -32,10 +32,10 @@ func (s *Server) routes() http.Handler {
 	if !s.opt.NoPage {
 		web.Register(mux) // GET / alone, /docs, /ui/*, /openapi.json; the rest stays 404 below
 	}
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc(unmatched, func(w http.ResponseWriter, r *http.Request) {
 		// A known path asked with another method is FastAPI's 405, as
 		// hosted Jev answers it; anything else its 404.
-		if methods, ok := allowed[r.URL.Path]; ok {
+		if methods := allowed(mux, r); len(methods) > 0 {
 			w.Header().Set("Allow", strings.Join(methods, ", "))
 			writeJSON(w, http.StatusMethodNotAllowed, systemone.MethodNotAllowedBody)
 			return
@@ -43,4 +43,20 @@ func (s *Server) routes() http.Handler {
 		writeJSON(w, http.StatusNotFound, systemone.NotFoundBody)
 	})
 	return s.observe(mux)
+}
+
+// methods are those a 405's Allow may name, in the order it names them.
+var methods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
+
+// allowed lists the methods mux serves on r's path, asking mux itself, so
+// that every route is known here however it was registered (the page's
+// by web.Register too); none for a path no route serves.
+func allowed(mux *http.ServeMux, r *http.Request) []string {
+	var out []string
+	for _, m := range methods {
+		if _, pattern := mux.Handler(&http.Request{Method: m, Host: r.Host, URL: r.URL}); pattern != "" && pattern != unmatched {
+			out = append(out, m)
+		}
+	}
+	return out
 }
