@@ -48,6 +48,9 @@ type FeedbackItem struct {
 	Question  string `json:"question,omitempty" jsonschema:"The question's id within the request; leave out for a decide result, which has one question."`
 	// Outcome is raw JSON: a string, true or false, or a whole number.
 	Outcome json.RawMessage `json:"outcome" jsonschema:"What turned out right: one of the options for a decide result (yes or no, or true or false, for a yes/no question), a criteria key for a choice, true or false for a noul, a level for a score; or none for a choice none of whose options was right (unless none is one of them)."`
+	// batched is set on an entry of {"outcomes": [...]}, whose problems
+	// are named outcomes.N.field even in a batch of one.
+	batched bool
 }
 
 // Recorded is one outcome recorded.
@@ -65,7 +68,16 @@ type FeedbackError struct {
 	Code    string `json:"code" jsonschema:"invalid_request, unknown_request, log_off or log_error."`
 	Param   string `json:"param,omitempty" jsonschema:"The field at fault, such as outcome or question (outcomes.N.outcome in a batch)."`
 	Message string `json:"message" jsonschema:"What went wrong."`
+	// Type is the kind of problem, as a 422's detail names it:
+	// duplicate_key, string_unicode or value_error.
+	Type string `json:"-"`
+	// path is Param's parts, which a key with a dot in it would not
+	// survive being joined.
+	path []string
 }
+
+// Path is the field at fault as a path: outcomes, 0, outcome.
+func (e *FeedbackError) Path() []string { return e.path }
 
 // FeedbackResult is the answer to a feedback call: every outcome recorded,
 // or none and an error.
@@ -75,7 +87,18 @@ type FeedbackResult struct {
 }
 
 func feedbackFail(code, param, format string, a ...any) *FeedbackResult {
-	return &FeedbackResult{Recorded: []Recorded{}, Error: &FeedbackError{Code: code, Param: param, Message: fmt.Sprintf(format, a...)}}
+	var path []string
+	if param != "" {
+		path = strings.Split(param, ".")
+	}
+	return feedbackFailAt(code, "value_error", path, format, a...)
+}
+
+// feedbackFailAt fails at a path whose parts may hold dots (a key as
+// sent), with the problem's type.
+func feedbackFailAt(code, typ string, path []string, format string, a ...any) *FeedbackResult {
+	return &FeedbackResult{Recorded: []Recorded{}, Error: &FeedbackError{Code: code, Param: strings.Join(path, "."), Message: fmt.Sprintf(format, a...),
+		Type: typ, path: path}}
 }
 
 var (
@@ -84,30 +107,36 @@ var (
 )
 
 // ParseFeedback reads a feedback body: one outcome
-// {"request_id","question","outcome"}, or a batch {"outcomes":[...]}. The
-// error result names the field at fault.
+// {"request_id","question","outcome"}, or a batch {"outcomes":[...]}. It
+// reads as strictly as /v1/systemone: a key given twice anywhere, and
+// text that is not valid UTF-8 or holds an unpaired surrogate escape
+// (which a JSON reader would turn into U+FFFD), are refused. The error
+// result names the field at fault.
 func ParseFeedback(raw []byte) ([]FeedbackItem, *FeedbackResult) {
-	if !utf8.Valid(raw) {
-		return nil, feedbackFail(FeedbackInvalid, "", "the body is not valid UTF-8")
+	const shape = `the body must be a JSON object: {"request_id", "question", "outcome"}, or {"outcomes": [...]}`
+	if !json.Valid(raw) {
+		return nil, feedbackFail(FeedbackInvalid, "", shape)
 	}
-	var dup *jsonx.DuplicateKeyError
-	if _, err := jsonx.Members(raw); errors.As(err, &dup) {
-		return nil, feedbackFail(FeedbackInvalid, dup.Key, "the key %q appears twice; send each field once", dup.Key)
+	if path, isKey, bad := jsonx.InvalidText(raw); bad {
+		if isKey {
+			return nil, feedbackFailAt(FeedbackInvalid, "string_unicode", path[:len(path)-1], "the key %q is not valid UTF-8 (or holds an unpaired surrogate escape); send UTF-8 text", path[len(path)-1])
+		}
+		return nil, feedbackFailAt(FeedbackInvalid, "string_unicode", path, "the string is not valid UTF-8 (or holds an unpaired surrogate escape); send UTF-8 text")
 	}
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &top); err != nil || top == nil {
-		return nil, feedbackFail(FeedbackInvalid, "", `the body must be a JSON object: {"request_id", "question", "outcome"}, or {"outcomes": [...]}`)
+	top, bad := members(raw, nil, shape)
+	if bad != nil {
+		return nil, bad
 	}
-	batch, ok := top["outcomes"]
+	batch, ok := jsonx.Lookup(top, "outcomes")
 	if !ok {
-		it, bad := parseItem(top, "")
+		it, bad := parseItem(top, nil)
 		if bad != nil {
 			return nil, bad
 		}
 		return []FeedbackItem{it}, nil
 	}
 	if p := unknownField(top, batchFields); p != "" {
-		return nil, feedbackFail(FeedbackInvalid, p, "unknown field %q: a batch has only outcomes", p)
+		return nil, feedbackFailAt(FeedbackInvalid, "value_error", []string{p}, "unknown field %q: a batch has only outcomes", p)
 	}
 	var items []json.RawMessage
 	if err := json.Unmarshal(batch, &items); err != nil || items == nil {
@@ -118,25 +147,40 @@ func ParseFeedback(raw []byte) ([]FeedbackItem, *FeedbackResult) {
 	}
 	out := make([]FeedbackItem, 0, len(items))
 	for i, item := range items {
-		prefix := "outcomes." + strconv.Itoa(i) + "."
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(item, &m); err != nil || m == nil {
-			return nil, feedbackFail(FeedbackInvalid, strings.TrimSuffix(prefix, "."), "outcomes[%d] must be an object {request_id, question, outcome}", i)
-		}
-		it, bad := parseItem(m, prefix)
+		at := []string{"outcomes", strconv.Itoa(i)}
+		m, bad := members(item, at, fmt.Sprintf("outcomes[%d] must be an object {request_id, question, outcome}", i))
 		if bad != nil {
 			return nil, bad
 		}
+		it, bad := parseItem(m, at)
+		if bad != nil {
+			return nil, bad
+		}
+		it.batched = true
 		out = append(out, it)
 	}
 	return out, nil
 }
 
-func unknownField(m map[string]json.RawMessage, known []string) string {
+// members reads the object at path, refusing a key given twice; notObject
+// is the message when it is not an object.
+func members(raw json.RawMessage, path []string, notObject string) ([]jsonx.Member, *FeedbackResult) {
+	ms, err := jsonx.Members(raw)
+	var dup *jsonx.DuplicateKeyError
+	switch {
+	case errors.As(err, &dup):
+		return nil, feedbackFailAt(FeedbackInvalid, "duplicate_key", append(slices.Clip(path), dup.Key), "the key %q appears twice; send each field once", dup.Key)
+	case err != nil:
+		return nil, feedbackFailAt(FeedbackInvalid, "value_error", path, "%s", notObject)
+	}
+	return ms, nil
+}
+
+func unknownField(ms []jsonx.Member, known []string) string {
 	var unknown []string
-	for k := range m {
-		if !slices.Contains(known, k) {
-			unknown = append(unknown, k)
+	for _, m := range ms {
+		if !slices.Contains(known, m.Key) {
+			unknown = append(unknown, m.Key)
 		}
 	}
 	slices.Sort(unknown)
@@ -146,25 +190,27 @@ func unknownField(m map[string]json.RawMessage, known []string) string {
 	return ""
 }
 
-func parseItem(m map[string]json.RawMessage, prefix string) (FeedbackItem, *FeedbackResult) {
-	if p := unknownField(m, itemFields); p != "" {
-		return FeedbackItem{}, feedbackFail(FeedbackInvalid, prefix+p, "unknown field %q; the fields are request_id, question and outcome", p)
+// parseItem reads one outcome's fields, at path in the body.
+func parseItem(ms []jsonx.Member, path []string) (FeedbackItem, *FeedbackResult) {
+	at := func(field string) []string { return append(slices.Clip(path), field) }
+	if p := unknownField(ms, itemFields); p != "" {
+		return FeedbackItem{}, feedbackFailAt(FeedbackInvalid, "value_error", at(p), "unknown field %q; the fields are request_id, question and outcome", p)
 	}
 	var it FeedbackItem
 	str := func(k string, dst *string) bool {
-		v, ok := m[k]
+		v, ok := jsonx.Lookup(ms, k)
 		if !ok || string(v) == "null" {
 			return true
 		}
 		return jsonx.Kind(v) == "string" && json.Unmarshal(v, dst) == nil
 	}
 	if !str("request_id", &it.RequestID) {
-		return it, feedbackFail(FeedbackInvalid, prefix+"request_id", "request_id must be a string")
+		return it, feedbackFailAt(FeedbackInvalid, "value_error", at("request_id"), "request_id must be a string")
 	}
 	if !str("question", &it.Question) {
-		return it, feedbackFail(FeedbackInvalid, prefix+"question", "question must be a string")
+		return it, feedbackFailAt(FeedbackInvalid, "value_error", at("question"), "question must be a string")
 	}
-	if v, ok := m["outcome"]; ok && string(v) != "null" {
+	if v, ok := jsonx.Lookup(ms, "outcome"); ok && string(v) != "null" {
 		it.Outcome = v
 	}
 	return it, nil
@@ -182,7 +228,7 @@ func (f *Feedback) Record(ctx context.Context, items []FeedbackItem) *FeedbackRe
 	keys := make([]string, len(items))
 	for i, it := range items {
 		prefix := ""
-		if len(items) > 1 {
+		if len(items) > 1 || it.batched {
 			prefix = "outcomes." + strconv.Itoa(i) + "."
 		}
 		if bad := checkItem(it, prefix); bad != nil {
@@ -227,10 +273,11 @@ func checkItem(it FeedbackItem, prefix string) *FeedbackResult {
 	switch {
 	case it.RequestID == "":
 		return feedbackFail(FeedbackInvalid, prefix+"request_id", "request_id is required: the id of the answer the outcome is for")
-	case len(it.RequestID) > MaxRequestIDChars:
+	case utf8.RuneCountInString(it.RequestID) > MaxRequestIDChars:
+		// Counted as decide counts it: an id it accepted is one feedback
+		// takes. A question id has no limit but the body's, as on
+		// /v1/systemone.
 		return feedbackFail(FeedbackInvalid, prefix+"request_id", "request_id is longer than %d characters", MaxRequestIDChars)
-	case len(it.Question) > MaxRequestIDChars:
-		return feedbackFail(FeedbackInvalid, prefix+"question", "question is longer than %d characters", MaxRequestIDChars)
 	case len(it.Outcome) == 0:
 		return feedbackFail(FeedbackInvalid, prefix+"outcome", "outcome is required: the option that turned out right")
 	}

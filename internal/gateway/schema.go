@@ -141,7 +141,6 @@ func FeedbackInputSchema() *jsonschema.Schema {
 	s := infer[FeedbackItem]()
 	p := s.Properties
 	p["request_id"].MinLength, p["request_id"].MaxLength = ptr(1), ptr(MaxRequestIDChars)
-	p["question"].MaxLength = ptr(MaxRequestIDChars)
 	desc := p["outcome"].Description
 	p["outcome"] = &jsonschema.Schema{Description: desc, AnyOf: []*jsonschema.Schema{{Type: "string", MinLength: ptr(1)}, {Type: "boolean"}, {Type: "integer", Minimum: ptr(0.0)}}}
 	s.Required = []string{"request_id", "outcome"}

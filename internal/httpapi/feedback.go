@@ -3,7 +3,6 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
-	"strings"
 
 	"system1/internal/decision"
 	"system1/internal/gateway"
@@ -29,11 +28,7 @@ func (s *Server) handleFeedback(w http.ResponseWriter, r *http.Request) {
 	if e := res.Error; e != nil {
 		switch e.Code {
 		case gateway.FeedbackInvalid:
-			var path []string
-			if e.Param != "" {
-				path = strings.Split(e.Param, ".")
-			}
-			writeJSON(w, http.StatusUnprocessableEntity, systemone.AppendValidationError(nil, []decision.Problem{{Path: path, Msg: e.Message, Type: "value_error"}}))
+			writeInvalid(w, systemone.InBody, decision.Problem{Path: e.Path(), Msg: e.Message, Type: e.Type})
 		case gateway.FeedbackUnknownRequest:
 			writeError(w, http.StatusNotFound, systemone.NotFound, e.Message)
 		default:
