@@ -206,7 +206,7 @@ func watchECE(ctx context.Context, m *metrics.Metrics, dlog *decisionlog.Log, fi
 	defer t.Stop()
 	for {
 		now := time.Now()
-		rep, err := gateway.ReportCalibration(ctx, dlog, fits.Current(), now.Add(-eceWindow), now.Add(time.Second), 0)
+		rep, err := gateway.ReportCalibration(ctx, dlog, fits.Current(), now.Add(-eceWindow), now, 0)
 		if err != nil && ctx.Err() == nil {
 			log.Warn("rolling ECE: reading the decision log failed", "request_id", "-", "err", err)
 		} else {

@@ -97,7 +97,7 @@ func calibrationReport(ctx context.Context, e env, cfgFlag, stateDir string, win
 		}
 	}
 	now := time.Now()
-	rep, err := gateway.ReportCalibration(ctx, l, fits, now.Add(-window), now.Add(time.Second), target)
+	rep, err := gateway.ReportCalibration(ctx, l, fits, now.Add(-window), now, target)
 	if err != nil {
 		return err
 	}

@@ -60,7 +60,8 @@ type ReliabilityBin struct {
 }
 
 // ReportCalibration reports on the log's answers with outcomes from since to
-// until, each bucket tempered by the temperature fits hold for its model
+// until, both included (until is the report's end, usually now: never
+// later than the report was made), each bucket tempered by the temperature fits hold for its model
 // (1 where none does), with a gate suggested at target (0 or less:
 // DefaultTargetError).
 func ReportCalibration(ctx context.Context, log *decisionlog.Log, fits *calibration.Fits, since, until time.Time, target float64) (CalibrationReport, error) {
@@ -93,7 +94,7 @@ func ReportCalibrationWith(ctx context.Context, log *decisionlog.Log, fits *cali
 	if log == nil {
 		return rep, fmt.Errorf("the decision log is off")
 	}
-	entries, err := log.WindowLabelled(ctx, since, until, "")
+	entries, err := log.WindowLabelled(ctx, since, until.Add(time.Nanosecond), "") // the log's until is excluded
 	if err != nil {
 		return rep, err
 	}

@@ -26,7 +26,15 @@ const maxReportWindow = 366 * 24 * time.Hour
 func (s *Server) handleCalibration(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	bad := func(param, msg string) {
-		writeJSON(w, http.StatusUnprocessableEntity, systemone.AppendValidationError(nil, []decision.Problem{{Path: []string{param}, Msg: msg, Type: "value_error"}}))
+		writeInvalid(w, systemone.InQuery, decision.Problem{Path: []string{param}, Msg: msg, Type: "value_error"})
+	}
+	// Which of a parameter given twice would win is nowhere written, so
+	// neither does.
+	for _, name := range []string{"window", "target_error", "max_in_scope_loss"} {
+		if len(q[name]) > 1 {
+			bad(name, name+" is given twice; send it once")
+			return
+		}
 	}
 	window := gateway.DefaultReportWindow
 	if v := q.Get("window"); v != "" {
@@ -61,7 +69,7 @@ func (s *Server) handleCalibration(w http.ResponseWriter, r *http.Request) {
 	}
 	now := time.Now()
 	rep, err := gateway.ReportCalibrationWith(r.Context(), s.opt.DecisionLog, s.fits(), gateway.ReportOptions{
-		Since: now.Add(-window), Until: now.Add(time.Second), TargetError: target, MaxInScopeLoss: maxLoss})
+		Since: now.Add(-window), Until: now, TargetError: target, MaxInScopeLoss: maxLoss})
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, systemone.Unavailable, "reading the decision log: "+err.Error())
 		return
