@@ -180,6 +180,9 @@ func (c *caller) result(start time.Time, o engine.Outcome, abstain string, err e
 	if f := failure(err); f != nil {
 		at.Outcome, at.Detail = f.Kind.String(), f.Error()
 		a.err = f
+		if f.Kind != engine.Canceled { // the caller gave up: not the node's
+			c.n.errors.Add(1)
+		}
 	}
 	a.attempt = at
 	c.r.obs.Attempt(c.n.Name, c.model, at.Outcome, at.Latency)

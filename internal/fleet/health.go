@@ -33,6 +33,7 @@ func (r *Router) failed(n *Node, f *engine.Failure) {
 		if until := now.Add(d); until.After(n.coolUntil) {
 			if !now.Before(n.coolUntil) {
 				r.obs.Cooldown(n.Name)
+				n.cooldowns.Add(1)
 			}
 			n.coolUntil, n.coolReason = until, why
 		}
@@ -57,39 +58,46 @@ func (r *Router) failed(n *Node, f *engine.Failure) {
 }
 
 // Probe checks every node in the background's way: a model list, which
-// carries no user data. A node that fails it is cooled down; one cooled by
-// a failed probe is healthy again as soon as a probe succeeds. Nodes
-// without configured models take the list as their models.
+// carries no user data (see probe).
 func (r *Router) Probe(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, n := range r.nodes {
-		wg.Go(func() {
-			models, err := n.list(ctx)
-			// A node whose models the config lists only has to be alive:
-			// one without a model list (laya-serve has none) answers 404.
-			if f := engine.Classify(err); f != nil && f.Status == http.StatusNotFound && n.claimed != nil {
-				err = nil
-			}
-			n.mu.Lock()
-			if n.claimed == nil {
-				n.discoverErr = err
-				if err == nil {
-					n.discovered = models
-				}
-			}
-			if err == nil && n.probeFailed {
-				n.coolUntil, n.coolReason, n.probeFailed = time.Time{}, "", false
-			}
-			n.mu.Unlock()
-			if f := engine.Classify(err); f != nil && ctx.Err() == nil {
-				r.failed(n, &engine.Failure{Kind: engine.Unavailable, Status: f.Status, Err: fmt.Errorf("health probe: %w", f)})
-				n.mu.Lock()
-				n.probeFailed = true
-				n.mu.Unlock()
-			}
-		})
+		wg.Go(func() { _, _ = r.probe(ctx, n) })
 	}
 	wg.Wait()
+}
+
+// probe lists n's models and records what it found in the node's state,
+// the one every view of the node reads: a node that fails is cooled down,
+// and one cooled by a failed probe is healthy again as soon as a probe
+// succeeds. A node without configured models takes the list as its
+// models. A node whose models the config lists only has to be alive: one
+// without a model list (laya-serve has none) answers 404, and the models
+// returned are the configured ones. A probe the caller gave up on says
+// nothing about the node.
+func (r *Router) probe(ctx context.Context, n *Node) ([]string, error) {
+	models, err := n.list(ctx)
+	if f := failure(err); f != nil && f.Status == http.StatusNotFound && n.claimed != nil {
+		models, err = n.claimed, nil
+	}
+	n.mu.Lock()
+	if n.claimed == nil {
+		n.discoverErr = err
+		if err == nil {
+			n.discovered = models
+		}
+	}
+	if err == nil && n.probeFailed {
+		n.coolUntil, n.coolReason, n.probeFailed = time.Time{}, "", false
+	}
+	n.mu.Unlock()
+	if f := failure(err); f != nil && ctx.Err() == nil {
+		r.failed(n, &engine.Failure{Kind: engine.Unavailable, Status: f.Status, Err: fmt.Errorf("health probe: %w", f)})
+		n.mu.Lock()
+		n.probeFailed = true
+		n.mu.Unlock()
+	}
+	return models, err
 }
 
 // Refresh re-lists the models of nodes that have never listed them, for a
@@ -121,26 +129,52 @@ type Ping struct {
 	Err error
 	// Models is how many it listed.
 	Models int
-	// Healthy is false while the node is cooling down.
+	// Healthy is the node's state after the ping: false while it cools
+	// down, as it does at once when the ping found it down.
 	Healthy bool
+	// CoolReason is why it cools down, when it does.
+	CoolReason string
 }
 
-// Ping asks every node serving model for its model list, concurrently:
-// a call that carries no user data. As for the background probes, a node
-// whose models the config lists is alive when it has no model list (404).
+// Ping probes every node serving model concurrently, as the background
+// probes do (probe): the result is the nodes' state too, so that what a
+// health check reports of a node is what every other view shows.
 func (r *Router) Ping(ctx context.Context, model string) []Ping {
 	nodes := r.Serving(model)
 	out := make([]Ping, len(nodes))
 	var wg sync.WaitGroup
 	for i, n := range nodes {
 		wg.Go(func() {
-			models, err := n.list(ctx)
-			if f := failure(err); f != nil && f.Status == http.StatusNotFound && n.claimed != nil {
-				err, models = nil, n.claimed
-			}
-			out[i] = Ping{Node: n.Name, Err: err, Models: len(models), Healthy: n.State(r.now()).Healthy}
+			models, err := r.probe(ctx, n)
+			s := n.State(r.now())
+			out[i] = Ping{Node: n.Name, Err: err, Models: len(models), Healthy: s.Healthy, CoolReason: s.CoolReason}
 		})
 	}
 	wg.Wait()
 	return out
+}
+
+// Fleet statuses: the nodes' states in one word.
+const (
+	FleetOK       = "ok"       // every node is healthy
+	FleetDegraded = "degraded" // some nodes cool down; the others serve
+	FleetDown     = "down"     // no node is healthy, or there is none
+)
+
+// FleetStatus sums up the nodes' states: FleetOK, FleetDegraded or
+// FleetDown.
+func FleetStatus(states []State) string {
+	healthy := 0
+	for _, s := range states {
+		if s.Healthy {
+			healthy++
+		}
+	}
+	switch {
+	case healthy == 0:
+		return FleetDown
+	case healthy < len(states):
+		return FleetDegraded
+	}
+	return FleetOK
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"system1/internal/config"
@@ -55,6 +56,10 @@ type Node struct {
 	failures    []time.Time              // recent failures, within the window
 	modelCool   map[string]modelCooldown // models resting on a healthy node (see blame)
 	constraint  constraint               // whether the engine holds its constraint (constraint.go)
+
+	// What State counts: failed engine calls, failovers off the node and
+	// cooldowns.
+	errors, failovers, cooldowns atomic.Int64
 }
 
 // NewNode builds a node from its configuration. getenv reads its key.
@@ -171,24 +176,33 @@ func (n *Node) Discover(ctx context.Context) error {
 	return err
 }
 
-// State is a node's health and load as the router sees it.
+// State is a node's health and load as the router sees it: the one view
+// of a node that /health, system1_health, the page and the metrics show.
 type State struct {
-	Name       string    `json:"name"`
-	Dialect    string    `json:"dialect"`
-	Models     []string  `json:"models"`
-	Priority   int       `json:"priority"`
-	Healthy    bool      `json:"healthy"`
+	Name     string   `json:"name"`
+	Dialect  string   `json:"dialect" jsonschema:"llamacpp, ollama, openai or systemone."`
+	Models   []string `json:"models" jsonschema:"The models it serves: those its configuration names, else those it last listed."`
+	Priority int      `json:"priority"`
+	// Healthy is false while the node cools down: after failures, or a
+	// health probe that found it down.
+	Healthy    bool      `json:"healthy" jsonschema:"False while the node cools down after failures, or after a health probe found it down (cool_reason says which)."`
 	InFlight   int       `json:"in_flight"`
 	Queued     int       `json:"queued"`
 	CoolUntil  time.Time `json:"cool_until,omitzero"`
 	CoolReason string    `json:"cool_reason,omitempty"`
-	Error      string    `json:"error,omitempty"` // last discovery error
+	Error      string    `json:"error,omitempty" jsonschema:"Why the node last failed to list its models, for a node whose models are not configured."`
 	// ModelCooldowns are models resting on the node while it serves the
 	// others: a 404 for one model is that model's problem.
 	ModelCooldowns []ModelCooldown `json:"model_cooldowns,omitempty"`
 	// Constraint is whether the node holds its constraint of the first
 	// token to the labels, probed at its first use.
-	Constraint ConstraintState `json:"constraint"`
+	Constraint ConstraintState `json:"constraint" jsonschema:"Whether the node holds its constraint of the first token to the labels, probed once at its first use (no user data is sent) and again when it comes back after being down."`
+	// Errors, Failovers and Cooldowns count since the process started;
+	// the metrics count the same by node (system1_engine_attempts_total,
+	// system1_cooldowns_total) or by model (system1_failovers_total).
+	Errors    int64 `json:"errors" jsonschema:"Engine calls to the node that failed, since the process started (calls the caller gave up on are not counted)."`
+	Failovers int64 `json:"failovers" jsonschema:"Times questions that failed on the node moved on to another node, since the process started."`
+	Cooldowns int64 `json:"cooldowns" jsonschema:"Times the node was cooled down, since the process started."`
 }
 
 // State reports the node's health at now.
@@ -197,8 +211,12 @@ func (n *Node) State(now time.Time) State {
 	inFlight, queued := n.slots.load()
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if models == nil {
+		models = []string{} // none known yet: an empty list, never null
+	}
 	s := State{Name: n.Name, Dialect: n.Dialect, Models: models, Priority: n.Priority,
-		Healthy: !now.Before(n.coolUntil), InFlight: inFlight, Queued: queued}
+		Healthy: !now.Before(n.coolUntil), InFlight: inFlight, Queued: queued,
+		Errors: n.errors.Load(), Failovers: n.failovers.Load(), Cooldowns: n.cooldowns.Load()}
 	if !s.Healthy {
 		s.CoolUntil, s.CoolReason = n.coolUntil, n.coolReason
 	}

@@ -192,6 +192,7 @@ func (r *Router) Decide(ctx context.Context, req decision.Request) (*Result, err
 	pending := allQuestions(len(req.Questions))
 	settled := make([]bool, len(req.Questions)) // answered, or rejected as a bad request
 	tried := false
+	var left *Node // the node the pending questions last failed on
 	for _, n := range r.order(r.withModel(serving, model), req.State) {
 		if ctx.Err() != nil {
 			break
@@ -208,7 +209,10 @@ func (r *Router) Decide(ctx context.Context, req decision.Request) (*Result, err
 		if tried {
 			r.obs.Failover(model)
 		}
-		tried = true
+		if left != nil {
+			left.failovers.Add(1)
+		}
+		tried, left = true, nil
 		var failure *engine.Failure
 		for j, got := range r.answer(ctx, n, model, req, take) {
 			i := take[j]
@@ -225,6 +229,9 @@ func (r *Router) Decide(ctx context.Context, req decision.Request) (*Result, err
 			a.Err = fmt.Errorf("node %s: %w", n.Name, got.err)
 			settled[i] = got.err.Kind == engine.Rejected
 			failure = got.err
+			if !settled[i] {
+				left = n
+			}
 		}
 		// A call the caller gave up on says nothing about the node.
 		if failure != nil && ctx.Err() == nil {

@@ -13,8 +13,8 @@ import (
 
 // Health statuses.
 const (
-	HealthOK       = "ok"       // the primary provider is up
-	HealthDegraded = "degraded" // the primary is down, a fallback is up
+	HealthOK       = "ok"       // the primary provider is up on every node that serves it
+	HealthDegraded = "degraded" // the primary is up on only some of its nodes, or down with a fallback up
 	HealthDown     = "down"     // no provider is up, or the configuration is broken
 	HealthPaused   = "paused"   // turned off with system1 toggle off
 )
@@ -27,7 +27,7 @@ const (
 
 // Health is the gateway's health report (the MCP face's system1_health).
 type Health struct {
-	Status         string   `json:"status" jsonschema:"ok (the primary provider is up), degraded (the primary is down, a fallback is up), down (no provider is up, or the configuration is broken) or paused (turned off by the user)."`
+	Status         string   `json:"status" jsonschema:"ok (the primary provider is up on every node that serves it), degraded (some of the primary's nodes are down and the others answer, or the primary is down and a fallback is up), down (no provider is up, or the configuration is broken) or paused (turned off by the user)."`
 	Summary        string   `json:"summary" jsonschema:"The status in plain words."`
 	GatewayVersion string   `json:"gateway_version"`
 	SchemaVersion  string   `json:"schema_version"`
@@ -36,17 +36,9 @@ type Health struct {
 	Paused         bool     `json:"paused"`
 	StateFile      string   `json:"state_file" jsonschema:"The pause state file, read on every call."`
 	Providers      []Probe  `json:"providers" jsonschema:"One probe per provider of the chain, in order. Probes send no user data."`
-	Nodes          []Node   `json:"nodes" jsonschema:"The fleet's nodes, in configured order: whether each is healthy and holds its constraint."`
-}
-
-// Node is one node of the fleet as health reports it.
-type Node struct {
-	Name    string `json:"name"`
-	Dialect string `json:"dialect" jsonschema:"llamacpp, ollama, openai or systemone."`
-	Healthy bool   `json:"healthy" jsonschema:"False while the node cools down after failures."`
-	// Constraint is whether the node holds the first token to the labels,
-	// probed at its first use.
-	Constraint fleet.ConstraintState `json:"constraint" jsonschema:"Whether the node holds its constraint of the first token to the labels, probed once at its first use (no user data is sent) and again when it comes back after being down."`
+	// Nodes are the fleet's own view of each node, the same GET /health
+	// shows, read after the probes have updated it.
+	Nodes []fleet.State `json:"nodes" jsonschema:"The fleet's nodes, in configured order, after the probes: whether each is healthy (and if not, until when and why), its load, its errors, failovers and cooldowns, and whether it holds its constraint. GET /health shows the same."`
 }
 
 // Probe is one provider's health.
@@ -62,24 +54,26 @@ type Probe struct {
 // Health probes every provider concurrently, each within its timeout.
 func (g *Gateway) Health(ctx context.Context) *Health {
 	h := &Health{GatewayVersion: g.opt.Version, SchemaVersion: SchemaVersion, Config: g.opt.ConfigPath,
-		ConfigErrors: g.ConfigErrors(), StateFile: g.opt.StatePath, Providers: make([]Probe, len(g.links)), Nodes: []Node{}}
+		ConfigErrors: g.ConfigErrors(), StateFile: g.opt.StatePath, Providers: make([]Probe, len(g.links)), Nodes: []fleet.State{}}
 	paused, stateErr := g.paused(g.log)
 	h.Paused = paused
 	var wg sync.WaitGroup
+	down := make([][]string, len(g.links)) // each link's nodes that are down, with why
 	for i, p := range g.links {
 		wg.Go(func() {
 			pctx, cancel := context.WithTimeout(ctx, p.timeout)
 			defer cancel()
 			start := time.Now()
-			ok, detail := p.probe(pctx)
+			ok, detail, d := p.probe(pctx)
 			h.Providers[i] = Probe{Name: p.name, Kind: p.kind, Role: role(i), OK: ok, LatencyMS: since(start), Detail: detail}
+			down[i] = d
 		})
 	}
 	wg.Wait()
 	var ignored []string
 	if g.router != nil {
-		for _, s := range g.router.States() {
-			h.Nodes = append(h.Nodes, Node{Name: s.Name, Dialect: s.Dialect, Healthy: s.Healthy, Constraint: s.Constraint})
+		h.Nodes = g.router.States()
+		for _, s := range h.Nodes {
 			if s.Constraint.State == fleet.ConstraintFailed {
 				ignored = append(ignored, fmt.Sprintf("%s (%s)", s.Name, s.Constraint.Method))
 			}
@@ -109,6 +103,9 @@ func (g *Gateway) Health(ctx context.Context) *Health {
 	case len(up) == 0:
 		h.Status = HealthDown
 		h.Summary = "No provider is up; " + w.decide() + " will answer with an error until one is."
+	case h.Providers[0].OK && len(down[0]) > 0:
+		h.Status = HealthDegraded
+		h.Summary = fmt.Sprintf("The primary provider %s is up, but not on every node (down: %s); the others answer for it.", h.Providers[0].Name, strings.Join(down[0], ", "))
 	case h.Providers[0].OK:
 		h.Status = HealthOK
 		h.Summary = fmt.Sprintf("The primary provider %s is up.", h.Providers[0].Name)

@@ -102,8 +102,9 @@ func classify(ctx context.Context, err error, tries []string) *failure {
 }
 
 // probe lists the models of the nodes that serve the link's model: no
-// user data is sent.
-func (l *link) probe(ctx context.Context) (bool, string) {
+// user data is sent. ok is whether any of them answers; down names those
+// that do not, or cool down, each with why, as their state says it.
+func (l *link) probe(ctx context.Context) (ok bool, detail string, down []string) {
 	l.fleet.Refresh(ctx)
 	pings := l.fleet.Ping(ctx, l.model)
 	if len(pings) == 0 {
@@ -117,25 +118,26 @@ func (l *link) probe(ctx context.Context) (bool, string) {
 			names = append(names, d)
 		}
 		if len(names) == 0 {
-			return false, fmt.Sprintf("no nodes are configured, so nothing serves model %q", l.model)
+			return false, fmt.Sprintf("no nodes are configured, so nothing serves model %q", l.model), nil
 		}
-		return false, fmt.Sprintf("no configured node serves model %q; nodes: %s", l.model, strings.Join(names, ", "))
+		return false, fmt.Sprintf("no configured node serves model %q; nodes: %s", l.model, strings.Join(names, ", ")), nil
 	}
-	ok := false
 	results := make([]string, len(pings))
 	for i, p := range pings {
 		switch {
 		case p.Err != nil:
 			results[i] = fmt.Sprintf("node %s: %v", p.Node, p.Err)
+			down = append(down, fmt.Sprintf("node %s (%v)", p.Node, p.Err))
 		case !p.Healthy:
 			results[i] = fmt.Sprintf("node %s: answers, but is cooling down after failures", p.Node)
+			down = append(down, fmt.Sprintf("node %s (cooling down: %s)", p.Node, p.CoolReason))
 			ok = true
 		default:
 			results[i] = fmt.Sprintf("node %s: up (%d models listed)", p.Node, p.Models)
 			ok = true
 		}
 	}
-	return ok, strings.Join(results, "; ")
+	return ok, strings.Join(results, "; "), down
 }
 
 // info describes the link for capabilities.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"system1/internal/fleet"
 	"system1/internal/redact"
 	"system1/internal/systemone"
 )
@@ -25,17 +26,21 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleHealth answers GET /health: {"status":"ok"} while the process
-// serves, with each node's state. With auth on, the nodes (names, models,
-// cooldown reasons) are shown only to a caller with a key: anyone else
-// gets the status alone. A wrong key here counts against the address's
-// allowance like anywhere else, so that the detail cannot be used to test
-// guesses.
+// serves, with each node's state (the fleet's one view of it, the same
+// system1_health lists) and nodes_status, the fleet's status in a word.
+// With auth on, the nodes (names, models, cooldown reasons) are shown only
+// to a caller with a key: anyone else gets the status alone. A wrong key
+// here counts against the address's allowance like anywhere else, so that
+// the detail cannot be used to test guesses.
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	body := struct {
 		Status  string `json:"status"`
 		Version string `json:"version,omitempty"`
 		Auth    bool   `json:"auth"`
-		Nodes   any    `json:"nodes,omitempty"`
+		// NodesStatus is fleet.FleetStatus of the nodes: ok, degraded or
+		// down.
+		NodesStatus string        `json:"nodes_status,omitempty"`
+		Nodes       []fleet.State `json:"nodes,omitempty"`
 		// Paused is the decide gateway's pause switch, with what is wrong
 		// when its state file is unreadable (which reads as paused).
 		Paused       *bool  `json:"paused,omitempty"`
@@ -57,7 +62,7 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 				states[i].ModelCooldowns[j].Reason = redact.Text(states[i].ModelCooldowns[j].Reason)
 			}
 		}
-		body.Nodes = states
+		body.Nodes, body.NodesStatus = states, fleet.FleetStatus(states)
 		if s.opt.Decide != nil {
 			paused, problem := s.opt.Decide.Paused()
 			body.Paused, body.PauseProblem = &paused, redact.Text(problem)

@@ -39,8 +39,8 @@ const decideDescription = `Ask System 1, a fast calibrated decision model, for o
 	`"none_option": true adds an implicit "none of these" option for when none of yours may fit; "label_mass" (when not null) is how much the model saw its answer among the options at all. ` +
 	`"min_confidence" (0 to 1) raises or lowers the bar for deciding.`
 
-const healthDescription = `Check whether System 1 is usable: status ok, degraded (the primary provider is down and a fallback answers), down, or paused (the user turned it off with /system1:toggle off), ` +
-	`with a probe of each provider (no user data is sent), each node's state and whether it holds its constraint of the answer to the option labels, and any configuration errors.`
+const healthDescription = `Check whether System 1 is usable: status ok, degraded (some of the primary provider's nodes are down and the others answer, or the primary is down and a fallback answers), down, or paused (the user turned it off with /system1:toggle off), ` +
+	`with a probe of each provider (no user data is sent), each node's state (healthy or cooling down and why, its errors, failovers and cooldowns, and whether it holds its constraint of the answer to the option labels), and any configuration errors.`
 
 const capabilitiesDescription = `Describe System 1: the provider chain and what each provider takes (max_options), the confidence threshold, timeouts, calibration fits, ` +
 	`and the full JSON Schemas of system1_decide's request and response.`
