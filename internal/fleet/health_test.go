@@ -18,14 +18,7 @@ import (
 // found up again ends the cooldown its probe began.
 func TestPingIsTheNodesState(t *testing.T) {
 	var down atomic.Bool
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if down.Load() {
-			http.Error(w, "down", http.StatusServiceUnavailable)
-			return
-		}
-		w.Write([]byte(`{"models":[{"name":"m","description":"","release_date":"2026-01-01"}]}`))
-	}))
-	defer srv.Close()
+	srv := modelList(t, &down)
 	n, err := NewNode(config.Node{Name: "n", URL: srv.URL, Dialect: "systemone", Models: []string{"m"}}, func(string) string { return "" }, http.DefaultClient)
 	if err != nil {
 		t.Fatal(err)
@@ -83,4 +76,19 @@ func TestNodeCounts(t *testing.T) {
 	if got := [3]int64{st[1].Errors, st[1].Failovers, st[1].Cooldowns}; got != [3]int64{} {
 		t.Errorf("the node that answered: %v", got)
 	}
+}
+
+// modelList is a System One endpoint listing the model m, or answering
+// 503 while down is set.
+func modelList(t *testing.T, down *atomic.Bool) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte(`{"models":[{"name":"m","description":"","release_date":"2026-01-01"}]}`))
+	}))
+	t.Cleanup(srv.Close)
+	return srv
 }

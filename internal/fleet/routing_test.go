@@ -200,14 +200,7 @@ func TestSystemOneUpstream(t *testing.T) {
 
 func TestProbeCoolsAndRecovers(t *testing.T) {
 	var down atomic.Bool
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if down.Load() {
-			http.Error(w, "down", http.StatusServiceUnavailable)
-			return
-		}
-		w.Write([]byte(`{"models":[{"name":"m","description":"","release_date":"2026-01-01"}]}`))
-	}))
-	defer srv.Close()
+	srv := modelList(t, &down)
 	n, err := NewNode(config.Node{Name: "up", URL: srv.URL, Dialect: "systemone"}, func(string) string { return "" }, http.DefaultClient)
 	if err != nil {
 		t.Fatal(err)

@@ -281,6 +281,14 @@ if (r.status !== 200) { console.error("status", r.status); process.exit(1); }`
 // real gateway over the same router, its chain one engine provider.
 func serveBoth(t *testing.T, maxBody int64, nodes ...node) *system1 {
 	t.Helper()
+	s, _ := serveGateway(t, maxBody, nodes...)
+	return s
+}
+
+// serveGateway is serveBoth, returning the gateway too, whose Health is
+// system1_health.
+func serveGateway(t *testing.T, maxBody int64, nodes ...node) (*system1, *gateway.Gateway) {
+	t.Helper()
 	var fns []*fleet.Node
 	for _, n := range nodes {
 		fn, err := fleet.NewNode(n.cfg, func(string) string { return "" }, nil)
@@ -295,15 +303,16 @@ func serveBoth(t *testing.T, maxBody int64, nodes ...node) *system1 {
 	if err != nil {
 		t.Fatal(err)
 	}
+	g := gateway.New(gateway.Options{Config: cfg, Router: router})
 	api := httpapi.New(httpapi.Options{
 		Router:       router,
 		Rounding:     2,
 		MaxBodyBytes: maxBody,
-		Decide:       gateway.New(gateway.Options{Config: cfg, Router: router}),
+		Decide:       g,
 	})
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
-	return &system1{URL: srv.URL, client: &http.Client{Transport: checker{t: t, base: http.DefaultTransport}}}
+	return &system1{URL: srv.URL, client: &http.Client{Transport: checker{t: t, base: http.DefaultTransport}}}, g
 }
 
 func gzipped(t testing.TB, s string) string {

@@ -3,7 +3,6 @@ package httpapi_test
 import (
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -11,7 +10,6 @@ import (
 	"system1/internal/fakeengine"
 	"system1/internal/fleet"
 	"system1/internal/gateway"
-	"system1/internal/httpapi"
 )
 
 // /health and system1_health show one view of each node, the fleet's:
@@ -22,7 +20,7 @@ func TestHealthIsOneViewOfTheNodes(t *testing.T) {
 	a := startNode(t, "a", fakeengine.LlamaCpp, fakeengine.Behavior{}, fallback)
 	b := startNode(t, "b", fakeengine.LlamaCpp, fakeengine.Behavior{}, fallback)
 	c := startNode(t, "c", fakeengine.LlamaCpp, fakeengine.Behavior{}, func(n *config.Node) { n.URL = fakeengine.Down(t) })
-	s, g := serveGateway(t, a, b, c)
+	s, g := serveGateway(t, 0, a, b, c)
 	if r := s.ask(t, colour("x,y")); r.status != http.StatusOK {
 		t.Fatal(r)
 	}
@@ -66,27 +64,4 @@ func TestHealthIsOneViewOfTheNodes(t *testing.T) {
 			t.Errorf("system1_health's node %+v; /health's %+v", n, h)
 		}
 	}
-}
-
-// serveGateway runs the HTTP face with POST /v1/decide over nodes, and
-// returns the gateway too, whose Health is system1_health.
-func serveGateway(t *testing.T, nodes ...node) (*system1, *gateway.Gateway) {
-	t.Helper()
-	var fns []*fleet.Node
-	for _, n := range nodes {
-		fn, err := fleet.NewNode(n.cfg, func(string) string { return "" }, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fns = append(fns, fn)
-	}
-	router := fleet.NewRouter(fns, nil, testPolicy, nil)
-	cfg, err := config.Parse([]byte("gateway:\n  chain:\n    - {name: local, model: fake}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := gateway.New(gateway.Options{Config: cfg, Router: router})
-	srv := httptest.NewServer(httpapi.New(httpapi.Options{Router: router, Rounding: 2, Decide: g}))
-	t.Cleanup(srv.Close)
-	return &system1{URL: srv.URL, client: &http.Client{Transport: checker{t: t, base: http.DefaultTransport}}}, g
 }

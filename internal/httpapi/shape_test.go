@@ -11,24 +11,11 @@ import (
 	"system1/internal/fakeengine"
 )
 
-// invalid is a 422 body of /v1: the error's param and the detail list.
-type invalid struct {
-	Error struct {
-		Type  string  `json:"type"`
-		Param *string `json:"param"`
-	} `json:"error"`
-	Detail []struct {
-		Loc  []string `json:"loc"`
-		Msg  string   `json:"msg"`
-		Type string   `json:"type"`
-	} `json:"detail"`
-}
-
 // want422 checks that r is /v1's 422, its param naming param and its one
 // problem at loc.
-func want422(t *testing.T, r reply, param string, loc ...string) invalid {
+func want422(t *testing.T, r reply, param string, loc ...string) validationError {
 	t.Helper()
-	var e invalid
+	var e validationError
 	if r.status != http.StatusUnprocessableEntity || json.Unmarshal(r.body, &e) != nil || e.Error.Type != "invalid_request_error" || len(e.Detail) != 1 {
 		t.Fatalf("not /v1's 422 shape: %s", r)
 	}
