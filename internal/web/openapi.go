@@ -249,6 +249,7 @@ func health() *jsonschema.Schema {
 		Required: []string{"status"},
 		Properties: map[string]*jsonschema.Schema{
 			"status":        {Type: "string", Enum: []any{"ok"}, Description: "ok while the process serves."},
+			"nodes_status":  {Type: "string", Enum: []any{fleet.FleetOK, fleet.FleetDegraded, fleet.FleetDown}, Description: "The nodes' states in one word: ok (every node healthy), degraded (some cool down, the others serve) or down (none healthy, or none configured). With nodes only."},
 			"version":       {Type: "string"},
 			"auth":          {Type: "boolean", Description: "Whether the /v1 routes need a key."},
 			"nodes":         {Type: "array", Items: node},

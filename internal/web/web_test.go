@@ -29,7 +29,7 @@ func TestRoutes(t *testing.T) {
 		{"GET", "/ui/", 404, "application/json", `{"detail":"Not Found"}`},
 		{"GET", "/index.html", 404, "application/json", `{"detail":"Not Found"}`},
 		{"GET", "/v2/anything", 404, "application/json", `{"detail":"Not Found"}`},
-		{"POST", "/", 404, "application/json", `{"detail":"Not Found"}`},
+		{"POST", "/", 405, "application/json", `{"detail":"Method Not Allowed"}`},
 		{"GET", "/docs/x", 404, "application/json", `{"detail":"Not Found"}`},
 	} {
 		t.Run(tc.method+" "+tc.path, func(t *testing.T) {

@@ -14,14 +14,17 @@ let previous = null; // the last scrape: {at, requests: Map}
 
 function ms(seconds) { return Number.isFinite(seconds) ? (seconds * 1000).toFixed(1) : '—'; }
 
-// overall is the server's status as the badge shows it: /health's own,
-// except that a server saying ok while any node it lists is cooling down
-// is shown degraded, never a green ok over a node that is down.
+// overall is the server's status as the badge shows it: the fleet's
+// (/health's nodes_status: ok, degraded or down) where /health gives it,
+// else /health's own status, shown degraded while any node it lists is
+// cooling down: never a green ok over a node that is down.
 function overall(j) {
   const list = Array.isArray(j.nodes) ? j.nodes : [];
   const down = list.filter((n) => n.healthy === false).length;
-  if (j.status === 'ok' && down) return { status: 'degraded', why: `${down} of ${list.length} nodes cooling down; /health says ok` };
-  return { status: j.status, why: down ? `${down} of ${list.length} nodes cooling down` : '' };
+  const why = down ? `${down} of ${list.length} nodes cooling down` : '';
+  if (j.nodes_status) return { status: j.nodes_status, why };
+  if (j.status === 'ok' && down) return { status: 'degraded', why: `${why}; /health says ok` };
+  return { status: j.status, why };
 }
 
 function serverFacts(health) {
