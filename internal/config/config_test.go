@@ -9,7 +9,8 @@ import (
 	"time"
 )
 
-// full is the README's example configuration: every key, every section.
+// full is a configuration with every section, the chain in the old
+// providers: form (docs/configuration.md has the example with every key).
 const full = `listen: 127.0.0.1:3000
 tls: {listen: 127.0.0.1:3443, cert: cert.pem, key: key.pem}
 keys: [k1, k2]
@@ -67,7 +68,7 @@ func TestParseReadsEveryField(t *testing.T) {
 		t.Fatal(err)
 	}
 	if errs := c.Check(); len(errs) > 0 {
-		t.Fatalf("the README's configuration fails Check: %v", errs)
+		t.Fatalf("the full configuration fails Check: %v", errs)
 	}
 	two, f := 2, false
 	threshold := 0.6
