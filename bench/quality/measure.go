@@ -1,0 +1,387 @@
+package main
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"system1/internal/calibration"
+)
+
+// slackLevel is the probability with which the empirical coverage of a
+// later part may fall below the requested level minus the slack.
+const slackLevel = 0.05
+
+// row is one set of distributions measured on the later parts.
+type row struct {
+	calibration.Metrics
+	// Gates are each loop's confidence gate (nil where none was
+	// suggested), GateFrom where they came from ("server": GET
+	// /v1/calibration after the refit; "first part":
+	// calibration.SuggestGate on the first part); Selective is how the
+	// later parts fared at or above their loop's gate.
+	Gates     []*float64            `json:"gates"`
+	GateFrom  string                `json:"gate_from"`
+	Selective calibration.Selective `json:"selective_at_gate"`
+	// Sets are the split conformal sets each loop fitted on its first
+	// part, measured on its later part, pooled, per method and coverage.
+	Sets []conformal `json:"sets"`
+}
+
+// conformal is one method and coverage of prediction sets over the loops.
+type conformal struct {
+	Method   string  `json:"method"`
+	Coverage float64 `json:"coverage"`
+	// Thresholds are each loop's.
+	Thresholds []float64               `json:"thresholds"`
+	Later      calibration.SetCoverage `json:"later"`
+	// Err is why a loop fitted no rule (too few cases), else empty.
+	Err string `json:"error,omitempty"`
+}
+
+// fold is one loop's labelled cases, with its gate.
+type fold struct {
+	first, later []calibration.Prediction
+	gate         *float64
+}
+
+// measureRow measures the later parts of folds together, each at its
+// gate and with prediction sets fitted on its first part.
+func measureRow(folds []fold, from string) row {
+	var later []calibration.Prediction
+	var sel []selCount
+	r := row{GateFrom: from}
+	for _, f := range folds {
+		later = append(later, f.later...)
+		r.Gates = append(r.Gates, f.gate)
+		sel = append(sel, selective(f.later, f.gate))
+	}
+	r.Metrics = calibration.Measure(later)
+	r.Bins = nil // the JSON keeps the numbers of the table, not the diagram
+	r.Selective = poolSelective(sel)
+	for _, method := range []string{calibration.ConformalLAC, calibration.ConformalAPS} {
+		for _, c := range coverages {
+			s := conformal{Method: method, Coverage: c}
+			var covs []calibration.SetCoverage
+			for _, f := range folds {
+				rule, err := calibration.FitConformal(f.first, method, c)
+				if err != nil {
+					s.Err = err.Error()
+					break
+				}
+				s.Thresholds = append(s.Thresholds, rule.Threshold)
+				covs = append(covs, rule.Evaluate(f.later))
+			}
+			if s.Err == "" {
+				s.Later = poolCoverage(covs)
+			}
+			r.Sets = append(r.Sets, s)
+		}
+	}
+	return r
+}
+
+// selCount counts the answers at or above a gate, and those right, of
+// total answers.
+type selCount struct{ above, right, total int }
+
+// selective counts the cases whose confidence reaches the gate (within
+// 1e-9, as in package calibration); a nil gate lets none through.
+func selective(preds []calibration.Prediction, gate *float64) selCount {
+	var s selCount
+	for _, p := range preds {
+		if p.Check() != nil {
+			continue
+		}
+		s.total++
+		if gate != nil && p.Confidence() >= *gate-1e-9 {
+			s.above++
+			if p.Correct() {
+				s.right++
+			}
+		}
+	}
+	return s
+}
+
+// poolSelective adds the loops' counts up into the accuracy and coverage
+// of the answers let through; the threshold is left 0, since each loop
+// has its own.
+func poolSelective(ss []selCount) calibration.Selective {
+	var sum selCount
+	for _, s := range ss {
+		sum.above, sum.right, sum.total = sum.above+s.above, sum.right+s.right, sum.total+s.total
+	}
+	out := calibration.Selective{N: sum.above}
+	if sum.total > 0 {
+		out.Coverage = float64(sum.above) / float64(sum.total)
+	}
+	if sum.above > 0 {
+		acc := float64(sum.right) / float64(sum.above)
+		out.Accuracy = &acc
+	}
+	return out
+}
+
+// poolCoverage adds the loops' set coverages up.
+func poolCoverage(cs []calibration.SetCoverage) calibration.SetCoverage {
+	var out calibration.SetCoverage
+	var size float64
+	for _, c := range cs {
+		out.N += c.N
+		out.Covered += c.Covered
+		out.Empty += c.Empty
+		out.Singletons += c.Singletons
+		size += c.MeanSize * float64(c.N)
+	}
+	if out.N > 0 {
+		out.Coverage = float64(out.Covered) / float64(out.N)
+		out.MeanSize = size / float64(out.N)
+	}
+	return out
+}
+
+// bounds are what the simulated model allows on the later part, whatever
+// the loop does.
+type bounds struct {
+	// OracleT is the later part tempered by the temperature fitted
+	// (least NLL) on the later part itself; OracleVector likewise with
+	// vector scaling: in-sample, so better than any fit made on other
+	// cases can expect.
+	OracleT      float64                `json:"oracle_temperature"`
+	OracleTRow   calibration.Metrics    `json:"oracle_temperature_metrics"`
+	OracleVector calibration.Calibrator `json:"oracle_vector"`
+	OracleVecRow calibration.Metrics    `json:"oracle_vector_metrics"`
+	// BestECET is the temperature of least ECE on the later part, among
+	// bestECEGrid over FitTemperature's range, and BestECE that ECE.
+	BestECET float64 `json:"best_ece_temperature"`
+	BestECE  float64 `json:"best_ece"`
+	// FloorMean and FloorP95 are the ECE a perfectly calibrated model
+	// shows on as many answers at the first run's calibrated
+	// confidences: outcomes drawn right with probability the
+	// confidence, floorDraws times.
+	FloorMean float64 `json:"ece_floor_mean"`
+	FloorP95  float64 `json:"ece_floor_p95"`
+}
+
+// bestECEGrid is how many temperatures BestECE is the least over.
+const bestECEGrid = 301
+
+// floorDraws is how many outcome draws the ECE floor is averaged over.
+const floorDraws = 400
+
+// measureBounds measures the bounds on r's raw later parts, and the ECE
+// floor at their confidences as r's loops calibrated them.
+func measureBounds(r run, seed uint64) bounds {
+	var b bounds
+	laterRaw := r.laterRaw()
+	if t, err := calibration.FitTemperature(laterRaw); err == nil {
+		b.OracleT, b.OracleTRow = t, calibration.Measure(calibration.Temper(laterRaw, t))
+		b.OracleTRow.Bins = nil
+	}
+	if c, err := calibration.FitVector(laterRaw); err == nil {
+		b.OracleVector, b.OracleVecRow = c, calibration.Measure(calibration.Calibrate(laterRaw, c))
+		b.OracleVecRow.Bins = nil
+	}
+	b.BestECE = math.Inf(1)
+	lo, hi := math.Log(calibration.MinTemperature), math.Log(calibration.MaxTemperature)
+	for i := range bestECEGrid { // FitTemperature's range, log-spaced
+		t := math.Exp(lo + (hi-lo)*float64(i)/(bestECEGrid-1))
+		if e := calibration.Measure(calibration.Temper(laterRaw, t)).ECE; e < b.BestECE {
+			b.BestECE, b.BestECET = e, t
+		}
+	}
+	var conf []float64
+	for _, l := range r.Folds {
+		cal := predictions(l.later, rawDist)
+		if l.Fit != nil {
+			cal = calibration.Calibrate(cal, l.Fit.Calibrator())
+		}
+		for _, p := range cal {
+			if p.Check() == nil {
+				conf = append(conf, p.Confidence())
+			}
+		}
+	}
+	b.FloorMean, b.FloorP95 = eceFloor(conf, floorDraws, seed)
+	return b
+}
+
+// eceFloor is the ECE (calibration.NumBins bins) of answers whose
+// confidences are conf and which are right with exactly that
+// probability: its mean and 95th percentile over draws draws of the
+// outcomes. It is what sampling alone adds to the ECE of a perfectly
+// calibrated model on that many answers.
+func eceFloor(conf []float64, draws int, seed uint64) (mean, p95 float64) {
+	if len(conf) == 0 || draws <= 0 {
+		return 0, 0
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+	eces := make([]float64, draws)
+	count := make([]int, calibration.NumBins)
+	right := make([]int, calibration.NumBins)
+	sum := make([]float64, calibration.NumBins)
+	for d := range eces {
+		clear(count)
+		clear(right)
+		clear(sum)
+		for _, c := range conf {
+			b := min(int(math.Floor(c*calibration.NumBins+1e-9)), calibration.NumBins-1)
+			count[b]++
+			sum[b] += c
+			if rng.Float64() < c {
+				right[b]++
+			}
+		}
+		var e float64
+		for b := range count {
+			if count[b] > 0 {
+				e += math.Abs(float64(right[b]) - sum[b])
+			}
+		}
+		eces[d] = e / float64(len(conf))
+		mean += eces[d]
+	}
+	slices.Sort(eces)
+	return mean / float64(draws), eces[int(math.Ceil(0.95*float64(draws)))-1]
+}
+
+// coverageSlack is the finite-sample slack of split conformal coverage:
+// with n calibration cases and m test cases, exchangeable and with
+// distinct scores, the share of the m sets that cover is at least
+// coverage - slack with probability at least 1 - level. Given the
+// calibration cases the coverage of a new set is Beta(k, n+1-k)
+// distributed, k = ceil((n+1) coverage) (Vovk 2012; Angelopoulos and
+// Bates 2021, section 3.2), so the number of the m sets that cover is
+// beta-binomial(m, k, n+1-k); the slack is coverage less its level-
+// quantile over m. Ties among scores (two-decimal answers) only raise the
+// coverage. Too few cases for the coverage gives 0.
+func coverageSlack(n, m int, coverage, level float64) float64 {
+	k := int(math.Ceil(float64(n+1)*coverage - 1e-9))
+	if n < 1 || m < 1 || k > n {
+		return 0
+	}
+	q, err := betaBinomialQuantile(m, float64(k), float64(n+1-k), level)
+	if err != nil {
+		return 0
+	}
+	return coverage - float64(q)/float64(m)
+}
+
+// betaBinomialQuantile is the least x in 0..m with P(X <= x) >= p for X
+// beta-binomial(m, a, b).
+func betaBinomialQuantile(m int, a, b, p float64) (int, error) {
+	if m < 0 || !(a > 0) || !(b > 0) {
+		return 0, errors.New("beta-binomial: bad parameters")
+	}
+	lbeta := func(x, y float64) float64 {
+		lx, _ := math.Lgamma(x)
+		ly, _ := math.Lgamma(y)
+		lxy, _ := math.Lgamma(x + y)
+		return lx + ly - lxy
+	}
+	lchoose := func(n, k int) float64 {
+		ln, _ := math.Lgamma(float64(n + 1))
+		lk, _ := math.Lgamma(float64(k + 1))
+		lnk, _ := math.Lgamma(float64(n - k + 1))
+		return ln - lk - lnk
+	}
+	base := lbeta(a, b)
+	var cum float64
+	for x := 0; x <= m; x++ {
+		cum += math.Exp(lchoose(m, x) + lbeta(float64(x)+a, float64(m-x)+b) - base)
+		if cum >= p {
+			return x, nil
+		}
+	}
+	return m, nil
+}
+
+// slackDraws is how many draws the simulated slack is taken over.
+const slackDraws = 4000
+
+// setSlack is the slack of the pooled conformal coverage at coverage for
+// loops whose first and later parts have these sizes: coverageSlack's
+// for one loop; for folds >= 2, whose parts are folds of one traffic
+// (each later part one fold, its first part the others), poolSlack's.
+func setSlack(first, later []int, folds int, coverage float64, seed uint64) float64 {
+	if folds <= 1 || len(later) < 2 {
+		return coverageSlack(first[0], later[0], coverage, slackLevel)
+	}
+	var runs []simRun
+	n := 0
+	for _, m := range later {
+		n += m
+	}
+	at := 0
+	for _, m := range later {
+		var r simRun
+		for i := range n {
+			if i >= at && i < at+m {
+				r.later = append(r.later, i)
+			} else {
+				r.first = append(r.first, i)
+			}
+		}
+		runs = append(runs, r)
+		at += m
+	}
+	return poolSlack(n, runs, []float64{coverage}, slackLevel, slackDraws, seed)[0]
+}
+
+// simRun is one loop of a simulated pool: the indices of its first
+// (calibration) and later (test) cases among all of them.
+type simRun struct{ first, later []int }
+
+// poolSlack is the slack of the pooled coverage of split conformal sets
+// over runs, at each coverage, by simulation: the coverage of such sets
+// depends on the cases only through the ranks of their scores, which for
+// exchangeable cases with distinct scores are a uniformly random
+// permutation. Each of draws draws one, fits each run's threshold on its
+// first cases (the ceil((n+1) coverage)-th smallest score) and counts its
+// later cases at or under it; the slack is coverage less the level-
+// quantile of the pooled share covered. Ties (two-decimal answers) only
+// raise the coverage.
+func poolSlack(n int, runs []simRun, covs []float64, level float64, draws int, seed uint64) []float64 {
+	rng := rand.New(rand.NewPCG(seed, 0x51ac))
+	total := 0
+	for _, r := range runs {
+		total += len(r.later)
+	}
+	covered := make([][]int, len(covs))
+	for i := range covered {
+		covered[i] = make([]int, draws)
+	}
+	var scores []int
+	for d := range draws {
+		rank := rng.Perm(n)
+		for _, r := range runs {
+			scores = scores[:0]
+			for _, i := range r.first {
+				scores = append(scores, rank[i])
+			}
+			slices.Sort(scores)
+			for ci, c := range covs {
+				k := int(math.Ceil(float64(len(scores)+1)*c - 1e-9))
+				if k > len(scores) {
+					covered[ci][d] += len(r.later) // only the set of every option covers
+					continue
+				}
+				t := scores[k-1]
+				for _, i := range r.later {
+					if rank[i] <= t {
+						covered[ci][d]++
+					}
+				}
+			}
+		}
+	}
+	out := make([]float64, len(covs))
+	for ci, c := range covs {
+		slices.Sort(covered[ci])
+		q := covered[ci][max(int(math.Ceil(level*float64(draws)))-1, 0)]
+		out[ci] = c - float64(q)/float64(total)
+	}
+	return out
+}

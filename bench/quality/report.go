@@ -1,0 +1,286 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"system1/internal/calibration"
+)
+
+// report is the whole benchmark's results.
+type report struct {
+	Date     time.Time   `json:"date"`
+	Load     string      `json:"load_average"`
+	CPUs     int         `json:"cpus"`
+	Wall     string      `json:"wall"`
+	Command  string      `json:"command"`
+	Options  options     `json:"options"`
+	Binaries []binary    `json:"binaries"`
+	Sets     []setResult `json:"sets"`
+}
+
+// verdict is how a run fares against the issue's asks on the later part.
+type verdict struct {
+	// ECE is whether the calibrated ECE is at most ECETarget, and
+	// Attainable whether an oracle fit on the later part itself reaches
+	// it: where it does not, the model, not the loop, is the limit.
+	ECE, Attainable bool
+	// NotWorse is whether the calibrated ECE is at most the raw one.
+	NotWorse bool
+	// Sets is whether every calibrated prediction set rule covered at
+	// least its level less the slack; Missed lists those that did not.
+	Sets   bool
+	Missed []string
+}
+
+func (s setResult) verdict(r run) verdict {
+	v := verdict{
+		ECE:        r.Calibrated.ECE <= ECETarget,
+		Attainable: math.Min(s.Bounds.OracleTRow.ECE, s.Bounds.OracleVecRow.ECE) <= ECETarget,
+		NotWorse:   r.Calibrated.ECE <= r.Raw.ECE,
+		Sets:       true,
+	}
+	for _, c := range r.Calibrated.Sets {
+		if c.Err != "" || c.Later.Coverage < c.Coverage-s.slack(c.Coverage) {
+			v.Sets = false
+			v.Missed = append(v.Missed, fmt.Sprintf("%s %.2f", strings.ToUpper(c.Method), c.Coverage))
+		}
+	}
+	return v
+}
+
+// slack is the set's slack at coverage c.
+func (s setResult) slack(c float64) float64 {
+	for i, x := range coverages {
+		if x == c && i < len(s.Slack) {
+			return s.Slack[i]
+		}
+	}
+	return 0
+}
+
+// markdown writes the report: a summary, then a table per set.
+func (r report) markdown() string {
+	var b strings.Builder
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	o := r.Options
+	p("Run %s UTC, load average %s on %d CPUs, %s in all.\n\n", r.Date.Format("2006-01-02 15:04"), r.Load, r.CPUs, r.Wall)
+	p("    %s\n\n", r.Command)
+	var bins []string
+	for _, x := range r.Binaries {
+		bins = append(bins, fmt.Sprintf("`%s` (%s)", x.Label, x.Path))
+	}
+	split := fmt.Sprintf("dealt into %d folds (seed %d): each fold is the later part of one loop, on a fresh server, whose first part is the other folds", o.Folds, o.Seed)
+	if o.Folds == 1 {
+		split = fmt.Sprintf("split %g first, the rest later (seed %d), in one loop", o.First, o.Seed)
+	}
+	p("Binaries: %s. Simulated model served at temperature %g with %g nats toward the first option. Of each set's cases %g are traffic "+
+		"(the rest trains the model), %s. Server: calibration apply, refit_every %s, min_outcomes %s, "+
+		"holdout %s, target_error %g, rounding %d; the first part sent one request at a time, the later part %d at a time.\n\n",
+		strings.Join(bins, ", "), o.Model.Temperature, o.Model.FirstBias, o.Traffic, split, o.RefitEvery,
+		orDefault(o.MinOutcomes, "the first part's size"), orDefaultF(o.Holdout, "the default (0.2)"), o.TargetError, o.Rounding, o.Concurrency)
+	if o.Limit > 0 {
+		p("Only the first %d cases of each file were read (-limit).\n\n", o.Limit)
+	}
+
+	p("| set | binary | later n | accuracy raw → calibrated | raw ECE | calibrated ECE | oracle ECE (T / vector) | ECE floor of n (mean / p95) | ECE ≤ %.2f | ≤ raw | sets ≥ level − slack |\n", ECETarget)
+	p("|---|---|--:|--:|--:|--:|--:|--:|:-:|:-:|:-:|\n")
+	for _, s := range r.Sets {
+		for _, run := range s.Runs {
+			v := s.verdict(run)
+			ece := yes(v.ECE)
+			if !v.ECE && !v.Attainable {
+				ece = "no (model: oracle > " + fmt.Sprintf("%.2f", ECETarget) + ")"
+			}
+			sets := yes(v.Sets)
+			if !v.Sets {
+				sets = "no: " + strings.Join(v.Missed, ", ")
+			}
+			p("| %s | %s | %d | %.4f → %.4f | %.4f | %.4f | %.4f / %.4f | %.4f / %.4f | %s | %s | %s |\n", s.Set, run.Label, s.measured(),
+				run.Raw.Accuracy, run.Calibrated.Accuracy, run.Raw.ECE, run.Calibrated.ECE,
+				s.Bounds.OracleTRow.ECE, s.Bounds.OracleVecRow.ECE, s.Bounds.FloorMean, s.Bounds.FloorP95, ece, yes(v.NotWorse), sets)
+		}
+	}
+	p("\n")
+	for _, s := range r.Sets {
+		s.markdown(&b, r)
+	}
+	return b.String()
+}
+
+func (s setResult) markdown(b *strings.Builder, r report) {
+	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	p("### %s\n\n", s.Set)
+	p("`%s`: %s over %d options (bucket %s); %d cases: %d train the simulated model (%.1f s); loops of %s first and %s later answers, %d measured.\n\n",
+		s.File, s.Kind, s.Options, s.Bucket, s.Cases, s.Train, s.TrainSeconds, ints(s.First), ints(s.Later), s.measured())
+	p("| later part | accuracy | ECE | NLL | Brier | gate | sel. acc. @gate | cov. @gate |")
+	for _, m := range []string{"LAC", "APS"} {
+		for _, c := range coverages {
+			p(" %s %.2f |", m, c)
+		}
+	}
+	p("\n|---|--:|--:|--:|--:|--:|--:|--:|%s\n", strings.Repeat("--:|", 2*len(coverages)))
+	many := len(s.Runs) > 1
+	for _, run := range s.Runs {
+		for _, x := range []struct {
+			name string
+			row  row
+		}{{"raw", run.Raw}, {"calibrated", run.Calibrated}} {
+			name := x.name
+			if many {
+				name += " · " + run.Label
+			}
+			p("| %s | %.4f | %.4f | %.4f | %.4f | %s | %s | %s |", name, x.row.Accuracy, x.row.ECE, x.row.NLL, x.row.Brier,
+				gate(x.row), accuracy(x.row.Selective.Accuracy), coverageAt(x.row))
+			for _, c := range x.row.Sets {
+				p(" %s |", s.setCell(c))
+			}
+			p("\n")
+		}
+	}
+	blank := strings.Repeat(" |", 3+2*len(coverages))
+	bd := s.Bounds
+	p("| oracle T=%.3f (later part, in-sample) | %.4f | %.4f | %.4f | %.4f |%s\n", bd.OracleT, bd.OracleTRow.Accuracy, bd.OracleTRow.ECE, bd.OracleTRow.NLL, bd.OracleTRow.Brier, blank)
+	p("| oracle vector T=%.3f, %d biases (later part, in-sample) | %.4f | %.4f | %.4f | %.4f |%s\n\n", bd.OracleVector.Temperature, len(bd.OracleVector.Biases), bd.OracleVecRow.Accuracy, bd.OracleVecRow.ECE, bd.OracleVecRow.NLL, bd.OracleVecRow.Brier, blank)
+	p("Set cells: coverage / mean size of split conformal sets fitted on each loop's first part (calibrated by its adopted fit for the calibrated rows) "+
+		"and measured on its later part, pooled; ✗ marks coverage under the level less the slack (under it with probability at most %g for exchangeable answers), which here is",
+		slackLevel)
+	for i, c := range coverages {
+		sep := ","
+		if i == len(coverages)-1 {
+			sep = "."
+		}
+		p(" %.3f at %.2f%s", s.Slack[i], c, sep)
+	}
+	p(" Best ECE any temperature reaches on the later part: %.4f (T=%.2f).\n\n", bd.BestECE, bd.BestECET)
+	p("Gate columns: each loop's gate at target error %g (raw: calibration.SuggestGate on its raw first part; calibrated: GET /v1/calibration after the refit), "+
+		"the later answers at or above it pooled; the gate cell lists the loops' gates.\n\n", r.Options.TargetError)
+	for _, run := range s.Runs {
+		for i, l := range run.Folds {
+			p("- `%s` loop %d: %s\n", run.Label, i+1, l.note())
+		}
+		p("- `%s`: %s\n", run.Label, run.note(s, r))
+	}
+	p("\n")
+}
+
+// ints writes n as "a, b and c" ("a" alone for one).
+func ints(n []int) string {
+	s := make([]string, len(n))
+	for i, x := range n {
+		s[i] = fmt.Sprint(x)
+	}
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
+}
+
+// note says what a loop's server adopted.
+func (l loop) note() string {
+	var b strings.Builder
+	if l.Fit == nil {
+		fmt.Fprintf(&b, "no fit adopted (%s, after %.1f s); its calibrated answers are raw.", l.Refused, l.RefitSeconds)
+	} else {
+		f := l.Fit
+		method := f.Method
+		if method == "" {
+			method = calibration.MethodTemperature
+		}
+		fmt.Fprintf(&b, "adopted %s %s fitted on %d outcomes, fits revision %s, reported %.1f s after the last outcome",
+			method, f.Calibrator(), f.N, l.Revision, l.RefitSeconds)
+		if h := f.Holdout; h != nil {
+			fmt.Fprintf(&b, "; held-out NLL %.4f → %.4f over %d", h.NLLBefore, h.NLLAfter, h.N)
+		}
+		if f.ConfidenceMap != nil {
+			b.WriteString("; with a confidence map")
+		}
+		if len(f.Sets) > 0 {
+			fmt.Fprintf(&b, "; with %d prediction set rules", len(f.Sets))
+		}
+		b.WriteString(".")
+	}
+	if l.Dir != "" {
+		fmt.Fprintf(&b, " Kept in %s.", l.Dir)
+	}
+	return b.String()
+}
+
+// note says how the later answers were served.
+func (run run) note(s setResult, r report) string {
+	var b strings.Builder
+	if run.Uncalibrated > 0 || run.Stray > 0 {
+		fmt.Fprintf(&b, "of %d later answers, %d were not marked calibrated and %d were calibrated by another fits revision than their loop's.", s.measured(), run.Uncalibrated, run.Stray)
+	} else {
+		b.WriteString("every later answer was calibrated by its loop's adopted fits revision.")
+	}
+	if run.ServerSets != nil {
+		ss := run.ServerSets
+		fmt.Fprintf(&b, " Server-side sets at %.2f (%s): coverage %.3f, mean size %.2f over %d answers.", r.Options.Coverage, SetsHeader, ss.Coverage, ss.MeanSize, ss.N)
+	} else {
+		fmt.Fprintf(&b, " No server-side sets (%s absent, asked with %s: %g): the set columns are computed here.", SetsHeader, CoverageHeader, r.Options.Coverage)
+	}
+	return b.String()
+}
+
+// setCell is a prediction set rule's coverage and mean size, ✗ when it
+// covered less than its level less the slack.
+func (s setResult) setCell(c conformal) string {
+	if c.Err != "" {
+		return "–"
+	}
+	mark := ""
+	if c.Later.Coverage < c.Coverage-s.slack(c.Coverage) {
+		mark = " ✗"
+	}
+	return fmt.Sprintf("%.3f / %.2f%s", c.Later.Coverage, c.Later.MeanSize, mark)
+}
+
+func gate(r row) string {
+	s := make([]string, len(r.Gates))
+	for i, g := range r.Gates {
+		s[i] = "–"
+		if g != nil {
+			s[i] = fmt.Sprintf("%.3f", *g)
+		}
+	}
+	return strings.Join(s, ", ")
+}
+
+func accuracy(a *float64) string {
+	if a == nil {
+		return "–"
+	}
+	return fmt.Sprintf("%.4f", *a)
+}
+
+func coverageAt(r row) string {
+	if !slices.ContainsFunc(r.Gates, func(g *float64) bool { return g != nil }) {
+		return "–"
+	}
+	return fmt.Sprintf("%.4f", r.Selective.Coverage)
+}
+
+func yes(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "no"
+}
+
+func orDefault(n int, def string) string {
+	if n == 0 {
+		return def
+	}
+	return fmt.Sprint(n)
+}
+
+func orDefaultF(x float64, def string) string {
+	if x == 0 {
+		return def
+	}
+	return fmt.Sprint(x)
+}

@@ -1,0 +1,413 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"system1/internal/calibration"
+	"system1/internal/decision"
+	"system1/internal/decisionlog"
+	"system1/internal/fakeengine"
+	"system1/internal/simmodel"
+)
+
+// setResult is one set's results: its splits, one run per binary, and the
+// bounds of what the simulated model allows on its later parts.
+type setResult struct {
+	Set     string        `json:"set"`
+	File    string        `json:"file"`
+	Kind    decision.Kind `json:"kind"`
+	Options int           `json:"options"`
+	Bucket  string        `json:"bucket"`
+	Cases   int           `json:"cases"`
+	Train   int           `json:"train"`
+	// First and Later are each loop's part sizes, one per fold.
+	First []int `json:"first"`
+	Later []int `json:"later"`
+	// TrainSeconds is how long the simulated model took to train.
+	TrainSeconds float64 `json:"train_seconds"`
+	Runs         []run   `json:"runs"`
+	// Bounds are measured on the first binary's raw later parts.
+	Bounds bounds `json:"bounds"`
+	// Slack is the finite-sample slack of the pooled conformal coverage
+	// at each of coverages (coverageSlack, poolSlack).
+	Slack []float64 `json:"slack"`
+}
+
+// measured is the number of later answers, over every fold.
+func (s setResult) measured() int {
+	n := 0
+	for _, l := range s.Later {
+		n += l
+	}
+	return n
+}
+
+// run is one binary's loops over one set, one per fold, measured on
+// their later parts together.
+type run struct {
+	Label string `json:"label"`
+	Folds []loop `json:"folds"`
+	// Raw and Calibrated measure the later parts.
+	Raw        row `json:"raw"`
+	Calibrated row `json:"calibrated"`
+	// Uncalibrated counts the later answers the server did not say were
+	// calibrated, Stray those its log says another fits revision than
+	// the adopted one calibrated: both 0 on a clean run with a fit.
+	Uncalibrated int `json:"uncalibrated"`
+	Stray        int `json:"stray"`
+	// ServerSets is how the server's own prediction sets did on the
+	// later parts, nil when it sent none.
+	ServerSets *calibration.SetCoverage `json:"server_sets,omitempty"`
+}
+
+// loop is one fresh server's loop: what it adopted and when.
+type loop struct {
+	// Revision is the fits revision the server adopted, "" when it
+	// refused (Refused says why); RefitSeconds how long after the last
+	// outcome the new revision was reported.
+	Revision     string  `json:"revision,omitempty"`
+	Refused      string  `json:"refused,omitempty"`
+	RefitSeconds float64 `json:"refit_seconds"`
+	// Fit is the adopted fit as the fits file holds it.
+	Fit *calibration.Fit `json:"fit,omitempty"`
+	// ServerGate is the gate GET /v1/calibration suggested after the
+	// refit, on the first part's outcomes; nil when it suggested none.
+	ServerGate *float64 `json:"server_gate"`
+	// Dir is the loop's folder when kept.
+	Dir string `json:"dir,omitempty"`
+
+	first, later []answer
+}
+
+// runSet trains the simulated model on a set, serves it, and runs each
+// binary's loops over the same parts.
+func runSet(name string, o options, bins []binary) (setResult, error) {
+	all, path, err := readSet(o, name)
+	if err != nil {
+		return setResult{}, err
+	}
+	train, traffic := simmodel.Split(all, o.Traffic)
+	ps := parts(traffic, o.Folds, o.First, o.Seed)
+	q := all[0].Request.Questions[0]
+	res := setResult{Set: name, File: filepath.Base(path), Kind: q.Kind, Options: len(q.Options), Bucket: calibration.Bucket(len(q.Options)),
+		Cases: len(all), Train: len(train)}
+	for _, p := range ps {
+		if len(p.First) < 2 || len(p.Later) < 2 {
+			return res, fmt.Errorf("%d cases leave %d first and %d later: too few", len(all), len(p.First), len(p.Later))
+		}
+		res.First, res.Later = append(res.First, len(p.First)), append(res.Later, len(p.Later))
+	}
+	for _, c := range all {
+		if cq := c.Request.Questions[0]; cq.Kind != q.Kind || calibration.Bucket(len(cq.Options)) != res.Bucket {
+			return res, fmt.Errorf("case %s is %s over %d options, not %s in bucket %s like the set's first", c.ID, cq.Kind, len(cq.Options), q.Kind, res.Bucket)
+		}
+	}
+	start := time.Now()
+	m, err := simmodel.Train(train, simmodel.Options{Temperature: o.Model.Temperature, FirstBias: o.Model.FirstBias})
+	if err != nil {
+		return res, err
+	}
+	res.TrainSeconds = time.Since(start).Seconds()
+	fake := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Behavior: m.Behavior()})
+	defer fake.Close()
+	for _, b := range bins {
+		r := run{Label: b.Label}
+		for f, p := range ps {
+			log.Printf("%s: %s: fold %d of %d: %d first, %d later", name, b.Label, f+1, len(ps), len(p.First), len(p.Later))
+			l, err := runLoop(name, b, fake.URL, p, o)
+			if err != nil {
+				return res, fmt.Errorf("%s: fold %d: %w", b.Label, f+1, err)
+			}
+			r.Folds = append(r.Folds, l)
+		}
+		r.measure(o)
+		res.Runs = append(res.Runs, r)
+	}
+	res.Bounds = measureBounds(res.Runs[0], o.Seed)
+	for _, c := range coverages {
+		res.Slack = append(res.Slack, setSlack(res.First, res.Later, o.Folds, c, o.Seed))
+	}
+	return res, nil
+}
+
+// measure pools r's loops: each later answer raw and as served, each at
+// its loop's gate, each loop's prediction sets fitted on its first part.
+func (r *run) measure(o options) {
+	var rawFolds, calFolds []fold
+	for _, l := range r.Folds {
+		for _, a := range l.later {
+			if !a.Calibrated {
+				r.Uncalibrated++
+			}
+			if l.Revision != "" && !strings.HasSuffix(a.Version, "@"+l.Revision) {
+				r.Stray++
+			}
+		}
+		// Raw is as the server would have answered without a fit, at
+		// its rounding.
+		firstRaw := predictions(l.first, rawDist)
+		raw := fold{first: onTheWire(firstRaw, o.Rounding), later: onTheWire(predictions(l.later, rawDist), o.Rounding)}
+		raw.gate = calibration.SuggestGate(raw.first, o.TargetError).Threshold
+		// The first part as the adopted fit calibrates it: what a server
+		// fitting sets on its outcomes would fit them on.
+		cal := fold{first: raw.first, later: predictions(l.later, servedDist), gate: l.ServerGate}
+		if l.Fit != nil {
+			cal.first = onTheWire(calibration.Calibrate(firstRaw, l.Fit.Calibrator()), o.Rounding)
+		}
+		if l.Revision == "" { // no fit: the server's answers are raw
+			cal.gate = raw.gate
+		}
+		rawFolds, calFolds = append(rawFolds, raw), append(calFolds, cal)
+	}
+	r.Raw, r.Calibrated = measureRow(rawFolds, "first part"), measureRow(calFolds, "server")
+	var sets []answer
+	for _, l := range r.Folds {
+		for _, a := range l.later {
+			if a.HasSet {
+				sets = append(sets, a)
+			}
+		}
+	}
+	if len(sets) > 0 {
+		s := serverSets(sets)
+		r.ServerSets = &s
+	}
+}
+
+// onTheWire is preds as /v1/systemone reports them at places decimals
+// (negative: full precision), so that prediction sets fitted on them
+// meet the later answers as they were served.
+func onTheWire(preds []calibration.Prediction, places int) []calibration.Prediction {
+	if places < 0 {
+		return preds
+	}
+	out := make([]calibration.Prediction, len(preds))
+	for i, p := range preds {
+		if p.Kind == decision.Noul {
+			scale := math.Pow(10, float64(places))
+			t := math.Round(p.Dist[0]*scale) / scale
+			p.Dist = decision.Distribution{t, 1 - t}
+		} else {
+			p.Dist = decision.Round(p.Dist, places)
+		}
+		out[i] = p
+	}
+	return out
+}
+
+// laterRaw is every loop's later answers, raw.
+func (r run) laterRaw() []calibration.Prediction {
+	var out []calibration.Prediction
+	for _, l := range r.Folds {
+		out = append(out, predictions(l.later, rawDist)...)
+	}
+	return out
+}
+
+// runLoop runs one binary's loop over one part on a fresh server with an
+// empty fits file, and returns what it adopted and its answers with
+// their raw distributions.
+func runLoop(set string, b binary, engineURL string, p part, o options) (l loop, err error) {
+	dir, err := os.MkdirTemp("", "system1-quality-"+set+"-")
+	if err != nil {
+		return l, err
+	}
+	if o.Keep {
+		l.Dir = dir
+		log.Printf("%s: %s: keeping %s", set, b.Label, dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+	minOutcomes := o.MinOutcomes
+	if minOutcomes == 0 {
+		minOutcomes = len(p.First)
+	}
+	fitsPath, dbPath := filepath.Join(dir, "fits.json"), filepath.Join(dir, "decisions.db")
+	empty, err := (&calibration.Fits{Version: calibration.FitsVersion, Created: time.Now().UTC().Format(time.RFC3339), Fits: []calibration.Fit{}}).Encode()
+	if err != nil {
+		return l, err
+	}
+	if err := os.WriteFile(fitsPath, empty, 0o600); err != nil {
+		return l, err
+	}
+	cfg := fmt.Sprintf(`nodes:
+  - {name: sim, url: %s, dialect: llamacpp, models: [%s]}
+rounding: %d
+gateway:
+  fits: %s
+  threshold: 0
+  chain:
+    - {name: sim, model: %s}
+calibration:
+  mode: apply
+  refit_every: %s
+  min_outcomes: %d
+  holdout: %s
+  target_error: %s
+decision_log:
+  path: %s
+`, engineURL, fakeengine.DefaultModel, o.Rounding, fitsPath, fakeengine.DefaultModel, o.RefitEvery, minOutcomes,
+		strconv.FormatFloat(o.Holdout, 'g', -1, 64), strconv.FormatFloat(o.TargetError, 'g', -1, 64), dbPath)
+	cfgPath := filepath.Join(dir, "system1.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		return l, err
+	}
+	srv, err := startServe(b.Path, cfgPath, dir, o.Concurrency)
+	if err != nil {
+		return l, err
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			_ = srv.stop()
+		}
+	}()
+	ctx := context.Background()
+	before, err := srv.calibrationReport(ctx, o.TargetError)
+	if err != nil {
+		return l, err
+	}
+
+	// One at a time, in file order: the decision log then holds the
+	// first part in the same order on every run, and a refit that splits
+	// the log by position (today's) fits the same cases every time.
+	if l.first, err = srv.ask(ctx, p.First, 1, nil); err != nil {
+		return l, fmt.Errorf("first part: %w", err)
+	}
+	if n := countCalibrated(l.first); n > 0 {
+		return l, fmt.Errorf("%d first-part answers were calibrated before any fit: the fits file was not empty", n)
+	}
+	if err := srv.feedback(ctx, l.first); err != nil {
+		return l, err
+	}
+	sent := time.Now()
+	l.Revision, l.Refused, err = srv.waitRefit(ctx, before.FitVersion, len(p.First), o.TargetError, o.Wait)
+	if err != nil {
+		return l, err
+	}
+	l.RefitSeconds = time.Since(sent).Seconds()
+	if l.Revision != "" {
+		fits, err := calibration.LoadFits(fitsPath)
+		if err != nil {
+			return l, err
+		}
+		q := p.First[0].Request.Questions[0]
+		f, ok := fits.Lookup("", fakeengine.DefaultModel, q.Kind, len(q.Options))
+		if !ok || fits.Revision != l.Revision {
+			return l, fmt.Errorf("the fits file (revision %q) holds no fit for model %s, %s over %d options after the server reported revision %s",
+				fits.Revision, fakeengine.DefaultModel, q.Kind, len(q.Options), l.Revision)
+		}
+		l.Fit = &f
+		rep, err := srv.calibrationReport(ctx, o.TargetError)
+		if err != nil {
+			return l, err
+		}
+		for _, bk := range rep.Buckets {
+			if bk.Model == fakeengine.DefaultModel && bk.Kind == q.Kind && bk.Bucket == calibration.Bucket(len(q.Options)) {
+				l.ServerGate = bk.Gate.Threshold
+			}
+		}
+	}
+
+	header := http.Header{CoverageHeader: {strconv.FormatFloat(o.Coverage, 'g', -1, 64)}}
+	if l.later, err = srv.ask(ctx, p.Later, o.Concurrency, header); err != nil {
+		return l, fmt.Errorf("later part: %w", err)
+	}
+	stopped = true
+	if err := srv.stop(); err != nil {
+		return l, err
+	}
+	return l, readRaw(dbPath, l.first, l.later)
+}
+
+// countCalibrated counts the answers the server said it calibrated.
+func countCalibrated(as []answer) int {
+	n := 0
+	for _, a := range as {
+		if a.Calibrated {
+			n++
+		}
+	}
+	return n
+}
+
+// readRaw fills each answer's raw distribution and calibration version
+// from the decision log at path, after the server stopped: the engine's
+// distribution before any calibration step, full precision, as the
+// server's refits read it.
+func readRaw(path string, parts ...[]answer) error {
+	ctx := context.Background()
+	dlog, err := decisionlog.Open(ctx, decisionlog.Options{Path: path})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = dlog.Close(ctx) }()
+	for _, as := range parts {
+		for i := range as {
+			es, err := dlog.Lookup(ctx, as[i].RequestID)
+			if err != nil {
+				return err
+			}
+			if len(es) != 1 {
+				return fmt.Errorf("the decision log holds %d records for request %s, not 1", len(es), as[i].RequestID)
+			}
+			as[i].Raw = es[0].Uncalibrated()
+			for _, st := range es[0].Steps {
+				if st.Name == decisionlog.StepTemperature {
+					as[i].Version = st.Version
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func rawDist(a answer) decision.Distribution    { return a.Raw }
+func servedDist(a answer) decision.Distribution { return a.Served }
+
+// predictions are the answers as labelled cases over dist.
+func predictions(as []answer, dist func(answer) decision.Distribution) []calibration.Prediction {
+	out := make([]calibration.Prediction, len(as))
+	for i, a := range as {
+		out[i] = a.prediction(dist(a))
+	}
+	return out
+}
+
+// serverSets measures the server's own prediction sets on the answers
+// that carry one.
+func serverSets(as []answer) calibration.SetCoverage {
+	var s calibration.SetCoverage
+	size := 0
+	for _, a := range as {
+		if !a.HasSet {
+			continue
+		}
+		s.N++
+		size += len(a.Set)
+		switch len(a.Set) {
+		case 0:
+			s.Empty++
+		case 1:
+			s.Singletons++
+		}
+		if slices.Contains(a.Set, a.Case.Expected[0]) {
+			s.Covered++
+		}
+	}
+	if s.N > 0 {
+		s.Coverage = float64(s.Covered) / float64(s.N)
+		s.MeanSize = float64(size) / float64(s.N)
+	}
+	return s
+}
