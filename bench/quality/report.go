@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -70,8 +72,13 @@ func (r report) markdown() string {
 	p("Run %s UTC, load average %s on %d CPUs, %s in all.\n\n", r.Date.Format("2006-01-02 15:04"), r.Load, r.CPUs, r.Wall)
 	p("    %s\n\n", r.Command)
 	var bins []string
+	wd, _ := os.Getwd()
 	for _, x := range r.Binaries {
-		bins = append(bins, fmt.Sprintf("`%s` (%s)", x.Label, x.Path))
+		path := x.Path
+		if rel, err := filepath.Rel(wd, path); err == nil && !strings.HasPrefix(rel, "..") {
+			path = rel
+		}
+		bins = append(bins, fmt.Sprintf("`%s` (%s)", x.Label, path))
 	}
 	split := fmt.Sprintf("dealt into %d folds (seed %d): each fold is the later part of one loop, on a fresh server, whose first part is the other folds", o.Folds, o.Seed)
 	if o.Folds == 1 {
