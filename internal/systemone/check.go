@@ -1,11 +1,13 @@
 package systemone
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"system1/internal/decision"
 	"system1/internal/jsonx"
@@ -28,60 +30,53 @@ type Reply struct {
 // checkAnswers, jev-ultrafast's validate_choice, promptfoo's checks and
 // the Python SDK's strict types. A reply that fails any of them is an
 // error: it would break some client, so it is never passed on.
+//
+// The body is read once (replyReader): its syntax is checked as it is
+// read, straight into what the checks need, with no reflection and no
+// maps. It reads JSON as encoding/json reads it into the types this
+// package used before (FuzzParseResponseAsBefore holds it to that): a
+// field of the wrong JSON type fails the reply, a repeated key's last
+// value counts (a repeated object of probabilities or a legend adds its
+// keys to the first), null is an absent field, and field names match
+// regardless of case.
 func ParseResponse(req decision.Request, body []byte) (*Reply, error) {
-	var top struct {
-		Model   *string                `json:"model"`
-		Answers map[string]*wireAnswer `json:"answers"`
-		Usage   *struct {
-			Input  json.RawMessage `json:"input_tokens"`
-			Output json.RawMessage `json:"output_tokens"`
-		} `json:"usage"`
-	}
 	if k := jsonx.Kind(body); k != "object" {
 		return nil, fmt.Errorf("body: a JSON object is required, got %s", k)
 	}
-	// One decoding pass; a field of the wrong JSON type (a number as a
-	// string, an answer that is not an object) fails it.
-	if err := json.Unmarshal(body, &top); err != nil {
+	rd := replyReader{in: body, req: req}
+	w, err := rd.read()
+	if err != nil {
 		return nil, fmt.Errorf("body: %w", err)
 	}
-	if top.Model == nil || *top.Model == "" {
+	if !w.hasModel || w.model == "" {
 		return nil, errors.New("model: a non-empty string is required")
 	}
-	if top.Answers == nil {
+	if !w.hasAnswers {
 		return nil, errors.New("answers: an object is required")
 	}
-	if top.Usage == nil {
+	if !w.hasUsage {
 		return nil, errors.New("usage: an object is required")
 	}
 	n := len(req.Questions)
-	r := &Reply{Model: *top.Model, Answers: make([]decision.Answer, 0, n), Dists: make([]decision.Distribution, 0, n), Abstained: make([]string, 0, n)}
-	var err error
-	if r.Usage.InputTokens, err = tokenCount(top.Usage.Input); err != nil {
+	r := &Reply{Model: w.model, Answers: make([]decision.Answer, n), Dists: make([]decision.Distribution, n), Abstained: make([]string, n)}
+	if r.Usage.InputTokens, err = tokenCount(w.input); err != nil {
 		return nil, fmt.Errorf("usage.input_tokens: %w", err)
 	}
-	if r.Usage.OutputTokens, err = tokenCount(top.Usage.Output); err != nil {
+	if r.Usage.OutputTokens, err = tokenCount(w.output); err != nil {
 		return nil, fmt.Errorf("usage.output_tokens: %w", err)
 	}
-	asked := make(map[string]bool, n)
-	for _, q := range req.Questions {
-		asked[q.ID] = true
-		wa, ok := top.Answers[q.ID]
-		if !ok || wa == nil {
+	for i, q := range req.Questions {
+		wa := &w.answers[i]
+		if !wa.set {
 			return nil, fmt.Errorf("answers.%s: missing", q.ID)
 		}
-		a, d, err := parseAnswer(q, wa)
-		if err != nil {
+		if r.Answers[i], r.Dists[i], err = checkAnswer(q, wa); err != nil {
 			return nil, fmt.Errorf("answers.%s: %w", q.ID, err)
 		}
-		r.Answers = append(r.Answers, a)
-		r.Dists = append(r.Dists, d)
-		r.Abstained = append(r.Abstained, wa.abstained())
+		r.Abstained[i] = wa.abstained()
 	}
-	for id := range top.Answers {
-		if !asked[id] {
-			return nil, fmt.Errorf("answers.%s: an answer to a question that was not asked", id)
-		}
+	if w.hasExtra {
+		return nil, fmt.Errorf("answers.%s: an answer to a question that was not asked", w.extra)
 	}
 	return r, nil
 }
@@ -99,109 +94,197 @@ func tokenCount(raw json.RawMessage) (int, error) {
 	return n, nil
 }
 
-// wireAnswer is one answer as the wire carries it.
+// wireReply is a reply as read, before the checks.
+type wireReply struct {
+	model    string
+	hasModel bool
+	// answers are aligned with the request's questions; hasAnswers is
+	// whether "answers" was an object (the last time it was sent).
+	answers    []wireAnswer
+	hasAnswers bool
+	// extra is the first answer id that was not asked.
+	extra    string
+	hasExtra bool
+	// usage's members verbatim.
+	input, output json.RawMessage
+	hasUsage      bool
+}
+
+// wireAnswer is one answer as read, before the checks.
 type wireAnswer struct {
-	Type          string                     `json:"type"`
-	Choice        *string                    `json:"choice"`
-	Noul          *float64                   `json:"noul"`
-	Score         *float64                   `json:"score"`
-	Confidence    *float64                   `json:"confidence"`
-	Legend        map[string]json.RawMessage `json:"legend"`
-	Probabilities map[string]float64         `json:"probabilities"`
-	// laya-serve's abstention gate; other endpoints send neither. They are
-	// read leniently: a mark of another type is no mark.
-	Abstention    json.RawMessage `json:"abstention"`
-	LowConfidence json.RawMessage `json:"low_confidence"`
-	Threshold     json.RawMessage `json:"abstention_threshold"`
+	set        bool // an object was sent (the last time the id was sent)
+	typ        string
+	choice     string
+	hasChoice  bool
+	noul       float64
+	hasNoul    bool
+	score      float64
+	hasScore   bool
+	confidence float64
+	hasConf    bool
+	// legend and probabilities by the question's option keys.
+	legend, probabilities keyed
+	// laya-serve's abstention gate, verbatim; other endpoints send
+	// neither. They are read leniently: a mark of another type is no mark.
+	abstention, lowConfidence, threshold json.RawMessage
+}
+
+// keyed is an object keyed by option keys: which of the question's
+// options it has, with their values (probabilities), and how many
+// distinct keys it has in all.
+type keyed struct {
+	has    optionSet
+	vals   []float64 // by option, for probabilities
+	keys   int
+	others map[string]bool // keys that are not options, rarely any
+}
+
+func (k *keyed) reset() {
+	k.has.clear()
+	k.keys = 0
+	k.others = nil
+}
+
+// add counts key, option i of the question (-1: none of them).
+func (k *keyed) add(i int, key []byte, plain bool) {
+	if i >= 0 {
+		if !k.has.has(i) {
+			k.has.add(i)
+			k.keys++
+		}
+		return
+	}
+	s := decodeString(key, plain)
+	if !k.others[s] {
+		if k.others == nil {
+			k.others = map[string]bool{}
+		}
+		k.others[s] = true
+		k.keys++
+	}
+}
+
+// optionSet is a set of option indexes: a word for up to 64 options.
+type optionSet struct {
+	small uint64
+	big   []bool
+	n     int // the options
+}
+
+func (s *optionSet) has(i int) bool {
+	if s.n <= 64 {
+		return s.small&(1<<i) != 0
+	}
+	return s.big[i]
+}
+
+func (s *optionSet) add(i int) {
+	if s.n <= 64 {
+		s.small |= 1 << i
+		return
+	}
+	s.big[i] = true
+}
+
+func (s *optionSet) clear() {
+	s.small = 0
+	clear(s.big)
 }
 
 // abstained says why the endpoint marked the answer abstained
 // ("abstention": "abstained" or "low_confidence": true), or "".
 func (a *wireAnswer) abstained() string {
-	if len(a.Abstention) == 0 && len(a.LowConfidence) == 0 {
+	if len(a.abstention) == 0 && len(a.lowConfidence) == 0 {
 		return "" // no mark sent, the common case: nothing to decode
 	}
 	var mark string
 	var low bool
-	_ = json.Unmarshal(a.Abstention, &mark)
-	_ = json.Unmarshal(a.LowConfidence, &low)
+	_ = json.Unmarshal(a.abstention, &mark)
+	_ = json.Unmarshal(a.lowConfidence, &low)
 	if mark != "abstained" && !low {
 		return ""
 	}
 	var th float64
-	if json.Unmarshal(a.Threshold, &th) == nil && len(a.Threshold) > 0 && string(a.Threshold) != "null" {
+	if json.Unmarshal(a.threshold, &th) == nil && len(a.threshold) > 0 && string(a.threshold) != "null" {
 		return fmt.Sprintf("the endpoint marked its answer abstained (its confidence was under its own threshold %v)", th)
 	}
 	return "the endpoint marked its answer abstained (low confidence)"
 }
 
-func parseAnswer(q decision.Question, a *wireAnswer) (decision.Answer, decision.Distribution, error) {
-	if a.Type != string(q.Kind) {
-		return decision.Answer{}, nil, fmt.Errorf("type %q, asked %q", a.Type, q.Kind)
+// checkAnswer applies the clients' checks to an answer to q, and returns
+// it with the distribution it carries.
+func checkAnswer(q decision.Question, a *wireAnswer) (decision.Answer, decision.Distribution, error) {
+	if a.typ != string(q.Kind) {
+		return decision.Answer{}, nil, fmt.Errorf("type %q, asked %q", a.typ, q.Kind)
 	}
 	out := decision.Answer{Kind: q.Kind}
+	choice := -1
 	switch q.Kind {
 	case decision.Noul:
-		if a.Noul == nil || !unit(*a.Noul) {
+		if !a.hasNoul || !unit(a.noul) {
 			return out, nil, errors.New("noul: a number in [0,1] is required")
 		}
-		out.Noul = *a.Noul
-		return out, decision.Distribution{*a.Noul, 1 - *a.Noul}, nil
+		out.Noul = a.noul
+		return out, decision.Distribution{a.noul, 1 - a.noul}, nil
 	case decision.Choice:
-		if a.Choice == nil {
+		if !a.hasChoice {
 			return out, nil, errors.New("choice: a string is required")
 		}
-		out.Choice = *a.Choice
-		if optionIndex(q, *a.Choice) < 0 {
-			return out, nil, fmt.Errorf("choice %q is not one of the options", *a.Choice)
+		out.Choice = a.choice
+		if choice = optionIndex(q, a.choice); choice < 0 {
+			return out, nil, fmt.Errorf("choice %q is not one of the options", a.choice)
 		}
 	case decision.Score:
-		if a.Score == nil || math.IsNaN(*a.Score) || *a.Score < 0 || *a.Score > float64(len(q.Options)-1) {
+		if !a.hasScore || math.IsNaN(a.score) || a.score < 0 || a.score > float64(len(q.Options)-1) {
 			return out, nil, fmt.Errorf("score: a number in [0, %d] is required", len(q.Options)-1)
 		}
-		out.Score = *a.Score
-		if len(a.Legend) != len(q.Options) {
-			return out, nil, fmt.Errorf("legend: %d levels, asked %d", len(a.Legend), len(q.Options))
+		out.Score = a.score
+		if a.legend.keys != len(q.Options) {
+			return out, nil, fmt.Errorf("legend: %d levels, asked %d", a.legend.keys, len(q.Options))
 		}
-		for _, o := range q.Options {
-			if _, ok := a.Legend[o.Key]; !ok {
+		for i, o := range q.Options {
+			if !a.legend.has.has(i) {
 				return out, nil, fmt.Errorf("legend: level %s missing", o.Key)
 			}
 		}
 	}
-	if a.Confidence == nil || !unit(*a.Confidence) {
+	if !a.hasConf || !unit(a.confidence) {
 		return out, nil, errors.New("confidence: a number in [0,1] is required")
 	}
-	out.Confidence = *a.Confidence
-	if len(a.Probabilities) != len(q.Options) {
-		return out, nil, fmt.Errorf("probabilities: %d keys for %d options", len(a.Probabilities), len(q.Options))
+	out.Confidence = a.confidence
+	if a.probabilities.keys != len(q.Options) {
+		return out, nil, fmt.Errorf("probabilities: %d keys for %d options", a.probabilities.keys, len(q.Options))
 	}
-	d := make(decision.Distribution, len(q.Options))
+	// One allocation for the probabilities as reported and the
+	// distribution, normalised.
+	n := len(q.Options)
+	both := make([]float64, 2*n)
+	reported, d := both[:n:n], decision.Distribution(both[n:])
 	var sum, top float64
 	for i, o := range q.Options {
-		p, ok := a.Probabilities[o.Key]
-		if !ok {
+		if !a.probabilities.has.has(i) {
 			return out, nil, fmt.Errorf("probabilities: %q missing", o.Key)
 		}
+		p := a.probabilities.vals[i]
 		if !unit(p) {
 			return out, nil, fmt.Errorf("probabilities.%s: %v is not in [0,1]", o.Key, p)
 		}
-		d[i] = p
+		reported[i] = p
 		sum += p
 		top = math.Max(top, p)
 	}
 	// promptfoo's tolerance, the tightest of the clients.
-	if tol := math.Max(1e-4, float64(len(d))*5e-7); math.Abs(sum-1) > tol {
+	if tol := math.Max(1e-4, float64(n)*5e-7); math.Abs(sum-1) > tol {
 		return out, nil, fmt.Errorf("probabilities sum to %v", sum)
 	}
-	if q.Kind == decision.Choice && d[optionIndex(q, out.Choice)] < top {
+	if q.Kind == decision.Choice && reported[choice] < top {
 		return out, nil, fmt.Errorf("choice %q is not an argmax of the probabilities", out.Choice)
 	}
-	out.Probabilities = append([]float64(nil), d...)
+	out.Probabilities = reported
 	// Rounded values may sum to 1 within the tolerance only; the
 	// distribution itself must sum to 1.
-	for i := range d {
-		d[i] /= sum
+	for i, p := range reported {
+		d[i] = p / sum
 	}
 	return out, d, nil
 }
@@ -215,4 +298,569 @@ func optionIndex(q decision.Question, key string) int {
 		}
 	}
 	return -1
+}
+
+// replyReader reads a reply body in one pass, checking its syntax as
+// encoding/json does and keeping what the checks need (see ParseResponse).
+type replyReader struct {
+	in    []byte
+	i     int
+	depth int
+	req   decision.Request
+	// next is the question the next answer most likely answers: replies
+	// keep the request's order, so a lookup is one comparison.
+	next int
+}
+
+// maxDepth is encoding/json's bound on nesting.
+const maxDepth = 10000
+
+// The fields read, by position: topFields of the reply, answerFields of
+// an answer, usageFields of usage.
+var (
+	topFields    = []string{"model", "answers", "usage"}
+	answerFields = []string{"type", "choice", "noul", "score", "confidence", "legend", "probabilities",
+		"abstention", "low_confidence", "abstention_threshold"}
+	usageFields = []string{"input_tokens", "output_tokens"}
+)
+
+func (r *replyReader) read() (*wireReply, error) {
+	w := &wireReply{}
+	err := r.object(func(key []byte, plain bool) error {
+		switch field(key, plain, topFields) {
+		case 0:
+			s, null, err := r.str()
+			if err != nil {
+				return fmt.Errorf("model: %w", err)
+			}
+			w.model, w.hasModel = s, !null
+			return nil
+		case 1:
+			return r.answers(w)
+		case 2:
+			return r.usage(w)
+		}
+		return r.skip()
+	})
+	if err != nil {
+		return nil, err
+	}
+	if r.space(); r.i < len(r.in) {
+		return nil, r.syntax("after the top-level value")
+	}
+	return w, nil
+}
+
+// answers reads the answers object into w: an answer to a question asked
+// into its place, another's only to check it. Null leaves no answers, as
+// it leaves encoding/json's map nil; a repeated object adds to the first.
+func (r *replyReader) answers(w *wireReply) error {
+	switch r.peek() {
+	case 'n':
+		w.hasAnswers, w.hasExtra, w.extra = false, false, ""
+		for i := range w.answers {
+			w.answers[i].set = false
+		}
+		return r.literal("null")
+	case '{':
+	default:
+		return fmt.Errorf("answers: %w", r.typeError("an object"))
+	}
+	w.hasAnswers = true
+	if w.answers == nil {
+		w.answers = make([]wireAnswer, len(r.req.Questions))
+	}
+	return r.object(func(key []byte, plain bool) error {
+		i := r.question(key, plain)
+		if i < 0 {
+			id := decodeString(key, plain)
+			if !w.hasExtra {
+				w.extra, w.hasExtra = id, true
+			}
+			var scratch wireAnswer
+			return r.answer(nil, &scratch, id)
+		}
+		return r.answer(&r.req.Questions[i], &w.answers[i], r.req.Questions[i].ID)
+	})
+}
+
+// answer reads one answer to q (nil: a question not asked) into a, anew.
+func (r *replyReader) answer(q *decision.Question, a *wireAnswer, id string) error {
+	switch r.peek() {
+	case 'n':
+		a.set = false
+		return r.literal("null")
+	case '{':
+	default:
+		return fmt.Errorf("answers.%s: %w", id, r.typeError("an object"))
+	}
+	*a = wireAnswer{set: true}
+	return r.object(func(key []byte, plain bool) error {
+		f := field(key, plain, answerFields)
+		var err error
+		switch f {
+		case 0:
+			var s string
+			var null bool
+			if s, null, err = r.str(); !null {
+				a.typ = s // null leaves a string field as it was
+			}
+		case 1:
+			var null bool
+			a.choice, null, err = r.str()
+			a.hasChoice = !null
+		case 2:
+			var null bool
+			a.noul, null, err = r.num()
+			a.hasNoul = !null
+		case 3:
+			var null bool
+			a.score, null, err = r.num()
+			a.hasScore = !null
+		case 4:
+			var null bool
+			a.confidence, null, err = r.num()
+			a.hasConf = !null
+		case 5:
+			err = r.keyed(q, &a.legend, false)
+		case 6:
+			err = r.keyed(q, &a.probabilities, true)
+		case 7:
+			a.abstention, err = r.raw()
+		case 8:
+			a.lowConfidence, err = r.raw()
+		case 9:
+			a.threshold, err = r.raw()
+		default:
+			return r.skip()
+		}
+		if err != nil {
+			return fmt.Errorf("answers.%s.%s: %w", id, answerFields[f], err)
+		}
+		return nil
+	})
+}
+
+// keyed reads a legend (any values) or probabilities (numbers; null is 0,
+// as encoding/json leaves a map's number) keyed by q's options. Null
+// empties it; a repeated object adds to the first.
+func (r *replyReader) keyed(q *decision.Question, k *keyed, numbers bool) error {
+	switch r.peek() {
+	case 'n':
+		k.reset()
+		return r.literal("null")
+	case '{':
+	default:
+		return r.typeError("an object")
+	}
+	n := 0
+	if q != nil {
+		n = len(q.Options)
+	}
+	if k.has.n = n; n > 64 && k.has.big == nil {
+		k.has.big = make([]bool, n)
+	}
+	if numbers && k.vals == nil {
+		k.vals = make([]float64, n)
+	}
+	next := 0 // replies list the options in order
+	return r.object(func(key []byte, plain bool) error {
+		i := -1
+		if q != nil {
+			i = option(q, key, plain, next)
+			next = i + 1
+		}
+		if numbers {
+			p, _, err := r.num()
+			if err != nil {
+				return fmt.Errorf("%s: %w", decodeString(key, plain), err)
+			}
+			if i >= 0 {
+				k.vals[i] = p
+			}
+		} else if err := r.skip(); err != nil {
+			return err
+		}
+		if q != nil {
+			k.add(i, key, plain)
+		}
+		return nil
+	})
+}
+
+// usage reads usage's token counts verbatim. Null leaves no usage; a
+// repeated object adds to the first.
+func (r *replyReader) usage(w *wireReply) error {
+	switch r.peek() {
+	case 'n':
+		w.hasUsage, w.input, w.output = false, nil, nil
+		return r.literal("null")
+	case '{':
+	default:
+		return fmt.Errorf("usage: %w", r.typeError("an object"))
+	}
+	w.hasUsage = true
+	return r.object(func(key []byte, plain bool) (err error) {
+		switch field(key, plain, usageFields) {
+		case 0:
+			w.input, err = r.raw()
+		case 1:
+			w.output, err = r.raw()
+		default:
+			err = r.skip()
+		}
+		return err
+	})
+}
+
+// question is the index of the question whose id is the key q, or -1.
+func (r *replyReader) question(q []byte, plain bool) int {
+	qs := r.req.Questions
+	if plain {
+		k := q[1 : len(q)-1]
+		if r.next < len(qs) && string(k) == qs[r.next].ID {
+			r.next++
+			return r.next - 1
+		}
+		for i := range qs {
+			if string(k) == qs[i].ID {
+				r.next = i + 1
+				return i
+			}
+		}
+		return -1
+	}
+	id := decodeString(q, plain)
+	for i := range qs {
+		if id == qs[i].ID {
+			return i
+		}
+	}
+	return -1
+}
+
+// option is the index of q's option whose key is the key k, or -1,
+// looked for first at next.
+func option(q *decision.Question, k []byte, plain bool, next int) int {
+	if !plain {
+		return optionIndex(*q, decodeString(k, plain))
+	}
+	k = k[1 : len(k)-1]
+	if next < len(q.Options) && string(k) == q.Options[next].Key {
+		return next
+	}
+	for i := range q.Options {
+		if string(k) == q.Options[i].Key {
+			return i
+		}
+	}
+	return -1
+}
+
+// field is the index of the name that the key q names, or -1. As
+// encoding/json, a name matches exactly or else regardless of case
+// (bytes.EqualFold), after the key is decoded.
+func field(q []byte, plain bool, names []string) int {
+	if plain {
+		k := q[1 : len(q)-1]
+		for i, n := range names {
+			if string(k) == n {
+				return i
+			}
+		}
+		for i, n := range names {
+			if len(k) == len(n) && strings.EqualFold(string(k), n) {
+				return i
+			}
+		}
+		return -1
+	}
+	k := decodeString(q, plain)
+	for i, n := range names {
+		if k == n {
+			return i
+		}
+	}
+	for i, n := range names {
+		if strings.EqualFold(k, n) {
+			return i
+		}
+	}
+	return -1
+}
+
+// decodeString is the string a JSON string q (quotes included) holds: q
+// itself when it is plain (ASCII without escapes), else as encoding/json
+// decodes it (invalid UTF-8 becomes U+FFFD).
+func decodeString(q []byte, plain bool) string {
+	if plain {
+		return string(q[1 : len(q)-1])
+	}
+	var s string
+	_ = json.Unmarshal(q, &s) // q was checked as it was read
+	return s
+}
+
+// str reads a string, or null.
+func (r *replyReader) str() (s string, null bool, err error) {
+	switch r.peek() {
+	case '"':
+		q, plain, err := r.stringToken()
+		if err != nil {
+			return "", false, err
+		}
+		return decodeString(q, plain), false, nil
+	case 'n':
+		return "", true, r.literal("null")
+	}
+	return "", false, r.typeError("a string")
+}
+
+// num reads a number into a float64, or null (0).
+func (r *replyReader) num() (f float64, null bool, err error) {
+	switch c := r.peek(); {
+	case c == '-' || c >= '0' && c <= '9':
+		lit, err := r.number()
+		if err != nil {
+			return 0, false, err
+		}
+		if f, err = strconv.ParseFloat(string(lit), 64); err != nil {
+			return 0, false, fmt.Errorf("the number %s does not fit a float64", lit)
+		}
+		return f, false, nil
+	case c == 'n':
+		return 0, true, r.literal("null")
+	}
+	return 0, false, r.typeError("a number")
+}
+
+// raw reads any value and returns it verbatim.
+func (r *replyReader) raw() (json.RawMessage, error) {
+	r.space()
+	start := r.i
+	if err := r.skip(); err != nil {
+		return nil, err
+	}
+	return r.in[start:r.i], nil
+}
+
+// object reads an object, calling member with each key (quotes included)
+// and whether it is plain, with r.i at the member's value, which member
+// reads.
+func (r *replyReader) object(member func(key []byte, plain bool) error) error {
+	if r.peek() != '{' {
+		return r.syntax("looking for an object")
+	}
+	if r.depth++; r.depth > maxDepth {
+		return errors.New("exceeded max depth")
+	}
+	r.i++
+	if r.peek() == '}' {
+		r.i++
+		r.depth--
+		return nil
+	}
+	for {
+		r.space()
+		key, plain, err := r.stringToken()
+		if err != nil {
+			return err
+		}
+		if r.peek() != ':' {
+			return r.syntax("after an object key")
+		}
+		r.i++
+		r.space()
+		if err := member(key, plain); err != nil {
+			return err
+		}
+		switch r.peek() {
+		case ',':
+			r.i++
+		case '}':
+			r.i++
+			r.depth--
+			return nil
+		default:
+			return r.syntax("after an object member")
+		}
+	}
+}
+
+func (r *replyReader) array() error {
+	if r.depth++; r.depth > maxDepth {
+		return errors.New("exceeded max depth")
+	}
+	r.i++ // [
+	if r.peek() == ']' {
+		r.i++
+		r.depth--
+		return nil
+	}
+	for {
+		if err := r.skip(); err != nil {
+			return err
+		}
+		switch r.peek() {
+		case ',':
+			r.i++
+		case ']':
+			r.i++
+			r.depth--
+			return nil
+		default:
+			return r.syntax("after an array element")
+		}
+	}
+}
+
+// skip reads any value, checking its syntax.
+func (r *replyReader) skip() error {
+	switch c := r.peek(); {
+	case c == '{':
+		return r.object(func([]byte, bool) error { return r.skip() })
+	case c == '[':
+		return r.array()
+	case c == '"':
+		_, _, err := r.stringToken()
+		return err
+	case c == 't':
+		return r.literal("true")
+	case c == 'f':
+		return r.literal("false")
+	case c == 'n':
+		return r.literal("null")
+	case c == '-' || c >= '0' && c <= '9':
+		_, err := r.number()
+		return err
+	}
+	return r.syntax("looking for the beginning of a value")
+}
+
+// stringToken reads a string and returns it with its quotes, and whether
+// it is plain: ASCII without escapes, so that it says what it holds.
+func (r *replyReader) stringToken() (q []byte, plain bool, err error) {
+	in := r.in
+	if r.i >= len(in) || in[r.i] != '"' {
+		return nil, false, r.syntax("looking for a string")
+	}
+	plain = true
+	for i := r.i + 1; i < len(in); i++ {
+		switch c := in[i]; {
+		case c == '"':
+			q, r.i = in[r.i:i+1], i+1
+			return q, plain, nil
+		case c == '\\':
+			plain = false
+			if i++; i >= len(in) {
+				break
+			}
+			switch in[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if i+4 >= len(in) || !isHex(in[i+1]) || !isHex(in[i+2]) || !isHex(in[i+3]) || !isHex(in[i+4]) {
+					r.i = i
+					return nil, false, r.syntax("in a \\u escape")
+				}
+				i += 4
+			default:
+				r.i = i
+				return nil, false, r.syntax("in a string escape")
+			}
+		case c < 0x20:
+			r.i = i
+			return nil, false, r.syntax("in a string (a control character)")
+		case c >= 0x80:
+			plain = false
+		}
+	}
+	r.i = len(in)
+	return nil, false, r.syntax("in a string (the input ends)")
+}
+
+func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
+
+// number reads a number as JSON writes one and returns it verbatim.
+func (r *replyReader) number() ([]byte, error) {
+	in, i := r.in, r.i
+	digits := func() bool {
+		start := i
+		for i < len(in) && in[i] >= '0' && in[i] <= '9' {
+			i++
+		}
+		return i > start
+	}
+	if i < len(in) && in[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(in) && in[i] == '0':
+		i++
+	case !digits():
+		r.i = i
+		return nil, r.syntax("in a number")
+	}
+	if i < len(in) && in[i] == '.' {
+		if i++; !digits() {
+			r.i = i
+			return nil, r.syntax("in a number's fraction")
+		}
+	}
+	if i < len(in) && (in[i] == 'e' || in[i] == 'E') {
+		if i++; i < len(in) && (in[i] == '+' || in[i] == '-') {
+			i++
+		}
+		if !digits() {
+			r.i = i
+			return nil, r.syntax("in a number's exponent")
+		}
+	}
+	lit := in[r.i:i]
+	r.i = i
+	return lit, nil
+}
+
+// literal reads true, false or null.
+func (r *replyReader) literal(word string) error {
+	if !bytes.HasPrefix(r.in[r.i:], []byte(word)) {
+		return r.syntax("in a literal")
+	}
+	r.i += len(word)
+	return nil
+}
+
+func (r *replyReader) space() {
+	for r.i < len(r.in) {
+		switch r.in[r.i] {
+		case ' ', '\t', '\n', '\r':
+			r.i++
+		default:
+			return
+		}
+	}
+}
+
+// peek is the next byte that is not space, 0 at the end.
+func (r *replyReader) peek() byte {
+	if r.space(); r.i < len(r.in) {
+		return r.in[r.i]
+	}
+	return 0
+}
+
+func (r *replyReader) syntax(where string) error {
+	return fmt.Errorf("invalid JSON at byte %d: unexpected %s %s", r.i, r.here(), where)
+}
+
+// typeError is a value of the wrong JSON type, at r.i.
+func (r *replyReader) typeError(want string) error {
+	return fmt.Errorf("%s is required, got %s", want, jsonx.Kind(r.in[r.i:]))
+}
+
+// here describes the byte at r.i.
+func (r *replyReader) here() string {
+	if r.i >= len(r.in) {
+		return "end of input"
+	}
+	return strconv.Quote(string(r.in[r.i : r.i+1]))
 }

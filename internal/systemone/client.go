@@ -61,6 +61,19 @@ func AppendRequest(b []byte, req decision.Request) []byte {
 	return append(b, "}}"...)
 }
 
+// requestSize is about the length of req's body, so that it is written
+// into one allocation: its verbatim parts and a little for the rest.
+func requestSize(req decision.Request) int {
+	n := 64 + len(req.Model) + len(req.State)
+	for _, q := range req.Questions {
+		n += 64 + len(q.ID) + len(q.Instructions)
+		for _, o := range q.Options {
+			n += 8 + len(o.Name) + len(o.Text)
+		}
+	}
+	return n
+}
+
 func appendRaw(b []byte, raw json.RawMessage) []byte {
 	if len(raw) == 0 {
 		return append(b, "null"...)
@@ -96,7 +109,7 @@ type Client struct {
 // *StatusError; an answer that fails the clients' checks is an error
 // wrapping ErrMalformed.
 func (c *Client) Ask(ctx context.Context, req decision.Request) (*Reply, error) {
-	data, err := c.do(ctx, http.MethodPost, c.endpoint(), AppendRequest(nil, req))
+	data, err := c.do(ctx, http.MethodPost, c.endpoint(), AppendRequest(make([]byte, 0, requestSize(req)), req))
 	if err != nil {
 		return nil, err
 	}
