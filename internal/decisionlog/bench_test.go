@@ -3,6 +3,7 @@ package decisionlog
 import (
 	"context"
 	"fmt"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -124,4 +125,65 @@ func BenchmarkThroughputSQLite(b *testing.B) {
 
 func BenchmarkThroughputPostgres(b *testing.B) {
 	throughput(b, Options{URL: postgresURL(b)})
+}
+
+// BenchmarkInsert is the writer's work per record, without the queue: the
+// records of one request after another (two questions over one state, ids
+// in time order as gateway.NewRequestID makes them) written in
+// transactions of a batch each, as the writer does under load. ns/op and
+// allocs/op are per record; cpu-ns/op is the process's CPU time (user and
+// system, collection included) per record, which the machine's other load
+// changes less than the time.
+func BenchmarkInsert(b *testing.B) {
+	for _, batch := range []int{64, 512, 2048} {
+		b.Run(fmt.Sprintf("sqlite/batch=%d", batch), func(b *testing.B) {
+			s, err := openSQLite(context.Background(), b.TempDir()+"/d.db")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.close()
+			insertBench(b, s, batch)
+		})
+	}
+	b.Run("postgres/batch=512", func(b *testing.B) {
+		s, err := openPostgres(context.Background(), postgresURL(b))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.close()
+		insertBench(b, s, 512)
+	})
+}
+
+func insertBench(b *testing.B, s *store, batch int) {
+	// Ids for this many records are made before the timer starts; past
+	// them they repeat.
+	const ids = 1 << 17
+	recs := make([]Record, ids)
+	state := []byte(`{"ticket":"I was charged twice for my subscription and want a refund."}`)
+	for i := range recs {
+		recs[i] = sample(fmt.Sprintf("req_%012x%020x", 1<<40+i/2, i/2), []string{"dept", "urgent"}[i%2], t0.Add(time.Duration(i)*time.Millisecond))
+		recs[i].State = state
+	}
+	b.ReportAllocs()
+	cpu := cpuTime()
+	n := 0
+	for b.Loop() {
+		if n++; n%batch == 0 {
+			at := (n - batch) % ids
+			if bad, err := s.insert(context.Background(), recs[at:at+batch], false); err != nil || bad != 0 {
+				b.Fatal(bad, err)
+			}
+		}
+	}
+	b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+}
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

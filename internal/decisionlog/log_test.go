@@ -554,3 +554,111 @@ func TestWindowLabelledIsTheLabelledPart(t *testing.T) {
 		})
 	}
 }
+
+// The writer lingers after a record for others to share its transaction,
+// without waking for each; a Flush, a whole batch queued or Close ends
+// the wait at once. With an hour's linger each would otherwise wait an
+// hour.
+func TestLingerEndsEarly(t *testing.T) {
+	t.Run("flush", func(t *testing.T) {
+		l := openLog(t, Options{Path: sqlitePath(t), Linger: time.Hour})
+		l.Record(sample("req_1", "q", t0))
+		for l.Stats().Queued > 0 {
+			time.Sleep(time.Millisecond) // until the writer has it, and lingers
+		}
+		l.Record(sample("req_2", "q", t0))
+		if err := l.Flush(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
+		if s := l.Stats(); s.Written != 2 {
+			t.Fatalf("stats %+v after Flush", s)
+		}
+	})
+	t.Run("a whole batch", func(t *testing.T) {
+		const batch = 8
+		l := openLog(t, Options{Path: sqlitePath(t), Linger: time.Hour, Batch: batch})
+		for i := range 3 * batch {
+			l.Record(sample(fmt.Sprintf("req_%d", i), "q", t0))
+		}
+		ctx := ctxT(t)
+		for l.Stats().Written != 3*batch {
+			select {
+			case <-ctx.Done():
+				t.Fatalf("stats %+v: three whole batches were not written", l.Stats())
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	})
+	t.Run("close", func(t *testing.T) {
+		l, err := Open(context.Background(), Options{Path: sqlitePath(t), Linger: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Record(sample("req_1", "q", t0))
+		if err := l.Close(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
+		if s := l.Stats(); s.Written != 1 {
+			t.Fatalf("stats %+v after Close", s)
+		}
+	})
+}
+
+// A batch is encoded into one buffer: each record's columns are its own,
+// a state shared by a request's records is hashed once, and a record left
+// out for a NaN does not shift those after it.
+func TestBatchEncodesEachRecord(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := ctxT(t)
+			l := b.open(t, Options{KeepStates: true})
+			shared := json.RawMessage(`{"ticket":"one"}`)
+			other := json.RawMessage(`{"ticket":"two"}`) // as long as shared
+			mk := func(id, q string, state json.RawMessage, dist []float64) Record {
+				r := sample(id, q, t0)
+				r.State, r.EngineDist, r.Steps, r.Final = state, dist, nil, nil
+				return r
+			}
+			bad := mk("req_bad", "q", shared, []float64{nan(), 0.5, 0.5})
+			preset := mk("req_preset", "q", shared, []float64{0.1, 0.1, 0.8})
+			preset.StateHash = "given"
+			recs := []Record{
+				mk("req_a", "q1", shared, []float64{0.5, 0.3, 0.2}),
+				mk("req_a", "q2", shared, []float64{0.2, 0.3, 0.5}),
+				bad,
+				mk("req_b", "q1", other, []float64{0.6, 0.2, 0.2}),
+				preset,
+				mk("req_c", "q1", shared, []float64{0.25, 0.25, 0.5}),
+				mk("req_d", "q1", nil, []float64{1, 0, 0}),
+			}
+			n, err := l.store.insert(ctx, recs, true)
+			if n != 1 || err != nil {
+				t.Fatalf("%d left out, %v; want the NaN one", n, err)
+			}
+			for _, r := range recs {
+				if r.RequestID == "req_bad" {
+					continue
+				}
+				es, err := l.Lookup(ctx, r.RequestID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var e *Entry
+				for i := range es {
+					if es[i].QuestionID == r.QuestionID {
+						e = &es[i]
+					}
+				}
+				want := r.StateHash
+				if want == "" {
+					want = HashState(r.State)
+				}
+				if e == nil || e.StateHash != want || string(e.State) != string(r.State) ||
+					!reflect.DeepEqual(e.EngineDist, r.EngineDist) || !reflect.DeepEqual(e.Final, r.EngineDist) ||
+					!reflect.DeepEqual(e.Options, r.Options) {
+					t.Errorf("%s %s read back as %+v", r.RequestID, r.QuestionID, e)
+				}
+			}
+		})
+	}
+}

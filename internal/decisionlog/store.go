@@ -2,7 +2,9 @@ package decisionlog
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,6 +30,10 @@ type store struct {
 	// by row count, made on first use: parsing an INSERT of many rows
 	// costs as much as running it. Only the writer inserts.
 	inserts map[int]*sql.Stmt
+	// The writer's buffers, reused from batch to batch (see encode).
+	buf   []byte
+	texts [][5][2]int
+	args  []any
 }
 
 // columns of the decisions table, in insert order.
@@ -165,23 +171,17 @@ func (s *store) q(query string) string {
 // encoded (a NaN in a distribution) is left out and counted in bad, so it
 // does not cost the batch.
 func (s *store) insert(ctx context.Context, recs []Record, keepStates bool) (bad int, err error) {
-	rows := make([][]any, 0, len(recs))
-	for i := range recs {
-		row, err := rowArgs(&recs[i], keepStates)
-		if err != nil {
-			bad++
-			continue
-		}
-		rows = append(rows, row)
-	}
-	if len(rows) == 0 {
+	args, bad := s.encode(recs, keepStates)
+	defer clear(args) // the batch's text is not kept past its transaction
+	rows := len(args) / numColumns
+	if rows == 0 {
 		return bad, nil
 	}
 	// The largest prepared sizes that fit: 100 rows are inserted 64, 32
 	// and 4 at a time. They are prepared before the transaction, which
 	// holds SQLite's one connection.
 	var sizes []int
-	for left := len(rows); left > 0; left -= sizes[len(sizes)-1] {
+	for left := rows; left > 0; left -= sizes[len(sizes)-1] {
 		n := rowsPerInsert
 		for n > left {
 			n /= 2
@@ -197,14 +197,10 @@ func (s *store) insert(ctx context.Context, recs []Record, keepStates bool) (bad
 	}
 	defer tx.Rollback()
 	for _, n := range sizes {
-		args := make([]any, 0, n*numColumns)
-		for _, row := range rows[:n] {
-			args = append(args, row...)
-		}
-		if _, err := tx.StmtContext(ctx, s.inserts[n]).ExecContext(ctx, args...); err != nil {
+		if _, err := tx.StmtContext(ctx, s.inserts[n]).ExecContext(ctx, args[:n*numColumns]...); err != nil {
 			return bad, err
 		}
-		rows = rows[n:]
+		args = args[n*numColumns:]
 	}
 	return bad, tx.Commit()
 }
@@ -233,40 +229,100 @@ func (s *store) insertStmt(ctx context.Context, n int) (*sql.Stmt, error) {
 	return st, nil
 }
 
-func rowArgs(r *Record, keepStates bool) ([]any, error) {
-	opts := string(appendStrings(nil, r.Options))
-	eng, ok := appendFloats(nil, r.EngineDist)
-	if !ok {
-		return nil, errors.New("engine distribution: not finite")
+// encode makes the INSERT arguments of recs, numColumns a row, in s.args.
+// The text columns the writer makes (the JSON of the options and of the
+// distributions, the state's hash) are written into one reused buffer and
+// made one string for the whole batch, of which each column is a part:
+// one allocation for them all rather than several a record. A state is
+// hashed once for the records of one request, which share it.
+func (s *store) encode(recs []Record, keepStates bool) (args []any, bad int) {
+	buf, at := s.buf[:0], s.texts[:0]
+	var lastState []byte
+	lastHash := [2]int{-1, -1}
+	for i := range recs {
+		r := &recs[i]
+		start := len(buf)
+		var t [5][2]int // the offsets in buf of opts, eng, steps, fin, hash
+		var ok, fine bool
+		t[0][0] = len(buf)
+		buf = appendStrings(buf, r.Options)
+		t[0][1], t[1][0] = len(buf), len(buf)
+		buf, ok = appendFloats(buf, r.EngineDist)
+		t[1][1], t[2][0] = len(buf), len(buf)
+		buf, fine = appendSteps(buf, r.Steps)
+		ok = ok && fine
+		t[2][1], t[3][0] = len(buf), len(buf)
+		buf, fine = appendFloats(buf, r.final())
+		ok = ok && fine
+		t[3][1] = len(buf)
+		if !ok {
+			buf = buf[:start]
+			bad++
+			at = append(at, [5][2]int{{-1, -1}})
+			continue
+		}
+		switch {
+		case r.StateHash != "":
+		case lastHash[0] >= 0 && sameBytes(r.State, lastState):
+			t[4] = lastHash
+		default:
+			h := sha256.Sum256(r.State)
+			t[4][0] = len(buf)
+			buf = hex.AppendEncode(buf, h[:])
+			t[4][1] = len(buf)
+			lastState, lastHash = r.State, t[4]
+		}
+		at = append(at, t)
 	}
-	steps, ok := appendSteps(nil, r.Steps)
-	if !ok {
-		return nil, errors.New("steps: a distribution is not finite")
+	text := string(buf)
+	s.buf, s.texts = buf, at
+	// A string column's value is boxed in an interface once for the
+	// records in a row that share it (a request's id and state hash; the
+	// face, model, node and kind), not once a record.
+	var last [7]string
+	var boxed [7]any
+	box := func(col int, v string) any {
+		if boxed[col] == nil || last[col] != v {
+			last[col], boxed[col] = v, v
+		}
+		return boxed[col]
 	}
-	fin, ok := appendFloats(nil, r.final())
-	if !ok {
-		return nil, errors.New("final distribution: not finite")
+	args = s.args[:0]
+	for i := range recs {
+		t := at[i]
+		if t[0][0] < 0 {
+			continue // not finite
+		}
+		r := &recs[i]
+		hash := r.StateHash
+		if hash == "" {
+			hash = text[t[4][0]:t[4][1]]
+		}
+		var mass, state any
+		if r.LabelMass != nil {
+			mass = *r.LabelMass
+		}
+		if keepStates && r.State != nil {
+			state = string(r.State)
+		}
+		args = append(args, box(0, r.RequestID), box(1, r.QuestionID), r.Time.UnixNano(), box(2, r.Face), box(3, r.Model),
+			box(4, r.Node), box(5, string(r.Kind)), text[t[0][0]:t[0][1]], text[t[1][0]:t[1][1]], text[t[2][0]:t[2][1]],
+			text[t[3][0]:t[3][1]], mass, r.Latency.Microseconds(), box(6, hash), state)
 	}
-	var mass any
-	if r.LabelMass != nil {
-		mass = *r.LabelMass
-	}
-	hash := r.StateHash
-	if hash == "" {
-		hash = HashState(r.State)
-	}
-	var state any
-	if keepStates && r.State != nil {
-		state = string(r.State)
-	}
-	return []any{r.RequestID, r.QuestionID, r.Time.UnixNano(), r.Face, r.Model, r.Node, string(r.Kind),
-		opts, string(eng), string(steps), string(fin), mass, r.Latency.Microseconds(), hash, state}, nil
+	s.args = args
+	return args, bad
+}
+
+// sameBytes reports whether a and b are the same bytes in memory: the
+// state of one request, which its records share.
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // appendStrings, appendFloats and appendSteps write what json.Marshal
 // writes for a slice (nil as []), without its reflection: the writer
 // encodes four of them per record. false means a number is not finite,
-// which JSON cannot hold.
+// which JSON cannot hold; what was written is then to be cut off.
 func appendStrings(b []byte, ss []string) []byte {
 	b = append(b, '[')
 	for i, s := range ss {
@@ -286,7 +342,7 @@ func appendFloats(b []byte, fs []float64) ([]byte, bool) {
 		}
 		var ok bool
 		if b, ok = appendFloat(b, f); !ok {
-			return nil, false
+			return b, false
 		}
 	}
 	return append(b, ']'), true
@@ -308,7 +364,7 @@ func appendSteps(b []byte, steps []Step) ([]byte, bool) {
 		} else {
 			var ok bool
 			if b, ok = appendFloats(b, st.Dist); !ok {
-				return nil, false
+				return b, false
 			}
 		}
 		b = append(b, '}')
