@@ -3,16 +3,21 @@
 // another system1): an instant stand-in backend is called directly and
 // through one or more system1 binaries (each a node of dialect systemone
 // in front of the same backend), each by the same closed-loop connections
-// on loopback. Targets take turns, round after round, the order rotated
-// each round, so that the machine's other load falls on all of them
-// alike. It prints every round's rows and then, per target, the median
-// and the spread over rounds of the requests per second, p50 and p99, the
-// latency added over the direct call of the same round, and system1's CPU
-// time per request (user plus system, read from /proc/PID/stat), with the
-// load average before and after. With -profile it also takes a CPU
-// profile of each binary, through its admin listener, during one more
-// measurement of it. Run it through bench/forward.sh, which builds
-// system1.
+// on loopback, beside a bare Go reverse proxy (net/http/httputil, this
+// program run again in its own process) as the reference: the least any
+// gateway process adds. Targets take turns, round after round, the order
+// rotated each round, so that the machine's other load falls on all of
+// them alike. It prints every round's rows and then, per target, the
+// median and the spread over rounds of the requests per second, p50 and
+// p99, the latency added over the direct call of the same round, and the
+// process's CPU time per request (user plus system, read from
+// /proc/PID/stat), with the load average before and after; then the
+// ratios of each round's figures to its references' in the same round
+// (the first -system1 binary, the proxy, the direct call), which carry
+// across machines and days where absolute times do not. With -profile it
+// also takes a CPU profile of each binary, through its admin listener,
+// during one more measurement of it. Run it through bench/forward.sh,
+// which builds system1.
 //
 //	forward -system1 before=/tmp/system1-before -system1 after=bin/system1 -rounds 5
 //	forward -system1 bin/system1 -system1 gogc400=bin/system1,GOGC=400
@@ -27,6 +32,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -88,7 +95,16 @@ func main() {
 	rounds := flag.Int("rounds", 1, "rounds: every target is measured once a round, in an order rotated each round")
 	profile := flag.String("profile", "", "a folder: after the rounds, write NAME.pprof, a CPU profile of each system1 over one more measurement of it")
 	dlog := flag.String("decision-log", "on", "on: each system1 records every answer in its decision log, as serve does by default (SQLite in a temporary state folder); off: decision_log.off; both: each binary twice, NAME and NAME-nolog")
+	reference := flag.String("reference", "", "the system1 target the others' CPU per request is divided by, round by round (default the first)")
+	proxyTo := flag.String("reverse-proxy-to", "", "run as the bare reverse proxy to this URL (how the proxy target is started)")
 	flag.Parse()
+	if *proxyTo != "" {
+		if err := reverseProxy(*proxyTo); err != nil {
+			fmt.Fprintln(os.Stderr, "forward:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(bins) == 0 {
 		bins = binaries{{name: "system1", path: "bin/system1"}}
 	}
@@ -104,7 +120,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "forward: -decision-log is on, off or both")
 		os.Exit(2)
 	}
-	if err := run(bins, logs, *conns, *duration, max(*rounds, 1), *profile); err != nil {
+	if err := run(bins, logs, *conns, *duration, max(*rounds, 1), *profile, *reference); err != nil {
 		fmt.Fprintln(os.Stderr, "forward:", err)
 		os.Exit(1)
 	}
@@ -117,9 +133,13 @@ type target struct {
 	url   string
 	pid   int    // 0 for the backend, which runs in this process
 	admin string // the admin listener's URL, with -profile
+	bin   string // the system1 binary; "" for the backend and the proxy
 }
 
-func run(bins binaries, logs []bool, conns int, duration time.Duration, rounds int, profile string) error {
+// proxyName is the bare reverse proxy's target.
+const proxyName = "proxy"
+
+func run(bins binaries, logs []bool, conns int, duration time.Duration, rounds int, profile, reference string) error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -146,6 +166,12 @@ func run(bins binaries, logs []bool, conns int, duration time.Duration, rounds i
 	}
 	defer os.RemoveAll(dir)
 	targets := []target{{name: "direct", url: base + "/v1/systemone"}}
+	pt, stop, err := startProxy(base)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	targets = append(targets, pt)
 	for i, b := range bins {
 		for _, log := range logs {
 			if !log && len(logs) > 1 {
@@ -161,6 +187,12 @@ func run(bins binaries, logs []bool, conns int, duration time.Duration, rounds i
 		}
 	}
 
+	if reference == "" {
+		reference = targets[2].name // the first system1
+	}
+	if !slices.ContainsFunc(targets, func(t target) bool { return t.bin != "" && t.name == reference }) {
+		return fmt.Errorf("-reference %q is not one of the system1 targets", reference)
+	}
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conns * 2, MaxIdleConns: conns * 2 * len(targets)}}
 	// Warm every path, and check that each system1's answer is a real one.
 	for _, t := range targets {
@@ -171,7 +203,7 @@ func run(bins binaries, logs []bool, conns int, duration time.Duration, rounds i
 
 	loadBefore := loadavg()
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "round\ttarget\trequests\terrors\treq/s\tp50\tp99\tadded p50\tadded p99\tsystem1 CPU per request\t\n")
+	fmt.Fprintf(tw, "round\ttarget\trequests\terrors\treq/s\tp50\tp99\tadded p50\tadded p99\tCPU per request\t\n")
 	all := make(map[string][]result)
 	for round := range rounds {
 		got := make(map[string]result)
@@ -194,7 +226,7 @@ func run(bins binaries, logs []bool, conns int, duration time.Duration, rounds i
 
 	fmt.Printf("\nover %d round(s): median [min, max]\n", rounds)
 	tw = tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "target\treq/s\tp50 (ms)\tp99 (ms)\tadded p50 (ms)\tadded p99 (ms)\tsystem1 CPU per request (ms)\t\n")
+	fmt.Fprintf(tw, "target\treq/s\tp50 (ms)\tp99 (ms)\tadded p50 (ms)\tadded p99 (ms)\tCPU per request (ms)\t\n")
 	for _, t := range targets {
 		rs := all[t.name]
 		cells := []string{
@@ -211,22 +243,58 @@ func run(bins binaries, logs []bool, conns int, duration time.Duration, rounds i
 		fmt.Fprintf(tw, "%s\t%s\t\n", t.name, strings.Join(cells, "\t"))
 	}
 	tw.Flush()
-	fmt.Printf("\n%d connections, %s per target per round, loopback; load average (1, 5, 15 min) %s before, %s after; target: under 0.100 ms of system1 CPU per request\n",
-		conns, duration, loadBefore, loadAfter)
+	ratios(targets, all, rounds, reference)
+	fmt.Printf("\n%s, %d connections, %s per target per round, loopback; load average (1, 5, 15 min) %s before, %s after\n",
+		time.Now().UTC().Format(time.DateOnly), conns, duration, loadBefore, loadAfter)
 
 	if profile != "" {
 		if err := os.MkdirAll(profile, 0o755); err != nil {
 			return err
 		}
-		for i, t := range targets[1:] {
+		for _, t := range targets {
+			if t.bin == "" {
+				continue
+			}
 			path := filepath.Join(profile, t.name+".pprof")
 			if err := profileDuring(hc, t, conns, duration, path); err != nil {
 				return fmt.Errorf("profiling %s: %w", t.name, err)
 			}
-			fmt.Printf("CPU profile of %s: %s (go tool pprof -top %s %s)\n", t.name, path, bins[i/len(logs)].path, path)
+			fmt.Printf("CPU profile of %s: %s (go tool pprof -top %s %s)\n", t.name, path, t.bin, path)
 		}
 	}
 	return nil
+}
+
+// ratios prints, for each system1 target, the median and range over
+// rounds of its figures divided by its references' in the same round:
+// CPU per request against the reference system1 target's (ref, or the
+// first) and the proxy's, req/s against the proxy's, and the latency
+// added over the direct call less the proxy's. A round's ratio compares
+// two targets measured seconds apart, under the same load.
+func ratios(targets []target, all map[string][]result, rounds int, ref string) {
+	proxy := all[proxyName]
+	fmt.Printf("\nagainst the references of the same round, median [min, max] over %d round(s)\n", rounds)
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "target\tCPU per request / %s's\tCPU per request / proxy's\treq/s / proxy's\tadded p50 over proxy's (ms)\t\n", ref)
+	for _, t := range targets {
+		if t.bin == "" {
+			continue
+		}
+		rs, first := all[t.name], all[ref]
+		each := func(f func(i int) float64, format string) string {
+			v := make([]float64, len(rs))
+			for i := range rs {
+				v[i] = f(i)
+			}
+			return median(v, format)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", t.name,
+			each(func(i int) float64 { return rs[i].cpuPerRequest() / first[i].cpuPerRequest() }, "%.2f"),
+			each(func(i int) float64 { return rs[i].cpuPerRequest() / proxy[i].cpuPerRequest() }, "%.2f"),
+			each(func(i int) float64 { return rs[i].rate() / proxy[i].rate() }, "%.2f"),
+			each(func(i int) float64 { return ms(rs[i].addedP50 - proxy[i].addedP50) }, "%+.3f"))
+	}
+	tw.Flush()
 }
 
 // start runs one system1 serve in front of the backend at base, its
@@ -258,7 +326,7 @@ func start(b binary, state, base string, log, admin bool) (target, func(), error
 		return target{}, nil, err
 	}
 	stop := func() { cmd.Process.Kill(); cmd.Wait() }
-	t := target{name: b.name, pid: cmd.Process.Pid}
+	t := target{name: b.name, pid: cmd.Process.Pid, bin: b.path}
 	sc := bufio.NewScanner(stderr)
 	re := regexp.MustCompile(`msg="?(listening|admin listening)"? url=(http://\S+)`)
 	for (t.url == "" || (admin && t.admin == "")) && sc.Scan() {
@@ -276,6 +344,48 @@ func start(b binary, state, base string, log, admin bool) (target, func(), error
 	}
 	go io.Copy(io.Discard, stderr) // the request log lines, written as in production
 	return t, stop, nil
+}
+
+// reverseProxy serves a bare reverse proxy to to on a free loopback
+// port, with as many idle connections to it as system1 keeps, and says
+// where it listens on stderr as system1 does.
+func reverseProxy(to string) error {
+	u, err := url.Parse(to)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.Transport = &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256}
+	fmt.Fprintf(os.Stderr, "msg=listening url=http://%s\n", ln.Addr())
+	return http.Serve(ln, rp)
+}
+
+// startProxy runs this program again as the bare reverse proxy to base.
+func startProxy(base string) (target, func(), error) {
+	self, err := os.Executable()
+	if err != nil {
+		return target{}, nil, err
+	}
+	cmd := exec.Command(self, "-reverse-proxy-to", base)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return target{}, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return target{}, nil, err
+	}
+	stop := func() { cmd.Process.Kill(); cmd.Wait() }
+	line, err := bufio.NewReader(stderr).ReadString('\n')
+	u, ok := strings.CutPrefix(strings.TrimSpace(line), "msg=listening url=")
+	if err != nil || !ok {
+		stop()
+		return target{}, nil, fmt.Errorf("the bare proxy did not start: %v %q", err, line)
+	}
+	return target{name: proxyName, url: u + "/v1/systemone", pid: cmd.Process.Pid}, stop, nil
 }
 
 type result struct {
@@ -411,7 +521,12 @@ func spread(rs []result, f func(result) float64, format string) string {
 	for i, r := range rs {
 		v[i] = f(r)
 	}
-	slices.Sort(v)
+	return median(v, format)
+}
+
+// median is the median of v and its range, "m [lo, hi]".
+func median(v []float64, format string) string {
+	v = slices.Sorted(slices.Values(v))
 	med := v[len(v)/2]
 	if len(v)%2 == 0 {
 		med = (v[len(v)/2-1] + v[len(v)/2]) / 2
