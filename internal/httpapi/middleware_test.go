@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -39,5 +40,18 @@ func TestAccessLine(t *testing.T) {
 		if id := w.Header().Get(systemone.RequestIDHeader); m[1] != id {
 			t.Errorf("the line's id %s, the reply's %s", m[1], id)
 		}
+	}
+}
+
+// BenchmarkAccessLine is observe around a handler that does nothing, its
+// line formatted by slog's text handler as serve's is and then dropped.
+func BenchmarkAccessLine(b *testing.B) {
+	s := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), NoPage: true})
+	h := s.observe(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	r := httptest.NewRequest(http.MethodPost, "/v1/systemone", nil)
+	w := httptest.NewRecorder()
+	b.ReportAllocs()
+	for b.Loop() {
+		h.ServeHTTP(w, r)
 	}
 }
