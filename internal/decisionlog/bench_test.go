@@ -135,7 +135,7 @@ func BenchmarkThroughputPostgres(b *testing.B) {
 // system, collection included) per record, which the machine's other load
 // changes less than the time.
 func BenchmarkInsert(b *testing.B) {
-	for _, batch := range []int{64, 512, 2048} {
+	for _, batch := range []int{2, 16, 64, 512, 2048} {
 		b.Run(fmt.Sprintf("sqlite/batch=%d", batch), func(b *testing.B) {
 			s, err := openSQLite(context.Background(), b.TempDir()+"/d.db")
 			if err != nil {
