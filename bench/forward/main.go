@@ -91,6 +91,7 @@ func main() {
 	var bins binaries
 	flag.Var(&bins, "system1", "a system1 binary to measure, NAME=PATH or PATH, then ,KEY=VALUE for its environment; repeat it to compare binaries side by side (default bin/system1)")
 	conns := flag.Int("c", 16, "concurrent connections")
+	rate := flag.Float64("rate", 0, "requests per second over all connections (0: each connection sends its next request as soon as it has an answer)")
 	duration := flag.Duration("duration", 5*time.Second, "how long each target is measured in each round")
 	rounds := flag.Int("rounds", 1, "rounds: every target is measured once a round, in an order rotated each round")
 	profile := flag.String("profile", "", "a folder: after the rounds, write NAME.pprof, a CPU profile of each system1 over one more measurement of it")
@@ -120,7 +121,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "forward: -decision-log is on, off or both")
 		os.Exit(2)
 	}
-	if err := run(bins, logs, *conns, *duration, max(*rounds, 1), *profile, *reference); err != nil {
+	if err := run(bins, logs, load{*conns, *rate}, *duration, max(*rounds, 1), *profile, *reference); err != nil {
 		fmt.Fprintln(os.Stderr, "forward:", err)
 		os.Exit(1)
 	}
@@ -139,7 +140,15 @@ type target struct {
 // proxyName is the bare reverse proxy's target.
 const proxyName = "proxy"
 
-func run(bins binaries, logs []bool, conns int, duration time.Duration, rounds int, profile, reference string) error {
+// load is how targets are asked: by conns connections, at most rate
+// requests a second in all (0: closed loop, each connection at once).
+type load struct {
+	conns int
+	rate  float64
+}
+
+func run(bins binaries, logs []bool, ld load, duration time.Duration, rounds int, profile, reference string) error {
+	conns := ld.conns
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -211,7 +220,7 @@ func run(bins binaries, logs []bool, conns int, duration time.Duration, rounds i
 		// after another's load, or last.
 		for k := range targets {
 			t := targets[(k+round)%len(targets)]
-			got[t.name] = measure(hc, t, conns, duration)
+			got[t.name] = measure(hc, t, ld, duration)
 		}
 		for _, t := range targets {
 			r := got[t.name]
@@ -244,8 +253,12 @@ func run(bins binaries, logs []bool, conns int, duration time.Duration, rounds i
 	}
 	tw.Flush()
 	ratios(targets, all, rounds, reference)
-	fmt.Printf("\n%s, %d connections, %s per target per round, loopback; load average (1, 5, 15 min) %s before, %s after\n",
-		time.Now().UTC().Format(time.DateOnly), conns, duration, loadBefore, loadAfter)
+	pace := "closed loop"
+	if ld.rate > 0 {
+		pace = fmt.Sprintf("at most %g requests/s", ld.rate)
+	}
+	fmt.Printf("\n%s, %d connections, %s, %s per target per round, loopback; load average (1, 5, 15 min) %s before, %s after\n",
+		time.Now().UTC().Format(time.DateOnly), conns, pace, duration, loadBefore, loadAfter)
 
 	if profile != "" {
 		if err := os.MkdirAll(profile, 0o755); err != nil {
@@ -256,10 +269,12 @@ func run(bins binaries, logs []bool, conns int, duration time.Duration, rounds i
 				continue
 			}
 			path := filepath.Join(profile, t.name+".pprof")
-			if err := profileDuring(hc, t, conns, duration, path); err != nil {
+			r, err := profileDuring(hc, t, ld, duration, path)
+			if err != nil {
 				return fmt.Errorf("profiling %s: %w", t.name, err)
 			}
-			fmt.Printf("CPU profile of %s: %s (go tool pprof -top %s %s)\n", t.name, path, t.bin, path)
+			fmt.Printf("CPU profile of %s over %d requests, %.3f ms of CPU each: %s (go tool pprof -top %s %s)\n",
+				t.name, r.ok, r.cpuPerRequest()*1000, path, t.bin, path)
 		}
 	}
 	return nil
@@ -405,21 +420,30 @@ func (r result) cpuPerRequest() float64 {
 	return r.cpu / float64(r.ok)
 }
 
-func measure(hc *http.Client, t target, conns int, d time.Duration) result {
+func measure(hc *http.Client, t target, ld load, d time.Duration) result {
 	var before float64
 	if t.pid != 0 {
 		before = cpuSeconds(t.pid)
+	}
+	var pace <-chan time.Time // a request may go at each tick; ticks nobody takes are dropped
+	if ld.rate > 0 {
+		tick := time.NewTicker(time.Duration(float64(time.Second) / ld.rate))
+		defer tick.Stop()
+		pace = tick.C
 	}
 	var mu sync.Mutex
 	var lat []time.Duration
 	errs := 0
 	start := time.Now()
 	var wg sync.WaitGroup
-	for range conns {
+	for range ld.conns {
 		wg.Go(func() {
 			var mine []time.Duration
 			bad := 0
 			for time.Since(start) < d {
+				if pace != nil {
+					<-pace
+				}
 				t0 := time.Now()
 				if _, err := post(hc, t.url); err != nil {
 					bad++
@@ -446,8 +470,9 @@ func measure(hc *http.Client, t target, conns int, d time.Duration) result {
 }
 
 // profileDuring loads t for d while its admin listener takes a CPU
-// profile of as many whole seconds, written to path.
-func profileDuring(hc *http.Client, t target, conns int, d time.Duration, path string) error {
+// profile of as many whole seconds, written to path, and returns the
+// measurement, so that a profile's shares can be read per request.
+func profileDuring(hc *http.Client, t target, ld load, d time.Duration, path string) (result, error) {
 	secs := max(int(d.Seconds()), 1)
 	type got struct {
 		body []byte
@@ -467,12 +492,12 @@ func profileDuring(hc *http.Client, t target, conns int, d time.Duration, path s
 		}
 		done <- got{b, err}
 	}()
-	measure(hc, t, conns, time.Duration(secs)*time.Second+500*time.Millisecond)
+	r := measure(hc, t, ld, time.Duration(secs)*time.Second+500*time.Millisecond)
 	g := <-done
 	if g.err != nil {
-		return g.err
+		return r, g.err
 	}
-	return os.WriteFile(path, g.body, 0o644)
+	return r, os.WriteFile(path, g.body, 0o644)
 }
 
 func post(hc *http.Client, url string) ([]byte, error) {
