@@ -333,14 +333,10 @@ func start(b binary, state, base string, log, admin bool) (target, func(), error
 	}
 	cmd := exec.Command(b.path, "serve", "--config", cfg, "--state-dir", state)
 	cmd.Env = append(os.Environ(), b.env...)
-	stderr, err := cmd.StderrPipe()
+	stderr, stop, err := launch(cmd)
 	if err != nil {
 		return target{}, nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		return target{}, nil, err
-	}
-	stop := func() { cmd.Process.Kill(); cmd.Wait() }
 	t := target{name: b.name, pid: cmd.Process.Pid, bin: b.path}
 	sc := bufio.NewScanner(stderr)
 	re := regexp.MustCompile(`msg="?(listening|admin listening)"? url=(http://\S+)`)
@@ -359,6 +355,18 @@ func start(b binary, state, base string, log, admin bool) (target, func(), error
 	}
 	go io.Copy(io.Discard, stderr) // the request log lines, written as in production
 	return t, stop, nil
+}
+
+// launch starts cmd and returns its stderr and how to stop it.
+func launch(cmd *exec.Cmd) (io.Reader, func(), error) {
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, err
+	}
+	return stderr, func() { cmd.Process.Kill(); cmd.Wait() }, nil
 }
 
 // reverseProxy serves a bare reverse proxy to to on a free loopback
@@ -386,14 +394,10 @@ func startProxy(base string) (target, func(), error) {
 		return target{}, nil, err
 	}
 	cmd := exec.Command(self, "-reverse-proxy-to", base)
-	stderr, err := cmd.StderrPipe()
+	stderr, stop, err := launch(cmd)
 	if err != nil {
 		return target{}, nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		return target{}, nil, err
-	}
-	stop := func() { cmd.Process.Kill(); cmd.Wait() }
 	line, err := bufio.NewReader(stderr).ReadString('\n')
 	u, ok := strings.CutPrefix(strings.TrimSpace(line), "msg=listening url=")
 	if err != nil || !ok {
