@@ -22,8 +22,15 @@ func AppendRequest(b []byte, req decision.Request) []byte {
 	b = appendString(b, req.Model)
 	b = append(b, `,"state":`...)
 	b = append(b, req.State...)
+	b = appendQuestions(b, req.Questions)
+	return append(b, '}')
+}
+
+// appendQuestions writes `,"questions":{...}`, keeping question and
+// criteria order.
+func appendQuestions(b []byte, qs []decision.Question) []byte {
 	b = append(b, `,"questions":{`...)
-	for i, q := range req.Questions {
+	for i, q := range qs {
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -58,7 +65,7 @@ func AppendRequest(b []byte, req decision.Request) []byte {
 		}
 		b = append(b, '}')
 	}
-	return append(b, "}}"...)
+	return append(b, '}')
 }
 
 // requestSize is about the length of req's body, so that it is written
