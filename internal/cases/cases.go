@@ -148,7 +148,7 @@ func ParseLine(line []byte, set string) (Case, error) {
 		if !ok {
 			return Case{}, fmt.Errorf("case %s: expected.%s: no question has this id", c.ID, m.Key)
 		}
-		idx, err := expectedIndex(c.Request.Questions[i], m.Value)
+		idx, err := ExpectedIndex(c.Request.Questions[i], m.Value)
 		if err != nil {
 			return Case{}, fmt.Errorf("case %s: expected.%s: %v", c.ID, m.Key, err)
 		}
@@ -170,8 +170,10 @@ func describe(p decision.Problem) string {
 	return strings.Join(p.Path, ".") + ": " + p.Msg
 }
 
-// expectedIndex maps an expected answer to its option index.
-func expectedIndex(q decision.Question, raw json.RawMessage) (int, error) {
+// ExpectedIndex maps an expected answer to q's option index: a choice's
+// criteria key (a JSON string), a noul's true or false (0 and 1), a
+// score's level index (a JSON integer).
+func ExpectedIndex(q decision.Question, raw json.RawMessage) (int, error) {
 	switch q.Kind {
 	case decision.Choice:
 		var key string
