@@ -1,0 +1,491 @@
+package jobs
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+
+	"system1/internal/cases"
+	"system1/internal/decision"
+	"system1/internal/jsonx"
+	"system1/internal/systemone"
+)
+
+// MaxLineBytes bounds one JSONL input line: a longer one is an error row,
+// never a line read whole into memory.
+const MaxLineBytes = 16 << 20
+
+// ExpectedPrefix begins a CSV column holding a question's expected
+// outcome: expected.<question id>.
+const ExpectedPrefix = "expected."
+
+// inputRow is one row of the input.
+type inputRow struct {
+	// Line is the input line the row starts on, from 1.
+	Line int
+	// ID is the row's id as given: a JSON string or number, nil when the
+	// row has none that can be read.
+	ID json.RawMessage
+	// State is what the job's questions are asked about.
+	State json.RawMessage
+	// Expected holds, aligned with the job's questions, the index of the
+	// option the row says is right (for a noul 0 is true, 1 false), or -1
+	// where it says nothing.
+	Expected []int
+	// Err says why the row cannot be asked: it is written as the row's
+	// error row.
+	Err error
+}
+
+// rowReader yields an input's rows in order.
+type rowReader interface {
+	// Next returns the next row, or io.EOF after the last; any other
+	// error is the input's (it could not be read), not a row's.
+	Next() (inputRow, error)
+	Close() error
+}
+
+// format returns the input format: the one asked for, else "csv" for a
+// .csv name and "jsonl" for any other.
+func format(path, asked string) (string, error) {
+	switch asked {
+	case "jsonl", "csv":
+		return asked, nil
+	case "":
+		if strings.EqualFold(filepath.Ext(path), ".csv") {
+			return "csv", nil
+		}
+		return "jsonl", nil
+	}
+	return "", fmt.Errorf("format %q: jsonl or csv", asked)
+}
+
+// openRows opens the input at path. ids, when true, reads only what the
+// scan for duplicate ids needs: no state is checked or kept.
+func openRows(path, fmtName string, qs []decision.Question, ids bool) (rowReader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	br := bufio.NewReaderSize(f, 64<<10)
+	// A UTF-8 byte order mark, as spreadsheet programs write, is no part
+	// of the first row.
+	if b, err := br.Peek(3); err == nil && bytes.Equal(b, []byte("\xef\xbb\xbf")) {
+		_, _ = br.Discard(3)
+	}
+	if fmtName == "csv" {
+		r, err := newCSVReader(f, br, qs, ids)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return r, nil
+	}
+	return &jsonlReader{f: f, br: br, qs: qs, ids: ids}, nil
+}
+
+// jsonlReader reads rows of JSON Lines: {"id", "state", "expected"}.
+type jsonlReader struct {
+	f    *os.File
+	br   *bufio.Reader
+	qs   []decision.Question
+	ids  bool
+	line int
+	buf  []byte
+}
+
+func (r *jsonlReader) Close() error { return r.f.Close() }
+
+func (r *jsonlReader) Next() (inputRow, error) {
+	for {
+		text, tooLong, err := r.readLine()
+		if err != nil {
+			return inputRow{}, err
+		}
+		if tooLong {
+			return inputRow{Line: r.line, Err: fmt.Errorf("line %d is longer than %d bytes", r.line, MaxLineBytes)}, nil
+		}
+		if len(bytes.TrimSpace(text)) == 0 {
+			continue // an empty line is no row
+		}
+		return parseJSONRow(text, r.line, r.qs, r.ids), nil
+	}
+}
+
+// readLine returns the next line without its line ending, valid until the
+// next call; tooLong when it was longer than MaxLineBytes (its bytes are
+// skipped, not kept).
+func (r *jsonlReader) readLine() (text []byte, tooLong bool, err error) {
+	r.buf = r.buf[:0]
+	long := false
+	for first := true; ; first = false {
+		chunk, err := r.br.ReadSlice('\n')
+		if first && err == nil {
+			// The common case: the whole line in the reader's buffer.
+			r.line++
+			return trimEOL(chunk), false, nil
+		}
+		if !long && len(r.buf)+len(chunk) <= MaxLineBytes {
+			r.buf = append(r.buf, chunk...)
+		} else {
+			long, r.buf = true, r.buf[:0]
+		}
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF):
+			if len(r.buf) == 0 && !long {
+				return nil, false, io.EOF
+			}
+			r.line++
+			return trimEOL(r.buf), long, nil // a last line without a newline
+		case err != nil:
+			return nil, false, err
+		}
+		r.line++
+		return trimEOL(r.buf), long, nil
+	}
+}
+
+func trimEOL(b []byte) []byte {
+	b = bytes.TrimSuffix(b, []byte("\n"))
+	return bytes.TrimSuffix(b, []byte("\r"))
+}
+
+// parseJSONRow reads one JSONL line. Whatever is wrong with it is the
+// row's Err, naming the line; the id is kept whenever it can be read, so
+// that the error row carries it.
+func parseJSONRow(text []byte, line int, qs []decision.Question, ids bool) inputRow {
+	row := inputRow{Line: line}
+	if !json.Valid(text) {
+		var v json.RawMessage
+		err := json.Unmarshal(text, &v)
+		row.Err = fmt.Errorf("line %d is not valid JSON: %v", line, err)
+		return row
+	}
+	ms, err := jsonx.Members(text)
+	var dup *jsonx.DuplicateKeyError
+	switch {
+	case errors.As(err, &dup):
+		row.Err = fmt.Errorf("line %d: the key %q appears twice", line, dup.Key)
+		return row
+	case err != nil:
+		row.Err = fmt.Errorf("line %d: a row must be a JSON object {\"id\", \"state\"}", line)
+		return row
+	}
+	id, ok := jsonx.Lookup(ms, "id")
+	switch k := jsonx.Kind(id); {
+	case !ok:
+		row.Err = fmt.Errorf("line %d: id: required", line)
+		return row
+	case k != "string" && k != "number":
+		row.Err = fmt.Errorf("line %d: id: a string or a number is required, got %s", line, k)
+		return row
+	case k == "string" && !jsonx.TextOK(id):
+		row.Err = fmt.Errorf("line %d: id: not valid UTF-8", line)
+		return row
+	}
+	row.ID = bytes.Clone(id)
+	if ids {
+		return row
+	}
+	state, ok := jsonx.Lookup(ms, "state")
+	if !ok {
+		row.Err = fmt.Errorf("line %d: state: required", line)
+		return row
+	}
+	if row.State, err = checkState(state); err != nil {
+		row.Err = fmt.Errorf("line %d: %v", line, err)
+		return row
+	}
+	row.Expected = noneExpected(len(qs))
+	if exp, ok := jsonx.Lookup(ms, "expected"); ok && jsonx.Kind(exp) != "null" {
+		if err := readExpected(exp, qs, row.Expected); err != nil {
+			row.Err = fmt.Errorf("line %d: %v", line, err)
+		}
+	}
+	return row
+}
+
+// checkState applies the wire's rules for a state (a string, an object or
+// an array, as valid UTF-8) through its own parser, so that they have one
+// home, and returns the state as that parser keeps it: a copy that
+// outlives the line.
+func checkState(state json.RawMessage) (json.RawMessage, error) {
+	body := make([]byte, 0, len(state)+10)
+	body = append(body, `{"state":`...)
+	body = append(body, state...)
+	body = append(body, '}')
+	p := systemone.ParseRequest(body)
+	for _, pr := range p.Problems {
+		if len(pr.Path) == 0 || pr.Path[0] == "state" {
+			return nil, fmt.Errorf("%s: %s", strings.Join(append([]string{"state"}, pathTail(pr.Path)...), "."), pr.Msg)
+		}
+	}
+	return p.State, nil
+}
+
+// pathTail is a problem's path below "state".
+func pathTail(path []string) []string {
+	if len(path) > 0 && path[0] == "state" {
+		return path[1:]
+	}
+	return path
+}
+
+func noneExpected(n int) []int {
+	e := make([]int, n)
+	for i := range e {
+		e[i] = -1
+	}
+	return e
+}
+
+// readExpected reads a row's {"<question id>": outcome} into out.
+func readExpected(raw json.RawMessage, qs []decision.Question, out []int) error {
+	ms, err := jsonx.Members(raw)
+	if err != nil {
+		return errors.New("expected: an object of question id -> outcome is required")
+	}
+	for _, m := range ms {
+		i := questionIndex(qs, m.Key)
+		if i < 0 {
+			return fmt.Errorf("expected.%s: the job has no question %q", m.Key, m.Key)
+		}
+		if out[i], err = expectedIndex(qs[i], m.Value); err != nil {
+			return fmt.Errorf("expected.%s: %v", m.Key, err)
+		}
+	}
+	return nil
+}
+
+func questionIndex(qs []decision.Question, id string) int {
+	for i, q := range qs {
+		if q.ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// expectedIndex reads one expected outcome of q as bench's case files
+// give it (see cases.ExpectedIndex); null is none (-1).
+func expectedIndex(q decision.Question, raw json.RawMessage) (int, error) {
+	if jsonx.Kind(raw) == "null" {
+		return -1, nil
+	}
+	return cases.ExpectedIndex(q, raw)
+}
+
+// expectedCell reads an expected outcome from a CSV cell, whose text is
+// the JSON value a case file would hold (true, 2) or, for a choice, the
+// key itself; an empty cell is none (-1).
+func expectedCell(q decision.Question, cell string) (int, error) {
+	if cell == "" {
+		return -1, nil
+	}
+	raw, _ := json.Marshal(cell)
+	if q.Kind != decision.Choice && json.Valid([]byte(cell)) {
+		raw = []byte(cell)
+	}
+	return expectedIndex(q, raw)
+}
+
+// csvReader reads rows of CSV: a header with an id column; each other
+// column is a key of the state, a JSON object of strings in column order,
+// except expected.<question id> columns, which hold outcomes.
+type csvReader struct {
+	f     *os.File
+	cr    *csv.Reader
+	qs    []decision.Question
+	ids   bool
+	width int
+	idCol int
+	state []csvColumn
+	exp   []csvColumn // question is the question's index
+}
+
+type csvColumn struct {
+	col      int
+	key      []byte // the state's key, JSON-encoded, with its colon
+	question int
+}
+
+func newCSVReader(f *os.File, br *bufio.Reader, qs []decision.Question, ids bool) (*csvReader, error) {
+	cr := csv.NewReader(br)
+	cr.ReuseRecord = true
+	header, err := cr.Read()
+	if errors.Is(err, io.EOF) {
+		return nil, errors.New("the CSV has no header (it needs an id column)")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the CSV header: %w", err)
+	}
+	r := &csvReader{f: f, cr: cr, qs: qs, ids: ids, width: len(header), idCol: -1}
+	seen := map[string]bool{}
+	for i, name := range header {
+		if seen[name] {
+			return nil, fmt.Errorf("the CSV header names the column %q twice", name)
+		}
+		seen[name] = true
+		switch {
+		case name == "id":
+			r.idCol = i
+		case strings.HasPrefix(name, ExpectedPrefix):
+			qid := strings.TrimPrefix(name, ExpectedPrefix)
+			q := questionIndex(qs, qid)
+			if q < 0 && !ids {
+				return nil, fmt.Errorf("the CSV column %q names no question of the job", name)
+			}
+			r.exp = append(r.exp, csvColumn{col: i, question: q})
+		default:
+			if !utf8.ValidString(name) {
+				return nil, fmt.Errorf("the CSV column %d's name is not valid UTF-8", i+1)
+			}
+			key, _ := json.Marshal(name)
+			r.state = append(r.state, csvColumn{col: i, key: append(key, ':')})
+		}
+	}
+	if r.idCol < 0 {
+		return nil, errors.New("the CSV header has no id column")
+	}
+	return r, nil
+}
+
+func (r *csvReader) Close() error { return r.f.Close() }
+
+func (r *csvReader) Next() (inputRow, error) {
+	rec, err := r.cr.Read()
+	var pe *csv.ParseError
+	switch {
+	case errors.Is(err, io.EOF):
+		return inputRow{}, io.EOF
+	case errors.As(err, &pe) && errors.Is(pe.Err, csv.ErrFieldCount):
+		line, _ := r.cr.FieldPos(0)
+		row := inputRow{Line: line, Err: fmt.Errorf("line %d: %d fields, the header has %d", line, len(rec), r.width)}
+		if r.idCol < len(rec) && rec[r.idCol] != "" && utf8.ValidString(rec[r.idCol]) {
+			row.ID, _ = json.Marshal(rec[r.idCol])
+		}
+		return row, nil
+	case errors.As(err, &pe):
+		return inputRow{Line: pe.StartLine, Err: fmt.Errorf("line %d: %v", pe.StartLine, pe.Err)}, nil
+	case err != nil:
+		return inputRow{}, err
+	}
+	line, _ := r.cr.FieldPos(0)
+	row := inputRow{Line: line}
+	id := rec[r.idCol]
+	switch {
+	case id == "":
+		row.Err = fmt.Errorf("line %d: id: empty", line)
+		return row, nil
+	case !utf8.ValidString(id):
+		row.Err = fmt.Errorf("line %d: id: not valid UTF-8", line)
+		return row, nil
+	}
+	row.ID, _ = json.Marshal(id)
+	if r.ids {
+		return row, nil
+	}
+	n := 2
+	for _, c := range r.state {
+		n += len(c.key) + len(rec[c.col]) + 3
+	}
+	state := make([]byte, 0, n)
+	state = append(state, '{')
+	for i, c := range r.state {
+		cell := rec[c.col]
+		if !utf8.ValidString(cell) {
+			row.Err = fmt.Errorf("line %d: column %s is not valid UTF-8", line, c.key[:len(c.key)-1])
+			return row, nil
+		}
+		if i > 0 {
+			state = append(state, ',')
+		}
+		state = append(state, c.key...)
+		state = appendJSONString(state, cell)
+	}
+	row.State = append(state, '}')
+	row.Expected = noneExpected(len(r.qs))
+	for _, c := range r.exp {
+		k, err := expectedCell(r.qs[c.question], rec[c.col])
+		if err != nil {
+			row.Err = fmt.Errorf("line %d: %s%s: %v", line, ExpectedPrefix, r.qs[c.question].ID, err)
+			return row, nil
+		}
+		row.Expected[c.question] = k
+	}
+	return row, nil
+}
+
+// appendJSONString writes s, valid UTF-8, as a JSON string: as is when it
+// needs no escape, else as encoding/json escapes it.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+			q, _ := json.Marshal(s) // a valid Go string always marshals
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// scanInput reads the whole input once, keeping only ids: it counts the
+// rows and refuses an id given twice, naming both lines, before any row is
+// asked. Strings are compared as text, so "a" and "\u0061" are one id.
+func scanInput(ctx context.Context, path, fmtName string, qs []decision.Question) (int, error) {
+	r, err := openRows(path, fmtName, qs, true)
+	if err != nil {
+		return 0, err
+	}
+	defer r.Close()
+	seen := map[string]int{}
+	n := 0
+	for {
+		row, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return n, nil
+		}
+		if err != nil {
+			return 0, fmt.Errorf("reading %s: %w", path, err)
+		}
+		n++
+		if n%4096 == 0 && ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+		if row.ID == nil {
+			continue
+		}
+		key := idKey(row.ID)
+		if first, dup := seen[key]; dup {
+			return 0, fmt.Errorf("%s: the id %s of line %d is also the id of line %d; ids must be unique", path, row.ID, row.Line, first)
+		}
+		seen[key] = row.Line
+	}
+}
+
+// idKey is an id as compared for duplicates: a string's text, a number's
+// digits.
+func idKey(id json.RawMessage) string {
+	if id[0] == '"' && bytes.IndexByte(id, '\\') >= 0 {
+		var s string
+		if json.Unmarshal(id, &s) == nil {
+			return "s" + s
+		}
+	}
+	if id[0] == '"' {
+		return "s" + string(id[1:len(id)-1])
+	}
+	return "n" + string(id)
+}

@@ -1,0 +1,133 @@
+// Package jobs runs a file of rows through a decider: each row's state is
+// asked the job's questions, the answers are written in input order with
+// the row's id, a row that cannot be answered becomes an error row, and a
+// run that stops (a crash, Ctrl-C, the decider going away) resumes where
+// it left off. The decider is a small interface, met by the local core
+// over a configuration and by RemoteDecider over a system1 URL.
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"time"
+
+	"system1/internal/decision"
+	"system1/internal/systemone"
+)
+
+// Decider answers a job's rows.
+type Decider interface {
+	// Decide answers req: the job's model and questions over one row's
+	// state. An error wrapping ErrUnavailable says that no row can be
+	// answered now (the endpoint is down, refuses the key, or stayed
+	// overloaded through its retries): the run stops without writing the
+	// row, and the next run resumes there. Any other error is the row's
+	// own and is written as its error row.
+	Decide(ctx context.Context, req decision.Request) (Result, error)
+	// Capacity returns how many calls over rows of job (its model and
+	// questions; no state) the decider can have in flight with its slots
+	// full and no more, or 0 when it cannot tell. A call is one row, or
+	// one batch of rows from a BatchDecider. The runner reads it when it
+	// starts, every Options.CapacityEvery, and when a BatchDecider turns
+	// out to take no batches.
+	Capacity(ctx context.Context, job decision.Request) int
+}
+
+// BatchDecider is a Decider that can also answer several states over the
+// job's questions in one call.
+type BatchDecider interface {
+	Decider
+	// MaxBatch returns how many states one DecideBatch call may carry
+	// now; 1 or less when the decider offers no batches (or found that its
+	// endpoint does not).
+	MaxBatch() int
+	// DecideBatch answers job over each of states. results and errs are
+	// aligned with states, errs[i] being state i's own error as Decide
+	// would return it. An error of the whole call wrapping ErrUnavailable
+	// stops the run as it does from Decide; any other (ErrNoBatch among
+	// them) has the runner ask the rows one by one, so that each gets its
+	// own answer or error.
+	DecideBatch(ctx context.Context, job decision.Request, states []json.RawMessage) (results []Result, errs []error, err error)
+}
+
+// Result is one row's answers.
+type Result struct {
+	// Model is the model that answered, as the decider reports it.
+	Model string
+	// Answers are aligned with the job's questions.
+	Answers []decision.Answer
+	Usage   systemone.Usage
+}
+
+// ErrUnavailable marks a decider's error that is no row's fault: the run
+// stops, writes nothing for the row, and a rerun resumes at it.
+var ErrUnavailable = errors.New("the decider is unavailable")
+
+// ErrNoBatch is BatchDecider.DecideBatch's error when the decider turns
+// out to offer no batches.
+var ErrNoBatch = errors.New("batches are not offered")
+
+// Options configure a run. In, Out, Job and Decider are required; zero
+// values elsewhere mean the defaults.
+type Options struct {
+	// In is the rows' file: JSONL, or CSV when its name ends in .csv. It
+	// is read twice (once to count the rows and refuse duplicate ids), so
+	// it must be a file, not a pipe.
+	In string
+	// Format is "jsonl" or "csv"; empty chooses by In's name.
+	Format string
+	// Out is the answers' file, JSONL in input order. An existing one is
+	// resumed: its rows are checked against In's and not asked again.
+	Out string
+	// Job is the model and questions every row is asked (see
+	// ParseQuestions); its State is unused.
+	Job     decision.Request
+	Decider Decider
+	// Concurrency is how many calls (a row, or a batch) are kept in
+	// flight when the decider cannot tell its capacity (default 4).
+	Concurrency int
+	// MaxConcurrency bounds the capacity a decider reports (default 256).
+	MaxConcurrency int
+	// CapacityEvery is how often the decider's capacity is read again
+	// (default 5s).
+	CapacityEvery time.Duration
+	// Window bounds the rows read past the last one written: the rows in
+	// flight plus those waiting for an earlier one to be written (default
+	// 4096). It bounds the run's memory whatever the input's size.
+	Window int
+	// Progress, when not nil, shows the run's progress: a line redrawn in
+	// place when it is a terminal, else a line every ProgressEvery.
+	Progress io.Writer
+	// ProgressEvery is how often progress is printed to a writer that is
+	// not a terminal (default 10s).
+	ProgressEvery time.Duration
+	// SyncEvery is how often the answers are flushed to disk with fsync
+	// (default 1s); they are also written, unsynced, every 100ms and at the
+	// end. Losing unsynced lines (a power cut) only costs asking them
+	// again.
+	SyncEvery time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.Concurrency <= 0 {
+		o.Concurrency = 4
+	}
+	if o.MaxConcurrency <= 0 {
+		o.MaxConcurrency = 256
+	}
+	if o.CapacityEvery <= 0 {
+		o.CapacityEvery = 5 * time.Second
+	}
+	if o.Window <= 0 {
+		o.Window = 4096
+	}
+	if o.ProgressEvery <= 0 {
+		o.ProgressEvery = 10 * time.Second
+	}
+	if o.SyncEvery <= 0 {
+		o.SyncEvery = time.Second
+	}
+	return o
+}

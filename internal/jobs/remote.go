@@ -1,0 +1,279 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"system1/internal/decision"
+	"system1/internal/httpcall"
+	"system1/internal/systemone"
+)
+
+// RemoteDecider decides through a System One endpoint over HTTP: a system1
+// server, hosted Jev, laya-serve. Each row is a POST /v1/systemone; where
+// the endpoint answers POST /v1/systemone/batch (laya-serve's extension:
+// up to 64 states over one questions map), rows go in batches, and the
+// first 404 or 405 from that route turns batches off for good. A 429, a
+// 5xx or a failed connection is retried after the Retry-After the
+// endpoint asks for (else a growing pause), a bounded number of times;
+// a 4xx (a 422 above all) is the row's error and is not retried. Its zero
+// value, with URL set, is ready to use, and it is safe for concurrent use.
+type RemoteDecider struct {
+	// URL is the endpoint's root (http://host:8080), to which
+	// /v1/systemone is added; one that already ends in /v1/systemone is
+	// used as is.
+	URL string
+	// Key is the bearer key; empty sends none.
+	Key string
+	// HTTP is the client; nil is one whose calls time out after two
+	// minutes, so that an endpoint that hangs costs retries, not the run.
+	HTTP *http.Client
+	// Retries is how many times a call is tried again after a 429, a 502,
+	// 503 or 504, or a failed connection (default 4; negative: none). A
+	// 500 is tried again too, but one still failing is the row's error:
+	// a row that breaks the endpoint would otherwise stop every run at it.
+	Retries int
+	// MaxWait bounds one pause before trying again, the endpoint's
+	// Retry-After included (default 30s).
+	MaxWait time.Duration
+	// BatchMax is how many states one batch call carries (default
+	// systemone.MaxBatchStates); 1 turns batches off.
+	BatchMax int
+
+	batch    atomic.Int32 // batchUnknown, batchYes or batchNo
+	inFlight atomic.Int64 // rows this decider has in flight
+}
+
+var _ BatchDecider = (*RemoteDecider)(nil)
+
+const (
+	batchUnknown = iota
+	batchYes
+	batchNo
+)
+
+// defaultHTTP is the client of a RemoteDecider without one.
+var defaultHTTP = &http.Client{Timeout: 2 * time.Minute}
+
+func (d *RemoteDecider) httpClient() *http.Client {
+	if d.HTTP != nil {
+		return d.HTTP
+	}
+	return defaultHTTP
+}
+
+func (d *RemoteDecider) client() *systemone.Client {
+	return &systemone.Client{BaseURL: d.URL, Key: d.Key, HTTP: d.httpClient()}
+}
+
+// Decide asks one row.
+func (d *RemoteDecider) Decide(ctx context.Context, req decision.Request) (Result, error) {
+	var reply *systemone.Reply
+	err := d.retry(ctx, false, func() (err error) {
+		d.inFlight.Add(1)
+		defer d.inFlight.Add(-1)
+		reply, err = d.client().Ask(ctx, req)
+		return err
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	return result(reply), nil
+}
+
+func result(r *systemone.Reply) Result {
+	return Result{Model: r.Model, Answers: r.Answers, Usage: r.Usage}
+}
+
+// MaxBatch is BatchMax until the endpoint is found to have no batch
+// route, then 1.
+func (d *RemoteDecider) MaxBatch() int {
+	if d.batch.Load() == batchNo {
+		return 1
+	}
+	if d.BatchMax <= 0 {
+		return systemone.MaxBatchStates
+	}
+	return min(d.BatchMax, systemone.MaxBatchStates)
+}
+
+// DecideBatch asks job over states in one POST /v1/systemone/batch.
+func (d *RemoteDecider) DecideBatch(ctx context.Context, job decision.Request, states []json.RawMessage) ([]Result, []error, error) {
+	if d.batch.Load() == batchNo {
+		return nil, nil, ErrNoBatch
+	}
+	var replies []*systemone.Reply
+	var errs []error
+	err := d.retry(ctx, true, func() (err error) {
+		d.inFlight.Add(int64(len(states)))
+		defer d.inFlight.Add(-int64(len(states)))
+		replies, errs, err = d.client().AskBatch(ctx, job, states)
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	d.batch.Store(batchYes)
+	out := make([]Result, len(replies))
+	for i, r := range replies {
+		if r != nil {
+			out[i] = result(r)
+		}
+	}
+	return out, errs, nil
+}
+
+// retry runs call until it succeeds, fails for good, or the retries are
+// spent (the decider is then unavailable).
+func (d *RemoteDecider) retry(ctx context.Context, batch bool, call func() error) error {
+	retries := d.Retries
+	if retries == 0 {
+		retries = 4
+	}
+	for attempt := 0; ; attempt++ {
+		err := call()
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		again, wait, final := d.judge(err, attempt, batch)
+		if !again {
+			return final
+		}
+		if attempt >= retries {
+			var se *systemone.StatusError
+			if errors.As(err, &se) && se.Code == http.StatusInternalServerError {
+				return err // the row's, see Retries
+			}
+			return fmt.Errorf("%w: %v (tried %d times)", ErrUnavailable, err, attempt+1)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+	}
+}
+
+// judge says whether err is worth trying again, after how long, and if
+// not, the error to return.
+func (d *RemoteDecider) judge(err error, attempt int, batch bool) (again bool, wait time.Duration, final error) {
+	maxWait := d.MaxWait
+	if maxWait <= 0 {
+		maxWait = 30 * time.Second
+	}
+	// A growing pause with jitter, so that many rows refused at once do
+	// not all come back at once.
+	wait = min(maxWait, time.Duration(float64(500*time.Millisecond)*float64(int(1)<<min(attempt, 10))*(0.75+rand.Float64()/2)))
+	var se *systemone.StatusError
+	switch {
+	case errors.Is(err, systemone.ErrMalformed):
+		return false, 0, err
+	case !errors.As(err, &se):
+		return true, wait, nil // the connection failed
+	case batch && (se.Code == http.StatusNotFound || se.Code == http.StatusMethodNotAllowed):
+		d.batch.Store(batchNo)
+		return false, 0, fmt.Errorf("%w: %v", ErrNoBatch, err)
+	case se.Code == http.StatusUnauthorized || se.Code == http.StatusForbidden || se.Code == http.StatusNotFound:
+		// No row can be asked: the key is refused, or the route is not
+		// there.
+		return false, 0, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	case se.Code == http.StatusTooManyRequests || se.Code == http.StatusRequestTimeout || se.Code >= 500:
+		if se.RetryAfter > 0 {
+			wait = min(maxWait, se.RetryAfter)
+		}
+		return true, wait, nil
+	}
+	return false, 0, err // a 4xx: the row's own
+}
+
+// Capacity reads the endpoint's GET /health: where it reports its nodes'
+// slots, the rows of job that fill the slots of the healthy nodes serving
+// its model, less those other callers hold (their calls in flight and
+// queued), in batches of MaxBatch rows while batches are on; where it does
+// not (hosted Jev, laya-serve, a system1 hiding its nodes from callers
+// without a key), 0.
+func (d *RemoteDecider) Capacity(ctx context.Context, job decision.Request) int {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	u := strings.TrimSuffix(strings.TrimRight(d.URL, "/"), "/v1/systemone") + "/health"
+	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return 0
+	}
+	data, err := httpcall.Do(d.httpClient(), hr, d.Key, 1<<20)
+	if err != nil {
+		return 0
+	}
+	var h struct {
+		Nodes []nodeLoad `json:"nodes"`
+	}
+	if json.Unmarshal(data, &h) != nil {
+		return 0
+	}
+	rows := capacity(h.Nodes, job.Model, len(job.Questions), int(d.inFlight.Load()))
+	b := d.MaxBatch()
+	return (rows + b - 1) / b
+}
+
+// nodeLoad is what /health says of one node: the fleet's State, of which
+// only these fields are read.
+type nodeLoad struct {
+	Healthy  bool     `json:"healthy"`
+	Models   []string `json:"models"`
+	InFlight int      `json:"in_flight"`
+	Queued   int      `json:"queued"`
+	// Slots is how many calls the node takes at once (its max_inflight),
+	// when /health reports it.
+	Slots int `json:"slots"`
+}
+
+// capacity is how many rows of k questions keep the slots of nodes full,
+// with mine rows of this caller already in flight. A node runs one row's
+// questions at once on up to half its slots (the fleet's share), so a
+// node of s slots is full with ceil(s / min(k, s/2)) rows. Other callers'
+// calls (in flight or queued, less this caller's) take their rows' worth
+// off the total. 0 when some node does not report its slots.
+func capacity(nodes []nodeLoad, model string, k, mine int) int {
+	serving := false
+	for _, n := range nodes {
+		serving = serving || (n.Healthy && contains(n.Models, model))
+	}
+	var rows, slots, busy int
+	for _, n := range nodes {
+		if !n.Healthy || (serving && !contains(n.Models, model)) {
+			continue
+		}
+		if n.Slots <= 0 {
+			return 0
+		}
+		per := max(1, min(k, n.Slots/2))
+		rows += (n.Slots + per - 1) / per
+		slots += n.Slots
+		busy += n.InFlight + n.Queued
+	}
+	if rows == 0 {
+		return 0
+	}
+	// Calls per row, over the fleet.
+	per := float64(slots) / float64(rows)
+	others := max(0, float64(busy)-float64(mine)*per)
+	return max(1, rows-int(others/per))
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,437 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Run runs a job: it counts the input's rows (refusing duplicate ids),
+// resumes the output where an earlier run left it, and asks the rest
+// through the decider, keeping its capacity in flight and writing each
+// row's answer or error in input order. It returns the job's summary with
+// a nil error when every row of the input has its line; when the run
+// stops first (ctx is cancelled, the decider is unavailable, a write
+// fails) the summary counts what was written and the error says why: the
+// next run resumes there. No partial line is ever left behind but by a
+// crash, and the next run removes that one.
+func Run(ctx context.Context, opt Options) (Summary, error) {
+	start := time.Now()
+	opt = opt.withDefaults()
+	switch {
+	case opt.In == "":
+		return Summary{}, errors.New("no input")
+	case opt.Out == "":
+		return Summary{}, errors.New("no output")
+	case opt.Decider == nil:
+		return Summary{}, errors.New("no decider")
+	case len(opt.Job.Questions) == 0:
+		return Summary{}, errors.New("no questions")
+	}
+	fmtName, err := format(opt.In, opt.Format)
+	if err != nil {
+		return Summary{}, err
+	}
+	total, err := scanInput(ctx, opt.In, fmtName, opt.Job.Questions)
+	if err != nil {
+		return Summary{}, err
+	}
+	rows, err := openRows(opt.In, fmtName, opt.Job.Questions, false)
+	if err != nil {
+		return Summary{}, err
+	}
+	defer rows.Close()
+	out, _, err := openOutput(opt.Out)
+	if err != nil {
+		return Summary{}, err
+	}
+	defer out.Close()
+	t := newTally(opt.Job)
+	size, done, err := resume(ctx, out, rows, opt.Job, t)
+	if err != nil {
+		return Summary{}, fmt.Errorf("resuming %s: %w", opt.Out, err)
+	}
+	// A line torn by a crash is cut off; nothing else is changed.
+	if err := out.Truncate(size); err != nil {
+		return Summary{}, err
+	}
+	if _, err := out.Seek(size, io.SeekStart); err != nil {
+		return Summary{}, err
+	}
+
+	rn := newRunner(ctx, opt, total, done)
+	defer rn.cancel(nil)
+	prog := newProgress(opt.Progress, opt.ProgressEvery, total, done, start)
+	prog.errors.Store(int64(t.errors))
+	rn.readCapacity()
+	go rn.pollCapacity()
+	go func() {
+		rn.dispatch(rows)
+		rn.units.Wait() // the dispatcher starts every unit
+		close(rn.results)
+	}()
+	stopProgress := prog.start()
+	next, werr := rn.write(out, done, t, prog)
+	stopProgress()
+
+	s := t.summary()
+	s.Total, s.Resumed, s.Wall = total, done, time.Since(start)
+	if secs := s.Wall.Seconds(); secs > 0 {
+		s.RowsPerSecond = float64(next-done) / secs
+	}
+	switch {
+	case werr != nil:
+		return s, fmt.Errorf("writing %s: %w", opt.Out, werr)
+	case next == total:
+		return s, nil
+	case ctx.Err() != nil:
+		return s, fmt.Errorf("interrupted after %d of %d rows; run again to resume: %w", next, total, context.Cause(ctx))
+	}
+	cause := context.Cause(rn.ctx)
+	if cause == nil {
+		cause = errors.New("the run ended early") // cannot happen: every row is written or a cause is set
+	}
+	return s, fmt.Errorf("stopped after %d of %d rows; run again to resume: %w", next, total, cause)
+}
+
+// runner is one run's machinery: a dispatcher reading rows and keeping
+// the decider's capacity in flight, units asking them, and a writer
+// putting their lines in order.
+type runner struct {
+	opt     Options
+	batcher BatchDecider // nil when the decider takes no batches
+	total   int
+	first   int // the index of the first row to ask: those before were resumed
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+
+	// window holds a token for each row read and not yet written, so that
+	// at most opt.Window rows are ever held.
+	window chan struct{}
+	// results carries each row's outcome to the writer.
+	results chan *outcome
+	// free gets a value as each unit ends, freeing its slot.
+	free  chan struct{}
+	units sync.WaitGroup
+	// limit is how many units may be in flight; limitChanged is pinged
+	// when it changes.
+	limit        atomic.Int64
+	limitChanged chan struct{}
+	noBatch      sync.Once
+}
+
+// item is a row the dispatcher has read, with its place in the input.
+type item struct {
+	idx int
+	row inputRow
+}
+
+// outcome is what became of one row.
+type outcome struct {
+	idx int
+	row inputRow
+	// line is the row's output line; nil when the row was abandoned (the
+	// run is stopping), which ends the output before it.
+	line    []byte
+	res     Result
+	errType string // set for an error row
+}
+
+func newRunner(ctx context.Context, opt Options, total, done int) *runner {
+	rn := &runner{opt: opt, total: total, first: done,
+		window:       make(chan struct{}, opt.Window),
+		results:      make(chan *outcome, opt.Window),
+		free:         make(chan struct{}, opt.MaxConcurrency),
+		limitChanged: make(chan struct{}, 1),
+	}
+	if b, ok := opt.Decider.(BatchDecider); ok {
+		rn.batcher = b
+	}
+	rn.ctx, rn.cancel = context.WithCancelCause(ctx)
+	return rn
+}
+
+// stop ends the run for err; the first cause stays.
+func (rn *runner) stop(err error) { rn.cancel(err) }
+
+// readCapacity sets the limit from the decider's capacity, or from
+// Options.Concurrency when it cannot tell.
+func (rn *runner) readCapacity() {
+	c := rn.opt.Decider.Capacity(rn.ctx, rn.opt.Job)
+	if c <= 0 {
+		c = rn.opt.Concurrency
+	}
+	c = min(c, rn.opt.MaxConcurrency)
+	if int64(c) != rn.limit.Swap(int64(c)) {
+		select {
+		case rn.limitChanged <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (rn *runner) pollCapacity() {
+	tick := time.NewTicker(rn.opt.CapacityEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+			rn.readCapacity()
+		case <-rn.ctx.Done():
+			return
+		}
+	}
+}
+
+// batchSize is how many rows the next unit carries: one, unless the
+// decider takes batches, then enough to spread the rows left over the
+// units in flight, at most what the decider takes.
+func (rn *runner) batchSize(left int) int {
+	if rn.batcher == nil {
+		return 1
+	}
+	most := min(rn.batcher.MaxBatch(), rn.opt.Window/2)
+	if most <= 1 {
+		return 1
+	}
+	limit := max(1, int(rn.limit.Load()))
+	return min(most, max(1, (left+limit-1)/limit))
+}
+
+// dispatch reads the rows after those resumed and launches units over
+// them, no more at once than the limit. An unreadable row goes straight to
+// the writer as an error row.
+func (rn *runner) dispatch(rows rowReader) {
+	inFlight := 0
+	var pending []item
+	// launch starts a unit over pending once a slot is free; false when
+	// the run is stopping.
+	launch := func() bool {
+		for {
+			for drained := false; !drained; {
+				select {
+				case <-rn.free:
+					inFlight--
+				default:
+					drained = true
+				}
+			}
+			if inFlight < int(rn.limit.Load()) {
+				break
+			}
+			select {
+			case <-rn.free:
+				inFlight--
+			case <-rn.limitChanged:
+			case <-rn.ctx.Done():
+				return false
+			}
+		}
+		inFlight++
+		unit := pending
+		pending = nil
+		rn.units.Add(1)
+		go rn.unit(unit)
+		return true
+	}
+	idx := rn.first
+	for {
+		// A token for the row about to be read; when none is free and rows
+		// are pending, they go first, since the rows that would free a
+		// token may be among them.
+		select {
+		case rn.window <- struct{}{}:
+		default:
+			if len(pending) > 0 && !launch() {
+				return
+			}
+			select {
+			case rn.window <- struct{}{}:
+			case <-rn.ctx.Done():
+				return
+			}
+		}
+		if rn.ctx.Err() != nil {
+			return
+		}
+		row, err := rows.Next()
+		if errors.Is(err, io.EOF) {
+			<-rn.window
+			break
+		}
+		if err != nil {
+			rn.stop(fmt.Errorf("reading %s: %w", rn.opt.In, err))
+			return
+		}
+		it := item{idx: idx, row: row}
+		idx++
+		if row.Err != nil {
+			rn.results <- rn.settle(it, Result{}, row.Err, 0)
+			continue
+		}
+		pending = append(pending, it)
+		if len(pending) >= rn.batchSize(rn.total-idx+len(pending)) && !launch() {
+			return
+		}
+	}
+	if len(pending) > 0 {
+		launch()
+	}
+}
+
+// unit asks its rows: together when there are several and the decider
+// takes them, else (or when the batch fails as a whole, but for
+// unavailability) one by one.
+func (rn *runner) unit(items []item) {
+	defer rn.units.Done()
+	defer func() { rn.free <- struct{}{} }()
+	if len(items) > 1 {
+		states := make([]json.RawMessage, len(items))
+		for i, it := range items {
+			states[i] = it.row.State
+		}
+		t0 := time.Now()
+		res, errs, err := rn.batcher.DecideBatch(rn.ctx, rn.opt.Job, states)
+		lat := time.Since(t0)
+		switch {
+		case err == nil && len(res) == len(items) && len(errs) == len(items):
+			for i, it := range items {
+				rn.results <- rn.settle(it, res[i], errs[i], lat)
+			}
+			return
+		case err != nil && (rn.ctx.Err() != nil || errors.Is(err, ErrUnavailable)):
+			for _, it := range items {
+				rn.results <- rn.settle(it, Result{}, err, lat)
+			}
+			return
+		case errors.Is(err, ErrNoBatch):
+			// The capacity was counted in batches: count it in rows now,
+			// rather than at the next reading.
+			rn.noBatch.Do(func() { go rn.readCapacity() })
+		}
+	}
+	for _, it := range items {
+		req := rn.opt.Job
+		req.State = it.row.State
+		t0 := time.Now()
+		res, err := rn.opt.Decider.Decide(rn.ctx, req)
+		rn.results <- rn.settle(it, res, err, time.Since(t0))
+	}
+}
+
+// settle turns a row's result or error into its outcome. An error with
+// the run stopping, or one wrapping ErrUnavailable (which stops it), is
+// no row's: the row is abandoned, unwritten.
+func (rn *runner) settle(it item, res Result, err error, lat time.Duration) *outcome {
+	o := &outcome{idx: it.idx, row: it.row}
+	if err == nil {
+		if err = checkResult(rn.opt.Job, res); err != nil {
+			err = fmt.Errorf("%w (a bug of the decider)", err)
+		}
+	}
+	switch {
+	case it.row.Err != nil:
+		e := classify(it.row, it.row.Err)
+		o.line, o.errType = appendErrorLine(nil, it.row.ID, e), e.Type
+	case err != nil && errors.Is(err, ErrUnavailable):
+		rn.stop(fmt.Errorf("row at line %d: %w", it.row.Line, err))
+	case err != nil && rn.ctx.Err() != nil:
+		// abandoned: the run is stopping
+	case err != nil:
+		e := classify(it.row, err)
+		o.line, o.errType = appendErrorLine(nil, it.row.ID, e), e.Type
+	default:
+		o.line, o.res = appendAnswerLine(make([]byte, 0, 256), it.row.ID, rn.opt.Job, res, lat), res
+	}
+	return o
+}
+
+// write puts the outcomes' lines into out in input order, from row next
+// on, until the results end or a row is abandoned, and returns the index
+// after the last row written. Lines are written whole, in batches of at
+// most 64 KiB or every 100ms, and synced every opt.SyncEvery and at the
+// end.
+func (rn *runner) write(out *os.File, next int, t *tally, prog *progress) (int, error) {
+	w := rn.opt.Window
+	ring := make([]*outcome, w)
+	buf := make([]byte, 0, 64<<10)
+	stopped := false
+	var werr error
+	flush := func() {
+		if len(buf) == 0 || werr != nil {
+			return
+		}
+		if _, werr = out.Write(buf); werr != nil {
+			rn.stop(werr)
+		}
+		buf = buf[:0]
+	}
+	flushTick := time.NewTicker(100 * time.Millisecond)
+	defer flushTick.Stop()
+	syncTick := time.NewTicker(rn.opt.SyncEvery)
+	defer syncTick.Stop()
+	for {
+		select {
+		case o, ok := <-rn.results:
+			if !ok {
+				flush()
+				if werr == nil {
+					werr = out.Sync()
+				}
+				return next, werr
+			}
+			if stopped {
+				<-rn.window
+				continue
+			}
+			ring[o.idx%w] = o
+			for {
+				o := ring[next%w]
+				if o == nil {
+					break
+				}
+				ring[next%w] = nil
+				<-rn.window
+				if o.line == nil {
+					// Abandoned: nothing after it is written either.
+					stopped = true
+					for _, rest := range ring {
+						if rest != nil {
+							<-rn.window
+						}
+					}
+					clear(ring)
+					break
+				}
+				buf = append(buf, o.line...)
+				if o.errType != "" {
+					t.failed(o.errType)
+					prog.errors.Add(1)
+				} else {
+					t.answered(o.row, o.res.Answers, o.res.Usage)
+				}
+				next++
+				prog.written.Add(1)
+			}
+			if len(buf) >= 64<<10 {
+				flush()
+			}
+		case <-flushTick.C:
+			flush()
+		case <-syncTick.C:
+			flush()
+			if werr == nil {
+				if err := out.Sync(); err != nil {
+					werr = err
+					rn.stop(err)
+				}
+			}
+		}
+	}
+}

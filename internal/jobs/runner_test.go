@@ -1,0 +1,435 @@
+package jobs
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"system1/internal/calibration"
+	"system1/internal/decision"
+	"system1/internal/systemone"
+)
+
+func runJob(t *testing.T, in, out string, d Decider, tweak ...func(*Options)) (Summary, error) {
+	t.Helper()
+	opt := Options{In: in, Out: out, Job: testJob(t), Decider: d, SyncEvery: 10 * time.Millisecond}
+	for _, f := range tweak {
+		f(&opt)
+	}
+	return Run(context.Background(), opt)
+}
+
+// randomDelay is a delay of 0 to 3ms, fixed per state but in no order.
+func randomDelay(state []byte) time.Duration {
+	h := fnv.New32()
+	h.Write(state)
+	return time.Duration(h.Sum32()%3000) * time.Microsecond
+}
+
+// batchFake is fakeDecider that also takes batches, asking each state.
+type batchFake struct {
+	fakeDecider
+	max     int
+	batches atomic.Int64
+}
+
+func (b *batchFake) MaxBatch() int { return b.max }
+
+func (b *batchFake) DecideBatch(ctx context.Context, job decision.Request, states []json.RawMessage) ([]Result, []error, error) {
+	b.batches.Add(1)
+	res, errs := make([]Result, len(states)), make([]error, len(states))
+	for i, s := range states {
+		req := job
+		req.State = s
+		res[i], errs[i] = b.Decide(ctx, req)
+	}
+	return res, errs, nil
+}
+
+// Rows finish in any order; they are written in input order, each once,
+// however small the window.
+func TestOrderUnderRandomDelays(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		d      Decider
+		window int
+	}{
+		{"16 in flight", &fakeDecider{capacity: 16, delay: randomDelay}, 0},
+		{"a window of 8", &fakeDecider{capacity: 16, delay: randomDelay}, 8},
+		{"a window of 1", &fakeDecider{capacity: 4, delay: randomDelay}, 1},
+		{"batches", &batchFake{fakeDecider: fakeDecider{capacity: 4, delay: randomDelay}, max: 7}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			in, out := writeRows(t, dir, 300), filepath.Join(dir, "out.jsonl")
+			s, err := runJob(t, in, out, tc.d, func(o *Options) { o.Window = tc.window })
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkAnswers(t, readOut(t, out), 300)
+			if s.Rows != 300 || s.Total != 300 || s.Errors != 0 {
+				t.Fatalf("summary %+v", s)
+			}
+			if b, ok := tc.d.(*batchFake); ok && (b.batches.Load() == 0 || b.calls.Load() != 300) {
+				t.Fatalf("%d batches, %d rows asked", b.batches.Load(), b.calls.Load())
+			}
+		})
+	}
+}
+
+// The decider's capacity is what is kept in flight: no more, and (with
+// rows waiting) no less.
+func TestConcurrencyFollowsCapacity(t *testing.T) {
+	for _, capacity := range []int{1, 3, 12} {
+		var now, peak atomic.Int64
+		d := &fakeDecider{capacity: capacity, delay: func([]byte) time.Duration {
+			n := now.Add(1)
+			for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+			}
+			return 2 * time.Millisecond
+		}}
+		d.fail = func([]byte) error { now.Add(-1); return nil }
+		dir := t.TempDir()
+		if _, err := runJob(t, writeRows(t, dir, 200), filepath.Join(dir, "out.jsonl"), d); err != nil {
+			t.Fatal(err)
+		}
+		if got := peak.Load(); got != int64(capacity) {
+			t.Errorf("capacity %d: %d rows were in flight at most", capacity, got)
+		}
+	}
+}
+
+// A malformed row is an error row naming its line; the rows around it are
+// answered, and the run succeeds.
+func TestMalformedRowBecomesErrorRow(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	content := `{"id":"r0","state":{"text":"row 0"}}` + "\n" +
+		`{"id":"r1","state":{"text":` + "\n" +
+		`{"id":"r2","state":{"text":"row 2"}}` + "\n" +
+		`{"id":"r3"}` + "\n"
+	if err := os.WriteFile(in, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out.jsonl")
+	s, err := runJob(t, in, out, &fakeDecider{capacity: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := readOut(t, out)
+	if len(lines) != 4 {
+		t.Fatalf("%d lines", len(lines))
+	}
+	if string(lines[0].ID) != `"r0"` || lines[0].Error != nil || string(lines[2].ID) != `"r2"` || lines[2].Error != nil {
+		t.Fatalf("answered rows: %+v %+v", lines[0], lines[2])
+	}
+	if e := lines[1].Error; string(lines[1].ID) != "null" || e == nil || e.Type != ErrorInvalidRow || e.Line != 2 || !strings.Contains(e.Message, "line 2 is not valid JSON") {
+		t.Fatalf("line 2: id %s error %+v", lines[1].ID, e)
+	}
+	if e := lines[3].Error; string(lines[3].ID) != `"r3"` || e == nil || e.Type != ErrorInvalidRow || e.Message != "line 4: state: required" {
+		t.Fatalf("line 4: id %s error %+v", lines[3].ID, e)
+	}
+	if s.Rows != 4 || s.Errors != 2 || s.ErrorTypes[ErrorInvalidRow] != 2 {
+		t.Fatalf("summary %+v", s)
+	}
+}
+
+// A row the decider fails is an error row of its type; the run goes on.
+func TestRowErrorsAreWritten(t *testing.T) {
+	dir := t.TempDir()
+	in, out := writeRows(t, dir, 6), filepath.Join(dir, "out.jsonl")
+	d := &fakeDecider{capacity: 3, fail: func(state []byte) error {
+		switch string(state) {
+		case `{"text":"row 1"}`:
+			return &systemone.StatusError{Code: 422, Message: "state: too long"}
+		case `{"text":"row 4"}`:
+			return fmt.Errorf("%w: answers.dept: missing", systemone.ErrMalformed)
+		}
+		return nil
+	}}
+	s, err := runJob(t, in, out, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := readOut(t, out)
+	if e := lines[1].Error; e == nil || e.Type != ErrorRejected || e.Status != 422 || e.Message != "state: too long" || e.Line != 2 {
+		t.Fatalf("row 1: %+v", e)
+	}
+	if e := lines[4].Error; e == nil || e.Type != ErrorMalformedReply {
+		t.Fatalf("row 4: %+v", e)
+	}
+	if s.Errors != 2 || s.Rows != 6 {
+		t.Fatalf("summary %+v", s)
+	}
+}
+
+// A decider that is unavailable stops the run before the row: nothing is
+// written for it or after it, and the next run resumes there.
+func TestUnavailableStopsAndResumes(t *testing.T) {
+	dir := t.TempDir()
+	in, out := writeRows(t, dir, 40), filepath.Join(dir, "out.jsonl")
+	down := &fakeDecider{capacity: 4, fail: func(state []byte) error {
+		if string(state) == `{"text":"row 17"}` {
+			return fmt.Errorf("%w: status 503: busy (tried 5 times)", ErrUnavailable)
+		}
+		return nil
+	}}
+	s, err := runJob(t, in, out, down)
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "run again to resume") {
+		t.Fatalf("err %v", err)
+	}
+	lines := readOut(t, out)
+	if len(lines) > 17 || s.Rows != len(lines) {
+		t.Fatalf("%d lines written, summary %d rows", len(lines), s.Rows)
+	}
+	checkAnswers(t, lines, len(lines))
+	up := &fakeDecider{capacity: 4}
+	s, err = runJob(t, in, out, up)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAnswers(t, readOut(t, out), 40)
+	if s.Resumed != len(lines) || int(up.calls.Load()) != 40-len(lines) {
+		t.Fatalf("resumed %d, asked %d, after %d lines", s.Resumed, up.calls.Load(), len(lines))
+	}
+}
+
+// Cutting the last line anywhere (a crash during its write) costs only
+// that row: the next run removes the torn part, asks the row again, and
+// the answers are those of an uninterrupted run.
+func TestResumeAfterTornLastLine(t *testing.T) {
+	dir := t.TempDir()
+	in, full := writeRows(t, dir, 5), filepath.Join(dir, "full.jsonl")
+	if _, err := runJob(t, in, full, &fakeDecider{capacity: 2}); err != nil {
+		t.Fatal(err)
+	}
+	whole, err := os.ReadFile(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lastStart := bytes.LastIndexByte(whole[:len(whole)-1], '\n') + 1
+	for cut := lastStart; cut <= len(whole); cut++ {
+		out := filepath.Join(dir, fmt.Sprintf("out-%d.jsonl", cut))
+		if err := os.WriteFile(out, whole[:cut], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		d := &fakeDecider{capacity: 2}
+		s, err := runJob(t, in, out, d)
+		if err != nil {
+			t.Fatalf("cut at %d: %v", cut, err)
+		}
+		got, _ := os.ReadFile(out)
+		if withoutLatency(got) != withoutLatency(whole) {
+			t.Fatalf("cut at %d:\n%s\nwant\n%s", cut, got, whole)
+		}
+		wantAsked := 1
+		if cut == len(whole) {
+			wantAsked = 0
+		}
+		if int(d.calls.Load()) != wantAsked || s.Resumed != 5-wantAsked {
+			t.Fatalf("cut at %d: asked %d rows, resumed %d", cut, d.calls.Load(), s.Resumed)
+		}
+		if cut == len(whole) {
+			continue
+		}
+		// Asked again, the row may come back shorter (here an error):
+		// nothing of the torn line may remain after it.
+		if err := os.WriteFile(out, whole[:cut], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		failing := &fakeDecider{capacity: 2, fail: func([]byte) error { return errors.New("no") }}
+		if _, err := runJob(t, in, out, failing); err != nil {
+			t.Fatal(err)
+		}
+		got, _ = os.ReadFile(out)
+		want := string(whole[:lastStart]) + `{"id":"r4","error":{"type":"failed","message":"no","line":5}}` + "\n"
+		if string(got) != want {
+			t.Fatalf("cut at %d, the row failing:\n%s\nwant\n%s", cut, got, want)
+		}
+	}
+}
+
+// Ctrl-C (the context cancelled) stops the run with whole lines only;
+// the next run asks only the rows not written, and the answers hold every
+// row once, in order.
+func TestResumeAfterCleanStop(t *testing.T) {
+	dir := t.TempDir()
+	in, out := writeRows(t, dir, 200), filepath.Join(dir, "out.jsonl")
+	ctx, cancel := context.WithCancel(context.Background())
+	var asked atomic.Int64
+	d := &fakeDecider{capacity: 8, delay: func([]byte) time.Duration {
+		if asked.Add(1) == 60 {
+			cancel()
+		}
+		return time.Millisecond
+	}}
+	opt := Options{In: in, Out: out, Job: testJob(t), Decider: d}
+	s, err := Run(ctx, opt)
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "interrupted after") {
+		t.Fatalf("err %v", err)
+	}
+	first := readOut(t, out)
+	if len(first) == 0 || len(first) >= 200 || s.Rows != len(first) {
+		t.Fatalf("%d lines after the stop, summary %d", len(first), s.Rows)
+	}
+	d2 := &fakeDecider{capacity: 8}
+	s, err = Run(context.Background(), Options{In: in, Out: out, Job: testJob(t), Decider: d2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAnswers(t, readOut(t, out), 200)
+	for state, n := range d2.asked {
+		if n != 1 {
+			t.Fatalf("%s asked %d times", state, n)
+		}
+	}
+	if len(d2.asked) != 200-len(first) || s.Resumed != len(first) || s.Rows != 200 {
+		t.Fatalf("asked %d rows after %d written; summary %+v", len(d2.asked), len(first), s)
+	}
+}
+
+// The answers of another input (other ids, other questions, more rows)
+// are never appended to: the run refuses, and the file is left as it was.
+func TestResumeRefusesOtherInput(t *testing.T) {
+	dir := t.TempDir()
+	in, out := writeRows(t, dir, 10), filepath.Join(dir, "out.jsonl")
+	if _, err := runJob(t, in, out, &fakeDecider{capacity: 2}); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(out)
+	other := filepath.Join(dir, "other.jsonl")
+	if err := os.WriteFile(other, bytes.ReplaceAll(mustRead(t, in), []byte(`"r3"`), []byte(`"x3"`)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	shorter := filepath.Join(dir, "short.jsonl")
+	if err := os.WriteFile(shorter, bytes.Join(bytes.SplitAfter(mustRead(t, in), []byte("\n"))[:4], nil), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	otherJob, err := ParseQuestions([]byte(`{"urgent":{"type":"noul"},"mood":{"type":"score","criteria":["calm","angry"]}}`), "m1", decision.DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, in string
+		job      *decision.Request
+		err      string
+	}{
+		{"another id", other, nil, `line 4: id "r3", but the input's row there (line 4) has id "x3"`},
+		{"fewer rows", shorter, nil, "line 5: the answers have more rows than the input"},
+		{"other questions", in, &otherJob, "line 1: does not answer this job's questions"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := &fakeDecider{capacity: 2}
+			_, err := runJob(t, tc.in, out, d, func(o *Options) {
+				if tc.job != nil {
+					o.Job = *tc.job
+				}
+			})
+			if !errors.Is(err, ErrOtherInput) || !strings.Contains(err.Error(), tc.err) {
+				t.Fatalf("err %v, want %q", err, tc.err)
+			}
+			if after, _ := os.ReadFile(out); !bytes.Equal(after, before) || d.calls.Load() != 0 {
+				t.Fatalf("the answers changed or rows were asked (%d)", d.calls.Load())
+			}
+		})
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// The summary counts the whole job, resumed rows included, and measures
+// the answers against the outcomes the rows give.
+func TestSummaryMeasuresExpectedOutcomes(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	job := testJob(t)
+	var b bytes.Buffer
+	var preds []calibration.Prediction
+	for i := range 50 {
+		state := fmt.Appendf(nil, `{"text":"row %d"}`, i)
+		d := dists(state)[1]
+		// Every third row's outcome is not what the decider picks.
+		exp := d.Argmax()
+		if i%3 == 0 {
+			exp = (exp + 1) % 3
+		}
+		fmt.Fprintf(&b, `{"id":%d,"state":%s,"expected":{"dept":%q}}`+"\n", i, state, job.Questions[1].Options[exp].Key)
+		res, _ := answersFor(job, state)
+		preds = append(preds, calibration.Prediction{Kind: decision.Choice, Dist: dist(job.Questions[1], res.Answers[1]), Expected: exp, Options: 3})
+	}
+	if err := os.WriteFile(in, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out.jsonl")
+	// Half the job, then the rest: the summary is the job's either way.
+	half := filepath.Join(dir, "half.jsonl")
+	if err := os.WriteFile(half, bytes.Join(bytes.SplitAfter(b.Bytes(), []byte("\n"))[:25], nil), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runJob(t, half, out, &fakeDecider{capacity: 3}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := runJob(t, in, out, &fakeDecider{capacity: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Rows != 50 || s.Resumed != 25 || len(s.Questions) != 1 || s.Questions[0].ID != "dept" {
+		t.Fatalf("summary %+v", s)
+	}
+	want := calibration.Measure(preds)
+	got := s.Questions[0].Metrics
+	if got.N != 50 || math.Abs(got.Accuracy-want.Accuracy) > 1e-12 || math.Abs(got.ECE-want.ECE) > 1e-12 || math.Abs(got.NLL-want.NLL) > 1e-12 {
+		t.Fatalf("metrics %+v, want %+v", got, want)
+	}
+	if math.Abs(got.Accuracy-33.0/50) > 1e-12 {
+		t.Fatalf("accuracy %v, want 0.66 (every third row is wrong)", got.Accuracy)
+	}
+	var tokens int
+	for i := range 50 {
+		tokens += len(fmt.Sprintf(`{"text":"row %d"}`, i))
+	}
+	if s.InputTokens != tokens || s.OutputTokens != 50 {
+		t.Fatalf("tokens %d in %d out, want %d and 50", s.InputTokens, s.OutputTokens, tokens)
+	}
+	var text bytes.Buffer
+	if err := s.WriteText(&text); err != nil || !strings.Contains(text.String(), "rows        50 of 50 (25 written by earlier runs)") ||
+		!strings.Contains(text.String(), "dept") {
+		t.Fatalf("%v\n%s", err, text.String())
+	}
+}
+
+// Progress on a writer that is not a terminal is plain lines: rows, rate,
+// errors.
+func TestProgressLines(t *testing.T) {
+	dir := t.TempDir()
+	in, out := writeRows(t, dir, 30), filepath.Join(dir, "out.jsonl")
+	var p bytes.Buffer
+	_, err := runJob(t, in, out, &fakeDecider{capacity: 2, delay: func([]byte) time.Duration { return time.Millisecond }}, func(o *Options) {
+		o.Progress, o.ProgressEvery = &p, 5*time.Millisecond
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(p.String()), "\n")
+	if len(lines) < 2 || !strings.HasPrefix(lines[len(lines)-1], "30/30 rows (100.0%), ") ||
+		!strings.HasSuffix(lines[len(lines)-1], ", 0 errors") || strings.Contains(p.String(), "\r") {
+		t.Fatalf("progress:\n%s", p.String())
+	}
+}
