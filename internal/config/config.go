@@ -111,6 +111,9 @@ type Config struct {
 	// Admin is an opt-in listener for operators, apart from the public
 	// one: Go's profiler (net/http/pprof). Off unless it names an address.
 	Admin Admin `yaml:"admin"`
+	// Tracing sends OpenTelemetry traces to a collector; off unless an
+	// endpoint is named here or in the standard variables.
+	Tracing Tracing `yaml:"tracing"`
 
 	// Path is the file this was read from, if any.
 	Path string `yaml:"-"`
@@ -431,6 +434,7 @@ func (c *Config) Check() []error {
 	}
 	errs = append(errs, c.translation...)
 	errs = append(errs, c.DecisionLog.check()...)
+	errs = append(errs, c.Tracing.check()...)
 	pnames := names{}
 	providers := c.Providers
 	if providers == nil {
