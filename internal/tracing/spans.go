@@ -1,0 +1,302 @@
+package tracing
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"system1/internal/decision"
+)
+
+// tracerKey is the context key under which a root span leaves its Tracer
+// for the spans below it.
+type tracerKey struct{}
+
+// noSpan is what every Start returns when tracing is off: it records
+// nothing, and ending it ends nobody else's span.
+var noSpan = trace.SpanFromContext(context.Background())
+
+// from is the Tracer a root span left in ctx, nil when tracing is off.
+func from(ctx context.Context) *Tracer {
+	t, _ := ctx.Value(tracerKey{}).(*Tracer)
+	return t
+}
+
+// root starts a root-level span: a child of whatever span ctx holds (the
+// caller's, for a request), with t left in the context for those below.
+func (t *Tracer) root(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	ctx = context.WithValue(ctx, tracerKey{}, t)
+	return t.tracer.Start(ctx, name, opts...)
+}
+
+// StartRequest starts the server span of an HTTP request, the child of
+// the caller's traceparent when it sent one (with its baggage), named by
+// its method until EndRequest knows its route. requestID is system1's id
+// for it, as the wire's request-id header carries it.
+func (t *Tracer) StartRequest(ctx context.Context, r *http.Request, requestID string) (context.Context, trace.Span) {
+	if !t.Enabled() {
+		return ctx, noSpan
+	}
+	ctx = t.prop.Extract(ctx, propagation.HeaderCarrier(r.Header))
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return t.root(ctx, methodName(r.Method), trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(
+		AttrHTTPMethod.String(methodName(r.Method)),
+		AttrURLPath.String(r.URL.Path),
+		AttrURLScheme.String(scheme),
+		AttrRequestID.String(requestID),
+		AttrOpenInferenceKind.String(KindChain),
+	))
+}
+
+// EndRequest names the request's span by the route that served it (r's
+// Pattern, as the ServeMux set it, "METHOD /path"), records the status it
+// was answered with, and ends it. A status of 500 or more is an error.
+func EndRequest(span trace.Span, r *http.Request, status int) {
+	if !span.IsRecording() {
+		return
+	}
+	method := methodName(r.Method)
+	if route := routeOf(r.Pattern); route != "" {
+		span.SetName(method + " " + route)
+		span.SetAttributes(AttrHTTPRoute.String(route))
+	}
+	span.SetAttributes(AttrHTTPStatus.Int(status))
+	if status >= 500 {
+		span.SetAttributes(AttrErrorType.String(http.StatusText(status)))
+		span.SetStatus(codes.Error, http.StatusText(status))
+	}
+	span.End()
+}
+
+// routeOf is a ServeMux pattern's path: "POST /v1/systemone" and
+// "host/v1/x" give "/v1/systemone" and "/v1/x".
+func routeOf(pattern string) string {
+	if _, p, ok := strings.Cut(pattern, " "); ok {
+		pattern = strings.TrimLeft(p, " \t")
+	}
+	if i := strings.IndexByte(pattern, '/'); i >= 0 {
+		return pattern[i:]
+	}
+	return ""
+}
+
+// methodName is an HTTP method as a span may name it: the standard ones
+// as they are, any other _OTHER, as the HTTP conventions say (a caller's
+// made-up method is not a name to index).
+func methodName(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return m
+	}
+	return "_OTHER"
+}
+
+// StartCall starts the root span of work a face does that is not an HTTP
+// request (an MCP tool call over stdio, a CLI command), named name.
+func (t *Tracer) StartCall(ctx context.Context, name string) (context.Context, trace.Span) {
+	if !t.Enabled() {
+		return ctx, noSpan
+	}
+	return t.root(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(AttrOpenInferenceKind.String(KindChain)))
+}
+
+// StartRefit starts the span of one refit from the decision log: a root
+// of its own when ctx holds no span, as in the background loop.
+func (t *Tracer) StartRefit(ctx context.Context) (context.Context, trace.Span) {
+	if !t.Enabled() {
+		return ctx, noSpan
+	}
+	return t.root(ctx, SpanRefit)
+}
+
+// EndRefit records what a refit came to (the buckets it weighed, how
+// many fits it adopted, the fits' new revision, "" when none) and ends
+// its span.
+func EndRefit(span trace.Span, buckets, adopted int, revision string, err error) {
+	if !span.IsRecording() {
+		return
+	}
+	span.SetAttributes(AttrRefitBuckets.Int(buckets), AttrRefitAdopted.Int(adopted))
+	if revision != "" {
+		span.SetAttributes(AttrRefitRevision.String(revision))
+	}
+	end(span, "error", err)
+}
+
+// StartQuestion starts the span of one question of the request in ctx:
+// its id, kind and number of options, never its text.
+func StartQuestion(ctx context.Context, q decision.Question) (context.Context, trace.Span) {
+	t := from(ctx)
+	if t == nil {
+		return ctx, noSpan
+	}
+	return t.tracer.Start(ctx, SpanQuestion, trace.WithAttributes(
+		AttrQuestionID.String(q.ID),
+		AttrQuestionKind.String(string(q.Kind)),
+		AttrQuestionOptions.Int(len(q.Options)),
+		AttrOpenInferenceKind.String(KindChain),
+	))
+}
+
+// EndQuestion records a question's outcome (answered, abstained, failed:
+// the caller's word) and ends its span; err, when not nil, marks it an
+// error.
+func EndQuestion(span trace.Span, outcome string, err error) {
+	if !span.IsRecording() {
+		return
+	}
+	span.SetAttributes(AttrOutcome.String(outcome))
+	end(span, outcome, err)
+}
+
+// StartAttempt starts the client span of one engine attempt: node is the
+// node's name, model the model asked for, dialect the API the node
+// speaks (llamacpp, ollama, openai, systemone), which is what
+// gen_ai.provider.name and decision.system say of it.
+func StartAttempt(ctx context.Context, node, model, dialect string) (context.Context, trace.Span) {
+	t := from(ctx)
+	if t == nil {
+		return ctx, noSpan
+	}
+	return t.tracer.Start(ctx, OperationDecision+" "+model, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+		AttrGenAIOperation.String(OperationDecision),
+		AttrGenAIProvider.String(dialect),
+		AttrGenAIRequestModel.String(model),
+		AttrOpenInferenceKind.String(KindDecision),
+		AttrDecisionSystem.String(dialect),
+		AttrDecisionProvider.String(node),
+		AttrDecisionModel.String(model),
+		AttrDecisionRequestModel.String(model),
+		AttrNode.String(node),
+		AttrDialect.String(dialect),
+	))
+}
+
+// Attempt is what an engine attempt came to.
+type Attempt struct {
+	// Outcome is the attempt's result in the fleet's words: answered, or
+	// the failure's kind (unavailable, timeout, rate_limited, malformed,
+	// rejected, busy, canceled).
+	Outcome string
+	// InputTokens and OutputTokens are the engine's counts; both 0 is
+	// "not reported" and records neither.
+	InputTokens, OutputTokens int
+	// LabelMass is the probability the engine put on the option labels,
+	// NaN where it cannot know (fleet.Report's convention); recorded only
+	// for an attempt without Err.
+	LabelMass float64
+	// ResponseModel is the model that answered, when the engine named one
+	// other than the model asked (a System One upstream's resolved
+	// version).
+	ResponseModel string
+	// Err is the attempt's failure, nil when it answered.
+	Err error
+}
+
+// EndAttempt records an attempt's outcome, tokens and label mass and
+// ends its span.
+func EndAttempt(span trace.Span, a Attempt) {
+	if !span.IsRecording() {
+		return
+	}
+	attrs := make([]attribute.KeyValue, 0, 7)
+	attrs = append(attrs, AttrOutcome.String(a.Outcome))
+	if a.InputTokens > 0 || a.OutputTokens > 0 {
+		attrs = append(attrs,
+			AttrGenAIInputTokens.Int(a.InputTokens), AttrGenAIOutputTokens.Int(a.OutputTokens),
+			AttrDecisionInputTokens.Int(a.InputTokens), AttrDecisionOutputTokens.Int(a.OutputTokens))
+	}
+	if a.Err == nil && a.LabelMass >= 0 && a.LabelMass <= 1 { // not NaN
+		attrs = append(attrs, AttrLabelMass.Float64(a.LabelMass))
+	}
+	if a.ResponseModel != "" {
+		attrs = append(attrs, AttrGenAIResponseModel.String(a.ResponseModel), AttrDecisionResponseModel.String(a.ResponseModel))
+	}
+	span.SetAttributes(attrs...)
+	end(span, a.Outcome, a.Err)
+}
+
+// StartFeedback starts the span of a feedback call carrying outcomes
+// outcomes.
+func StartFeedback(ctx context.Context, outcomes int) (context.Context, trace.Span) {
+	t := from(ctx)
+	if t == nil {
+		return ctx, noSpan
+	}
+	return t.tracer.Start(ctx, SpanFeedback, trace.WithAttributes(AttrFeedbackOutcomes.Int(outcomes)))
+}
+
+// EndFeedback records how many outcomes were recorded and ends the span.
+func EndFeedback(span trace.Span, recorded int, err error) {
+	if !span.IsRecording() {
+		return
+	}
+	span.SetAttributes(AttrFeedbackRecorded.Int(recorded))
+	end(span, "error", err)
+}
+
+// end marks span an error of type kind when err is not nil, and ends it.
+// The status carries err's text, as the log line does.
+func end(span trace.Span, kind string, err error) {
+	if err != nil {
+		if kind == "" {
+			kind = "error"
+		}
+		span.SetAttributes(AttrErrorType.String(kind))
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
+}
+
+// MaxStateBytes bounds the state SetState puts on a span; a longer one
+// is cut at a character's edge and marked system1.state.truncated.
+const MaxStateBytes = 16 << 10
+
+// SetState puts a request's state (its JSON, as the caller sent it) on
+// the current span of ctx as input.value, when the tracing block's
+// include_state is on; otherwise it does nothing, so that no caller's
+// data leaves in a span unless the operator asked for it.
+func SetState(ctx context.Context, state []byte) {
+	t := from(ctx)
+	if t == nil || !t.includeState {
+		return
+	}
+	span := trace.SpanFromContext(ctx)
+	if !span.IsRecording() {
+		return
+	}
+	s := state
+	cut := len(s) > MaxStateBytes
+	if cut {
+		// Back to the start of the character the limit falls in.
+		i := MaxStateBytes
+		for i > MaxStateBytes-utf8.UTFMax && !utf8.RuneStart(s[i]) {
+			i--
+		}
+		s = s[:i]
+	}
+	span.SetAttributes(AttrInputValue.String(string(s)), AttrInputMIMEType.String("application/json"))
+	if cut {
+		span.SetAttributes(AttrStateTruncated.Bool(true))
+	}
+}
+
+// Inject writes the current span of ctx into h as traceparent (and
+// tracestate and baggage, when the caller sent them), for an engine
+// call: the engine's own tracing then continues the caller's trace. It
+// writes nothing when tracing is off.
+func Inject(ctx context.Context, h http.Header) {
+	if t := from(ctx); t != nil {
+		t.prop.Inject(ctx, propagation.HeaderCarrier(h))
+	}
+}

@@ -1,0 +1,440 @@
+package tracing
+
+import (
+	"context"
+	"errors"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"system1/internal/config"
+	"system1/internal/decision"
+)
+
+// recorded is a Tracer whose spans end in memory, synchronously.
+func recorded(t *testing.T, includeState bool) (*Tracer, *tracetest.InMemoryExporter) {
+	t.Helper()
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	return newTracer(tp, "test", includeState), exp
+}
+
+func attrs(s tracetest.SpanStub) map[attribute.Key]attribute.Value {
+	m := map[attribute.Key]attribute.Value{}
+	for _, kv := range s.Attributes {
+		m[kv.Key] = kv.Value
+	}
+	return m
+}
+
+func byName(t *testing.T, spans tracetest.SpanStubs, name string) tracetest.SpanStub {
+	t.Helper()
+	for _, s := range spans {
+		if s.Name == name {
+			return s
+		}
+	}
+	t.Fatalf("no span %q among %d", name, len(spans))
+	return tracetest.SpanStub{}
+}
+
+const callerTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
+const callerSpan = "00f067aa0ba902b7"
+
+// One request as the wiring makes it: the caller's traceparent, a
+// question, an attempt whose engine call carries the attempt's span on.
+func TestRequestQuestionAttempt(t *testing.T) {
+	tr, exp := recorded(t, false)
+	var sent http.Header
+	engine := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { sent = r.Header.Clone() }))
+	defer engine.Close()
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/systemone", func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		SetState(ctx, []byte(`{"secret":"state"}`))
+		q := decision.Question{ID: "spam", Kind: decision.Choice, Options: []decision.Option{{Key: "a"}, {Key: "b"}, {Key: "c"}}}
+		ctx, qs := StartQuestion(ctx, q)
+		actx, as := StartAttempt(ctx, "gpu-1", "qwen3", "llamacpp")
+		hr, _ := http.NewRequestWithContext(actx, http.MethodPost, engine.URL, nil)
+		Inject(actx, hr.Header)
+		resp, err := http.DefaultClient.Do(hr)
+		if err != nil {
+			t.Error(err)
+		} else {
+			resp.Body.Close()
+		}
+		EndAttempt(as, Attempt{Outcome: "answered", InputTokens: 40, OutputTokens: 1, LabelMass: 0.97, ResponseModel: "qwen3-0.6b"})
+		EndQuestion(qs, "answered", nil)
+		w.WriteHeader(http.StatusOK)
+	})
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, span := tr.StartRequest(r.Context(), r, "req-1")
+		r = r.WithContext(ctx)
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, r)
+		EndRequest(span, r, rec.Code)
+	})
+	req := httptest.NewRequest(http.MethodPost, "/v1/systemone", strings.NewReader("{}"))
+	req.Header.Set("traceparent", "00-"+callerTrace+"-"+callerSpan+"-01")
+	req.Header.Set("baggage", "tenant=acme")
+	h.ServeHTTP(httptest.NewRecorder(), req)
+
+	spans := exp.GetSpans()
+	if len(spans) != 3 {
+		t.Fatalf("%d spans, want 3", len(spans))
+	}
+	rs, qs, as := byName(t, spans, "POST /v1/systemone"), byName(t, spans, SpanQuestion), byName(t, spans, "decision qwen3")
+	if got := rs.SpanContext.TraceID().String(); got != callerTrace {
+		t.Errorf("the request's trace is %s, not the caller's", got)
+	}
+	if rs.Parent.SpanID().String() != callerSpan || !rs.Parent.IsRemote() {
+		t.Errorf("the request's parent is %v, not the caller's span", rs.Parent)
+	}
+	if qs.Parent.SpanID() != rs.SpanContext.SpanID() || as.Parent.SpanID() != qs.SpanContext.SpanID() {
+		t.Error("the spans are not request > question > attempt")
+	}
+	if rs.SpanKind != trace.SpanKindServer || as.SpanKind != trace.SpanKindClient {
+		t.Errorf("kinds %v and %v", rs.SpanKind, as.SpanKind)
+	}
+	for _, c := range []struct {
+		span tracetest.SpanStub
+		key  attribute.Key
+		want any
+	}{
+		{rs, AttrHTTPRoute, "/v1/systemone"},
+		{rs, AttrHTTPMethod, "POST"},
+		{rs, AttrHTTPStatus, int64(200)},
+		{rs, AttrRequestID, "req-1"},
+		{qs, AttrQuestionID, "spam"},
+		{qs, AttrQuestionKind, "choice"},
+		{qs, AttrQuestionOptions, int64(3)},
+		{qs, AttrOutcome, "answered"},
+		{as, AttrNode, "gpu-1"},
+		{as, AttrDialect, "llamacpp"},
+		{as, AttrGenAIRequestModel, "qwen3"},
+		{as, AttrGenAIResponseModel, "qwen3-0.6b"},
+		{as, AttrGenAIOperation, "decision"},
+		{as, AttrGenAIInputTokens, int64(40)},
+		{as, AttrGenAIOutputTokens, int64(1)},
+		{as, AttrDecisionInputTokens, int64(40)},
+		{as, AttrOpenInferenceKind, "DECISION"},
+		{as, AttrDecisionProvider, "gpu-1"},
+		{as, AttrLabelMass, 0.97},
+		{as, AttrOutcome, "answered"},
+	} {
+		if got := attrs(c.span)[c.key].AsInterface(); got != c.want {
+			t.Errorf("%s: %s = %v, want %v", c.span.Name, c.key, got, c.want)
+		}
+	}
+	if _, ok := attrs(rs)[AttrInputValue]; ok {
+		t.Error("the state is on the span though include_state is off")
+	}
+	want := "00-" + callerTrace + "-" + as.SpanContext.SpanID().String() + "-01"
+	if got := sent.Get("traceparent"); got != want {
+		t.Errorf("the engine got traceparent %q, want %q (the attempt's span)", got, want)
+	}
+	if got := sent.Get("baggage"); got != "tenant=acme" {
+		t.Errorf("the engine got baggage %q", got)
+	}
+}
+
+func TestOffRecordsNothing(t *testing.T) {
+	for _, tr := range []*Tracer{nil, {}} {
+		ctx, span := tr.StartRequest(context.Background(), httptest.NewRequest("GET", "/", nil), "id")
+		if span.IsRecording() || span.SpanContext().IsValid() {
+			t.Fatal("an off Tracer's request span records")
+		}
+		ctx, qs := StartQuestion(ctx, decision.Question{ID: "q"})
+		_, as := StartAttempt(ctx, "n", "m", "d")
+		h := http.Header{}
+		Inject(ctx, h)
+		if qs.IsRecording() || as.IsRecording() || len(h) != 0 {
+			t.Fatalf("off, yet a span records or headers were written: %v", h)
+		}
+		EndAttempt(as, Attempt{Outcome: "answered"})
+		EndQuestion(qs, "answered", nil)
+		EndRequest(span, httptest.NewRequest("GET", "/", nil), 200)
+		if err := tr.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Off, the caller's traceparent is neither read nor passed on.
+func TestOffPassesNothingOn(t *testing.T) {
+	var tr *Tracer
+	r := httptest.NewRequest("GET", "/", nil)
+	r.Header.Set("traceparent", "00-"+callerTrace+"-"+callerSpan+"-01")
+	ctx, _ := tr.StartRequest(r.Context(), r, "id")
+	h := http.Header{}
+	Inject(ctx, h)
+	if len(h) != 0 {
+		t.Fatalf("off, the engine would get %v", h)
+	}
+}
+
+func TestAttemptFailure(t *testing.T) {
+	tr, exp := recorded(t, false)
+	ctx, root := tr.StartCall(context.Background(), "mcp system1_decide")
+	_, as := StartAttempt(ctx, "n1", "m", "ollama")
+	EndAttempt(as, Attempt{Outcome: "timeout", LabelMass: 0, Err: errors.New("timeout: no answer in 5s")})
+	_, as2 := StartAttempt(ctx, "n2", "m", "systemone")
+	EndAttempt(as2, Attempt{Outcome: "answered", LabelMass: math.NaN()})
+	root.End()
+	spans := exp.GetSpans()
+	failed := spans[0]
+	if failed.Status.Code != codes.Error || failed.Status.Description != "timeout: no answer in 5s" {
+		t.Errorf("status %+v", failed.Status)
+	}
+	a := attrs(failed)
+	if a[AttrErrorType].AsString() != "timeout" || a[AttrOutcome].AsString() != "timeout" {
+		t.Errorf("error.type %v, outcome %v", a[AttrErrorType], a[AttrOutcome])
+	}
+	for _, s := range spans[:2] {
+		for _, k := range []attribute.Key{AttrLabelMass, AttrGenAIInputTokens, AttrGenAIResponseModel} {
+			if _, ok := attrs(s)[k]; ok {
+				t.Errorf("%s carries %s though the attempt did not report it", s.Name, k)
+			}
+		}
+	}
+	if spans[2].Name != "mcp system1_decide" || spans[2].SpanKind != trace.SpanKindServer {
+		t.Errorf("the call's span: %s %v", spans[2].Name, spans[2].SpanKind)
+	}
+}
+
+func TestStateOnlyWhenAsked(t *testing.T) {
+	tr, exp := recorded(t, true)
+	ctx, span := tr.StartRequest(context.Background(), httptest.NewRequest("POST", "/v1/systemone", nil), "id")
+	SetState(ctx, []byte(`{"a":1}`))
+	span.End()
+	big := strings.Repeat("é", MaxStateBytes) // 2 bytes each: the limit falls inside one
+	ctx, span = tr.StartRequest(context.Background(), httptest.NewRequest("POST", "/v1/systemone", nil), "id")
+	SetState(ctx, []byte(big))
+	span.End()
+	spans := exp.GetSpans()
+	if got := attrs(spans[0])[AttrInputValue].AsString(); got != `{"a":1}` {
+		t.Errorf("input.value %q", got)
+	}
+	got := attrs(spans[1])[AttrInputValue].AsString()
+	if len(got) > MaxStateBytes || len(got) < MaxStateBytes-3 || !strings.HasPrefix(big, got) || !attrs(spans[1])[AttrStateTruncated].AsBool() {
+		t.Errorf("a long state: %d bytes, prefix %v, truncated %v", len(got), strings.HasPrefix(big, got), attrs(spans[1])[AttrStateTruncated])
+	}
+}
+
+func TestFeedbackAndRefit(t *testing.T) {
+	tr, exp := recorded(t, false)
+	ctx, span := tr.StartRequest(context.Background(), httptest.NewRequest("POST", "/v1/feedback", nil), "id")
+	_, fs := StartFeedback(ctx, 2)
+	EndFeedback(fs, 2, nil)
+	span.End()
+	_, rs := tr.StartRefit(context.Background())
+	EndRefit(rs, 4, 1, "r7", nil)
+	spans := exp.GetSpans()
+	fb, rf := byName(t, spans, SpanFeedback), byName(t, spans, SpanRefit)
+	if a := attrs(fb); a[AttrFeedbackOutcomes].AsInt64() != 2 || a[AttrFeedbackRecorded].AsInt64() != 2 {
+		t.Errorf("feedback %v", a)
+	}
+	if fb.Parent.SpanID() != byName(t, spans, "POST").SpanContext.SpanID() {
+		t.Error("feedback is not under its request")
+	}
+	if a := attrs(rf); a[AttrRefitBuckets].AsInt64() != 4 || a[AttrRefitAdopted].AsInt64() != 1 || a[AttrRefitRevision].AsString() != "r7" {
+		t.Errorf("refit %v", a)
+	}
+	if rf.Parent.IsValid() {
+		t.Error("a background refit has a parent")
+	}
+}
+
+func TestRequestNames(t *testing.T) {
+	tr, exp := recorded(t, false)
+	for _, c := range []struct{ method, pattern string }{
+		{"POST", "POST /v1/systemone"},
+		{"GET", "/health"},
+		{"BREW", ""},
+	} {
+		r := httptest.NewRequest(c.method, "/x", nil)
+		_, span := tr.StartRequest(context.Background(), r, "id")
+		r.Pattern = c.pattern
+		EndRequest(span, r, 503)
+	}
+	spans := exp.GetSpans()
+	for i, want := range []string{"POST /v1/systemone", "GET /health", "_OTHER"} {
+		if spans[i].Name != want {
+			t.Errorf("span %d is %q, want %q", i, spans[i].Name, want)
+		}
+		if spans[i].Status.Code != codes.Error {
+			t.Errorf("a 503 is not an error")
+		}
+	}
+}
+
+// Each name the attributes promise, spelled as the conventions spell it:
+// a release of the semconv package that renamed one would fail here.
+func TestAttributeNames(t *testing.T) {
+	for k, want := range map[attribute.Key]string{
+		AttrGenAIRequestModel:  "gen_ai.request.model",
+		AttrGenAIResponseModel: "gen_ai.response.model",
+		AttrGenAIInputTokens:   "gen_ai.usage.input_tokens",
+		AttrGenAIOutputTokens:  "gen_ai.usage.output_tokens",
+		AttrGenAIProvider:      "gen_ai.provider.name",
+		AttrGenAIOperation:     "gen_ai.operation.name",
+		AttrHTTPRoute:          "http.route",
+		AttrHTTPStatus:         "http.response.status_code",
+		AttrHTTPMethod:         "http.request.method",
+		AttrErrorType:          "error.type",
+	} {
+		if string(k) != want {
+			t.Errorf("%s, want %s", k, want)
+		}
+	}
+}
+
+func TestEnabled(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	for _, c := range []struct {
+		name string
+		cfg  config.Tracing
+		env  map[string]string
+		on   bool
+		err  string
+	}{
+		{"nothing", config.Tracing{}, nil, false, ""},
+		{"block", config.Tracing{Endpoint: "http://c:4318"}, nil, true, ""},
+		{"endpoint variable", config.Tracing{}, map[string]string{EnvEndpoint: "http://c:4318"}, true, ""},
+		{"traces endpoint variable", config.Tracing{}, map[string]string{EnvTracesEndpoint: "http://c:4318/v1/traces"}, true, ""},
+		{"only a sampler", config.Tracing{Sampler: "always_on"}, map[string]string{EnvSampler: "always_on"}, false, ""},
+		{"disabled", config.Tracing{Endpoint: "http://c:4318"}, map[string]string{EnvSDKDisabled: "TRUE"}, false, ""},
+		{"exporter none", config.Tracing{}, map[string]string{EnvEndpoint: "http://c:4318", EnvTracesExporter: "none"}, false, ""},
+		{"exporter otlp", config.Tracing{}, map[string]string{EnvEndpoint: "http://c:4318", EnvTracesExporter: "otlp"}, true, ""},
+		{"exporter zipkin", config.Tracing{}, map[string]string{EnvEndpoint: "http://c:4318", EnvTracesExporter: "zipkin"}, false, `OTEL_TRACES_EXPORTER="zipkin"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			on, err := enabled(c.cfg, env(c.env))
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("err %v, want %q", err, c.err)
+				}
+				return
+			}
+			if err != nil || on != c.on {
+				t.Fatalf("on %v err %v, want %v", on, err, c.on)
+			}
+		})
+	}
+}
+
+func TestProtocolOf(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	for _, c := range []struct {
+		cfg  config.Tracing
+		env  map[string]string
+		want string
+		err  string
+	}{
+		{config.Tracing{}, nil, "http/protobuf", ""},
+		{config.Tracing{}, map[string]string{EnvProtocol: "grpc"}, "grpc", ""},
+		{config.Tracing{}, map[string]string{EnvProtocol: "grpc", EnvTracesProtocol: "http/protobuf"}, "http/protobuf", ""},
+		{config.Tracing{Protocol: "grpc"}, map[string]string{EnvTracesProtocol: "http/protobuf"}, "grpc", ""},
+		{config.Tracing{}, map[string]string{EnvProtocol: "http/json"}, "", `OTEL_EXPORTER_OTLP_PROTOCOL="http/json" is not one of grpc, http/protobuf`},
+	} {
+		got, err := protocolOf(c.cfg, env(c.env))
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%v: err %v, want %q", c.env, err, c.err)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("%+v %v: %q %v, want %q", c.cfg, c.env, got, err, c.want)
+		}
+	}
+}
+
+func TestServiceName(t *testing.T) {
+	env := func(v string) func(string) string { return func(string) string { return v } }
+	if got := serviceName(config.Tracing{}, env("")); got != "system1" {
+		t.Errorf("default %q", got)
+	}
+	if got := serviceName(config.Tracing{}, env("from-env")); got != "from-env" {
+		t.Errorf("variable %q", got)
+	}
+	if got := serviceName(config.Tracing{ServiceName: "from-block"}, env("from-env")); got != "from-block" {
+		t.Errorf("block %q", got)
+	}
+}
+
+// Every sampler the configuration accepts is one Setup builds.
+func TestSamplers(t *testing.T) {
+	for _, name := range config.TracingSamplers {
+		if sampler(config.Tracing{Sampler: name}) == nil {
+			t.Errorf("sampler %s is accepted by the configuration but not built", name)
+		}
+	}
+	r := 0.25
+	if s := sampler(config.Tracing{SampleRatio: &r}); s == nil || !strings.Contains(s.Description(), "ParentBased") || !strings.Contains(s.Description(), "0.25") {
+		t.Errorf("a ratio alone: %v", s)
+	}
+	if sampler(config.Tracing{}) != nil {
+		t.Error("no sampler in the block should leave OTEL_TRACES_SAMPLER to the SDK")
+	}
+}
+
+func TestHeaders(t *testing.T) {
+	cfg := config.Tracing{HeadersEnv: "H"}
+	env := func(v string) func(string) string { return func(string) string { return v } }
+	h, err := headersOf(cfg, env("api-key=s3cr%3Dt, x-team = ops"))
+	if err != nil || h["api-key"] != "s3cr=t" || h["x-team"] != "ops" || len(h) != 2 {
+		t.Fatalf("%v %v", h, err)
+	}
+	if h, err := headersOf(cfg, env("")); h != nil || err != nil {
+		t.Fatalf("empty: %v %v", h, err)
+	}
+	for _, bad := range []string{"SECRET", "=SECRET", "bad key=SECRET", "k=%zzSECRET", "k=SECRET%0Ab"} {
+		_, err := headersOf(cfg, env(bad))
+		if err == nil || !strings.Contains(err.Error(), "entry 0 of $H") {
+			t.Errorf("%q: %v", bad, err)
+		}
+		if err != nil && strings.Contains(err.Error(), "SECRET") {
+			t.Errorf("%q: the error repeats the variable's text", bad)
+		}
+	}
+}
+
+// Setup with an endpoint builds a working Tracer without reaching the
+// collector; with none it is off.
+func TestSetup(t *testing.T) {
+	for _, k := range []string{EnvEndpoint, EnvTracesEndpoint, EnvSDKDisabled, EnvTracesExporter, EnvProtocol, EnvTracesProtocol} {
+		t.Setenv(k, "")
+	}
+	ctx := context.Background()
+	tr, err := Setup(ctx, Options{})
+	if err != nil || tr.Enabled() {
+		t.Fatalf("no endpoint: %v %v", tr.Enabled(), err)
+	}
+	for _, p := range config.TracingProtocols {
+		tr, err := Setup(ctx, Options{Config: config.Tracing{Endpoint: "http://127.0.0.1:1", Protocol: p}, Version: "v0"})
+		if err != nil || !tr.Enabled() {
+			t.Fatalf("%s: %v", p, err)
+		}
+		sctx, cancel := context.WithTimeout(ctx, 0)
+		_ = tr.Shutdown(sctx) // nothing listens there: only that it returns
+		cancel()
+	}
+	t.Setenv(EnvEndpoint, "http://127.0.0.1:1")
+	if tr, err := Setup(ctx, Options{}); err != nil || !tr.Enabled() {
+		t.Fatalf("the variable: %v", err)
+	}
+	if _, err := Setup(ctx, Options{Config: config.Tracing{Protocol: "thrift"}}); err == nil || !strings.Contains(err.Error(), "tracing.protocol") {
+		t.Fatalf("a bad block: %v", err)
+	}
+}
