@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Runs the whole test suite, installing what it needs first: the real
 # engines (llama-server and Ollama, each built once per machine and
-# cached), Helm (built once per machine), the JS clients' packages, then
-# vet, gofmt, the race-enabled Go tests, the Helm chart's tests, short fuzz
-# runs, and a smoke run of the main job. With SYSTEM1_QUICK=1 it skips the
-# engine and Helm builds and the fuzzing, and those tests skip with their
-# reason.
+# cached), Helm and Jaeger (each built once per machine), the JS clients'
+# packages, then vet, gofmt, the race-enabled Go tests, the Helm chart's
+# tests, short fuzz runs, and a smoke run of the main job. With
+# SYSTEM1_QUICK=1 it skips the engine, Helm and Jaeger builds and the
+# fuzzing, and those tests skip with their reason.
 #
 # The builds' own output goes to log files in the cache (the end is
 # printed when one fails). The Go tests print a line per package, every
@@ -52,6 +52,10 @@ if [[ -z "${SYSTEM1_QUICK:-}" ]]; then
 	SYSTEM1_HELM="$(scripts/helm.sh)"
 	echo "$SYSTEM1_HELM"
 	export SYSTEM1_HELM SYSTEM1_REQUIRE_HELM=1
+	step "Jaeger, the tracing tests' collector (built from the Go module proxy once per machine)"
+	SYSTEM1_JAEGER="$(scripts/jaeger.sh)"
+	echo "$SYSTEM1_JAEGER"
+	export SYSTEM1_JAEGER SYSTEM1_REQUIRE_JAEGER=1
 fi
 
 # --- PostgreSQL for the decision log's tests (scripts/postgres.sh) ---
