@@ -1,23 +1,23 @@
 package config
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
 
-// The keys as docs/tracing.md documents them.
-const tracingExample = `tracing:
-  endpoint: http://collector:4318
-  protocol: http/protobuf
-  sampler: parentbased_traceidratio
-  sample_ratio: 0.25
-  service_name: system1-eu
-  include_state: true
-  headers_env: OTLP_HEADERS
-`
-
+// The block as docs/tracing.md documents it parses and passes Check.
 func TestTracingParses(t *testing.T) {
-	c, err := Parse([]byte(tracingExample))
+	b, err := os.ReadFile("../../docs/tracing.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "```yaml\n")
+	example, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("docs/tracing.md has no yaml block")
+	}
+	c, err := Parse([]byte(example))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +26,7 @@ func TestTracingParses(t *testing.T) {
 	}
 	tr := c.Tracing
 	if tr.Endpoint != "http://collector:4318" || tr.Protocol != "http/protobuf" || tr.Sampler != "parentbased_traceidratio" ||
-		tr.Ratio() != 0.25 || tr.ServiceName != "system1-eu" || !tr.IncludeState || tr.HeadersEnv != "OTLP_HEADERS" {
+		tr.Ratio() != 0.1 || tr.ServiceName != "system1" || tr.IncludeState || tr.HeadersEnv != "OTLP_HEADERS" {
 		t.Fatalf("parsed %+v", tr)
 	}
 	if _, err := Parse([]byte("tracing: {endpoit: http://x:4318}")); err == nil || !strings.Contains(err.Error(), "tracing.endpoit") {
@@ -34,6 +34,11 @@ func TestTracingParses(t *testing.T) {
 	}
 	if (Tracing{}).Ratio() != 1 {
 		t.Fatal("the default ratio is not 1")
+	}
+	for _, name := range append(TracingSamplers, TracingProtocols...) {
+		if !strings.Contains(example, name) {
+			t.Errorf("docs/tracing.md's block does not list %s", name)
+		}
 	}
 }
 

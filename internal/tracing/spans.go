@@ -3,6 +3,7 @@ package tracing
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -64,16 +65,18 @@ func EndRequest(span trace.Span, r *http.Request, status int) {
 	if !span.IsRecording() {
 		return
 	}
-	method := methodName(r.Method)
+	attrs := make([]attribute.KeyValue, 0, 3)
+	attrs = append(attrs, AttrHTTPStatus.Int(status))
 	if route := routeOf(r.Pattern); route != "" {
-		span.SetName(method + " " + route)
-		span.SetAttributes(AttrHTTPRoute.String(route))
+		span.SetName(methodName(r.Method) + " " + route)
+		attrs = append(attrs, AttrHTTPRoute.String(route))
 	}
-	span.SetAttributes(AttrHTTPStatus.Int(status))
 	if status >= 500 {
-		span.SetAttributes(AttrErrorType.String(http.StatusText(status)))
+		// HTTP's conventions: the status code is the error's type.
+		attrs = append(attrs, AttrErrorType.String(strconv.Itoa(status)))
 		span.SetStatus(codes.Error, http.StatusText(status))
 	}
+	span.SetAttributes(attrs...)
 	span.End()
 }
 
@@ -126,11 +129,11 @@ func EndRefit(span trace.Span, buckets, adopted int, revision string, err error)
 	if !span.IsRecording() {
 		return
 	}
-	span.SetAttributes(AttrRefitBuckets.Int(buckets), AttrRefitAdopted.Int(adopted))
+	attrs := []attribute.KeyValue{AttrRefitBuckets.Int(buckets), AttrRefitAdopted.Int(adopted)}
 	if revision != "" {
-		span.SetAttributes(AttrRefitRevision.String(revision))
+		attrs = append(attrs, AttrRefitRevision.String(revision))
 	}
-	end(span, "error", err)
+	end(span, "error", err, attrs...)
 }
 
 // StartQuestion starts the span of one question of the request in ctx:
@@ -155,8 +158,7 @@ func EndQuestion(span trace.Span, outcome string, err error) {
 	if !span.IsRecording() {
 		return
 	}
-	span.SetAttributes(AttrOutcome.String(outcome))
-	end(span, outcome, err)
+	end(span, outcome, err, AttrOutcome.String(outcome))
 }
 
 // StartAttempt starts the client span of one engine attempt: node is the
@@ -209,7 +211,7 @@ func EndAttempt(span trace.Span, a Attempt) {
 	if !span.IsRecording() {
 		return
 	}
-	attrs := make([]attribute.KeyValue, 0, 7)
+	attrs := make([]attribute.KeyValue, 0, 8)
 	attrs = append(attrs, AttrOutcome.String(a.Outcome))
 	if a.InputTokens > 0 || a.OutputTokens > 0 {
 		attrs = append(attrs,
@@ -222,8 +224,7 @@ func EndAttempt(span trace.Span, a Attempt) {
 	if a.ResponseModel != "" {
 		attrs = append(attrs, AttrGenAIResponseModel.String(a.ResponseModel), AttrDecisionResponseModel.String(a.ResponseModel))
 	}
-	span.SetAttributes(attrs...)
-	end(span, a.Outcome, a.Err)
+	end(span, a.Outcome, a.Err, attrs...)
 }
 
 // StartFeedback starts the span of a feedback call carrying outcomes
@@ -241,20 +242,22 @@ func EndFeedback(span trace.Span, recorded int, err error) {
 	if !span.IsRecording() {
 		return
 	}
-	span.SetAttributes(AttrFeedbackRecorded.Int(recorded))
-	end(span, "error", err)
+	end(span, "error", err, AttrFeedbackRecorded.Int(recorded))
 }
 
-// end marks span an error of type kind when err is not nil, and ends it.
-// The status carries err's text, as the log line does.
-func end(span trace.Span, kind string, err error) {
+// end sets span's closing attributes, marks it an error of type kind
+// when err is not nil, and ends it. The status carries err's text, as the
+// log line does. The attributes go in one call: the SDK copies a span's
+// attributes on each.
+func end(span trace.Span, kind string, err error, attrs ...attribute.KeyValue) {
 	if err != nil {
 		if kind == "" {
 			kind = "error"
 		}
-		span.SetAttributes(AttrErrorType.String(kind))
+		attrs = append(attrs, AttrErrorType.String(kind))
 		span.SetStatus(codes.Error, err.Error())
 	}
+	span.SetAttributes(attrs...)
 	span.End()
 }
 

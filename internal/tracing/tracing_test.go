@@ -438,3 +438,36 @@ func TestSetup(t *testing.T) {
 		t.Fatalf("a bad block: %v", err)
 	}
 }
+
+// A malformed traceparent is ignored (the request starts its own trace);
+// a caller's unsampled flag leaves the request unrecorded under the
+// default parent-based sampler, its traceparent still passed on.
+func TestCallerTraceparent(t *testing.T) {
+	tr, exp := recorded(t, false)
+	for _, bad := range []string{"00-zz-yy-01", "00-" + callerTrace + "-0000000000000000-01", strings.Repeat("0", 600)} {
+		r := httptest.NewRequest("POST", "/v1/systemone", nil)
+		r.Header.Set("traceparent", bad)
+		_, span := tr.StartRequest(context.Background(), r, "id")
+		span.End()
+	}
+	for i, s := range exp.GetSpans() {
+		if s.Parent.IsValid() || s.SpanContext.TraceID().String() == callerTrace {
+			t.Errorf("malformed traceparent %d was followed: parent %v", i, s.Parent)
+		}
+	}
+	exp.Reset()
+	r := httptest.NewRequest("POST", "/v1/systemone", nil)
+	r.Header.Set("traceparent", "00-"+callerTrace+"-"+callerSpan+"-00")
+	ctx, span := tr.StartRequest(context.Background(), r, "id")
+	actx, as := StartAttempt(ctx, "n", "m", "d")
+	h := http.Header{}
+	Inject(actx, h)
+	as.End()
+	span.End()
+	if n := len(exp.GetSpans()); n != 0 {
+		t.Errorf("an unsampled caller's request recorded %d spans", n)
+	}
+	if got := h.Get("traceparent"); !strings.HasPrefix(got, "00-"+callerTrace+"-") || !strings.HasSuffix(got, "-00") {
+		t.Errorf("an unsampled caller's trace reached the engine as %q", got)
+	}
+}
