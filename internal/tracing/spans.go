@@ -51,7 +51,7 @@ func (t *Tracer) StartRequest(ctx context.Context, r *http.Request, requestID st
 	}
 	return t.root(ctx, methodName(r.Method), trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(
 		AttrHTTPMethod.String(methodName(r.Method)),
-		AttrURLPath.String(r.URL.Path),
+		AttrURLPath.String(text(r.URL.Path)),
 		AttrURLScheme.String(scheme),
 		AttrRequestID.String(requestID),
 		AttrOpenInferenceKind.String(KindChain),
@@ -144,8 +144,8 @@ func StartQuestion(ctx context.Context, q decision.Question) (context.Context, t
 		return ctx, noSpan
 	}
 	return t.tracer.Start(ctx, SpanQuestion, trace.WithAttributes(
-		AttrQuestionID.String(q.ID),
-		AttrQuestionKind.String(string(q.Kind)),
+		AttrQuestionID.String(text(q.ID)),
+		AttrQuestionKind.String(text(string(q.Kind))),
 		AttrQuestionOptions.Int(len(q.Options)),
 		AttrOpenInferenceKind.String(KindChain),
 	))
@@ -170,6 +170,7 @@ func StartAttempt(ctx context.Context, node, model, dialect string) (context.Con
 	if t == nil {
 		return ctx, noSpan
 	}
+	node, model, dialect = text(node), text(model), text(dialect)
 	return t.tracer.Start(ctx, OperationDecision+" "+model, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
 		AttrGenAIOperation.String(OperationDecision),
 		AttrGenAIProvider.String(dialect),
@@ -222,7 +223,8 @@ func EndAttempt(span trace.Span, a Attempt) {
 		attrs = append(attrs, AttrLabelMass.Float64(a.LabelMass))
 	}
 	if a.ResponseModel != "" {
-		attrs = append(attrs, AttrGenAIResponseModel.String(a.ResponseModel), AttrDecisionResponseModel.String(a.ResponseModel))
+		m := text(a.ResponseModel)
+		attrs = append(attrs, AttrGenAIResponseModel.String(m), AttrDecisionResponseModel.String(m))
 	}
 	end(span, a.Outcome, a.Err, attrs...)
 }
@@ -255,7 +257,7 @@ func end(span trace.Span, kind string, err error, attrs ...attribute.KeyValue) {
 			kind = "error"
 		}
 		attrs = append(attrs, AttrErrorType.String(kind))
-		span.SetStatus(codes.Error, err.Error())
+		span.SetStatus(codes.Error, text(err.Error()))
 	}
 	span.SetAttributes(attrs...)
 	span.End()
@@ -278,20 +280,37 @@ func SetState(ctx context.Context, state []byte) {
 	if !span.IsRecording() {
 		return
 	}
-	s := state
-	cut := len(s) > MaxStateBytes
-	if cut {
-		// Back to the start of the character the limit falls in.
-		i := MaxStateBytes
-		for i > MaxStateBytes-utf8.UTFMax && !utf8.RuneStart(s[i]) {
-			i--
-		}
-		s = s[:i]
-	}
-	span.SetAttributes(AttrInputValue.String(string(s)), AttrInputMIMEType.String("application/json"))
-	if cut {
+	whole := strings.ToValidUTF8(string(state), "\uFFFD")
+	s := cut(whole, MaxStateBytes)
+	span.SetAttributes(AttrInputValue.String(s), AttrInputMIMEType.String("application/json"))
+	if len(s) < len(whole) {
 		span.SetAttributes(AttrStateTruncated.Bool(true))
 	}
+}
+
+// maxText bounds a caller's or an engine's string on a span (a path, a
+// question's id, a model's name, a failure's text).
+const maxText = 1024
+
+// text makes s fit for a span: valid UTF-8, because OTLP's strings must
+// be and an exporter that meets one invalid string drops its whole batch,
+// every request's spans with it; and at most maxText bytes.
+func text(s string) string {
+	if len(s) <= maxText && utf8.ValidString(s) {
+		return s
+	}
+	return cut(strings.ToValidUTF8(s, "\uFFFD"), maxText)
+}
+
+// cut shortens s to at most n bytes at a character's edge.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // Inject writes the current span of ctx into h as traceparent (and

@@ -3,17 +3,23 @@ package tracing
 import (
 	"context"
 	"errors"
+	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/proto"
 
 	"system1/internal/config"
 	"system1/internal/decision"
@@ -469,5 +475,72 @@ func TestCallerTraceparent(t *testing.T) {
 	}
 	if got := h.Get("traceparent"); !strings.HasPrefix(got, "00-"+callerTrace+"-") || !strings.HasSuffix(got, "-00") {
 		t.Errorf("an unsampled caller's trace reached the engine as %q", got)
+	}
+}
+
+// A caller's bytes that are not UTF-8 (a path with %FF, a question id)
+// and an engine's (its model's name, its failure's text) reach the
+// collector as valid text: OTLP's exporter drops a whole batch, every
+// request's spans in it, when one string is not UTF-8. Long ones are cut.
+func TestHostileTextIsExported(t *testing.T) {
+	var spans atomic.Int64
+	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var req collectortrace.ExportTraceServiceRequest
+		if err := proto.Unmarshal(body, &req); err != nil {
+			t.Errorf("the sink got what is not OTLP: %v", err)
+		}
+		for _, rs := range req.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				for _, s := range ss.Spans {
+					spans.Add(1)
+					for _, kv := range s.Attributes {
+						if v := kv.Value.GetStringValue(); !utf8.ValidString(v) || len(v) > maxText {
+							t.Errorf("%s: %q", kv.Key, v)
+						}
+					}
+				}
+			}
+		}
+	}))
+	defer sink.Close()
+	exp, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(sink.URL+"/v1/traces"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp))
+	tr := newTracer(tp, "test", true)
+
+	r := httptest.NewRequest("POST", "/v1/%FF%FE"+strings.Repeat("x", 2*maxText), nil)
+	ctx, span := tr.StartRequest(context.Background(), r, "id")
+	SetState(ctx, []byte("\"\xff\""))
+	qctx, qs := StartQuestion(ctx, decision.Question{ID: "q\xc3", Kind: "choice"})
+	_, as := StartAttempt(qctx, "n\xff", "m\xfe", "llamacpp")
+	EndAttempt(as, Attempt{Outcome: "malformed", ResponseModel: "r\xff", Err: errors.New("the engine said \xff")})
+	EndQuestion(qs, "failed", errors.New("bad"))
+	EndRequest(span, r, 200)
+	if err := tp.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := spans.Load(); n != 3 {
+		t.Fatalf("the collector got %d of 3 spans", n)
+	}
+}
+
+func TestCut(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"abc", 3, "abc"},
+		{"abcd", 3, "abc"},
+		{"aé", 2, "a"}, // é is 2 bytes: not split
+		{"€€", 4, "€"},
+		{"", 0, ""},
+	} {
+		if got := cut(c.in, c.n); got != c.want {
+			t.Errorf("cut(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
+		}
 	}
 }
