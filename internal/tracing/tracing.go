@@ -214,18 +214,29 @@ func newExporter(ctx context.Context, protocol, endpoint string, headers map[str
 	}
 	var opts []otlptracehttp.Option
 	if endpoint != "" {
-		u, err := url.Parse(endpoint)
+		u, err := tracesURL(endpoint)
 		if err != nil {
-			return nil, errors.New("tracing.endpoint does not parse as a URL")
+			return nil, err
 		}
-		// The block's endpoint is a base URL, as OTEL_EXPORTER_OTLP_ENDPOINT.
-		u.Path = strings.TrimSuffix(u.Path, "/") + tracesPath
-		opts = append(opts, otlptracehttp.WithEndpointURL(u.String()))
+		opts = append(opts, otlptracehttp.WithEndpointURL(u))
 	}
 	if headers != nil {
 		opts = append(opts, otlptracehttp.WithHeaders(headers))
 	}
 	return otlptracehttp.New(ctx, opts...)
+}
+
+// tracesURL is where OTLP over HTTP sends traces for the block's
+// endpoint, a base URL as OTEL_EXPORTER_OTLP_ENDPOINT is: its path with
+// /v1/traces added.
+func tracesURL(endpoint string) (string, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return "", errors.New("tracing.endpoint does not parse as a URL")
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/") + tracesPath
+	u.RawPath = ""
+	return u.String(), nil
 }
 
 // newResource describes this process: service.name and service.version,

@@ -544,3 +544,17 @@ func TestCut(t *testing.T) {
 		}
 	}
 }
+
+func TestTracesURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://c:4318":       "http://c:4318/v1/traces",
+		"http://c:4318/":      "http://c:4318/v1/traces",
+		"https://c/otlp":      "https://c/otlp/v1/traces",
+		"https://c/otlp/":     "https://c/otlp/v1/traces",
+		"http://[::1]:4318/x": "http://[::1]:4318/x/v1/traces",
+	} {
+		if got, err := tracesURL(in); err != nil || got != want {
+			t.Errorf("%s: %q %v, want %q", in, got, err, want)
+		}
+	}
+}
