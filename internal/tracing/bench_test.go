@@ -23,7 +23,7 @@ func wiring(ctx context.Context, tr *Tracer, r *http.Request, h http.Header, qs 
 		qctx, qspan := StartQuestion(ctx, q)
 		actx, aspan := StartAttempt(qctx, "node", "model", "llamacpp")
 		Inject(actx, h)
-		EndAttempt(aspan, Attempt{Outcome: "answered", InputTokens: 24, OutputTokens: 1, LabelMass: 0.9})
+		EndAttempt(aspan, Attempt{Outcome: "ok", InputTokens: 24, OutputTokens: 1, LabelMass: 0.9})
 		EndQuestion(qspan, "answered", nil)
 	}
 	_, fs := StartFeedback(ctx, 1)
@@ -42,8 +42,23 @@ func callerRequest() *http.Request {
 // before tracing existed, bar a few context lookups.
 func TestOffAllocatesNothing(t *testing.T) {
 	r, h, qs, ctx := callerRequest(), http.Header{}, questions(8), context.Background()
+	all := func(tr *Tracer) {
+		wiring(ctx, tr, r, h, qs)
+		// The fleet's shape: all the questions at once, attempts by id.
+		ctx, _ := tr.StartRequest(ctx, r, "id")
+		qctx, spans := StartQuestions(ctx, qs)
+		for i, q := range qs {
+			_, aspan := StartAttempt(ForQuestion(qctx, q.ID), "node", "model", "llamacpp")
+			EndAttempt(aspan, Attempt{Outcome: "ok"})
+			spans.End(i, "answered", nil)
+		}
+		_, rs := tr.StartRefit(ctx)
+		EndRefit(rs, 1, 1, "r", nil)
+		_, cs := tr.StartCall(ctx, "mcp")
+		cs.End()
+	}
 	for _, tr := range []*Tracer{nil, {}} {
-		if n := testing.AllocsPerRun(100, func() { wiring(ctx, tr, r, h, qs) }); n != 0 {
+		if n := testing.AllocsPerRun(100, func() { all(tr) }); n != 0 {
 			t.Fatalf("off, a request of 8 questions allocates %v times", n)
 		}
 	}

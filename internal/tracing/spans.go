@@ -161,6 +161,61 @@ func EndQuestion(span trace.Span, outcome string, err error) {
 	end(span, outcome, err, AttrOutcome.String(outcome))
 }
 
+// Questions are the spans StartQuestions opened, one per question of a
+// request; a nil *Questions (tracing off) ends nothing.
+type Questions struct {
+	spans []trace.Span
+	byID  map[string]int
+}
+
+// questionsKey is the context key of a request's Questions.
+type questionsKey struct{}
+
+// StartQuestions starts the span of each of the request's questions,
+// as StartQuestion does, and returns a context that holds them all: for
+// code that handles several questions with one context (the fleet asks a
+// node all the questions it takes at once), ForQuestion then puts each
+// attempt under its own question. End each with End.
+func StartQuestions(ctx context.Context, qs []decision.Question) (context.Context, *Questions) {
+	t := from(ctx)
+	if t == nil {
+		return ctx, nil
+	}
+	q := &Questions{spans: make([]trace.Span, len(qs)), byID: make(map[string]int, len(qs))}
+	for i, question := range qs {
+		_, q.spans[i] = StartQuestion(ctx, question)
+		if _, dup := q.byID[question.ID]; !dup {
+			q.byID[question.ID] = i
+		}
+	}
+	return context.WithValue(ctx, questionsKey{}, q), q
+}
+
+// End records the outcome of question i (in the order given to
+// StartQuestions) and ends its span, as EndQuestion does.
+func (q *Questions) End(i int, outcome string, err error) {
+	if q == nil || i < 0 || i >= len(q.spans) {
+		return
+	}
+	EndQuestion(q.spans[i], outcome, err)
+}
+
+// ForQuestion is ctx with the span of question id (opened by
+// StartQuestions) as its current span, so that StartAttempt puts an
+// attempt under its question; ctx itself when tracing is off or the id is
+// not one of them.
+func ForQuestion(ctx context.Context, id string) context.Context {
+	q, _ := ctx.Value(questionsKey{}).(*Questions)
+	if q == nil {
+		return ctx
+	}
+	i, ok := q.byID[id]
+	if !ok {
+		return ctx
+	}
+	return trace.ContextWithSpan(ctx, q.spans[i])
+}
+
 // StartAttempt starts the client span of one engine attempt: node is the
 // node's name, model the model asked for, dialect the API the node
 // speaks (llamacpp, ollama, openai, systemone), which is what
@@ -187,9 +242,9 @@ func StartAttempt(ctx context.Context, node, model, dialect string) (context.Con
 
 // Attempt is what an engine attempt came to.
 type Attempt struct {
-	// Outcome is the attempt's result in the fleet's words: answered, or
-	// the failure's kind (unavailable, timeout, rate_limited, malformed,
-	// rejected, busy, canceled).
+	// Outcome is the attempt's result in the fleet's words (its
+	// Attempt.Outcome): ok, or the failure's kind (unavailable, timeout,
+	// rate_limited, malformed, rejected, busy, canceled).
 	Outcome string
 	// InputTokens and OutputTokens are the engine's counts; both 0 is
 	// "not reported" and records neither.

@@ -79,7 +79,7 @@ func TestRequestQuestionAttempt(t *testing.T) {
 		} else {
 			resp.Body.Close()
 		}
-		EndAttempt(as, Attempt{Outcome: "answered", InputTokens: 40, OutputTokens: 1, LabelMass: 0.97, ResponseModel: "qwen3-0.6b"})
+		EndAttempt(as, Attempt{Outcome: "ok", InputTokens: 40, OutputTokens: 1, LabelMass: 0.97, ResponseModel: "qwen3-0.6b"})
 		EndQuestion(qs, "answered", nil)
 		w.WriteHeader(http.StatusOK)
 	})
@@ -136,7 +136,7 @@ func TestRequestQuestionAttempt(t *testing.T) {
 		{as, AttrOpenInferenceKind, "DECISION"},
 		{as, AttrDecisionProvider, "gpu-1"},
 		{as, AttrLabelMass, 0.97},
-		{as, AttrOutcome, "answered"},
+		{as, AttrOutcome, "ok"},
 	} {
 		if got := attrs(c.span)[c.key].AsInterface(); got != c.want {
 			t.Errorf("%s: %s = %v, want %v", c.span.Name, c.key, got, c.want)
@@ -167,7 +167,7 @@ func TestOffRecordsNothing(t *testing.T) {
 		if qs.IsRecording() || as.IsRecording() || len(h) != 0 {
 			t.Fatalf("off, yet a span records or headers were written: %v", h)
 		}
-		EndAttempt(as, Attempt{Outcome: "answered"})
+		EndAttempt(as, Attempt{Outcome: "ok"})
 		EndQuestion(qs, "answered", nil)
 		EndRequest(span, httptest.NewRequest("GET", "/", nil), 200)
 		if err := tr.Shutdown(context.Background()); err != nil {
@@ -195,7 +195,7 @@ func TestAttemptFailure(t *testing.T) {
 	_, as := StartAttempt(ctx, "n1", "m", "ollama")
 	EndAttempt(as, Attempt{Outcome: "timeout", LabelMass: 0, Err: errors.New("timeout: no answer in 5s")})
 	_, as2 := StartAttempt(ctx, "n2", "m", "systemone")
-	EndAttempt(as2, Attempt{Outcome: "answered", LabelMass: math.NaN()})
+	EndAttempt(as2, Attempt{Outcome: "ok", LabelMass: math.NaN()})
 	root.End()
 	spans := exp.GetSpans()
 	failed := spans[0]
@@ -556,5 +556,39 @@ func TestTracesURL(t *testing.T) {
 		if got, err := tracesURL(in); err != nil || got != want {
 			t.Errorf("%s: %q %v, want %q", in, got, err, want)
 		}
+	}
+}
+
+// The fleet's shape: every question's span opened at once, one context
+// for all of them, and each attempt put under its own question by id.
+func TestStartQuestions(t *testing.T) {
+	tr, exp := recorded(t, false)
+	ctx, span := tr.StartRequest(context.Background(), httptest.NewRequest("POST", "/v1/systemone", nil), "id")
+	qs := []decision.Question{{ID: "a", Kind: decision.Noul}, {ID: "b", Kind: decision.Choice}}
+	ctx, questions := StartQuestions(ctx, qs)
+	for _, id := range []string{"b", "a", "unknown"} {
+		_, as := StartAttempt(ForQuestion(ctx, id), "n", "m", "llamacpp")
+		EndAttempt(as, Attempt{Outcome: "ok", LabelMass: math.NaN()})
+	}
+	questions.End(0, "answered", nil)
+	questions.End(1, "failed", errors.New("no node"))
+	questions.End(2, "out of range", nil) // ignored
+	span.End()
+	spans := exp.GetSpans()
+	if len(spans) != 6 {
+		t.Fatalf("%d spans", len(spans))
+	}
+	req := spans[5]
+	qa, qb := spans[3], spans[4]
+	if attrs(qa)[AttrQuestionID].AsString() != "a" || attrs(qb)[AttrQuestionID].AsString() != "b" || qb.Status.Code != codes.Error {
+		t.Fatalf("questions %v %v", attrs(qa), attrs(qb))
+	}
+	for i, want := range []trace.SpanID{qb.SpanContext.SpanID(), qa.SpanContext.SpanID(), req.SpanContext.SpanID()} {
+		if spans[i].Parent.SpanID() != want {
+			t.Errorf("attempt %d's parent is %v, want %v", i, spans[i].Parent.SpanID(), want)
+		}
+	}
+	if qa.Parent.SpanID() != req.SpanContext.SpanID() {
+		t.Error("the questions are not under the request")
 	}
 }

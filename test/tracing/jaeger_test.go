@@ -164,7 +164,7 @@ func traceReachesJaeger(t *testing.T, j *testjaeger.Jaeger, protocol string, byB
 		case upNode:
 			ok++
 			wantTags(t, a, map[string]any{
-				string(tracing.AttrOutcome):              "answered",
+				string(tracing.AttrOutcome):              "ok",
 				string(tracing.AttrGenAIInputTokens):     float64(24),
 				string(tracing.AttrGenAIOutputTokens):    float64(1),
 				string(tracing.AttrDecisionInputTokens):  float64(24),

@@ -91,7 +91,7 @@ func wired(tr *tracing.Tracer, ask func(ctx context.Context, node string) error,
 					tracing.EndAttempt(aspan, tracing.Attempt{Outcome: "unavailable", Err: err})
 					continue
 				}
-				tracing.EndAttempt(aspan, tracing.Attempt{Outcome: "answered", InputTokens: 24, OutputTokens: 1, LabelMass: 0.93})
+				tracing.EndAttempt(aspan, tracing.Attempt{Outcome: "ok", InputTokens: 24, OutputTokens: 1, LabelMass: 0.93})
 				break
 			}
 			outcome := "answered"
