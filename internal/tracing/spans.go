@@ -110,7 +110,7 @@ func (t *Tracer) StartCall(ctx context.Context, name string) (context.Context, t
 	if !t.Enabled() {
 		return ctx, noSpan
 	}
-	return t.root(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(AttrOpenInferenceKind.String(KindChain)))
+	return t.root(ctx, text(name), trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(AttrOpenInferenceKind.String(KindChain)))
 }
 
 // StartRefit starts the span of one refit from the decision log: a root
