@@ -16,9 +16,6 @@ import (
 	"time"
 
 	"system1/internal/decision"
-
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
-	_ "modernc.org/sqlite"             // registers the "sqlite" driver, pure Go
 )
 
 // store is the SQL both backends share; they differ in the driver, the
@@ -96,8 +93,11 @@ func openSQLite(ctx context.Context, path string) (*store, error) {
 			return nil, fmt.Errorf("decision log: %w", err)
 		}
 	}
+	if err := linked(sqliteDriver); err != nil {
+		return nil, err
+	}
 	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(10000)"
-	db, err := sql.Open("sqlite", dsn)
+	db, err := sql.Open(sqliteDriver, dsn)
 	if err != nil {
 		return nil, fmt.Errorf("decision log %s: %w", path, err)
 	}
@@ -113,7 +113,10 @@ func openSQLite(ctx context.Context, path string) (*store, error) {
 // openPostgres connects to url. The error never repeats the URL, which may
 // hold a password.
 func openPostgres(ctx context.Context, url string) (*store, error) {
-	db, err := sql.Open("pgx", url)
+	if err := linked(postgresDriver); err != nil {
+		return nil, err
+	}
+	db, err := sql.Open(postgresDriver, url)
 	if err != nil {
 		return nil, errors.New("decision log: the PostgreSQL url does not parse")
 	}
