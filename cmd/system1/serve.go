@@ -21,6 +21,9 @@ import (
 	"system1/internal/pause"
 )
 
+// The metrics count what the fleet does.
+var _ fleet.Observer = (*metrics.Metrics)(nil)
+
 func cmdServe(ctx context.Context, args []string, e env) error {
 	fs := flags("serve", e)
 	cfgFlag := fs.String("config", "", "configuration file (default $SYSTEM1_CONFIG, else ~/.config/system1/config.yaml)")

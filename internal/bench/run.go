@@ -35,6 +35,12 @@ type Asker interface {
 	Ask(ctx context.Context, req decision.Request) (Answer, error)
 }
 
+// The askers a run may ask.
+var (
+	_ Asker = Endpoint{}
+	_ Asker = Fleet{}
+)
+
 // Endpoint asks a System One endpoint (our own /v1/systemone, hosted Jev,
 // laya-serve, ...) through systemone.Client, which applies every real
 // client's checks to the reply: a reply that would break a client is an

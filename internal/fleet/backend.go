@@ -22,7 +22,21 @@ type Backend interface {
 	// ask answers every question of req (whose model is the served one)
 	// through c, each result aligned with req.Questions.
 	ask(c *caller, req decision.Request) []answer
+	// calls is how many engine calls of its own reading question q of
+	// model once (one order of its options) costs: its rounds on an
+	// engine, none where the request's one call carries it (budget.go).
+	calls(model string, q decision.Question) int
+	// spends says how the backend spends engine calls, for the refusal of
+	// a request over budget: "reads 20 labels a call".
+	spends() string
 }
+
+// The backends a node may have.
+var (
+	_ Backend = (*engineBackend)(nil)
+	_ Backend = (*upstreamBackend)(nil)
+	_ Backend = unusable{}
+)
 
 // EngineBackend is a backend over an engine dialect. leadFirst sends a
 // request's first question alone before the rest when the state is new to

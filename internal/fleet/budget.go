@@ -7,6 +7,9 @@ import (
 	"system1/internal/config"
 	"system1/internal/decision"
 	"system1/internal/engine"
+	"system1/internal/engine/llamacpp"
+	"system1/internal/engine/ollama"
+	"system1/internal/engine/openai"
 )
 
 // labelKnower is an engine that can say which labels it would give a
@@ -16,19 +19,20 @@ type labelKnower interface {
 	KnownLabels(model string, candidates []string, want int) ([]string, bool)
 }
 
-// callCost is the number of engine calls node n makes for question q of
-// model: the rounds engine.Ask goes in, from the node's per-call label cap
-// and the labels the engine has for the options. A System One upstream
-// takes a request's questions in one forwarded call, counted once per
-// request by requestCost. Until llama.cpp's tokenizer has been asked about
-// a model's candidates (the first question of that size), a label is
-// assumed for every option; a model with fewer single-token labels goes in
-// more rounds.
-func (n *Node) callCost(model string, q decision.Question) int {
-	b, ok := n.Backend.(*engineBackend)
-	if !ok {
-		return 0
-	}
+// Every dialect knows its labels (llama.cpp once asked).
+var (
+	_ labelKnower = (*llamacpp.Engine)(nil)
+	_ labelKnower = (*ollama.Engine)(nil)
+	_ labelKnower = (*openai.Engine)(nil)
+)
+
+// calls is the number of engine calls reading q of model once costs on an
+// engine: the rounds engine.Ask goes in, from the node's per-call label
+// cap and the labels the engine has for the options. Until llama.cpp's
+// tokenizer has been asked about a model's candidates (the first question
+// of that size), a label is assumed for every option; a model with fewer
+// single-token labels goes in more rounds.
+func (b *engineBackend) calls(model string, q decision.Question) int {
 	opts := len(q.Options)
 	per := b.e.Caps().PerCall
 	if k, ok := b.e.(labelKnower); ok {
@@ -39,20 +43,43 @@ func (n *Node) callCost(model string, q decision.Question) int {
 	return engine.Calls(opts, per)
 }
 
-// requestCost is what the questions at take of req cost on node n, each
-// question's calls once per order of its options that d asks, and again
-// for a content-free reading p does not have yet.
-func (n *Node) requestCost(model string, req decision.Request, take []int, d Debias, p *priors) int {
-	if _, ok := n.Backend.(*engineBackend); !ok {
-		return 1 // an upstream forwards them in one call; an unusable node makes none
+func (b *engineBackend) spends() string {
+	if per := b.e.Caps().PerCall; per > 0 {
+		return fmt.Sprintf("reads %d labels a call", per)
 	}
+	return "reads any number of labels a call"
+}
+
+// An upstream forwards a request's questions in one call, which the
+// request pays (see requestCost): a question costs none of its own.
+func (b *upstreamBackend) calls(string, decision.Question) int { return 0 }
+func (b *upstreamBackend) spends() string                      { return "forwards a request in one call" }
+
+// An unusable node makes no call.
+func (unusable) calls(string, decision.Question) int { return 0 }
+func (unusable) spends() string                      { return "makes no call" }
+
+// questionCost is what question q of req costs on node n: its calls once
+// per order of its options that d asks, and extra more for a content-free
+// reading p does not have yet.
+func (n *Node) questionCost(model string, req decision.Request, q decision.Question, d Debias, p *priors) (cost, orders, extra int) {
+	orders = d.orders(req, q)
+	calls := n.Backend.calls(model, q)
+	if p.needsContentFree(model, req, q, orders) {
+		extra = calls * orders
+	}
+	return calls*orders + extra, orders, extra
+}
+
+// requestCost is what the questions at take of req cost on node n: the
+// sum of their costs, and at least the one call that carries them.
+func (n *Node) requestCost(model string, req decision.Request, take []int, d Debias, p *priors) int {
 	cost := 0
 	for _, i := range take {
-		q := req.Questions[i]
-		orders := d.orders(req, q)
-		cost += n.callCost(model, q)*orders + p.extraCalls(n, model, req, q, orders)
+		c, _, _ := n.questionCost(model, req, req.Questions[i], d, p)
+		cost += c
 	}
-	return cost
+	return max(cost, 1)
 }
 
 // budget is the most engine calls one request may cost on the node.
@@ -84,18 +111,11 @@ func (r *Router) overBudget(serving []*Node, model string, req decision.Request,
 		return false
 	}
 	n := cheapest
-	how := "reads any number of labels a call"
-	if b, ok := n.Backend.(*engineBackend); !ok {
-		how = "forwards a request in one call"
-	} else if per := b.e.Caps().PerCall; per > 0 {
-		how = fmt.Sprintf("reads %d labels a call", per)
-	}
 	for i, q := range req.Questions {
-		orders := r.debias.orders(req, q)
-		extra := r.prior.extraCalls(n, model, req, q, orders)
+		qc, orders, extra := n.questionCost(model, req, q, r.debias, r.prior)
 		res.Questions[i].Err = &engine.Failure{Kind: engine.Rejected, Status: http.StatusUnprocessableEntity, Err: fmt.Errorf(
 			"the request costs %d engine calls on node %s (%s, which %s; this question costs %d%s%s), over its budget of %d calls a request (max_engine_calls); ask fewer questions or give them fewer options%s%s",
-			cost, n.Name, n.Dialect, how, n.callCost(model, q)*orders+extra, ordersNote(orders), priorNote(extra), n.budget(), ordersAdvice(orders), priorAdvice(extra))}
+			cost, n.Name, n.Dialect, n.Backend.spends(), qc, ordersNote(orders), priorNote(extra), n.budget(), ordersAdvice(orders), priorAdvice(extra))}
 	}
 	return true
 }

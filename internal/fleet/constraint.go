@@ -71,6 +71,8 @@ type constraintProber interface {
 	holds(ctx context.Context, model string) (bool, error)
 }
 
+var _ constraintProber = (*engineBackend)(nil)
+
 func (b *engineBackend) holds(ctx context.Context, model string) (bool, error) {
 	r, err := b.e.Read(ctx, model, ConstraintProbe)
 	if err != nil {

@@ -131,16 +131,14 @@ func (p *priors) keepContentFree(key string, d decision.Distribution) {
 	p.free.Add(key, d)
 }
 
-// extraCalls is how many engine calls q's content-free reading costs on
-// node n for req: none unless req asks for it and it is not cached.
-func (p *priors) extraCalls(n *Node, model string, req decision.Request, q decision.Question, orders int) int {
+// needsContentFree reports whether q of req, asked over orders, needs a
+// content-free reading that is not cached: one asking of q more.
+func (p *priors) needsContentFree(model string, req decision.Request, q decision.Question, orders int) bool {
 	if p.mode(req) != decision.PriorContentFree {
-		return 0
+		return false
 	}
-	if _, ok := p.contentFree(contentFreeKey(model, q, orders)); ok {
-		return 0
-	}
-	return n.callCost(model, q) * orders
+	_, ok := p.contentFree(contentFreeKey(model, q, orders))
+	return !ok
 }
 
 // ContentFreeVersion is the content-free step's version: the empty state

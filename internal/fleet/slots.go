@@ -99,6 +99,8 @@ type gate struct {
 	share share // nil: no request's share (the constraint probe)
 }
 
+var _ engine.Gate = gate{}
+
 func (g gate) Enter(ctx context.Context) (done func(), err error) {
 	give := func() {}
 	if g.share != nil {

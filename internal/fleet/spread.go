@@ -3,6 +3,8 @@ package fleet
 import (
 	"context"
 	"encoding/json"
+
+	"system1/internal/engine/llamacpp"
 )
 
 // primer is an engine that can copy a state's slot where a request's
@@ -10,6 +12,8 @@ import (
 type primer interface {
 	Prime(ctx context.Context, state json.RawMessage, k int) error
 }
+
+var _ primer = (*llamacpp.Engine)(nil)
 
 // prime, on a backend that spreads a state's k questions over slots, has
 // the engine copy its idle slots into its prompt cache and ready the

@@ -82,6 +82,8 @@ type Server struct {
 	handler http.Handler
 }
 
+var _ http.Handler = (*Server)(nil)
+
 // Defaults for Options left zero.
 const (
 	DefaultRequestTimeout = 30 * time.Second

@@ -60,6 +60,8 @@ type LineTransport struct {
 	Log        *slog.Logger
 }
 
+var _ mcp.Transport = (*LineTransport)(nil)
+
 // Connect starts reading lines; it is called once, by the server.
 func (t *LineTransport) Connect(context.Context) (mcp.Connection, error) {
 	c := &lineConn{

@@ -60,6 +60,8 @@ type Engine struct {
 	calls *callTokens
 }
 
+var _ engine.Engine = (*Engine)(nil)
+
 // Caps: any number of labels per call unless capped, and the grammar holds
 // a call to any subset of them.
 func (e *Engine) Caps() engine.Caps { return engine.Caps{PerCall: e.PerCall, Subsets: true} }

@@ -31,6 +31,8 @@ type Engine struct {
 	NumCtx int
 }
 
+var _ engine.Engine = (*Engine)(nil)
+
 // chatRequest is the part of Ollama's /api/chat request system1 sends.
 type chatRequest struct {
 	Model       string           `json:"model"`

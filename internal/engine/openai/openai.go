@@ -269,6 +269,8 @@ type Engine struct {
 	MaxBody   int64
 }
 
+var _ engine.Engine = (*Engine)(nil)
+
 func (e *Engine) url(path string) string {
 	u := strings.TrimRight(e.BaseURL, "/")
 	if !strings.HasSuffix(u, "/v1") {
