@@ -25,7 +25,7 @@ func realServe(t *testing.T, engineURL string, opt httpapi.Options) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opt.Router = fleet.NewRouter([]*fleet.Node{n}, nil, fleet.DefaultPolicy, nil)
+	opt.Router = fleet.New([]*fleet.Node{n}, fleet.Options{})
 	opt.Rounding = 2
 	srv := httptest.NewServer(httpapi.New(opt))
 	t.Cleanup(srv.Close)

@@ -56,13 +56,10 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 		cfg.Listen = "127.0.0.1:3000"
 	}
 	m := metrics.New()
-	router, err := fleet.FromConfig(cfg.Nodes, cfg.Aliases, e.getenv, m)
+	router, err := fleet.FromConfig(cfg, fleet.Options{Getenv: e.getenv, Observer: m})
 	if err != nil {
 		return err
 	}
-	router.SetDebias(fleet.DebiasFrom(cfg.Debias, cfg.DebiasOrders))
-	router.SetPrior(fleet.PriorFrom(cfg.Prior, cfg.PriorMinRequests, cfg.PriorWindow, cfg.PriorSignatures))
-	router.LimitQuestions(cfg.MaxQuestions)
 	m.WatchNodes(func() []metrics.Node {
 		var out []metrics.Node
 		for _, s := range router.States() {

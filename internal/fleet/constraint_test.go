@@ -54,7 +54,7 @@ func constrainedRouter(t *testing.T, dialect fakeengine.Dialect, constrain strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewRouter([]*Node{n}, nil, Policy{AllowedFails: 3, Window: time.Minute, Cooldown: 5 * time.Second}, nil)
+	r := New([]*Node{n}, Options{Policy: Policy{AllowedFails: 3, Window: time.Minute, Cooldown: 5 * time.Second}})
 	c := &lockedClock{t: time.Unix(1e9, 0)}
 	r.now = c.now
 	return r, f, c

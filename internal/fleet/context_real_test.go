@@ -21,7 +21,7 @@ func TestRealEngineRefusesAPromptOverItsContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewRouter([]*Node{n}, nil, DefaultPolicy, nil)
+	r := New([]*Node{n}, Options{})
 	r.Discover(t.Context())
 	req := choiceRequest(testengine.Model, 3)
 	state, _ := json.Marshal(strings.Repeat("Once upon a time, there was a little dog. ", 60)) // about 600 tokens

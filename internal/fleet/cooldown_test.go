@@ -38,7 +38,7 @@ func (e *modelEngine) Read(ctx context.Context, model string, p engine.Prompt) (
 func modelRouter(e *modelEngine, models ...string) (*Router, *clock) {
 	n := &Node{Name: "multi", Dialect: "ollama", Backend: EngineBackend(e, false), MaxOptions: 20, Timeout: time.Second, claimed: models}
 	c := &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
-	r := NewRouter([]*Node{n}, nil, DefaultPolicy, nil)
+	r := New([]*Node{n}, Options{})
 	r.now = c.now
 	return r, c
 }

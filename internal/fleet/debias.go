@@ -18,15 +18,6 @@ type Debias struct {
 	Orders int
 }
 
-// SetDebias sets the debiasing of requests that do not choose their own.
-// Call it before the router serves.
-func (r *Router) SetDebias(d Debias) { r.debias = d }
-
-// DebiasFrom reads the configuration's debias and debias_orders.
-func DebiasFrom(mode string, orders int) Debias {
-	return Debias{Permute: mode == decision.DebiasPermute, Orders: orders}
-}
-
 // orders is how many orders of q's options a request asks: 1 without
 // permutation, else every shift up to the configured number.
 func (d Debias) orders(req decision.Request, q decision.Question) int {

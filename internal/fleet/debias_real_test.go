@@ -22,7 +22,7 @@ func realRouter(t testing.TB) *Router {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewRouter([]*Node{n}, nil, DefaultPolicy, nil)
+	r := New([]*Node{n}, Options{})
 	r.Discover(t.Context())
 	return r
 }
@@ -87,7 +87,7 @@ func BenchmarkRealEngineDebiasOrders(b *testing.B) {
 	for _, state := range []string{"warm", "cold"} {
 		for orders := 1; orders <= 4; orders++ {
 			b.Run(fmt.Sprintf("state=%s/orders=%d", state, orders), func(b *testing.B) {
-				r.SetDebias(Debias{Permute: orders > 1, Orders: orders})
+				r.debias = Debias{Permute: orders > 1, Orders: orders}
 				var took []time.Duration
 				i := 0
 				for b.Loop() {

@@ -23,7 +23,7 @@ func TestPingIsTheNodesState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewRouter([]*Node{n}, nil, DefaultPolicy, nil)
+	r := New([]*Node{n}, Options{})
 	down.Store(true)
 	p := r.Ping(context.Background(), "m")
 	s := n.State(r.now())

@@ -9,12 +9,14 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"system1/internal/config"
+	"system1/internal/decision"
 	"system1/internal/engine/llamacpp"
 	"system1/internal/engine/ollama"
 	"system1/internal/engine/openai"
@@ -115,10 +117,16 @@ func NewNode(c config.Node, getenv func(string) string, hc *http.Client) (*Node,
 	return n, nil
 }
 
-// FromConfig builds a router over the configured nodes. Calls share one
-// HTTP client whose connections are kept alive per node for reuse, and
-// closed after 30 s idle; every call is bounded by its node's timeout.
-func FromConfig(nodes []config.Node, aliases map[string]string, getenv func(string) string, obs Observer) (*Router, error) {
+// FromConfig builds the router cfg describes: its nodes, and its
+// aliases, debias, prior and max_questions, which replace o's; o gives
+// the rest (Getenv, Observer, Policy). It is the one place a configured
+// router is built: serve, mcp, decide and bench all call it. Calls share
+// one HTTP client whose connections are kept alive per node for reuse,
+// and closed after 30 s idle; every call is bounded by its node's timeout.
+func FromConfig(cfg *config.Config, o Options) (*Router, error) {
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
 	hc := &http.Client{Transport: &http.Transport{
 		Proxy:               http.ProxyFromEnvironment,
 		MaxIdleConns:        1024,
@@ -127,14 +135,17 @@ func FromConfig(nodes []config.Node, aliases map[string]string, getenv func(stri
 		ForceAttemptHTTP2:   true,
 	}}
 	var ns []*Node
-	for _, c := range nodes {
-		n, err := NewNode(c, getenv, hc)
+	for _, c := range cfg.Nodes {
+		n, err := NewNode(c, o.Getenv, hc)
 		if err != nil {
 			return nil, err
 		}
 		ns = append(ns, n)
 	}
-	return NewRouter(ns, aliases, DefaultPolicy, obs), nil
+	o.Aliases, o.MaxQuestions = cfg.Aliases, cfg.MaxQuestions
+	o.Debias = Debias{Permute: cfg.Debias == decision.DebiasPermute, Orders: cfg.DebiasOrders}
+	o.Prior = Prior{Mode: cfg.Prior, MinRequests: cfg.PriorMinRequests, Window: cfg.PriorWindow, Signatures: cfg.PriorSignatures}
+	return New(ns, o), nil
 }
 
 // Models are the models the node serves: those its config claims, else

@@ -46,17 +46,6 @@ const (
 // steps.
 const PriorStep = "prior"
 
-// PriorFrom reads the configuration's prior, prior_min_requests,
-// prior_window and prior_signatures.
-func PriorFrom(mode string, minRequests, window, signatures int) Prior {
-	return Prior{Mode: mode, MinRequests: minRequests, Window: window, Signatures: signatures}
-}
-
-// SetPrior sets the prior correction of requests that do not choose their
-// own, and its bounds. It starts the estimates afresh. Call it before the
-// router serves.
-func (r *Router) SetPrior(p Prior) { r.prior = newPriors(p) }
-
 // priors is a router's prior correction: its setting, the batch
 // estimates and the content-free readings, all in this replica's memory.
 type priors struct {

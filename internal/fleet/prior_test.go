@@ -156,8 +156,7 @@ func priorRouter(t *testing.T, p Prior) (*Router, *fakeengine.Fake, engine.Engin
 	t.Cleanup(f.Close)
 	e := &llamacpp.Engine{BaseURL: f.URL}
 	n := &Node{Name: "n", Dialect: "llamacpp", Backend: EngineBackend(e, false), MaxOptions: 20, Timeout: 10 * time.Second, claimed: []string{"m"}}
-	r := NewRouter([]*Node{n}, nil, DefaultPolicy, nil)
-	r.SetPrior(p)
+	r := New([]*Node{n}, Options{Prior: p})
 	return r, f, e
 }
 
@@ -427,8 +426,7 @@ func TestPriorOnUpstream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewRouter([]*Node{up}, nil, DefaultPolicy, nil)
-	r.SetPrior(Prior{MinRequests: 1})
+	r := New([]*Node{up}, Options{Prior: Prior{MinRequests: 1}})
 	req := choiceRequest("m", 3)
 	req.Prior = decision.PriorContentFree
 	if a := decide(t, r, req); a.Err != nil || a.Prior != nil || calls.Load() != 1 {

@@ -22,7 +22,7 @@ func TestRealEngineStoppedNodeFailsOver(t *testing.T) {
 		}
 		nodes = append(nodes, n)
 	}
-	r := NewRouter(nodes, nil, DefaultPolicy, nil)
+	r := New(nodes, Options{})
 	ctx := context.Background()
 	r.Discover(ctx)
 	if got := r.Serving(testengine.Model); len(got) != 2 {

@@ -84,7 +84,7 @@ func TestOnly(t *testing.T) {
 // call fails at once and says why.
 func TestUnsetKeyIsNeverSent(t *testing.T) {
 	n := &Node{Name: "k", Backend: unusable{errors.New("not asked: its key variable K is not set")}, MaxOptions: 20, Timeout: time.Second, claimed: []string{"m"}}
-	r := NewRouter([]*Node{n}, nil, DefaultPolicy, nil)
+	r := New([]*Node{n}, Options{})
 	if a := decide(t, r, choiceRequest("m", 2)); a.Err == nil || !strings.Contains(a.Err.Error(), "K is not set") {
 		t.Fatalf("%+v", a)
 	}

@@ -42,22 +42,48 @@ type Router struct {
 
 	debias       Debias
 	prior        *priors
-	maxQuestions int // 0: decision.DefaultMaxQuestions (see LimitQuestions)
+	maxQuestions int // 0: decision.DefaultMaxQuestions
 }
 
-// NewRouter routes over nodes in their configured order. Aliases map a
-// model id callers send to one the nodes serve; no other id is ever
-// substituted. A nil observer observes nothing.
-func NewRouter(nodes []*Node, aliases map[string]string, p Policy, obs Observer) *Router {
-	if obs == nil {
-		obs = noObserver{}
+// Options configure a Router. The zero value routes with DefaultPolicy,
+// no aliases, no debiasing or prior correction, and
+// decision.DefaultMaxQuestions.
+type Options struct {
+	// Aliases map a model id callers send to one the nodes serve; no
+	// other id is ever substituted.
+	Aliases map[string]string
+	// Policy says when a failing node is cooled down; the zero value is
+	// DefaultPolicy.
+	Policy Policy
+	// Observer is told what the router does, for metrics; nil observes
+	// nothing.
+	Observer Observer
+	// Debias and Prior are the corrections of requests that do not
+	// choose their own (decision.Request.Debias and Prior).
+	Debias Debias
+	Prior  Prior
+	// MaxQuestions is the most questions one request may ask (the
+	// configuration's max_questions); 0 is decision.DefaultMaxQuestions.
+	MaxQuestions int
+	// Getenv reads the nodes' keys in FromConfig; nil is os.Getenv.
+	Getenv func(string) string
+}
+
+// New routes over nodes in their configured order.
+func New(nodes []*Node, o Options) *Router {
+	if o.Observer == nil {
+		o.Observer = noObserver{}
+	}
+	if o.Policy == (Policy{}) {
+		o.Policy = DefaultPolicy
 	}
 	for _, n := range nodes {
 		if n.slots == nil {
 			n.slots = newSlots(0, 0, DefaultQueueTimeout)
 		}
 	}
-	return &Router{nodes: nodes, aliases: aliases, policy: p, obs: obs, now: time.Now, prior: newPriors(Prior{})}
+	return &Router{nodes: nodes, aliases: o.Aliases, policy: o.Policy, obs: o.Observer, now: time.Now,
+		debias: o.Debias, prior: newPriors(o.Prior), maxQuestions: max(o.MaxQuestions, 0)}
 }
 
 // Only is a router over the named nodes alone, in configured order, that
@@ -71,9 +97,8 @@ func (r *Router) Only(names []string) *Router {
 			nodes = append(nodes, n)
 		}
 	}
-	o := NewRouter(nodes, nil, r.policy, r.obs)
-	o.now, o.maxQuestions = r.now, r.maxQuestions
-	o.debias, o.prior = r.debias, r.prior
+	o := New(nodes, Options{Policy: r.policy, Observer: r.obs, Debias: r.debias, MaxQuestions: r.maxQuestions})
+	o.now, o.prior = r.now, r.prior
 	return o
 }
 

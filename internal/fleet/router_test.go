@@ -82,7 +82,7 @@ func newTestRouter(labels ...int) (*Router, []*fakeEngine, *clock) {
 		nodes = append(nodes, &Node{Name: string(rune('a' + i)), Backend: EngineBackend(f, false), MaxOptions: l, Timeout: time.Second, claimed: []string{"m"}})
 	}
 	c := &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
-	r := NewRouter(nodes, map[string]string{"jev-latest": "m"}, DefaultPolicy, nil)
+	r := New(nodes, Options{Aliases: map[string]string{"jev-latest": "m"}})
 	r.now = c.now
 	return r, fakes, c
 }

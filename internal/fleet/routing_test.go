@@ -181,7 +181,7 @@ func TestSystemOneUpstream(t *testing.T) {
 				t.Fatal(err)
 			}
 			local := &Node{Name: "local", Backend: EngineBackend(&fakeEngine{}, false), MaxOptions: 20, Timeout: time.Second, claimed: []string{"m"}, Priority: 1}
-			r := NewRouter([]*Node{up, local}, nil, DefaultPolicy, nil)
+			r := New([]*Node{up, local}, Options{})
 			got := decide(t, r, choiceRequest("m", 3))
 			if outcomes(got) != tc.outcomes {
 				t.Fatalf("attempts %q, want %q (err %v)", outcomes(got), tc.outcomes, got.Err)
@@ -205,7 +205,7 @@ func TestProbeCoolsAndRecovers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewRouter([]*Node{n}, nil, DefaultPolicy, nil)
+	r := New([]*Node{n}, Options{})
 	r.Probe(context.Background())
 	if s := n.State(r.now()); !s.Healthy || len(s.Models) != 1 {
 		t.Fatalf("after a good probe: %+v", s)
@@ -236,7 +236,7 @@ func TestProbeWithoutModelList(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := NewRouter([]*Node{n}, nil, DefaultPolicy, nil)
+		r := New([]*Node{n}, Options{})
 		r.Probe(context.Background())
 		if s := n.State(r.now()); s.Healthy != tc.healthy {
 			t.Errorf("models %v: %+v", tc.models, s)

@@ -40,7 +40,7 @@ func slotRouter(t *testing.T, opt fakeengine.Options, c config.Node) (*Router, *
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewRouter([]*Node{n}, nil, DefaultPolicy, nil)
+	r := New([]*Node{n}, Options{})
 	r.Discover(context.Background())
 	return r, f
 }
@@ -87,7 +87,7 @@ func TestEveryEngineCallHoldsASlot(t *testing.T) {
 			// Every route is slow, llama.cpp's priming tasks too, so that
 			// calls sent together are at the engine together.
 			r, f := slotRouter(t, fakeengine.Options{Dialect: tc.dialect, Slots: 4, Behavior: fakeengine.Behavior{Latency: 10 * time.Millisecond, Everywhere: true}}, tc.node)
-			r.SetDebias(Debias{Permute: tc.orders > 0, Orders: tc.orders})
+			r.debias = Debias{Permute: tc.orders > 0, Orders: tc.orders}
 			var wg sync.WaitGroup
 			for i := range 2 {
 				wg.Go(func() {
@@ -187,7 +187,7 @@ func TestTimeoutBoundsEachCall(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r, f := slotRouter(t, fakeengine.Options{Dialect: tc.dialect, Slots: 1, Parallel: 1, Behavior: fakeengine.Behavior{Latency: latency}},
 				config.Node{MaxLabels: tc.labels, MaxInFlight: 1, Timeout: config.Duration(timeout)})
-			r.SetDebias(Debias{Permute: tc.orders > 0, Orders: tc.orders})
+			r.debias = Debias{Permute: tc.orders > 0, Orders: tc.orders}
 			began := time.Now()
 			res, err := r.Decide(context.Background(), manyOptions("a state", 1, tc.options))
 			took := time.Since(began)

@@ -74,7 +74,7 @@ func TestSpreadSlots(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := NewRouter([]*Node{n}, nil, DefaultPolicy, nil)
+			r := New([]*Node{n}, Options{})
 			ctx := context.Background()
 			r.Discover(ctx)
 			req := manyQuestions(fakeengine.DefaultModel, "a state", 3)
@@ -144,7 +144,7 @@ func TestRealEngineSpreadPrefillsTheStateOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewRouter([]*Node{n}, nil, DefaultPolicy, nil)
+	r := New([]*Node{n}, Options{})
 	ctx := context.Background()
 	r.Discover(ctx)
 	story := func(name string) string {
@@ -189,7 +189,7 @@ func TestLlamaCppTasksAtMostOnePerSlot(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := NewRouter([]*Node{n}, nil, DefaultPolicy, nil)
+			r := New([]*Node{n}, Options{})
 			ctx := context.Background()
 			r.Discover(ctx)
 			res, err := r.Decide(ctx, manyQuestions(fakeengine.DefaultModel, "a state", 12))

@@ -171,14 +171,11 @@ func New(o Options) *Gateway {
 	}
 	router := o.Router
 	if router == nil && len(cfg.Gateway.Chain) > 0 {
-		r, err := fleet.FromConfig(cfg.Nodes, cfg.Aliases, o.Getenv, nil)
+		r, err := fleet.FromConfig(cfg, fleet.Options{Getenv: o.Getenv})
 		if err != nil {
 			g.errs = append(g.errs, fmt.Sprintf("nodes: %v", err))
 			return g
 		}
-		r.SetDebias(fleet.DebiasFrom(cfg.Debias, cfg.DebiasOrders))
-		r.SetPrior(fleet.PriorFrom(cfg.Prior, cfg.PriorMinRequests, cfg.PriorWindow, cfg.PriorSignatures))
-		r.LimitQuestions(cfg.MaxQuestions)
 		router = r
 	}
 	g.router = router

@@ -42,8 +42,8 @@ func BenchmarkForward(b *testing.B) {
 		_, _ = io.WriteString(w, forwardReply)
 	}))
 	b.Cleanup(upstream.Close)
-	router, err := fleet.FromConfig([]config.Node{{Name: "upstream", URL: upstream.URL, Dialect: "systemone",
-		Models: []string{"jev-stub"}, MaxInFlight: 256}}, nil, func(string) string { return "" }, nil)
+	router, err := fleet.FromConfig(&config.Config{Nodes: []config.Node{{Name: "upstream", URL: upstream.URL, Dialect: "systemone",
+		Models: []string{"jev-stub"}, MaxInFlight: 256}}}, fleet.Options{Getenv: func(string) string { return "" }})
 	if err != nil {
 		b.Fatal(err)
 	}

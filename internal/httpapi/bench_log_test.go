@@ -36,7 +36,7 @@ func BenchmarkDecisionLog(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		srv := httptest.NewServer(httpapi.New(httpapi.Options{Router: fleet.NewRouter([]*fleet.Node{n}, nil, testPolicy, nil), Rounding: 2, Recorder: rec}))
+		srv := httptest.NewServer(httpapi.New(httpapi.Options{Router: fleet.New([]*fleet.Node{n}, fleet.Options{Policy: testPolicy}), Rounding: 2, Recorder: rec}))
 		b.Cleanup(srv.Close)
 		return srv.URL
 	}

@@ -36,7 +36,7 @@ func calServe(t *testing.T, fits *calibration.Fits) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	router := fleet.NewRouter([]*fleet.Node{n}, nil, fleet.DefaultPolicy, nil)
+	router := fleet.New([]*fleet.Node{n}, fleet.Options{})
 	srv := httptest.NewServer(httpapi.New(httpapi.Options{Router: router, Rounding: -1, Fits: fits}))
 	t.Cleanup(srv.Close)
 	return srv.URL

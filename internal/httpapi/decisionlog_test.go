@@ -57,7 +57,7 @@ func logServe(t *testing.T) (*system1, *decisionlog.Log, *calibration.Fits, stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	router := fleet.NewRouter([]*fleet.Node{n}, nil, testPolicy, nil)
+	router := fleet.New([]*fleet.Node{n}, fleet.Options{Policy: testPolicy})
 	cfg, err := config.Parse([]byte("gateway:\n  fits: " + fitsPath + "\n  chain:\n    - {name: local, model: fake}\n"))
 	if err != nil {
 		t.Fatal(err)

@@ -297,7 +297,7 @@ func serveGateway(t *testing.T, maxBody int64, nodes ...node) (*system1, *gatewa
 		}
 		fns = append(fns, fn)
 	}
-	router := fleet.NewRouter(fns, nil, testPolicy, nil)
+	router := fleet.New(fns, fleet.Options{Policy: testPolicy})
 	router.Discover(t.Context())
 	cfg, err := config.Parse([]byte("providers:\n  - {name: local, kind: engine, model: fake}\n"))
 	if err != nil {

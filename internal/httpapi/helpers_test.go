@@ -88,10 +88,7 @@ func serve(t testing.TB, s setup) *system1 {
 		}
 		nodes = append(nodes, fn)
 	}
-	router := fleet.NewRouter(nodes, s.aliases, testPolicy, nil)
-	router.SetDebias(s.debias)
-	router.SetPrior(s.prior)
-	router.LimitQuestions(s.maxQuestions)
+	router := fleet.New(nodes, fleet.Options{Aliases: s.aliases, Policy: testPolicy, Debias: s.debias, Prior: s.prior, MaxQuestions: s.maxQuestions})
 	router.Discover(t.Context())
 	api := httpapi.New(httpapi.Options{
 		Router:        router,

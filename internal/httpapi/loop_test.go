@@ -65,7 +65,7 @@ func TestLoopClosesOnTheSimulatedModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(httpapi.New(httpapi.Options{
-		Router: fleet.NewRouter([]*fleet.Node{n}, nil, testPolicy, nil), Rounding: -1,
+		Router: fleet.New([]*fleet.Node{n}, fleet.Options{Policy: testPolicy}), Rounding: -1,
 		FitsFile: fits, Recorder: dlog, Feedback: gateway.NewFeedback(dlog), DecisionLog: dlog,
 	}))
 	t.Cleanup(srv.Close)

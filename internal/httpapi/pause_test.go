@@ -27,7 +27,7 @@ func TestHealthShowsThePauseSwitch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	router := fleet.NewRouter([]*fleet.Node{fn}, nil, testPolicy, nil)
+	router := fleet.New([]*fleet.Node{fn}, fleet.Options{Policy: testPolicy})
 	cfg, err := config.Parse([]byte("gateway:\n  chain:\n    - {name: local, model: fake}\n"))
 	if err != nil {
 		t.Fatal(err)

@@ -100,8 +100,7 @@ func TestDecidePriorOverHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	router := fleet.NewRouter([]*fleet.Node{fn}, nil, testPolicy, nil)
-	router.SetPrior(fleet.Prior{MinRequests: 2})
+	router := fleet.New([]*fleet.Node{fn}, fleet.Options{Policy: testPolicy, Prior: fleet.Prior{MinRequests: 2}})
 	cfg, err := config.Parse([]byte("gateway: {threshold: 0}\nproviders:\n  - {name: local, kind: engine, model: fake}\n"))
 	if err != nil {
 		t.Fatal(err)

@@ -27,9 +27,7 @@ func priorRouter(t *testing.T, m *Model) *fleet.Router {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := fleet.NewRouter([]*fleet.Node{n}, nil, fleet.DefaultPolicy, nil)
-	r.SetPrior(fleet.Prior{})
-	return r
+	return fleet.New([]*fleet.Node{n}, fleet.Options{})
 }
 
 // priorMode is one way of asking: a debias and a prior mode.

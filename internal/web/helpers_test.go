@@ -73,7 +73,7 @@ func serve(t testing.TB, o options) *server {
 		nodes = append(nodes, n)
 	}
 	m := metrics.New()
-	s.router = fleet.NewRouter(nodes, nil, fleet.Policy{AllowedFails: 1, Window: time.Hour, Cooldown: time.Hour}, m)
+	s.router = fleet.New(nodes, fleet.Options{Policy: fleet.Policy{AllowedFails: 1, Window: time.Hour, Cooldown: time.Hour}, Observer: m})
 	s.router.Discover(t.Context())
 	g := gateway.New(gateway.Options{Config: cfg, Router: s.router, Version: "test"})
 	opt := httpapi.Options{

@@ -100,7 +100,7 @@ func fleetOf(t testing.TB, cfgs []config.Node, obs *observer) (*fleet.Router, *h
 		}
 		nodes = append(nodes, n)
 	}
-	r := fleet.NewRouter(nodes, nil, testPolicy, obs)
+	r := fleet.New(nodes, fleet.Options{Policy: testPolicy, Observer: obs})
 	r.Discover(context.Background())
 	return r, tr
 }

@@ -39,7 +39,7 @@ func serve(t *testing.T, node config.Node) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := fleet.NewRouter([]*fleet.Node{n}, nil, policy, nil)
+	r := fleet.New([]*fleet.Node{n}, fleet.Options{Policy: policy})
 	r.Discover(t.Context())
 	srv := httptest.NewServer(httpapi.New(httpapi.Options{Router: r, Rounding: 2, Version: "test"}))
 	t.Cleanup(srv.Close)
