@@ -34,7 +34,7 @@ func NewAnswer(q Question, d Distribution, places int) (Answer, error) {
 	switch q.Kind {
 	case Choice:
 		a.Probabilities = Round(d, places)
-		a.Choice = q.Options[argmaxReported(a.Probabilities, d)].Key
+		a.Choice = q.Options[ReportedArgmax(a.Probabilities, d)].Key
 		a.Confidence = roundTo(ChoiceConfidence(d), places)
 	case Score:
 		a.Probabilities = Round(d, places)
@@ -133,10 +133,10 @@ func Round(d Distribution, places int) []float64 {
 	return out
 }
 
-// argmaxReported picks the largest reported value, breaking ties by the
-// unrounded value and then by order, so that the choice is always an
-// argmax of what the client sees.
-func argmaxReported(reported []float64, d Distribution) int {
+// ReportedArgmax is the index of the largest of reported (d as Round
+// reports it), ties broken by the unrounded d and then by order, so that
+// a choice is always an argmax of what the caller sees.
+func ReportedArgmax(reported []float64, d Distribution) int {
 	best := 0
 	for i := range reported {
 		if reported[i] > reported[best] || (reported[i] == reported[best] && d[i] > d[best]) {

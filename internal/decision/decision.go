@@ -79,6 +79,11 @@ func ValidDebias(mode string) bool {
 	return mode == "" || mode == DebiasOff || mode == DebiasPermute
 }
 
+// NoneOption is the implicit option a choice may add after the caller's
+// (decide's none_option), as the model reads it: its win is no answer
+// among the caller's options, so a caller's option may not be the same.
+const NoneOption = "none of these options fits"
+
 // Prior correction modes: divide out each label position's running mean
 // probability over the requests of the same question (batch), or the
 // reading of the question over an empty state (content_free), or neither

@@ -6,6 +6,8 @@ import (
 	"math"
 	"reflect"
 	"testing"
+
+	"system1/internal/decision"
 )
 
 // TestEncodeAsMarshal checks that the writer's encoders write exactly what
@@ -32,7 +34,7 @@ func TestEncodeAsMarshal(t *testing.T) {
 			t.Errorf("floats %v: %s %v, json.Marshal %s %v", fs, b, ok, want, wantOK)
 		}
 	}
-	steps := [][]Step{nil, {}, {{Name: "contextual", Version: "cf-1", Dist: []float64{0.4, 0.6}}, {Name: StepTemperature, Version: "v<1>", Dist: nil}},
+	steps := [][]Step{nil, {}, {{Name: "contextual", Version: "cf-1", Dist: []float64{0.4, 0.6}}, {Name: decision.StepTemperature, Version: "v<1>", Dist: nil}},
 		{{Name: "x", Dist: []float64{}}}, {{Name: "bad", Dist: []float64{math.NaN()}}}}
 	for _, st := range steps {
 		want, wantOK := marshal(nonNilSlice(st))

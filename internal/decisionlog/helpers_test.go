@@ -91,7 +91,7 @@ func sample(req, q string, at time.Time) Record {
 		EngineDist: []float64{0.5, 0.3, 0.2},
 		Steps: []Step{
 			{Name: "contextual", Version: "cf-1", Dist: []float64{0.4, 0.35, 0.25}},
-			{Name: StepTemperature, Version: "fits-3", Dist: []float64{0.38, 0.34, 0.28}},
+			{Name: decision.StepTemperature, Version: "fits-3", Dist: []float64{0.38, 0.34, 0.28}},
 		},
 		LabelMass: mass(0.93),
 		Latency:   1234 * time.Microsecond,

@@ -318,7 +318,7 @@ func TestWindowGroupsAndPredictions(t *testing.T) {
 			r.Options = append(r.Options, fmt.Sprint(i))
 			r.EngineDist = append(r.EngineDist, 1/float64(options))
 		}
-		r.Steps = []Step{{Name: StepTemperature, Version: "v1", Dist: r.EngineDist}}
+		r.Steps = []Step{{Name: decision.StepTemperature, Version: "v1", Dist: r.EngineDist}}
 		l.Record(r)
 		if outcome != "" {
 			if err := l.Flush(ctx); err != nil {

@@ -56,7 +56,7 @@ func TestLoopFromTheLogLowersECE(t *testing.T) {
 			final := o.Dist
 			if temp != 1 {
 				final = o.Dist.Temper(temp)
-				r.Steps = []Step{{Name: StepTemperature, Version: version, Dist: final}}
+				r.Steps = []Step{{Name: decision.StepTemperature, Version: version, Dist: final}}
 			}
 			l.Record(r)
 			out = append(out, calibration.Prediction{Kind: q.Kind, Dist: final, Expected: c.Expected[0], Options: len(keys)})

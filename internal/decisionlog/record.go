@@ -35,22 +35,11 @@ const (
 	FaceMCP       = "mcp"       // the system1_decide tool
 )
 
-// StepTemperature is the name of the temperature step; the distribution
-// before the first such step is what a refit fits on.
-const StepTemperature = "temperature"
-
-// Step is one transformation applied to the engine's distribution, in
-// the order applied, with the distribution it left.
-type Step struct {
-	// Name says what the step is: StepTemperature, or a step before it
-	// such as "debias" or "prior".
-	Name string `json:"name"`
-	// Version names the fit or parameters the step used, such as a fits
-	// file version.
-	Version string `json:"version"`
-	// Dist is the distribution after the step.
-	Dist []float64 `json:"dist"`
-}
+// Step is one transformation applied to the engine's distribution, as
+// the answer named it: the domain's step, stored as JSON {name, version,
+// dist}. The distribution before the first decision.StepTemperature is
+// what a refit fits on.
+type Step = decision.Step
 
 // Record is one answered question as the log keeps it.
 type Record struct {
@@ -149,7 +138,7 @@ func (e Entry) NoOptionFit() bool {
 func (e Entry) Uncalibrated() []float64 {
 	prev := e.EngineDist
 	for _, s := range e.Steps {
-		if s.Name == StepTemperature {
+		if s.Name == decision.StepTemperature {
 			return prev
 		}
 		prev = s.Dist

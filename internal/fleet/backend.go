@@ -90,7 +90,7 @@ func (b *engineBackend) ask(c *caller, req decision.Request) []answer {
 		}
 		out[j] = c.result(start, o, "", err)
 		if prior != nil {
-			out[j].prior, out[j].priorVersion = prior, ContentFreeVersion
+			out[j].prior, out[j].priorVersion = prior, decision.ContentFreeVersion
 		}
 	}
 	// Engines cache prompt prefixes, but on an engine that spreads

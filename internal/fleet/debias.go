@@ -1,8 +1,6 @@
 package fleet
 
 import (
-	"strconv"
-
 	"system1/internal/decision"
 	"system1/internal/engine"
 )
@@ -37,10 +35,3 @@ func (d Debias) orders(req decision.Request, q decision.Question) int {
 	}
 	return engine.OrderCalls(len(q.Options), want)
 }
-
-// DebiasStep is the name of the order-debiasing step in an answer's steps.
-const DebiasStep = "debias"
-
-// DebiasVersion names a permutation over orders shifts, as the steps
-// report it: "permute/4".
-func DebiasVersion(orders int) string { return decision.DebiasPermute + "/" + strconv.Itoa(orders) }

@@ -42,10 +42,6 @@ const (
 	DefaultPriorSignatures  = 1024
 )
 
-// PriorStep is the name of the prior-correction step in an answer's
-// steps.
-const PriorStep = "prior"
-
 // priors is a router's prior correction: its setting, the batch
 // estimates and the content-free readings, all in this replica's memory.
 type priors struct {
@@ -130,16 +126,6 @@ func (p *priors) needsContentFree(model string, req decision.Request, q decision
 	return !ok
 }
 
-// ContentFreeVersion is the content-free step's version: the empty state
-// it was read over.
-const ContentFreeVersion = decision.PriorContentFree + "/empty_state"
-
-// BatchVersion names a batch estimate over seen answers with its window,
-// as the steps report it: "batch/n=40/window=256".
-func BatchVersion(seen, window int) string {
-	return fmt.Sprintf("%s/n=%d/window=%d", decision.PriorBatch, seen, window)
-}
-
 // batchSignature is the question a batch estimate is of: the model that
 // answered, the kind, the option count, the instructions (hashed), and
 // the orders asked, since a mean over debiased answers is not one over
@@ -156,7 +142,7 @@ func (p *priors) observe(req decision.Request, q decision.Question, a *Answered)
 	orders := max(a.Orders, 1)
 	est, seen := p.batch.observe(batchSignature(a.Model, q, orders), a.Dist)
 	if p.mode(req) == decision.PriorBatch && seen >= p.cfg.MinRequests {
-		a.Prior, a.PriorVersion = est, BatchVersion(seen, p.cfg.Window)
+		a.Prior, a.PriorVersion = est, decision.BatchVersion(seen, p.cfg.Window)
 	}
 }
 

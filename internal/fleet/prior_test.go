@@ -256,7 +256,7 @@ func TestNothingAppliedWithoutBeingNamed(t *testing.T) {
 						if tempered {
 							want = append(want, "temperature=v1/T=2@r1")
 						}
-						got := StepNames(rep.Steps[0])
+						got := decision.StepNames(rep.Steps[0])
 						if !slices.Equal(got, want) {
 							t.Fatalf("request %d: steps %v, want %v", k, got, want)
 						}
@@ -264,9 +264,9 @@ func TestNothingAppliedWithoutBeingNamed(t *testing.T) {
 						x := rep.Engine[0]
 						for _, st := range rep.Steps[0] {
 							switch st.Name {
-							case DebiasStep:
+							case decision.StepDebias:
 								x = mean.Dist
-							case PriorStep:
+							case decision.StepPrior:
 								var p decision.Distribution
 								if strings.HasPrefix(st.Version, "batch/") {
 									p = make(decision.Distribution, len(x))
@@ -283,7 +283,7 @@ func TestNothingAppliedWithoutBeingNamed(t *testing.T) {
 									p = cf.Dist
 								}
 								x = ratio(x, p)
-							case TemperatureStep:
+							case decision.StepTemperature:
 								x = x.Temper(2)
 							default:
 								t.Fatalf("unknown step %q", st.Name)
@@ -349,7 +349,7 @@ func TestContentFreeIsCachedAndBudgeted(t *testing.T) {
 		req.Questions[0] = tc.q
 		a := decide(t, r, req)
 		infs := f.Inferences()
-		if a.Err != nil || len(infs) != tc.calls || a.PriorVersion != ContentFreeVersion {
+		if a.Err != nil || len(infs) != tc.calls || a.PriorVersion != decision.ContentFreeVersion {
 			t.Fatalf("%s: %v, %d calls (want %d), prior %q", tc.name, a.Err, len(infs), tc.calls, a.PriorVersion)
 		}
 		if tc.calls == 2 && !strings.HasPrefix(infs[1].User, "State:\n\n\n") {

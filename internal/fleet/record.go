@@ -62,9 +62,7 @@ func (res *Result) Record(rec Recorder, req decision.Request, rep Report, at Ask
 			r.EngineDist = rep.Engine[i]
 		}
 		if i < len(rep.Steps) {
-			for _, st := range rep.Steps[i] {
-				r.Steps = append(r.Steps, decisionlog.Step{Name: st.Name, Version: st.Version, Dist: st.Dist})
-			}
+			r.Steps = rep.Steps[i]
 		}
 		mass := a.Mass
 		if i < len(rep.LabelMass) {

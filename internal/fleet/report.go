@@ -97,42 +97,10 @@ type Report struct {
 	// in the order applied, each with the distribution it left; the last
 	// one's is Dists. A step is applied only by being listed here, so
 	// every face can name what it reports.
-	Steps [][]Step
+	Steps [][]decision.Step
 	// FitVersion is the Revision of the fits that tempered at least one
 	// distribution, "" when none did.
 	FitVersion string
-}
-
-// Step is one transformation of a question's distribution: its name
-// (DebiasStep, PriorStep, TemperatureStep), its version (the method and its
-// parameters, such as "permute/4"), and the distribution it left.
-type Step struct {
-	Name, Version string
-	Dist          decision.Distribution
-}
-
-// TemperatureStep is the name of the temperature step in an answer's
-// steps.
-const TemperatureStep = "temperature"
-
-// TemperatureVersion names the fit that tempered a distribution: the fits
-// file's format version and the fit's temperature, with its date when
-// the fit has one.
-func TemperatureVersion(fitsVersion int, ft calibration.Fit) string {
-	v := fmt.Sprintf("v%d/T=%.4g", fitsVersion, ft.Temperature)
-	if ft.Date != "" {
-		v += "/" + ft.Date
-	}
-	return v
-}
-
-// StepNames writes steps as "name=version", in order.
-func StepNames(steps []Step) []string {
-	out := make([]string, len(steps))
-	for i, st := range steps {
-		out[i] = st.Name + "=" + st.Version
-	}
-	return out
 }
 
 // Warning is what a caller should know of one answered question. Its
@@ -181,24 +149,21 @@ func (res *Result) Report(req decision.Request, fits *calibration.Fits, provider
 	for i, q := range req.Questions {
 		a := res.Questions[i]
 		d := a.Dist
-		var steps []Step
+		var steps []decision.Step
 		engineDist := d
 		if a.Orders > 1 {
 			engineDist = a.Raw
-			steps = append(steps, Step{Name: DebiasStep, Version: DebiasVersion(a.Orders), Dist: d})
+			steps = append(steps, decision.Step{Name: decision.StepDebias, Version: decision.DebiasVersion(a.Orders), Dist: d})
 		}
 		if a.Prior != nil {
 			d = d.DivideOut(a.Prior)
-			steps = append(steps, Step{Name: PriorStep, Version: a.PriorVersion, Dist: d})
+			steps = append(steps, decision.Step{Name: decision.StepPrior, Version: a.PriorVersion, Dist: d})
 		}
 		if fits != nil {
 			if ft, ok := fits.Lookup(provider, a.Model, q.Kind, len(d)); ok {
 				d = d.Temper(ft.Temperature)
-				v := TemperatureVersion(fits.Version, ft)
-				if fits.Revision != "" {
-					v += "@" + fits.Revision
-				}
-				steps = append(steps, Step{Name: TemperatureStep, Version: v, Dist: d})
+				v := decision.TemperatureVersion(fits.Version, ft.Temperature, ft.Date, fits.Revision)
+				steps = append(steps, decision.Step{Name: decision.StepTemperature, Version: v, Dist: d})
 				rep.FitVersion = fits.Revision
 			} else {
 				rep.Calibrated = false

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"system1/internal/calibration"
+	"system1/internal/decision"
 	"system1/internal/decisionlog"
 )
 
@@ -129,7 +130,7 @@ func labelMassGates(entries []decisionlog.Entry, maxLoss float64) []LabelMassGat
 	by := map[string]*masses{}
 	var models []string
 	for _, e := range entries {
-		if e.LabelMass == nil || e.Outcome == nil || (e.Face != decisionlog.FaceDecide && e.Face != decisionlog.FaceMCP) || slices.Contains(e.Options, NoneOption) {
+		if e.LabelMass == nil || e.Outcome == nil || (e.Face != decisionlog.FaceDecide && e.Face != decisionlog.FaceMCP) || slices.Contains(e.Options, decision.NoneOption) {
 			continue
 		}
 		m := by[e.Model]

@@ -19,9 +19,8 @@ const (
 	MinOptions       = 2
 	// MaxOptions is the one option cap of every face and the
 	// configuration, as hosted Jev's.
-	MaxOptions        = config.MaxOptions
-	MaxOptionChars    = 500
-	MaxRequestIDChars = 128
+	MaxOptions     = config.MaxOptions
+	MaxOptionChars = 500
 	// MaxContextBytes bounds the context object as JSON: the state limit
 	// of the engines behind the gateway.
 	MaxContextBytes = 256 << 10

@@ -273,11 +273,11 @@ func checkItem(it FeedbackItem, prefix string) *FeedbackResult {
 	switch {
 	case it.RequestID == "":
 		return feedbackFail(FeedbackInvalid, prefix+"request_id", "request_id is required: the id of the answer the outcome is for")
-	case utf8.RuneCountInString(it.RequestID) > MaxRequestIDChars:
+	case utf8.RuneCountInString(it.RequestID) > decisionlog.MaxRequestIDChars:
 		// Counted as decide counts it: an id it accepted is one feedback
 		// takes. A question id has no limit but the body's, as on
 		// /v1/systemone.
-		return feedbackFail(FeedbackInvalid, prefix+"request_id", "request_id is longer than %d characters", MaxRequestIDChars)
+		return feedbackFail(FeedbackInvalid, prefix+"request_id", "request_id is longer than %d characters", decisionlog.MaxRequestIDChars)
 	case len(it.Outcome) == 0:
 		return feedbackFail(FeedbackInvalid, prefix+"outcome", "outcome is required: the option that turned out right")
 	}

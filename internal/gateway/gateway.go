@@ -449,12 +449,7 @@ func (g *Gateway) answer(q Query, p *link, r Reading, gt gate, at *Attempt, res 
 		res.Calibration.Steps = append(res.Calibration.Steps, CalibrationStep{Name: st.Name, Version: st.Version})
 	}
 	reported := decision.Round(d, decimals)
-	best := 0
-	for i := range reported {
-		if reported[i] > reported[best] || (reported[i] == reported[best] && d[i] > d[best]) {
-			best = i
-		}
-	}
+	best := decision.ReportedArgmax(reported, d)
 	res.Probabilities = make(Probabilities, len(answers))
 	for i, a := range answers {
 		res.Probabilities[i] = Probability{Option: a, P: reported[i]}
@@ -491,7 +486,7 @@ func (g *Gateway) answer(q Query, p *link, r Reading, gt gate, at *Attempt, res 
 		at.Detail = r.Detail
 		res.Grade = GradeEscalate
 		res.Rationale = fmt.Sprintf("System 1 abstained: no option seemed to fit. The implicit option %q won at probability %.*f (%s); the best of yours was %q at %.*f. There is no decision. Reason this through yourself, or offer an option that fits.",
-			NoneOption, decimals, none, cal, choice, decimals, conf)
+			decision.NoneOption, decimals, none, cal, choice, decimals, conf)
 	case res.LabelMass != nil && r.LabelMass < gt.minMass:
 		res.Status = Abstained
 		at.Outcome = OutcomeOK
@@ -570,7 +565,7 @@ func since(t time.Time) int64 { return time.Since(t).Milliseconds() }
 // request id to echo ("" generates one).
 func Invalid(id, msg string) *Response {
 	if id == "" {
-		id = NewRequestID()
+		id = decisionlog.NewRequestID()
 	}
 	res := &Response{Attempts: []Attempt{}, SchemaVersion: SchemaVersion, RequestID: id}
 	res.fail(CodeInvalidRequest, msg, "The request was not valid: "+msg+". Nothing was asked.")

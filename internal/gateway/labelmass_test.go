@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"system1/internal/decision"
 	"system1/internal/fakeengine"
 )
 
@@ -85,10 +86,10 @@ func TestDecideNoneOption(t *testing.T) {
 		if tc.status == Abstained && (res.Decision != nil || !strings.Contains(res.Rationale, "no option seemed to fit")) {
 			t.Errorf("%v: a win of none is not an abstention saying so: %+v", tc.probs, res)
 		}
-		if got := f.Inferences(); len(got) != 1 || len(got[0].Labels) != 3 || !strings.Contains(got[0].User, NoneOption) {
+		if got := f.Inferences(); len(got) != 1 || len(got[0].Labels) != 3 || !strings.Contains(got[0].User, decision.NoneOption) {
 			t.Errorf("%v: the engine was not asked over the implicit option", tc.probs)
 		}
-		for _, bad := range []string{`{"question":"Is it?","none_option":true}`, `{"question":"Which?","options":["a","` + NoneOption + `"],"none_option":true}`, `{"question":"Which?","options":["a","b"],"none_option":1}`} {
+		for _, bad := range []string{`{"question":"Is it?","none_option":true}`, `{"question":"Which?","options":["a","` + decision.NoneOption + `"],"none_option":true}`, `{"question":"Which?","options":["a","b"],"none_option":1}`} {
 			if res := decide(t, g, bad); res.Error == nil || res.Error.Code != CodeInvalidRequest || !strings.Contains(res.Error.Message, "none_option") {
 				t.Errorf("%s: %+v", bad, res.Error)
 			}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"system1/internal/cases"
+	"system1/internal/decision"
 	"system1/internal/fakeengine"
 	"system1/internal/simmodel"
 	"system1/internal/testengine"
@@ -193,7 +194,7 @@ func bankingOnSimulatedModel(t *testing.T) *bankingSim {
 		oos = append(oos, b.asked.asCase(c, nil))
 	}
 	opt := simmodel.DefaultOptions()
-	opt.NoneOption = NoneOption
+	opt.NoneOption = decision.NoneOption
 	m, err := simmodel.TrainWithOutOfScope(train, oos, opt)
 	if err != nil {
 		t.Fatal(err)

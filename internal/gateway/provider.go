@@ -4,10 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"system1/internal/calibration"
 
+	"system1/internal/calibration"
 	"system1/internal/decision"
-	"system1/internal/fleet"
 )
 
 // Query is one decision as a link of the chain asks it.
@@ -23,14 +22,11 @@ type Query struct {
 	// Prior is the request's prior correction: "batch", "content_free",
 	// "off", or empty for the configured one.
 	Prior string
-	// None adds the implicit option NoneOption after the caller's: its
-	// win is an abstention, never one of the caller's options.
+	// None adds the implicit option decision.NoneOption after the
+	// caller's: its win is an abstention, never one of the caller's
+	// options.
 	None bool
 }
-
-// NoneOption is the implicit option none_option adds, as the model reads
-// it; a caller's option may not be the same.
-const NoneOption = "none of these options fits"
 
 // asked is how many options the model is asked over: the answers, and
 // the implicit one when none_option is set.
@@ -70,7 +66,7 @@ func (q Query) Request(model string) decision.Request {
 			dq.Options = append(dq.Options, decision.Option{Key: o, Name: o})
 		}
 		if q.None {
-			dq.Options = append(dq.Options, decision.Option{Key: NoneOption, Name: NoneOption})
+			dq.Options = append(dq.Options, decision.Option{Key: decision.NoneOption, Name: decision.NoneOption})
 		}
 	}
 	state := q.Context
@@ -105,7 +101,7 @@ type Reading struct {
 	Detail string
 	// Steps are the steps applied to the engine's reading, in order
 	// (fleet.Report's), and Engine the reading before them.
-	Steps  []fleet.Step
+	Steps  []decision.Step
 	Engine decision.Distribution
 	// LabelMass is the probability the engine put on the labels at all;
 	// NaN where it cannot know.

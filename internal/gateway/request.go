@@ -2,18 +2,16 @@ package gateway
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"system1/internal/decision"
+	"system1/internal/decisionlog"
 	"system1/internal/jsonx"
 )
 
@@ -100,7 +98,7 @@ func ParseRequest(raw []byte) (Request, []string) {
 	}
 	if v, ok := present("request_id"); ok {
 		if jsonx.Kind(v) != "string" || json.Unmarshal(v, &req.RequestID) != nil {
-			bad("request_id must be a string of 1 to %d characters", MaxRequestIDChars)
+			bad("request_id must be a string of 1 to %d characters", decisionlog.MaxRequestIDChars)
 		} else if req.RequestID == "" {
 			bad("request_id must not be empty; leave it out to have one generated")
 		}
@@ -177,8 +175,8 @@ func (r Request) Check() []string {
 	if r.NoneOption && r.Options == nil {
 		bad("none_option applies to a choice: give options, or leave none_option out for a yes or no answer")
 	}
-	if r.NoneOption && slices.Contains(r.Options, NoneOption) {
-		bad("options hold %q, the implicit option none_option adds; leave it out or drop none_option", NoneOption)
+	if r.NoneOption && slices.Contains(r.Options, decision.NoneOption) {
+		bad("options hold %q, the implicit option none_option adds; leave it out or drop none_option", decision.NoneOption)
 	}
 	if len(r.Context) > MaxContextBytes {
 		bad("context is %d bytes of JSON; at most %d are accepted", len(r.Context), MaxContextBytes)
@@ -186,8 +184,8 @@ func (r Request) Check() []string {
 	if c := r.MinConfidence; c != nil && (math.IsNaN(*c) || *c < 0 || *c > 1) {
 		bad("min_confidence is %v; it must be in [0,1]", *c)
 	}
-	if n := utf8.RuneCountInString(r.RequestID); n > MaxRequestIDChars {
-		bad("request_id is %d characters; at most %d are accepted", n, MaxRequestIDChars)
+	if n := utf8.RuneCountInString(r.RequestID); n > decisionlog.MaxRequestIDChars {
+		bad("request_id is %d characters; at most %d are accepted", n, decisionlog.MaxRequestIDChars)
 	}
 	if r.SchemaVersion != "" && r.SchemaVersion != SchemaVersion {
 		bad("schema_version %q is not supported; this gateway speaks schema version %q", r.SchemaVersion, SchemaVersion)
@@ -203,13 +201,13 @@ func requestID(raw []byte, fallback string) string {
 	}
 	var id string
 	if json.Unmarshal(raw, &f) == nil && json.Unmarshal(f.ID, &id) == nil && jsonx.TextOK(f.ID) &&
-		id != "" && utf8.RuneCountInString(id) <= MaxRequestIDChars {
+		id != "" && utf8.RuneCountInString(id) <= decisionlog.MaxRequestIDChars {
 		return id
 	}
 	if fallback != "" {
 		return fallback
 	}
-	return NewRequestID()
+	return decisionlog.NewRequestID()
 }
 
 // textProblem names where a request holds text that is not valid UTF-8:
@@ -226,19 +224,4 @@ func textProblem(path []string, isKey bool) string {
 		return field + " has a key that is not valid UTF-8 (or an unpaired surrogate escape); send UTF-8 text"
 	}
 	return field + " is not valid UTF-8 (or holds an unpaired surrogate escape); send UTF-8 text"
-}
-
-// NewRequestID makes a request id in Jev's shape, for every face: req_
-// and 32 hex digits, the first 12 the time in milliseconds and the other
-// 20 random (80 bits). Ids made later sort later, so the decision log's
-// index on them grows at its end instead of at random pages: a batch of
-// records then writes a few pages, not one per record.
-func NewRequestID() string {
-	var b [16]byte
-	ms := uint64(time.Now().UnixMilli())
-	for i := range 6 {
-		b[i] = byte(ms >> (8 * (5 - i)))
-	}
-	_, _ = rand.Read(b[6:]) // crypto/rand.Read never fails
-	return "req_" + hex.EncodeToString(b[:])
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"system1/internal/decisionlog"
 )
 
 // FuzzParseRequest feeds the decide request parser any bytes. It must never
@@ -36,7 +38,7 @@ func FuzzParseRequest(f *testing.F) {
 		req, ps := ParseRequest(raw)
 
 		id := requestID(raw, "")
-		if n := utf8.RuneCountInString(id); id == "" || n > MaxRequestIDChars {
+		if n := utf8.RuneCountInString(id); id == "" || n > decisionlog.MaxRequestIDChars {
 			t.Fatalf("request id %q", id)
 		}
 		if len(ps) > 0 {
@@ -71,7 +73,7 @@ func FuzzParseRequest(f *testing.F) {
 		if req.RequestID != "" && req.RequestID != id {
 			t.Fatalf("request_id %q is echoed as %q", req.RequestID, id)
 		}
-		if utf8.RuneCountInString(req.RequestID) > MaxRequestIDChars {
+		if utf8.RuneCountInString(req.RequestID) > decisionlog.MaxRequestIDChars {
 			t.Fatalf("accepted request_id %q", req.RequestID)
 		}
 		if req.Context != nil && (!json.Valid(req.Context) || req.Context[0] != '{' || len(req.Context) > MaxContextBytes) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"system1/internal/decisionlog"
 	"system1/internal/fleet"
 )
 
@@ -32,7 +33,7 @@ func RequestSchema() *jsonschema.Schema {
 	p["options"].MinItems, p["options"].MaxItems, p["options"].UniqueItems = ptr(MinOptions), ptr(MaxOptions), true
 	p["options"].Items.MinLength, p["options"].Items.MaxLength = ptr(1), ptr(MaxOptionChars)
 	unit(p["min_confidence"])
-	p["request_id"].MinLength, p["request_id"].MaxLength = ptr(1), ptr(MaxRequestIDChars)
+	p["request_id"].MinLength, p["request_id"].MaxLength = ptr(1), ptr(decisionlog.MaxRequestIDChars)
 	p["schema_version"].Enum = []any{SchemaVersion}
 	return s
 }
@@ -140,7 +141,7 @@ func SchemaFiles() map[string][]byte {
 func FeedbackInputSchema() *jsonschema.Schema {
 	s := infer[FeedbackItem]()
 	p := s.Properties
-	p["request_id"].MinLength, p["request_id"].MaxLength = ptr(1), ptr(MaxRequestIDChars)
+	p["request_id"].MinLength, p["request_id"].MaxLength = ptr(1), ptr(decisionlog.MaxRequestIDChars)
 	desc := p["outcome"].Description
 	p["outcome"] = &jsonschema.Schema{Description: desc, AnyOf: []*jsonschema.Schema{{Type: "string", MinLength: ptr(1)}, {Type: "boolean"}, {Type: "integer", Minimum: ptr(0.0)}}}
 	s.Required = []string{"request_id", "outcome"}

@@ -111,7 +111,7 @@ func TestDecisionLogRecordsEveryFace(t *testing.T) {
 	if !slices.Equal(dept.Options, []string{"billing", "technical", "sales"}) || dept.Kind != decision.Choice {
 		t.Errorf("dept: options %q kind %s", dept.Options, dept.Kind)
 	}
-	if len(dept.Steps) != 1 || dept.Steps[0].Name != decisionlog.StepTemperature || !strings.HasSuffix(dept.Steps[0].Version, "@"+fits.Revision) {
+	if len(dept.Steps) != 1 || dept.Steps[0].Name != decision.StepTemperature || !strings.HasSuffix(dept.Steps[0].Version, "@"+fits.Revision) {
 		t.Fatalf("dept: steps %+v; want one temperature step of version %s", dept.Steps, fits.Revision)
 	}
 	want := decision.Distribution(dept.EngineDist).Temper(2)

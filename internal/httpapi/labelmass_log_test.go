@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"system1/internal/decision"
 	"system1/internal/decisionlog"
 	"system1/internal/gateway"
 )
@@ -53,7 +54,7 @@ func TestDecisionLogKeepsLabelMass(t *testing.T) {
 	}{
 		{"dec-decided", "", gateway.Decided, []string{"a", "b"}},
 		{"dec-under-gate", `,"min_label_mass":0.95`, gateway.Abstained, []string{"a", "b"}},
-		{"dec-none", `,"none_option":true`, gateway.Decided, []string{"a", "b", gateway.NoneOption}},
+		{"dec-none", `,"none_option":true`, gateway.Decided, []string{"a", "b", decision.NoneOption}},
 	} {
 		d := s.do(t, http.MethodPost, "/v1/decide", fmt.Sprintf(`{"question":"Which?","options":["a","b"],"min_confidence":0,"request_id":%q%s}`, tc.id, tc.extra), auth)
 		var res gateway.Response

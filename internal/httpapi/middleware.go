@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"system1/internal/decision"
-	"system1/internal/gateway"
+	"system1/internal/decisionlog"
 	"system1/internal/redact"
 	"system1/internal/systemone"
 )
@@ -67,7 +67,7 @@ func (r *recorder) Write(b []byte) (int, error) {
 func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		ri := &requestInfo{id: gateway.NewRequestID()}
+		ri := &requestInfo{id: decisionlog.NewRequestID()}
 		w.Header().Set(systemone.RequestIDHeader, ri.id)
 		rec := &recorder{ResponseWriter: w}
 		r = r.WithContext(context.WithValue(r.Context(), requestKey, ri))

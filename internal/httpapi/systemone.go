@@ -156,11 +156,11 @@ const StepsHeader = "X-System1-Steps"
 
 // stepsHeader writes the steps of every question for StepsHeader, with
 // the header writer's escaping and bounds.
-func stepsHeader(qs []decision.Question, steps [][]fleet.Step) string {
+func stepsHeader(qs []decision.Question, steps [][]decision.Step) string {
 	names := make([]string, len(steps))
 	same := true
 	for i, st := range steps {
-		names[i] = strings.Join(fleet.StepNames(st), ", ")
+		names[i] = strings.Join(decision.StepNames(st), ", ")
 		if names[i] == "" {
 			names[i] = "none"
 		}
@@ -170,7 +170,7 @@ func stepsHeader(qs []decision.Question, steps [][]fleet.Step) string {
 	case same && len(steps) > 0 && len(steps[0]) == 0:
 		return "none"
 	case same && len(steps) > 0:
-		return headerList(fleet.StepNames(steps[0]))
+		return headerList(decision.StepNames(steps[0]))
 	}
 	items := make([]string, len(steps))
 	for i := range steps {

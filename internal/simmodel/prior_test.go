@@ -51,7 +51,7 @@ func answerAs(t *testing.T, r *fleet.Router, c cases.Case, q decision.Question, 
 		t.Fatalf("%s: %v %v", c.ID, err, res.Questions[0].Err)
 	}
 	rep := res.Report(req, nil, "")
-	return rep.Dists[0], fleet.StepNames(rep.Steps[0])
+	return rep.Dists[0], decision.StepNames(rep.Steps[0])
 }
 
 // stream answers cs in order as m and returns the labelled predictions
@@ -63,7 +63,7 @@ func stream(t *testing.T, r *fleet.Router, cs []cases.Case, m priorMode) ([]cali
 	for _, c := range cs {
 		q := c.Request.Questions[0]
 		d, steps := answerAs(t, r, c, q, m)
-		if slices.ContainsFunc(steps, func(s string) bool { return strings.HasPrefix(s, fleet.PriorStep+"=") }) {
+		if slices.ContainsFunc(steps, func(s string) bool { return strings.HasPrefix(s, decision.StepPrior+"=") }) {
 			corrected++
 		}
 		preds = append(preds, calibration.Prediction{Kind: q.Kind, Dist: d, Expected: c.Expected[0], Options: len(q.Options)})

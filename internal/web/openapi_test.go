@@ -17,6 +17,7 @@ import (
 	verrors "github.com/pb33f/libopenapi-validator/errors"
 
 	"system1/internal/decision"
+	"system1/internal/decisionlog"
 	"system1/internal/gateway"
 	"system1/internal/web"
 )
@@ -292,7 +293,7 @@ func TestOpenAPILimitsAreTheDomains(t *testing.T) {
 		{"decide options at least", one("DecideRequest", "properties", "options", "minItems"), gateway.MinOptions},
 		{"decide options at most", one("DecideRequest", "properties", "options", "maxItems"), gateway.MaxOptions},
 		{"decide option length", one("DecideRequest", "properties", "options", "items", "maxLength"), gateway.MaxOptionChars},
-		{"decide request id length", one("DecideRequest", "properties", "request_id", "maxLength"), gateway.MaxRequestIDChars},
+		{"decide request id length", one("DecideRequest", "properties", "request_id", "maxLength"), decisionlog.MaxRequestIDChars},
 		{"feedback outcomes at most", one("FeedbackRequest", "anyOf", "1", "properties", "outcomes", "maxItems"), gateway.MaxFeedbackOutcomes},
 	} {
 		if got, ok := c.got.(float64); !ok || got != float64(c.want.(int)) {

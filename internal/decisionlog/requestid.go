@@ -1,0 +1,28 @@
+package decisionlog
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"time"
+)
+
+// MaxRequestIDChars bounds a request id, counted in characters: a
+// caller's id longer than this is refused where it is given (decide's
+// request_id), and feedback, which names answers by it, takes every id
+// an answer was recorded under.
+const MaxRequestIDChars = 128
+
+// NewRequestID makes a request id in Jev's shape, for every face: req_
+// and 32 hex digits, the first 12 the time in milliseconds and the other
+// 20 random (80 bits). Ids made later sort later, so the decision log's
+// index on them grows at its end instead of at random pages: a batch of
+// records then writes a few pages, not one per record.
+func NewRequestID() string {
+	var b [16]byte
+	ms := uint64(time.Now().UnixMilli())
+	for i := range 6 {
+		b[i] = byte(ms >> (8 * (5 - i)))
+	}
+	_, _ = rand.Read(b[6:]) // crypto/rand.Read never fails
+	return "req_" + hex.EncodeToString(b[:])
+}
