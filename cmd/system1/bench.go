@@ -71,7 +71,11 @@ func (t *target) asker(ctx context.Context, e env, rep *bench.Report) (bench.Ask
 	}
 	// The chain's links are built where every face builds them: by the
 	// gateway, over the fleet of the configuration's nodes.
-	g := gateway.New(gateway.Options{Config: cfg, ConfigPath: cfg.Path, Getenv: e.getenv, Log: logger(e)})
+	svc, errs := chainPath(cfg, e.getenv, nil)
+	if svc == nil && len(errs) > 0 {
+		return nil, "", fmt.Errorf("configuration %s: %w", cfg.Path, errors.Join(errs...))
+	}
+	g := gateway.New(gateway.Options{Config: cfg, ConfigPath: cfg.Path, Answer: svc, Log: logger(e)})
 	l, ok := g.Link(t.provider)
 	if !ok {
 		return nil, "", fmt.Errorf("no provider %q in %s (providers: %s)", t.provider, cfg.Path, strings.Join(g.Chain(), ", "))

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 
+	"system1/internal/answer"
 	"system1/internal/config"
 	"system1/internal/decisionlog"
 	"system1/internal/gateway"
@@ -67,12 +68,17 @@ func newGatewayLogged(ctx context.Context, path, stateDir string, e env, log *sl
 		cfg = nil
 	}
 	var dlog *decisionlog.Log
-	if face != "" && cfg != nil {
-		dlog = openDecisionLog(ctx, cfg.DecisionLog, stateDir, e, log, nil)
+	var svc *answer.Service
+	if cfg != nil {
+		if face != "" {
+			dlog = openDecisionLog(ctx, cfg.DecisionLog, stateDir, e, log, nil)
+		}
+		var more []error
+		svc, more = chainPath(cfg, e.getenv, dlog)
+		errs = append(errs, more...)
 	}
 	return gateway.New(gateway.Options{
-		Config: cfg, ConfigPath: path, ConfigErrors: errs,
-		Getenv: e.getenv, Log: log, StatePath: pause.Path(stateDir, e.getenv), Version: version, Wording: w,
-		Recorder: dlog, Face: face,
+		Config: cfg, ConfigPath: path, ConfigErrors: errs, Answer: svc,
+		Log: log, StatePath: pause.Path(stateDir, e.getenv), Version: version, Wording: w, Face: face,
 	}), dlog
 }

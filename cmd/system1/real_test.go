@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"system1/internal/answer"
+	"system1/internal/calibration"
 	"system1/internal/config"
 	"system1/internal/fleet"
 	"system1/internal/httpapi"
@@ -18,16 +20,18 @@ import (
 
 // realServe runs system1's HTTP face over a real llama-server, with the
 // given calibration options.
-func realServe(t *testing.T, engineURL string, opt httpapi.Options) string {
+func realServe(t *testing.T, engineURL string, fits *calibration.Fits) string {
 	t.Helper()
 	n, err := fleet.NewNode(config.Node{Name: "tiny", URL: engineURL, Dialect: "llamacpp", Models: []string{testengine.Model}},
 		func(string) string { return "" }, http.DefaultClient)
 	if err != nil {
 		t.Fatal(err)
 	}
-	opt.Router = fleet.New([]*fleet.Node{n}, fleet.Options{})
-	opt.Rounding = 2
-	srv := httptest.NewServer(httpapi.New(opt))
+	ao := answer.Options{Router: fleet.New([]*fleet.Node{n}, fleet.Options{})}
+	if fits != nil {
+		ao.Fits = func() *calibration.Fits { return fits }
+	}
+	srv := httptest.NewServer(httpapi.New(httpapi.Options{Answer: answer.New(ao), Rounding: 2}))
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
@@ -40,7 +44,7 @@ func realServe(t *testing.T, engineURL string, opt httpapi.Options) string {
 func TestBenchRealEngine(t *testing.T) {
 	cases := testengine.SharedData(t, "agnews-dev.jsonl")
 	engine := testengine.Start(t, 4)
-	url := realServe(t, engine.URL, httpapi.Options{})
+	url := realServe(t, engine.URL, nil)
 	dir := t.TempDir()
 	report, plot := filepath.Join(dir, "report.json"), filepath.Join(dir, "tiny.png")
 	stdout, stderr, err := cli(t, "bench", "--endpoint", url, "--model", testengine.Model, "--limit", "40",
@@ -77,7 +81,7 @@ func TestBenchRealEngine(t *testing.T) {
 	}
 
 	// The server with calibration: apply says so on every answer.
-	calURL := realServe(t, engine.URL, httpapi.Options{Fits: fits})
+	calURL := realServe(t, engine.URL, fits)
 	body := `{"model":"` + testengine.Model + `","state":"Stocks fell sharply on Wall Street.","questions":{"topic":{"type":"choice",` +
 		`"criteria":{"world":"world news","sports":"sports","business":"business","scitech":"science and technology"}}}}`
 	for _, u := range []string{url, calURL} {

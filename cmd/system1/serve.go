@@ -87,8 +87,16 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 	if cfg.Rounding != nil {
 		rounding = *cfg.Rounding
 	}
+	// /v1/systemone applies the fits only with calibration: apply, decide
+	// applies gateway.fits whenever it is set: one file, reloaded once,
+	// when both do.
+	dfits, dfitsErr := decideFits(cfg, fits)
+	var decideErrs []error
+	if dfitsErr != nil {
+		decideErrs = append(decideErrs, dfitsErr)
+	}
 	api := httpapi.New(httpapi.Options{
-		Router:           router,
+		Answer:           answerPath(router, fits, dlog, false),
 		Log:              log,
 		Metrics:          m,
 		Keys:             keys,
@@ -99,16 +107,14 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 		Rounding:         rounding,
 		RequestTimeout:   cfg.Timeouts.Request.Or(httpapi.DefaultRequestTimeout),
 		MaxBodyBytes:     cfg.MaxBodyBytes,
-		FitsFile:         fits,
-		Recorder:         dlog,
 		Feedback:         gateway.NewFeedback(dlog),
 		DecisionLog:      dlog,
 		TargetError:      cfg.Calibration.TargetError,
-		// POST /v1/decide: the gateway over the same fleet, and the same
-		// fits file when /v1/systemone applies one.
-		Decide: gateway.New(gateway.Options{Config: cfg, ConfigPath: cfg.Path, Router: router,
-			Log: log, StatePath: pause.Path(*stateDir, e.getenv), Version: version,
-			Recorder: dlog, Face: decisionlog.FaceDecide, Fits: fits}),
+		// POST /v1/decide: the gateway over the same fleet and decision
+		// log.
+		Decide: gateway.New(gateway.Options{Config: cfg, ConfigPath: cfg.Path, ConfigErrors: decideErrs,
+			Answer: answerPath(router, dfits, dlog, false), Log: log, StatePath: pause.Path(*stateDir, e.getenv),
+			Version: version, Face: decisionlog.FaceDecide}),
 		Version: version,
 	})
 	if dlog != nil {

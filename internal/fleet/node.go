@@ -20,6 +20,7 @@ import (
 	"system1/internal/engine/llamacpp"
 	"system1/internal/engine/ollama"
 	"system1/internal/engine/openai"
+	"system1/internal/redact"
 	"system1/internal/systemone"
 )
 
@@ -120,10 +121,12 @@ func NewNode(c config.Node, getenv func(string) string, hc *http.Client) (*Node,
 // FromConfig builds the router cfg describes: its nodes, and its
 // aliases, debias, prior and max_questions, which replace o's; o gives
 // the rest (Getenv, Observer, Policy). It is the one place a configured
-// router is built: serve, mcp, decide and bench all call it. Calls share
+// router is built: serve, mcp, decide and bench all call it. It
+// normalizes cfg first (config.Config.Normalize). Calls share
 // one HTTP client whose connections are kept alive per node for reuse,
 // and closed after 30 s idle; every call is bounded by its node's timeout.
 func FromConfig(cfg *config.Config, o Options) (*Router, error) {
+	cfg.Normalize() // the old providers: form names nodes too
 	if o.Getenv == nil {
 		o.Getenv = os.Getenv
 	}
@@ -214,6 +217,19 @@ type State struct {
 	Errors    int64 `json:"errors" jsonschema:"Engine calls to the node that failed, since the process started (calls the caller gave up on are not counted)."`
 	Failovers int64 `json:"failovers" jsonschema:"Times questions that failed on the node moved on to another node, since the process started."`
 	Cooldowns int64 `json:"cooldowns" jsonschema:"Times the node was cooled down, since the process started."`
+}
+
+// Redacted is the state as a caller over the network may read it: its
+// free texts (why the node cools down or failed to list its models, what
+// its constraint probe found, why a model rests on it) with the
+// addresses they name taken out. Local faces show the state as it is.
+func (s State) Redacted() State {
+	s.CoolReason, s.Error, s.Constraint.Detail = redact.Text(s.CoolReason), redact.Text(s.Error), redact.Text(s.Constraint.Detail)
+	s.ModelCooldowns = slices.Clone(s.ModelCooldowns)
+	for i := range s.ModelCooldowns {
+		s.ModelCooldowns[i].Reason = redact.Text(s.ModelCooldowns[i].Reason)
+	}
+	return s
 }
 
 // State reports the node's health at now.

@@ -186,17 +186,6 @@ type Result struct {
 	Questions []Answered // aligned with the request's questions
 }
 
-// Unanswered returns the ids of the questions that no node answered.
-func (res *Result) Unanswered(req decision.Request) []string {
-	var ids []string
-	for i, a := range res.Questions {
-		if a.Err != nil {
-			ids = append(ids, req.Questions[i].ID)
-		}
-	}
-	return ids
-}
-
 // Decide answers every question of req. The questions go together to the
 // first node in the request's order (see order) that takes them; engine
 // nodes answer them concurrently, a System One upstream in one forwarded

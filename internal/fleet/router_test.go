@@ -235,9 +235,6 @@ func TestEveryNodeDown(t *testing.T) {
 	if a.Err == nil || a.Dist != nil || outcomes(a) != "a:unavailable b:unavailable" {
 		t.Fatalf("answered %v with %v after %q", a.Err, a.Dist, outcomes(a))
 	}
-	if ids := res.Unanswered(choiceRequest("m", 2)); len(ids) != 1 || ids[0] != "q" {
-		t.Fatalf("unanswered %v", ids)
-	}
 	// Both cooling now: the error says so, and no node is called.
 	a = decide(t, r, choiceRequest("m", 2))
 	if a.Err == nil || !strings.Contains(a.Err.Error(), "cooling down") || len(a.Attempts) != 0 {
@@ -258,5 +255,34 @@ func TestCallerDeadlineStopsFailover(t *testing.T) {
 	a := res.Questions[0]
 	if !errors.Is(a.Err, context.DeadlineExceeded) {
 		t.Fatalf("err %v, want the caller's deadline", a.Err)
+	}
+}
+
+// A router over some nodes shares their state with the whole fleet and
+// substitutes no aliases.
+func TestOnly(t *testing.T) {
+	r, fakes, _ := newTestRouter(20, 20)
+	only := r.Only([]string{"b", "nobody"})
+	if len(only.Nodes()) != 1 || only.Nodes()[0] != r.Nodes()[1] {
+		t.Fatalf("nodes %v", only.Nodes())
+	}
+	if _, err := only.Limits("jev-latest"); !errors.Is(err, ErrUnknownModel) {
+		t.Errorf("an alias was substituted: %v", err)
+	}
+	if a := decide(t, only, choiceRequest("m", 3)); a.Err != nil || a.Node != "b" || fakes[0].count() != 0 {
+		t.Errorf("answered by %q (%v), node a asked %d times", a.Node, a.Err, fakes[0].count())
+	}
+}
+
+// A node whose key variable is named but unset is never asked: every
+// call fails at once and says why.
+func TestUnsetKeyIsNeverSent(t *testing.T) {
+	n := &Node{Name: "k", Backend: unusable{errors.New("not asked: its key variable K is not set")}, MaxOptions: 20, Timeout: time.Second, claimed: []string{"m"}}
+	r := New([]*Node{n}, Options{})
+	if a := decide(t, r, choiceRequest("m", 2)); a.Err == nil || !strings.Contains(a.Err.Error(), "K is not set") {
+		t.Fatalf("%+v", a)
+	}
+	if p := r.Ping(context.Background(), "m"); len(p) != 1 || p[0].Err == nil {
+		t.Fatalf("ping %+v", p)
 	}
 }

@@ -24,7 +24,7 @@ func TestDecideDebias(t *testing.T) {
 		{"debias: permute\n", `,"debias":"off"`, "", 1},
 	} {
 		g := gatewayFor(t, tc.config+fmt.Sprintf("gateway:\n  threshold: 0\nnodes:\n  - {name: n1, url: %s, dialect: llamacpp, models: [tiny]}\n"+
-			"providers:\n  - {name: local, kind: engine, model: tiny}\n", f.URL), nil)
+			"providers:\n  - {name: local, kind: engine, model: tiny}\n", f.URL))
 		f.Reset()
 		a := decide(t, g, `{"question":"Which?","options":["alpha","beta","gamma"]`+tc.field+`}`)
 		if got := len(f.Inferences()); got != tc.calls {
@@ -52,7 +52,7 @@ func TestDecideDebias(t *testing.T) {
 			t.Errorf("no debiasing, yet shifted options agree: %v vs %v", a.Probabilities, b.Probabilities)
 		}
 	}
-	g := gatewayFor(t, fmt.Sprintf("nodes:\n  - {name: n1, url: %s, dialect: llamacpp, models: [tiny]}\nproviders:\n  - {name: local, kind: engine, model: tiny}\n", f.URL), nil)
+	g := gatewayFor(t, fmt.Sprintf("nodes:\n  - {name: n1, url: %s, dialect: llamacpp, models: [tiny]}\nproviders:\n  - {name: local, kind: engine, model: tiny}\n", f.URL))
 	for _, bad := range []string{`"sometimes"`, `""`, `3`} {
 		res := decide(t, g, `{"question":"Which?","debias":`+bad+`}`)
 		if res.Error == nil || res.Error.Code != CodeInvalidRequest || res.Error.Message != `debias must be "permute" or "off"` {

@@ -17,11 +17,11 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"os"
 	"slices"
 	"strings"
 	"time"
 
+	"system1/internal/answer"
 	"system1/internal/calibration"
 	"system1/internal/config"
 	"system1/internal/decision"
@@ -47,14 +47,14 @@ type Options struct {
 	Config *config.Config
 	// ConfigPath is the file that was (or should have been) read.
 	ConfigPath string
-	// ConfigErrors are problems met reading the file. New adds those of
-	// its content. Any problem makes decide answer config_error.
+	// ConfigErrors are problems met reading the file and building what
+	// it describes. New adds those of its content. Any problem makes
+	// decide answer config_error.
 	ConfigErrors []error
-	// Router is the fleet the chain asks; nil builds one from the
-	// configuration's nodes.
-	Router *fleet.Router
-	// Getenv reads the nodes' keys when Router is nil; nil is os.Getenv.
-	Getenv func(string) string
+	// Answer is the answer path the chain's links ask: over the fleet of
+	// the configuration's nodes, with the fits and the decision log. Nil
+	// when none could be built, which ConfigErrors says why.
+	Answer *answer.Service
 	// Log receives one line per call, each with its request id.
 	Log *slog.Logger
 	// StatePath is the pause state file, read on every call.
@@ -64,16 +64,9 @@ type Options struct {
 	// Wording names the face's own commands in the texts; the zero value
 	// names none.
 	Wording Wording
-	// Recorder records every answered question (a *decisionlog.Log);
-	// nil records nothing.
-	Recorder fleet.Recorder
 	// Face names the face in the records: decisionlog.FaceDecide when
 	// empty.
 	Face string
-	// Fits is the fits file to apply, shared with the HTTP face so that
-	// both reload it together; nil opens gateway.fits of the
-	// configuration, when set.
-	Fits *FitsFile
 }
 
 // Wording is how a face names its own commands in the gateway's texts
@@ -109,20 +102,16 @@ type Gateway struct {
 	minLabelMass float64
 	timeout      time.Duration
 	deadline     time.Duration
-	fits         *FitsFile
 	fitsPath     string
 	log          *slog.Logger
 	// router is the fleet the chain asks; nil when none could be built.
 	router *fleet.Router
 }
 
-// New builds a gateway from its configuration. It never fails: what is
-// wrong is kept and reported by health and capabilities, and decide
-// answers config_error until it is fixed.
+// New builds a gateway from its configuration, over the answer path it
+// is given. It never fails: what is wrong is kept and reported by health
+// and capabilities, and decide answers config_error until it is fixed.
 func New(o Options) *Gateway {
-	if o.Getenv == nil {
-		o.Getenv = os.Getenv
-	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
@@ -158,31 +147,21 @@ func New(o Options) *Gateway {
 	g.deadline = gw.Deadline.Or(DefaultDeadline)
 	if gw.Fits != "" {
 		g.fitsPath = cfg.Resolve(gw.Fits)
-		g.fits = o.Fits
-		if g.fits == nil {
-			var err error
-			if g.fits, err = OpenFitsFile(g.fitsPath); err != nil {
-				g.errs = append(g.errs, fmt.Sprintf("gateway.fits: %v", err))
-			}
-		}
 	}
 	if len(cfg.Gateway.Chain) == 0 {
 		g.errs = append(g.errs, "no chain is configured: add gateway.chain (the models to ask, in order) to the configuration")
 	}
-	router := o.Router
-	if router == nil && len(cfg.Gateway.Chain) > 0 {
-		r, err := fleet.FromConfig(cfg, fleet.Options{Getenv: o.Getenv})
-		if err != nil {
-			g.errs = append(g.errs, fmt.Sprintf("nodes: %v", err))
-			return g
+	if o.Answer == nil {
+		if len(g.errs) == 0 {
+			g.errs = append(g.errs, "nodes: no fleet was built from the configuration")
 		}
-		router = r
+		return g
 	}
-	g.router = router
+	g.router = o.Answer.Router()
 	for _, lc := range cfg.Gateway.Chain {
-		l := &link{name: lc.Name, model: lc.Model, kind: "engine", timeout: lc.Timeout.Or(g.timeout), maxOptions: lc.MaxOptions, fleet: router, fits: g.fits}
+		l := &link{name: lc.Name, model: lc.Model, kind: "engine", timeout: lc.Timeout.Or(g.timeout), maxOptions: lc.MaxOptions, answer: o.Answer}
 		if len(lc.Nodes) > 0 {
-			l.fleet = router.Only(lc.Nodes)
+			l.answer = o.Answer.Only(lc.Nodes)
 			l.kind, l.url = "systemone", ""
 			for _, n := range cfg.Nodes {
 				if slices.Contains(lc.Nodes, n.Name) {
@@ -194,6 +173,7 @@ func New(o Options) *Gateway {
 				}
 			}
 		}
+		l.fleet = l.answer.Router()
 		g.links = append(g.links, l)
 	}
 	return g
@@ -306,16 +286,16 @@ func (g *Gateway) Decide(ctx context.Context, raw []byte, defaultID string) *Res
 	if req.MinLabelMass != nil {
 		minMass = *req.MinLabelMass
 	}
-	q := Query{Question: req.Question, Options: req.Options, Context: req.Context, Debias: req.Debias, Prior: req.Prior, None: req.NoneOption}
+	q := query{Question: req.Question, Options: req.Options, Context: req.Context, Debias: req.Debias, Prior: req.Prior, None: req.NoneOption}
 	ctx, cancel := context.WithTimeout(ctx, g.deadline)
 	defer cancel()
-	g.run(ctx, log, q, gate{threshold: threshold, minMass: minMass}, res, fleet.Asked{Face: g.opt.Face, RequestID: res.RequestID, Start: start})
+	g.run(ctx, log, q, gate{threshold: threshold, minMass: minMass}, res, answer.Request{Face: g.opt.Face, RequestID: res.RequestID, Start: start})
 	return res
 }
 
 // run asks the chain in order until a provider decides, abstains, or
 // refuses the request as the caller's error.
-func (g *Gateway) run(ctx context.Context, log *slog.Logger, q Query, gt gate, res *Response, asked fleet.Asked) {
+func (g *Gateway) run(ctx context.Context, log *slog.Logger, q query, gt gate, res *Response, who answer.Request) {
 	n := q.asked()
 	var limits []string // providers skipped for the option count
 	var last *failure
@@ -346,15 +326,10 @@ func (g *Gateway) run(ctx context.Context, log *slog.Logger, q Query, gt gate, r
 		}
 		tried++
 		actx, cancel := context.WithTimeout(ctx, p.timeout)
-		r, err := p.ask(actx, q, g.opt.Recorder, asked)
+		r, err := p.ask(actx, q, who)
 		attemptTimedOut := errors.Is(actx.Err(), context.DeadlineExceeded)
 		cancel()
 		at := Attempt{Provider: p.name, LatencyMS: since(start)}
-		if err == nil {
-			if cerr := check(q, r); cerr != nil {
-				err = &failure{outcome: OutcomeMalformed, err: fmt.Errorf("the answer failed the gateway's checks: %w", cerr)}
-			}
-		}
 		if err != nil {
 			var f *failure
 			if !errors.As(err, &f) {
@@ -376,7 +351,7 @@ func (g *Gateway) run(ctx context.Context, log *slog.Logger, q Query, gt gate, r
 				at.Detail = "refused the request as invalid: " + f.Error()
 			}
 			res.Attempts = append(res.Attempts, at)
-			log.Warn("provider failed", "provider", p.name, "outcome", f.outcome, "caller_error", f.caller, "err", f.err)
+			log.Warn("provider failed", "provider", p.name, "outcome", f.outcome, "caller_error", f.caller, "err", f.logged())
 			if f.caller {
 				res.fail(CodeInvalidRequest, fmt.Sprintf("provider %s refused the request: %v", p.name, f.err),
 					fmt.Sprintf("Provider %q refused the request as invalid (%v). It was not sent to any other provider, since they would refuse it too. "+
@@ -424,7 +399,7 @@ type gate struct {
 	minMass float64
 }
 
-func (g *Gateway) answer(q Query, p *link, r Reading, gt gate, at *Attempt, res *Response) {
+func (g *Gateway) answer(q query, p *link, r reading, gt gate, at *Attempt, res *Response) {
 	threshold := gt.threshold
 	answers := q.Answers()
 	model := r.Model

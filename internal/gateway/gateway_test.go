@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"system1/internal/answer"
 	"system1/internal/config"
 	"system1/internal/decision"
 	"system1/internal/fakeengine"
@@ -147,8 +148,8 @@ func TestProbabilitiesKeepOptionOrder(t *testing.T) {
 	}
 }
 
-// gatewayFor builds a gateway from YAML; %s in it are replaced by urls.
-func gatewayFor(t *testing.T, yaml string, router *fleet.Router) *Gateway {
+// gatewayFor builds a gateway from YAML, in a folder of its own.
+func gatewayFor(t *testing.T, yaml string) *Gateway {
 	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "config.yaml")
@@ -159,8 +160,28 @@ func gatewayFor(t *testing.T, yaml string, router *fleet.Router) *Gateway {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return New(Options{Config: cfg, ConfigPath: path, Router: router, StatePath: filepath.Join(dir, pause.FileName), Version: "test",
-		Getenv: func(k string) string { return map[string]string{"FAKE_KEY": "k"}[k] }})
+	return build(t, Options{Config: cfg, ConfigPath: path, StatePath: filepath.Join(dir, pause.FileName), Version: "test"}, nil)
+}
+
+// build gives o the answer path over its configuration's nodes, with the
+// fits of gateway.fits and rec, as system1's faces build it, and builds
+// the gateway.
+func build(t *testing.T, o Options, rec answer.Recorder) *Gateway {
+	t.Helper()
+	router, err := fleet.FromConfig(o.Config, fleet.Options{Getenv: func(k string) string { return map[string]string{"FAKE_KEY": "k"}[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ao := answer.Options{Router: router, Recorder: rec, Local: true}
+	if f := o.Config.Gateway.Fits; f != "" {
+		file, err := OpenFitsFile(o.Config.Resolve(f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ao.Fits = file.Current
+	}
+	o.Answer = answer.New(ao)
+	return New(o)
 }
 
 func decide(t *testing.T, g *Gateway, body string) *Response {
@@ -225,7 +246,7 @@ func TestCalibrationApplied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := New(Options{Config: cfg, ConfigPath: path})
+	g := build(t, Options{Config: cfg, ConfigPath: path}, nil)
 	if errs := g.ConfigErrors(); len(errs) > 0 {
 		t.Fatal(errs)
 	}
@@ -255,16 +276,6 @@ func TestCalibrationApplied(t *testing.T) {
 	}
 }
 
-// A fits file that does not parse is a configuration error, reported and
-// answered as config_error, never silently ignored.
-func TestBadFitsIsAConfigError(t *testing.T) {
-	g := gatewayFor(t, "gateway:\n  fits: missing.json\nproviders:\n  - {name: jev, kind: systemone, url: http://127.0.0.1:1, model: m}\n", nil)
-	res := decide(t, g, `{"question":"q"}`)
-	if res.Error == nil || res.Error.Code != CodeConfigError || !strings.Contains(res.Error.Message, "gateway.fits") {
-		t.Fatalf("response %+v", res)
-	}
-}
-
 // engineGateway is a gateway whose one provider is an engine provider
 // over a fake llama.cpp node serving "tiny".
 func engineGateway(t *testing.T, b fakeengine.Behavior, maxOptions int) *Gateway {
@@ -272,7 +283,7 @@ func engineGateway(t *testing.T, b fakeengine.Behavior, maxOptions int) *Gateway
 	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{"tiny"}, Behavior: b})
 	t.Cleanup(f.Close)
 	return gatewayFor(t, fmt.Sprintf("gateway:\n  timeout: 2s\nnodes:\n  - {name: n1, url: %s, dialect: llamacpp, models: [tiny], max_options: %d}\n"+
-		"providers:\n  - {name: local, kind: engine, model: tiny}\n", f.URL, maxOptions), nil)
+		"providers:\n  - {name: local, kind: engine, model: tiny}\n", f.URL, maxOptions))
 }
 
 // The engine provider maps a decision to a choice question (options) or a
@@ -328,7 +339,7 @@ func TestEngineProviderFailures(t *testing.T) {
 func TestMissingKeyFailsOnlyThatProvider(t *testing.T) {
 	jev := fakeengine.StartSystemOne(t, fakeengine.Reply{})
 	local := fakeengine.StartSystemOne(t, fakeengine.Reply{})
-	g := gatewayFor(t, fmt.Sprintf("providers:\n  - {name: jev, kind: systemone, url: %s, model: m, key_env: UNSET_KEY}\n  - {name: laya, kind: systemone, url: %s, model: m, key_env: FAKE_KEY}\n", jev.URL, local.URL), nil)
+	g := gatewayFor(t, fmt.Sprintf("providers:\n  - {name: jev, kind: systemone, url: %s, model: m, key_env: UNSET_KEY}\n  - {name: laya, kind: systemone, url: %s, model: m, key_env: FAKE_KEY}\n", jev.URL, local.URL))
 	res := decide(t, g, `{"question":"q"}`)
 	if res.Status != Decided || *res.Provider != "laya" || !strings.Contains(res.Attempts[0].Detail, "UNSET_KEY is not set") || jev.Calls.Load() != 0 {
 		t.Fatalf("response %+v", res)

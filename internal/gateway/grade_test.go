@@ -30,7 +30,7 @@ func TestDecideGrade(t *testing.T) {
 	} {
 		f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{"tiny"}, Behavior: fakeengine.Behavior{Logprobs: fakeengine.Probs(tc.probs...)}})
 		t.Cleanup(f.Close)
-		g := gatewayFor(t, fmt.Sprintf("gateway:\n  threshold: %v\nnodes:\n  - {name: n1, url: %s, dialect: llamacpp, models: [tiny]}\nproviders:\n  - {name: local, kind: engine, model: tiny}\n", tc.threshold, f.URL), nil)
+		g := gatewayFor(t, fmt.Sprintf("gateway:\n  threshold: %v\nnodes:\n  - {name: n1, url: %s, dialect: llamacpp, models: [tiny]}\nproviders:\n  - {name: local, kind: engine, model: tiny}\n", tc.threshold, f.URL))
 		res := decide(t, g, `{"question":"Which?","options":["a","b","c"]}`)
 		if res.Grade != tc.grade {
 			t.Errorf("threshold %v, %v: grade %q, want %q (%s)", tc.threshold, tc.probs, res.Grade, tc.grade, res.Rationale)
@@ -39,7 +39,7 @@ func TestDecideGrade(t *testing.T) {
 	// An abstention because no option fit is escalated whatever its confidence.
 	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{"tiny"}, Behavior: fakeengine.Behavior{Logprobs: fakeengine.Probs(0.05, 0.01, 0.9)}})
 	t.Cleanup(f.Close)
-	g := gatewayFor(t, fmt.Sprintf("nodes:\n  - {name: n1, url: %s, dialect: llamacpp, models: [tiny]}\nproviders:\n  - {name: local, kind: engine, model: tiny}\n", f.URL), nil)
+	g := gatewayFor(t, fmt.Sprintf("nodes:\n  - {name: n1, url: %s, dialect: llamacpp, models: [tiny]}\nproviders:\n  - {name: local, kind: engine, model: tiny}\n", f.URL))
 	if res := decide(t, g, `{"question":"Which?","options":["a","b"],"none_option":true}`); res.Status != Abstained || res.Grade != GradeEscalate {
 		t.Errorf("none won: status %s, grade %q", res.Status, res.Grade)
 	}
@@ -87,7 +87,7 @@ func TestGateLookup(t *testing.T) {
 		gated(fit("", "qwen", decision.Noul, "2"), 0.93),
 		gated(fit("", "other", decision.Choice, "5-10"), 1),
 	)
-	g := gatewayFor(t, "gateway:\n  fits: "+path+"\nproviders:\n  - {name: jev, kind: systemone, url: http://127.0.0.1:1, model: qwen}\n", nil)
+	g := gatewayFor(t, "gateway:\n  fits: "+path+"\nproviders:\n  - {name: jev, kind: systemone, url: http://127.0.0.1:1, model: qwen}\n")
 	if errs := g.ConfigErrors(); len(errs) > 0 {
 		t.Fatal(errs)
 	}
@@ -108,7 +108,7 @@ func TestGateLookup(t *testing.T) {
 		{"no fit for the model", "jev", "llama", decision.Choice, 3, GradeGate{Value: 0.6, Source: GateFromThreshold}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := gradeGate(g.fits.Current(), tc.provider, tc.model, tc.kind, tc.n, 0.6); got != tc.want {
+			if got := gradeGate(g.fits(), tc.provider, tc.model, tc.kind, tc.n, 0.6); got != tc.want {
 				t.Errorf("gate = %+v, want %+v", got, tc.want)
 			}
 		})
@@ -119,8 +119,8 @@ func TestGateLookup(t *testing.T) {
 		t.Errorf("capabilities' fits: %+v", caps)
 	}
 	// Without a fits file every gate is the threshold.
-	plain := gatewayFor(t, "providers:\n  - {name: jev, kind: systemone, url: http://127.0.0.1:1, model: qwen}\n", nil)
-	if got := gradeGate(plain.fits.Current(), "jev", "qwen", decision.Choice, 3, 0.45); got != (GradeGate{Value: 0.45, Source: GateFromThreshold}) {
+	plain := gatewayFor(t, "providers:\n  - {name: jev, kind: systemone, url: http://127.0.0.1:1, model: qwen}\n")
+	if got := gradeGate(plain.fits(), "jev", "qwen", decision.Choice, 3, 0.45); got != (GradeGate{Value: 0.45, Source: GateFromThreshold}) {
 		t.Errorf("without fits: %+v", got)
 	}
 }
@@ -149,7 +149,7 @@ func TestDecideGradeByFitGate(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := gatewayFor(t, fmt.Sprintf("gateway:\n  fits: %s\n  threshold: %v\nnodes:\n  - {name: n1, url: %s, dialect: llamacpp, models: [tiny]}\nproviders:\n  - {name: local, kind: engine, model: tiny}\n",
-				writeFits(t, tc.fit), tc.threshold, f.URL), nil)
+				writeFits(t, tc.fit), tc.threshold, f.URL))
 			res := decide(t, g, `{"question":"Which?","options":["a","b"]}`)
 			if res.Status != tc.status || res.Grade != tc.grade || res.Gate == nil || *res.Gate != tc.gate || *res.Confidence != 0.75 {
 				t.Errorf("status %s grade %q gate %+v confidence %v; want %s, %q, %+v (%s)", res.Status, res.Grade, res.Gate, *res.Confidence, tc.status, tc.grade, tc.gate, res.Rationale)

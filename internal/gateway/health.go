@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"system1/internal/calibration"
 	"system1/internal/fleet"
 )
 
@@ -178,7 +179,7 @@ func (g *Gateway) Capabilities(ctx context.Context) *Capabilities {
 		c.Providers[i] = p.info(ctx)
 		c.Providers[i].Role = role(i)
 	}
-	if fits := g.fits.Current(); fits != nil {
+	if fits := g.fits(); fits != nil {
 		for _, f := range fits.Fits {
 			ft := Fit{Provider: f.Provider, Model: f.Model, Kind: string(f.Kind), Bucket: f.Bucket, Temperature: f.Temperature, N: f.N}
 			if f.Gate != nil {
@@ -188,4 +189,13 @@ func (g *Gateway) Capabilities(ctx context.Context) *Capabilities {
 		}
 	}
 	return c
+}
+
+// fits are the fits the answer path applies now; nil when none are
+// loaded.
+func (g *Gateway) fits() *calibration.Fits {
+	if g.opt.Answer == nil {
+		return nil
+	}
+	return g.opt.Answer.Fits()
 }

@@ -25,7 +25,7 @@ func TestHealthHasOneViewOfANode(t *testing.T) {
 	urls = append(urls, fakeengine.Down(t))
 	g := gatewayFor(t, fmt.Sprintf("nodes:\n  - {name: a, url: %s, dialect: llamacpp, models: [tiny]}\n  - {name: b, url: %s, dialect: llamacpp, models: [tiny]}\n"+
 		"  - {name: c, url: %s, dialect: llamacpp, models: [tiny]}\n"+
-		"gateway:\n  chain:\n    - {name: local, model: tiny}\n", urls[0], urls[1], urls[2]), nil)
+		"gateway:\n  chain:\n    - {name: local, model: tiny}\n", urls[0], urls[1], urls[2]))
 
 	h := g.Health(context.Background())
 	if h.Status != HealthDegraded || !h.Providers[0].OK {

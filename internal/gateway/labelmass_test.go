@@ -35,7 +35,7 @@ func TestDecideLabelMass(t *testing.T) {
 		{"pre-mask, request under it", cfg(f.URL, "", "  min_label_mass: 0.5\n"), `,"min_label_mass":0.25`, ptr(0.3), Decided},
 		{"post-mask", cfg(post.URL, ", constrain: structured_outputs", "  min_label_mass: 0.5\n"), "", nil, Decided},
 	} {
-		g := gatewayFor(t, tc.yaml, nil)
+		g := gatewayFor(t, tc.yaml)
 		if errs := g.ConfigErrors(); len(errs) > 0 {
 			t.Fatal(errs)
 		}
@@ -49,7 +49,7 @@ func TestDecideLabelMass(t *testing.T) {
 			t.Errorf("%s: rationale %q does not say no option fit", tc.name, res.Rationale)
 		}
 	}
-	g := gatewayFor(t, cfg(f.URL, "", ""), nil)
+	g := gatewayFor(t, cfg(f.URL, "", ""))
 	if res := decide(t, g, `{"question":"Which?","min_label_mass":2}`); res.Error == nil || !strings.Contains(res.Error.Message, "min_label_mass must be a number in [0,1]") {
 		t.Errorf("min_label_mass 2: %+v", res.Error)
 	}
@@ -78,7 +78,7 @@ func TestDecideNoneOption(t *testing.T) {
 	} {
 		f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{"tiny"}, Behavior: fakeengine.Behavior{Logprobs: fakeengine.Probs(tc.probs...)}})
 		t.Cleanup(f.Close)
-		g := gatewayFor(t, fmt.Sprintf("gateway:\n  threshold: 0.5\nnodes:\n  - {name: n1, url: %s, dialect: llamacpp, models: [tiny]}\nproviders:\n  - {name: local, kind: engine, model: tiny}\n", f.URL), nil)
+		g := gatewayFor(t, fmt.Sprintf("gateway:\n  threshold: 0.5\nnodes:\n  - {name: n1, url: %s, dialect: llamacpp, models: [tiny]}\nproviders:\n  - {name: local, kind: engine, model: tiny}\n", f.URL))
 		res := decide(t, g, `{"question":"Which?","options":["a","b"],"none_option":true}`)
 		if res.Status != tc.status || res.NoneProbability == nil || math.Abs(*res.NoneProbability-tc.none) > 0.002 || len(res.Probabilities) != 2 {
 			t.Errorf("%v: status %s, none %v, probabilities %v (%s)", tc.probs, res.Status, deref(res.NoneProbability), res.Probabilities, res.Rationale)

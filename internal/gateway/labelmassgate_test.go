@@ -34,7 +34,7 @@ func TestLabelMassGateFromOutcomes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := New(Options{Config: cfg, StatePath: filepath.Join(dir, pause.FileName), Version: "test", Recorder: dlog})
+	g := build(t, Options{Config: cfg, StatePath: filepath.Join(dir, pause.FileName), Version: "test"}, dlog)
 	if errs := g.ConfigErrors(); len(errs) > 0 {
 		t.Fatal(errs)
 	}

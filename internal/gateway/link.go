@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"system1/internal/answer"
 	"system1/internal/fleet"
 )
 
@@ -19,8 +20,10 @@ type link struct {
 	kind, url  string
 	timeout    time.Duration
 	maxOptions int // from the configuration; 0 means the nodes' cap
-	fleet      *fleet.Router
-	fits       *FitsFile
+	// answer is the answer path over the link's nodes, and fleet its
+	// router.
+	answer *answer.Service
+	fleet  *fleet.Router
 }
 
 // limit is how many options the link takes: the largest option cap of
@@ -42,61 +45,63 @@ func (l *link) limit(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// ask answers the query through the fleet. The reading is calibrated by
-// the fleet's report, the same one /v1/systemone makes, and recorded by
-// rec as asked.
-func (l *link) ask(ctx context.Context, q Query, rec fleet.Recorder, asked fleet.Asked) (Reading, error) {
-	req := q.Request(l.model)
-	res, err := l.fleet.Decide(ctx, req)
-	if err != nil {
-		return Reading{}, &failure{outcome: OutcomeError, err: fmt.Errorf("no configured node serves model %q", l.model)}
+// ask answers the query through the answer path, the one /v1/systemone
+// takes, which calibrates, checks and records it as who asked it.
+func (l *link) ask(ctx context.Context, q query, who answer.Request) (reading, error) {
+	who.Request, who.Provider = q.request(l.model), l.name
+	a, err := l.answer.Answer(ctx, who)
+	if f := (*answer.Failure)(nil); errors.As(err, &f) {
+		return reading{}, l.failed(ctx, f)
+	} else if err != nil {
+		return reading{}, &failure{outcome: OutcomeError, err: err}
 	}
-	a := res.Questions[0]
-	var tries []string
-	for _, at := range a.Attempts {
-		tries = append(tries, fmt.Sprintf("node %s: %s", at.Node, at.Outcome))
-	}
-	if a.Err != nil {
-		return Reading{}, classify(ctx, a.Err, tries)
-	}
-	// One snapshot of the fits both tempers the answer and gates its
-	// grade, so a reload between the two cannot mix revisions.
-	fits := l.fits.Current()
-	rep := res.Report(req, fits, l.name)
-	res.Record(rec, req, rep, asked)
-	detail := fmt.Sprintf("answered by node %s", a.Node)
-	if len(tries) > 1 {
+	aq := a.Questions[0]
+	detail := fmt.Sprintf("answered by node %s", aq.Node)
+	if tries := tried(aq.Attempts); len(tries) > 1 {
 		detail += " after " + strings.Join(tries[:len(tries)-1], ", ")
 	}
-	for _, w := range rep.Warnings {
+	for _, w := range a.Warnings {
 		detail += "; " + w.String()
 	}
-	return Reading{Dist: rep.Dists[0], Calibrated: rep.Calibrated, FitVersion: rep.FitVersion, Model: a.Model, Abstain: a.Abstain, Detail: detail,
-		Steps: rep.Steps[0], Engine: rep.Engine[0], LabelMass: rep.LabelMass[0], fits: fits}, nil
+	return reading{Dist: aq.Dist, Calibrated: a.Calibrated, FitVersion: a.FitVersion, Model: aq.Model, Abstain: aq.Refusal, Detail: detail,
+		Steps: aq.Steps, Engine: aq.Engine, LabelMass: aq.LabelMass, fits: a.Fits}, nil
 }
 
-// classify maps the fleet's class of a failure to the gateway's outcomes:
-// the caller's error is not asked of another link.
-func classify(ctx context.Context, err error, tries []string) *failure {
-	// The last try is the error itself; the ones before say where else
+// tried names each attempt: "node n1: timeout".
+func tried(attempts []fleet.Attempt) []string {
+	out := make([]string, len(attempts))
+	for i, at := range attempts {
+		out[i] = fmt.Sprintf("node %s: %s", at.Node, at.Outcome)
+	}
+	return out
+}
+
+// failed maps the answer path's class of a failure to the gateway's
+// outcomes: the caller's error is not asked of another link.
+func (l *link) failed(ctx context.Context, f *answer.Failure) *failure {
+	if f.Class == answer.UnknownModel || len(f.Problems) == 0 {
+		return &failure{outcome: OutcomeError, err: fmt.Errorf("no configured node serves model %q", l.model)}
+	}
+	p := f.Problems[0]
+	// The last try is the failure itself; the ones before say where else
 	// the question went.
-	msg := err.Error()
-	if len(tries) > 1 {
+	msg := p.Message
+	if tries := tried(p.Attempts); len(tries) > 1 {
 		msg = strings.Join(tries[:len(tries)-1], ", ") + ", " + msg
 	}
-	out := &failure{outcome: OutcomeError, err: errors.New(msg)}
+	out := &failure{outcome: OutcomeError, err: errors.New(msg), raw: p.Err}
 	if ctx.Err() != nil {
 		out.outcome = OutcomeTimeout
 		return out
 	}
-	switch class, _ := fleet.Classify(err); class {
-	case fleet.TimedOut:
+	switch p.Class {
+	case answer.TimedOut:
 		out.outcome = OutcomeTimeout
-	case fleet.Malformed:
+	case answer.Malformed:
 		out.outcome = OutcomeMalformed
-	case fleet.CallerError:
+	case answer.CallerError:
 		out.caller = true
-		out.err = fleet.Cause(err)
+		out.err = errors.New(p.Cause)
 	}
 	return out
 }

@@ -26,7 +26,7 @@ func TestOutOfScopeLabelMassOnRealEngine(t *testing.T) {
 
 	s := testengine.Start(t, 1)
 	g := gatewayFor(t, fmt.Sprintf("gateway:\n  threshold: 0.5\n  timeout: 60s\n  deadline: 120s\nnodes:\n  - {name: real, url: %s, dialect: llamacpp, models: [%s], timeout: 60s}\nproviders:\n  - {name: local, kind: engine, model: %s}\n",
-		s.URL, testengine.Model, testengine.Model), nil)
+		s.URL, testengine.Model, testengine.Model))
 	if errs := g.ConfigErrors(); len(errs) > 0 {
 		t.Fatal(errs)
 	}

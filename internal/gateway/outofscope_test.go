@@ -34,19 +34,19 @@ type bankingAsked struct {
 	options  []string
 }
 
-func (b bankingAsked) query(state json.RawMessage) Query {
+func (b bankingAsked) query(state json.RawMessage) query {
 	var text string
 	if json.Unmarshal(state, &text) != nil {
 		text = string(state)
 	}
 	ctx, _ := json.Marshal(map[string]string{"message": text}) // a map of strings always marshals
-	return Query{Question: b.question, Options: b.options, Context: ctx}
+	return query{Question: b.question, Options: b.options, Context: ctx}
 }
 
 // asCase is c's state asked banking12's question the way decide asks it,
 // expecting expected (nil for a state that fits no option).
 func (b bankingAsked) asCase(c cases.Case, expected []int) cases.Case {
-	return cases.Case{ID: c.ID, Set: c.Set, Request: b.query(c.Request.State).Request(fakeengine.DefaultModel), Expected: expected}
+	return cases.Case{ID: c.ID, Set: c.Set, Request: b.query(c.Request.State).request(fakeengine.DefaultModel), Expected: expected}
 }
 
 // oosRow is what one way of asking flagged: the share of each group's
@@ -75,7 +75,7 @@ type oosRow struct {
 func TestOutOfScopeOnSimulatedModel(t *testing.T) {
 	b := bankingOnSimulatedModel(t)
 	asked, inHeld, nearHeld, far := b.asked, b.inHeld, b.nearHeld, b.far
-	g := gatewayFor(t, b.config(), nil)
+	g := gatewayFor(t, b.config())
 	if errs := g.ConfigErrors(); len(errs) > 0 {
 		t.Fatal(errs)
 	}

@@ -18,7 +18,7 @@ import (
 // capabilities say paused; a rewritten file turns it back on.
 func TestUnreadableStateFailsClosed(t *testing.T) {
 	ep := fakeengine.StartSystemOne(t, fakeengine.Reply{})
-	g := gatewayFor(t, fmt.Sprintf("providers:\n  - {name: jev, kind: systemone, url: %s, model: jev-latest}\n", ep.URL), nil)
+	g := gatewayFor(t, fmt.Sprintf("providers:\n  - {name: jev, kind: systemone, url: %s, model: jev-latest}\n", ep.URL))
 	path := g.opt.StatePath
 	if _, err := pause.Write(path, true, time.Now()); err != nil {
 		t.Fatal(err)

@@ -36,7 +36,7 @@ func TestDecidePrior(t *testing.T) {
 		{"batch after its minimum", "prior: batch\nprior_min_requests: 2\nprior_window: 10\n", "", []string{"", "", "prior=batch/n=2/window=10"}, []int{1, 1, 1}, 1. / 3},
 		{"debias then prior", "debias: permute\n", `,"prior":"content_free"`, []string{"debias=permute/3,prior=content_free/empty_state"}, []int{6}, (3./8 + 12./14 + 3./8) / 3},
 	} {
-		g := gatewayFor(t, yaml(tc.config), nil)
+		g := gatewayFor(t, yaml(tc.config))
 		var last *Response
 		for k, want := range tc.steps {
 			f.Reset()
@@ -56,7 +56,7 @@ func TestDecidePrior(t *testing.T) {
 			t.Errorf("%s: beta %v, want %v", tc.name, p, tc.beta)
 		}
 	}
-	g := gatewayFor(t, yaml(""), nil)
+	g := gatewayFor(t, yaml(""))
 	for _, bad := range []string{`"sometimes"`, `""`, `3`, `"BATCH"`} {
 		res := decide(t, g, `{"question":"Which?","prior":`+bad+`}`)
 		if res.Error == nil || res.Error.Code != CodeInvalidRequest || res.Error.Message != `prior must be "batch", "content_free" or "off"` {

@@ -2,15 +2,13 @@ package gateway
 
 import (
 	"encoding/json"
-	"fmt"
-	"math"
 
 	"system1/internal/calibration"
 	"system1/internal/decision"
 )
 
-// Query is one decision as a link of the chain asks it.
-type Query struct {
+// query is one decision as a link of the chain asks it.
+type query struct {
 	Question string
 	// Options are the answers to choose from; nil asks yes or no.
 	Options []string
@@ -30,7 +28,7 @@ type Query struct {
 
 // asked is how many options the model is asked over: the answers, and
 // the implicit one when none_option is set.
-func (q Query) asked() int {
+func (q query) asked() int {
 	if q.None {
 		return len(q.Answers()) + 1
 	}
@@ -38,11 +36,11 @@ func (q Query) asked() int {
 }
 
 // YesNo reports whether the query is answered yes or no.
-func (q Query) YesNo() bool { return q.Options == nil }
+func (q query) YesNo() bool { return q.Options == nil }
 
 // Answers are what the distribution of a reading is over: the options,
 // or yes and no.
-func (q Query) Answers() []string {
+func (q query) Answers() []string {
 	if q.YesNo() {
 		return []string{"yes", "no"}
 	}
@@ -52,10 +50,10 @@ func (q Query) Answers() []string {
 // noContext is the state the nodes get when the caller gave no context.
 var noContext = json.RawMessage(`"(no context was given; answer from the question alone)"`)
 
-// Request maps the query to a decision request for model: a choice
+// request maps the query to a decision request for model: a choice
 // question whose criteria are the options, or a noul (P(true) is yes), over
 // the context as the state.
-func (q Query) Request(model string) decision.Request {
+func (q query) request(model string) decision.Request {
 	instr, _ := json.Marshal(q.Question) // a Go string always marshals
 	dq := decision.Question{ID: "decision", Kind: decision.Noul, Instructions: instr}
 	if q.YesNo() {
@@ -77,15 +75,15 @@ func (q Query) Request(model string) decision.Request {
 }
 
 // Kind is the question kind the query is asked as, for calibration.
-func (q Query) Kind() decision.Kind {
+func (q query) Kind() decision.Kind {
 	if q.YesNo() {
 		return decision.Noul
 	}
 	return decision.Choice
 }
 
-// Reading is a link's answer to a query.
-type Reading struct {
+// reading is a link's answer to a query.
+type reading struct {
 	// Dist is over q.Answers(), in that order, after calibration when
 	// Calibrated is set.
 	Dist       decision.Distribution
@@ -100,7 +98,7 @@ type Reading struct {
 	// Detail is a note for the attempt's record.
 	Detail string
 	// Steps are the steps applied to the engine's reading, in order
-	// (fleet.Report's), and Engine the reading before them.
+	// (the answer's), and Engine the reading before them.
 	Steps  []decision.Step
 	Engine decision.Distribution
 	// LabelMass is the probability the engine put on the labels at all;
@@ -119,33 +117,20 @@ type failure struct {
 	// caller's error, which no other link is asked to repeat.
 	caller bool
 	err    error
+	// raw is the failure as the node gave it, addresses and all, for the
+	// log; nil when err is all there is.
+	raw error
 }
 
 func (f *failure) Error() string { return f.err.Error() }
 func (f *failure) Unwrap() error { return f.err }
 
-// check is the gateway's own check of a reading, whatever the provider:
-// a distribution over exactly the query's answers, every value a finite
-// number in [0,1], summing to 1.
-func check(q Query, r Reading) error {
-	n := q.asked()
-	if len(r.Dist) != n {
-		return fmt.Errorf("%d probabilities for %d answers", len(r.Dist), n)
+// logged is the failure as the operator's log shows it.
+func (f *failure) logged() error {
+	if f.raw != nil {
+		return f.raw
 	}
-	var sum float64
-	for i, p := range r.Dist {
-		if math.IsNaN(p) || math.IsInf(p, 0) {
-			return fmt.Errorf("the probability of option %d is not a finite number", i+1)
-		}
-		if p < 0 || p > 1 {
-			return fmt.Errorf("the probability of option %d is %v, outside [0,1]", i+1, p)
-		}
-		sum += p
-	}
-	if math.Abs(sum-1) > 1e-6 {
-		return fmt.Errorf("the probabilities sum to %v, not 1", sum)
-	}
-	return nil
+	return f.err
 }
 
 // ProviderCapabilities are what a provider kind, or one provider, can do.

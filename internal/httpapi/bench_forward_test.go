@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"system1/internal/answer"
 	"system1/internal/config"
 	"system1/internal/fleet"
 	"system1/internal/httpapi"
@@ -48,7 +49,7 @@ func BenchmarkForward(b *testing.B) {
 		b.Fatal(err)
 	}
 	api := httpapi.New(httpapi.Options{
-		Router:   router,
+		Answer:   answer.New(answer.Options{Router: router}),
 		Log:      slog.New(slog.NewTextHandler(io.Discard, nil)), // formatted as system1 serve's, then dropped
 		Metrics:  metrics.New(),
 		Rounding: 2,

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"system1/internal/answer"
 	"system1/internal/config"
 	"system1/internal/decisionlog"
 	"system1/internal/fakeengine"
@@ -31,12 +32,12 @@ func BenchmarkDecisionLog(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = dlog.Close(b.Context()) })
-	start := func(rec fleet.Recorder) string {
+	start := func(rec answer.Recorder) string {
 		n, err := fleet.NewNode(config.Node{Name: "n", URL: f.URL, Dialect: "llamacpp", Models: []string{fakeengine.DefaultModel}}, func(string) string { return "" }, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
-		srv := httptest.NewServer(httpapi.New(httpapi.Options{Router: fleet.New([]*fleet.Node{n}, fleet.Options{Policy: testPolicy}), Rounding: 2, Recorder: rec}))
+		srv := httptest.NewServer(httpapi.New(httpapi.Options{Answer: answer.New(answer.Options{Router: fleet.New([]*fleet.Node{n}, fleet.Options{Policy: testPolicy}), Recorder: rec}), Rounding: 2}))
 		b.Cleanup(srv.Close)
 		return srv.URL
 	}

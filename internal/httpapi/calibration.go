@@ -68,7 +68,7 @@ func (s *Server) handleCalibration(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := time.Now()
-	rep, err := gateway.ReportCalibrationWith(r.Context(), s.opt.DecisionLog, s.fits(), gateway.ReportOptions{
+	rep, err := gateway.ReportCalibrationWith(r.Context(), s.opt.DecisionLog, s.opt.Answer.Fits(), gateway.ReportOptions{
 		Since: now.Add(-window), Until: now, TargetError: target, MaxInScopeLoss: maxLoss})
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, systemone.Unavailable, "reading the decision log: "+err.Error())

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"system1/internal/answer"
 	"system1/internal/calibration"
 	"system1/internal/config"
 	"system1/internal/decision"
@@ -37,7 +38,7 @@ func calServe(t *testing.T, fits *calibration.Fits) string {
 		t.Fatal(err)
 	}
 	router := fleet.New([]*fleet.Node{n}, fleet.Options{})
-	srv := httptest.NewServer(httpapi.New(httpapi.Options{Router: router, Rounding: -1, Fits: fits}))
+	srv := httptest.NewServer(httpapi.New(httpapi.Options{Answer: answer.New(answer.Options{Router: router, Fits: func() *calibration.Fits { return fits }}), Rounding: -1}))
 	t.Cleanup(srv.Close)
 	return srv.URL
 }

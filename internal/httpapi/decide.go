@@ -2,14 +2,10 @@ package httpapi
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
 
 	"system1/internal/gateway"
-	"system1/internal/redact"
 )
 
 // handleDecide serves POST /v1/decide: the same request and response as
@@ -20,23 +16,18 @@ import (
 // the request id of x-typesafe-request-id unless the request names one.
 func (s *Server) handleDecide(w http.ResponseWriter, r *http.Request) {
 	id := RequestID(r.Context())
-	body, err := io.ReadAll(r.Body)
 	var res *gateway.Response
 	status := http.StatusOK
-	var tooBig *http.MaxBytesError
-	var ne net.Error
-	switch {
-	case errors.As(err, &tooBig):
-		res, status = gateway.Invalid(id, fmt.Sprintf("the request body is over the limit of %d bytes (max_body_bytes; a gzip body counts as it decompresses)", tooBig.Limit)), http.StatusRequestEntityTooLarge
-	case errors.As(err, &ne) && ne.Timeout():
-		res, status = gateway.Invalid(id, "the request body did not arrive within the server's read timeout"), http.StatusRequestTimeout
-	case err != nil:
-		res, status = gateway.Invalid(id, "reading the request body: "+err.Error()), http.StatusBadRequest
-	default:
+	if body, err := io.ReadAll(r.Body); err != nil {
+		var msg string
+		status, msg = bodyError(err)
+		res = gateway.Invalid(id, msg)
+	} else {
+		// The gateway's answer path takes the nodes' addresses out of
+		// what it reports (answer.Options.Local is off for serve).
 		res = s.opt.Decide.Decide(r.Context(), body, id)
 		status = decideStatus(res)
 	}
-	redactResponse(res)
 	data, err := json.Marshal(res)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -59,16 +50,4 @@ func decideStatus(res *gateway.Response) int {
 		return http.StatusGatewayTimeout
 	}
 	return http.StatusBadGateway
-}
-
-// redactResponse takes node and provider addresses out of what an HTTP
-// caller reads: errors of engines and of the HTTP client name their URLs.
-func redactResponse(res *gateway.Response) {
-	res.Rationale = redact.Text(res.Rationale)
-	if res.Error != nil {
-		res.Error.Message = redact.Text(res.Error.Message)
-	}
-	for i := range res.Attempts {
-		res.Attempts[i].Detail = redact.Text(res.Attempts[i].Detail)
-	}
 }

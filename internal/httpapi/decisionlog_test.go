@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"system1/internal/answer"
 	"system1/internal/calibration"
 	"system1/internal/config"
 	"system1/internal/decision"
@@ -62,10 +63,13 @@ func logServe(t *testing.T) (*system1, *decisionlog.Log, *calibration.Fits, stri
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Both faces calibrate by one fits file and record in one log, as
+	// system1 serve builds them.
+	svc := answer.New(answer.Options{Router: router, Fits: func() *calibration.Fits { return loaded }, Recorder: dlog})
 	api := httpapi.New(httpapi.Options{
-		Router: router, Rounding: 2, Keys: []string{logKey}, Fits: loaded,
-		Recorder: dlog, Feedback: gateway.NewFeedback(dlog), DecisionLog: dlog,
-		Decide: gateway.New(gateway.Options{Config: cfg, Router: router, Recorder: dlog, Face: decisionlog.FaceDecide}),
+		Answer: svc, Rounding: 2, Keys: []string{logKey},
+		Feedback: gateway.NewFeedback(dlog), DecisionLog: dlog,
+		Decide: gateway.New(gateway.Options{Config: cfg, Answer: svc, Face: decisionlog.FaceDecide}),
 	})
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)

@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode/utf16"
 
+	"system1/internal/answer"
 	"system1/internal/config"
 	"system1/internal/fakeengine"
 	"system1/internal/fleet"
@@ -303,9 +304,10 @@ func serveGateway(t *testing.T, maxBody int64, nodes ...node) (*system1, *gatewa
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := gateway.New(gateway.Options{Config: cfg, Router: router})
+	svc := answer.New(answer.Options{Router: router})
+	g := gateway.New(gateway.Options{Config: cfg, Answer: svc})
 	api := httpapi.New(httpapi.Options{
-		Router:       router,
+		Answer:       svc,
 		Rounding:     2,
 		MaxBodyBytes: maxBody,
 		Decide:       g,

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"system1/internal/answer"
 	"system1/internal/config"
 	"system1/internal/decision"
 	"system1/internal/fakeengine"
@@ -91,7 +92,7 @@ func serve(t testing.TB, s setup) *system1 {
 	router := fleet.New(nodes, fleet.Options{Aliases: s.aliases, Policy: testPolicy, Debias: s.debias, Prior: s.prior, MaxQuestions: s.maxQuestions})
 	router.Discover(t.Context())
 	api := httpapi.New(httpapi.Options{
-		Router:        router,
+		Answer:        answer.New(answer.Options{Router: router}),
 		Keys:          s.keys,
 		RatePerSecond: s.rate,
 		Burst:         s.burst,

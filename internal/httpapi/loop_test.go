@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"system1/internal/answer"
 	"system1/internal/calibration"
 	"system1/internal/cases"
 	"system1/internal/config"
@@ -65,8 +66,8 @@ func TestLoopClosesOnTheSimulatedModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(httpapi.New(httpapi.Options{
-		Router: fleet.New([]*fleet.Node{n}, fleet.Options{Policy: testPolicy}), Rounding: -1,
-		FitsFile: fits, Recorder: dlog, Feedback: gateway.NewFeedback(dlog), DecisionLog: dlog,
+		Answer:   answer.New(answer.Options{Router: fleet.New([]*fleet.Node{n}, fleet.Options{Policy: testPolicy}), Fits: fits.Current, Recorder: dlog}),
+		Rounding: -1, Feedback: gateway.NewFeedback(dlog), DecisionLog: dlog,
 	}))
 	t.Cleanup(srv.Close)
 

@@ -236,22 +236,32 @@ func gzipError(err error) error {
 // and 408 when it did not arrive within the server's read timeout.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		status, msg := bodyError(err)
+		typ := systemone.InvalidRequest
+		if status == http.StatusRequestEntityTooLarge {
+			typ = systemone.TooLarge
+		}
+		writeError(w, status, typ, msg)
+		return nil, false
+	}
+	return body, true
+}
+
+// bodyError says why a request body could not be read, for every route
+// that reads one: 413 over the limit, 408 when it did not arrive within
+// the server's read timeout, else 400 with the reader's error, any
+// address taken out.
+func bodyError(err error) (status int, msg string) {
 	var tooBig *http.MaxBytesError
 	var ne net.Error
 	switch {
 	case errors.As(err, &tooBig):
-		writeError(w, http.StatusRequestEntityTooLarge, systemone.TooLarge,
-			fmt.Sprintf("request body is over the limit of %d bytes (max_body_bytes; a gzip body counts as it decompresses)", tooBig.Limit))
-		return nil, false
+		return http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is over the limit of %d bytes (max_body_bytes; a gzip body counts as it decompresses)", tooBig.Limit)
 	case errors.As(err, &ne) && ne.Timeout():
-		writeError(w, http.StatusRequestTimeout, systemone.InvalidRequest,
-			"the request body did not arrive within the server's read timeout")
-		return nil, false
-	case err != nil:
-		writeError(w, http.StatusBadRequest, systemone.InvalidRequest, "reading the request body: "+redact.Text(err.Error()))
-		return nil, false
+		return http.StatusRequestTimeout, "the request body did not arrive within the server's read timeout"
 	}
-	return body, true
+	return http.StatusBadRequest, "reading the request body: " + redact.Text(err.Error())
 }
 
 func host(addr string) string {

@@ -13,7 +13,7 @@ import (
 // and the configured aliases, in the wire's model-list shapes.
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 	var models []systemone.Model
-	for _, m := range s.opt.Router.Catalog() {
+	for _, m := range s.opt.Answer.Router().Catalog() {
 		desc := "served by " + m.Via
 		if m.AliasOf != "" {
 			desc = "alias of " + m.AliasOf + ", " + desc
@@ -53,14 +53,9 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	}
 	if detail {
 		body.Version = s.opt.Version
-		states := s.opt.Router.States()
+		states := s.opt.Answer.Router().States()
 		for i := range states {
-			states[i].CoolReason = redact.Text(states[i].CoolReason)
-			states[i].Error = redact.Text(states[i].Error)
-			states[i].Constraint.Detail = redact.Text(states[i].Constraint.Detail)
-			for j := range states[i].ModelCooldowns {
-				states[i].ModelCooldowns[j].Reason = redact.Text(states[i].ModelCooldowns[j].Reason)
-			}
+			states[i] = states[i].Redacted()
 		}
 		body.Nodes, body.NodesStatus = states, fleet.FleetStatus(states)
 		if s.opt.Decide != nil {

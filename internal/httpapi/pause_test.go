@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"system1/internal/answer"
 	"system1/internal/config"
 	"system1/internal/fakeengine"
 	"system1/internal/fleet"
@@ -33,8 +34,9 @@ func TestHealthShowsThePauseSwitch(t *testing.T) {
 		t.Fatal(err)
 	}
 	state := filepath.Join(t.TempDir(), pause.FileName)
-	api := httpapi.New(httpapi.Options{Router: router, Rounding: 2,
-		Decide: gateway.New(gateway.Options{Config: cfg, Router: router, StatePath: state})})
+	svc := answer.New(answer.Options{Router: router})
+	api := httpapi.New(httpapi.Options{Answer: svc, Rounding: 2,
+		Decide: gateway.New(gateway.Options{Config: cfg, Answer: svc, StatePath: state})})
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 	s := &system1{URL: srv.URL, client: &http.Client{Transport: checker{t: t, base: http.DefaultTransport}}}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"system1/internal/answer"
 	"system1/internal/config"
 	"system1/internal/fakeengine"
 	"system1/internal/fleet"
@@ -105,7 +106,8 @@ func TestDecidePriorOverHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(httpapi.New(httpapi.Options{Router: router, Rounding: 2, Decide: gateway.New(gateway.Options{Config: cfg, Router: router})}))
+	srv := httptest.NewServer(httpapi.New(httpapi.Options{Answer: answer.New(answer.Options{Router: router}), Rounding: 2,
+		Decide: gateway.New(gateway.Options{Config: cfg, Answer: answer.New(answer.Options{Router: router})})}))
 	t.Cleanup(srv.Close)
 	s := &system1{URL: srv.URL, client: &http.Client{Transport: checker{t: t, base: http.DefaultTransport}}}
 	body := func(prior string) string {

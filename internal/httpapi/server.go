@@ -13,16 +13,18 @@ import (
 	"strings"
 	"time"
 
-	"system1/internal/calibration"
+	"system1/internal/answer"
 	"system1/internal/decisionlog"
-	"system1/internal/fleet"
 	"system1/internal/gateway"
 	"system1/internal/metrics"
 )
 
 // Options configure a Server.
 type Options struct {
-	Router  *fleet.Router
+	// Answer is the answer path /v1/systemone calls (and whose fleet
+	// /v1/models, /health and the request limits read), with the fits it
+	// applies and the decision log it records in; required.
+	Answer  *answer.Service
 	Log     *slog.Logger
 	Metrics *metrics.Metrics
 	// Keys are the accepted bearer keys; none turns auth off.
@@ -37,24 +39,12 @@ type Options struct {
 	RequestTimeout time.Duration
 	// MaxBodyBytes bounds a request body.
 	MaxBodyBytes int64
-	// Fits, when not nil, turns calibration on for /v1/systemone: each
-	// question's distribution is tempered by the fit found for the model
-	// the engine reported, the question's kind and its option count, and
-	// every answer says whether it was, in x-system1-calibrated.
-	Fits *calibration.Fits
-	// FitsFile, when not nil, is used instead of Fits: the fits file as
-	// it stands, reloaded when a refit writes a new version.
-	FitsFile *gateway.FitsFile
 	// GuessesPerMinute and GuessBurst bound the wrong keys one client
 	// address may present (a /64 for IPv6): past the burst it gets 429s,
 	// whatever key it sends, until the allowance refills. Zero is the
 	// default, DefaultGuessesPerMinute and DefaultGuessBurst.
 	GuessesPerMinute float64
 	GuessBurst       int
-	// Recorder records every question /v1/systemone answers (the
-	// decision log); nil records nothing. /v1/decide's are recorded by
-	// the gateway.
-	Recorder fleet.Recorder
 	// Feedback records the outcomes POST /v1/feedback reports; nil
 	// answers every call that the log is off.
 	Feedback *gateway.Feedback
@@ -121,14 +111,6 @@ func New(opt Options) *Server {
 	}
 	s.handler = s.routes()
 	return s
-}
-
-// fits are the fits in use: the file's current version, or Fits.
-func (s *Server) fits() *calibration.Fits {
-	if s.opt.FitsFile != nil {
-		return s.opt.FitsFile.Current()
-	}
-	return s.opt.Fits
 }
 
 // ServeHTTP serves the API.

@@ -5,15 +5,14 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"system1/internal/answer"
 	"system1/internal/decision"
 	"system1/internal/decisionlog"
 	"system1/internal/fleet"
-	"system1/internal/redact"
 	"system1/internal/systemone"
 )
 
@@ -27,7 +26,7 @@ func (s *Server) handleSystemOne(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := systemone.ParseRequest(body)
-	lim, errModel := s.limits(r, p.Model)
+	lim := s.limits(r, p.Model)
 	if ps := p.Validate(lim); len(ps) > 0 {
 		writeInvalid(w, systemone.InBody, ps...)
 		return
@@ -44,98 +43,79 @@ func (s *Server) handleSystemOne(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.Request.Prior = prior
-	if errModel != nil {
-		writeError(w, http.StatusServiceUnavailable, systemone.Unavailable,
-			fmt.Sprintf("model %q is not served by any node of this server", p.Model))
-		return
-	}
-	res, err := s.opt.Router.Decide(r.Context(), p.Request)
+	a, err := s.opt.Answer.Answer(r.Context(), answer.Request{Request: p.Request, Face: decisionlog.FaceSystemOne, RequestID: RequestID(r.Context()), Start: start})
 	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, systemone.Unavailable, redact.Text(err.Error()))
+		writeFailure(w, err)
 		return
 	}
-	if failed := res.Unanswered(p.Request); len(failed) > 0 {
-		s.writeUnanswered(w, p.Request, res, failed)
-		return
-	}
-	fits := s.fits()
-	rep := res.Report(p.Request, fits, "")
-	res.Record(s.opt.Recorder, p.Request, rep, fleet.Asked{Face: decisionlog.FaceSystemOne, RequestID: RequestID(r.Context()), Start: start})
-	out := systemone.Response{Model: res.Model, Questions: p.Questions,
-		Usage: systemone.Usage{InputTokens: rep.Usage.InputTokens, OutputTokens: rep.Usage.OutputTokens, Estimated: rep.Usage.Estimated}}
+	out := systemone.Response{Model: a.Model, Questions: p.Questions,
+		Usage: systemone.Usage{InputTokens: a.Usage.InputTokens, OutputTokens: a.Usage.OutputTokens, Estimated: a.Usage.Estimated}}
 	for i, q := range p.Questions {
-		ans, err := decision.NewAnswer(q, rep.Dists[i], s.opt.Rounding)
-		if err != nil { // the engine's reading passed every check, so this is a bug
+		ans, err := decision.NewAnswer(q, a.Questions[i].Dist, s.opt.Rounding)
+		if err != nil { // the answer passed the core's checks, so this is a bug
 			writeError(w, http.StatusInternalServerError, systemone.Internal, err.Error())
 			return
 		}
 		out.Answers = append(out.Answers, ans)
 	}
-	if len(rep.Warnings) > 0 {
+	if len(a.Warnings) > 0 {
 		// The core's words; the header's names escaped and cut, the log's
 		// in full.
-		header, detail := make([]string, len(rep.Warnings)), make([]string, len(rep.Warnings))
-		for j, wn := range rep.Warnings {
+		header, detail := make([]string, len(a.Warnings)), make([]string, len(a.Warnings))
+		for j, wn := range a.Warnings {
 			header[j] = wn.Text(headerName, headerNames)
 			detail[j] = wn.Text(strconv.Quote, quotedList)
 		}
 		w.Header().Set("X-System1-Warnings", headerList(header))
 		noteLog(r.Context(), "warnings", detail)
 	}
-	w.Header().Set(StepsHeader, stepsHeader(p.Questions, rep.Steps))
-	w.Header().Set(LabelMassHeader, labelMassHeader(p.Questions, rep.LabelMass))
-	if fits != nil { // true only when every answer was calibrated
-		w.Header().Set("X-System1-Calibrated", strconv.FormatBool(rep.Calibrated))
+	w.Header().Set(StepsHeader, stepsHeader(p.Questions, a.Questions))
+	w.Header().Set(LabelMassHeader, labelMassHeader(p.Questions, a.Questions))
+	if a.Fits != nil { // true only when every answer was calibrated
+		w.Header().Set("X-System1-Calibrated", strconv.FormatBool(a.Calibrated))
 	}
 	out.Latency = time.Since(start)
 	writeJSON(w, http.StatusOK, out.AppendJSON(make([]byte, 0, 512)))
 }
 
 // limits returns the request limits for a model, refreshing the nodes'
-// model lists once when no node is known to serve it.
-func (s *Server) limits(r *http.Request, model string) (decision.Limits, error) {
-	lim, err := s.opt.Router.Limits(model)
+// model lists once when no node is known to serve it; the defaults when
+// none does (the answer then says so).
+func (s *Server) limits(r *http.Request, model string) decision.Limits {
+	router := s.opt.Answer.Router()
+	lim, err := router.Limits(model)
 	if errors.Is(err, fleet.ErrUnknownModel) && model != "" {
-		s.opt.Router.Refresh(r.Context())
-		lim, err = s.opt.Router.Limits(model)
+		router.Refresh(r.Context())
+		lim, err = router.Limits(model)
 	}
 	if err != nil {
-		return decision.DefaultLimits(), err
+		return decision.DefaultLimits()
 	}
-	return lim, nil
+	return lim
 }
 
-// writeUnanswered explains why questions got no answer: a 422 when the
-// engines refused the request itself, else a 503 naming each question and
-// its last failure, with Retry-After when every node asked for a pause.
-func (s *Server) writeUnanswered(w http.ResponseWriter, req decision.Request, res *fleet.Result, failed []string) {
-	var reasons []string
-	var problems []decision.Problem
-	rejected, wait := true, time.Duration(0)
-	for i, a := range res.Questions {
-		if a.Err == nil {
-			continue
-		}
-		// Engines' errors name their URLs and echo upstream text: no caller
-		// reads a node's address.
-		why := redact.Text(a.Err.Error())
-		reasons = append(reasons, fmt.Sprintf("question %q: %s", req.Questions[i].ID, why))
-		problems = append(problems, decision.Problem{Path: []string{"questions", req.Questions[i].ID}, Msg: why, Type: "value_error"})
-		class, pause := fleet.Classify(a.Err)
-		rejected = rejected && class == fleet.CallerError
-		wait = max(wait, pause)
+// writeFailure writes the answer path's failure in the System One wire's
+// shapes: the caller's error as a 422 with one problem per question, any
+// other as a 503 naming each question and why, with Retry-After when a
+// node asked for a pause. The messages are the core's, redacted there.
+func writeFailure(w http.ResponseWriter, err error) {
+	var f *answer.Failure
+	if !errors.As(err, &f) {
+		writeError(w, http.StatusInternalServerError, systemone.Internal, err.Error())
+		return
 	}
-	msg := strings.Join(reasons, "; ")
-	if rejected { // a 422 in the shape of every other: one problem per question
+	if f.Class == answer.CallerError {
+		problems := make([]decision.Problem, len(f.Problems))
+		for i, p := range f.Problems {
+			problems[i] = decision.Problem{Path: []string{"questions", p.Question}, Msg: p.Message, Type: "value_error"}
+		}
 		writeInvalid(w, systemone.InBody, problems...)
 		return
 	}
-	if wait > 0 {
-		w.Header().Set("Retry-After", fmt.Sprint(retryAfterSeconds(wait)))
+	if f.RetryAfter > 0 {
+		w.Header().Set("Retry-After", fmt.Sprint(retryAfterSeconds(f.RetryAfter)))
 	}
-	slices.Sort(failed)
-	writeError(w, http.StatusServiceUnavailable, systemone.Unavailable,
-		fmt.Sprintf("no answer for question(s) %s: %s", strings.Join(failed, ", "), msg))
+	writeError(w, http.StatusServiceUnavailable, systemone.Unavailable, f.Error())
 }
 
 // quotedList writes names each quoted, comma-separated, for the log.
@@ -156,7 +136,11 @@ const StepsHeader = "X-System1-Steps"
 
 // stepsHeader writes the steps of every question for StepsHeader, with
 // the header writer's escaping and bounds.
-func stepsHeader(qs []decision.Question, steps [][]decision.Step) string {
+func stepsHeader(qs []decision.Question, as []answer.Question) string {
+	steps := make([][]decision.Step, len(as))
+	for i, a := range as {
+		steps[i] = a.Steps
+	}
 	names := make([]string, len(steps))
 	same := true
 	for i, st := range steps {
@@ -188,11 +172,11 @@ const LabelMassHeader = "X-System1-Label-Mass"
 
 // labelMassHeader writes every question's label mass for
 // LabelMassHeader, bounded by the header writer.
-func labelMassHeader(qs []decision.Question, mass []float64) string {
-	items := make([]string, len(mass))
-	for i, m := range mass {
+func labelMassHeader(qs []decision.Question, as []answer.Question) string {
+	items := make([]string, len(as))
+	for i, a := range as {
 		v := "unknown"
-		if !math.IsNaN(m) {
+		if m := a.LabelMass; !math.IsNaN(m) {
 			v = strconv.FormatFloat(m, 'f', 3, 64)
 		}
 		items[i] = headerName(qs[i].ID) + "=" + v

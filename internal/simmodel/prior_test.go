@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"system1/internal/answer"
 	"system1/internal/calibration"
 	"system1/internal/cases"
 	"system1/internal/config"
@@ -46,12 +47,11 @@ var priorModes = []priorMode{
 func answerAs(t *testing.T, r *fleet.Router, c cases.Case, q decision.Question, m priorMode) (decision.Distribution, []string) {
 	t.Helper()
 	req := decision.Request{Model: fakeengine.DefaultModel, State: c.Request.State, Questions: []decision.Question{q}, Debias: m.debias, Prior: m.prior}
-	res, err := r.Decide(context.Background(), req)
-	if err != nil || res.Questions[0].Err != nil {
-		t.Fatalf("%s: %v %v", c.ID, err, res.Questions[0].Err)
+	a, err := answer.New(answer.Options{Router: r}).Answer(context.Background(), answer.Request{Request: req})
+	if err != nil {
+		t.Fatalf("%s: %v", c.ID, err)
 	}
-	rep := res.Report(req, nil, "")
-	return rep.Dists[0], decision.StepNames(rep.Steps[0])
+	return a.Questions[0].Dist, decision.StepNames(a.Questions[0].Steps)
 }
 
 // stream answers cs in order as m and returns the labelled predictions

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"system1/internal/answer"
 	"system1/internal/config"
 	"system1/internal/decisionlog"
 	"system1/internal/fakeengine"
@@ -75,9 +76,9 @@ func serve(t testing.TB, o options) *server {
 	m := metrics.New()
 	s.router = fleet.New(nodes, fleet.Options{Policy: fleet.Policy{AllowedFails: 1, Window: time.Hour, Cooldown: time.Hour}, Observer: m})
 	s.router.Discover(t.Context())
-	g := gateway.New(gateway.Options{Config: cfg, Router: s.router, Version: "test"})
+	g := gateway.New(gateway.Options{Config: cfg, Answer: answer.New(answer.Options{Router: s.router}), Version: "test"})
 	opt := httpapi.Options{
-		Router:   s.router,
+		Answer:   answer.New(answer.Options{Router: s.router}),
 		Metrics:  m,
 		Keys:     o.keys,
 		Rounding: 2,
@@ -91,7 +92,8 @@ func serve(t testing.TB, o options) *server {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { dlog.Close(context.Background()) })
-		opt.Recorder, opt.Feedback, opt.DecisionLog = dlog, gateway.NewFeedback(dlog), dlog
+		opt.Answer = answer.New(answer.Options{Router: s.router, Recorder: dlog})
+		opt.Feedback, opt.DecisionLog = gateway.NewFeedback(dlog), dlog
 	}
 	api := httpapi.New(opt)
 	srv := httptest.NewServer(api)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"system1/internal/answer"
 	"system1/internal/config"
 	"system1/internal/fakeengine"
 	"system1/internal/fleet"
@@ -55,7 +56,7 @@ func TestConstraintInHealthOnBothFaces(t *testing.T) {
 
 			// HTTP.
 			s := serve(t, []*node{vllm, pre}, cfg.Nodes, 4*long, func(r *fleet.Router) *gateway.Gateway {
-				return gateway.New(gateway.Options{Config: cfg, Router: r, Version: "faults"})
+				return gateway.New(gateway.Options{Config: cfg, Answer: answer.New(answer.Options{Router: r}), Version: "faults"})
 			})
 			health := func() {
 				t.Helper()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"system1/internal/answer"
 	"system1/internal/config"
 	"system1/internal/fakeengine"
 	"system1/internal/fleet"
@@ -84,7 +85,7 @@ func TestRefusalIsTheCallersOnBothFaces(t *testing.T) {
 				mcpCfg := *c.cfg
 				c.cfg.Normalize()
 				s := serve(t, c.fakes, c.cfg.Nodes, 4*long, func(r *fleet.Router) *gateway.Gateway {
-					return gateway.New(gateway.Options{Config: c.cfg, Router: r, Version: "faults"})
+					return gateway.New(gateway.Options{Config: c.cfg, Answer: answer.New(answer.Options{Router: r}), Version: "faults"})
 				})
 
 				r := s.mustPost(t, "/v1/systemone", ticket)

@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"system1/internal/answer"
 	"system1/internal/config"
 	"system1/internal/fakeengine"
 	"system1/internal/fleet"
@@ -617,7 +618,7 @@ func runDecideRow(t *testing.T, row decideRow, tg target) {
 	c := newChain(t, row, tg)
 	c.cfg.Normalize() // as config.Load does: systemone providers become nodes
 	s := serve(t, c.fakes, c.cfg.Nodes, 4*long, func(r *fleet.Router) *gateway.Gateway {
-		return gateway.New(gateway.Options{Config: c.cfg, Router: r, Version: "faults"})
+		return gateway.New(gateway.Options{Config: c.cfg, Answer: answer.New(answer.Options{Router: r}), Version: "faults"})
 	})
 
 	if row.hangUp {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"system1/internal/answer"
 	"system1/internal/calibration"
 	"system1/internal/config"
 	"system1/internal/decision"
@@ -59,8 +60,12 @@ func TestGradeByTheFitsGateOnBothFaces(t *testing.T) {
 					t.Errorf("%s: status %s confidence %v grade %q gate %+v; want decided at 0.75, %q, %+v\n%s", face, res.Status, res.Confidence, res.Grade, res.Gate, tc.grade, tc.gate, raw)
 				}
 			}
+			file, err := gateway.OpenFitsFile(fitsPath)
+			if err != nil {
+				t.Fatal(err)
+			}
 			s := serve(t, []*node{n}, nil, 4*long, func(r *fleet.Router) *gateway.Gateway {
-				return gateway.New(gateway.Options{Config: cfg, Router: r, Version: "faults"})
+				return gateway.New(gateway.Options{Config: cfg, Answer: answer.New(answer.Options{Router: r, Fits: file.Current}), Version: "faults"})
 			})
 			r := s.mustPost(t, "/v1/decide", body)
 			if r.status != 200 {

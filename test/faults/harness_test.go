@@ -23,6 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.yaml.in/yaml/v3"
 
+	"system1/internal/answer"
 	"system1/internal/config"
 	"system1/internal/fleet"
 	"system1/internal/gateway"
@@ -146,7 +147,7 @@ func serve(t testing.TB, fakes []*node, cfgs []config.Node, deadline time.Durati
 	s := &system1{obs: &observer{}}
 	router, tr := fleetOf(t, cfgs, s.obs)
 	s.router = router
-	opt := httpapi.Options{Router: router, Rounding: 2, RequestTimeout: deadline, Version: "faults"}
+	opt := httpapi.Options{Answer: answer.New(answer.Options{Router: router}), Rounding: 2, RequestTimeout: deadline, Version: "faults"}
 	if decide != nil {
 		g := decide(router)
 		if errs := g.ConfigErrors(); len(errs) > 0 {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"system1/internal/answer"
 	"system1/internal/config"
 	"system1/internal/fleet"
 	"system1/internal/httpapi"
@@ -41,7 +42,7 @@ func serve(t *testing.T, node config.Node) *server {
 	}
 	r := fleet.New([]*fleet.Node{n}, fleet.Options{Policy: policy})
 	r.Discover(t.Context())
-	srv := httptest.NewServer(httpapi.New(httpapi.Options{Router: r, Rounding: 2, Version: "test"}))
+	srv := httptest.NewServer(httpapi.New(httpapi.Options{Answer: answer.New(answer.Options{Router: r}), Rounding: 2, Version: "test"}))
 	t.Cleanup(srv.Close)
 	return &server{URL: srv.URL, router: r}
 }

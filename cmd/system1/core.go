@@ -1,0 +1,63 @@
+package main
+
+import (
+	"fmt"
+
+	"system1/internal/answer"
+	"system1/internal/config"
+	"system1/internal/decisionlog"
+	"system1/internal/fleet"
+	"system1/internal/gateway"
+)
+
+// answerPath is the answer path over router, applying the fits of file
+// (none when nil) and recording in dlog (nothing when nil). local keeps
+// the nodes' addresses in failures: for the faces whose caller runs
+// system1 itself (mcp over stdio, the command line), never for serve's.
+func answerPath(router *fleet.Router, file *gateway.FitsFile, dlog *decisionlog.Log, local bool) *answer.Service {
+	o := answer.Options{Router: router, Local: local}
+	if file != nil {
+		o.Fits = file.Current
+	}
+	if dlog != nil {
+		o.Recorder = dlog
+	}
+	return answer.New(o)
+}
+
+// decideFits opens the fits decide applies: gateway.fits whenever it is
+// set, whatever calibration.mode says (/v1/systemone applies them only
+// with mode apply, see servingFits); serving, when serve opened them
+// already, so that both faces reload one file together.
+func decideFits(cfg *config.Config, serving *gateway.FitsFile) (*gateway.FitsFile, error) {
+	if serving != nil || cfg.Gateway.Fits == "" {
+		return serving, nil
+	}
+	f, err := gateway.OpenFitsFile(cfg.Resolve(cfg.Gateway.Fits))
+	if err != nil {
+		return nil, fmt.Errorf("gateway.fits: %w", err)
+	}
+	return f, nil
+}
+
+// chainPath builds what the decide chain of a command-line face (mcp,
+// decide, bench) asks: the answer path over the configuration's nodes,
+// with the fits decide applies and dlog. What cannot be built is
+// returned as configuration errors for the gateway to report; the path
+// is nil when no router could be built, or no chain is configured (which
+// the gateway reports).
+func chainPath(cfg *config.Config, getenv func(string) string, dlog *decisionlog.Log) (*answer.Service, []error) {
+	if len(cfg.Gateway.Chain) == 0 {
+		return nil, nil
+	}
+	router, err := fleet.FromConfig(cfg, fleet.Options{Getenv: getenv})
+	if err != nil {
+		return nil, []error{fmt.Errorf("nodes: %w", err)}
+	}
+	var errs []error
+	fits, err := decideFits(cfg, nil)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	return answerPath(router, fits, dlog, true), errs
+}

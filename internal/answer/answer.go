@@ -1,0 +1,138 @@
+package answer
+
+import (
+	"context"
+	"time"
+
+	"system1/internal/calibration"
+	"system1/internal/decision"
+	"system1/internal/fleet"
+)
+
+// Options configure a Service.
+type Options struct {
+	// Router is the fleet that answers; required.
+	Router *fleet.Router
+	// Fits returns the calibration fits to apply, read once per request;
+	// nil, or a nil result, applies none.
+	Fits func() *calibration.Fits
+	// Recorder takes the record of every answered question (a
+	// *decisionlog.Log); nil records nothing.
+	Recorder Recorder
+	// Local is set for a face whose caller runs system1 itself (the MCP
+	// server over stdio, the command line): failures keep the nodes'
+	// addresses. Otherwise they are taken out, as every caller over the
+	// network must get them.
+	Local bool
+}
+
+// Service answers requests across the fleet: the one sequence every face
+// calls. It is safe for concurrent use.
+type Service struct{ opt Options }
+
+// New returns the answer path over o.Router.
+func New(o Options) *Service { return &Service{opt: o} }
+
+// Router is the fleet the service asks.
+func (s *Service) Router() *fleet.Router { return s.opt.Router }
+
+// Fits are the fits the service applies now; nil when none are loaded.
+func (s *Service) Fits() *calibration.Fits {
+	if s.opt.Fits == nil {
+		return nil
+	}
+	return s.opt.Fits()
+}
+
+// Only is the service over the named nodes alone (fleet.Router.Only),
+// with the same fits, recorder and redaction: a link of the decide chain
+// held to some nodes.
+func (s *Service) Only(nodes []string) *Service {
+	o := s.opt
+	o.Router = s.opt.Router.Only(nodes)
+	return &Service{opt: o}
+}
+
+// Request is a request to answer, and who asks it, for its records.
+type Request struct {
+	decision.Request
+	// Face names the face in the records: decisionlog.FaceSystemOne,
+	// FaceDecide or FaceMCP.
+	Face string
+	// RequestID is the id the caller can report outcomes under.
+	RequestID string
+	// Start is when the face received the request; zero records no
+	// latency.
+	Start time.Time
+	// Provider is the link of the decide chain asking, whose fits apply
+	// before the model's; empty for none.
+	Provider string
+}
+
+// Answer is a request answered: every question, calibrated, with the
+// steps that made each distribution, the usage summed and the warnings a
+// caller should see. It is made once, here, so that the faces agree.
+type Answer struct {
+	// Model is the model id the engines report.
+	Model string
+	// Questions are aligned with the request's questions.
+	Questions []Question
+	Usage     Usage
+	// Warnings are in question order.
+	Warnings []Warning
+	// Calibrated is set when every distribution was tempered by a fit.
+	Calibrated bool
+	// FitVersion is the Revision of the fits that tempered at least one
+	// distribution, "" when none did.
+	FitVersion string
+	// Fits are the fits the answer was calibrated with, nil when none
+	// are loaded: one snapshot, so that whatever grades the answer later
+	// reads the same revision that tempered it.
+	Fits *calibration.Fits
+}
+
+// Question is one question's answer.
+type Question struct {
+	// Dist is the distribution answered: the engine's after every step.
+	Dist decision.Distribution
+	// Engine is the distribution as the engine read it, in the caller's
+	// option order.
+	Engine decision.Distribution
+	// Steps are the steps applied to Engine, in order, each with the
+	// distribution it left; the last one's is Dist. A step is applied
+	// only by being listed here, so every face can name what it reports.
+	Steps []decision.Step
+	// LabelMass is the probability the engine put on the option labels
+	// at all (the mean over the orders asked); NaN where the engine
+	// cannot know (after its constraint, or a System One upstream) or the
+	// options went in rounds over separate prompts.
+	LabelMass float64
+	// Model is the model that answered, as the node reports it, and Node
+	// the node; Attempts are every try of the question, in order.
+	Model, Node string
+	Attempts    []fleet.Attempt
+	// Refusal, when not empty, says why the answer is not one to act on,
+	// though Dist is still the reading: today, that a System One upstream
+	// declined it (its abstention gate). The decide chain abstains on it;
+	// the System One wire, which has no word for it, answers as read.
+	Refusal string
+}
+
+// Answer asks the fleet every question of req and, when every one was
+// answered, reports and records the answer; otherwise it returns a
+// *Failure and records nothing.
+func (s *Service) Answer(ctx context.Context, req Request) (*Answer, error) {
+	res, err := s.opt.Router.Decide(ctx, req.Request)
+	if err != nil {
+		return nil, s.refused(req.Model, err)
+	}
+	if f := s.unanswered(req.Request, res); f != nil {
+		return nil, f
+	}
+	a := report(req, res, s.Fits())
+	if f := s.check(req.Request, a); f != nil {
+		return nil, f
+	}
+	s.record(req, a)
+	return a, nil
+}

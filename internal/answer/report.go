@@ -1,0 +1,101 @@
+package answer
+
+import (
+	"fmt"
+	"strings"
+
+	"system1/internal/calibration"
+	"system1/internal/decision"
+	"system1/internal/fleet"
+)
+
+// Usage counts tokens as the engines reported them, summed over a
+// request's questions.
+type Usage struct {
+	InputTokens, OutputTokens int
+	// Estimated is set when an engine reported no counts and they were
+	// estimated at four characters per token.
+	Estimated bool
+}
+
+// Warning is what a caller should know of one answered question. Its
+// words are the core's, the same on every face; a face only chooses how
+// names are written (escaped for a header, quoted for a log).
+type Warning struct {
+	Question string
+	// Missing are the options whose label the engine did not report, so
+	// they were reported 0.
+	Missing []string
+	// NoFit is set when fits were given and none matched the model that
+	// answered, the question's kind and its option count.
+	NoFit bool
+	// ConstraintFailed is set when the engine generated a token that is
+	// not a label though it was to hold the first token to them.
+	ConstraintFailed bool
+	Model            string
+	Kind             decision.Kind
+	Options          int
+}
+
+// Text writes the warning, each name through name and a list of names
+// through names.
+func (w Warning) Text(name func(string) string, names func([]string) string) string {
+	if w.ConstraintFailed {
+		return fmt.Sprintf("%s: the engine's constraint did not hold (it generated a token that is not a label); its values were read as from before the constraint", name(w.Question))
+	}
+	if w.NoFit {
+		return fmt.Sprintf("%s: no calibration fit for model %s, %s over %d options; reported as the engine gave it", name(w.Question), name(w.Model), w.Kind, w.Options)
+	}
+	return fmt.Sprintf("%s: options %s were not in the engine's top log-probabilities; reported 0", name(w.Question), names(w.Missing))
+}
+
+// String is the warning with names as they are.
+func (w Warning) String() string {
+	return w.Text(func(s string) string { return s }, func(n []string) string { return strings.Join(n, ",") })
+}
+
+// report applies the steps to the fleet's readings of req, every question
+// of which was answered: the orders' average (debias) and the prior the
+// fleet read, then the temperature fits hold for the provider ("" for
+// none), the model that answered, the question's kind and its option
+// count. A question without a fit is reported as the engine gave it, with
+// a warning.
+func report(req Request, res *fleet.Result, fits *calibration.Fits) *Answer {
+	a := &Answer{Model: res.Model, Calibrated: fits != nil, Fits: fits, Questions: make([]Question, len(req.Questions))}
+	for i, q := range req.Questions {
+		got := res.Questions[i]
+		d := got.Dist
+		out := Question{Engine: d, LabelMass: got.Mass, Model: got.Model, Node: got.Node, Attempts: got.Attempts, Refusal: got.Abstain}
+		if got.Orders > 1 {
+			out.Engine = got.Raw
+			out.Steps = append(out.Steps, decision.Step{Name: decision.StepDebias, Version: decision.DebiasVersion(got.Orders), Dist: d})
+		}
+		if got.Prior != nil {
+			d = d.DivideOut(got.Prior)
+			out.Steps = append(out.Steps, decision.Step{Name: decision.StepPrior, Version: got.PriorVersion, Dist: d})
+		}
+		if fits != nil {
+			if ft, ok := fits.Lookup(req.Provider, got.Model, q.Kind, len(d)); ok {
+				d = d.Temper(ft.Temperature)
+				v := decision.TemperatureVersion(fits.Version, ft.Temperature, ft.Date, fits.Revision)
+				out.Steps = append(out.Steps, decision.Step{Name: decision.StepTemperature, Version: v, Dist: d})
+				a.FitVersion = fits.Revision
+			} else {
+				a.Calibrated = false
+				a.Warnings = append(a.Warnings, Warning{Question: q.ID, NoFit: true, Model: got.Model, Kind: q.Kind, Options: len(d)})
+			}
+		}
+		out.Dist = d
+		a.Questions[i] = out
+		a.Usage.InputTokens += got.InputTokens
+		a.Usage.OutputTokens += got.OutputTokens
+		a.Usage.Estimated = a.Usage.Estimated || got.Estimated
+		if got.ConstraintFailed {
+			a.Warnings = append(a.Warnings, Warning{Question: q.ID, ConstraintFailed: true})
+		}
+		if len(got.Missing) > 0 {
+			a.Warnings = append(a.Warnings, Warning{Question: q.ID, Missing: got.Missing})
+		}
+	}
+	return a
+}

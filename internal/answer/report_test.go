@@ -1,0 +1,51 @@
+package answer
+
+import (
+	"strings"
+	"testing"
+
+	"system1/internal/calibration"
+	"system1/internal/decision"
+	"system1/internal/engine"
+	"system1/internal/fleet"
+)
+
+// The report calibrates by the fits, sums usage and collects warnings in
+// question order, the same for every face.
+func TestReport(t *testing.T) {
+	req := Request{Request: decision.Request{Model: "m", Questions: []decision.Question{
+		{ID: "q1", Kind: decision.Choice, Options: make([]decision.Option, 3)},
+		{ID: "q2", Kind: decision.Noul, Options: make([]decision.Option, 2)},
+	}}}
+	res := &fleet.Result{Model: "m", Questions: []fleet.Answered{
+		{Outcome: engine.Outcome{Dist: decision.Distribution{0.7, 0.2, 0.1}, Model: "m", InputTokens: 10, OutputTokens: 1, Missing: []string{"c"}}},
+		{Outcome: engine.Outcome{Dist: decision.Distribution{0.6, 0.4}, Model: "m", InputTokens: 5, OutputTokens: 1, Estimated: true}},
+	}}
+	a := report(req, res, nil)
+	if a.Calibrated || a.Usage != (Usage{15, 2, true}) || len(a.Warnings) != 1 || !strings.HasPrefix(a.Warnings[0].String(), "q1: options c were not") || a.Questions[0].Dist[0] != 0.7 {
+		t.Fatalf("without fits: %+v", a)
+	}
+	fits := &calibration.Fits{Version: calibration.FitsVersion, Fits: []calibration.Fit{{Model: "m", Kind: decision.Choice, Bucket: "3-4", Temperature: 2, N: 50}}}
+	a = report(req, res, fits)
+	if a.Calibrated || len(a.Warnings) != 2 || !strings.Contains(a.Warnings[1].String(), "q2: no calibration fit") || a.Questions[0].Dist[0] >= 0.7 || a.Fits != fits {
+		t.Fatalf("with a fit for the choice only: %+v", a)
+	}
+}
+
+// Whatever the node, a distribution that is not one over the question's
+// options is malformed, and the request is not answered.
+func TestCheckRefusesWhatIsNotADistribution(t *testing.T) {
+	req := decision.Request{Questions: []decision.Question{{ID: "q", Kind: decision.Choice, Options: make([]decision.Option, 2)}}}
+	s := New(Options{})
+	for _, c := range []struct {
+		d    decision.Distribution
+		good bool
+	}{{decision.Distribution{0.5, 0.5}, true}, {decision.Distribution{0.5, 0.4}, false}, {decision.Distribution{1}, false},
+		{decision.Distribution{0.5, 0.5, 0}, false}, {decision.Distribution{1.5, -0.5}, false}} {
+		d := c.d
+		f := s.check(req, &Answer{Questions: []Question{{Dist: d, Node: "n"}}})
+		if (f == nil) != c.good || (f != nil && (f.Class != NoAnswer || f.Problems[0].Class != Malformed || !strings.Contains(f.Error(), "node n: the answer failed the checks"))) {
+			t.Errorf("%v: %+v", d, f)
+		}
+	}
+}
