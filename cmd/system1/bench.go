@@ -19,6 +19,7 @@ import (
 	"system1/internal/calibration"
 	"system1/internal/cases"
 	"system1/internal/gateway"
+	"system1/internal/outcomes"
 	"system1/internal/systemone"
 )
 
@@ -169,7 +170,7 @@ counted and listed.
 	var fits *calibration.Fits
 	if *fitsPath != "" {
 		var err error
-		if fits, err = calibration.LoadFits(*fitsPath); err != nil {
+		if fits, err = outcomes.LoadFits(*fitsPath); err != nil {
 			return err
 		}
 	}

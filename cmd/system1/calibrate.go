@@ -12,8 +12,8 @@ import (
 	"system1/internal/calibration"
 	"system1/internal/config"
 	"system1/internal/decisionlog"
-	"system1/internal/gateway"
 	"system1/internal/metrics"
+	"system1/internal/outcomes"
 )
 
 // DefaultMinCases is the fewest cases a bucket needs to be fitted on.
@@ -167,7 +167,7 @@ func source(b bench.BucketFit) string {
 // beside the configuration file, which must be valid. With
 // calibration.refit_every set, a missing file starts empty: the refits
 // fill it.
-func servingFits(cfg *config.Config, log *slog.Logger) (*gateway.FitsFile, error) {
+func servingFits(cfg *config.Config, log *slog.Logger) (*outcomes.FitsFile, error) {
 	if !cfg.Calibration.Apply() {
 		if cfg.Calibration.RefitEvery > 0 {
 			return nil, errors.New("calibration.refit_every needs mode: apply (the refits are applied to /v1/systemone and decide)")
@@ -188,7 +188,7 @@ func servingFits(cfg *config.Config, log *slog.Logger) (*gateway.FitsFile, error
 			return nil, fmt.Errorf("calibration: starting an empty fits file for the refits: %w", err)
 		}
 	}
-	fits, err := gateway.OpenFitsFile(path)
+	fits, err := outcomes.OpenFitsFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("calibration: apply: %w", err)
 	}
@@ -201,12 +201,12 @@ const eceWindow = 24 * time.Hour
 
 // watchECE sets the rolling ECE gauges from the decision log every so
 // often until ctx ends.
-func watchECE(ctx context.Context, m *metrics.Metrics, dlog *decisionlog.Log, fits *gateway.FitsFile, every time.Duration, log *slog.Logger) {
+func watchECE(ctx context.Context, m *metrics.Metrics, dlog *decisionlog.Log, fits *outcomes.FitsFile, every time.Duration, log *slog.Logger) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		now := time.Now()
-		rep, err := gateway.ReportCalibration(ctx, dlog, fits.Current(), now.Add(-eceWindow), now, 0)
+		rep, err := outcomes.ReportCalibration(ctx, dlog, fits.Current(), now.Add(-eceWindow), now, 0)
 		if err != nil && ctx.Err() == nil {
 			log.Warn("rolling ECE: reading the decision log failed", "request_id", "-", "err", err)
 		} else {
@@ -227,7 +227,7 @@ func watchECE(ctx context.Context, m *metrics.Metrics, dlog *decisionlog.Log, fi
 // refitLoop refits from the decision log every calibration.refit_every
 // until ctx ends, writing a new version of the fits file when a refit
 // lowers held-out NLL; both faces pick it up from the file.
-func refitLoop(ctx context.Context, fits *gateway.FitsFile, dlog *decisionlog.Log, c config.Calibration, log *slog.Logger) {
+func refitLoop(ctx context.Context, fits *outcomes.FitsFile, dlog *decisionlog.Log, c config.Calibration, log *slog.Logger) {
 	t := time.NewTicker(time.Duration(c.RefitEvery))
 	defer t.Stop()
 	for {
@@ -236,7 +236,7 @@ func refitLoop(ctx context.Context, fits *gateway.FitsFile, dlog *decisionlog.Lo
 			return
 		case <-t.C:
 		}
-		ds, rev, err := fits.RefitFromLog(ctx, dlog, gateway.RefitOptions{MinOutcomes: c.MinOutcomes, Holdout: c.Holdout, Seed: 1, TargetError: c.TargetError})
+		ds, rev, err := fits.RefitFromLog(ctx, dlog, outcomes.RefitOptions{MinOutcomes: c.MinOutcomes, Holdout: c.Holdout, Seed: 1, TargetError: c.TargetError})
 		if err != nil {
 			log.Error("refit from the decision log failed", "request_id", "-", "err", err)
 			continue

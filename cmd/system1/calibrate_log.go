@@ -11,7 +11,7 @@ import (
 	"system1/internal/calibration"
 	"system1/internal/config"
 	"system1/internal/decisionlog"
-	"system1/internal/gateway"
+	"system1/internal/outcomes"
 )
 
 // reportFlag is calibrate's --report: alone, the decision log's report;
@@ -92,12 +92,12 @@ func calibrationReport(ctx context.Context, e env, cfgFlag, stateDir string, win
 	defer closeDecisionLog(l, logger(e))
 	var fits *calibration.Fits
 	if cfg.Gateway.Fits != "" {
-		if fits, err = calibration.LoadFits(cfg.Resolve(cfg.Gateway.Fits)); err != nil {
+		if fits, err = outcomes.LoadFits(cfg.Resolve(cfg.Gateway.Fits)); err != nil {
 			return fmt.Errorf("gateway.fits: %w", err)
 		}
 	}
 	now := time.Now()
-	rep, err := gateway.ReportCalibration(ctx, l, fits, now.Add(-window), now, target)
+	rep, err := outcomes.ReportCalibration(ctx, l, fits, now.Add(-window), now, target)
 	if err != nil {
 		return err
 	}

@@ -8,10 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"system1/internal/calibration"
 	"system1/internal/decision"
 	"system1/internal/decisionlog"
-	"system1/internal/gateway"
+	"system1/internal/outcomes"
 )
 
 // calibrate --from-log fits the decision log's answers with outcomes
@@ -50,7 +49,7 @@ func TestCalibrateFromTheLog(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s\n%s", err, stdout, stderr)
 	}
-	fits, err := calibration.LoadFits(fitsPath)
+	fits, err := outcomes.LoadFits(fitsPath)
 	if err != nil || len(fits.Fits) != 1 || fits.Fits[0].Model != "m" || fits.Fits[0].Bucket != "3-4" || !(fits.Fits[0].Temperature > 1) || fits.Fits[0].Holdout == nil || fits.Revision == "" {
 		t.Fatalf("fits %+v, %v", fits, err)
 	}
@@ -61,7 +60,7 @@ func TestCalibrateFromTheLog(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
-	var rep gateway.CalibrationReport
+	var rep outcomes.CalibrationReport
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || len(rep.Buckets) != 1 || rep.Buckets[0].Outcomes != 80 || rep.TargetError != 0.1 ||
 		rep.Buckets[0].Accuracy != 0.5 || len(rep.Buckets[0].Reliability) == 0 {
 		t.Fatalf("report %v: %s", err, stdout)

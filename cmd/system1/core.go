@@ -7,14 +7,14 @@ import (
 	"system1/internal/config"
 	"system1/internal/decisionlog"
 	"system1/internal/fleet"
-	"system1/internal/gateway"
+	"system1/internal/outcomes"
 )
 
 // answerPath is the answer path over router, applying the fits of file
 // (none when nil) and recording in dlog (nothing when nil). local keeps
 // the nodes' addresses in failures: for the faces whose caller runs
 // system1 itself (mcp over stdio, the command line), never for serve's.
-func answerPath(router *fleet.Router, file *gateway.FitsFile, dlog *decisionlog.Log, local bool) *answer.Service {
+func answerPath(router *fleet.Router, file *outcomes.FitsFile, dlog *decisionlog.Log, local bool) *answer.Service {
 	o := answer.Options{Router: router, Local: local}
 	if file != nil {
 		o.Fits = file.Current
@@ -29,11 +29,11 @@ func answerPath(router *fleet.Router, file *gateway.FitsFile, dlog *decisionlog.
 // set, whatever calibration.mode says (/v1/systemone applies them only
 // with mode apply, see servingFits); serving, when serve opened them
 // already, so that both faces reload one file together.
-func decideFits(cfg *config.Config, serving *gateway.FitsFile) (*gateway.FitsFile, error) {
+func decideFits(cfg *config.Config, serving *outcomes.FitsFile) (*outcomes.FitsFile, error) {
 	if serving != nil || cfg.Gateway.Fits == "" {
 		return serving, nil
 	}
-	f, err := gateway.OpenFitsFile(cfg.Resolve(cfg.Gateway.Fits))
+	f, err := outcomes.OpenFitsFile(cfg.Resolve(cfg.Gateway.Fits))
 	if err != nil {
 		return nil, fmt.Errorf("gateway.fits: %w", err)
 	}

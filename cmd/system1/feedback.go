@@ -9,7 +9,7 @@ import (
 	"os"
 
 	"system1/internal/decisionlog"
-	"system1/internal/gateway"
+	"system1/internal/outcomes"
 )
 
 const feedbackUsage = `usage: system1 feedback [flags] REQUEST_ID OUTCOME
@@ -54,8 +54,8 @@ func cmdFeedback(ctx context.Context, args []string, e env) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	var items []gateway.FeedbackItem
-	var res *gateway.FeedbackResult
+	var items []outcomes.FeedbackItem
+	var res *outcomes.FeedbackResult
 	switch {
 	case *file != "" && fs.NArg() == 0 && *question == "":
 		var data []byte
@@ -68,10 +68,10 @@ func cmdFeedback(ctx context.Context, args []string, e env) error {
 		if err != nil {
 			return fmt.Errorf("feedback: %w", err)
 		}
-		items, res = gateway.ParseFeedback(data)
+		items, res = outcomes.ParseFeedback(data)
 	case *file == "" && fs.NArg() == 2:
 		outcome, _ := json.Marshal(fs.Arg(1)) // a Go string always marshals
-		items = []gateway.FeedbackItem{{RequestID: fs.Arg(0), Question: *question, Outcome: outcome}}
+		items = []outcomes.FeedbackItem{{RequestID: fs.Arg(0), Question: *question, Outcome: outcome}}
 	default:
 		fs.Usage()
 		return errUsage
@@ -88,9 +88,9 @@ func cmdFeedback(ctx context.Context, args []string, e env) error {
 			return fmt.Errorf("configuration %s: %w", cfg.Path, errors.Join(errs...))
 		}
 		dlog := openDecisionLog(ctx, cfg.DecisionLog, *stateDir, e, log, nil)
-		res = gateway.NewFeedback(dlog).Record(ctx, items)
+		res = outcomes.NewFeedback(dlog).Record(ctx, items)
 		closeDecisionLog(dlog, log)
-		if res.Error != nil && res.Error.Code == gateway.FeedbackUnknownRequest {
+		if res.Error != nil && res.Error.Code == outcomes.FeedbackUnknownRequest {
 			where = logWhere(decisionlog.OptionsFrom(cfg.DecisionLog, *stateDir, e.getenv))
 		}
 	}
@@ -103,9 +103,9 @@ func cmdFeedback(ctx context.Context, args []string, e env) error {
 		return nil
 	}
 	switch res.Error.Code {
-	case gateway.FeedbackInvalid:
+	case outcomes.FeedbackInvalid:
 		return errNotRecorded
-	case gateway.FeedbackUnknownRequest:
+	case outcomes.FeedbackUnknownRequest:
 		if where != "" {
 			fmt.Fprintf(e.stderr, unknownRequestHint, where)
 		}

@@ -13,6 +13,7 @@ import (
 	"system1/internal/decisionlog"
 	"system1/internal/gateway"
 	"system1/internal/mcpserver"
+	"system1/internal/outcomes"
 	"system1/internal/pause"
 )
 
@@ -37,7 +38,7 @@ func cmdMCP(ctx context.Context, args []string, e env) error {
 	for _, msg := range g.ConfigErrors() {
 		log.Warn("configuration error; system1_decide answers config_error until it is fixed", "request_id", "-", "err", msg)
 	}
-	err := mcpserver.Run(ctx, mcpserver.Options{Gateway: g, Feedback: gateway.NewFeedback(dlog), Log: log, Version: version},
+	err := mcpserver.Run(ctx, mcpserver.Options{Gateway: g, Feedback: outcomes.NewFeedback(dlog), Log: log, Version: version},
 		&mcpserver.LineTransport{Reader: e.stdin, Writer: e.stdout, MaxLineBytes: *maxLine, DrainGrace: *drain, Log: log})
 	switch {
 	case ctx.Err() != nil:

@@ -18,6 +18,7 @@ import (
 	"system1/internal/gateway"
 	"system1/internal/httpapi"
 	"system1/internal/metrics"
+	"system1/internal/outcomes"
 	"system1/internal/pause"
 )
 
@@ -107,7 +108,7 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 		Rounding:         rounding,
 		RequestTimeout:   cfg.Timeouts.Request.Or(httpapi.DefaultRequestTimeout),
 		MaxBodyBytes:     cfg.MaxBodyBytes,
-		Feedback:         gateway.NewFeedback(dlog),
+		Feedback:         outcomes.NewFeedback(dlog),
 		DecisionLog:      dlog,
 		TargetError:      cfg.Calibration.TargetError,
 		// POST /v1/decide: the gateway over the same fleet and decision

@@ -1,7 +1,8 @@
 // Package calibration measures how well the distributions a model gives
 // match how often it is right, and fits a temperature per question kind and
-// option-count bucket to make them match better. It reads and writes the
-// fits file's bytes but does no I/O and holds no global state.
+// option-count bucket to make them match better. It is pure: it parses
+// and encodes the fits file's bytes (ParseFits, Fits.Encode), but reads
+// and writes no file (package outcomes does) and holds no global state.
 //
 // Confidence here is always the probability the distribution gives its own
 // predicted answer, the quantity calibration is about; it is not the

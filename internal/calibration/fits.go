@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"time"
 
@@ -37,7 +36,7 @@ type Fits struct {
 	Created string `json:"created"`
 	// Revision names this version of the fits: what a decide answer and
 	// the decision log say was applied. Refits write a new one; a file
-	// without one gets its content's hash from LoadFits (see Revise).
+	// without one gets its content's hash when it is read (ContentRevision).
 	Revision string `json:"revision,omitempty"`
 	Fits     []Fit  `json:"fits"`
 }
@@ -204,34 +203,17 @@ type Score struct {
 	ECEAfter  float64 `json:"ece_after"`
 }
 
-// LoadFits reads the fits file at path: the one way every face loads
-// fits. An error names the file.
-func LoadFits(path string) (*Fits, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err // names the file already
-	}
-	f, err := ParseFits(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if f.Revision == "" {
-		f.Revision = contentRevision(data)
-	}
-	return f, nil
-}
-
 // Revise sets f's Revision for a new version written at now: the time and
 // a hash of the fits, so that two versions never share one.
 func (f *Fits) Revise(now time.Time) {
 	f.Revision = ""
 	data, _ := json.Marshal(f) // plain data always marshals
-	f.Revision = now.UTC().Format("20060102T150405Z") + "-" + contentRevision(data)[:8]
+	f.Revision = now.UTC().Format("20060102T150405Z") + "-" + ContentRevision(data)[:8]
 }
 
-// contentRevision is the revision of a file that names none: the start of
-// its SHA-256.
-func contentRevision(data []byte) string {
+// ContentRevision is the revision of a fits file that names none: the
+// start of its content's SHA-256, so that two contents never share one.
+func ContentRevision(data []byte) string {
 	h := sha256.Sum256(data)
 	return hex.EncodeToString(h[:6])
 }

@@ -20,7 +20,7 @@ func TestOldFitsFileLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := LoadFits("testdata/fits-v1.json")
+	f, err := ParseFits(data)
 	if err != nil {
 		t.Fatal(err)
 	}

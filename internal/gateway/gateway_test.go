@@ -18,6 +18,7 @@ import (
 	"system1/internal/decision"
 	"system1/internal/fakeengine"
 	"system1/internal/fleet"
+	"system1/internal/outcomes"
 	"system1/internal/pause"
 )
 
@@ -174,7 +175,7 @@ func build(t *testing.T, o Options, rec answer.Recorder) *Gateway {
 	}
 	ao := answer.Options{Router: router, Recorder: rec, Local: true}
 	if f := o.Config.Gateway.Fits; f != "" {
-		file, err := OpenFitsFile(o.Config.Resolve(f))
+		file, err := outcomes.OpenFitsFile(o.Config.Resolve(f))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"system1/internal/cases"
 	"system1/internal/config"
 	"system1/internal/decisionlog"
+	"system1/internal/outcomes"
 	"system1/internal/pause"
 )
 
@@ -52,7 +53,7 @@ func TestLabelMassGateFromOutcomes(t *testing.T) {
 	nearEarly, nearLate := halves(b.nearHeld)
 
 	since := time.Now().Add(-time.Minute)
-	var items []FeedbackItem
+	var items []outcomes.FeedbackItem
 	for _, grp := range []struct {
 		cs      []cases.Case
 		inScope bool
@@ -66,24 +67,24 @@ func TestLabelMassGateFromOutcomes(t *testing.T) {
 			if grp.inScope {
 				outcome, _ = json.Marshal(b.asked.options[c.Expected[0]])
 			}
-			items = append(items, FeedbackItem{RequestID: id, Outcome: outcome})
+			items = append(items, outcomes.FeedbackItem{RequestID: id, Outcome: outcome})
 		}
 	}
-	if res := NewFeedback(dlog).Record(t.Context(), items); res.Error != nil || len(res.Recorded) != len(items) {
+	if res := outcomes.NewFeedback(dlog).Record(t.Context(), items); res.Error != nil || len(res.Recorded) != len(items) {
 		t.Fatalf("feedback: %+v", res.Error)
 	}
 	// The default target, 5%: with about 80 in-scope outcomes the bound
 	// allows none lost, so the gate is the least in-scope mass seen.
 	until := time.Now().Add(time.Second)
-	def, err := ReportCalibration(t.Context(), dlog, nil, since, until, 0)
+	def, err := outcomes.ReportCalibration(t.Context(), dlog, nil, since, until, 0)
 	if err != nil || len(def.LabelMass) != 1 {
 		t.Fatalf("report %+v, %v", def.LabelMass, err)
 	}
-	rep, err := ReportCalibrationWith(t.Context(), dlog, nil, ReportOptions{Since: since, Until: until, MaxInScopeLoss: 0.25})
+	rep, err := outcomes.ReportCalibrationWith(t.Context(), dlog, nil, outcomes.ReportOptions{Since: since, Until: until, MaxInScopeLoss: 0.25})
 	if err != nil || len(rep.LabelMass) != 1 {
 		t.Fatalf("report %+v, %v", rep.LabelMass, err)
 	}
-	for _, mg := range []LabelMassGate{def.LabelMass[0], rep.LabelMass[0]} {
+	for _, mg := range []outcomes.LabelMassGate{def.LabelMass[0], rep.LabelMass[0]} {
 		if mg.Model != "tiny" || mg.InScope != len(inEarly) || mg.OutOfScope != len(nearEarly) || mg.MinLabelMass == nil || mg.Flagged == nil || !(mg.UpperBound < mg.MaxInScopeLoss) {
 			t.Fatalf("suggested %+v from %d in-scope and %d out-of-scope outcomes", mg, len(inEarly), len(nearEarly))
 		}

@@ -11,6 +11,7 @@ import (
 
 	"system1/internal/decisionlog"
 	"system1/internal/fleet"
+	"system1/internal/outcomes"
 )
 
 // The published schemas are derived from the Go types above: jsonschema-go
@@ -139,7 +140,7 @@ func SchemaFiles() map[string][]byte {
 
 // FeedbackInputSchema is system1_feedback's input: one outcome.
 func FeedbackInputSchema() *jsonschema.Schema {
-	s := infer[FeedbackItem]()
+	s := infer[outcomes.FeedbackItem]()
 	p := s.Properties
 	p["request_id"].MinLength, p["request_id"].MaxLength = ptr(1), ptr(decisionlog.MaxRequestIDChars)
 	desc := p["outcome"].Description
@@ -150,8 +151,8 @@ func FeedbackInputSchema() *jsonschema.Schema {
 
 // FeedbackSchema is the output schema of a feedback call.
 func FeedbackSchema() *jsonschema.Schema {
-	s := infer[FeedbackResult]()
-	s.Properties["error"].Properties["code"].Enum = []any{FeedbackInvalid, FeedbackUnknownRequest, FeedbackLogOff, FeedbackLogError}
+	s := infer[outcomes.FeedbackResult]()
+	s.Properties["error"].Properties["code"].Enum = []any{outcomes.FeedbackInvalid, outcomes.FeedbackUnknownRequest, outcomes.FeedbackLogOff, outcomes.FeedbackLogError}
 	return s
 }
 

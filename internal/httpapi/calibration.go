@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"system1/internal/decision"
-	"system1/internal/gateway"
+	"system1/internal/outcomes"
 	"system1/internal/systemone"
 )
 
@@ -36,7 +36,7 @@ func (s *Server) handleCalibration(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	window := gateway.DefaultReportWindow
+	window := outcomes.DefaultReportWindow
 	if v := q.Get("window"); v != "" {
 		d, err := parseWindow(v)
 		if err != nil || d <= 0 || d > maxReportWindow {
@@ -68,7 +68,7 @@ func (s *Server) handleCalibration(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := time.Now()
-	rep, err := gateway.ReportCalibrationWith(r.Context(), s.opt.DecisionLog, s.opt.Answer.Fits(), gateway.ReportOptions{
+	rep, err := outcomes.ReportCalibrationWith(r.Context(), s.opt.DecisionLog, s.opt.Answer.Fits(), outcomes.ReportOptions{
 		Since: now.Add(-window), Until: now, TargetError: target, MaxInScopeLoss: maxLoss})
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, systemone.Unavailable, "reading the decision log: "+err.Error())

@@ -20,6 +20,7 @@ import (
 	"system1/internal/fleet"
 	"system1/internal/gateway"
 	"system1/internal/httpapi"
+	"system1/internal/outcomes"
 )
 
 const logKey = "sk-test-key-that-must-never-be-stored"
@@ -42,7 +43,7 @@ func logServe(t *testing.T) (*system1, *decisionlog.Log, *calibration.Fits, stri
 	if err := os.WriteFile(fitsPath, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	loaded, err := calibration.LoadFits(fitsPath)
+	loaded, err := outcomes.LoadFits(fitsPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func logServe(t *testing.T) (*system1, *decisionlog.Log, *calibration.Fits, stri
 	svc := answer.New(answer.Options{Router: router, Fits: func() *calibration.Fits { return loaded }, Recorder: dlog})
 	api := httpapi.New(httpapi.Options{
 		Answer: svc, Rounding: 2, Keys: []string{logKey},
-		Feedback: gateway.NewFeedback(dlog), DecisionLog: dlog,
+		Feedback: outcomes.NewFeedback(dlog), DecisionLog: dlog,
 		Decide: gateway.New(gateway.Options{Config: cfg, Answer: svc, Face: decisionlog.FaceDecide}),
 	})
 	srv := httptest.NewServer(api)

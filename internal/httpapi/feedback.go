@@ -5,7 +5,7 @@ import (
 	"net/http"
 
 	"system1/internal/decision"
-	"system1/internal/gateway"
+	"system1/internal/outcomes"
 	"system1/internal/systemone"
 )
 
@@ -21,15 +21,15 @@ func (s *Server) handleFeedback(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	items, res := gateway.ParseFeedback(body)
+	items, res := outcomes.ParseFeedback(body)
 	if res == nil {
 		res = s.opt.Feedback.Record(r.Context(), items)
 	}
 	if e := res.Error; e != nil {
 		switch e.Code {
-		case gateway.FeedbackInvalid:
+		case outcomes.FeedbackInvalid:
 			writeInvalid(w, systemone.InBody, decision.Problem{Path: e.Path(), Msg: e.Message, Type: e.Type})
-		case gateway.FeedbackUnknownRequest:
+		case outcomes.FeedbackUnknownRequest:
 			writeError(w, http.StatusNotFound, systemone.NotFound, e.Message)
 		default:
 			writeError(w, http.StatusServiceUnavailable, systemone.Unavailable, e.Message)

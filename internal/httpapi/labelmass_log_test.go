@@ -13,6 +13,7 @@ import (
 	"system1/internal/decision"
 	"system1/internal/decisionlog"
 	"system1/internal/gateway"
+	"system1/internal/outcomes"
 )
 
 // The decision log keeps the label mass of every answered question on
@@ -80,7 +81,7 @@ func TestDecisionLogKeepsLabelMass(t *testing.T) {
 		t.Fatal(fb)
 	}
 	c := s.do(t, http.MethodGet, "/v1/calibration?max_in_scope_loss=0.5", "", auth)
-	var rep gateway.CalibrationReport
+	var rep outcomes.CalibrationReport
 	if c.status != http.StatusOK || json.Unmarshal(c.body, &rep) != nil || len(rep.LabelMass) != 1 {
 		t.Fatalf("%s", c)
 	}

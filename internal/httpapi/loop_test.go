@@ -19,8 +19,8 @@ import (
 	"system1/internal/decisionlog"
 	"system1/internal/fakeengine"
 	"system1/internal/fleet"
-	"system1/internal/gateway"
 	"system1/internal/httpapi"
+	"system1/internal/outcomes"
 	"system1/internal/simmodel"
 	"system1/internal/systemone"
 	"system1/internal/testengine"
@@ -52,7 +52,7 @@ func TestLoopClosesOnTheSimulatedModel(t *testing.T) {
 	if err := os.WriteFile(fitsPath, empty, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	fits, err := gateway.OpenFitsFile(fitsPath)
+	fits, err := outcomes.OpenFitsFile(fitsPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestLoopClosesOnTheSimulatedModel(t *testing.T) {
 	}
 	srv := httptest.NewServer(httpapi.New(httpapi.Options{
 		Answer:   answer.New(answer.Options{Router: fleet.New([]*fleet.Node{n}, fleet.Options{Policy: testPolicy}), Fits: fits.Current, Recorder: dlog}),
-		Rounding: -1, Feedback: gateway.NewFeedback(dlog), DecisionLog: dlog,
+		Rounding: -1, Feedback: outcomes.NewFeedback(dlog), DecisionLog: dlog,
 	}))
 	t.Cleanup(srv.Close)
 
@@ -125,14 +125,14 @@ func TestLoopClosesOnTheSimulatedModel(t *testing.T) {
 	before := calibration.Measure(earlyServed)
 	feedback(early, earlyIDs)
 
-	ds, rev, err := fits.RefitFromLog(t.Context(), dlog, gateway.RefitOptions{Seed: 1, TargetError: 0.4})
+	ds, rev, err := fits.RefitFromLog(t.Context(), dlog, outcomes.RefitOptions{Seed: 1, TargetError: 0.4})
 	if err != nil || rev == "" || len(ds) != 1 || ds[0].Refused != "" {
 		t.Fatalf("refit: %+v %q %v", ds, rev, err)
 	}
 	if got := fits.Current(); got.Revision != rev || len(got.Fits) != 1 {
 		t.Fatalf("the fits in use are %+v; want revision %s", got, rev)
 	}
-	onDisk, err := calibration.LoadFits(fitsPath)
+	onDisk, err := outcomes.LoadFits(fitsPath)
 	if err != nil || onDisk.Revision != rev {
 		t.Fatalf("the file holds %+v, %v", onDisk, err)
 	}
@@ -183,7 +183,7 @@ func TestLoopClosesOnTheSimulatedModel(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	var rep gateway.CalibrationReport
+	var rep outcomes.CalibrationReport
 	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &rep) != nil || len(rep.Buckets) != 1 {
 		t.Fatalf("%d %s", resp.StatusCode, body)
 	}
@@ -230,7 +230,7 @@ func TestLoopClosesOnTheSimulatedModel(t *testing.T) {
 	if err := fits.Write(&pinned); err != nil {
 		t.Fatal(err)
 	}
-	ds, rev, err = fits.RefitFromLog(t.Context(), dlog, gateway.RefitOptions{Seed: 1})
+	ds, rev, err = fits.RefitFromLog(t.Context(), dlog, outcomes.RefitOptions{Seed: 1})
 	if err != nil || rev != "" || len(ds) != 1 || ds[0].Refused == "" || ds[0].Adopt {
 		t.Fatalf("a refit that cannot help: %+v %q %v", ds, rev, err)
 	}

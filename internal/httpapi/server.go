@@ -17,6 +17,7 @@ import (
 	"system1/internal/decisionlog"
 	"system1/internal/gateway"
 	"system1/internal/metrics"
+	"system1/internal/outcomes"
 )
 
 // Options configure a Server.
@@ -47,12 +48,12 @@ type Options struct {
 	GuessBurst       int
 	// Feedback records the outcomes POST /v1/feedback reports; nil
 	// answers every call that the log is off.
-	Feedback *gateway.Feedback
+	Feedback *outcomes.Feedback
 	// DecisionLog is what GET /v1/calibration reports on; nil answers
 	// that the log is off.
 	DecisionLog *decisionlog.Log
 	// TargetError is the default target error of the gates GET
-	// /v1/calibration suggests (0: gateway.DefaultTargetError).
+	// /v1/calibration suggests (0: outcomes.DefaultTargetError).
 	TargetError float64
 	// Decide is the gateway POST /v1/decide asks; nil leaves the route
 	// out.

@@ -89,7 +89,7 @@ func TestDecided(t *testing.T) {
 	res := s.decide(map[string]any{"question": "Which queue?", "options": []string{"billing", "support", "sales"},
 		"context": map[string]any{"ticket": "I cannot log in"}, "request_id": "my-id-1"})
 	if res.Status != gateway.Decided || str(res.Decision) != "support" || *res.Confidence != 0.85 || str(res.Provider) != "jev" ||
-		res.Calibrated || res.RequestID != "my-id-1" || *res.Threshold != 0.6 || outcomes(res) != "jev:ok" {
+		res.Calibrated || res.RequestID != "my-id-1" || *res.Threshold != 0.6 || attempted(res) != "jev:ok" {
 		t.Fatalf("response %+v", res)
 	}
 	var order []string
@@ -143,7 +143,7 @@ func TestAbstainsUnderThreshold(t *testing.T) {
 	s := newWorld(t, chain("", so("jev", unsure.URL), so("laya", backup.URL))).start()
 	args := map[string]any{"question": "Which?", "options": []string{"a", "b", "c"}}
 	res := s.decide(args)
-	if res.Status != gateway.Abstained || res.Decision != nil || *res.Confidence != 0.5 || outcomes(res) != "jev:ok" ||
+	if res.Status != gateway.Abstained || res.Decision != nil || *res.Confidence != 0.5 || attempted(res) != "jev:ok" ||
 		!strings.Contains(res.Rationale, "Reason this through yourself") || !strings.Contains(res.Rationale, "under the threshold 0.6") {
 		t.Fatalf("response %+v", res)
 	}
@@ -169,7 +169,7 @@ func TestProviderAbstains(t *testing.T) {
 	backup := fakeengine.StartSystemOne(t, fakeengine.Reply{})
 	s := newWorld(t, chain("", so("laya", laya.URL), so("jev", backup.URL))).start()
 	res := s.decide(map[string]any{"question": "Which?", "options": []string{"a", "b"}})
-	if res.Status != gateway.Abstained || res.Decision != nil || outcomes(res) != "laya:abstained" ||
+	if res.Status != gateway.Abstained || res.Decision != nil || attempted(res) != "laya:abstained" ||
 		!strings.Contains(res.Rationale, "declined to decide") || backup.Calls.Load() != 0 {
 		t.Fatalf("response %+v (backup calls %d)", res, backup.Calls.Load())
 	}
@@ -182,7 +182,7 @@ func TestFallbackOnTimeout(t *testing.T) {
 	ok := fakeengine.StartSystemOne(t, fakeengine.Reply{})
 	s := newWorld(t, chain("", so("local", slow.URL, "timeout: 300ms"), so("jev", ok.URL))).start()
 	res := s.decide(map[string]any{"question": "Which?", "options": []string{"a", "b"}})
-	if res.Status != gateway.Decided || str(res.Provider) != "jev" || outcomes(res) != "local:timeout jev:ok" ||
+	if res.Status != gateway.Decided || str(res.Provider) != "jev" || attempted(res) != "local:timeout jev:ok" ||
 		!strings.Contains(res.Attempts[0].Detail, "no answer within 300ms") {
 		t.Fatalf("response %+v", res)
 	}
@@ -195,7 +195,7 @@ func TestFallbackOnError(t *testing.T) {
 	ok := fakeengine.StartSystemOne(t, fakeengine.Reply{})
 	s := newWorld(t, chain("", so("local", fakeengine.Down(t)), so("laya", broken.URL), so("jev", ok.URL))).start()
 	res := s.decide(map[string]any{"question": "Which?", "options": []string{"a", "b"}})
-	if res.Status != gateway.Decided || str(res.Provider) != "jev" || outcomes(res) != "local:error laya:error jev:ok" ||
+	if res.Status != gateway.Decided || str(res.Provider) != "jev" || attempted(res) != "local:error laya:error jev:ok" ||
 		!strings.Contains(res.Attempts[1].Detail, "(HTTP 503): overloaded") {
 		t.Fatalf("response %+v", res)
 	}
@@ -222,7 +222,7 @@ func TestFallbackOnMalformed(t *testing.T) {
 				args = map[string]any{"question": "Is it?"}
 			}
 			res := s.decide(args)
-			if res.Status != gateway.Decided || str(res.Provider) != "jev" || outcomes(res) != "local:malformed jev:ok" {
+			if res.Status != gateway.Decided || str(res.Provider) != "jev" || attempted(res) != "local:malformed jev:ok" {
 				t.Fatalf("response %+v", res)
 			}
 		})
@@ -247,7 +247,7 @@ func TestCallerErrorIsNotRetried(t *testing.T) {
 			s := newWorld(t, chain("", so("laya", picky.URL), so("jev", backup.URL))).start()
 			res := s.decide(map[string]any{"question": "Which?", "options": []string{"a", "b"}})
 			if res.Status != gateway.Failed || res.Error.Code != gateway.CodeInvalidRequest ||
-				!strings.Contains(res.Error.Message, "options over the head budget of 256 tokens") || outcomes(res) != "laya:error" {
+				!strings.Contains(res.Error.Message, "options over the head budget of 256 tokens") || attempted(res) != "laya:error" {
 				t.Fatalf("response %+v", res)
 			}
 			if backup.Calls.Load() != 0 || picky.Calls.Load() != 1 {
@@ -264,7 +264,7 @@ func TestAllProvidersFail(t *testing.T) {
 	broken := fakeengine.StartSystemOne(t, fakeengine.Reply{Status: 500, Message: "inference failed"})
 	s := newWorld(t, chain("", so("local", fakeengine.Down(t)), so("jev", broken.URL))).start()
 	res := s.decide(map[string]any{"question": "Which?", "options": []string{"a", "b"}})
-	if res.Status != gateway.Failed || res.Error.Code != gateway.CodeProviderError || outcomes(res) != "local:error jev:error" ||
+	if res.Status != gateway.Failed || res.Error.Code != gateway.CodeProviderError || attempted(res) != "local:error jev:error" ||
 		res.Probabilities != nil || res.Confidence != nil || res.Provider != nil ||
 		!strings.Contains(res.Rationale, "no decision and no probability") {
 		t.Fatalf("response %+v", res)
@@ -287,7 +287,7 @@ func TestOverallDeadline(t *testing.T) {
 	yaml := "gateway:\n  timeout: 300ms\n  deadline: 1500ms\nproviders:\n  - " + so("a", a.URL) + "\n  - " + so("b", b.URL, "timeout: 1m") + "\n  - " + so("c", c.URL) + "\n"
 	s := newWorld(t, yaml).start()
 	res := s.decide(map[string]any{"question": "Is it?"})
-	if res.Status != gateway.Failed || res.Error.Code != gateway.CodeProviderTimeout || outcomes(res) != "a:timeout b:timeout c:skipped" ||
+	if res.Status != gateway.Failed || res.Error.Code != gateway.CodeProviderTimeout || attempted(res) != "a:timeout b:timeout c:skipped" ||
 		!strings.Contains(res.Attempts[1].Detail, "overall deadline of 1.5s") || !strings.Contains(res.Attempts[2].Detail, "overall deadline") {
 		t.Fatalf("response %+v", res)
 	}
@@ -308,7 +308,7 @@ func TestOptionLimits(t *testing.T) {
 	}
 	s := newWorld(t, chain("", so("laya", laya.URL, "max_options: 20"), so("jev", jev.URL))).start()
 	res := s.decide(map[string]any{"question": "Which intent?", "options": opts})
-	if res.Status != gateway.Decided || str(res.Provider) != "jev" || outcomes(res) != "laya:skipped jev:ok" ||
+	if res.Status != gateway.Decided || str(res.Provider) != "jev" || attempted(res) != "laya:skipped jev:ok" ||
 		res.Attempts[0].Detail != "not asked: 25 options exceed its limit of 20" || laya.Calls.Load() != 0 {
 		t.Fatalf("response %+v", res)
 	}
@@ -645,7 +645,7 @@ func TestRealEngine(t *testing.T) {
 	s := newWorld(t, yaml).start()
 	res := s.decide(map[string]any{"question": "Which animal is in the story?", "options": []string{"dog", "cat", "bird"},
 		"context": map[string]any{"story": "Once upon a time, there was a little dog."}})
-	if res.Status != gateway.Decided || str(res.Provider) != "local" || outcomes(res) != "local:ok" || !slices.Contains([]string{"dog", "cat", "bird"}, str(res.Decision)) {
+	if res.Status != gateway.Decided || str(res.Provider) != "local" || attempted(res) != "local:ok" || !slices.Contains([]string{"dog", "cat", "bird"}, str(res.Decision)) {
 		t.Fatalf("response %+v", res)
 	}
 	var sum float64

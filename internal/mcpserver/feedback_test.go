@@ -11,13 +11,14 @@ import (
 	"system1/internal/fakeengine"
 	"system1/internal/gateway"
 	"system1/internal/mcpserver"
+	"system1/internal/outcomes"
 )
 
 // feedback calls system1_feedback and decodes the result.
-func (s *server) feedback(args any) (*gateway.FeedbackResult, bool) {
+func (s *server) feedback(args any) (*outcomes.FeedbackResult, bool) {
 	s.t.Helper()
 	data, isErr := s.call(mcpserver.ToolFeedback, args)
-	var res gateway.FeedbackResult
+	var res outcomes.FeedbackResult
 	if err := json.Unmarshal(data, &res); err != nil {
 		s.t.Fatal(err)
 	}
@@ -54,9 +55,9 @@ func TestFeedbackOverMCPAndCLI(t *testing.T) {
 		args        map[string]any
 		code, param string
 	}{
-		{map[string]any{"request_id": "nope", "outcome": "billing"}, gateway.FeedbackUnknownRequest, "request_id"},
-		{map[string]any{"request_id": "mcp-1", "outcome": "marketing"}, gateway.FeedbackInvalid, "outcome"},
-		{map[string]any{"request_id": "mcp-1", "question": "other", "outcome": "billing"}, gateway.FeedbackInvalid, "question"},
+		{map[string]any{"request_id": "nope", "outcome": "billing"}, outcomes.FeedbackUnknownRequest, "request_id"},
+		{map[string]any{"request_id": "mcp-1", "outcome": "marketing"}, outcomes.FeedbackInvalid, "outcome"},
+		{map[string]any{"request_id": "mcp-1", "question": "other", "outcome": "billing"}, outcomes.FeedbackInvalid, "question"},
 	} {
 		got, isErr := s.feedback(c.args)
 		if !isErr || got.Error == nil || got.Error.Code != c.code || got.Error.Param != c.param || len(got.Recorded) != 0 {

@@ -284,8 +284,8 @@ func so(name, url string, extra ...string) string {
 	return s + "}"
 }
 
-// outcomes lists the attempts' outcomes, by provider.
-func outcomes(res *gateway.Response) string {
+// attempted lists the attempts' outcomes, by provider.
+func attempted(res *gateway.Response) string {
 	var out []string
 	for _, a := range res.Attempts {
 		out = append(out, a.Provider+":"+a.Outcome)

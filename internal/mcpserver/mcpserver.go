@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"system1/internal/gateway"
+	"system1/internal/outcomes"
 )
 
 // Tool names.
@@ -63,7 +64,7 @@ type Options struct {
 	Gateway *gateway.Gateway
 	// Feedback records what system1_feedback reports; nil answers that
 	// the decision log is off.
-	Feedback *gateway.Feedback
+	Feedback *outcomes.Feedback
 	// Log gets the server's own lines; every line carries a request_id
 	// ("-" when there is no request).
 	Log     *slog.Logger
@@ -122,7 +123,7 @@ func New(o Options) *mcp.Server {
 		InputSchema: gateway.FeedbackInputSchema(),
 		Annotations: &mcp.ToolAnnotations{Title: "System 1: feedback", IdempotentHint: false, OpenWorldHint: new(bool)},
 	}, gateway.FeedbackSchema(), func(ctx context.Context, args json.RawMessage) (any, bool) {
-		items, res := gateway.ParseFeedback(args)
+		items, res := outcomes.ParseFeedback(args)
 		if res == nil {
 			res = o.Feedback.Record(ctx, items)
 		}

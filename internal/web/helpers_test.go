@@ -20,6 +20,7 @@ import (
 	"system1/internal/gateway"
 	"system1/internal/httpapi"
 	"system1/internal/metrics"
+	"system1/internal/outcomes"
 	"system1/internal/testbin"
 )
 
@@ -93,7 +94,7 @@ func serve(t testing.TB, o options) *server {
 		}
 		t.Cleanup(func() { dlog.Close(context.Background()) })
 		opt.Answer = answer.New(answer.Options{Router: s.router, Recorder: dlog})
-		opt.Feedback, opt.DecisionLog = gateway.NewFeedback(dlog), dlog
+		opt.Feedback, opt.DecisionLog = outcomes.NewFeedback(dlog), dlog
 	}
 	api := httpapi.New(opt)
 	srv := httptest.NewServer(api)

@@ -13,6 +13,7 @@ import (
 	"system1/internal/decision"
 	"system1/internal/fleet"
 	"system1/internal/gateway"
+	"system1/internal/outcomes"
 )
 
 // The OpenAPI document describes the HTTP surface that system1 serve has.
@@ -196,8 +197,8 @@ func schemas() map[string]*jsonschema.Schema {
 		"Error":             errorSchema(),
 		"ValidationError":   validationError(),
 		"FeedbackRequest":   feedbackRequest(),
-		"FeedbackResult":    infer[gateway.FeedbackResult](),
-		"CalibrationReport": infer[gateway.CalibrationReport](),
+		"FeedbackResult":    infer[outcomes.FeedbackResult](),
+		"CalibrationReport": infer[outcomes.CalibrationReport](),
 	}
 	for _, s := range all {
 		openObjects(s)
@@ -417,7 +418,7 @@ func feedbackRequest() *jsonschema.Schema {
 	return &jsonschema.Schema{AnyOf: []*jsonschema.Schema{item, {
 		Type:       "object",
 		Required:   []string{"outcomes"},
-		Properties: map[string]*jsonschema.Schema{"outcomes": {Type: "array", Items: item, MinItems: ptr(1), MaxItems: ptr(gateway.MaxFeedbackOutcomes)}},
+		Properties: map[string]*jsonschema.Schema{"outcomes": {Type: "array", Items: item, MinItems: ptr(1), MaxItems: ptr(outcomes.MaxFeedbackOutcomes)}},
 	}}}
 }
 

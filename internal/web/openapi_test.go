@@ -19,6 +19,7 @@ import (
 	"system1/internal/decision"
 	"system1/internal/decisionlog"
 	"system1/internal/gateway"
+	"system1/internal/outcomes"
 	"system1/internal/web"
 )
 
@@ -294,7 +295,7 @@ func TestOpenAPILimitsAreTheDomains(t *testing.T) {
 		{"decide options at most", one("DecideRequest", "properties", "options", "maxItems"), gateway.MaxOptions},
 		{"decide option length", one("DecideRequest", "properties", "options", "items", "maxLength"), gateway.MaxOptionChars},
 		{"decide request id length", one("DecideRequest", "properties", "request_id", "maxLength"), decisionlog.MaxRequestIDChars},
-		{"feedback outcomes at most", one("FeedbackRequest", "anyOf", "1", "properties", "outcomes", "maxItems"), gateway.MaxFeedbackOutcomes},
+		{"feedback outcomes at most", one("FeedbackRequest", "anyOf", "1", "properties", "outcomes", "maxItems"), outcomes.MaxFeedbackOutcomes},
 	} {
 		if got, ok := c.got.(float64); !ok || got != float64(c.want.(int)) {
 			t.Errorf("%s: the document says %v, the domain %v", c.name, c.got, c.want)

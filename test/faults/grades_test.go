@@ -13,6 +13,7 @@ import (
 	"system1/internal/fakeengine"
 	"system1/internal/fleet"
 	"system1/internal/gateway"
+	"system1/internal/outcomes"
 )
 
 // A fits file whose fit carries a gate changes the grade on both faces,
@@ -60,7 +61,7 @@ func TestGradeByTheFitsGateOnBothFaces(t *testing.T) {
 					t.Errorf("%s: status %s confidence %v grade %q gate %+v; want decided at 0.75, %q, %+v\n%s", face, res.Status, res.Confidence, res.Grade, res.Gate, tc.grade, tc.gate, raw)
 				}
 			}
-			file, err := gateway.OpenFitsFile(fitsPath)
+			file, err := outcomes.OpenFitsFile(fitsPath)
 			if err != nil {
 				t.Fatal(err)
 			}

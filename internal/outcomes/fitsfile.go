@@ -1,7 +1,6 @@
-package gateway
+package outcomes
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,8 +9,25 @@ import (
 	"time"
 
 	"system1/internal/calibration"
-	"system1/internal/decisionlog"
 )
+
+// LoadFits reads the fits file at path: the one way every face loads
+// fits. A file that names no revision gets its content's
+// (calibration.ContentRevision). An error names the file.
+func LoadFits(path string) (*calibration.Fits, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err // names the file already
+	}
+	f, err := calibration.ParseFits(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if f.Revision == "" {
+		f.Revision = calibration.ContentRevision(data)
+	}
+	return f, nil
+}
 
 // fitsCheckEvery is how often a FitsFile looks at its file for a new
 // version: often enough that a refit written by another process (serve's,
@@ -93,7 +109,7 @@ func (f *FitsFile) loadLocked() error {
 	if err != nil {
 		return err
 	}
-	fits, err := calibration.LoadFits(f.path)
+	fits, err := LoadFits(f.path)
 	if err != nil {
 		return err
 	}
@@ -131,50 +147,4 @@ func (f *FitsFile) Write(fits *calibration.Fits) error {
 		return fmt.Errorf("writing fits: %w", err)
 	}
 	return f.loadLocked()
-}
-
-// RefitOptions configure RefitFromLog.
-type RefitOptions struct {
-	// Window is how far back the log is read (0: DefaultReportWindow).
-	Window time.Duration
-	// MinOutcomes a bucket needs (0: 30); Holdout the share held out to
-	// score the refit (0: 0.2); Seed the split's seed.
-	MinOutcomes int
-	Holdout     float64
-	Seed        uint64
-	// TargetError is the error rate each adopted fit's gate keeps under
-	// (0: DefaultTargetError).
-	TargetError float64
-}
-
-// RefitFromLog refits every bucket of the log's labelled answers against
-// the fits in use, and writes a new version of the file when a refit
-// lowered held-out NLL. It returns each bucket's decision, and the new
-// revision ("" when nothing was adopted).
-func (f *FitsFile) RefitFromLog(ctx context.Context, log *decisionlog.Log, o RefitOptions) ([]RefitDecision, string, error) {
-	if o.Window <= 0 {
-		o.Window = DefaultReportWindow
-	}
-	if o.MinOutcomes <= 0 {
-		o.MinOutcomes = 30
-	}
-	if o.Holdout <= 0 {
-		o.Holdout = 0.2
-	}
-	if log == nil {
-		return nil, "", fmt.Errorf("the decision log is off")
-	}
-	now := time.Now()
-	groups, err := log.Labelled(ctx, now.Add(-o.Window), now.Add(time.Second), "")
-	if err != nil {
-		return nil, "", err
-	}
-	next, ds := Refit(groups, f.Current(), o.Holdout, o.Seed, o.MinOutcomes, o.TargetError, now)
-	if next == nil {
-		return ds, "", nil
-	}
-	if err := f.Write(next); err != nil {
-		return ds, "", err
-	}
-	return ds, next.Revision, nil
 }

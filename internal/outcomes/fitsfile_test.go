@@ -1,4 +1,4 @@
-package gateway
+package outcomes
 
 import (
 	"os"
@@ -55,7 +55,7 @@ func TestFitsFileReloads(t *testing.T) {
 	if err := ff.Write(next); err != nil {
 		t.Fatal(err)
 	}
-	onDisk, err := calibration.LoadFits(path)
+	onDisk, err := LoadFits(path)
 	if err != nil || onDisk.Revision != next.Revision || ff.Current().Revision != next.Revision {
 		t.Fatalf("after Write: file %+v (%v), in use %+v", onDisk, err, ff.Current())
 	}

@@ -1,9 +1,8 @@
-package gateway
+package outcomes
 
 import (
 	"context"
 	"fmt"
-	"math"
 	"slices"
 	"time"
 
@@ -152,79 +151,4 @@ func labelMassGates(entries []decisionlog.Entry, maxLoss float64) []LabelMassGat
 		out = append(out, LabelMassGate{Model: model, MassGate: calibration.SuggestMassGate(by[model].in, by[model].out, maxLoss)})
 	}
 	return out
-}
-
-// Refit decides, bucket by bucket, whether a temperature fitted on the
-// log's labelled answers lowers held-out NLL against the one current
-// fits hold (1 where none), with at least minCases answers to a bucket.
-// It returns the fits with every adopted temperature in place (a new
-// revision, written at now) or nil when none was adopted, and each
-// bucket's decision. Each adopted fit carries the gate its held-out
-// answers suggest at target (calibration.Fit.SetGate; 0 or less:
-// DefaultTargetError).
-func Refit(groups []decisionlog.Group, current *calibration.Fits, holdout float64, seed uint64, minCases int, target float64, now time.Time) (*calibration.Fits, []RefitDecision) {
-	if !(target > 0) {
-		target = DefaultTargetError
-	}
-	next := &calibration.Fits{Version: calibration.FitsVersion, Fits: []calibration.Fit{}}
-	if current != nil {
-		next.Fits = append(next.Fits, current.Fits...)
-	}
-	var out []RefitDecision
-	adopted := false
-	for _, g := range groups {
-		preds := g.Predictions(decisionlog.Entry.Uncalibrated)
-		d := RefitDecision{Model: g.Model, Kind: string(g.Kind), Bucket: g.Bucket, Outcomes: len(preds)}
-		cur := 1.0
-		idx := slices.IndexFunc(next.Fits, func(f calibration.Fit) bool {
-			return f.Provider == "" && f.Model == g.Model && f.Kind == g.Kind && f.Bucket == g.Bucket
-		})
-		if idx >= 0 {
-			cur = next.Fits[idx].Temperature
-		}
-		r, err := calibration.DecideRefit(preds, cur, holdout, seed, minCases)
-		if err != nil {
-			d.Refused = err.Error()
-			out = append(out, d)
-			continue
-		}
-		d.Refit = r
-		if !r.Adopt {
-			d.Refused = fmt.Sprintf("held-out NLL %.4f at T=%.3f is not below %.4f at the current T=%.3f", r.HeldNLL, r.Temperature, r.HeldNLLCurrent, r.Current)
-			out = append(out, d)
-			continue
-		}
-		train, held := calibration.Split(preds, holdout, seed)
-		f, err := calibration.NewFit(train, held)
-		if err != nil || math.Abs(f.Temperature-r.Temperature) > 1e-9 {
-			f = calibration.Fit{Kind: g.Kind, Bucket: g.Bucket, Temperature: r.Temperature, N: r.Train}
-		}
-		f.Model, f.Provider, f.Kind, f.Bucket, f.Date = g.Model, "", g.Kind, g.Bucket, now.UTC().Format("2006-01-02")
-		f.SetGate(train, held, target)
-		if idx >= 0 {
-			next.Fits[idx] = f
-		} else {
-			next.Fits = append(next.Fits, f)
-		}
-		adopted = true
-		out = append(out, d)
-	}
-	if !adopted {
-		return nil, out
-	}
-	next.Created = now.UTC().Format(time.RFC3339)
-	next.Revise(now)
-	return next, out
-}
-
-// RefitDecision is what a refit decided for one bucket.
-type RefitDecision struct {
-	Model    string `json:"model"`
-	Kind     string `json:"kind"`
-	Bucket   string `json:"bucket"`
-	Outcomes int    `json:"outcomes"`
-	calibration.Refit
-	// Refused says why the bucket kept its temperature; empty when the
-	// new one was adopted.
-	Refused string `json:"refused,omitempty"`
 }

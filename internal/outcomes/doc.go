@@ -1,0 +1,16 @@
+// Package outcomes is system1's learning loop, over the decision log that
+// the answer path (package answer) writes: outcomes reported for answers
+// recorded earlier, what they say of the calibration, and the refits
+// they lead to, written as new versions of the fits file that the answer
+// path reloads. Every face calls it the same way: POST /v1/feedback and
+// GET /v1/calibration (package httpapi), the system1_feedback tool
+// (package mcpserver), system1 feedback and system1 calibrate, and serve's
+// refit loop (cmd/system1).
+//
+// The files:
+//
+//	feedback.go  ParseFeedback and Feedback.Record: outcomes matched to recorded answers, all or none
+//	report.go    ReportCalibration: calibration, reliability and suggested gates per bucket, from the log
+//	refit.go     Refit and FitsFile.RefitFromLog: a temperature adopted only when held-out NLL falls
+//	fitsfile.go  LoadFits, FitsFile: the fits file read, reloaded when it changes, written atomically
+package outcomes
