@@ -1,0 +1,179 @@
+package arch_test
+
+// policy is the layering of system1 as an allow-list, in the manner of Go's
+// own go/build/deps_test.go: every package of the module is listed, with
+// the module's packages and the third-party modules it may import. The
+// standard library is allowed by rule, less what a row forbids (io for the
+// pure packages, net/http for the contract and the answer path) and the
+// testing packages, which only test support may import. A package missing
+// from the list fails, and so does a row that names no package. It is a
+// statement of policy: a new edge is a change to this list, made on
+// purpose and reviewed, never a side effect. docs/architecture.md's table
+// is written from it (TestArchitectureTableIsThePolicy).
+//
+// Paths are the module's without "system1/"; a path ending in /... covers
+// every package below it.
+var policy = []rule{
+	{
+		pkgs: []string{"internal/decision", "internal/jsonx"},
+		not:  noIO,
+		why:  "the domain: requests, distributions, answers, steps, limits; JSON read strictly. Pure: no I/O, no globals; unit- and fuzz-tested",
+	},
+	{
+		pkgs: []string{"internal/calibration"},
+		may:  []string{"internal/decision", "internal/jsonx"},
+		not:  noIO,
+		why:  "calibration's measures, fitters and gates, and the fits file's bytes (parsed and encoded, never read or written here). Pure",
+	},
+	{
+		pkgs: []string{"internal/redact", "internal/retryafter", "internal/pause"},
+		why:  "small helpers with one job each: addresses out of text, a server's Retry-After read, the pause switch's state file",
+	},
+	{
+		pkgs: []string{"internal/config"},
+		may:  []string{"internal/pause", "go.yaml.in/yaml/v3"},
+		why:  "the configuration file, read strictly (every field known), normalized and checked",
+	},
+	{
+		pkgs: []string{"internal/httpcall"},
+		may:  []string{"internal/retryafter"},
+		why:  "the one outgoing HTTP helper: bearer key, bounded reply, status, Retry-After, key redaction",
+	},
+	{
+		pkgs: []string{"internal/metrics"},
+		may:  []string{"github.com/prometheus/client_golang"},
+		why:  "the Prometheus metrics, told what the fleet and the faces do",
+	},
+	{
+		pkgs: []string{"internal/engine"},
+		may:  []string{"internal/decision", "internal/jsonx"},
+		why:  "what every engine dialect shares: prompts, labels, readings, rounds and orders, the gate each call holds, the kinds of failure",
+	},
+	{
+		pkgs: []string{"internal/engine/openai"},
+		may:  []string{"internal/engine", "internal/httpcall"},
+		why:  "the OpenAI-compatible dialect (vLLM and others), whose reply decoding the other dialects reuse",
+	},
+	{
+		pkgs: []string{"internal/engine/llamacpp", "internal/engine/ollama"},
+		may:  []string{"internal/engine", "internal/engine/openai"},
+		why:  "one package per engine API; only the fleet builds them",
+	},
+	{
+		pkgs: []string{"internal/systemone", "internal/decisionsapi"},
+		may:  []string{"internal/decision", "internal/httpcall", "internal/jsonx"},
+		why:  "one external wire each, System One and OpenAI's Decisions: every name of the wire lives here, translated to and from the domain, with the client and the official clients' checks",
+	},
+	{
+		pkgs: []string{"internal/cases"},
+		may:  []string{"internal/config", "internal/decision", "internal/jsonx", "internal/systemone"},
+		why:  "case files (a System One request and the expected answers per line) for the bench and calibration",
+	},
+	{
+		pkgs: []string{"internal/fleet"},
+		may: []string{"internal/config", "internal/decision", "internal/engine", "internal/engine/llamacpp", "internal/engine/ollama",
+			"internal/engine/openai", "internal/redact", "internal/systemone", "github.com/hashicorp/golang-lru/v2"},
+		why: "the only package that talks to engines and upstreams: a node has one Backend (an engine dialect or a System One upstream), so every node fails over, cools and honours Retry-After by one rule; debias and prior read there",
+	},
+	{
+		pkgs: []string{"internal/decisionlog"},
+		may:  []string{"internal/calibration", "internal/config", "internal/decision"},
+		why:  "the decision log: records written off the request path, outcomes, windows; opens its database by driver name, which main links",
+	},
+	{
+		pkgs: []string{"internal/answer"},
+		may: []string{"internal/calibration", "internal/decision", "internal/decisionlog", "internal/engine", "internal/fleet",
+			"internal/redact"},
+		not: []string{"net/http"},
+		why: "the one answer path every face calls: decide, check, calibrate, name the steps, record; the class of a failure and its Retry-After; redaction for remote callers",
+	},
+	{
+		pkgs: []string{"internal/outcomes"},
+		may:  []string{"internal/calibration", "internal/decision", "internal/decisionlog", "internal/jsonx"},
+		why:  "the learning loop over the decision log: feedback, calibration reports, refits, the fits file",
+	},
+	{
+		pkgs: []string{"internal/gateway"},
+		may: []string{"internal/answer", "internal/calibration", "internal/config", "internal/decision", "internal/decisionlog",
+			"internal/fleet", "internal/jsonx", "internal/outcomes", "internal/pause", "github.com/google/jsonschema-go"},
+		not: []string{"net/http"},
+		why: "the decide contract and the chain as a policy over the answer path: abstention, grading, pause, health and capabilities of the chain, the published schemas; no engine, no wire, no HTTP",
+	},
+	{
+		pkgs: []string{"internal/web"},
+		may:  []string{"internal/decision", "internal/fleet", "internal/gateway", "internal/outcomes", "github.com/google/jsonschema-go"},
+		why:  "the page at /, /docs and /openapi.json: embedded assets that call the API like any client; the OpenAPI document takes its limits from the domain",
+	},
+	{
+		pkgs: []string{"internal/httpapi"},
+		may: []string{"internal/answer", "internal/decision", "internal/decisionlog", "internal/fleet", "internal/gateway",
+			"internal/metrics", "internal/outcomes", "internal/redact", "internal/systemone", "internal/web", "golang.org/x/time"},
+		why: "the HTTP face: auth, rate limits, body limits, one log line a request; parses, calls the core and writes; no engine",
+	},
+	{
+		pkgs: []string{"internal/mcpserver"},
+		may:  []string{"internal/gateway", "internal/jsonx", "internal/outcomes", "github.com/google/jsonschema-go", "github.com/modelcontextprotocol/go-sdk"},
+		why:  "the MCP face over stdio: its own wording (tool names, /system1:toggle) and tool-only schema changes",
+	},
+	{
+		pkgs: []string{"internal/bench"},
+		may: []string{"internal/calibration", "internal/cases", "internal/decision", "internal/fleet", "internal/systemone",
+			"golang.org/x/image"},
+		why: "the bench: cases asked of an endpoint or the configuration's fleet, reports, reliability diagrams",
+	},
+	{
+		pkgs: []string{"cmd/system1"},
+		may: []string{"internal/answer", "internal/bench", "internal/calibration", "internal/cases", "internal/config",
+			"internal/decisionlog", "internal/fleet", "internal/gateway", "internal/httpapi", "internal/mcpserver",
+			"internal/metrics", "internal/outcomes", "internal/pause", "internal/systemone",
+			"github.com/jackc/pgx/v5/stdlib", "modernc.org/sqlite"},
+		why: "wiring: reads the configuration, builds one router (fleet.FromConfig), the answer path and the gateway over it, serves; the only package that links the database drivers",
+	},
+	{
+		pkgs: []string{"internal/gateway/schemagen"},
+		may:  []string{"internal/gateway"},
+		why:  "go generate's writer of schema/request.json and response.json, the decide contract's JSON Schemas",
+	},
+	{
+		pkgs: []string{"internal/web/openapigen"},
+		may:  []string{"internal/web"},
+		why:  "go generate's writer of schema/openapi.json",
+	},
+	{
+		pkgs: []string{"internal/fakeengine", "internal/testbin"},
+		may:  []string{"internal/decision", "internal/systemone"},
+		test: true,
+		why:  "test support: fake engines and System One endpoints of every dialect, the system1 binary built once per suite",
+	},
+	{
+		pkgs: []string{"internal/testengine"},
+		may:  []string{"github.com/jackc/pgx/v5/stdlib"},
+		test: true,
+		why:  "test support: a real llama-server, Ollama and a PostgreSQL schema per test, where the machine has them",
+	},
+	{
+		pkgs: []string{"internal/simmodel"},
+		may:  []string{"internal/calibration", "internal/cases", "internal/decision", "internal/engine", "internal/fakeengine"},
+		test: true,
+		why:  "test support: a simulated model trained on case files, served by the fake engine",
+	},
+	{
+		pkgs: []string{"bench/forward", "bench/kquestions", "bench/load", "bench/overhead", "bench/questions"},
+		may:  []string{"internal/fakeengine", "internal/testbin"},
+		test: true,
+		why:  "benchmark programs, which build the real binary and drive it against fakes",
+	},
+	{
+		pkgs: []string{"test/..."},
+		test: true,
+		why:  "the suites that drive the faces as their users do; only their tests import, and tests may import what they need",
+	},
+}
+
+// noIO is the standard library the pure packages may not import: files,
+// the network, processes, databases and loggers.
+var noIO = []string{"os", "os/exec", "io/fs", "path/filepath", "net", "net/http", "database/sql", "log", "log/slog", "syscall"}
+
+// testOnly are the standard library's packages for tests, which only
+// test support may import.
+var testOnly = []string{"testing", "net/http/httptest"}
