@@ -2,13 +2,18 @@ package fleet
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"sync"
 	"time"
 
 	"system1/internal/decision"
 	"system1/internal/engine"
+	"system1/internal/engine/llamacpp"
+	"system1/internal/engine/ollama"
+	"system1/internal/engine/openai"
 	"system1/internal/systemone"
 )
 
@@ -131,6 +136,66 @@ func (b *engineBackend) ask(c *caller, req decision.Request) []answer {
 	return out
 }
 
+// primer is an engine that can copy a state's slot where a request's
+// other questions load it (the llamacpp dialect's Prime).
+type primer interface {
+	Prime(ctx context.Context, state json.RawMessage, k int) error
+}
+
+var _ primer = (*llamacpp.Engine)(nil)
+
+// prime, on a backend that spreads a state's k questions over slots, has
+// the engine copy its idle slots into its prompt cache and ready the
+// slots the questions go to, before they go, through the request's gate
+// so that each priming task holds one of the node's slots like any call.
+// A failed prime costs only the sharing: each question then prefills the
+// state on its own slot, so its error is not the questions'.
+func (b *engineBackend) prime(c *caller, state json.RawMessage, k int) {
+	p, ok := b.e.(primer)
+	if !b.spread || !ok {
+		return
+	}
+	_ = p.Prime(c.ctx, state, k)
+}
+
+// labelKnower is an engine that can say which labels it would give a
+// question without a call: the dialects whose labels are fixed, and
+// llama.cpp once its tokenizer has been asked about the candidates.
+type labelKnower interface {
+	KnownLabels(model string, candidates []string, want int) ([]string, bool)
+}
+
+// Every dialect knows its labels (llama.cpp once asked).
+var (
+	_ labelKnower = (*llamacpp.Engine)(nil)
+	_ labelKnower = (*ollama.Engine)(nil)
+	_ labelKnower = (*openai.Engine)(nil)
+)
+
+// calls is the number of engine calls reading q of model once costs on an
+// engine: the rounds engine.Ask goes in, from the node's per-call label
+// cap and the labels the engine has for the options. Until llama.cpp's
+// tokenizer has been asked about a model's candidates (the first question
+// of that size), a label is assumed for every option; a model with fewer
+// single-token labels goes in more rounds.
+func (b *engineBackend) calls(model string, q decision.Question) int {
+	opts := len(q.Options)
+	per := b.e.Caps().PerCall
+	if k, ok := b.e.(labelKnower); ok {
+		if labels, ok := k.KnownLabels(model, engine.Candidates(q), opts); ok && len(labels) < opts && (per == 0 || len(labels) < per) {
+			per = len(labels)
+		}
+	}
+	return engine.Calls(opts, per)
+}
+
+func (b *engineBackend) spends() string {
+	if per := b.e.Caps().PerCall; per > 0 {
+		return fmt.Sprintf("reads %d labels a call", per)
+	}
+	return "reads any number of labels a call"
+}
+
 type upstreamBackend struct{ c *systemone.Client }
 
 func (b *upstreamBackend) Models(ctx context.Context) ([]string, error) {
@@ -163,6 +228,32 @@ func (b *upstreamBackend) ask(c *caller, req decision.Request) []answer {
 	}
 	return out
 }
+
+// An upstream forwards a request's questions in one call, which the
+// request pays (see requestCost): a question costs none of its own.
+func (b *upstreamBackend) calls(string, decision.Question) int { return 0 }
+
+func (b *upstreamBackend) spends() string { return "forwards a request in one call" }
+
+// unusable is the backend of a node that cannot be asked, such as one
+// whose key variable is named but not set: every call fails at once, with
+// why, and nothing is sent.
+type unusable struct{ why error }
+
+func (b unusable) Models(context.Context) ([]string, error) { return nil, b.why }
+
+func (b unusable) ask(c *caller, req decision.Request) []answer {
+	out := make([]answer, len(req.Questions))
+	for j := range out {
+		out[j] = c.result(c.now(), engine.Outcome{}, "", &engine.Failure{Kind: engine.Unavailable, Err: b.why})
+	}
+	return out
+}
+
+// An unusable node makes no call.
+func (unusable) calls(string, decision.Question) int { return 0 }
+
+func (unusable) spends() string { return "makes no call" }
 
 // caller runs one node's calls for one request, and records each result
 // as an attempt. Its ctx carries the request's gate to the node
@@ -218,19 +309,4 @@ func failure(err error) *engine.Failure {
 		return &engine.Failure{Kind: engine.Malformed, Err: err}
 	}
 	return engine.Classify(err)
-}
-
-// unusable is the backend of a node that cannot be asked, such as one
-// whose key variable is named but not set: every call fails at once, with
-// why, and nothing is sent.
-type unusable struct{ why error }
-
-func (b unusable) Models(context.Context) ([]string, error) { return nil, b.why }
-
-func (b unusable) ask(c *caller, req decision.Request) []answer {
-	out := make([]answer, len(req.Questions))
-	for j := range out {
-		out[j] = c.result(c.now(), engine.Outcome{}, "", &engine.Failure{Kind: engine.Unavailable, Err: b.why})
-	}
-	return out
 }

@@ -1,8 +1,3 @@
-// Package fleet routes questions across engine nodes and System One
-// upstreams: it resolves a model id to the nodes that serve it, picks a node
-// by priority, state affinity and load, fails over off nodes that refuse,
-// time out, are busy or answer garbage, cools failing nodes down, and
-// probes them in the background.
 package fleet
 
 import (
@@ -11,6 +6,8 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -166,6 +163,30 @@ func (n *Node) Models() []string {
 // a tag is the one tagged latest, as Ollama itself reads it.
 func (n *Node) Serves(model string) bool { return n.servesName(n.Models(), model) }
 
+// ollamaName is a model name as Ollama resolves it: a name without a tag
+// is the one tagged latest, so "stories" and "stories:latest" are one
+// model. The tag follows the last colon after the last slash; a colon
+// before it is a registry's port ("host:5000/model").
+func ollamaName(name string) string {
+	if !strings.Contains(name[strings.LastIndex(name, "/")+1:], ":") {
+		return name + ":latest"
+	}
+	return name
+}
+
+// servesName reports whether models holds model, read as the node's
+// engine reads names: exactly, and on Ollama with its implicit :latest.
+func (n *Node) servesName(models []string, model string) bool {
+	if slices.Contains(models, model) {
+		return true
+	}
+	if n.Dialect != "ollama" || model == "" {
+		return false
+	}
+	want := ollamaName(model)
+	return slices.ContainsFunc(models, func(m string) bool { return m != "" && ollamaName(m) == want })
+}
+
 // list asks the node for its models: a cheap call that carries no user
 // data, used both to discover models and to probe health.
 func (n *Node) list(ctx context.Context) ([]string, error) {
@@ -253,4 +274,43 @@ func (n *Node) State(now time.Time) State {
 	s.ModelCooldowns = n.modelCooldowns(now)
 	s.Constraint = n.constraintLocked()
 	return s
+}
+
+// modelCooldown is a (node, model) pair resting: the node is fine, this
+// model on it is not.
+type modelCooldown struct {
+	until  time.Time
+	reason string
+}
+
+// ModelCooldown is one model resting on a healthy node.
+type ModelCooldown struct {
+	Model  string    `json:"model"`
+	Until  time.Time `json:"until"`
+	Reason string    `json:"reason"`
+}
+
+// modelResting reports whether model rests on n at now, and why.
+func (n *Node) modelResting(model string, now time.Time) (modelCooldown, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	c, ok := n.modelCool[model]
+	if ok && !now.Before(c.until) {
+		delete(n.modelCool, model)
+		return modelCooldown{}, false
+	}
+	return c, ok
+}
+
+// modelCooldowns lists the models resting on n at now, by name; the
+// caller holds n.mu.
+func (n *Node) modelCooldowns(now time.Time) []ModelCooldown {
+	var out []ModelCooldown
+	for m, c := range n.modelCool {
+		if now.Before(c.until) {
+			out = append(out, ModelCooldown{Model: m, Until: c.until, Reason: c.reason})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Model < out[j].Model })
+	return out
 }

@@ -1,17 +1,15 @@
 package fleet
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"system1/internal/decision"
-	"system1/internal/engine"
 )
 
 // Observer is told what the router does, for metrics.
@@ -24,8 +22,10 @@ type Observer interface {
 type noObserver struct{}
 
 func (noObserver) Attempt(string, string, string, time.Duration) {}
-func (noObserver) Failover(string)                               {}
-func (noObserver) Cooldown(string)                               {}
+
+func (noObserver) Failover(string) {}
+
+func (noObserver) Cooldown(string) {}
 
 // Router answers questions across nodes.
 type Router struct {
@@ -156,250 +156,49 @@ func (r *Router) Limits(model string) (decision.Limits, error) {
 	return lim, nil
 }
 
-// Attempt is one try of one question on one node.
-type Attempt struct {
-	Node    string        `json:"node"`
-	Outcome string        `json:"outcome"` // ok, or a failure kind
-	Latency time.Duration `json:"latency_ns"`
-	Detail  string        `json:"detail,omitempty"`
+// Model is one model id the fleet answers to.
+type Model struct {
+	ID      string
+	AliasOf string    // the served model, for an alias
+	Via     string    // the nodes that serve it, comma-separated
+	Seen    time.Time // when this router first listed it
 }
 
-// Answered is one question's outcome: answered by Node, or Err.
-type Answered struct {
-	engine.Outcome
-	// Abstain, when not empty, says why the node itself declined to decide
-	// (a System One upstream's abstention gate); the distribution is still
-	// its reading.
-	Abstain string
-	// Prior is the label prior to divide out of the distribution (the
-	// prior step), nil for none; PriorVersion names it.
-	Prior        decision.Distribution
-	PriorVersion string
-	Node         string
-	Attempts     []Attempt
-	Err          error
-}
-
-// Result is a request answered across the fleet.
-type Result struct {
-	Model     string     // the model id the engines report
-	Questions []Answered // aligned with the request's questions
-}
-
-// Decide answers every question of req. The questions go together to the
-// first node in the request's order (see order) that takes them; engine
-// nodes answer them concurrently, a System One upstream in one forwarded
-// request. Questions that fail there (refusal, timeout, busy, a 5xx or a
-// malformed reply) move on to the next node, and so on until every
-// question is answered or no node is left. A question an engine refused as
-// a bad request is not tried elsewhere.
-func (r *Router) Decide(ctx context.Context, req decision.Request) (*Result, error) {
-	model := r.Resolve(req.Model)
-	serving := r.Serving(req.Model)
-	if len(serving) == 0 {
-		return nil, fmt.Errorf("model %q: %w", req.Model, ErrUnknownModel)
-	}
-	res := &Result{Questions: make([]Answered, len(req.Questions))}
-	if r.overBudget(serving, model, req, res) {
-		return res, nil
-	}
-	pending := allQuestions(len(req.Questions))
-	settled := make([]bool, len(req.Questions)) // answered, or rejected as a bad request
-	tried := false
-	var left *Node // the node the pending questions last failed on
-	for _, n := range r.order(r.withModel(serving, model), req.State) {
-		if ctx.Err() != nil {
-			break
-		}
-		var take []int
-		for _, i := range pending {
-			if len(req.Questions[i].Options) <= n.MaxOptions {
-				take = append(take, i)
+// Catalog lists every model the nodes serve and every alias whose target
+// is served.
+func (r *Router) Catalog() []Model {
+	via := map[string][]string{}
+	var ids []string
+	for _, n := range r.nodes {
+		for _, m := range n.Models() {
+			if via[m] == nil {
+				ids = append(ids, m)
 			}
-		}
-		if len(take) == 0 || n.requestCost(model, req, take, r.debias, r.prior) > n.budget() {
-			continue
-		}
-		if tried {
-			r.obs.Failover(model)
-		}
-		if left != nil {
-			left.failovers.Add(1)
-		}
-		tried, left = true, nil
-		var failure *engine.Failure
-		for j, got := range r.answer(ctx, n, model, req, take) {
-			i := take[j]
-			a := &res.Questions[i]
-			if got.sent {
-				a.Attempts = append(a.Attempts, got.attempt)
-			}
-			if got.err == nil {
-				a.Outcome, a.Abstain, a.Node, a.Err = got.outcome, got.abstain, n.Name, nil
-				a.Prior, a.PriorVersion = got.prior, got.priorVersion
-				settled[i] = true
-				continue
-			}
-			a.Err = fmt.Errorf("node %s: %w", n.Name, got.err)
-			settled[i] = got.err.Kind == engine.Rejected
-			failure = got.err
-			if !settled[i] {
-				left = n
-			}
-		}
-		// A call the caller gave up on says nothing about the node.
-		if failure != nil && ctx.Err() == nil {
-			r.blame(n, model, failure)
-		}
-		pending = slices.DeleteFunc(pending, func(i int) bool { return settled[i] })
-		if len(pending) == 0 {
-			break
+			via[m] = append(via[m], n.Name)
 		}
 	}
-	for _, i := range pending {
-		a := &res.Questions[i]
-		switch {
-		case ctx.Err() != nil && a.Err != nil:
-			a.Err = fmt.Errorf("%w (after %w)", ctx.Err(), a.Err)
-		case a.Err == nil:
-			a.Err = r.noNode(ctx, serving, model, len(req.Questions[i].Options))
-		}
+	var out []Model
+	for _, id := range ids {
+		out = append(out, Model{ID: id, Via: strings.Join(via[id], ","), Seen: r.seen(id)})
 	}
-	// Every answer joins its signature's batch estimate, whatever this
-	// request asked, so that a request asking for batch calibration finds
-	// it warm.
-	for i := range res.Questions {
-		if a := &res.Questions[i]; a.Err == nil {
-			r.prior.observe(req, req.Questions[i], a)
-		}
-	}
-	for _, a := range res.Questions {
-		if a.Err == nil {
-			res.Model = a.Model
-			break
-		}
-	}
-	return res, nil
-}
-
-func allQuestions(n int) []int {
-	out := make([]int, n)
-	for i := range out {
-		out[i] = i
-	}
-	return out
-}
-
-// answer is one question's result from one node. A question that was not
-// sent (sent false) carries the failure that kept it from the node, and no
-// attempt.
-type answer struct {
-	outcome engine.Outcome
-	abstain string
-	// prior is the content-free reading to divide out, nil for none.
-	prior        decision.Distribution
-	priorVersion string
-	attempt      Attempt
-	err          *engine.Failure
-	sent         bool
-}
-
-// answer asks node n the questions take of req through its backend.
-func (r *Router) answer(ctx context.Context, n *Node, model string, req decision.Request, take []int) []answer {
-	sub := req
-	sub.Model = model
-	sub.Questions = make([]decision.Question, len(take))
-	for j, i := range take {
-		sub.Questions[j] = req.Questions[i]
-	}
-	key := affinity(req.State)
-	ctx = engine.WithGate(ctx, gate{n: n, share: n.slots.share()})
-	out := n.Backend.ask(&caller{ctx: ctx, r: r, n: n, model: model, warm: r.warm.seen(n.Name, key, r.now()), debias: r.debias}, sub)
-	for _, a := range out {
-		if a.err == nil {
-			r.warm.add(n.Name, key, r.now())
-			break
+	for alias, to := range r.aliases {
+		if via[to] != nil && via[alias] == nil {
+			out = append(out, Model{ID: alias, AliasOf: to, Via: strings.Join(via[to], ","), Seen: r.seen(alias)})
 		}
 	}
 	return out
 }
 
-// noNode explains why a question found no node to try.
-func (r *Router) noNode(ctx context.Context, serving []*Node, model string, options int) error {
-	if err := ctx.Err(); err != nil {
-		return err
+func (r *Router) seen(id string) time.Time {
+	r.seenMu.Lock()
+	defer r.seenMu.Unlock()
+	if r.firstSeen == nil {
+		r.firstSeen = map[string]time.Time{}
 	}
-	big := true
-	for _, n := range serving {
-		big = big && n.MaxOptions < options
+	t, ok := r.firstSeen[id]
+	if !ok {
+		t = r.now()
+		r.firstSeen[id] = t
 	}
-	if big {
-		return &engine.Failure{Kind: engine.Rejected, Err: fmt.Errorf("%d options exceed every node's option cap", options)}
-	}
-	now := r.now()
-	var states []string
-	for _, n := range serving {
-		states = append(states, r.resting(n, model, now))
-	}
-	return &engine.Failure{Kind: engine.Unavailable, Err: fmt.Errorf("every node is cooling down: %v", states)}
-}
-
-// order lists the healthy nodes to try for a request over state: by
-// priority, and within a priority the node the state hashes to first
-// (rendezvous hashing, so that questions over one state reuse one node's
-// prompt cache) unless all its slots are taken, then the others by fewest
-// calls in flight and waiting, ties in configured order.
-func (r *Router) order(serving []*Node, state []byte) []*Node {
-	now := r.now()
-	var out []*Node
-	for _, n := range serving {
-		if n.State(now).Healthy {
-			out = append(out, n)
-		}
-	}
-	load := func(n *Node) int { in, q := n.slots.load(); return in + q }
-	slices.SortStableFunc(out, func(a, b *Node) int {
-		return cmp.Or(cmp.Compare(a.Priority, b.Priority), cmp.Compare(load(a), load(b)))
-	})
-	key := affinity(state)
-	for lo := 0; lo < len(out); {
-		hi := lo
-		for hi < len(out) && out[hi].Priority == out[lo].Priority {
-			hi++
-		}
-		best := lo
-		for i := lo; i < hi; i++ {
-			if rendezvous(key, out[i].Name) > rendezvous(key, out[best].Name) {
-				best = i
-			}
-		}
-		if !out[best].slots.saturated() {
-			n := out[best]
-			copy(out[lo+1:best+1], out[lo:best])
-			out[lo] = n
-		}
-		lo = hi
-	}
-	return out
-}
-
-// affinity hashes a state for rendezvous hashing.
-func affinity(state []byte) uint64 {
-	h := fnv.New64a()
-	h.Write(state)
-	return h.Sum64()
-}
-
-// rendezvous scores a node for a state: the highest score wins, and a
-// node leaving or joining moves only the states it wins.
-func rendezvous(key uint64, node string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(node))
-	x := key ^ h.Sum64()
-	// splitmix64's finaliser spreads the bits of the combined key.
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	return x ^ x>>31
+	return t
 }

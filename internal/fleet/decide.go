@@ -1,0 +1,457 @@
+package fleet
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"hash/fnv"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"system1/internal/config"
+	"system1/internal/decision"
+	"system1/internal/engine"
+)
+
+// Attempt is one try of one question on one node.
+type Attempt struct {
+	Node    string        `json:"node"`
+	Outcome string        `json:"outcome"` // ok, or a failure kind
+	Latency time.Duration `json:"latency_ns"`
+	Detail  string        `json:"detail,omitempty"`
+}
+
+// Answered is one question's outcome: answered by Node, or Err.
+type Answered struct {
+	engine.Outcome
+	// Abstain, when not empty, says why the node itself declined to decide
+	// (a System One upstream's abstention gate); the distribution is still
+	// its reading.
+	Abstain string
+	// Prior is the label prior to divide out of the distribution (the
+	// prior step), nil for none; PriorVersion names it.
+	Prior        decision.Distribution
+	PriorVersion string
+	Node         string
+	Attempts     []Attempt
+	Err          error
+}
+
+// Result is a request answered across the fleet.
+type Result struct {
+	Model     string     // the model id the engines report
+	Questions []Answered // aligned with the request's questions
+}
+
+// Decide answers every question of req. The questions go together to the
+// first node in the request's order (see order) that takes them; engine
+// nodes answer them concurrently, a System One upstream in one forwarded
+// request. Questions that fail there (refusal, timeout, busy, a 5xx or a
+// malformed reply) move on to the next node, and so on until every
+// question is answered or no node is left. A question an engine refused as
+// a bad request is not tried elsewhere.
+func (r *Router) Decide(ctx context.Context, req decision.Request) (*Result, error) {
+	model := r.Resolve(req.Model)
+	serving := r.Serving(req.Model)
+	if len(serving) == 0 {
+		return nil, fmt.Errorf("model %q: %w", req.Model, ErrUnknownModel)
+	}
+	res := &Result{Questions: make([]Answered, len(req.Questions))}
+	if r.overBudget(serving, model, req, res) {
+		return res, nil
+	}
+	pending := allQuestions(len(req.Questions))
+	settled := make([]bool, len(req.Questions)) // answered, or rejected as a bad request
+	tried := false
+	var left *Node // the node the pending questions last failed on
+	for _, n := range r.order(r.withModel(serving, model), req.State) {
+		if ctx.Err() != nil {
+			break
+		}
+		var take []int
+		for _, i := range pending {
+			if len(req.Questions[i].Options) <= n.MaxOptions {
+				take = append(take, i)
+			}
+		}
+		if len(take) == 0 || n.requestCost(model, req, take, r.debias, r.prior) > n.budget() {
+			continue
+		}
+		if tried {
+			r.obs.Failover(model)
+		}
+		if left != nil {
+			left.failovers.Add(1)
+		}
+		tried, left = true, nil
+		var failure *engine.Failure
+		for j, got := range r.answer(ctx, n, model, req, take) {
+			i := take[j]
+			a := &res.Questions[i]
+			if got.sent {
+				a.Attempts = append(a.Attempts, got.attempt)
+			}
+			if got.err == nil {
+				a.Outcome, a.Abstain, a.Node, a.Err = got.outcome, got.abstain, n.Name, nil
+				a.Prior, a.PriorVersion = got.prior, got.priorVersion
+				settled[i] = true
+				continue
+			}
+			a.Err = fmt.Errorf("node %s: %w", n.Name, got.err)
+			settled[i] = got.err.Kind == engine.Rejected
+			failure = got.err
+			if !settled[i] {
+				left = n
+			}
+		}
+		// A call the caller gave up on says nothing about the node.
+		if failure != nil && ctx.Err() == nil {
+			r.blame(n, model, failure)
+		}
+		pending = slices.DeleteFunc(pending, func(i int) bool { return settled[i] })
+		if len(pending) == 0 {
+			break
+		}
+	}
+	for _, i := range pending {
+		a := &res.Questions[i]
+		switch {
+		case ctx.Err() != nil && a.Err != nil:
+			a.Err = fmt.Errorf("%w (after %w)", ctx.Err(), a.Err)
+		case a.Err == nil:
+			a.Err = r.noNode(ctx, serving, model, len(req.Questions[i].Options))
+		}
+	}
+	// Every answer joins its signature's batch estimate, whatever this
+	// request asked, so that a request asking for batch calibration finds
+	// it warm.
+	for i := range res.Questions {
+		if a := &res.Questions[i]; a.Err == nil {
+			r.prior.observe(req, req.Questions[i], a)
+		}
+	}
+	for _, a := range res.Questions {
+		if a.Err == nil {
+			res.Model = a.Model
+			break
+		}
+	}
+	return res, nil
+}
+
+func allQuestions(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+// overBudget checks a request's cost against every serving node's budget
+// before any call is made: when no node would take the whole request
+// within its budget, each question gets a rejection naming the budget and
+// the cost, the caller's to fix, as a 422. It returns whether it refused.
+func (r *Router) overBudget(serving []*Node, model string, req decision.Request, res *Result) bool {
+	all := allQuestions(len(req.Questions))
+	var cheapest *Node
+	cost := 0
+	for _, n := range serving {
+		c := n.requestCost(model, req, all, r.debias, r.prior)
+		if c <= n.budget() {
+			return false
+		}
+		if cheapest == nil || c < cost {
+			cheapest, cost = n, c
+		}
+	}
+	if cheapest == nil {
+		return false
+	}
+	n := cheapest
+	for i, q := range req.Questions {
+		qc, orders, extra := n.questionCost(model, req, q, r.debias, r.prior)
+		res.Questions[i].Err = &engine.Failure{Kind: engine.Rejected, Status: http.StatusUnprocessableEntity, Err: fmt.Errorf(
+			"the request costs %d engine calls on node %s (%s, which %s; this question costs %d%s%s), over its budget of %d calls a request (max_engine_calls); ask fewer questions or give them fewer options%s%s",
+			cost, n.Name, n.Dialect, n.Backend.spends(), qc, ordersNote(orders), priorNote(extra), n.budget(), ordersAdvice(orders), priorAdvice(extra))}
+	}
+	return true
+}
+
+// requestCost is what the questions at take of req cost on node n: the
+// sum of their costs, and at least the one call that carries them.
+func (n *Node) requestCost(model string, req decision.Request, take []int, d Debias, p *priors) int {
+	cost := 0
+	for _, i := range take {
+		c, _, _ := n.questionCost(model, req, req.Questions[i], d, p)
+		cost += c
+	}
+	return max(cost, 1)
+}
+
+// questionCost is what question q of req costs on node n: its calls once
+// per order of its options that d asks, and extra more for a content-free
+// reading p does not have yet.
+func (n *Node) questionCost(model string, req decision.Request, q decision.Question, d Debias, p *priors) (cost, orders, extra int) {
+	orders = d.orders(req, q)
+	calls := n.Backend.calls(model, q)
+	if p.needsContentFree(model, req, q, orders) {
+		extra = calls * orders
+	}
+	return calls*orders + extra, orders, extra
+}
+
+// budget is the most engine calls one request may cost on the node.
+func (n *Node) budget() int {
+	if n.MaxEngineCalls > 0 {
+		return n.MaxEngineCalls
+	}
+	return config.DefaultMaxEngineCalls
+}
+
+// ordersNote says that a question's cost counts its orders.
+func ordersNote(orders int) string {
+	if orders <= 1 {
+		return ""
+	}
+	return fmt.Sprintf(", over %d orders of its options for debias permute", orders)
+}
+
+// ordersAdvice names the other way to cut a debiased request's cost.
+func ordersAdvice(orders int) string {
+	if orders <= 1 {
+		return ""
+	}
+	return ", or ask with debias off"
+}
+
+// priorNote says that a question's cost counts its content-free reading.
+func priorNote(extra int) string {
+	if extra == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %d of them for the content-free reading of prior content_free", extra)
+}
+
+// priorAdvice names the other way to cut a content-free request's cost.
+func priorAdvice(extra int) string {
+	if extra == 0 {
+		return ""
+	}
+	return ", or ask with prior off or batch"
+}
+
+// withModel leaves out of nodes those on which model rests.
+func (r *Router) withModel(nodes []*Node, model string) []*Node {
+	now := r.now()
+	return slices.DeleteFunc(slices.Clone(nodes), func(n *Node) bool {
+		_, resting := n.modelResting(model, now)
+		return resting
+	})
+}
+
+// order lists the healthy nodes to try for a request over state: by
+// priority, and within a priority the node the state hashes to first
+// (rendezvous hashing, so that questions over one state reuse one node's
+// prompt cache) unless all its slots are taken, then the others by fewest
+// calls in flight and waiting, ties in configured order.
+func (r *Router) order(serving []*Node, state []byte) []*Node {
+	now := r.now()
+	var out []*Node
+	for _, n := range serving {
+		if n.State(now).Healthy {
+			out = append(out, n)
+		}
+	}
+	load := func(n *Node) int { in, q := n.slots.load(); return in + q }
+	slices.SortStableFunc(out, func(a, b *Node) int {
+		return cmp.Or(cmp.Compare(a.Priority, b.Priority), cmp.Compare(load(a), load(b)))
+	})
+	key := affinity(state)
+	for lo := 0; lo < len(out); {
+		hi := lo
+		for hi < len(out) && out[hi].Priority == out[lo].Priority {
+			hi++
+		}
+		best := lo
+		for i := lo; i < hi; i++ {
+			if rendezvous(key, out[i].Name) > rendezvous(key, out[best].Name) {
+				best = i
+			}
+		}
+		if !out[best].slots.saturated() {
+			n := out[best]
+			copy(out[lo+1:best+1], out[lo:best])
+			out[lo] = n
+		}
+		lo = hi
+	}
+	return out
+}
+
+// affinity hashes a state for rendezvous hashing.
+func affinity(state []byte) uint64 {
+	h := fnv.New64a()
+	h.Write(state)
+	return h.Sum64()
+}
+
+// rendezvous scores a node for a state: the highest score wins, and a
+// node leaving or joining moves only the states it wins.
+func rendezvous(key uint64, node string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(node))
+	x := key ^ h.Sum64()
+	// splitmix64's finaliser spreads the bits of the combined key.
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+// answer is one question's result from one node. A question that was not
+// sent (sent false) carries the failure that kept it from the node, and no
+// attempt.
+type answer struct {
+	outcome engine.Outcome
+	abstain string
+	// prior is the content-free reading to divide out, nil for none.
+	prior        decision.Distribution
+	priorVersion string
+	attempt      Attempt
+	err          *engine.Failure
+	sent         bool
+}
+
+// answer asks node n the questions take of req through its backend.
+func (r *Router) answer(ctx context.Context, n *Node, model string, req decision.Request, take []int) []answer {
+	sub := req
+	sub.Model = model
+	sub.Questions = make([]decision.Question, len(take))
+	for j, i := range take {
+		sub.Questions[j] = req.Questions[i]
+	}
+	key := affinity(req.State)
+	ctx = engine.WithGate(ctx, gate{n: n, share: n.slots.share()})
+	out := n.Backend.ask(&caller{ctx: ctx, r: r, n: n, model: model, warm: r.warm.seen(n.Name, key, r.now()), debias: r.debias}, sub)
+	for _, a := range out {
+		if a.err == nil {
+			r.warm.add(n.Name, key, r.now())
+			break
+		}
+	}
+	return out
+}
+
+// warmStates remembers which states each node answered lately, so that
+// questions over a state whose prefix the node probably still caches can
+// go to it all at once.
+type warmStates struct {
+	mu    sync.Mutex
+	at    map[warmKey]time.Time
+	swept time.Time
+}
+
+type warmKey struct {
+	node  string
+	state uint64
+}
+
+// Bounds on what is remembered: an engine's prompt cache holds a state
+// for minutes at most, and a few thousand states are plenty.
+const (
+	warmFor   = 2 * time.Minute
+	warmLimit = 4096
+)
+
+func (w *warmStates) seen(node string, state uint64, now time.Time) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t, ok := w.at[warmKey{node, state}]
+	return ok && now.Sub(t) < warmFor
+}
+
+func (w *warmStates) add(node string, state uint64, now time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.at == nil {
+		w.at = map[warmKey]time.Time{}
+	}
+	if len(w.at) >= warmLimit || now.Sub(w.swept) > warmFor {
+		for k, t := range w.at {
+			if now.Sub(t) >= warmFor {
+				delete(w.at, k)
+			}
+		}
+		if len(w.at) >= warmLimit {
+			clear(w.at) // all fresh: start over rather than grow
+		}
+		w.swept = now
+	}
+	w.at[warmKey{node, state}] = now
+}
+
+// blame records a failure of node n serving model, and cools down what it
+// points at. A 404 on a call for one model is that model's problem on a
+// multi-model engine (Ollama answers 404 for a model it has not pulled):
+// the pair rests, not the node, so a caller naming a missing model cannot
+// keep the node down for every other model. A reading in which the model
+// ranked none of the labels is honest and well-formed: it counts against
+// nothing. Everything else is the node's, by the policy (see failed).
+func (r *Router) blame(n *Node, model string, f *engine.Failure) {
+	switch {
+	case f.Uninformative:
+		return
+	case f.Kind == engine.Unavailable && f.Status == http.StatusNotFound:
+		r.coolModel(n, model, r.policy.Cooldown, f.Error())
+		return
+	}
+	r.failed(n, f)
+}
+
+// coolModel rests model on n for d.
+func (r *Router) coolModel(n *Node, model string, d time.Duration, why string) {
+	until := r.now().Add(d)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.modelCool == nil {
+		n.modelCool = map[string]modelCooldown{}
+	}
+	if c, ok := n.modelCool[model]; !ok || until.After(c.until) {
+		n.modelCool[model] = modelCooldown{until: until, reason: why}
+	}
+}
+
+// noNode explains why a question found no node to try.
+func (r *Router) noNode(ctx context.Context, serving []*Node, model string, options int) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	big := true
+	for _, n := range serving {
+		big = big && n.MaxOptions < options
+	}
+	if big {
+		return &engine.Failure{Kind: engine.Rejected, Err: fmt.Errorf("%d options exceed every node's option cap", options)}
+	}
+	now := r.now()
+	var states []string
+	for _, n := range serving {
+		states = append(states, r.resting(n, model, now))
+	}
+	return &engine.Failure{Kind: engine.Unavailable, Err: fmt.Errorf("every node is cooling down: %v", states)}
+}
+
+// resting explains why node n takes no question for model at now.
+func (r *Router) resting(n *Node, model string, now time.Time) string {
+	if c, ok := n.modelResting(model, now); ok {
+		return fmt.Sprintf("%s: model %s cooling down until %s (%s)", n.Name, model, c.until.Format(time.RFC3339), c.reason)
+	}
+	s := n.State(now)
+	if s.Healthy { // passed over: another node could take what this one could not
+		return fmt.Sprintf("%s not tried: the question's options or the request's engine calls are over its max_options or max_engine_calls", s.Name)
+	}
+	return fmt.Sprintf("%s cooling down until %s (%s)", s.Name, s.CoolUntil.Format(time.RFC3339), s.CoolReason)
+}
