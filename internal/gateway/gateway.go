@@ -1,14 +1,4 @@
-// Package gateway is the System 1 gateway: one decision among options (or
-// yes or no), asked of a chain of models that the fleet serves, in order,
-// with a confidence that is the decision's own probability after
-// calibration, an honest abstention when that is under the threshold, and
-// never a made-up number. Its request and response types are the
-// published contract (schema version "1"); the MCP server, the HTTP route
-// POST /v1/decide and the decide command are faces over it. It talks to no
-// engine itself: every question goes through package fleet.
 package gateway
-
-//go:generate go run ./schemagen -out ../../schema
 
 import (
 	"cmp"

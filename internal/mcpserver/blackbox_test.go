@@ -201,7 +201,7 @@ func TestFallbackOnError(t *testing.T) {
 	}
 }
 
-// Answers that fail the gateway's checks are malformed and fall back: a
+// Answers that fail the checks (the System One client's) are malformed and fall back: a
 // body that is not an object, a confidence outside [0,1], a probability
 // that is not a finite number, a decision that is not an option.
 func TestFallbackOnMalformed(t *testing.T) {
