@@ -89,12 +89,12 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 		rounding = *cfg.Rounding
 	}
 	// /v1/systemone applies the fits only with calibration: apply, decide
-	// applies gateway.fits whenever it is set: one file, reloaded once,
-	// when both do.
-	dfits, dfitsErr := decideFits(cfg, fits)
+	// applies gateway.fits whenever it is set (one file, reloaded once,
+	// when both do); while it does not load, decide answers config_error.
+	dfits, err := decideFits(cfg, fits)
 	var decideErrs []error
-	if dfitsErr != nil {
-		decideErrs = append(decideErrs, dfitsErr)
+	if err != nil {
+		decideErrs = []error{err}
 	}
 	api := httpapi.New(httpapi.Options{
 		Answer:           answerPath(router, fits, dlog, false),
