@@ -17,6 +17,7 @@ import (
 	"system1/internal/decision"
 	"system1/internal/decisionlog"
 	"system1/internal/fakeengine"
+	"system1/internal/outcomes"
 	"system1/internal/simmodel"
 )
 
@@ -297,7 +298,7 @@ decision_log:
 	}
 	l.RefitSeconds = time.Since(sent).Seconds()
 	if l.Revision != "" {
-		fits, err := calibration.LoadFits(fitsPath)
+		fits, err := outcomes.LoadFits(fitsPath)
 		if err != nil {
 			return l, err
 		}
@@ -363,7 +364,7 @@ func readRaw(path string, parts ...[]answer) error {
 			}
 			as[i].Raw = es[0].Uncalibrated()
 			for _, st := range es[0].Steps {
-				if st.Name == decisionlog.StepTemperature {
+				if st.Name == decision.StepTemperature {
 					as[i].Version = st.Version
 				}
 			}

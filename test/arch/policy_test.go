@@ -122,6 +122,17 @@ var policy = []rule{
 		why: "the bench: cases asked of an endpoint or the configuration's fleet, reports, reliability diagrams",
 	},
 	{
+		pkgs: []string{"internal/jobs"},
+		may: []string{"internal/calibration", "internal/cases", "internal/decision", "internal/httpcall", "internal/jsonx",
+			"internal/systemone", "golang.org/x/term"},
+		why: "the job runner of system1 run: rows streamed through a decider (the local answer path or a remote system1), written in input order, resumed exactly",
+	},
+	{
+		pkgs: []string{"internal/tracing"},
+		may:  []string{"internal/config", "internal/decision", "go.opentelemetry.io/otel"},
+		why:  "OpenTelemetry traces, set up from the tracing block or the standard variables: the spans and attribute names the faces and the fleet use, in one place",
+	},
+	{
 		pkgs: []string{"cmd/system1"},
 		may: []string{"internal/answer", "internal/bench", "internal/calibration", "internal/cases", "internal/config",
 			"internal/decisionlog", "internal/fleet", "internal/gateway", "internal/httpapi", "internal/mcpserver",
@@ -146,6 +157,11 @@ var policy = []rule{
 		why:  "test support: fake engines and System One endpoints of every dialect, the system1 binary built once per suite",
 	},
 	{
+		pkgs: []string{"internal/testjaeger"},
+		test: true,
+		why:  "test support: a real Jaeger per test, where the machine has one, and its query API",
+	},
+	{
 		pkgs: []string{"internal/testengine"},
 		may:  []string{"github.com/jackc/pgx/v5/stdlib"},
 		test: true,
@@ -162,6 +178,13 @@ var policy = []rule{
 		may:  []string{"internal/fakeengine", "internal/testbin"},
 		test: true,
 		why:  "benchmark programs, which build the real binary and drive it against fakes",
+	},
+	{
+		pkgs: []string{"bench/quality"},
+		may: []string{"internal/calibration", "internal/cases", "internal/decision", "internal/decisionlog", "internal/fakeengine",
+			"internal/outcomes", "internal/simmodel", "internal/systemone"},
+		test: true,
+		why:  "the decision-quality benchmark: the simulated model through the real binary, outcomes fed back, the refit measured on held-out answers",
 	},
 	{
 		pkgs: []string{"test/..."},
