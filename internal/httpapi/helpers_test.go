@@ -64,6 +64,10 @@ type setup struct {
 	prior   fleet.Prior
 	// maxQuestions is the configuration's max_questions; 0 the default.
 	maxQuestions int
+	// requestTimeout bounds a request; 0 is the server's default. A test
+	// of what a request may ask, not of how fast it is answered, gives a
+	// long one, so that a loaded machine cannot fail it.
+	requestTimeout time.Duration
 }
 
 // testPolicy is the router's default policy with a cooldown longer than
@@ -92,13 +96,14 @@ func serve(t testing.TB, s setup) *system1 {
 	router := fleet.New(nodes, fleet.Options{Aliases: s.aliases, Policy: testPolicy, Debias: s.debias, Prior: s.prior, MaxQuestions: s.maxQuestions})
 	router.Discover(t.Context())
 	api := httpapi.New(httpapi.Options{
-		Answer:        answer.New(answer.Options{Router: router}),
-		Keys:          s.keys,
-		RatePerSecond: s.rate,
-		Burst:         s.burst,
-		Rounding:      2, // system1 serve's default: Jev's 2 decimals
-		MaxBodyBytes:  s.maxBody,
-		Version:       "test",
+		Answer:         answer.New(answer.Options{Router: router}),
+		Keys:           s.keys,
+		RatePerSecond:  s.rate,
+		Burst:          s.burst,
+		Rounding:       2, // system1 serve's default: Jev's 2 decimals
+		MaxBodyBytes:   s.maxBody,
+		RequestTimeout: s.requestTimeout,
+		Version:        "test",
 	})
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
