@@ -1,0 +1,187 @@
+// Package fingerprint tells whether the model a node serves under a name
+// is still the build it was: the best identity the backend reports of it
+// (Ollama's digest, llama.cpp's model file and metadata, vLLM's root, the
+// model id an upstream's answers carry) beside a behavioural canary, a few
+// fixed questions whose distributions identify the build even when the
+// metadata does not change. It is pure: the fleet reads the identity and
+// asks the canary, and this package compares.
+//
+// The rule (docs/fingerprints.md): a (node, model) changed when a field
+// of its identity that both observations report differs, when the model id
+// its answers carry differs, or when its canary moved further than the
+// tolerance from the reference reading. The fingerprint's id is a hash of
+// the identity alone; the reading is kept beside it, never hashed, since a
+// digest of a float reading flips wherever a value sits near a bucket's
+// edge.
+package fingerprint
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+)
+
+// DefaultTolerance is how far a canary reading may move, in probability
+// (Delta), before the build counts as changed. Repeat reads of one build
+// on the real llama-server here, across 1 and 4 slots, concurrent load, a
+// cold and a warm prompt cache and restarts, moved by at most 0.0004, and
+// on Ollama not at all; two builds with other weights of one shape were
+// at least 0.11 apart (docs/fingerprints.md has the table and the
+// command). The tolerance sits 26 times above the first and 11 times
+// below the second. A move below it, such as the 0.001 between one
+// model's F32 and F16 weights, is too small to unsettle a calibration
+// fit.
+const DefaultTolerance = 0.01
+
+// Identity is what a backend reports of the build it serves under a model
+// name: fields such as a digest, a model file, a parameter count. Fields
+// that change without the build changing (a timestamp, a load time) are
+// never in it.
+type Identity struct {
+	// Source names where the fields were read, such as "ollama
+	// /api/tags+/api/version".
+	Source string
+	// Fields are the reported values by name. An identity without fields
+	// is unknown: the backend offers none, and only the canary and the
+	// answered model id speak for the build.
+	Fields map[string]string
+}
+
+// Known reports whether the identity has any field.
+func (id Identity) Known() bool { return len(id.Fields) > 0 }
+
+// Names returns the field names, sorted: the stable order the identity is
+// hashed and shown in.
+func (id Identity) Names() []string { return slices.Sorted(maps.Keys(id.Fields)) }
+
+// String lists the fields in order, name=value, for logs.
+func (id Identity) String() string {
+	parts := make([]string, 0, len(id.Fields))
+	for _, k := range id.Names() {
+		parts = append(parts, k+"="+id.Fields[k])
+	}
+	return id.Source + ": " + strings.Join(parts, " ")
+}
+
+// Print is one observation of a (node, model): its identity and a canary
+// reading, either of which may be missing (unknown, or not read).
+type Print struct {
+	Identity Identity
+	Canary   Reading
+}
+
+// ID is the fingerprint's id: a hash of the identity's source and fields
+// in name order, and of the model id the answers carried, as 16 hex
+// digits; "" when none of them is known.
+func (p Print) ID() string {
+	if !p.Identity.Known() && p.Canary.Model == "" {
+		return ""
+	}
+	h := sha256.New()
+	write := func(s string) { fmt.Fprintf(h, "%d:%s", len(s), s) } // length-prefixed: no two field lists hash alike
+	write(p.Identity.Source)
+	for _, k := range p.Identity.Names() {
+		write(k)
+		write(p.Identity.Fields[k])
+	}
+	write(p.Canary.Model)
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// AnsweredModel is the name Change.Fields gives the model id the answers
+// carried.
+const AnsweredModel = "answered_model"
+
+// Change is how an observation differs from the reference.
+type Change struct {
+	// Changed is set when the build is taken to have changed.
+	Changed bool
+	// Fields names, sorted, the identity fields whose values differ or
+	// that one side reports and the other does not, and AnsweredModel
+	// when the answered model id differs.
+	Fields []string
+	// Delta is the canary's distance from the reference (see Delta);
+	// NaN when either was not read.
+	Delta float64
+	// Tolerance is what Delta was held to: the tolerance, plus the
+	// coarser rounding step of the two readings.
+	Tolerance float64
+	// Was and Now are the identities compared.
+	Was, Now Identity
+}
+
+// CanaryMoved reports whether the canary moved beyond the tolerance.
+func (c Change) CanaryMoved() bool { return c.Delta > c.Tolerance }
+
+// String says what changed, for a log line or an alarm's detail.
+func (c Change) String() string {
+	if !c.Changed {
+		return "unchanged"
+	}
+	var why []string
+	for _, f := range c.Fields {
+		switch f {
+		case AnsweredModel:
+			why = append(why, "the answered model id changed")
+		default:
+			why = append(why, fmt.Sprintf("%s changed from %q to %q", f, c.Was.Fields[f], c.Now.Fields[f]))
+		}
+	}
+	if c.CanaryMoved() {
+		why = append(why, fmt.Sprintf("the canary moved by %.4g (tolerance %.4g)", c.Delta, c.Tolerance))
+	}
+	return strings.Join(why, "; ")
+}
+
+// Compare holds next against the reference ref with tolerance tol (<= 0
+// is DefaultTolerance). Identities are compared only when both are known,
+// field by field over the union of their names; answered model ids only
+// when both are reported; canaries only when both were read. What one
+// side lacks is not a change: a probe that failed says nothing of the
+// build.
+func Compare(ref, next Print, tol float64) Change {
+	if tol <= 0 {
+		tol = DefaultTolerance
+	}
+	c := Change{Was: ref.Identity, Now: next.Identity, Delta: Delta(ref.Canary, next.Canary)}
+	c.Tolerance = tol + math.Max(ref.Canary.Step, next.Canary.Step)
+	if ref.Identity.Known() && next.Identity.Known() {
+		for _, k := range slices.Sorted(maps.Keys(union(ref.Identity.Fields, next.Identity.Fields))) {
+			a, inA := ref.Identity.Fields[k]
+			b, inB := next.Identity.Fields[k]
+			if inA != inB || a != b {
+				c.Fields = append(c.Fields, k)
+			}
+		}
+	}
+	if ref.Canary.Model != "" && next.Canary.Model != "" && ref.Canary.Model != next.Canary.Model {
+		c.Fields = append(c.Fields, AnsweredModel)
+	}
+	c.Changed = len(c.Fields) > 0 || c.CanaryMoved()
+	return c
+}
+
+func union(a, b map[string]string) map[string]string {
+	out := maps.Clone(a)
+	maps.Copy(out, b)
+	return out
+}
+
+// merge fills what ref lacks from p: the reference's parts stay as first
+// seen, and a part first read late (a canary whose first probe failed)
+// joins it.
+func merge(ref, p Print) Print {
+	if !ref.Identity.Known() {
+		ref.Identity = p.Identity
+	}
+	if !ref.Canary.Read() {
+		ref.Canary = p.Canary
+	} else if ref.Canary.Model == "" {
+		ref.Canary.Model = p.Canary.Model
+	}
+	return ref
+}
