@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"system1/internal/decision"
+	"system1/internal/fingerprint"
 	"system1/internal/httpcall"
 	"system1/internal/jsonx"
 )
@@ -308,4 +309,60 @@ func (c *Client) do(ctx context.Context, method, url string, body []byte) ([]byt
 		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
 	return data, err
+}
+
+// identitySource names where a Decisions endpoint's identity is read.
+const identitySource = "decisions /v1/models"
+
+// Identity reads what the endpoint's GET /v1/models says of model:
+// owned_by, and where a vLLM-style server reports them, root, parent and
+// max_model_len (created is left out: vLLM stamps it with the time of the
+// request). An endpoint without a model list (404) or one that does not
+// list model has an unknown identity, no fields and no error: then the
+// model id its answers carry (Reply.Model) and the canary are what speak
+// for the build, and a hosted alias that moves to a new snapshot under
+// the same id shows only in the canary. The reply is bounded by
+// fingerprint.MaxReply, and the call carries no user data.
+func (c *Client) Identity(ctx context.Context, model string) (fingerprint.Identity, error) {
+	id := fingerprint.Identity{Source: identitySource}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, c.root()+"/models", nil)
+	if err != nil {
+		return id, err
+	}
+	hr.Header.Set("Accept", "application/json")
+	limit := int64(fingerprint.MaxReply)
+	if c.MaxBody > 0 {
+		limit = min(limit, c.MaxBody)
+	}
+	data, err := httpcall.Do(c.HTTP, hr, c.Key, limit)
+	var se *httpcall.StatusError
+	switch {
+	case errors.As(err, &se) && se.Code == http.StatusNotFound:
+		return id, nil
+	case errors.As(err, &se):
+		return id, ParseError(se.Code, se.Body, se.RetryAfter)
+	case errors.Is(err, httpcall.ErrTooLarge):
+		return id, fmt.Errorf("%w: model list: %v", ErrMalformed, err)
+	case err != nil:
+		return id, err
+	}
+	var list struct {
+		Data []map[string]json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(data, &list); err != nil {
+		return id, fmt.Errorf("%w: model list: %v", ErrMalformed, err)
+	}
+	for _, m := range list.Data {
+		if fingerprint.FieldText(m["id"]) != model {
+			continue
+		}
+		id.Fields = map[string]string{}
+		for _, k := range []string{"owned_by", "root", "parent", "max_model_len"} {
+			if v, ok := m[k]; ok {
+				id.Fields[k] = fingerprint.FieldText(v)
+			}
+		}
+		break
+	}
+	return id, nil
 }

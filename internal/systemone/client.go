@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"system1/internal/decision"
+	"system1/internal/fingerprint"
 	"system1/internal/httpcall"
 )
 
@@ -250,4 +251,65 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 		}
 	}
 	return ids, nil
+}
+
+// identitySource names where a System One endpoint's identity is read.
+const identitySource = "systemone /v1/models"
+
+// Identity reads what the endpoint's GET /v1/models says of model: in
+// Jev's shape its description and release_date, in OpenAI's its owned_by
+// and root (a created stamp is left out: some servers stamp the time of
+// the request). An endpoint without a model list (laya-serve answers 404)
+// or one that does not list model has an unknown identity, no fields and
+// no error: then the model id its answers carry (Reply.Model) and the
+// canary are what speak for the build. The reply is bounded by
+// fingerprint.MaxReply, and the call carries no user data.
+func (c *Client) Identity(ctx context.Context, model string) (fingerprint.Identity, error) {
+	id := fingerprint.Identity{Source: identitySource}
+	u := strings.TrimSuffix(strings.TrimRight(c.BaseURL, "/"), "/v1/systemone") + "/v1/models"
+	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return id, err
+	}
+	data, err := httpcall.Do(c.client(), hr, c.Key, min(c.maxBody(), fingerprint.MaxReply))
+	var se *httpcall.StatusError
+	switch {
+	case errors.As(err, &se) && se.Code == http.StatusNotFound:
+		return id, nil
+	case errors.As(err, &se):
+		return id, &StatusError{Code: se.Code, Message: ErrorMessage(se.Body), RetryAfter: se.RetryAfter}
+	case errors.Is(err, httpcall.ErrTooLarge):
+		return id, fmt.Errorf("%w: model list: %v", ErrMalformed, err)
+	case err != nil:
+		return id, err
+	}
+	var list struct {
+		Models []map[string]json.RawMessage `json:"models"`
+		Data   []map[string]json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(data, &list); err != nil {
+		return id, fmt.Errorf("%w: model list: %v", ErrMalformed, err)
+	}
+	for _, set := range []struct {
+		entries    []map[string]json.RawMessage
+		key        string
+		identifies []string
+	}{
+		{list.Models, "name", []string{"description", "release_date"}},
+		{list.Data, "id", []string{"owned_by", "root"}},
+	} {
+		for _, m := range set.entries {
+			if fingerprint.FieldText(m[set.key]) != model {
+				continue
+			}
+			id.Fields = map[string]string{}
+			for _, k := range set.identifies {
+				if v, ok := m[k]; ok {
+					id.Fields[k] = fingerprint.FieldText(v)
+				}
+			}
+			return id, nil
+		}
+	}
+	return id, nil
 }
