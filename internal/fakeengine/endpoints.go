@@ -1,24 +1,36 @@
 package fakeengine
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"hash/fnv"
 	"net/http"
+	"time"
 )
 
 // models answers GET /v1/models: llama-server's shape, with both lists,
-// aliases and the vocabulary size, or OpenAI's.
-func (f *Fake) models() []byte {
+// aliases and the vocabulary size, or OpenAI's; with a build, llama.cpp's
+// meta has the build's counts and OpenAI's entries vLLM's root.
+func (f *Fake) models(build string) []byte {
 	var data []map[string]any
 	var jev []map[string]any
 	for i, id := range f.opt.Models {
-		m := map[string]any{"id": id, "object": "model", "created": 0, "owned_by": "fake"}
+		m := map[string]any{"id": id, "object": "model", "created": time.Now().Unix(), "owned_by": "fake"}
 		if f.opt.Dialect == LlamaCpp {
 			m["owned_by"] = "llamacpp"
-			m["meta"] = map[string]int{"n_vocab": f.opt.NVocab}
+			meta := map[string]any{"n_vocab": f.opt.NVocab}
+			if build != "" {
+				n := buildNumber(build)
+				meta["n_ctx"], meta["n_ctx_train"], meta["n_params"], meta["size"], meta["ftype"] = 2048, 2048, n, 2*n, "F16"
+			}
+			m["meta"] = meta
 			if i == 0 {
 				m["aliases"] = f.opt.Aliases
 			}
 			jev = append(jev, map[string]any{"name": id, "model": id})
+		} else if build != "" {
+			m["root"], m["max_model_len"] = "/models/"+build, 2048
 		}
 		data = append(data, m)
 	}
@@ -30,14 +42,45 @@ func (f *Fake) models() []byte {
 	return out
 }
 
-// tags answers Ollama's GET /api/tags.
-func (f *Fake) tags() []byte {
+// tags answers Ollama's GET /api/tags, each model's digest the SHA-256 of
+// the build ("0" without one).
+func (f *Fake) tags(build string) []byte {
+	digest := "0"
+	if build != "" {
+		h := sha256.Sum256([]byte(build))
+		digest = hex.EncodeToString(h[:])
+	}
 	var ms []map[string]any
 	for _, id := range f.opt.Models {
-		ms = append(ms, map[string]any{"name": id, "model": id, "size": 1, "digest": "0"})
+		ms = append(ms, map[string]any{"name": id, "model": id, "size": 1, "digest": digest,
+			"modified_at": time.Now().UTC().Format(time.RFC3339Nano),
+			"details":     map[string]any{"format": "gguf", "family": "fake", "parameter_size": "1K", "quantization_level": "F16"}})
 	}
 	out, _ := json.Marshal(map[string]any{"models": ms})
 	return out
+}
+
+// props answers llama.cpp's GET /props: total_slots when Options.Slots
+// sets them, and with a build its model file, build and weights' type.
+func (f *Fake) props(build string) []byte {
+	p := map[string]any{"default_generation_settings": map[string]any{"n_ctx": 2048}}
+	if f.opt.Slots > 0 {
+		p["total_slots"] = f.opt.Slots
+	}
+	if build != "" {
+		p["model_path"], p["build_info"], p["model_ftype"] = "/models/"+build+".gguf", "b1-fake", "F16"
+		p["chat_template"], p["bos_token"], p["eos_token"] = "{{ messages }}", "<s>", "</s>"
+	}
+	out, _ := json.Marshal(p)
+	return out
+}
+
+// buildNumber is a count derived from a build's name, so that two builds
+// report different parameter counts.
+func buildNumber(build string) int {
+	h := fnv.New32a()
+	h.Write([]byte(build))
+	return 1000 + int(h.Sum32()%1000000)
 }
 
 // tokenize answers llama.cpp's POST /tokenize: one token per byte, after

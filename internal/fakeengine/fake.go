@@ -25,8 +25,17 @@ type Options struct {
 	// Behavior is how the fake answers until Set changes it.
 	Behavior Behavior
 	// Slots, on llama.cpp, is the total_slots GET /props reports; 0
-	// answers /props with a 404, as a server without the endpoint.
+	// answers /props with a 404, as a server without the endpoint, unless
+	// Build is set.
 	Slots int
+	// Build names the build the fake reports it serves (SetBuild changes
+	// it): llama.cpp's GET /props answers with a model file, build and
+	// type and /v1/models with meta counts derived from it, Ollama's
+	// /api/tags with a digest of it, the OpenAI dialect's /v1/models with
+	// a root and GET /version as vLLM does. "" reports none of that, as
+	// before builds were reported: /props only with Slots, digest "0", no
+	// root and no /version.
+	Build string
 	// Parallel is the most tasks the engine runs at once, as llama-server
 	// runs one per slot; the others wait in the engine for their turn, and
 	// a task's Latency starts when it runs, so that a task sent past the
@@ -86,6 +95,7 @@ type Fake struct {
 
 	mu      sync.Mutex
 	b       Behavior
+	build   string
 	reqs    []Request
 	refused bool
 	closed  bool
@@ -105,8 +115,34 @@ func New(opt Options) *Fake {
 	}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	f.URL = f.srv.URL
+	f.build = opt.Build
 	f.Set(opt.Behavior)
 	return f
+}
+
+// SetBuild changes the build the fake reports from the next request on:
+// a model swapped under the same name. With Set, or Swap, the answers
+// change too.
+func (f *Fake) SetBuild(build string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.build = build
+}
+
+// Swap changes the build the fake reports and how it answers at once,
+// so that no request sees one without the other.
+func (f *Fake) Swap(build string, b Behavior) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.build = build
+	f.set(b)
+}
+
+// Build is the build the fake reports now.
+func (f *Fake) Build() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.build
 }
 
 // Set changes how the fake answers from the next request on. Refuse
@@ -114,6 +150,11 @@ func New(opt Options) *Fake {
 func (f *Fake) Set(b Behavior) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.set(b)
+}
+
+// set is Set with f.mu held.
+func (f *Fake) set(b Behavior) {
 	f.b = b
 	if b.Fault == Refuse && !f.refused {
 		f.refused = true
@@ -204,7 +245,7 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 		chat.fill(&rec)
 	}
 	f.mu.Lock()
-	b := f.b
+	b, build := f.b, f.build
 	f.mu.Unlock()
 	if len(rec.Labels) == 0 && infer {
 		f.record(rec)
@@ -256,13 +297,17 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte("Ollama is running"))
 		return
 	case r.Method == http.MethodGet && r.URL.Path == "/v1/models" && f.opt.Dialect != Ollama:
-		reply = f.models()
+		reply = f.models(build)
 	case r.Method == http.MethodGet && r.URL.Path == "/api/tags" && f.opt.Dialect == Ollama:
-		reply = f.tags()
+		reply = f.tags(build)
+	case r.Method == http.MethodGet && r.URL.Path == "/api/version" && f.opt.Dialect == Ollama:
+		reply = []byte(`{"version":"0.0.0-fake"}`)
+	case r.Method == http.MethodGet && r.URL.Path == "/version" && f.opt.Dialect == OpenAI && build != "":
+		reply = []byte(`{"version":"0.0.0-fake"}`)
 	case r.Method == http.MethodPost && r.URL.Path == "/tokenize" && f.opt.Dialect == LlamaCpp:
 		reply = tokenize(rec.Body)
-	case r.Method == http.MethodGet && r.URL.Path == "/props" && f.opt.Dialect == LlamaCpp && f.opt.Slots > 0:
-		reply = fmt.Appendf(nil, `{"total_slots":%d}`, f.opt.Slots)
+	case r.Method == http.MethodGet && r.URL.Path == "/props" && f.opt.Dialect == LlamaCpp && (f.opt.Slots > 0 || build != ""):
+		reply = f.props(build)
 	case r.Method == http.MethodPost && r.URL.Path == "/completion" && f.opt.Dialect == LlamaCpp:
 		reply = []byte(`{"content":" ","stop":true}`)
 	default:

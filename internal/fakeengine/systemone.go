@@ -27,11 +27,12 @@ const (
 )
 
 // Reply says how a fake System One endpoint answers. The zero value
-// answers every question, a choice's first option at 0.9 and the rest
-// spread evenly, a noul at 0.9.
+// answers every question, the first option of a choice or a score at 0.9
+// and the rest spread evenly, a noul at 0.9.
 type Reply struct {
-	// Probs are a choice's probabilities in option order, or [P(true)] for
-	// a noul; a choice with another count of options gets the default.
+	// Probs are a choice's or a score's probabilities in option order, or
+	// [P(true)] for a noul; a question with another count of options gets
+	// the default.
 	Probs []float64
 	// Dist, when set, gives each question its distribution over its n
 	// options ([P(true), P(false)] for a noul), whatever Probs says.
@@ -71,7 +72,6 @@ type SystemOne struct {
 	// Arrived gets a token per POST /v1/systemone, for a test to wait on.
 	Arrived chan struct{}
 
-	r       Reply
 	srv     *httptest.Server
 	last    atomic.Value
 	done    chan struct{} // closed by Close: held handlers return
@@ -80,6 +80,7 @@ type SystemOne struct {
 	active inflight
 
 	mu       sync.Mutex
+	r        Reply
 	closed   bool
 	released bool
 }
@@ -143,9 +144,24 @@ func (s *SystemOne) Close() {
 // WaitIdle waits until no request is being handled.
 func (s *SystemOne) WaitIdle(ctx context.Context) error { return s.active.wait(ctx) }
 
-func (s *SystemOne) model() string {
-	if s.r.Model != "" {
-		return s.r.Model
+// Set changes how the endpoint answers from the next request on: another
+// model id in its answers and its model list, other distributions, a
+// fault. Refuse is only read when the endpoint starts.
+func (s *SystemOne) Set(r Reply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.r = r
+}
+
+func (s *SystemOne) reply() Reply {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.r
+}
+
+func (r Reply) model() string {
+	if r.Model != "" {
+		return r.Model
 	}
 	return "fake-1"
 }
@@ -153,6 +169,7 @@ func (s *SystemOne) model() string {
 func (s *SystemOne) serve(w http.ResponseWriter, req *http.Request) {
 	defer s.active.enter()()
 	body, _ := io.ReadAll(req.Body)
+	r := s.reply()
 	switch {
 	case req.Method == http.MethodGet && req.URL.Path == "/health":
 		s.Probes.Add(1)
@@ -160,7 +177,7 @@ func (s *SystemOne) serve(w http.ResponseWriter, req *http.Request) {
 		return
 	case req.Method == http.MethodGet && req.URL.Path == "/v1/models":
 		s.Probes.Add(1)
-		writeBody(w, http.StatusOK, fmt.Sprintf(`{"models":[{"name":%q,"description":"a fake","release_date":"2026-01-01"}]}`, s.model()))
+		writeBody(w, http.StatusOK, fmt.Sprintf(`{"models":[{"name":%q,"description":"a fake","release_date":"2026-01-01"}]}`, r.model()))
 		return
 	case req.Method != http.MethodPost || req.URL.Path != "/v1/systemone":
 		writeBody(w, http.StatusNotFound, `{"detail":"Not Found"}`)
@@ -172,7 +189,6 @@ func (s *SystemOne) serve(w http.ResponseWriter, req *http.Request) {
 	case s.Arrived <- struct{}{}:
 	default:
 	}
-	r := s.r
 	switch {
 	case r.Hang || r.Fault == Hang:
 		s.block(req)
@@ -206,7 +222,7 @@ func (s *SystemOne) serve(w http.ResponseWriter, req *http.Request) {
 		writeBody(w, http.StatusUnprocessableEntity, `{"detail":"the fake could not read the request"}`)
 		return
 	}
-	reply := s.answer(p.Request)
+	reply := r.answer(p.Request)
 	if r.Fault == Stall {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Content-Length", strconv.Itoa(len(reply)))
@@ -227,20 +243,20 @@ func (s *SystemOne) block(r *http.Request) {
 }
 
 // dist is a question's distribution over its n options.
-func (s *SystemOne) dist(q decision.Question) decision.Distribution {
+func (r Reply) dist(q decision.Question) decision.Distribution {
 	n := len(q.Options)
-	if s.r.Dist != nil {
-		return s.r.Dist(n)
+	if r.Dist != nil {
+		return r.Dist(n)
 	}
 	if q.Kind == decision.Noul {
 		p := 0.9
-		if len(s.r.Probs) > 0 {
-			p = s.r.Probs[0]
+		if len(r.Probs) > 0 {
+			p = r.Probs[0]
 		}
 		return decision.Distribution{p, 1 - p}
 	}
-	if len(s.r.Probs) == n {
-		return decision.Distribution(s.r.Probs)
+	if len(r.Probs) == n {
+		return decision.Distribution(r.Probs)
 	}
 	d := make(decision.Distribution, n)
 	d[0] = 0.9
@@ -251,12 +267,12 @@ func (s *SystemOne) dist(q decision.Question) decision.Distribution {
 }
 
 // answer writes the reply to req, with the fault's damage.
-func (s *SystemOne) answer(req decision.Request) string {
-	f, hit := s.r.Fault, s.r.Label
+func (r Reply) answer(req decision.Request) string {
+	f, hit := r.Fault, r.Label
 	num := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 	var answers []string
 	for _, q := range req.Questions {
-		d := s.dist(q)
+		d := r.dist(q)
 		var a string
 		switch q.Kind {
 		case decision.Noul:
@@ -265,7 +281,7 @@ func (s *SystemOne) answer(req decision.Request) string {
 				v = "null"
 			}
 			a = fmt.Sprintf(`{"type":"noul","noul":%s`, v)
-		case decision.Choice:
+		case decision.Choice, decision.Score:
 			var ps []string
 			for i, o := range q.Options {
 				v := num(d[i])
@@ -287,16 +303,27 @@ func (s *SystemOne) answer(req decision.Request) string {
 				}
 				ps = append(ps, fmt.Sprintf("%q:%s", o.Key, v))
 			}
+			if q.Kind == decision.Score {
+				legend := make([]string, len(q.Options))
+				for i, o := range q.Options {
+					l := string(o.Legend)
+					if l == "" {
+						l = "null"
+					}
+					legend[i] = fmt.Sprintf("%q:%s", o.Key, l)
+				}
+				a = fmt.Sprintf(`{"type":"score","score":%s,"confidence":%s,"legend":{%s},"probabilities":{%s}`,
+					num(decision.ExpectedLevel(d)), num(decision.ScoreConfidence(d)), strings.Join(legend, ","), strings.Join(ps, ","))
+				break
+			}
 			choice := q.Options[d.Argmax()].Key
 			if f == OutsideOptions {
 				choice = "refunds"
 			}
 			a = fmt.Sprintf(`{"type":"choice","choice":%q,"confidence":%s,"probabilities":{%s}`,
 				choice, num(decision.ChoiceConfidence(d)), strings.Join(ps, ","))
-		default:
-			panic("the fake System One endpoint answers only choices and nouls")
 		}
-		if s.r.Abstain {
+		if r.Abstain {
 			a += `,"abstention":"abstained","abstention_threshold":0.95,"low_confidence":true`
 		}
 		answers = append(answers, fmt.Sprintf("%q:%s}", q.ID, a))
@@ -304,13 +331,13 @@ func (s *SystemOne) answer(req decision.Request) string {
 	all := "{" + strings.Join(answers, ",") + "}"
 	switch f {
 	case NoLogprobs:
-		return fmt.Sprintf(`{"model":%q,"usage":{"input_tokens":10,"output_tokens":1}}`, s.model())
+		return fmt.Sprintf(`{"model":%q,"usage":{"input_tokens":10,"output_tokens":1}}`, r.model())
 	case NullLogprobs:
 		all = "null"
 	case EmptyChoices:
 		all = "{}"
 	}
-	return fmt.Sprintf(`{"model":%q,"answers":%s,"usage":{"input_tokens":10,"output_tokens":1}}`, s.model(), all)
+	return fmt.Sprintf(`{"model":%q,"answers":%s,"usage":{"input_tokens":10,"output_tokens":1}}`, r.model(), all)
 }
 
 func writeBody(w http.ResponseWriter, status int, body string) {

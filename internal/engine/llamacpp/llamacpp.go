@@ -17,6 +17,7 @@ import (
 
 	"system1/internal/engine"
 	"system1/internal/engine/openai"
+	"system1/internal/fingerprint"
 )
 
 // Engine is one llama-server.
@@ -51,6 +52,8 @@ type Engine struct {
 	stats map[string]*readStats
 
 	nVocab, nSlots fact
+	// identities are the last identity read of each model (Identity).
+	identities map[string]fingerprint.Identity
 
 	// calls bound the tasks in flight, once the slots are known (guarded
 	// by mu): a task beyond the slots would only wait in llama-server,
@@ -376,6 +379,13 @@ type fact struct {
 	mu    sync.Mutex
 	value int
 	retry time.Time
+}
+
+// reset forgets the value, for a server that now serves another model.
+func (f *fact) reset() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.value, f.retry = 0, time.Time{}
 }
 
 func (f *fact) get(ctx context.Context, read func(context.Context) (int, error)) (int, bool) {

@@ -1,0 +1,89 @@
+package openai
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"system1/internal/engine"
+	"system1/internal/fingerprint"
+)
+
+// identitySource names where an OpenAI-compatible identity is read.
+const identitySource = "openai /v1/models+/version"
+
+// Identity reads model's entry of GET /v1/models: vLLM's root (the
+// weights' path or repository), parent (the base model of a LoRA
+// adapter), max_model_len and owned_by; and the server's version from
+// GET /version at the server's root, where vLLM serves it (a server
+// without it, a hosted API, answers 404 and has no version field). The
+// entry's created is left out: vLLM and llama-server stamp it with the
+// time of the request. A hosted API that serves a new snapshot under the
+// same id reports nothing different here; only the canary can see that.
+func (e *Engine) Identity(ctx context.Context, model string) (fingerprint.Identity, error) {
+	var list struct {
+		Data []struct {
+			ID          string  `json:"id"`
+			OwnedBy     *string `json:"owned_by"`
+			Root        *string `json:"root"`
+			Parent      *string `json:"parent"`
+			MaxModelLen *int64  `json:"max_model_len"`
+		} `json:"data"`
+	}
+	if err := GetIdentity(ctx, e.HTTP, e.url("/models"), e.Key, e.MaxBody, &list); err != nil {
+		return fingerprint.Identity{}, fmt.Errorf("reading /v1/models: %w", err)
+	}
+	f := map[string]string{}
+	found := false
+	for _, m := range list.Data {
+		if m.ID != model {
+			continue
+		}
+		found = true
+		for name, v := range map[string]*string{"owned_by": m.OwnedBy, "root": m.Root, "parent": m.Parent} {
+			if v != nil {
+				f[name] = *v
+			}
+		}
+		if m.MaxModelLen != nil {
+			f["max_model_len"] = fmt.Sprint(*m.MaxModelLen)
+		}
+		break
+	}
+	if !found {
+		return fingerprint.Identity{}, &engine.Failure{Kind: engine.Unavailable, Err: fmt.Errorf("model %q is not among the %d models of /v1/models", model, len(list.Data))}
+	}
+	var version struct {
+		Version string `json:"version"`
+	}
+	err := GetIdentity(ctx, e.HTTP, strings.TrimSuffix(e.url(""), "/v1")+"/version", e.Key, e.MaxBody, &version)
+	var fail *engine.Failure
+	switch {
+	case errors.As(err, &fail) && fail.Status == http.StatusNotFound:
+	case err != nil:
+		return fingerprint.Identity{}, fmt.Errorf("reading /version: %w", err)
+	case version.Version != "":
+		f["version"] = version.Version
+	}
+	return fingerprint.Identity{Source: identitySource, Fields: f}, nil
+}
+
+// GetIdentity reads url with GET for an identity (engine.Identifier): a
+// call that runs no model, bounded by the node's timeout (engine.Bound)
+// and its reply by fingerprint.MaxReply, or by maxBody when that is
+// smaller and positive.
+func GetIdentity(ctx context.Context, hc *http.Client, url, key string, maxBody int64, reply any) error {
+	ctx, cancel := engine.Bound(ctx)
+	defer cancel()
+	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	limit := int64(fingerprint.MaxReply)
+	if maxBody > 0 {
+		limit = min(limit, maxBody)
+	}
+	return Do(hc, hr, key, reply, limit)
+}
