@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -22,7 +23,17 @@ type Ollama struct {
 	// Log is the server's log file, which says when Ollama truncated a
 	// prompt.
 	Log string
+	bin string
+	dir string
+	env []string
 	cmd *exec.Cmd
+}
+
+// OllamaConfig says how StartOllamaWith runs Ollama.
+type OllamaConfig struct {
+	// Parallel is OLLAMA_NUM_PARALLEL, the requests one model runs at
+	// once; 0 is 1.
+	Parallel int
 }
 
 // StartOllama runs the Ollama binary named by $SYSTEM1_OLLAMA (built by
@@ -31,6 +42,12 @@ type Ollama struct {
 // OllamaModel. Without the binary or the model the test skips with the
 // reason, unless SYSTEM1_REQUIRE_OLLAMA=1, where it fails.
 func StartOllama(t testing.TB) *Ollama {
+	t.Helper()
+	return StartOllamaWith(t, OllamaConfig{})
+}
+
+// StartOllamaWith is StartOllama as cfg says.
+func StartOllamaWith(t testing.TB, cfg OllamaConfig) *Ollama {
 	t.Helper()
 	bin, model := os.Getenv("SYSTEM1_OLLAMA"), ModelPath()
 	missing := ""
@@ -51,17 +68,14 @@ func StartOllama(t testing.TB) *Ollama {
 		}
 		t.Skip(msg)
 	}
-	model, err := filepath.Abs(model)
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	host := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	env := append(os.Environ(),
+	o := &Ollama{URL: "http://" + host, Log: filepath.Join(dir, "ollama.log"), bin: bin, dir: dir}
+	o.env = append(os.Environ(),
 		"HOME="+filepath.Join(dir, "home"),
 		"OLLAMA_HOST="+host,
 		"OLLAMA_MODELS="+filepath.Join(dir, "models"),
-		"OLLAMA_NUM_PARALLEL=1",
+		"OLLAMA_NUM_PARALLEL="+strconv.Itoa(max(cfg.Parallel, 1)),
 		"OLLAMA_NOPRUNE=1",
 	)
 	for _, d := range []string{"home", "models"} {
@@ -69,50 +83,94 @@ func StartOllama(t testing.TB) *Ollama {
 			t.Fatal(err)
 		}
 	}
-	logPath := filepath.Join(dir, "ollama.log")
-	logf, err := os.Create(logPath)
+	t.Cleanup(o.Stop)
+	o.run(t)
+	o.Create(t, OllamaModel, model)
+	return o
+}
+
+// run starts `ollama serve` over o's store and waits until it answers.
+func (o *Ollama) run(t testing.TB) {
+	t.Helper()
+	logf, err := os.OpenFile(o.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "serve")
-	cmd.Env, cmd.Stdout, cmd.Stderr = env, logf, logf
+	defer logf.Close()
+	cmd := exec.Command(o.bin, "serve")
+	cmd.Env, cmd.Stdout, cmd.Stderr = o.env, logf, logf
 	// Its own process group: ollama serve starts a runner process per
 	// model, which Stop ends with it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", bin, err)
+		t.Fatalf("starting %s: %v", o.bin, err)
 	}
-	o := &Ollama{URL: "http://" + host, Log: logPath, cmd: cmd}
-	t.Cleanup(o.Stop)
+	o.cmd = cmd
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		resp, err := http.Get(o.URL + "/api/version")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				break
+				return
 			}
 		}
 		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(logPath)
+			log, _ := os.ReadFile(o.Log)
 			t.Fatalf("ollama did not answer in 60s:\n%s", log)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	// stories260K has no chat template: each message's text goes in as it
-	// is, the system message first, as the recorded replies were made.
-	modelfile := filepath.Join(dir, "Modelfile")
-	if err := os.WriteFile(modelfile, []byte("FROM "+model+"\nTEMPLATE \"\"\"{{- range .Messages }}{{ .Content }}\n{{ end }}\"\"\"\n"), 0o644); err != nil {
+}
+
+// Restart stops the server and starts it again on the same port and
+// model store, as after an upgrade or a crash.
+func (o *Ollama) Restart(t testing.TB) {
+	t.Helper()
+	o.Stop()
+	o.run(t)
+}
+
+// Create imports the GGUF at path under name with `ollama create`,
+// replacing whatever name was (a re-tag). The model has no chat template
+// of its own, like stories260K: each message's text goes in as it is,
+// the system message first, as the recorded replies were made.
+func (o *Ollama) Create(t testing.TB, name, path string) {
+	t.Helper()
+	path, err := filepath.Abs(path)
+	if err != nil {
 		t.Fatal(err)
 	}
-	create := exec.Command(bin, "create", OllamaModel, "-f", modelfile)
-	create.Env = env
-	var out bytes.Buffer
-	create.Stdout, create.Stderr = &out, &out
-	if err := create.Run(); err != nil {
-		t.Fatalf("ollama create %s: %v\n%s", OllamaModel, err, out.Bytes())
+	modelfile, err := os.CreateTemp(o.dir, "Modelfile-*")
+	if err != nil {
+		t.Fatal(err)
 	}
-	return o
+	_, err = modelfile.WriteString("FROM " + path + "\nTEMPLATE \"\"\"{{- range .Messages }}{{ .Content }}\n{{ end }}\"\"\"\n")
+	if cerr := modelfile.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.ollama(t, "create", name, "-f", modelfile.Name())
+}
+
+// Copy copies the model src to dst with `ollama cp`, replacing dst.
+func (o *Ollama) Copy(t testing.TB, src, dst string) {
+	t.Helper()
+	o.ollama(t, "cp", src, dst)
+}
+
+// ollama runs the CLI against the server.
+func (o *Ollama) ollama(t testing.TB, args ...string) {
+	t.Helper()
+	cmd := exec.Command(o.bin, args...)
+	cmd.Env = o.env
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("ollama %v: %v\n%s", args, err, out.Bytes())
+	}
 }
 
 // Logged reports whether the server's log holds s.
@@ -127,7 +185,7 @@ func (o *Ollama) Logged(t testing.TB, s string) bool {
 
 // Stop kills the server and waits for it; stopping twice is fine.
 func (o *Ollama) Stop() {
-	if o.cmd.ProcessState != nil || o.cmd.Process == nil {
+	if o.cmd == nil || o.cmd.ProcessState != nil || o.cmd.Process == nil {
 		return
 	}
 	_ = syscall.Kill(-o.cmd.Process.Pid, syscall.SIGKILL)
@@ -139,5 +197,5 @@ func (o *Ollama) Stop() {
 // not fit.
 func StartContext(t testing.TB, slots, ctx int) *Server {
 	t.Helper()
-	return start(t, slots, ctx)
+	return StartWith(t, Config{Slots: slots, Ctx: ctx})
 }

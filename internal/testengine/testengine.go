@@ -5,6 +5,8 @@
 package testengine
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -67,6 +69,21 @@ func SharedData(t testing.TB, name string) string {
 type Server struct {
 	URL string
 	cmd *exec.Cmd
+	cfg Config
+	log string
+}
+
+// Config says how StartWith runs llama-server.
+type Config struct {
+	// Model is the GGUF to serve; "" is ModelPath().
+	Model string
+	// Alias is the name the model is served under; "" is Model (the
+	// package's constant).
+	Alias string
+	// Slots is the number of parallel slots (-np); 0 is 1.
+	Slots int
+	// Ctx is each slot's context in tokens; 0 is the tiny model's 2048.
+	Ctx int
 }
 
 // Start runs llama-server on a free loopback port until the test ends, with
@@ -74,13 +91,18 @@ type Server struct {
 // context of 2048 tokens.
 func Start(t testing.TB, slots int) *Server {
 	t.Helper()
-	return start(t, slots, 2048)
+	return StartWith(t, Config{Slots: slots})
 }
 
-func start(t testing.TB, slots, ctx int) *Server {
+// StartWith runs llama-server as cfg says on a free loopback port until
+// the test ends. It skips the test when the binary or the model is
+// missing, unless SYSTEM1_REQUIRE_ENGINE is set.
+func StartWith(t testing.TB, cfg Config) *Server {
 	t.Helper()
-	bin, model := Binary(), ModelPath()
-	for _, f := range []string{bin, model} {
+	cfg.Model = cmp.Or(cfg.Model, ModelPath())
+	cfg.Alias = cmp.Or(cfg.Alias, Model)
+	cfg.Slots, cfg.Ctx = max(cfg.Slots, 1), cmp.Or(cfg.Ctx, 2048)
+	for _, f := range []string{Binary(), cfg.Model} {
 		if _, err := os.Stat(f); err != nil {
 			msg := fmt.Sprintf("real engine unavailable: %v (build it with scripts/llama-server.sh; the model comes from ../shared/models)", err)
 			if os.Getenv("SYSTEM1_REQUIRE_ENGINE") != "" {
@@ -89,30 +111,54 @@ func start(t testing.TB, slots, ctx int) *Server {
 			t.Skip(msg)
 		}
 	}
-	port := freePort(t)
-	cmd := exec.Command(bin, "-m", model, "--host", "127.0.0.1", "--port", strconv.Itoa(port),
-		"-c", strconv.Itoa(ctx*slots), "-np", strconv.Itoa(slots), "-t", "2", "-a", Model, "--no-webui", "--metrics")
-	logf, err := os.Create(filepath.Join(t.TempDir(), "llama-server.log"))
+	s := &Server{URL: fmt.Sprintf("http://127.0.0.1:%d", freePort(t)), cfg: cfg}
+	t.Cleanup(s.Stop)
+	s.run(t)
+	return s
+}
+
+// Restart stops the server and starts it again on the same port as cfg
+// says, its zero fields keeping the running values: a model swapped, or
+// the server reconfigured, under a client that keeps its URL.
+func (s *Server) Restart(t testing.TB, cfg Config) {
+	t.Helper()
+	s.Stop()
+	s.cfg.Model = cmp.Or(cfg.Model, s.cfg.Model)
+	s.cfg.Alias = cmp.Or(cfg.Alias, s.cfg.Alias)
+	s.cfg.Slots = cmp.Or(cfg.Slots, s.cfg.Slots)
+	s.cfg.Ctx = cmp.Or(cfg.Ctx, s.cfg.Ctx)
+	s.run(t)
+}
+
+// run starts the server as s.cfg says on s.URL's port and waits until it
+// is healthy.
+func (s *Server) run(t testing.TB) {
+	t.Helper()
+	bin, cfg := Binary(), s.cfg
+	port := s.URL[strings.LastIndex(s.URL, ":")+1:]
+	cmd := exec.Command(bin, "-m", cfg.Model, "--host", "127.0.0.1", "--port", port,
+		"-c", strconv.Itoa(cfg.Ctx*cfg.Slots), "-np", strconv.Itoa(cfg.Slots), "-t", "2", "-a", cfg.Alias, "--no-webui", "--metrics")
+	logf, err := os.CreateTemp(t.TempDir(), "llama-server-*.log")
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer logf.Close()
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting %s: %v", bin, err)
 	}
-	s := &Server{URL: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd}
-	t.Cleanup(s.Stop)
+	s.cmd, s.log = cmd, logf.Name()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		resp, err := http.Get(s.URL + "/health")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return s
+				return
 			}
 		}
 		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(logf.Name())
+			log, _ := os.ReadFile(s.log)
 			t.Fatalf("llama-server did not become healthy in 60s:\n%s", log)
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -148,7 +194,7 @@ func (s *Server) PromptTokens(t testing.TB) int {
 
 // Stop kills the server and waits for it; stopping twice is fine.
 func (s *Server) Stop() {
-	if s.cmd.ProcessState != nil || s.cmd.Process == nil {
+	if s.cmd == nil || s.cmd.ProcessState != nil || s.cmd.Process == nil {
 		return
 	}
 	_ = s.cmd.Process.Kill()
@@ -163,4 +209,48 @@ func freePort(t testing.TB) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// RandomModels returns tiny random-weight GGUFs of one shape, one per
+// seed, written and cached by scripts/random-gguf.sh: two seeds are two
+// builds with the same name, shape and metadata. It skips the test when
+// they cannot be made (no llama-server build, no python3-numpy), unless
+// SYSTEM1_REQUIRE_ENGINE is set.
+func RandomModels(t testing.TB, seeds ...int) []string {
+	t.Helper()
+	args := make([]string, len(seeds))
+	for i, s := range seeds {
+		args[i] = strconv.Itoa(s)
+	}
+	return ggufs(t, args...)
+}
+
+// StoriesF16 returns the tiny model with its matrices in F16, written and
+// cached by scripts/random-gguf.sh: the same model as another build, as a
+// re-quantized one is. It skips as RandomModels does.
+func StoriesF16(t testing.TB) string {
+	t.Helper()
+	return ggufs(t, "stories-f16")[0]
+}
+
+func ggufs(t testing.TB, args ...string) []string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	script := filepath.Join(filepath.Dir(file), "..", "..", "scripts", "random-gguf.sh")
+	var stderr bytes.Buffer
+	cmd := exec.Command(script, args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		msg := fmt.Sprintf("test models unavailable: %v\n%s", err, stderr.Bytes())
+		if os.Getenv("SYSTEM1_REQUIRE_ENGINE") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	paths := strings.Fields(string(out))
+	if len(paths) != len(args) {
+		t.Fatalf("%s printed %d paths for %d models: %q", script, len(paths), len(args), out)
+	}
+	return paths
 }
