@@ -26,6 +26,12 @@ var policy = []rule{
 		why:  "calibration's measures, fitters and gates, and the fits file's bytes (parsed and encoded, never read or written here). Pure",
 	},
 	{
+		pkgs: []string{"internal/fingerprint"},
+		may:  []string{"internal/decision"},
+		not:  noIO,
+		why:  "what identifies a served model's build: an identity's fields, the canary's questions and readings, the rule that says a build changed. Pure",
+	},
+	{
 		pkgs: []string{"internal/redact", "internal/retryafter", "internal/pause"},
 		why:  "small helpers with one job each: addresses out of text, a server's Retry-After read, the pause switch's state file",
 	},
@@ -46,22 +52,22 @@ var policy = []rule{
 	},
 	{
 		pkgs: []string{"internal/engine"},
-		may:  []string{"internal/decision", "internal/jsonx"},
+		may:  []string{"internal/decision", "internal/fingerprint", "internal/jsonx"},
 		why:  "what every engine dialect shares: prompts, labels, readings, rounds and orders, the gate each call holds, the kinds of failure",
 	},
 	{
 		pkgs: []string{"internal/engine/openai"},
-		may:  []string{"internal/engine", "internal/httpcall"},
+		may:  []string{"internal/engine", "internal/fingerprint", "internal/httpcall"},
 		why:  "the OpenAI-compatible dialect (vLLM and others), whose reply decoding the other dialects reuse",
 	},
 	{
 		pkgs: []string{"internal/engine/llamacpp", "internal/engine/ollama"},
-		may:  []string{"internal/engine", "internal/engine/openai"},
+		may:  []string{"internal/engine", "internal/engine/openai", "internal/fingerprint"},
 		why:  "one package per engine API; only the fleet builds them",
 	},
 	{
 		pkgs: []string{"internal/systemone", "internal/decisionsapi"},
-		may:  []string{"internal/decision", "internal/httpcall", "internal/jsonx"},
+		may:  []string{"internal/decision", "internal/fingerprint", "internal/httpcall", "internal/jsonx"},
 		why:  "one external wire each, System One and OpenAI's Decisions: every name of the wire lives here, translated to and from the domain, with the client and the official clients' checks",
 	},
 	{
