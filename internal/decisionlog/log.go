@@ -426,6 +426,44 @@ func (l *Log) Lookup(ctx context.Context, requestID string) ([]Entry, error) {
 	return es, nil
 }
 
+// ReplicaLag bounds how long feedback waits for the records of an answer
+// another writer may still hold: a replica sharing the log answers, its
+// caller sends feedback to another replica at once, and the first one's
+// writer is still lingering (Options.Linger) before its transaction. The
+// wait is taken only for an id this log's kind makes (NewRequestID) that
+// was made within the linger and this margin, so an unknown old id is a
+// 404 at once.
+const ReplicaLag = time.Second
+
+// lookupRecent is Lookup that, when nothing is recorded under a request
+// id made moments ago, reads again until the records arrive or the id is
+// older than the linger and ReplicaLag.
+func (l *Log) lookupRecent(ctx context.Context, requestID string) ([]Entry, error) {
+	es, err := l.Lookup(ctx, requestID)
+	if err != nil || len(es) > 0 {
+		return es, err
+	}
+	made, ok := requestIDTime(requestID)
+	if !ok {
+		return es, nil
+	}
+	until := made.Add(max(l.opt.Linger, 0) + ReplicaLag)
+	for l.opt.Now().Before(until) {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(25 * time.Millisecond):
+		}
+		if es, err = l.store.entries(ctx, "WHERE d.request_id = ? ORDER BY d.id", requestID); err != nil || len(es) > 0 {
+			if err != nil {
+				err = fmt.Errorf("decision log: lookup: %w", err)
+			}
+			return es, err
+		}
+	}
+	return es, nil
+}
+
 // Outcome records what turned out right for a question: outcome is one of
 // its option keys (a criteria key, "true" or "false", a level key "0".."k-1",
 // a decide option), or NoneFit for a choice none of whose options was
@@ -458,7 +496,7 @@ func (l *Log) Check(ctx context.Context, requestID, questionID, outcome string) 
 	if questionID == "" {
 		// Whether the request has one question is only known once none
 		// of its records is queued.
-		es, err := l.Lookup(ctx, requestID)
+		es, err := l.lookupRecent(ctx, requestID)
 		if err != nil {
 			return Entry{}, err
 		}
@@ -470,8 +508,8 @@ func (l *Log) Check(ctx context.Context, requestID, questionID, outcome string) 
 	}
 	e, err := l.resolve(es, requestID, questionID, outcome)
 	if errors.Is(err, ErrUnknownRequest) || errors.Is(err, ErrUnknownQuestion) {
-		// Its records may still be queued.
-		if es, err = l.Lookup(ctx, requestID); err != nil {
+		// Its records may still be queued, here or by another replica.
+		if es, err = l.lookupRecent(ctx, requestID); err != nil {
 			return Entry{}, err
 		}
 		e, err = l.resolve(es, requestID, questionID, outcome)

@@ -3,6 +3,7 @@ package decisionlog
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"strings"
 	"time"
 )
 
@@ -25,4 +26,22 @@ func NewRequestID() string {
 	}
 	_, _ = rand.Read(b[6:]) // crypto/rand.Read never fails
 	return "req_" + hex.EncodeToString(b[:])
+}
+
+// requestIDTime is when NewRequestID made id; false for an id it did not
+// make (a caller's own).
+func requestIDTime(id string) (time.Time, bool) {
+	h, ok := strings.CutPrefix(id, "req_")
+	if !ok || len(h) != 32 {
+		return time.Time{}, false
+	}
+	b, err := hex.DecodeString(h)
+	if err != nil {
+		return time.Time{}, false
+	}
+	var ms uint64
+	for _, c := range b[:6] {
+		ms = ms<<8 | uint64(c)
+	}
+	return time.UnixMilli(int64(ms)), true
 }
