@@ -87,6 +87,10 @@ step "go vet"
 go vet ./...
 (cd test/helm && go vet ./...)
 
+step "go mod tidy -diff (both modules)"
+go mod tidy -diff
+(cd test/helm && go mod tidy -diff)
+
 step "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [[ -n $unformatted ]]; then
