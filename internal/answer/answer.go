@@ -24,6 +24,9 @@ type Options struct {
 	// addresses. Otherwise they are taken out, as every caller over the
 	// network must get them.
 	Local bool
+	// Cache, when not nil, answers exact repeats of a request from
+	// memory (see Cache); nil asks the fleet every time.
+	Cache *Cache
 }
 
 // Service answers requests across the fleet: the one sequence every face
@@ -89,6 +92,9 @@ type Answer struct {
 	// are loaded: one snapshot, so that whatever grades the answer later
 	// reads the same revision that tempered it.
 	Fits *calibration.Fits
+	// Cache is what the cache made of the request: CacheHit, CacheMiss
+	// or CacheBypass; "" when there is no cache.
+	Cache string
 }
 
 // Question is one question's answer.
@@ -121,7 +127,20 @@ type Question struct {
 // Answer asks the fleet every question of req and, when every one was
 // answered, reports and records the answer; otherwise it returns a
 // *Failure and records nothing.
+//
+// With a cache, an exact repeat of an earlier request is answered from
+// it, and recorded like any answer: under its own request id, so that
+// feedback on it works, with the stored answer's node, model and steps.
 func (s *Service) Answer(ctx context.Context, req Request) (*Answer, error) {
+	fits := s.Fits()
+	c := s.cacheKey(req, fits)
+	if c.ok && !c.bypass {
+		if a, ok := s.opt.Cache.get(c.key, fits); ok {
+			s.opt.Cache.hits.Add(1)
+			s.record(req, a)
+			return a, nil
+		}
+	}
 	res, err := s.opt.Router.Decide(ctx, req.Request)
 	if err != nil {
 		return nil, s.refused(req.Model, err)
@@ -129,9 +148,18 @@ func (s *Service) Answer(ctx context.Context, req Request) (*Answer, error) {
 	if f := s.unanswered(req.Request, res); f != nil {
 		return nil, f
 	}
-	a := report(req, res, s.Fits())
+	a := report(req, res, fits)
 	if f := s.check(req.Request, a); f != nil {
 		return nil, f
+	}
+	switch {
+	case c.bypass:
+		a.Cache = CacheBypass
+		s.opt.Cache.bypassed.Add(1)
+	case c.ok:
+		a.Cache = CacheMiss
+		s.opt.Cache.misses.Add(1)
+		s.opt.Cache.put(c.key, a)
 	}
 	s.record(req, a)
 	return a, nil

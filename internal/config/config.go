@@ -114,6 +114,9 @@ type Config struct {
 	// Tracing sends OpenTelemetry traces to a collector; off unless an
 	// endpoint is named here or in the standard variables.
 	Tracing Tracing `yaml:"tracing"`
+	// Cache answers exact repeats of a request from memory; off unless
+	// it names a number of entries.
+	Cache Cache `yaml:"cache"`
 
 	// Path is the file this was read from, if any.
 	Path string `yaml:"-"`
@@ -435,6 +438,7 @@ func (c *Config) Check() []error {
 	errs = append(errs, c.translation...)
 	errs = append(errs, c.DecisionLog.check()...)
 	errs = append(errs, c.Tracing.check()...)
+	errs = append(errs, c.Cache.check()...)
 	pnames := names{}
 	providers := c.Providers
 	if providers == nil {

@@ -89,9 +89,9 @@ var policy = []rule{
 	{
 		pkgs: []string{"internal/answer"},
 		may: []string{"internal/calibration", "internal/decision", "internal/decisionlog", "internal/engine", "internal/fleet",
-			"internal/redact"},
+			"internal/redact", "github.com/hashicorp/golang-lru/v2"},
 		not: []string{"net/http"},
-		why: "the one answer path every face calls: decide, check, calibrate, name the steps, record; the class of a failure and its Retry-After; redaction for remote callers",
+		why: "the one answer path every face calls: decide, check, calibrate, name the steps, record; the decision cache of exact repeats; the class of a failure and its Retry-After; redaction for remote callers",
 	},
 	{
 		pkgs: []string{"internal/outcomes"},

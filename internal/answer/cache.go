@@ -1,0 +1,263 @@
+package answer
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"hash"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/golang-lru/v2/expirable"
+
+	"system1/internal/calibration"
+	"system1/internal/decision"
+	"system1/internal/fleet"
+)
+
+// What a request's answer says of the cache (Answer.Cache).
+const (
+	// CacheHit: the answer is a stored one, made for an earlier request
+	// with the same key; no engine was asked.
+	CacheHit = "hit"
+	// CacheMiss: the fleet answered, and the answer is stored for the
+	// repeats.
+	CacheMiss = "miss"
+	// CacheBypass: the fleet answered and the answer is not stored,
+	// because the request divides out the batch prior, a running mean
+	// of the answers before it that every answer moves: a repeat is not
+	// the same question twice.
+	CacheBypass = "bypass"
+)
+
+// Cache keeps answers for exact repeats of a request (see docs/caching.md):
+// the same state, questions and options, asked of the same model with
+// the same steps and fits. It is bounded in entries, the least recently
+// used evicted first, and in age. It is safe for concurrent use, and may
+// be shared by several Services: the key holds everything an answer
+// depends on, the nodes and fits among it.
+type Cache struct {
+	lru                    *expirable.LRU[key, *stored]
+	hits, misses, bypassed atomic.Uint64
+}
+
+// key is a cache key: a SHA-256 of everything an answer depends on.
+type key [sha256.Size]byte
+
+// stored is an answer kept, never handed out itself (see replay).
+type stored struct {
+	a *Answer
+}
+
+// NewCache returns a cache of at most entries answers, each served for
+// ttl after it was made (0: until it is evicted); nil, no cache, when
+// entries is not positive.
+func NewCache(entries int, ttl time.Duration) *Cache {
+	if entries <= 0 {
+		return nil
+	}
+	return &Cache{lru: expirable.NewLRU[key, *stored](entries, nil, max(ttl, 0))}
+}
+
+// Hits counts the requests answered from the cache.
+func (c *Cache) Hits() uint64 { return c.hits.Load() }
+
+// Misses counts the requests the fleet answered and the cache stored.
+func (c *Cache) Misses() uint64 { return c.misses.Load() }
+
+// Bypassed counts the requests the cache did not store (CacheBypass).
+func (c *Cache) Bypassed() uint64 { return c.bypassed.Load() }
+
+// Len is the number of answers kept, expired ones not yet dropped among
+// them.
+func (c *Cache) Len() int { return c.lru.Len() }
+
+// get returns a copy of the answer stored under k made with fits, if any.
+// An answer made with another snapshot of the fits (a reload that kept
+// the revision) is not served.
+func (c *Cache) get(k key, fits *calibration.Fits) (*Answer, bool) {
+	e, ok := c.lru.Get(k)
+	if !ok || e.a.Fits != fits {
+		return nil, false
+	}
+	return e.a.replay(), true
+}
+
+// put stores a copy of a under k.
+func (c *Cache) put(k key, a *Answer) { c.lru.Add(k, &stored{a: a.clone()}) }
+
+// lookup is what the cache makes of a request: its key, and whether the
+// answer may be stored at all. ok is false when the request is not
+// cached (no cache, or no node serves the model: the fleet says so).
+type lookup struct {
+	key    key
+	bypass bool
+	ok     bool
+}
+
+// cacheKey builds req's key under fits, read once for the request.
+func (s *Service) cacheKey(req Request, fits *calibration.Fits) lookup {
+	if s.opt.Cache == nil {
+		return lookup{}
+	}
+	identity, ok := ModelIdentity(s.opt.Router, req.Model)
+	if !ok {
+		return lookup{}
+	}
+	debias, prior := s.opt.Router.Corrections()
+	permute := debias.Permute
+	switch req.Debias {
+	case decision.DebiasPermute:
+		permute = true
+	case decision.DebiasOff:
+		permute = false
+	}
+	priorMode := req.Prior
+	if priorMode == "" {
+		priorMode = prior.Mode
+	}
+	if priorMode == "" {
+		priorMode = decision.PriorOff
+	}
+	if priorMode == decision.PriorBatch {
+		return lookup{ok: true, bypass: true}
+	}
+	h := keyHash{h: sha256.New()}
+	h.str("system1 answer cache v1")
+	h.str(identity)
+	h.str(req.Model)
+	h.str(req.Provider)
+	// The steps: debias (whether, and how many orders at most), the prior
+	// (off or content_free: the reading over an empty state, which does
+	// not move), and the fits that temper.
+	h.str(strconv.FormatBool(permute))
+	if permute {
+		h.str(strconv.Itoa(debias.Orders))
+	}
+	h.str(priorMode)
+	if fits == nil {
+		h.str("no fits")
+	} else {
+		h.str("fits")
+		h.str(strconv.Itoa(fits.Version))
+		h.str(fits.Revision)
+	}
+	h.raw(req.State)
+	h.str(strconv.Itoa(len(req.Questions)))
+	for _, q := range req.Questions {
+		h.str(q.ID)
+		h.str(string(q.Kind))
+		h.raw(q.Instructions)
+		h.str(strconv.Itoa(len(q.Options)))
+		for _, o := range q.Options {
+			h.str(o.Key)
+			h.str(o.Name)
+			h.raw(o.Text)
+			h.raw(o.Legend)
+		}
+	}
+	var k key
+	h.h.Sum(k[:0])
+	return lookup{key: k, ok: true}
+}
+
+// ModelIdentity is the identity part of a cache key: what would answer a
+// request for model on r now. Today that is the model the name resolves
+// to (through the aliases) and every node that serves it, by name and
+// dialect, in configured order, healthy or not: a node that starts or
+// stops serving it, or a router held to other nodes (a decide link's),
+// changes it. The per-node fingerprint of the build a node serves under
+// that name joins here, so that a model swapped under the same name
+// changes the key too. ok is false when no node serves the model.
+func ModelIdentity(r *fleet.Router, model string) (id string, ok bool) {
+	nodes := r.Serving(model)
+	if len(nodes) == 0 {
+		return "", false
+	}
+	b := make([]byte, 0, 64)
+	b = strconv.AppendQuote(b, r.Resolve(model))
+	for _, n := range nodes {
+		b = append(b, ' ')
+		b = strconv.AppendQuote(b, n.Name)
+		b = append(b, '/')
+		b = strconv.AppendQuote(b, n.Dialect)
+	}
+	return string(b), true
+}
+
+// keyHash writes fields into a hash, each prefixed with its length so
+// that no two sequences of fields write the same bytes.
+type keyHash struct {
+	h hash.Hash
+	n [9]byte
+}
+
+func (k *keyHash) str(s string) {
+	k.prefix(0, len(s))
+	k.h.Write([]byte(s))
+}
+
+// raw writes verbatim JSON, telling absent (nil) from present.
+func (k *keyHash) raw(b []byte) {
+	if b == nil {
+		k.prefix(1, 0)
+		return
+	}
+	k.prefix(2, len(b))
+	k.h.Write(b)
+}
+
+func (k *keyHash) prefix(tag byte, n int) {
+	k.n[0] = tag
+	binary.BigEndian.PutUint64(k.n[1:], uint64(n))
+	k.h.Write(k.n[:])
+}
+
+// clone is a copy of a that shares nothing a caller may change.
+func (a *Answer) clone() *Answer {
+	out := *a
+	out.Questions = make([]Question, len(a.Questions))
+	for i, q := range a.Questions {
+		q.Dist = cloneDist(q.Dist)
+		q.Engine = cloneDist(q.Engine)
+		if q.Steps != nil {
+			steps := make([]decision.Step, len(q.Steps))
+			for j, st := range q.Steps {
+				st.Dist = cloneDist(st.Dist)
+				steps[j] = st
+			}
+			q.Steps = steps
+		}
+		q.Attempts = append([]fleet.Attempt(nil), q.Attempts...)
+		out.Questions[i] = q
+	}
+	if a.Warnings != nil {
+		out.Warnings = make([]Warning, len(a.Warnings))
+		for i, w := range a.Warnings {
+			w.Missing = append([]string(nil), w.Missing...)
+			out.Warnings[i] = w
+		}
+	}
+	return &out
+}
+
+func cloneDist(d decision.Distribution) decision.Distribution {
+	if d == nil {
+		return nil
+	}
+	return append(decision.Distribution(nil), d...)
+}
+
+// replay is a stored answer as a hit returns it: a copy, marked a hit,
+// that asked no engine, so it made no attempts and used no tokens. Who
+// answered (each question's Node and Model) and the steps stay the
+// original's.
+func (a *Answer) replay() *Answer {
+	out := a.clone()
+	out.Cache = CacheHit
+	out.Usage = Usage{}
+	for i := range out.Questions {
+		out.Questions[i].Attempts = nil
+	}
+	return out
+}
