@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"system1/internal/answer"
 	"system1/internal/config"
@@ -11,11 +12,12 @@ import (
 )
 
 // answerPath is the answer path over router, applying the fits of file
-// (none when nil) and recording in dlog (nothing when nil). local keeps
-// the nodes' addresses in failures: for the faces whose caller runs
-// system1 itself (mcp over stdio, the command line), never for serve's.
-func answerPath(router *fleet.Router, file *outcomes.FitsFile, dlog *decisionlog.Log, local bool) *answer.Service {
-	o := answer.Options{Router: router, Local: local}
+// (none when nil), recording in dlog (nothing when nil) and answering
+// repeats from cache (none when nil). local keeps the nodes' addresses in
+// failures: for the faces whose caller runs system1 itself (mcp over
+// stdio, the command line), never for serve's.
+func answerPath(router *fleet.Router, file *outcomes.FitsFile, dlog *decisionlog.Log, cache *answer.Cache, local bool) *answer.Service {
+	o := answer.Options{Router: router, Local: local, Cache: cache}
 	if file != nil {
 		o.Fits = file.Current
 	}
@@ -59,5 +61,11 @@ func chainPath(cfg *config.Config, getenv func(string) string, dlog *decisionlog
 	if err != nil {
 		errs = append(errs, err)
 	}
-	return answerPath(router, fits, dlog, true), errs
+	return answerPath(router, fits, dlog, decisionCache(cfg), true), errs
+}
+
+// decisionCache is the decision cache cfg.Cache configures, nil when it
+// is off. One serves every face of a process.
+func decisionCache(cfg *config.Config) *answer.Cache {
+	return answer.NewCache(cfg.Cache.Entries, time.Duration(cfg.Cache.TTL))
 }

@@ -96,8 +96,14 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		decideErrs = []error{err}
 	}
+	// One cache for both faces: its key holds the fits, which may differ.
+	cache := decisionCache(cfg)
+	if cache != nil {
+		m.WatchCache(cache.Hits, cache.Misses, cache.Bypassed)
+		log.Info("decision cache on", "entries", cfg.Cache.Entries, "ttl", time.Duration(cfg.Cache.TTL))
+	}
 	api := httpapi.New(httpapi.Options{
-		Answer:           answerPath(router, fits, dlog, false),
+		Answer:           answerPath(router, fits, dlog, cache, false),
 		Log:              log,
 		Metrics:          m,
 		Keys:             keys,
@@ -114,7 +120,7 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 		// POST /v1/decide: the gateway over the same fleet and decision
 		// log.
 		Decide: gateway.New(gateway.Options{Config: cfg, ConfigPath: cfg.Path, ConfigErrors: decideErrs,
-			Answer: answerPath(router, dfits, dlog, false), Log: log, StatePath: pause.Path(*stateDir, e.getenv),
+			Answer: answerPath(router, dfits, dlog, cache, false), Log: log, StatePath: pause.Path(*stateDir, e.getenv),
 			Version: version, Face: decisionlog.FaceDecide}),
 		Version: version,
 	})

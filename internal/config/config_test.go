@@ -149,6 +149,9 @@ func TestParseRejects(t *testing.T) {
 		{"negative queue_timeout", "nodes:\n  - {name: a, queue_timeout: -1ms}\n", "negative"},
 		{"negative gateway deadline", "gateway: {deadline: -6s}\n", "negative"},
 		{"negative provider timeout", "providers:\n  - {name: p, timeout: -2s}\n", "negative"},
+		{"negative cache ttl", "cache: {entries: 10, ttl: -1m}\n", "cache.ttl: line 1: duration -1m is negative"},
+		{"unknown cache key", "cache: {size: 10}\n", "cache.size"},
+		{"cache entries not a number", "cache: {entries: lots}\n", "cannot unmarshal"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := Parse([]byte(tc.yaml))
@@ -243,6 +246,12 @@ func TestCheck(t *testing.T) {
 			[]string{"prior_min_requests: -1", "prior_window: -2", "prior_signatures: -3"}},
 		{"prior bounds too large", "prior_window: 1048577\nprior_signatures: 99999999\n",
 			[]string{"prior_window: 1048577 is not 0 (the default) or 1..1048576", "prior_signatures: 99999999"}},
+		{"cache off", "cache: {entries: 0}\n", nil},
+		{"cache without a ttl", "cache: {entries: 100}\n", nil},
+		{"cache with a ttl", "cache: {entries: 100, ttl: 10m}\n", nil},
+		{"cache entries negative", "cache: {entries: -1}\n", []string{"cache.entries: -1 is not 0 (off) or 1..10000000"}},
+		{"cache entries too many", "cache: {entries: 10000001}\n", []string{"cache.entries: 10000001"}},
+		{"cache ttl without entries", "cache: {ttl: 1m}\n", []string{"cache.ttl: set, but cache.entries is 0"}},
 		{"rounding full precision", "rounding: -1\n", nil},
 		{"rounding 0", "rounding: 0\n", nil},
 		{"rounding 12", "rounding: 12\n", nil},

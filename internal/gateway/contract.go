@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"system1/internal/answer"
 	"system1/internal/config"
 )
 
@@ -112,7 +113,11 @@ type Response struct {
 	Error           *Error        `json:"error" jsonschema:"Null, or why the call failed."`
 	SchemaVersion   string        `json:"schema_version" jsonschema:"The contract version: \"1\"."`
 	RequestID       string        `json:"request_id" jsonschema:"The request's id, as sent or generated."`
+	Cache           string        `json:"cache,omitempty" jsonschema:"With the server's decision cache on: hit (an exact repeat of an earlier request to the same model with the same steps and fits, answered from the cache with that answer's probabilities; no engine was asked), miss (the provider was asked and the answer kept for repeats) or bypass (asked and not kept: the batch prior moves with every answer). Absent when the cache is off or no provider answered."`
 }
+
+// CacheStates are the values of Response.Cache: the answer path's.
+var CacheStates = []string{answer.CacheHit, answer.CacheMiss, answer.CacheBypass}
 
 // GradeGate is the gate an answer was graded against: the one suggested
 // with the calibration fit for the answering model, kind and option

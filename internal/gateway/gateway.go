@@ -405,6 +405,7 @@ func (g *Gateway) answer(q query, p *link, r reading, gt gate, at *Attempt, res 
 	}
 	res.Calibrated = r.Calibrated
 	res.FitVersion = r.FitVersion
+	res.Cache = r.Cache
 	if !math.IsNaN(r.LabelMass) {
 		m := decision.Round(decision.Distribution{r.LabelMass}, decimals)[0]
 		res.LabelMass = &m

@@ -57,6 +57,9 @@ func (l *link) ask(ctx context.Context, q query, who answer.Request) (reading, e
 	}
 	aq := a.Questions[0]
 	detail := fmt.Sprintf("answered by node %s", aq.Node)
+	if a.Cache == answer.CacheHit {
+		detail = fmt.Sprintf("answered from the cache: node %s's answer to the same request", aq.Node)
+	}
 	if tries := tried(aq.Attempts); len(tries) > 1 {
 		detail += " after " + strings.Join(tries[:len(tries)-1], ", ")
 	}
@@ -64,7 +67,7 @@ func (l *link) ask(ctx context.Context, q query, who answer.Request) (reading, e
 		detail += "; " + w.String()
 	}
 	return reading{Dist: aq.Dist, Calibrated: a.Calibrated, FitVersion: a.FitVersion, Model: aq.Model, Abstain: aq.Refusal, Detail: detail,
-		Steps: aq.Steps, Engine: aq.Engine, LabelMass: aq.LabelMass, fits: a.Fits}, nil
+		Steps: aq.Steps, Engine: aq.Engine, LabelMass: aq.LabelMass, fits: a.Fits, Cache: a.Cache}, nil
 }
 
 // tried names each attempt: "node n1: timeout".

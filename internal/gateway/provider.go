@@ -107,6 +107,9 @@ type reading struct {
 	// fits are the fits the reading was calibrated with, whose gate
 	// grades it; nil when none were loaded.
 	fits *calibration.Fits
+	// Cache is what the answer path's cache made of the request
+	// (answer.CacheHit, ...); "" without one.
+	Cache string
 }
 
 // failure is a link's failure to answer.

@@ -55,6 +55,9 @@ func ResponseSchema() *jsonschema.Schema {
 	a["latency_ms"].Minimum = ptr(0.0)
 	p["error"].Properties["code"].Enum = []any{CodeInvalidRequest, CodeConfigError, CodeProviderTimeout, CodeProviderError, CodeMalformed}
 	p["schema_version"].Enum = []any{SchemaVersion}
+	for _, c := range CacheStates {
+		p["cache"].Enum = append(p["cache"].Enum, c)
+	}
 	return s
 }
 

@@ -74,6 +74,9 @@ func (s *Server) handleSystemOne(w http.ResponseWriter, r *http.Request) {
 	if a.Fits != nil { // true only when every answer was calibrated
 		w.Header().Set("X-System1-Calibrated", strconv.FormatBool(a.Calibrated))
 	}
+	if a.Cache != "" {
+		w.Header().Set(CacheHeader, a.Cache)
+	}
 	out.Latency = time.Since(start)
 	writeJSON(w, http.StatusOK, out.AppendJSON(make([]byte, 0, 512)))
 }
@@ -126,6 +129,12 @@ func quotedList(names []string) string {
 	}
 	return strings.Join(q, ",")
 }
+
+// CacheHeader is the response header of /v1/systemone that says, with
+// the decision cache on, what it made of the request: hit (answered from
+// it), miss or bypass (answer.CacheHit, CacheMiss, CacheBypass). Absent
+// when the cache is off.
+const CacheHeader = "X-System1-Cache"
 
 // StepsHeader is the response header of /v1/systemone naming every step
 // applied to the engines' readings, in order, with its version:

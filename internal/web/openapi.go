@@ -84,7 +84,14 @@ func paths() obj {
 				"question; otherwise nothing. Probabilities are rounded by largest remainder so they sum to 1.",
 			"requestBody": jsonBody("SystemOneRequest", true),
 			"responses": obj{
-				"200": jsonReply("The answers, in question order.", "SystemOneResponse"),
+				"200": withHeaders(jsonReply("The answers, in question order.", "SystemOneResponse"), obj{
+					"X-System1-Cache": obj{
+						"description": "With the server's decision cache on (cache.entries): hit when the answers are those of an earlier, identical request " +
+							"(state, questions, options, model and its nodes, steps and fits), served without asking an engine (usage is then 0); " +
+							"miss when the engines answered and the answers were kept; bypass when they answered and were not kept (the batch prior). Absent when the cache is off.",
+						"schema": obj{"type": "string", "enum": gateway.CacheStates},
+					},
+				}),
 				"401": jsonReply("A key is configured and the caller's is missing or wrong.", "Error"),
 				"400": jsonReply("The body could not be read.", "Error"),
 				"408": jsonReply("The body did not arrive within the server's read timeout.", "Error"),
@@ -178,6 +185,12 @@ func paths() obj {
 
 func jsonBody(schema string, required bool) obj {
 	return obj{"required": required, "content": obj{"application/json": obj{"schema": ref(schema)}}}
+}
+
+// withHeaders adds response headers to a reply.
+func withHeaders(reply, headers obj) obj {
+	reply["headers"] = headers
+	return reply
 }
 
 func jsonReply(desc, schema string) obj {
