@@ -12,12 +12,12 @@ import (
 )
 
 // answerPath is the answer path over router, applying the fits of file
-// (none when nil), recording in dlog (nothing when nil) and answering
-// repeats from cache (none when nil). local keeps the nodes' addresses in
-// failures: for the faces whose caller runs system1 itself (mcp over
-// stdio, the command line), never for serve's.
-func answerPath(router *fleet.Router, file *outcomes.FitsFile, dlog *decisionlog.Log, cache *answer.Cache, local bool) *answer.Service {
-	o := answer.Options{Router: router, Local: local, Cache: cache}
+// (none when nil) and recording in dlog (nothing when nil). local keeps
+// the nodes' addresses in failures: for the faces whose caller runs
+// system1 itself (mcp over stdio, the command line), never for serve's.
+// Its WithCache adds the process's decision cache.
+func answerPath(router *fleet.Router, file *outcomes.FitsFile, dlog *decisionlog.Log, local bool) *answer.Service {
+	o := answer.Options{Router: router, Local: local}
 	if file != nil {
 		o.Fits = file.Current
 	}
@@ -61,7 +61,7 @@ func chainPath(cfg *config.Config, getenv func(string) string, dlog *decisionlog
 	if err != nil {
 		errs = append(errs, err)
 	}
-	return answerPath(router, fits, dlog, decisionCache(cfg), true), errs
+	return answerPath(router, fits, dlog, true).WithCache(decisionCache(cfg)), errs
 }
 
 // decisionCache is the decision cache cfg.Cache configures, nil when it

@@ -103,7 +103,7 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 		log.Info("decision cache on", "entries", cfg.Cache.Entries, "ttl", time.Duration(cfg.Cache.TTL))
 	}
 	api := httpapi.New(httpapi.Options{
-		Answer:           answerPath(router, fits, dlog, cache, false),
+		Answer:           answerPath(router, fits, dlog, false).WithCache(cache),
 		Log:              log,
 		Metrics:          m,
 		Keys:             keys,
@@ -120,7 +120,7 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 		// POST /v1/decide: the gateway over the same fleet and decision
 		// log.
 		Decide: gateway.New(gateway.Options{Config: cfg, ConfigPath: cfg.Path, ConfigErrors: decideErrs,
-			Answer: answerPath(router, dfits, dlog, cache, false), Log: log, StatePath: pause.Path(*stateDir, e.getenv),
+			Answer: answerPath(router, dfits, dlog, false).WithCache(cache), Log: log, StatePath: pause.Path(*stateDir, e.getenv),
 			Version: version, Face: decisionlog.FaceDecide}),
 		Version: version,
 	})

@@ -56,6 +56,14 @@ func (s *Service) Only(nodes []string) *Service {
 	return &Service{opt: o}
 }
 
+// WithCache is the service answering repeats from c (none when nil),
+// with the same router, fits, recorder and redaction.
+func (s *Service) WithCache(c *Cache) *Service {
+	o := s.opt
+	o.Cache = c
+	return &Service{opt: o}
+}
+
 // Request is a request to answer, and who asks it, for its records.
 type Request struct {
 	decision.Request
