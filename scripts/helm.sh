@@ -12,29 +12,15 @@
 # building into the same folder: the second waits and then finds the
 # binary.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 version=4.3.1
 cache="${SYSTEM1_CACHE:-$HOME/.cache/system1}"
 dir="$cache/helm-$version"
 bin="$dir/helm"
 
-if [[ -x "$bin" ]]; then
-	echo "$bin"
-	exit 0
-fi
-
+build_once "$bin" "$cache/helm-$version.lock" "helm $version"
 log() { echo "helm.sh: $*" >&2; }
-
-mkdir -p "$cache"
-exec 9>"$cache/helm-$version.lock"
-if ! flock -n 9; then
-	log "another build of helm $version is running; waiting for it (lock $cache/helm-$version.lock)"
-	flock 9
-fi
-if [[ -x "$bin" ]]; then
-	echo "$bin"
-	exit 0
-fi
 
 mkdir -p "$dir"
 buildlog="$dir/build.log"

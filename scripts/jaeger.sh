@@ -26,23 +26,8 @@ cache="${SYSTEM1_CACHE:-$HOME/.cache/system1}"
 dir="$cache/jaeger-$version"
 bin="$dir/jaeger"
 
-if [[ -x "$bin" ]]; then
-	echo "$bin"
-	exit 0
-fi
-
+build_once "$bin" "$cache/jaeger-$version.lock" "jaeger $version"
 log() { echo "jaeger.sh: $*" >&2; }
-
-mkdir -p "$cache"
-exec 9>"$cache/jaeger-$version.lock"
-if ! flock -n 9; then
-	log "another build of jaeger $version is running; waiting for it (lock $cache/jaeger-$version.lock)"
-	flock 9
-fi
-if [[ -x "$bin" ]]; then
-	echo "$bin"
-	exit 0
-fi
 
 mkdir -p "$dir"
 buildlog="$dir/build.log"

@@ -1,5 +1,6 @@
 # Shared by the set-up scripts, which source it: installing Debian
-# packages, and keeping a build's output out of the terminal.
+# packages, building once per cache, and keeping a build's output out
+# of the terminal.
 
 # as_root runs a command as root: as it is when this is root, else
 # through sudo.
@@ -31,5 +32,30 @@ logged() {
 		echo "${0##*/}: the end of its output ($log has all of it):" >&2
 		tail -n "${SYSTEM1_LOG_TAIL:-40}" "$log" >&2
 		return 1
+	fi
+}
+
+# build_once keeps two runs at once (two worktrees, CI and a developer)
+# from building into the same folder. When the binary $1 is there it
+# prints its path and exits; else it takes the lock file $2, waiting,
+# and saying so with $3 (what is built), while another run holds it, and
+# when that run built the binary prints its path and exits. The lock is
+# file descriptor 9 and holds until the script exits.
+build_once() {
+	local bin=$1 lock=$2 what=$3
+	if [[ -x $bin ]]; then
+		echo "$bin"
+		exit 0
+	fi
+	mkdir -p "$(dirname "$lock")"
+	exec 9>"$lock"
+	if ! flock -n 9; then
+		echo "${0##*/}: another build of $what is running; waiting for it (lock $lock)" >&2
+		flock 9
+	fi
+	if [[ -x $bin ]]; then
+		echo "${0##*/}: reusing the binary the other build made" >&2
+		echo "$bin"
+		exit 0
 	fi
 }

@@ -15,27 +15,11 @@ cache="${SYSTEM1_CACHE:-$HOME/.cache/system1}"
 dir="$cache/llama-server-$commit"
 bin="$dir/llama-server"
 
-if [[ -x "$bin" ]]; then
-	echo "$bin"
-	exit 0
-fi
-
-log() { echo "llama-server.sh: $*" >&2; }
-
 # One build at a time per cache: a second llama-server.sh (run.sh and
 # test.sh in two terminals) waits for the first and reuses its binary,
 # instead of deleting the tree the first one compiles.
-mkdir -p "$cache"
-exec 9>"$cache/llama-server-$commit.lock"
-if ! flock -n 9; then
-	log "another llama-server.sh is building in $cache; waiting for it (lock $cache/llama-server-$commit.lock)"
-	flock 9
-fi
-if [[ -x "$bin" ]]; then
-	log "reusing the binary the other build made"
-	echo "$bin"
-	exit 0
-fi
+build_once "$bin" "$cache/llama-server-$commit.lock" "llama-server $commit"
+log() { echo "llama-server.sh: $*" >&2; }
 
 # Everything the build prints (npm, git, cmake and the compiler's
 # thousands of lines with upstream warnings) goes to this file; a failure

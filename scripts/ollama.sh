@@ -20,23 +20,8 @@ cache="${SYSTEM1_CACHE:-$HOME/.cache/system1}"
 dir="$cache/ollama-$version"
 bin="$dir/ollama"
 
-if [[ -x "$bin" ]]; then
-	echo "$bin"
-	exit 0
-fi
-
+build_once "$bin" "$cache/ollama-$version.lock" "ollama $version"
 log() { echo "ollama.sh: $*" >&2; }
-
-mkdir -p "$cache"
-exec 9>"$cache/ollama-$version.lock"
-if ! flock -n 9; then
-	log "another build of ollama $version is running; waiting for it"
-	flock 9
-fi
-if [[ -x "$bin" ]]; then
-	echo "$bin"
-	exit 0
-fi
 
 work="$cache/build-ollama-$version"
 # Everything the build prints goes to this file; a failure prints its end.

@@ -144,7 +144,7 @@ func TestTwoLlamaServerBuildsAtOnce(t *testing.T) {
 		if r.code != 0 || r.stdout != want {
 			t.Errorf("build %d: exit %d, printed %q, want %q\n%s", i, r.code, r.stdout, want, r.stderr)
 		}
-		if strings.Contains(r.stderr, "another llama-server.sh is building") && strings.Contains(r.stderr, "reusing the binary") {
+		if strings.Contains(r.stderr, "another build of llama-server 80fb11a is running") && strings.Contains(r.stderr, "reusing the binary") {
 			waited++
 		}
 	}
