@@ -11,6 +11,7 @@
 #   bench/banking77.sh [--limit N]     # default 100 cases
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 limit=100
 if [[ ${1:-} == --limit ]]; then limit=$2; fi
 out=bench/out/banking77
@@ -23,7 +24,7 @@ trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null' EXIT
 "$server" -m ../shared/models/stories260K.gguf --host 127.0.0.1 --port "$port" -c 16384 -np 4 -t 2 \
 	-a stories260k --no-webui --override-kv llama.context_length=int:4096 >"$out/llama-server.log" 2>&1 &
 pids+=($!)
-for _ in $(seq 300); do curl -fs -o /dev/null "http://127.0.0.1:$port/health" && break; sleep 0.1; done
+wait_ok "http://127.0.0.1:$port/health" 30
 cat >"$out/config.yaml" <<YAML
 listen: 127.0.0.1:0
 nodes:
@@ -31,11 +32,7 @@ nodes:
 YAML
 "$out/system1" serve --config "$out/config.yaml" 2>"$out/system1.log" &
 pids+=($!)
-url=
-for _ in $(seq 100); do
-	url=$(grep -o 'url=http://[^ ]*' "$out/system1.log" | head -1 | cut -d= -f2) && [[ -n $url ]] && break
-	sleep 0.1
-done
+url=$(served_url "$out/system1.log")
 {
 	echo "# Banking77 (77 options) through system1 over llama-server, stories260K"
 	echo

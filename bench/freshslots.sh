@@ -12,6 +12,7 @@
 # SYSTEM1_BIN runs another build (an older commit's, to compare).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 k=8 requests=4
 while [[ $# -gt 0 ]]; do
 	case $1 in
@@ -32,7 +33,7 @@ pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
 "$server" -m "$model" --host 127.0.0.1 --port $port -c 16384 -np 8 -t "$(nproc)" -a rand-qwen2 --no-webui --metrics >"$work/llama.log" 2>&1 &
 pids+=($!)
-for _ in $(seq 600); do curl -fs -o /dev/null "http://127.0.0.1:$port/health" && break; sleep 0.1; done
+wait_ok "http://127.0.0.1:$port/health" 60
 cat >"$work/system1.yaml" <<YAML
 listen: 127.0.0.1:$listen
 timeouts: {request: 120s}
@@ -42,7 +43,7 @@ nodes:
 YAML
 "$system1" serve --config "$work/system1.yaml" >/dev/null 2>"$work/system1.log" &
 pids+=($!)
-for _ in $(seq 100); do curl -fs -o /dev/null "http://127.0.0.1:$listen/health" && break; sleep 0.1; done
+wait_ok "http://127.0.0.1:$listen/health" 10
 tokens() { curl -fs "http://127.0.0.1:$port/metrics" | awk '/^llamacpp:prompt_tokens_total/ {printf "%d", $2}'; }
 echo "llama-server just started: random Qwen2.5-0.5B shape (F16), 8 slots; $k questions over a new ~450-token state per request"
 for r in $(seq "$requests"); do

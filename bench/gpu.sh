@@ -22,6 +22,7 @@
 # and 0 layers the run step can be tried out here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 dir=.device-bench
 commit=80fb11a
 version=3.21.1
@@ -73,8 +74,7 @@ run() {
 	layers=${GPU_BENCH_GPU_LAYERS:-99}
 
 	model=/tmp/rand-qwen2-0.5b-f16.gguf
-	"${PYTHON:-python3}" "$dir/gen_random_gguf.py" "$src/gguf-py" --vocab "$dir/ggml-vocab-qwen2.gguf" \
-		--out "$model" --arch qwen2 --layers 24 --embd 896 --ff 4864 --heads 14 --kv 2 >/dev/null
+	random_qwen2 "${PYTHON:-python3}" "$dir/gen_random_gguf.py" "$src/gguf-py" "$dir/ggml-vocab-qwen2.gguf" "$model" >/dev/null
 
 	port=18591
 	work=$(mktemp -d)
@@ -83,24 +83,10 @@ run() {
 	"$server" -m "$model" --host 127.0.0.1 --port $port -c 32768 -np 8 -ngl "$layers" -a rand-qwen2 \
 		--no-webui --metrics >"$out/llama.log" 2>&1 &
 	pids+=($!)
-	for _ in $(seq 1200); do curl -fs -o /dev/null "http://127.0.0.1:$port/health" && break; sleep 0.1; done
+	wait_ok "http://127.0.0.1:$port/health" 120
 	echo "llama-server: random Qwen2.5-0.5B shape (F16), 8 slots, $layers layers on the GPU"
 
-	start_system1() { # name spread_slots: starts system1 over the engine; its URL in $url
-		cat >"$work/$1.yaml" <<-YAML
-			listen: 127.0.0.1:0
-			timeouts: {request: 120s}
-			nodes:
-			  - {name: llama, url: "http://127.0.0.1:$port", dialect: llamacpp, models: [rand-qwen2], timeout: 120s, spread_slots: $2}
-		YAML
-		"$dir/system1" serve --config "$work/$1.yaml" >/dev/null 2>"$out/system1-$1.log" &
-		pids+=($!)
-		url=
-		for _ in $(seq 100); do
-			url=$(grep -o 'url=http://[^ ]*' "$out/system1-$1.log" | head -1 | cut -d= -f2) && [[ -n $url ]] && break
-			sleep 0.1
-		done
-	}
+	system1=$dir/system1 logs=$out
 	start_system1 serial false
 	serial=$url
 	start_system1 spread true

@@ -13,6 +13,7 @@
 # random model once (about 1 GB, needs Debian's python3-numpy).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 cache="${SYSTEM1_CACHE:-$HOME/.cache/system1}"
 server=$(scripts/llama-server.sh)
 tools=$(dirname "$server")
@@ -20,8 +21,7 @@ model="$cache/models/rand-qwen2-0.5b-f16.gguf"
 if [[ ! -f $model ]]; then
 	/usr/bin/python3 -c 'import numpy' 2>/dev/null || { apt-get update -q && apt-get install -y -q python3-numpy; } >&2
 	mkdir -p "$(dirname "$model")"
-	/usr/bin/python3 ../shared/tools/gen_random_gguf.py "$tools/gguf-py" --vocab "$tools/vocab/ggml-vocab-qwen2.gguf" \
-		--out "$model.part" --arch qwen2 --layers 24 --embd 896 --ff 4864 --heads 14 --kv 2 >&2
+	random_qwen2 /usr/bin/python3 ../shared/tools/gen_random_gguf.py "$tools/gguf-py" "$tools/vocab/ggml-vocab-qwen2.gguf" "$model.part" >&2
 	mv "$model.part" "$model"
 fi
 mkdir -p bin
@@ -29,31 +29,16 @@ mkdir -p bin
 system1=${SYSTEM1_BIN:-bin/system1}
 [[ -n ${SYSTEM1_BIN:-} ]] || go build -o bin/system1 ./cmd/system1
 port=18591
-work=$(mktemp -d)
+work=$(mktemp -d) logs=$work
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
 "$server" -m "$model" --host 127.0.0.1 --port $port -c 16384 -np 8 -t "$(nproc)" -a rand-qwen2 --no-webui --metrics >"$work/llama.log" 2>&1 &
 pids+=($!)
-for _ in $(seq 600); do curl -fs -o /dev/null "http://127.0.0.1:$port/health" && break; sleep 0.1; done
+wait_ok "http://127.0.0.1:$port/health" 60
 echo "llama-server: random Qwen2.5-0.5B shape (F16), 8 slots, $(nproc) threads"
-start() { # name spread_slots: starts system1 over the engine; its URL in $url
-	cat >"$work/$1.yaml" <<YAML
-listen: 127.0.0.1:0
-timeouts: {request: 120s}
-nodes:
-  - {name: llama, url: "http://127.0.0.1:$port", dialect: llamacpp, models: [rand-qwen2], timeout: 120s, spread_slots: $2}
-YAML
-	"$system1" serve --config "$work/$1.yaml" >/dev/null 2>"$work/$1.log" &
-	pids+=($!)
-	url=
-	for _ in $(seq 100); do
-		url=$(grep -o 'url=http://[^ ]*' "$work/$1.log" | head -1 | cut -d= -f2) && [[ -n $url ]] && break
-		sleep 0.1
-	done
-}
-start serial false
+start_system1 serial false
 serial=$url
-start spread true
+start_system1 spread true
 spread=$url
 echo
 go run ./bench/kquestions -url "$spread" -serial-url "$serial" -engine "http://127.0.0.1:$port" -model rand-qwen2 "$@"

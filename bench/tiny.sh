@@ -22,6 +22,7 @@
 #   bench/tiny.sh            # writes docs/bench/tiny-agnews*.{md,json,png}
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 
 data=${SYSTEM1_DATA:-../shared/data}
 model_file=${SYSTEM1_TEST_MODEL:-../shared/models/stories260K.gguf}
@@ -36,13 +37,6 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_ok() { # url seconds
-	for _ in $(seq $(($2 * 10))); do
-		curl -fs -o /dev/null "$1" && return 0
-		sleep 0.1
-	done
-	say "no answer from $1 after $2 s"; return 1
-}
 
 say "building system1"
 go build -o "$out/system1" ./cmd/system1
