@@ -23,10 +23,7 @@ func TestRemoteAgainstSystem1(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the system1 binary")
 	}
-	bin, err := testbin.Path()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := testbin.Binary(t)
 	eng := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp})
 	defer eng.Close()
 	dir := t.TempDir()

@@ -42,11 +42,31 @@ func Path() (string, error) {
 	return path, err
 }
 
+// Binary returns the binary that Path builds, failing t when it does not
+// build.
+func Binary(t testing.TB) string {
+	t.Helper()
+	bin, err := Path()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
 // Cleanup removes the built binary; a TestMain calls it after the tests.
 func Cleanup() {
 	if dir != "" {
 		os.RemoveAll(dir)
 	}
+}
+
+// Main runs a package's tests, removes the binary Path built for them and
+// exits with their status: the end of the TestMain of a package that
+// drives the binary.
+func Main(m *testing.M) {
+	code := m.Run()
+	Cleanup()
+	os.Exit(code)
 }
 
 // Output collects what a process writes to stderr or stdout, safe for its
@@ -78,6 +98,16 @@ func FreeAddr() (string, error) {
 	}
 	defer l.Close()
 	return l.Addr().String(), nil
+}
+
+// LoopbackAddr is FreeAddr failing t when there is no free port.
+func LoopbackAddr(t testing.TB) string {
+	t.Helper()
+	addr, err := FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return addr
 }
 
 // WaitHealthy waits until GET base/health answers 200: the server is up

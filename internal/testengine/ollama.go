@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"system1/internal/testbin"
 )
 
 // OllamaModel is the name the tiny model is imported under; Ollama lists
@@ -69,7 +71,7 @@ func StartOllamaWith(t testing.TB, cfg OllamaConfig) *Ollama {
 		t.Skip(msg)
 	}
 	dir := t.TempDir()
-	host := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	host := testbin.LoopbackAddr(t)
 	o := &Ollama{URL: "http://" + host, Log: filepath.Join(dir, "ollama.log"), bin: bin, dir: dir}
 	o.env = append(os.Environ(),
 		"HOME="+filepath.Join(dir, "home"),

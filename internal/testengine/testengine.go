@@ -7,10 +7,8 @@ package testengine
 import (
 	"bytes"
 	"cmp"
-	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -20,6 +18,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"system1/internal/testbin"
 )
 
 // Model is the alias the tiny model is served under.
@@ -111,7 +111,7 @@ func StartWith(t testing.TB, cfg Config) *Server {
 			t.Skip(msg)
 		}
 	}
-	s := &Server{URL: fmt.Sprintf("http://127.0.0.1:%d", freePort(t)), cfg: cfg}
+	s := &Server{URL: "http://" + testbin.LoopbackAddr(t), cfg: cfg}
 	t.Cleanup(s.Stop)
 	s.run(t)
 	return s
@@ -199,16 +199,6 @@ func (s *Server) Stop() {
 	}
 	_ = s.cmd.Process.Kill()
 	_ = s.cmd.Wait()
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // RandomModels returns tiny random-weight GGUFs of one shape, one per

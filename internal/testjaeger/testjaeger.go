@@ -19,6 +19,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"system1/internal/testbin"
 )
 
 // Jaeger is a running Jaeger.
@@ -105,7 +107,7 @@ func Start(t testing.TB) *Jaeger {
 	t.Helper()
 	bin := Binary(t)
 	dir := t.TempDir()
-	addr := func() string { return fmt.Sprintf("127.0.0.1:%d", freePort(t)) }
+	addr := func() string { return testbin.LoopbackAddr(t) }
 	query, queryGRPC, otlpGRPC, otlpHTTP := addr(), addr(), addr(), addr()
 	cfg := filepath.Join(dir, "jaeger.yaml")
 	if err := os.WriteFile(cfg, fmt.Appendf(nil, config, query, queryGRPC, otlpGRPC, otlpHTTP), 0o644); err != nil {
@@ -310,14 +312,4 @@ func (j *Jaeger) Await(t testing.TB, id string, spans int) *Trace {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }

@@ -164,12 +164,13 @@ var policy = []rule{
 	},
 	{
 		pkgs: []string{"internal/testjaeger"},
+		may:  []string{"internal/testbin"},
 		test: true,
 		why:  "test support: a real Jaeger per test, where the machine has one, and its query API",
 	},
 	{
 		pkgs: []string{"internal/testengine"},
-		may:  []string{"github.com/jackc/pgx/v5/stdlib"},
+		may:  []string{"internal/testbin", "github.com/jackc/pgx/v5/stdlib"},
 		test: true,
 		why:  "test support: a real llama-server, Ollama and a PostgreSQL schema per test, where the machine has them",
 	},

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"system1/internal/testbin"
 )
 
 // serve started on a configuration of 500,000 aliases stops at SIGTERM
@@ -24,7 +26,7 @@ func TestServeStopsWhileReadingALargeConfig(t *testing.T) {
 		fmt.Fprintf(&b, "  alias-%d: m\n", i)
 	}
 	writeFile(t, path, b.String())
-	cmd := exec.Command(binary(t), "serve", "--config", path, "--listen", "127.0.0.1:0")
+	cmd := exec.Command(testbin.Binary(t), "serve", "--config", path, "--listen", "127.0.0.1:0")
 	cmd.Env = append(env("SYSTEM1_", "XDG_", "CLAUDE_"), "XDG_STATE_HOME="+dir, "SYSTEM1_LOG_LEVEL=debug")
 	s := &server{t: t, cmd: cmd, log: &logBuffer{changed: make(chan struct{})}, exited: make(chan struct{})}
 	cmd.Stderr = s.log
@@ -63,7 +65,7 @@ func TestServeWithoutNodes(t *testing.T) {
 	// A serve that starts anyway is killed after a minute.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary(t), "serve", "--config", path, "--listen", "127.0.0.1:0")
+	cmd := exec.CommandContext(ctx, testbin.Binary(t), "serve", "--config", path, "--listen", "127.0.0.1:0")
 	cmd.Env = append(env("SYSTEM1_", "XDG_", "CLAUDE_"), "XDG_STATE_HOME="+dir)
 	out, err := cmd.CombinedOutput()
 	if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), "nodes: none configured") {

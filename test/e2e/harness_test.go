@@ -25,19 +25,7 @@ import (
 
 // The tests share one binary, built on first use and removed by TestMain.
 func TestMain(m *testing.M) {
-	code := m.Run()
-	testbin.Cleanup()
-	os.Exit(code)
-}
-
-// binary returns the system1 binary, built once for the package.
-func binary(t *testing.T) string {
-	t.Helper()
-	bin, err := testbin.Path()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bin
+	testbin.Main(m)
 }
 
 // logBuffer keeps everything a process writes to stderr, line by line,
@@ -106,8 +94,8 @@ func startServe(t *testing.T, cfg string, o serveOpts) *server {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "system1.yaml")
 	writeFile(t, path, cfg)
-	addr := freeAddr(t)
-	cmd := exec.Command(binary(t), "serve", "--config", path, "--listen", addr)
+	addr := testbin.LoopbackAddr(t)
+	cmd := exec.Command(testbin.Binary(t), "serve", "--config", path, "--listen", addr)
 	cmd.Env = append(env("SYSTEM1_", "XDG_", "CLAUDE_"), "XDG_STATE_HOME="+dir, "XDG_CONFIG_HOME="+dir, "SYSTEM1_LOG_LEVEL=debug")
 	cmd.Env = append(cmd.Env, o.Env...)
 	stderr, err := cmd.StderrPipe()
@@ -155,16 +143,6 @@ func startServe(t *testing.T, cfg string, o serveOpts) *server {
 		}
 	}
 	return s
-}
-
-// freeAddr is a loopback address for a listener.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	addr, err := testbin.FreeAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return addr
 }
 
 // waitLog waits until the log has at least n matches of re and returns

@@ -39,7 +39,7 @@ func TestJSClient(t *testing.T) {
 		skipJS(t, "test/js/node_modules is missing: run npm ci in test/js")
 	}
 
-	bin := binary(t)
+	bin := testbin.Binary(t)
 	model, url, expect := startEngine(t)
 	const key = "e2e-key"
 	cfg := filepath.Join(t.TempDir(), "system1.yaml")
@@ -107,7 +107,7 @@ func startEngine(t *testing.T) (model, url, expect string) {
 func serve(t *testing.T, bin, cfg string) string {
 	t.Helper()
 	state := t.TempDir()
-	addr := freeAddr(t)
+	addr := testbin.LoopbackAddr(t)
 	cmd := exec.Command(bin, "serve", "--config", cfg, "--listen", addr)
 	cmd.Env = append(env("SYSTEM1_", "XDG_", "CLAUDE_"), "XDG_STATE_HOME="+state, "XDG_CONFIG_HOME="+state)
 	log := &testbin.Output{}

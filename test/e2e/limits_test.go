@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"system1/internal/fakeengine"
+	"system1/internal/testbin"
 )
 
 // engineNode is a node entry for a llamacpp engine at url serving model.
@@ -530,7 +531,7 @@ func TestTLSListener(t *testing.T) {
 	f := fakeEngine(t, fakeengine.Behavior{})
 	certFile, keyFile, cert := selfSigned(t, t.TempDir())
 	const key = "e2e-tls-key"
-	tlsAddr := freeAddr(t)
+	tlsAddr := testbin.LoopbackAddr(t)
 	s := startServe(t, fmt.Sprintf(`keys: [%s]
 tls:
   cert: %s

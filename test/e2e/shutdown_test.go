@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"system1/internal/fakeengine"
+	"system1/internal/testbin"
 )
 
 // outcome is what one client got for one request.
@@ -193,7 +194,7 @@ func TestShutdownClosesEveryListener(t *testing.T) {
 	f := fakeEngine(t, fakeengine.Behavior{})
 	g := newGate(t, f.URL)
 	certFile, keyFile, _ := selfSigned(t, t.TempDir())
-	tlsAddr := freeAddr(t)
+	tlsAddr := testbin.LoopbackAddr(t)
 	s := startServe(t, fmt.Sprintf(`timeouts: {drain: 1m}
 tls: {cert: %s, key: %s, listen: %s}
 nodes:
@@ -256,7 +257,7 @@ func TestMCPExitsWhenStdinCloses(t *testing.T) {
 	writeFile(t, cfg, "providers:\n  - {name: jev, kind: systemone, url: http://127.0.0.1:9, model: jev-latest}\n")
 	for _, initialize := range []bool{true, false} {
 		t.Run(fmt.Sprintf("initialize=%v", initialize), func(t *testing.T) {
-			cmd := exec.Command(binary(t), "mcp", "--config", cfg)
+			cmd := exec.Command(testbin.Binary(t), "mcp", "--config", cfg)
 			dir := t.TempDir()
 			cmd.Env = append(env("SYSTEM1_", "XDG_", "CLAUDE_"), "XDG_STATE_HOME="+dir, "XDG_CONFIG_HOME="+dir)
 			stdin, err := cmd.StdinPipe()

@@ -49,9 +49,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	code := m.Run()
-	testbin.Cleanup()
-	os.Exit(code)
+	testbin.Main(m)
 }
 
 // testPolicy is the router's default policy with a cooldown longer than
@@ -224,7 +222,8 @@ func eventually(t testing.TB, what string, cond func() bool) {
 }
 
 // running lists the goroutines that are running system1's code (any
-// frame in system1/internal but the fake engine's), with their stacks.
+// frame in system1/internal but the test support's: the fake engine's,
+// and testbin's, in whose Main the tests run), with their stacks.
 func running() []string {
 	buf := make([]byte, 1<<20)
 	for {
@@ -238,7 +237,7 @@ func running() []string {
 	var out []string
 	for _, g := range strings.Split(string(buf), "\n\n") {
 		for _, line := range strings.Split(g, "\n") {
-			if strings.HasPrefix(line, "system1/internal/") && !strings.HasPrefix(line, "system1/internal/fakeengine.") {
+			if strings.HasPrefix(line, "system1/internal/") && !strings.HasPrefix(line, "system1/internal/fakeengine.") && !strings.HasPrefix(line, "system1/internal/testbin.") {
 				out = append(out, g)
 				break
 			}

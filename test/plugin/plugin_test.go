@@ -28,9 +28,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	code := m.Run()
-	testbin.Cleanup()
-	os.Exit(code)
+	testbin.Main(m)
 }
 
 // repoRoot is the checkout under test.
@@ -235,10 +233,7 @@ func TestRepositoryDeclaresNoProjectServer(t *testing.T) {
 	}
 	// With the README's --plugin-dir, the plugin's server is the only one
 	// (here running a binary built for the test, through SYSTEM1_BIN).
-	bin, err := testbin.Path()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := testbin.Binary(t)
 	w.env = append(w.env, "SYSTEM1_BIN="+bin)
 	out = w.mustRun(root, "--plugin-dir", root, "mcp", "list")
 	servers := 0

@@ -25,9 +25,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(standIn) == "1" {
 		os.Exit(standInLlamaServer(os.Args[1:]))
 	}
-	code := m.Run()
-	testbin.Cleanup()
-	os.Exit(code)
+	testbin.Main(m)
 }
 
 // standInLlamaServer answers as llama-server does where scripts/run.sh

@@ -30,10 +30,7 @@ func TestRunUsage(t *testing.T) {
 	}
 	// The command line says where run.sh writes its configuration when
 	// there is none; run.sh's usage must name the same file.
-	bin, err := testbin.Path()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := testbin.Binary(t)
 	_, _, hint := command(t, []string{"HOME=" + t.TempDir(), "SYSTEM1_CONFIG=", "XDG_CONFIG_HOME="}, bin, "feedback", "req_1", "yes")
 	_, file, ok := strings.Cut(hint, "scripts/run.sh writes one for the engine it starts: ")
 	file, _, _ = strings.Cut(file, "\n")
