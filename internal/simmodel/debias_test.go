@@ -60,11 +60,7 @@ func orderSensitivity(t *testing.T, e engine.Engine, c cases.Case, orders int) f
 func TestDebiasOnSimulatedModel(t *testing.T) {
 	for _, s := range sets {
 		t.Run(s.file, func(t *testing.T) {
-			train, held := Split(sharedCases(t, s.file), 0.3)
-			m, err := Train(train, DefaultOptions())
-			if err != nil {
-				t.Fatal(err)
-			}
+			m, held := trained(t, s.file)
 			e := serve(t, m)
 			n := len(held[0].Request.Questions[0].Options)
 			sens := held[:min(len(held), 40)]

@@ -96,11 +96,7 @@ func routedSensitivity(t *testing.T, r *fleet.Router, c cases.Case, m priorMode)
 func TestPriorOnSimulatedModel(t *testing.T) {
 	for _, s := range sets {
 		t.Run(s.file, func(t *testing.T) {
-			train, held := Split(sharedCases(t, s.file), 0.3)
-			m, err := Train(train, DefaultOptions())
-			if err != nil {
-				t.Fatal(err)
-			}
+			m, held := trained(t, s.file)
 			n := len(held[0].Request.Questions[0].Options)
 			sens := held[:min(len(held), 40)]
 			got := map[string]float64{}
@@ -153,11 +149,7 @@ func TestBatchHurtsOnSkewedStream(t *testing.T) {
 			continue // 12 classes of about 15 held-out cases each: too few for a skewed stream
 		}
 		t.Run(s.file, func(t *testing.T) {
-			train, held := Split(sharedCases(t, s.file), 0.3)
-			m, err := Train(train, DefaultOptions())
-			if err != nil {
-				t.Fatal(err)
-			}
+			m, held := trained(t, s.file)
 			var major, minor []cases.Case
 			for _, c := range held {
 				if c.Expected[0] == 0 {

@@ -25,6 +25,18 @@ func sharedCases(t testing.TB, name string) []cases.Case {
 	return cs
 }
 
+// trained is a model trained with the default options on 70% of the
+// shared case file name, and the other 30%, held out.
+func trained(t testing.TB, name string) (*Model, []cases.Case) {
+	t.Helper()
+	train, held := Split(sharedCases(t, name), 0.3)
+	m, err := Train(train, DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, held
+}
+
 var sets = []struct {
 	file  string
 	floor float64 // the majority-class floor the data README gives
@@ -228,11 +240,7 @@ func TestSplitIsStableByID(t *testing.T) {
 // simulated model through the fake llama.cpp engine and system1's client:
 // what a benchmark of the calibration loop pays per question.
 func BenchmarkServedQuestion(b *testing.B) {
-	train, held := Split(sharedCases(b, "banking12-train-sample.jsonl"), 0.3)
-	m, err := Train(train, DefaultOptions())
-	if err != nil {
-		b.Fatal(err)
-	}
+	m, held := trained(b, "banking12-train-sample.jsonl")
 	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Behavior: m.Behavior()})
 	defer f.Close()
 	e := &llamacpp.Engine{BaseURL: f.URL}
