@@ -111,15 +111,20 @@ func LoopbackAddr(t testing.TB) string {
 }
 
 // WaitHealthy waits until GET base/health answers 200: the server is up
-// and serving. It fails when exited is closed first (the process ended)
-// or within passes. An https base is not verified: a test's certificate
-// is its own.
+// and serving. It fails as WaitOK does.
 func WaitHealthy(base string, exited <-chan struct{}, within time.Duration) error {
+	return WaitOK(base+"/health", exited, within)
+}
+
+// WaitOK waits until GET url answers 200. It fails when exited is closed
+// first (the process ended; nil when it cannot be known) or within
+// passes. An https url is not verified: a test's certificate is its own.
+func WaitOK(url string, exited <-chan struct{}, within time.Duration) error {
 	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	defer client.CloseIdleConnections()
 	deadline := time.Now().Add(within)
 	for {
-		resp, err := client.Get(base + "/health")
+		resp, err := client.Get(url)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -128,14 +133,26 @@ func WaitHealthy(base string, exited <-chan struct{}, within time.Duration) erro
 			err = fmt.Errorf("HTTP %d", resp.StatusCode)
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s/health did not answer 200 within %s: %v", base, within, err)
+			return fmt.Errorf("%s did not answer 200 within %s: %v", url, within, err)
 		}
 		select {
 		case <-exited:
-			return fmt.Errorf("the server exited before %s/health answered", base)
+			return fmt.Errorf("the server exited before %s answered", url)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// Run runs cmd with its stdout and stderr collected, and returns its exit
+// status and both; err is a failure to run it, not a non-zero status.
+func Run(cmd *exec.Cmd) (code int, stdout, stderr string, err error) {
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err = cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		code, err = ee.ExitCode(), nil
+	}
+	return code, out.String(), errOut.String(), err
 }
 
 // Serve runs bin serve with args on a free loopback address (--listen)

@@ -3,7 +3,6 @@ package testengine
 import (
 	"bytes"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -108,20 +107,9 @@ func (o *Ollama) run(t testing.TB) {
 		t.Fatalf("starting %s: %v", o.bin, err)
 	}
 	o.cmd = cmd
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get(o.URL + "/api/version")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(o.Log)
-			t.Fatalf("ollama did not answer in 60s:\n%s", log)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := testbin.WaitOK(o.URL+"/api/version", nil, time.Minute); err != nil {
+		log, _ := os.ReadFile(o.Log)
+		t.Fatalf("ollama: %v:\n%s", err, log)
 	}
 }
 

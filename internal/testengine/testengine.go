@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -148,20 +147,9 @@ func (s *Server) run(t testing.TB) {
 		t.Fatalf("starting %s: %v", bin, err)
 	}
 	s.cmd, s.log = cmd, logf.Name()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get(s.URL + "/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(s.log)
-			t.Fatalf("llama-server did not become healthy in 60s:\n%s", log)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := testbin.WaitHealthy(s.URL, nil, time.Minute); err != nil {
+		log, _ := os.ReadFile(s.log)
+		t.Fatalf("llama-server: %v:\n%s", err, log)
 	}
 }
 
@@ -170,15 +158,7 @@ func (s *Server) run(t testing.TB) {
 // prompt caching counts.
 func (s *Server) PromptTokens(t testing.TB) int {
 	t.Helper()
-	resp, err := http.Get(s.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, b := testbin.Do(t, http.DefaultClient, http.MethodGet, s.URL+"/metrics", "")
 	for _, line := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(line, "llamacpp:prompt_tokens_total "); ok {
 			n, err := strconv.ParseFloat(strings.TrimSpace(v), 64)

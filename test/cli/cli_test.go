@@ -3,7 +3,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -33,16 +32,11 @@ func system1(t *testing.T, env []string, args ...string) (int, string, string) {
 	home := t.TempDir()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append([]string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "XDG_STATE_HOME=" + filepath.Join(home, "state")}, env...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
+	code, stdout, stderr, err := testbin.Run(cmd)
+	if err != nil {
 		t.Fatalf("system1 %v: %v", args, err)
 	}
-	return code, stdout.String(), stderr.String()
+	return code, stdout, stderr
 }
 
 // config writes a configuration whose one provider is a System One

@@ -1,13 +1,14 @@
 package helm
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+
+	"system1/internal/testbin"
 )
 
 // helmScript runs scripts/helm.sh with a stand-in for go first on the
@@ -25,16 +26,11 @@ func helmScript(t *testing.T, cache, fakeGo string) (int, string, string) {
 	}
 	cmd := exec.Command(filepath.Join(root, "scripts", "helm.sh"))
 	cmd.Env = append(os.Environ(), "SYSTEM1_CACHE="+cache, "PATH="+bin+":"+os.Getenv("PATH"))
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
+	code, stdout, stderr, err := testbin.Run(cmd)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return code, stdout.String(), stderr.String()
+	return code, stdout, stderr
 }
 
 // Two helm.sh at once (two worktrees, CI and a developer) compile once:

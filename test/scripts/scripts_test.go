@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"system1/internal/testbin"
 )
 
 func repoRoot(t *testing.T) string {
@@ -59,19 +61,14 @@ func commandWithin(t *testing.T, guard time.Duration, env []string, path string,
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.Dir = repoRoot(t)
 	cmd.Env = append(os.Environ(), env...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
+	code, stdout, stderr, err := testbin.Run(cmd)
 	if ctx.Err() != nil {
-		t.Fatalf("%s %v hung:\n%s", path, args, stderr.String())
+		t.Fatalf("%s %v hung:\n%s", path, args, stderr)
 	}
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
+	if err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
-	return code, stdout.String(), stderr.String()
+	return code, stdout, stderr
 }
 
 // isolated is the environment of a run.sh that must not see this
