@@ -7,7 +7,6 @@ package testengine
 import (
 	"bytes"
 	"cmp"
-	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -64,6 +63,16 @@ func SharedData(t testing.TB, name string) string {
 	return path
 }
 
+// unavailable skips t saying what the engine lacks, or fails it where
+// SYSTEM1_REQUIRE_ENGINE is set (CI sets it).
+func unavailable(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("SYSTEM1_REQUIRE_ENGINE") != "" {
+		t.Fatalf(format, args...)
+	}
+	t.Skipf(format, args...)
+}
+
 // Server is a running llama-server.
 type Server struct {
 	URL string
@@ -103,11 +112,7 @@ func StartWith(t testing.TB, cfg Config) *Server {
 	cfg.Slots, cfg.Ctx = max(cfg.Slots, 1), cmp.Or(cfg.Ctx, 2048)
 	for _, f := range []string{Binary(), cfg.Model} {
 		if _, err := os.Stat(f); err != nil {
-			msg := fmt.Sprintf("real engine unavailable: %v (build it with scripts/llama-server.sh; the model comes from ../shared/models)", err)
-			if os.Getenv("SYSTEM1_REQUIRE_ENGINE") != "" {
-				t.Fatal(msg)
-			}
-			t.Skip(msg)
+			unavailable(t, "real engine unavailable: %v (build it with scripts/llama-server.sh; the model comes from ../shared/models)", err)
 		}
 	}
 	s := &Server{URL: "http://" + testbin.LoopbackAddr(t), cfg: cfg}
@@ -212,11 +217,7 @@ func ggufs(t testing.TB, args ...string) []string {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		msg := fmt.Sprintf("test models unavailable: %v\n%s", err, stderr.Bytes())
-		if os.Getenv("SYSTEM1_REQUIRE_ENGINE") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		unavailable(t, "test models unavailable: %v\n%s", err, stderr.Bytes())
 	}
 	paths := strings.Fields(string(out))
 	if len(paths) != len(args) {
