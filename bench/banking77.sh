@@ -18,7 +18,7 @@ out=bench/out/banking77
 mkdir -p "$out" docs/bench
 go build -o "$out/system1" ./cmd/system1
 server=${SYSTEM1_LLAMA_SERVER:-$(scripts/llama-server.sh)}
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(free_port)
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null' EXIT
 "$server" -m ../shared/models/stories260K.gguf --host 127.0.0.1 --port "$port" -c 16384 -np 4 -t 2 \

@@ -10,6 +10,9 @@ random_qwen2() {
 	"$1" "$2" "$3" --vocab "$4" --out "$5" --arch qwen2 --layers 24 --embd 896 --ff 4864 --heads 14 --kv 2
 }
 
+# free_port prints a loopback port that was free a moment ago.
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
 # wait_ok waits up to $2 seconds for the URL $1 to answer; it says so and
 # fails when it does not.
 wait_ok() {
