@@ -13,13 +13,14 @@
 # random model once (about 1 GB, needs Debian's python3-numpy).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib.sh
 . bench/lib.sh
 cache="${SYSTEM1_CACHE:-$HOME/.cache/system1}"
 server=$(scripts/llama-server.sh)
 tools=$(dirname "$server")
 model="$cache/models/rand-qwen2-0.5b-f16.gguf"
 if [[ ! -f $model ]]; then
-	/usr/bin/python3 -c 'import numpy' 2>/dev/null || { apt-get update -q && apt-get install -y -q python3-numpy; } >&2
+	need_numpy
 	mkdir -p "$(dirname "$model")"
 	random_qwen2 /usr/bin/python3 ../shared/tools/gen_random_gguf.py "$tools/gguf-py" "$tools/vocab/ggml-vocab-qwen2.gguf" "$model.part" >&2
 	mv "$model.part" "$model"

@@ -20,6 +20,15 @@ apt_install() {
 		as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@"
 }
 
+# need_numpy installs Debian's python3-numpy when the system's python3
+# cannot import numpy, for the model writers (gen_random_gguf.py, gguf-py).
+need_numpy() {
+	if ! /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
+		echo "${0##*/}: installing Debian's python3-numpy" >&2
+		apt_install python3-numpy >&2
+	fi
+}
+
 # logged runs a command with its output appended to the file $1 instead
 # of the terminal: a build's thousands of lines of progress and upstream
 # warnings would bury the test suite's own. When the command fails it

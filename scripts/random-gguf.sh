@@ -42,10 +42,7 @@ if [[ ${#todo[@]} -gt 0 ]]; then
 	for f in "$gen" "$stories" "$gguf_py"; do
 		[[ -e $f ]] || { echo "$0: $f is missing" >&2; exit 1; }
 	done
-	if ! /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
-		echo "$0: installing Debian's python3-numpy" >&2
-		apt_install python3-numpy >&2
-	fi
+	need_numpy
 	for arg in "${todo[@]}"; do
 		out=$(path "$arg")
 		if [[ $arg == stories-f16 ]]; then
