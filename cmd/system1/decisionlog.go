@@ -15,7 +15,8 @@ import (
 const logCloseTimeout = 10 * time.Second
 
 // openDecisionLog opens the configuration's decision log (the SQLite
-// file in the state directory by default, PostgreSQL when a url is set).
+// file in the state directory by default, PostgreSQL when a url or
+// url_env is set).
 // It returns nil, a log that is off, when the configuration turns it off
 // or it cannot be opened: a decision is never failed by the log, so the
 // face serves on and says why in its log. m, when not nil, exports its
@@ -25,7 +26,12 @@ func openDecisionLog(ctx context.Context, c config.DecisionLog, stateDir string,
 		log.Info("decision log off (decision_log.off)", "request_id", "-")
 		return nil
 	}
-	opt := decisionlog.OptionsFrom(c, stateDir, e.getenv)
+	opt, err := decisionlog.OptionsFrom(c, stateDir, e.getenv)
+	if err != nil {
+		// Never a file of this replica's own instead of the shared log.
+		log.Error("decision log unavailable: answers are not recorded and feedback is refused", "request_id", "-", "err", err)
+		return nil
+	}
 	opt.Logger = log
 	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -35,17 +41,20 @@ func openDecisionLog(ctx context.Context, c config.DecisionLog, stateDir string,
 		log.Error("decision log unavailable: answers are not recorded and feedback is refused", "request_id", "-", "err", err)
 		return nil
 	}
-	log.Info("decision log open", "request_id", "-", "at", logWhere(opt), "keep_states", opt.KeepStates)
+	log.Info("decision log open", "request_id", "-", "at", logWhere(c, opt), "keep_states", opt.KeepStates)
 	if m != nil {
 		m.WatchDecisionLog(l.Dropped, func() uint64 { return l.Stats().Written }, func() uint64 { return l.Stats().Failed })
 	}
 	return l
 }
 
-// logWhere names where the decision log of opt is, without repeating a
-// PostgreSQL URL (it may hold a password).
-func logWhere(opt decisionlog.Options) string {
-	if opt.URL != "" {
+// logWhere names where the decision log of c, opened with opt, is,
+// without repeating a PostgreSQL URL (it may hold a password).
+func logWhere(c config.DecisionLog, opt decisionlog.Options) string {
+	switch {
+	case c.URLEnv != "":
+		return "postgresql (decision_log.url_env: $" + c.URLEnv + ")"
+	case opt.URL != "":
 		return "postgresql (decision_log.url)"
 	}
 	return opt.Path

@@ -91,7 +91,9 @@ func cmdFeedback(ctx context.Context, args []string, e env) error {
 		res = outcomes.NewFeedback(dlog).Record(ctx, items)
 		closeDecisionLog(dlog, log)
 		if res.Error != nil && res.Error.Code == outcomes.FeedbackUnknownRequest {
-			where = logWhere(decisionlog.OptionsFrom(cfg.DecisionLog, *stateDir, e.getenv))
+			if opt, err := decisionlog.OptionsFrom(cfg.DecisionLog, *stateDir, e.getenv); err == nil {
+				where = logWhere(cfg.DecisionLog, opt)
+			}
 		}
 	}
 	out, err := json.MarshalIndent(res, "", "  ")

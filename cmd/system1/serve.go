@@ -81,6 +81,12 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 	if err := checkNodes(cfg); err != nil {
 		return err
 	}
+	// As keys_env's keys: a variable that holds no usable URL stops the
+	// start, as a bad decision_log.url does, rather than leave a replica
+	// recording nowhere.
+	if _, err := cfg.DecisionLog.PostgresURL(e.getenv); err != nil {
+		return fmt.Errorf("configuration %s: %w", cfg.Path, err)
+	}
 	dlog := openDecisionLog(ctx, cfg.DecisionLog, *stateDir, e, log, m)
 	// Closed after the drain: the requests in flight record their answers.
 	defer closeDecisionLog(dlog, log)

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"net/url"
@@ -15,7 +16,7 @@ import (
 )
 
 // DecisionLog configures the decision log: an SQLite file in the state
-// directory by default, or PostgreSQL when URL is set.
+// directory by default, or PostgreSQL when URL or URLEnv is set.
 type DecisionLog struct {
 	// Off turns the log off: nothing is recorded and feedback is refused.
 	Off bool `yaml:"off"`
@@ -26,6 +27,11 @@ type DecisionLog struct {
 	// replicas share one log. It may hold a password: it is never logged
 	// or repeated in an error.
 	URL string `yaml:"url"`
+	// URLEnv names a variable holding the postgres:// URL instead, so
+	// that the URL (and its password) can come from a secret rather than
+	// the file: a Kubernetes Secret, say. The variable is read when a
+	// face opens the log (PostgresURL), and checked as URL is.
+	URLEnv string `yaml:"url_env"`
 	// KeepStates stores each state beside its SHA-256.
 	KeepStates bool `yaml:"keep_states"`
 	// Retention is how long records are kept (0: the default, 30d).
@@ -63,23 +69,29 @@ func (d DecisionLog) Check() []error { return d.check() }
 func (d DecisionLog) check() []error {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
-	if d.URL != "" {
+	for _, k := range []struct {
+		name, value string
+	}{{"url", d.URL}, {"url_env", d.URLEnv}} {
+		if k.value == "" {
+			continue
+		}
 		if d.Off {
-			bad("decision_log: off and url exclude each other")
+			bad("decision_log: off and %s exclude each other", k.name)
 		}
 		if d.Path != "" {
-			bad("decision_log: path and url exclude each other: url is PostgreSQL instead of the file")
+			bad("decision_log: path and %s exclude each other: %s is PostgreSQL instead of the file", k.name, k.name)
 		}
-		// The URL is not quoted back: it may hold a password.
-		u, err := url.Parse(d.URL)
-		switch {
-		case err != nil:
-			bad("decision_log.url: does not parse as a URL")
-		case u.Scheme != "postgres" && u.Scheme != "postgresql":
-			bad("decision_log.url: the scheme must be postgres:// or postgresql://")
-		case u.Host == "" && u.Query().Get("host") == "":
-			bad("decision_log.url: names no host (give one, or a socket folder as ?host=)")
+	}
+	if d.URL != "" && d.URLEnv != "" {
+		bad("decision_log: url and url_env exclude each other: give the URL in the file or in the variable")
+	}
+	if d.URL != "" {
+		if err := checkPostgresURL(d.URL); err != nil {
+			bad("decision_log.url: %v", err)
 		}
+	}
+	if d.URLEnv != "" && !envName(d.URLEnv) {
+		bad("decision_log.url_env: %q is not a variable's name (letters, digits and _, not starting with a digit)", d.URLEnv)
 	}
 	if strings.ContainsAny(d.Path, "?#") || strings.ContainsRune(d.Path, 0) {
 		bad("decision_log.path: %q has a ?, # or NUL, which SQLite's file names cannot carry", d.Path)
@@ -91,6 +103,40 @@ func (d DecisionLog) check() []error {
 		bad("decision_log.max_rows: %d is negative", d.MaxRows)
 	}
 	return errs
+}
+
+// checkPostgresURL says what is wrong with a decision log URL, never
+// quoting it: it may hold a password.
+func checkPostgresURL(raw string) error {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return errors.New("does not parse as a URL")
+	case u.Scheme != "postgres" && u.Scheme != "postgresql":
+		return errors.New("the scheme must be postgres:// or postgresql://")
+	case u.Host == "" && u.Query().Get("host") == "":
+		return errors.New("names no host (give one, or a socket folder as ?host=)")
+	}
+	return nil
+}
+
+// PostgresURL is the PostgreSQL URL the log uses: url, or the value of
+// the variable url_env names, checked as url is when the file is read;
+// "" for the SQLite file. A variable named but empty is an error, never
+// a quiet fall back to a file of this replica's own. getenv reads the
+// variable. The error names the key and the variable, never the URL.
+func (d DecisionLog) PostgresURL(getenv func(string) string) (string, error) {
+	if d.URLEnv == "" {
+		return d.URL, nil
+	}
+	v := strings.TrimSpace(getenv(d.URLEnv))
+	if v == "" {
+		return "", fmt.Errorf("decision_log.url_env: $%s is not set or empty; it should hold the postgres:// URL", d.URLEnv)
+	}
+	if err := checkPostgresURL(v); err != nil {
+		return "", fmt.Errorf("decision_log.url_env: the URL in $%s %v", d.URLEnv, err)
+	}
+	return v, nil
 }
 
 // Retention is a duration written as days ("30d") or as a Go duration

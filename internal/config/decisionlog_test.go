@@ -94,6 +94,10 @@ func TestDecisionLogCheckNamesTheKey(t *testing.T) {
 		{`{queue: -1}`, "decision_log.queue"},
 		{`{queue: 100000000}`, "decision_log.queue"},
 		{`{max_rows: -5}`, "decision_log.max_rows"},
+		{`{url_env: PG_URL, path: a.db}`, "decision_log: path and url_env exclude each other"},
+		{`{url_env: PG_URL, off: true}`, "decision_log: off and url_env exclude each other"},
+		{`{url_env: PG_URL, url: "postgres://u:pw@db/x"}`, "decision_log: url and url_env exclude each other"},
+		{`{url_env: "PG-URL"}`, "decision_log.url_env: \"PG-URL\" is not a variable's name"},
 	} {
 		cfg, err := Parse([]byte("decision_log: " + c.yaml))
 		if err != nil {
@@ -108,11 +112,49 @@ func TestDecisionLogCheckNamesTheKey(t *testing.T) {
 			t.Errorf("%s: the error repeats the password: %v", c.yaml, errs[0])
 		}
 	}
-	for _, ok := range []string{`{url: "postgres://u:pw@db:5432/x"}`, `{url: "postgresql:///x?host=/tmp/pg"}`, `{}`} {
+	for _, ok := range []string{`{url: "postgres://u:pw@db:5432/x"}`, `{url: "postgresql:///x?host=/tmp/pg"}`, `{}`, `{url_env: SYSTEM1_DECISION_LOG_URL}`} {
 		cfg, err := Parse([]byte("decision_log: " + ok))
 		if err != nil || len(cfg.Check()) != 0 {
 			t.Errorf("%s: %v %v", ok, err, cfg.Check())
 		}
+	}
+}
+
+// url_env's URL is read from its variable and checked as url is, each
+// error naming the key and the variable, never the URL (it may hold a
+// password); a variable named but empty is an error, not the SQLite file.
+func TestDecisionLogURLEnv(t *testing.T) {
+	for _, c := range []struct {
+		value, want string
+	}{
+		{"postgres://u:pw@db:5432/x", ""},
+		{"  postgresql:///x?host=/tmp/pg  ", ""},
+		{"", "decision_log.url_env: $PG_URL is not set or empty"},
+		{"http://u:pw@db/x", "decision_log.url_env: the URL in $PG_URL the scheme must be postgres:// or postgresql://"},
+		{"postgres:///x", "decision_log.url_env: the URL in $PG_URL names no host"},
+		{"postgres://u:pw@db:99999999/x%zz", "decision_log.url_env: the URL in $PG_URL does not parse"},
+	} {
+		d := DecisionLog{URLEnv: "PG_URL"}
+		got, err := d.PostgresURL(func(k string) string {
+			if k == "PG_URL" {
+				return c.value
+			}
+			return ""
+		})
+		switch {
+		case c.want == "" && (err != nil || got != strings.TrimSpace(c.value)):
+			t.Errorf("%q: %q, %v", c.value, got, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%q: %v, want an error with %q", c.value, err, c.want)
+		case err != nil && strings.Contains(err.Error(), "pw"):
+			t.Errorf("%q: the error repeats the password: %v", c.value, err)
+		}
+	}
+	if got, err := (DecisionLog{URL: "postgres://h/db"}).PostgresURL(nil); err != nil || got != "postgres://h/db" {
+		t.Errorf("url: %q, %v", got, err)
+	}
+	if got, err := (DecisionLog{}).PostgresURL(nil); err != nil || got != "" {
+		t.Errorf("neither: %q, %v", got, err)
 	}
 }
 

@@ -437,7 +437,10 @@ func TestOptionsFromConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	opt := OptionsFrom(c.DecisionLog, dir, func(string) string { return "" })
+	opt, err := OptionsFrom(c.DecisionLog, dir, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := Options{Path: filepath.Join(dir, config.DefaultDecisionLogFile), KeepStates: true, Retention: 7 * 24 * time.Hour, Queue: 50, MaxRows: 9}
 	if !reflect.DeepEqual(opt, want) {
 		t.Fatalf("%+v, want %+v", opt, want)
@@ -447,8 +450,18 @@ func TestOptionsFromConfig(t *testing.T) {
 	if es, err := l.Lookup(ctxT(t), "r"); err != nil || len(es) != 1 {
 		t.Fatalf("%v %v", es, err)
 	}
-	if pg := OptionsFrom(config.DecisionLog{URL: "postgres://h/db"}, dir, nil); pg.URL != "postgres://h/db" || pg.Path != "" {
-		t.Fatalf("%+v", pg)
+	if pg, err := OptionsFrom(config.DecisionLog{URL: "postgres://h/db"}, dir, nil); err != nil || pg.URL != "postgres://h/db" || pg.Path != "" {
+		t.Fatalf("%+v %v", pg, err)
+	}
+	// url_env: the variable's URL, never a file of this replica's own
+	// when it is empty.
+	env := map[string]string{"PG_URL": "postgres://u:s3cret@db:5432/x"}
+	getenv := func(k string) string { return env[k] }
+	if pg, err := OptionsFrom(config.DecisionLog{URLEnv: "PG_URL"}, dir, getenv); err != nil || pg.URL != env["PG_URL"] || pg.Path != "" {
+		t.Fatalf("url_env: %+v %v", pg, err)
+	}
+	if pg, err := OptionsFrom(config.DecisionLog{URLEnv: "UNSET"}, dir, getenv); err == nil || pg.Path != "" {
+		t.Fatalf("url_env naming an unset variable: %+v %v", pg, err)
 	}
 }
 

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -74,5 +75,36 @@ func TestServeWithoutNodes(t *testing.T) {
 	s := startServe(t, "nodes: []\nproviders:\n  - {name: jev, kind: systemone, url: 'http://127.0.0.1:9', model: jev}\n", serveOpts{})
 	if !strings.Contains(s.log.String(), "nodes=1") {
 		t.Errorf("the systemone provider is not a node:\n%s", s.log.String())
+	}
+}
+
+// decision_log.url_env names the variable holding the PostgreSQL URL:
+// serve refuses to start when it is empty or holds no postgres:// URL,
+// naming the key and the variable but never the URL, rather than record
+// in an SQLite file of this replica's own.
+func TestServeChecksTheDecisionLogURLVariable(t *testing.T) {
+	for _, c := range []struct {
+		value, want string
+	}{
+		{"", "decision_log.url_env: $SYSTEM1_DECISION_LOG_URL is not set or empty"},
+		{"http://user:s3cret@db/x", "decision_log.url_env: the URL in $SYSTEM1_DECISION_LOG_URL the scheme must be postgres://"},
+	} {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "system1.yaml")
+		writeFile(t, path, "nodes: [{name: a, url: 'http://127.0.0.1:9', dialect: llamacpp}]\ndecision_log: {url_env: SYSTEM1_DECISION_LOG_URL}\n")
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a serve that starts anyway
+		cmd := exec.CommandContext(ctx, testbin.Binary(t), "serve", "--config", path, "--listen", "127.0.0.1:0", "--state-dir", dir)
+		cmd.Env = append(env("SYSTEM1_", "XDG_", "CLAUDE_"), "XDG_STATE_HOME="+dir, "SYSTEM1_DECISION_LOG_URL="+c.value)
+		out, err := cmd.CombinedOutput()
+		cancel()
+		if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), c.want) {
+			t.Errorf("url_env holding %q: %v:\n%s", c.value, err, out)
+		}
+		if strings.Contains(string(out), "s3cret") {
+			t.Errorf("the error repeats the URL's password:\n%s", out)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "decisions.db")); err == nil {
+			t.Errorf("url_env holding %q: serve wrote an SQLite log of its own", c.value)
+		}
 	}
 }

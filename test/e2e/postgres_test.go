@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 
@@ -13,19 +14,26 @@ import (
 	"system1/internal/testengine"
 )
 
-// Two system1 serve replicas write one PostgreSQL decision log: answers
-// given by either are all recorded, and an outcome for an answer of one
-// is accepted by the other.
+// Two system1 serve replicas write one PostgreSQL decision log, one
+// naming its URL in the file (decision_log.url), the other in a variable
+// (decision_log.url_env, as the Helm chart fills it from a Secret):
+// answers given by either are all recorded, and an outcome for an answer
+// of one is accepted by the other.
 func TestTwoReplicasShareOnePostgresLog(t *testing.T) {
 	pg := testengine.PostgresSchema(t, "e2e_")
 	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp})
 	t.Cleanup(f.Close)
-	cfg := fmt.Sprintf("nodes:\n  - {name: n1, url: %s, dialect: llamacpp, models: [%s]}\ndecision_log:\n  url: %q\n", f.URL, fakeengine.DefaultModel, pg)
+	nodes := fmt.Sprintf("nodes:\n  - {name: n1, url: %s, dialect: llamacpp, models: [%s]}\n", f.URL, fakeengine.DefaultModel)
 	var a, b *server
 	var wg sync.WaitGroup
-	wg.Go(func() { a = startServe(t, cfg, serveOpts{}) })
-	wg.Go(func() { b = startServe(t, cfg, serveOpts{}) })
+	wg.Go(func() { a = startServe(t, nodes+fmt.Sprintf("decision_log:\n  url: %q\n", pg), serveOpts{}) })
+	wg.Go(func() {
+		b = startServe(t, nodes+"decision_log:\n  url_env: SYSTEM1_DECISION_LOG_URL\n", serveOpts{Env: []string{"SYSTEM1_DECISION_LOG_URL=" + pg}})
+	})
 	wg.Wait()
+	if !strings.Contains(b.log.String(), `at="postgresql (decision_log.url_env: $SYSTEM1_DECISION_LOG_URL)"`) {
+		t.Errorf("the replica with url_env did not open the PostgreSQL log:\n%s", b.log.String())
+	}
 	c := client()
 	const each = 50
 	ids := make([][]string, 2)

@@ -23,8 +23,6 @@ var pendingKeys = []struct {
 }{
 	// A node that is an InferencePool's gateway (examples/inference-pool.yaml).
 	{[]string{"nodes", "*", "pool"}, "nodes: [{name: a, url: 'http://a', dialect: openai, pool: true}]"},
-	// The variable holding the decision log's postgres:// URL, from a Secret.
-	{[]string{"decision_log", "url_env"}, "decision_log: {url_env: SYSTEM1_DECISION_LOG_URL}"},
 }
 
 // pendingPaths are the probe paths the chart points at that system1 does
@@ -99,10 +97,10 @@ func drop(v any, path []string) bool {
 func TestWithoutPending(t *testing.T) {
 	in := "nodes:\n  - {name: a, pool: true}\n  - {name: b}\ndecision_log: {url_env: X, retention: 30d}\nlisten: 0.0.0.0:3000\n"
 	out, removed := withoutPending(t, in)
-	if strings.Contains(out, "pool") || strings.Contains(out, "url_env") || !strings.Contains(out, "retention: 30d") || !strings.Contains(out, "name: b") {
+	if strings.Contains(out, "pool") || !strings.Contains(out, "url_env") || !strings.Contains(out, "retention: 30d") || !strings.Contains(out, "name: b") {
 		t.Errorf("withoutPending:\n%s", out)
 	}
-	if strings.Join(removed, ",") != "nodes.*.pool,decision_log.url_env" {
+	if strings.Join(removed, ",") != "nodes.*.pool" {
 		t.Errorf("removed %v", removed)
 	}
 	if out, removed := withoutPending(t, "listen: x\n"); out != "listen: x\n" || removed != nil {
