@@ -227,6 +227,11 @@ type Node struct {
 	// node (default DefaultMaxEngineCalls): a request costing more is
 	// refused before any call is made (see CallCost in the fleet).
 	MaxEngineCalls int `yaml:"max_engine_calls"`
+	// Pool marks a node whose URL is a pool of engines behind a router of
+	// its own (llm-d's or KServe's InferencePool gateway, Dynamo's
+	// frontend, the vLLM router, SGLang's gateway, a load balancer): see
+	// pool.go.
+	Pool bool `yaml:"pool"`
 }
 
 // Gateway holds the System 1 gateway's settings.
@@ -383,6 +388,7 @@ func (c *Config) Check() []error {
 			bad("%s (%s): max_options %d is over %d, the most a choice may carry", at, n.Name, n.MaxOptions, MaxOptions)
 		}
 		errs = append(errs, n.checkEngineLimits(at)...)
+		errs = append(errs, n.checkPool(at)...)
 	}
 	if r := c.RateLimit; !(r.PerSecond >= 0) || math.IsInf(r.PerSecond, 0) || r.Burst < 0 {
 		bad("rate_limit: per_second must be a finite number >= 0 and burst >= 0")

@@ -399,13 +399,20 @@ func (w *warmStates) add(node string, state uint64, now time.Time) {
 // the pair rests, not the node, so a caller naming a missing model cannot
 // keep the node down for every other model. A reading in which the model
 // ranked none of the labels is honest and well-formed: it counts against
-// nothing. Everything else is the node's, by the policy (see failed).
+// nothing. On a pool, an error status its router answered with (a 5xx)
+// is one engine's failure behind a router that still routes: it counts
+// toward a cooldown, as a timeout does, rather than cooling the whole
+// pool at once. Everything else is the node's, by the policy (see
+// failed).
 func (r *Router) blame(n *Node, model string, f *engine.Failure) {
 	switch {
 	case f.Uninformative:
 		return
 	case f.Kind == engine.Unavailable && f.Status == http.StatusNotFound:
 		r.coolModel(n, model, r.policy.Cooldown, f.Error())
+		return
+	case n.Pool && f.Kind == engine.Unavailable && f.Status != 0:
+		r.count(n, f)
 		return
 	}
 	r.failed(n, f)

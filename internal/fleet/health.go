@@ -29,31 +29,49 @@ func (r *Router) failed(n *Node, f *engine.Failure) {
 	now := r.now()
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	cool := func(d time.Duration, why string) {
-		if until := now.Add(d); until.After(n.coolUntil) {
-			if !now.Before(n.coolUntil) {
-				r.obs.Cooldown(n.Name)
-				n.cooldowns.Add(1)
-			}
-			n.coolUntil, n.coolReason = until, why
-		}
-	}
 	switch {
 	case f.Kind == engine.Rejected || f.Kind == engine.Busy || f.Kind == engine.Canceled:
 		return // the request's fault, a full queue or a caller gone: not the node's health
 	case f.Kind == engine.RateLimited:
-		cool(max(f.RetryAfter, time.Second), f.Error())
+		r.coolLocked(n, now, max(f.RetryAfter, time.Second), f.Error())
 		return
 	case f.Kind == engine.Unavailable:
-		cool(r.policy.Cooldown, f.Error()) // down, or a ghost claim
+		r.coolLocked(n, now, r.policy.Cooldown, f.Error()) // down, or a ghost claim
 		n.constraintUnknown(f.Error())
 		return
 	}
+	r.countLocked(n, f, now)
+}
+
+// count records a failure of n that cools it only as one of
+// AllowedFails within Window.
+func (r *Router) count(n *Node, f *engine.Failure) {
+	now := r.now()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	r.countLocked(n, f, now)
+}
+
+// countLocked adds a failure at now to n's window and cools n when the
+// window holds AllowedFails of them; the caller holds n.mu.
+func (r *Router) countLocked(n *Node, f *engine.Failure, now time.Time) {
 	n.failures = slices.DeleteFunc(n.failures, func(t time.Time) bool { return now.Sub(t) > r.policy.Window })
 	n.failures = append(n.failures, now)
 	if len(n.failures) >= r.policy.AllowedFails {
-		cool(r.policy.Cooldown, fmt.Sprintf("%d failures within %s, last: %v", len(n.failures), r.policy.Window, f))
+		r.coolLocked(n, now, r.policy.Cooldown, fmt.Sprintf("%d failures within %s, last: %v", len(n.failures), r.policy.Window, f))
 		n.failures = nil
+	}
+}
+
+// coolLocked cools n down for d from now, for why, unless it cools down
+// longer already; the caller holds n.mu.
+func (r *Router) coolLocked(n *Node, now time.Time, d time.Duration, why string) {
+	if until := now.Add(d); until.After(n.coolUntil) {
+		if !now.Before(n.coolUntil) {
+			r.obs.Cooldown(n.Name)
+			n.cooldowns.Add(1)
+		}
+		n.coolUntil, n.coolReason = until, why
 	}
 }
 

@@ -43,6 +43,11 @@ type Node struct {
 	// MaxEngineCalls is the most engine calls one request may cost on this
 	// node; 0 is config.DefaultMaxEngineCalls (see overBudget).
 	MaxEngineCalls int
+	// Pool is set for a node that is a pool of engines behind a router of
+	// its own (config.Node.Pool): nothing is pinned to one engine's
+	// slots, and a failure the pool's router answers with a status counts
+	// toward a cooldown rather than cooling the pool at once (see blame).
+	Pool bool
 
 	claimed []string // models from the config; nil means discover them
 	slots   *slots
@@ -74,6 +79,7 @@ func NewNode(c config.Node, getenv func(string) string, hc *http.Client) (*Node,
 		MaxOptions: c.MaxOptions,
 		Timeout:    c.Timeout.Or(DefaultTimeout),
 		Priority:   c.Priority,
+		Pool:       c.Pool,
 		claimed:    slices.Clone(c.Models),
 		slots:      newSlots(c.MaxInFlight, c.Queue, c.QueueTimeout.Or(DefaultQueueTimeout)),
 	}
@@ -83,12 +89,14 @@ func NewNode(c config.Node, getenv func(string) string, hc *http.Client) (*Node,
 	}
 	switch c.Dialect {
 	case "llamacpp":
-		pin := c.PinSlots == nil || *c.PinSlots
+		// A pool's llama-servers each have their own slots, and its
+		// router picks the server: no slot is pinned through it.
+		pin := !c.Pool && (c.PinSlots == nil || *c.PinSlots)
 		spread := pin && (c.SpreadSlots == nil || *c.SpreadSlots)
 		// Pinned to one slot, a state's questions run one after another
 		// after the first; unpinned, they would each take a slot and
 		// prefill; spread, they wait for the first's prefill, then load it.
-		n.Backend = &engineBackend{e: &llamacpp.Engine{BaseURL: c.URL, Key: key, HTTP: hc, PerCall: c.MaxLabels, PinSlots: pin, SpreadSlots: spread},
+		n.Backend = &engineBackend{e: &llamacpp.Engine{BaseURL: c.URL, Key: key, HTTP: hc, PerCall: c.MaxLabels, PinSlots: pin, SpreadSlots: spread, Pool: c.Pool},
 			leadFirst: !pin || spread, spread: spread}
 	case "ollama":
 		// llama.cpp's slots underneath, no pinning: the first goes alone.
@@ -98,7 +106,10 @@ func NewNode(c config.Node, getenv func(string) string, hc *http.Client) (*Node,
 		if labels == 0 {
 			labels = DefaultLabels
 		}
-		n.Backend = EngineBackend(&openai.Engine{BaseURL: c.URL, Key: key, HTTP: hc, Constrain: c.Constrain, TopLogprobs: labels}, false)
+		// Behind a pool's prefix-aware router, a state's first question
+		// goes alone, so that the router has placed its prefix on one
+		// engine before the rest follow it there.
+		n.Backend = EngineBackend(&openai.Engine{BaseURL: c.URL, Key: key, HTTP: hc, Constrain: c.Constrain, TopLogprobs: labels}, c.Pool)
 		if c.Constrain == "structured_outputs" || c.Constrain == "guided_choice" {
 			n.constrained(c.Constrain)
 		}

@@ -239,12 +239,11 @@ func runPod(t *testing.T, bin string, r *release) {
 	}
 }
 
-// podConfig is the rendered configuration as this machine runs it: the
-// pending keys taken out, every path under a mount made local (local),
-// and every node pointed at a closed loopback port.
+// podConfig is the rendered configuration as this machine runs it: every
+// path under a mount made local (local), and every node pointed at a
+// closed loopback port.
 func podConfig(t *testing.T, file string, local func(string) string) string {
 	t.Helper()
-	file, _ = withoutPending(t, file)
 	closed, err := testbin.FreeAddr()
 	if err != nil {
 		t.Fatal(err)

@@ -46,6 +46,11 @@ type Engine struct {
 	// Prime also leaves each of those slots holding a prompt, without
 	// which llama-server loads nothing into it.
 	SpreadSlots bool
+	// Pool is set when BaseURL is several llama-servers behind a router
+	// (config.Node.Pool): the slots one of them reports bound nothing
+	// (the node's max_inflight bounds the pool), and no task is pinned
+	// to a slot (PinSlots is off).
+	Pool bool
 
 	mu    sync.Mutex
 	ids   map[tokenKey]int // label -> token id, or -1 when not one token, per model
@@ -288,8 +293,11 @@ type callTokens struct {
 
 // tokens are the server's callTokens, made once it has said how many
 // slots it has; nil while it has not (its /props is read again a minute
-// later).
+// later), and for a pool, whose servers' slots are not one server's.
 func (e *Engine) tokens(ctx context.Context) *callTokens {
+	if e.Pool {
+		return nil
+	}
 	e.mu.Lock()
 	t := e.calls
 	e.mu.Unlock()
