@@ -68,7 +68,8 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 		}
 		return out
 	})
-	go probe(ctx, router, cfg.ProbeEvery.Or(15*time.Second))
+	ready := newReadiness(cfg, router, log)
+	go probe(ctx, router, cfg.ProbeEvery.Or(15*time.Second), func() { ready.nodes() })
 
 	fits, err := servingFits(cfg, log)
 	if err != nil {
@@ -88,6 +89,9 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 		return fmt.Errorf("configuration %s: %w", cfg.Path, err)
 	}
 	dlog := openDecisionLog(ctx, cfg.DecisionLog, *stateDir, e, log, m)
+	if dlog == nil && !cfg.DecisionLog.Off {
+		ready.logProblem = "the decision log could not be opened (the start-up log says why): answers would not be recorded"
+	}
 	// Closed after the drain: the requests in flight record their answers.
 	defer closeDecisionLog(dlog, log)
 	rounding := 2
@@ -129,6 +133,7 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 			Answer: answerPath(router, dfits, dlog, false).WithCache(cache), Log: log, StatePath: pause.Path(*stateDir, e.getenv),
 			Version: version, Face: decisionlog.FaceDecide}),
 		Version: version,
+		Ready:   ready.check,
 	})
 	if dlog != nil {
 		go watchECE(ctx, m, dlog, fits, time.Minute, log)
@@ -166,6 +171,9 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	log.Info("listening", "url", "http://"+ln.Addr().String(), "nodes", len(cfg.Nodes), "version", version)
+	for _, nr := range ready.check() {
+		log.Info("not ready yet: GET /readyz answers 503 until this is met", "request_id", "-", "check", nr.Check, "detail", nr.Detail)
+	}
 	go func() { errc <- srv.Serve(ln) }()
 
 	if cfg.TLS.Cert != "" {
@@ -208,6 +216,17 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
+	}
+	// /readyz turns first, while the listeners still serve, so that a
+	// load balancer polling it stops sending before they close.
+	ready.drain()
+	if d := cfg.Timeouts.DrainDelay.Or(0); d > 0 {
+		log.Info("draining: GET /readyz answers 503; serving on for timeouts.drain_delay before the listeners close", "request_id", "-", "drain_delay", d)
+		select {
+		case err := <-errc:
+			return err
+		case <-time.After(d):
+		}
 	}
 	return shutdown(servers, cfg.Timeouts.Drain.Or(30*time.Second), cancelRequests, log)
 }
@@ -255,12 +274,14 @@ func shutdown(servers []*http.Server, drain time.Duration, cancelRequests func()
 	return fmt.Errorf("shutdown: the drain timeout of %s passed with requests in flight; they were cancelled", drain)
 }
 
-// probe checks the nodes now and every so often until ctx ends.
-func probe(ctx context.Context, r *fleet.Router, every time.Duration) {
+// probe checks the nodes now and every so often until ctx ends, calling
+// after once each round is done.
+func probe(ctx context.Context, r *fleet.Router, every time.Duration, after func()) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		r.Probe(ctx)
+		after()
 		select {
 		case <-ctx.Done():
 			return

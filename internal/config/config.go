@@ -170,6 +170,12 @@ type Timeouts struct {
 	// finish; any still running are then cancelled, their callers
 	// answered with an error, and serve exits 1 instead of 0.
 	Drain Duration `yaml:"drain"`
+	// DrainDelay is how long serve keeps its listeners open and serving
+	// after the signal, with GET /readyz answering 503, before the drain
+	// closes them (default 0): time for a load balancer that polls
+	// readiness to stop sending, where nothing else (Kubernetes' preStop
+	// hook) gives it. It adds to the time a shutdown takes.
+	DrainDelay Duration `yaml:"drain_delay"`
 }
 
 // Node is one engine (or System One endpoint) that serves models.

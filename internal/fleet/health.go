@@ -108,6 +108,9 @@ func (r *Router) probe(ctx context.Context, n *Node) ([]string, error) {
 	if err == nil && n.probeFailed {
 		n.coolUntil, n.coolReason, n.probeFailed = time.Time{}, "", false
 	}
+	if err == nil {
+		n.answered = true
+	}
 	n.mu.Unlock()
 	if f := failure(err); f != nil && ctx.Err() == nil {
 		r.failed(n, &engine.Failure{Kind: engine.Unavailable, Status: f.Status, Err: fmt.Errorf("health probe: %w", f)})

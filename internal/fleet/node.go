@@ -58,6 +58,7 @@ type Node struct {
 	coolUntil   time.Time
 	coolReason  string
 	probeFailed bool                     // the cooldown is a failed probe's, which a good probe ends
+	answered    bool                     // a probe has succeeded since the process started (Unready)
 	failures    []time.Time              // recent failures, within the window
 	modelCool   map[string]modelCooldown // models resting on a healthy node (see blame)
 	constraint  constraint               // whether the engine holds its constraint (constraint.go)

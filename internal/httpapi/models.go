@@ -46,12 +46,7 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 		Paused       *bool  `json:"paused,omitempty"`
 		PauseProblem string `json:"pause_problem,omitempty"`
 	}{Status: "ok", Auth: s.AuthOn()}
-	detail := !s.AuthOn()
-	if s.AuthOn() && presentsKey(r) {
-		k, ok, _ := s.checkKey(r)
-		detail = ok && k >= 0
-	}
-	if detail {
+	if s.showDetail(r) {
 		body.Version = s.opt.Version
 		states := s.opt.Answer.Router().States()
 		for i := range states {
@@ -65,4 +60,20 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	}
 	b, _ := json.Marshal(body)
 	writeJSON(w, http.StatusOK, b)
+}
+
+// showDetail reports whether a caller of a route that needs no key
+// (/health, /readyz) may see the detail that names nodes and models:
+// anyone with auth off, else a caller with a key. A wrong key counts
+// against the address's allowance like anywhere else, so that the detail
+// cannot be used to test guesses.
+func (s *Server) showDetail(r *http.Request) bool {
+	if !s.AuthOn() {
+		return true
+	}
+	if !presentsKey(r) {
+		return false
+	}
+	k, ok, _ := s.checkKey(r)
+	return ok && k >= 0
 }

@@ -28,6 +28,8 @@ func (s *Server) routes() http.Handler {
 		handle(http.MethodPost, "/v1/decide", s.api(s.handleDecide))
 	}
 	handle(http.MethodGet, "/health", http.HandlerFunc(s.handleHealth))
+	handle(http.MethodGet, "/livez", http.HandlerFunc(s.handleLivez))
+	handle(http.MethodGet, "/readyz", http.HandlerFunc(s.handleReadyz))
 	handle(http.MethodGet, "/metrics", s.opt.Metrics.Handler())
 	if !s.opt.NoPage {
 		web.Register(mux) // GET / alone, /docs, /ui/*, /openapi.json; the rest stays 404 below

@@ -1,8 +1,8 @@
 // Package httpapi is system1's HTTP face: POST /v1/systemone, the System One
 // wire that clients of TypeSafe's hosted Jev use with only the base URL
-// changed; GET /v1/models; POST /v1/decide, the gateway's contract; health
-// and metrics; with bearer keys, rate limits, body limits and one log line
-// per request on every route.
+// changed; GET /v1/models; POST /v1/decide, the gateway's contract;
+// health, liveness, readiness and metrics; with bearer keys, rate limits,
+// body limits and one log line per request on every route.
 package httpapi
 
 import (
@@ -58,6 +58,9 @@ type Options struct {
 	// Decide is the gateway POST /v1/decide asks; nil leaves the route
 	// out.
 	Decide *gateway.Gateway
+	// Ready says which conditions of readiness are not met, for GET
+	// /readyz: none (an empty result) is ready. Nil is always ready.
+	Ready func() []NotReady
 	// NoPage leaves out the page at /, /docs and /openapi.json: an API
 	// alone.
 	NoPage  bool

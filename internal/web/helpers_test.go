@@ -43,6 +43,8 @@ type options struct {
 	// log records answers in a decision log, for /v1/feedback and
 	// /v1/calibration.
 	log bool
+	// notReady is what /readyz says is missing; none is ready.
+	notReady []httpapi.NotReady
 }
 
 // serve starts the server. The nodes serve fakeengine.DefaultModel with
@@ -86,6 +88,7 @@ func serve(t testing.TB, o options) *server {
 		Decide:   g,
 		NoPage:   o.noPage,
 		Version:  "test",
+		Ready:    func() []httpapi.NotReady { return o.notReady },
 	}
 	if o.log {
 		dlog, err := decisionlog.Open(t.Context(), decisionlog.Options{Path: filepath.Join(t.TempDir(), "decisions.db")})

@@ -139,6 +139,25 @@ func paths() obj {
 			"security":    []obj{{}},
 			"responses":   obj{"200": jsonReply("Serving.", "Health")},
 		}},
+		"/livez": obj{"get": obj{
+			"operationId": "livez",
+			"summary":     "Liveness: 200 while the process serves.",
+			"description": "Needs no key. Whatever the nodes and the decision log do: for a supervisor's liveness probe, which restarts a process that no longer answers.",
+			"security":    []obj{{}},
+			"responses":   obj{"200": jsonReply("Alive.", "Live")},
+		}},
+		"/readyz": obj{"get": obj{
+			"operationId": "readyz",
+			"summary":     "Readiness: whether to send this server traffic.",
+			"description": "Needs no key. 503 until the decision log is open (or off by the configuration) and every model the " +
+				"configuration names has a node that answered a health probe, then 200 without a restart; 503 again once " +
+				"a shutdown begins, before the listeners close. With auth on, only a caller with a key gets each condition's detail.",
+			"security": []obj{{}},
+			"responses": obj{
+				"200": jsonReply("Ready.", "Readiness"),
+				"503": jsonReply("Not ready, or draining: the conditions not met.", "Readiness"),
+			},
+		}},
 		"/metrics": obj{"get": obj{
 			"operationId": "metrics",
 			"summary":     "Prometheus metrics: requests, latency histograms, engine calls, node gauges.",
@@ -207,6 +226,8 @@ func schemas() map[string]*jsonschema.Schema {
 		"DecideRequest":     component(gateway.RequestSchema()),
 		"DecideResponse":    component(gateway.ResponseSchema()),
 		"Health":            health(),
+		"Live":              live(),
+		"Readiness":         readiness(),
 		"Error":             errorSchema(),
 		"ValidationError":   validationError(),
 		"FeedbackRequest":   feedbackRequest(),
@@ -271,6 +292,26 @@ func health() *jsonschema.Schema {
 			"pause_problem": text("Set when the pause state file is unreadable, which fails closed (paused): what is wrong and how to repair it."),
 		},
 	}
+}
+
+// live is GET /livez's body.
+func live() *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "object", Required: []string{"status"}, Properties: map[string]*jsonschema.Schema{
+		"status": {Type: "string", Enum: []any{"ok"}},
+	}}
+}
+
+// readiness is GET /readyz's body (httpapi.Readiness, which this package
+// cannot import: TestOpenAPIMatchesServer holds the two together).
+func readiness() *jsonschema.Schema {
+	check := &jsonschema.Schema{Type: "object", Required: []string{"check"}, Properties: map[string]*jsonschema.Schema{
+		"check":  {Type: "string", Enum: []any{"decision_log", "nodes", "draining"}, Description: "decision_log: the configured decision log is not open; nodes: a configured model has no node that answered a health probe yet; draining: shutting down."},
+		"detail": text("What is missing, naming models and nodes; with auth on, only to a caller with a key."),
+	}}
+	return &jsonschema.Schema{Type: "object", Required: []string{"status"}, Properties: map[string]*jsonschema.Schema{
+		"status":    {Type: "string", Enum: []any{"ready", "not_ready", "draining"}, Description: "ready (200); not_ready or draining (503)."},
+		"not_ready": {Type: "array", Items: check, Description: "The conditions not met; none when ready."},
+	}}
 }
 
 func text(desc string) *jsonschema.Schema {

@@ -19,6 +19,7 @@ import (
 	"system1/internal/decision"
 	"system1/internal/decisionlog"
 	"system1/internal/gateway"
+	"system1/internal/httpapi"
 	"system1/internal/outcomes"
 	"system1/internal/web"
 )
@@ -95,6 +96,10 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 	closed := serve(t, options{keys: []string{"sk-test"}})
 	logged := serve(t, options{log: true})
 	answered := answeredID(t, logged)
+	starting := serve(t, options{keys: []string{"sk-test"}, notReady: []httpapi.NotReady{
+		{Check: httpapi.CheckDecisionLog, Detail: "the decision log could not be opened"},
+		{Check: httpapi.CheckNodes, Detail: "model fake: no node serving it has answered a health probe yet (nodes: nodea)"}}})
+	draining := serve(t, options{notReady: []httpapi.NotReady{{Check: httpapi.CheckDraining, Detail: "shutting down"}}})
 	for _, tc := range []struct {
 		name         string
 		s            *server
@@ -117,6 +122,12 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 		{"models 401", closed, "GET", "/v1/models", "", 401, true, nil},
 		{"systemone 401", closed, "POST", "/v1/systemone", jev, 401, true, nil},
 		{"health, auth on", closed, "GET", "/health", "", 200, true, nil},
+		{"livez", open, "GET", "/livez", "", 200, true, nil},
+		{"livez, not ready", starting, "GET", "/livez", "", 200, true, nil},
+		{"readyz", open, "GET", "/readyz", "", 200, true, nil},
+		{"readyz, not ready", starting, "GET", "/readyz", "", 503, true, nil},
+		{"readyz, not ready, with a key", starting, "GET", "/readyz", "", 503, true, []string{"Authorization: Bearer sk-test"}},
+		{"readyz, draining", draining, "GET", "/readyz", "", 503, true, nil},
 		{"models with a key", closed, "GET", "/v1/models", "", 200, true, []string{"Authorization: Bearer sk-test"}},
 		{"feedback", logged, "POST", "/v1/feedback", `{"request_id":"` + answered + `","question":"department","outcome":"billing"}`, 200, true, nil},
 		{"feedback batch", logged, "POST", "/v1/feedback", `{"outcomes":[{"request_id":"` + answered + `","question":"department","outcome":"technical"}]}`, 200, true, nil},

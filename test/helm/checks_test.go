@@ -125,7 +125,6 @@ func checkRelease(t *testing.T, r *release) {
 	if len(cfg.Nodes) == 0 {
 		t.Error("the rendered configuration has no nodes: serve refuses it")
 	}
-	raw := rawConfig(t, file)
 	if len(cfg.Keys) > 0 || cfg.DecisionLog.URL != "" {
 		t.Error("the ConfigMap holds API keys or a decision log URL, which are secrets")
 	}
@@ -163,16 +162,18 @@ func checkRelease(t *testing.T, r *release) {
 		}
 	}
 
-	// The grace period outlasts the preStop sleep, the drain and what
-	// serve does after it (shutdownTail, from cmd/system1's source).
+	// The grace period outlasts the preStop sleep, the drain's delay, the
+	// drain and what serve does after it (shutdownTail, from cmd/system1's
+	// source).
 	drain := cfg.Timeouts.Drain.Or(30 * time.Second)
+	delay := cfg.Timeouts.DrainDelay.Or(0)
 	var sleep int64
 	if l := c.Lifecycle; l != nil && l.PreStop != nil && l.PreStop.Sleep != nil {
 		sleep = l.PreStop.Sleep.Seconds
 	}
-	want := sleep + int64(math.Ceil(drain.Seconds())) + shutdownTail(t)
-	if g := pod.TerminationGracePeriodSeconds; g == nil || *g != want || *g <= int64(drain.Seconds()) {
-		t.Errorf("terminationGracePeriodSeconds %v; want preStop %ds + drain %s + shutdown's tail %ds = %d", deref(g), sleep, drain, shutdownTail(t), want)
+	want := sleep + int64(math.Ceil(delay.Seconds())) + int64(math.Ceil(drain.Seconds())) + shutdownTail(t)
+	if g := pod.TerminationGracePeriodSeconds; g == nil || *g != want || *g <= int64((delay+drain).Seconds()) {
+		t.Errorf("terminationGracePeriodSeconds %v; want preStop %ds + drain_delay %s + drain %s + shutdown's tail %ds = %d", deref(g), sleep, delay, drain, shutdownTail(t), want)
 	}
 
 	// Every variable the configuration names is set, secrets from Secrets.
@@ -188,8 +189,8 @@ func checkRelease(t *testing.T, r *release) {
 	if cfg.KeysEnv != "" {
 		fromSecret("keys_env", cfg.KeysEnv)
 	}
-	if u := dig(raw, "decision_log", "url_env"); u != nil {
-		fromSecret("decision_log.url_env", fmt.Sprint(u))
+	if u := cfg.DecisionLog.URLEnv; u != "" {
+		fromSecret("decision_log.url_env", u)
 	}
 	for _, n := range cfg.Nodes {
 		if _, ok := env[n.KeyEnv]; n.KeyEnv != "" && !ok {
@@ -229,7 +230,7 @@ func checkRelease(t *testing.T, r *release) {
 	} else {
 		least = *d.Spec.Replicas
 	}
-	if (r.HPA != nil || least > 1) && !cfg.DecisionLog.Off && dig(raw, "decision_log", "url_env") == nil {
+	if (r.HPA != nil || least > 1) && !cfg.DecisionLog.Off && cfg.DecisionLog.URLEnv == "" {
 		t.Error("several replicas, each with its own SQLite decision log: want a shared PostgreSQL one")
 	}
 	if p := r.PDB; p != nil {
@@ -347,8 +348,7 @@ func deref[T any](p *T) any {
 	return *p
 }
 
-// rawConfig is the rendered configuration as plain YAML values, pending
-// keys and all.
+// rawConfig is the rendered configuration as plain YAML values.
 func rawConfig(t *testing.T, file string) map[string]any {
 	t.Helper()
 	var m map[string]any
@@ -356,16 +356,4 @@ func rawConfig(t *testing.T, file string) map[string]any {
 		t.Fatalf("the rendered configuration is not YAML: %v", err)
 	}
 	return m
-}
-
-// dig is the value at a path of mapping keys, or nil.
-func dig(v any, path ...string) any {
-	for _, k := range path {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil
-		}
-		v = m[k]
-	}
-	return v
 }

@@ -94,6 +94,26 @@ func TestGraceFollowsDrain(t *testing.T) {
 	}
 }
 
+// The grace period adds timeouts.drain_delay, however it is written,
+// to the drain.
+func TestGraceFollowsDrainDelay(t *testing.T) {
+	tail := shutdownTail(t)
+	for _, delay := range []string{"0s", "10s", "2.5s", "1m"} {
+		t.Run(delay, func(t *testing.T) {
+			r := render(t, "", "config.timeouts.drain_delay="+delay)
+			d, err := time.ParseDuration(delay)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := 5 + int64(math.Ceil(d.Seconds())) + 30 + tail
+			if g := r.Deployment.Spec.Template.Spec.TerminationGracePeriodSeconds; g == nil || *g != want {
+				t.Errorf("drain_delay %s: grace %v, want 5 + %v + 30 + %d = %d", delay, deref(g), d, tail, want)
+			}
+			checkRelease(t, r)
+		})
+	}
+}
+
 // The values' schema lists the dialects system1 knows, and no other.
 func TestSchemaDialects(t *testing.T) {
 	b, err := os.ReadFile(root + "/" + chart + "/values.schema.json")

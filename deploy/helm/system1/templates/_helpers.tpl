@@ -87,6 +87,12 @@ fails the render naming KEY when VALUE is anything else.
 {{- if eq $s 0 }}30{{ else }}{{ $s }}{{ end }}
 {{- end }}
 
+{{/* The drain's delay in seconds: config.timeouts.drain_delay, else system1's default, 0. */}}
+{{- define "system1.drainDelaySeconds" -}}
+{{- $d := dig "timeouts" "drain_delay" "" .Values.config }}
+{{- include "system1.seconds" (list $d "config.timeouts.drain_delay") }}
+{{- end }}
+
 {{/*
 system1.decisionLog: config.decision_log, with its key off as written:
 Helm reads values as YAML 1.1, where a bare off as a key is false.

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"log/slog"
+	"slices"
+	"sync/atomic"
+
+	"system1/internal/config"
+	"system1/internal/fleet"
+	"system1/internal/httpapi"
+)
+
+// readiness is what serve's GET /readyz reports (httpapi.Options.Ready).
+// The configuration is loaded and checked before the listener opens, so
+// a server that answers has it; what remains is that the decision log is
+// open (or off by the configuration), that every model the configuration
+// names has a node that answered a health probe, and that the server is
+// not draining. Once every model has had a node answer, a node going down
+// later does not make the server unready: /health says so, and since the
+// replicas share their nodes, taking them all out of a load balancer
+// would only turn 503s that name the node into refused connections.
+type readiness struct {
+	router *fleet.Router
+	models []string
+	log    *slog.Logger
+	// logProblem, set before the server starts, says why the configured
+	// decision log is not open.
+	logProblem string
+	nodesReady atomic.Bool
+	draining   atomic.Bool
+}
+
+func newReadiness(cfg *config.Config, router *fleet.Router, log *slog.Logger) *readiness {
+	return &readiness{router: router, models: configuredModels(cfg), log: log}
+}
+
+// configuredModels are the models the configuration names, each once:
+// the nodes' models, then the chain's. cfg is normalized (the old
+// providers: form is the chain by then).
+func configuredModels(cfg *config.Config) []string {
+	var out []string
+	add := func(m string) {
+		if m != "" && !slices.Contains(out, m) {
+			out = append(out, m)
+		}
+	}
+	for _, n := range cfg.Nodes {
+		for _, m := range n.Models {
+			add(m)
+		}
+	}
+	for _, l := range cfg.Gateway.Chain {
+		add(l.Model)
+	}
+	return out
+}
+
+// check lists the conditions not met, none when ready; draining alone
+// while draining.
+func (rd *readiness) check() []httpapi.NotReady {
+	if rd.draining.Load() {
+		return []httpapi.NotReady{{Check: httpapi.CheckDraining, Detail: "shutting down: finishing the requests in flight"}}
+	}
+	var out []httpapi.NotReady
+	if rd.logProblem != "" {
+		out = append(out, httpapi.NotReady{Check: httpapi.CheckDecisionLog, Detail: rd.logProblem})
+	}
+	return append(out, rd.nodes()...)
+}
+
+// nodes lists the models without a node that answered a probe, until
+// every one has had one; it logs the moment they all have.
+func (rd *readiness) nodes() []httpapi.NotReady {
+	if rd.nodesReady.Load() {
+		return nil
+	}
+	missing := rd.router.Unready(rd.models)
+	if len(missing) == 0 {
+		if rd.nodesReady.CompareAndSwap(false, true) {
+			rd.log.Info("ready: every configured model has a node that answered a health probe", "request_id", "-", "models", len(rd.models))
+		}
+		return nil
+	}
+	out := make([]httpapi.NotReady, len(missing))
+	for i, m := range missing {
+		out[i] = httpapi.NotReady{Check: httpapi.CheckNodes, Detail: m}
+	}
+	return out
+}
+
+// drain turns /readyz to 503: the first step of a shutdown, before the
+// listeners close.
+func (rd *readiness) drain() { rd.draining.Store(true) }
