@@ -14,6 +14,7 @@ import (
 	"system1/internal/decisionlog"
 	"system1/internal/metrics"
 	"system1/internal/outcomes"
+	"system1/internal/tracing"
 )
 
 // DefaultMinCases is the fewest cases a bucket needs to be fitted on.
@@ -224,10 +225,21 @@ func watchECE(ctx context.Context, m *metrics.Metrics, dlog *decisionlog.Log, fi
 	}
 }
 
+// adopted counts the refit decisions that adopted a temperature.
+func adopted(ds []outcomes.RefitDecision) int {
+	n := 0
+	for _, d := range ds {
+		if d.Refused == "" {
+			n++
+		}
+	}
+	return n
+}
+
 // refitLoop refits from the decision log every calibration.refit_every
 // until ctx ends, writing a new version of the fits file when a refit
 // lowers held-out NLL; both faces pick it up from the file.
-func refitLoop(ctx context.Context, fits *outcomes.FitsFile, dlog *decisionlog.Log, c config.Calibration, log *slog.Logger) {
+func refitLoop(ctx context.Context, fits *outcomes.FitsFile, dlog *decisionlog.Log, c config.Calibration, tr *tracing.Tracer, log *slog.Logger) {
 	t := time.NewTicker(time.Duration(c.RefitEvery))
 	defer t.Stop()
 	for {
@@ -236,7 +248,9 @@ func refitLoop(ctx context.Context, fits *outcomes.FitsFile, dlog *decisionlog.L
 			return
 		case <-t.C:
 		}
-		ds, rev, err := fits.RefitFromLog(ctx, dlog, outcomes.RefitOptions{MinOutcomes: c.MinOutcomes, Holdout: c.Holdout, Seed: 1, TargetError: c.TargetError})
+		rctx, span := tr.StartRefit(ctx)
+		ds, rev, err := fits.RefitFromLog(rctx, dlog, outcomes.RefitOptions{MinOutcomes: c.MinOutcomes, Holdout: c.Holdout, Seed: 1, TargetError: c.TargetError})
+		tracing.EndRefit(span, len(ds), adopted(ds), rev, err)
 		if err != nil {
 			log.Error("refit from the decision log failed", "request_id", "-", "err", err)
 			continue

@@ -27,7 +27,7 @@ func TestChainPathErrorsAreConfigErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			e := env{getenv: func(string) string { return "" }, stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard}
-			g, dlog := newGatewayLogged(context.Background(), path, dir, e, slog.New(slog.DiscardHandler), cliWording, "")
+			g, dlog, _ := newGatewayLogged(context.Background(), path, dir, e, slog.New(slog.DiscardHandler), cliWording, "")
 			if dlog != nil {
 				t.Fatal("a decision log was opened for no face")
 			}

@@ -11,6 +11,7 @@ import (
 
 	"system1/internal/decisionlog"
 	"system1/internal/gateway"
+	"system1/internal/tracing"
 )
 
 // cmdDecide asks the gateway for one decision, as system1_decide does, and
@@ -75,9 +76,15 @@ func cmdDecide(ctx context.Context, args []string, e env) error {
 	log := logger(e)
 	// The answer is recorded in the configuration's decision log, as
 	// POST /v1/decide records it, so that system1 feedback finds its id.
-	g, dlog := newGatewayLogged(ctx, cfg, *stateDir, e, log, cliWording, decisionlog.FaceDecide)
-	res := g.Decide(ctx, raw, "")
-	closeDecisionLog(dlog, log)
+	g, dlog, tr := newGatewayLogged(ctx, cfg, *stateDir, e, log, cliWording, decisionlog.FaceDecide)
+	tctx, span := tr.StartCall(ctx, "decide")
+	res := g.Decide(tctx, raw, "")
+	var failed error
+	if res.Status == gateway.Failed && res.Error != nil {
+		failed = errors.New(res.Error.Code + ": " + res.Error.Message)
+	}
+	tracing.EndCall(span, failed)
+	closeLogAndTracer(dlog, tr, log)
 	if *asJSON {
 		out, err := json.MarshalIndent(res, "", "  ")
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 	"system1/internal/mcpserver"
 	"system1/internal/outcomes"
 	"system1/internal/pause"
+	"system1/internal/tracing"
 )
 
 // cmdMCP serves the gateway as an MCP server over stdin and stdout. It
@@ -31,14 +32,14 @@ func cmdMCP(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	log := logger(e)
-	g, dlog := newGatewayLogged(ctx, configPath(*cfgFlag, e.getenv), *stateDir, e, log, mcpserver.Wording, decisionlog.FaceMCP)
-	defer closeDecisionLog(dlog, log)
+	g, dlog, tr := newGatewayLogged(ctx, configPath(*cfgFlag, e.getenv), *stateDir, e, log, mcpserver.Wording, decisionlog.FaceMCP)
+	defer closeLogAndTracer(dlog, tr, log)
 	log.Info("mcp server starting", "request_id", "-", "version", version, "config", configPath(*cfgFlag, e.getenv),
 		"chain", len(g.Chain()), "config_errors", len(g.ConfigErrors()), "state_file", pause.Path(*stateDir, e.getenv))
 	for _, msg := range g.ConfigErrors() {
 		log.Warn("configuration error; system1_decide answers config_error until it is fixed", "request_id", "-", "err", msg)
 	}
-	err := mcpserver.Run(ctx, mcpserver.Options{Gateway: g, Feedback: outcomes.NewFeedback(dlog), Log: log, Version: version},
+	err := mcpserver.Run(ctx, mcpserver.Options{Gateway: g, Feedback: outcomes.NewFeedback(dlog), Log: log, Tracer: tr, Version: version},
 		&mcpserver.LineTransport{Reader: e.stdin, Writer: e.stdout, MaxLineBytes: *maxLine, DrainGrace: *drain, Log: log})
 	switch {
 	case ctx.Err() != nil:
@@ -57,8 +58,10 @@ func cmdMCP(ctx context.Context, args []string, e env) error {
 // that says what is wrong. w is how the face names its own commands. When
 // face is not empty it also opens the configuration's decision log and
 // records the gateway's answers in it as that face. The log is nil when
-// off or unavailable; the caller closes it.
-func newGatewayLogged(ctx context.Context, path, stateDir string, e env, log *slog.Logger, w gateway.Wording, face string) (*gateway.Gateway, *decisionlog.Log) {
+// off or unavailable; so is the tracer the configuration's tracing block
+// asks for when tracing is off, or it cannot be set up (a configuration
+// error). The caller closes both.
+func newGatewayLogged(ctx context.Context, path, stateDir string, e env, log *slog.Logger, w gateway.Wording, face string) (*gateway.Gateway, *decisionlog.Log, *tracing.Tracer) {
 	var errs []error
 	cfg, err := config.Load(path)
 	if err != nil {
@@ -70,7 +73,12 @@ func newGatewayLogged(ctx context.Context, path, stateDir string, e env, log *sl
 	}
 	var dlog *decisionlog.Log
 	var svc *answer.Service
+	var tr *tracing.Tracer
 	if cfg != nil {
+		var err error
+		if tr, err = setupTracing(ctx, cfg.Tracing, log); err != nil {
+			errs = append(errs, err)
+		}
 		if face != "" {
 			dlog = openDecisionLog(ctx, cfg.DecisionLog, stateDir, e, log, nil)
 		}
@@ -81,5 +89,5 @@ func newGatewayLogged(ctx context.Context, path, stateDir string, e env, log *sl
 	return gateway.New(gateway.Options{
 		Config: cfg, ConfigPath: path, ConfigErrors: errs, Answer: svc,
 		Log: log, StatePath: pause.Path(stateDir, e.getenv), Version: version, Wording: w, Face: face,
-	}), dlog
+	}), dlog, tr
 }

@@ -88,12 +88,17 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 	if _, err := cfg.DecisionLog.PostgresURL(e.getenv); err != nil {
 		return fmt.Errorf("configuration %s: %w", cfg.Path, err)
 	}
+	tr, err := setupTracing(ctx, cfg.Tracing, log)
+	if err != nil {
+		return fmt.Errorf("configuration %s: %w", cfg.Path, err)
+	}
 	dlog := openDecisionLog(ctx, cfg.DecisionLog, *stateDir, e, log, m)
 	if dlog == nil && !cfg.DecisionLog.Off {
 		ready.logProblem = "the decision log could not be opened (the start-up log says why): answers would not be recorded"
 	}
-	// Closed after the drain: the requests in flight record their answers.
-	defer closeDecisionLog(dlog, log)
+	// Closed after the drain, the tracer beside it: the requests in
+	// flight record their answers and end their spans.
+	defer closeLogAndTracer(dlog, tr, log)
 	rounding := 2
 	if cfg.Rounding != nil {
 		rounding = *cfg.Rounding
@@ -134,6 +139,7 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 			Version: version, Face: decisionlog.FaceDecide}),
 		Version: version,
 		Ready:   ready.check,
+		Tracer:  tr,
 	})
 	if dlog != nil {
 		go watchECE(ctx, m, dlog, fits, time.Minute, log)
@@ -142,7 +148,7 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 		if dlog == nil {
 			log.Warn("calibration.refit_every is set but the decision log is off: no refits")
 		} else {
-			go refitLoop(ctx, fits, dlog, cfg.Calibration, log)
+			go refitLoop(ctx, fits, dlog, cfg.Calibration, tr, log)
 		}
 	}
 	if len(keys) == 0 {

@@ -7,6 +7,7 @@ import (
 	"system1/internal/calibration"
 	"system1/internal/decision"
 	"system1/internal/fleet"
+	"system1/internal/tracing"
 )
 
 // Options configure a Service.
@@ -139,7 +140,10 @@ type Question struct {
 // With a cache, an exact repeat of an earlier request is answered from
 // it, and recorded like any answer: under its own request id, so that
 // feedback on it works, with the stored answer's node, model and steps.
-func (s *Service) Answer(ctx context.Context, req Request) (*Answer, error) {
+func (s *Service) Answer(ctx context.Context, req Request) (a *Answer, err error) {
+	tracing.SetState(ctx, req.State)
+	ctx, qs := tracing.StartQuestions(ctx, req.Questions)
+	defer func() { endQuestions(qs, req.Request, a, err) }()
 	fits := s.Fits()
 	c := s.cacheKey(req, fits)
 	if c.ok && !c.bypass {
@@ -156,7 +160,7 @@ func (s *Service) Answer(ctx context.Context, req Request) (*Answer, error) {
 	if f := s.unanswered(req.Request, res); f != nil {
 		return nil, f
 	}
-	a := report(req, res, fits)
+	a = report(req, res, fits)
 	if f := s.check(req.Request, a); f != nil {
 		return nil, f
 	}

@@ -15,6 +15,7 @@ import (
 	"system1/internal/engine/ollama"
 	"system1/internal/engine/openai"
 	"system1/internal/systemone"
+	"system1/internal/tracing"
 )
 
 // Backend is what stands behind a node: an engine dialect, or a System One
@@ -77,23 +78,29 @@ func (b *engineBackend) ask(c *caller, req decision.Request) []answer {
 	out := make([]answer, len(req.Questions))
 	ask := func(j int) {
 		start := c.now()
+		// The question's calls are one attempt, traced under its question
+		// (nothing when tracing is off).
+		actx, span := tracing.StartAttempt(tracing.ForQuestion(c.ctx, req.Questions[j].ID), c.n.Name, req.Model, c.n.Dialect)
+		ac := *c
+		ac.ctx = actx
 		orders := c.debias.orders(req, req.Questions[j])
 		// Each of the question's engine calls (its rounds, its orders)
 		// takes a slot of its own while it runs (see caller).
-		o, err := engine.AskOrders(engine.WithSpread(c.ctx, j), b.e, req.Model, req.State, req.Questions[j], orders)
+		o, err := engine.AskOrders(engine.WithSpread(ac.ctx, j), b.e, req.Model, req.State, req.Questions[j], orders)
 		if err == nil && o.ConstraintFailed {
 			c.r.constraintFailed(c.n, req.Model)
 		}
 		var prior decision.Distribution
 		if err == nil && c.r.prior.mode(req) == decision.PriorContentFree {
 			var extra engine.Outcome
-			if prior, extra, err = askContentFree(c, b.e, req, j, orders); err == nil {
+			if prior, extra, err = askContentFree(&ac, b.e, req, j, orders); err == nil {
 				o.InputTokens += extra.InputTokens
 				o.OutputTokens += extra.OutputTokens
 				o.Estimated = o.Estimated || extra.Estimated
 			}
 		}
 		out[j] = c.result(start, o, "", err)
+		tracing.EndAttempt(span, traced(out[j], o, req.Model))
 		if prior != nil {
 			out[j].prior, out[j].priorVersion = prior, decision.ContentFreeVersion
 		}
@@ -208,8 +215,13 @@ func (b *upstreamBackend) Models(ctx context.Context) ([]string, error) {
 
 func (b *upstreamBackend) ask(c *caller, req decision.Request) []answer {
 	start := c.now()
+	// One attempt for the forwarded call, which carries every question:
+	// under the request, not one question.
+	actx, span := tracing.StartAttempt(c.ctx, c.n.Name, req.Model, c.n.Dialect)
+	ac := *c
+	ac.ctx = actx
 	var reply *systemone.Reply
-	err := c.call(func(ctx context.Context) (err error) {
+	err := ac.call(func(ctx context.Context) (err error) {
 		reply, err = b.c.Ask(ctx, req)
 		return err
 	})
@@ -226,6 +238,15 @@ func (b *upstreamBackend) ask(c *caller, req decision.Request) []answer {
 		}
 		out[j] = c.result(start, o, abstain, err)
 	}
+	sum := answer{attempt: Attempt{Outcome: "ok"}}
+	if len(out) > 0 {
+		sum = out[0] // every question's attempt is the call's
+	}
+	o := engine.Outcome{Mass: math.NaN()}
+	if reply != nil {
+		o.Model, o.InputTokens, o.OutputTokens = reply.Model, reply.Usage.InputTokens, reply.Usage.OutputTokens
+	}
+	tracing.EndAttempt(span, traced(sum, o, req.Model))
 	return out
 }
 
@@ -292,6 +313,20 @@ func (c *caller) result(start time.Time, o engine.Outcome, abstain string, err e
 	a.attempt = at
 	c.r.obs.Attempt(c.n.Name, c.model, at.Outcome, at.Latency)
 	return a
+}
+
+// traced is what an attempt's span records of a question's answer a,
+// whose outcome o is (for an upstream, the reply's model and usage), asked
+// of model.
+func traced(a answer, o engine.Outcome, model string) tracing.Attempt {
+	t := tracing.Attempt{Outcome: a.attempt.Outcome, InputTokens: o.InputTokens, OutputTokens: o.OutputTokens, LabelMass: o.Mass}
+	if a.err != nil { // a nil *engine.Failure is not a nil error
+		t.Err = a.err
+	}
+	if o.Model != "" && o.Model != model {
+		t.ResponseModel = o.Model
+	}
+	return t
 }
 
 // failure classifies any error from a node, engine or upstream, by one

@@ -17,6 +17,7 @@ import (
 	"system1/internal/decisionlog"
 	"system1/internal/redact"
 	"system1/internal/systemone"
+	"system1/internal/tracing"
 )
 
 type ctxKey int
@@ -60,7 +61,7 @@ func (r *recorder) Write(b []byte) (int, error) {
 }
 
 // observe gives every request an id (returned in the request-id header),
-// logs one line for it and counts it. The line is written only when the
+// traces it, logs one line for it and counts it. The line is written only when the
 // logger takes info lines, as one record handed to the handler: no
 // caller lookup (its source would be this function for every request)
 // and no second clock reading.
@@ -70,11 +71,13 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		ri := &requestInfo{id: decisionlog.NewRequestID()}
 		w.Header().Set(systemone.RequestIDHeader, ri.id)
 		rec := &recorder{ResponseWriter: w}
-		r = r.WithContext(context.WithValue(r.Context(), requestKey, ri))
+		ctx, span := s.opt.Tracer.StartRequest(r.Context(), r, ri.id)
+		r = r.WithContext(context.WithValue(ctx, requestKey, ri))
 		next.ServeHTTP(rec, r)
 		if rec.status == 0 {
 			rec.status = http.StatusOK
 		}
+		tracing.EndRequest(span, r, rec.status)
 		d := time.Since(start)
 		route := r.Pattern
 		if route == "" || route == unmatched {

@@ -18,6 +18,7 @@ import (
 	"system1/internal/gateway"
 	"system1/internal/metrics"
 	"system1/internal/outcomes"
+	"system1/internal/tracing"
 )
 
 // Options configure a Server.
@@ -61,6 +62,9 @@ type Options struct {
 	// Ready says which conditions of readiness are not met, for GET
 	// /readyz: none (an empty result) is ready. Nil is always ready.
 	Ready func() []NotReady
+	// Tracer traces each request (internal/tracing); nil traces
+	// nothing.
+	Tracer *tracing.Tracer
 	// NoPage leaves out the page at /, /docs and /openapi.json: an API
 	// alone.
 	NoPage  bool

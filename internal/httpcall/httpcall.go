@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"system1/internal/retryafter"
+	"system1/internal/tracing"
 )
 
 // DefaultMaxBody bounds a reply unless the caller says otherwise.
@@ -49,6 +50,9 @@ func Do(hc *http.Client, hr *http.Request, key string, maxBody int64) ([]byte, e
 	if key != "" {
 		hr.Header.Set("Authorization", "Bearer "+key)
 	}
+	// The caller's trace goes on to the engine (nothing when tracing is
+	// off).
+	tracing.Inject(hr.Context(), hr.Header)
 	resp, err := hc.Do(hr)
 	if err != nil {
 		return nil, err

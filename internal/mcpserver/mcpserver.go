@@ -7,6 +7,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -15,6 +16,7 @@ import (
 
 	"system1/internal/gateway"
 	"system1/internal/outcomes"
+	"system1/internal/tracing"
 )
 
 // Tool names.
@@ -67,7 +69,10 @@ type Options struct {
 	Feedback *outcomes.Feedback
 	// Log gets the server's own lines; every line carries a request_id
 	// ("-" when there is no request).
-	Log     *slog.Logger
+	Log *slog.Logger
+	// Tracer traces each tool call as a root span, "mcp" and the tool's
+	// name (internal/tracing); nil traces nothing.
+	Tracer  *tracing.Tracer
 	Version string
 }
 
@@ -84,7 +89,7 @@ func New(o Options) *mcp.Server {
 	})
 	g := o.Gateway
 	open := true
-	add(s, o.Log, &mcp.Tool{
+	add(s, o.Log, o.Tracer, &mcp.Tool{
 		Name:        ToolDecide,
 		Title:       "System 1: decide",
 		Description: decideDescription,
@@ -96,7 +101,7 @@ func New(o Options) *mcp.Server {
 		res := g.Decide(ctx, args, "")
 		return res, res.Status == gateway.Failed
 	})
-	add(s, o.Log, &mcp.Tool{
+	add(s, o.Log, o.Tracer, &mcp.Tool{
 		Name:        ToolHealth,
 		Title:       "System 1: health",
 		Description: healthDescription,
@@ -105,7 +110,7 @@ func New(o Options) *mcp.Server {
 	}, gateway.HealthSchema(), func(ctx context.Context, _ json.RawMessage) (any, bool) {
 		return g.Health(ctx), false
 	})
-	add(s, o.Log, &mcp.Tool{
+	add(s, o.Log, o.Tracer, &mcp.Tool{
 		Name:        ToolCapabilities,
 		Title:       "System 1: capabilities",
 		Description: capabilitiesDescription,
@@ -116,7 +121,7 @@ func New(o Options) *mcp.Server {
 		c.Tools = append([]string{}, Tools...)
 		return c, false
 	})
-	add(s, o.Log, &mcp.Tool{
+	add(s, o.Log, o.Tracer, &mcp.Tool{
 		Name:        ToolFeedback,
 		Title:       "System 1: feedback",
 		Description: feedbackDescription,
@@ -132,11 +137,15 @@ func New(o Options) *mcp.Server {
 	return s
 }
 
+// errToolError is what a tool call's span records of a call whose result
+// is an error (isError).
+var errToolError = errors.New("the tool answered an error")
+
 // add registers a tool whose handler returns a value for
 // structuredContent (and whether the call is an error). The value is
 // checked against the output schema before it is sent, as the SDK's typed
 // tools do; the arguments reach the handler unchecked.
-func add(s *mcp.Server, log *slog.Logger, t *mcp.Tool, out *jsonschema.Schema, h func(context.Context, json.RawMessage) (any, bool)) {
+func add(s *mcp.Server, log *slog.Logger, tr *tracing.Tracer, t *mcp.Tool, out *jsonschema.Schema, h func(context.Context, json.RawMessage) (any, bool)) {
 	out = singleTyped(out)
 	if in, ok := t.InputSchema.(*jsonschema.Schema); ok {
 		t.InputSchema = singleTyped(in)
@@ -146,7 +155,16 @@ func add(s *mcp.Server, log *slog.Logger, t *mcp.Tool, out *jsonschema.Schema, h
 		panic(fmt.Sprintf("mcpserver: output schema of %s: %v", t.Name, err)) // our own schema: a bug
 	}
 	t.OutputSchema = out
-	s.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	s.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (_ *mcp.CallToolResult, err error) {
+		ctx, span := tr.StartCall(ctx, "mcp "+t.Name)
+		var isErr bool
+		defer func() {
+			failed := err
+			if failed == nil && isErr {
+				failed = errToolError
+			}
+			tracing.EndCall(span, failed)
+		}()
 		v, isErr := h(ctx, req.Params.Arguments)
 		data, err := json.Marshal(v)
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"system1/internal/decisionlog"
 	"system1/internal/jsonx"
+	"system1/internal/tracing"
 )
 
 // MaxFeedbackOutcomes bounds the outcomes of one feedback batch.
@@ -78,6 +79,15 @@ type FeedbackError struct {
 
 // Path is the field at fault as a path: outcomes, 0, outcome.
 func (e *FeedbackError) Path() []string { return e.path }
+
+// err is the result's error as an error, nil when there is none: what a
+// span records of it.
+func (r *FeedbackResult) err() error {
+	if r.Error == nil {
+		return nil
+	}
+	return errors.New(r.Error.Code + ": " + r.Error.Message)
+}
 
 // FeedbackResult is the answer to a feedback call: every outcome recorded,
 // or none and an error.
@@ -218,7 +228,9 @@ func parseItem(ms []jsonx.Member, path []string) (FeedbackItem, *FeedbackResult)
 
 // Record checks every item against the log and, when all pass, records
 // them in order; otherwise it records none and says which failed and why.
-func (f *Feedback) Record(ctx context.Context, items []FeedbackItem) *FeedbackResult {
+func (f *Feedback) Record(ctx context.Context, items []FeedbackItem) (res *FeedbackResult) {
+	ctx, span := tracing.StartFeedback(ctx, len(items))
+	defer func() { tracing.EndFeedback(span, len(res.Recorded), res.err()) }()
 	if f == nil || f.log == nil {
 		return feedbackFail(FeedbackLogOff, "", "the decision log is off (decision_log in the configuration), so outcomes cannot be matched to answers")
 	}
@@ -252,7 +264,7 @@ func (f *Feedback) Record(ctx context.Context, items []FeedbackItem) *FeedbackRe
 		}
 		keys[i] = key
 	}
-	res := &FeedbackResult{Recorded: make([]Recorded, 0, len(items))}
+	res = &FeedbackResult{Recorded: make([]Recorded, 0, len(items))}
 	for i, it := range items {
 		e, err := f.log.Outcome(ctx, it.RequestID, it.Question, keys[i])
 		if err != nil {

@@ -113,6 +113,15 @@ func (t *Tracer) StartCall(ctx context.Context, name string) (context.Context, t
 	return t.root(ctx, text(name), trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(AttrOpenInferenceKind.String(KindChain)))
 }
 
+// EndCall ends the root span StartCall opened, an error when err is not
+// nil.
+func EndCall(span trace.Span, err error) {
+	if !span.IsRecording() {
+		return
+	}
+	end(span, "error", err)
+}
+
 // StartRefit starts the span of one refit from the decision log: a root
 // of its own when ctx holds no span, as in the background loop.
 func (t *Tracer) StartRefit(ctx context.Context) (context.Context, trace.Span) {

@@ -42,8 +42,8 @@ var policy = []rule{
 	},
 	{
 		pkgs: []string{"internal/httpcall"},
-		may:  []string{"internal/retryafter"},
-		why:  "the one outgoing HTTP helper: bearer key, bounded reply, status, Retry-After, key redaction",
+		may:  []string{"internal/retryafter", "internal/tracing"},
+		why:  "the one outgoing HTTP helper: bearer key, the caller's trace (W3C traceparent), bounded reply, status, Retry-After, key redaction",
 	},
 	{
 		pkgs: []string{"internal/metrics"},
@@ -78,8 +78,8 @@ var policy = []rule{
 	{
 		pkgs: []string{"internal/fleet"},
 		may: []string{"internal/config", "internal/decision", "internal/engine", "internal/engine/llamacpp", "internal/engine/ollama",
-			"internal/engine/openai", "internal/redact", "internal/systemone", "github.com/hashicorp/golang-lru/v2"},
-		why: "the only package that talks to engines and upstreams: a node has one Backend (an engine dialect or a System One upstream), so every node fails over, cools and honours Retry-After by one rule; debias and prior read there",
+			"internal/engine/openai", "internal/redact", "internal/systemone", "internal/tracing", "github.com/hashicorp/golang-lru/v2"},
+		why: "the only package that talks to engines and upstreams: a node has one Backend (an engine dialect or a System One upstream), so every node fails over, cools and honours Retry-After by one rule; debias and prior read there; each engine attempt a span",
 	},
 	{
 		pkgs: []string{"internal/decisionlog"},
@@ -89,13 +89,13 @@ var policy = []rule{
 	{
 		pkgs: []string{"internal/answer"},
 		may: []string{"internal/calibration", "internal/decision", "internal/decisionlog", "internal/engine", "internal/fleet",
-			"internal/redact", "github.com/hashicorp/golang-lru/v2"},
+			"internal/redact", "internal/tracing", "github.com/hashicorp/golang-lru/v2"},
 		not: []string{"net/http"},
-		why: "the one answer path every face calls: decide, check, calibrate, name the steps, record; the decision cache of exact repeats; the class of a failure and its Retry-After; redaction for remote callers",
+		why: "the one answer path every face calls: decide, check, calibrate, name the steps, record; the decision cache of exact repeats; the class of a failure and its Retry-After; redaction for remote callers; each question a span",
 	},
 	{
 		pkgs: []string{"internal/outcomes"},
-		may:  []string{"internal/calibration", "internal/decision", "internal/decisionlog", "internal/jsonx"},
+		may:  []string{"internal/calibration", "internal/decision", "internal/decisionlog", "internal/jsonx", "internal/tracing"},
 		why:  "the learning loop over the decision log: feedback, calibration reports, refits, the fits file",
 	},
 	{
@@ -113,12 +113,12 @@ var policy = []rule{
 	{
 		pkgs: []string{"internal/httpapi"},
 		may: []string{"internal/answer", "internal/decision", "internal/decisionlog", "internal/fleet", "internal/gateway",
-			"internal/metrics", "internal/outcomes", "internal/redact", "internal/systemone", "internal/web", "golang.org/x/time"},
+			"internal/metrics", "internal/outcomes", "internal/redact", "internal/systemone", "internal/tracing", "internal/web", "golang.org/x/time"},
 		why: "the HTTP face: auth, rate limits, body limits, one log line a request; parses, calls the core and writes; no engine",
 	},
 	{
 		pkgs: []string{"internal/mcpserver"},
-		may:  []string{"internal/gateway", "internal/jsonx", "internal/outcomes", "github.com/google/jsonschema-go", "github.com/modelcontextprotocol/go-sdk"},
+		may:  []string{"internal/gateway", "internal/jsonx", "internal/outcomes", "internal/tracing", "github.com/google/jsonschema-go", "github.com/modelcontextprotocol/go-sdk"},
 		why:  "the MCP face over stdio: its own wording (tool names, /system1:toggle) and tool-only schema changes",
 	},
 	{
@@ -142,7 +142,7 @@ var policy = []rule{
 		pkgs: []string{"cmd/system1"},
 		may: []string{"internal/answer", "internal/bench", "internal/calibration", "internal/cases", "internal/config",
 			"internal/decisionlog", "internal/fleet", "internal/gateway", "internal/httpapi", "internal/mcpserver",
-			"internal/metrics", "internal/outcomes", "internal/pause", "internal/systemone",
+			"internal/metrics", "internal/outcomes", "internal/pause", "internal/systemone", "internal/tracing",
 			"github.com/jackc/pgx/v5/stdlib", "modernc.org/sqlite"},
 		why: "wiring: reads the configuration, builds one router (fleet.FromConfig), the answer path and the gateway over it, serves; the only package that links the database drivers",
 	},

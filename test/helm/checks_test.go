@@ -255,8 +255,9 @@ func checkRelease(t *testing.T, r *release) {
 
 // shutdownTail is what serve may take after the drain, in whole seconds:
 // cancelGrace for the cancelled requests to answer, then logCloseTimeout
-// for the decision log's queue, both read from cmd/system1's source, so
-// that the chart's shutdownTailSeconds cannot drift from them unnoticed.
+// for the decision log's queue with traceCloseTimeout for the tracer's
+// last spans beside it, all read from cmd/system1's source, so that the
+// chart's shutdownTailSeconds cannot drift from them unnoticed.
 func shutdownTail(t *testing.T) int64 {
 	t.Helper()
 	fset := token.NewFileSet()
@@ -264,6 +265,7 @@ func shutdownTail(t *testing.T) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
+	names := []string{"cancelGrace", "logCloseTimeout", "traceCloseTimeout"}
 	found := map[string]time.Duration{}
 	for _, p := range pkgs {
 		for _, f := range p.Files {
@@ -272,7 +274,7 @@ func shutdownTail(t *testing.T) int64 {
 				if !ok || len(vs.Names) != 1 || len(vs.Values) != 1 {
 					return true
 				}
-				if name := vs.Names[0].Name; name == "cancelGrace" || name == "logCloseTimeout" {
+				if name := vs.Names[0].Name; slices.Contains(names, name) {
 					d, err := durationExpr(vs.Values[0])
 					if err != nil {
 						t.Fatalf("cmd/system1's %s: %v", name, err)
@@ -283,10 +285,11 @@ func shutdownTail(t *testing.T) int64 {
 			})
 		}
 	}
-	if len(found) != 2 {
-		t.Fatalf("cmd/system1 no longer declares cancelGrace and logCloseTimeout (found %v): the chart's shutdownTailSeconds is their sum; update both", found)
+	if len(found) != len(names) {
+		t.Fatalf("cmd/system1 no longer declares %v (found %v): the chart's shutdownTailSeconds is cancelGrace plus the longer of the other two; update both", names, found)
 	}
-	return int64(math.Ceil((found["cancelGrace"] + found["logCloseTimeout"]).Seconds()))
+	// The tracer closes beside the decision log (closeLogAndTracer).
+	return int64(math.Ceil((found["cancelGrace"] + max(found["logCloseTimeout"], found["traceCloseTimeout"])).Seconds()))
 }
 
 // durationExpr evaluates N * time.Unit.
