@@ -71,7 +71,11 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		ri := &requestInfo{id: decisionlog.NewRequestID()}
 		w.Header().Set(systemone.RequestIDHeader, ri.id)
 		rec := &recorder{ResponseWriter: w}
-		ctx, span := s.opt.Tracer.StartRequest(r.Context(), r, ri.id)
+		tr := s.opt.Tracer
+		if untraced[r.URL.Path] {
+			tr = nil
+		}
+		ctx, span := tr.StartRequest(r.Context(), r, ri.id)
 		r = r.WithContext(context.WithValue(ctx, requestKey, ri))
 		next.ServeHTTP(rec, r)
 		if rec.status == 0 {

@@ -47,6 +47,11 @@ func (s *Server) routes() http.Handler {
 	return s.observe(mux)
 }
 
+// untraced are the paths whose requests get no span: probes and scrapes,
+// which a supervisor and Prometheus send every few seconds to every
+// replica, would bury the callers' traces in their own.
+var untraced = map[string]bool{"/health": true, "/livez": true, "/readyz": true, "/metrics": true}
+
 // methods are those a 405's Allow may name, in the order it names them.
 var methods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
 

@@ -1,6 +1,7 @@
 package tracing_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -160,6 +161,12 @@ tracing: {endpoint: %s, protocol: http/protobuf, service_name: %s}
 
 	// 1 request + 2 questions + 2 attempts.
 	got := j.Await(t, traceID, 5)
+	// The probes the test sent (GET /health, until the binary answered)
+	// made no trace: Jaeger knows the service's request and feedback
+	// operations alone.
+	if ops := operations(t, j, service); slices.Contains(ops, "GET /health") || !slices.Contains(ops, "POST /v1/systemone") {
+		t.Errorf("the service's operations in jaeger: %v", ops)
+	}
 	if len(got.Spans) != 5 {
 		t.Fatalf("%d spans, want 5: %+v", len(got.Spans), got.Spans)
 	}
@@ -249,6 +256,20 @@ tracing: {endpoint: %s, protocol: http/protobuf, service_name: %s}
 	if !slices.Equal(sent, want) {
 		t.Errorf("the engine got traceparents\n%v\nwant\n%v", sent, want)
 	}
+}
+
+// operations are the span names Jaeger holds for service (its query
+// API's GET /api/services/{service}/operations).
+func operations(t *testing.T, j *testjaeger.Jaeger, service string) []string {
+	t.Helper()
+	resp, body := testbin.Do(t, http.DefaultClient, http.MethodGet, j.Query+"/api/services/"+service+"/operations", "")
+	var out struct {
+		Data []string `json:"data"`
+	}
+	if err := json.Unmarshal(body, &out); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("jaeger's operations of %s: %d %v: %s", service, resp.StatusCode, err, body)
+	}
+	return out.Data
 }
 
 // childCPU is the CPU a process has used, user and system, in
