@@ -28,14 +28,22 @@ type Options struct {
 	// Cache, when not nil, answers exact repeats of a request from
 	// memory (see Cache); nil asks the fleet every time.
 	Cache *Cache
+	// Shadow, when set, draws answered requests to ask a candidate
+	// model too, off the request path (see Shadow).
+	Shadow *Shadow
 }
 
 // Service answers requests across the fleet: the one sequence every face
 // calls. It is safe for concurrent use.
-type Service struct{ opt Options }
+type Service struct {
+	opt Options
+	// fleet is the whole fleet, which a shadow's candidate is asked on
+	// even from a service held to some nodes (Only).
+	fleet *fleet.Router
+}
 
 // New returns the answer path over o.Router.
-func New(o Options) *Service { return &Service{opt: o} }
+func New(o Options) *Service { return &Service{opt: o, fleet: o.Router} }
 
 // Router is the fleet the service asks.
 func (s *Service) Router() *fleet.Router { return s.opt.Router }
@@ -54,7 +62,7 @@ func (s *Service) Fits() *calibration.Fits {
 func (s *Service) Only(nodes []string) *Service {
 	o := s.opt
 	o.Router = s.opt.Router.Only(nodes)
-	return &Service{opt: o}
+	return &Service{opt: o, fleet: s.fleet}
 }
 
 // WithCache is the service answering repeats from c (none when nil),
@@ -62,7 +70,7 @@ func (s *Service) Only(nodes []string) *Service {
 func (s *Service) WithCache(c *Cache) *Service {
 	o := s.opt
 	o.Cache = c
-	return &Service{opt: o}
+	return &Service{opt: o, fleet: s.fleet}
 }
 
 // Request is a request to answer, and who asks it, for its records.
@@ -174,5 +182,6 @@ func (s *Service) Answer(ctx context.Context, req Request) (a *Answer, err error
 		s.opt.Cache.put(c.key, a)
 	}
 	s.record(req, a)
+	s.opt.Shadow.offer(s, req, a)
 	return a, nil
 }

@@ -33,7 +33,19 @@ const (
 	FaceSystemOne = "systemone" // POST /v1/systemone
 	FaceDecide    = "decide"    // POST /v1/decide, system1 decide
 	FaceMCP       = "mcp"       // the system1_decide tool
+	// FaceShadow is a candidate's answer to a request a shadow rollout
+	// sampled, recorded under ShadowRequestID of the served one.
+	FaceShadow = "shadow"
 )
+
+// ShadowPrefix begins the request id of a shadow's answer.
+const ShadowPrefix = "shadow:"
+
+// ShadowRequestID is the request id a shadow's answer to request id is
+// recorded under: apart from the served answer's, so that feedback,
+// refits and reports on the served model never read the candidate's
+// answer as the one given; the shadow report pairs the two by it.
+func ShadowRequestID(id string) string { return ShadowPrefix + id }
 
 // Step is one transformation applied to the engine's distribution, as
 // the answer named it: the domain's step, stored as JSON {name, version,
@@ -51,7 +63,7 @@ type Record struct {
 	// Time is when the question was answered; zero is the time Record
 	// was called.
 	Time time.Time
-	// Face is one of FaceSystemOne, FaceDecide, FaceMCP.
+	// Face is one of FaceSystemOne, FaceDecide, FaceMCP, FaceShadow.
 	Face string
 	// Model is the model that answered and Node the node it ran on.
 	Model string

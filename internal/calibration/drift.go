@@ -1,0 +1,148 @@
+package calibration
+
+import (
+	"fmt"
+	"math"
+)
+
+// Label-free drift: whether a model's answers to one question signature
+// have moved, without any outcome. Each window's answers are summarised
+// by two histograms, of the confidence (DriftBins equal-width bins over
+// [0, 1]) and of the top answer (one bin per option), and each pair of
+// histograms is compared by the population stability index
+//
+//	PSI = sum_i (c_i - r_i) * ln(c_i / r_i)
+//
+// over the bins' shares r (the reference window) and c (the current
+// one), each share smoothed as (count + 0.5) / (n + 0.5 * bins) so that
+// an empty bin costs a finite amount. The usual reading is below 0.1 no
+// shift, 0.1 to 0.25 a moderate one, above 0.25 a large one.
+//
+// Sampling alone gives a PSI above 0: with no change, n*PSI is close to a
+// chi-square with bins-1 degrees of freedom, where 1/n = 1/n_r + 1/n_c,
+// so its expectation is (bins-1) * (1/n_r + 1/n_c). A Drift reports that
+// expectation as Noise and alarms when a PSI less its noise reaches the
+// threshold, so that a quiet signature with few answers does not alarm
+// on its own scatter.
+
+// DriftBins is the number of confidence bins of a drift histogram.
+const DriftBins = 10
+
+// DefaultDriftThreshold is the PSI, less its sampling noise, at which a
+// signature's drift alarms: the conventional "large shift".
+const DefaultDriftThreshold = 0.25
+
+// MinDriftAnswers is the least answers each window must hold for a
+// signature's drift to alarm.
+const MinDriftAnswers = 30
+
+// Answer is one answer as drift reads it: its confidence
+// (Prediction.Confidence) and predicted option (Prediction.Predicted),
+// of a question with Options options.
+type Answer struct {
+	Confidence float64
+	Top        int
+	Options    int
+}
+
+// AnswerOf reads a distribution over options as drift does; ok is false
+// when the distribution does not fit them (Prediction.Check).
+func AnswerOf(p Prediction) (a Answer, ok bool) {
+	p.Expected = 0
+	if p.Check() != nil {
+		return Answer{}, false
+	}
+	return Answer{Confidence: p.Confidence(), Top: p.Predicted(), Options: p.Options}, true
+}
+
+// Drift compares one signature's answers in a current window with those
+// of a reference window.
+type Drift struct {
+	// Reference and Current are the answers in each window.
+	Reference int `json:"reference"`
+	Current   int `json:"current"`
+	// ConfidencePSI and LabelPSI compare the histograms of the
+	// confidence and of the top answer.
+	ConfidencePSI float64 `json:"confidence_psi"`
+	LabelPSI      float64 `json:"label_psi"`
+	// MeanConfidence is each window's mean confidence, reference first.
+	MeanConfidence [2]float64 `json:"mean_confidence"`
+	// Noise is the PSI sampling alone gives on average, per statistic:
+	// confidence first, then label.
+	Noise [2]float64 `json:"noise"`
+	// Threshold is the PSI over the noise that alarms.
+	Threshold float64 `json:"threshold"`
+	// Alarm is set when both windows hold at least MinDriftAnswers and a
+	// PSI less its noise reaches the threshold; Reason says which.
+	Alarm  bool   `json:"alarm"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// PSI is the largest of the two statistics.
+func (d Drift) PSI() float64 { return math.Max(d.ConfidencePSI, d.LabelPSI) }
+
+// MeasureDrift compares the current answers cur with the reference ref,
+// alarming at threshold (0 or less: DefaultDriftThreshold). The answers
+// are of one signature, so of one option count; the label histogram has
+// as many bins as the most options either holds.
+func MeasureDrift(ref, cur []Answer, threshold float64) Drift {
+	if !(threshold > 0) {
+		threshold = DefaultDriftThreshold
+	}
+	d := Drift{Reference: len(ref), Current: len(cur), Threshold: threshold}
+	labels := 2
+	for _, a := range append(ref[:len(ref):len(ref)], cur...) {
+		labels = max(labels, a.Options, a.Top+1)
+	}
+	hist := func(as []Answer) (conf, top []float64, mean float64) {
+		conf, top = make([]float64, DriftBins), make([]float64, labels)
+		for _, a := range as {
+			conf[min(max(int(math.Floor(a.Confidence*DriftBins+edge)), 0), DriftBins-1)]++
+			top[min(max(a.Top, 0), labels-1)]++
+			mean += a.Confidence
+		}
+		if len(as) > 0 {
+			mean /= float64(len(as))
+		}
+		return conf, top, mean
+	}
+	rc, rt, rm := hist(ref)
+	cc, ct, cm := hist(cur)
+	d.MeanConfidence = [2]float64{rm, cm}
+	if len(ref) == 0 || len(cur) == 0 {
+		return d
+	}
+	d.ConfidencePSI, d.LabelPSI = psi(rc, cc), psi(rt, ct)
+	inv := 1/float64(len(ref)) + 1/float64(len(cur))
+	d.Noise = [2]float64{float64(DriftBins-1) * inv, float64(labels-1) * inv}
+	if len(ref) < MinDriftAnswers || len(cur) < MinDriftAnswers {
+		return d
+	}
+	switch {
+	case d.ConfidencePSI-d.Noise[0] >= threshold:
+		d.Alarm = true
+		d.Reason = fmt.Sprintf("the confidences moved: PSI %.3f (noise %.3f) from a mean of %.3f to %.3f", d.ConfidencePSI, d.Noise[0], rm, cm)
+	case d.LabelPSI-d.Noise[1] >= threshold:
+		d.Alarm = true
+		d.Reason = fmt.Sprintf("the top answers moved: PSI %.3f (noise %.3f)", d.LabelPSI, d.Noise[1])
+	}
+	return d
+}
+
+// psi is the population stability index of two histograms of counts
+// over the same bins, smoothed as the package's drift section says.
+func psi(ref, cur []float64) float64 {
+	var nr, nc float64
+	for i := range ref {
+		nr += ref[i]
+		nc += cur[i]
+	}
+	b := float64(len(ref))
+	var s float64
+	for i := range ref {
+		r := (ref[i] + 0.5) / (nr + 0.5*b)
+		c := (cur[i] + 0.5) / (nc + 0.5*b)
+		s += (c - r) * math.Log(c/r)
+	}
+	return s
+}
