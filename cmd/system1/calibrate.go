@@ -202,12 +202,12 @@ const eceWindow = 24 * time.Hour
 
 // watchECE sets the rolling ECE gauges from the decision log every so
 // often until ctx ends.
-func watchECE(ctx context.Context, m *metrics.Metrics, dlog *decisionlog.Log, fits *outcomes.FitsFile, every time.Duration, log *slog.Logger) {
+func watchECE(ctx context.Context, m *metrics.Metrics, dlog *decisionlog.Log, fits *outcomes.FitsFile, drift outcomes.DriftOptions, every time.Duration, log *slog.Logger) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		now := time.Now()
-		rep, err := outcomes.ReportCalibration(ctx, dlog, fits.Current(), now.Add(-eceWindow), now, 0)
+		rep, err := outcomes.ReportCalibrationWith(ctx, dlog, fits.Current(), outcomes.ReportOptions{Since: now.Add(-eceWindow), Until: now, Drift: drift})
 		if err != nil && ctx.Err() == nil {
 			log.Warn("rolling ECE: reading the decision log failed", "request_id", "-", "err", err)
 		} else {
@@ -216,6 +216,7 @@ func watchECE(ctx context.Context, m *metrics.Metrics, dlog *decisionlog.Log, fi
 				points = append(points, metrics.ECE{Model: b.Model, Kind: string(b.Kind), Bucket: b.Bucket, ECE: b.ECECalibrated})
 			}
 			m.SetECE(points)
+			setDrift(m, rep.Drift, log)
 		}
 		select {
 		case <-ctx.Done():
@@ -234,6 +235,24 @@ func adopted(ds []outcomes.RefitDecision) int {
 		}
 	}
 	return n
+}
+
+// setDrift sets the drift gauges from a report's drift entry and logs
+// each signature that alarms.
+func setDrift(m *metrics.Metrics, ds []outcomes.SignatureDrift, log *slog.Logger) {
+	points := make([]metrics.Drift, 0, len(ds))
+	for _, d := range ds {
+		points = append(points, metrics.Drift{Model: d.Model, Signature: d.Signature, PSI: d.PSI, Alarm: d.Alarm})
+		if d.Alarm {
+			log.Warn("the answers drifted", "request_id", "-", "model", d.Model, "signature", d.Signature, "reason", d.Reason)
+		}
+	}
+	m.SetDrift(points)
+}
+
+// driftOptions are the drift report's options the configuration sets.
+func driftOptions(d config.Drift) outcomes.DriftOptions {
+	return outcomes.DriftOptions{Window: time.Duration(d.Window), Reference: time.Duration(d.Reference), Threshold: d.Threshold}
 }
 
 // refitLoop refits from the decision log every calibration.refit_every

@@ -3,11 +3,13 @@ package main
 import (
 	"fmt"
 	"time"
+	"log/slog"
 
 	"system1/internal/answer"
 	"system1/internal/config"
 	"system1/internal/decisionlog"
 	"system1/internal/fleet"
+	"system1/internal/metrics"
 	"system1/internal/outcomes"
 )
 
@@ -17,7 +19,13 @@ import (
 // system1 itself (mcp over stdio, the command line), never for serve's.
 // Its WithCache adds the process's decision cache.
 func answerPath(router *fleet.Router, file *outcomes.FitsFile, dlog *decisionlog.Log, local bool) *answer.Service {
-	o := answer.Options{Router: router, Local: local}
+	return answerPathShadowed(router, file, dlog, local, nil)
+}
+
+// answerPathShadowed is answerPath whose answered requests shadow may
+// sample for a candidate too.
+func answerPathShadowed(router *fleet.Router, file *outcomes.FitsFile, dlog *decisionlog.Log, local bool, shadow *answer.Shadow) *answer.Service {
+	o := answer.Options{Router: router, Local: local, Shadow: shadow}
 	if file != nil {
 		o.Fits = file.Current
 	}
@@ -25,6 +33,29 @@ func answerPath(router *fleet.Router, file *outcomes.FitsFile, dlog *decisionlog
 		o.Recorder = dlog
 	}
 	return answer.New(o)
+}
+
+// newShadow starts the shadow rollouts cfg configures, nil for none; a
+// rollout needs the decision log, where the candidate's answers go.
+func newShadow(cfg *config.Config, dlog *decisionlog.Log, m *metrics.Metrics, log *slog.Logger) *answer.Shadow {
+	if len(cfg.Shadow) == 0 {
+		return nil
+	}
+	if dlog == nil {
+		log.Warn("shadow is configured but the decision log is off: no shadow rollouts, as their answers would not be kept")
+		return nil
+	}
+	rules := make([]answer.ShadowRule, len(cfg.Shadow))
+	for i, r := range cfg.Shadow {
+		rules[i] = answer.ShadowRule{Model: r.Model, Candidate: r.Candidate, Share: r.Share}
+		log.Info("shadow rollout", "model", r.Model, "candidate", r.Candidate, "share", r.Share)
+	}
+	s := answer.NewShadow(answer.ShadowOptions{Rules: rules, Log: log})
+	m.WatchShadow(func() metrics.ShadowCounts {
+		st := s.Stats()
+		return metrics.ShadowCounts{Sampled: st.Sampled, Dropped: st.Dropped, Failed: st.Failed, Asked: st.Asked, Queued: st.Queued}
+	})
+	return s
 }
 
 // decideFits opens the fits decide applies: gateway.fits whenever it is

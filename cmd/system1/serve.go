@@ -99,6 +99,10 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 	// Closed after the drain, the tracer beside it: the requests in
 	// flight record their answers and end their spans.
 	defer closeLogAndTracer(dlog, tr, log)
+	// Stopped before the log closes, so that its last answers are
+	// recorded (defers run last first).
+	shadow := newShadow(cfg, dlog, m, log)
+	defer shadow.Close()
 	rounding := 2
 	if cfg.Rounding != nil {
 		rounding = *cfg.Rounding
@@ -118,7 +122,7 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 		log.Info("decision cache on", "entries", cfg.Cache.Entries, "ttl", time.Duration(cfg.Cache.TTL))
 	}
 	api := httpapi.New(httpapi.Options{
-		Answer:           answerPath(router, fits, dlog, false).WithCache(cache),
+		Answer:           answerPathShadowed(router, fits, dlog, false, shadow).WithCache(cache),
 		Log:              log,
 		Metrics:          m,
 		Keys:             keys,
@@ -132,17 +136,18 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 		Feedback:         outcomes.NewFeedback(dlog),
 		DecisionLog:      dlog,
 		TargetError:      cfg.Calibration.TargetError,
+		Drift:            driftOptions(cfg.Drift),
 		// POST /v1/decide: the gateway over the same fleet and decision
 		// log.
 		Decide: gateway.New(gateway.Options{Config: cfg, ConfigPath: cfg.Path, ConfigErrors: decideErrs,
-			Answer: answerPath(router, dfits, dlog, false).WithCache(cache), Log: log, StatePath: pause.Path(*stateDir, e.getenv),
+			Answer: answerPathShadowed(router, dfits, dlog, false, shadow).WithCache(cache), Log: log, StatePath: pause.Path(*stateDir, e.getenv),
 			Version: version, Face: decisionlog.FaceDecide}),
 		Version: version,
 		Ready:   ready.check,
 		Tracer:  tr,
 	})
 	if dlog != nil {
-		go watchECE(ctx, m, dlog, fits, time.Minute, log)
+		go watchECE(ctx, m, dlog, fits, driftOptions(cfg.Drift), time.Minute, log)
 	}
 	if fits != nil && cfg.Calibration.RefitEvery > 0 {
 		if dlog == nil {

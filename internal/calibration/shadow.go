@@ -82,12 +82,12 @@ type Comparison struct {
 	ConfidenceShift float64 `json:"confidence_shift"`
 	// Labelled is the number of pairs with an outcome; Primary and
 	// Candidate measure each side on them, nil when there is none.
-	Labelled  int   `json:"labelled"`
+	Labelled int `json:"labelled"`
 	// LabelledRequests is the number of requests they came in; the
 	// outcomes decide only from 2 on, the least that has a spread.
-	LabelledRequests int `json:"labelled_requests"`
-	Primary   *Side `json:"primary,omitempty"`
-	Candidate *Side `json:"candidate,omitempty"`
+	LabelledRequests int   `json:"labelled_requests"`
+	Primary          *Side `json:"primary,omitempty"`
+	Candidate        *Side `json:"candidate,omitempty"`
 	// NLLDiff and AccuracyDiff are the candidate's log-loss and accuracy
 	// less the primary's on the pairs with outcomes, with the standard
 	// error of each paired difference (over requests): the evidence of

@@ -117,6 +117,11 @@ type Config struct {
 	// Cache answers exact repeats of a request from memory; off unless
 	// it names a number of entries.
 	Cache Cache `yaml:"cache"`
+	// Shadow are the shadow rollouts: candidates asked a share of the
+	// live requests beside the served model.
+	Shadow []Shadow `yaml:"shadow"`
+	// Drift configures the label-free drift report and its alarm.
+	Drift Drift `yaml:"drift"`
 
 	// Path is the file this was read from, if any.
 	Path string `yaml:"-"`
@@ -451,6 +456,8 @@ func (c *Config) Check() []error {
 	errs = append(errs, c.DecisionLog.check()...)
 	errs = append(errs, c.Tracing.check()...)
 	errs = append(errs, c.Cache.check()...)
+	errs = append(errs, checkShadow(c.Shadow)...)
+	errs = append(errs, c.Drift.check()...)
 	pnames := names{}
 	providers := c.Providers
 	if providers == nil {

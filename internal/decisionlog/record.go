@@ -103,6 +103,10 @@ func HashState(state []byte) string {
 	return hex.EncodeToString(h[:])
 }
 
+// Answered is the distribution answered: Final, or the last step's, or
+// EngineDist.
+func (r *Record) Answered() []float64 { return r.final() }
+
 // final is the distribution answered.
 func (r *Record) final() []float64 {
 	switch {

@@ -24,6 +24,7 @@ func (s *Server) routes() http.Handler {
 	handle(http.MethodGet, "/v1/models", s.api(s.handleModels))
 	handle(http.MethodPost, "/v1/feedback", s.api(s.handleFeedback))
 	handle(http.MethodGet, "/v1/calibration", s.api(s.handleCalibration))
+	handle(http.MethodGet, "/v1/shadow", s.api(s.handleShadow))
 	if s.opt.Decide != nil {
 		handle(http.MethodPost, "/v1/decide", s.api(s.handleDecide))
 	}

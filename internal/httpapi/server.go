@@ -56,6 +56,9 @@ type Options struct {
 	// TargetError is the default target error of the gates GET
 	// /v1/calibration suggests (0: outcomes.DefaultTargetError).
 	TargetError float64
+	// Drift are the windows and alarm of GET /v1/calibration's drift
+	// entry; zero values are the defaults.
+	Drift outcomes.DriftOptions
 	// Decide is the gateway POST /v1/decide asks; nil leaves the route
 	// out.
 	Decide *gateway.Gateway

@@ -24,6 +24,9 @@ type Metrics struct {
 
 	eceOnce sync.Once
 	ece     *prometheus.GaugeVec
+
+	driftOnce              sync.Once
+	driftPSI, driftAlarmed *prometheus.GaugeVec
 }
 
 // Latency buckets from 1 ms to 30 s: decisions take tens to hundreds of

@@ -34,6 +34,10 @@ type CalibrationReport struct {
 	// answers whose label mass is known and whose outcome is either one
 	// of their options (in scope) or that none fit (out of scope).
 	LabelMass []LabelMassGate `json:"label_mass"`
+	// Drift compares, per model and question signature, the answers of
+	// the last ReportOptions.Drift.Window before Until with a reference
+	// window before it, without outcomes (ReportDrift).
+	Drift []SignatureDrift `json:"drift"`
 }
 
 // LabelMassGate is one model's suggested min_label_mass
@@ -79,6 +83,8 @@ type ReportOptions struct {
 	// min_label_mass may lose; outside (0, 1) is
 	// calibration.DefaultMaxInScopeLoss.
 	MaxInScopeLoss float64
+	// Drift are the windows and alarm of the report's drift entry.
+	Drift DriftOptions
 }
 
 // ReportCalibrationWith is ReportCalibration with every option.
@@ -87,7 +93,7 @@ func ReportCalibrationWith(ctx context.Context, log *decisionlog.Log, fits *cali
 	if !(target > 0) {
 		target = DefaultTargetError
 	}
-	rep := CalibrationReport{Since: since.UTC(), Until: until.UTC(), TargetError: target, Buckets: []BucketCalibration{}, LabelMass: []LabelMassGate{}}
+	rep := CalibrationReport{Since: since.UTC(), Until: until.UTC(), TargetError: target, Buckets: []BucketCalibration{}, LabelMass: []LabelMassGate{}, Drift: []SignatureDrift{}}
 	if fits != nil {
 		rep.FitVersion = fits.Revision
 	}
@@ -99,6 +105,9 @@ func ReportCalibrationWith(ctx context.Context, log *decisionlog.Log, fits *cali
 		return rep, err
 	}
 	rep.LabelMass = labelMassGates(entries, opt.MaxInScopeLoss)
+	if rep.Drift, err = ReportDrift(ctx, log, until, opt.Drift); err != nil {
+		return rep, err
+	}
 	for _, g := range decisionlog.Groups(entries) {
 		preds := g.Predictions(decisionlog.Entry.Uncalibrated)
 		if len(preds) == 0 {

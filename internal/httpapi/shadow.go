@@ -1,0 +1,52 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"system1/internal/decision"
+	"system1/internal/outcomes"
+	"system1/internal/systemone"
+)
+
+// handleShadow serves GET /v1/shadow: per served model, candidate and
+// question signature, how the answers of a shadow rollout's candidate
+// compare with the served ones recorded over a recent window, with a
+// recommendation and its evidence (outcomes.ReportShadow). Query: window
+// (a duration such as 24h, or days such as 7d; default 7d).
+func (s *Server) handleShadow(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	bad := func(msg string) {
+		writeInvalid(w, systemone.InQuery, decision.Problem{Path: []string{"window"}, Msg: msg, Type: "value_error"})
+	}
+	if len(q["window"]) > 1 {
+		bad("window is given twice; send it once")
+		return
+	}
+	window := outcomes.DefaultShadowWindow
+	if v := q.Get("window"); v != "" {
+		d, err := parseWindow(v)
+		if err != nil || d <= 0 || d > maxReportWindow {
+			bad("window must be a positive duration such as 24h or 7d, at most 366d")
+			return
+		}
+		window = d
+	}
+	if s.opt.DecisionLog == nil {
+		writeError(w, http.StatusServiceUnavailable, systemone.Unavailable, "the decision log is off (decision_log in the configuration), so no shadow answers are kept")
+		return
+	}
+	now := time.Now()
+	rep, err := outcomes.ReportShadow(r.Context(), s.opt.DecisionLog, now.Add(-window), now)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, systemone.Unavailable, "reading the decision log: "+err.Error())
+		return
+	}
+	data, err := json.Marshal(rep)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, systemone.Internal, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, append(data, '\n'))
+}

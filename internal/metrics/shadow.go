@@ -1,0 +1,74 @@
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// ShadowCounts are a shadow rollout's counts at the time of a scrape.
+type ShadowCounts struct {
+	Sampled, Dropped, Failed, Asked uint64
+	Queued                          int
+}
+
+// WatchShadow exports the shadow rollouts' counts, read from counts at
+// every scrape: requests sampled, dropped (the queue was full), failed
+// (the candidate did not answer) and asked, and the queue's depth.
+func (m *Metrics) WatchShadow(counts func() ShadowCounts) {
+	m.reg.MustRegister(shadowCollector(counts))
+}
+
+var (
+	shadowDesc = prometheus.NewDesc("system1_shadow_requests_total",
+		"Requests drawn for a shadow rollout, by what became of them: sampled (all drawn), dropped (the queue was full), failed (the candidate did not answer), asked (answered and logged).", []string{"outcome"}, nil)
+	shadowQueueDesc = prometheus.NewDesc("system1_shadow_queue_depth", "Shadowed requests waiting for a worker.", nil, nil)
+)
+
+type shadowCollector func() ShadowCounts
+
+func (c shadowCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- shadowDesc
+	ch <- shadowQueueDesc
+}
+
+func (c shadowCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c()
+	for _, v := range []struct {
+		outcome string
+		n       uint64
+	}{{"sampled", s.Sampled}, {"dropped", s.Dropped}, {"failed", s.Failed}, {"asked", s.Asked}} {
+		ch <- prometheus.MustNewConstMetric(shadowDesc, prometheus.CounterValue, float64(v.n), v.outcome)
+	}
+	ch <- prometheus.MustNewConstMetric(shadowQueueDesc, prometheus.GaugeValue, float64(s.Queued))
+}
+
+// Drift is one model and question signature's label-free drift, for the
+// gauges.
+type Drift struct {
+	Model, Signature string
+	PSI              float64
+	Alarm            bool
+}
+
+// SetDrift replaces the drift gauges (system1_answer_drift_psi, the
+// larger population stability index of a signature's confidences and top
+// answers against the reference window, and system1_answer_drift_alarm,
+// 1 where it alarms) with points.
+func (m *Metrics) SetDrift(points []Drift) {
+	m.driftOnce.Do(func() {
+		m.driftPSI = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "system1_answer_drift_psi",
+			Help: "Population stability index of the recent answers' confidences or top answers against the reference window, the larger, per model and question signature."}, []string{"model", "signature"})
+		m.driftAlarmed = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "system1_answer_drift_alarm",
+			Help: "1 where a model and question signature's answers drifted past the threshold (PSI less its sampling noise), else 0."}, []string{"model", "signature"})
+		m.reg.MustRegister(m.driftPSI, m.driftAlarmed)
+	})
+	m.driftPSI.Reset()
+	m.driftAlarmed.Reset()
+	for _, p := range points {
+		m.driftPSI.WithLabelValues(p.Model, p.Signature).Set(p.PSI)
+		a := 0.0
+		if p.Alarm {
+			a = 1
+		}
+		m.driftAlarmed.WithLabelValues(p.Model, p.Signature).Set(a)
+	}
+}
