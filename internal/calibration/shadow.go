@@ -80,14 +80,14 @@ type Comparison struct {
 	// (Prediction.Confidence) less the primary's: above 0, the candidate
 	// is surer of itself.
 	ConfidenceShift float64 `json:"confidence_shift"`
-	// Labelled is the number of pairs with an outcome; Primary and
-	// Candidate measure each side on them, nil when there is none.
+	// Labelled is the number of pairs with an outcome; PrimaryScore and
+	// CandidateScore measure each side on them, nil when there is none.
 	Labelled int `json:"labelled"`
 	// LabelledRequests is the number of requests they came in; the
 	// outcomes decide only from 2 on, the least that has a spread.
 	LabelledRequests int   `json:"labelled_requests"`
-	Primary          *Side `json:"primary,omitempty"`
-	Candidate        *Side `json:"candidate,omitempty"`
+	PrimaryScore     *Side `json:"primary_score,omitempty"`
+	CandidateScore   *Side `json:"candidate_score,omitempty"`
 	// NLLDiff and AccuracyDiff are the candidate's log-loss and accuracy
 	// less the primary's on the pairs with outcomes, with the standard
 	// error of each paired difference (over requests): the evidence of
@@ -165,8 +165,8 @@ func Compare(pairs []Pair) Comparison {
 	c.Labelled = len(prim)
 	if c.Labelled > 0 {
 		mp, mc := Measure(prim), Measure(cand)
-		c.Primary = &Side{Accuracy: mp.Accuracy, ECE: mp.ECE, NLL: mp.NLL}
-		c.Candidate = &Side{Accuracy: mc.Accuracy, ECE: mc.ECE, NLL: mc.NLL}
+		c.PrimaryScore = &Side{Accuracy: mp.Accuracy, ECE: mp.ECE, NLL: mp.NLL}
+		c.CandidateScore = &Side{Accuracy: mc.Accuracy, ECE: mc.ECE, NLL: mc.NLL}
 		c.NLLDiff, c.AccuracyDiff = mc.NLL-mp.NLL, mc.Accuracy-mp.Accuracy
 		nll, acc, sizes := make([]float64, len(order)), make([]float64, len(order)), make([]int, len(order))
 		for i, k := range order {
@@ -194,8 +194,8 @@ func (c Comparison) recommend() (string, string) {
 		worseAcc := c.AccuracyDiff < -CompareZ*c.AccuracyDiffSE
 		betterAcc := c.AccuracyDiff > CompareZ*c.AccuracyDiffSE
 		on := fmt.Sprintf("on %d questions with outcomes the candidate's accuracy is %.3f against %.3f (%+.3f ± %.3f), its log-loss %.3f against %.3f (%+.3f ± %.3f), its ECE %.3f against %.3f; %s",
-			c.Labelled, c.Candidate.Accuracy, c.Primary.Accuracy, c.AccuracyDiff, c.AccuracyDiffSE,
-			c.Candidate.NLL, c.Primary.NLL, c.NLLDiff, c.NLLDiffSE, c.Candidate.ECE, c.Primary.ECE, agree)
+			c.Labelled, c.CandidateScore.Accuracy, c.PrimaryScore.Accuracy, c.AccuracyDiff, c.AccuracyDiffSE,
+			c.CandidateScore.NLL, c.PrimaryScore.NLL, c.NLLDiff, c.NLLDiffSE, c.CandidateScore.ECE, c.PrimaryScore.ECE, agree)
 		switch {
 		case worseNLL || worseAcc:
 			return RecommendKeep, "the candidate is worse: " + on
