@@ -46,7 +46,8 @@ type ShadowOptions struct {
 // ShadowStats are a Shadow's counts since it started.
 type ShadowStats struct {
 	// Sampled requests were drawn for shadowing; each is then Dropped
-	// (the queue was full or the shadow closing), Failed (the candidate
+	// (the queue was full, or the shadow closed before the candidate
+	// answered), Failed (the candidate
 	// did not answer every question) or Asked (answered and recorded).
 	Sampled, Dropped, Failed, Asked uint64
 	// Queued is how many wait for a worker now.
@@ -187,6 +188,10 @@ func (s *Shadow) ask(j shadowJob) {
 		if f := j.svc.unanswered(req.Request, res); f != nil {
 			err = f
 		}
+	}
+	if err != nil && s.ctx.Err() != nil {
+		s.dropped.Add(1) // closing, not the candidate's failure
+		return
 	}
 	if err != nil {
 		s.failed.Add(1)
