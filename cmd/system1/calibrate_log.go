@@ -97,7 +97,7 @@ func calibrationReport(ctx context.Context, e env, cfgFlag, stateDir string, win
 		}
 	}
 	now := time.Now()
-	rep, err := outcomes.ReportCalibration(ctx, l, fits, now.Add(-window), now, target)
+	rep, err := outcomes.ReportCalibrationWith(ctx, l, fits, outcomes.ReportOptions{Since: now.Add(-window), Until: now, TargetError: target, Drift: driftOptions(cfg.Drift)})
 	if err != nil {
 		return err
 	}

@@ -71,6 +71,8 @@ commands:
   calibrate  fit calibration temperatures from case files or a bench report
   toggle     pause or resume the gateway: toggle on|off|status
   feedback   record what turned out right for an answer, in the decision log
+  shadow     report how a shadow rollout's candidate compares: shadow --report
+  replay     ask the logged questions of a candidate and report: replay --from-log --candidate MODEL
   version    print the version
 
 Run "system1 <command> -h" for a command's flags.
@@ -99,6 +101,8 @@ var commands = map[string]func(context.Context, []string, env) error{
 	"calibrate": cmdCalibrate,
 	"toggle":    cmdToggle,
 	"feedback":  cmdFeedback,
+	"shadow":    cmdShadow,
+	"replay":    cmdReplay,
 	"version":   cmdVersion,
 	"--version": cmdVersion,
 	"help":      cmdHelp,

@@ -43,6 +43,7 @@ func (s *Service) record(req Request, a *Answer) {
 			Steps:      got.Steps,
 			Final:      got.Dist,
 			State:      req.State,
+			Question:   &req.Questions[i],
 		}
 		if !req.Start.IsZero() {
 			r.Latency = now.Sub(req.Start)

@@ -91,6 +91,10 @@ type Record struct {
 	// State is the state's JSON. It is hashed, and stored only when the
 	// log keeps states. The log keeps a reference: do not modify it.
 	State json.RawMessage
+	// Question is the question asked, stored (as JSON, in a table of its
+	// own) only when the log keeps states, so that system1 replay can ask
+	// it again. The log keeps a reference: do not modify it.
+	Question *decision.Question
 }
 
 // DecideQuestion is the question id under which a decide request's

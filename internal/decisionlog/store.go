@@ -48,7 +48,7 @@ func schema(postgres bool) []string {
 	if postgres {
 		id, real = "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", "DOUBLE PRECISION"
 	}
-	return []string{
+	return append([]string{
 		`CREATE TABLE IF NOT EXISTS decisions (
 			id ` + id + `,
 			request_id TEXT NOT NULL,
@@ -78,7 +78,7 @@ func schema(postgres bool) []string {
 		)`,
 		`CREATE INDEX IF NOT EXISTS outcomes_question ON outcomes (request_id, question_id, id)`,
 		`CREATE INDEX IF NOT EXISTS outcomes_at ON outcomes (at_ns)`,
-	}
+	}, questionsSchema()...)
 }
 
 // openSQLite opens (creating) the file at path. WAL with synchronous
@@ -204,6 +204,11 @@ func (s *store) insert(ctx context.Context, recs []Record, keepStates bool) (bad
 			return bad, err
 		}
 		args = args[n*numColumns:]
+	}
+	if keepStates {
+		if err := s.insertQuestions(ctx, tx, recs); err != nil {
+			return bad, err
+		}
 	}
 	return bad, tx.Commit()
 }
@@ -486,7 +491,7 @@ func (s *store) prune(ctx context.Context, cutoff time.Time, maxRows int64) (int
 		m, _ := res.RowsAffected()
 		n += m
 	}
-	return n, nil
+	return n, s.pruneQuestions(ctx, cutoff)
 }
 
 func (s *store) close() error {

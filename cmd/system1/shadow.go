@@ -1,0 +1,270 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"system1/internal/answer"
+	"system1/internal/decision"
+	"system1/internal/decisionlog"
+	"system1/internal/fleet"
+	"system1/internal/outcomes"
+)
+
+// maxShadowReply bounds the report read from a server.
+const maxShadowReply = 64 << 20
+
+// cmdShadow prints the shadow rollouts' report: from the decision log the
+// configuration names, or from a running server's GET /v1/shadow.
+func cmdShadow(ctx context.Context, args []string, e env) error {
+	fs := flags("shadow", e)
+	report := fs.Bool("report", false, "print the report (the only action for now)")
+	cfgFlag := fs.String("config", "", "configuration file whose decision log is read (default $SYSTEM1_CONFIG, else ~/.config/system1/config.yaml)")
+	server := fs.String("url", "", "read GET /v1/shadow of the system1 server at this base URL instead of the log")
+	keyEnv := fs.String("key-env", "SYSTEM1_API_KEY", "with --url: the variable holding the server's bearer key, if it needs one")
+	window := fs.Duration("window", outcomes.DefaultShadowWindow, "how far back the shadow answers are read")
+	stateDir := fs.String("state-dir", "", "folder of the decision log (default $CLAUDE_PLUGIN_DATA, else $XDG_STATE_HOME/system1, else ~/.local/state/system1)")
+	fs.Usage = func() {
+		fmt.Fprint(e.stderr, `usage: system1 shadow --report [--config FILE] [--window 168h]
+       system1 shadow --report --url http://HOST:PORT [--key-env VAR] [--window 168h]
+
+Compares, per served model, candidate and question signature, the answers
+a shadow rollout's candidate gave beside the served ones (shadow in the
+configuration): agreement of the top answer, mean absolute change of the
+probabilities, confidence shift and, where outcomes were reported,
+accuracy, ECE and log-loss of each side, with a recommendation and its
+evidence. See docs/shadow.md.
+
+`)
+		fs.PrintDefaults()
+	}
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	usage := func(msg string) error {
+		fmt.Fprintln(e.stderr, "system1 shadow:", msg)
+		return errUsage
+	}
+	switch {
+	case !*report:
+		return usage("--report is required")
+	case len(fs.Args()) > 0:
+		return usage("no arguments are taken")
+	case *window <= 0:
+		return usage("--window must be positive")
+	case *server != "" && (*cfgFlag != "" || *stateDir != ""):
+		return usage("--url reads a server's report: no --config or --state-dir with it")
+	}
+	if *server != "" {
+		return shadowFromServer(ctx, e, *server, e.getenv(*keyEnv), *window)
+	}
+	_, l, err := openLogFor(ctx, e, *cfgFlag, *stateDir)
+	if err != nil {
+		return err
+	}
+	defer closeDecisionLog(l, logger(e))
+	now := time.Now()
+	rep, err := outcomes.ReportShadow(ctx, l, now.Add(-*window), now)
+	if err != nil {
+		return err
+	}
+	return printJSON(e, rep)
+}
+
+// shadowFromServer prints a server's GET /v1/shadow.
+func shadowFromServer(ctx context.Context, e env, base, key string, window time.Duration) error {
+	u, err := url.Parse(strings.TrimRight(base, "/") + "/v1/shadow")
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("--url %q is not an http(s) URL", base)
+	}
+	u.RawQuery = url.Values{"window": {window.String()}}.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return err
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("GET /v1/shadow: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxShadowReply))
+	if err != nil {
+		return fmt.Errorf("GET /v1/shadow: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET /v1/shadow: %s: %s", resp.Status, strings.TrimSpace(string(body)))
+	}
+	var rep outcomes.ShadowReport
+	if err := json.Unmarshal(body, &rep); err != nil {
+		return fmt.Errorf("GET /v1/shadow: the reply is not a shadow report: %w", err)
+	}
+	return printJSON(e, rep)
+}
+
+func printJSON(e env, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, string(data))
+	return nil
+}
+
+// DefaultReplayLimit bounds the questions one replay asks.
+const DefaultReplayLimit = 1000
+
+// cmdReplay asks the questions the decision log kept (with
+// decision_log.keep_states) of a candidate model and prints the shadow
+// report of its answers against the ones served.
+func cmdReplay(ctx context.Context, args []string, e env) error {
+	fs := flags("replay", e)
+	fromLog := fs.Bool("from-log", false, "replay the decision log's questions (the only source for now)")
+	candidate := fs.String("candidate", "", "the model to ask: one the configuration's nodes serve (required)")
+	cfgFlag := fs.String("config", "", "configuration file: its nodes, fits and decision log (default $SYSTEM1_CONFIG, else ~/.config/system1/config.yaml)")
+	window := fs.Duration("window", outcomes.DefaultShadowWindow, "how far back the logged questions are read")
+	limit := fs.Int("limit", DefaultReplayLimit, "the most questions asked, the latest first")
+	stateDir := fs.String("state-dir", "", "folder of the decision log (default $CLAUDE_PLUGIN_DATA, else $XDG_STATE_HOME/system1, else ~/.local/state/system1)")
+	fs.Usage = func() {
+		fmt.Fprint(e.stderr, `usage: system1 replay --from-log --candidate MODEL [--config FILE] [--window 168h] [--limit 1000]
+
+Asks the questions the decision log kept (decision_log.keep_states: true
+keeps each state and question) of a candidate model, through the same
+answer path and fits as serve, and prints the report system1 shadow
+--report prints for a live rollout: per served model and question
+signature, how the candidate's answers compare and, where outcomes were
+reported, which side is right more often. Nothing is recorded. See
+docs/shadow.md.
+
+`)
+		fs.PrintDefaults()
+	}
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	usage := func(msg string) error {
+		fmt.Fprintln(e.stderr, "system1 replay:", msg)
+		return errUsage
+	}
+	switch {
+	case !*fromLog:
+		return usage("--from-log is required")
+	case *candidate == "":
+		return usage("--candidate is required")
+	case len(fs.Args()) > 0:
+		return usage("no arguments are taken")
+	case *window <= 0:
+		return usage("--window must be positive")
+	case *limit < 1:
+		return usage("--limit must be at least 1")
+	}
+	log := logger(e)
+	cfg, l, err := openLogFor(ctx, e, *cfgFlag, *stateDir)
+	if err != nil {
+		return err
+	}
+	defer closeDecisionLog(l, log)
+	router, err := fleet.FromConfig(cfg, fleet.Options{Getenv: e.getenv})
+	if err != nil {
+		return err
+	}
+	serving, err := servingFits(cfg, log)
+	if err != nil {
+		return err
+	}
+	fits, err := decideFits(cfg, serving)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	rep, err := replayLog(ctx, answerPath(router, fits, nil, true), l, *candidate, now.Add(-*window), now, *limit)
+	if err != nil {
+		return err
+	}
+	return printJSON(e, rep)
+}
+
+// replayLog asks candidate, through svc, the questions logged from since to
+// until whose states and questions were kept, request by request, the
+// latest first, at most limit questions, and reports its answers against
+// the ones served.
+func replayLog(ctx context.Context, svc *answer.Service, l *decisionlog.Log, candidate string, since, until time.Time, limit int) (outcomes.ShadowReport, error) {
+	rep := outcomes.ShadowReport{Since: since.UTC(), Until: until.UTC(), Source: "replay", Signatures: []outcomes.ShadowSignature{}}
+	es, err := l.Window(ctx, since, until.Add(time.Nanosecond), "")
+	if err != nil {
+		return rep, err
+	}
+	qs, err := l.Questions(ctx, since, until.Add(time.Nanosecond))
+	if err != nil {
+		return rep, err
+	}
+	// The served answers per request, in the order written; a request's
+	// questions are asked together, over its one state, as they were.
+	type logged struct {
+		entries []decisionlog.Entry
+		req     decision.Request
+	}
+	byReq := map[string]*logged{}
+	var order []string
+	for _, e := range es {
+		if e.Face == decisionlog.FaceShadow || e.State == nil || e.Model == candidate {
+			continue
+		}
+		raw, ok := qs[decisionlog.QuestionKey{RequestID: e.RequestID, QuestionID: e.QuestionID}]
+		if !ok {
+			continue
+		}
+		var q decision.Question
+		if json.Unmarshal(raw, &q) != nil {
+			continue
+		}
+		g := byReq[e.RequestID]
+		if g == nil {
+			g = &logged{req: decision.Request{Model: candidate, State: e.State}}
+			byReq[e.RequestID] = g
+			order = append(order, e.RequestID)
+		}
+		g.entries = append(g.entries, e)
+		g.req.Questions = append(g.req.Questions, q)
+	}
+	var pairs []outcomes.ShadowPair
+	asked, failed := 0, 0
+	var firstErr error
+	for i := len(order) - 1; i >= 0 && asked < limit; i-- {
+		g := byReq[order[i]]
+		if asked+len(g.req.Questions) > limit {
+			continue
+		}
+		asked += len(g.req.Questions)
+		a, err := svc.Answer(ctx, answer.Request{Request: g.req, Face: "replay", RequestID: order[i]})
+		if err != nil {
+			if ctx.Err() != nil {
+				return rep, ctx.Err()
+			}
+			failed++
+			firstErr = cmp.Or(firstErr, err)
+			continue
+		}
+		for j, e := range g.entries {
+			pairs = append(pairs, outcomes.ShadowPair{Served: e, Candidate: candidate, Dist: a.Questions[j].Dist})
+		}
+	}
+	if asked == 0 {
+		return rep, errors.New("the decision log holds no question to replay in the window: replay needs decision_log.keep_states: true, which keeps each state and question")
+	}
+	if len(pairs) == 0 {
+		return rep, fmt.Errorf("the candidate answered none of the %d requests replayed: %w", failed, firstErr)
+	}
+	rep.Signatures = outcomes.ShadowReportOf(pairs)
+	return rep, nil
+}

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"system1/internal/answer"
+	"system1/internal/calibration"
+	"system1/internal/cases"
+	"system1/internal/config"
+	"system1/internal/decisionlog"
+	"system1/internal/fakeengine"
+	"system1/internal/fleet"
+	"system1/internal/httpapi"
+	"system1/internal/outcomes"
+	"system1/internal/simmodel"
+	"system1/internal/testengine"
+)
+
+// The command line's shadow report and replay on the simulated model
+// against a deliberately worse candidate (served over-confident and
+// biased): live traffic shadowed to it and logged with its states and
+// questions, outcomes reported; then system1 shadow --report (from the
+// log, and from a server's GET /v1/shadow) and system1 replay --from-log
+// --candidate worse, which asks the logged questions again, each say to
+// keep the served model because the candidate is worse.
+func TestShadowReportAndReplayFromTheCommandLine(t *testing.T) {
+	all, err := cases.ReadFiles(0, testengine.SharedData(t, "agnews-dev.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	train, traffic := simmodel.Split(all, 0.5)
+	traffic = traffic[:200]
+	good, err := simmodel.Train(train, simmodel.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	worse := *good
+	worse.Temperature, worse.FirstBias = 0.2, 2.5
+	dir := t.TempDir()
+	db := filepath.Join(dir, "decisions.db")
+	cfgText := fmt.Sprintf("decision_log:\n  path: %s\n  keep_states: true\nnodes:\n", db)
+	var nodes []*fleet.Node
+	for _, m := range []struct {
+		name string
+		sim  *simmodel.Model
+	}{{"good", good}, {"worse", &worse}} {
+		f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{m.name}, Behavior: m.sim.Behavior()})
+		t.Cleanup(f.Close)
+		cn := config.Node{Name: m.name, URL: f.URL, Dialect: "llamacpp", Models: []string{m.name}}
+		cfgText += fmt.Sprintf("  - {name: %s, url: %q, dialect: llamacpp, models: [%s]}\n", cn.Name, cn.URL, m.name)
+		n, err := fleet.NewNode(cn, func(string) string { return "" }, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, n)
+	}
+	cfgPath := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	// Live traffic, every request shadowed, then the outcomes.
+	l, err := decisionlog.Open(t.Context(), decisionlog.Options{Path: db, KeepStates: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := answer.NewShadow(answer.ShadowOptions{Rules: []answer.ShadowRule{{Model: "good", Candidate: "worse", Share: 1}}, Queue: len(traffic)})
+	svc := answer.New(answer.Options{Router: fleet.New(nodes, fleet.Options{}), Recorder: l, Shadow: sh})
+	for i, c := range traffic {
+		req := c.Request
+		req.Model = "good"
+		if _, err := svc.Answer(t.Context(), answer.Request{Request: req, Face: decisionlog.FaceSystemOne, RequestID: fmt.Sprint("r", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		if st := sh.Stats(); st.Asked+st.Failed+st.Dropped == st.Sampled {
+			if st.Asked != uint64(len(traffic)) {
+				t.Fatalf("shadow: %+v", st)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the shadow did not finish: %+v", sh.Stats())
+		}
+	}
+	sh.Close()
+	for i, c := range traffic {
+		q := c.Request.Questions[0]
+		if _, err := l.Outcome(t.Context(), fmt.Sprint("r", i), q.ID, q.Options[c.Expected[0]].Key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+
+	check := func(how, stdout string, source string) {
+		t.Helper()
+		var rep outcomes.ShadowReport
+		if err := json.Unmarshal([]byte(stdout), &rep); err != nil || len(rep.Signatures) != 1 || rep.Source != source {
+			t.Fatalf("%s: %v: %s", how, err, stdout)
+		}
+		s := rep.Signatures[0]
+		t.Logf("%s: %s vs %s: %s: %s", how, s.Model, s.Candidate, s.Recommendation, s.Evidence)
+		if s.Model != "good" || s.Candidate != "worse" || s.N != len(traffic) || s.Labelled != len(traffic) ||
+			s.Recommendation != calibration.RecommendKeep || !strings.Contains(s.Evidence, "the candidate is worse") {
+			t.Fatalf("%s: %+v", how, s)
+		}
+	}
+	stdout, stderr, err := cli(t, "shadow", "--report", "--config", cfgPath)
+	if err != nil {
+		t.Fatalf("shadow --report: %v\n%s", err, stderr)
+	}
+	check("shadow --report --config", stdout, decisionlog.FaceShadow)
+
+	stdout, stderr, err = cli(t, "replay", "--from-log", "--candidate", "worse", "--config", cfgPath)
+	if err != nil {
+		t.Fatalf("replay: %v\n%s", err, stderr)
+	}
+	check("replay --from-log", stdout, "replay")
+
+	// The same report from a server over the log.
+	l, err = decisionlog.Open(t.Context(), decisionlog.Options{Path: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close(t.Context()) })
+	srv := httptest.NewServer(httpapi.New(httpapi.Options{Answer: answer.New(answer.Options{Router: fleet.New(nodes, fleet.Options{})}), DecisionLog: l, Keys: []string{"sk-shadow-test-key-0123456789"}}))
+	t.Cleanup(srv.Close)
+	if _, _, err := cli(t, "shadow", "--report", "--url", srv.URL); err == nil {
+		t.Fatal("shadow --report --url without the server's key succeeded")
+	}
+	stdout, stderr, err = cliEnv(t, map[string]string{"SHADOW_KEY": "sk-shadow-test-key-0123456789"}, "shadow", "--report", "--url", srv.URL, "--key-env", "SHADOW_KEY")
+	if err != nil {
+		t.Fatalf("shadow --report --url: %v\n%s", err, stderr)
+	}
+	check("shadow --report --url", stdout, decisionlog.FaceShadow)
+
+	for _, bad := range [][]string{
+		{"shadow"},
+		{"shadow", "--report", "--url", srv.URL, "--config", cfgPath},
+		{"replay", "--candidate", "worse"},
+		{"replay", "--from-log"},
+	} {
+		if _, _, err := cli(t, bad...); err == nil {
+			t.Errorf("%v succeeded", bad)
+		}
+	}
+}
+
+// cliEnv is cli with the variables env.
+func cliEnv(t *testing.T, env map[string]string, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	err := run(t.Context(), args, func(k string) string { return env[k] }, strings.NewReader(""), &out, &errb)
+	return out.String(), errb.String(), err
+}
