@@ -1,10 +1,8 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,9 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"system1/internal/answer"
-	"system1/internal/decision"
-	"system1/internal/decisionlog"
 	"system1/internal/fleet"
 	"system1/internal/outcomes"
 )
@@ -187,84 +182,9 @@ docs/shadow.md.
 		return err
 	}
 	now := time.Now()
-	rep, err := replayLog(ctx, answerPath(router, fits, nil, true), l, *candidate, now.Add(-*window), now, *limit)
+	rep, err := outcomes.Replay(ctx, answerPath(router, fits, nil, true), l, *candidate, now.Add(-*window), now, *limit)
 	if err != nil {
 		return err
 	}
 	return printJSON(e, rep)
-}
-
-// replayLog asks candidate, through svc, the questions logged from since to
-// until whose states and questions were kept, request by request, the
-// latest first, at most limit questions, and reports its answers against
-// the ones served.
-func replayLog(ctx context.Context, svc *answer.Service, l *decisionlog.Log, candidate string, since, until time.Time, limit int) (outcomes.ShadowReport, error) {
-	rep := outcomes.ShadowReport{Since: since.UTC(), Until: until.UTC(), Source: "replay", Signatures: []outcomes.ShadowSignature{}}
-	es, err := l.Window(ctx, since, until.Add(time.Nanosecond), "")
-	if err != nil {
-		return rep, err
-	}
-	qs, err := l.Questions(ctx, since, until.Add(time.Nanosecond))
-	if err != nil {
-		return rep, err
-	}
-	// The served answers per request, in the order written; a request's
-	// questions are asked together, over its one state, as they were.
-	type logged struct {
-		entries []decisionlog.Entry
-		req     decision.Request
-	}
-	byReq := map[string]*logged{}
-	var order []string
-	for _, e := range es {
-		if e.Face == decisionlog.FaceShadow || e.State == nil || e.Model == candidate {
-			continue
-		}
-		raw, ok := qs[decisionlog.QuestionKey{RequestID: e.RequestID, QuestionID: e.QuestionID}]
-		if !ok {
-			continue
-		}
-		var q decision.Question
-		if json.Unmarshal(raw, &q) != nil {
-			continue
-		}
-		g := byReq[e.RequestID]
-		if g == nil {
-			g = &logged{req: decision.Request{Model: candidate, State: e.State}}
-			byReq[e.RequestID] = g
-			order = append(order, e.RequestID)
-		}
-		g.entries = append(g.entries, e)
-		g.req.Questions = append(g.req.Questions, q)
-	}
-	var pairs []outcomes.ShadowPair
-	asked, failed := 0, 0
-	var firstErr error
-	for i := len(order) - 1; i >= 0 && asked < limit; i-- {
-		g := byReq[order[i]]
-		if asked+len(g.req.Questions) > limit {
-			continue
-		}
-		asked += len(g.req.Questions)
-		a, err := svc.Answer(ctx, answer.Request{Request: g.req, Face: "replay", RequestID: order[i]})
-		if err != nil {
-			if ctx.Err() != nil {
-				return rep, ctx.Err()
-			}
-			failed++
-			firstErr = cmp.Or(firstErr, err)
-			continue
-		}
-		for j, e := range g.entries {
-			pairs = append(pairs, outcomes.ShadowPair{Served: e, Candidate: candidate, Dist: a.Questions[j].Dist})
-		}
-	}
-	if asked == 0 {
-		return rep, errors.New("the decision log holds no question to replay in the window: replay needs decision_log.keep_states: true, which keeps each state and question")
-	}
-	if len(pairs) == 0 {
-		return rep, fmt.Errorf("the candidate answered none of the %d requests replayed: %w", failed, firstErr)
-	}
-	rep.Signatures = outcomes.ShadowReportOf(pairs)
-	return rep, nil
 }

@@ -19,4 +19,5 @@
 //	report.go   the steps after the engine (debias, prior, temperature), usage, warnings
 //	failure.go  Class, Classify, Failure: what a face maps to its status; redaction
 //	record.go   Recorder: one decisionlog.Record per answered question
+//	shadow.go   Shadow: a sampled share of answered requests asked of a candidate off the request path
 package answer

@@ -13,4 +13,7 @@
 //	report.go    ReportCalibration: calibration, reliability and suggested gates per bucket, from the log
 //	refit.go     Refit and FitsFile.RefitFromLog: a temperature adopted only when held-out NLL falls
 //	fitsfile.go  LoadFits, FitsFile: the fits file read, reloaded when it changes, written atomically
+//	drift.go     ReportDrift: label-free drift per model and question signature, in the calibration report
+//	shadow.go    ReportShadow, ShadowReportOf: a candidate's answers against the served ones, per signature
+//	replay.go    Replay: the logged questions asked of a candidate through the answer path, the same report
 package outcomes

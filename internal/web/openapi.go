@@ -199,6 +199,23 @@ func paths() obj {
 			"503": jsonReply("The decision log is off or failed.", "Error"),
 		},
 	}}
+	p["/v1/shadow"] = obj{"get": obj{
+		"operationId": "shadow",
+		"summary":     "How a shadow rollout's candidate compares with the served model, per question signature, with a recommendation and its evidence.",
+		"description": "Pairs every answer a candidate gave to a shadowed request (shadow in the configuration) with the served " +
+			"answer: agreement of the top answer, mean absolute change of the probabilities, confidence shift and, where outcomes " +
+			"were reported, accuracy, ECE and log-loss of each side. See docs/shadow.md.",
+		"parameters": []obj{
+			{"name": "window", "in": "query", "schema": obj{"type": "string"}, "description": "How far back: a duration such as 24h, or days such as 7d; default 7d."},
+		},
+		"responses": obj{
+			"200": jsonReply("The report, per served model, candidate and question signature.", "ShadowReport"),
+			"401": jsonReply("A key is configured and the caller's is missing or wrong.", "Error"),
+			"422": jsonReply("A query parameter is not valid.", "ValidationError"),
+			"429": jsonReply("The caller's key is over its rate.", "Error"),
+			"503": jsonReply("The decision log is off or failed.", "Error"),
+		},
+	}}
 	return p
 }
 
@@ -233,6 +250,7 @@ func schemas() map[string]*jsonschema.Schema {
 		"FeedbackRequest":   feedbackRequest(),
 		"FeedbackResult":    infer[outcomes.FeedbackResult](),
 		"CalibrationReport": infer[outcomes.CalibrationReport](),
+		"ShadowReport":      infer[outcomes.ShadowReport](),
 	}
 	for _, s := range all {
 		openObjects(s)

@@ -95,8 +95,8 @@ var policy = []rule{
 	},
 	{
 		pkgs: []string{"internal/outcomes"},
-		may:  []string{"internal/calibration", "internal/decision", "internal/decisionlog", "internal/jsonx", "internal/tracing"},
-		why:  "the learning loop over the decision log: feedback, calibration reports, refits, the fits file",
+		may:  []string{"internal/answer", "internal/calibration", "internal/decision", "internal/decisionlog", "internal/jsonx", "internal/tracing"},
+		why:  "the learning loop over the decision log: feedback, calibration, drift and shadow reports, refits, the fits file; a replay asks logged questions of a candidate through the answer path",
 	},
 	{
 		pkgs: []string{"internal/gateway"},
