@@ -1,0 +1,137 @@
+package calibration
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"system1/internal/decision"
+)
+
+// pairs makes n choice pairs over 3 options: the primary answers p, the
+// candidate c, and the outcome is right(i), -1 for none; each pair is a
+// request of its own.
+func pairs(n int, p, c func(i int) decision.Distribution, right func(i int) int) []Pair {
+	out := make([]Pair, n)
+	for i := range n {
+		out[i] = Pair{Kind: decision.Choice, Options: 3, Primary: p(i), Candidate: c(i), Expected: right(i), Request: fmt.Sprint("r", i)}
+	}
+	return out
+}
+
+func fixed(d ...float64) func(int) decision.Distribution {
+	return func(int) decision.Distribution { return d }
+}
+
+func TestCompareRecommends(t *testing.T) {
+	// The right answer is 0 in 3 cases of 4 and 1 otherwise.
+	mostly0 := func(i int) int {
+		if i%4 == 3 {
+			return 1
+		}
+		return 0
+	}
+	none := func(int) int { return -1 }
+	cases := []struct {
+		name     string
+		in       []Pair
+		want     string
+		evidence string
+	}{
+		{"too few pairs", pairs(MinComparePairs-1, fixed(0.6, 0.3, 0.1), fixed(0.1, 0.3, 0.6), mostly0), RecommendUndecided, "pairs compared"},
+		{"the same answers, no outcomes", pairs(50, fixed(0.6, 0.3, 0.1), fixed(0.6, 0.3, 0.1), none), RecommendEquivalent, "answer alike"},
+		{"other answers, no outcomes", pairs(50, fixed(0.6, 0.3, 0.1), fixed(0.1, 0.3, 0.6), none), RecommendKeep, "has not shown it is right"},
+		{"worse on the outcomes", pairs(100, fixed(0.6, 0.3, 0.1), fixed(0.1, 0.3, 0.6), mostly0), RecommendKeep, "the candidate is worse"},
+		{"better on the outcomes", pairs(100, fixed(0.1, 0.3, 0.6), fixed(0.6, 0.3, 0.1), mostly0), RecommendPromote, "the candidate is better"},
+		{"over-confident, same answers", pairs(100, fixed(0.7, 0.2, 0.1), fixed(0.98, 0.01, 0.01), mostly0), RecommendKeep, "log-loss"},
+		{"the same on the outcomes", pairs(100, fixed(0.6, 0.3, 0.1), fixed(0.6, 0.3, 0.1), mostly0), RecommendEquivalent, "no difference beyond the noise"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Compare(tc.in)
+			if c.Recommendation != tc.want || !strings.Contains(c.Evidence, tc.evidence) {
+				t.Fatalf("%s: %s; want %s (%q)", c.Recommendation, c.Evidence, tc.want, tc.evidence)
+			}
+		})
+	}
+}
+
+func TestCompareMeasures(t *testing.T) {
+	in := []Pair{
+		{Kind: decision.Choice, Options: 2, Primary: decision.Distribution{0.8, 0.2}, Candidate: decision.Distribution{0.6, 0.4}, Expected: 0, Request: "a"},
+		{Kind: decision.Choice, Options: 2, Primary: decision.Distribution{0.7, 0.3}, Candidate: decision.Distribution{0.2, 0.8}, Expected: -1, Request: "b"},
+		{Kind: decision.Noul, Options: 2, Primary: decision.Distribution{0.9, 0.1}, Candidate: decision.Distribution{0.9, 0.1}, Expected: 1, Request: "c"},
+		{Kind: decision.Choice, Options: 2, Primary: decision.Distribution{0.5, 0.6}, Candidate: decision.Distribution{0.5, 0.5}, Expected: 0}, // not a distribution
+	}
+	c := Compare(in)
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+	// |0.2|+|0.2| / 2, |0.5|+|0.5| / 2, 0: mean (0.2+0.5+0)/3.
+	if c.N != 3 || c.Skipped != 1 || !near(c.Agreement, 2.0/3) || !near(c.MeanAbsChange, 0.7/3) ||
+		!near(c.ConfidenceShift, ((0.6-0.8)+(0.8-0.7)+0)/3) || c.Labelled != 2 || c.LabelledRequests != 2 {
+		t.Fatalf("%+v", c)
+	}
+	if c.PrimaryScore == nil || !near(c.PrimaryScore.Accuracy, 0.5) || !near(c.CandidateScore.Accuracy, 0.5) ||
+		!near(c.NLLDiff, (-math.Log(0.6)+math.Log(0.8))/2) {
+		t.Fatalf("%+v %+v %+v", c, *c.PrimaryScore, *c.CandidateScore)
+	}
+	if c.Recommendation != RecommendUndecided {
+		t.Fatalf("3 pairs: %s", c.Recommendation)
+	}
+}
+
+func TestMeasureDrift(t *testing.T) {
+	answers := func(n int, conf func(i int) float64, top func(i int) int) []Answer {
+		out := make([]Answer, n)
+		for i := range n {
+			out[i] = Answer{Confidence: conf(i), Top: top(i), Options: 4}
+		}
+		return out
+	}
+	spread := func(i int) float64 { return 0.4 + 0.05*float64(i%12) } // 0.40..0.95
+	cycle := func(i int) int { return i % 4 }
+	cases := []struct {
+		name     string
+		ref, cur []Answer
+		alarm    bool
+		reason   string
+	}{
+		{"the same answers", answers(200, spread, cycle), answers(200, spread, cycle), false, ""},
+		{"confidences moved up", answers(200, spread, cycle), answers(200, func(int) float64 { return 0.97 }, cycle), true, "confidences moved"},
+		{"top answers collapsed", answers(200, spread, cycle), answers(200, spread, func(int) int { return 0 }), true, "top answers moved"},
+		{"too few to alarm", answers(200, spread, cycle), answers(MinDriftAnswers-1, func(int) float64 { return 0.97 }, cycle), false, ""},
+		{"no reference", nil, answers(100, spread, cycle), false, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := MeasureDrift(tc.ref, tc.cur, 0)
+			if d.Alarm != tc.alarm || !strings.Contains(d.Reason, tc.reason) || d.Threshold != DefaultDriftThreshold {
+				t.Fatalf("%+v", d)
+			}
+			if d.Reference != len(tc.ref) || d.Current != len(tc.cur) || math.IsNaN(d.PSI()) || math.IsInf(d.PSI(), 0) {
+				t.Fatalf("%+v", d)
+			}
+		})
+	}
+	// With no change, the PSI is near what sampling alone gives: two
+	// halves of one population do not alarm.
+	all := answers(400, func(i int) float64 { return 0.3 + 0.7*math.Mod(float64(i)*0.618034, 1) }, func(i int) int { return (i * 7) % 4 })
+	if d := MeasureDrift(all[:200], all[200:], 0); d.Alarm || !(d.ConfidencePSI < 3*d.Noise[0]) {
+		t.Fatalf("two halves of one population: %+v", d)
+	}
+}
+
+func TestPSI(t *testing.T) {
+	if p := psi([]float64{10, 10}, []float64{10, 10}); p != 0 {
+		t.Fatalf("identical histograms: %v", p)
+	}
+	// Shares 0.5/0.5 against 0.9/0.1 (before smoothing): PSI is
+	// 0.4*ln(0.9/0.5) + 0.4*ln(0.5/0.1), about 0.879, a little less smoothed.
+	p := psi([]float64{500, 500}, []float64{900, 100})
+	if want := 0.4*math.Log(0.9/0.5) + 0.4*math.Log(0.5/0.1); !(p < want && p > want-0.01) {
+		t.Fatalf("psi %v; want just under %v", p, want)
+	}
+	if p := psi([]float64{10, 0}, []float64{0, 10}); math.IsInf(p, 0) || math.IsNaN(p) || p <= 0 {
+		t.Fatalf("disjoint histograms: %v", p)
+	}
+}
