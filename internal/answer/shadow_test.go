@@ -160,19 +160,24 @@ func TestShadowRecordsTheCandidatesAnswers(t *testing.T) {
 }
 
 // The caller's latency with and without shadowing, side by side in one
-// run: the same answer path over the same engine, without a shadow, and
-// with every request (share=1) or one in ten (share=0.1) offered to a
-// candidate on its own engine. The shadow only draws and queues, so the
-// three should be within noise of each other; run with
+// run: the same answer path over the same engine, without a shadow, with
+// one request in ten (share=0.1) or every one (share=1) asked of a
+// candidate on its own engine, and with every one offered to a candidate
+// that never answers (share=1,full), so that the queue stays full and
+// the caller pays only the draw and the dropped offer. The fake engines
+// run in this process, so a candidate that answers competes with the
+// caller for the same CPUs, which a candidate on its own engine does
+// only for system1's share of the work; run with
 //
 //	go test ./internal/answer -run '^$' -bench ShadowCallerLatency -count 5
 func BenchmarkShadowCallerLatency(b *testing.B) {
 	for _, c := range []struct {
 		name  string
 		share float64
-	}{{"off", 0}, {"share=0.1", 0.1}, {"share=1", 1}} {
+		cand  fakeengine.Behavior
+	}{{"off", 0, fakeengine.Behavior{}}, {"share=0.1", 0.1, fakeengine.Behavior{}}, {"share=1", 1, fakeengine.Behavior{}}, {"share=1,full", 1, fakeengine.Behavior{Fault: fakeengine.Hang}}} {
 		b.Run(c.name, func(b *testing.B) {
-			svc, sh := shadowed(b, fakeengine.Behavior{}, answer.DefaultShadowQueue, c.share, nil)
+			svc, sh := shadowed(b, c.cand, answer.DefaultShadowQueue, c.share, nil)
 			req := twoQuestions("m")
 			for b.Loop() {
 				if _, err := svc.Answer(b.Context(), req); err != nil {
