@@ -56,12 +56,9 @@ func checkShadow(rules []Shadow) []error {
 }
 
 func (d Drift) check() []error {
-	var errs []error
-	if d.Window < 0 || d.Reference < 0 {
-		errs = append(errs, fmt.Errorf("drift: window and reference must not be negative"))
-	}
+	// The windows are durations, which parse only when not negative.
 	if !(d.Threshold >= 0) || math.IsInf(d.Threshold, 0) {
-		errs = append(errs, fmt.Errorf("drift.threshold: %v is not a finite number >= 0 (0 is the default, 0.25)", d.Threshold))
+		return []error{fmt.Errorf("drift.threshold: %v is not a finite number >= 0 (0 is the default, 0.25)", d.Threshold)}
 	}
-	return errs
+	return nil
 }
