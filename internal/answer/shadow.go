@@ -183,6 +183,7 @@ func (s *Shadow) ask(j shadowJob) {
 	req.Face = decisionlog.FaceShadow
 	req.RequestID = decisionlog.ShadowRequestID(j.req.RequestID)
 	req.Start = time.Now()
+	req.Provider = "" // a chain link's fits were learnt on its own model, not the candidate
 	res, err := j.svc.fleet.Decide(ctx, req.Request)
 	if err == nil {
 		if f := j.svc.unanswered(req.Request, res); f != nil {
