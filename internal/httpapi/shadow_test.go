@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,17 +38,40 @@ type shadowRig struct {
 	goodEngine  *fakeengine.Fake
 }
 
+// trained is the simulated model trained on half of AG News, and 200
+// cases of the other half to ask it: trained once for the tests here,
+// which change only their copies.
+var trained struct {
+	once    sync.Once
+	model   *simmodel.Model
+	traffic []cases.Case
+	err     error
+}
+
+func trainedSim(t *testing.T) (*simmodel.Model, []cases.Case) {
+	t.Helper()
+	path := testengine.SharedData(t, "agnews-dev.jsonl")
+	trained.once.Do(func() {
+		all, err := cases.ReadFiles(0, path)
+		if err != nil {
+			trained.err = err
+			return
+		}
+		train, traffic := simmodel.Split(all, 0.5)
+		trained.model, trained.err = simmodel.Train(train, simmodel.DefaultOptions())
+		trained.traffic = traffic[:min(200, len(traffic))]
+	})
+	if trained.err != nil {
+		t.Fatal(trained.err)
+	}
+	return trained.model, trained.traffic
+}
+
 func newShadowRig(t *testing.T) *shadowRig {
 	t.Helper()
-	all, err := cases.ReadFiles(0, testengine.SharedData(t, "agnews-dev.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	train, traffic := simmodel.Split(all, 0.5)
-	good, err := simmodel.Train(train, simmodel.DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, traffic := trainedSim(t)
+	good := new(simmodel.Model)
+	*good = *m
 	// The worse candidate is the same classifier served far more
 	// over-confident and pulled toward the first label: wrong more often,
 	// and surer when wrong.
@@ -70,6 +94,7 @@ func newShadowRig(t *testing.T) *shadowRig {
 		}
 		nodes = append(nodes, n)
 	}
+	var err error
 	r.dlog, err = decisionlog.Open(t.Context(), decisionlog.Options{Path: filepath.Join(t.TempDir(), "decisions.db")})
 	if err != nil {
 		t.Fatal(err)
