@@ -2,8 +2,8 @@ package main
 
 import (
 	"fmt"
-	"time"
 	"log/slog"
+	"time"
 
 	"system1/internal/answer"
 	"system1/internal/config"
