@@ -193,3 +193,28 @@ func BenchmarkShadowCallerLatency(b *testing.B) {
 		})
 	}
 }
+
+// The service serve builds is the answer path WithCache; its shadow
+// still asks the candidate on the whole fleet, as does a link held to
+// some nodes (Only).
+func TestShadowSurvivesWithCacheAndOnly(t *testing.T) {
+	var rec syncRecords
+	svc, sh := shadowed(t, fakeengine.Behavior{}, 16, 1, &rec)
+	for _, s := range []*answer.Service{svc.WithCache(nil), svc.Only([]string{"m"})} {
+		if _, err := s.Answer(t.Context(), twoQuestions("m")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+		st := sh.Stats()
+		if st.Asked+st.Dropped+st.Failed == st.Sampled {
+			if st.Sampled != 2 || st.Asked != 2 {
+				t.Fatalf("stats %+v; want both asked of the candidate", st)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the shadow did not finish: %+v", st)
+		}
+	}
+}
