@@ -77,7 +77,7 @@ func (s *Service) WithCache(c *Cache) *Service {
 type Request struct {
 	decision.Request
 	// Face names the face in the records: decisionlog.FaceSystemOne,
-	// FaceDecide or FaceMCP.
+	// FaceDecisions, FaceDecide or FaceMCP.
 	Face string
 	// RequestID is the id the caller can report outcomes under.
 	RequestID string
@@ -87,6 +87,8 @@ type Request struct {
 	// Provider is the link of the decide chain asking, whose fits apply
 	// before the model's; empty for none.
 	Provider string
+	// Gate is what an answer must clear not to be refused.
+	Gate Gate
 }
 
 // Answer is a request answered: every question, calibrated, with the
@@ -134,11 +136,13 @@ type Question struct {
 	// the node; Attempts are every try of the question, in order.
 	Model, Node string
 	Attempts    []fleet.Attempt
-	// Refusal, when not empty, says why the answer is not one to act on,
-	// though Dist is still the reading: today, that a System One upstream
-	// declined it (its abstention gate). The decide chain abstains on it;
-	// the System One wire, which has no word for it, answers as read.
-	Refusal string
+	// Refusal, when not nil, says why the service will not stand behind
+	// the answer (see Gate and refuse). Dist is still the reading where
+	// there is one; a node that refused outright (a Decisions endpoint's
+	// refusal) gave none, and then Dist is nil. The Decisions wire answers
+	// it with a refusal, the System One wire, which has no word for it,
+	// with an error naming the question, decide with an abstention.
+	Refusal *Refusal
 }
 
 // Answer asks the fleet every question of req and, when every one was
@@ -169,9 +173,14 @@ func (s *Service) Answer(ctx context.Context, req Request) (a *Answer, err error
 		return nil, f
 	}
 	a = report(req, res, fits)
-	if f := s.check(req.Request, a); f != nil {
+	declined := make([]string, len(res.Questions))
+	for i, q := range res.Questions {
+		declined[i] = q.Abstain
+	}
+	if f := s.check(req.Request, declined, a); f != nil {
 		return nil, f
 	}
+	refuse(req, declined, a)
 	switch {
 	case c.bypass:
 		a.Cache = CacheBypass

@@ -142,6 +142,9 @@ func (s *Service) cacheKey(req Request, fits *calibration.Fits) lookup {
 		h.str(strconv.Itoa(fits.Version))
 		h.str(fits.Revision)
 	}
+	// The gate: what it refuses is part of the answer stored.
+	h.str(strconv.FormatFloat(req.Gate.MinLabelMass, 'g', -1, 64))
+	h.str(strconv.FormatBool(req.Gate.None))
 	h.raw(req.State)
 	h.str(strconv.Itoa(len(req.Questions)))
 	for _, q := range req.Questions {

@@ -69,6 +69,10 @@ func TestCacheKeyHoldsEveryField(t *testing.T) {
 			v.Set(reflect.ValueOf(time.Now()))
 		case typ.Kind() == reflect.String:
 			v.SetString(v.String() + "x")
+		case typ.Kind() == reflect.Float64:
+			v.SetFloat(v.Float() + 0.5)
+		case typ.Kind() == reflect.Bool:
+			v.SetBool(!v.Bool())
 		default:
 			t.Errorf("%s: a %s; teach this test to change one", path, typ)
 			return

@@ -147,11 +147,15 @@ func (s *Service) unanswered(req decision.Request, res *fleet.Result) *Failure {
 
 // check holds every distribution answered to the domain's rules (one
 // probability per option, each in [0,1], summing to 1) before anything
-// is recorded, whatever the node: one that fails is malformed.
-func (s *Service) check(req decision.Request, a *Answer) *Failure {
+// is recorded, whatever the node: one that fails is malformed. A question
+// the node declined outright has none to check.
+func (s *Service) check(req decision.Request, declined []string, a *Answer) *Failure {
 	var ps []Problem
 	for i, q := range req.Questions {
 		got := a.Questions[i]
+		if got.Dist == nil && declined[i] != "" {
+			continue
+		}
 		if err := got.Dist.Check(len(q.Options)); err != nil {
 			err = fmt.Errorf("node %s: the answer failed the checks: %w", got.Node, err)
 			ps = append(ps, Problem{Question: q.ID, Class: Malformed, Message: err.Error(), Cause: err.Error(), Attempts: got.Attempts, Err: err})

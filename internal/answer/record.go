@@ -26,6 +26,9 @@ func (s *Service) record(req Request, a *Answer) {
 	now := time.Now()
 	for i, q := range req.Questions {
 		got := a.Questions[i]
+		if got.Dist == nil { // declined by the node: no reading to record
+			continue
+		}
 		keys := make([]string, len(q.Options))
 		for j, o := range q.Options {
 			keys[j] = o.Key

@@ -65,7 +65,7 @@ func report(req Request, res *fleet.Result, fits *calibration.Fits) *Answer {
 	for i, q := range req.Questions {
 		got := res.Questions[i]
 		d := got.Dist
-		out := Question{Engine: d, LabelMass: got.Mass, Model: got.Model, Node: got.Node, Attempts: got.Attempts, Refusal: got.Abstain}
+		out := Question{Engine: d, LabelMass: got.Mass, Model: got.Model, Node: got.Node, Attempts: got.Attempts}
 		if got.Orders > 1 {
 			out.Engine = got.Raw
 			out.Steps = append(out.Steps, decision.Step{Name: decision.StepDebias, Version: decision.DebiasVersion(got.Orders), Dist: d})
@@ -74,7 +74,7 @@ func report(req Request, res *fleet.Result, fits *calibration.Fits) *Answer {
 			d = d.DivideOut(got.Prior)
 			out.Steps = append(out.Steps, decision.Step{Name: decision.StepPrior, Version: got.PriorVersion, Dist: d})
 		}
-		if fits != nil {
+		if fits != nil && d != nil { // a question the node declined has nothing to temper
 			if ft, ok := fits.Lookup(req.Provider, got.Model, q.Kind, len(d)); ok {
 				d = d.Temper(ft.Temperature)
 				v := decision.TemperatureVersion(fits.Version, ft.Temperature, ft.Date, fits.Revision)

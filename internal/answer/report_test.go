@@ -38,12 +38,17 @@ func TestCheckRefusesWhatIsNotADistribution(t *testing.T) {
 	req := decision.Request{Questions: []decision.Question{{ID: "q", Kind: decision.Choice, Options: make([]decision.Option, 2)}}}
 	s := New(Options{})
 	for _, c := range []struct {
-		d    decision.Distribution
-		good bool
-	}{{decision.Distribution{0.5, 0.5}, true}, {decision.Distribution{0.5, 0.4}, false}, {decision.Distribution{1}, false},
-		{decision.Distribution{0.5, 0.5, 0}, false}, {decision.Distribution{1.5, -0.5}, false}} {
+		d        decision.Distribution
+		declined string
+		good     bool
+	}{{decision.Distribution{0.5, 0.5}, "", true}, {decision.Distribution{0.5, 0.4}, "", false}, {decision.Distribution{1}, "", false},
+		{decision.Distribution{0.5, 0.5, 0}, "", false}, {decision.Distribution{1.5, -0.5}, "", false},
+		// A question the node declined outright has no reading to check;
+		// one it answered without a reading is malformed.
+		{nil, "the endpoint refused to answer it", true}, {nil, "", false},
+		{decision.Distribution{0.5, 0.4}, "declined, but its reading is still checked", false}} {
 		d := c.d
-		f := s.check(req, &Answer{Questions: []Question{{Dist: d, Node: "n"}}})
+		f := s.check(req, []string{c.declined}, &Answer{Questions: []Question{{Dist: d, Node: "n"}}})
 		if (f == nil) != c.good || (f != nil && (f.Class != NoAnswer || f.Problems[0].Class != Malformed || !strings.Contains(f.Error(), "node n: the answer failed the checks"))) {
 			t.Errorf("%v: %+v", d, f)
 		}

@@ -33,7 +33,7 @@ func endQuestions(qs *tracing.Questions, req decision.Request, a *Answer, err er
 	}
 	for i, q := range req.Questions {
 		switch perr, ok := failed[q.ID]; {
-		case a != nil && a.Questions[i].Refusal != "":
+		case a != nil && a.Questions[i].Refusal != nil:
 			qs.End(i, traceAbstained, nil)
 		case a != nil:
 			qs.End(i, traceAnswered, nil)

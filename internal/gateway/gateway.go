@@ -279,7 +279,8 @@ func (g *Gateway) Decide(ctx context.Context, raw []byte, defaultID string) *Res
 	q := query{Question: req.Question, Options: req.Options, Context: req.Context, Debias: req.Debias, Prior: req.Prior, None: req.NoneOption}
 	ctx, cancel := context.WithTimeout(ctx, g.deadline)
 	defer cancel()
-	g.run(ctx, log, q, gate{threshold: threshold, minMass: minMass}, res, answer.Request{Face: g.opt.Face, RequestID: res.RequestID, Start: start})
+	g.run(ctx, log, q, gate{threshold: threshold, minMass: minMass}, res, answer.Request{Face: g.opt.Face, RequestID: res.RequestID, Start: start,
+		Gate: answer.Gate{MinLabelMass: minMass, None: q.None}})
 	return res
 }
 
@@ -396,6 +397,14 @@ func (g *Gateway) answer(q query, p *link, r reading, gt gate, at *Attempt, res 
 	if model == "" {
 		model = p.model
 	}
+	if r.Dist == nil { // the node declined outright: there is no reading to report
+		name := p.name
+		res.Status, res.Provider, res.Grade = Abstained, &name, GradeEscalate
+		res.Calibration = &Steps{Steps: []CalibrationStep{}}
+		at.Outcome, at.Detail = OutcomeAbstained, r.Refusal.Detail
+		res.Rationale = fmt.Sprintf("System 1 abstained: provider %q declined to decide (%s) and gave no probabilities. There is no decision. Reason this through yourself.", name, r.Refusal.Detail)
+		return
+	}
 	d := r.Dist
 	var none float64
 	if q.None { // the implicit option is last
@@ -438,22 +447,28 @@ func (g *Gateway) answer(q query, p *link, r reading, gt gate, at *Attempt, res 
 	gg := gradeGate(r.fits, name, model, q.Kind(), len(r.Dist), threshold)
 	res.Gate = &gg
 	res.Grade = grade(conf, second, gg.Value)
+	// Whether the answer is refused is the answer path's one rule
+	// (answer.Refusal); the gateway words it.
+	reason := answer.Reason("")
+	if r.Refusal != nil {
+		reason = r.Refusal.Reason
+	}
 	switch {
-	case r.Abstain != "":
+	case reason == answer.RefusedUpstream:
 		res.Status = Abstained
 		at.Outcome = OutcomeAbstained
-		at.Detail = r.Abstain
+		at.Detail = r.Refusal.Detail
 		res.Grade = GradeEscalate
 		res.Rationale = fmt.Sprintf("System 1 abstained: provider %q declined to decide (%s). Its best guess was %q at probability %.*f (%s), but there is no decision. Reason this through yourself.",
-			name, r.Abstain, choice, decimals, conf, cal)
-	case q.None && none >= d[best]:
+			name, r.Refusal.Detail, choice, decimals, conf, cal)
+	case reason == answer.RefusedNone:
 		res.Status = Abstained
 		at.Outcome = OutcomeOK
 		at.Detail = r.Detail
 		res.Grade = GradeEscalate
 		res.Rationale = fmt.Sprintf("System 1 abstained: no option seemed to fit. The implicit option %q won at probability %.*f (%s); the best of yours was %q at %.*f. There is no decision. Reason this through yourself, or offer an option that fits.",
 			decision.NoneOption, decimals, none, cal, choice, decimals, conf)
-	case res.LabelMass != nil && r.LabelMass < gt.minMass:
+	case reason == answer.RefusedLabelMass:
 		res.Status = Abstained
 		at.Outcome = OutcomeOK
 		at.Detail = r.Detail

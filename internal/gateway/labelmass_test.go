@@ -96,3 +96,25 @@ func TestDecideNoneOption(t *testing.T) {
 		}
 	}
 }
+
+// A Decisions node that refuses the question outright gives no
+// probabilities: decide abstains, saying the provider declined, with
+// nothing made up; a node that answers is decided as any.
+func TestDecideDecisionsNodeRefusal(t *testing.T) {
+	for _, tc := range []struct {
+		refuse bool
+		status string
+	}{{true, Abstained}, {false, Decided}} {
+		d := fakeengine.StartDecisions(t, fakeengine.Reply{Model: "tiny", Probs: []float64{0.8, 0.2}, Abstain: tc.refuse})
+		g := gatewayFor(t, fmt.Sprintf("gateway:\n  threshold: 0.5\nnodes:\n  - {name: n1, url: %s, dialect: decisions, models: [tiny]}\nproviders:\n  - {name: openai, kind: engine, model: tiny}\n", d.URL))
+		res := decide(t, g, `{"question":"Which?","options":["a","b"]}`)
+		if res.Status != tc.status || d.Calls.Load() != 1 {
+			t.Fatalf("refuse %v: %+v (%d calls)", tc.refuse, res, d.Calls.Load())
+		}
+		if tc.refuse && (res.Probabilities != nil || res.Confidence != nil || res.Decision != nil || res.Grade != GradeEscalate ||
+			!strings.Contains(res.Rationale, `provider "openai" declined to decide (the Decisions endpoint refused to answer it) and gave no probabilities`) ||
+			len(res.Attempts) != 1 || res.Attempts[0].Outcome != OutcomeAbstained) {
+			t.Errorf("a refusal: %+v", res)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package gateway
 import (
 	"encoding/json"
 
+	"system1/internal/answer"
 	"system1/internal/calibration"
 	"system1/internal/decision"
 )
@@ -92,9 +93,11 @@ type reading struct {
 	FitVersion string
 	// Model is the model that answered, as the node reports it.
 	Model string
-	// Abstain, when not empty, says why the node itself declined to
-	// decide.
-	Abstain string
+	// Refusal, when not nil, is why the answer path will not stand
+	// behind the reading (answer.Refusal): the node declined, the
+	// implicit none option won, or the label mass was under the gate.
+	// Dist is nil when the node declined without a reading.
+	Refusal *answer.Refusal
 	// Detail is a note for the attempt's record.
 	Detail string
 	// Steps are the steps applied to the engine's reading, in order

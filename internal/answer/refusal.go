@@ -1,0 +1,95 @@
+package answer
+
+import (
+	"fmt"
+	"math"
+
+	"system1/internal/decision"
+)
+
+// Gate is what a question's answer must clear for the service to stand
+// behind it. A question that does not is still answered, with a Refusal
+// saying why; each face renders that its own way (a refusal answer on
+// the Decisions wire, an error naming the question on the System One
+// wire, an abstention on decide).
+type Gate struct {
+	// MinLabelMass refuses a question whose engine put less than this
+	// probability on the option labels at all (no option seemed to fit),
+	// where the engine can tell; 0 refuses none.
+	MinLabelMass float64
+	// None says that the last option of every choice question is the
+	// implicit decision.NoneOption, which the face added: a question where
+	// it is at least as likely as every other option is refused.
+	None bool
+}
+
+// Reason is why a question was refused.
+type Reason string
+
+// The reasons for a refusal, in the order they are checked.
+const (
+	// RefusedUpstream: the node itself declined (a Decisions endpoint's
+	// refusal, a System One endpoint's abstention mark).
+	RefusedUpstream Reason = "upstream"
+	// RefusedNone: the implicit option "none of these options fits" won.
+	RefusedNone Reason = "none_option"
+	// RefusedLabelMass: the engine put less than the gate's
+	// MinLabelMass on the labels.
+	RefusedLabelMass Reason = "label_mass"
+)
+
+// Refusal says why the service will not stand behind a question's
+// answer.
+type Refusal struct {
+	Reason Reason
+	// Detail is the node's own words, for RefusedUpstream.
+	Detail string
+	// None is the implicit option's probability, for RefusedNone.
+	None float64
+	// LabelMass and MinLabelMass are the mass read and the gate's, for
+	// RefusedLabelMass.
+	LabelMass, MinLabelMass float64
+}
+
+// String is the refusal as a caller reads it.
+func (r *Refusal) String() string {
+	switch r.Reason {
+	case RefusedUpstream:
+		return "the node declined to answer it: " + r.Detail
+	case RefusedNone:
+		return fmt.Sprintf("no option seemed to fit: the implicit option %q won at probability %.2f", decision.NoneOption, r.None)
+	case RefusedLabelMass:
+		return fmt.Sprintf("no option seemed to fit: the model put only %.3f of its probability on the options at all, under the requested minimum label mass %v", r.LabelMass, r.MinLabelMass)
+	}
+	return string(r.Reason)
+}
+
+// Refused reports whether any question of a was refused.
+func (a *Answer) Refused() bool {
+	for _, q := range a.Questions {
+		if q.Refusal != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// refuse gives each question of a that the gate, or the node, will not
+// stand behind its Refusal: first a node's own, then the implicit none
+// option winning, then too little label mass (only where the engine can
+// tell). It is the one rule every face's refusals and abstentions come
+// from.
+func refuse(req Request, declined []string, a *Answer) {
+	for i, q := range req.Questions {
+		got := &a.Questions[i]
+		switch d := got.Dist; {
+		case declined[i] != "":
+			got.Refusal = &Refusal{Reason: RefusedUpstream, Detail: declined[i]}
+		case req.Gate.None && q.Kind == decision.Choice && len(d) > 1 && len(d) == len(q.Options) && q.Options[len(d)-1].Key == decision.NoneOption &&
+			d[len(d)-1] >= d[:len(d)-1][d[:len(d)-1].Argmax()]:
+			got.Refusal = &Refusal{Reason: RefusedNone, None: d[len(d)-1]}
+		case !math.IsNaN(got.LabelMass) && got.LabelMass < req.Gate.MinLabelMass:
+			got.Refusal = &Refusal{Reason: RefusedLabelMass, LabelMass: got.LabelMass, MinLabelMass: req.Gate.MinLabelMass}
+		}
+	}
+}
