@@ -187,7 +187,7 @@ type Timeouts struct {
 type Node struct {
 	Name    string   `yaml:"name"`
 	URL     string   `yaml:"url"`
-	Dialect string   `yaml:"dialect"` // llamacpp | ollama | openai | systemone
+	Dialect string   `yaml:"dialect"` // llamacpp | ollama | openai | systemone | decisions
 	Models  []string `yaml:"models"`  // optional: else discovered from the node
 	KeyEnv  string   `yaml:"key_env"` // optional: bearer key read from this variable
 	Timeout Duration `yaml:"timeout"` // per engine call
@@ -292,7 +292,7 @@ const MaxOptions = 255
 const MaxPriorCount = 1 << 20
 
 // Dialects a node may speak.
-var Dialects = []string{"llamacpp", "ollama", "openai", "systemone"}
+var Dialects = []string{"llamacpp", "ollama", "openai", "systemone", "decisions"}
 
 // ProviderKinds the gateway knows.
 var ProviderKinds = []string{"engine", "systemone"}

@@ -122,30 +122,6 @@ func input(state json.RawMessage) json.RawMessage {
 	return appendString(nil, jsonx.Text(state))
 }
 
-// FailureKind is what an endpoint's refusal means for the request.
-type FailureKind int
-
-// The kinds of refusal. They name the domain's failure kinds of the same
-// meaning (engine.Rejected and so on), which the fleet maps them to.
-const (
-	// Unavailable: a 5xx other than 501, or a status with no other
-	// meaning. Another node may answer.
-	Unavailable FailureKind = iota
-	// Rejected: the request itself was refused (400, 404 for the model,
-	// 413, 422, and 501, an engine that cannot serve decisions). No node
-	// answers it differently; it is the caller's error.
-	Rejected
-	// RateLimited: 429 or 529. The node asked to be left alone for
-	// RetryAfter.
-	RateLimited
-	// Timeout: 408 or 504.
-	Timeout
-)
-
-func (k FailureKind) String() string {
-	return [...]string{"unavailable", "rejected", "rate_limited", "timeout"}[k]
-}
-
 // StatusError is a Decisions endpoint's refusal, read from its envelope.
 type StatusError struct {
 	Status  int
@@ -158,24 +134,18 @@ type StatusError struct {
 }
 
 func (e *StatusError) Error() string {
-	msg := e.Message
-	if e.Param != "" {
-		msg = e.Param + ": " + msg
-	}
-	return fmt.Sprintf("status %d: %s", e.Status, msg)
+	return fmt.Sprintf("status %d: %s", e.Status, e.Detail())
 }
 
-// Kind classifies the refusal.
-func (e *StatusError) Kind() FailureKind {
-	switch e.Status {
-	case 400, 404, 413, 422, 501:
-		return Rejected
-	case 429, 529:
-		return RateLimited
-	case 408, 504:
-		return Timeout
+// Detail is the refusal in the endpoint's words, with the field it named:
+// "questions[2].choices: too many". What the status means for the
+// request (the caller's, a rate limit, a node down) is the fleet's one
+// rule (engine.StatusFailure), which reads it from Status.
+func (e *StatusError) Detail() string {
+	if e.Param != "" {
+		return e.Param + ": " + e.Message
 	}
-	return Unavailable
+	return e.Message
 }
 
 // ParseError reads an error body: OpenAI's envelope (with code a string,

@@ -88,7 +88,8 @@ func TestClientAsksOverHTTP(t *testing.T) {
 }
 
 // An endpoint's refusal comes back as a *StatusError read from its
-// envelope, classified, with the pause it asked for.
+// envelope, with its status and the pause it asked for (the fleet
+// classifies it by the status).
 func TestClientRefusals(t *testing.T) {
 	srv, _ := decisionsServer(t, map[string]*Error{
 		"limited": TooManyRequests("slow down", 2500*time.Millisecond),
@@ -100,14 +101,13 @@ func TestClientRefusals(t *testing.T) {
 	for _, tc := range []struct {
 		model       string
 		status      int
-		kind        FailureKind
 		code, param string
 		retry       time.Duration
 	}{
-		{"limited", 429, RateLimited, CodeRateLimitExceeded, "", 2500 * time.Millisecond},
-		{"gone", 404, Rejected, CodeModelNotFound, "model", 0},
-		{"busy", 503, Unavailable, "", "", time.Second},
-		{"long", 400, Rejected, CodeContextLengthExceeded, "input", 0},
+		{"limited", 429, CodeRateLimitExceeded, "", 2500 * time.Millisecond},
+		{"gone", 404, CodeModelNotFound, "model", 0},
+		{"busy", 503, "", "", time.Second},
+		{"long", 400, CodeContextLengthExceeded, "input", 0},
 	} {
 		req.Model = tc.model
 		_, err := (&Client{BaseURL: srv.URL, HTTP: srv.Client()}).Ask(context.Background(), req)
@@ -115,8 +115,9 @@ func TestClientRefusals(t *testing.T) {
 		if !errors.As(err, &se) {
 			t.Fatalf("%s: %v", tc.model, err)
 		}
-		if se.Status != tc.status || se.Kind() != tc.kind || se.Code != tc.code || se.Param != tc.param || se.RetryAfter != tc.retry || se.Message == "" {
-			t.Errorf("%s: %+v (%s)", tc.model, se, se.Kind())
+		if se.Status != tc.status || se.Code != tc.code || se.Param != tc.param || se.RetryAfter != tc.retry || se.Message == "" ||
+			(tc.param != "" && !strings.HasPrefix(se.Detail(), tc.param+": ")) {
+			t.Errorf("%s: %+v (%s)", tc.model, se, se.Detail())
 		}
 	}
 	// A question the server cannot take is the request's fault.
@@ -124,7 +125,7 @@ func TestClientRefusals(t *testing.T) {
 	req.Questions[1].Options = req.Questions[1].Options[:1]
 	_, err := (&Client{BaseURL: srv.URL, HTTP: srv.Client()}).Ask(context.Background(), req)
 	var se *StatusError
-	if !errors.As(err, &se) || se.Kind() != Rejected || se.Param != "questions[1].choices" {
+	if !errors.As(err, &se) || se.Status != http.StatusBadRequest || se.Param != "questions[1].choices" {
 		t.Errorf("one choice: %v", err)
 	}
 }
@@ -140,33 +141,32 @@ func TestClientMalformedReply(t *testing.T) {
 	}
 }
 
-// Upstream envelopes as servers of this wire write them, read and
-// classified: an engine's 501 is the request's fault, never a node's.
+// Upstream envelopes as servers of this wire write them, read: the
+// message, type, code (vLLM's integer as its text) and param.
 func TestParseError(t *testing.T) {
 	for _, tc := range []struct {
 		status                    int
 		body                      string
 		message, typ, code, param string
-		kind                      FailureKind
 	}{
 		{400, `{"error":{"message":"questions[2].choices: too many","type":"invalid_request_error","param":"questions[2].choices","code":null}}`,
-			"questions[2].choices: too many", "invalid_request_error", "", "questions[2].choices", Rejected},
+			"questions[2].choices: too many", "invalid_request_error", "", "questions[2].choices"},
 		{400, `{"error":{"message":"1 question of 65: at most 64","type":"BadRequestError","param":null,"code":400}}`,
-			"1 question of 65: at most 64", "BadRequestError", "400", "", Rejected},
+			"1 question of 65: at most 64", "BadRequestError", "400", ""},
 		{501, `{"error":{"message":"The model does not support the decisions API","type":"NotImplementedError","param":null,"code":501}}`,
-			"The model does not support the decisions API", "NotImplementedError", "501", "", Rejected},
+			"The model does not support the decisions API", "NotImplementedError", "501", ""},
 		{404, `{"error":{"message":"Model not found gpt-5.6-luna","type":"invalid_request_error","param":"model","code":null}}`,
-			"Model not found gpt-5.6-luna", "invalid_request_error", "", "model", Rejected},
-		{422, `{"error":{"message":"bad","type":"invalid_request"}}`, "bad", "invalid_request", "", "", Rejected},
-		{429, `{"error":{"message":"slow","type":"requests","param":null,"code":"rate_limit_exceeded"}}`, "slow", "requests", "rate_limit_exceeded", "", RateLimited},
-		{503, `{"error":{"message":"saturated","type":"invalid_request"}}`, "saturated", "invalid_request", "", "", Unavailable},
-		{500, `{"error":"model crashed"}`, "model crashed", "", "", "", Unavailable},
-		{504, `upstream timed out`, "upstream timed out", "", "", "", Timeout},
-		{502, ``, "(empty body)", "", "", "", Unavailable},
+			"Model not found gpt-5.6-luna", "invalid_request_error", "", "model"},
+		{422, `{"error":{"message":"bad","type":"invalid_request"}}`, "bad", "invalid_request", "", ""},
+		{429, `{"error":{"message":"slow","type":"requests","param":null,"code":"rate_limit_exceeded"}}`, "slow", "requests", "rate_limit_exceeded", ""},
+		{503, `{"error":{"message":"saturated","type":"invalid_request"}}`, "saturated", "invalid_request", "", ""},
+		{500, `{"error":"model crashed"}`, "model crashed", "", "", ""},
+		{504, `upstream timed out`, "upstream timed out", "", "", ""},
+		{502, ``, "(empty body)", "", "", ""},
 	} {
 		e := ParseError(tc.status, []byte(tc.body), 0)
-		if e.Message != tc.message || e.Type != tc.typ || e.Code != tc.code || e.Param != tc.param || e.Kind() != tc.kind {
-			t.Errorf("%d %s: %+v (%s)", tc.status, tc.body, e, e.Kind())
+		if e.Status != tc.status || e.Message != tc.message || e.Type != tc.typ || e.Code != tc.code || e.Param != tc.param {
+			t.Errorf("%d %s: %+v", tc.status, tc.body, e)
 		}
 	}
 }

@@ -51,7 +51,7 @@ func TestIdentity(t *testing.T) {
 	}
 	c := &Client{BaseURL: modelList(t, 429, `{"error":{"message":"slow down","type":"rate_limit_error"}}`)}
 	var se *StatusError
-	if _, err := c.Identity(context.Background(), "qwen"); !errors.As(err, &se) || se.Kind() != RateLimited {
+	if _, err := c.Identity(context.Background(), "qwen"); !errors.As(err, &se) || se.Status != 429 {
 		t.Fatalf("err %v, want a rate-limited StatusError", err)
 	}
 	c = &Client{BaseURL: modelList(t, 200, `<html>`)}

@@ -76,7 +76,7 @@ const (
 	Timeout                        // no answer in time: try another node
 	RateLimited                    // 429: leave the node alone until RetryAfter
 	Malformed                      // an answer that is not a usable reading: try another node
-	Rejected                       // the engine refused the request itself (400, context too long)
+	Rejected                       // the engine refused the request itself (400, 501, context too long)
 	Busy                           // the node's slots and queue are full: try another, no cooldown
 	Canceled                       // the caller gave up: nothing is known of the node
 )
@@ -133,7 +133,11 @@ func StatusFailure(status int, retryAfter time.Duration, msg string) *Failure {
 	switch {
 	case status == 429 || status == 529:
 		f.Kind = RateLimited
-	case status == 400 || status == 413 || status == 422:
+	case status == 400 || status == 413 || status == 422 || status == 501:
+		// 501: the engine cannot serve this request for the model (vLLM,
+		// llama.cpp and LocalAI without decision support): it will not
+		// change on a retry, so it is the request's, which the wires
+		// answer with a 4xx that the SDKs do not retry.
 		f.Kind = Rejected
 	case status == 408 || status == 504:
 		f.Kind = Timeout

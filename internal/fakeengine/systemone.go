@@ -46,8 +46,12 @@ type Reply struct {
 	Raw string
 	// Hang never answers: the request waits until the caller gives up.
 	Hang bool
-	// Abstain marks every answer abstained, as laya-serve's gate does.
+	// Abstain marks every answer abstained, as laya-serve's gate does; a
+	// fake Decisions endpoint refuses every question instead.
 	Abstain bool
+	// Refuse names the questions a fake Decisions endpoint answers with
+	// a refusal (a System One endpoint has no refusal).
+	Refuse []string
 	// Model is the model reported; default "fake-1".
 	Model string
 	// Fault misbehaves as on an engine where it can (Refuse, Hang,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"system1/internal/decision"
+	"system1/internal/decisionsapi"
 	"system1/internal/engine"
 	"system1/internal/engine/llamacpp"
 	"system1/internal/engine/ollama"
@@ -335,12 +336,15 @@ func traced(a answer, o engine.Outcome, model string) tracing.Attempt {
 // engine.Classify.
 func failure(err error) *engine.Failure {
 	var se *systemone.StatusError
+	var de *decisionsapi.StatusError
 	switch {
 	case err == nil:
 		return nil
 	case errors.As(err, &se):
 		return engine.StatusFailure(se.Code, se.RetryAfter, se.Message)
-	case errors.Is(err, systemone.ErrMalformed):
+	case errors.As(err, &de):
+		return engine.StatusFailure(de.Status, de.RetryAfter, de.Detail())
+	case errors.Is(err, systemone.ErrMalformed), errors.Is(err, decisionsapi.ErrMalformed):
 		return &engine.Failure{Kind: engine.Malformed, Err: err}
 	}
 	return engine.Classify(err)

@@ -128,7 +128,7 @@ func (r *Router) Decide(ctx context.Context, req decision.Request) (*Result, err
 	// request asked, so that a request asking for batch calibration finds
 	// it warm.
 	for i := range res.Questions {
-		if a := &res.Questions[i]; a.Err == nil {
+		if a := &res.Questions[i]; a.Err == nil && a.Dist != nil { // a refusal has no reading
 			r.prior.observe(req, req.Questions[i], a)
 		}
 	}

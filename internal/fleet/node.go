@@ -14,6 +14,7 @@ import (
 
 	"system1/internal/config"
 	"system1/internal/decision"
+	"system1/internal/decisionsapi"
 	"system1/internal/engine/llamacpp"
 	"system1/internal/engine/ollama"
 	"system1/internal/engine/openai"
@@ -116,8 +117,10 @@ func NewNode(c config.Node, getenv func(string) string, hc *http.Client) (*Node,
 		}
 	case "systemone":
 		n.Backend = UpstreamBackend(&systemone.Client{BaseURL: c.URL, Key: key, HTTP: hc})
+	case "decisions":
+		n.Backend = DecisionsBackend(&decisionsapi.Client{BaseURL: c.URL, Key: key, HTTP: hc})
 	default:
-		return nil, fmt.Errorf("node %s: dialect %q is not llamacpp, ollama, openai or systemone", c.Name, c.Dialect)
+		return nil, fmt.Errorf("node %s: dialect %q is not one of %s", c.Name, c.Dialect, strings.Join(config.Dialects, ", "))
 	}
 	// A key variable named but empty is a mistake, not a wish to send no
 	// key: the node is never asked, and says why.
@@ -227,7 +230,7 @@ func (n *Node) Discover(ctx context.Context) error {
 // of a node that /health, system1_health, the page and the metrics show.
 type State struct {
 	Name     string   `json:"name"`
-	Dialect  string   `json:"dialect" jsonschema:"llamacpp, ollama, openai or systemone."`
+	Dialect  string   `json:"dialect" jsonschema:"llamacpp, ollama, openai, systemone or decisions."`
 	Models   []string `json:"models" jsonschema:"The models it serves: those its configuration names, else those it last listed."`
 	Priority int      `json:"priority"`
 	// Healthy is false while the node cools down: after failures, or a

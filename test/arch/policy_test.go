@@ -78,8 +78,8 @@ var policy = []rule{
 	{
 		pkgs: []string{"internal/fleet"},
 		may: []string{"internal/config", "internal/decision", "internal/engine", "internal/engine/llamacpp", "internal/engine/ollama",
-			"internal/engine/openai", "internal/redact", "internal/systemone", "internal/tracing", "github.com/hashicorp/golang-lru/v2"},
-		why: "the only package that talks to engines and upstreams: a node has one Backend (an engine dialect or a System One upstream), so every node fails over, cools and honours Retry-After by one rule; debias and prior read there; each engine attempt a span",
+			"internal/engine/openai", "internal/decisionsapi", "internal/redact", "internal/systemone", "internal/tracing", "github.com/hashicorp/golang-lru/v2"},
+		why: "the only package that talks to engines and upstreams: a node has one Backend (an engine dialect, a System One upstream or a Decisions endpoint), so every node fails over, cools and honours Retry-After by one rule; debias and prior read there; each engine attempt a span",
 	},
 	{
 		pkgs: []string{"internal/decisionlog"},
@@ -112,9 +112,9 @@ var policy = []rule{
 	},
 	{
 		pkgs: []string{"internal/httpapi"},
-		may: []string{"internal/answer", "internal/decision", "internal/decisionlog", "internal/fleet", "internal/gateway",
+		may: []string{"internal/answer", "internal/decision", "internal/decisionlog", "internal/decisionsapi", "internal/fleet", "internal/gateway",
 			"internal/metrics", "internal/outcomes", "internal/redact", "internal/systemone", "internal/tracing", "internal/web", "golang.org/x/time"},
-		why: "the HTTP face: auth, rate limits, body limits, one log line a request; parses, calls the core and writes; no engine",
+		why: "the HTTP face: auth, rate limits, body limits, one log line a request; parses, calls the core and writes in each wire's shapes (System One, OpenAI's Decisions); no engine",
 	},
 	{
 		pkgs: []string{"internal/mcpserver"},
@@ -158,9 +158,9 @@ var policy = []rule{
 	},
 	{
 		pkgs: []string{"internal/fakeengine", "internal/testbin"},
-		may:  []string{"internal/decision", "internal/systemone"},
+		may:  []string{"internal/decision", "internal/decisionsapi", "internal/systemone"},
 		test: true,
-		why:  "test support: fake engines and System One endpoints of every dialect, the system1 binary built once per suite",
+		why:  "test support: fake engines, System One and Decisions endpoints of every dialect, the system1 binary built once per suite",
 	},
 	{
 		pkgs: []string{"internal/testjaeger"},

@@ -1,0 +1,154 @@
+package fakeengine
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"system1/internal/decision"
+	"system1/internal/decisionsapi"
+)
+
+// Decisions is a running fake Decisions endpoint, OpenAI's POST
+// /v1/decisions as vLLM, Fireworks or another system1 serve it: package
+// decisionsapi's own server side (its parser, its answers, its errors)
+// over the distributions its Reply gives. It answers GET /v1/models in
+// OpenAI's shape for probes, and counts its calls.
+//
+// Of Reply it reads Probs and Dist (the distributions), Refuse and
+// Abstain (questions answered with a refusal: those named, or all),
+// Status, Message and RetryAfter (a refusal of the request in OpenAI's
+// envelope), Hang, Raw and Model.
+type Decisions struct {
+	URL string
+	// Calls counts POST /v1/decisions requests; Probes counts GET
+	// /v1/models.
+	Calls, Probes atomic.Int64
+
+	srv  *httptest.Server
+	last atomic.Value
+	done chan struct{}
+
+	mu     sync.Mutex
+	r      Reply
+	closed bool
+}
+
+// NewDecisions starts an endpoint answering as r. Close it when done.
+func NewDecisions(r Reply) *Decisions {
+	d := &Decisions{r: r, done: make(chan struct{})}
+	d.srv = httptest.NewServer(http.HandlerFunc(d.serve))
+	d.URL = d.srv.URL
+	return d
+}
+
+// StartDecisions runs an endpoint answering as r until the test ends.
+func StartDecisions(t testing.TB, r Reply) *Decisions {
+	t.Helper()
+	d := NewDecisions(r)
+	t.Cleanup(d.Close)
+	return d
+}
+
+// Set changes how the endpoint answers from the next request on.
+func (d *Decisions) Set(r Reply) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.r = r
+}
+
+// LastRequest is the last POST /v1/decisions body, or "".
+func (d *Decisions) LastRequest() string {
+	v, _ := d.last.Load().(string)
+	return v
+}
+
+// Close stops the server, ending held requests first.
+func (d *Decisions) Close() {
+	d.mu.Lock()
+	closed := d.closed
+	d.closed = true
+	d.mu.Unlock()
+	if !closed {
+		close(d.done)
+		d.srv.Close()
+	}
+}
+
+func (d *Decisions) reply() Reply {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.r
+}
+
+func (d *Decisions) serve(w http.ResponseWriter, req *http.Request) {
+	body, _ := io.ReadAll(req.Body)
+	r := d.reply()
+	w.Header().Set(decisionsapi.RequestIDHeader, "req_fake")
+	switch {
+	case req.Method == http.MethodGet && req.URL.Path == "/v1/models":
+		d.Probes.Add(1)
+		out, _ := json.Marshal(map[string]any{"object": "list", "data": []map[string]any{
+			{"id": r.model(), "object": "model", "created": 1767225600, "owned_by": "fake"}}})
+		writeBody(w, http.StatusOK, string(out))
+		return
+	case req.Method != http.MethodPost || req.URL.Path != "/v1/decisions":
+		writeDecisionsError(w, &decisionsapi.Error{Status: http.StatusNotFound, Type: decisionsapi.TypeInvalidRequest, Message: "no such route"})
+		return
+	}
+	d.Calls.Add(1)
+	d.last.Store(string(body))
+	switch {
+	case r.Hang || r.Fault == Hang:
+		select {
+		case <-req.Context().Done():
+		case <-d.done:
+		}
+		return
+	case r.Status != 0:
+		msg := r.Message
+		if msg == "" {
+			msg = http.StatusText(r.Status)
+		}
+		if r.RetryAfter != "" {
+			w.Header().Set("Retry-After", r.RetryAfter)
+		}
+		writeDecisionsError(w, &decisionsapi.Error{Status: r.Status, Type: decisionsapi.TypeServer, Message: msg})
+		return
+	case r.Raw != "":
+		writeBody(w, http.StatusOK, r.Raw)
+		return
+	}
+	p := decisionsapi.ParseRequest(body)
+	if e := p.Validate(decision.Limits{MaxStateBytes: 1 << 30, MaxInstructionBytes: 1 << 30, MaxOptionBytes: 1 << 30,
+		MaxQuestions: decisionsapi.MaxQuestions, MinChoiceOptions: 2, MaxChoiceOptions: decisionsapi.MaxChoices, MinScoreLevels: 2, MaxScoreLevels: 10}); e != nil {
+		writeDecisionsError(w, e)
+		return
+	}
+	if p.Model != r.model() {
+		writeDecisionsError(w, decisionsapi.ModelNotFound(p.Model))
+		return
+	}
+	res := decisionsapi.Response{Model: r.model(), Request: p, Refused: make([]bool, len(p.Questions)),
+		Usage: decisionsapi.Usage{InputTokens: 10, OutputTokens: len(p.Questions)}}
+	for i, q := range p.Questions {
+		res.Refused[i] = r.Abstain || slices.Contains(r.Refuse, p.Asked[i].Name)
+		res.Dists = append(res.Dists, r.dist(q))
+	}
+	out, err := res.AppendJSON(nil)
+	if err != nil {
+		writeDecisionsError(w, decisionsapi.Internal(err.Error()))
+		return
+	}
+	writeBody(w, http.StatusOK, string(out))
+}
+
+func writeDecisionsError(w http.ResponseWriter, e *decisionsapi.Error) {
+	e.SetHeaders(w.Header())
+	writeBody(w, e.Status, string(e.AppendJSON(nil)))
+}
