@@ -31,6 +31,7 @@ import (
 // The faces a record may come from.
 const (
 	FaceSystemOne = "systemone" // POST /v1/systemone
+	FaceDecisions = "decisions" // POST /v1/decisions
 	FaceDecide    = "decide"    // POST /v1/decide, system1 decide
 	FaceMCP       = "mcp"       // the system1_decide tool
 	// FaceShadow is a candidate's answer to a request a shadow rollout
@@ -63,7 +64,7 @@ type Record struct {
 	// Time is when the question was answered; zero is the time Record
 	// was called.
 	Time time.Time
-	// Face is one of FaceSystemOne, FaceDecide, FaceMCP, FaceShadow.
+	// Face is one of FaceSystemOne, FaceDecisions, FaceDecide, FaceMCP, FaceShadow.
 	Face string
 	// Model is the model that answered and Node the node it ran on.
 	Model string

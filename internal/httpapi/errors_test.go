@@ -348,12 +348,19 @@ func TestBodyTooLarge(t *testing.T) {
 	}
 }
 
-// A model no node serves is a 503 naming it.
+// A model no node serves is hosted Jev's 400 api_usage_error naming it
+// (jev-1.14.md section 7), an alias in the wrong case too, and before the
+// request's other problems.
 func TestUnknownModel(t *testing.T) {
 	n := startNode(t, "n", fakeengine.Ollama, fakeengine.Behavior{})
 	s := serve(t, setup{nodes: []node{n}, aliases: map[string]string{"jev-latest": fakeengine.DefaultModel}})
-	wantError(t, s.ask(t, `{"model":"jev-9.9.9","state":"s","questions":{"q":{"type":"noul"}}}`),
-		http.StatusServiceUnavailable, "service_unavailable_error", `"jev-9.9.9"`)
+	for _, body := range []string{
+		`{"model":"jev-9.9.9","state":"s","questions":{"q":{"type":"noul"}}}`,
+		`{"model":"JEV-LATEST","state":"s","questions":{"q":{"type":"noul"}}}`,
+		`{"model":"jev-9.9.9","state":"s","questions":{"q":{"type":"score","criteria":["only one"]}}}`,
+	} {
+		wantError(t, s.ask(t, body), http.StatusBadRequest, "api_usage_error", "Unknown model: ")
+	}
 	if len(n.fake.Inferences()) != 0 {
 		t.Error("the engine was asked about a model it does not serve")
 	}

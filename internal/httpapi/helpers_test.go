@@ -18,6 +18,7 @@ import (
 	"system1/internal/answer"
 	"system1/internal/config"
 	"system1/internal/decision"
+	"system1/internal/decisionsapi"
 	"system1/internal/fakeengine"
 	"system1/internal/fleet"
 	"system1/internal/httpapi"
@@ -179,6 +180,11 @@ func (c checker) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		if !json.Valid(body) {
 			c.t.Errorf("%s: body is not JSON: %s", where, body)
+		}
+	}
+	if req.URL.Path == "/v1/decisions" {
+		if err := checkDecisionsReply(resp, sent, body); err != nil {
+			c.t.Errorf("%s: %v\nrequest: %s\nreply: %d %s", where, err, sent, resp.StatusCode, body)
 		}
 	}
 	if resp.StatusCode == http.StatusOK {
@@ -466,4 +472,61 @@ func TestCheckAnswerRejects(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkDecisionsReply applies to every reply of /v1/decisions what
+// OpenAI's clients need (docs/decisions-wire.md): x-request-id on every
+// reply, the same id as x-typesafe-request-id; an error in OpenAI's
+// envelope, its four fields present; a 200 that passes every client's
+// checks (decisionsapi.ParseResponse, where every question is named:
+// that reader matches answers to questions by name), answers in order
+// named as asked, null for an unnamed question.
+func checkDecisionsReply(resp *http.Response, sent, body []byte) error {
+	if id := resp.Header.Get("X-Request-Id"); !requestID.MatchString(id) || id != resp.Header.Get("X-Typesafe-Request-Id") {
+		return fmt.Errorf("x-request-id %q", id)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var env struct {
+			Error map[string]json.RawMessage `json:"error"`
+		}
+		if err := json.Unmarshal(body, &env); err != nil {
+			return err
+		}
+		for _, k := range []string{"message", "type", "param", "code"} {
+			if _, ok := env.Error[k]; !ok {
+				return fmt.Errorf("the error envelope has no %s", k)
+			}
+		}
+		return nil
+	}
+	p := decisionsapi.ParseRequest(sent)
+	if e := p.Validate(decision.DefaultLimits()); e != nil {
+		return fmt.Errorf("a 200 to a request with problems: %v", e)
+	}
+	var top struct {
+		Answers []struct {
+			Name *string `json:"name"`
+			Type string  `json:"type"`
+		} `json:"answers"`
+	}
+	if err := json.Unmarshal(body, &top); err != nil {
+		return err
+	}
+	if len(top.Answers) != len(p.Questions) {
+		return fmt.Errorf("%d answers for %d questions", len(top.Answers), len(p.Questions))
+	}
+	named := true
+	for i, a := range top.Answers {
+		asked := p.Asked[i]
+		named = named && asked.Named
+		if (a.Name == nil) == asked.Named || (a.Name != nil && *a.Name != asked.Name) {
+			return fmt.Errorf("answers[%d] is named %v, asked %+v", i, a.Name, asked)
+		}
+	}
+	if named {
+		if _, err := decisionsapi.ParseResponse(p.Request, body); err != nil {
+			return fmt.Errorf("decisionsapi.ParseResponse: %w", err)
+		}
+	}
+	return nil
 }

@@ -103,18 +103,26 @@ func (s *Server) observe(next http.Handler) http.Handler {
 // api wraps an authenticated, rate-limited API route: a missing or wrong
 // key is a 401, a caller over its rate a 429 with Retry-After, and the
 // whole request runs under the request timeout with its body bounded.
-func (s *Server) api(h http.HandlerFunc) http.Handler {
+func (s *Server) api(h http.HandlerFunc) http.Handler { return s.apiIn(writeError, h) }
+
+// errorWriter writes an error in a wire's shape: the status, the kind of
+// error as a System One error type (systemone.Authentication, RateLimit,
+// InvalidRequest, TooLarge) and the message.
+type errorWriter func(w http.ResponseWriter, status int, typ, msg string)
+
+// apiIn is api for a route whose wire writes its errors through errs.
+func (s *Server) apiIn(errs errorWriter, h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		caller := "" // whom the rate limit counts: the key, else the address
 		if s.AuthOn() {
 			k, ok, wait := s.checkKey(r)
 			if !ok {
-				writeGuessLimited(w, wait)
+				writeGuessLimited(w, wait, errs)
 				return
 			}
 			if k < 0 {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="system1"`)
-				writeError(w, http.StatusUnauthorized, systemone.Authentication,
+				errs(w, http.StatusUnauthorized, systemone.Authentication,
 					"Cannot authenticate with the server. Please check your API key and try again.")
 				return
 			}
@@ -127,11 +135,11 @@ func (s *Server) api(h http.HandlerFunc) http.Handler {
 			secs := retryAfterSeconds(wait)
 			w.Header().Set("Retry-After", strconv.Itoa(secs))
 			w.Header().Set("Retry-After-Ms", strconv.FormatInt(wait.Milliseconds(), 10))
-			writeError(w, http.StatusTooManyRequests, systemone.RateLimit,
+			errs(w, http.StatusTooManyRequests, systemone.RateLimit,
 				fmt.Sprintf("rate limit exceeded; retry after %d s", secs))
 			return
 		}
-		body, ok := s.limitBody(w, r)
+		body, ok := s.limitBody(w, r, errs)
 		if !ok {
 			return
 		}
@@ -160,10 +168,10 @@ func (s *Server) checkKey(r *http.Request) (k int, ok bool, wait time.Duration) 
 
 // writeGuessLimited answers a client address over its allowance of wrong
 // keys.
-func writeGuessLimited(w http.ResponseWriter, wait time.Duration) {
+func writeGuessLimited(w http.ResponseWriter, wait time.Duration, errs errorWriter) {
 	secs := retryAfterSeconds(wait)
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
-	writeError(w, http.StatusTooManyRequests, systemone.RateLimit,
+	errs(w, http.StatusTooManyRequests, systemone.RateLimit,
 		fmt.Sprintf("too many wrong API keys from this address; retry after %d s", secs))
 }
 
@@ -172,7 +180,7 @@ func writeGuessLimited(w http.ResponseWriter, wait time.Duration) {
 // compressed bytes are bounded too), so that a zip bomb costs no more
 // memory than a plain body at the limit. Any other Content-Encoding is a
 // 415 naming it.
-func (s *Server) limitBody(w http.ResponseWriter, r *http.Request) (io.ReadCloser, bool) {
+func (s *Server) limitBody(w http.ResponseWriter, r *http.Request, errs errorWriter) (io.ReadCloser, bool) {
 	limited := http.MaxBytesReader(w, r.Body, s.opt.MaxBodyBytes)
 	if r.ContentLength > s.opt.MaxBodyBytes {
 		// Refused before a byte is read, so a client that sent Expect:
@@ -190,7 +198,7 @@ func (s *Server) limitBody(w http.ResponseWriter, r *http.Request) (io.ReadClose
 	case len(encs) == 1 && (enc == "gzip" || enc == "x-gzip"):
 		return http.MaxBytesReader(w, &gunzip{src: limited}, s.opt.MaxBodyBytes), true
 	}
-	writeError(w, http.StatusUnsupportedMediaType, systemone.InvalidRequest,
+	errs(w, http.StatusUnsupportedMediaType, systemone.InvalidRequest,
 		fmt.Sprintf("Content-Encoding %q is not supported: send the body uncompressed, or with Content-Encoding: gzip",
 			headerName(strings.Join(encs, ", "))))
 	return nil, false

@@ -21,6 +21,7 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	handle := func(method, path string, h http.Handler) { mux.Handle(method+" "+path, h) }
 	handle(http.MethodPost, "/v1/systemone", s.api(s.handleSystemOne))
+	handle(http.MethodPost, "/v1/decisions", decisionsRoute(s.apiIn(writeDecisionsAPIError, s.handleDecisions)))
 	handle(http.MethodGet, "/v1/models", s.api(s.handleModels))
 	handle(http.MethodPost, "/v1/feedback", s.api(s.handleFeedback))
 	handle(http.MethodGet, "/v1/calibration", s.api(s.handleCalibration))

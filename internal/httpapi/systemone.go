@@ -17,50 +17,84 @@ import (
 )
 
 // handleSystemOne answers POST /v1/systemone: every question or none. A
-// malformed request is a 422 listing every problem; a model no node serves
-// and a question no node could answer are 503s that name them.
+// malformed request is a 422 listing every problem; a question system1
+// will not stand behind (see answerHeaders) a 422 naming it, since the
+// wire has no refusal; a question no node could answer a 503 naming it.
+// As hosted Jev does, a request with Jev 1.14's images, an unknown
+// top-level field or an unknown model is a 400 api_usage_error, the
+// images before any engine is asked.
 func (s *Server) handleSystemOne(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	if systemone.Multipart(r.Header.Get("Content-Type")) { // refused unread: its parts are images
+		writeJSON(w, http.StatusBadRequest, systemone.AppendUnsupported(nil, "", systemone.Unsupported{Multipart: true}))
+		return
+	}
 	body, ok := s.readBody(w, r)
 	if !ok {
 		return
 	}
 	p := systemone.ParseRequest(body)
+	if p.Images.Any() {
+		writeJSON(w, http.StatusBadRequest, systemone.AppendUnsupported(nil, p.Model, p.Images))
+		return
+	}
+	if len(p.Unknown) > 0 {
+		writeError(w, http.StatusBadRequest, systemone.APIUsageError, unknownFields(p.Unknown))
+		return
+	}
+	if p.Model != "" && !s.serves(r, p.Model) {
+		writeError(w, http.StatusBadRequest, systemone.APIUsageError, unknownModel(p.Model))
+		return
+	}
 	lim := s.limits(r, p.Model)
 	if ps := p.Validate(lim); len(ps) > 0 {
 		writeInvalid(w, systemone.InBody, ps...)
 		return
 	}
-	debias, bad := choiceHeader(r, DebiasHeader, decision.ValidDebias, "permute or off")
+	req := p.Request
+	gate, bad := answerHeaders(r, &req)
 	if bad != nil {
 		writeInvalid(w, systemone.InHeader, *bad)
 		return
 	}
-	p.Request.Debias = debias
-	prior, bad := choiceHeader(r, PriorHeader, decision.ValidPrior, "off, batch or content_free")
-	if bad != nil {
-		writeInvalid(w, systemone.InHeader, *bad)
-		return
-	}
-	p.Request.Prior = prior
-	a, err := s.opt.Answer.Answer(r.Context(), answer.Request{Request: p.Request, Face: decisionlog.FaceSystemOne, RequestID: RequestID(r.Context()), Start: start})
+	a, err := s.opt.Answer.Answer(r.Context(), answer.Request{Request: req, Face: decisionlog.FaceSystemOne, RequestID: RequestID(r.Context()), Start: start, Gate: gate})
 	if err != nil {
-		writeFailure(w, err)
+		writeFailure(w, err, p.Model)
+		return
+	}
+	if a.Refused() { // the wire has no refusal: no 200 with a reading system1 will not stand behind
+		var ps []decision.Problem
+		for i, q := range p.Questions {
+			if rf := a.Questions[i].Refusal; rf != nil {
+				ps = append(ps, decision.Problem{Path: []string{"questions", q.ID}, Msg: "system1 will not stand behind this answer: " + rf.String(), Type: "refused"})
+			}
+		}
+		noteLog(r.Context(), "refused", refusals(req.Questions, a.Questions))
+		writeInvalid(w, systemone.InBody, ps...)
 		return
 	}
 	out := systemone.Response{Model: a.Model, Questions: p.Questions,
 		Usage: systemone.Usage{InputTokens: a.Usage.InputTokens, OutputTokens: a.Usage.OutputTokens, Estimated: a.Usage.Estimated}}
 	for i, q := range p.Questions {
-		ans, err := decision.NewAnswer(q, a.Questions[i].Dist, s.opt.Rounding)
+		ans, err := decision.NewAnswer(q, overOptions(gate, q, a.Questions[i].Dist), s.opt.Rounding)
 		if err != nil { // the answer passed the core's checks, so this is a bug
 			writeError(w, http.StatusInternalServerError, systemone.Internal, err.Error())
 			return
 		}
 		out.Answers = append(out.Answers, ans)
 	}
+	s.answerNotes(w, r, req.Questions, a)
+	out.Latency = time.Since(start)
+	writeJSON(w, http.StatusOK, out.AppendJSON(make([]byte, 0, 512)))
+}
+
+// answerNotes sets the headers both answering wires give an answer
+// beside its body: the core's warnings (the header's names escaped and
+// cut, the log line's in full), the steps applied, each question's label
+// mass, whether every answer was calibrated, and what the decision cache
+// made of the request.
+func (s *Server) answerNotes(w http.ResponseWriter, r *http.Request, qs []decision.Question, a *answer.Answer) {
 	if len(a.Warnings) > 0 {
-		// The core's words; the header's names escaped and cut, the log's
-		// in full.
 		header, detail := make([]string, len(a.Warnings)), make([]string, len(a.Warnings))
 		for j, wn := range a.Warnings {
 			header[j] = wn.Text(headerName, headerNames)
@@ -69,16 +103,42 @@ func (s *Server) handleSystemOne(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-System1-Warnings", headerList(header))
 		noteLog(r.Context(), "warnings", detail)
 	}
-	w.Header().Set(StepsHeader, stepsHeader(p.Questions, a.Questions))
-	w.Header().Set(LabelMassHeader, labelMassHeader(p.Questions, a.Questions))
+	w.Header().Set(StepsHeader, stepsHeader(qs, a.Questions))
+	w.Header().Set(LabelMassHeader, labelMassHeader(qs, a.Questions))
 	if a.Fits != nil { // true only when every answer was calibrated
 		w.Header().Set("X-System1-Calibrated", strconv.FormatBool(a.Calibrated))
 	}
 	if a.Cache != "" {
 		w.Header().Set(CacheHeader, a.Cache)
 	}
-	out.Latency = time.Since(start)
-	writeJSON(w, http.StatusOK, out.AppendJSON(make([]byte, 0, 512)))
+}
+
+// serves reports whether a node serves model, refreshing the nodes'
+// model lists once when none is known to.
+func (s *Server) serves(r *http.Request, model string) bool {
+	_, err := s.opt.Answer.Router().Limits(model)
+	if errors.Is(err, fleet.ErrUnknownModel) {
+		s.opt.Answer.Router().Refresh(r.Context())
+		_, err = s.opt.Answer.Router().Limits(model)
+	}
+	return err == nil
+}
+
+// unknownFields is the 400's message for top-level fields the System One
+// wire does not define: hosted Jev refuses them ("Invalid request."),
+// and so does system1, naming them, rather than drop what a caller sent.
+func unknownFields(fields []string) string {
+	q := make([]string, len(fields))
+	for i, f := range fields {
+		q[i] = strconv.Quote(f)
+	}
+	return "Invalid request: unknown top-level field(s) " + strings.Join(q, ", ") + "; a System One request takes model, state and questions."
+}
+
+// unknownModel is the 400's message for a model no node serves, hosted
+// Jev's words.
+func unknownModel(model string) string {
+	return "Unknown model: " + model + ". GET /v1/models lists the models this server serves."
 }
 
 // limits returns the request limits for a model, refreshing the nodes'
@@ -98,13 +158,19 @@ func (s *Server) limits(r *http.Request, model string) decision.Limits {
 }
 
 // writeFailure writes the answer path's failure in the System One wire's
-// shapes: the caller's error as a 422 with one problem per question, any
-// other as a 503 naming each question and why, with Retry-After when a
-// node asked for a pause. The messages are the core's, redacted there.
-func writeFailure(w http.ResponseWriter, err error) {
+// shapes: a model no node serves (one that went away since it was
+// checked) as hosted Jev's 400, the caller's error as a 422 with one
+// problem per question, any other as a 503 naming each question and why,
+// with Retry-After when a node asked for a pause. The messages are the
+// core's, redacted there.
+func writeFailure(w http.ResponseWriter, err error, model string) {
 	var f *answer.Failure
 	if !errors.As(err, &f) {
 		writeError(w, http.StatusInternalServerError, systemone.Internal, err.Error())
+		return
+	}
+	if f.Class == answer.UnknownModel {
+		writeError(w, http.StatusBadRequest, systemone.APIUsageError, unknownModel(model))
 		return
 	}
 	if f.Class == answer.CallerError {

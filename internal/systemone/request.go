@@ -21,6 +21,14 @@ import (
 type Parsed struct {
 	decision.Request
 	Problems []decision.Problem
+	// Unknown are the top-level fields the wire does not define, in body
+	// order. Validate does not report them: case files carry their own
+	// fields beside a request. The HTTP face refuses them, as hosted Jev
+	// does.
+	Unknown []string
+	// Images are what the request holds of Jev 1.14's images (see
+	// Unsupported), which this server does not read.
+	Images Unsupported
 	// broken holds the top-level fields ("model") and questions
 	// ("questions/<id>") that had a structural problem, so that limits are
 	// not checked on what could not be read.
@@ -40,9 +48,11 @@ func (p *Parsed) Validate(lim decision.Limits) []decision.Problem {
 	return out
 }
 
-// ParseRequest reads a POST /v1/systemone body. Unknown fields are ignored,
-// as Jev ignores them; "document" is accepted for "state", as TypeSafe's
-// early clients sent it. The request keeps parts of the body verbatim (the
+// ParseRequest reads a POST /v1/systemone body. Unknown top-level fields
+// are listed in Unknown and Jev 1.14's images in Images, for the face to
+// refuse; unknown fields inside a question are ignored, as Jev ignores
+// them; "document" is accepted for "state", as TypeSafe's early clients
+// sent it. The request keeps parts of the body verbatim (the
 // state, descriptions), so it works on its own copy: the caller may reuse
 // body.
 func ParseRequest(body []byte) *Parsed {
@@ -87,6 +97,17 @@ func ParseRequest(body []byte) *Parsed {
 		return p
 	}
 	field := func(key string) (json.RawMessage, bool) { return jsonx.Lookup(top, key) }
+	for _, m := range top {
+		switch m.Key {
+		case "model", "state", "document", "questions":
+		case "assets", "images":
+			if !empty(m.Value) {
+				p.Images.Fields = append(p.Images.Fields, m.Key)
+			}
+		default:
+			p.Unknown = append(p.Unknown, m.Key)
+		}
+	}
 
 	switch raw, ok := field("model"); {
 	case !ok:
@@ -129,6 +150,9 @@ func ParseRequest(body []byte) *Parsed {
 		fail("too_short", "questions must hold at least one question", "questions")
 	}
 	for _, m := range qs {
+		if isBox(m.Value) {
+			p.Images.Box = append(p.Images.Box, m.Key)
+		}
 		q, probs := parseQuestion(m.Key, m.Value)
 		for _, pr := range probs {
 			fail(pr.Type, pr.Msg, pr.Path...)

@@ -1,0 +1,153 @@
+package httpapi
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"system1/internal/answer"
+	"system1/internal/decision"
+	"system1/internal/decisionlog"
+	"system1/internal/decisionsapi"
+	"system1/internal/engine"
+	"system1/internal/systemone"
+)
+
+// handleDecisions answers POST /v1/decisions, OpenAI's Decisions wire,
+// over the same answer path as /v1/systemone: the request read by
+// package decisionsapi (a 400 naming every problem by its JSON path, an
+// image refused as unsupported input), the gate's headers read as on the
+// System One wire, the answers written in question order with each
+// question's name, and a question system1 will not stand behind answered
+// with a refusal while the others are answered. Errors are OpenAI's
+// envelope; x-request-id is on every reply (decisionsRoute).
+func (s *Server) handleDecisions(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		status, msg := bodyError(err)
+		writeDecisionsError(w, &decisionsapi.Error{Status: status, Type: decisionsapi.TypeInvalidRequest, Message: msg})
+		return
+	}
+	p := decisionsapi.ParseRequest(body)
+	if p.Model != "" && !s.serves(r, p.Model) {
+		writeDecisionsError(w, decisionsapi.ModelNotFound(p.Model))
+		return
+	}
+	if e := p.Validate(s.limits(r, p.Model)); e != nil {
+		writeDecisionsError(w, e)
+		return
+	}
+	req := p.Request
+	gate, bad := answerHeaders(r, &req)
+	if bad != nil {
+		writeDecisionsError(w, decisionsapi.InvalidParam(bad.Path[0], bad.Msg))
+		return
+	}
+	a, err := s.opt.Answer.Answer(r.Context(), answer.Request{Request: req, Face: decisionlog.FaceDecisions, RequestID: RequestID(r.Context()),
+		Start: start, Gate: gate})
+	if err != nil {
+		writeDecisionsError(w, decisionsFailure(err, p))
+		return
+	}
+	out := decisionsapi.Response{Model: a.Model, Request: p, Dists: make([]decision.Distribution, len(p.Questions)),
+		Refused: make([]bool, len(p.Questions)),
+		Usage:   decisionsapi.Usage{InputTokens: a.Usage.InputTokens, OutputTokens: a.Usage.OutputTokens}}
+	if out.Model == "" {
+		out.Model = p.Model
+	}
+	for i, q := range p.Questions {
+		out.Refused[i] = a.Questions[i].Refusal != nil
+		if d := a.Questions[i].Dist; d != nil {
+			out.Dists[i] = overOptions(gate, q, d)
+		}
+	}
+	b, err := out.AppendJSON(make([]byte, 0, 512))
+	if err != nil { // every answer passed the core's checks, so this is a bug
+		writeDecisionsError(w, decisionsapi.Internal(err.Error()))
+		return
+	}
+	s.answerNotes(w, r, req.Questions, a)
+	if a.Refused() {
+		w.Header().Set(RefusedHeader, refusedHeader(req.Questions, a.Questions))
+		noteLog(r.Context(), "refused", refusals(req.Questions, a.Questions))
+	}
+	writeJSON(w, http.StatusOK, b)
+}
+
+// decisionsRoute gives every reply of a Decisions route, errors
+// included, the request's id in x-request-id, where OpenAI's SDKs read
+// it (_request_id, APIError.requestID).
+func decisionsRoute(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(decisionsapi.RequestIDHeader, RequestID(r.Context()))
+		h.ServeHTTP(w, r)
+	})
+}
+
+// writeDecisionsError writes an error in OpenAI's envelope, with the
+// pause it asks for.
+func writeDecisionsError(w http.ResponseWriter, e *decisionsapi.Error) {
+	e.SetHeaders(w.Header())
+	writeJSON(w, e.Status, e.AppendJSON(nil))
+}
+
+// writeDecisionsAPIError is the errorWriter of the Decisions routes: what
+// every API route may answer before its handler (a key missing or
+// wrong, a rate limit, a body it cannot take), in OpenAI's envelope.
+func writeDecisionsAPIError(w http.ResponseWriter, status int, typ, msg string) {
+	switch typ {
+	case systemone.Authentication:
+		writeDecisionsError(w, decisionsapi.Unauthorized(msg))
+	case systemone.RateLimit: // Retry-After and Retry-After-Ms are set by then
+		writeDecisionsError(w, decisionsapi.TooManyRequests(msg, 0))
+	default:
+		writeDecisionsError(w, &decisionsapi.Error{Status: status, Type: decisionsapi.TypeInvalidRequest, Message: msg})
+	}
+}
+
+// decisionsFailure is the answer path's failure in OpenAI's envelope: a
+// model no node serves is a 404; the caller's error a 400 naming the
+// first question (an engine that cannot serve decisions, its 501, is a
+// 400 naming the model: the SDKs retry a 5xx, and this will not change);
+// anything else a 503, with the pause a node asked for.
+func decisionsFailure(err error, p *decisionsapi.Parsed) *decisionsapi.Error {
+	var f *answer.Failure
+	if !errors.As(err, &f) {
+		return decisionsapi.Internal(err.Error())
+	}
+	switch f.Class {
+	case answer.UnknownModel:
+		return decisionsapi.ModelNotFound(p.Model)
+	case answer.CallerError:
+		index := make(map[string]int, len(p.Questions))
+		for i, q := range p.Questions {
+			index[q.ID] = i
+		}
+		ps := make([]decisionsapi.Problem, len(f.Problems))
+		notServed := len(f.Problems) > 0
+		for i, pr := range f.Problems {
+			ps[i] = decisionsapi.Problem{Param: "questions[" + strconv.Itoa(index[pr.Question]) + "]", Message: pr.Message}
+			var ef *engine.Failure
+			notServed = notServed && errors.As(pr.Err, &ef) && ef.Status == http.StatusNotImplemented
+		}
+		if notServed {
+			return decisionsapi.NotServed(decisionsapi.Invalid(ps).Message)
+		}
+		return decisionsapi.Invalid(ps)
+	}
+	return decisionsapi.ServiceUnavailable(f.Error(), f.RetryAfter)
+}
+
+// refusals lists each refused question and why, for the log line.
+func refusals(qs []decision.Question, as []answer.Question) []string {
+	var out []string
+	for i, a := range as {
+		if a.Refusal != nil {
+			out = append(out, strconv.Quote(qs[i].ID)+": "+a.Refusal.String())
+		}
+	}
+	return out
+}
