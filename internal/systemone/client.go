@@ -143,7 +143,15 @@ func (c *Client) do(ctx context.Context, method, url string, body []byte) ([]byt
 	var se *httpcall.StatusError
 	switch {
 	case errors.As(err, &se):
-		return nil, &StatusError{Code: se.Code, Message: ErrorMessage(se.Body), RetryAfter: se.RetryAfter}
+		code, msg := se.Code, ErrorMessage(se.Body)
+		if code == http.StatusBadRequest && strings.HasPrefix(msg, unknownModelPrefix) {
+			// Hosted Jev (and system1) answer a model they do not serve
+			// with a 400; to a client that asked because the endpoint
+			// listed it, that is a stale model list, as a 404 is: the
+			// model's trouble on this endpoint, not the request's.
+			code = http.StatusNotFound
+		}
+		return nil, &StatusError{Code: code, Message: msg, RetryAfter: se.RetryAfter}
 	case errors.Is(err, httpcall.ErrTooLarge):
 		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
@@ -163,6 +171,10 @@ func (c *Client) maxBody() int64 {
 	}
 	return 8 << 20
 }
+
+// unknownModelPrefix begins hosted Jev's message for a model it does not
+// serve: "Unknown model: …" (jev-1.14.md section 7).
+const unknownModelPrefix = "Unknown model: "
 
 // ErrMalformed marks a 200 reply that fails the clients' checks.
 var ErrMalformed = errors.New("malformed System One reply")
