@@ -111,7 +111,7 @@ func parseAnswer(q decision.Question, ms []jsonx.Member) (decision.Answer, decis
 	if typ == "refusal" {
 		return decision.Answer{}, nil, true, nil
 	}
-	if want := wireType(q.Kind); typ != want {
+	if want := TypeName(q.Kind); typ != want {
 		return a, nil, false, fmt.Errorf("type %q, asked %q", typ, want)
 	}
 	if q.Kind == decision.Noul {

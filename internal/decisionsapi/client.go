@@ -57,7 +57,7 @@ type wireLevel struct {
 func AppendRequest(b []byte, req decision.Request) []byte {
 	w := wireRequest{Model: req.Model, Input: input(req.State), Questions: make([]wireQuestion, len(req.Questions))}
 	for i, q := range req.Questions {
-		wq := wireQuestion{Type: wireType(q.Kind), Name: q.ID, Instructions: jsonx.Text(q.Instructions)}
+		wq := wireQuestion{Type: TypeName(q.Kind), Name: q.ID, Instructions: jsonx.Text(q.Instructions)}
 		switch q.Kind {
 		case decision.Noul:
 			parts := []string{}

@@ -115,8 +115,7 @@ func ParseRequest(body []byte) *Parsed {
 // message states it.
 func (p *Parsed) Validate(lim decision.Limits) *Error {
 	ps := append([]Problem(nil), p.problems...)
-	lim.MaxQuestions = min(lim.MaxQuestions, MaxQuestions)
-	lim.MaxChoiceOptions = min(lim.MaxChoiceOptions, MaxChoices)
+	lim = Limits(lim)
 	index := make(map[string]int, len(p.Questions))
 	for i, q := range p.Questions {
 		index[q.ID] = i
@@ -283,7 +282,22 @@ var questionKinds = map[string]decision.Kind{
 }
 
 // wireType is the inverse of questionKinds.
-func wireType(k decision.Kind) string {
+// Limits are a server's limits for a model on this wire: the wire's own
+// (MaxQuestions, MaxChoices) where they are stricter.
+func Limits(lim decision.Limits) decision.Limits {
+	lim.MaxQuestions = min(lim.MaxQuestions, MaxQuestions)
+	lim.MaxChoiceOptions = min(lim.MaxChoiceOptions, MaxChoices)
+	return lim
+}
+
+// Capabilities are what a model under a server's limits can be asked on
+// this wire, its question types in the wire's words.
+func Capabilities(lim decision.Limits) decision.Capabilities {
+	return Limits(lim).Capabilities(TypeName)
+}
+
+// TypeName is a question kind's type on this wire: a noul is a predicate.
+func TypeName(k decision.Kind) string {
 	switch k {
 	case decision.Noul:
 		return "predicate"

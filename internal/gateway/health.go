@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"system1/internal/calibration"
+	"system1/internal/decision"
 	"system1/internal/fleet"
 )
 
@@ -142,8 +143,16 @@ type Capabilities struct {
 	Providers      []ProviderInfo  `json:"providers" jsonschema:"The provider chain, in order."`
 	ProviderKinds  []KindInfo      `json:"provider_kinds" jsonschema:"The provider kinds this gateway knows, with what each declares it can do."`
 	Calibration    Calibration     `json:"calibration"`
+	Models         []ModelInfo     `json:"models" jsonschema:"Every model the nodes serve, and every alias whose target is served, with what it can be asked on POST /v1/systemone (POST /v1/decisions names a noul predicate and caps 400 questions and 255 choices)."`
 	RequestSchema  json.RawMessage `json:"request_schema" jsonschema:"The JSON Schema of a decide request."`
 	ResponseSchema json.RawMessage `json:"response_schema" jsonschema:"The JSON Schema of a decide response."`
+}
+
+// ModelInfo is one model the fleet answers to and what it can be asked.
+type ModelInfo struct {
+	Model        string                `json:"model"`
+	AliasOf      string                `json:"alias_of,omitempty" jsonschema:"The served model, for an alias."`
+	Capabilities decision.Capabilities `json:"capabilities"`
 }
 
 // Calibration describes the fits loaded.
@@ -173,6 +182,14 @@ func (g *Gateway) Capabilities(ctx context.Context) *Capabilities {
 		Calibration:   Calibration{File: g.fitsPath, Fits: []Fit{}},
 		RequestSchema: schemaJSON(RequestSchema()), ResponseSchema: schemaJSON(ResponseSchema())}
 	c.Paused, _ = g.paused(g.log)
+	c.Models = []ModelInfo{}
+	if g.router != nil {
+		for _, m := range g.router.Catalog() {
+			if lim, err := g.router.Limits(m.ID); err == nil {
+				c.Models = append(c.Models, ModelInfo{Model: m.ID, AliasOf: m.AliasOf, Capabilities: lim.Capabilities(decision.KindName)})
+			}
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
 	for i, p := range g.links {

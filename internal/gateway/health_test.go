@@ -3,9 +3,11 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
+	"system1/internal/decision"
 	"system1/internal/fakeengine"
 	"system1/internal/fleet"
 )
@@ -48,5 +50,24 @@ func TestHealthHasOneViewOfANode(t *testing.T) {
 	}
 	if got := fleet.FleetStatus(g.router.States()); got != fleet.FleetDegraded {
 		t.Errorf("the fleet's status %s, want %s", got, fleet.FleetDegraded)
+	}
+}
+
+// system1_capabilities lists every model the nodes serve, and each alias
+// of one, with what it can be asked: the question types, no images, and
+// the limits the model's nodes and the configuration set.
+func TestCapabilitiesModels(t *testing.T) {
+	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{"tiny"}})
+	t.Cleanup(f.Close)
+	g := gatewayFor(t, fmt.Sprintf("max_questions: 64\naliases: {jev-latest: tiny}\nnodes:\n  - {name: n1, url: %s, dialect: llamacpp, models: [tiny], max_options: 30}\nproviders:\n  - {name: local, kind: engine, model: tiny}\n", f.URL))
+	c := g.Capabilities(t.Context())
+	want := decision.Capabilities{QuestionTypes: []string{"noul", "choice", "score"}, MaxQuestions: 64, MaxChoices: 30, MaxLevels: 10, MaxStateBytes: decision.DefaultLimits().MaxStateBytes}
+	if len(c.Models) != 2 || c.Models[0].Model != "tiny" || c.Models[1].Model != "jev-latest" || c.Models[1].AliasOf != "tiny" {
+		t.Fatalf("models %+v", c.Models)
+	}
+	for _, m := range c.Models {
+		if !reflect.DeepEqual(m.Capabilities, want) {
+			t.Errorf("%s: %+v, want %+v", m.Model, m.Capabilities, want)
+		}
 	}
 }

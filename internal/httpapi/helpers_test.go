@@ -368,20 +368,25 @@ func jsonEqual(a, b json.RawMessage) bool {
 // modelList is GET /v1/models in both shapes.
 type modelList struct {
 	Models []struct {
-		Name        string `json:"name"`
-		Description string `json:"description"`
-		ReleaseDate string `json:"release_date"`
+		Name         string                 `json:"name"`
+		Description  string                 `json:"description"`
+		ReleaseDate  string                 `json:"release_date"`
+		Capabilities *decision.Capabilities `json:"capabilities"`
 	} `json:"models"`
 	Object string `json:"object"`
 	Data   []struct {
-		ID      string `json:"id"`
-		Object  string `json:"object"`
-		OwnedBy string `json:"owned_by"`
+		ID           string                 `json:"id"`
+		Object       string                 `json:"object"`
+		Created      int64                  `json:"created"`
+		OwnedBy      string                 `json:"owned_by"`
+		Capabilities *decision.Capabilities `json:"capabilities"`
 	} `json:"data"`
 }
 
 // checkModels checks GET /v1/models against both shapes clients read:
-// Jev's models[] with the three required strings, and OpenAI's list.
+// Jev's models[] with the three required strings, and OpenAI's list;
+// each entry says what the model can be asked in its wire's words, no
+// images, within the wire's limits.
 func checkModels(body []byte) error {
 	var l modelList
 	if err := json.Unmarshal(body, &l); err != nil {
@@ -394,8 +399,16 @@ func checkModels(body []byte) error {
 		if _, err := time.Parse(time.DateOnly, m.ReleaseDate); err != nil || m.Name == "" || m.Description == "" {
 			return fmt.Errorf("models[%d] = %+v", i, m)
 		}
-		if d := l.Data[i]; d.ID != m.Name || d.Object != "model" || d.OwnedBy == "" {
+		d := l.Data[i]
+		if d.ID != m.Name || d.Object != "model" || d.OwnedBy == "" || d.Created <= 0 {
 			return fmt.Errorf("data[%d] = %+v", i, d)
+		}
+		jev, oai := m.Capabilities, d.Capabilities
+		if jev == nil || oai == nil || !slices.Equal(jev.QuestionTypes, []string{"noul", "choice", "score"}) ||
+			!slices.Equal(oai.QuestionTypes, []string{"predicate", "choice", "score"}) || jev.Images || oai.Images || jev.Box || oai.Box ||
+			jev.MaxLevels != 10 || oai.MaxQuestions > decisionsapi.MaxQuestions || oai.MaxChoices > decisionsapi.MaxChoices ||
+			oai.MaxQuestions != min(jev.MaxQuestions, decisionsapi.MaxQuestions) || jev.MaxChoices < 2 {
+			return fmt.Errorf("capabilities of %s: %+v and %+v", m.Name, jev, oai)
 		}
 	}
 	return nil

@@ -4,23 +4,31 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"system1/internal/decisionsapi"
 	"system1/internal/fleet"
 	"system1/internal/redact"
 	"system1/internal/systemone"
 )
 
 // handleModels answers GET /v1/models with the union of the nodes' models
-// and the configured aliases, in the wire's model-list shapes.
+// and the configured aliases, in the wire's model-list shapes, each with
+// what it can be asked on the wire that reads that shape.
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 	var models []systemone.Model
-	for _, m := range s.opt.Answer.Router().Catalog() {
+	router := s.opt.Answer.Router()
+	for _, m := range router.Catalog() {
 		desc := "served by " + m.Via
 		if m.AliasOf != "" {
 			desc = "alias of " + m.AliasOf + ", " + desc
 		}
 		// A local model has no release date, so this is the date this
 		// server first listed it.
-		models = append(models, systemone.Model{ID: m.ID, Description: desc, Released: m.Seen})
+		model := systemone.Model{ID: m.ID, Description: desc, Released: m.Seen}
+		if lim, err := router.Limits(m.ID); err == nil {
+			jev, oai := systemone.Capabilities(lim), decisionsapi.Capabilities(lim)
+			model.Capabilities, model.DataCapabilities = &jev, &oai
+		}
+		models = append(models, model)
 	}
 	writeJSON(w, http.StatusOK, systemone.AppendModels(nil, models))
 }

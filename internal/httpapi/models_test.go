@@ -57,6 +57,30 @@ func TestModels(t *testing.T) {
 	}
 }
 
+// Each model's capabilities follow from the limits that apply to it:
+// max_choices the largest option cap of the nodes serving it, the
+// configuration's max_questions, and on the Decisions wire its own caps
+// where they are stricter (400 questions, 255 choices).
+func TestModelCapabilities(t *testing.T) {
+	wide := startNode(t, "wide", fakeengine.LlamaCpp, fakeengine.Behavior{}, func(c *config.Node) { c.MaxOptions = 300 })
+	narrow := startNode(t, "narrow", fakeengine.Ollama, fakeengine.Behavior{}, func(c *config.Node) { c.MaxOptions = 26; c.Models = []string{"small"} })
+	s := serve(t, setup{nodes: []node{wide, narrow}, maxQuestions: 500})
+	var l modelList
+	if r := s.do(t, http.MethodGet, "/v1/models", ""); json.Unmarshal(r.body, &l) != nil || len(l.Models) != 2 {
+		t.Fatalf("%s", r)
+	}
+	for i, want := range []struct {
+		name                   string
+		jevChoices, oaiChoices int
+	}{{"fake", 300, 255}, {"small", 26, 26}} {
+		jev, oai := l.Models[i].Capabilities, l.Data[i].Capabilities
+		if l.Models[i].Name != want.name || jev.MaxChoices != want.jevChoices || oai.MaxChoices != want.oaiChoices ||
+			jev.MaxQuestions != 500 || oai.MaxQuestions != 400 || jev.MaxStateBytes == 0 {
+			t.Errorf("%s: %+v and %+v", l.Models[i].Name, jev, oai)
+		}
+	}
+}
+
 // GET /health reports every node, healthy, with the models it serves.
 func TestHealth(t *testing.T) {
 	s := serve(t, setup{nodes: []node{

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"slices"
 	"time"
+
+	"system1/internal/decision"
 )
 
 // RequestIDHeader is the header every reply carries its request id in.
@@ -24,21 +26,31 @@ type Model struct {
 	Description string
 	// Released is the model's release date; Jev's list requires one.
 	Released time.Time
+	// Capabilities, when set, say what the model can be asked, in the
+	// System One wire's words (models[]); DataCapabilities the same in
+	// the words of the wire that reads OpenAI's list (data[]), OpenAI's
+	// Decisions. Clients of either shape ignore fields they do not know.
+	Capabilities, DataCapabilities *decision.Capabilities
 }
 
 // AppendModels writes GET /v1/models in both shapes clients read, sorted
-// by id: Jev's {"models": [{"name", "description", "release_date"}]} and
-// OpenAI's {"object": "list", "data": [{"id", "object", "owned_by"}]}.
+// by id: Jev's {"models": [{"name", "description", "release_date",
+// "capabilities"}]} and OpenAI's {"object": "list", "data": [{"id",
+// "object", "created", "owned_by", "capabilities"}]}, created the release
+// date in Unix seconds.
 func AppendModels(b []byte, models []Model) []byte {
 	type jev struct {
-		Name        string `json:"name"`
-		Description string `json:"description"`
-		ReleaseDate string `json:"release_date"`
+		Name         string                 `json:"name"`
+		Description  string                 `json:"description"`
+		ReleaseDate  string                 `json:"release_date"`
+		Capabilities *decision.Capabilities `json:"capabilities,omitempty"`
 	}
 	type oai struct {
-		ID      string `json:"id"`
-		Object  string `json:"object"`
-		OwnedBy string `json:"owned_by"`
+		ID           string                 `json:"id"`
+		Object       string                 `json:"object"`
+		Created      int64                  `json:"created"`
+		OwnedBy      string                 `json:"owned_by"`
+		Capabilities *decision.Capabilities `json:"capabilities,omitempty"`
 	}
 	body := struct {
 		Models []jev  `json:"models"`
@@ -47,9 +59,15 @@ func AppendModels(b []byte, models []Model) []byte {
 	}{Models: []jev{}, Object: "list", Data: []oai{}}
 	models = slices.SortedFunc(slices.Values(models), func(a, b Model) int { return cmp.Compare(a.ID, b.ID) })
 	for _, m := range models {
-		body.Models = append(body.Models, jev{Name: m.ID, Description: m.Description, ReleaseDate: m.Released.Format(time.DateOnly)})
-		body.Data = append(body.Data, oai{ID: m.ID, Object: "model", OwnedBy: "system1"})
+		body.Models = append(body.Models, jev{Name: m.ID, Description: m.Description, ReleaseDate: m.Released.Format(time.DateOnly), Capabilities: m.Capabilities})
+		body.Data = append(body.Data, oai{ID: m.ID, Object: "model", Created: m.Released.Unix(), OwnedBy: "system1", Capabilities: m.DataCapabilities})
 	}
 	out, _ := json.Marshal(body) // plain strings always marshal
 	return append(b, out...)
+}
+
+// Capabilities are what a model under a server's limits can be asked on
+// this wire, its question types in the wire's words (the domain's).
+func Capabilities(lim decision.Limits) decision.Capabilities {
+	return lim.Capabilities(decision.KindName)
 }
