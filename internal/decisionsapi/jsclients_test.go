@@ -51,7 +51,15 @@ func TestOfficialClients(t *testing.T) {
 			writeError(w, e)
 			return
 		}
-		if p.Model != model {
+		switch p.Model {
+		case model:
+		case "down":
+			writeError(w, ServiceUnavailable("no node could answer", 0))
+			return
+		case "not-served":
+			writeError(w, NotServed("the engine cannot serve decisions for this model"))
+			return
+		default:
 			writeError(w, ModelNotFound(p.Model))
 			return
 		}
@@ -80,19 +88,31 @@ func TestOfficialClients(t *testing.T) {
 		mux.ServeHTTP(w, r)
 	}))
 	defer srv.Close()
+	// A server that takes one request and rate-limits the rest.
+	var taken atomic.Bool
+	limited := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(RequestIDHeader, "req_limited")
+		if taken.Swap(true) {
+			writeError(w, TooManyRequests("rate limit exceeded", 1500*time.Millisecond))
+			return
+		}
+		mux.ServeHTTP(w, r)
+	}))
+	defer limited.Close()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "--test", "--test-concurrency=1", "decisions.test.mjs")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "SYSTEM1_URL="+srv.URL, "SYSTEM1_MODEL="+model, "SYSTEM1_API_KEY="+key,
-		"SYSTEM1_REFUSAL_HEADER=X-System1-Min-Label-Mass: 0.99")
+		"SYSTEM1_REFUSAL_HEADER=X-System1-Min-Label-Mass: 0.99", "SYSTEM1_DOWN_MODEL=down", "SYSTEM1_NOT_SERVED_MODEL=not-served",
+		"SYSTEM1_LIMITED_URL="+limited.URL)
 	out, err := cmd.CombinedOutput()
 	t.Logf("%s", out)
 	if err != nil {
 		t.Fatalf("node --test: %v\n%s", err, out)
 	}
-	for _, want := range []string{"# pass 8", "# fail 0", "# skipped 0"} {
+	for _, want := range []string{"# pass 11", "# fail 0", "# skipped 0"} {
 		if !strings.Contains(string(out), want) {
 			t.Fatalf("the clients' run does not say %q:\n%s", want, out)
 		}

@@ -64,8 +64,8 @@ nodes:
 	if err != nil {
 		t.Fatalf("the JS SDK test failed: %v", err)
 	}
-	if !bytes.Contains(out, []byte("# pass 4")) || !bytes.Contains(out, []byte("# fail 0")) {
-		t.Fatal("node --test did not report 4 passing tests and no failures")
+	if !bytes.Contains(out, []byte("# pass 5")) || !bytes.Contains(out, []byte("# fail 0")) {
+		t.Fatal("node --test did not report 5 passing tests and no failures")
 	}
 }
 

@@ -13,11 +13,17 @@
 //                           question, as "Name: value" (for example
 //                           "X-System1-Min-Label-Mass: 0.99"); unset skips
 //                           the refusal cases
+//   SYSTEM1_DOWN_MODEL      a model only a node that is down serves (a
+//                           503); SYSTEM1_NOT_SERVED_MODEL one whose engine
+//                           answers 501, which must come back a 400 the
+//                           SDK does not retry; SYSTEM1_LIMITED_URL a
+//                           server that takes one request and rate-limits
+//                           the next. Each unset skips its case.
 //
 // Without SYSTEM1_URL every test is skipped, saying so.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import OpenAI, { AuthenticationError, BadRequestError, NotFoundError } from "openai";
+import OpenAI, { AuthenticationError, BadRequestError, InternalServerError, NotFoundError, RateLimitError } from "openai";
 import { DecisionsToolRunner, DecisionsToolRunnerError } from "openai/helpers/decisions-tool-runner";
 import { experimental_decide, Experimental_DecisionRefusalError } from "ai";
 import { createOpenAI } from "@ai-sdk/openai";
@@ -180,6 +186,44 @@ test("decisions.create: errors are the SDK's classes, with param and code", { sk
     assert.equal(e.status, 404);
     assert.equal(e.code, "model_not_found");
     assert.equal(e.param, "model");
+    assert.ok(e.requestID, "an error carries x-request-id too");
+    return true;
+  });
+});
+
+const down = process.env.SYSTEM1_DOWN_MODEL;
+const notServed = process.env.SYSTEM1_NOT_SERVED_MODEL;
+const limited = process.env.SYSTEM1_LIMITED_URL?.replace(/\/+$/, "");
+
+test("decisions.create: no node up is an InternalServerError", { skip: skip || (!down && "SYSTEM1_DOWN_MODEL is not set") }, async () => {
+  await assert.rejects(client().decisions.create({ model: down, input: ticket, questions: [{ type: "predicate", instructions: "?" }] }), (e) => {
+    assert.ok(e instanceof InternalServerError, e);
+    assert.equal(e.status, 503);
+    assert.equal(e.type, "server_error");
+    return true;
+  });
+});
+
+test("decisions.create: an engine's 501 is a BadRequestError, asked once", { skip: skip || (!notServed && "SYSTEM1_NOT_SERVED_MODEL is not set") }, async () => {
+  // The SDK's own retries are on: a 5xx would be asked three times (the
+  // Go test counts the engine's calls).
+  const retrying = new OpenAI({ baseURL: `${base}/v1`, apiKey: key });
+  await assert.rejects(retrying.decisions.create({ model: notServed, input: ticket, questions: [{ type: "predicate", instructions: "?" }] }), (e) => {
+    assert.ok(e instanceof BadRequestError, e);
+    assert.equal(e.param, "model");
+    return true;
+  });
+});
+
+test("decisions.create: over the rate limit is a RateLimitError with the pause", { skip: skip || (!limited && "SYSTEM1_LIMITED_URL is not set") }, async () => {
+  const c = new OpenAI({ baseURL: `${limited}/v1`, apiKey: key, maxRetries: 0 });
+  const ask = () => c.decisions.create({ model, input: ticket, questions: [{ type: "predicate", instructions: "?" }] });
+  await ask();
+  await assert.rejects(ask(), (e) => {
+    assert.ok(e instanceof RateLimitError, e);
+    assert.equal(e.code, "rate_limit_exceeded");
+    assert.ok(Number(e.headers.get("retry-after-ms")) > 0, "retry-after-ms");
+    assert.ok(Number(e.headers.get("retry-after")) > 0, "retry-after");
     return true;
   });
 });

@@ -13,6 +13,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import {
   AuthenticationError,
+  BadRequestError,
   TypeSafeClient,
   UnprocessableEntityError,
   choice,
@@ -111,6 +112,36 @@ test("a request system1 refuses is the SDK's UnprocessableEntityError, naming th
       err.status === 422 &&
       err.message.includes("questions.stars.criteria") &&
       err.message.includes("at most 10 levels"),
+  );
+});
+
+// Jev 1.14's images (an assets map, a box question), which system1 does
+// not read, sent as the SDK passes them through with the Danger-Zone
+// header: the SDK's BadRequestError, naming the feature and the box
+// question, with hosted Jev's error_type, never retried.
+test("a request with images is the SDK's BadRequestError, naming what system1 cannot read", async () => {
+  const client = new TypeSafeClient();
+  const photo = "photo-7f3a9c";
+  await assert.rejects(
+    client.systemOne(
+      {
+        state: { photo },
+        assets: { [photo]: { type: "image", format: "png", data_base64: "iVBORw0KGgo=" } },
+        questions: {
+          red: noul(`Is there a red square in ${photo}?`),
+          where: { type: "box", instructions: `the red square in ${photo}` },
+        },
+      },
+      { ...noRetry, headers: { "TypeSafe-Danger-Zone-Images": "true" } },
+    ),
+    (err) =>
+      err instanceof BadRequestError &&
+      err.status === 400 &&
+      err.body.detail.error_type === "api_usage_error" &&
+      err.message.startsWith("400 Images are not supported") &&
+      err.message.includes("`assets`") &&
+      err.message.includes('the box question "where"') &&
+      /^req_[0-9a-f]{32}$/.test(err.requestId),
   );
 });
 

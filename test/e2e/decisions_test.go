@@ -1,0 +1,118 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"system1/internal/fakeengine"
+)
+
+// OpenAI's official clients (test/js-decisions: openai 7.55.0's
+// client.decisions.create and DecisionsToolRunner, ai 7.0.173's
+// experimental_decide through @ai-sdk/openai 4.0.118) against the real
+// binary's POST /v1/decisions, with nothing changed but the base URL and
+// the key: every question type, typed values, unnamed questions, JSON and
+// conversation inputs, each error class the SDK maps (a model only a down
+// node serves, an engine's 501 asked once, a second server over its rate
+// limit), the tool runner to its end, the AI SDK's validation, and the
+// refusals X-System1-Min-Label-Mass asks for. The engine is the real
+// llama-server with the tiny model when it is here, else the fake.
+func TestDecisionsJSClients(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		skipJS(t, "node is not installed")
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "test", "js-decisions")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "openai", "package.json")); err != nil {
+		skipJS(t, "test/js-decisions/node_modules is missing: run npm ci in test/js-decisions")
+	}
+	bin := binary(t)
+	model, url, _ := startEngine(t)
+	no := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{"not-served"},
+		Behavior: fakeengine.Behavior{Fault: fakeengine.Status, Status: http.StatusNotImplemented}})
+	t.Cleanup(no.Close)
+	const key = "e2e-key"
+	nodes := fmt.Sprintf(`keys: [%s]
+nodes:
+  - {name: engine, url: %s, dialect: llamacpp, models: [%s]}
+  - {name: down, url: %s, dialect: llamacpp, models: [gone]}
+  - {name: no-decisions, url: %s, dialect: llamacpp, models: [not-served]}
+`, key, url, model, fakeengine.Down(t), no.URL)
+	cfg := filepath.Join(t.TempDir(), "system1.yaml")
+	writeFile(t, cfg, nodes)
+	base := serve(t, bin, cfg)
+	limitedCfg := filepath.Join(t.TempDir(), "limited.yaml")
+	writeFile(t, limitedCfg, nodes+"rate_limit: {per_second: 0.001, burst: 1}\n")
+	limited := serve(t, bin, limitedCfg)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "--test", "--test-concurrency=1", "decisions.test.mjs")
+	cmd.Dir = dir
+	cmd.Env = append(env("SYSTEM1_", "OPENAI_"), "SYSTEM1_URL="+base, "SYSTEM1_MODEL="+model, "SYSTEM1_API_KEY="+key,
+		"SYSTEM1_REFUSAL_HEADER=X-System1-Min-Label-Mass: 0.99", "SYSTEM1_DOWN_MODEL=gone", "SYSTEM1_NOT_SERVED_MODEL=not-served",
+		"SYSTEM1_LIMITED_URL="+limited)
+	out, err := cmd.CombinedOutput()
+	t.Logf("node --test decisions.test.mjs:\n%s", out)
+	if err != nil {
+		t.Fatalf("the Decisions clients' test failed: %v", err)
+	}
+	for _, want := range []string{"# pass 11", "# fail 0", "# skipped 0"} {
+		if !bytes.Contains(out, []byte(want)) {
+			t.Fatalf("node --test did not report %q", want)
+		}
+	}
+	// The 501 went back as a 400, which the SDK, retries on, asked once.
+	if n := len(no.Inferences()); n != 1 {
+		t.Errorf("the engine answering 501 was asked %d times; the SDK must not retry", n)
+	}
+}
+
+// Jev 1.14's images through the official Jev JS SDK (test/js): a request
+// with an assets map and a box question is the SDK's BadRequestError,
+// and the engine is never called.
+func TestJSClientImages(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		skipJS(t, "node is not installed")
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "test", "js")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@typesafe-ai", "sdk", "package.json")); err != nil {
+		skipJS(t, "test/js/node_modules is missing: run npm ci in test/js")
+	}
+	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp})
+	t.Cleanup(f.Close)
+	const key = "e2e-key"
+	cfg := filepath.Join(t.TempDir(), "system1.yaml")
+	writeFile(t, cfg, fmt.Sprintf("keys: [%s]\naliases: {jev-latest: %s}\nnodes:\n  - {name: engine, url: %s, dialect: llamacpp, models: [%s]}\n",
+		key, fakeengine.DefaultModel, f.URL, fakeengine.DefaultModel))
+	base := serve(t, binary(t), cfg)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "--test", "--test-name-pattern=images", "sdk.test.mjs")
+	cmd.Dir = dir
+	cmd.Env = append(env("TYPESAFE_"), "TYPESAFE_BASE_URL="+base, "TYPESAFE_API_KEY="+key)
+	out, err := cmd.CombinedOutput()
+	t.Logf("node --test sdk.test.mjs (images):\n%s", out)
+	if err != nil || !bytes.Contains(out, []byte("# pass 1")) || !bytes.Contains(out, []byte("# fail 0")) {
+		t.Fatalf("the JS SDK's images test: %v", err)
+	}
+	if n := len(f.Inferences()); n != 0 {
+		t.Errorf("the engine was called %d times for a request with images", n)
+	}
+}
