@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -115,4 +117,59 @@ func TestJSClientImages(t *testing.T) {
 	if n := len(f.Inferences()); n != 0 {
 		t.Errorf("the engine was called %d times for a request with images", n)
 	}
+}
+
+// One system1 behind another as a decisions node: the front's nodes are
+// a Decisions endpoint that is down, then the back system1's
+// /v1/decisions; a Jev request and a Decisions request to the front both
+// fail over to the back and come back with its numbers, and a question
+// the fake Decisions endpoint refuses comes back a refusal through the
+// front.
+func TestSystem1AsDecisionsNode(t *testing.T) {
+	bin := binary(t)
+	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp})
+	t.Cleanup(f.Close)
+	backCfg := filepath.Join(t.TempDir(), "back.yaml")
+	writeFile(t, backCfg, fmt.Sprintf("keys: [back-key]\nnodes:\n  - {name: engine, url: %s, dialect: llamacpp, models: [%s]}\n", f.URL, fakeengine.DefaultModel))
+	back := serve(t, bin, backCfg)
+	refusing := fakeengine.StartDecisions(t, fakeengine.Reply{Model: "refuser", Refuse: []string{"urgent"}})
+
+	frontCfg := filepath.Join(t.TempDir(), "front.yaml")
+	writeFile(t, frontCfg, fmt.Sprintf(`nodes:
+  - {name: gone, url: %s, dialect: decisions, models: [%s]}
+  - {name: back, url: %s, dialect: decisions, key_env: BACK_KEY, models: [%s], priority: 1}
+  - {name: refuser, url: %s, dialect: decisions, models: [refuser]}
+`, fakeengine.Down(t), fakeengine.DefaultModel, back, fakeengine.DefaultModel, refusing.URL))
+	t.Setenv("BACK_KEY", "back-key")
+	front := serve(t, bin, frontCfg)
+
+	jev := post(t, front+"/v1/systemone", `{"model":"fake","state":"s","questions":{"dept":{"type":"choice","criteria":{"a":null,"b":null,"c":null}},"urgent":{"type":"noul"}}}`)
+	// The fake engine's halving over three labels and two: 4/7, 2/7, 1/7
+	// and 2/3, read by the back and passed on at its two decimals.
+	if !strings.Contains(jev, `"probabilities":{"a":0.57,"b":0.29,"c":0.14}`) || !strings.Contains(jev, `"noul":0.67`) {
+		t.Errorf("a Jev request through a system1 decisions node: %s", jev)
+	}
+	dec := post(t, front+"/v1/decisions", `{"model":"fake","input":"s","questions":[{"type":"predicate","name":"urgent","instructions":"?"},{"type":"choice","choices":[{"value":"a"},{"value":"b"},{"value":"c"}]}]}`)
+	if !strings.Contains(dec, `{"type":"predicate","name":"urgent","probability":0.67}`) || !strings.Contains(dec, `"name":null,"choice":"a"`) {
+		t.Errorf("a Decisions request through a system1 decisions node: %s", dec)
+	}
+	refused := post(t, front+"/v1/decisions", `{"model":"refuser","input":"s","questions":[{"type":"predicate","name":"urgent","instructions":"?"},{"type":"predicate","name":"other","instructions":"?"}]}`)
+	if !strings.Contains(refused, `{"type":"refusal","name":"urgent"}`) || !strings.Contains(refused, `{"type":"predicate","name":"other","probability":`) {
+		t.Errorf("a refusal through the front: %s", refused)
+	}
+}
+
+// post sends a JSON body and returns the 200's body, failing otherwise.
+func post(t *testing.T, url, body string) string {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST %s: %d %s", url, resp.StatusCode, b)
+	}
+	return string(b)
 }
