@@ -64,6 +64,21 @@ func (r *Refusal) String() string {
 	return string(r.Reason)
 }
 
+// Short is the refusal in a few words, for a header that lists many:
+// "label mass 0.310 < 0.5", "none of these won at 0.62", "the node
+// declined: ...".
+func (r *Refusal) Short() string {
+	switch r.Reason {
+	case RefusedUpstream:
+		return "the node declined: " + r.Detail
+	case RefusedNone:
+		return fmt.Sprintf("none of these won at %.2f", r.None)
+	case RefusedLabelMass:
+		return fmt.Sprintf("label mass %.3f < %v", r.LabelMass, r.MinLabelMass)
+	}
+	return string(r.Reason)
+}
+
 // Refused reports whether any question of a was refused.
 func (a *Answer) Refused() bool {
 	for _, q := range a.Questions {

@@ -45,7 +45,7 @@ func TestRefuseRule(t *testing.T) {
 			t.Errorf("%s: refused: %s", tc.name, got)
 		case tc.want != "" && (got == nil || got.Reason != tc.want):
 			t.Errorf("%s: %+v, want %s", tc.name, got, tc.want)
-		case got != nil && got.String() == "":
+		case got != nil && (got.String() == "" || got.Short() == ""):
 			t.Errorf("%s: a refusal without words", tc.name)
 		}
 		if a.Refused() != (tc.want != "") {

@@ -11,6 +11,8 @@ import (
 
 	"system1/internal/config"
 	"system1/internal/fakeengine"
+	"system1/internal/httpapi"
+	"system1/internal/web"
 )
 
 // ticketDecisions is the ticket (systemone_test.go) on OpenAI's
@@ -302,7 +304,7 @@ func TestDecisionsRefusals(t *testing.T) {
 	if got[0].Refused || !got[1].Refused || got[2].Refused || str(got[1].Name) != "urgent" || len(got[0].Probabilities) != 3 {
 		t.Fatalf("refusals under a gate of 0.92: %s", r)
 	}
-	if h := r.header.Get("X-System1-Refused"); !strings.Contains(h, "urgent: no option seemed to fit: the model put only 0.900") || strings.Contains(h, "dept") {
+	if h := r.header.Get("X-System1-Refused"); h != "urgent: label mass 0.900 < 0.92" {
 		t.Errorf("X-System1-Refused %q", h)
 	}
 	got = decisionsReadings(t, s.do(t, http.MethodPost, "/v1/decisions", ticketDecisions, "X-System1-Min-Label-Mass: 0.99"))
@@ -400,7 +402,7 @@ func TestDecisionsNode(t *testing.T) {
 	s = serve(t, setup{nodes: []node{a, b}})
 	r := s.do(t, http.MethodPost, "/v1/decisions", ticketDecisions)
 	dec = decisionsReadings(t, r)
-	if dec[0].Refused || !dec[1].Refused || dec[2].Refused || !strings.Contains(r.header.Get("X-System1-Refused"), "urgent: the node declined") {
+	if dec[0].Refused || !dec[1].Refused || dec[2].Refused || r.header.Get("X-System1-Refused") != "urgent: the node declined: the Decisions endpoint refused to answer it" {
 		t.Errorf("a refusal through the node: %s %v", r, r.header)
 	}
 	jr := s.ask(t, ticketJev)
@@ -422,5 +424,13 @@ func TestDecisionsNode(t *testing.T) {
 		if first.Calls.Load() == 0 || second.Calls.Load() != 2 {
 			t.Errorf("status %d: the first node got %d calls, the second %d", status, first.Calls.Load(), second.Calls.Load())
 		}
+	}
+}
+
+// The OpenAPI document lists the headers both answering wires read, by
+// the names this face reads them under.
+func TestGateHeadersAreTheDocuments(t *testing.T) {
+	if want := []string{httpapi.DebiasHeader, httpapi.PriorHeader, httpapi.MinLabelMassHeader, httpapi.NoneOptionHeader}; !slices.Equal(web.GateHeaders, want) {
+		t.Fatalf("the document lists %v; the face reads %v", web.GateHeaders, want)
 	}
 }

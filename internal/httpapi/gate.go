@@ -29,9 +29,10 @@ const (
 	// them fits, as OpenAI's Decisions API reports probabilities given no
 	// refusal). "false" or absent adds none.
 	NoneOptionHeader = "X-System1-None-Option"
-	// RefusedHeader, on a /v1/decisions reply, says why each refused
-	// question was refused ("q1: no option seemed to fit: ..."); the
-	// body's refusal has no field for it.
+	// RefusedHeader, on a /v1/decisions reply, says in short why each
+	// refused question was refused ("q1: label mass 0.310 < 0.5; q2: none
+	// of these won at 0.62"); the body's refusal has no field for it, and
+	// the request's log line has it in full.
 	RefusedHeader = "X-System1-Refused"
 )
 
@@ -111,7 +112,7 @@ func refusedHeader(qs []decision.Question, as []answer.Question) string {
 	var items []string
 	for i, a := range as {
 		if a.Refusal != nil {
-			items = append(items, headerName(qs[i].ID)+": "+headerText(a.Refusal.String(), maxHeaderItem))
+			items = append(items, headerName(qs[i].ID)+": "+headerText(a.Refusal.Short(), maxHeaderItem))
 		}
 	}
 	return headerList(items)

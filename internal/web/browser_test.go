@@ -374,6 +374,91 @@ func TestBrowserPlayground(t *testing.T) {
 	screenshot(t, ctx, "playground.png")
 }
 
+// The playground's Decisions tab sends the editor's questions as the
+// same request on OpenAI's Decisions wire and shows what POST
+// /v1/decisions answers, as the System One tab shows its reply: the same
+// numbers, since one read answers both; with a label-mass gate over what
+// the engine puts on the labels, each question is a refusal card saying
+// why, and the curl command carries the header.
+func TestBrowserPlaygroundDecisions(t *testing.T) {
+	ctx := browser(t)
+	s := serve(t, options{})
+	bound(t, ctx, chromedp.Navigate(s.URL+"/#playground"), wait(`document.querySelectorAll('#model option').length > 0`),
+		chromedp.Click("#send"), wait(`document.querySelectorAll('#answers .answer').length === 3`))
+	jevShown := eval[map[string]shownAnswer](t, ctx, readAnswers)
+	bound(t, ctx, chromedp.Click(`[data-wire=decisions]`), wait(`document.getElementById('route').textContent === 'POST /v1/decisions'`),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById('answers').replaceChildren()`),
+		chromedp.Click("#send"), wait(`document.querySelectorAll('#answers .answer').length > 0 || document.querySelector('#send-error')`))
+	if e := eval[string](t, ctx, `document.querySelector('#send-error')?.textContent ?? ''`); e != "" {
+		t.Fatalf("the page shows an error: %s", e)
+	}
+	cmd := eval[string](t, ctx, `document.getElementById('curl').textContent`)
+	if !strings.Contains(cmd, "/v1/decisions") {
+		t.Fatalf("the curl command is not for /v1/decisions: %s", cmd)
+	}
+	resp, reply := do(t, "POST", s.URL+"/v1/decisions", curlBody(t, cmd))
+	var dec struct {
+		Model   string `json:"model"`
+		Answers []struct {
+			Type          string  `json:"type"`
+			Name          string  `json:"name"`
+			Probability   float64 `json:"probability"`
+			Choice        string  `json:"choice"`
+			Score         float64 `json:"score"`
+			Confidence    float64 `json:"confidence"`
+			Probabilities []struct {
+				Value       any     `json:"value"`
+				Probability float64 `json:"probability"`
+			} `json:"probabilities"`
+		} `json:"answers"`
+	}
+	if err := json.Unmarshal(reply, &dec); err != nil || resp.StatusCode != http.StatusOK || len(dec.Answers) != 3 {
+		t.Fatalf("the page's request, sent again: %d %s", resp.StatusCode, reply)
+	}
+	// The Decisions reply, read as the System One reply it equals.
+	api := jevReply{Model: dec.Model, Answers: map[string]jevAnswer{}}
+	for _, a := range dec.Answers {
+		ja := jevAnswer{Type: map[string]string{"predicate": "noul"}[a.Type], Choice: a.Choice, Noul: a.Probability, Score: a.Score, Confidence: a.Confidence}
+		if ja.Type == "" {
+			ja.Type = a.Type
+			ja.Probabilities = map[string]float64{}
+			for _, p := range a.Probabilities {
+				ja.Probabilities[fmt.Sprint(p.Value)] = p.Probability
+			}
+		}
+		api.Answers[a.Name] = ja
+	}
+	shown := eval[map[string]shownAnswer](t, ctx, readAnswers)
+	checkShown(t, shown, api)
+	if fmt.Sprint(shown) != fmt.Sprint(jevShown) {
+		t.Errorf("the Decisions tab shows %v, the System One tab %v", shown, jevShown)
+	}
+	if kinds := eval[[]string](t, ctx, `[...document.querySelectorAll('#answers .answer .kind')].map((k) => k.textContent)`); strings.Join(kinds, ",") != "choice,predicate,score" {
+		t.Errorf("the cards are labelled %v, in the Decisions wire's words", kinds)
+	}
+	if id := eval[string](t, ctx, `(`+readFacts+`)('#answer-meta')['request id']`); id != resp.Header.Get("x-request-id") && !strings.HasPrefix(id, "req_") {
+		t.Errorf("request id shown %q", id)
+	}
+
+	// A gate over the engine's label mass refuses every question.
+	bound(t, ctx, chromedp.SetValue("#min-mass", "1"), chromedp.Click("#send"),
+		wait(`document.querySelectorAll('#answers .answer[data-type=refusal]').length === 3`))
+	why := eval[[]string](t, ctx, `[...document.querySelectorAll('#answers .answer [data-field=why]')].map((w) => w.textContent)`)
+	for _, w := range why {
+		if !strings.HasPrefix(w, "label mass 0.") || !strings.HasSuffix(w, " < 1") {
+			t.Errorf("a refusal card says %q", w)
+		}
+	}
+	if cmd := eval[string](t, ctx, `document.getElementById('curl').textContent`); !strings.Contains(cmd, `-H 'X-System1-Min-Label-Mass: 1'`) {
+		t.Errorf("the curl command does not carry the gate: %s", cmd)
+	}
+	// The System One tab, under the same gate, shows the 422 naming them.
+	bound(t, ctx, chromedp.Click(`[data-wire=systemone]`), chromedp.Click("#send"), wait(`document.querySelector('#send-error')`))
+	if e := eval[string](t, ctx, `document.querySelector('#send-error').textContent`); !strings.HasPrefix(e, "422") || !strings.Contains(e, "questions.department: system1 will not stand behind this answer") {
+		t.Errorf("the System One tab under the gate shows %q", e)
+	}
+}
+
 // histogramQuantile is Prometheus' histogram_quantile over one route's
 // buckets in a /metrics text, read here independently of the page's
 // parser.

@@ -11,6 +11,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"system1/internal/decision"
+	"system1/internal/decisionsapi"
 	"system1/internal/fleet"
 	"system1/internal/gateway"
 	"system1/internal/outcomes"
@@ -53,7 +54,8 @@ func document() obj {
 			"version": gateway.SchemaVersion,
 			"description": "A fast decision service: typed questions over a state, answered with calibrated " +
 				"probabilities read from a language model's first-token log-probabilities. POST /v1/systemone " +
-				"is TypeSafe's System One wire (Jev); POST /v1/decide is the gateway's contract. With keys " +
+				"is TypeSafe's System One wire (Jev); POST /v1/decisions is OpenAI's Decisions wire over the same answers; " +
+				"POST /v1/decide is the gateway's contract. With keys " +
 				"configured every /v1 route needs one, as a bearer token or in X-Api-Key.",
 			"license": obj{"name": license, "identifier": license},
 		},
@@ -82,6 +84,7 @@ func paths() obj {
 			"description": "Each question is a choice (one key of its criteria, a distribution and a confidence), " +
 				"a noul (P(true)) or a score (the expected level of an ordered rubric). A 200 carries every " +
 				"question; otherwise nothing. Probabilities are rounded by largest remainder so they sum to 1.",
+			"parameters":  gateHeaders(),
 			"requestBody": jsonBody("SystemOneRequest", true),
 			"responses": obj{
 				"200": withHeaders(jsonReply("The answers, in question order.", "SystemOneResponse"), obj{
@@ -93,19 +96,40 @@ func paths() obj {
 					},
 				}),
 				"401": jsonReply("A key is configured and the caller's is missing or wrong.", "Error"),
-				"400": jsonReply("The body could not be read.", "Error"),
+				"400": jsonReply("The body could not be read; or hosted Jev's api_usage_error: Jev 1.14's images (a non-empty assets or images, a box question, a multipart body), which this server does not read, refused before any engine call with detail.unsupported naming them; an unknown top-level field; an unknown model.", "Error"),
 				"408": jsonReply("The body did not arrive within the server's read timeout.", "Error"),
 				"413": jsonReply("The body is over the server's limit.", "Error"),
 				"415": jsonReply("A Content-Encoding other than gzip.", "Error"),
-				"422": jsonReply("A malformed request: every problem listed.", "ValidationError"),
+				"422": jsonReply("A malformed request: every problem listed; or a question system1 will not stand behind (type refused: the node declined, the none option won, too little label mass), since this wire has no refusal.", "ValidationError"),
 				"429": jsonReply("The caller's key is over its rate, or its address sent too many wrong keys; Retry-After says when to come back.", "Error"),
-				"503": jsonReply("No node serves the model, or a question got no answer.", "Error"),
+				"503": jsonReply("A question got no answer.", "Error"),
+			},
+		}},
+		"/v1/decisions": obj{"post": obj{
+			"operationId": "decisions",
+			"summary":     "Answer ordered questions over an input (OpenAI's Decisions wire).",
+			"description": "The same answers as POST /v1/systemone, in OpenAI's shapes: predicate (P(true)), choice (typed values) " +
+				"and score (levels with labels), answered in question order with each question's name (null when unnamed). " +
+				"A question system1 will not stand behind is a refusal while the others are answered; X-System1-Refused says why. " +
+				"Errors are OpenAI's envelope; x-request-id is on every reply.",
+			"parameters":  gateHeaders(),
+			"requestBody": jsonBody("DecisionsRequest", true),
+			"responses": obj{
+				"200": jsonReply("The answers, in question order.", "DecisionsResponse"),
+				"400": jsonReply("A problem with the request (param names the first, message lists all; code unsupported_input for an image), a header holding nonsense, or an engine that refused the request (param model for an engine that cannot serve decisions).", "OpenAIError"),
+				"401": jsonReply("A key is configured and the caller's is missing or wrong (code invalid_api_key).", "OpenAIError"),
+				"404": jsonReply("No node serves the model (code model_not_found, param model).", "OpenAIError"),
+				"408": jsonReply("The body did not arrive within the server's read timeout.", "OpenAIError"),
+				"413": jsonReply("The body is over the server's limit.", "OpenAIError"),
+				"415": jsonReply("A Content-Encoding other than gzip.", "OpenAIError"),
+				"429": jsonReply("The caller's key is over its rate, or its address sent too many wrong keys (code rate_limit_exceeded); retry-after and retry-after-ms say when to come back.", "OpenAIError"),
+				"503": jsonReply("No node answered (type server_error); retry-after and retry-after-ms when a node asked for a pause.", "OpenAIError"),
 			},
 		}},
 		"/v1/models": obj{"get": obj{
 			"operationId": "models",
-			"summary":     "List the models the nodes serve and the configured aliases.",
-			"description": "In both shapes clients read: Jev's models list and OpenAI's.",
+			"summary":     "List the models the nodes serve and the configured aliases, with what each can be asked.",
+			"description": "In both shapes clients read: Jev's models list and OpenAI's, each entry with its capabilities in its wire's words.",
 			"responses": obj{
 				"200": jsonReply("The models.", "ModelList"),
 				"401": jsonReply("A key is configured and the caller's is missing or wrong.", "Error"),
@@ -239,6 +263,9 @@ func schemas() map[string]*jsonschema.Schema {
 	all := map[string]*jsonschema.Schema{
 		"SystemOneRequest":  systemOneRequest(),
 		"SystemOneResponse": systemOneResponse(),
+		"DecisionsRequest":  decisionsRequest(),
+		"DecisionsResponse": decisionsResponse(),
+		"OpenAIError":       openAIError(),
 		"ModelList":         infer[modelList](),
 		"DecideRequest":     component(gateway.RequestSchema()),
 		"DecideResponse":    component(gateway.ResponseSchema()),
@@ -277,16 +304,45 @@ func infer[T any]() *jsonschema.Schema {
 // modelList is GET /v1/models's body.
 type modelList struct {
 	Models []struct {
-		Name        string `json:"name" jsonschema:"The model id to send as model."`
-		Description string `json:"description" jsonschema:"The nodes that serve it, and what it is an alias of."`
-		ReleaseDate string `json:"release_date" jsonschema:"YYYY-MM-DD: the day this server first listed it."`
+		Name         string                `json:"name" jsonschema:"The model id to send as model."`
+		Description  string                `json:"description" jsonschema:"The nodes that serve it, and what it is an alias of."`
+		ReleaseDate  string                `json:"release_date" jsonschema:"YYYY-MM-DD: the day this server first listed it."`
+		Capabilities decision.Capabilities `json:"capabilities" jsonschema:"What it can be asked on POST /v1/systemone."`
 	} `json:"models" jsonschema:"Jev's shape, sorted by name."`
 	Object string `json:"object" jsonschema:"list"`
 	Data   []struct {
-		ID      string `json:"id"`
-		Object  string `json:"object" jsonschema:"model"`
-		OwnedBy string `json:"owned_by"`
+		ID           string                `json:"id"`
+		Object       string                `json:"object" jsonschema:"model"`
+		Created      int64                 `json:"created" jsonschema:"When this server first listed it, in Unix seconds."`
+		OwnedBy      string                `json:"owned_by"`
+		Capabilities decision.Capabilities `json:"capabilities" jsonschema:"What it can be asked on POST /v1/decisions."`
 	} `json:"data" jsonschema:"OpenAI's shape, sorted by id."`
+}
+
+// GateHeaders are the request headers of both answering wires, which the
+// document lists as their parameters. The HTTP face defines them
+// (httpapi's DebiasHeader, PriorHeader, MinLabelMassHeader and
+// NoneOptionHeader); a test there holds the two lists together.
+var GateHeaders = []string{"X-System1-Debias", "X-System1-Prior", "X-System1-Min-Label-Mass", "X-System1-None-Option"}
+
+func gateHeaders() []obj {
+	desc := []string{
+		"Ask each choice in several orders of its options and average (permute), or not (off); absent is the configured one.",
+		"Divide a label prior out of the readings: off, batch or content_free; absent is the configured one.",
+		"Refuse each question whose engine put less than this on the options' labels at all (no option seemed to fit), where the engine can tell.",
+		"true adds the option \"" + decision.NoneOption + "\" after each choice question's options: a question where it wins is refused, any other answered over the caller's options, renormalised.",
+	}
+	schema := []obj{
+		{"type": "string", "enum": []string{decision.DebiasPermute, decision.DebiasOff}},
+		{"type": "string", "enum": []string{decision.PriorOff, decision.PriorBatch, decision.PriorContentFree}},
+		{"type": "number", "minimum": 0, "maximum": 1},
+		{"type": "string", "enum": []string{"true", "false"}},
+	}
+	out := make([]obj, len(GateHeaders))
+	for i, name := range GateHeaders {
+		out[i] = obj{"name": name, "in": "header", "required": false, "description": desc[i], "schema": schema[i]}
+	}
+	return out
 }
 
 func health() *jsonschema.Schema {
@@ -444,6 +500,117 @@ func systemOneResponse() *jsonschema.Schema {
 				"estimated":     {Type: "boolean", Description: "Present (true) when an engine reported no counts."},
 			}},
 			"latency_ms": {Type: "integer", Minimum: ptr(0.0)},
+		},
+	}
+}
+
+// decisionsRequest is POST /v1/decisions's body. Its caps are the wire's
+// (decisionsapi) and the domain's; a server may lower the question count
+// (max_questions) and a node the choices (max_options).
+func decisionsRequest() *jsonschema.Schema {
+	lim := decisionsapi.Limits(decision.DefaultLimits())
+	lim.MaxChoiceOptions = decisionsapi.MaxChoices
+	kind := func(k string) *jsonschema.Schema { return &jsonschema.Schema{Const: jsonschema.Ptr[any](k)} }
+	closed := &jsonschema.Schema{Not: &jsonschema.Schema{}}
+	part := &jsonschema.Schema{Type: "object", Required: []string{"type"}, Description: "input_text {text}, input_json {data} or input_image (refused: code unsupported_input).",
+		Properties: map[string]*jsonschema.Schema{"type": {Type: "string"}}, AdditionalProperties: &jsonschema.Schema{}}
+	instr := &jsonschema.Schema{Description: fmt.Sprintf("What to decide: text, or parts (input_text, input_json); at most %s. Missing or null is none.", kib(lim.MaxInstructionBytes)),
+		AnyOf: []*jsonschema.Schema{{Type: "string"}, {Type: "array", Items: part}, {Type: "null"}}}
+	name := &jsonschema.Schema{Types: []string{"string", "null"}, Description: "Unique; answered as sent, or null when left out."}
+	question := func(k, desc string, extra map[string]*jsonschema.Schema, required ...string) *jsonschema.Schema {
+		props := map[string]*jsonschema.Schema{"type": kind(k), "name": name, "instructions": instr}
+		for f, sc := range extra {
+			props[f] = sc
+		}
+		return &jsonschema.Schema{Type: "object", Description: desc, Required: append([]string{"type"}, required...), Properties: props, AdditionalProperties: closed}
+	}
+	described := func(key string, value *jsonschema.Schema) *jsonschema.Schema {
+		return &jsonschema.Schema{Type: "object", Required: []string{key}, AdditionalProperties: closed,
+			Properties: map[string]*jsonschema.Schema{key: value, "description": {Type: "string"}}}
+	}
+	predicate := question("predicate", "P(true).", nil)
+	choice := question("choice", fmt.Sprintf("One of the values, %d to %d of them (as a node's max_options allows), unique by type and value.", lim.MinChoiceOptions, lim.MaxChoiceOptions),
+		map[string]*jsonschema.Schema{"choices": {Type: "array", MinItems: ptr(lim.MinChoiceOptions), MaxItems: ptr(lim.MaxChoiceOptions),
+			Items: described("value", &jsonschema.Schema{Types: []string{"string", "boolean"}, Description: "Given back typed: true and \"true\" are two choices."})}}, "choices")
+	score := question("score", fmt.Sprintf("The expected level of an ordered rubric, lowest first, %d to %d levels.", lim.MinScoreLevels, lim.MaxScoreLevels),
+		map[string]*jsonschema.Schema{"levels": {Type: "array", MinItems: ptr(lim.MinScoreLevels), MaxItems: ptr(lim.MaxScoreLevels), Items: described("label", &jsonschema.Schema{Type: "string"})}}, "levels")
+	return &jsonschema.Schema{
+		Type:                 "object",
+		Required:             []string{"model", "input", "questions"},
+		AdditionalProperties: closed,
+		Description:          "Any other top-level field is a 400 naming it.",
+		Properties: map[string]*jsonschema.Schema{
+			"model": text("A model id from GET /v1/models, or a configured alias."),
+			"input": {Description: fmt.Sprintf("What the questions are about: a string, or items (messages of text and JSON parts, tool calls and their outputs), read into the state; at most %s. An image anywhere is a 400 (unsupported_input).", kib(lim.MaxStateBytes)),
+				AnyOf: []*jsonschema.Schema{{Type: "string"}, {Type: "array", Items: &jsonschema.Schema{Type: "object", AdditionalProperties: &jsonschema.Schema{}}}}},
+			"questions": {Type: "array", MinItems: ptr(1), MaxItems: ptr(lim.MaxQuestions),
+				Description: fmt.Sprintf("Answered in this order; at most %d, or the server's max_questions where lower.", lim.MaxQuestions),
+				Items:       &jsonschema.Schema{OneOf: []*jsonschema.Schema{predicate, choice, score}}},
+			"prompt_cache_key":     {Types: []string{"string", "null"}, Description: "Accepted and ignored."},
+			"prompt_cache_options": {Types: []string{"object", "null"}, Description: "Accepted and ignored.", AdditionalProperties: &jsonschema.Schema{}},
+			"safety_identifier":    {Types: []string{"string", "null"}, MaxLength: ptr(decisionsapi.MaxSafetyIdentifier), Description: "Accepted and ignored."},
+		},
+	}
+}
+
+// decisionsResponse is POST /v1/decisions's 200.
+func decisionsResponse() *jsonschema.Schema {
+	name := &jsonschema.Schema{Types: []string{"string", "null"}, Description: "The question's name, null when unnamed."}
+	closedObject := func(props map[string]*jsonschema.Schema) *jsonschema.Schema {
+		req := []string{}
+		for n := range props {
+			req = append(req, n)
+		}
+		sort.Strings(req)
+		return &jsonschema.Schema{Type: "object", Required: req, Properties: props}
+	}
+	answer := func(k string, props map[string]*jsonschema.Schema) *jsonschema.Schema {
+		props["type"] = &jsonschema.Schema{Const: jsonschema.Ptr[any](k)}
+		props["name"] = name
+		return closedObject(props)
+	}
+	counter := &jsonschema.Schema{Type: "integer", Minimum: ptr(0.0)}
+	return &jsonschema.Schema{
+		Type:     "object",
+		Required: []string{"model", "answers", "usage"},
+		Properties: map[string]*jsonschema.Schema{
+			"model": text("The model the engine reported."),
+			"answers": {Type: "array", Description: "One answer per question, in question order.", Items: &jsonschema.Schema{OneOf: []*jsonschema.Schema{
+				answer("predicate", map[string]*jsonschema.Schema{"probability": unitNumber()}),
+				answer("choice", map[string]*jsonschema.Schema{"choice": {Types: []string{"string", "boolean"}, Description: "The most probable value, typed as asked."},
+					"confidence": unitNumber(), "probabilities": {Type: "array", Description: "Every value, in request order, summing to 1.",
+						Items: closedObject(map[string]*jsonschema.Schema{"value": {Types: []string{"string", "boolean"}}, "probability": unitNumber()})}}),
+				answer("score", map[string]*jsonschema.Schema{"score": {Type: "number", Minimum: ptr(0.0)}, "confidence": unitNumber(),
+					"probabilities": {Type: "array", Description: "Every level, lowest first, summing to 1.",
+						Items: closedObject(map[string]*jsonschema.Schema{"value": {Type: "integer", Minimum: ptr(0.0)}, "label": {Type: "string"}, "probability": unitNumber()})}}),
+				answer("refusal", map[string]*jsonschema.Schema{}),
+			}}},
+			"usage": closedObject(map[string]*jsonschema.Schema{
+				"input_tokens":          counter,
+				"input_tokens_details":  closedObject(map[string]*jsonschema.Schema{"cached_tokens": counter, "cache_write_tokens": counter}),
+				"output_tokens":         counter,
+				"output_tokens_details": closedObject(map[string]*jsonschema.Schema{"reasoning_tokens": counter}),
+				"total_tokens":          counter,
+			}),
+		},
+	}
+}
+
+// openAIError is every error of POST /v1/decisions: OpenAI's envelope.
+func openAIError() *jsonschema.Schema {
+	nullable := func(desc string) *jsonschema.Schema {
+		return &jsonschema.Schema{Types: []string{"string", "null"}, Description: desc}
+	}
+	return &jsonschema.Schema{
+		Type:     "object",
+		Required: []string{"error"},
+		Properties: map[string]*jsonschema.Schema{
+			"error": {Type: "object", Required: []string{"message", "type", "param", "code"}, Properties: map[string]*jsonschema.Schema{
+				"message": text("Every problem, each after the JSON path it is at."),
+				"type":    text("invalid_request_error, requests (a rate limit) or server_error."),
+				"param":   nullable("The JSON path of the first problem (questions[3].choices[1].value), the header, or model."),
+				"code":    nullable("unsupported_input, invalid_api_key, model_not_found, rate_limit_exceeded, or null."),
+			}},
 		},
 	}
 }

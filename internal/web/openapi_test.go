@@ -18,6 +18,7 @@ import (
 
 	"system1/internal/decision"
 	"system1/internal/decisionlog"
+	"system1/internal/decisionsapi"
 	"system1/internal/gateway"
 	"system1/internal/httpapi"
 	"system1/internal/outcomes"
@@ -71,7 +72,7 @@ func TestOpenAPIValid(t *testing.T) {
 		t.Fatalf("not a valid OpenAPI 3.1 document:%s", explain(errs))
 	}
 	paths := map[string]bool{}
-	for _, p := range []string{"/v1/systemone", "/v1/models", "/v1/decide", "/health"} {
+	for _, p := range []string{"/v1/systemone", "/v1/decisions", "/v1/models", "/v1/decide", "/health"} {
 		paths[p] = strings.Contains(string(web.OpenAPI()), `"`+p+`": {`)
 	}
 	for p, ok := range paths {
@@ -85,6 +86,14 @@ const jev = `{"model":"fake","state":{"ticket":"I was charged twice."},"question
 	`"department":{"type":"choice","instructions":"Which team?","criteria":{"billing":"payments","technical":null,"sales":"new plans"}},` +
 	`"urgent":{"type":"noul","instructions":"Action today?"},` +
 	`"frustration":{"type":"score","criteria":["calm","annoyed",{"level":"angry"}]}}}`
+
+// decisions is the request jev asks, on OpenAI's Decisions wire, with an
+// unnamed question and a boolean value besides.
+const decisions = `{"model":"fake","input":[{"role":"user","content":[{"type":"input_json","data":{"ticket":"I was charged twice."}}]}],"questions":[` +
+	`{"type":"choice","name":"department","instructions":"Which team?","choices":[{"value":"billing","description":"payments"},{"value":"technical"},{"value":"sales","description":"new plans"}]},` +
+	`{"type":"predicate","name":"urgent","instructions":"Action today?"},` +
+	`{"type":"score","name":"frustration","levels":[{"label":"calm"},{"label":"annoyed"},{"label":"angry","description":"shouting"}]},` +
+	`{"type":"choice","instructions":"Right to complain?","choices":[{"value":true},{"value":"true"},{"value":false}]}]}`
 
 // Real exchanges with the server, over the fake engine, agree with the
 // document: each request that should be valid is, and every reply, of
@@ -111,7 +120,15 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 	}{
 		{"systemone", open, "POST", "/v1/systemone", jev, 200, true, nil},
 		{"systemone 422", open, "POST", "/v1/systemone", `{"model":"fake","questions":{}}`, 422, false, nil},
-		{"systemone 503", open, "POST", "/v1/systemone", strings.Replace(jev, `"fake"`, `"nobody"`, 1), 503, true, nil},
+		{"systemone unknown model", open, "POST", "/v1/systemone", strings.Replace(jev, `"fake"`, `"nobody"`, 1), 400, true, nil},
+		{"systemone images", open, "POST", "/v1/systemone", strings.Replace(jev, `"questions"`, `"assets":{"p":{"type":"image","format":"png","data_base64":"iVBORw0KGgo="}},"questions"`, 1), 400, false, nil},
+		{"systemone refused", open, "POST", "/v1/systemone", jev, 422, true, []string{"X-System1-Min-Label-Mass: 1"}},
+		{"decisions", open, "POST", "/v1/decisions", decisions, 200, true, []string{"X-System1-None-Option: true", "X-System1-Debias: off"}},
+		{"decisions refused", open, "POST", "/v1/decisions", decisions, 200, true, []string{"X-System1-Min-Label-Mass: 1"}},
+		{"decisions 400", open, "POST", "/v1/decisions", `{"model":"fake","input":"s","questions":[]}`, 400, false, nil},
+		{"decisions 404", open, "POST", "/v1/decisions", strings.Replace(decisions, `"fake"`, `"nobody"`, 1), 404, true, nil},
+		{"decisions 401", closed, "POST", "/v1/decisions", decisions, 401, true, nil},
+		{"decisions 415", open, "POST", "/v1/decisions", decisions, 415, false, []string{"Content-Encoding: br"}},
 		{"models", open, "GET", "/v1/models", "", 200, true, nil},
 		{"decide", open, "POST", "/v1/decide", `{"question":"Which team?","options":["billing","technical"],"context":{"t":"refund"}}`, 200, true, nil},
 		{"decide yes or no", open, "POST", "/v1/decide", `{"question":"Refund?","min_confidence":0.99}`, 200, true, nil},
@@ -167,6 +184,9 @@ func TestOpenAPIRejects(t *testing.T) {
 		{"a choice without probabilities", "/v1/systemone", `{"model":"m","answers":{"d":{"type":"choice","choice":"a","confidence":0.1}},"usage":{"input_tokens":1,"output_tokens":1},"latency_ms":1}`},
 		{"decide with an unknown status", "/v1/decide", `{"status":"maybe","decision":null,"calibrated":false,"rationale":"","provider":null,"latency_ms":0,"attempts":[],"error":null,"schema_version":"1","request_id":"r"}`},
 		{"health without status", "/health", `{"auth":false}`},
+		{"decisions without usage details", "/v1/decisions", `{"model":"m","answers":[{"type":"predicate","name":null,"probability":0.5}],"usage":{"input_tokens":1,"output_tokens":1,"total_tokens":2}}`},
+		{"a decisions answer without its name", "/v1/decisions", `{"model":"m","answers":[{"type":"predicate","probability":0.5}],"usage":{"input_tokens":1,"input_tokens_details":{"cached_tokens":0,"cache_write_tokens":0},"output_tokens":1,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":2}}`},
+		{"a score level's value not an index", "/v1/decisions", `{"model":"m","answers":[{"type":"score","name":"s","score":0.5,"confidence":0.1,"probabilities":[{"value":"0","label":"a","probability":1}]}],"usage":{"input_tokens":1,"input_tokens_details":{"cached_tokens":0,"cache_write_tokens":0},"output_tokens":1,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":2}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			method := "POST"
@@ -307,6 +327,10 @@ func TestOpenAPILimitsAreTheDomains(t *testing.T) {
 		{"decide option length", one("DecideRequest", "properties", "options", "items", "maxLength"), gateway.MaxOptionChars},
 		{"decide request id length", one("DecideRequest", "properties", "request_id", "maxLength"), decisionlog.MaxRequestIDChars},
 		{"feedback outcomes at most", one("FeedbackRequest", "anyOf", "1", "properties", "outcomes", "maxItems"), outcomes.MaxFeedbackOutcomes},
+		{"decisions questions at most", one("DecisionsRequest", "properties", "questions", "maxItems"), min(lim.MaxQuestions, decisionsapi.MaxQuestions)},
+		{"decisions choices at most", one("DecisionsRequest", "properties", "questions", "items", "oneOf", "1", "properties", "choices", "maxItems"), decisionsapi.MaxChoices},
+		{"decisions levels at most", one("DecisionsRequest", "properties", "questions", "items", "oneOf", "2", "properties", "levels", "maxItems"), lim.MaxScoreLevels},
+		{"decisions safety identifier", one("DecisionsRequest", "properties", "safety_identifier", "maxLength"), decisionsapi.MaxSafetyIdentifier},
 	} {
 		if got, ok := c.got.(float64); !ok || got != float64(c.want.(int)) {
 			t.Errorf("%s: the document says %v, the domain %v", c.name, c.got, c.want)

@@ -12,9 +12,10 @@ export function key() { return sessionStorage.getItem(KEY) || ''; }
 // whether the one held was accepted.
 export const state = { authOn: null, authorized: false };
 
-// api calls the server with the key, when there is one.
-export async function api(path, { method = 'GET', body } = {}) {
-  const headers = {};
+// api calls the server with the key, when there is one, and any other
+// headers given.
+export async function api(path, { method = 'GET', body, headers: extra = {} } = {}) {
+  const headers = { ...extra };
   if (key()) headers.Authorization = `Bearer ${key()}`;
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   const start = performance.now();

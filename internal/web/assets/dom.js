@@ -49,10 +49,11 @@ export function shellQuote(s) {
 }
 
 // curl is the same request as a command, with the key left as a variable
-// so that it is never shown on screen.
-export function curl(method, path, body, withKey) {
+// so that it is never shown on screen, and any other headers given.
+export function curl(method, path, body, withKey, headers = {}) {
   const parts = [`curl -s -X ${method} ${shellQuote(location.origin + path)}`];
   if (withKey) parts.push(`-H "Authorization: Bearer $SYSTEM1_KEY"`);
+  for (const [k, v] of Object.entries(headers)) parts.push(`-H ${shellQuote(`${k}: ${v}`)}`);
   if (body !== undefined) parts.push(`-H 'Content-Type: application/json'`, `-d ${shellQuote(body)}`);
   return parts.join(' \\\n  ');
 }

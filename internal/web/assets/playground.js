@@ -1,6 +1,7 @@
 // The playground: a state, typed questions and a model, sent to POST
-// /v1/systemone; and one decision sent to POST /v1/decide. Each answer is
-// drawn from the reply as the API gave it.
+// /v1/systemone or, on its second tab, as the same request on OpenAI's
+// Decisions wire to POST /v1/decisions; and one decision sent to POST
+// /v1/decide. Each answer is drawn from the reply as the API gave it.
 import { api, state } from './app.js';
 import { h, bar, num, curl, pretty, facts } from './dom.js';
 
@@ -44,45 +45,110 @@ function object(pairs) {
 
 function lines(text) { return text.split('\n').map((l) => l.trim()).filter(Boolean); }
 
-// request reads the editor: the body as sent, and each question's option
-// keys in order, to draw the bars in the order the model saw them.
+// wire is the tab the editor's request goes out on: systemone or
+// decisions.
+let wire = 'systemone';
+const routes = { systemone: '/v1/systemone', decisions: '/v1/decisions' };
+// The Decisions wire's word for a question kind.
+const decisionsType = { noul: 'predicate', choice: 'choice', score: 'score' };
+
+// request reads the editor: the body as the current wire sends it, and
+// each question's option keys in order, to draw the bars in the order the
+// model saw them. On the Decisions wire a JSON state is one user message's
+// input_json part (text otherwise), a question's id is its name, a
+// choice's criteria are its choices and a score's levels are labelled by
+// their text, as the same request on either wire reads the same.
 function request() {
   const raw = $('state').value;
   let stateJSON = JSON.stringify(raw);
+  let input = stateJSON;
   if (document.querySelector('input[name=state-kind]:checked').value === 'json') {
-    try { stateJSON = JSON.stringify(JSON.parse(raw)); } catch (e) { throw new Error(`state is not JSON: ${e.message}`); }
+    let parsed;
+    try { parsed = JSON.parse(raw); } catch (e) { throw new Error(`state is not JSON: ${e.message}`); }
+    stateJSON = JSON.stringify(parsed);
+    const objects = typeof parsed === 'object' && parsed !== null && (!Array.isArray(parsed) || parsed.every((x) => typeof x === 'object' && x !== null && !Array.isArray(x)));
+    input = objects ? JSON.stringify([{ role: 'user', content: [{ type: 'input_json', data: parsed }] }]) : JSON.stringify(stateJSON);
   }
   const questions = [];
+  const list = [];
   const order = {};
   for (const card of document.querySelectorAll('.question')) {
     const kind = card.dataset.kind;
     const id = card.querySelector('.qid').value.trim();
     const q = [['type', JSON.stringify(kind)]];
+    const d = [['type', JSON.stringify(decisionsType[kind])], ['name', JSON.stringify(id)]];
     const instr = card.querySelector('.instructions').value.trim();
-    if (instr) q.push(['instructions', JSON.stringify(instr)]);
+    if (instr) {
+      q.push(['instructions', JSON.stringify(instr)]);
+      d.push(['instructions', JSON.stringify(instr)]);
+    }
     if (kind === 'choice') {
       const pairs = lines(card.querySelector('.criteria').value).map((l) => {
         const i = l.indexOf(':');
-        return i < 0 ? [l, 'null'] : [l.slice(0, i).trim(), JSON.stringify(l.slice(i + 1).trim())];
+        return i < 0 ? [l, null] : [l.slice(0, i).trim(), l.slice(i + 1).trim()];
       });
-      q.push(['criteria', object(pairs)]);
+      q.push(['criteria', object(pairs.map(([k, v]) => [k, JSON.stringify(v)]))]);
+      d.push(['choices', JSON.stringify(pairs.map(([k, v]) => (v === null ? { value: k } : { value: k, description: v })))]);
       order[id] = pairs.map(([k]) => k);
     } else if (kind === 'score') {
       const levels = lines(card.querySelector('.criteria').value);
       q.push(['criteria', JSON.stringify(levels)]);
+      d.push(['levels', JSON.stringify(levels.map((l) => ({ label: l })))]);
       order[id] = levels.map((_, i) => String(i));
     } else {
       order[id] = [];
     }
     questions.push([id, object(q)]);
+    list.push(object(d));
   }
-  const body = object([['model', JSON.stringify($('model').value)], ['state', stateJSON], ['questions', object(questions)]]);
-  return { body, order };
+  const model = JSON.stringify($('model').value);
+  const body = wire === 'decisions'
+    ? object([['model', model], ['input', input], ['questions', `[${list.join(',')}]`]])
+    : object([['model', model], ['state', stateJSON], ['questions', object(questions)]]);
+  const headers = {};
+  const mass = $('min-mass').value.trim();
+  if (mass) headers['X-System1-Min-Label-Mass'] = mass;
+  return { body, order, headers };
 }
 
-function answerCard(id, a, order) {
+// fromDecisions reads a Decisions reply's answers, in question order, as
+// the cards draw them: [id, answer, the wire's type], a predicate as a
+// noul, values and levels keyed by their text and index, a score's labels
+// as its legend.
+function fromDecisions(answers) {
+  return answers.map((a, i) => {
+    const id = a.name ?? `questions[${i}]`;
+    const probs = (a.probabilities || []).map((p) => [String(p.value), p.probability]);
+    switch (a.type) {
+      case 'predicate': return [id, { type: 'noul', noul: a.probability }, a.type];
+      case 'choice': return [id, { type: 'choice', choice: String(a.choice), confidence: a.confidence, probabilities: Object.fromEntries(probs) }, a.type];
+      case 'score': return [id, { type: 'score', score: a.score, confidence: a.confidence, probabilities: Object.fromEntries(probs),
+        legend: Object.fromEntries(a.probabilities.map((p) => [String(p.value), p.label])) }, a.type];
+      default: return [id, { type: a.type }, a.type];
+    }
+  });
+}
+
+// refusalCard is a question system1 would not stand behind, with why
+// (X-System1-Refused) where the reply says it.
+function refusalCard(id, why) {
+  return h('div', { class: 'answer', 'data-question': id, 'data-type': 'refusal' },
+    h('h3', {}, h('span', { class: 'kind refusal' }, 'refusal'), id),
+    h('p', { class: 'note', 'data-field': 'why' }, why || 'refused'));
+}
+
+function chooseWire(name) {
+  wire = name;
+  for (const b of document.querySelectorAll('[data-wire]')) {
+    b.classList.toggle('active', b.dataset.wire === name);
+    b.setAttribute('aria-selected', String(b.dataset.wire === name));
+  }
+  $('route').textContent = `POST ${routes[name]}`;
+}
+
+function answerCard(id, a, order, label = a.type) {
   const card = h('div', { class: 'answer', 'data-question': id, 'data-type': a.type },
-    h('h3', {}, h('span', { class: `kind ${a.type}` }, a.type), id));
+    h('h3', {}, h('span', { class: `kind ${label}` }, label), id));
   if (a.type === 'noul') {
     card.append(h('div', { class: 'headline' }, 'P(true) ', h('b', { 'data-field': 'noul' }, num(a.noul))),
       bar('true', a.noul, a.noul >= 0.5), bar('false', Number((1 - a.noul).toPrecision(12)), a.noul < 0.5));
@@ -117,12 +183,13 @@ async function send() {
   try { req = request(); } catch (e) { $('send-status').textContent = e.message; return; }
   $('send').disabled = true;
   $('send-status').textContent = 'asking…';
-  const r = await api('/v1/systemone', { method: 'POST', body: req.body });
+  const route = routes[wire];
+  const r = await api(route, { method: 'POST', body: req.body, headers: req.headers });
   $('send').disabled = false;
   $('answers').replaceChildren();
   $('reply').hidden = false;
   $('raw').textContent = pretty(r.text);
-  $('curl').textContent = curl('POST', '/v1/systemone', req.body, state.authOn);
+  $('curl').textContent = curl('POST', route, req.body, state.authOn, req.headers);
   if (!r.ok || !r.json?.answers) {
     $('send-status').textContent = '';
     $('answers').append(h('p', { class: 'error', id: 'send-error' }, `${r.status}: ${errorText(r)}`));
@@ -131,16 +198,32 @@ async function send() {
   const j = r.json;
   $('send-status').textContent = '';
   const grid = h('div', { class: 'answers' });
-  for (const [id, a] of Object.entries(j.answers)) grid.append(answerCard(id, a, req.order[id]));
   const meta = h('dl', { class: 'facts', id: 'answer-meta' });
-  facts(meta, [
-    ['model', j.model],
-    ['latency_ms', String(j.latency_ms)],
-    ['round trip ms', Math.round(r.ms)],
-    ['input_tokens', String(j.usage.input_tokens)],
-    ['output_tokens', String(j.usage.output_tokens) + (j.usage.estimated ? ' (estimated)' : '')],
-    ['request id', r.headers.get('x-typesafe-request-id') || ''],
-  ]);
+  if (wire === 'decisions') {
+    // X-System1-Refused: "id: why; id: why".
+    const why = Object.fromEntries((r.headers.get('x-system1-refused') || '').split('; ').map((w) => [w.slice(0, w.indexOf(': ')), w.slice(w.indexOf(': ') + 2)]));
+    for (const [id, a, type] of fromDecisions(j.answers)) {
+      grid.append(a.type === 'refusal' ? refusalCard(id, why[id]) : answerCard(id, a, req.order[id], type));
+    }
+    facts(meta, [
+      ['model', j.model],
+      ['round trip ms', Math.round(r.ms)],
+      ['input_tokens', String(j.usage.input_tokens)],
+      ['output_tokens', String(j.usage.output_tokens)],
+      ['total_tokens', String(j.usage.total_tokens)],
+      ['request id', r.headers.get('x-request-id') || ''],
+    ]);
+  } else {
+    for (const [id, a] of Object.entries(j.answers)) grid.append(answerCard(id, a, req.order[id]));
+    facts(meta, [
+      ['model', j.model],
+      ['latency_ms', String(j.latency_ms)],
+      ['round trip ms', Math.round(r.ms)],
+      ['input_tokens', String(j.usage.input_tokens)],
+      ['output_tokens', String(j.usage.output_tokens) + (j.usage.estimated ? ' (estimated)' : '')],
+      ['request id', r.headers.get('x-typesafe-request-id') || ''],
+    ]);
+  }
   $('answers').append(grid, meta);
 }
 
@@ -230,6 +313,7 @@ export function init() {
   examples.forEach(addQuestion);
   for (const b of document.querySelectorAll('[data-add]')) b.addEventListener('click', () => addQuestion({ kind: b.dataset.add }));
   for (const b of document.querySelectorAll('[data-copy]')) b.addEventListener('click', () => copy(b.dataset.copy, b));
+  for (const b of document.querySelectorAll('[data-wire]')) b.addEventListener('click', () => chooseWire(b.dataset.wire));
   $('send').addEventListener('click', send);
   $('d-send').addEventListener('click', decide);
 }
