@@ -102,6 +102,9 @@ type Problem struct {
 	Message, Cause string
 	// Attempts are every try of the question, in order.
 	Attempts []fleet.Attempt
+	// Status is the HTTP status the node refused it with, 0 for none: a
+	// face may say more of some (an engine's 501, no decision support).
+	Status int
 	// Err is the failure as the node gave it, addresses and all: for the
 	// operator's log, never for a caller.
 	Err error
@@ -139,8 +142,13 @@ func (s *Service) unanswered(req decision.Request, res *fleet.Result) *Failure {
 			continue
 		}
 		class, _ := Classify(a.Err)
-		ps = append(ps, Problem{Question: req.Questions[i].ID, Class: class, Message: s.text(a.Err.Error()),
-			Cause: s.text(Cause(a.Err).Error()), Attempts: a.Attempts, Err: a.Err})
+		p := Problem{Question: req.Questions[i].ID, Class: class, Message: s.text(a.Err.Error()),
+			Cause: s.text(Cause(a.Err).Error()), Attempts: a.Attempts, Err: a.Err}
+		var f *engine.Failure
+		if errors.As(a.Err, &f) {
+			p.Status = f.Status
+		}
+		ps = append(ps, p)
 	}
 	return failure(ps)
 }

@@ -11,7 +11,6 @@ import (
 	"system1/internal/decision"
 	"system1/internal/decisionlog"
 	"system1/internal/decisionsapi"
-	"system1/internal/engine"
 	"system1/internal/systemone"
 )
 
@@ -130,8 +129,7 @@ func decisionsFailure(err error, p *decisionsapi.Parsed) *decisionsapi.Error {
 		notServed := len(f.Problems) > 0
 		for i, pr := range f.Problems {
 			ps[i] = decisionsapi.Problem{Param: "questions[" + strconv.Itoa(index[pr.Question]) + "]", Message: pr.Message}
-			var ef *engine.Failure
-			notServed = notServed && errors.As(pr.Err, &ef) && ef.Status == http.StatusNotImplemented
+			notServed = notServed && pr.Status == http.StatusNotImplemented
 		}
 		if notServed {
 			return decisionsapi.NotServed(decisionsapi.Invalid(ps).Message)
