@@ -386,17 +386,54 @@ func TestBrowserPlaygroundDecisions(t *testing.T) {
 	bound(t, ctx, chromedp.Navigate(s.URL+"/#playground"), wait(`document.querySelectorAll('#model option').length > 0`),
 		chromedp.Click("#send"), wait(`document.querySelectorAll('#answers .answer').length === 3`))
 	jevShown := eval[map[string]shownAnswer](t, ctx, readAnswers)
+	// What the engine was asked for the System One tab's request: each
+	// question's prompt and labels, in no particular order.
+	asked := func() []string {
+		var out []string
+		for _, r := range s.fakes[0].Inferences() {
+			out = append(out, r.System+"\x00"+r.User+"\x00"+strings.Join(r.Labels, ","))
+		}
+		slices.Sort(out)
+		s.fakes[0].Reset()
+		return out
+	}
+	jevAsked := asked()
+	if len(jevAsked) == 0 {
+		t.Fatal("the System One tab's request reached no engine")
+	}
 	bound(t, ctx, chromedp.Click(`[data-wire=decisions]`), wait(`document.getElementById('route').textContent === 'POST /v1/decisions'`),
 		chromedp.Evaluate[chromedp.Void](`document.getElementById('answers').replaceChildren()`),
 		chromedp.Click("#send"), wait(`document.querySelectorAll('#answers .answer').length > 0 || document.querySelector('#send-error')`))
 	if e := eval[string](t, ctx, `document.querySelector('#send-error')?.textContent ?? ''`); e != "" {
 		t.Fatalf("the page shows an error: %s", e)
 	}
+	// The same state and questions reach the engine as the same prompts:
+	// the tab translated the editor, it did not drop or reword any of it.
+	if got := asked(); !slices.Equal(got, jevAsked) {
+		t.Errorf("the Decisions tab asked the engine\n%q\nthe System One tab\n%q", got, jevAsked)
+	}
 	cmd := eval[string](t, ctx, `document.getElementById('curl').textContent`)
 	if !strings.Contains(cmd, "/v1/decisions") {
 		t.Fatalf("the curl command is not for /v1/decisions: %s", cmd)
 	}
-	resp, reply := do(t, "POST", s.URL+"/v1/decisions", curlBody(t, cmd))
+	body := curlBody(t, cmd)
+	var sent struct {
+		Questions []struct {
+			Type string `json:"type"`
+			Name string `json:"name"`
+		} `json:"questions"`
+	}
+	if err := json.Unmarshal([]byte(body), &sent); err != nil {
+		t.Fatalf("the page sent %s: %v", body, err)
+	}
+	var sentKinds []string
+	for _, q := range sent.Questions {
+		sentKinds = append(sentKinds, q.Name+":"+q.Type)
+	}
+	if got := strings.Join(sentKinds, ","); got != "department:choice,urgent:predicate,frustration:score" {
+		t.Errorf("the page sent the questions %s, want the editor's three in order, in the Decisions wire's words", got)
+	}
+	resp, reply := do(t, "POST", s.URL+"/v1/decisions", body)
 	var dec struct {
 		Model   string `json:"model"`
 		Answers []struct {
@@ -436,27 +473,61 @@ func TestBrowserPlaygroundDecisions(t *testing.T) {
 	if kinds := eval[[]string](t, ctx, `[...document.querySelectorAll('#answers .answer .kind')].map((k) => k.textContent)`); strings.Join(kinds, ",") != "choice,predicate,score" {
 		t.Errorf("the cards are labelled %v, in the Decisions wire's words", kinds)
 	}
-	if id := eval[string](t, ctx, `(`+readFacts+`)('#answer-meta')['request id']`); id != resp.Header.Get("x-request-id") && !strings.HasPrefix(id, "req_") {
-		t.Errorf("request id shown %q", id)
+	var raw struct {
+		Model   string            `json:"model"`
+		Answers []json.RawMessage `json:"answers"`
+		Usage   map[string]any    `json:"usage"`
+	}
+	if err := json.Unmarshal([]byte(eval[string](t, ctx, `document.getElementById('raw').textContent`)), &raw); err != nil ||
+		raw.Model != dec.Model || len(raw.Answers) != 3 || len(raw.Usage) == 0 {
+		t.Errorf("the raw JSON shown is not the Decisions reply: %+v (%v)", raw, err)
+	}
+	meta := eval[map[string]string](t, ctx, `(`+readFacts+`)('#answer-meta')`)
+	if id := meta["request id"]; !strings.HasPrefix(id, "req_") || meta["model"] != dec.Model {
+		t.Errorf("shown %v: want the reply's x-request-id and model %s", meta, dec.Model)
 	}
 
-	// A gate over the engine's label mass refuses every question.
+	// A gate between the engine's label mass on the predicate (0.75 of
+	// the fake's halving over two labels) and on the others (0.875 over
+	// three) refuses the predicate alone, saying why, and answers the
+	// others as before; the curl command carries the header.
+	bound(t, ctx, chromedp.SetValue("#min-mass", "0.8"), chromedp.Evaluate[chromedp.Void](`document.getElementById('answers').replaceChildren()`),
+		chromedp.Click("#send"), wait(`document.querySelectorAll('#answers .answer').length === 3 || document.querySelector('#send-error')`))
+	gated := eval[map[string]shownAnswer](t, ctx, readAnswers)
+	for id, a := range gated {
+		if id == "urgent" {
+			if a.Type != "refusal" || a.Fields["why"] != "label mass 0.750 < 0.8" || len(a.Bars) != 0 {
+				t.Errorf("the gated predicate is shown as %+v, want a refusal saying its label mass", a)
+			}
+		} else if fmt.Sprint(a) != fmt.Sprint(jevShown[id]) {
+			t.Errorf("%s under the gate is shown as %+v, without it %+v", id, a, jevShown[id])
+		}
+	}
+	if len(gated) != 3 {
+		t.Errorf("%d cards under the gate, want the three questions", len(gated))
+	}
+	if cmd := eval[string](t, ctx, `document.getElementById('curl').textContent`); !strings.Contains(cmd, `-H 'X-System1-Min-Label-Mass: 0.8'`) {
+		t.Errorf("the curl command does not carry the gate: %s", cmd)
+	}
+	// A gate over all of it refuses every question.
 	bound(t, ctx, chromedp.SetValue("#min-mass", "1"), chromedp.Click("#send"),
 		wait(`document.querySelectorAll('#answers .answer[data-type=refusal]').length === 3`))
 	why := eval[[]string](t, ctx, `[...document.querySelectorAll('#answers .answer [data-field=why]')].map((w) => w.textContent)`)
+	if len(why) != 3 {
+		t.Errorf("%d refusals say why, want 3", len(why))
+	}
 	for _, w := range why {
 		if !strings.HasPrefix(w, "label mass 0.") || !strings.HasSuffix(w, " < 1") {
 			t.Errorf("a refusal card says %q", w)
 		}
 	}
-	if cmd := eval[string](t, ctx, `document.getElementById('curl').textContent`); !strings.Contains(cmd, `-H 'X-System1-Min-Label-Mass: 1'`) {
-		t.Errorf("the curl command does not carry the gate: %s", cmd)
-	}
 	// The System One tab, under the same gate, shows the 422 naming them.
-	bound(t, ctx, chromedp.Click(`[data-wire=systemone]`), chromedp.Click("#send"), wait(`document.querySelector('#send-error')`))
+	bound(t, ctx, chromedp.Click(`[data-wire=systemone]`), wait(`document.getElementById('route').textContent === 'POST /v1/systemone'`),
+		chromedp.Click("#send"), wait(`document.querySelector('#send-error')`))
 	if e := eval[string](t, ctx, `document.querySelector('#send-error').textContent`); !strings.HasPrefix(e, "422") || !strings.Contains(e, "questions.department: system1 will not stand behind this answer") {
 		t.Errorf("the System One tab under the gate shows %q", e)
 	}
+	screenshot(t, ctx, "playground-decisions.png")
 }
 
 // histogramQuantile is Prometheus' histogram_quantile over one route's
