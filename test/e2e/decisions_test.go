@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"system1/internal/fakeengine"
+	"system1/internal/testbin"
 )
 
 // OpenAI's official clients (test/js-decisions: openai 7.55.0's
@@ -39,7 +40,7 @@ func TestDecisionsJSClients(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "openai", "package.json")); err != nil {
 		skipJS(t, "test/js-decisions/node_modules is missing: run npm ci in test/js-decisions")
 	}
-	bin := binary(t)
+	bin := testbin.Binary(t)
 	model, url, _ := startEngine(t)
 	no := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{"not-served"},
 		Behavior: fakeengine.Behavior{Fault: fakeengine.Status, Status: http.StatusNotImplemented}})
@@ -103,7 +104,7 @@ func TestJSClientImages(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "system1.yaml")
 	writeFile(t, cfg, fmt.Sprintf("keys: [%s]\naliases: {jev-latest: %s}\nnodes:\n  - {name: engine, url: %s, dialect: llamacpp, models: [%s]}\n",
 		key, fakeengine.DefaultModel, f.URL, fakeengine.DefaultModel))
-	base := serve(t, binary(t), cfg)
+	base := serve(t, testbin.Binary(t), cfg)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "--test", "--test-name-pattern=images", "sdk.test.mjs")
@@ -126,7 +127,7 @@ func TestJSClientImages(t *testing.T) {
 // the fake Decisions endpoint refuses comes back a refusal through the
 // front.
 func TestSystem1AsDecisionsNode(t *testing.T) {
-	bin := binary(t)
+	bin := testbin.Binary(t)
 	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp})
 	t.Cleanup(f.Close)
 	backCfg := filepath.Join(t.TempDir(), "back.yaml")
