@@ -114,3 +114,34 @@ func TestCacheOnTheHTTPFaces(t *testing.T) {
 		t.Errorf("cache off: header %q, decide %s", r.header.Get(httpapi.CacheHeader), d.body)
 	}
 }
+
+// /v1/decisions shares the cache and says so; the refusal gate is part of
+// the key, since its refusals are part of the answer kept: a repeat under
+// another gate is a miss, refused as that gate says, and the ungated
+// repeat is still a hit with every question answered.
+func TestCacheOnTheDecisionsWireKeepsTheGate(t *testing.T) {
+	n := startNode(t, "a", fakeengine.LlamaCpp, fakeengine.Behavior{})
+	s := serveCached(t, 64, n)
+	const gate = "X-System1-Min-Label-Mass: 0.99" // over the fake's label mass on every question
+	for i, c := range []struct {
+		headers []string
+		cache   string
+		refused bool
+	}{
+		{nil, "miss", false},
+		{nil, "hit", false},
+		{[]string{gate}, "miss", true},
+		{[]string{gate}, "hit", true},
+		{nil, "hit", false},
+	} {
+		r := s.do(t, "POST", "/v1/decisions", ticketDecisions, c.headers...)
+		if h := r.header.Get(httpapi.CacheHeader); h != c.cache {
+			t.Errorf("request %d: %s %q, want %q", i, httpapi.CacheHeader, h, c.cache)
+		}
+		for j, a := range decisionsReadings(t, r) {
+			if a.Refused != c.refused {
+				t.Errorf("request %d, question %d: refused %v, want %v: %s", i, j, a.Refused, c.refused, r.body)
+			}
+		}
+	}
+}
