@@ -61,6 +61,10 @@ type Conformal struct {
 	// Threshold is the ceil((N+1) Coverage)-th smallest score of the
 	// calibration cases, in [0, 1].
 	Threshold float64 `json:"threshold"`
+	// Holdout is how sets of the same rule did on cases their threshold
+	// was not fitted on (Selection.Sets: each fold's cases under a
+	// threshold fitted on the other folds), nil when not measured.
+	Holdout *SetCoverage `json:"holdout,omitempty"`
 }
 
 // conformalRank is ceil((n+1) * coverage), the rank of the calibration
@@ -188,6 +192,16 @@ func (c Conformal) Check() error {
 		return fmt.Errorf("n %d is under the %d that coverage %v needs", c.N, ConformalMinCases(c.Coverage), c.Coverage)
 	case !(c.Threshold >= 0 && c.Threshold <= 1):
 		return fmt.Errorf("threshold %v is not in [0, 1]", c.Threshold)
+	}
+	if h := c.Holdout; h != nil {
+		switch {
+		case h.N < 0 || h.Covered < 0 || h.Covered > h.N || h.Empty < 0 || h.Singletons < 0 || h.Empty+h.Singletons > h.N:
+			return fmt.Errorf("holdout counts n %d, covered %d, empty %d, singletons %d do not nest", h.N, h.Covered, h.Empty, h.Singletons)
+		case !(h.Coverage >= 0 && h.Coverage <= 1):
+			return fmt.Errorf("holdout coverage %v is not in [0, 1]", h.Coverage)
+		case !(h.MeanSize >= 0 && h.MeanSize <= 255):
+			return fmt.Errorf("holdout mean_size %v is not in [0, 255]", h.MeanSize)
+		}
 	}
 	return nil
 }

@@ -223,6 +223,7 @@ type Selection struct {
 
 	preds []Prediction // the cases, in canonical order
 	oof   []Prediction // out-of-fold cases under the selected calibrator
+	fold  []int        // the fold of each case
 }
 
 // Select chooses a calibrator for one kind and option-count bucket by
@@ -289,7 +290,7 @@ func Select(preds []Prediction, current Calibrator, opt SelectOptions) (Selectio
 	s := Selection{
 		Kind: kind, Bucket: bucket, N: len(preds), Requests: cv.groups, Folds: opt.Folds,
 		Resamples: opt.Resamples, Confidence: opt.Confidence, MinGain: opt.MinGain,
-		preds: cv.preds,
+		preds: cv.preds, fold: cv.fold,
 	}
 	if cv.groups > bootstrapMaxRequests {
 		s.Resamples = 0

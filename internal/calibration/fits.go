@@ -143,10 +143,14 @@ func (f *Fit) SetGate(fit, held []Prediction, target float64) {
 }
 
 // Calibrator is the calibrator the fit applies: its temperature, with
-// its biases for MethodVector.
+// its biases for MethodVector; a temperature of exactly 1 without biases
+// is Identity, as SetCalibrator writes it, so that a step names it none.
 func (f Fit) Calibrator() Calibrator {
-	if f.Method == MethodVector {
+	switch {
+	case f.Method == MethodVector:
 		return Calibrator{Method: MethodVector, Temperature: f.Temperature, Biases: f.Biases}
+	case f.Temperature == 1:
+		return Identity()
 	}
 	return TemperatureCalibrator(f.Temperature)
 }

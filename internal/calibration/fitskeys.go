@@ -79,6 +79,9 @@ func fitKeys(item json.RawMessage) error {
 				if err := objectKeys(item, reflect.TypeFor[Conformal]()); err != nil {
 					return fmt.Errorf("set %d: %w", i, err)
 				}
+				if err := nestedKeys(item, "holdout", reflect.TypeFor[SetCoverage]()); err != nil {
+					return fmt.Errorf("set %d: %w", i, err)
+				}
 			}
 			continue
 		default:
@@ -86,6 +89,21 @@ func fitKeys(item json.RawMessage) error {
 		}
 		if err := objectKeys(m.Value, t); err != nil {
 			return fmt.Errorf("%s: %w", m.Key, err)
+		}
+	}
+	return nil
+}
+
+// nestedKeys checks the keys of data's member key, when data is an
+// object that has it, against t's.
+func nestedKeys(data json.RawMessage, key string, t reflect.Type) error {
+	ms, err := jsonx.Members(data)
+	if err != nil {
+		return nil // not an object: the decoder names it
+	}
+	if v, ok := jsonx.Lookup(ms, key); ok {
+		if err := objectKeys(v, t); err != nil {
+			return fmt.Errorf("%s: %w", key, err)
 		}
 	}
 	return nil

@@ -124,3 +124,105 @@ func FloorSignificant(x float64, digits int) float64 {
 	}
 	return f
 }
+
+// MassStats are the sufficient statistics of SuggestMassGate: how many
+// in-scope and out-of-scope label masses fell at each value floored to
+// MassGateDigits significant digits. A gate SuggestMassGate suggests is
+// one of those floors, and whether a mass lies under a floor depends
+// only on its own floor, so the statistics give the same gate, counts
+// and bound as the masses themselves, in a few thousand numbers however
+// many answers there were. The zero value is empty and ready.
+type MassStats struct {
+	in, out map[float64]int
+	nIn     int
+	nOut    int
+}
+
+// Add counts one answer's label mass, in scope (its outcome was one of
+// its options) or not (none fit). A mass that is not in [0, 1] is left
+// out, as SuggestMassGate leaves it.
+func (m *MassStats) Add(mass float64, inScope bool) { m.add(mass, inScope, 1) }
+
+// Remove takes back one answer Add counted (an outcome corrected, a
+// record pruned); one that was not counted is ignored.
+func (m *MassStats) Remove(mass float64, inScope bool) { m.add(mass, inScope, -1) }
+
+func (m *MassStats) add(mass float64, inScope bool, d int) {
+	if !(mass >= 0 && mass <= 1) {
+		return
+	}
+	k := FloorSignificant(mass, MassGateDigits)
+	hist, n := &m.out, &m.nOut
+	if inScope {
+		hist, n = &m.in, &m.nIn
+	}
+	if *hist == nil {
+		*hist = map[float64]int{}
+	}
+	if d < 0 && (*hist)[k] == 0 {
+		return
+	}
+	(*hist)[k] += d
+	*n += d
+	if (*hist)[k] == 0 {
+		delete(*hist, k)
+	}
+}
+
+// Merge adds o's counts to m.
+func (m *MassStats) Merge(o MassStats) {
+	for k, c := range o.in {
+		m.add(k, true, c)
+	}
+	for k, c := range o.out {
+		m.add(k, false, c)
+	}
+}
+
+// InScope and OutOfScope are the masses counted of each.
+func (m MassStats) InScope() int    { return m.nIn }
+func (m MassStats) OutOfScope() int { return m.nOut }
+
+// SuggestMassGate is SuggestMassGate over the masses counted: the same
+// gate, counts, bound and share flagged.
+func (m MassStats) SuggestMassGate(maxLoss float64) MassGate {
+	if !(maxLoss > 0 && maxLoss < 1) {
+		maxLoss = DefaultMaxInScopeLoss
+	}
+	g := MassGate{MaxInScopeLoss: maxLoss, InScope: m.nIn, OutOfScope: m.nOut}
+	keys := make([]float64, 0, len(m.in))
+	for k := range m.in {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	// The first mass at a floor has every mass under the floor under it,
+	// and no other: the candidates of SuggestMassGate reduce to the
+	// floors, each with the count of the floors below it.
+	best, lost, under := -1, 0, 0
+	for i, k := range keys {
+		if !boundUnder(under, m.nIn, GateConfidence, maxLoss) {
+			break
+		}
+		best, lost = i, under
+		under += m.in[k]
+	}
+	if best < 0 {
+		g.UpperBound = ClopperPearsonUpper(0, m.nIn, GateConfidence)
+		return g
+	}
+	gate := keys[best]
+	g.MinLabelMass = &gate
+	g.InScopeLost = lost
+	g.UpperBound = ClopperPearsonUpper(lost, m.nIn, GateConfidence)
+	if m.nOut > 0 {
+		flagged := 0
+		for k, c := range m.out {
+			if k < gate {
+				flagged += c
+			}
+		}
+		f := float64(flagged) / float64(m.nOut)
+		g.Flagged = &f
+	}
+	return g
+}

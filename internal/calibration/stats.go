@@ -110,6 +110,74 @@ func (s *Stats) Add(p Prediction) {
 	s.Expected[p.Expected]++
 }
 
+// Remove takes back one case Add counted: the same p, so that an
+// outcome corrected later (the latest wins) or a record pruned from the
+// log leaves the statistics of the cases that remain. A case that fails
+// Prediction.Check takes one from Skipped. Sums lose what they gained,
+// to rounding. Removing what was never added, or from statistics of
+// another shape, does nothing.
+func (s *Stats) Remove(p Prediction) {
+	if s.check() != nil {
+		return
+	}
+	if p.Check() != nil {
+		if s.Skipped > 0 {
+			s.Skipped--
+		}
+		return
+	}
+	if s.BinCount == nil {
+		return
+	}
+	c, ok := p.Confidence(), p.Correct()
+	b, g := bin(c), gateBin(c)
+	if s.N == 0 || s.BinCount[b] == 0 || s.GateN[g] == 0 || p.Expected >= len(s.Expected) || s.Expected[p.Expected] == 0 ||
+		(ok && (s.Right == 0 || s.BinRight[b] == 0)) || (!ok && s.GateWrong[g] == 0) || (p.Kind == decision.Score && s.Scores == 0) {
+		return // not a case of these statistics
+	}
+	s.N--
+	s.BinCount[b]--
+	s.BinConf[b] -= c
+	s.GateN[g]--
+	if ok {
+		s.Right--
+		s.BinRight[b]--
+	} else {
+		s.GateWrong[g]--
+	}
+	for i, t := range selectiveThresholds() {
+		if c >= t.t-edge {
+			s.SelN[i]--
+			if ok {
+				s.SelRight[i]--
+			}
+		}
+	}
+	for i, q := range p.Dist {
+		y := 0.0
+		if i == p.Expected {
+			y = 1
+		}
+		s.Brier -= (q - y) * (q - y)
+	}
+	s.NLL -= -math.Log(math.Max(p.Dist[p.Expected], ProbFloor))
+	if p.Kind == decision.Score {
+		s.Scores--
+		s.AbsErr -= math.Abs(decision.ExpectedLevel(p.Dist) - float64(p.Expected))
+	}
+	s.Expected[p.Expected]--
+	if s.N == 0 {
+		// Nothing left: no rounding is left behind either.
+		*s = Stats{Skipped: s.Skipped}
+		return
+	}
+	// Rounding must not leave a sum of non-negative terms below zero.
+	s.Brier, s.NLL, s.AbsErr = math.Max(s.Brier, 0), math.Max(s.NLL, 0), math.Max(s.AbsErr, 0)
+	if s.BinCount[b] == 0 {
+		s.BinConf[b] = 0
+	}
+}
+
 // gateBin is the gate bin of confidence c: bin i holds [i, i+1)/GateBins,
 // the last one 1 too, and a confidence within 1e-9 under an edge counts
 // as on it, as everywhere in this package.

@@ -1,0 +1,184 @@
+package calibration
+
+import (
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// Removing cases gives the statistics of the cases that remain: the
+// counts exactly, the sums to rounding; removing everything leaves none.
+func TestStatsRemove(t *testing.T) {
+	preds := mixed()
+	var all, rest Stats
+	for _, p := range preds {
+		all.Add(p)
+	}
+	for i, p := range preds {
+		if i%4 == 0 {
+			all.Remove(p)
+		} else {
+			rest.Add(p)
+		}
+	}
+	got, want := all.Metrics(), rest.Metrics()
+	if got.N != want.N || got.Skipped != want.Skipped || got.Accuracy != want.Accuracy || got.Floor != want.Floor ||
+		!reflect.DeepEqual(got.Selective, want.Selective) {
+		t.Fatalf("after removal %+v, want %+v", got, want)
+	}
+	for _, pair := range [][2]float64{{got.NLL, want.NLL}, {got.ECE, want.ECE}, {got.Brier, want.Brier}, {*got.MAE, *want.MAE}} {
+		if math.Abs(pair[0]-pair[1]) > 1e-9 {
+			t.Errorf("after removal %v, want %v", pair[0], pair[1])
+		}
+	}
+	for i := range all.GateN {
+		if all.GateN[i] != rest.GateN[i] || all.GateWrong[i] != rest.GateWrong[i] {
+			t.Fatalf("gate bin %d: %d/%d, want %d/%d", i, all.GateN[i], all.GateWrong[i], rest.GateN[i], rest.GateWrong[i])
+		}
+	}
+	for i, p := range preds {
+		if i%4 != 0 {
+			all.Remove(p)
+		}
+	}
+	if m := all.Metrics(); m.N != 0 || m.Skipped != 0 || m.NLL != 0 || m.ECE != 0 {
+		t.Errorf("everything removed: %+v", m)
+	}
+	// What was never added is not taken.
+	var one Stats
+	one.Add(preds[0])
+	one.Remove(Prediction{Kind: preds[0].Kind, Dist: preds[0].Dist, Expected: (preds[0].Expected + 1) % preds[0].Options, Options: preds[0].Options})
+	if one.Metrics().N != 1 {
+		t.Errorf("a case never added was removed: %+v", one.Metrics())
+	}
+}
+
+// MassStats suggest the gate SuggestMassGate suggests on the masses
+// themselves: the same gate, counts, bound and share flagged, on masses
+// of every scale (0.000665 among them) and many ties.
+func TestMassStatsMatchSuggestMassGate(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 9))
+	for trial := range 40 {
+		var in, out []float64
+		var ms MassStats
+		n := 20 + r.IntN(400)
+		for range n {
+			var x float64
+			switch r.IntN(4) {
+			case 0:
+				x = math.Pow(10, -1-5*r.Float64()) // 1e-6 .. 0.1
+			case 1:
+				x = math.Round(r.Float64()*100) / 100 // ties
+			default:
+				x = 0.5 + 0.5*r.Float64()
+			}
+			if r.IntN(8) == 0 {
+				out = append(out, x/10)
+				ms.Add(x/10, false)
+			} else {
+				in = append(in, x)
+				ms.Add(x, true)
+			}
+		}
+		ms.Add(-1, true) // left out, as SuggestMassGate leaves it
+		ms.Add(math.NaN(), false)
+		in = append(in, -1)
+		for _, loss := range []float64{0.01, 0.05, 0.2} {
+			want, got := SuggestMassGate(in, out, loss), ms.SuggestMassGate(loss)
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("trial %d at %v: MassStats %+v (gate %v), SuggestMassGate %+v (gate %v)", trial, loss, got, deref(got.MinLabelMass), want, deref(want.MinLabelMass))
+			}
+		}
+	}
+	var ms MassStats
+	for range 200 {
+		ms.Add(0.000665123, true)
+	}
+	if g := ms.SuggestMassGate(0.05); g.MinLabelMass == nil || *g.MinLabelMass != 0.000665 {
+		t.Errorf("a gate of 0.000665 came out as %v", deref(g.MinLabelMass))
+	}
+	var a, b MassStats
+	a.Add(0.3, true)
+	b.Add(0.3, true)
+	b.Add(0.01, false)
+	a.Merge(b)
+	a.Remove(0.3, true)
+	a.Remove(0.9, true) // never added
+	if a.InScope() != 1 || a.OutOfScope() != 1 {
+		t.Errorf("merged and removed: %d in scope, %d out", a.InScope(), a.OutOfScope())
+	}
+}
+
+// A selection's prediction sets are fitted on its held-out cases at each
+// coverage they are enough for, and their cross-validated coverage on the
+// selection's folds reaches the level less a finite-sample slack: each
+// fold's threshold rests on 4/5 of 1,500 cases, so the pooled coverage's
+// standard deviation is about 0.01 at 0.8; four of them is the slack.
+func TestSelectionSets(t *testing.T) {
+	preds := overconfident(1500, 6, 1.5, 41)
+	for i := range preds {
+		preds[i].Request = "r" + string(rune('a'+i%26)) + string(rune('a'+i/26%26)) + string(rune('a'+i/676))
+	}
+	s, err := Select(preds, Identity(), SelectOptions{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sets, err := s.Sets(ConformalLAC, SetCoverages())
+	if err != nil || len(sets) != len(SetCoverages()) {
+		t.Fatalf("%d sets, %v", len(sets), err)
+	}
+	for _, c := range sets {
+		if c.N != len(preds) || c.Holdout == nil || c.Holdout.N != len(preds) {
+			t.Fatalf("set %+v", c)
+		}
+		slack := 4 * math.Sqrt(c.Coverage*(1-c.Coverage)/float64(c.N))
+		if c.Holdout.Coverage < c.Coverage-slack {
+			t.Errorf("at %v the held-out coverage is %.4f, under %.4f", c.Coverage, c.Holdout.Coverage, c.Coverage-slack)
+		}
+		if err := c.Check(); err != nil {
+			t.Error(err)
+		}
+	}
+	f := Fit{Sets: sets}
+	if c, ok := f.SetFor(0.9); !ok || c.Coverage != 0.9 {
+		t.Errorf("SetFor(0.9) = %+v %v", c, ok)
+	}
+	if c, ok := f.SetFor(0.905); !ok || c.Coverage != 0.91 {
+		t.Errorf("SetFor(0.905) = %+v %v; want the set at 0.91", c, ok)
+	}
+	// Few cases: no set at a coverage they cannot support.
+	few, err := Select(preds[:40], Identity(), SelectOptions{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	small, _ := few.Sets(ConformalLAC, []float64{0.9, 0.99})
+	if len(small) != 1 || small[0].Coverage != 0.9 {
+		t.Fatalf("40 cases gave sets %+v; want one at 0.9 (0.99 needs %d)", small, ConformalMinCases(0.99))
+	}
+	if _, ok := (Fit{Sets: small}).SetFor(0.95); ok {
+		t.Error("a fit without a set at 0.95 or above served one")
+	}
+	if _, err := few.Sets("rank", []float64{0.9}); err == nil {
+		t.Error("an unknown method was taken")
+	}
+}
+
+// A set's holdout is read back as written, and a key in it that is not
+// one of SetCoverage's is refused, naming it.
+func TestFitsSetHoldoutKeys(t *testing.T) {
+	set := `{"method":"lac","coverage":0.9,"n":10,"threshold":0.8,"holdout":{"n":10,"covered":9,"coverage":0.9,"mean_size":1.2,"empty":0,"singletons":8}}`
+	f, err := ParseFits([]byte(fitsWith(strings.TrimSuffix(fitJSON("1.5"), "}") + `,"sets":[` + set + `]}`)))
+	if err != nil || f.Fits[0].Sets[0].Holdout == nil || f.Fits[0].Sets[0].Holdout.Singletons != 8 {
+		t.Fatalf("%+v %v", f, err)
+	}
+	bad := strings.Replace(set, `"empty":0`, `"Empty":0`, 1)
+	if _, err := ParseFits([]byte(fitsWith(strings.TrimSuffix(fitJSON("1.5"), "}") + `,"sets":[` + bad + `]}`))); err == nil || !strings.Contains(err.Error(), `"Empty"`) {
+		t.Errorf("an unknown holdout key: %v", err)
+	}
+	nest := strings.Replace(set, `"covered":9`, `"covered":11`, 1)
+	if _, err := ParseFits([]byte(fitsWith(strings.TrimSuffix(fitJSON("1.5"), "}") + `,"sets":[` + nest + `]}`))); err == nil {
+		t.Error("a holdout covering more cases than it has was taken")
+	}
+}
