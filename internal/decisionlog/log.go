@@ -582,6 +582,51 @@ func (l *Log) window(ctx context.Context, since, until time.Time, model string, 
 	return es, nil
 }
 
+// Labelled is one outcome with the record it is for: Entry.Outcome is
+// this outcome (Entry.Outcomes is not counted).
+type Labelled struct {
+	Entry
+	// OutcomeID is the outcome's id, increasing in the order outcomes
+	// were recorded, by this process or any other sharing the log.
+	OutcomeID int64
+}
+
+// OutcomesAfter returns the outcomes recorded after the one of id after
+// (0: from the first), at most limit of them (at least 1), in the order
+// recorded, each with the record it is for: one item for each record of
+// its request and question, as Window attaches the latest outcome to
+// each. next is the id to read on from: the last one returned, or after
+// when there is nothing new. Reading on from next sees exactly what was
+// recorded since, across processes that share the log, so a reader that
+// keeps its own statistics up to date reads only what changed. It does
+// not wait for queued records: an outcome is recorded only for a record
+// already written.
+func (l *Log) OutcomesAfter(ctx context.Context, after int64, limit int) (out []Labelled, next int64, err error) {
+	upTo, err := l.store.outcomeBound(ctx, after, max(limit, 1))
+	if err != nil {
+		return nil, after, fmt.Errorf("decision log: outcomes: %w", err)
+	}
+	if upTo == after {
+		return nil, after, nil
+	}
+	out, err = l.store.labelled(ctx, after, upTo)
+	if err != nil {
+		return nil, after, fmt.Errorf("decision log: outcomes: %w", err)
+	}
+	return out, upTo, nil
+}
+
+// Oldest is the id of the oldest record kept, 0 when there is none:
+// records under it were pruned (retention, max_rows), and a reader's
+// statistics of them should go too.
+func (l *Log) Oldest(ctx context.Context) (int64, error) {
+	id, err := l.store.oldest(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("decision log: oldest: %w", err)
+	}
+	return id, nil
+}
+
 // Labelled returns Groups of the window's records that have an outcome:
 // what a refit or a report per model, kind and bucket reads.
 func (l *Log) Labelled(ctx context.Context, since, until time.Time, model string) ([]Group, error) {

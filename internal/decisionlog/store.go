@@ -430,32 +430,10 @@ func (s *store) entries(ctx context.Context, where string, args ...any) ([]Entry
 	var out []Entry
 	for rows.Next() {
 		var e Entry
-		var kind, opts, eng, steps, fin string
-		var atNS, latUS int64
-		var mass sql.NullFloat64
-		var state, outcome sql.NullString
+		var outcome sql.NullString
 		var outAt sql.NullInt64
-		if err := rows.Scan(&e.ID, &e.RequestID, &e.QuestionID, &atNS, &e.Face, &e.Model, &e.Node, &kind,
-			&opts, &eng, &steps, &fin, &mass, &latUS, &e.StateHash, &state, &outcome, &outAt, &e.Outcomes); err != nil {
+		if err := scanEntry(rows, &e, &outcome, &outAt, &e.Outcomes); err != nil {
 			return nil, err
-		}
-		e.Time = time.Unix(0, atNS).UTC()
-		e.Kind = decision.Kind(kind)
-		e.Latency = time.Duration(latUS) * time.Microsecond
-		for _, f := range []struct {
-			raw string
-			to  any
-		}{{opts, &e.Options}, {eng, &e.EngineDist}, {steps, &e.Steps}, {fin, &e.Final}} {
-			if err := json.Unmarshal([]byte(f.raw), f.to); err != nil {
-				return nil, fmt.Errorf("row %d: %w", e.ID, err)
-			}
-		}
-		if mass.Valid {
-			m := mass.Float64
-			e.LabelMass = &m
-		}
-		if state.Valid {
-			e.State = json.RawMessage(state.String)
 		}
 		if outcome.Valid {
 			e.Outcome = &Outcome{Value: outcome.String, Time: time.Unix(0, outAt.Int64).UTC()}
@@ -463,6 +441,93 @@ func (s *store) entries(ctx context.Context, where string, args ...any) ([]Entry
 		out = append(out, e)
 	}
 	return out, rows.Err()
+}
+
+// scanEntry reads a row of the decisions table's id and columns, then
+// into more the columns after them.
+func scanEntry(rows *sql.Rows, e *Entry, more ...any) error {
+	var kind, opts, eng, steps, fin string
+	var atNS, latUS int64
+	var mass sql.NullFloat64
+	var state sql.NullString
+	dest := append([]any{&e.ID, &e.RequestID, &e.QuestionID, &atNS, &e.Face, &e.Model, &e.Node, &kind,
+		&opts, &eng, &steps, &fin, &mass, &latUS, &e.StateHash, &state}, more...)
+	if err := rows.Scan(dest...); err != nil {
+		return err
+	}
+	e.Time = time.Unix(0, atNS).UTC()
+	e.Kind = decision.Kind(kind)
+	e.Latency = time.Duration(latUS) * time.Microsecond
+	for _, f := range []struct {
+		raw string
+		to  any
+	}{{opts, &e.Options}, {eng, &e.EngineDist}, {steps, &e.Steps}, {fin, &e.Final}} {
+		if err := json.Unmarshal([]byte(f.raw), f.to); err != nil {
+			return fmt.Errorf("row %d: %w", e.ID, err)
+		}
+	}
+	if mass.Valid {
+		m := mass.Float64
+		e.LabelMass = &m
+	}
+	if state.Valid {
+		e.State = json.RawMessage(state.String)
+	}
+	return nil
+}
+
+// selectLabelled reads each outcome with the decisions row it is for
+// (every row of its request and question, as selectEntry attaches the
+// latest outcome to each).
+var selectLabelled = `SELECT d.id, d.` + strings.ReplaceAll(columns, ", ", ", d.") + `, o.id, o.outcome, o.at_ns
+	FROM outcomes o JOIN decisions d ON d.request_id = o.request_id AND d.question_id = o.question_id
+	WHERE o.id > ? AND o.id <= ? ORDER BY o.id, d.id`
+
+// labelled reads the outcomes of ids in (after, upTo] with their rows.
+func (s *store) labelled(ctx context.Context, after, upTo int64) ([]Labelled, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(selectLabelled), after, upTo)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Labelled
+	for rows.Next() {
+		var l Labelled
+		var value string
+		var at int64
+		if err := scanEntry(rows, &l.Entry, &l.OutcomeID, &value, &at); err != nil {
+			return nil, err
+		}
+		l.Outcome = &Outcome{Value: value, Time: time.Unix(0, at).UTC()}
+		out = append(out, l)
+	}
+	return out, rows.Err()
+}
+
+// outcomeBound is the id of the n-th outcome after after, or the last
+// one's when there are fewer; after itself when there is none.
+func (s *store) outcomeBound(ctx context.Context, after int64, n int) (int64, error) {
+	var id sql.NullInt64
+	err := s.db.QueryRowContext(ctx, s.q("SELECT id FROM outcomes WHERE id > ? ORDER BY id LIMIT 1 OFFSET ?"), after, n-1).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = s.db.QueryRowContext(ctx, s.q("SELECT MAX(id) FROM outcomes WHERE id > ?"), after).Scan(&id)
+	}
+	if err != nil {
+		return after, err
+	}
+	if !id.Valid {
+		return after, nil
+	}
+	return id.Int64, nil
+}
+
+// oldest is the least decision id kept, 0 when none is.
+func (s *store) oldest(ctx context.Context) (int64, error) {
+	var id sql.NullInt64
+	if err := s.db.QueryRowContext(ctx, "SELECT MIN(id) FROM decisions").Scan(&id); err != nil {
+		return 0, err
+	}
+	return id.Int64, nil
 }
 
 func (s *store) addOutcome(ctx context.Context, requestID, questionID, value string, at time.Time) error {
