@@ -11,7 +11,6 @@ import (
 	"system1/internal/bench"
 	"system1/internal/calibration"
 	"system1/internal/config"
-	"system1/internal/decisionlog"
 	"system1/internal/metrics"
 	"system1/internal/outcomes"
 	"system1/internal/tracing"
@@ -200,14 +199,14 @@ func servingFits(cfg *config.Config, log *slog.Logger) (*outcomes.FitsFile, erro
 // eceWindow is the window of the rolling ECE gauge.
 const eceWindow = 24 * time.Hour
 
-// watchECE sets the rolling ECE gauges from the decision log every so
-// often until ctx ends.
-func watchECE(ctx context.Context, m *metrics.Metrics, dlog *decisionlog.Log, fits *outcomes.FitsFile, drift outcomes.DriftOptions, every time.Duration, log *slog.Logger) {
+// watchECE sets the rolling ECE gauges from the tracker every so often
+// until ctx ends: each time it reads only the outcomes recorded since.
+func watchECE(ctx context.Context, m *metrics.Metrics, tracker *outcomes.Tracker, fits *outcomes.FitsFile, drift outcomes.DriftOptions, every time.Duration, log *slog.Logger) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		now := time.Now()
-		rep, err := outcomes.ReportCalibrationWith(ctx, dlog, fits.Current(), outcomes.ReportOptions{Since: now.Add(-eceWindow), Until: now, Drift: drift})
+		rep, err := tracker.Report(ctx, fits.Current(), outcomes.ReportOptions{Since: now.Add(-eceWindow), Until: now, Drift: drift})
 		if err != nil && ctx.Err() == nil {
 			log.Warn("rolling ECE: reading the decision log failed", "request_id", "-", "err", err)
 		} else {
@@ -226,11 +225,12 @@ func watchECE(ctx context.Context, m *metrics.Metrics, dlog *decisionlog.Log, fi
 	}
 }
 
-// adopted counts the refit decisions that adopted a temperature.
+// adopted counts the refit decisions that adopted a calibrator or a
+// confidence map.
 func adopted(ds []outcomes.RefitDecision) int {
 	n := 0
 	for _, d := range ds {
-		if d.Refused == "" {
+		if d.Adopted {
 			n++
 		}
 	}
@@ -256,9 +256,10 @@ func driftOptions(d config.Drift) outcomes.DriftOptions {
 }
 
 // refitLoop refits from the decision log every calibration.refit_every
-// until ctx ends, writing a new version of the fits file when a refit
-// lowers held-out NLL; both faces pick it up from the file.
-func refitLoop(ctx context.Context, fits *outcomes.FitsFile, dlog *decisionlog.Log, c config.Calibration, tr *tracing.Tracer, log *slog.Logger) {
+// until ctx ends: each bucket with min_outcomes outcomes new since its
+// last refit (outcomes.FitsFile.Refit), writing a new version of the
+// fits file when a fit changed; both faces pick it up from the file.
+func refitLoop(ctx context.Context, fits *outcomes.FitsFile, tracker *outcomes.Tracker, c config.Calibration, tr *tracing.Tracer, log *slog.Logger) {
 	t := time.NewTicker(time.Duration(c.RefitEvery))
 	defer t.Stop()
 	for {
@@ -268,19 +269,22 @@ func refitLoop(ctx context.Context, fits *outcomes.FitsFile, dlog *decisionlog.L
 		case <-t.C:
 		}
 		rctx, span := tr.StartRefit(ctx)
-		ds, rev, err := fits.RefitFromLog(rctx, dlog, outcomes.RefitOptions{MinOutcomes: c.MinOutcomes, Holdout: c.Holdout, Seed: 1, TargetError: c.TargetError})
+		ds, rev, err := fits.Refit(rctx, tracker, outcomes.RefitOptions{MinOutcomes: c.MinOutcomes, Folds: c.Folds, Seed: 1, TargetError: c.TargetError})
 		tracing.EndRefit(span, len(ds), adopted(ds), rev, err)
 		if err != nil {
 			log.Error("refit from the decision log failed", "request_id", "-", "err", err)
 			continue
 		}
 		for _, d := range ds {
-			attrs := []any{"request_id", "-", "model", d.Model, "kind", d.Kind, "bucket", d.Bucket, "outcomes", d.Outcomes,
-				"temperature", d.Temperature, "current", d.Current, "held_nll", d.HeldNLL, "held_nll_current", d.HeldNLLCurrent}
-			if d.Refused != "" {
-				log.Info("refit refused", append(attrs, "why", d.Refused)...)
-			} else {
+			attrs := []any{"request_id", "-", "model", d.Model, "kind", d.Kind, "bucket", d.Bucket, "outcomes", d.Outcomes, "new", d.New,
+				"current", d.Current, "calibrator", d.Calibrator, "sets", d.Sets, "written", d.Written, "why", d.Reason, "evidence", d.Evidence()}
+			switch {
+			case d.Adopted:
 				log.Info("refit adopted", append(attrs, "revision", rev)...)
+			case d.Written:
+				log.Info("refit kept the calibrator and wrote new prediction sets", append(attrs, "revision", rev)...)
+			default:
+				log.Info("refit refused", attrs...)
 			}
 		}
 	}

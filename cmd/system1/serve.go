@@ -103,6 +103,12 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 	// recorded (defers run last first).
 	shadow := newShadow(cfg, dlog, m, log)
 	defer shadow.Close()
+	// One tracker keeps the calibration statistics for the report, the
+	// ECE gauge and the refits, reading each outcome once.
+	var tracker *outcomes.Tracker
+	if dlog != nil {
+		tracker = outcomes.NewTracker(dlog)
+	}
 	rounding := 2
 	if cfg.Rounding != nil {
 		rounding = *cfg.Rounding
@@ -135,6 +141,7 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 		MaxBodyBytes:     cfg.MaxBodyBytes,
 		Feedback:         outcomes.NewFeedback(dlog),
 		DecisionLog:      dlog,
+		Tracker:          tracker,
 		TargetError:      cfg.Calibration.TargetError,
 		Drift:            driftOptions(cfg.Drift),
 		// POST /v1/decide: the gateway over the same fleet and decision
@@ -146,14 +153,14 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 		Ready:   ready.check,
 		Tracer:  tr,
 	})
-	if dlog != nil {
-		go watchECE(ctx, m, dlog, fits, driftOptions(cfg.Drift), time.Minute, log)
+	if tracker != nil {
+		go watchECE(ctx, m, tracker, fits, driftOptions(cfg.Drift), time.Minute, log)
 	}
 	if fits != nil && cfg.Calibration.RefitEvery > 0 {
-		if dlog == nil {
+		if tracker == nil {
 			log.Warn("calibration.refit_every is set but the decision log is off: no refits")
 		} else {
-			go refitLoop(ctx, fits, dlog, cfg.Calibration, tr, log)
+			go refitLoop(ctx, fits, tracker, cfg.Calibration, tr, log)
 		}
 	}
 	if len(keys) == 0 {

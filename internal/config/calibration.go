@@ -20,9 +20,15 @@ type Calibration struct {
 	Mode string `yaml:"mode"`
 	// RefitEvery is how often serve looks for buckets to refit; 0 never.
 	RefitEvery Duration `yaml:"refit_every"`
-	// MinOutcomes is the outcomes a bucket needs to be refitted (0: 30).
+	// MinOutcomes is the outcomes a bucket needs new since its last
+	// refit to be refitted (0: 30).
 	MinOutcomes int `yaml:"min_outcomes"`
-	// Holdout is the share of outcomes kept apart to score a refit (0: 0.2).
+	// Folds is the number of cross-validation folds a refit chooses its
+	// calibrator by (0: 5; at least 2).
+	Folds int `yaml:"folds"`
+	// Holdout was the share of outcomes a refit held out to score itself
+	// on; refits cross-validate over every outcome now, and it is read
+	// and ignored, so configurations that set it still load.
 	Holdout float64 `yaml:"holdout"`
 	// TargetError is the default target of suggested gates (0: 0.02).
 	TargetError float64 `yaml:"target_error"`
@@ -63,6 +69,9 @@ func (c Calibration) check() []error {
 	}
 	if c.MinOutcomes < 0 {
 		bad("calibration.min_outcomes: %d is negative", c.MinOutcomes)
+	}
+	if c.Folds < 0 || c.Folds == 1 || c.Folds > 20 {
+		bad("calibration.folds: %d is not 0 (the default, 5) or 2 to 20", c.Folds)
 	}
 	if !(c.Holdout >= 0 && c.Holdout < 1) {
 		bad("calibration.holdout: %v is not in [0, 1)", c.Holdout)

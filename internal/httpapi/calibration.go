@@ -68,7 +68,7 @@ func (s *Server) handleCalibration(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := time.Now()
-	rep, err := outcomes.ReportCalibrationWith(r.Context(), s.opt.DecisionLog, s.opt.Answer.Fits(), outcomes.ReportOptions{
+	rep, err := s.opt.Tracker.Report(r.Context(), s.opt.Answer.Fits(), outcomes.ReportOptions{
 		Since: now.Add(-window), Until: now, TargetError: target, MaxInScopeLoss: maxLoss, Drift: s.opt.Drift})
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, systemone.Unavailable, "reading the decision log: "+err.Error())

@@ -53,6 +53,9 @@ type Options struct {
 	// DecisionLog is what GET /v1/calibration reports on; nil answers
 	// that the log is off.
 	DecisionLog *decisionlog.Log
+	// Tracker keeps the statistics GET /v1/calibration reports from;
+	// nil with a DecisionLog makes one over it.
+	Tracker *outcomes.Tracker
 	// TargetError is the default target error of the gates GET
 	// /v1/calibration suggests (0: outcomes.DefaultTargetError).
 	TargetError float64
@@ -114,6 +117,9 @@ func New(opt Options) *Server {
 	}
 	if opt.GuessBurst <= 0 {
 		opt.GuessBurst = DefaultGuessBurst
+	}
+	if opt.Tracker == nil && opt.DecisionLog != nil {
+		opt.Tracker = outcomes.NewTracker(opt.DecisionLog)
 	}
 	s := &Server{opt: opt, limiter: newLimiter(opt.RatePerSecond, opt.Burst),
 		guesses: newLimiter(opt.GuessesPerMinute/60, opt.GuessBurst)}

@@ -3,131 +3,249 @@ package outcomes
 import (
 	"context"
 	"fmt"
-	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"system1/internal/calibration"
-	"system1/internal/decisionlog"
 )
 
-// RefitOptions configure RefitFromLog.
+// DefaultMinOutcomes is the number of outcomes new since a bucket's last
+// refit that make it due another, unless told otherwise.
+const DefaultMinOutcomes = 30
+
+// RefitOptions configure a refit.
 type RefitOptions struct {
-	// Window is how far back the log is read (0: DefaultReportWindow).
+	// Window is how far back, in decision time, a refit reads a bucket's
+	// labelled answers (0: DefaultReportWindow).
 	Window time.Duration
-	// MinOutcomes a bucket needs (0: 30); Holdout the share held out to
-	// score the refit (0: 0.2); Seed the split's seed.
+	// MinOutcomes is how many outcomes a bucket needs new since its last
+	// refit to be refitted (0: DefaultMinOutcomes).
 	MinOutcomes int
-	Holdout     float64
-	Seed        uint64
-	// TargetError is the error rate each adopted fit's gate keeps under
-	// (0: DefaultTargetError).
+	// Seed picks the cross-validation folds and bootstrap resamples.
+	Seed uint64
+	// Folds is the number of cross-validation folds (0:
+	// calibration.DefaultFolds).
+	Folds int
+	// TargetError is the error rate each fit's gate keeps under (0:
+	// DefaultTargetError).
 	TargetError float64
+	// Now is the refit's time; zero is time.Now().
+	Now time.Time
 }
 
-// RefitFromLog refits every bucket of the log's labelled answers against
-// the fits in use, and writes a new version of the file when a refit
-// lowered held-out NLL. It returns each bucket's decision, and the new
-// revision ("" when nothing was adopted).
-func (f *FitsFile) RefitFromLog(ctx context.Context, log *decisionlog.Log, o RefitOptions) ([]RefitDecision, string, error) {
+func (o RefitOptions) withDefaults() RefitOptions {
 	if o.Window <= 0 {
 		o.Window = DefaultReportWindow
 	}
 	if o.MinOutcomes <= 0 {
-		o.MinOutcomes = 30
+		o.MinOutcomes = DefaultMinOutcomes
 	}
-	if o.Holdout <= 0 {
-		o.Holdout = 0.2
+	if !(o.TargetError > 0 && o.TargetError < 1) {
+		o.TargetError = DefaultTargetError
 	}
-	if log == nil {
-		return nil, "", fmt.Errorf("the decision log is off")
+	if o.Now.IsZero() {
+		o.Now = time.Now()
 	}
-	now := time.Now()
-	groups, err := log.Labelled(ctx, now.Add(-o.Window), now.Add(time.Second), "")
-	if err != nil {
+	return o
+}
+
+// Refit refits every bucket the tracker counts MinOutcomes outcomes new
+// for since its last refit (calibration.RefitState), over all of its
+// labelled answers in the window, against the fit in use, and writes a
+// new version of the file when a fit changed. It returns each refitted
+// bucket's decision and the new revision ("" when nothing was written).
+// A bucket is not refitted again, adopted or not, until MinOutcomes more
+// outcomes come.
+//
+// Per bucket, calibration.Select chooses the calibrator by K-fold
+// cross-validation over requests and adopts it only when its gain beats
+// the noise of a paired bootstrap (and does not cost accuracy or a
+// score's MAE); prediction sets are fitted on the bucket's held-out
+// calibrated outcomes at every calibration.SetCoverages level each
+// refit, whether the calibrator changed or not, since they need no
+// adoption: their guarantee holds at any number of outcomes. A bucket
+// without a fit whose outcomes support sets but no calibrator gets a fit
+// of temperature 1 (none) that carries them.
+func (f *FitsFile) Refit(ctx context.Context, t *Tracker, o RefitOptions) ([]RefitDecision, string, error) {
+	o = o.withDefaults()
+	if err := t.Sync(ctx); err != nil {
 		return nil, "", err
 	}
-	next, ds := Refit(groups, f.Current(), o.Holdout, o.Seed, o.MinOutcomes, o.TargetError, now)
+	due := t.due(o.MinOutcomes, o.Now.Add(-o.Window))
+	if len(due) == 0 {
+		return nil, "", nil
+	}
+	next, ds := refit(due, f.Current(), o)
+	for _, b := range due {
+		t.refitted(b.key, b.outcomes)
+	}
 	if next == nil {
 		return ds, "", nil
 	}
 	if err := f.Write(next); err != nil {
 		return ds, "", err
 	}
+	t.Prepare(next)
 	return ds, next.Revision, nil
 }
 
-// Refit decides, bucket by bucket, whether a temperature fitted on the
-// log's labelled answers lowers held-out NLL against the one current
-// fits hold (1 where none), with at least minCases answers to a bucket.
-// It returns the fits with every adopted temperature in place (a new
-// revision, written at now) or nil when none was adopted, and each
-// bucket's decision. Each adopted fit carries the gate its held-out
-// answers suggest at target (calibration.Fit.SetGate; 0 or less:
-// DefaultTargetError).
-func Refit(groups []decisionlog.Group, current *calibration.Fits, holdout float64, seed uint64, minCases int, target float64, now time.Time) (*calibration.Fits, []RefitDecision) {
-	if !(target > 0) {
-		target = DefaultTargetError
-	}
+// refit decides each due bucket against current: the fits with every
+// change in place (a new revision, written at o.Now), or nil when none
+// changed, and each bucket's decision.
+func refit(due []bucketCases, current *calibration.Fits, o RefitOptions) (*calibration.Fits, []RefitDecision) {
 	next := &calibration.Fits{Version: calibration.FitsVersion, Fits: []calibration.Fit{}}
 	if current != nil {
 		next.Fits = append(next.Fits, current.Fits...)
 	}
 	var out []RefitDecision
-	adopted := false
-	for _, g := range groups {
-		preds := g.Predictions(decisionlog.Entry.Uncalibrated)
-		d := RefitDecision{Model: g.Model, Kind: string(g.Kind), Bucket: g.Bucket, Outcomes: len(preds)}
-		cur := 1.0
+	changed := false
+	for _, b := range due {
+		d := RefitDecision{Model: b.key.model, Kind: string(b.key.kind), Bucket: b.key.bucket, Outcomes: len(b.preds), New: b.state.New()}
 		idx := slices.IndexFunc(next.Fits, func(f calibration.Fit) bool {
-			return f.Provider == "" && f.Model == g.Model && f.Kind == g.Kind && f.Bucket == g.Bucket
+			return f.Provider == "" && f.Model == b.key.model && f.Kind == b.key.kind && f.Bucket == b.key.bucket
 		})
+		cur := calibration.Identity()
 		if idx >= 0 {
-			cur = next.Fits[idx].Temperature
+			cur = next.Fits[idx].Calibrator()
 		}
-		r, err := calibration.DecideRefit(preds, cur, holdout, seed, minCases)
+		d.Current = cur.String()
+		d.Calibrator = d.Current
+		if len(b.preds) == 0 {
+			d.Reason = "no labelled answer in the window"
+			out = append(out, d)
+			continue
+		}
+		s, err := calibration.Select(b.preds, cur, calibration.SelectOptions{Seed: o.Seed, Folds: o.Folds})
 		if err != nil {
-			d.Refused = err.Error()
+			d.Reason = err.Error()
 			out = append(out, d)
 			continue
 		}
-		d.Refit = r
-		if !r.Adopt {
-			d.Refused = fmt.Sprintf("held-out NLL %.4f at T=%.3f is not below %.4f at the current T=%.3f", r.HeldNLL, r.Temperature, r.HeldNLLCurrent, r.Current)
+		d.Selection = &s
+		d.Reason = s.Reason
+		if s.Map.Adopt || s.Map.Reason != "" {
+			d.Reason += "; " + s.Map.Reason
+		}
+		sets, _ := s.Sets(calibration.ConformalLAC, calibration.SetCoverages()) // LAC is a known method
+		var ft calibration.Fit
+		switch adopted, ok := s.AdoptedFit(o.TargetError); {
+		case ok:
+			ft = adopted
+			d.Adopted = true
+		case idx >= 0:
+			ft = next.Fits[idx]
+		case len(sets) > 0:
+			ft = setsOnly(s, o.TargetError)
+		default:
 			out = append(out, d)
 			continue
 		}
-		train, held := calibration.Split(preds, holdout, seed)
-		f, err := calibration.NewFit(train, held)
-		if err != nil || math.Abs(f.Temperature-r.Temperature) > 1e-9 {
-			f = calibration.Fit{Kind: g.Kind, Bucket: g.Bucket, Temperature: r.Temperature, N: r.Train}
+		ft.Sets = sets
+		ft.Model, ft.Provider, ft.Kind, ft.Bucket = b.key.model, "", b.key.kind, b.key.bucket
+		if idx >= 0 && sameFit(next.Fits[idx], ft) {
+			out = append(out, d)
+			continue
 		}
-		f.Model, f.Provider, f.Kind, f.Bucket, f.Date = g.Model, "", g.Kind, g.Bucket, now.UTC().Format("2006-01-02")
-		f.SetGate(train, held, target)
+		ft.Date = o.Now.UTC().Format("2006-01-02")
+		d.Calibrator = ft.Calibrator().String()
+		d.Sets = len(sets)
+		d.Written = true
 		if idx >= 0 {
-			next.Fits[idx] = f
+			next.Fits[idx] = ft
 		} else {
-			next.Fits = append(next.Fits, f)
+			next.Fits = append(next.Fits, ft)
 		}
-		adopted = true
+		changed = true
 		out = append(out, d)
 	}
-	if !adopted {
+	if !changed {
 		return nil, out
 	}
-	next.Created = now.UTC().Format(time.RFC3339)
-	next.Revise(now)
+	next.Created = o.Now.UTC().Format(time.RFC3339)
+	next.Revise(o.Now)
 	return next, out
+}
+
+// setsOnly is the fit of a bucket with no calibrator to adopt, written
+// for its prediction sets: no calibration (temperature 1), measured on
+// every case, with the gate its outcomes suggest (no parameter was
+// fitted on them, so they are held out from the fit).
+func setsOnly(s calibration.Selection, target float64) calibration.Fit {
+	ft := calibration.Fit{Kind: s.Kind, Bucket: s.Bucket, N: s.N}
+	ft.SetCalibrator(calibration.Identity())
+	ft.NLLBefore, ft.NLLAfter, ft.ECEBefore, ft.ECEAfter = s.Raw.NLL, s.Raw.NLL, s.Raw.ECE, s.Raw.ECE
+	g := calibration.SuggestGate(s.HeldOut(), target)
+	if g.Threshold != nil {
+		ft.Gate = &calibration.FitGate{Threshold: *g.Threshold, TargetError: g.TargetError, On: calibration.GateOnHeldOut, N: s.N, Above: g.Above, WrongAbove: g.WrongAbove, UpperBound: g.UpperBound}
+	}
+	return ft
+}
+
+// sameFit reports whether a and b calibrate, map, gate and set alike:
+// a refit that changes none of it writes nothing.
+func sameFit(a, b calibration.Fit) bool {
+	key := func(f calibration.Fit) string {
+		f.Date, f.N, f.NLLBefore, f.NLLAfter, f.ECEBefore, f.ECEAfter, f.Holdout = "", 0, 0, 0, 0, 0, nil
+		return fmt.Sprintf("%s|%+v|%+v|%+v", f.Calibrator(), f.ConfidenceMap, f.Gate, setsKey(f.Sets))
+	}
+	return key(a) == key(b)
+}
+
+func setsKey(sets []calibration.Conformal) string {
+	var b strings.Builder
+	for _, c := range sets {
+		fmt.Fprintf(&b, "%s@%v:%d:%v;", c.Method, c.Coverage, c.N, c.Threshold)
+	}
+	return b.String()
 }
 
 // RefitDecision is what a refit decided for one bucket.
 type RefitDecision struct {
-	Model    string `json:"model"`
-	Kind     string `json:"kind"`
-	Bucket   string `json:"bucket"`
-	Outcomes int    `json:"outcomes"`
-	calibration.Refit
-	// Refused says why the bucket kept its temperature; empty when the
-	// new one was adopted.
-	Refused string `json:"refused,omitempty"`
+	Model  string `json:"model"`
+	Kind   string `json:"kind"`
+	Bucket string `json:"bucket"`
+	// Outcomes is the number of labelled answers fitted on, New how many
+	// outcomes had come since the last refit.
+	Outcomes int `json:"outcomes"`
+	New      int `json:"new"`
+	// Current is the calibrator in use before (calibration.Calibrator's
+	// String), Calibrator the one in use after.
+	Current    string `json:"current"`
+	Calibrator string `json:"calibrator"`
+	// Adopted is set when the selection adopted a calibrator or a
+	// confidence map; Written when the bucket's fit changed (a new
+	// calibrator, map, gate or prediction sets) and was written; Sets
+	// is the number of coverage levels the written fit has sets for.
+	Adopted bool `json:"adopted"`
+	Written bool `json:"written"`
+	Sets    int  `json:"sets"`
+	// Reason says why, in the selection's words.
+	Reason string `json:"reason"`
+	// Selection is the evidence: every candidate's out-of-fold measures
+	// and gains with their bounds; nil when the bucket could not be
+	// cross-validated.
+	Selection *calibration.Selection `json:"selection,omitempty"`
+}
+
+// Evidence writes the candidates' out-of-fold NLL, ECE, accuracy and
+// gain over the current calibrator, and why each was refused, for a log
+// line.
+func (d RefitDecision) Evidence() string {
+	if d.Selection == nil {
+		return ""
+	}
+	s := d.Selection
+	parts := []string{fmt.Sprintf("current %s: nll %.4f ece %.4f acc %.3f", s.Current.Calibrator, s.Current.OutOfFold.NLL, s.Current.OutOfFold.ECE, s.Current.OutOfFold.Accuracy)}
+	for _, c := range s.Candidates {
+		p := fmt.Sprintf("%s %s: nll %.4f ece %.4f acc %.3f, gain %s", c.Method, c.Calibrator, c.OutOfFold.NLL, c.OutOfFold.ECE, c.OutOfFold.Accuracy, c.NLLGain)
+		if c.OutOfFold.MAE != nil {
+			p += fmt.Sprintf(", mae %.3f", *c.OutOfFold.MAE)
+		}
+		if c.Refused != "" {
+			p += " (" + c.Refused + ")"
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, "; ")
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"system1/internal/calibration"
-	"system1/internal/decision"
 	"system1/internal/decisionlog"
 )
 
@@ -54,6 +53,9 @@ type BucketCalibration struct {
 	// Reliability are the bins of the calibrated confidences that hold
 	// answers: the mean confidence, the share right, and the count.
 	Reliability []ReliabilityBin `json:"reliability"`
+	// Sets are how the fit's prediction sets at ReportCoverages fare;
+	// empty where the bucket has no fit with sets.
+	Sets []SetReport `json:"sets"`
 }
 
 // ReliabilityBin is one bin of a reliability diagram.
@@ -87,77 +89,119 @@ type ReportOptions struct {
 	Drift DriftOptions
 }
 
-// ReportCalibrationWith is ReportCalibration with every option.
+// ReportCalibrationWith is ReportCalibration with every option. It reads
+// the whole log once; a server keeps a Tracker and asks it instead.
 func ReportCalibrationWith(ctx context.Context, log *decisionlog.Log, fits *calibration.Fits, opt ReportOptions) (CalibrationReport, error) {
-	since, until, target := opt.Since, opt.Until, opt.TargetError
+	if log == nil {
+		return emptyReport(fits, opt), fmt.Errorf("the decision log is off")
+	}
+	return NewTracker(log).Report(ctx, fits, opt)
+}
+
+func emptyReport(fits *calibration.Fits, opt ReportOptions) CalibrationReport {
+	target := opt.TargetError
 	if !(target > 0) {
 		target = DefaultTargetError
 	}
-	rep := CalibrationReport{Since: since.UTC(), Until: until.UTC(), TargetError: target, Buckets: []BucketCalibration{}, LabelMass: []LabelMassGate{}, Drift: []SignatureDrift{}}
-	if fits != nil {
+	rep := CalibrationReport{Since: opt.Since.UTC(), Until: opt.Until.UTC(), TargetError: target, Buckets: []BucketCalibration{}, LabelMass: []LabelMassGate{}, Drift: []SignatureDrift{}}
+	if fits != nil && len(fits.Fits) > 0 {
+		// An empty file names no fit: a report that named its revision
+		// would say a fit was applied where none was.
 		rep.FitVersion = fits.Revision
 	}
-	if log == nil {
-		return rep, fmt.Errorf("the decision log is off")
-	}
-	entries, err := log.WindowLabelled(ctx, since, until.Add(time.Nanosecond), "") // the log's until is excluded
-	if err != nil {
+	return rep
+}
+
+// Report is the calibration report over the answers whose decision time
+// is in [opt.Since, opt.Until], each bucket calibrated by the fit fits
+// hold for its model (none where none does), from the statistics kept:
+// it first reads the outcomes recorded since the last read, and reads
+// the cases of at most the two slots the window's edges cut. Label-mass
+// gates pool each model's buckets.
+func (t *Tracker) Report(ctx context.Context, fits *calibration.Fits, opt ReportOptions) (CalibrationReport, error) {
+	rep := emptyReport(fits, opt)
+	if err := t.Sync(ctx); err != nil {
 		return rep, err
 	}
-	rep.LabelMass = labelMassGates(entries, opt.MaxInScopeLoss)
-	if rep.Drift, err = ReportDrift(ctx, log, until, opt.Drift); err != nil {
+	var err error
+	if rep.Drift, err = ReportDrift(ctx, t.log, opt.Until, opt.Drift); err != nil {
 		return rep, err
 	}
-	for _, g := range decisionlog.Groups(entries) {
-		preds := g.Predictions(decisionlog.Entry.Uncalibrated)
-		if len(preds) == 0 {
+	since, until := opt.Since.UnixNano(), opt.Until.UnixNano()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	masses := map[string]*calibration.MassStats{}
+	var models []string
+	for _, b := range t.sorted() {
+		t.follow(b, fits)
+		w := b.window(since, until)
+		if w.mass.InScope()+w.mass.OutOfScope() > 0 {
+			m := masses[b.key.model]
+			if m == nil {
+				m = &calibration.MassStats{}
+				masses[b.key.model] = m
+				models = append(models, b.key.model)
+			}
+			m.Merge(w.mass)
+		}
+		if w.raw.N == 0 && w.raw.Skipped == 0 {
 			continue
 		}
-		t := 1.0
-		if ft, ok := fits.Lookup("", g.Model, g.Kind, preds[0].Options); ok {
-			t = ft.Temperature
-		}
-		b := BucketCalibration{BucketReport: calibration.NewBucketReport(g.Model, g.Kind, g.Bucket, preds, t, target), Reliability: []ReliabilityBin{}}
-		for _, bin := range calibration.Measure(calibration.Temper(preds, t)).Bins {
+		bs := calibration.BucketStats{Calibrator: b.cal, Raw: w.raw, Calibrated: w.cal}
+		bc := BucketCalibration{BucketReport: bs.Report(b.key.model, b.key.kind, b.key.bucket, rep.TargetError), Reliability: []ReliabilityBin{}}
+		for _, bin := range w.cal.Metrics().Bins {
 			if bin.Count > 0 {
-				b.Reliability = append(b.Reliability, ReliabilityBin{Confidence: bin.Confidence, Accuracy: bin.Accuracy, Count: bin.Count})
+				bc.Reliability = append(bc.Reliability, ReliabilityBin{Confidence: bin.Confidence, Accuracy: bin.Accuracy, Count: bin.Count})
 			}
 		}
-		rep.Buckets = append(rep.Buckets, b)
+		bc.Sets = []SetReport{}
+		for i, rule := range b.sets {
+			if rule.Method == "" {
+				continue
+			}
+			bc.Sets = append(bc.Sets, SetReport{Requested: ReportCoverages()[i], Method: rule.Method, Coverage: rule.Coverage, Outcomes: rule.N,
+				Threshold: rule.Threshold, HeldOut: b.heldOut(fits, ReportCoverages()[i]), SinceFit: b.since[i].coverage()})
+		}
+		rep.Buckets = append(rep.Buckets, bc)
+	}
+	slices.Sort(models)
+	for _, model := range models {
+		rep.LabelMass = append(rep.LabelMass, LabelMassGate{Model: model, MassGate: masses[model].SuggestMassGate(opt.MaxInScopeLoss)})
 	}
 	return rep, nil
 }
 
-// labelMassGates suggests a min_label_mass per model, in model order,
-// from the decide answers (both faces of decide, where min_label_mass
-// acts) with a known label mass and an outcome. A question asked with
-// none_option is left out: its label mass includes the implicit option's
-// label, and the option itself flags what fits none.
-func labelMassGates(entries []decisionlog.Entry, maxLoss float64) []LabelMassGate {
-	type masses struct{ in, out []float64 }
-	by := map[string]*masses{}
-	var models []string
-	for _, e := range entries {
-		if e.LabelMass == nil || e.Outcome == nil || (e.Face != decisionlog.FaceDecide && e.Face != decisionlog.FaceMCP) || slices.Contains(e.Options, decision.NoneOption) {
-			continue
-		}
-		m := by[e.Model]
-		if m == nil {
-			m = &masses{}
-			by[e.Model] = m
-			models = append(models, e.Model)
-		}
-		switch {
-		case e.NoOptionFit():
-			m.out = append(m.out, *e.LabelMass)
-		case slices.Contains(e.Options, e.Outcome.Value):
-			m.in = append(m.in, *e.LabelMass)
-		}
+// heldOut is the cross-validated coverage the fit recorded for its set
+// at coverage, nil where it has none.
+func (b *tbucket) heldOut(fits *calibration.Fits, coverage float64) *calibration.SetCoverage {
+	ft, ok := fits.Lookup("", b.key.model, b.key.kind, b.options)
+	if !ok {
+		return nil
 	}
-	slices.Sort(models)
-	out := make([]LabelMassGate, 0, len(models))
-	for _, model := range models {
-		out = append(out, LabelMassGate{Model: model, MassGate: calibration.SuggestMassGate(by[model].in, by[model].out, maxLoss)})
+	rule, ok := ft.SetFor(coverage)
+	if !ok {
+		return nil
 	}
-	return out
+	return rule.Holdout
+}
+
+// SetReport is how a bucket's prediction sets at one coverage fare.
+type SetReport struct {
+	// Requested is the coverage reported on, and Coverage the level of
+	// the fit's set that serves it (the least at or above it).
+	Requested float64 `json:"requested"`
+	Coverage  float64 `json:"coverage"`
+	Method    string  `json:"method"`
+	// Outcomes is the number of outcomes the set's threshold was fitted
+	// on, and Threshold the threshold.
+	Outcomes  int     `json:"outcomes"`
+	Threshold float64 `json:"threshold"`
+	// HeldOut is the sets' coverage and size by cross-validation when
+	// they were fitted: each fold's outcomes under a threshold fitted on
+	// the others. Absent when not measured.
+	HeldOut *calibration.SetCoverage `json:"held_out,omitempty"`
+	// SinceFit is the same on the outcomes reported since the sets were
+	// fitted (over the whole log, not the report's window): outcomes no
+	// fit has seen.
+	SinceFit calibration.SetCoverage `json:"since_fit"`
 }

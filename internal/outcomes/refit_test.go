@@ -1,0 +1,183 @@
+package outcomes
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"system1/internal/calibration"
+	"system1/internal/decision"
+	"system1/internal/decisionlog"
+)
+
+// emptyFits is a fits file with no fit, as serve starts one for refits.
+func emptyFits(t testing.TB) *FitsFile {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "fits.json")
+	data, err := (&calibration.Fits{Version: calibration.FitsVersion, Fits: []calibration.Fit{}}).Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := OpenFitsFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// refitOnce records cs in a fresh log in the order given and refits once.
+func refitOnce(t *testing.T, cs []labelledCase, order []int) (RefitDecision, *calibration.Fits) {
+	t.Helper()
+	l := openLog(t)
+	record(t, l, "m", cs, order)
+	f := emptyFits(t)
+	ds, _, err := f.Refit(context.Background(), NewTracker(l), RefitOptions{Seed: 1})
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("refit: %+v %v", ds, err)
+	}
+	return ds[0], f.Current()
+}
+
+// The banking12 failure: the same 480 outcomes, refitted by serve's loop,
+// gave a temperature that depended on the order they arrived in (the
+// refit held out the last fifth by position), and some orders refused a
+// temperature that clearly helps. Through the decision log and the
+// tracker, every order adopts the same calibrator, to the last bit.
+func TestRefitWhateverTheArrivalOrder(t *testing.T) {
+	cs := banking12Like(480, 12)
+	var first calibration.Calibrator
+	for i, order := range [][]int{inOrder(len(cs)), shuffledOrder(len(cs), 1), shuffledOrder(len(cs), 2)} {
+		d, fits := refitOnce(t, cs, order)
+		if !d.Adopted || !d.Written || len(fits.Fits) != 1 {
+			t.Fatalf("order %d: %s", i, d.Reason)
+		}
+		c := fits.Fits[0].Calibrator()
+		if i == 0 {
+			first = c
+			t.Logf("adopted %s: %s", c, d.Reason)
+			continue
+		}
+		if c.String() != first.String() || c.Temperature != first.Temperature || !slices.Equal(c.Biases, first.Biases) {
+			t.Errorf("order %d adopted %s; the first order %s", i, c, first)
+		}
+	}
+}
+
+// The boolq failure: a temperature of about 1.09 adopted for a gain of
+// 0.0004 nats, after which ECE rose. On nouls that are calibrated, no
+// calibrator is adopted (its gain is noise); the fit written carries the
+// prediction sets alone, under no calibration.
+func TestRefitRefusesANoiseGain(t *testing.T) {
+	for seed := range uint64(3) {
+		d, fits := refitOnce(t, calibratedNouls(800, seed), inOrder(800))
+		if d.Adopted {
+			t.Errorf("seed %d: adopted %s: %s", seed, d.Calibrator, d.Reason)
+			continue
+		}
+		if len(fits.Fits) != 1 || fits.Fits[0].Calibrator().Method != calibration.MethodNone || len(fits.Fits[0].Sets) == 0 {
+			t.Errorf("seed %d: the fit written %+v", seed, fits.Fits)
+		}
+		t.Logf("seed %d: %s", seed, d.Reason)
+	}
+}
+
+// The sst5 failure: a temperature that lowers NLL but drifts every
+// score's expected level to the middle took accuracy from 0.277 to
+// 0.186. A score calibrator that worsens held-out MAE or accuracy is
+// refused. (A confidence map may be adopted: it leaves the distribution,
+// and so the expected level, as it is.)
+func TestRefitRefusesAScoreCalibratorThatWorsensMAE(t *testing.T) {
+	cs := sst5Like(1100, 5)
+	preds := predictions(cs)
+	tAll, err := calibration.FitTemperature(preds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, hot := calibration.Measure(preds), calibration.Measure(calibration.Temper(preds, tAll))
+	if !(hot.NLL < raw.NLL && *hot.MAE > *raw.MAE) {
+		t.Fatalf("the data do not show the failure: NLL %v -> %v, MAE %v -> %v", raw.NLL, hot.NLL, *raw.MAE, *hot.MAE)
+	}
+	d, fits := refitOnce(t, cs, inOrder(len(cs)))
+	if d.Selection.Adopt {
+		t.Fatalf("adopted %s: %s", d.Calibrator, d.Reason)
+	}
+	for _, c := range d.Selection.Candidates {
+		if c.Method == calibration.MethodTemperature && c.Refused == "" {
+			t.Errorf("the temperature candidate was not refused: %+v", c)
+		}
+	}
+	if m := fits.Fits[0].Calibrator().Method; m != calibration.MethodNone {
+		t.Errorf("the fit written calibrates by %s", m)
+	}
+	t.Logf("T=%.2f would take NLL %.3f -> %.3f and MAE %.3f -> %.3f; %s", tAll, raw.NLL, hot.NLL, *raw.MAE, *hot.MAE, d.Reason)
+}
+
+// A pull toward the first option moves which option wins: a temperature
+// cannot remove it, vector scaling can. The refit adopts vector scaling,
+// and the calibrated answers are right more often than the raw ones.
+func TestRefitRemovesAFirstLabelBias(t *testing.T) {
+	cs := firstBiased(1200, 7)
+	d, fits := refitOnce(t, cs, inOrder(len(cs)))
+	c := fits.Fits[0].Calibrator()
+	if !d.Adopted || c.Method != calibration.MethodVector || !(c.Biases[0] < -0.5) {
+		t.Fatalf("adopted %s: %s", c, d.Reason)
+	}
+	preds := predictions(cs)
+	raw, cal := calibration.Measure(preds), calibration.Measure(calibration.Calibrate(preds, c))
+	tOnly, _ := calibration.FitTemperature(preds)
+	hot := calibration.Measure(calibration.Temper(preds, tOnly))
+	t.Logf("%s: accuracy %.3f -> %.3f (a temperature alone, T=%.2f: %.3f), ECE %.4f -> %.4f", c, raw.Accuracy, cal.Accuracy, tOnly, hot.Accuracy, raw.ECE, cal.ECE)
+	if !(cal.Accuracy > raw.Accuracy+0.02) || hot.Accuracy != raw.Accuracy {
+		t.Errorf("accuracy raw %.3f, vector %.3f, temperature %.3f", raw.Accuracy, cal.Accuracy, hot.Accuracy)
+	}
+}
+
+// A bucket is refitted only when min_outcomes outcomes have come since
+// its last refit, whether that refit adopted anything or not.
+func TestRefitOnlyWhenDue(t *testing.T) {
+	l := openLog(t)
+	cs := banking12Like(120, 3)
+	record(t, l, "m", cs[:50], inOrder(50))
+	f, tr := emptyFits(t), NewTracker(l)
+	ds, rev, err := f.Refit(context.Background(), tr, RefitOptions{Seed: 1, MinOutcomes: 40})
+	if err != nil || len(ds) != 1 || ds[0].New != 50 || rev == "" {
+		t.Fatalf("first refit: %+v %q %v", ds, rev, err)
+	}
+	record(t, l, "m", cs, inOrder(89)[50:])
+	if ds, rev, err := f.Refit(context.Background(), tr, RefitOptions{Seed: 1, MinOutcomes: 40}); err != nil || len(ds) != 0 || rev != "" {
+		t.Fatalf("39 new outcomes refitted: %+v %q %v", ds, rev, err)
+	}
+	// A corrected outcome counts as one new.
+	if _, err := l.Outcome(context.Background(), "req-0", "q", "o5"); err != nil {
+		t.Fatal(err)
+	}
+	ds, _, err = f.Refit(context.Background(), tr, RefitOptions{Seed: 1, MinOutcomes: 40})
+	if err != nil || len(ds) != 1 || ds[0].New != 40 || ds[0].Outcomes != 89 {
+		t.Fatalf("40 new outcomes: %+v %v", ds, err)
+	}
+}
+
+// A report over a fits file with no fit names no fit_version: there is
+// no fit to name.
+func TestReportNamesNoFitOfAnEmptyFile(t *testing.T) {
+	l := openLog(t)
+	record(t, l, "m", banking12Like(10, 1), inOrder(10))
+	empty := &calibration.Fits{Version: calibration.FitsVersion, Fits: []calibration.Fit{}, Revision: "abc"}
+	now := time.Now()
+	rep, err := NewTracker(l).Report(context.Background(), empty, ReportOptions{Since: now.Add(-24 * time.Hour), Until: now})
+	if err != nil || rep.FitVersion != "" || len(rep.Buckets) != 1 {
+		t.Fatalf("report of an empty fits file: fit_version %q, %d buckets, %v", rep.FitVersion, len(rep.Buckets), err)
+	}
+	one := &calibration.Fits{Version: calibration.FitsVersion, Revision: "r1", Fits: []calibration.Fit{{Model: "m", Kind: decision.Choice, Bucket: "11-20", Temperature: 2}}}
+	rep, err = NewTracker(l).Report(context.Background(), one, ReportOptions{Since: now.Add(-24 * time.Hour), Until: now})
+	if err != nil || rep.FitVersion != "r1" || rep.Buckets[0].Temperature != 2 {
+		t.Fatalf("report with a fit: %+v %v", rep, err)
+	}
+	_ = decisionlog.FaceDecide
+}

@@ -1,0 +1,178 @@
+package outcomes
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"system1/internal/calibration"
+	"system1/internal/decision"
+	"system1/internal/decisionlog"
+)
+
+// reference is the report the cases themselves give, read from the log
+// record by record (Window), as reports were made before the tracker:
+// per bucket the metrics raw and calibrated by fits, the gate on the
+// calibrated cases' statistics, and per model the label-mass gate.
+func reference(t *testing.T, l *decisionlog.Log, fits *calibration.Fits, since, until time.Time, target, maxLoss float64) CalibrationReport {
+	t.Helper()
+	entries, err := l.WindowLabelled(context.Background(), since, until.Add(time.Nanosecond), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := CalibrationReport{Buckets: []BucketCalibration{}, LabelMass: []LabelMassGate{}}
+	for _, g := range decisionlog.Groups(entries) {
+		preds := g.Predictions(decisionlog.Entry.Uncalibrated)
+		c := calibration.Identity()
+		if ft, ok := fits.Lookup("", g.Model, g.Kind, preds[0].Options); ok {
+			c = ft.Calibrator()
+		}
+		var bs calibration.BucketStats
+		bs.Calibrator = c
+		for _, p := range preds {
+			bs.Add(p)
+		}
+		rep.Buckets = append(rep.Buckets, BucketCalibration{BucketReport: bs.Report(g.Model, g.Kind, g.Bucket, target)})
+	}
+	in, out := map[string][]float64{}, map[string][]float64{}
+	var models []string
+	for _, e := range entries {
+		if e.LabelMass == nil || (e.Face != decisionlog.FaceDecide && e.Face != decisionlog.FaceMCP) {
+			continue
+		}
+		if !slices.Contains(models, e.Model) {
+			models = append(models, e.Model)
+		}
+		if e.NoOptionFit() {
+			out[e.Model] = append(out[e.Model], *e.LabelMass)
+		} else if slices.Contains(e.Options, e.Outcome.Value) {
+			in[e.Model] = append(in[e.Model], *e.LabelMass)
+		}
+	}
+	slices.Sort(models)
+	for _, m := range models {
+		rep.LabelMass = append(rep.LabelMass, LabelMassGate{Model: m, MassGate: calibration.SuggestMassGate(in[m], out[m], maxLoss)})
+	}
+	return rep
+}
+
+// sameReport compares the tracker's report with the reference: counts
+// and gates exactly, sums to rounding.
+func sameReport(t *testing.T, what string, got, want CalibrationReport) {
+	t.Helper()
+	if len(got.Buckets) != len(want.Buckets) {
+		t.Fatalf("%s: %d buckets, want %d", what, len(got.Buckets), len(want.Buckets))
+	}
+	near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-9 }
+	for i, g := range got.Buckets {
+		w := want.Buckets[i]
+		if g.Model != w.Model || g.Kind != w.Kind || g.Bucket != w.Bucket || g.Outcomes != w.Outcomes || g.Accuracy != w.Accuracy ||
+			g.AccuracyCalibrated != w.AccuracyCalibrated || g.Method != w.Method || !reflect.DeepEqual(g.Gate, w.Gate) ||
+			!near(g.ECE, w.ECE) || !near(g.ECECalibrated, w.ECECalibrated) || !near(g.NLL, w.NLL) || !near(g.NLLCalibrated, w.NLLCalibrated) ||
+			!near(g.Brier, w.Brier) || (g.MAE == nil) != (w.MAE == nil) || (g.MAE != nil && (!near(*g.MAE, *w.MAE) || !near(*g.MAECalibrated, *w.MAECalibrated))) {
+			t.Errorf("%s: bucket %d\n got %+v\nwant %+v", what, i, g.BucketReport, w.BucketReport)
+		}
+	}
+	if !reflect.DeepEqual(got.LabelMass, want.LabelMass) {
+		t.Errorf("%s: label mass %+v, want %+v", what, got.LabelMass, want.LabelMass)
+	}
+}
+
+// The tracker's report is the report of the cases themselves, over any
+// window (edges that cut its slots included), with every kind, outcomes
+// corrected after the fact (the latest wins), out-of-scope outcomes, and
+// a fit that changes between reports; and it reads only what was
+// recorded since its last read.
+func TestTrackerReportIsTheCasesReport(t *testing.T) {
+	l := openLog(t)
+	r := rand.New(rand.NewPCG(5, 5))
+	now := time.Now()
+	var cs []labelledCase
+	for _, group := range [][]labelledCase{banking12Like(300, 1), calibratedNouls(300, 2), sst5Like(300, 3), firstBiased(300, 4)} {
+		cs = append(cs, group...)
+	}
+	for i := range cs {
+		// Spread over four days, so that windows cut slots.
+		cs[i].at = now.Add(-time.Duration(r.Int64N(int64(96 * time.Hour))))
+		if cs[i].kind == decision.Choice && i%3 == 0 {
+			m := math.Pow(10, -4*r.Float64())
+			cs[i].mass, cs[i].face = &m, decisionlog.FaceDecide
+			if i%9 == 0 {
+				cs[i].expected = -1 // none fit
+			}
+		}
+	}
+	record(t, l, "m", cs, inOrder(len(cs)))
+	fits := &calibration.Fits{Version: calibration.FitsVersion, Revision: "r1", Fits: []calibration.Fit{
+		{Model: "m", Kind: decision.Choice, Bucket: "11-20", Temperature: 1.9},
+		{Model: "m", Kind: decision.Score, Bucket: "5-10", Temperature: 3},
+	}}
+	tr := NewTracker(l)
+	check := func(what string, fits *calibration.Fits) {
+		t.Helper()
+		for _, w := range []struct{ since, until time.Time }{
+			{now.Add(-100 * time.Hour), now},
+			{now.Add(-37 * time.Hour), now},
+			{now.Add(-50 * time.Hour), now.Add(-13 * time.Hour)},
+			{now.Add(-7 * time.Hour), now.Add(-5 * time.Hour)},
+		} {
+			opt := ReportOptions{Since: w.since, Until: w.until, TargetError: 0.1, MaxInScopeLoss: 0.2}
+			got, err := tr.Report(context.Background(), fits, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameReport(t, fmt.Sprintf("%s, window %s to %s", what, now.Sub(w.since), now.Sub(w.until)), got, reference(t, l, fits, w.since, w.until, 0.1, 0.2))
+		}
+	}
+	check("first read", fits)
+	// Outcomes corrected: the latest wins, here and in the reference.
+	for i := 0; i < 60; i++ {
+		c := cs[i]
+		if _, err := l.Outcome(context.Background(), fmt.Sprintf("req-%d", i), "q", options(c.kind, len(c.dist))[(max(c.expected, 0)+1)%len(c.dist)]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("after corrections", fits)
+	// Another fit: the calibrated statistics follow it.
+	fits2 := &calibration.Fits{Version: calibration.FitsVersion, Revision: "r2", Fits: []calibration.Fit{
+		{Model: "m", Kind: decision.Choice, Bucket: "3-4", Method: calibration.MethodVector, Temperature: 2, Biases: []float64{-1, 0, 0, 0}},
+	}}
+	check("another fit", fits2)
+	if n := tr.Cases(); n != len(cs) {
+		t.Errorf("the tracker counts %d cases of %d", n, len(cs))
+	}
+}
+
+// Records the log prunes leave the tracker's statistics.
+func TestTrackerForgetsPrunedRecords(t *testing.T) {
+	ctx := context.Background()
+	path := t.TempDir() + "/decisions.db"
+	l, err := decisionlog.Open(ctx, decisionlog.Options{Path: path, Linger: -1, MaxRows: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close(ctx) })
+	cs := banking12Like(150, 9)
+	record(t, l, "m", cs, inOrder(len(cs)))
+	tr := NewTracker(l)
+	now := time.Now()
+	opt := ReportOptions{Since: now.Add(-48 * time.Hour), Until: now}
+	rep, err := tr.Report(ctx, nil, opt)
+	if err != nil || rep.Buckets[0].Outcomes != 150 {
+		t.Fatalf("before pruning: %+v %v", rep.Buckets, err)
+	}
+	if n, err := l.Prune(ctx); err != nil || n != 50 {
+		t.Fatalf("pruned %d: %v", n, err)
+	}
+	tr.pruned = time.Time{} // as if a minute had passed
+	rep, err = tr.Report(ctx, nil, opt)
+	if err != nil || rep.Buckets[0].Outcomes != 100 || tr.Cases() != 100 {
+		t.Fatalf("after pruning: %d outcomes, %d cases, %v", rep.Buckets[0].Outcomes, tr.Cases(), err)
+	}
+	sameReport(t, "after pruning", rep, reference(t, l, nil, opt.Since, opt.Until, 0, 0))
+}
