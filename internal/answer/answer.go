@@ -89,6 +89,10 @@ type Request struct {
 	Provider string
 	// Gate is what an answer must clear not to be refused.
 	Gate Gate
+	// Coverage, when not 0, asks for every question's prediction set at
+	// that coverage, in [calibration.MinCoverage, MaxCoverage]
+	// (Question.Set).
+	Coverage float64
 }
 
 // Answer is a request answered: every question, calibrated, with the
@@ -136,6 +140,9 @@ type Question struct {
 	// the node; Attempts are every try of the question, in order.
 	Model, Node string
 	Attempts    []fleet.Attempt
+	// Set is the prediction set at the request's Coverage; nil when
+	// none was asked for.
+	Set *Set
 	// Refusal, when not nil, says why the service will not stand behind
 	// the answer (see Gate and refuse). Dist is still the reading where
 	// there is one; a node that refused outright (a Decisions endpoint's

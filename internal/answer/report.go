@@ -74,15 +74,21 @@ func report(req Request, res *fleet.Result, fits *calibration.Fits) *Answer {
 			d = d.DivideOut(got.Prior)
 			out.Steps = append(out.Steps, decision.Step{Name: decision.StepPrior, Version: got.PriorVersion, Dist: d})
 		}
-		if fits != nil && d != nil { // a question the node declined has nothing to temper
-			if ft, ok := fits.Lookup(req.Provider, got.Model, q.Kind, len(d)); ok {
-				d = d.Temper(ft.Temperature)
-				v := decision.TemperatureVersion(fits.Version, ft.Temperature, ft.Date, fits.Revision)
+		if d != nil { // a question the node declined has nothing to calibrate
+			ft, fitted := fits.Lookup(req.Provider, got.Model, q.Kind, len(d))
+			if fitted {
+				// The fit's whole calibrator: a temperature, or a temperature
+				// and a bias per position, named as applied.
+				d = ft.Apply(d)
+				v := decision.CalibrationVersion(fits.Version, ft.Calibrator().String(), ft.Date, fits.Revision)
 				out.Steps = append(out.Steps, decision.Step{Name: decision.StepTemperature, Version: v, Dist: d})
 				a.FitVersion = fits.Revision
-			} else {
+			} else if fits != nil {
 				a.Calibrated = false
 				a.Warnings = append(a.Warnings, Warning{Question: q.ID, NoFit: true, Model: got.Model, Kind: q.Kind, Options: len(d)})
+			}
+			if req.Coverage > 0 {
+				out.Set = predictionSet(fits != nil, fitted, ft, d, req.Coverage)
 			}
 		}
 		out.Dist = d
@@ -98,4 +104,48 @@ func report(req Request, res *fleet.Result, fits *calibration.Fits) *Answer {
 		}
 	}
 	return a
+}
+
+// Set is a question's prediction set at the coverage a request asked
+// for: split conformal, from the labelled outcomes of the fit's model,
+// kind and option bucket (calibration.Fit.SetFor), over the calibrated
+// distribution. For exchangeable answers it holds the right option at
+// least Coverage of the time.
+type Set struct {
+	// Options are the indices of the options in the set, in option
+	// order: empty when every option looks less likely than the right
+	// ones did; nil when there is no set, and Note says why.
+	Options []int
+	// Coverage is the level the set is built for: the least the fit has
+	// at or above the one asked. Outcomes is how many labelled outcomes
+	// its threshold rests on, and Method its score (lac or aps).
+	Coverage float64
+	Outcomes int
+	Method   string
+	// Note says why there is no set.
+	Note string
+}
+
+// predictionSet is the set of calibrated d at coverage by fit ft (fitted
+// reports whether there is one; loaded whether any fits are).
+func predictionSet(loaded, fitted bool, ft calibration.Fit, d decision.Distribution, coverage float64) *Set {
+	need := calibration.ConformalMinCases(coverage)
+	switch {
+	case !loaded:
+		return &Set{Note: "no calibration fits are loaded, so there are no outcomes to build a set on"}
+	case !fitted:
+		return &Set{Note: "no calibration fit for this model, kind and option count, so there are no outcomes to build a set on"}
+	}
+	rule, ok := ft.SetFor(coverage)
+	if !ok {
+		if n := ft.MostSetOutcomes(); n > 0 {
+			return &Set{Note: fmt.Sprintf("the fit's sets rest on %d outcomes; a set at coverage %v needs at least %d", n, coverage, need)}
+		}
+		return &Set{Note: fmt.Sprintf("the fit has no prediction sets yet; a set at coverage %v needs at least %d outcomes", coverage, need)}
+	}
+	set := rule.Set(d)
+	if set == nil {
+		return &Set{Note: "the distribution is not one a set can be made of"}
+	}
+	return &Set{Options: set, Coverage: rule.Coverage, Outcomes: rule.N, Method: rule.Method}
 }

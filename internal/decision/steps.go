@@ -25,7 +25,8 @@ const (
 	// StepPrior: a label prior divided out (BatchVersion,
 	// ContentFreeVersion).
 	StepPrior = "prior"
-	// StepTemperature: a fitted temperature applied (TemperatureVersion);
+	// StepTemperature: a fit's calibrator applied (CalibrationVersion):
+	// a temperature, with a bias per position where the fit has them;
 	// the distribution before it is what a refit fits on.
 	StepTemperature = "temperature"
 )
@@ -43,12 +44,14 @@ func BatchVersion(seen, window int) string {
 // empty state.
 const ContentFreeVersion = PriorContentFree + "/empty_state"
 
-// TemperatureVersion names the fit that tempered a distribution: the fits
-// file's format version and the temperature, the fit's date when it has
-// one, and the fits' revision when they have one:
+// CalibrationVersion names the fit that calibrated a distribution: the
+// fits file's format version and the calibrator as it writes itself
+// ("T=1.5", a temperature with a bias per position
+// "T=1.85/b=+0.31,-0.12,0", or "none" for a fit that chose none), the
+// fit's date when it has one, and the fits' revision when they have one:
 // "v1/T=1.5/2026-01-01@20260101T000000Z-ab12cd34".
-func TemperatureVersion(fitsVersion int, temperature float64, date, revision string) string {
-	v := fmt.Sprintf("v%d/T=%.4g", fitsVersion, temperature)
+func CalibrationVersion(fitsVersion int, calibrator, date, revision string) string {
+	v := fmt.Sprintf("v%d/%s", fitsVersion, calibrator)
 	if date != "" {
 		v += "/" + date
 	}

@@ -279,8 +279,12 @@ func (g *Gateway) Decide(ctx context.Context, raw []byte, defaultID string) *Res
 	q := query{Question: req.Question, Options: req.Options, Context: req.Context, Debias: req.Debias, Prior: req.Prior, None: req.NoneOption}
 	ctx, cancel := context.WithTimeout(ctx, g.deadline)
 	defer cancel()
-	g.run(ctx, log, q, gate{threshold: threshold, minMass: minMass}, res, answer.Request{Face: g.opt.Face, RequestID: res.RequestID, Start: start,
-		Gate: answer.Gate{MinLabelMass: minMass, None: q.None}})
+	who := answer.Request{Face: g.opt.Face, RequestID: res.RequestID, Start: start,
+		Gate: answer.Gate{MinLabelMass: minMass, None: q.None}}
+	if req.Coverage != nil {
+		who.Coverage = *req.Coverage
+	}
+	g.run(ctx, log, q, gate{threshold: threshold, minMass: minMass}, res, who)
 	return res
 }
 
@@ -416,7 +420,8 @@ func (g *Gateway) answer(q query, p *link, r reading, gt gate, at *Attempt, res 
 	res.FitVersion = r.FitVersion
 	res.Cache = r.Cache
 	if !math.IsNaN(r.LabelMass) {
-		m := decision.Round(decision.Distribution{r.LabelMass}, decimals)[0]
+		// Significant digits, not decimals: a mass of 0.000665 is not 0.
+		m := decision.RoundSignificant(r.LabelMass, decision.LabelMassDigits)
 		res.LabelMass = &m
 	}
 	res.Calibration = &Steps{Steps: []CalibrationStep{}}
@@ -453,6 +458,9 @@ func (g *Gateway) answer(q query, p *link, r reading, gt gate, at *Attempt, res 
 	if r.Refusal != nil {
 		reason = r.Refusal.Reason
 	}
+	if r.Set != nil {
+		res.Grade = setGrade(res, r.Set, q, best)
+	}
 	switch {
 	case reason == answer.RefusedUpstream:
 		res.Status = Abstained
@@ -473,8 +481,8 @@ func (g *Gateway) answer(q query, p *link, r reading, gt gate, at *Attempt, res 
 		at.Outcome = OutcomeOK
 		at.Detail = r.Detail
 		res.Grade = GradeEscalate
-		res.Rationale = fmt.Sprintf("System 1 abstained: no option seemed to fit. The model put only %.*f of its probability on the options at all (under min_label_mass %v); among them its best guess was %q at %.*f (%s), but there is no decision. Reason this through yourself, or offer an option that fits.",
-			decimals, r.LabelMass, gt.minMass, choice, decimals, conf, cal)
+		res.Rationale = fmt.Sprintf("System 1 abstained: no option seemed to fit. The model put only %s of its probability on the options at all (under min_label_mass %v); among them its best guess was %q at %.*f (%s), but there is no decision. Reason this through yourself, or offer an option that fits.",
+			decision.FormatLabelMass(r.LabelMass), gt.minMass, choice, decimals, conf, cal)
 	case conf < threshold:
 		res.Status = Abstained
 		at.Outcome = OutcomeOK
@@ -511,6 +519,40 @@ func gradeGate(fits *calibration.Fits, provider, model string, kind decision.Kin
 	return GradeGate{Value: threshold, Source: GateFromThreshold}
 }
 
+// setGrade writes the prediction set asked for into res and returns the
+// grade it allows: act needs a set of one that holds the decision
+// (best, among the answers); a larger set, or none, is ask at best, and
+// an empty one, where every option looks less likely than the right
+// ones did, escalate.
+func setGrade(res *Response, set *answer.Set, q query, best int) string {
+	g := res.Grade
+	if set.Options == nil {
+		res.SetNote = set.Note
+		if g == GradeAct {
+			g = GradeAsk
+		}
+		return g
+	}
+	names := q.Answers()
+	res.PredictionSet = make([]string, 0, len(set.Options))
+	for _, i := range set.Options {
+		if i < len(names) {
+			res.PredictionSet = append(res.PredictionSet, names[i])
+		} else {
+			res.PredictionSet = append(res.PredictionSet, decision.NoneOption) // the implicit option, last
+		}
+	}
+	cov, n := set.Coverage, set.Outcomes
+	res.SetCoverage, res.SetOutcomes = &cov, &n
+	switch {
+	case len(set.Options) == 0:
+		return GradeEscalate
+	case (len(set.Options) != 1 || set.Options[0] != best) && g == GradeAct:
+		return GradeAsk
+	}
+	return g
+}
+
 // grade is what to do with an answer of confidence conf whose runner-up
 // has second, under gate: act, ask (near the gate or a close second), or
 // escalate.
@@ -528,6 +570,7 @@ func grade(conf, second, gate float64) string {
 func (res *Response) fail(code, msg, rationale string) {
 	res.Status = Failed
 	res.Decision, res.Confidence, res.Probabilities, res.Provider, res.Calibration, res.LabelMass, res.NoneProbability, res.Grade, res.Gate = nil, nil, nil, nil, nil, nil, nil, "", nil
+	res.PredictionSet, res.SetCoverage, res.SetOutcomes, res.SetNote = nil, nil, nil, ""
 	res.Error = &Error{Code: code, Message: msg}
 	res.Rationale = rationale
 }

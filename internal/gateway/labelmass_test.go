@@ -55,6 +55,32 @@ func TestDecideLabelMass(t *testing.T) {
 	}
 }
 
+// A label mass is reported to three significant digits, in label_mass
+// and in the abstention's rationale: a model that put 0.000665 of its
+// probability on the options says so, where three decimals said 0.001
+// (and 0.300 was 0.301, the rounding of a one-value distribution).
+func TestDecideLabelMassKeepsSignificantDigits(t *testing.T) {
+	for _, tc := range []struct {
+		probs []float64
+		want  float64
+		text  string
+	}{
+		{[]float64{0.0004, 0.000265}, 0.000665, "0.000665"},
+		{[]float64{0.2, 0.1}, 0.3, "0.3"},
+	} {
+		f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{"tiny"}, Behavior: fakeengine.Behavior{Logprobs: fakeengine.Probs(tc.probs...)}})
+		t.Cleanup(f.Close)
+		g := gatewayFor(t, fmt.Sprintf("gateway:\n  threshold: 0.5\n  min_label_mass: 0.5\nnodes:\n  - {name: n1, url: %s, dialect: llamacpp, models: [tiny]}\nproviders:\n  - {name: local, kind: engine, model: tiny}\n", f.URL))
+		res := decide(t, g, `{"question":"Which?","options":["a","b"]}`)
+		if res.LabelMass == nil || *res.LabelMass != tc.want {
+			t.Errorf("label_mass %v, want %v", deref(res.LabelMass), tc.want)
+		}
+		if res.Status != Abstained || !strings.Contains(res.Rationale, "only "+tc.text+" of its probability") {
+			t.Errorf("%s: rationale %q does not give the mass as %s", res.Status, res.Rationale, tc.text)
+		}
+	}
+}
+
 // deref shows a label mass: its value, or null.
 func deref(p *float64) any {
 	if p == nil {

@@ -107,6 +107,9 @@ type reading struct {
 	// LabelMass is the probability the engine put on the labels at all;
 	// NaN where it cannot know.
 	LabelMass float64
+	// Set is the prediction set asked for, over q.Answers() and the
+	// implicit option last; nil when none was asked.
+	Set *answer.Set
 	// fits are the fits the reading was calibrated with, whose gate
 	// grades it; nil when none were loaded.
 	fits *calibration.Fits

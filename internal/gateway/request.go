@@ -10,13 +10,14 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"system1/internal/calibration"
 	"system1/internal/decision"
 	"system1/internal/decisionlog"
 	"system1/internal/jsonx"
 )
 
 // requestFields are the fields of a decide request.
-var requestFields = []string{"question", "options", "context", "min_confidence", "request_id", "schema_version", "debias", "prior", "min_label_mass", "none_option"}
+var requestFields = []string{"question", "options", "context", "min_confidence", "request_id", "schema_version", "debias", "prior", "min_label_mass", "none_option", "coverage"}
 
 // ParseRequest reads a decide request and checks it against the contract,
 // returning every problem found, in field order; none means the request
@@ -119,6 +120,14 @@ func ParseRequest(raw []byte) (Request, []string) {
 			bad("min_label_mass must be a number in [0,1]")
 		} else {
 			req.MinLabelMass = &f
+		}
+	}
+	if v, ok := present("coverage"); ok {
+		var f float64
+		if jsonx.Kind(v) != "number" || json.Unmarshal(v, &f) != nil || !(f >= calibration.MinCoverage && f <= calibration.MaxCoverage) {
+			bad("coverage must be a number in [%v,%v]", calibration.MinCoverage, calibration.MaxCoverage)
+		} else {
+			req.Coverage = &f
 		}
 	}
 	if v, ok := present("debias"); ok {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"system1/internal/calibration"
 	"system1/internal/decisionlog"
 	"system1/internal/fleet"
 	"system1/internal/outcomes"
@@ -34,6 +35,7 @@ func RequestSchema() *jsonschema.Schema {
 	p["options"].MinItems, p["options"].MaxItems, p["options"].UniqueItems = ptr(MinOptions), ptr(MaxOptions), true
 	p["options"].Items.MinLength, p["options"].Items.MaxLength = ptr(1), ptr(MaxOptionChars)
 	unit(p["min_confidence"])
+	p["coverage"].Minimum, p["coverage"].Maximum = ptr(calibration.MinCoverage), ptr(calibration.MaxCoverage)
 	p["request_id"].MinLength, p["request_id"].MaxLength = ptr(1), ptr(decisionlog.MaxRequestIDChars)
 	p["schema_version"].Enum = []any{SchemaVersion}
 	return s
@@ -49,6 +51,8 @@ func ResponseSchema() *jsonschema.Schema {
 	unit(p["confidence"])
 	unit(p["threshold"])
 	unit(p["probabilities"].AdditionalProperties)
+	p["set_coverage"].Minimum, p["set_coverage"].Maximum = ptr(calibration.MinCoverage), ptr(calibration.MaxCoverage)
+	p["set_outcomes"].Minimum = ptr(0.0)
 	p["latency_ms"].Minimum = ptr(0.0)
 	a := p["attempts"].Items.Properties
 	a["outcome"].Enum = []any{OutcomeOK, OutcomeAbstained, OutcomeTimeout, OutcomeError, OutcomeMalformed, OutcomeSkipped}

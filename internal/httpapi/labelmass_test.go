@@ -10,19 +10,22 @@ import (
 // /v1/systemone tells the label mass per question where the engine
 // reports before its constraint (llama.cpp, Ollama), and unknown where it
 // cannot know (the OpenAI dialect, after the constraint); the body keeps
-// Jev's shape either way.
+// Jev's shape either way. The mass keeps three significant digits: one of
+// 0.000665 is written as such, not as 0.001 (three decimals).
 func TestSystemOneLabelMassHeader(t *testing.T) {
 	for _, tc := range []struct {
 		dialect   fakeengine.Dialect
 		constrain string
+		probs     [2]float64
 		want      string
 	}{
-		{fakeengine.LlamaCpp, "", "c=0.300"},
-		{fakeengine.Ollama, "", "c=0.300"},
-		{fakeengine.OpenAI, "", "c=0.300"}, // unconstrained: the raw values
-		{fakeengine.OpenAI, "structured_outputs", "c=unknown"},
+		{fakeengine.LlamaCpp, "", [2]float64{0.2, 0.1}, "c=0.3"},
+		{fakeengine.Ollama, "", [2]float64{0.2, 0.1}, "c=0.3"},
+		{fakeengine.OpenAI, "", [2]float64{0.2, 0.1}, "c=0.3"}, // unconstrained: the raw values
+		{fakeengine.OpenAI, "structured_outputs", [2]float64{0.2, 0.1}, "c=unknown"},
+		{fakeengine.LlamaCpp, "", [2]float64{0.0004, 0.000265}, "c=0.000665"},
 	} {
-		n := startNode(t, "a", tc.dialect, fakeengine.Behavior{Logprobs: fakeengine.Probs(0.2, 0.1)}, func(c *config.Node) { c.Constrain = tc.constrain })
+		n := startNode(t, "a", tc.dialect, fakeengine.Behavior{Logprobs: fakeengine.Probs(tc.probs[0], tc.probs[1])}, func(c *config.Node) { c.Constrain = tc.constrain })
 		s := serve(t, setup{nodes: []node{n}})
 		r := s.ask(t, colour("alpha,beta"))
 		if got := r.header.Get("X-System1-Label-Mass"); got != tc.want {

@@ -57,7 +57,12 @@ func (s *Server) handleSystemOne(w http.ResponseWriter, r *http.Request) {
 		writeInvalid(w, systemone.InHeader, *bad)
 		return
 	}
-	a, err := s.opt.Answer.Answer(r.Context(), answer.Request{Request: req, Face: decisionlog.FaceSystemOne, RequestID: RequestID(r.Context()), Start: start, Gate: gate})
+	coverage, bad := coverageHeader(r)
+	if bad != nil {
+		writeInvalid(w, systemone.InHeader, *bad)
+		return
+	}
+	a, err := s.opt.Answer.Answer(r.Context(), answer.Request{Request: req, Face: decisionlog.FaceSystemOne, RequestID: RequestID(r.Context()), Start: start, Gate: gate, Coverage: coverage})
 	if err != nil {
 		writeFailure(w, err, p.Model)
 		return
@@ -84,6 +89,11 @@ func (s *Server) handleSystemOne(w http.ResponseWriter, r *http.Request) {
 		out.Answers = append(out.Answers, ans)
 	}
 	s.answerNotes(w, r, req.Questions, a)
+	if coverage > 0 {
+		if why := setHeaders(w.Header(), req.Questions, a.Questions); len(why) > 0 {
+			noteLog(r.Context(), "sets", why)
+		}
+	}
 	out.Latency = time.Since(start)
 	writeJSON(w, http.StatusOK, out.AppendJSON(make([]byte, 0, 512)))
 }
@@ -252,7 +262,7 @@ func labelMassHeader(qs []decision.Question, as []answer.Question) string {
 	for i, a := range as {
 		v := "unknown"
 		if m := a.LabelMass; !math.IsNaN(m) {
-			v = strconv.FormatFloat(m, 'f', 3, 64)
+			v = decision.FormatLabelMass(m) // significant digits: 0.000665, not 0.001
 		}
 		items[i] = headerName(qs[i].ID) + "=" + v
 	}

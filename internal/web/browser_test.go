@@ -791,10 +791,12 @@ func TestBrowserAuth(t *testing.T) {
 	bound(t, fresh, chromedp.Navigate(s.URL+"/"), wait(`document.body.dataset.auth === 'locked'`))
 }
 
-// calibrationReport is a report of the shape GET /v1/calibration is to
-// answer with; the server does not serve it yet, so a stand-in serves it.
+// calibrationReport is a report of the shape GET /v1/calibration
+// answers with, served by a stand-in so that its numbers are known.
 const calibrationReport = `{"buckets":[
- {"model":"qwen2.5-0.5b","kind":"choice","options":3,"outcomes":412,"accuracy":0.81,"ece":0.093,"ece_calibrated":0.021,"nll":0.52,"nll_calibrated":0.44,"temperature":1.7,
+ {"model":"qwen2.5-0.5b","kind":"choice","options":3,"outcomes":412,"accuracy":0.81,"accuracy_calibrated":0.83,"ece":0.093,"ece_calibrated":0.021,"nll":0.52,"nll_calibrated":0.44,"temperature":1.7,
+  "method":"vector","biases":[-0.9,0.2,0.4],
+  "sets":[{"requested":0.9,"coverage":0.9,"method":"lac","outcomes":412,"threshold":0.7,"held_out":{"n":412,"covered":373,"coverage":0.9053398058252428,"mean_size":1.42,"empty":0,"singletons":240},"since_fit":{"n":0,"covered":0,"coverage":0,"mean_size":0,"empty":0,"singletons":0}}],
   "gate":{"threshold":0.72,"target_error":0.05,"coverage":0.64,"wrong_above":0.048},
   "reliability":[{"confidence":0.35,"accuracy":0.3,"count":20},{"confidence":0.55,"accuracy":0.5,"count":61},{"confidence":0.75,"accuracy":0.78,"count":140},{"confidence":0.95,"accuracy":0.96,"count":191}]},
  {"model":"qwen2.5-0.5b","kind":"noul","options":2,"outcomes":97,"accuracy":0.7,"ece":0.12,"ece_calibrated":0.05,"nll":0.61,"nll_calibrated":0.57,"temperature":1.3,
@@ -852,6 +854,12 @@ func TestBrowserBareHealthAndCalibration(t *testing.T) {
 	}
 	if len(cards) != len(report.Buckets) {
 		t.Fatalf("%d cards for %d buckets", len(cards), len(report.Buckets))
+	}
+	// Calibrated accuracy, the calibrator and the prediction sets' held-out
+	// coverage are shown where the report gives them, to four significant
+	// digits.
+	if f := cards[0].Facts; f["accuracy calibrated"] != "0.83" || f["calibrator"] != "vector" || f["sets at 0.9"] != "held out 0.9053 (size 1.42); from 412 outcomes" {
+		t.Errorf("the first card's facts %v", f)
 	}
 	for i, b := range report.Buckets {
 		c := cards[i]

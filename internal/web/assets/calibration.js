@@ -14,6 +14,10 @@ export function readReport(body) {
     options: b.options ?? b.bucket,
     outcomes: b.outcomes,
     accuracy: b.accuracy,
+    accuracyCalibrated: b.accuracy_calibrated,
+    mae: b.mae,
+    maeCalibrated: b.mae_calibrated,
+    method: b.method,
     ece: b.ece,
     eceCalibrated: b.ece_calibrated,
     nll: b.nll,
@@ -21,6 +25,11 @@ export function readReport(body) {
     temperature: b.temperature,
     gate: b.gate ? { threshold: b.gate.threshold, targetError: b.gate.target_error, coverage: b.gate.coverage, wrongAbove: b.gate.wrong_above } : null,
     reliability: (Array.isArray(b.reliability) ? b.reliability : []).map((r) => ({ confidence: r.confidence, accuracy: r.accuracy, count: r.count })),
+    sets: (Array.isArray(b.sets) ? b.sets : []).map((c) => ({
+      coverage: c.coverage, outcomes: c.outcomes,
+      heldOut: c.held_out ? { coverage: c.held_out.coverage, size: c.held_out.mean_size } : null,
+      sinceFit: c.since_fit ? { n: c.since_fit.n, coverage: c.since_fit.coverage, size: c.since_fit.mean_size } : null,
+    })),
   }));
 }
 
@@ -68,9 +77,19 @@ export function render(el, r) {
     const dl = h('dl', { class: 'facts' });
     const rows = [
       ['outcomes', String(b.outcomes ?? '—')], ['accuracy', num(b.accuracy)],
-      ['ECE', `${num(b.ece)} → ${num(b.eceCalibrated)} calibrated`], ['NLL', `${num(b.nll)} → ${num(b.nllCalibrated)} calibrated`],
-      ['temperature', num(b.temperature)],
     ];
+    if (b.accuracyCalibrated !== undefined) rows.push(['accuracy calibrated', num(b.accuracyCalibrated)]);
+    if (b.mae !== undefined) rows.push(['MAE', `${num(b.mae)} → ${num(b.maeCalibrated)} calibrated`]);
+    rows.push(['ECE', `${num(b.ece)} → ${num(b.eceCalibrated)} calibrated`], ['NLL', `${num(b.nll)} → ${num(b.nllCalibrated)} calibrated`],
+      ['temperature', num(b.temperature)]);
+    if (b.method) rows.push(['calibrator', String(b.method)]);
+    for (const c of b.sets) {
+      // A set's coverage on outcomes it was not fitted on: by
+      // cross-validation when fitted, and on the outcomes since.
+      const held = c.heldOut ? `held out ${num(c.heldOut.coverage)} (size ${num(c.heldOut.size)})` : 'not measured held out';
+      const since = c.sinceFit && c.sinceFit.n > 0 ? `; since the fit ${num(c.sinceFit.coverage)} over ${c.sinceFit.n}` : '';
+      rows.push([`sets at ${num(c.coverage)}`, `${held}${since}; from ${c.outcomes} outcomes`]);
+    }
     if (b.gate && Number.isFinite(b.gate.threshold)) {
       rows.push(['suggested gate', `confidence ≥ ${num(b.gate.threshold)} for error ≤ ${num(b.gate.targetError)}`],
         ['coverage', num(b.gate.coverage)], ['wrong above gate', num(b.gate.wrongAbove)]);

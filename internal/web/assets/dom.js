@@ -24,10 +24,12 @@ export function svg(tag, attrs = {}, ...children) {
   return el;
 }
 
-// num prints a number as the API gave it, shortened past four decimals.
+// num prints a number as the API gave it, shortened to four significant
+// digits: a whole number as it is, and a small one kept (a label-mass
+// gate of 0.000665 is 0.000665, not 0.0007).
 export function num(x) {
   if (typeof x !== 'number' || !Number.isFinite(x)) return '—';
-  return Math.abs(x * 1e4 - Math.round(x * 1e4)) < 1e-6 ? String(x) : x.toFixed(4);
+  return Number.isInteger(x) ? String(x) : String(Number(x.toPrecision(4)));
 }
 
 // bar is one option's probability: a label, a filled track and the value.

@@ -1,0 +1,74 @@
+package httpapi_test
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"system1/internal/calibration"
+	"system1/internal/decision"
+)
+
+// /v1/systemone gives prediction sets in headers when asked with
+// X-System1-Coverage, the body keeping Jev's shape: per question the
+// option keys of its set, "unavailable" where the fit's outcomes are too
+// few for the coverage or there is no fit, and the level the sets are
+// built for; no set header unless asked; a coverage outside [0.5, 0.99],
+// or given twice, is a 422 naming the header.
+func TestSystemOneSetsHeaders(t *testing.T) {
+	lac := func(coverage, threshold float64, n int) calibration.Conformal {
+		return calibration.Conformal{Method: calibration.ConformalLAC, Coverage: coverage, N: n, Threshold: threshold}
+	}
+	fits := &calibration.Fits{Version: calibration.FitsVersion, Revision: "r", Fits: []calibration.Fit{
+		// The engine gives 0.6, 0.3, 0.1: p >= 0.25 is billing, technical.
+		{Model: "fake", Kind: decision.Choice, Bucket: "3-4", Temperature: 1, Sets: []calibration.Conformal{lac(0.9, 0.75, 400)}},
+		// P(true) 2/3: p >= 0.5 is true alone.
+		{Model: "fake", Kind: decision.Noul, Bucket: "2", Temperature: 1, Sets: []calibration.Conformal{lac(0.92, 0.5, 400)}},
+		// Too few outcomes for 0.9: only a set at 0.8.
+		{Model: "fake", Kind: decision.Score, Bucket: "3-4", Temperature: 1, Sets: []calibration.Conformal{lac(0.8, 0.5, 8)}},
+	}}
+	url := calServe(t, fits)
+	post := func(coverage ...string) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, url+"/v1/systemone", strings.NewReader(calRequest))
+		req.Header.Set("Content-Type", "application/json")
+		for _, c := range coverage {
+			req.Header.Add("X-System1-Coverage", c)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp, string(body)
+	}
+	resp, body := post("0.9")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	if got, want := resp.Header.Get("X-System1-Sets"), "dept=billing,technical; urgent=true; anger unavailable"; got != want {
+		t.Errorf("X-System1-Sets %q, want %q", got, want)
+	}
+	if got, want := resp.Header.Get("X-System1-Set-Coverage"), "dept=0.9; urgent=0.92"; got != want {
+		t.Errorf("X-System1-Set-Coverage %q, want %q", got, want)
+	}
+	if strings.Contains(body, "billing,technical") || strings.Contains(body, "set") {
+		t.Errorf("the body carries the sets: %s", body)
+	}
+	resp, _ = post()
+	if h := resp.Header.Get("X-System1-Sets"); h != "" {
+		t.Errorf("sets not asked for, yet %q", h)
+	}
+	resp, _ = post("0.8")
+	if got := resp.Header.Get("X-System1-Set-Coverage"); got != "dept=0.9; urgent=0.92; anger=0.8" {
+		t.Errorf("at 0.8: X-System1-Set-Coverage %q, sets %q", got, resp.Header.Get("X-System1-Sets"))
+	}
+	for _, bad := range [][]string{{"0.3"}, {"1"}, {"high"}, {"0.9", "0.8"}} {
+		resp, body := post(bad...)
+		if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, "X-System1-Coverage") {
+			t.Errorf("coverage %q: %d %s", bad, resp.StatusCode, body)
+		}
+	}
+}
