@@ -18,8 +18,9 @@ import (
 // A fit calibrates by its whole calibrator: a temperature with a bias per
 // position for a vector fit (a temperature alone would lose the biases),
 // named as applied in the step's version; and a request that asks for a
-// coverage gets each question's prediction set from the fit's sets, or a
-// note saying why there is none.
+// coverage gets each question's prediction set from the fit's sets (of
+// the distribution before the calibrator), or a note saying why there is
+// none.
 func TestAnswerAppliesTheFitsCalibratorAndSets(t *testing.T) {
 	r, e := leaningRouter(t, fleet.Prior{})
 	q := colourQuestion("red", "green", "blue")
@@ -77,8 +78,9 @@ func TestAnswerAppliesTheFitsCalibratorAndSets(t *testing.T) {
 			}
 			continue
 		}
+		// The rule is of the distribution before the fit's calibrator.
 		rule, _ := ft.SetFor(c.coverage)
-		if want := rule.Set(a.Dist); !slices.Equal(s.Options, want) || s.Outcomes != 200 || s.Method != calibration.ConformalLAC {
+		if want := rule.Set(direct.Dist); !slices.Equal(s.Options, want) || s.Outcomes != 200 || s.Method != calibration.ConformalLAC {
 			t.Errorf("coverage %v: set %+v, want options %v", c.coverage, s, want)
 		}
 	}

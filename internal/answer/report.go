@@ -76,6 +76,7 @@ func report(req Request, res *fleet.Result, fits *calibration.Fits) *Answer {
 		}
 		if d != nil { // a question the node declined has nothing to calibrate
 			ft, fitted := fits.Lookup(req.Provider, got.Model, q.Kind, len(d))
+			uncalibrated := d
 			if fitted {
 				// The fit's whole calibrator: a temperature, or a temperature
 				// and a bias per position, named as applied.
@@ -88,7 +89,7 @@ func report(req Request, res *fleet.Result, fits *calibration.Fits) *Answer {
 				a.Warnings = append(a.Warnings, Warning{Question: q.ID, NoFit: true, Model: got.Model, Kind: q.Kind, Options: len(d)})
 			}
 			if req.Coverage > 0 {
-				out.Set = predictionSet(fits != nil, fitted, ft, d, req.Coverage)
+				out.Set = predictionSet(fits != nil, fitted, ft, uncalibrated, req.Coverage)
 			}
 		}
 		out.Dist = d
@@ -108,9 +109,11 @@ func report(req Request, res *fleet.Result, fits *calibration.Fits) *Answer {
 
 // Set is a question's prediction set at the coverage a request asked
 // for: split conformal, from the labelled outcomes of the fit's model,
-// kind and option bucket (calibration.Fit.SetFor), over the calibrated
-// distribution. For exchangeable answers it holds the right option at
-// least Coverage of the time.
+// kind and option bucket (calibration.Fit.SetFor), over the distribution
+// before the fit's calibrator, as the rule was fitted (its guarantee
+// would not hold under a calibrator fitted on the same outcomes). For
+// exchangeable answers it holds the right option at least Coverage of
+// the time.
 type Set struct {
 	// Options are the indices of the options in the set, in option
 	// order: empty when every option looks less likely than the right
@@ -126,8 +129,19 @@ type Set struct {
 	Note string
 }
 
-// predictionSet is the set of calibrated d at coverage by fit ft (fitted
-// reports whether there is one; loaded whether any fits are).
+// CheckCoverage says what is wrong with a coverage a request asks sets
+// at: one outside [calibration.MinCoverage, MaxCoverage], the range every
+// face takes.
+func CheckCoverage(c float64) error {
+	if !(c >= calibration.MinCoverage && c <= calibration.MaxCoverage) {
+		return fmt.Errorf("coverage must be a number in [%v,%v]", calibration.MinCoverage, calibration.MaxCoverage)
+	}
+	return nil
+}
+
+// predictionSet is the set of d, before the fit's calibrator, at
+// coverage by fit ft (fitted reports whether there is one; loaded
+// whether any fits are).
 func predictionSet(loaded, fitted bool, ft calibration.Fit, d decision.Distribution, coverage float64) *Set {
 	need := calibration.ConformalMinCases(coverage)
 	switch {

@@ -92,8 +92,10 @@ func ConformalMinCases(coverage float64) int {
 }
 
 // FitConformal fits a prediction set rule of method at coverage on
-// preds, the bucket's labelled cases as they will be served (calibrated
-// by the fit, if any): the threshold is the ceil((n+1) coverage)-th
+// preds, the bucket's labelled cases over the distributions the rule will
+// be applied to (a fit's sets: before its calibrator, see Selection.Sets;
+// a rule fitted on cases a calibrator was fitted on would not keep its
+// guarantee under that calibrator): the threshold is the ceil((n+1) coverage)-th
 // smallest score of the right options, the finite-sample correction that
 // makes the coverage guarantee hold for n cases. Fewer than
 // ConformalMinCases(coverage) cases are ErrTooFewForCoverage; a case that

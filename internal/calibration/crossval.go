@@ -245,10 +245,11 @@ type Selection struct {
 // normal approximation beyond 5,000 requests) and at least MinGain. A
 // candidate is eligible unless its accuracy, or for scores its MAE (the
 // expected level against the right one), is worse than the current
-// calibrator's or the uncalibrated answers' with that confidence: a
-// calibrator that trades answers for likelihood is refused, as a
-// temperature of 7.4 that took SST-5's accuracy from 0.277 to 0.186
-// should have been. Best is the eligible candidate of least NLL; Chosen
+// calibrator's or the uncalibrated answers' with that confidence, and
+// for a score unless its out-of-fold MAE and accuracy of the rounded
+// level are no worse at all: a calibrator that trades answers for
+// likelihood is refused, as a temperature of 7.4 that took SST-5's
+// accuracy from 0.277 to 0.186 should have been. Best is the eligible candidate of least NLL; Chosen
 // is the simplest eligible candidate Best does not beat; it is adopted
 // only when it beats the current calibrator, or when the current
 // calibrator itself does worse than the uncalibrated answers by the same
@@ -309,10 +310,15 @@ func Select(preds []Prediction, current Calibrator, opt SelectOptions) (Selectio
 		s.Current.MAEGainRaw = &g
 	}
 	var curHarms []string
-	if g := s.Current.AccuracyGainRaw; g.High < 0 {
+	// worse is the harm rule: a gain below zero with the selection's
+	// confidence; for a score, any mean loss at all, since its answer
+	// is the expected level every calibrator moves: a score calibrator
+	// is adopted only when its held-out MAE and accuracy are no worse.
+	worse := func(g Interval) bool { return g.High < 0 || (kind == decision.Score && g.Mean < -edge) }
+	if g := s.Current.AccuracyGainRaw; worse(g) {
 		curHarms = append(curHarms, fmt.Sprintf("lowers accuracy by %s", neg(g)))
 	}
-	if g := s.Current.MAEGainRaw; g != nil && g.High < 0 {
+	if g := s.Current.MAEGainRaw; g != nil && worse(*g) {
 		curHarms = append(curHarms, fmt.Sprintf("raises MAE by %s levels", neg(*g)))
 	}
 	s.Current.Refused = strings.Join(curHarms, ", and ")
@@ -342,7 +348,7 @@ func Select(preds []Prediction, current Calibrator, opt SelectOptions) (Selectio
 			if h.than != "the current calibrator's" && current.Method == MethodNone {
 				continue // the same comparison twice
 			}
-			if h.gain != nil && h.gain.High < 0 {
+			if h.gain != nil && worse(*h.gain) {
 				harms = append(harms, fmt.Sprintf("%s by %s%s from %s", h.what, neg(*h.gain), h.unit, h.than))
 			}
 		}

@@ -66,8 +66,9 @@ type Fit struct {
 	// an answer's confidence and a gate's threshold (see ConfidenceMap
 	// and MapConfidence); the distribution stays the calibrator's.
 	ConfidenceMap *ConfidenceMap `json:"confidence_map,omitempty"`
-	// Sets are split conformal prediction sets of the fit's calibrated
-	// distributions, at most one per method and coverage.
+	// Sets are split conformal prediction sets of the distributions
+	// before the fit's calibrator (Selection.Sets says why), at most one
+	// per method and coverage.
 	Sets []Conformal `json:"sets,omitempty"`
 	// N is the number of cases fitted on.
 	N int `json:"n"`

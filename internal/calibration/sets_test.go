@@ -4,8 +4,11 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
+
+	"system1/internal/decision"
 )
 
 // Removing cases gives the statistics of the cases that remain: the
@@ -180,5 +183,57 @@ func TestFitsSetHoldoutKeys(t *testing.T) {
 	nest := strings.Replace(set, `"covered":9`, `"covered":11`, 1)
 	if _, err := ParseFits([]byte(fitsWith(strings.TrimSuffix(fitJSON("1.5"), "}") + `,"sets":[` + nest + `]}`))); err == nil {
 		t.Error("a holdout covering more cases than it has was taken")
+	}
+}
+
+// scoreMix draws n five-level scores from a model right on a share right
+// of them that reports q on its level and spreads the rest evenly.
+func scoreMix(n int, right, q float64, seed uint64) []Prediction {
+	r := rand.New(rand.NewPCG(seed, 0x556))
+	share := []float64{.13, .26, .19, .26, .16}
+	out := make([]Prediction, n)
+	for i := range out {
+		level := draw(r, share)
+		said := level
+		if r.Float64() > right {
+			said = r.IntN(5)
+		}
+		d := make(decision.Distribution, 5)
+		for j := range d {
+			d[j] = (1 - q) / 4
+		}
+		d[said] = q
+		out[i] = Prediction{Kind: decision.Score, Dist: d, Expected: level, Options: 5, Request: "r" + strconv.Itoa(i)}
+	}
+	return out
+}
+
+// Scores judged as scores: on SST-5 as the simulated model answers it, a
+// calibrator that lowered NLL and MAE took 3 points of accuracy of the
+// rounded level out of fold, too few to be told from noise at 285
+// outcomes, and was adopted; the later answers lost them too. A score
+// calibrator is adopted only when its out-of-fold MAE and accuracy are
+// no worse at all. Here a temperature gains MAE and loses accuracy by an
+// interval that holds zero: refused, and nothing is adopted.
+func TestSelectRefusesAScoreCalibratorThatCostsAccuracy(t *testing.T) {
+	preds := scoreMix(300, 0.2, 0.6, 9)
+	s, err := Select(preds, Identity(), SelectOptions{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range s.Candidates {
+		if c.Method != MethodTemperature {
+			continue
+		}
+		t.Logf("temperature %s: accuracy gain %s, MAE gain %s; %s", c.Calibrator, c.AccuracyGain, *c.MAEGain, c.Refused)
+		if !(c.AccuracyGain.Mean < 0 && c.AccuracyGain.High > 0 && c.MAEGain.Mean > 0) {
+			t.Fatalf("the data do not show the trade: accuracy %s, MAE %s", c.AccuracyGain, *c.MAEGain)
+		}
+		if !strings.Contains(c.Refused, "accuracy would fall") {
+			t.Errorf("the temperature was not refused for its accuracy: %q", c.Refused)
+		}
+	}
+	if s.Adopt {
+		t.Errorf("adopted %s: %s", s.Calibrator, s.Reason)
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"system1/internal/calibration"
+	"system1/internal/answer"
 	"system1/internal/decision"
 	"system1/internal/decisionlog"
 	"system1/internal/jsonx"
@@ -124,8 +124,8 @@ func ParseRequest(raw []byte) (Request, []string) {
 	}
 	if v, ok := present("coverage"); ok {
 		var f float64
-		if jsonx.Kind(v) != "number" || json.Unmarshal(v, &f) != nil || !(f >= calibration.MinCoverage && f <= calibration.MaxCoverage) {
-			bad("coverage must be a number in [%v,%v]", calibration.MinCoverage, calibration.MaxCoverage)
+		if jsonx.Kind(v) != "number" || json.Unmarshal(v, &f) != nil || answer.CheckCoverage(f) != nil {
+			bad("%v", answer.CheckCoverage(-1))
 		} else {
 			req.Coverage = &f
 		}

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"system1/internal/answer"
-	"system1/internal/calibration"
 	"system1/internal/decision"
 )
 
@@ -16,14 +15,17 @@ import (
 // question's set in SetsHeader and the level they are built for in
 // SetCoverageHeader.
 const (
-	// CoverageHeader asks for prediction sets at a coverage in
-	// [calibration.MinCoverage, MaxCoverage]: "X-System1-Coverage: 0.9".
+	// CoverageHeader asks for prediction sets at a coverage in [0.5,
+	// 0.99] (answer.CheckCoverage): "X-System1-Coverage: 0.9".
 	CoverageHeader = "X-System1-Coverage"
 	// SetsHeader gives, per question, the option keys of its set,
 	// "q1=billing,refund; q2=; q3 unavailable": an empty set after "=",
 	// and "unavailable" where there is no set (too few labelled outcomes
 	// for the coverage, or no fit; the request's log line says which).
-	// Ids and keys are escaped and cut like the other headers' names.
+	// Ids are escaped and cut like the other headers' names, keys escaped
+	// whole; a question's item longer than the other headers' items is
+	// cut, ending in "...", and the value is bounded as theirs ("; 3
+	// more"): decide's prediction_set gives a set whole.
 	SetsHeader = "X-System1-Sets"
 	// SetCoverageHeader gives the level the sets are built for: the least
 	// at or above the coverage asked that the fits hold ("0.9"), per
@@ -39,10 +41,15 @@ func coverageHeader(r *http.Request) (float64, *decision.Problem) {
 		return 0, nil
 	}
 	c, err := strconv.ParseFloat(strings.TrimSpace(vs[0]), 64)
-	if len(vs) > 1 || err != nil || !(c >= calibration.MinCoverage && c <= calibration.MaxCoverage) {
-		return 0, &decision.Problem{Path: []string{CoverageHeader}, Type: "value_error",
-			Msg: "the header " + CoverageHeader + " must be a coverage in [" + strconv.FormatFloat(calibration.MinCoverage, 'g', -1, 64) + ", " +
-				strconv.FormatFloat(calibration.MaxCoverage, 'g', -1, 64) + "], such as 0.9, once"}
+	if err == nil {
+		err = answer.CheckCoverage(c)
+	}
+	if len(vs) > 1 || err != nil {
+		msg := "the header " + CoverageHeader + " must be given once"
+		if err != nil {
+			msg = "the header " + CoverageHeader + ": " + strings.TrimPrefix(err.Error(), "coverage ") + ", such as 0.9, given once"
+		}
+		return 0, &decision.Problem{Path: []string{CoverageHeader}, Type: "value_error", Msg: msg}
 	}
 	return c, nil
 }
@@ -64,7 +71,9 @@ func setHeaders(h http.Header, qs []decision.Question, as []answer.Question) []s
 		}
 		keys := make([]string, len(a.Set.Options))
 		for j, o := range a.Set.Options {
-			keys[j] = headerName(qs[i].Options[o].Key)
+			// A key whole (escaped), not cut like a name: the set is
+			// read back by key; only a set too long for one item is cut.
+			keys[j] = headerText(qs[i].Options[o].Key, maxHeaderItem)
 		}
 		items[i] = id + "=" + strings.Join(keys, ",")
 		lv := strconv.FormatFloat(a.Set.Coverage, 'g', -1, 64)

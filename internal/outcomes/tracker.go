@@ -251,8 +251,8 @@ func (t *Tracker) add(c *tcase, since bool) {
 		c.s.cal.Add(cp)
 		if since && c.b.setsRev > 0 {
 			for i, rule := range c.b.sets {
-				if rule.Method != "" {
-					c.b.since[i].add(rule.Set(cp.Dist), cp.Expected, 1)
+				if rule.Method != "" { // of the uncalibrated distribution, as served
+					c.b.since[i].add(rule.Set(p.Dist), p.Expected, 1)
 				}
 			}
 			c.setsRev = c.b.setsRev
@@ -273,7 +273,7 @@ func (t *Tracker) remove(c *tcase) {
 		if c.setsRev > 0 && c.setsRev == c.b.setsRev {
 			for i, rule := range c.b.sets {
 				if rule.Method != "" {
-					c.b.since[i].add(rule.Set(cp.Dist), cp.Expected, -1)
+					c.b.since[i].add(rule.Set(p.Dist), p.Expected, -1)
 				}
 			}
 		}
@@ -319,7 +319,7 @@ func (t *Tracker) follow(b *tbucket, fits *calibration.Fits) {
 		}
 		keys = append(keys, "-")
 	}
-	if k := cal.String() + "|" + strings.Join(keys, "|"); k != b.setsKey {
+	if k := strings.Join(keys, "|"); k != b.setsKey {
 		b.sets, b.setsKey = sets, k
 		b.setsRev++
 		b.since = make([]setCount, len(sets))
