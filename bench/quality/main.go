@@ -40,6 +40,8 @@ import (
 	"strings"
 	"time"
 
+	_ "modernc.org/sqlite" // readRaw reads the stopped server's decision log
+
 	"system1/internal/calibration"
 	"system1/internal/cases"
 	"system1/internal/simmodel"

@@ -38,12 +38,21 @@ type conformal struct {
 	Later      calibration.SetCoverage `json:"later"`
 	// Err is why a loop fitted no rule (too few cases), else empty.
 	Err string `json:"error,omitempty"`
+	// Server counts the loops whose rule is the server's own (its fit's
+	// set at this coverage), the others' fitted here on the first part.
+	Server int `json:"server"`
 }
 
-// fold is one loop's labelled cases, with its gate.
+// fold is one loop's labelled cases, with its gate, and the fit its
+// server adopted (nil for none, and for the raw row), whose LAC set
+// rules the server serves.
 type fold struct {
 	first, later []calibration.Prediction
 	gate         *float64
+	fit          *calibration.Fit
+	// raw is later before the fit's calibrator, which prediction sets
+	// are of (nil: later is).
+	raw []calibration.Prediction
 }
 
 // measureRow measures the later parts of folds together, each at its
@@ -65,13 +74,30 @@ func measureRow(folds []fold, from string) row {
 			s := conformal{Method: method, Coverage: c}
 			var covs []calibration.SetCoverage
 			for _, f := range folds {
-				rule, err := calibration.FitConformal(f.first, method, c)
-				if err != nil {
-					s.Err = err.Error()
-					break
+				// The server's own rule where it has one (LAC, fitted on
+				// the first part's outcomes before its calibrator, and
+				// applied to the later answers before it); else one
+				// fitted here the same way.
+				rule, ok := calibration.Conformal{}, false
+				if f.fit != nil && method == calibration.ConformalLAC {
+					rule, ok = f.fit.SetFor(c)
+					ok = ok && rule.Method == method && rule.Coverage == c
+				}
+				if ok {
+					s.Server++
+				} else {
+					var err error
+					if rule, err = calibration.FitConformal(f.first, method, c); err != nil {
+						s.Err = err.Error()
+						break
+					}
 				}
 				s.Thresholds = append(s.Thresholds, rule.Threshold)
-				covs = append(covs, rule.Evaluate(f.later))
+				later := f.later
+				if f.raw != nil {
+					later = f.raw // of the answers before the calibrator, as the server's sets are
+				}
+				covs = append(covs, rule.Evaluate(later))
 			}
 			if s.Err == "" {
 				s.Later = poolCoverage(covs)

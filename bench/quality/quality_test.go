@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"system1/internal/cases"
+	"system1/internal/decision"
 )
 
 func someCases(n int) []cases.Case {
@@ -137,5 +138,31 @@ func TestECEFloorShrinksWithAnswers(t *testing.T) {
 	t.Logf("ECE floor: %.4f at 200 answers, %.4f at 5000", small, large)
 	if !(small > 0.02) || !(large < small/3) {
 		t.Errorf("ECE floor %.4f at 200 answers, %.4f at 5000", small, large)
+	}
+}
+
+// parseSets reads X-System1-Sets as the server writes it: a question's
+// keys, an empty set, and unavailable; another question's items are
+// skipped, and a key that is not an option is an error.
+func TestParseSets(t *testing.T) {
+	q := decision.Question{ID: "q2", Options: []decision.Option{{Key: "a"}, {Key: "b"}, {Key: "c"}, {Key: "long_key_that_the_header_cuts"}}}
+	for _, tc := range []struct {
+		header string
+		set    []int
+		ok     bool
+		err    bool
+	}{
+		{"q1=a; q2=c,a; q3 unavailable", []int{0, 2}, true, false},
+		{"q2=", []int{}, true, false},
+		{"q1=a; q2 unavailable", nil, false, false},
+		{"q2=z", nil, false, true},
+		{"q1=a", nil, false, true},
+		{"q2=a,long_key_that_the_header_cuts", []int{0, 3}, true, false},
+		{"q2=a,long_key_...", nil, false, false},
+	} {
+		set, ok, err := parseSets(tc.header, q)
+		if !slices.Equal(set, tc.set) || ok != tc.ok || (err != nil) != tc.err {
+			t.Errorf("%q: %v %v %v", tc.header, set, ok, err)
+		}
 	}
 }

@@ -119,7 +119,9 @@ func runSet(name string, o options, bins []binary) (setResult, error) {
 		return res, err
 	}
 	res.TrainSeconds = time.Since(start).Seconds()
-	fake := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Behavior: m.Behavior()})
+	// Two capital letters are one token, so that banking77's 77 options are
+	// asked in one prompt (A..Z, AA..AY), as the model was trained on them.
+	fake := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Behavior: m.Behavior(), PairTokens: true})
 	defer fake.Close()
 	for _, b := range bins {
 		r := run{Label: b.Label}
@@ -159,12 +161,9 @@ func (r *run) measure(o options) {
 		firstRaw := predictions(l.first, rawDist)
 		raw := fold{first: onTheWire(firstRaw, o.Rounding), later: onTheWire(predictions(l.later, rawDist), o.Rounding)}
 		raw.gate = calibration.SuggestGate(raw.first, o.TargetError).Threshold
-		// The first part as the adopted fit calibrates it: what a server
-		// fitting sets on its outcomes would fit them on.
-		cal := fold{first: raw.first, later: predictions(l.later, servedDist), gate: l.ServerGate}
-		if l.Fit != nil {
-			cal.first = onTheWire(calibration.Calibrate(firstRaw, l.Fit.Calibrator()), o.Rounding)
-		}
+		// Prediction sets are of the answers before the calibrator, as
+		// the server makes them: the first part raw, the later raw.
+		cal := fold{first: raw.first, later: predictions(l.later, servedDist), gate: l.ServerGate, fit: l.Fit, raw: raw.later}
 		if l.Revision == "" { // no fit: the server's answers are raw
 			cal.gate = raw.gate
 		}
@@ -280,8 +279,9 @@ decision_log:
 	}
 
 	// One at a time, in file order: the decision log then holds the
-	// first part in the same order on every run, and a refit that splits
-	// the log by position (today's) fits the same cases every time.
+	// first part in the same order on every run, so that a refit that
+	// splits the log by position (as before cross-validation) fits the
+	// same cases every time.
 	if l.first, err = srv.ask(ctx, p.First, 1, nil); err != nil {
 		return l, fmt.Errorf("first part: %w", err)
 	}

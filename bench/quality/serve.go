@@ -25,10 +25,10 @@ import (
 	"system1/internal/systemone"
 )
 
-// Headers of the server-side prediction sets the benchmark is ready to
-// read: a later request asks for sets at a coverage with CoverageHeader,
-// and a server that gives them answers SetsHeader. Today's server ignores
-// the first and sends no second; the report says which it was.
+// Headers of the server-side prediction sets: a later request asks for
+// sets at a coverage with CoverageHeader, and a server that makes them
+// answers SetsHeader (a server from before them sends none; the report
+// says which it was).
 const (
 	CoverageHeader = "X-System1-Coverage"
 	SetsHeader     = "X-System1-Sets"
@@ -211,30 +211,37 @@ func (s *server) askOne(ctx context.Context, c cases.Case, header http.Header) (
 	}
 	if h := resp.Header.Get(SetsHeader); h != "" {
 		q := req.Questions[0]
-		if a.Set, err = parseSets(h, q); err != nil {
+		if a.Set, a.HasSet, err = parseSets(h, q); err != nil {
 			return answer{}, fmt.Errorf("%s: %w", SetsHeader, err)
 		}
-		a.HasSet = true
 	}
 	return a, nil
 }
 
-// parseSets reads the question's prediction set from SetsHeader, taken to
-// be written as the other per-question headers are (X-System1-Label-Mass:
-// "q=0.93; q2=unknown"): "q=key,key; q2=key", the option keys of each
-// question's set, an empty set as "q=". The format is the benchmark's
-// guess until the server writes one: change it here, in one place.
-func parseSets(h string, q decision.Question) ([]int, error) {
+// parseSets reads the question's prediction set from SetsHeader, as the
+// server writes it (internal/httpapi's SetsHeader): "q=key,key; q2=;
+// q3 unavailable", the option keys of each question's set, an empty set
+// as "q2=", and "unavailable" where the server has no set (too few
+// outcomes for the coverage). It reports false for an unavailable set,
+// and for one too long for the header, which the server cuts ("...").
+func parseSets(h string, q decision.Question) ([]int, bool, error) {
 	for item := range strings.SplitSeq(h, ";") {
-		id, keys, ok := strings.Cut(strings.TrimSpace(item), "=")
-		if !ok {
-			return nil, fmt.Errorf("%q is not question=keys", item)
+		item = strings.TrimSpace(item)
+		if id, ok := strings.CutSuffix(item, " unavailable"); ok {
+			if id == q.ID {
+				return nil, false, nil
+			}
+			continue
 		}
-		if unq, err := strconv.Unquote(id); err == nil {
-			id = unq
+		id, keys, ok := strings.Cut(item, "=")
+		if !ok {
+			return nil, false, fmt.Errorf("%q is not question=keys or question unavailable", item)
 		}
 		if id != q.ID {
 			continue
+		}
+		if strings.HasSuffix(keys, "...") {
+			return nil, false, nil // cut: too long for the header; not read
 		}
 		set := []int{}
 		for k := range strings.SplitSeq(keys, ",") {
@@ -243,14 +250,14 @@ func parseSets(h string, q decision.Question) ([]int, error) {
 			}
 			i := slices.IndexFunc(q.Options, func(o decision.Option) bool { return o.Key == k })
 			if i < 0 {
-				return nil, fmt.Errorf("%q is not an option of question %q", k, q.ID)
+				return nil, false, fmt.Errorf("%q is not an option of question %q", k, q.ID)
 			}
 			set = append(set, i)
 		}
 		slices.Sort(set)
-		return slices.Compact(set), nil
+		return slices.Compact(set), true, nil
 	}
-	return nil, fmt.Errorf("no set for question %q in %q", q.ID, h)
+	return nil, false, fmt.Errorf("no set for question %q in %q", q.ID, h)
 }
 
 // maxFeedback is the most outcomes sent in one /v1/feedback batch (the

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"hash/fnv"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -84,8 +85,9 @@ func buildNumber(build string) int {
 }
 
 // tokenize answers llama.cpp's POST /tokenize: one token per byte, after
-// a leading space token, as SentencePiece tokenizers add one.
-func tokenize(body []byte) []byte {
+// a leading space token, as SentencePiece tokenizers add one; with pairs,
+// two capital letters that are the whole text (after a newline) are one.
+func tokenize(body []byte, pairs bool) []byte {
 	var req struct {
 		Content string `json:"content"`
 	}
@@ -95,6 +97,14 @@ func tokenize(body []byte) []byte {
 		Piece string `json:"piece"`
 	}
 	toks := []token{{TokenID(" "), " "}}
+	if word := strings.TrimPrefix(req.Content, "\n"); pairs && len(word) == 2 && isUpper(word[0]) && isUpper(word[1]) {
+		if word != req.Content {
+			toks = append(toks, token{TokenID("\n"), "\n"})
+		}
+		toks = append(toks, token{TokenID(word), word})
+		out, _ := json.Marshal(map[string]any{"tokens": toks})
+		return out
+	}
 	for i := range len(req.Content) {
 		p := req.Content[i : i+1]
 		toks = append(toks, token{TokenID(p), p})
@@ -102,6 +112,8 @@ func tokenize(body []byte) []byte {
 	out, _ := json.Marshal(map[string]any{"tokens": toks})
 	return out
 }
+
+func isUpper(b byte) bool { return b >= 'A' && b <= 'Z' }
 
 // writeError writes an error body in the dialect's shape.
 func writeError(w http.ResponseWriter, d Dialect, status int, msg string) {

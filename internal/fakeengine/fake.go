@@ -41,6 +41,13 @@ type Options struct {
 	// a task's Latency starts when it runs, so that a task sent past the
 	// engine's capacity takes longer. 0 runs every task at once.
 	Parallel int
+	// PairTokens makes llama.cpp's tokenizer read two capital letters
+	// standing alone ("AB") as one token, as real vocabularies hold such
+	// pieces, so that a question of more options than there are
+	// one-character labels (62) is asked in one prompt, labels A..Z then
+	// AA, AB...; off, every byte is a token and such a question goes in
+	// rounds.
+	PairTokens bool
 }
 
 // Request is one request the fake received. The fields after Body are
@@ -305,7 +312,7 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodGet && r.URL.Path == "/version" && f.opt.Dialect == OpenAI && build != "":
 		reply = []byte(`{"version":"0.0.0-fake"}`)
 	case r.Method == http.MethodPost && r.URL.Path == "/tokenize" && f.opt.Dialect == LlamaCpp:
-		reply = tokenize(rec.Body)
+		reply = tokenize(rec.Body, f.opt.PairTokens)
 	case r.Method == http.MethodGet && r.URL.Path == "/props" && f.opt.Dialect == LlamaCpp && (f.opt.Slots > 0 || build != ""):
 		reply = f.props(build)
 	case r.Method == http.MethodPost && r.URL.Path == "/completion" && f.opt.Dialect == LlamaCpp:

@@ -8,8 +8,15 @@ import (
 	"time"
 )
 
-// TokenID is the id the fake's tokenizer gives a one-byte piece.
-func TokenID(piece string) int { return 1000 + int(piece[0]) }
+// TokenID is the id the fake's tokenizer gives a piece: 1000 and its
+// byte for a one-byte piece, and past every one of those for a
+// two-letter piece (Options.PairTokens).
+func TokenID(piece string) int {
+	if len(piece) == 2 && isUpper(piece[0]) && isUpper(piece[1]) {
+		return 2000 + 256*int(piece[0]) + int(piece[1])
+	}
+	return 1000 + int(piece[0])
+}
 
 // filler is the token that holds the mass not on the labels.
 const filler = `"`
