@@ -10,9 +10,10 @@ import (
 )
 
 // The calibration methods, from the simplest. A fit of the fits file
-// names MethodTemperature or MethodVector (an empty method is a
-// temperature, as in files written before methods); MethodNone is the
-// distribution as it came, the candidate that changes nothing.
+// names MethodTemperature, MethodLevel (level.go) or MethodVector (an
+// empty method is a temperature, as in files written before methods);
+// MethodNone is the distribution as it came, the candidate that changes
+// nothing.
 const (
 	MethodNone        = "none"
 	MethodTemperature = "temperature"
@@ -21,7 +22,7 @@ const (
 
 // Methods lists the calibration methods, simplest first: the order
 // cross-validation prefers them in when they do equally well.
-func Methods() []string { return []string{MethodNone, MethodTemperature, MethodVector} }
+func Methods() []string { return []string{MethodNone, MethodTemperature, MethodLevel, MethodVector} }
 
 // MaxBias bounds a vector fit's biases, in nats: far beyond what a
 // position bias needs (e^20 is a factor of 5e8), but finite, so that a
@@ -39,7 +40,8 @@ const VectorL2 = 1.0
 // Calibrator is the part of a fit that is applied to a distribution:
 // one of the methods with its parameters.
 type Calibrator struct {
-	// Method is MethodNone, MethodTemperature or MethodVector.
+	// Method is MethodNone, MethodTemperature, MethodLevel or
+	// MethodVector.
 	Method string `json:"method"`
 	// Temperature divides the log-probabilities (1 for MethodNone).
 	Temperature float64 `json:"temperature"`
@@ -57,13 +59,14 @@ func TemperatureCalibrator(t float64) Calibrator {
 	return Calibrator{Method: MethodTemperature, Temperature: t}
 }
 
-// Complexity ranks the methods: 0 for none, 1 for a temperature, 2 for a
-// temperature with biases, 3 for anything else.
+// Complexity ranks the methods: 0 for none, 1 for a temperature (plain
+// or keeping the level), 2 for a temperature with biases, 3 for anything
+// else.
 func (c Calibrator) Complexity() int {
 	switch c.Method {
 	case MethodNone:
 		return 0
-	case MethodTemperature:
+	case MethodTemperature, MethodLevel:
 		return 1
 	case MethodVector:
 		return 2
@@ -85,6 +88,11 @@ func (c Calibrator) Apply(d decision.Distribution) decision.Distribution {
 	switch c.Method {
 	case MethodTemperature:
 		return d.Temper(c.Temperature)
+	case MethodLevel:
+		if d.Check(len(d)) != nil {
+			return d
+		}
+		return applyLevel(d, c.Temperature)
 	case MethodVector:
 		if d.Check(len(d)) != nil {
 			return d
@@ -130,9 +138,9 @@ func (c Calibrator) bias(i int) float64 {
 // it, or one that is not finite or beyond MaxBias.
 func (c Calibrator) Check() error {
 	switch c.Method {
-	case MethodNone, MethodTemperature, MethodVector:
+	case MethodNone, MethodTemperature, MethodLevel, MethodVector:
 	default:
-		return fmt.Errorf("method %q is not %s, %s or %s", c.Method, MethodNone, MethodTemperature, MethodVector)
+		return fmt.Errorf("method %q is not %s, %s, %s or %s", c.Method, MethodNone, MethodTemperature, MethodLevel, MethodVector)
 	}
 	if !(c.Temperature > 0) || math.IsInf(c.Temperature, 1) {
 		return fmt.Errorf("temperature %v is not a positive finite number", c.Temperature)
@@ -157,8 +165,8 @@ func (c Calibrator) Check() error {
 	return nil
 }
 
-// String names c in a step's version: "none", "T=1.85", or
-// "T=1.85/b=+0.31,-0.12,0", each number to four significant digits.
+// String names c in a step's version: "none", "T=1.85", "T=1.85/level"
+// or "T=1.85/b=+0.31,-0.12,0", each number to four significant digits.
 func (c Calibrator) String() string {
 	num := func(x float64) string { return strconv.FormatFloat(x, 'g', 4, 64) }
 	switch c.Method {
@@ -173,6 +181,8 @@ func (c Calibrator) String() string {
 			}
 		}
 		return "T=" + num(c.Temperature) + "/b=" + strings.Join(bs, ",")
+	case MethodLevel:
+		return "T=" + num(c.Temperature) + "/" + MethodLevel
 	}
 	return "T=" + num(c.Temperature)
 }
@@ -190,8 +200,8 @@ func Calibrate(preds []Prediction, c Calibrator) []Prediction {
 }
 
 // FitMethod fits a calibrator of the given method on preds: Identity for
-// MethodNone, FitTemperature's for MethodTemperature and FitVector's for
-// MethodVector.
+// MethodNone, FitTemperature's for MethodTemperature, FitLevel's for
+// MethodLevel and FitVector's for MethodVector.
 func FitMethod(method string, preds []Prediction) (Calibrator, error) {
 	switch method {
 	case MethodNone:
@@ -205,10 +215,12 @@ func FitMethod(method string, preds []Prediction) (Calibrator, error) {
 			return Calibrator{}, err
 		}
 		return TemperatureCalibrator(t), nil
+	case MethodLevel:
+		return FitLevel(preds)
 	case MethodVector:
 		return FitVector(preds)
 	}
-	return Calibrator{}, fmt.Errorf("method %q is not %s, %s or %s", method, MethodNone, MethodTemperature, MethodVector)
+	return Calibrator{}, fmt.Errorf("method %q is not %s, %s, %s or %s", method, MethodNone, MethodTemperature, MethodLevel, MethodVector)
 }
 
 // The limits of FitVector's optimiser.

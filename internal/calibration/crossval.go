@@ -93,7 +93,7 @@ func (o SelectOptions) withDefaults() (SelectOptions, error) {
 		seen[m] = true
 	}
 	o.Methods = slices.Clone(o.Methods)
-	slices.SortFunc(o.Methods, func(a, b string) int {
+	slices.SortStableFunc(o.Methods, func(a, b string) int {
 		return Calibrator{Method: a}.Complexity() - Calibrator{Method: b}.Complexity()
 	})
 	return o, nil
@@ -325,6 +325,9 @@ func Select(preds []Prediction, current Calibrator, opt SelectOptions) (Selectio
 	temps := make([]float64, opt.Folds+1) // per fold, then on every case: FitTemperature's, once
 	var harmed []string                   // the candidates refused for harm, with why
 	for _, m := range opt.Methods {
+		if m == MethodLevel && kind != decision.Score {
+			continue // a level is a score's
+		}
 		c := cv.crossFit(m, temps)
 		c.OutOfFold = measures(Measure(c.oof))
 		l := caseLosses(c.oof)
@@ -551,6 +554,9 @@ func (f folds) crossFit(method string, temps []float64) Candidate {
 	fit := func(preds []Prediction, k int) Calibrator {
 		if method == MethodNone {
 			return Identity()
+		}
+		if method == MethodLevel {
+			return fitLevel(preds)
 		}
 		if temps[k] == 0 {
 			temps[k], _ = FitTemperature(preds) // checked cases, never empty

@@ -203,20 +203,25 @@ func TestSelectRefusesAScoreCalibratorThatWorsensMAE(t *testing.T) {
 	t.Log(s.Reason)
 	for _, c := range s.Candidates {
 		t.Logf("  %s %s: NLL %.3f accuracy %.3f MAE %.3f; NLL gain %s, MAE gain %s; %s", c.Method, c.Calibrator, c.OutOfFold.NLL, c.OutOfFold.Accuracy, *c.OutOfFold.MAE, c.NLLGain, c.MAEGain, c.Refused)
-		if c.Method != MethodNone && !strings.Contains(c.Refused, "MAE would rise") {
+		// A temperature that keeps the level (MethodLevel) moves no
+		// answer: it cannot worsen MAE.
+		if c.Method != MethodNone && c.Method != MethodLevel && !strings.Contains(c.Refused, "MAE would rise") {
 			t.Errorf("%s is not refused for MAE: %q", c.Method, c.Refused)
 		}
 	}
-	if s.Adopt || s.Calibrator.Method != MethodNone {
+	if m := s.Calibrator.Method; m != MethodNone && m != MethodLevel {
 		t.Errorf("adopted %s: %s", s.Calibrator, s.Reason)
 	}
-	// A current calibrator that already harms is replaced by none, whose
-	// gains are the same intervals turned round.
+	if cal := Measure(Calibrate(preds, s.Calibrator)); cal.Accuracy != raw.Accuracy || math.Abs(*cal.MAE-*raw.MAE) > 1e-9 {
+		t.Errorf("%s moved accuracy %v -> %v, MAE %v -> %v", s.Calibrator, raw.Accuracy, cal.Accuracy, *raw.MAE, *cal.MAE)
+	}
+	// A current calibrator that already harms is replaced by one that
+	// does not (none, or the level-keeping temperature).
 	s, err = Select(preds, TemperatureCalibrator(tAll), SelectOptions{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !s.Adopt || s.Calibrator.Method != MethodNone {
+	if m := s.Calibrator.Method; !s.Adopt || (m != MethodNone && m != MethodLevel) {
 		t.Errorf("from T = %.2f: %s", tAll, s.Reason)
 	}
 	t.Log(s.Reason)

@@ -56,8 +56,9 @@ type Fit struct {
 	// Distribution.Temper.
 	Temperature float64 `json:"temperature"`
 	// Method is how the fit calibrates (see Calibrator): empty, the
-	// temperature alone, as in every file written before methods, or
-	// MethodVector, the temperature and a bias per position, Biases.
+	// temperature alone, as in every file written before methods,
+	// MethodLevel, a score's temperature that keeps its expected level,
+	// or MethodVector, the temperature and a bias per position, Biases.
 	// MethodTemperature is read as empty and written as empty.
 	Method string    `json:"method,omitempty"`
 	Biases []float64 `json:"biases,omitempty"`
@@ -150,6 +151,8 @@ func (f Fit) Calibrator() Calibrator {
 	switch {
 	case f.Method == MethodVector:
 		return Calibrator{Method: MethodVector, Temperature: f.Temperature, Biases: f.Biases}
+	case f.Method == MethodLevel:
+		return Calibrator{Method: MethodLevel, Temperature: f.Temperature}
 	case f.Temperature == 1:
 		return Identity()
 	}
@@ -166,6 +169,8 @@ func (f *Fit) SetCalibrator(c Calibrator) {
 		f.Temperature = 1
 	case MethodVector:
 		f.Method, f.Biases = MethodVector, slices.Clone(c.Biases)
+	case MethodLevel:
+		f.Method = MethodLevel
 	}
 }
 
@@ -302,8 +307,10 @@ func (ft Fit) validate() error {
 		return fmt.Errorf("bucket %q is not one of %v", ft.Bucket, Buckets())
 	case !(ft.Temperature > 0) || math.IsInf(ft.Temperature, 1):
 		return fmt.Errorf("temperature %v is not a positive finite number", ft.Temperature)
-	case ft.Method != "" && ft.Method != MethodTemperature && ft.Method != MethodVector:
-		return fmt.Errorf("method %q is not %s or %s", ft.Method, MethodTemperature, MethodVector)
+	case ft.Method != "" && ft.Method != MethodTemperature && ft.Method != MethodLevel && ft.Method != MethodVector:
+		return fmt.Errorf("method %q is not %s, %s or %s", ft.Method, MethodTemperature, MethodLevel, MethodVector)
+	case ft.Method == MethodLevel && ft.Kind != decision.Score:
+		return fmt.Errorf("method %s is for scores, not a %s", MethodLevel, ft.Kind)
 	case ft.Method != MethodVector && ft.Biases != nil:
 		return fmt.Errorf("biases without method %s", MethodVector)
 	}
