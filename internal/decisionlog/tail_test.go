@@ -68,3 +68,40 @@ func TestOutcomesAfterReadsWhatChanged(t *testing.T) {
 		})
 	}
 }
+
+// EachLabelled gives every record with an outcome once, in record order,
+// with its latest outcome, and the last outcome id it read up to, from
+// which OutcomesAfter reads on.
+func TestEachLabelledReadsTheLogOnce(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := ctxT(t)
+			l := b.open(t, Options{})
+			for i := range 12000 { // past one batch of records
+				l.Record(sample(fmt.Sprintf("req_%d", i), "department", t0))
+			}
+			if err := l.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range []struct {
+				i int
+				o string
+			}{{11999, "sales"}, {3, "billing"}, {3, "technical"}, {7000, "sales"}} {
+				if _, err := l.Outcome(ctx, fmt.Sprintf("req_%d", c.i), "department", c.o); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var got []string
+			upTo, err := l.EachLabelled(ctx, func(lb Labelled) { got = append(got, lb.RequestID+"="+lb.Outcome.Value) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := []string{"req_3=technical", "req_7000=sales", "req_11999=sales"}; fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("read %v, want %v", got, want)
+			}
+			if batch, next, err := l.OutcomesAfter(ctx, upTo, 10); err != nil || len(batch) != 0 || next != upTo {
+				t.Errorf("after EachLabelled: %d more, %v", len(batch), err)
+			}
+		})
+	}
+}

@@ -155,6 +155,33 @@ func (s setCount) coverage() calibration.SetCoverage {
 func (t *Tracker) Sync(ctx context.Context) error {
 	t.syncMu.Lock()
 	defer t.syncMu.Unlock()
+	t.mu.Lock()
+	first := t.after == 0 && len(t.cases) == 0
+	t.mu.Unlock()
+	if first {
+		// The whole log, in two passes; the tail from where it ended.
+		var seen []decisionlog.Labelled
+		upTo, err := t.log.EachLabelled(ctx, func(l decisionlog.Labelled) {
+			seen = append(seen, l)
+			if len(seen) == tailBatch {
+				t.mu.Lock()
+				for _, l := range seen {
+					t.apply(l)
+				}
+				t.mu.Unlock()
+				seen = seen[:0]
+			}
+		})
+		if err != nil {
+			return err
+		}
+		t.mu.Lock()
+		for _, l := range seen {
+			t.apply(l)
+		}
+		t.after = upTo
+		t.mu.Unlock()
+	}
 	for {
 		t.mu.Lock()
 		after := t.after
