@@ -1,13 +1,22 @@
 package httpapi_test
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
+	"system1/internal/answer"
 	"system1/internal/calibration"
+	"system1/internal/config"
 	"system1/internal/decision"
+	"system1/internal/fakeengine"
+	"system1/internal/fleet"
+	"system1/internal/gateway"
+	"system1/internal/httpapi"
 )
 
 // /v1/systemone gives prediction sets in headers when asked with
@@ -70,5 +79,61 @@ func TestSystemOneSetsHeaders(t *testing.T) {
 		if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, "X-System1-Coverage") {
 			t.Errorf("coverage %q: %d %s", bad, resp.StatusCode, body)
 		}
+	}
+}
+
+// POST /v1/decide with coverage, as an HTTP client reaches it: the body
+// gives prediction_set, set_coverage and set_outcomes, act only for a set
+// of the decision alone, set_note where the outcomes are too few, and a
+// coverage outside [0.5, 0.99] is a 422 naming the field.
+func TestDecideCoverageOverHTTP(t *testing.T) {
+	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Behavior: fakeengine.Behavior{Logprobs: fakeengine.Probs(0.6, 0.3, 0.1)}})
+	t.Cleanup(f.Close)
+	n, err := fleet.NewNode(config.Node{Name: "n", URL: f.URL, Dialect: "llamacpp", Models: []string{fakeengine.DefaultModel}},
+		func(string) string { return "" }, http.DefaultClient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	router := fleet.New([]*fleet.Node{n}, fleet.Options{})
+	fits := &calibration.Fits{Version: calibration.FitsVersion, Revision: "r", Fits: []calibration.Fit{
+		{Model: "fake", Kind: decision.Choice, Bucket: "3-4", Temperature: 1, N: 400, Sets: []calibration.Conformal{
+			{Method: calibration.ConformalLAC, Coverage: 0.8, N: 400, Threshold: 0.5},  // p >= 0.5: the decision alone
+			{Method: calibration.ConformalLAC, Coverage: 0.9, N: 400, Threshold: 0.75}, // p >= 0.25: two options
+		}},
+	}}
+	cfg, err := config.Parse([]byte("gateway: {threshold: 0.5}\nproviders:\n  - {name: local, kind: engine, model: fake}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ans := answer.New(answer.Options{Router: router, Fits: func() *calibration.Fits { return fits }})
+	srv := httptest.NewServer(httpapi.New(httpapi.Options{Answer: ans, Rounding: -1, Decide: gateway.New(gateway.Options{Config: cfg, Answer: ans})}))
+	t.Cleanup(srv.Close)
+	s := &system1{URL: srv.URL, client: &http.Client{Transport: checker{t: t, base: http.DefaultTransport}}}
+	for _, tc := range []struct {
+		coverage string
+		set      []string
+		level    float64
+		grade    string
+		note     string
+	}{
+		{`,"coverage":0.8`, []string{"a"}, 0.8, gateway.GradeAct, ""},
+		{`,"coverage":0.85`, []string{"a", "b"}, 0.9, gateway.GradeAsk, ""},
+		{`,"coverage":0.95`, nil, 0, gateway.GradeAsk, "the fit's sets rest on 400 outcomes"},
+	} {
+		r := s.do(t, http.MethodPost, "/v1/decide", `{"question":"Which?","options":["a","b","c"]`+tc.coverage+`}`)
+		var res gateway.Response
+		if r.status != http.StatusOK || json.Unmarshal(r.body, &res) != nil {
+			t.Fatalf("%s: %s", tc.coverage, r)
+		}
+		if res.Grade != tc.grade || !slices.Equal(res.PredictionSet, tc.set) || !strings.Contains(res.SetNote, tc.note) || (tc.note == "") != (res.SetNote == "") {
+			t.Errorf("%s: grade %s, set %v, note %q", tc.coverage, res.Grade, res.PredictionSet, res.SetNote)
+		}
+		if tc.set != nil && (res.SetCoverage == nil || *res.SetCoverage != tc.level || res.SetOutcomes == nil || *res.SetOutcomes != 400) {
+			t.Errorf("%s: set_coverage %v, set_outcomes %v", tc.coverage, res.SetCoverage, res.SetOutcomes)
+		}
+	}
+	r := s.do(t, http.MethodPost, "/v1/decide", `{"question":"Which?","options":["a","b","c"],"coverage":0.3}`)
+	if r.status != http.StatusUnprocessableEntity || !strings.Contains(string(r.body), "coverage") {
+		t.Errorf("coverage 0.3: %s", r)
 	}
 }
