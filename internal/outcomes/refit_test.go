@@ -73,9 +73,12 @@ func TestRefitWhateverTheArrivalOrder(t *testing.T) {
 // The boolq failure: a temperature of about 1.09 adopted for a gain of
 // 0.0004 nats, after which ECE rose. On nouls that are calibrated, no
 // calibrator is adopted (its gain is noise); the fit written carries the
-// prediction sets alone, under no calibration.
+// prediction sets alone, under no calibration. The refit as of cd4842c
+// (a temperature adopted when it lowered the NLL of the last fifth)
+// adopted these three: T = 0.988, 1.003 and 0.973 for gains of 0.00044,
+// 0.00019 and 0.00032 nats.
 func TestRefitRefusesANoiseGain(t *testing.T) {
-	for seed := range uint64(3) {
+	for _, seed := range []uint64{4, 9, 14} {
 		d, fits := refitOnce(t, calibratedNouls(800, seed), inOrder(800))
 		if d.Adopted {
 			t.Errorf("seed %d: adopted %s: %s", seed, d.Calibrator, d.Reason)
