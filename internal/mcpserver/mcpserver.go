@@ -40,7 +40,8 @@ const decideDescription = `Ask System 1, a fast calibrated decision model, for o
 	`status "error": no decision; "error.code" is invalid_request (fix the request), config_error, provider_timeout, provider_error or malformed_response; reason it through yourself. ` +
 	`"grade" says what to do with an answer: act (act on the decision), ask (it is near the bar or two options are close: ask the user which, showing the top options), escalate (do not act on it: reason it through yourself or hand it on); "gate" is the bar it was graded against: the one the calibration fits suggest from outcomes where they do, else the threshold. ` +
 	`"none_option": true adds an implicit "none of these" option for when none of yours may fit; "label_mass" (when not null) is how much the model saw its answer among the options at all. ` +
-	`"min_confidence" (0 to 1) raises or lowers the bar for deciding.`
+	`"min_confidence" (0 to 1) raises or lowers the bar for deciding. ` +
+	`"coverage" (0.5 to 0.99) asks for a prediction set: "prediction_set" is the options that hold the right one that often, from past outcomes; grade act then needs a set of the decision alone, and "set_note" says why there is no set.`
 
 const healthDescription = `Check whether System 1 is usable: status ok, degraded (some of the primary provider's nodes are down and the others answer, or the primary is down and a fallback answers), down, or paused (the user turned it off with /system1:toggle off), ` +
 	`with a probe of each provider (no user data is sent), each node's state (healthy or cooling down and why, its errors, failovers and cooldowns, and whether it holds its constraint of the answer to the option labels), and any configuration errors.`

@@ -10,8 +10,9 @@
 // The files:
 //
 //	feedback.go  ParseFeedback and Feedback.Record: outcomes matched to recorded answers, all or none
-//	report.go    ReportCalibration: calibration, reliability and suggested gates per bucket, from the log
-//	refit.go     Refit and FitsFile.RefitFromLog: a temperature adopted only when held-out NLL falls
+//	tracker.go   Tracker: per bucket statistics kept up to date as outcomes arrive, each read once
+//	report.go    Tracker.Report: calibration, reliability, gates and prediction sets per bucket
+//	refit.go     FitsFile.Refit: calibrators chosen by cross-validation, adopted beyond noise, with sets
 //	fitsfile.go  LoadFits, FitsFile: the fits file read, reloaded when it changes, written atomically
 //	drift.go     ReportDrift: label-free drift per model and question signature, in the calibration report
 //	shadow.go    ReportShadow, ShadowReportOf: a candidate's answers against the served ones, per signature

@@ -25,8 +25,8 @@ type CalibrationReport struct {
 	Since       time.Time `json:"since"`
 	Until       time.Time `json:"until"`
 	TargetError float64   `json:"target_error"`
-	// FitVersion is the revision of the fits whose temperatures the
-	// report applies, "" when none are loaded.
+	// FitVersion is the revision of the fits whose calibrators the
+	// report applies, "" when none are loaded or they hold no fit.
 	FitVersion string              `json:"fit_version,omitempty"`
 	Buckets    []BucketCalibration `json:"buckets"`
 	// LabelMass suggests, per model, a min_label_mass from decide
@@ -67,9 +67,9 @@ type ReliabilityBin struct {
 
 // ReportCalibration reports on the log's answers with outcomes from since to
 // until, both included (until is the report's end, usually now: never
-// later than the report was made), each bucket tempered by the temperature fits hold for its model
-// (1 where none does), with a gate suggested at target (0 or less:
-// DefaultTargetError).
+// later than the report was made), each bucket calibrated by the fit fits
+// hold for its model (none where none does), with a gate suggested at
+// target (0 or less: DefaultTargetError).
 func ReportCalibration(ctx context.Context, log *decisionlog.Log, fits *calibration.Fits, since, until time.Time, target float64) (CalibrationReport, error) {
 	return ReportCalibrationWith(ctx, log, fits, ReportOptions{Since: since, Until: until, TargetError: target})
 }
