@@ -625,6 +625,11 @@ func (l *Log) OutcomesAfter(ctx context.Context, after int64, limit int) (out []
 // (a million outcomes took 112 s that way on SQLite). It then reads on
 // with OutcomesAfter from the id returned. Labelled.OutcomeID is 0.
 func (l *Log) EachLabelled(ctx context.Context, fn func(Labelled)) (upTo int64, err error) {
+	return l.eachLabelled(ctx, 5000, fn)
+}
+
+// eachLabelled is EachLabelled reading batch records at a time.
+func (l *Log) eachLabelled(ctx context.Context, batch int, fn func(Labelled)) (upTo int64, err error) {
 	upTo, err = l.store.lastOutcome(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("decision log: outcomes: %w", err)
@@ -636,7 +641,6 @@ func (l *Log) EachLabelled(ctx context.Context, fn func(Labelled)) (upTo int64, 
 	if err != nil {
 		return 0, fmt.Errorf("decision log: outcomes: %w", err)
 	}
-	const batch = 5000
 	for after := int64(0); ; {
 		es, err := l.store.recordsAfter(ctx, after, batch)
 		if err != nil {
