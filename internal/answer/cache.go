@@ -145,6 +145,8 @@ func (s *Service) cacheKey(req Request, fits *calibration.Fits) lookup {
 	// The gate: what it refuses is part of the answer stored.
 	h.str(strconv.FormatFloat(req.Gate.MinLabelMass, 'g', -1, 64))
 	h.str(strconv.FormatBool(req.Gate.None))
+	// The prediction sets asked for are part of the answer.
+	h.str(strconv.FormatFloat(req.Coverage, 'g', -1, 64))
 	h.raw(req.State)
 	h.str(strconv.Itoa(len(req.Questions)))
 	for _, q := range req.Questions {

@@ -38,6 +38,9 @@ func TestCacheKeyHoldsEveryField(t *testing.T) {
 		"Debias": decision.DebiasPermute,
 		"Prior":  decision.PriorContentFree,
 		"Kind":   decision.Score,
+		// A set at another coverage is another answer (0, none asked,
+		// is the base).
+		"Coverage": 0.9,
 	}
 	var paths []string
 	var walk func(path string, get func(*Request) reflect.Value, typ reflect.Type)
