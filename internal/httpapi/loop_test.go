@@ -27,10 +27,10 @@ import (
 
 // The loop closed through the HTTP face on the simulated model: traffic
 // on /v1/systemone is recorded, outcomes come back on /v1/feedback, the
-// refit serve runs (FitsFile.RefitFromLog) is adopted on held-out NLL and
+// refit serve runs (FitsFile.Refit) is adopted on out-of-fold NLL and
 // written as a new fits version, the same server applies it to later
 // traffic without a restart, whose ECE is lower; GET /v1/calibration
-// reports it; and a refit that cannot lower held-out NLL is refused.
+// reports it; and a refit that cannot lower out-of-fold NLL is refused.
 func TestLoopClosesOnTheSimulatedModel(t *testing.T) {
 	path := testengine.SharedData(t, "agnews-dev.jsonl")
 	all, err := cases.ReadFiles(0, path)
