@@ -92,6 +92,41 @@ func (p Print) ID() string {
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
+// BuildID names the build p observed, as 16 hex digits, for what is
+// learnt of a build (a calibration fit, a gate) and what each answer says
+// served it: the identity and answered model id (as ID) and the canary's
+// values on a grid of tol (<= 0 is DefaultTolerance) plus the reading's
+// rounding step. Two readings Compare holds to be a change (some value
+// moved by more than the tolerance plus the step) always fall in
+// different cells, so a build seen by its canary alone, such as a GGUF
+// swapped under the same path, gets another BuildID. The converse does
+// not hold: two readings of one build may straddle a cell's edge, so
+// BuildID is taken of a Tracker's reference, which keeps its first
+// reading until a change, never of each reading. "" when nothing of p is
+// known.
+func (p Print) BuildID(tol float64) string {
+	if !p.Identity.Known() && p.Canary.Model == "" && !p.Canary.Read() {
+		return ""
+	}
+	if tol <= 0 {
+		tol = DefaultTolerance
+	}
+	grid := tol + p.Canary.Step
+	h := sha256.New()
+	fmt.Fprintf(h, "%s|", p.ID())
+	for _, d := range p.Canary.Dists {
+		if d == nil {
+			h.Write([]byte("u|")) // uninformative
+			continue
+		}
+		for _, v := range d {
+			fmt.Fprintf(h, "%d,", int64(math.Floor(v/grid)))
+		}
+		h.Write([]byte("|"))
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
 // AnsweredModel is the name Change.Fields gives the model id the answers
 // carried.
 const AnsweredModel = "answered_model"

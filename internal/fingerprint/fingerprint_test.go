@@ -3,6 +3,7 @@ package fingerprint_test
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -271,4 +272,55 @@ func TestTrackerConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// Every change Compare reports gives another BuildID, the canary's alone
+// included; a print that is no change of itself keeps its BuildID.
+func TestBuildIDSeparatesEveryChange(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	dist := func(n int) decision.Distribution {
+		d := make(decision.Distribution, n)
+		var sum float64
+		for i := range d {
+			d[i] = rng.Float64()
+			sum += d[i]
+		}
+		for i := range d {
+			d[i] /= sum
+		}
+		return d
+	}
+	nudge := func(d decision.Distribution, by float64) decision.Distribution {
+		out := slices.Clone(d)
+		out[0] += by
+		out[1] -= by
+		return out
+	}
+	changes := 0
+	for range 2000 {
+		a := fingerprint.Print{Identity: id("model_path", "/m.gguf"), Canary: reading(t, "", dist(2), dist(4), dist(3))}
+		by := min(rng.Float64()*0.03, a.Canary.Dists[0][1]) // keeps both values in [0, 1]
+		b := a
+		b.Canary = reading(t, "", nudge(a.Canary.Dists[0], by), a.Canary.Dists[1], a.Canary.Dists[2])
+		c := fingerprint.Compare(a, b, 0)
+		if a.BuildID(0) != a.BuildID(0) || len(a.BuildID(0)) != 16 {
+			t.Fatalf("BuildID %q is not stable", a.BuildID(0))
+		}
+		if c.Changed {
+			changes++
+			if a.BuildID(0) == b.BuildID(0) {
+				t.Fatalf("a canary moved by %v (change %s) kept BuildID %s", by, c, a.BuildID(0))
+			}
+		}
+	}
+	if changes < 500 {
+		t.Fatalf("only %d of 2000 nudges were changes: the test shows little", changes)
+	}
+	base := fingerprint.Print{Identity: id("digest", "a")}
+	if other := (fingerprint.Print{Identity: id("digest", "b")}); base.BuildID(0) == other.BuildID(0) {
+		t.Error("two digests share a BuildID")
+	}
+	if got := (fingerprint.Print{}).BuildID(0); got != "" {
+		t.Errorf("an unknown print has BuildID %q", got)
+	}
 }
