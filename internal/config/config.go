@@ -61,6 +61,9 @@ type Config struct {
 	// model list, no user data) and nodes without configured models
 	// re-list theirs; default 15s.
 	ProbeEvery Duration `yaml:"probe_every"`
+	// Fingerprint says how the probes tell which build each node serves
+	// under each model name (docs/fingerprints.md).
+	Fingerprint Fingerprint `yaml:"fingerprint"`
 	// MaxBodyBytes bounds a request body; larger is a 413.
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
 	// MaxQuestions bounds the questions of one request (default
@@ -130,6 +133,24 @@ type Config struct {
 	// translation holds what Normalize could not translate, for Check.
 	translation  []error
 	oldProviders []Provider
+}
+
+// Fingerprint configures the fingerprints of the served builds: at every
+// background probe each (node, model)'s identity is read (calls that run
+// no model), and its canary, a few fixed questions, is asked when it is
+// first probed, every CanaryEvery, and at once when its identity changed
+// or the node came back from being down.
+type Fingerprint struct {
+	// Off turns fingerprints off: no identity reads, no canary; answers
+	// name no fingerprint and every fit applies by model as before.
+	Off bool `yaml:"off"`
+	// CanaryEvery is how often each (node, model)'s canary is asked
+	// again; 0 is the default, 10m.
+	CanaryEvery Duration `yaml:"canary_every"`
+	// Tolerance is how far, in probability, the canary may move before
+	// the build counts as changed; 0 is the default, 0.01, measured on
+	// CPU engines (a GPU or hosted node wants its own, measured).
+	Tolerance float64 `yaml:"tolerance"`
 }
 
 // Admin configures the admin listener.
@@ -424,6 +445,9 @@ func (c *Config) Check() []error {
 	errs = append(errs, c.Calibration.check()...)
 	if c.Debias != "" && c.Debias != "off" && c.Debias != "permute" {
 		bad("debias: %q is not off or permute", c.Debias)
+	}
+	if t := c.Fingerprint.Tolerance; !(t >= 0 && t < 1) {
+		bad("fingerprint: tolerance: %v is not 0 (the default) or a probability in (0, 1)", t)
 	}
 	if c.DebiasOrders < 0 || c.DebiasOrders > MaxOptions {
 		bad("debias_orders: %d is not 0 (the default) or 1..%d", c.DebiasOrders, MaxOptions)

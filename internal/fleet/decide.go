@@ -35,8 +35,14 @@ type Answered struct {
 	Prior        decision.Distribution
 	PriorVersion string
 	Node         string
-	Attempts     []Attempt
-	Err          error
+	// Fingerprint is the build of the model that Node served the answer
+	// from, and Since when it has served it, as the background probes
+	// last saw them; "" and zero when fingerprints are off or the model
+	// was not probed on the node yet.
+	Fingerprint string
+	Since       time.Time
+	Attempts    []Attempt
+	Err         error
 }
 
 // Result is a request answered across the fleet.
@@ -87,6 +93,7 @@ func (r *Router) Decide(ctx context.Context, req decision.Request) (*Result, err
 		}
 		tried, left = true, nil
 		var failure *engine.Failure
+		served := r.served(n, model)
 		for j, got := range r.answer(ctx, n, model, req, take) {
 			i := take[j]
 			a := &res.Questions[i]
@@ -96,6 +103,7 @@ func (r *Router) Decide(ctx context.Context, req decision.Request) (*Result, err
 			if got.err == nil {
 				a.Outcome, a.Abstain, a.Node, a.Err = got.outcome, got.abstain, n.Name, nil
 				a.Prior, a.PriorVersion = got.prior, got.priorVersion
+				a.Fingerprint, a.Since = served.Fingerprint, served.Since
 				settled[i] = true
 				continue
 			}

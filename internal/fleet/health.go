@@ -76,11 +76,21 @@ func (r *Router) coolLocked(n *Node, now time.Time, d time.Duration, why string)
 }
 
 // Probe checks every node in the background's way: a model list, which
-// carries no user data (see probe).
+// carries no user data (see probe); then, on a node that answered, the
+// fingerprints of the builds it serves (fingerprintNode), whose canary is
+// asked again at once on a node back from being down. It returns when
+// every node's probe is done.
 func (r *Router) Probe(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, n := range r.nodes {
-		wg.Go(func() { _, _ = r.probe(ctx, n) })
+		wg.Go(func() {
+			n.mu.Lock()
+			wasDown := n.probeFailed
+			n.mu.Unlock()
+			if models, err := r.probe(ctx, n); err == nil {
+				r.fingerprintNode(ctx, n, models, wasDown)
+			}
+		})
 	}
 	wg.Wait()
 }

@@ -63,6 +63,7 @@ type Node struct {
 	failures    []time.Time              // recent failures, within the window
 	modelCool   map[string]modelCooldown // models resting on a healthy node (see blame)
 	constraint  constraint               // whether the engine holds its constraint (constraint.go)
+	builds      map[string]*build        // the builds it serves, by model (fingerprint.go)
 
 	// What State counts: failed engine calls, failovers off the node and
 	// cooldowns.
@@ -159,6 +160,7 @@ func FromConfig(cfg *config.Config, o Options) (*Router, error) {
 	}
 	o.Aliases, o.MaxQuestions = cfg.Aliases, cfg.MaxQuestions
 	o.Debias = Debias{Permute: cfg.Debias == decision.DebiasPermute, Orders: cfg.DebiasOrders}
+	o.Fingerprint.Off, o.Fingerprint.CanaryEvery, o.Fingerprint.Tolerance = cfg.Fingerprint.Off, time.Duration(cfg.Fingerprint.CanaryEvery), cfg.Fingerprint.Tolerance
 	o.Prior = Prior{Mode: cfg.Prior, MinRequests: cfg.PriorMinRequests, Window: cfg.PriorWindow, Signatures: cfg.PriorSignatures}
 	return New(ns, o), nil
 }
@@ -253,6 +255,9 @@ type State struct {
 	Errors    int64 `json:"errors" jsonschema:"Engine calls to the node that failed, since the process started (calls the caller gave up on are not counted)."`
 	Failovers int64 `json:"failovers" jsonschema:"Times questions that failed on the node moved on to another node, since the process started."`
 	Cooldowns int64 `json:"cooldowns" jsonschema:"Times the node was cooled down, since the process started."`
+	// Fingerprints are the builds it serves, by model, as the background
+	// probes last saw them (docs/fingerprints.md).
+	Fingerprints []Fingerprint `json:"fingerprints,omitempty" jsonschema:"The builds the node serves, by model, as the background probes last saw them: fingerprint, since when, and the changes seen."`
 }
 
 // Redacted is the state as a caller over the network may read it: its
@@ -262,6 +267,10 @@ type State struct {
 func (s State) Redacted() State {
 	s.CoolReason, s.Error, s.Constraint.Detail = redact.Text(s.CoolReason), redact.Text(s.Error), redact.Text(s.Constraint.Detail)
 	s.ModelCooldowns = slices.Clone(s.ModelCooldowns)
+	s.Fingerprints = slices.Clone(s.Fingerprints)
+	for i := range s.Fingerprints {
+		s.Fingerprints[i].Error = redact.Text(s.Fingerprints[i].Error)
+	}
 	for i := range s.ModelCooldowns {
 		s.ModelCooldowns[i].Reason = redact.Text(s.ModelCooldowns[i].Reason)
 	}
@@ -288,6 +297,7 @@ func (n *Node) State(now time.Time) State {
 	}
 	s.ModelCooldowns = n.modelCooldowns(now)
 	s.Constraint = n.constraintLocked()
+	s.Fingerprints = n.fingerprintsLocked()
 	return s
 }
 

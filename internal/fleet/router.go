@@ -42,7 +42,8 @@ type Router struct {
 
 	debias       Debias
 	prior        *priors
-	maxQuestions int // 0: decision.DefaultMaxQuestions
+	prints       *fingerprints // nil: fingerprints are off
+	maxQuestions int           // 0: decision.DefaultMaxQuestions
 }
 
 // Options configure a Router. The zero value routes with DefaultPolicy,
@@ -65,6 +66,9 @@ type Options struct {
 	// MaxQuestions is the most questions one request may ask (the
 	// configuration's max_questions); 0 is decision.DefaultMaxQuestions.
 	MaxQuestions int
+	// Fingerprint says how the background probes tell which build each
+	// node serves (fingerprint.go).
+	Fingerprint FingerprintOptions
 	// Getenv reads the nodes' keys in FromConfig; nil is os.Getenv.
 	Getenv func(string) string
 }
@@ -83,7 +87,8 @@ func New(nodes []*Node, o Options) *Router {
 		}
 	}
 	return &Router{nodes: nodes, aliases: o.Aliases, policy: o.Policy, obs: o.Observer, now: time.Now,
-		debias: o.Debias, prior: newPriors(o.Prior), maxQuestions: max(o.MaxQuestions, 0)}
+		debias: o.Debias, prior: newPriors(o.Prior), maxQuestions: max(o.MaxQuestions, 0),
+		prints: newFingerprints(o.Fingerprint)}
 }
 
 // Only is a router over the named nodes alone, in configured order, that
@@ -98,7 +103,7 @@ func (r *Router) Only(names []string) *Router {
 		}
 	}
 	o := New(nodes, Options{Policy: r.policy, Observer: r.obs, Debias: r.debias, MaxQuestions: r.maxQuestions})
-	o.now, o.prior = r.now, r.prior
+	o.now, o.prior, o.prints = r.now, r.prior, r.prints
 	return o
 }
 

@@ -1,0 +1,255 @@
+package fleet
+
+import (
+	"cmp"
+	"context"
+	"log/slog"
+	"sort"
+	"strings"
+	"time"
+
+	"system1/internal/engine"
+	"system1/internal/fingerprint"
+	"system1/internal/redact"
+	"system1/internal/systemone"
+)
+
+// DefaultCanaryEvery is how often a (node, model)'s canary is asked again
+// when the configuration does not say (fingerprint.canary_every).
+const DefaultCanaryEvery = 10 * time.Minute
+
+// FingerprintOptions configure how the router tells which build each
+// node serves under each model name (docs/fingerprints.md).
+type FingerprintOptions struct {
+	// Off reads no identity and asks no canary: answers name no
+	// fingerprint.
+	Off bool
+	// CanaryEvery is how often each (node, model)'s canary is asked
+	// again; 0 is DefaultCanaryEvery.
+	CanaryEvery time.Duration
+	// Tolerance is how far the canary may move before the build counts as
+	// changed; 0 is fingerprint.DefaultTolerance.
+	Tolerance float64
+	// Log takes the line a change writes; nil is slog.Default().
+	Log *slog.Logger
+}
+
+// FingerprintObserver is an Observer that is also told of the fingerprint
+// probes, for metrics: the engine calls each canary reading cost, and
+// each change of a served build.
+type FingerprintObserver interface {
+	Canary(node, model, outcome string, calls int)
+	ModelChanged(node, model string)
+}
+
+// fingerprints is the router's state of the served builds, shared by
+// every router Only makes of it.
+type fingerprints struct {
+	tracker *fingerprint.Tracker
+	every   time.Duration
+	log     *slog.Logger
+}
+
+func newFingerprints(o FingerprintOptions) *fingerprints {
+	if o.Off {
+		return nil
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	return &fingerprints{tracker: fingerprint.NewTracker(o.Tolerance), every: cmp.Or(max(o.CanaryEvery, 0), DefaultCanaryEvery), log: o.Log}
+}
+
+// build is what a node knows of the build it serves under one model
+// name; under the node's lock.
+type build struct {
+	id       string    // the reference's BuildID; "" until something of it is known
+	since    time.Time // when this build was first seen: its first probe, or the change to it
+	probed   time.Time // the last probe
+	canaryAt time.Time // the last canary read, successful or not
+	changes  int64
+	change   string // what the last change was, for /health
+	err      string // why the last probe's identity or canary read failed
+}
+
+// Fingerprint is what the fleet knows of the build one node serves under
+// one model name: the one view /health, system1_health and the page show.
+type Fingerprint struct {
+	Model string `json:"model"`
+	// ID is the build's fingerprint (fingerprint.Print.BuildID): what
+	// answers served by it and fits learnt on it carry.
+	ID string `json:"fingerprint" jsonschema:"The build's fingerprint: a hash of what the backend reports of the build (a digest, a model file and its metadata) and of its canary's answers. Answers it serves and calibration fits learnt on it carry it. Empty until it is first probed."`
+	// Since is when this build was first seen: the first probe, or the
+	// probe that found the change to it.
+	Since time.Time `json:"since,omitzero" jsonschema:"When this build was first seen: the first probe of the model on the node, or the probe that found the change to it."`
+	// Probed is the last probe.
+	Probed time.Time `json:"probed,omitzero"`
+	// Changes count the changes of build seen since the process started;
+	// Change says what the last one was.
+	Changes int64  `json:"changes" jsonschema:"Times the build served under this name on this node changed since the process started (system1_model_changes_total)."`
+	Change  string `json:"change,omitempty" jsonschema:"What the last change was: the identity fields that differ, or how far the canary moved."`
+	// Error is why the last probe could not read the identity or the
+	// canary: the build is unknown that time, not changed.
+	Error string `json:"error,omitempty"`
+}
+
+// served is the build a node serves under a model: its fingerprint (""
+// when fingerprints are off or it was not probed yet) and since when.
+type served struct {
+	Fingerprint string
+	Since       time.Time
+}
+
+// served reports the build n serves under model now.
+func (r *Router) served(n *Node, model string) served {
+	var s served
+	if r.prints == nil {
+		return s
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if b := n.builds[model]; b != nil {
+		s.Fingerprint, s.Since = b.id, b.since
+	}
+	return s
+}
+
+// fingerprintsLocked lists what n knows of its builds, by model; the
+// caller holds n.mu.
+func (n *Node) fingerprintsLocked() []Fingerprint {
+	var out []Fingerprint
+	for m, b := range n.builds {
+		out = append(out, Fingerprint{Model: m, ID: b.id, Since: b.since, Probed: b.probed, Changes: b.changes, Change: b.change, Error: b.err})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Model < out[j].Model })
+	return out
+}
+
+// identifier is a backend that can read the identity of what it serves
+// and ask it the canary.
+type identifier interface {
+	identity(ctx context.Context, model string) (fingerprint.Identity, error)
+	canary(ctx context.Context, model string) (fingerprint.Reading, engine.CanaryUsage, error)
+}
+
+var (
+	_ identifier = (*engineBackend)(nil)
+	_ identifier = (*upstreamBackend)(nil)
+)
+
+func (b *engineBackend) identity(ctx context.Context, model string) (fingerprint.Identity, error) {
+	if id, ok := b.e.(engine.Identifier); ok {
+		return id.Identity(ctx, model)
+	}
+	return fingerprint.Identity{}, nil
+}
+
+func (b *engineBackend) canary(ctx context.Context, model string) (fingerprint.Reading, engine.CanaryUsage, error) {
+	return engine.ReadCanary(ctx, b.e, model)
+}
+
+func (b *upstreamBackend) identity(ctx context.Context, model string) (fingerprint.Identity, error) {
+	return b.c.Identity(ctx, model)
+}
+
+func (b *upstreamBackend) canary(ctx context.Context, model string) (fingerprint.Reading, engine.CanaryUsage, error) {
+	var reply *systemone.Reply
+	err := engine.Call(ctx, func(ctx context.Context) (err error) {
+		reply, err = b.c.Ask(ctx, fingerprint.Request(model))
+		return err
+	})
+	if err != nil {
+		return fingerprint.Reading{}, engine.CanaryUsage{Calls: 1}, err
+	}
+	use := engine.CanaryUsage{Calls: 1, InputTokens: reply.Usage.InputTokens, OutputTokens: reply.Usage.OutputTokens}
+	r, err := fingerprint.NewReading(reply.Dists, reply.Model)
+	return r, use, err
+}
+
+// fingerprintNode probes the builds n serves, one model after another:
+// each model's identity (calls that run no model) at every probe, and its
+// canary when it is first probed, every CanaryEvery, at once when its
+// identity changed, and when the node came back from being down (back),
+// since a swap needs a restart. The canary's calls go through the node's
+// gate like any engine call (a slot each, the node's timeout), from the
+// background probe, never a request's path. A change is logged, counted
+// and shown in the node's state; fits learnt on the old build stop
+// applying, since answers now carry the new fingerprint.
+func (r *Router) fingerprintNode(ctx context.Context, n *Node, models []string, back bool) {
+	b, ok := n.Backend.(identifier)
+	if r.prints == nil || !ok {
+		return
+	}
+	for _, m := range models {
+		if ctx.Err() != nil {
+			return
+		}
+		r.fingerprintModel(ctx, n, b, m, back)
+	}
+}
+
+func (r *Router) fingerprintModel(ctx context.Context, n *Node, b identifier, model string, back bool) {
+	fp := r.prints
+	k := fingerprint.Key{Node: n.Name, Model: model}
+	var errs []string
+	idCtx, cancel := context.WithTimeout(ctx, n.Timeout)
+	id, err := b.identity(idCtx, model)
+	cancel()
+	if err != nil {
+		id = fingerprint.Identity{} // unknown this time, not a change
+		errs = append(errs, "identity: "+err.Error())
+	}
+	now := r.now()
+	n.mu.Lock()
+	st := n.builds[model]
+	due := back || st == nil || now.Sub(st.canaryAt) >= fp.every
+	n.mu.Unlock()
+	ref, seen := fp.tracker.Reference(k)
+	if seen && fingerprint.Compare(ref, fingerprint.Print{Identity: id}, fp.tracker.Tolerance()).Changed {
+		due = true // a new identity's canary is read with it, so that the new reference has both
+	}
+	p := fingerprint.Print{Identity: id}
+	if due {
+		reading, use, err := b.canary(engine.WithGate(ctx, gate{n: n}), model)
+		outcome := "ok"
+		if err != nil {
+			outcome = "failed"
+			errs = append(errs, "canary: "+err.Error())
+		} else {
+			p.Canary = reading
+		}
+		if o, ok := r.obs.(FingerprintObserver); ok {
+			o.Canary(n.Name, model, outcome, use.Calls)
+		}
+	}
+	if ctx.Err() != nil {
+		return // a probe given up on says nothing of the build
+	}
+	c := fp.tracker.Observe(k, p)
+	ref, _ = fp.tracker.Reference(k)
+	n.mu.Lock()
+	if n.builds == nil {
+		n.builds = map[string]*build{}
+	}
+	if st = n.builds[model]; st == nil {
+		st = &build{since: now}
+		n.builds[model] = st
+	}
+	was := st.id
+	st.id, st.probed, st.err = ref.BuildID(fp.tracker.Tolerance()), now, strings.Join(errs, "; ")
+	if due {
+		st.canaryAt = now
+	}
+	if c.Changed {
+		st.since, st.changes, st.change = now, st.changes+1, c.String()
+	}
+	is := st.id
+	n.mu.Unlock()
+	if c.Changed {
+		fp.log.Warn("the build a node serves under a model name changed: fits learnt on the old build no longer apply to its answers",
+			"node", n.Name, "model", model, "change", redact.Text(c.String()), "was", was, "now", is)
+		if o, ok := r.obs.(FingerprintObserver); ok {
+			o.ModelChanged(n.Name, model)
+		}
+	}
+}

@@ -1,0 +1,154 @@
+package fleet
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"system1/internal/config"
+	"system1/internal/fakeengine"
+)
+
+// printObserver records what the fingerprint probes tell an observer.
+type printObserver struct {
+	noObserver
+	mu      sync.Mutex
+	calls   map[string]int // canary engine calls by node/model/outcome
+	changes map[string]int // changes by node/model
+}
+
+func (o *printObserver) Canary(node, model, outcome string, calls int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.calls[node+"/"+model+"/"+outcome] += calls
+}
+
+func (o *printObserver) ModelChanged(node, model string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.changes[node+"/"+model]++
+}
+
+func (o *printObserver) count(m map[string]int, k string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return m[k]
+}
+
+// The background probe fingerprints each model a node serves: its first
+// probe is the reference, answers carry its fingerprint, a canary that
+// moved is seen once its interval passed and a new identity at once, and
+// each change is a log line, a count and the node's state, with a new
+// fingerprint on the answers from then on.
+func TestProbeFingerprintsTheServedBuilds(t *testing.T) {
+	for _, d := range []fakeengine.Dialect{fakeengine.LlamaCpp, fakeengine.Ollama, fakeengine.OpenAI} {
+		t.Run(string(d), func(t *testing.T) {
+			f := fakeengine.New(fakeengine.Options{Dialect: d, Build: "one", Behavior: fakeengine.Behavior{Logprobs: fakeengine.Halving}})
+			t.Cleanup(f.Close)
+			n, err := NewNode(config.Node{Name: "n", URL: f.URL, Dialect: string(d), Models: []string{fakeengine.DefaultModel},
+				Timeout: config.Duration(5 * time.Second)}, func(string) string { return "" }, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var logged bytes.Buffer
+			obs := &printObserver{calls: map[string]int{}, changes: map[string]int{}}
+			r := New([]*Node{n}, Options{Observer: obs, Fingerprint: FingerprintOptions{CanaryEvery: time.Hour,
+				Log: slog.New(slog.NewTextHandler(&logged, nil))}})
+			clock := &lockedClock{t: time.Unix(1e9, 0)}
+			r.now = clock.now
+			key := "n/" + fakeengine.DefaultModel
+			state := func() Fingerprint {
+				t.Helper()
+				fs := n.State(r.now()).Fingerprints
+				if len(fs) != 1 || fs[0].Model != fakeengine.DefaultModel {
+					t.Fatalf("fingerprints %+v, want one of %s", fs, fakeengine.DefaultModel)
+				}
+				return fs[0]
+			}
+			req := choiceRequest(fakeengine.DefaultModel, 3)
+
+			if a := decide(t, r, req); a.Fingerprint != "" {
+				t.Fatalf("an answer before any probe carries fingerprint %q", a.Fingerprint)
+			}
+			r.Probe(t.Context())
+			first := state()
+			if first.ID == "" || first.Changes != 0 || !first.Since.Equal(clock.now()) || first.Error != "" {
+				t.Fatalf("after the first probe: %+v", first)
+			}
+			calls := obs.count(obs.calls, key+"/ok")
+			if calls < 3 {
+				t.Fatalf("the first probe's canary made %d engine calls, want one a question at least", calls)
+			}
+			if a := decide(t, r, req); a.Fingerprint != first.ID || !a.Since.Equal(first.Since) {
+				t.Fatalf("answer served by %q since %v, want %q since %v", a.Fingerprint, a.Since, first.ID, first.Since)
+			}
+
+			// Other answers under the same build: the canary is not due
+			// again for an hour, so nothing is seen yet.
+			f.Set(fakeengine.Behavior{Logprobs: fakeengine.Uniform})
+			clock.advance(time.Minute)
+			r.Probe(t.Context())
+			if s := state(); s.ID != first.ID || s.Changes != 0 || obs.count(obs.calls, key+"/ok") != calls {
+				t.Fatalf("a probe before the canary is due: %+v, %d canary calls (was %d)", s, obs.count(obs.calls, key+"/ok"), calls)
+			}
+			clock.advance(time.Hour)
+			r.Probe(t.Context())
+			moved := state()
+			if moved.ID == first.ID || moved.Changes != 1 || !moved.Since.Equal(clock.now()) || !strings.Contains(moved.Change, "canary moved") {
+				t.Fatalf("the canary moved: %+v (first %s)", moved, first.ID)
+			}
+			if got := obs.count(obs.changes, key); got != 1 {
+				t.Fatalf("%d changes observed, want 1", got)
+			}
+			if a := decide(t, r, req); a.Fingerprint != moved.ID {
+				t.Fatalf("answer served by %q after the change, want %q", a.Fingerprint, moved.ID)
+			}
+			clock.advance(time.Minute)
+			r.Probe(t.Context())
+			if s := state(); s.ID != moved.ID || s.Changes != 1 {
+				t.Fatalf("one change reported twice: %+v", s)
+			}
+
+			// A new identity is seen at the next probe, its canary read
+			// with it.
+			f.SetBuild("two")
+			clock.advance(time.Minute)
+			r.Probe(t.Context())
+			retagged := state()
+			if retagged.ID == moved.ID || retagged.Changes != 2 || strings.Contains(retagged.Change, "canary moved") || !strings.Contains(retagged.Change, "changed from") {
+				t.Fatalf("a new identity: %+v", retagged)
+			}
+			if got := obs.count(obs.changes, key); got != 2 {
+				t.Fatalf("%d changes observed, want 2", got)
+			}
+			if lines := strings.Count(logged.String(), "the build a node serves under a model name changed"); lines != 2 {
+				t.Fatalf("%d change lines logged, want 2:\n%s", lines, logged.String())
+			}
+		})
+	}
+}
+
+// With fingerprints off, the probe reads no identity and asks no canary,
+// and answers carry none.
+func TestFingerprintsOff(t *testing.T) {
+	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Build: "one"})
+	t.Cleanup(f.Close)
+	n, err := NewNode(config.Node{Name: "n", URL: f.URL, Dialect: "llamacpp", Models: []string{fakeengine.DefaultModel}}, func(string) string { return "" }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := New([]*Node{n}, Options{Fingerprint: FingerprintOptions{Off: true}})
+	r.Probe(t.Context())
+	if fs := n.State(r.now()).Fingerprints; len(fs) != 0 {
+		t.Fatalf("fingerprints %+v with fingerprints off", fs)
+	}
+	if got := len(f.Inferences()); got != 0 {
+		t.Fatalf("%d inferences from a probe with fingerprints off", got)
+	}
+	if a := decide(t, r, choiceRequest(fakeengine.DefaultModel, 3)); a.Fingerprint != "" {
+		t.Fatalf("answer carries fingerprint %q with fingerprints off", a.Fingerprint)
+	}
+}
