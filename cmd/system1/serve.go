@@ -23,7 +23,10 @@ import (
 )
 
 // The metrics count what the fleet does.
-var _ fleet.Observer = (*metrics.Metrics)(nil)
+var (
+	_ fleet.Observer            = (*metrics.Metrics)(nil)
+	_ fleet.FingerprintObserver = (*metrics.Metrics)(nil)
+)
 
 func cmdServe(ctx context.Context, args []string, e env) error {
 	fs := flags("serve", e)
@@ -57,7 +60,7 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 		cfg.Listen = "127.0.0.1:3000"
 	}
 	m := metrics.New()
-	router, err := fleet.FromConfig(cfg, fleet.Options{Getenv: e.getenv, Observer: m})
+	router, err := fleet.FromConfig(cfg, fleet.Options{Getenv: e.getenv, Observer: m, Fingerprint: fleet.FingerprintOptions{Log: log}})
 	if err != nil {
 		return err
 	}

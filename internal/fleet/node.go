@@ -132,8 +132,8 @@ func NewNode(c config.Node, getenv func(string) string, hc *http.Client) (*Node,
 }
 
 // FromConfig builds the router cfg describes: its nodes, and its
-// aliases, debias, prior and max_questions, which replace o's; o gives
-// the rest (Getenv, Observer, Policy). It is the one place a configured
+// aliases, debias, prior, max_questions and fingerprint settings, which replace o's; o gives
+// the rest (Getenv, Observer, Policy, Fingerprint.Log). It is the one place a configured
 // router is built: serve, mcp, decide and bench all call it. It
 // normalizes cfg first (config.Config.Normalize). Calls share
 // one HTTP client whose connections are kept alive per node for reuse,

@@ -21,6 +21,8 @@ type Metrics struct {
 	attemptSeconds *prometheus.HistogramVec
 	failovers      *prometheus.CounterVec
 	cooldowns      *prometheus.CounterVec
+	modelChanges   *prometheus.CounterVec
+	canaryCalls    *prometheus.CounterVec
 
 	eceOnce sync.Once
 	ece     *prometheus.GaugeVec
@@ -57,8 +59,14 @@ func New() *Metrics {
 		cooldowns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "system1_cooldowns_total", Help: "Times a node was cooled down.",
 		}, []string{"node"}),
+		modelChanges: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "system1_model_changes_total", Help: "Changes of the build a node serves under a model name, seen by its fingerprint (docs/fingerprints.md): an alarm, since fits learnt on the old build stop applying.",
+		}, []string{"node", "model"}),
+		canaryCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "system1_canary_calls_total", Help: "Engine calls the fingerprint canary made, by node, model and the reading's outcome (ok or failed).",
+		}, []string{"node", "model", "outcome"}),
 	}
-	reg.MustRegister(m.requests, m.requestSeconds, m.attempts, m.attemptSeconds, m.failovers, m.cooldowns)
+	reg.MustRegister(m.requests, m.requestSeconds, m.attempts, m.attemptSeconds, m.failovers, m.cooldowns, m.modelChanges, m.canaryCalls)
 	return m
 }
 
@@ -145,6 +153,15 @@ func (m *Metrics) Failover(model string) { m.failovers.WithLabelValues(model).In
 
 // Cooldown records a node being cooled down.
 func (m *Metrics) Cooldown(node string) { m.cooldowns.WithLabelValues(node).Inc() }
+
+// ModelChanged records a change of the build node serves under model.
+func (m *Metrics) ModelChanged(node, model string) { m.modelChanges.WithLabelValues(node, model).Inc() }
+
+// Canary records the engine calls one canary reading of model on node
+// made, and whether it read (outcome ok or failed).
+func (m *Metrics) Canary(node, model, outcome string, calls int) {
+	m.canaryCalls.WithLabelValues(node, model, outcome).Add(float64(calls))
+}
 
 // WatchDecisionLog exports the decision log's counts: records dropped
 // (the queue was full or the log closing), written, and lost to failed
