@@ -52,6 +52,12 @@ type Fit struct {
 	Kind     decision.Kind `json:"kind"`
 	// Bucket is a name Bucket returns.
 	Bucket string `json:"bucket"`
+	// Fingerprint is the build of the model the fit was learnt on (the
+	// fingerprint of docs/fingerprints.md that answers carry); empty for
+	// a fit learnt before fingerprints or without them, which applies to
+	// any build of its model. LookupServed never applies a fit learnt on
+	// another build.
+	Fingerprint string `json:"fingerprint,omitempty"`
 	// Temperature is a positive finite number, applied with
 	// Distribution.Temper.
 	Temperature float64 `json:"temperature"`
@@ -277,18 +283,18 @@ func (f *Fits) Validate() error {
 		return fmt.Errorf("fits: version %d; only %d is known", f.Version, FitsVersion)
 	}
 	type key struct {
-		provider, model string
-		kind            decision.Kind
-		bucket          string
+		provider, model, fingerprint string
+		kind                         decision.Kind
+		bucket                       string
 	}
 	seen := map[key]int{}
 	for i, ft := range f.Fits {
 		if err := ft.validate(); err != nil {
 			return fmt.Errorf("fits: fit %d: %w", i, err)
 		}
-		k := key{ft.Provider, ft.Model, ft.Kind, ft.Bucket}
+		k := key{ft.Provider, ft.Model, ft.Fingerprint, ft.Kind, ft.Bucket}
 		if j, ok := seen[k]; ok {
-			return fmt.Errorf("fits: fit %d repeats fit %d (provider %q, model %q, %s, bucket %s)", i, j, ft.Provider, ft.Model, ft.Kind, ft.Bucket)
+			return fmt.Errorf("fits: fit %d repeats fit %d (provider %q, model %q, fingerprint %q, %s, bucket %s)", i, j, ft.Provider, ft.Model, ft.Fingerprint, ft.Kind, ft.Bucket)
 		}
 		seen[k] = i
 	}
@@ -395,13 +401,40 @@ func (f *Fits) Encode() ([]byte, error) {
 // Model is model (and, of those, one with no Provider) when model is not
 // empty. Ties go to the earlier fit. A nil *Fits finds nothing.
 func (f *Fits) Lookup(provider, model string, kind decision.Kind, options int) (Fit, bool) {
+	return f.lookup(provider, model, kind, options, nil)
+}
+
+// LookupServed is Lookup for an answer served by the build fingerprint
+// (fleet's fingerprint; "" when it is not known): among the fits learnt
+// on that build first, then among those learnt before fingerprints (no
+// Fingerprint), which apply to any build. A fit learnt on another build
+// is never returned: other then reports that Lookup would have found one,
+// so that the answer can say why it is not calibrated. An unknown build
+// (fingerprints off, or the model not probed yet) is looked up as Lookup
+// does.
+func (f *Fits) LookupServed(provider, model, fingerprint string, kind decision.Kind, options int) (ft Fit, ok, other bool) {
+	if fingerprint == "" {
+		ft, ok = f.Lookup(provider, model, kind, options)
+		return ft, ok, false
+	}
+	for _, want := range []string{fingerprint, ""} {
+		if ft, ok = f.lookup(provider, model, kind, options, func(ft Fit) bool { return ft.Fingerprint == want }); ok {
+			return ft, true, false
+		}
+	}
+	_, other = f.Lookup(provider, model, kind, options)
+	return Fit{}, false, other
+}
+
+// lookup is Lookup among the fits accept takes (nil: all).
+func (f *Fits) lookup(provider, model string, kind decision.Kind, options int, accept func(Fit) bool) (Fit, bool) {
 	if f == nil {
 		return Fit{}, false
 	}
 	bucket := Bucket(options)
 	best, rank := -1, 0
 	for i, ft := range f.Fits {
-		if ft.Kind != kind || ft.Bucket != bucket {
+		if ft.Kind != kind || ft.Bucket != bucket || (accept != nil && !accept(ft)) {
 			continue
 		}
 		r := 0

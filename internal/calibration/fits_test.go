@@ -165,6 +165,55 @@ func TestLookup(t *testing.T) {
 	}
 }
 
+// A fit learnt on one build applies to answers of that build, one
+// learnt before fingerprints to any build, and one learnt on another
+// build to none, which the lookup says; an unknown build is looked up as
+// before fingerprints.
+func TestLookupServed(t *testing.T) {
+	fits := &Fits{Version: 1, Fits: []Fit{
+		{Model: "m", Kind: decision.Choice, Bucket: "3-4", Temperature: 2, Fingerprint: "aaaa"},
+		{Model: "m", Kind: decision.Choice, Bucket: "3-4", Temperature: 3, Fingerprint: "bbbb"},
+		{Model: "m", Kind: decision.Noul, Bucket: "2", Temperature: 4},
+		{Model: "m", Kind: decision.Noul, Bucket: "2", Temperature: 5, Fingerprint: "bbbb"},
+		{Model: "n", Kind: decision.Choice, Bucket: "3-4", Temperature: 6, Fingerprint: "aaaa"},
+	}}
+	if err := fits.Validate(); err != nil {
+		t.Fatalf("fits of one bucket on two builds: %v", err)
+	}
+	for _, tc := range []struct {
+		name               string
+		model, fingerprint string
+		kind               decision.Kind
+		options            int
+		want               float64 // 0: none applies
+		other              bool
+	}{
+		{"the build's own fit", "m", "aaaa", decision.Choice, 3, 2, false},
+		{"the other build's own fit", "m", "bbbb", decision.Choice, 3, 3, false},
+		{"a third build: no fit, and says so", "m", "cccc", decision.Choice, 3, 0, true},
+		{"an unknown build: as Lookup", "m", "", decision.Choice, 3, 2, false},
+		{"a fit from before fingerprints applies to any build", "m", "cccc", decision.Noul, 2, 4, false},
+		{"the build's own fit before an older one", "m", "bbbb", decision.Noul, 2, 5, false},
+		{"another model learnt on that build does not apply", "n", "bbbb", decision.Choice, 3, 0, true},
+		{"nothing for the model at all", "z", "aaaa", decision.Choice, 3, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok, other := fits.LookupServed("", tc.model, tc.fingerprint, tc.kind, tc.options)
+			if ok != (tc.want != 0) || got.Temperature != tc.want || other != tc.other {
+				t.Errorf("found %v (T=%v), other %v; want T=%v, other %v", ok, got.Temperature, other, tc.want, tc.other)
+			}
+		})
+	}
+	dup := &Fits{Version: 1, Fits: []Fit{fits.Fits[0], fits.Fits[0]}}
+	if err := dup.Validate(); err == nil || !strings.Contains(err.Error(), `fingerprint "aaaa"`) {
+		t.Errorf("one build's fit twice: %v", err)
+	}
+	var none *Fits
+	if _, ok, other := none.LookupServed("", "m", "aaaa", decision.Choice, 3); ok || other {
+		t.Error("a nil *Fits found a fit")
+	}
+}
+
 func FuzzParseFits(f *testing.F) {
 	f.Add([]byte(goodFits))
 	f.Fuzz(func(t *testing.T, data []byte) {
