@@ -139,6 +139,12 @@ type Question struct {
 	// Model is the model that answered, as the node reports it, and Node
 	// the node; Attempts are every try of the question, in order.
 	Model, Node string
+	// Fingerprint is the build of Model that Node served it from, and
+	// Since when Node has served that build (docs/fingerprints.md); ""
+	// and zero where it is not known (fingerprints off, or the model not
+	// probed on the node yet).
+	Fingerprint string
+	Since       time.Time
 	Attempts    []fleet.Attempt
 	// Set is the prediction set at the request's Coverage; nil when
 	// none was asked for.
@@ -150,6 +156,18 @@ type Question struct {
 	// it with a refusal, the System One wire, which has no word for it,
 	// with an error naming the question, decide with an abstention.
 	Refusal *Refusal
+}
+
+// Served is what served q, in the words every face uses (decide's
+// served, /v1/systemone's X-System1-Served): "node=N model=M
+// fingerprint=F", each name written through name (the face's escaping),
+// the fingerprint "unknown" where it is not known.
+func (q Question) Served(name func(string) string) string {
+	fp := "unknown"
+	if q.Fingerprint != "" {
+		fp = name(q.Fingerprint)
+	}
+	return "node=" + name(q.Node) + " model=" + name(q.Model) + " fingerprint=" + fp
 }
 
 // Answer asks the fleet every question of req and, when every one was

@@ -34,19 +34,20 @@ func (s *Service) record(req Request, a *Answer) {
 			keys[j] = o.Key
 		}
 		r := decisionlog.Record{
-			RequestID:  req.RequestID,
-			QuestionID: q.ID,
-			Time:       now,
-			Face:       req.Face,
-			Model:      got.Model,
-			Node:       got.Node,
-			Kind:       q.Kind,
-			Options:    keys,
-			EngineDist: got.Engine,
-			Steps:      got.Steps,
-			Final:      got.Dist,
-			State:      req.State,
-			Question:   &req.Questions[i],
+			RequestID:   req.RequestID,
+			QuestionID:  q.ID,
+			Time:        now,
+			Face:        req.Face,
+			Model:       got.Model,
+			Node:        got.Node,
+			Fingerprint: got.Fingerprint,
+			Kind:        q.Kind,
+			Options:     keys,
+			EngineDist:  got.Engine,
+			Steps:       got.Steps,
+			Final:       got.Dist,
+			State:       req.State,
+			Question:    &req.Questions[i],
 		}
 		if !req.Start.IsZero() {
 			r.Latency = now.Sub(req.Start)

@@ -3,6 +3,7 @@ package answer
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"system1/internal/calibration"
 	"system1/internal/decision"
@@ -32,9 +33,18 @@ type Warning struct {
 	// ConstraintFailed is set when the engine generated a token that is
 	// not a label though it was to hold the first token to them.
 	ConstraintFailed bool
-	Model            string
-	Kind             decision.Kind
-	Options          int
+	// OtherBuild is set with NoFit when the fits hold one for the model,
+	// kind and option count, learnt on another build than the one that
+	// served the answer: the model changed on Node at Since, to the
+	// build Fingerprint, and answers are reported uncalibrated until
+	// outcomes under it refit it.
+	OtherBuild  bool
+	Node        string
+	Fingerprint string
+	Since       time.Time
+	Model       string
+	Kind        decision.Kind
+	Options     int
 }
 
 // Text writes the warning, each name through name and a list of names
@@ -42,6 +52,10 @@ type Warning struct {
 func (w Warning) Text(name func(string) string, names func([]string) string) string {
 	if w.ConstraintFailed {
 		return fmt.Sprintf("%s: the engine's constraint did not hold (it generated a token that is not a label); its values were read as from before the constraint", name(w.Question))
+	}
+	if w.OtherBuild {
+		return fmt.Sprintf("%s: the calibration fit for model %s, %s over %d options, was learnt on another build: the model node %s serves changed at %s (now fingerprint %s); reported as the engine gave it until outcomes under this build refit it",
+			name(w.Question), name(w.Model), w.Kind, w.Options, name(w.Node), w.Since.UTC().Format(time.RFC3339), name(w.Fingerprint))
 	}
 	if w.NoFit {
 		return fmt.Sprintf("%s: no calibration fit for model %s, %s over %d options; reported as the engine gave it", name(w.Question), name(w.Model), w.Kind, w.Options)
@@ -65,7 +79,8 @@ func report(req Request, res *fleet.Result, fits *calibration.Fits) *Answer {
 	for i, q := range req.Questions {
 		got := res.Questions[i]
 		d := got.Dist
-		out := Question{Engine: d, LabelMass: got.Mass, Model: got.Model, Node: got.Node, Attempts: got.Attempts}
+		out := Question{Engine: d, LabelMass: got.Mass, Model: got.Model, Node: got.Node, Fingerprint: got.Fingerprint, Since: got.Since,
+			Attempts: got.Attempts}
 		if got.Orders > 1 {
 			out.Engine = got.Raw
 			out.Steps = append(out.Steps, decision.Step{Name: decision.StepDebias, Version: decision.DebiasVersion(got.Orders), Dist: d})
@@ -75,7 +90,7 @@ func report(req Request, res *fleet.Result, fits *calibration.Fits) *Answer {
 			out.Steps = append(out.Steps, decision.Step{Name: decision.StepPrior, Version: got.PriorVersion, Dist: d})
 		}
 		if d != nil { // a question the node declined has nothing to calibrate
-			ft, fitted := fits.Lookup(req.Provider, got.Model, q.Kind, len(d))
+			ft, fitted, other := fits.LookupServed(req.Provider, got.Model, got.Fingerprint, q.Kind, len(d))
 			uncalibrated := d
 			if fitted {
 				// The fit's whole calibrator: a temperature, or a temperature
@@ -86,7 +101,8 @@ func report(req Request, res *fleet.Result, fits *calibration.Fits) *Answer {
 				a.FitVersion = fits.Revision
 			} else if fits != nil {
 				a.Calibrated = false
-				a.Warnings = append(a.Warnings, Warning{Question: q.ID, NoFit: true, Model: got.Model, Kind: q.Kind, Options: len(d)})
+				a.Warnings = append(a.Warnings, Warning{Question: q.ID, NoFit: true, OtherBuild: other, Node: got.Node, Fingerprint: got.Fingerprint, Since: got.Since,
+					Model: got.Model, Kind: q.Kind, Options: len(d)})
 			}
 			if req.Coverage > 0 {
 				out.Set = predictionSet(fits != nil, fitted, ft, uncalibrated, req.Coverage)

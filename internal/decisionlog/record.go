@@ -69,7 +69,10 @@ type Record struct {
 	// Model is the model that answered and Node the node it ran on.
 	Model string
 	Node  string
-	Kind  decision.Kind
+	// Fingerprint is the build of Model that Node served the answer from
+	// (docs/fingerprints.md); "" where it was not known.
+	Fingerprint string
+	Kind        decision.Kind
 	// Options are the question's option keys in order: criteria keys,
 	// "true"/"false" for a noul, level keys "0".."k-1" for a score.
 	Options []string
@@ -185,7 +188,10 @@ func (e Entry) Prediction(dist []float64) (calibration.Prediction, bool) {
 // Group is the labelled entries of one model, kind and option-count
 // bucket (calibration.Bucket), the unit refits and reports are made for.
 type Group struct {
-	Model  string
+	Model string
+	// Fingerprint is the build of the model the entries were answered by;
+	// "" for answers recorded without one.
+	Fingerprint string
 	Kind   decision.Kind
 	Bucket string
 	// Entries have an outcome, in the order they were written.
@@ -204,14 +210,15 @@ func (g Group) Predictions(dist func(Entry) []float64) []calibration.Prediction 
 	return out
 }
 
-// Groups sorts the entries that have a usable outcome by model, kind and
-// bucket: models by name, then kinds and buckets in calibration.Groups'
-// order.
+// Groups sorts the entries that have a usable outcome by model, the build
+// that answered (its fingerprint), kind and bucket: models by name, then
+// kinds and buckets in calibration.Groups' order, a model's builds in the
+// order they first answered.
 func Groups(entries []Entry) []Group {
 	type key struct {
-		model  string
-		kind   decision.Kind
-		bucket string
+		model, fingerprint string
+		kind               decision.Kind
+		bucket             string
 	}
 	at := map[key]int{}
 	var out []Group
@@ -219,12 +226,12 @@ func Groups(entries []Entry) []Group {
 		if _, ok := e.Prediction(e.final()); !ok {
 			continue
 		}
-		k := key{e.Model, e.Kind, calibration.Bucket(len(e.Options))}
+		k := key{e.Model, e.Fingerprint, e.Kind, calibration.Bucket(len(e.Options))}
 		i, ok := at[k]
 		if !ok {
 			i = len(out)
 			at[k] = i
-			out = append(out, Group{Model: k.model, Kind: k.kind, Bucket: k.bucket})
+			out = append(out, Group{Model: k.model, Fingerprint: k.fingerprint, Kind: k.kind, Bucket: k.bucket})
 		}
 		out[i].Entries = append(out[i].Entries, e)
 	}

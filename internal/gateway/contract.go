@@ -113,6 +113,7 @@ type Response struct {
 	Threshold       *float64      `json:"threshold,omitempty" jsonschema:"The minimum confidence this call required."`
 	Rationale       string        `json:"rationale" jsonschema:"Plain words on what happened and what to do next."`
 	Provider        *string       `json:"provider" jsonschema:"The provider that answered, or null."`
+	Served          *Served       `json:"served,omitempty" jsonschema:"What served the answer: the node, the model and the fingerprint of the build it serves. Absent when no provider answered."`
 	LatencyMS       int64         `json:"latency_ms" jsonschema:"Time this call took, in milliseconds."`
 	Attempts        []Attempt     `json:"attempts" jsonschema:"Every provider tried, in order."`
 	Error           *Error        `json:"error" jsonschema:"Null, or why the call failed."`
@@ -123,6 +124,13 @@ type Response struct {
 
 // CacheStates are the values of Response.Cache: the answer path's.
 var CacheStates = []string{answer.CacheHit, answer.CacheMiss, answer.CacheBypass}
+
+// Served is what served an answer.
+type Served struct {
+	Node        string `json:"node" jsonschema:"The node that answered."`
+	Model       string `json:"model" jsonschema:"The model that answered, as the node reports it."`
+	Fingerprint string `json:"fingerprint" jsonschema:"The fingerprint of the build of the model the node served it from: a hash of what the backend reports of the build and of its answers to a fixed canary. A calibration fit learnt on another build is not applied. Empty when it is not known (fingerprints are off, or the model was not probed on the node yet)."`
+}
 
 // GradeGate is the gate an answer was graded against: the one suggested
 // with the calibration fit for the answering model, kind and option

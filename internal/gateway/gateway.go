@@ -449,7 +449,8 @@ func (g *Gateway) answer(q query, p *link, r reading, gt gate, at *Attempt, res 
 			second = max(second, p)
 		}
 	}
-	gg := gradeGate(r.fits, name, model, q.Kind(), len(r.Dist), threshold)
+	res.Served = &Served{Node: r.Node, Model: model, Fingerprint: r.Fingerprint}
+	gg := gradeGate(r.fits, name, model, r.Fingerprint, q.Kind(), len(r.Dist), threshold)
 	res.Gate = &gg
 	res.Grade = grade(conf, second, gg.Value)
 	// Whether the answer is refused is the answer path's one rule
@@ -508,12 +509,13 @@ func (g *Gateway) answer(q query, p *link, r reading, gt gate, at *Attempt, res 
 // gradeGate is the confidence an answer of model's, through provider, to
 // a question of kind over n labels needs to be graded act: the gate
 // suggested with the fit in fits that tempered it (the same Lookup the
-// report's temperature step makes) where that fit has one, else the
-// threshold.
+// report's temperature step makes, LookupServed for the build that served
+// it: a gate learnt on another build does not grade its answers) where
+// that fit has one, else the threshold.
 // Both compare with the probability of the predicted answer, the
 // confidence grade is given.
-func gradeGate(fits *calibration.Fits, provider, model string, kind decision.Kind, n int, threshold float64) GradeGate {
-	if ft, ok := fits.Lookup(provider, model, kind, n); ok && ft.Gate != nil {
+func gradeGate(fits *calibration.Fits, provider, model, fingerprint string, kind decision.Kind, n int, threshold float64) GradeGate {
+	if ft, ok, _ := fits.LookupServed(provider, model, fingerprint, kind, n); ok && ft.Gate != nil {
 		return GradeGate{Value: ft.Gate.Threshold, Source: GateFromFit, TargetError: ft.Gate.TargetError}
 	}
 	return GradeGate{Value: threshold, Source: GateFromThreshold}

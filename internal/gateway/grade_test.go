@@ -108,7 +108,7 @@ func TestGateLookup(t *testing.T) {
 		{"no fit for the model", "jev", "llama", decision.Choice, 3, GradeGate{Value: 0.6, Source: GateFromThreshold}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := gradeGate(g.fits(), tc.provider, tc.model, tc.kind, tc.n, 0.6); got != tc.want {
+			if got := gradeGate(g.fits(), tc.provider, tc.model, "", tc.kind, tc.n, 0.6); got != tc.want {
 				t.Errorf("gate = %+v, want %+v", got, tc.want)
 			}
 		})
@@ -120,7 +120,7 @@ func TestGateLookup(t *testing.T) {
 	}
 	// Without a fits file every gate is the threshold.
 	plain := gatewayFor(t, "providers:\n  - {name: jev, kind: systemone, url: http://127.0.0.1:1, model: qwen}\n")
-	if got := gradeGate(plain.fits(), "jev", "qwen", decision.Choice, 3, 0.45); got != (GradeGate{Value: 0.45, Source: GateFromThreshold}) {
+	if got := gradeGate(plain.fits(), "jev", "qwen", "", decision.Choice, 3, 0.45); got != (GradeGate{Value: 0.45, Source: GateFromThreshold}) {
 		t.Errorf("without fits: %+v", got)
 	}
 }

@@ -91,8 +91,9 @@ type reading struct {
 	Calibrated bool
 	// FitVersion is the revision of the fits applied, "" when none was.
 	FitVersion string
-	// Model is the model that answered, as the node reports it.
-	Model string
+	// Model is the model that answered, as the node reports it, Node the
+	// node and Fingerprint the build it served (answer.Question's).
+	Model, Node, Fingerprint string
 	// Refusal, when not nil, is why the answer path will not stand
 	// behind the reading (answer.Refusal): the node declined, the
 	// implicit none option won, or the label mass was under the gate.

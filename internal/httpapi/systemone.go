@@ -101,8 +101,8 @@ func (s *Server) handleSystemOne(w http.ResponseWriter, r *http.Request) {
 // answerNotes sets the headers both answering wires give an answer
 // beside its body: the core's warnings (the header's names escaped and
 // cut, the log line's in full), the steps applied, each question's label
-// mass, whether every answer was calibrated, and what the decision cache
-// made of the request.
+// mass, what served the answers, whether every answer was calibrated, and
+// what the decision cache made of the request.
 func (s *Server) answerNotes(w http.ResponseWriter, r *http.Request, qs []decision.Question, a *answer.Answer) {
 	if len(a.Warnings) > 0 {
 		header, detail := make([]string, len(a.Warnings)), make([]string, len(a.Warnings))
@@ -115,6 +115,7 @@ func (s *Server) answerNotes(w http.ResponseWriter, r *http.Request, qs []decisi
 	}
 	w.Header().Set(StepsHeader, stepsHeader(qs, a.Questions))
 	w.Header().Set(LabelMassHeader, labelMassHeader(qs, a.Questions))
+	w.Header().Set(ServedHeader, servedHeader(qs, a.Questions))
 	if a.Fits != nil { // true only when every answer was calibrated
 		w.Header().Set("X-System1-Calibrated", strconv.FormatBool(a.Calibrated))
 	}
@@ -244,6 +245,31 @@ func stepsHeader(qs []decision.Question, as []answer.Question) string {
 	items := make([]string, len(steps))
 	for i := range steps {
 		items[i] = headerName(qs[i].ID) + ": " + headerText(names[i], maxHeaderItem)
+	}
+	return headerList(items)
+}
+
+// ServedHeader is the response header of /v1/systemone naming what served
+// the answers: the node, the model and the fingerprint of its build
+// (docs/fingerprints.md), "node=n1 model=m fingerprint=3f2a..." when one
+// build served every question, else per question ("q1: node=n1 ...; q2:
+// node=n2 ..."). The body keeps Jev's shape.
+const ServedHeader = "X-System1-Served"
+
+// servedHeader writes what served every question for ServedHeader, with
+// the header writer's escaping and bounds.
+func servedHeader(qs []decision.Question, as []answer.Question) string {
+	items := make([]string, len(as))
+	same := true
+	for i, a := range as {
+		items[i] = a.Served(headerName)
+		same = same && items[i] == items[0]
+	}
+	if same && len(items) > 0 {
+		return escapeCut(items[0], maxHeaderValue, false) // its names escaped already
+	}
+	for i := range items {
+		items[i] = headerName(qs[i].ID) + ": " + items[i]
 	}
 	return headerList(items)
 }

@@ -1,0 +1,92 @@
+package decisionlog
+
+import (
+	"database/sql"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Every record keeps the fingerprint of the build that answered it, and
+// groups of labelled answers are per build.
+func TestRecordsKeepTheFingerprint(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			l := b.open(t, Options{})
+			ctx := ctxT(t)
+			at := time.Now()
+			for i, fp := range []string{"aaaa", "aaaa", "bbbb", ""} {
+				r := sample("r"+string(rune('0'+i)), "q", at)
+				r.Fingerprint = fp
+				l.Record(r)
+			}
+			if err := l.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for i, want := range []string{"aaaa", "aaaa", "bbbb", ""} {
+				es, err := l.Lookup(ctx, "r"+string(rune('0'+i)))
+				if err != nil || len(es) != 1 || es[0].Fingerprint != want {
+					t.Fatalf("r%d: %+v, %v; want fingerprint %q", i, es, err, want)
+				}
+				if _, err := l.Outcome(ctx, "r"+string(rune('0'+i)), "q", "billing"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			gs, err := l.Labelled(ctx, at.Add(-time.Hour), at.Add(time.Hour), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, g := range gs {
+				got = append(got, g.Fingerprint+":"+string(rune('0'+len(g.Entries))))
+			}
+			if strings.Join(got, " ") != "aaaa:2 bbbb:1 :1" {
+				t.Fatalf("groups by fingerprint: %v", got)
+			}
+		})
+	}
+}
+
+// A SQLite log written before fingerprints opens: its table gains the
+// column, its rows read as of an unknown build, and new rows keep theirs.
+func TestOldLogGainsTheFingerprintColumn(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "decisions.db")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open(sqliteDriver, "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := strings.Replace(schema(false)[0], ",\n\t\t\tfingerprint TEXT NOT NULL DEFAULT ''", "", 1)
+	if old == schema(false)[0] {
+		t.Fatal("the old schema still has the column")
+	}
+	if _, err := db.Exec(old); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`INSERT INTO decisions (request_id, question_id, at_ns, face, model, node, kind, options, engine_dist, steps, final_dist, latency_us, state_sha256)
+		VALUES ('old', 'q', ?, 'systemone', 'm1', 'n1', 'choice', '["a","b"]', '[0.6,0.4]', '[]', '[0.6,0.4]', 1, '')`, time.Now().UnixNano()); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	for range 2 { // and again, once the column is there
+		l := openLog(t, Options{Path: path})
+		ctx := ctxT(t)
+		r := sample("new", "q", time.Now())
+		r.Fingerprint = "cccc"
+		l.Record(r)
+		es, err := l.Lookup(ctx, "old")
+		if err != nil || len(es) != 1 || es[0].Fingerprint != "" {
+			t.Fatalf("the old row: %+v, %v", es, err)
+		}
+		if es, err = l.Lookup(ctx, "new"); err != nil || len(es) == 0 || es[0].Fingerprint != "cccc" {
+			t.Fatalf("a new row: %+v, %v", es, err)
+		}
+		if err := l.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
