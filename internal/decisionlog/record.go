@@ -192,8 +192,8 @@ type Group struct {
 	// Fingerprint is the build of the model the entries were answered by;
 	// "" for answers recorded without one.
 	Fingerprint string
-	Kind   decision.Kind
-	Bucket string
+	Kind        decision.Kind
+	Bucket      string
 	// Entries have an outcome, in the order they were written.
 	Entries []Entry
 }

@@ -101,9 +101,11 @@ func refit(due []bucketCases, current *calibration.Fits, o RefitOptions) (*calib
 	var out []RefitDecision
 	changed := false
 	for _, b := range due {
-		d := RefitDecision{Model: b.key.model, Kind: string(b.key.kind), Bucket: b.key.bucket, Outcomes: len(b.preds), New: b.state.New()}
+		d := RefitDecision{Model: b.key.model, Fingerprint: b.key.fingerprint, Kind: string(b.key.kind), Bucket: b.key.bucket, Outcomes: len(b.preds), New: b.state.New()}
 		idx := slices.IndexFunc(next.Fits, func(f calibration.Fit) bool {
-			return f.Provider == "" && f.Model == b.key.model && f.Kind == b.key.kind && f.Bucket == b.key.bucket
+			// Each build of a model has fits of its own: answers of another
+			// build neither refit nor replace them.
+			return f.Provider == "" && f.Model == b.key.model && f.Fingerprint == b.key.fingerprint && f.Kind == b.key.kind && f.Bucket == b.key.bucket
 		})
 		cur := calibration.Identity()
 		if idx >= 0 {
@@ -142,7 +144,7 @@ func refit(due []bucketCases, current *calibration.Fits, o RefitOptions) (*calib
 			continue
 		}
 		ft.Sets = sets
-		ft.Model, ft.Provider, ft.Kind, ft.Bucket = b.key.model, "", b.key.kind, b.key.bucket
+		ft.Model, ft.Provider, ft.Kind, ft.Bucket, ft.Fingerprint = b.key.model, "", b.key.kind, b.key.bucket, b.key.fingerprint
 		if idx >= 0 && sameFit(next.Fits[idx], ft) {
 			out = append(out, d)
 			continue
@@ -202,9 +204,12 @@ func setsKey(sets []calibration.Conformal) string {
 
 // RefitDecision is what a refit decided for one bucket.
 type RefitDecision struct {
-	Model  string `json:"model"`
-	Kind   string `json:"kind"`
-	Bucket string `json:"bucket"`
+	Model string `json:"model"`
+	// Fingerprint is the build the bucket's answers came from; empty for
+	// answers recorded without one.
+	Fingerprint string `json:"fingerprint,omitempty"`
+	Kind        string `json:"kind"`
+	Bucket      string `json:"bucket"`
 	// Outcomes is the number of labelled answers fitted on, New how many
 	// outcomes had come since the last refit.
 	Outcomes int `json:"outcomes"`

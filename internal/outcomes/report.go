@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"system1/internal/calibration"
@@ -29,7 +30,7 @@ type CalibrationReport struct {
 	// report applies, "" when none are loaded or they hold no fit.
 	FitVersion string              `json:"fit_version,omitempty"`
 	Buckets    []BucketCalibration `json:"buckets"`
-	// LabelMass suggests, per model, a min_label_mass from decide
+	// LabelMass suggests, per model and build, a min_label_mass from decide
 	// answers whose label mass is known and whose outcome is either one
 	// of their options (in scope) or that none fit (out of scope).
 	LabelMass []LabelMassGate `json:"label_mass"`
@@ -39,10 +40,13 @@ type CalibrationReport struct {
 	Drift []SignatureDrift `json:"drift"`
 }
 
-// LabelMassGate is one model's suggested min_label_mass
+// LabelMassGate is one model build's suggested min_label_mass
 // (calibration.SuggestMassGate).
 type LabelMassGate struct {
 	Model string `json:"model"`
+	// Fingerprint is the build the answers came from; empty for answers
+	// recorded without one.
+	Fingerprint string `json:"fingerprint,omitempty"`
 	calibration.MassGate
 }
 
@@ -50,6 +54,10 @@ type LabelMassGate struct {
 // calibration.BucketReport, and its reliability diagram.
 type BucketCalibration struct {
 	calibration.BucketReport
+	// Fingerprint is the build of the model the bucket's answers came
+	// from (a model's builds are reported apart); empty for answers
+	// recorded without one.
+	Fingerprint string `json:"fingerprint,omitempty"`
 	// Reliability are the bins of the calibrated confidences that hold
 	// answers: the mean confidence, the share right, and the count.
 	Reliability []ReliabilityBin `json:"reliability"`
@@ -130,17 +138,20 @@ func (t *Tracker) Report(ctx context.Context, fits *calibration.Fits, opt Report
 	since, until := opt.Since.UnixNano(), opt.Until.UnixNano()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	masses := map[string]*calibration.MassStats{}
-	var models []string
+	// Label masses pool each build's buckets.
+	type build struct{ model, fingerprint string }
+	masses := map[build]*calibration.MassStats{}
+	var builds []build
 	for _, b := range t.sorted() {
 		t.follow(b, fits)
 		w := b.window(since, until)
 		if w.mass.InScope()+w.mass.OutOfScope() > 0 {
-			m := masses[b.key.model]
+			k := build{b.key.model, b.key.fingerprint}
+			m := masses[k]
 			if m == nil {
 				m = &calibration.MassStats{}
-				masses[b.key.model] = m
-				models = append(models, b.key.model)
+				masses[k] = m
+				builds = append(builds, k)
 			}
 			m.Merge(w.mass)
 		}
@@ -148,7 +159,7 @@ func (t *Tracker) Report(ctx context.Context, fits *calibration.Fits, opt Report
 			continue
 		}
 		bs := calibration.BucketStats{Calibrator: b.cal, Raw: w.raw, Calibrated: w.cal}
-		bc := BucketCalibration{BucketReport: bs.Report(b.key.model, b.key.kind, b.key.bucket, rep.TargetError), Reliability: []ReliabilityBin{}}
+		bc := BucketCalibration{BucketReport: bs.Report(b.key.model, b.key.kind, b.key.bucket, rep.TargetError), Fingerprint: b.key.fingerprint, Reliability: []ReliabilityBin{}}
 		for _, bin := range w.cal.Metrics().Bins {
 			if bin.Count > 0 {
 				bc.Reliability = append(bc.Reliability, ReliabilityBin{Confidence: bin.Confidence, Accuracy: bin.Accuracy, Count: bin.Count})
@@ -164,9 +175,11 @@ func (t *Tracker) Report(ctx context.Context, fits *calibration.Fits, opt Report
 		}
 		rep.Buckets = append(rep.Buckets, bc)
 	}
-	slices.Sort(models)
-	for _, model := range models {
-		rep.LabelMass = append(rep.LabelMass, LabelMassGate{Model: model, MassGate: masses[model].SuggestMassGate(opt.MaxInScopeLoss)})
+	slices.SortStableFunc(builds, func(a, b build) int {
+		return strings.Compare(a.model+"\x00"+a.fingerprint, b.model+"\x00"+b.fingerprint)
+	})
+	for _, k := range builds {
+		rep.LabelMass = append(rep.LabelMass, LabelMassGate{Model: k.model, Fingerprint: k.fingerprint, MassGate: masses[k].SuggestMassGate(opt.MaxInScopeLoss)})
 	}
 	return rep, nil
 }
@@ -174,7 +187,7 @@ func (t *Tracker) Report(ctx context.Context, fits *calibration.Fits, opt Report
 // heldOut is the cross-validated coverage the fit recorded for its set
 // at coverage, nil where it has none.
 func (b *tbucket) heldOut(fits *calibration.Fits, coverage float64) *calibration.SetCoverage {
-	ft, ok := fits.Lookup("", b.key.model, b.key.kind, b.options)
+	ft, ok, _ := fits.LookupServed("", b.key.model, b.key.fingerprint, b.key.kind, b.options)
 	if !ok {
 		return nil
 	}

@@ -66,10 +66,14 @@ func NewTracker(log *decisionlog.Log) *Tracker {
 	return &Tracker{log: log, cases: map[int64]*tcase{}, bucket: map[bucketKey]*tbucket{}}
 }
 
+// bucketKey is a bucket of one build of a model: each build (its
+// fingerprint, "" for answers recorded without one) has statistics and
+// fits of its own.
 type bucketKey struct {
-	model  string
-	kind   decision.Kind
-	bucket string
+	model       string
+	fingerprint string
+	kind        decision.Kind
+	bucket      string
 }
 
 // tcase is one labelled record, as the statistics need it.
@@ -231,7 +235,7 @@ func (t *Tracker) apply(l decisionlog.Labelled) {
 		return
 	}
 	e := l.Entry
-	key := bucketKey{e.Model, e.Kind, calibration.Bucket(len(e.Options))}
+	key := bucketKey{e.Model, e.Fingerprint, e.Kind, calibration.Bucket(len(e.Options))}
 	c := t.cases[e.ID]
 	if c == nil {
 		b := t.bucket[key]
@@ -317,7 +321,7 @@ func (t *Tracker) remove(c *tcase) {
 // changed.
 func (t *Tracker) follow(b *tbucket, fits *calibration.Fits) {
 	cal := calibration.Identity()
-	ft, ok := fits.Lookup("", b.key.model, b.key.kind, b.options)
+	ft, ok, _ := fits.LookupServed("", b.key.model, b.key.fingerprint, b.key.kind, b.options)
 	if ok {
 		cal = ft.Calibrator()
 	}
@@ -410,6 +414,9 @@ func (t *Tracker) sorted() []*tbucket {
 	slices.SortFunc(out, func(a, b *tbucket) int {
 		if a.key.model != b.key.model {
 			return strings.Compare(a.key.model, b.key.model)
+		}
+		if a.key.fingerprint != b.key.fingerprint {
+			return strings.Compare(a.key.fingerprint, b.key.fingerprint)
 		}
 		if a.key.kind != b.key.kind {
 			return kindRank[a.key.kind] - kindRank[b.key.kind]
