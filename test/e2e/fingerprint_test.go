@@ -1,0 +1,281 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"system1/internal/calibration"
+	"system1/internal/fleet"
+	"system1/internal/gateway"
+	"system1/internal/testengine"
+)
+
+// A GGUF of the same shape swapped under the served path of a real
+// llama-server while system1 serve runs: llama-server reports the same
+// metadata, so only the canary sees it. The swap is found by a
+// background probe, logged, counted in system1_model_changes_total and
+// shown in /health; the fit learnt on the first build stops applying
+// (calibrated false, a warning naming the model and when it changed)
+// until outcomes under the new build refit it.
+func TestSwappedGGUFUnderOneNameThroughTheBinary(t *testing.T) {
+	needEngine(t, "SYSTEM1_LLAMA_SERVER", testengine.Binary())
+	random := testengine.RandomModels(t, 1, 2)
+	served := filepath.Join(t.TempDir(), "model.gguf")
+	copyModel(t, random[0], served)
+	const model = "tiny"
+	engine := testengine.StartWith(t, testengine.Config{Model: served, Alias: model, Slots: 2})
+	swapUnderTheBinary(t, "llamacpp", engine.URL, model, func() {
+		copyModel(t, random[1], served)
+		engine.Restart(t, testengine.Config{})
+	})
+}
+
+// Ollama re-tagging a model while system1 serve runs: `ollama create` of
+// the same weights in F16 under the name changes its digest, which the
+// next background probe reads; the same alarm and the same end of the
+// old fit follow.
+func TestRetaggedOllamaModelThroughTheBinary(t *testing.T) {
+	needEngine(t, "SYSTEM1_OLLAMA", "")
+	f16 := testengine.StoriesF16(t)
+	o := testengine.StartOllama(t)
+	swapUnderTheBinary(t, "ollama", o.URL, testengine.OllamaModel, func() {
+		o.Create(t, testengine.OllamaModel, f16)
+	})
+}
+
+// needEngine skips the test when the real engine named by env is not
+// here, unless SYSTEM1_REQUIRE_ENGINE demands it.
+func needEngine(t *testing.T, env, binary string) {
+	t.Helper()
+	if os.Getenv(env) == "" && (binary == "" || !exists(binary)) && os.Getenv("SYSTEM1_REQUIRE_ENGINE") == "" {
+		t.Skipf("%s is not set: the real engine is not here", env)
+	}
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+func copyModel(t *testing.T, src, dst string) {
+	t.Helper()
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// health is the part of GET /health the test reads.
+type health struct {
+	Nodes []fleet.State `json:"nodes"`
+}
+
+// build is the fingerprint /health shows for model on the one node.
+func (s *server) build(t *testing.T, model string) fleet.Fingerprint {
+	t.Helper()
+	r := do(t, client(), http.MethodGet, s.URL+"/health", "", "")
+	var h health
+	if err := json.Unmarshal(r.Body, &h); err != nil || len(h.Nodes) != 1 {
+		t.Fatalf("/health: %v %s", err, r.Body)
+	}
+	for _, f := range h.Nodes[0].Fingerprints {
+		if f.Model == model {
+			return f
+		}
+	}
+	return fleet.Fingerprint{}
+}
+
+// decideAll asks n yes/no questions over distinct contexts through
+// /v1/decide and returns each answer by its request id.
+func decideAll(t *testing.T, s *server, tag string, n int) map[string]gateway.Response {
+	t.Helper()
+	out := map[string]gateway.Response{}
+	for i := range n {
+		id := fmt.Sprintf("%s-%d", tag, i)
+		body := fmt.Sprintf(`{"question":"Does the customer ask for a refund?","context":{"ticket":"order %d arrived %d days late, item %d"},"request_id":%q}`, i, i%9+1, i*7, id)
+		r := do(t, client(), http.MethodPost, s.URL+"/v1/decide", "", body)
+		var res gateway.Response
+		if err := json.Unmarshal(r.Body, &res); err != nil || r.Status != http.StatusOK || res.Decision == nil {
+			t.Fatalf("decide %s: %d %s", id, r.Status, r.Body)
+		}
+		out[id] = res
+	}
+	return out
+}
+
+// teach reports each answer's own decision as its outcome, which a refit
+// rewards with a sharper temperature, and waits for serve to adopt it.
+func teach(t *testing.T, s *server, answers map[string]gateway.Response, refits int) {
+	t.Helper()
+	var items []map[string]string
+	for id, res := range answers {
+		items = append(items, map[string]string{"request_id": id, "outcome": *res.Decision})
+	}
+	body, _ := json.Marshal(map[string]any{"outcomes": items})
+	if r := do(t, client(), http.MethodPost, s.URL+"/v1/feedback", "", string(body)); r.Status != http.StatusOK {
+		t.Fatalf("feedback: %d %s", r.Status, r.Body)
+	}
+	s.waitLog(t, regexp.MustCompile(`msg="refit adopted"`), refits, 2*time.Minute)
+}
+
+// calibratedDecide waits until a decide answer is calibrated as want
+// (the fits file is reloaded once a second) and returns it.
+func calibratedDecide(t *testing.T, s *server, want bool) gateway.Response {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		r := do(t, client(), http.MethodPost, s.URL+"/v1/decide", "", `{"question":"Does the customer ask for a refund?","context":{"ticket":"never came"}}`)
+		var res gateway.Response
+		if err := json.Unmarshal(r.Body, &res); err != nil {
+			t.Fatalf("decide: %v %s", err, r.Body)
+		}
+		if res.Calibrated == want {
+			return res
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("decide never calibrated %v: %s", want, r.Body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func swapUnderTheBinary(t *testing.T, dialect, url, model string, swap func()) {
+	dir := t.TempDir()
+	fitsPath := filepath.Join(dir, "fits.json")
+	cfg := fmt.Sprintf(`nodes:
+  - {name: n1, url: %s, dialect: %s, models: [%s], timeout: 60s}
+probe_every: 250ms
+fingerprint: {canary_every: 3s}
+gateway:
+  fits: %s
+  threshold: 0
+  timeout: 60s
+  deadline: 120s
+  chain:
+    - {name: local, model: %s}
+calibration:
+  mode: apply
+  refit_every: 200ms
+  min_outcomes: 20
+decision_log:
+  path: %s
+`, url, dialect, model, fitsPath, model, filepath.Join(dir, "decisions.db"))
+	s := startServe(t, cfg, serveOpts{})
+	c := client()
+
+	// The first probe makes the reference.
+	var first fleet.Fingerprint
+	for deadline := time.Now().Add(time.Minute); first.ID == ""; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no fingerprint in /health within a minute")
+		}
+		first = s.build(t, model)
+	}
+	t.Logf("first build: %s since %s", first.ID, first.Since.Format(time.RFC3339Nano))
+
+	// Answers of the first build, their outcomes, a refit of its own.
+	teach(t, s, decideAll(t, s, "first", 30), 1)
+	before := calibratedDecide(t, s, true)
+	if before.Served == nil || before.Served.Node != "n1" || before.Served.Fingerprint != first.ID {
+		t.Fatalf("decide served %+v, want node n1 and fingerprint %s", before.Served, first.ID)
+	}
+	fits, err := calibration.ParseFits(readFile(t, fitsPath))
+	if err != nil || len(fits.Fits) != 1 || fits.Fits[0].Fingerprint != first.ID {
+		t.Fatalf("the refit's fits: %+v, %v; want one fit of build %s", fits, err, first.ID)
+	}
+	sys := do(t, c, http.MethodPost, s.URL+"/v1/systemone", "", noul(model, "late parcel"))
+	if got := sys.Header.Get("X-System1-Served"); got != fmt.Sprintf("node=n1 model=%s fingerprint=%s", answeredModel(t, sys.Body), first.ID) {
+		t.Fatalf("X-System1-Served %q", got)
+	}
+	if sys.Header.Get("X-System1-Calibrated") != "true" {
+		t.Fatalf("/v1/systemone before the swap: calibrated %q, warnings %q", sys.Header.Get("X-System1-Calibrated"), sys.Header.Get("X-System1-Warnings"))
+	}
+
+	// The swap, while serve runs.
+	swap()
+	swapped := time.Now()
+	line := s.waitLog(t, regexp.MustCompile(`msg="the build a node serves under a model name changed[^"]*" node=n1 model=\S+ change="([^"]*)" was=(\w+) now=(\w+)`), 1, 2*time.Minute)
+	seen := time.Since(swapped)
+	t.Logf("the change was logged %s after the swap: %s", seen.Round(time.Millisecond), line[0][1])
+	if line[0][2] != first.ID || line[0][3] == first.ID {
+		t.Fatalf("the change line names %s -> %s, want from %s", line[0][2], line[0][3], first.ID)
+	}
+	now := s.build(t, model)
+	if now.ID != line[0][3] || now.Changes != 1 || !now.Since.After(first.Since) || now.Change == "" {
+		t.Fatalf("/health after the swap: %+v", now)
+	}
+	metrics := string(do(t, c, http.MethodGet, s.URL+"/metrics", "", "").Body)
+	if want := fmt.Sprintf(`system1_model_changes_total{model=%q,node="n1"} 1`, model); !strings.Contains(metrics, want) {
+		t.Fatalf("metrics lack %s", want)
+	}
+	if !regexp.MustCompile(`system1_canary_calls_total\{model="[^"]+",node="n1",outcome="ok"\} [1-9]`).MatchString(metrics) {
+		t.Fatal("metrics count no canary calls")
+	}
+
+	// The old build's fit no longer applies, and the answers say why.
+	after := calibratedDecide(t, s, false)
+	if after.Served == nil || after.Served.Fingerprint != now.ID || after.FitVersion != "" {
+		t.Fatalf("decide after the swap: served %+v, fit_version %q", after.Served, after.FitVersion)
+	}
+	if d := after.Attempts[len(after.Attempts)-1].Detail; !strings.Contains(d, "learnt on another build") || !strings.Contains(d, "changed at "+now.Since.UTC().Format(time.RFC3339)) {
+		t.Fatalf("decide's detail does not say the fit is of another build: %q", d)
+	}
+	sys = do(t, c, http.MethodPost, s.URL+"/v1/systemone", "", noul(model, "late parcel"))
+	if sys.Header.Get("X-System1-Calibrated") != "false" || !strings.Contains(sys.Header.Get("X-System1-Warnings"), "learnt on another build") ||
+		!strings.Contains(sys.Header.Get("X-System1-Served"), "fingerprint="+now.ID) {
+		t.Fatalf("/v1/systemone after the swap: %v", sys.Header)
+	}
+
+	// Outcomes under the new build refit it: calibrated again, by a fit
+	// of its own beside the old build's.
+	teach(t, s, decideAll(t, s, "second", 30), 2)
+	again := calibratedDecide(t, s, true)
+	if again.Served == nil || again.Served.Fingerprint != now.ID {
+		t.Fatalf("decide after the refit: served %+v", again.Served)
+	}
+	fits, err = calibration.ParseFits(readFile(t, fitsPath))
+	if err != nil || len(fits.Fits) != 2 || fits.Fits[0].Fingerprint != first.ID || fits.Fits[1].Fingerprint != now.ID {
+		t.Fatalf("fits after the second refit: %+v, %v", fits, err)
+	}
+	rep := string(do(t, c, http.MethodGet, s.URL+"/v1/calibration", "", "").Body)
+	if !strings.Contains(rep, `"fingerprint":"`+first.ID+`"`) || !strings.Contains(rep, `"fingerprint":"`+now.ID+`"`) {
+		t.Fatalf("the calibration report does not group by build: %s", rep)
+	}
+}
+
+// noul is a one-question /v1/systemone request over state.
+func noul(model, state string) string {
+	return fmt.Sprintf(`{"model":%q,"state":%q,"questions":{"refund":{"type":"noul","instructions":"Does the customer ask for a refund?"}}}`, model, state)
+}
+
+// answeredModel is the model a /v1/systemone answer names.
+func answeredModel(t *testing.T, body []byte) string {
+	t.Helper()
+	var r struct {
+		Model string `json:"model"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		t.Fatalf("%v: %s", err, body)
+	}
+	return r.Model
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
