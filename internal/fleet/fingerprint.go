@@ -108,10 +108,25 @@ func (r *Router) served(n *Node, model string) served {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if b := n.builds[model]; b != nil {
+	if b := n.buildLocked(model); b != nil {
 		s.Fingerprint, s.Since = b.id, b.since
 	}
 	return s
+}
+
+// buildLocked is what n knows of the build it serves under model, read
+// as the engine reads names (on Ollama "m" is "m:latest"); nil when it
+// was not probed. The caller holds n.mu.
+func (n *Node) buildLocked(model string) *build {
+	if b := n.builds[model]; b != nil || n.Dialect != "ollama" || model == "" {
+		return b
+	}
+	for m, b := range n.builds {
+		if m != "" && ollamaName(m) == ollamaName(model) {
+			return b
+		}
+	}
+	return nil
 }
 
 // fingerprintsLocked lists what n knows of its builds, by model; the

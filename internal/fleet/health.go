@@ -87,8 +87,10 @@ func (r *Router) Probe(ctx context.Context) {
 			n.mu.Lock()
 			wasDown := n.probeFailed
 			n.mu.Unlock()
-			if models, err := r.probe(ctx, n); err == nil {
-				r.fingerprintNode(ctx, n, models, wasDown)
+			// The models fingerprinted are those the node serves under
+			// the names requests use: its configured ones, else its list.
+			if _, err := r.probe(ctx, n); err == nil {
+				r.fingerprintNode(ctx, n, n.Models(), wasDown)
 			}
 		})
 	}

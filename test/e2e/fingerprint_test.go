@@ -176,9 +176,9 @@ decision_log:
 
 	// The first probe makes the reference.
 	var first fleet.Fingerprint
-	for deadline := time.Now().Add(time.Minute); first.ID == ""; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(3 * time.Minute); first.ID == ""; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("no fingerprint in /health within a minute")
+			t.Fatalf("no fingerprint in /health within 3 minutes: %s", do(t, c, http.MethodGet, s.URL+"/health", "", "").Body)
 		}
 		first = s.build(t, model)
 	}
@@ -205,7 +205,7 @@ decision_log:
 	// The swap, while serve runs.
 	swap()
 	swapped := time.Now()
-	line := s.waitLog(t, regexp.MustCompile(`msg="the build a node serves under a model name changed[^"]*" node=n1 model=\S+ change="([^"]*)" was=(\w+) now=(\w+)`), 1, 2*time.Minute)
+	line := s.waitLog(t, regexp.MustCompile(`msg="the build a node serves under a model name changed[^"]*" node=n1 model=\S+ change="((?:[^"\\]|\\.)*)" was=(\w+) now=(\w+)`), 1, 2*time.Minute)
 	seen := time.Since(swapped)
 	t.Logf("the change was logged %s after the swap: %s", seen.Round(time.Millisecond), line[0][1])
 	if line[0][2] != first.ID || line[0][3] == first.ID {
