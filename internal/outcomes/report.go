@@ -46,7 +46,7 @@ type LabelMassGate struct {
 	Model string `json:"model"`
 	// Fingerprint is the build the answers came from; empty for answers
 	// recorded without one.
-	Fingerprint string `json:"fingerprint,omitempty"`
+	Fingerprint string `json:"fingerprint,omitempty" jsonschema:"The build of the model the answers came from (its fingerprint); absent for answers recorded without one."`
 	calibration.MassGate
 }
 
@@ -57,7 +57,7 @@ type BucketCalibration struct {
 	// Fingerprint is the build of the model the bucket's answers came
 	// from (a model's builds are reported apart); empty for answers
 	// recorded without one.
-	Fingerprint string `json:"fingerprint,omitempty"`
+	Fingerprint string `json:"fingerprint,omitempty" jsonschema:"The build of the model the bucket's answers came from (its fingerprint): a model's builds are reported apart. Absent for answers recorded without one."`
 	// Reliability are the bins of the calibrated confidences that hold
 	// answers: the mean confidence, the share right, and the count.
 	Reliability []ReliabilityBin `json:"reliability"`

@@ -94,6 +94,12 @@ func paths() obj {
 							"miss when the engines answered and the answers were kept; bypass when they answered and were not kept (the batch prior). Absent when the cache is off.",
 						"schema": obj{"type": "string", "enum": gateway.CacheStates},
 					},
+					"X-System1-Served": obj{
+						"description": "What served the answers: the node, the model and the fingerprint of its build " +
+							"(node=n1 model=m fingerprint=3f2a09c1d4e5b678, the fingerprint unknown where it was not probed yet), " +
+							"per question (q1: node=...; q2: ...) when they differ. A calibration fit learnt on another build is not applied.",
+						"schema": obj{"type": "string"},
+					},
 				}),
 				"401": jsonReply("A key is configured and the caller's is missing or wrong.", "Error"),
 				"400": jsonReply("The body could not be read; or hosted Jev's api_usage_error: Jev 1.14's images (a non-empty assets or images, a box question, a multipart body), which this server does not read, refused before any engine call with detail.unsupported naming them; an unknown top-level field; an unknown model.", "Error"),

@@ -78,8 +78,8 @@ var policy = []rule{
 	{
 		pkgs: []string{"internal/fleet"},
 		may: []string{"internal/config", "internal/decision", "internal/engine", "internal/engine/llamacpp", "internal/engine/ollama",
-			"internal/engine/openai", "internal/decisionsapi", "internal/redact", "internal/systemone", "internal/tracing", "github.com/hashicorp/golang-lru/v2"},
-		why: "the only package that talks to engines and upstreams: a node has one Backend (an engine dialect, a System One upstream or a Decisions endpoint), so every node fails over, cools and honours Retry-After by one rule; debias and prior read there; each engine attempt a span",
+			"internal/engine/openai", "internal/decisionsapi", "internal/fingerprint", "internal/redact", "internal/systemone", "internal/tracing", "github.com/hashicorp/golang-lru/v2"},
+		why: "the only package that talks to engines and upstreams: a node has one Backend (an engine dialect, a System One upstream or a Decisions endpoint), so every node fails over, cools and honours Retry-After by one rule; debias and prior read there; each engine attempt a span; the fingerprints of the builds the nodes serve",
 	},
 	{
 		pkgs: []string{"internal/decisionlog"},
