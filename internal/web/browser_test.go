@@ -20,6 +20,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"system1/internal/fleet"
 	"system1/internal/jsonx"
 	"system1/internal/web"
 )
@@ -1071,5 +1072,46 @@ func TestBrowserNarrow(t *testing.T) {
 	bound(t, ctx, chromedp.Navigate(s.URL+"/docs"), wait(`document.body.dataset.ready === 'true'`))
 	if l := eval[struct{ Page, Window int }](t, ctx, `({page: document.documentElement.scrollWidth, window: innerWidth})`); l.Page > l.Window {
 		t.Errorf("/docs: the page is %d px wide in a %d px window", l.Page, l.Window)
+	}
+}
+
+// The dashboard lists the build each node serves under each model as
+// /health reports it, and marks one that changed since the server
+// started.
+func TestBrowserDashboardBuilds(t *testing.T) {
+	ctx := browser(t)
+	s := serve(t, options{nodes: 2, build: "one"})
+	s.router.Probe(t.Context())
+	s.fakes[1].SetBuild("two")
+	s.router.Probe(t.Context())
+	_, hb := get(t, s.URL+"/health")
+	var health struct {
+		Nodes []fleet.State `json:"nodes"`
+	}
+	if err := json.Unmarshal(hb, &health); err != nil || len(health.Nodes) != 2 {
+		t.Fatalf("/health: %v %s", err, hb)
+	}
+	bound(t, ctx, chromedp.Navigate(s.URL+"/#dashboard"), wait(`Number(document.body.dataset.refreshed) >= 1`))
+	rows := eval[[]map[string]string](t, ctx, `[...document.querySelectorAll('#builds tbody tr')].map((r) => ({node: r.dataset.node, model: r.dataset.model,
+	  changed: String(r.classList.contains('changed')), ...Object.fromEntries([...r.querySelectorAll('[data-col]')].map((c) => [c.dataset.col, c.textContent]))}))`)
+	if len(rows) != 2 {
+		t.Fatalf("%d builds shown: %v (/health %s)", len(rows), rows, hb)
+	}
+	for i, n := range health.Nodes {
+		if len(n.Fingerprints) != 1 {
+			t.Fatalf("node %s: fingerprints %+v", n.Name, n.Fingerprints)
+		}
+		f, r := n.Fingerprints[0], rows[i]
+		changed := f.Changes > 0
+		if r["node"] != n.Name || r["model"] != f.Model || r["fingerprint"] != f.ID || r["changes"] != strconv.FormatInt(f.Changes, 10) ||
+			r["changed"] != strconv.FormatBool(changed) || (changed && !strings.Contains(r["change"], "changed from")) {
+			t.Errorf("row %v, /health %+v", r, f)
+		}
+	}
+	if health.Nodes[0].Fingerprints[0].Changes != 0 || health.Nodes[1].Fingerprints[0].Changes != 1 {
+		t.Fatalf("changes %+v", health.Nodes)
+	}
+	if note := eval[string](t, ctx, `document.getElementById('builds-note').textContent`); !strings.Contains(note, "1 of 2 builds changed") {
+		t.Errorf("note %q", note)
 	}
 }

@@ -45,6 +45,9 @@ type options struct {
 	log bool
 	// notReady is what /readyz says is missing; none is ready.
 	notReady []httpapi.NotReady
+	// build is the build the fake nodes report they serve (fakeengine's
+	// Build), for their fingerprints; "" reports none.
+	build string
 }
 
 // serve starts the server. The nodes serve fakeengine.DefaultModel with
@@ -65,7 +68,7 @@ func serve(t testing.TB, o options) *server {
 		if o.sick && i == o.nodes-1 {
 			b = fakeengine.Behavior{Fault: fakeengine.Status, Status: http.StatusInternalServerError}
 		}
-		f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Behavior: b})
+		f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Behavior: b, Build: o.build})
 		t.Cleanup(f.Close)
 		s.fakes = append(s.fakes, f)
 		c := config.Node{Name: "node" + string(rune('a'+i)), URL: f.URL, Dialect: string(fakeengine.LlamaCpp), Models: []string{fakeengine.DefaultModel}}

@@ -63,6 +63,31 @@ function nodes(health) {
     h('td', { 'data-col': 'why' }, [n.cool_reason, n.error, ...(n.model_cooldowns || []).map(modelCooldown)].filter(Boolean).join('; ')))));
 }
 
+// builds lists the build each node serves under each model, as the
+// background probes last saw it (docs/fingerprints.md): a build that
+// changed since the server started is marked, since fits learnt on the
+// one before no longer apply to its answers.
+function builds(health) {
+  const rows = [];
+  for (const n of health.json?.nodes || []) {
+    for (const f of n.fingerprints || []) {
+      const changed = f.changes > 0;
+      rows.push(h('tr', { 'data-node': n.name, 'data-model': f.model, class: changed ? 'changed' : null },
+        h('td', {}, n.name), h('td', {}, f.model), h('td', { 'data-col': 'fingerprint' }, f.fingerprint || 'not known yet'),
+        h('td', { 'data-col': 'since', title: f.since || '' }, f.since ? new Date(f.since).toLocaleString() : ''),
+        h('td', { 'data-col': 'changes', class: changed ? 'down' : 'ok' }, String(f.changes ?? 0)),
+        h('td', { 'data-col': 'change' }, [f.change, f.error].filter(Boolean).join('; '))));
+    }
+  }
+  $('builds').tBodies[0].replaceChildren(...rows);
+  const changed = rows.filter((r) => r.classList.contains('changed')).length;
+  $('builds-note').textContent = !rows.length
+    ? 'No build fingerprinted yet: the background probe reads each model\'s identity and asks its canary.'
+    : changed
+      ? `${changed} of ${rows.length} builds changed since the server started: fits learnt on the build before no longer apply to their answers until outcomes refit them.`
+      : 'Every build is the one first seen.';
+}
+
 // page tells the page's own routes, left out of the requests table.
 function page(route) { return /^GET \/(\{\$\}|docs|openapi\.json|ui\/)/.test(route); }
 
@@ -163,6 +188,7 @@ export async function refresh() {
   const health = await api('/health');
   serverFacts(health);
   nodes(health);
+  builds(health);
   // /metrics needs no key; the calibration report is a /v1 route.
   metrics(await api('/metrics'), health.json?.nodes);
   const allowed = state.authOn === false || state.authorized;
