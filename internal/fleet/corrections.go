@@ -158,7 +158,8 @@ func (p *priors) needsContentFree(model string, req decision.Request, q decision
 }
 
 // batchSignature is the question a batch estimate is of: the model that
-// answered, the kind, the option count, the instructions (hashed), and
+// answered (with the fingerprint of its build: a prior of one build is
+// not divided out of another's answers), the kind, the option count, the instructions (hashed), and
 // the orders asked, since a mean over debiased answers is not one over
 // raw ones.
 func batchSignature(model string, q decision.Question, orders int) string {
@@ -171,7 +172,7 @@ func batchSignature(model string, q decision.Question, orders int) string {
 // prior to divide out: the estimate of the answers before this one.
 func (p *priors) observe(req decision.Request, q decision.Question, a *Answered) {
 	orders := max(a.Orders, 1)
-	est, seen := p.batch.observe(batchSignature(a.Model, q, orders), a.Dist)
+	est, seen := p.batch.observe(batchSignature(a.Model+"\x00"+a.Fingerprint, q, orders), a.Dist)
 	if p.mode(req) == decision.PriorBatch && seen >= p.cfg.MinRequests {
 		a.Prior, a.PriorVersion = est, decision.BatchVersion(seen, p.cfg.Window)
 	}
@@ -236,7 +237,7 @@ func newLRU[V any](capacity int) *simplelru.LRU[string, V] {
 // with the outcome of the call (zero when cached) for the usage.
 func askContentFree(c *caller, e engine.Engine, req decision.Request, j, orders int) (decision.Distribution, engine.Outcome, error) {
 	q := req.Questions[j]
-	key := contentFreeKey(req.Model, q, orders)
+	key := contentFreeKey(c.n.priorModel(req.Model), q, orders)
 	p := c.r.prior
 	if d, ok := p.contentFree(key); ok {
 		return d, engine.Outcome{}, nil

@@ -114,6 +114,18 @@ func (r *Router) served(n *Node, model string) served {
 	return s
 }
 
+// priorModel is model as the label priors key it: with the fingerprint
+// of the build n serves under it, so that a content-free reading of one
+// build is never divided out of another's answers.
+func (n *Node) priorModel(model string) string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if b := n.buildLocked(model); b != nil && b.id != "" {
+		return model + "\x00" + b.id
+	}
+	return model
+}
+
 // buildLocked is what n knows of the build it serves under model, read
 // as the engine reads names (on Ollama "m" is "m:latest"); nil when it
 // was not probed. The caller holds n.mu.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"system1/internal/config"
+	"system1/internal/decision"
 	"system1/internal/fakeengine"
 )
 
@@ -150,5 +151,31 @@ func TestFingerprintsOff(t *testing.T) {
 	}
 	if a := decide(t, r, choiceRequest(fakeengine.DefaultModel, 3)); a.Fingerprint != "" {
 		t.Fatalf("answer carries fingerprint %q with fingerprints off", a.Fingerprint)
+	}
+}
+
+// A batch prior learnt on one build is not divided out of another's
+// answers: after a change its estimate starts afresh.
+func TestBatchPriorIsPerBuild(t *testing.T) {
+	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Build: "one"})
+	t.Cleanup(f.Close)
+	n, err := NewNode(config.Node{Name: "n", URL: f.URL, Dialect: "llamacpp", Models: []string{fakeengine.DefaultModel}}, func(string) string { return "" }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := New([]*Node{n}, Options{Prior: Prior{Mode: decision.PriorBatch, MinRequests: 2}, Fingerprint: FingerprintOptions{Log: slog.New(slog.DiscardHandler)}})
+	r.Probe(t.Context())
+	req := choiceRequest(fakeengine.DefaultModel, 3)
+	for i, want := range []bool{false, false, true} {
+		if a := decide(t, r, req); (a.Prior != nil) != want {
+			t.Fatalf("answer %d of the first build: prior %v, want one %v", i, a.Prior, want)
+		}
+	}
+	f.SetBuild("two")
+	r.Probe(t.Context())
+	for i, want := range []bool{false, false, true} {
+		if a := decide(t, r, req); (a.Prior != nil) != want {
+			t.Fatalf("answer %d of the second build: prior %v, want one %v", i, a.Prior, want)
+		}
 	}
 }
