@@ -171,9 +171,10 @@ func (s *Service) cacheKey(req Request, fits *calibration.Fits) lookup {
 // to (through the aliases) and every node that serves it, by name and
 // dialect, in configured order, healthy or not: a node that starts or
 // stops serving it, or a router held to other nodes (a decide link's),
-// changes it. The per-node fingerprint of the build a node serves under
-// that name joins here, so that a model swapped under the same name
-// changes the key too. ok is false when no node serves the model.
+// changes it. The fingerprint of the build each node serves under that
+// name (fleet.Node.Fingerprint) joins it, so that a model swapped under
+// the same name changes the key too: an answer of the old build is never
+// replayed for the new one. ok is false when no node serves the model.
 func ModelIdentity(r *fleet.Router, model string) (id string, ok bool) {
 	nodes := r.Serving(model)
 	if len(nodes) == 0 {
@@ -186,6 +187,8 @@ func ModelIdentity(r *fleet.Router, model string) (id string, ok bool) {
 		b = strconv.AppendQuote(b, n.Name)
 		b = append(b, '/')
 		b = strconv.AppendQuote(b, n.Dialect)
+		b = append(b, '@')
+		b = strconv.AppendQuote(b, n.Fingerprint(r.Resolve(model)))
 	}
 	return string(b), true
 }

@@ -3,6 +3,7 @@ package answer_test
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -366,5 +367,32 @@ func TestCacheConcurrentCallers(t *testing.T) {
 	wg.Wait()
 	if h, m := c.Hits(), c.Misses(); h+m != callers*each || m < states || m > callers*states {
 		t.Errorf("hits %d, misses %d for %d requests over %d states", h, m, callers*each, states)
+	}
+}
+
+// A model swapped under the same name on a node, seen by the node's
+// fingerprint, is a miss: an answer of the old build is never replayed
+// for the new one, and the new build's answer carries its fingerprint.
+func TestCacheMissesAcrossASwappedBuild(t *testing.T) {
+	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{"m"}, Build: "one", Behavior: fakeengine.Behavior{Prompted: fakeengine.Leaning}})
+	t.Cleanup(f.Close)
+	n, err := fleet.NewNode(config.Node{Name: "n", URL: f.URL, Dialect: "llamacpp", Models: []string{"m"}, Timeout: config.Duration(5 * time.Second)},
+		func(string) string { return "" }, http.DefaultClient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := fleet.New([]*fleet.Node{n}, fleet.Options{Fingerprint: fleet.FingerprintOptions{Log: slog.New(slog.DiscardHandler)}})
+	svc := answer.New(answer.Options{Router: r, Cache: answer.NewCache(16, time.Hour)})
+	r.Probe(t.Context())
+	req := twoQuestions("m")
+	first := ask(t, svc, req)
+	if got := ask(t, svc, req); got.Cache != answer.CacheHit {
+		t.Fatalf("a repeat of the first build: cache %q", got.Cache)
+	}
+	f.SetBuild("two")
+	r.Probe(t.Context())
+	got := ask(t, svc, req)
+	if got.Cache != answer.CacheMiss || got.Questions[0].Fingerprint == first.Questions[0].Fingerprint || got.Questions[0].Fingerprint != n.Fingerprint("m") {
+		t.Fatalf("after the swap: cache %q, fingerprint %q (first %q)", got.Cache, got.Questions[0].Fingerprint, first.Questions[0].Fingerprint)
 	}
 }

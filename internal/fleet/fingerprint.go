@@ -114,6 +114,18 @@ func (r *Router) served(n *Node, model string) served {
 	return s
 }
 
+// Fingerprint is the fingerprint of the build n serves under model, as
+// the background probes last saw it; "" when it was not probed, or
+// fingerprints are off.
+func (n *Node) Fingerprint(model string) string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if b := n.buildLocked(model); b != nil {
+		return b.id
+	}
+	return ""
+}
+
 // priorModel is model as the label priors key it: with the fingerprint
 // of the build n serves under it, so that a content-free reading of one
 // build is never divided out of another's answers.
