@@ -69,6 +69,9 @@ type setup struct {
 	// of what a request may ask, not of how fast it is answered, gives a
 	// long one, so that a loaded machine cannot fail it.
 	requestTimeout time.Duration
+	// probe runs the background probe once before the server starts, so
+	// that the nodes' builds are fingerprinted.
+	probe bool
 }
 
 // testPolicy is the router's default policy with a cooldown longer than
@@ -96,6 +99,9 @@ func serve(t testing.TB, s setup) *system1 {
 	}
 	router := fleet.New(nodes, fleet.Options{Aliases: s.aliases, Policy: testPolicy, Debias: s.debias, Prior: s.prior, MaxQuestions: s.maxQuestions})
 	router.Discover(t.Context())
+	if s.probe {
+		router.Probe(t.Context())
+	}
 	api := httpapi.New(httpapi.Options{
 		Answer:         answer.New(answer.Options{Router: router}),
 		Keys:           s.keys,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -424,5 +425,20 @@ func TestConcurrentClients(t *testing.T) {
 	wg.Wait()
 	if n := len(a.fake.Inferences()) + len(b.fake.Inferences()); n != 16*5*3 {
 		t.Errorf("%d engine calls for %d questions", n, 16*5*3)
+	}
+}
+
+// X-System1-Served names the node, the model and the fingerprint of the
+// build that answered: unknown before the node was probed, its
+// fingerprint after; per question when two nodes served them.
+func TestSystemOneServedHeader(t *testing.T) {
+	a := startNode(t, "a", fakeengine.LlamaCpp, fakeengine.Behavior{})
+	a.fake.SetBuild("one")
+	if got := serve(t, setup{nodes: []node{a}}).ask(t, noulQ).header.Get("X-System1-Served"); got != "node=a model=fake fingerprint=unknown" {
+		t.Errorf("before a probe: X-System1-Served %q", got)
+	}
+	got := serve(t, setup{nodes: []node{a}, probe: true}).ask(t, noulQ).header.Get("X-System1-Served")
+	if !regexp.MustCompile(`^node=a model=fake fingerprint=[0-9a-f]{16}$`).MatchString(got) {
+		t.Errorf("after a probe: X-System1-Served %q", got)
 	}
 }
