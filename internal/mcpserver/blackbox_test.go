@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -560,6 +561,21 @@ func TestHTTPDecideMatchesMCP(t *testing.T) {
 	if err := testbin.WaitHealthy(url, exited, 30*time.Second); err != nil {
 		t.Fatalf("system1 serve: %v\n%s", err, cmd.Stderr)
 	}
+	// serve's first background probe fingerprints the node's build.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		h, err := http.Get(url + "/health")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(h.Body)
+		h.Body.Close()
+		if regexp.MustCompile(`"fingerprint":"[0-9a-f]{16}"`).Match(body) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no fingerprint in /health within a minute: %s", body)
+		}
+	}
 	resp, err := http.Post(url+"/v1/decide", "application/json", strings.NewReader(args))
 	if err != nil {
 		t.Fatal(err)
@@ -570,7 +586,20 @@ func TestHTTPDecideMatchesMCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = json.Unmarshal(viaMCP, &fromMCP)
+	// serve fingerprints the build that answered at its background
+	// probe; the MCP server runs none (it contacts no node before a tool
+	// call), so its answers name no fingerprint (docs/fingerprints.md).
+	// Everything else is the same answer.
+	if fp := servedFingerprint(viaHTTP); len(fp) != 16 {
+		t.Errorf("serve's decide names fingerprint %q", fp)
+	}
+	if fp := servedFingerprint(fromMCP); fp != "" {
+		t.Errorf("the MCP server's decide names fingerprint %q", fp)
+	}
 	for _, m := range []map[string]any{viaHTTP, fromMCP} {
+		if served, ok := m["served"].(map[string]any); ok {
+			delete(served, "fingerprint")
+		}
 		delete(m, "latency_ms")
 		for _, a := range m["attempts"].([]any) {
 			delete(a.(map[string]any), "latency_ms")
@@ -665,4 +694,11 @@ func TestRealEngine(t *testing.T) {
 	if h := s.health(); h.Status != gateway.HealthOK || !h.Providers[0].OK {
 		t.Errorf("health %+v", h)
 	}
+}
+
+// servedFingerprint is the fingerprint a decide answer's served names.
+func servedFingerprint(res map[string]any) string {
+	served, _ := res["served"].(map[string]any)
+	fp, _ := served["fingerprint"].(string)
+	return fp
 }
