@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"system1/internal/decisionsapi"
 	"system1/internal/engine"
 	"system1/internal/fingerprint"
 	"system1/internal/redact"
@@ -174,6 +175,7 @@ type identifier interface {
 var (
 	_ identifier = (*engineBackend)(nil)
 	_ identifier = (*upstreamBackend)(nil)
+	_ identifier = (*decisionsBackend)(nil)
 )
 
 func (b *engineBackend) identity(ctx context.Context, model string) (fingerprint.Identity, error) {
@@ -193,6 +195,27 @@ func (b *upstreamBackend) identity(ctx context.Context, model string) (fingerpri
 
 func (b *upstreamBackend) canary(ctx context.Context, model string) (fingerprint.Reading, engine.CanaryUsage, error) {
 	var reply *systemone.Reply
+	err := engine.Call(ctx, func(ctx context.Context) (err error) {
+		reply, err = b.c.Ask(ctx, fingerprint.Request(model))
+		return err
+	})
+	if err != nil {
+		return fingerprint.Reading{}, engine.CanaryUsage{Calls: 1}, err
+	}
+	use := engine.CanaryUsage{Calls: 1, InputTokens: reply.Usage.InputTokens, OutputTokens: reply.Usage.OutputTokens}
+	r, err := fingerprint.NewReading(reply.Dists, reply.Model)
+	return r, use, err
+}
+
+func (b *decisionsBackend) identity(ctx context.Context, model string) (fingerprint.Identity, error) {
+	return b.c.Identity(ctx, model)
+}
+
+// canary asks a Decisions endpoint the canary in one request; a question
+// it refused is read as uninformative, as an engine's question whose
+// labels the model ranked none of.
+func (b *decisionsBackend) canary(ctx context.Context, model string) (fingerprint.Reading, engine.CanaryUsage, error) {
+	var reply *decisionsapi.Reply
 	err := engine.Call(ctx, func(ctx context.Context) (err error) {
 		reply, err = b.c.Ask(ctx, fingerprint.Request(model))
 		return err

@@ -179,3 +179,55 @@ func TestBatchPriorIsPerBuild(t *testing.T) {
 		}
 	}
 }
+
+// A node over a Decisions endpoint is fingerprinted as the other
+// backends are: its model list is the identity, its canary one request
+// (a refused question read as uninformative), and a reply that moved is
+// a change once the canary is due again.
+func TestProbeFingerprintsADecisionsNode(t *testing.T) {
+	skewed := func(first float64) func(int) decision.Distribution {
+		return func(n int) decision.Distribution {
+			d := make(decision.Distribution, n)
+			d[0] = first
+			for i := 1; i < n; i++ {
+				d[i] = (1 - first) / float64(n-1)
+			}
+			return d
+		}
+	}
+	d := fakeengine.StartDecisions(t, fakeengine.Reply{Model: fakeengine.DefaultModel, Dist: skewed(0.7), Refuse: []string{"urgency"}})
+	n, err := NewNode(config.Node{Name: "n", URL: d.URL, Dialect: "decisions", Models: []string{fakeengine.DefaultModel},
+		Timeout: config.Duration(5 * time.Second)}, func(string) string { return "" }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := &printObserver{calls: map[string]int{}, changes: map[string]int{}}
+	r := New([]*Node{n}, Options{Observer: obs, Fingerprint: FingerprintOptions{CanaryEvery: time.Hour,
+		Log: slog.New(slog.DiscardHandler)}})
+	clock := &lockedClock{t: time.Unix(1e9, 0)}
+	r.now = clock.now
+	key := "n/" + fakeengine.DefaultModel
+
+	r.Probe(t.Context())
+	fs := n.State(r.now()).Fingerprints
+	if len(fs) != 1 || fs[0].ID == "" || fs[0].Error != "" {
+		t.Fatalf("after the first probe: %+v", fs)
+	}
+	first := fs[0]
+	if got := obs.count(obs.calls, key+"/ok"); got != 1 {
+		t.Fatalf("the canary made %d calls of the endpoint, want 1 (one request)", got)
+	}
+	if a := decide(t, r, choiceRequest(fakeengine.DefaultModel, 3)); a.Fingerprint != first.ID {
+		t.Fatalf("answer served by %q, want %q", a.Fingerprint, first.ID)
+	}
+	d.Set(fakeengine.Reply{Model: fakeengine.DefaultModel, Dist: skewed(0.4), Refuse: []string{"urgency"}})
+	clock.advance(2 * time.Hour)
+	r.Probe(t.Context())
+	moved := n.State(r.now()).Fingerprints[0]
+	if moved.ID == first.ID || moved.Changes != 1 || !strings.Contains(moved.Change, "canary moved") {
+		t.Fatalf("the endpoint's answers moved: %+v (first %s)", moved, first.ID)
+	}
+	if got := obs.count(obs.changes, key); got != 1 {
+		t.Fatalf("%d changes observed, want 1", got)
+	}
+}
