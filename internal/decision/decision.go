@@ -164,11 +164,7 @@ func Validate(r Request, lim Limits) []Problem {
 	if r.Model == "" {
 		add("Field required", "missing", "model")
 	}
-	if len(r.State) == 0 {
-		add("Field required", "missing", "state")
-	} else if len(r.State) > lim.MaxStateBytes {
-		add(fmt.Sprintf("state is %d bytes; at most %d are accepted", len(r.State), lim.MaxStateBytes), "too_long", "state")
-	}
+	ps = append(ps, ValidateState(r.State, lim)...)
 	if len(r.Questions) == 0 {
 		add("at least one question is required", "too_short", "questions")
 	}
@@ -210,4 +206,17 @@ func Validate(r Request, lim Limits) []Problem {
 		}
 	}
 	return ps
+}
+
+// ValidateState returns the problems of a request's state against lim
+// (none, or one at the path "state"): Validate's, for a face that reads
+// several states over one set of questions.
+func ValidateState(state json.RawMessage, lim Limits) []Problem {
+	switch {
+	case len(state) == 0:
+		return []Problem{{Path: []string{"state"}, Msg: "Field required", Type: "missing"}}
+	case len(state) > lim.MaxStateBytes:
+		return []Problem{{Path: []string{"state"}, Msg: fmt.Sprintf("state is %d bytes; at most %d are accepted", len(state), lim.MaxStateBytes), Type: "too_long"}}
+	}
+	return nil
 }

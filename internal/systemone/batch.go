@@ -1,12 +1,15 @@
 package systemone
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"system1/internal/decision"
+	"system1/internal/jsonx"
 )
 
 // MaxBatchStates is how many states one POST /v1/systemone/batch may
@@ -35,11 +38,135 @@ func AppendBatchRequest(b []byte, req decision.Request, states []json.RawMessage
 	return append(b, '}')
 }
 
+// BatchParsed is a POST /v1/systemone/batch body read as far as it could
+// be: the model and questions as ParseRequest reads them from a
+// /v1/systemone body, and the states, with every problem found on the
+// way. Only a batch without problems may be asked.
+type BatchParsed struct {
+	// Parsed holds the model, the questions and their problems; its State
+	// is unused.
+	Parsed
+	States []json.RawMessage
+}
+
+// ParseBatchRequest reads a POST /v1/systemone/batch body, laya-serve's
+// shape: {"model", "states": [1 to MaxBatchStates states], "questions"},
+// each state what /v1/systemone's "state" may be. Unknown fields are
+// ignored, as on /v1/systemone.
+func ParseBatchRequest(body []byte) *BatchParsed {
+	p := &BatchParsed{Parsed: *ParseRequest(body)}
+	// ParseRequest reads a "state"; a batch has "states" instead.
+	kept := p.Problems[:0]
+	for _, pr := range p.Problems {
+		if len(pr.Path) != 1 || pr.Path[0] != "state" {
+			kept = append(kept, pr)
+		}
+	}
+	p.Problems = kept
+	top, err := jsonx.Members(body)
+	if err != nil || !json.Valid(body) {
+		return p // the body itself could not be read, which ParseRequest said
+	}
+	fail := func(typ, msg string, path ...string) {
+		p.Problems = append(p.Problems, decision.Problem{Path: path, Msg: msg, Type: typ})
+	}
+	raw, ok := jsonx.Lookup(top, "states")
+	if !ok || jsonx.Kind(raw) == "null" {
+		fail("missing", fmt.Sprintf("Field required: states, an array of 1 to %d states", MaxBatchStates), "states")
+		return p
+	}
+	var states []json.RawMessage
+	if jsonx.Kind(raw) != "array" || json.Unmarshal(raw, &states) != nil {
+		fail("list_type", fmt.Sprintf("states must be an array of 1 to %d states", MaxBatchStates), "states")
+		return p
+	}
+	switch {
+	case len(states) == 0:
+		fail("too_short", "states must hold at least one state", "states")
+		return p
+	case len(states) > MaxBatchStates:
+		fail("too_long", fmt.Sprintf("%d states; at most %d are accepted in one batch", len(states), MaxBatchStates), "states")
+		return p
+	}
+	for i, s := range states {
+		switch jsonx.Kind(s) {
+		case "string", "object", "array":
+		case "null":
+			fail("missing", "a state is required", "states", strconv.Itoa(i))
+		default:
+			fail("union_type", "a state must be a string, an object or an array", "states", strconv.Itoa(i))
+		}
+	}
+	p.States = states // decoded copies of the bytes as sent
+	return p
+}
+
+// Validate returns the batch's structural problems plus those of lim:
+// the questions' as for /v1/systemone, and each state's size, named
+// states.<i>.
+func (p *BatchParsed) Validate(lim decision.Limits) []decision.Problem {
+	out := p.Parsed.Validate(lim)
+	for i, s := range p.States {
+		for _, pr := range decision.ValidateState(s, lim) {
+			pr.Path = []string{"states", strconv.Itoa(i)}
+			out = append(out, pr)
+		}
+	}
+	return out
+}
+
+// AppendBatchResponse writes a POST /v1/systemone/batch reply:
+// {"results": [...], "request_ids": [...], "usage": {...}}. Each result
+// is what /v1/systemone would have answered for its state: a response
+// (Response.AppendJSON), or the error body it would have sent with its
+// status added (AppendBatchError); request_ids are the ids each state's
+// answers were recorded under, aligned with results; usage sums the
+// answered states' tokens.
+func AppendBatchResponse(b []byte, results [][]byte, ids []string, usage Usage) []byte {
+	b = append(b, `{"results":[`...)
+	for i, r := range results {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, r...)
+	}
+	b = append(b, `],"request_ids":[`...)
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, id)
+	}
+	b = append(b, `],"usage":{"input_tokens":`...)
+	b = strconv.AppendInt(b, int64(usage.InputTokens), 10)
+	b = append(b, `,"output_tokens":`...)
+	b = strconv.AppendInt(b, int64(usage.OutputTokens), 10)
+	if usage.Estimated {
+		b = append(b, `,"estimated":true`...)
+	}
+	return append(b, "}}"...)
+}
+
+// AppendBatchError writes a batch result for a state that was not
+// answered: the error body /v1/systemone would have sent for it, with
+// its HTTP status added as "status".
+func AppendBatchError(b []byte, status int, body []byte) []byte {
+	b = append(b, `{"status":`...)
+	b = strconv.AppendInt(b, int64(status), 10)
+	body = bytes.TrimSpace(body)
+	if len(body) > 2 && body[0] == '{' {
+		return append(append(b, ','), body[1:]...)
+	}
+	return append(b, '}')
+}
+
 // ParseBatchResponse reads a POST /v1/systemone/batch reply to req over n
 // states: {"results": [...]}, one System One response per state in the
 // states' order. A reply that is not that shape, or holds another number of
-// results, is an error; a result that fails the clients' checks is that
-// state's error (wrapping ErrMalformed) in errs, aligned with replies.
+// results, is an error; a result that is an error (system1's shape for a
+// state that was not answered: an error body with its "status") is that
+// state's *StatusError, and one that fails the clients' checks is that
+// state's error wrapping ErrMalformed, in errs, aligned with replies.
 func ParseBatchResponse(req decision.Request, n int, body []byte) (replies []*Reply, errs []error, err error) {
 	var top struct {
 		Results []json.RawMessage `json:"results"`
@@ -55,6 +182,10 @@ func ParseBatchResponse(req decision.Request, n int, body []byte) (replies []*Re
 	}
 	replies, errs = make([]*Reply, n), make([]error, n)
 	for i, raw := range top.Results {
+		if se := batchError(raw); se != nil {
+			errs[i] = se
+			continue
+		}
 		r, err := ParseResponse(req, raw)
 		if err != nil {
 			errs[i] = fmt.Errorf("%w: results[%d]: %v", ErrMalformed, i, err)
@@ -80,4 +211,18 @@ func (c *Client) AskBatch(ctx context.Context, req decision.Request, states []js
 		return nil, nil, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
 	return replies, errs, nil
+}
+
+// batchError reads a batch result that is an error: an object with a
+// "status" and an "error", and no "answers"; nil for any other.
+func batchError(raw json.RawMessage) *StatusError {
+	var e struct {
+		Status  int             `json:"status"`
+		Error   json.RawMessage `json:"error"`
+		Answers json.RawMessage `json:"answers"`
+	}
+	if json.Unmarshal(raw, &e) != nil || e.Status < 400 || e.Status > 599 || e.Error == nil || e.Answers != nil {
+		return nil
+	}
+	return &StatusError{Code: e.Status, Message: ErrorMessage(raw)}
 }
