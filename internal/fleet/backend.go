@@ -77,11 +77,11 @@ func (b *engineBackend) ask(c *caller, req decision.Request) []answer {
 	// they need.
 	defer c.r.probeConstraint(c.n, req.Model)
 	out := make([]answer, len(req.Questions))
-	ask := func(j int) {
+	ask := func(ctx context.Context, j int) {
 		start := c.now()
 		// The question's calls are one attempt, traced under its question
 		// (nothing when tracing is off).
-		actx, span := tracing.StartAttempt(tracing.ForQuestion(c.ctx, req.Questions[j].ID), c.n.Name, req.Model, c.n.Dialect)
+		actx, span := tracing.StartAttempt(tracing.ForQuestion(ctx, req.Questions[j].ID), c.n.Name, req.Model, c.n.Dialect)
 		ac := *c
 		ac.ctx = actx
 		orders := c.debias.orders(req, req.Questions[j])
@@ -106,6 +106,23 @@ func (b *engineBackend) ask(c *caller, req decision.Request) []answer {
 			out[j].prior, out[j].priorVersion = prior, decision.ContentFreeVersion
 		}
 	}
+	if h, ok := b.e.(holder); ok && engine.Throughput(c.ctx) {
+		// Row-wise work: the state holds a slot of its own and its
+		// questions go there one after another, the state prefilled
+		// once, while other states keep the other slots busy.
+		ctx, release, err := h.Hold(c.ctx, req.State)
+		if err != nil { // the request ended while it waited: no call was made
+			for j := range out {
+				out[j] = answer{err: failure(err)}
+			}
+			return out
+		}
+		defer release()
+		for j := range out {
+			ask(ctx, j)
+		}
+		return out
+	}
 	// Engines cache prompt prefixes, but on an engine that spreads
 	// concurrent requests over slots with a cache each, questions sent
 	// together over a state the node has not seen would each prefill it.
@@ -115,7 +132,7 @@ func (b *engineBackend) ask(c *caller, req decision.Request) []answer {
 	// question at once.
 	first := 0
 	if b.leadFirst && len(out) > 1 && !c.warm {
-		ask(0)
+		ask(c.ctx, 0)
 		first = 1
 		// A node that failed the first question (down, hung, busy, asking
 		// for a pause, answering garbage) is not sent the rest: they go on
@@ -135,14 +152,24 @@ func (b *engineBackend) ask(c *caller, req decision.Request) []answer {
 	// common case, then needs no goroutine handoff.
 	var wg sync.WaitGroup
 	for j := first; j < len(out)-1; j++ {
-		wg.Go(func() { ask(j) })
+		wg.Go(func() { ask(c.ctx, j) })
 	}
 	if first < len(out) {
-		ask(len(out) - 1)
+		ask(c.ctx, len(out)-1)
 	}
 	wg.Wait()
 	return out
 }
+
+// holder is an engine that can give a state one of its slots for
+// row-wise work (the llamacpp dialect's Hold).
+type holder interface {
+	Hold(ctx context.Context, state json.RawMessage) (held context.Context, release func(), err error)
+	// HeldSlots is how many slots states hold now.
+	HeldSlots() int
+}
+
+var _ holder = (*llamacpp.Engine)(nil)
 
 // primer is an engine that can copy a state's slot where a request's
 // other questions load it (the llamacpp dialect's Prime).

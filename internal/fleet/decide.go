@@ -72,7 +72,7 @@ func (r *Router) Decide(ctx context.Context, req decision.Request) (*Result, err
 	settled := make([]bool, len(req.Questions)) // answered, or rejected as a bad request
 	tried := false
 	var left *Node // the node the pending questions last failed on
-	for _, n := range r.order(r.withModel(serving, model), req.State) {
+	for _, n := range r.order(r.withModel(serving, model), req.State, engine.Throughput(ctx)) {
 		if ctx.Err() != nil {
 			break
 		}
@@ -263,8 +263,11 @@ func (r *Router) withModel(nodes []*Node, model string) []*Node {
 // priority, and within a priority the node the state hashes to first
 // (rendezvous hashing, so that questions over one state reuse one node's
 // prompt cache) unless all its slots are taken, then the others by fewest
-// calls in flight and waiting, ties in configured order.
-func (r *Router) order(serving []*Node, state []byte) []*Node {
+// calls in flight and waiting, ties in configured order. For row-wise
+// work (bulk) a slot a state holds counts as taken, and the states
+// holding slots as load: a state goes to a node with a slot free rather
+// than wait for one on its own node.
+func (r *Router) order(serving []*Node, state []byte, bulk bool) []*Node {
 	now := r.now()
 	var out []*Node
 	for _, n := range serving {
@@ -272,7 +275,14 @@ func (r *Router) order(serving []*Node, state []byte) []*Node {
 			out = append(out, n)
 		}
 	}
-	load := func(n *Node) int { in, q := n.slots.load(); return in + q }
+	load := func(n *Node) int {
+		in, q := n.slots.load()
+		if bulk {
+			in += n.held()
+		}
+		return in + q
+	}
+	full := func(n *Node) bool { return n.slots.saturated() || (bulk && n.held() >= n.knownSlots()) }
 	slices.SortStableFunc(out, func(a, b *Node) int {
 		return cmp.Or(cmp.Compare(a.Priority, b.Priority), cmp.Compare(load(a), load(b)))
 	})
@@ -288,7 +298,7 @@ func (r *Router) order(serving []*Node, state []byte) []*Node {
 				best = i
 			}
 		}
-		if !out[best].slots.saturated() {
+		if !full(out[best]) {
 			n := out[best]
 			copy(out[lo+1:best+1], out[lo:best])
 			out[lo] = n

@@ -237,9 +237,12 @@ type State struct {
 	Priority int      `json:"priority"`
 	// Healthy is false while the node cools down: after failures, or a
 	// health probe that found it down.
-	Healthy    bool      `json:"healthy" jsonschema:"False while the node cools down after failures, or after a health probe found it down (cool_reason says which)."`
-	InFlight   int       `json:"in_flight"`
-	Queued     int       `json:"queued"`
+	Healthy  bool `json:"healthy" jsonschema:"False while the node cools down after failures, or after a health probe found it down (cool_reason says which)."`
+	InFlight int  `json:"in_flight"`
+	Queued   int  `json:"queued"`
+	// Slots is how many engine calls the node runs at once: its
+	// max_inflight, or fewer where its engine said it runs fewer.
+	Slots      int       `json:"slots" jsonschema:"How many engine calls the node runs at once: its max_inflight, or fewer where its engine said it runs fewer (llama-server's slots, once read). A client keeping the node busy keeps this many calls in flight."`
 	CoolUntil  time.Time `json:"cool_until,omitzero"`
 	CoolReason string    `json:"cool_reason,omitempty"`
 	Error      string    `json:"error,omitempty" jsonschema:"Why the node last failed to list its models, for a node whose models are not configured."`
@@ -287,7 +290,7 @@ func (n *Node) State(now time.Time) State {
 		models = []string{} // none known yet: an empty list, never null
 	}
 	s := State{Name: n.Name, Dialect: n.Dialect, Models: models, Priority: n.Priority,
-		Healthy: !now.Before(n.coolUntil), InFlight: inFlight, Queued: queued,
+		Healthy: !now.Before(n.coolUntil), InFlight: inFlight, Queued: queued, Slots: n.knownSlots(),
 		Errors: n.errors.Load(), Failovers: n.failovers.Load(), Cooldowns: n.cooldowns.Load()}
 	if !s.Healthy {
 		s.CoolUntil, s.CoolReason = n.coolUntil, n.coolReason

@@ -127,7 +127,23 @@ func (d *RemoteDecider) DecideBatch(ctx context.Context, job decision.Request, s
 			out[i] = result(r)
 		}
 	}
+	// A state the endpoint could not answer now (a system1 batch reports
+	// each state's own status) is asked again alone, with the retries a
+	// row gets: only a state's own refusal is its answer.
+	for i, e := range errs {
+		var se *systemone.StatusError
+		if errors.As(e, &se) && retryable(se.Code) {
+			req := job
+			req.State = states[i]
+			out[i], errs[i] = d.Decide(ctx, req)
+		}
+	}
 	return out, errs, nil
+}
+
+// retryable reports whether a status is one a call is tried again after.
+func retryable(code int) bool {
+	return code == http.StatusTooManyRequests || code == http.StatusRequestTimeout || code >= 500
 }
 
 // retry runs call until it succeeds, fails for good, or the retries are
@@ -186,7 +202,7 @@ func (d *RemoteDecider) judge(err error, attempt int, batch bool) (again bool, w
 		// No row can be asked: the key is refused, or the route is not
 		// there.
 		return false, 0, fmt.Errorf("%w: %v", ErrUnavailable, err)
-	case se.Code == http.StatusTooManyRequests || se.Code == http.StatusRequestTimeout || se.Code >= 500:
+	case retryable(se.Code):
 		if se.RetryAfter > 0 {
 			wait = min(maxWait, se.RetryAfter)
 		}
@@ -198,8 +214,9 @@ func (d *RemoteDecider) judge(err error, attempt int, batch bool) (again bool, w
 // Capacity reads the endpoint's GET /health: where it reports its nodes'
 // slots, the rows of job that fill the slots of the healthy nodes serving
 // its model, less those other callers hold (their calls in flight and
-// queued), in batches of MaxBatch rows while batches are on; where it does
-// not (hosted Jev, laya-serve, a system1 hiding its nodes from callers
+// queued); while batches are on, in batches of MaxBatch rows, and one
+// batch more, so that the next is there when one ends; where it does not
+// (hosted Jev, laya-serve, a system1 hiding its nodes from callers
 // without a key), 0.
 func (d *RemoteDecider) Capacity(ctx context.Context, job decision.Request) int {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -219,14 +236,18 @@ func (d *RemoteDecider) Capacity(ctx context.Context, job decision.Request) int 
 	if json.Unmarshal(data, &h) != nil {
 		return 0
 	}
-	rows := capacity(h.Nodes, job.Model, len(job.Questions), int(d.inFlight.Load()))
 	b := d.MaxBatch()
-	return (rows + b - 1) / b
+	rows := capacity(h.Nodes, job.Model, len(job.Questions), int(d.inFlight.Load()), b > 1)
+	if b <= 1 || rows == 0 {
+		return rows
+	}
+	return (rows+b-1)/b + 1
 }
 
 // nodeLoad is what /health says of one node: the fleet's State, of which
 // only these fields are read.
 type nodeLoad struct {
+	Dialect  string   `json:"dialect"`
 	Healthy  bool     `json:"healthy"`
 	Models   []string `json:"models"`
 	InFlight int      `json:"in_flight"`
@@ -237,12 +258,16 @@ type nodeLoad struct {
 }
 
 // capacity is how many rows of k questions keep the slots of nodes full,
-// with mine rows of this caller already in flight. A node runs one row's
-// questions at once on up to half its slots (the fleet's share), so a
-// node of s slots is full with ceil(s / min(k, s/2)) rows. Other callers'
-// calls (in flight or queued, less this caller's) take their rows' worth
-// off the total. 0 when some node does not report its slots.
-func capacity(nodes []nodeLoad, model string, k, mine int) int {
+// with mine rows of this caller already in flight, as system1's fleet
+// counts them (fleet.Router.Capacity and fleet.RowSlots, which a test
+// holds this to). A node runs one row's questions at once on up to half
+// its slots (the fleet's share), so a node of s slots is full with
+// ceil(s / min(k, s/2)) rows; but rows asked in batches are row-wise work,
+// on which a llama.cpp node gives each row a slot of its own, so that it
+// is full with s rows. Other callers' calls (in flight or queued, less
+// this caller's) take their rows' worth off the total. 0 when some node
+// does not report its slots.
+func capacity(nodes []nodeLoad, model string, k, mine int, batches bool) int {
 	serving := false
 	for _, n := range nodes {
 		serving = serving || (n.Healthy && contains(n.Models, model))
@@ -256,6 +281,9 @@ func capacity(nodes []nodeLoad, model string, k, mine int) int {
 			return 0
 		}
 		per := max(1, min(k, n.Slots/2))
+		if batches && n.Dialect == "llamacpp" {
+			per = 1
+		}
 		rows += (n.Slots + per - 1) / per
 		slots += n.Slots
 		busy += n.InFlight + n.Queued

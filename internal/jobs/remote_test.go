@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"system1/internal/config"
+	"system1/internal/fakeengine"
 	"system1/internal/fleet"
 	"system1/internal/systemone"
 )
@@ -177,7 +179,7 @@ func TestCapacity(t *testing.T) {
 		{"a full fleet still gets a row", []nodeLoad{node(8, 8, 40, true, "m1")}, 2, 0, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := capacity(tc.nodes, "m1", tc.k, tc.mine); got != tc.want {
+			if got := capacity(tc.nodes, "m1", tc.k, tc.mine, false); got != tc.want {
 				t.Fatalf("%d, want %d", got, tc.want)
 			}
 		})
@@ -187,7 +189,7 @@ func TestCapacity(t *testing.T) {
 // Capacity reads the fields of /health that the fleet writes, by the
 // names the fleet gives them: a rename there fails here.
 func TestHealthFieldsMatchFleetState(t *testing.T) {
-	b, err := json.Marshal(fleet.State{Name: "n", Models: []string{"m1"}, Healthy: true, InFlight: 3, Queued: 2})
+	b, err := json.Marshal(fleet.State{Name: "n", Dialect: "llamacpp", Models: []string{"m1"}, Healthy: true, InFlight: 3, Queued: 2, Slots: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +197,7 @@ func TestHealthFieldsMatchFleetState(t *testing.T) {
 	if err := json.Unmarshal(b, &got); err != nil {
 		t.Fatal(err)
 	}
-	if !got.Healthy || got.InFlight != 3 || got.Queued != 2 || len(got.Models) != 1 || got.Models[0] != "m1" {
+	if !got.Healthy || got.InFlight != 3 || got.Queued != 2 || len(got.Models) != 1 || got.Models[0] != "m1" || got.Slots != 8 || got.Dialect != "llamacpp" {
 		t.Fatalf("%s read as %+v", b, got)
 	}
 	// Where the fleet reports slots, they are read by that name.
@@ -214,14 +216,18 @@ func TestHealthFieldsMatchFleetState(t *testing.T) {
 // in batches while batches are on.
 func TestRemoteCapacity(t *testing.T) {
 	const slots = `{"status":"ok","nodes":[{"name":"a","healthy":true,"models":["m1"],"in_flight":0,"queued":0,"slots":24}]}`
+	const llamaSlots = `{"status":"ok","nodes":[{"name":"a","dialect":"llamacpp","healthy":true,"models":["m1"],"in_flight":0,"queued":0,"slots":24}]}`
 	for _, tc := range []struct {
 		health   string
 		batchMax int
 		want     int
 	}{
 		{slots, 1, 12},
-		{slots, 5, 3},
-		{slots, 0, 1}, // batches of 64
+		{slots, 5, 4}, // 12 rows of two questions (the node is not llama.cpp), in batches of 5, and one more
+		{slots, 0, 2}, // batches of 64, and one more
+		{llamaSlots, 1, 12},
+		{llamaSlots, 0, 2}, // a llama.cpp node holds a slot a row: 24 rows, one batch, and one more
+		{llamaSlots, 8, 4}, // 24 rows in batches of 8, and one more
 		{`{"status":"ok","nodes":[{"name":"a","healthy":true,"models":["m1"],"in_flight":0,"queued":0}]}`, 1, 0},
 		{`{"status":"ok","loaded":["english"]}`, 0, 0},
 		{`not json`, 1, 0},
@@ -234,6 +240,50 @@ func TestRemoteCapacity(t *testing.T) {
 		}
 		if auth, _ := s.healthAuth.Load().(string); auth != "Bearer k" {
 			t.Errorf("/health was asked with Authorization %q", auth)
+		}
+	}
+}
+
+// The rows capacity counts from /health are the rows the fleet itself
+// runs: over a fleet of a llama.cpp node and an OpenAI-compatible one,
+// capacity over the fleet's states with batches on is Router.Capacity
+// (row-wise work, as the batch route asks), and with batches off each
+// node is full with the rows of fleet.RowSlots.
+func TestCapacityIsTheFleets(t *testing.T) {
+	llama := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Slots: 6})
+	defer llama.Close()
+	oai := fakeengine.New(fakeengine.Options{Dialect: fakeengine.OpenAI})
+	defer oai.Close()
+	var nodes []*fleet.Node
+	for _, c := range []config.Node{
+		{Name: "llama", URL: llama.URL, Dialect: "llamacpp", Models: []string{fakeengine.DefaultModel}},
+		{Name: "vllm", URL: oai.URL, Dialect: "openai", Models: []string{fakeengine.DefaultModel}, MaxInFlight: 10},
+	} {
+		n, err := fleet.NewNode(c, func(string) string { return "" }, http.DefaultClient)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, n)
+	}
+	r := fleet.New(nodes, fleet.Options{})
+	for k := 1; k <= 6; k++ {
+		want := r.Capacity(t.Context(), fakeengine.DefaultModel, k) // reads llama.cpp's slots
+		b, _ := json.Marshal(r.States())
+		var loads []nodeLoad
+		if err := json.Unmarshal(b, &loads); err != nil {
+			t.Fatal(err)
+		}
+		if loads[0].Slots != 6 || loads[1].Slots != 10 {
+			t.Fatalf("/health's slots %d and %d, want 6 and 10", loads[0].Slots, loads[1].Slots)
+		}
+		if got := capacity(loads, fakeengine.DefaultModel, k, 0, true); got != want {
+			t.Errorf("%d questions, in batches: %d rows, the fleet runs %d", k, got, want)
+		}
+		for _, l := range loads {
+			per := fleet.RowSlots(l.Slots, k)
+			if got := capacity([]nodeLoad{l}, fakeengine.DefaultModel, k, 0, false); got != (l.Slots+per-1)/per {
+				t.Errorf("%d questions, row by row on %s: %d rows, the fleet's share makes %d", k, l.Dialect, got, (l.Slots+per-1)/per)
+			}
 		}
 	}
 }

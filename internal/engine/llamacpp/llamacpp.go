@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"system1/internal/engine"
@@ -66,6 +67,11 @@ type Engine struct {
 	// they are all held a new connection waits for a kept-alive one to
 	// time out (5 s).
 	calls *callTokens
+
+	// held are the slots Hold gave a state, and released is closed and
+	// replaced when one is given back (guarded by mu).
+	held     map[int]bool
+	released chan struct{}
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -181,7 +187,9 @@ func (e *Engine) read(ctx context.Context, model string, p engine.Prompt, labels
 	if e.PinSlots {
 		if n := e.slots(ctx); n > 0 {
 			slot := int(p.Prefix() % uint64(n))
-			if e.SpreadSlots {
+			if h, ok := ctx.Value(heldKey{}).(int); ok && h < n {
+				slot = h
+			} else if e.SpreadSlots {
 				slot = (slot + engine.Spread(ctx)) % n
 			}
 			req.IDSlot = &slot
@@ -227,6 +235,68 @@ func (e *Engine) Prime(ctx context.Context, state json.RawMessage, k int) error 
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// heldKey carries, in a context, the slot Hold gave its state.
+type heldKey struct{}
+
+// Hold gives state a server slot of its own, for row-wise work
+// (engine.WithThroughput): the calls made under the returned context go
+// to that slot, one after another, so that the state is prefilled once
+// and each question adds only its own tokens, while other states keep the
+// other slots busy. The slot is the state's home, where a request over it
+// alone would go (the state's hash modulo the slots), when no other state
+// holds it, else the next one free; when every slot is held, Hold waits
+// for one, or ctx's end. release gives the slot back. Unpinned, or when
+// the server does not say how many slots it has, it holds nothing.
+func (e *Engine) Hold(ctx context.Context, state json.RawMessage) (held context.Context, release func(), err error) {
+	n := 0
+	if e.PinSlots {
+		n = e.slots(ctx)
+	}
+	if n <= 0 {
+		return ctx, func() {}, nil
+	}
+	home := int(engine.StatePrefix(state) % uint64(n))
+	for {
+		e.mu.Lock()
+		if e.held == nil {
+			e.held, e.released = map[int]bool{}, make(chan struct{})
+		}
+		for i := range n {
+			slot := (home + i) % n
+			if e.held[slot] {
+				continue
+			}
+			e.held[slot] = true
+			e.mu.Unlock()
+			var once sync.Once
+			return context.WithValue(ctx, heldKey{}, slot), func() { once.Do(func() { e.unhold(slot) }) }, nil
+		}
+		wait := e.released
+		e.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return ctx, nil, ctx.Err()
+		}
+	}
+}
+
+// unhold gives slot back and wakes those waiting for one.
+func (e *Engine) unhold(slot int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.held, slot)
+	close(e.released)
+	e.released = make(chan struct{})
+}
+
+// HeldSlots is how many slots Hold has given states now.
+func (e *Engine) HeldSlots() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.held)
 }
 
 // prime runs one task of a single token, on slot when it is not nil.
@@ -355,6 +425,14 @@ func (e *Engine) vocab(ctx context.Context) int {
 	return n
 }
 
+// Slots is how many tasks the server runs at once: its slots (-np), from
+// /props; 0 when it does not say.
+func (e *Engine) Slots(ctx context.Context) int { return e.slots(ctx) }
+
+// KnownSlots is Slots as last read, without a call: 0 before the first
+// read, or when the server did not say.
+func (e *Engine) KnownSlots() int { return e.nSlots.peek() }
+
 // slots is the server's number of slots, from /props; 0 when it does not
 // say.
 func (e *Engine) slots(ctx context.Context) int {
@@ -387,6 +465,7 @@ type fact struct {
 	mu    sync.Mutex
 	value int
 	retry time.Time
+	known atomic.Int64 // value, for peek
 }
 
 // reset forgets the value, for a server that now serves another model.
@@ -394,7 +473,11 @@ func (f *fact) reset() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.value, f.retry = 0, time.Time{}
+	f.known.Store(0)
 }
+
+// peek is the value read, 0 when none was; it never waits for a read.
+func (f *fact) peek() int { return int(f.known.Load()) }
 
 func (f *fact) get(ctx context.Context, read func(context.Context) (int, error)) (int, bool) {
 	f.mu.Lock()
@@ -411,6 +494,7 @@ func (f *fact) get(ctx context.Context, read func(context.Context) (int, error))
 		return 0, false
 	}
 	f.value = v
+	f.known.Store(int64(v))
 	return v, true
 }
 

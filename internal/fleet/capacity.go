@@ -1,0 +1,96 @@
+package fleet
+
+import (
+	"context"
+
+	"system1/internal/engine/llamacpp"
+)
+
+// slotted is an engine that says how many calls it runs at once:
+// llama-server, whose slots (-np) bound it below the node's max_inflight.
+type slotted interface {
+	// Slots reads the engine's number, 0 when it does not say.
+	Slots(ctx context.Context) int
+	// KnownSlots is the number as last read, without a call.
+	KnownSlots() int
+}
+
+var _ slotted = (*llamacpp.Engine)(nil)
+
+// knownSlots is how many engine calls n runs at once, as far as it is
+// known without a call: its max_inflight, or fewer where its engine said
+// it runs fewer.
+func (n *Node) knownSlots() int {
+	s := cap(n.slots.sem)
+	if b, ok := n.Backend.(*engineBackend); ok {
+		if e, ok := b.e.(slotted); ok {
+			if k := e.KnownSlots(); k > 0 {
+				s = min(s, k)
+			}
+		}
+	}
+	return s
+}
+
+// readSlots is knownSlots after asking the engine, when it has not said
+// yet.
+func (n *Node) readSlots(ctx context.Context) int {
+	if b, ok := n.Backend.(*engineBackend); ok {
+		if e, ok := b.e.(slotted); ok && e.KnownSlots() == 0 {
+			ctx, cancel := context.WithTimeout(ctx, n.Timeout)
+			defer cancel()
+			_ = e.Slots(ctx)
+		}
+	}
+	return n.knownSlots()
+}
+
+// RowSlots is how many of a node's s slots a request of k questions
+// holds at once: one per question, up to its share of the node, half of
+// the slots (see share). A node of s slots is full with ceil(s / RowSlots)
+// such requests. It is the rule clients that read /health's slots apply
+// too (internal/jobs), which a test holds to this one.
+func RowSlots(s, k int) int { return max(1, min(k, s/2)) }
+
+// Capacity is how many requests of k questions over model, asked as
+// row-wise work (engine.WithThroughput), the healthy nodes serving it run
+// at once with every slot busy: s for a node of s slots (State.Slots)
+// whose engine holds a slot per state (llama.cpp), whose questions then
+// go one after another; ceil(s / RowSlots(s, k)) for any other, which
+// asks a request's questions at once. It asks a llama.cpp node its slots
+// when it has not said them yet. 0 when no healthy node serves the model.
+func (r *Router) Capacity(ctx context.Context, model string, k int) int {
+	now := r.now()
+	rows := 0
+	for _, n := range r.withModel(r.Serving(model), r.Resolve(model)) {
+		if !n.State(now).Healthy {
+			continue
+		}
+		s := n.readSlots(ctx)
+		if n.holder() != nil {
+			rows += s
+			continue
+		}
+		per := RowSlots(s, k)
+		rows += (s + per - 1) / per
+	}
+	return rows
+}
+
+// holder is n's engine when it holds slots for states, else nil.
+func (n *Node) holder() holder {
+	if b, ok := n.Backend.(*engineBackend); ok {
+		if h, ok := b.e.(holder); ok {
+			return h
+		}
+	}
+	return nil
+}
+
+// held is how many of n's slots states hold now (row-wise work).
+func (n *Node) held() int {
+	if h := n.holder(); h != nil {
+		return h.HeldSlots()
+	}
+	return 0
+}
