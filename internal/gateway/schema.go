@@ -140,9 +140,44 @@ func schemaJSON(s *jsonschema.Schema) json.RawMessage {
 // them into schema/.
 func SchemaFiles() map[string][]byte {
 	return map[string][]byte{
-		"request.json":  MarshalSchema(RequestSchema()),
-		"response.json": MarshalSchema(ResponseSchema()),
+		"request.json":        MarshalSchema(RequestSchema()),
+		"response.json":       MarshalSchema(ResponseSchema()),
+		"batch-request.json":  MarshalSchema(BatchRequestSchema()),
+		"batch-response.json": MarshalSchema(BatchResponseSchema()),
 	}
+}
+
+// BatchRequestSchema is a decide batch's schema
+// (schema/batch-request.json): the decide request with contexts, 1 to
+// MaxBatchContexts context objects, in place of its context and its
+// request_id.
+func BatchRequestSchema() *jsonschema.Schema {
+	s := RequestSchema()
+	s.Title = "system1 decide batch request, schema version " + SchemaVersion
+	s.Description = "One decision for System 1 to make over each of many contexts (POST /v1/decide/batch): a decide request whose context is given as contexts."
+	p := s.Properties
+	ctx := p["context"]
+	ctx.Description = fmt.Sprintf("One context: facts the decision depends on, as a JSON object (at most %d KiB); passed to the model as the state.", MaxContextBytes>>10)
+	p["contexts"] = &jsonschema.Schema{Type: "array", Items: ctx, MinItems: ptr(1), MaxItems: ptr(MaxBatchContexts),
+		Description: fmt.Sprintf("The contexts, 1 to %d, each decided as a decide request with that context.", MaxBatchContexts)}
+	delete(p, "context")
+	delete(p, "request_id")
+	s.Required = append(s.Required, "contexts")
+	return s
+}
+
+// BatchResponseSchema is a decide batch's answer's schema
+// (schema/batch-response.json).
+func BatchResponseSchema() *jsonschema.Schema {
+	s := infer[BatchResponse]()
+	s.Schema, s.Title = draft, "system1 decide batch response, schema version "+SchemaVersion
+	s.Description = "One decide response per context, in order, or why the batch was refused."
+	one := ResponseSchema()
+	one.Schema, one.Title = "", ""
+	s.Properties["results"].Items = one
+	s.Properties["error"].Properties["code"].Enum = []any{CodeInvalidRequest}
+	s.Properties["schema_version"].Enum = []any{SchemaVersion}
+	return s
 }
 
 // FeedbackInputSchema is system1_feedback's input: one outcome.

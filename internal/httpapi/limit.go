@@ -82,6 +82,25 @@ func (l *limiter) allow(caller string, now time.Time) (ok bool, wait time.Durati
 	return true, 0
 }
 
+// charge takes n more tokens for caller, into debt if it must: a request
+// that turned out to be worth n more (a batch of states) makes the
+// caller's next requests wait as long as n requests would have. Never
+// more than the burst is reserved at once, which a reservation cannot
+// exceed.
+func (l *limiter) charge(caller string, n int, now time.Time) {
+	if l == nil || n <= 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := l.bucket(caller, now)
+	for n > 0 {
+		k := min(n, l.burst)
+		b.lim.ReserveN(now, k)
+		n -= k
+	}
+}
+
 // attempt checks caller's allowance of authentication failures before its
 // key is compared. While the caller is out of tokens, ok is false with
 // the wait, and the attempt must be refused without looking at its key.

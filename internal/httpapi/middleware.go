@@ -29,6 +29,9 @@ const requestKey ctxKey = 0
 type requestInfo struct {
 	id    string
 	notes []slog.Attr
+	// caller is whom the rate limit counts the request against, set by
+	// api: "" where none is counted.
+	caller string
 }
 
 // RequestID returns the request's id, as sent in the wire's request-id
@@ -112,6 +115,11 @@ type errorWriter func(w http.ResponseWriter, status int, typ, msg string)
 
 // apiIn is api for a route whose wire writes its errors through errs.
 func (s *Server) apiIn(errs errorWriter, h http.HandlerFunc) http.Handler {
+	return s.apiWithin(errs, h, s.opt.RequestTimeout)
+}
+
+// apiWithin is apiIn with the whole request bounded by timeout instead.
+func (s *Server) apiWithin(errs errorWriter, h http.HandlerFunc, timeout time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		caller := "" // whom the rate limit counts: the key, else the address
 		if s.AuthOn() {
@@ -131,6 +139,9 @@ func (s *Server) apiIn(errs errorWriter, h http.HandlerFunc) http.Handler {
 		if caller == "" && s.limiter != nil {
 			caller = "addr:" + clientKey(r.RemoteAddr)
 		}
+		if ri, ok := r.Context().Value(requestKey).(*requestInfo); ok {
+			ri.caller = caller
+		}
 		if ok, wait := s.limiter.allow(caller, time.Now()); !ok {
 			secs := retryAfterSeconds(wait)
 			w.Header().Set("Retry-After", strconv.Itoa(secs))
@@ -144,7 +155,7 @@ func (s *Server) apiIn(errs errorWriter, h http.HandlerFunc) http.Handler {
 			return
 		}
 		r.Body = body
-		ctx, cancel := context.WithTimeout(r.Context(), s.opt.RequestTimeout)
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
 		h(w, r.WithContext(ctx))
 	})

@@ -21,6 +21,7 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	handle := func(method, path string, h http.Handler) { mux.Handle(method+" "+path, h) }
 	handle(http.MethodPost, "/v1/systemone", s.api(s.handleSystemOne))
+	handle(http.MethodPost, "/v1/systemone"+systemone.BatchPath, s.apiWithin(writeError, s.handleSystemOneBatch, s.batchTimeout()))
 	handle(http.MethodPost, "/v1/decisions", decisionsRoute(s.apiIn(writeDecisionsAPIError, s.handleDecisions)))
 	handle(http.MethodGet, "/v1/models", s.api(s.handleModels))
 	handle(http.MethodPost, "/v1/feedback", s.api(s.handleFeedback))
@@ -28,6 +29,7 @@ func (s *Server) routes() http.Handler {
 	handle(http.MethodGet, "/v1/shadow", s.api(s.handleShadow))
 	if s.opt.Decide != nil {
 		handle(http.MethodPost, "/v1/decide", s.api(s.handleDecide))
+		handle(http.MethodPost, "/v1/decide/batch", s.apiWithin(writeError, s.handleDecideBatch, s.batchTimeout()))
 	}
 	handle(http.MethodGet, "/health", http.HandlerFunc(s.handleHealth))
 	handle(http.MethodGet, "/livez", http.HandlerFunc(s.handleLivez))

@@ -25,8 +25,7 @@ import (
 // images before any engine is asked.
 func (s *Server) handleSystemOne(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	if systemone.Multipart(r.Header.Get("Content-Type")) { // refused unread: its parts are images
-		writeJSON(w, http.StatusBadRequest, systemone.AppendUnsupported(nil, "", systemone.Unsupported{Multipart: true}))
+	if refuseMultipart(w, r) {
 		return
 	}
 	body, ok := s.readBody(w, r)
@@ -34,16 +33,7 @@ func (s *Server) handleSystemOne(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := systemone.ParseRequest(body)
-	if p.Images.Any() {
-		writeJSON(w, http.StatusBadRequest, systemone.AppendUnsupported(nil, p.Model, p.Images))
-		return
-	}
-	if len(p.Unknown) > 0 {
-		writeError(w, http.StatusBadRequest, systemone.APIUsageError, unknownFields(p.Unknown))
-		return
-	}
-	if p.Model != "" && !s.serves(r, p.Model) {
-		writeError(w, http.StatusBadRequest, systemone.APIUsageError, unknownModel(p.Model))
+	if !s.admitSystemOne(w, r, p, "a System One request takes model, state and questions") {
 		return
 	}
 	lim := s.limits(r, p.Model)
@@ -52,14 +42,8 @@ func (s *Server) handleSystemOne(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := p.Request
-	gate, bad := answerHeaders(r, &req)
-	if bad != nil {
-		writeInvalid(w, systemone.InHeader, *bad)
-		return
-	}
-	coverage, bad := coverageHeader(r)
-	if bad != nil {
-		writeInvalid(w, systemone.InHeader, *bad)
+	gate, coverage, ok := askedFor(w, r, &req)
+	if !ok {
 		return
 	}
 	a, err := s.opt.Answer.Answer(r.Context(), answer.Request{Request: req, Face: decisionlog.FaceSystemOne, RequestID: RequestID(r.Context()), Start: start, Gate: gate, Coverage: coverage})
@@ -67,26 +51,10 @@ func (s *Server) handleSystemOne(w http.ResponseWriter, r *http.Request) {
 		writeFailure(w, err, p.Model)
 		return
 	}
-	if a.Refused() { // the wire has no refusal: no 200 with a reading system1 will not stand behind
-		var ps []decision.Problem
-		for i, q := range p.Questions {
-			if rf := a.Questions[i].Refusal; rf != nil {
-				ps = append(ps, decision.Problem{Path: []string{"questions", q.ID}, Msg: "system1 will not stand behind this answer: " + rf.String(), Type: "refused"})
-			}
-		}
-		noteLog(r.Context(), "refused", refusals(req.Questions, a.Questions))
-		writeInvalid(w, systemone.InBody, ps...)
+	out, status, refused := s.systemOneResult(r, p.Questions, req.Questions, gate, a)
+	if out == nil {
+		writeJSON(w, status, refused)
 		return
-	}
-	out := systemone.Response{Model: a.Model, Questions: p.Questions,
-		Usage: systemone.Usage{InputTokens: a.Usage.InputTokens, OutputTokens: a.Usage.OutputTokens, Estimated: a.Usage.Estimated}}
-	for i, q := range p.Questions {
-		ans, err := decision.NewAnswer(q, overOptions(gate, q, a.Questions[i].Dist), s.opt.Rounding)
-		if err != nil { // the answer passed the core's checks, so this is a bug
-			writeError(w, http.StatusInternalServerError, systemone.Internal, err.Error())
-			return
-		}
-		out.Answers = append(out.Answers, ans)
 	}
 	s.answerNotes(w, r, req.Questions, a)
 	if coverage > 0 {
@@ -96,6 +64,78 @@ func (s *Server) handleSystemOne(w http.ResponseWriter, r *http.Request) {
 	}
 	out.Latency = time.Since(start)
 	writeJSON(w, http.StatusOK, out.AppendJSON(make([]byte, 0, 512)))
+}
+
+// refuseMultipart refuses a multipart body unread, as hosted Jev does:
+// its parts are images. It reports whether it wrote the 400.
+func refuseMultipart(w http.ResponseWriter, r *http.Request) bool {
+	if !systemone.Multipart(r.Header.Get("Content-Type")) {
+		return false
+	}
+	writeJSON(w, http.StatusBadRequest, systemone.AppendUnsupported(nil, "", systemone.Unsupported{Multipart: true}))
+	return true
+}
+
+// admitSystemOne refuses, as hosted Jev does, a request with Jev 1.14's
+// images, an unknown top-level field or a model no node serves: a 400
+// api_usage_error, before any engine is asked; takes says what the
+// route's body holds instead. It reports whether the request may go on.
+func (s *Server) admitSystemOne(w http.ResponseWriter, r *http.Request, p *systemone.Parsed, takes string) bool {
+	switch {
+	case p.Images.Any():
+		writeJSON(w, http.StatusBadRequest, systemone.AppendUnsupported(nil, p.Model, p.Images))
+	case len(p.Unknown) > 0:
+		writeError(w, http.StatusBadRequest, systemone.APIUsageError, unknownFields(p.Unknown, takes))
+	case p.Model != "" && !s.serves(r, p.Model):
+		writeError(w, http.StatusBadRequest, systemone.APIUsageError, unknownModel(p.Model))
+	default:
+		return true
+	}
+	return false
+}
+
+// askedFor reads what a System One request asks for in its headers
+// beside its body: the corrections into req (answerHeaders), the gate,
+// and the prediction sets' coverage. On a bad header it writes the 422
+// and ok is false.
+func askedFor(w http.ResponseWriter, r *http.Request, req *decision.Request) (gate answer.Gate, coverage float64, ok bool) {
+	gate, bad := answerHeaders(r, req)
+	if bad == nil {
+		coverage, bad = coverageHeader(r)
+	}
+	if bad != nil {
+		writeInvalid(w, systemone.InHeader, *bad)
+		return gate, 0, false
+	}
+	return gate, coverage, true
+}
+
+// systemOneResult is /v1/systemone's reply to answer a to the caller's
+// questions, asked (with the none option where the gate added it) under
+// gate: the response, its latency not yet set; or, where system1 will not stand
+// behind some question's answer, out is nil and status and body are the
+// 422 naming each such question, since the wire has no refusal.
+func (s *Server) systemOneResult(r *http.Request, questions, asked []decision.Question, gate answer.Gate, a *answer.Answer) (out *systemone.Response, status int, body []byte) {
+	if a.Refused() { // no 200 with a reading system1 will not stand behind
+		var ps []decision.Problem
+		for i, q := range questions {
+			if rf := a.Questions[i].Refusal; rf != nil {
+				ps = append(ps, decision.Problem{Path: []string{"questions", q.ID}, Msg: "system1 will not stand behind this answer: " + rf.String(), Type: "refused"})
+			}
+		}
+		noteLog(r.Context(), "refused", refusals(asked, a.Questions))
+		return nil, http.StatusUnprocessableEntity, systemone.AppendValidationErrorIn(nil, systemone.InBody, ps)
+	}
+	out = &systemone.Response{Model: a.Model, Questions: questions,
+		Usage: systemone.Usage{InputTokens: a.Usage.InputTokens, OutputTokens: a.Usage.OutputTokens, Estimated: a.Usage.Estimated}}
+	for i, q := range questions {
+		ans, err := decision.NewAnswer(q, overOptions(gate, q, a.Questions[i].Dist), s.opt.Rounding)
+		if err != nil { // the answer passed the core's checks, so this is a bug
+			return nil, http.StatusInternalServerError, systemone.AppendError(nil, systemone.Internal, err.Error())
+		}
+		out.Answers = append(out.Answers, ans)
+	}
+	return out, http.StatusOK, nil
 }
 
 // answerNotes sets the headers both answering wires give an answer
@@ -138,12 +178,12 @@ func (s *Server) serves(r *http.Request, model string) bool {
 // unknownFields is the 400's message for top-level fields the System One
 // wire does not define: hosted Jev refuses them ("Invalid request."),
 // and so does system1, naming them, rather than drop what a caller sent.
-func unknownFields(fields []string) string {
+func unknownFields(fields []string, takes string) string {
 	q := make([]string, len(fields))
 	for i, f := range fields {
 		q[i] = strconv.Quote(f)
 	}
-	return "Invalid request: unknown top-level field(s) " + strings.Join(q, ", ") + "; a System One request takes model, state and questions."
+	return "Invalid request: unknown top-level field(s) " + strings.Join(q, ", ") + "; " + takes + "."
 }
 
 // unknownModel is the 400's message for a model no node serves, hosted
@@ -175,27 +215,31 @@ func (s *Server) limits(r *http.Request, model string) decision.Limits {
 // with Retry-After when a node asked for a pause. The messages are the
 // core's, redacted there.
 func writeFailure(w http.ResponseWriter, err error, model string) {
+	status, retry, body := failureReply(err, model)
+	if retry > 0 {
+		w.Header().Set("Retry-After", fmt.Sprint(retryAfterSeconds(retry)))
+	}
+	writeJSON(w, status, body)
+}
+
+// failureReply is writeFailure's status, Retry-After (0 for none) and
+// body.
+func failureReply(err error, model string) (status int, retryAfter time.Duration, body []byte) {
 	var f *answer.Failure
 	if !errors.As(err, &f) {
-		writeError(w, http.StatusInternalServerError, systemone.Internal, err.Error())
-		return
+		return http.StatusInternalServerError, 0, systemone.AppendError(nil, systemone.Internal, err.Error())
 	}
-	if f.Class == answer.UnknownModel {
-		writeError(w, http.StatusBadRequest, systemone.APIUsageError, unknownModel(model))
-		return
-	}
-	if f.Class == answer.CallerError {
+	switch f.Class {
+	case answer.UnknownModel:
+		return http.StatusBadRequest, 0, systemone.AppendError(nil, systemone.APIUsageError, unknownModel(model))
+	case answer.CallerError:
 		problems := make([]decision.Problem, len(f.Problems))
 		for i, p := range f.Problems {
 			problems[i] = decision.Problem{Path: []string{"questions", p.Question}, Msg: p.Message, Type: "value_error"}
 		}
-		writeInvalid(w, systemone.InBody, problems...)
-		return
+		return http.StatusUnprocessableEntity, 0, systemone.AppendValidationErrorIn(nil, systemone.InBody, problems)
 	}
-	if f.RetryAfter > 0 {
-		w.Header().Set("Retry-After", fmt.Sprint(retryAfterSeconds(f.RetryAfter)))
-	}
-	writeError(w, http.StatusServiceUnavailable, systemone.Unavailable, f.Error())
+	return http.StatusServiceUnavailable, f.RetryAfter, systemone.AppendError(nil, systemone.Unavailable, f.Error())
 }
 
 // quotedList writes names each quoted, comma-separated, for the log.

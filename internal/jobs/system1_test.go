@@ -12,13 +12,15 @@ import (
 
 	"system1/internal/decision"
 	"system1/internal/fakeengine"
+	"system1/internal/systemone"
 	"system1/internal/testbin"
 )
 
 // A job through RemoteDecider against a real system1 server (the binary,
-// over a fake llama.cpp engine): its /v1/systemone answers every row, its
-// 404 for the batch route turns batches off after one try, and its 422
-// for a state over the limit is that row's error.
+// over a fake llama.cpp engine): its batch route answers the rows, a
+// batch holding a state over the limit is refused whole with a 422, and
+// its rows asked one by one through /v1/systemone, where the 422 is that
+// row's error alone.
 func TestRemoteAgainstSystem1(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the system1 binary")
@@ -81,7 +83,7 @@ func TestRemoteAgainstSystem1(t *testing.T) {
 			t.Fatalf("line %d: %+v %s", i+1, l.Error, l.Answers["dept"])
 		}
 	}
-	if d.MaxBatch() != 1 {
-		t.Fatalf("batches still on after system1's 404 (MaxBatch %d)", d.MaxBatch())
+	if d.MaxBatch() != systemone.MaxBatchStates {
+		t.Fatalf("batches turned off against system1's batch route (MaxBatch %d)", d.MaxBatch())
 	}
 }

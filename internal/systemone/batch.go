@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"system1/internal/decision"
@@ -51,8 +52,9 @@ type BatchParsed struct {
 
 // ParseBatchRequest reads a POST /v1/systemone/batch body, laya-serve's
 // shape: {"model", "states": [1 to MaxBatchStates states], "questions"},
-// each state what /v1/systemone's "state" may be. Unknown fields are
-// ignored, as on /v1/systemone.
+// each state what /v1/systemone's "state" may be. Unknown top-level
+// fields and Jev 1.14's images are listed as ParseRequest lists them,
+// for the face to refuse as it refuses them on /v1/systemone.
 func ParseBatchRequest(body []byte) *BatchParsed {
 	p := &BatchParsed{Parsed: *ParseRequest(body)}
 	// ParseRequest reads a "state"; a batch has "states" instead.
@@ -63,6 +65,8 @@ func ParseBatchRequest(body []byte) *BatchParsed {
 		}
 	}
 	p.Problems = kept
+	// Nor is "states" a field the batch does not define.
+	p.Unknown = slices.DeleteFunc(p.Unknown, func(f string) bool { return f == "states" })
 	top, err := jsonx.Members(body)
 	if err != nil || !json.Valid(body) {
 		return p // the body itself could not be read, which ParseRequest said

@@ -15,6 +15,7 @@ import (
 	"system1/internal/fleet"
 	"system1/internal/gateway"
 	"system1/internal/outcomes"
+	"system1/internal/systemone"
 )
 
 // The OpenAPI document describes the HTTP surface that system1 serve has.
@@ -130,6 +131,31 @@ func paths() obj {
 				"415": jsonReply("A Content-Encoding other than gzip.", "OpenAIError"),
 				"429": jsonReply("The caller's key is over its rate, or its address sent too many wrong keys (code rate_limit_exceeded); retry-after and retry-after-ms say when to come back.", "OpenAIError"),
 				"503": jsonReply("No node answered (type server_error); retry-after and retry-after-ms when a node asked for a pause.", "OpenAIError"),
+			},
+		}},
+		"/v1/systemone/batch": obj{"post": obj{
+			"operationId": "systemOneBatch",
+			"summary":     "Answer one set of questions over many states (laya-serve's batch route).",
+			"description": fmt.Sprintf("1 to %d states, one questions map. Each state is answered as POST /v1/systemone would "+
+				"answer it alone, recorded under a request id of its own (request_ids, aligned with results), and the "+
+				"usage is summed; the headers (debias, prior, gate, coverage) apply to each state as to a single request. "+
+				"A state that is not answered, or has a question system1 will not stand behind, gets, in its place, the error "+
+				"body its own request would have got, with that request's status (a refused state's 422). The batch is checked "+
+				"whole first, as POST /v1/systemone checks a request (a 422 names a state's problem as states.N), and refused "+
+				"whole, as its first state would be, when no state was answered for a reason that is not the caller's. It "+
+				"counts against the caller's rate as its states do.", systemone.MaxBatchStates),
+			"parameters":  gateHeaders(),
+			"requestBody": jsonBody("SystemOneBatchRequest", true),
+			"responses": obj{
+				"200": jsonReply("Each state's response or error, in the states' order.", "SystemOneBatchResponse"),
+				"401": jsonReply("A key is configured and the caller's is missing or wrong.", "Error"),
+				"400": jsonReply("The body could not be read; or, as on POST /v1/systemone, Jev 1.14's images, an unknown top-level field or an unknown model, for the whole batch before any engine call.", "Error"),
+				"408": jsonReply("The body did not arrive within the server's read timeout.", "Error"),
+				"413": jsonReply("The body is over the server's limit.", "Error"),
+				"415": jsonReply("A Content-Encoding other than gzip.", "Error"),
+				"422": jsonReply("A malformed batch or header: every problem listed.", "ValidationError"),
+				"429": jsonReply("The caller's key is over its rate.", "Error"),
+				"503": jsonReply("No state was answered: none got an answer.", "Error"),
 			},
 		}},
 		"/v1/models": obj{"get": obj{
@@ -267,23 +293,25 @@ func ref(name string) obj { return obj{"$ref": "#/components/schemas/" + name} }
 
 func schemas() map[string]*jsonschema.Schema {
 	all := map[string]*jsonschema.Schema{
-		"SystemOneRequest":  systemOneRequest(),
-		"SystemOneResponse": systemOneResponse(),
-		"DecisionsRequest":  decisionsRequest(),
-		"DecisionsResponse": decisionsResponse(),
-		"OpenAIError":       openAIError(),
-		"ModelList":         infer[modelList](),
-		"DecideRequest":     component(gateway.RequestSchema()),
-		"DecideResponse":    component(gateway.ResponseSchema()),
-		"Health":            health(),
-		"Live":              live(),
-		"Readiness":         readiness(),
-		"Error":             errorSchema(),
-		"ValidationError":   validationError(),
-		"FeedbackRequest":   feedbackRequest(),
-		"FeedbackResult":    infer[outcomes.FeedbackResult](),
-		"CalibrationReport": infer[outcomes.CalibrationReport](),
-		"ShadowReport":      infer[outcomes.ShadowReport](),
+		"SystemOneRequest":       systemOneRequest(),
+		"SystemOneResponse":      systemOneResponse(),
+		"DecisionsRequest":       decisionsRequest(),
+		"DecisionsResponse":      decisionsResponse(),
+		"OpenAIError":            openAIError(),
+		"ModelList":              infer[modelList](),
+		"DecideRequest":          component(gateway.RequestSchema()),
+		"DecideResponse":         component(gateway.ResponseSchema()),
+		"Health":                 health(),
+		"Live":                   live(),
+		"Readiness":              readiness(),
+		"Error":                  errorSchema(),
+		"ValidationError":        validationError(),
+		"FeedbackRequest":        feedbackRequest(),
+		"FeedbackResult":         infer[outcomes.FeedbackResult](),
+		"CalibrationReport":      infer[outcomes.CalibrationReport](),
+		"ShadowReport":           infer[outcomes.ShadowReport](),
+		"SystemOneBatchRequest":  systemOneBatchRequest(),
+		"SystemOneBatchResponse": systemOneBatchResponse(),
 	}
 	for _, s := range all {
 		openObjects(s)
@@ -602,6 +630,43 @@ func decisionsResponse() *jsonschema.Schema {
 	}
 }
 
+// systemOneBatchRequest is POST /v1/systemone/batch's body: a
+// /v1/systemone body with states in place of its state.
+func systemOneBatchRequest() *jsonschema.Schema {
+	s := systemOneRequest()
+	st := s.Properties["state"]
+	delete(s.Properties, "state")
+	st.Description = "One state: " + st.Description
+	s.Properties["states"] = &jsonschema.Schema{Type: "array", Items: st, MinItems: ptr(1), MaxItems: ptr(systemone.MaxBatchStates),
+		Description: fmt.Sprintf("What the questions are about, 1 to %d states, each asked the questions.", systemone.MaxBatchStates)}
+	s.Required = []string{"model", "states", "questions"}
+	return s
+}
+
+// systemOneBatchResponse is POST /v1/systemone/batch's reply.
+func systemOneBatchResponse() *jsonschema.Schema {
+	failed := &jsonschema.Schema{Type: "object", Required: []string{"status", "error"},
+		Description: "A state not answered: the error body its own POST /v1/systemone would have got, with that status.",
+		Properties: map[string]*jsonschema.Schema{
+			"status": {Type: "integer", Minimum: ptr(400.0), Maximum: ptr(599.0)},
+			"error":  errorSchema().Properties["error"],
+			"detail": anyJSON("As in that error body: an object, or a 422's list of problems.", "object", "array"),
+		}}
+	usage := systemOneResponse().Properties["usage"]
+	usage.Description = "The answered states' usage, summed."
+	return &jsonschema.Schema{
+		Type:     "object",
+		Required: []string{"results", "request_ids", "usage"},
+		Properties: map[string]*jsonschema.Schema{
+			"results": {Type: "array", Description: "One per state, in the states' order.",
+				Items: &jsonschema.Schema{OneOf: []*jsonschema.Schema{schemaRef("SystemOneResponse"), failed}}},
+			"request_ids": {Type: "array", Items: text("A request id, as x-typesafe-request-id gives a single request's."),
+				Description: "The request id each state's answers were recorded under, aligned with results: what POST /v1/feedback names them by."},
+			"usage": usage,
+		},
+	}
+}
+
 // openAIError is every error of POST /v1/decisions: OpenAI's envelope.
 func openAIError() *jsonschema.Schema {
 	nullable := func(desc string) *jsonschema.Schema {
@@ -619,6 +684,11 @@ func openAIError() *jsonschema.Schema {
 			}},
 		},
 	}
+}
+
+// schemaRef refers to a component schema from inside another.
+func schemaRef(name string) *jsonschema.Schema {
+	return &jsonschema.Schema{Ref: "#/components/schemas/" + name}
 }
 
 // errorSchema is every non-422 error, in both shapes clients read.

@@ -22,6 +22,7 @@ import (
 	"system1/internal/gateway"
 	"system1/internal/httpapi"
 	"system1/internal/outcomes"
+	"system1/internal/systemone"
 	"system1/internal/web"
 )
 
@@ -129,6 +130,12 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 		{"decisions 404", open, "POST", "/v1/decisions", strings.Replace(decisions, `"fake"`, `"nobody"`, 1), 404, true, nil},
 		{"decisions 401", closed, "POST", "/v1/decisions", decisions, 401, true, nil},
 		{"decisions 415", open, "POST", "/v1/decisions", decisions, 415, false, []string{"Content-Encoding: br"}},
+		{"batch", open, "POST", "/v1/systemone/batch", batchOf(jev, `"a refund"`, `{"t":"a bug"}`), 200, true, nil},
+		{"batch 422", open, "POST", "/v1/systemone/batch", batchOf(jev, slices.Repeat([]string{`"s"`}, systemone.MaxBatchStates+1)...), 422, false, nil},
+		{"batch unknown model", open, "POST", "/v1/systemone/batch", strings.Replace(batchOf(jev, `"s"`), `"fake"`, `"nobody"`, 1), 400, true, nil},
+		{"batch images", open, "POST", "/v1/systemone/batch", strings.Replace(batchOf(jev, `"s"`), `"questions"`, `"assets":{"p":{"type":"image","format":"png","data_base64":"iVBORw0KGgo="}},"questions"`, 1), 400, false, nil},
+		{"batch refused", open, "POST", "/v1/systemone/batch", batchOf(jev, `"s"`), 200, true, []string{"X-System1-Min-Label-Mass: 1"}},
+		{"batch 401", closed, "POST", "/v1/systemone/batch", batchOf(jev, `"s"`), 401, true, nil},
 		{"models", open, "GET", "/v1/models", "", 200, true, nil},
 		{"decide", open, "POST", "/v1/decide", `{"question":"Which team?","options":["billing","technical"],"context":{"t":"refund"}}`, 200, true, nil},
 		{"decide yes or no", open, "POST", "/v1/decide", `{"question":"Refund?","min_confidence":0.99}`, 200, true, nil},
@@ -173,6 +180,16 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// batchOf is the batch body asking single's questions over states.
+func batchOf(single string, states ...string) string {
+	var body map[string]json.RawMessage
+	_ = json.Unmarshal([]byte(single), &body)
+	delete(body, "state")
+	body["states"] = json.RawMessage("[" + strings.Join(states, ",") + "]")
+	b, _ := json.Marshal(body)
+	return string(b)
 }
 
 // The check above can fail: replies that break the wire are refused.
@@ -326,6 +343,8 @@ func TestOpenAPILimitsAreTheDomains(t *testing.T) {
 		{"decide options at most", one("DecideRequest", "properties", "options", "maxItems"), gateway.MaxOptions},
 		{"decide option length", one("DecideRequest", "properties", "options", "items", "maxLength"), gateway.MaxOptionChars},
 		{"decide request id length", one("DecideRequest", "properties", "request_id", "maxLength"), decisionlog.MaxRequestIDChars},
+		{"batch states at most", one("SystemOneBatchRequest", "properties", "states", "maxItems"), systemone.MaxBatchStates},
+		{"batch states at least", one("SystemOneBatchRequest", "properties", "states", "minItems"), 1},
 		{"feedback outcomes at most", one("FeedbackRequest", "anyOf", "1", "properties", "outcomes", "maxItems"), outcomes.MaxFeedbackOutcomes},
 		{"decisions questions at most", one("DecisionsRequest", "properties", "questions", "maxItems"), min(lim.MaxQuestions, decisionsapi.MaxQuestions)},
 		{"decisions choices at most", one("DecisionsRequest", "properties", "questions", "items", "oneOf", "1", "properties", "choices", "maxItems"), decisionsapi.MaxChoices},

@@ -1,0 +1,92 @@
+package answer
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"system1/internal/engine"
+)
+
+// Batch is one set of questions over many states: a face's batch request
+// (POST /v1/systemone/batch) or a job's rows.
+type Batch struct {
+	// Request gives the model, the questions, the corrections asked for
+	// and who asks; its State and RequestID are unused, and its Start is
+	// when the face received the batch.
+	Request
+	States []json.RawMessage
+	// IDs are the request ids each state's answers are recorded under,
+	// aligned with States: one per state, so that feedback names a state's
+	// answers as it names a single request's.
+	IDs []string
+	// Timeout bounds each state's answer from when it is asked, as a
+	// request's timeout bounds a single request, and the batch by as many
+	// as its states take rounds of asking; 0 leaves both to ctx.
+	Timeout time.Duration
+}
+
+// AnswerBatch answers b's questions over each of its states exactly as
+// Answer answers a request of one state (the budget, the steps, the
+// calibration and the record are each state's), as row-wise work
+// (Throughput), asking at most as many states at once as the nodes
+// serving the model run with every slot busy (fleet.Router.Capacity), so
+// that a batch keeps the slots full without queueing more calls at a
+// node than it holds. answers and errs are
+// aligned with b.States: each state has its answer or its *Failure (of
+// class TimedOut or NoAnswer for a state not asked because ctx ended).
+func (s *Service) AnswerBatch(ctx context.Context, b Batch) (answers []*Answer, errs []error) {
+	n := len(b.States)
+	answers, errs = make([]*Answer, n), make([]error, n)
+	ctx = Throughput(ctx)
+	parallel := min(n, max(1, s.opt.Router.Capacity(ctx, b.Model, len(b.Questions))))
+	if b.Timeout > 0 {
+		// The states go in waves of parallel, each bounded by Timeout.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, b.Timeout*time.Duration((n+parallel-1)/parallel))
+		defer cancel()
+	}
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range parallel {
+		wg.Go(func() {
+			for i := range next {
+				answers[i], errs[i] = s.answerState(ctx, b, i)
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return answers, errs
+}
+
+// answerState answers state i of b.
+func (s *Service) answerState(ctx context.Context, b Batch, i int) (*Answer, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, s.refused(b.Model, err)
+	}
+	req := b.Request
+	req.State, req.Start = b.States[i], time.Now()
+	if i < len(b.IDs) {
+		req.RequestID = b.IDs[i]
+	}
+	if b.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, b.Timeout)
+		defer cancel()
+	}
+	return s.Answer(ctx, req)
+}
+
+// Throughput marks the requests answered under ctx as row-wise work, one
+// state among many asked at once to keep the slots busy (a batch, a job's
+// rows): an engine with a prompt cache per slot gives each state a slot
+// of its own and asks its questions there one after another, which
+// evaluates no more tokens than asking them together and leaves the
+// other slots to other states (engine.WithThroughput). The answers are
+// those of the same requests asked alone.
+func Throughput(ctx context.Context) context.Context { return engine.WithThroughput(ctx) }

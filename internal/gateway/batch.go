@@ -1,0 +1,130 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+
+	"system1/internal/answer"
+	"system1/internal/jsonx"
+)
+
+// MaxBatchContexts is how many contexts one decide batch may carry: the
+// System One batch's cap (systemone.MaxBatchStates, which a test holds
+// this to).
+const MaxBatchContexts = 64
+
+// BatchResponse is a decide batch's answer (POST /v1/decide/batch): one
+// decide response per context, in the contexts' order, or the batch's
+// own error. Its JSON schema is published (schema/batch-response.json).
+type BatchResponse struct {
+	Results       []*Response `json:"results" jsonschema:"One decide response per context, in the contexts' order, each exactly what POST /v1/decide answers for the request with that context, with a request_id of its own. Empty when the batch was refused."`
+	Error         *Error      `json:"error" jsonschema:"Null, or why the batch was refused as a whole (invalid_request): nothing was asked."`
+	SchemaVersion string      `json:"schema_version" jsonschema:"The contract version: \"1\"."`
+	RequestID     string      `json:"request_id" jsonschema:"The batch's own id, as x-typesafe-request-id gives it; each result has its own."`
+}
+
+// DecideBatch decides one question over many contexts: raw is a decide
+// request whose context is given as contexts, 1 to MaxBatchContexts JSON
+// objects. The batch is checked whole first, and refused with an
+// invalid_request error naming each problem (a context's as
+// contexts[i]) before anything is asked; then each context is decided
+// exactly as Decide decides the request with that context alone (the
+// pause, the chain, the gate, the grade and the record are each
+// context's, under a request id of its own), as row-wise work
+// (answer.Throughput), at most as many at once as the chain's first
+// model runs with every slot busy.
+func (g *Gateway) DecideBatch(ctx context.Context, raw []byte, id string) *BatchResponse {
+	out := &BatchResponse{Results: []*Response{}, SchemaVersion: SchemaVersion, RequestID: id}
+	bodies, problems := splitBatch(raw)
+	if len(problems) > 0 {
+		msg := strings.Join(problems, "; ")
+		out.Error = &Error{Code: CodeInvalidRequest, Message: msg}
+		g.log.Info("decide batch", "request_id", id, "error", CodeInvalidRequest, "message", msg)
+		return out
+	}
+	parallel := 1
+	if g.router != nil && len(g.links) > 0 {
+		parallel = max(1, g.router.Capacity(ctx, g.links[0].model, 1))
+	}
+	ctx = answer.Throughput(ctx)
+	out.Results = make([]*Response, len(bodies))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(parallel, len(bodies)) {
+		wg.Go(func() {
+			for i := range next {
+				out.Results[i] = g.Decide(ctx, bodies[i], "")
+			}
+		})
+	}
+	for i := range bodies {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return out
+}
+
+// splitBatch reads a decide batch into the decide request of each of its
+// contexts, or the batch's problems: those of the request it shares (as
+// ParseRequest finds them), and each context's, named contexts[i].
+func splitBatch(raw []byte) (bodies [][]byte, problems []string) {
+	if !json.Valid(raw) {
+		return nil, []string{"the batch must be a JSON object with a question and contexts"}
+	}
+	fields, err := jsonx.Members(raw)
+	if err != nil {
+		return nil, []string{"the batch must be a JSON object with a question and contexts: " + err.Error()}
+	}
+	shared := map[string]json.RawMessage{}
+	var contexts json.RawMessage
+	for _, m := range fields {
+		switch m.Key {
+		case "contexts":
+			contexts = m.Value
+		case "context":
+			problems = append(problems, "a batch gives its contexts as contexts, an array; it takes no context")
+		case "request_id":
+			problems = append(problems, "a batch takes no request_id: each context's response gets an id of its own")
+		default:
+			shared[m.Key] = m.Value
+		}
+	}
+	one, _ := json.Marshal(shared) // raw values always marshal
+	if _, ps := ParseRequest(one); len(ps) > 0 {
+		problems = append(problems, ps...)
+	}
+	var list []json.RawMessage
+	switch {
+	case contexts == nil || jsonx.Kind(contexts) == "null":
+		return nil, append(problems, fmt.Sprintf("contexts is required: an array of 1 to %d context objects", MaxBatchContexts))
+	case jsonx.Kind(contexts) != "array" || json.Unmarshal(contexts, &list) != nil:
+		return nil, append(problems, fmt.Sprintf("contexts must be an array of 1 to %d context objects", MaxBatchContexts))
+	case len(list) == 0:
+		return nil, append(problems, "contexts must hold at least one context")
+	case len(list) > MaxBatchContexts:
+		return nil, append(problems, fmt.Sprintf("%d contexts; at most %d are accepted in one batch", len(list), MaxBatchContexts))
+	}
+	for i, c := range list {
+		// The context's own rules, as a request of a plain question
+		// checks them: each problem of this one is the context's.
+		probe, _ := json.Marshal(map[string]json.RawMessage{"question": json.RawMessage(`"q"`), "context": c})
+		_, ps := ParseRequest(probe)
+		for _, p := range ps {
+			problems = append(problems, fmt.Sprintf("contexts[%d]: %s", i, p))
+		}
+		if jsonx.Kind(c) == "null" {
+			problems = append(problems, fmt.Sprintf("contexts[%d]: a context object is required", i))
+		}
+		shared["context"] = c
+		body, _ := json.Marshal(shared)
+		bodies = append(bodies, body)
+	}
+	if len(problems) > 0 {
+		return nil, problems
+	}
+	return bodies, nil
+}

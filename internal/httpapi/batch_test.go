@@ -1,0 +1,349 @@
+package httpapi_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"system1/internal/answer"
+	"system1/internal/config"
+	"system1/internal/decision"
+	"system1/internal/fakeengine"
+	"system1/internal/fleet"
+	"system1/internal/gateway"
+	"system1/internal/httpapi"
+	"system1/internal/systemone"
+)
+
+// batchQuestions is a questions map whose answers depend on the state
+// under fakeengine.Leaning: "about <option>" triples that option.
+const batchQuestions = `{"dept":{"type":"choice","instructions":"Which team?","criteria":{"billing":null,"tech":null,"sales":null}},` +
+	`"urgent":{"type":"noul","instructions":"Today?"},"mood":{"type":"score","criteria":["calm","annoyed","angry"]}}`
+
+// batchReply is a POST /v1/systemone/batch reply.
+type batchReply struct {
+	Results    []json.RawMessage `json:"results"`
+	RequestIDs []string          `json:"request_ids"`
+	Usage      struct {
+		InputTokens  int `json:"input_tokens"`
+		OutputTokens int `json:"output_tokens"`
+	} `json:"usage"`
+}
+
+// withoutLatency is a System One response with its latency_ms taken out,
+// which differs between two requests answered alike.
+func withoutLatency(t *testing.T, raw []byte) map[string]json.RawMessage {
+	t.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatalf("%s: %v", raw, err)
+	}
+	delete(m, "latency_ms")
+	return m
+}
+
+// The batch route answers each state exactly as /v1/systemone answers it
+// alone, in the states' order, each under a request id of its own, with
+// the usage summed; every result passes the checks real clients apply to
+// a /v1/systemone reply.
+func TestBatchAnswersEachStateAsAlone(t *testing.T) {
+	n := startNode(t, "a", fakeengine.LlamaCpp, fakeengine.Behavior{Prompted: fakeengine.Leaning})
+	s := serve(t, setup{nodes: []node{n}, requestTimeout: time.Minute})
+	states := []string{`"about billing, twice"`, `{"body":"about tech"}`, `["about sales"]`, `"nothing"`, `"about tech and about sales"`}
+	r := s.do(t, http.MethodPost, "/v1/systemone/batch",
+		fmt.Sprintf(`{"model":"fake","states":[%s],"questions":%s}`, strings.Join(states, ","), batchQuestions))
+	if r.status != http.StatusOK {
+		t.Fatal(r)
+	}
+	var got batchReply
+	if err := json.Unmarshal(r.body, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Results) != len(states) || len(got.RequestIDs) != len(states) {
+		t.Fatalf("%d results, %d ids for %d states", len(got.Results), len(got.RequestIDs), len(states))
+	}
+	seen := map[string]bool{r.header.Get(systemone.RequestIDHeader): true}
+	inputs, outputs := 0, 0
+	for i, st := range states {
+		single := fmt.Sprintf(`{"model":"fake","state":%s,"questions":%s}`, st, batchQuestions)
+		if err := checkAnswer([]byte(single), got.Results[i]); err != nil {
+			t.Errorf("state %d: a result clients would reject: %v\n%s", i, err, got.Results[i])
+		}
+		alone := s.ask(t, single)
+		if alone.status != http.StatusOK {
+			t.Fatal(alone)
+		}
+		a, b := withoutLatency(t, got.Results[i]), withoutLatency(t, alone.body)
+		if fmt.Sprint(a) != fmt.Sprint(b) {
+			t.Errorf("state %d: batch %s\nalone %s", i, got.Results[i], alone.body)
+		}
+		var u struct {
+			Usage struct {
+				InputTokens  int `json:"input_tokens"`
+				OutputTokens int `json:"output_tokens"`
+			} `json:"usage"`
+		}
+		_ = json.Unmarshal(got.Results[i], &u)
+		inputs, outputs = inputs+u.Usage.InputTokens, outputs+u.Usage.OutputTokens
+		id := got.RequestIDs[i]
+		if !requestID.MatchString(id) || seen[id] {
+			t.Errorf("state %d: request id %q is not a fresh request id", i, id)
+		}
+		seen[id] = true
+	}
+	if got.Usage.InputTokens != inputs || got.Usage.OutputTokens != outputs || inputs == 0 {
+		t.Errorf("usage %+v, the results sum to %d in, %d out", got.Usage, inputs, outputs)
+	}
+	// The states were told apart: Leaning's answers differ with them.
+	if fmt.Sprint(withoutLatency(t, got.Results[0])["answers"]) == fmt.Sprint(withoutLatency(t, got.Results[1])["answers"]) {
+		t.Errorf("two states that lean apart got one answer: %s", got.Results[0])
+	}
+}
+
+// A batch is checked whole before any state is asked: each problem is
+// named, a state's as states.<i>, and more than systemone.MaxBatchStates
+// states are refused naming the limit. Nothing reaches the engine.
+func TestBatchValidation(t *testing.T) {
+	n := startNode(t, "a", fakeengine.LlamaCpp, fakeengine.Behavior{})
+	s := serve(t, setup{nodes: []node{n}})
+	many := strings.TrimSuffix(strings.Repeat(`"s",`, systemone.MaxBatchStates+1), ",")
+	big := `"` + strings.Repeat("x", decision.DefaultLimits().MaxStateBytes) + `"`
+	q := `{"u":{"type":"noul"}}`
+	for _, tc := range []struct {
+		name, body string
+		loc        []string // the problems' locations, each a body path
+		msg        string
+	}{
+		{"no states", `{"model":"fake","questions":` + q + `}`, []string{"states"}, "Field required"},
+		{"a single body", `{"model":"fake","state":"s","questions":` + q + `}`, []string{"states"}, "Field required"},
+		{"states not an array", `{"model":"fake","states":"s","questions":` + q + `}`, []string{"states"}, "array"},
+		{"no state", `{"model":"fake","states":[],"questions":` + q + `}`, []string{"states"}, "at least one"},
+		{"too many", `{"model":"fake","states":[` + many + `],"questions":` + q + `}`, []string{"states"}, fmt.Sprintf("at most %d", systemone.MaxBatchStates)},
+		{"a null state", `{"model":"fake","states":["a",null],"questions":` + q + `}`, []string{"states.1"}, "required"},
+		{"a number", `{"model":"fake","states":["a","b",3],"questions":` + q + `}`, []string{"states.2"}, "string, an object or an array"},
+		{"a state too long", `{"model":"fake","states":["a",` + big + `],"questions":` + q + `}`, []string{"states.1"}, "bytes"},
+		{"a bad question", `{"model":"fake","states":["a"],"questions":{"u":{"type":"maybe"}}}`, []string{"questions.u.type"}, "not one of"},
+		{"no model", `{"states":["a"],"questions":` + q + `}`, []string{"model"}, "Field required"},
+		{"not JSON", `{"model":`, []string{"body"}, "not valid JSON"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := s.do(t, http.MethodPost, "/v1/systemone/batch", tc.body)
+			if r.status != http.StatusUnprocessableEntity {
+				t.Fatal(r)
+			}
+			var e struct {
+				Detail []struct {
+					Loc []any  `json:"loc"`
+					Msg string `json:"msg"`
+				} `json:"detail"`
+			}
+			if err := json.Unmarshal(r.body, &e); err != nil {
+				t.Fatal(err)
+			}
+			var locs []string
+			msgs := ""
+			for _, d := range e.Detail {
+				parts := make([]string, 0, len(d.Loc))
+				for _, p := range d.Loc[1:] {
+					parts = append(parts, fmt.Sprint(p))
+				}
+				if len(parts) == 0 {
+					parts = []string{fmt.Sprint(d.Loc[0])}
+				}
+				locs = append(locs, strings.Join(parts, "."))
+				msgs += d.Msg + "; "
+			}
+			if fmt.Sprint(locs) != fmt.Sprint(tc.loc) || !strings.Contains(msgs, tc.msg) {
+				t.Errorf("problems at %v (%s), want %v mentioning %q", locs, msgs, tc.loc, tc.msg)
+			}
+		})
+	}
+	if got := len(n.fake.Requests()); got != 0 {
+		for _, r := range n.fake.Requests() {
+			if r.Inference {
+				t.Fatalf("an invalid batch reached the engine: %s %s", r.Method, r.Path)
+			}
+		}
+	}
+}
+
+// A state that fails on its own is that state's error, with the status
+// its request would have got, in its place; the other states are
+// answered. A batch none of whose states was answered, and not for the
+// caller's fault, is refused whole as the single request would be.
+func TestBatchPartialFailure(t *testing.T) {
+	// A state saying "poison" gets a reading that is not a
+	// log-probability: malformed, no answer for it.
+	poison := func(r fakeengine.Request) []float64 {
+		lp := fakeengine.Halving(r.Labels)
+		if p, _ := fakeengine.ParsePrompt(r.User); strings.Contains(p.State, "poison") {
+			lp[0] = 0.5
+		}
+		return lp
+	}
+	n := startNode(t, "a", fakeengine.LlamaCpp, fakeengine.Behavior{Prompted: poison})
+	s := serve(t, setup{nodes: []node{n}, requestTimeout: time.Minute})
+	q := `{"u":{"type":"noul","instructions":"Yes?"}}`
+	r := s.do(t, http.MethodPost, "/v1/systemone/batch", `{"model":"fake","states":["fine","poison","fine too"],"questions":`+q+`}`)
+	if r.status != http.StatusOK {
+		t.Fatal(r)
+	}
+	var got batchReply
+	if err := json.Unmarshal(r.body, &got); err != nil {
+		t.Fatal(err)
+	}
+	var bad struct {
+		Status int `json:"status"`
+		Error  struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(got.Results[1], &bad); err != nil || bad.Status != http.StatusServiceUnavailable || bad.Error.Type != systemone.Unavailable || !strings.Contains(bad.Error.Message, `"u"`) {
+		t.Errorf("the poisoned state's result %s", got.Results[1])
+	}
+	for _, i := range []int{0, 2} {
+		var ok struct {
+			Answers map[string]struct {
+				Noul float64 `json:"noul"`
+			} `json:"answers"`
+		}
+		if err := json.Unmarshal(got.Results[i], &ok); err != nil || math.Abs(ok.Answers["u"].Noul-0.67) > 0.01 {
+			t.Errorf("state %d: %s", i, got.Results[i])
+		}
+	}
+	// Only poisoned states: nothing answered, refused whole as /v1/systemone
+	// would refuse the first.
+	whole := s.do(t, http.MethodPost, "/v1/systemone/batch", `{"model":"fake","states":["poison"],"questions":`+q+`}`)
+	wantError(t, whole, http.StatusServiceUnavailable, systemone.Unavailable, `"u"`)
+	// A model no node serves: refused whole, as /v1/systemone refuses it.
+	unknown := s.do(t, http.MethodPost, "/v1/systemone/batch", `{"model":"nope","states":["a","b"],"questions":`+q+`}`)
+	wantError(t, unknown, http.StatusBadRequest, systemone.APIUsageError, "nope")
+}
+
+// decideServer is a server with the decide gateway over one fake
+// engine, rate limited as rate and burst say (0: unlimited).
+func decideServer(t *testing.T, b fakeengine.Behavior, rate float64, burst int) *system1 {
+	t.Helper()
+	n := startNode(t, "n", fakeengine.LlamaCpp, b)
+	fn, err := fleet.NewNode(n.cfg, func(string) string { return "" }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	router := fleet.New([]*fleet.Node{fn}, fleet.Options{Policy: testPolicy})
+	cfg, err := config.Parse([]byte("gateway:\n  threshold: 0.5\n  deadline: 60s\n  chain:\n    - {name: local, model: fake, timeout: 60s}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := answer.New(answer.Options{Router: router})
+	api := httpapi.New(httpapi.Options{Answer: svc, Rounding: 2, RatePerSecond: rate, Burst: burst, RequestTimeout: time.Minute,
+		Decide: gateway.New(gateway.Options{Config: cfg, Answer: svc})})
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	return &system1{URL: srv.URL, client: &http.Client{Transport: checker{t: t, base: http.DefaultTransport}}}
+}
+
+// decideBatch is POST /v1/decide/batch's reply, read loosely.
+type decideBatch struct {
+	Results []struct {
+		Status    string  `json:"status"`
+		Decision  *string `json:"decision"`
+		RequestID string  `json:"request_id"`
+	} `json:"results"`
+	Error *struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+	RequestID string `json:"request_id"`
+}
+
+// A decide batch decides each context as POST /v1/decide decides it
+// alone, in order, each under a request id of its own; a batch that is
+// not valid is refused whole, naming each problem, before anything is
+// asked.
+func TestDecideBatch(t *testing.T) {
+	s := decideServer(t, fakeengine.Behavior{Prompted: fakeengine.Leaning}, 0, 0)
+	contexts := []string{`{"t":"about billing"}`, `{"t":"about tech"}`, `{"t":"about tech and about tech"}`}
+	const q = `"question":"Which team?","options":["billing","tech"]`
+	r := s.do(t, http.MethodPost, "/v1/decide/batch", `{`+q+`,"contexts":[`+strings.Join(contexts, ",")+`]}`)
+	if r.status != http.StatusOK {
+		t.Fatal(r)
+	}
+	var got decideBatch
+	if err := json.Unmarshal(r.body, &got); err != nil || len(got.Results) != len(contexts) || got.Error != nil {
+		t.Fatalf("%s: %v", r.body, err)
+	}
+	seen := map[string]bool{}
+	for i, c := range contexts {
+		alone := s.do(t, http.MethodPost, "/v1/decide", `{`+q+`,"context":`+c+`}`)
+		var one struct {
+			Status   string  `json:"status"`
+			Decision *string `json:"decision"`
+		}
+		if err := json.Unmarshal(alone.body, &one); err != nil {
+			t.Fatal(err)
+		}
+		res := got.Results[i]
+		if res.Status != one.Status || fmt.Sprint(res.Decision) != fmt.Sprint(one.Decision) && (res.Decision == nil || one.Decision == nil || *res.Decision != *one.Decision) {
+			t.Errorf("context %d: batch %+v, alone %s", i, res, alone.body)
+		}
+		if !requestID.MatchString(res.RequestID) || seen[res.RequestID] || res.RequestID == got.RequestID {
+			t.Errorf("context %d: request id %q is not its own", i, res.RequestID)
+		}
+		seen[res.RequestID] = true
+	}
+	for _, tc := range []struct{ name, body, msg string }{
+		{"no contexts", `{` + q + `}`, "contexts is required"},
+		{"a context", `{` + q + `,"context":{"t":"x"}}`, "takes no context"},
+		{"a request id", `{` + q + `,"request_id":"mine","contexts":[{}]}`, "takes no request_id"},
+		{"too many", `{` + q + `,"contexts":[` + strings.TrimSuffix(strings.Repeat(`{},`, gateway.MaxBatchContexts+1), ",") + `]}`, fmt.Sprintf("at most %d", gateway.MaxBatchContexts)},
+		{"a context not an object", `{` + q + `,"contexts":[{},"text"]}`, "contexts[1]: context must be a JSON object"},
+		{"a bad question", `{"question":"","contexts":[{}]}`, "question"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := s.do(t, http.MethodPost, "/v1/decide/batch", tc.body)
+			var got decideBatch
+			if r.status != http.StatusUnprocessableEntity || json.Unmarshal(r.body, &got) != nil || got.Error == nil ||
+				got.Error.Code != "invalid_request" || !strings.Contains(got.Error.Message, tc.msg) || len(got.Results) != 0 {
+				t.Errorf("%s, want a 422 mentioning %q", r, tc.msg)
+			}
+		})
+	}
+}
+
+// The decide batch's cap is the System One batch's.
+func TestBatchCapsAgree(t *testing.T) {
+	if gateway.MaxBatchContexts != systemone.MaxBatchStates {
+		t.Fatalf("decide batches take %d contexts, System One batches %d states", gateway.MaxBatchContexts, systemone.MaxBatchStates)
+	}
+}
+
+// A batch counts against the caller's rate as its states do: a batch of
+// twenty, at one request a second and a burst of ten, passes (a batch
+// larger than the burst is not refused for it), and the next request
+// waits as long as the twenty would have made it.
+func TestBatchCountsAgainstTheRate(t *testing.T) {
+	for _, route := range []string{"/v1/systemone/batch", "/v1/decide/batch"} {
+		t.Run(route, func(t *testing.T) {
+			s := decideServer(t, fakeengine.Behavior{}, 1, 10)
+			body := `{"model":"fake","questions":{"u":{"type":"noul"}},"states":[` + strings.TrimSuffix(strings.Repeat(`"s",`, 20), ",") + `]}`
+			if route == "/v1/decide/batch" {
+				body = `{"question":"Refund?","contexts":[` + strings.TrimSuffix(strings.Repeat(`{},`, 20), ",") + `]}`
+			}
+			if r := s.do(t, http.MethodPost, route, body); r.status != http.StatusOK {
+				t.Fatal(r)
+			}
+			r := s.ask(t, `{"model":"fake","state":"s","questions":{"u":{"type":"noul"}}}`)
+			wantError(t, r, http.StatusTooManyRequests, systemone.RateLimit)
+			if secs, _ := strconv.Atoi(r.header.Get("Retry-After")); secs < 10 {
+				t.Errorf("Retry-After %q after a batch of twenty at one a second", r.header.Get("Retry-After"))
+			}
+		})
+	}
+}
