@@ -67,6 +67,7 @@ commands:
   serve      serve the System One HTTP API (POST /v1/systemone, /v1/decide, /v1/models)
   mcp        serve the System 1 gateway as an MCP server over stdio
   decide     ask one decision from the command line
+  run        ask the same questions about every row of a file, resumably
   bench      measure accuracy, calibration and latency on labelled case files
   calibrate  fit calibration temperatures from case files or a bench report
   toggle     pause or resume the gateway: toggle on|off|status
@@ -97,6 +98,7 @@ var commands = map[string]func(context.Context, []string, env) error{
 	"serve":     cmdServe,
 	"mcp":       cmdMCP,
 	"decide":    cmdDecide,
+	"run":       cmdRun,
 	"bench":     cmdBench,
 	"calibrate": cmdCalibrate,
 	"toggle":    cmdToggle,

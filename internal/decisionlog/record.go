@@ -34,6 +34,7 @@ const (
 	FaceDecisions = "decisions" // POST /v1/decisions
 	FaceDecide    = "decide"    // POST /v1/decide, system1 decide
 	FaceMCP       = "mcp"       // the system1_decide tool
+	FaceRun       = "run"       // system1 run --config
 	// FaceShadow is a candidate's answer to a request a shadow rollout
 	// sampled, recorded under ShadowRequestID of the served one.
 	FaceShadow = "shadow"
@@ -64,7 +65,8 @@ type Record struct {
 	// Time is when the question was answered; zero is the time Record
 	// was called.
 	Time time.Time
-	// Face is one of FaceSystemOne, FaceDecisions, FaceDecide, FaceMCP, FaceShadow.
+	// Face is one of FaceSystemOne, FaceDecisions, FaceDecide, FaceMCP,
+	// FaceRun, FaceShadow.
 	Face string
 	// Model is the model that answered and Node the node it ran on.
 	Model string

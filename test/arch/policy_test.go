@@ -141,8 +141,8 @@ var policy = []rule{
 	{
 		pkgs: []string{"cmd/system1"},
 		may: []string{"internal/answer", "internal/bench", "internal/calibration", "internal/cases", "internal/config",
-			"internal/decisionlog", "internal/fleet", "internal/gateway", "internal/httpapi", "internal/mcpserver",
-			"internal/metrics", "internal/outcomes", "internal/pause", "internal/systemone", "internal/tracing",
+			"internal/decision", "internal/decisionlog", "internal/fleet", "internal/gateway", "internal/httpapi", "internal/jobs",
+			"internal/mcpserver", "internal/metrics", "internal/outcomes", "internal/pause", "internal/systemone", "internal/tracing",
 			"github.com/jackc/pgx/v5/stdlib", "modernc.org/sqlite"},
 		why: "wiring: reads the configuration, builds one router (fleet.FromConfig), the answer path and the gateway over it, serves; the only package that links the database drivers",
 	},

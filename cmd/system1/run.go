@@ -1,0 +1,236 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"time"
+
+	"system1/internal/answer"
+	"system1/internal/config"
+	"system1/internal/decision"
+	"system1/internal/decisionlog"
+	"system1/internal/fleet"
+	"system1/internal/httpapi"
+	"system1/internal/jobs"
+	"system1/internal/systemone"
+)
+
+// cmdRun asks the same questions about every row of a file and writes one
+// answer line per row, in the input's order (docs/run.md): locally,
+// through the nodes of a configuration, or through a System One endpoint.
+// The runner is internal/jobs; this only parses flags, builds the decider
+// and prints.
+func cmdRun(ctx context.Context, args []string, e env) error {
+	fs := flags("run", e)
+	in := fs.String("in", "", "the rows: JSON Lines, or CSV when the name ends in .csv (required)")
+	out := fs.String("out", "", "the answers, JSON Lines in input order; an existing file is resumed (required)")
+	questions := fs.String("questions", "", "a JSON file of the questions: a Jev questions map, or a /v1/systemone body without its state (required)")
+	model := fs.String("model", "", "the model to ask (default: the questions file's model)")
+	cfgFlag := fs.String("config", "", "decide locally through this configuration's nodes, as system1 serve would")
+	url := fs.String("url", "", "decide through this System One endpoint (another system1, hosted Jev, laya-serve)")
+	keyEnv := fs.String("key-env", "", "with --url: the variable holding the endpoint's key")
+	format := fs.String("format", "", "jsonl or csv (default: by the input's name)")
+	concurrency := fs.Int("concurrency", 0, "calls kept in flight when the decider cannot tell its capacity (default 4)")
+	stateDir := fs.String("state-dir", "", "with --config: folder of the decision log (default $CLAUDE_PLUGIN_DATA, else $XDG_STATE_HOME/system1, else ~/.local/state/system1)")
+	fs.Usage = func() {
+		fmt.Fprintln(e.stderr, "usage: system1 run --in ROWS --out ANSWERS --questions QUESTIONS.json [--model M] (--config FILE | --url URL [--key-env VAR])\n\n"+
+			"Asks the questions about every row and writes one answer line per row, in order; a run\n"+
+			"stopped or killed resumes where it left off when started again (docs/run.md).\n\nflags:")
+		fs.PrintDefaults()
+	}
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	switch {
+	case fs.NArg() > 0:
+		fmt.Fprintf(e.stderr, "system1 run: unexpected argument %q\n", fs.Arg(0))
+		return errUsage
+	case *in == "" || *out == "" || *questions == "":
+		fmt.Fprintln(e.stderr, "system1 run: --in, --out and --questions are required")
+		return errUsage
+	case (*cfgFlag == "") == (*url == ""):
+		fmt.Fprintln(e.stderr, "system1 run: give exactly one of --config (decide locally) and --url (decide through an endpoint)")
+		return errUsage
+	case *keyEnv != "" && *url == "":
+		fmt.Fprintln(e.stderr, "system1 run: --key-env goes with --url")
+		return errUsage
+	}
+	qdata, err := os.ReadFile(*questions)
+	if err != nil {
+		return fmt.Errorf("--questions: %w", err)
+	}
+	log := logger(e)
+	var decider jobs.Decider
+	var local *localDecider
+	if *url != "" {
+		key := ""
+		if *keyEnv != "" {
+			if key = e.getenv(*keyEnv); key == "" {
+				return fmt.Errorf("--key-env: the variable %s is not set", *keyEnv)
+			}
+		}
+		decider = &jobs.RemoteDecider{URL: *url, Key: key}
+	} else {
+		cfg, err := loadConfig(ctx, configPath(*cfgFlag, e.getenv))
+		if err != nil {
+			return err
+		}
+		if errs := cfg.Check(); len(errs) > 0 {
+			return fmt.Errorf("configuration %s: %w", cfg.Path, errors.Join(errs...))
+		}
+		var closeLocal func()
+		if local, closeLocal, err = newLocalDecider(ctx, cfg, *stateDir, e); err != nil {
+			return err
+		}
+		defer closeLocal()
+		decider = local
+	}
+	job, err := jobs.ParseQuestions(qdata, *model, decision.DefaultLimits())
+	if local != nil {
+		// The questions are checked against the limits of the nodes
+		// serving the model, as /v1/systemone checks a request's: read
+		// first under the loosest any node may have, for the model.
+		loose := decision.DefaultLimits()
+		loose.MaxChoiceOptions, loose.MaxQuestions = config.MaxOptions, math.MaxInt32
+		if job, err = jobs.ParseQuestions(qdata, *model, loose); err == nil {
+			local.router.Refresh(ctx)
+			if lim, lerr := local.router.Limits(job.Model); lerr == nil {
+				job, err = jobs.ParseQuestions(qdata, *model, lim)
+			}
+		}
+	}
+	if err != nil {
+		return err
+	}
+	log.Debug("run", "in", *in, "out", *out, "model", job.Model, "questions", len(job.Questions))
+	s, err := jobs.Run(ctx, jobs.Options{In: *in, Format: *format, Out: *out, Job: job, Decider: decider,
+		Concurrency: *concurrency, Progress: e.stderr})
+	if werr := s.WriteText(e.stdout); werr != nil && err == nil {
+		err = werr
+	}
+	return err
+}
+
+// localDecider is system1 run's decider over a configuration: each row is
+// a request of the answer path, as POST /v1/systemone asks it, with the
+// calibration /v1/systemone applies and recorded in the decision log.
+type localDecider struct {
+	answer   *answer.Service
+	router   *fleet.Router
+	timeout  time.Duration
+	rounding int
+	// retries and maxWait bound how long a row waits for a fleet that
+	// cannot answer now before the run stops (see Decide).
+	retries int
+	maxWait time.Duration
+}
+
+var _ jobs.Decider = (*localDecider)(nil)
+
+// newLocalDecider builds the decider over cfg, and what closes it (the
+// decision log, written to the end).
+func newLocalDecider(ctx context.Context, cfg *config.Config, stateDir string, e env) (*localDecider, func(), error) {
+	log := logger(e)
+	router, err := fleet.FromConfig(cfg, fleet.Options{Getenv: e.getenv})
+	if err != nil {
+		return nil, nil, err
+	}
+	fits, err := servingFits(cfg, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	dlog := openDecisionLog(ctx, cfg.DecisionLog, stateDir, e, log, nil)
+	rounding := 2
+	if cfg.Rounding != nil {
+		rounding = *cfg.Rounding
+	}
+	d := &localDecider{answer: answerPath(router, fits, dlog, true), router: router,
+		timeout: cfg.Timeouts.Request.Or(httpapi.DefaultRequestTimeout), rounding: rounding, retries: 4, maxWait: 30 * time.Second}
+	return d, func() { closeDecisionLog(dlog, log) }, nil
+}
+
+// Decide answers one row. A row the fleet refuses as the caller's (a
+// state over a limit, a context too long) is the row's error, as a 422;
+// an answer that fails the checks is the row's malformed reply. When the
+// fleet cannot answer now (the nodes are down, busy or cooling down, or
+// none serves the model) the row is tried again after the pause a node
+// asked for, else a growing one, a bounded number of times: then no row
+// can be answered, and the run stops there to be resumed.
+func (d *localDecider) Decide(ctx context.Context, req decision.Request) (jobs.Result, error) {
+	for attempt := 0; ; attempt++ {
+		a, err := d.ask(ctx, req)
+		if err == nil {
+			return d.result(req, a)
+		}
+		var f *answer.Failure
+		switch {
+		case ctx.Err() != nil:
+			return jobs.Result{}, ctx.Err()
+		case !errors.As(err, &f):
+			return jobs.Result{}, err
+		case f.Class == answer.CallerError:
+			return jobs.Result{}, &systemone.StatusError{Code: http.StatusUnprocessableEntity, Message: f.Error()}
+		case f.Class == answer.UnknownModel:
+			return jobs.Result{}, fmt.Errorf("%w: %v", jobs.ErrUnavailable, f)
+		case malformed(f):
+			return jobs.Result{}, fmt.Errorf("%w: %v", systemone.ErrMalformed, f)
+		case attempt >= d.retries:
+			return jobs.Result{}, fmt.Errorf("%w: %v (tried %d times)", jobs.ErrUnavailable, f, attempt+1)
+		}
+		wait := min(d.maxWait, time.Duration(float64(500*time.Millisecond)*float64(int(1)<<attempt)*(0.75+rand.Float64()/2)))
+		if f.RetryAfter > 0 {
+			wait = min(d.maxWait, f.RetryAfter)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return jobs.Result{}, ctx.Err()
+		}
+	}
+}
+
+// ask is one try of a row, bounded by the request timeout.
+func (d *localDecider) ask(ctx context.Context, req decision.Request) (*answer.Answer, error) {
+	ctx, cancel := context.WithTimeout(ctx, d.timeout)
+	defer cancel()
+	return d.answer.Answer(answer.Throughput(ctx), answer.Request{Request: req, Face: decisionlog.FaceRun,
+		RequestID: decisionlog.NewRequestID(), Start: time.Now()})
+}
+
+// malformed reports whether every question of f failed for a reading
+// that was not usable: the row's own, not the fleet's.
+func malformed(f *answer.Failure) bool {
+	for _, p := range f.Problems {
+		if p.Class != answer.Malformed {
+			return false
+		}
+	}
+	return len(f.Problems) > 0
+}
+
+// result is an answer as a job's row gets it: the questions' answers as
+// /v1/systemone reports them.
+func (d *localDecider) result(req decision.Request, a *answer.Answer) (jobs.Result, error) {
+	res := jobs.Result{Model: a.Model, Usage: systemone.Usage{InputTokens: a.Usage.InputTokens, OutputTokens: a.Usage.OutputTokens, Estimated: a.Usage.Estimated}}
+	for i, q := range req.Questions {
+		ans, err := decision.NewAnswer(q, a.Questions[i].Dist, d.rounding)
+		if err != nil { // the answer passed the core's checks: a bug
+			return jobs.Result{}, err
+		}
+		res.Answers = append(res.Answers, ans)
+	}
+	return res, nil
+}
+
+// Capacity is how many rows the nodes serving the job's model run at once
+// with every slot busy (fleet.Router.Capacity).
+func (d *localDecider) Capacity(ctx context.Context, job decision.Request) int {
+	return d.router.Capacity(ctx, job.Model, len(job.Questions))
+}
