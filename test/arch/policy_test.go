@@ -181,7 +181,7 @@ var policy = []rule{
 		why:  "test support: a simulated model trained on case files, served by the fake engine",
 	},
 	{
-		pkgs: []string{"bench/forward", "bench/kquestions", "bench/load", "bench/overhead", "bench/questions"},
+		pkgs: []string{"bench/forward", "bench/kquestions", "bench/load", "bench/overhead", "bench/questions", "bench/throughput"},
 		may:  []string{"internal/fakeengine", "internal/testbin"},
 		test: true,
 		why:  "benchmark programs, which build the real binary and drive it against fakes",
