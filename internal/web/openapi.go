@@ -188,6 +188,29 @@ func paths() obj {
 				"504": jsonReply("provider_timeout.", "DecideResponse"),
 			},
 		}},
+		"/v1/decide/batch": obj{"post": obj{
+			"operationId": "decideBatch",
+			"summary":     "Decide one question over many contexts.",
+			"description": fmt.Sprintf("A decide request with contexts, 1 to %d context objects, in place of its context "+
+				"and request_id. The batch is checked whole first (a 422 with error names each problem, a context's as "+
+				"contexts[i]); then each context is decided as POST /v1/decide decides it alone, each result with a "+
+				"request_id of its own. The status is what every result's would be when they agree, else 200. It counts "+
+				"against the caller's rate as its contexts do. Served when the gateway is configured.", gateway.MaxBatchContexts),
+			"requestBody": jsonBody("DecideBatchRequest", true),
+			"responses": obj{
+				"200": jsonReply("Each context's response, in the contexts' order.", "DecideBatchResponse"),
+				"401": jsonReply("A key is configured and the caller's is missing or wrong.", "Error"),
+				"400": jsonReply("The body could not be read (error.code invalid_request).", "DecideBatchResponse"),
+				"408": jsonReply("The body did not arrive within the server's read timeout (error.code invalid_request).", "DecideBatchResponse"),
+				"413": jsonReply("The body is over the server's limit (error.code invalid_request).", "DecideBatchResponse"),
+				"415": jsonReply("A Content-Encoding other than gzip.", "Error"),
+				"422": jsonReply("invalid_request: the batch, refused whole.", "DecideBatchResponse"),
+				"429": jsonReply("The caller's key is over its rate.", "Error"),
+				"502": jsonReply("Every context's result is provider_error or malformed_response.", "DecideBatchResponse"),
+				"503": jsonReply("Every context's result is config_error.", "DecideBatchResponse"),
+				"504": jsonReply("Every context's result is provider_timeout.", "DecideBatchResponse"),
+			},
+		}},
 		"/health": obj{"get": obj{
 			"operationId": "health",
 			"summary":     "Whether the process serves, with each node's state.",
@@ -301,6 +324,8 @@ func schemas() map[string]*jsonschema.Schema {
 		"ModelList":              infer[modelList](),
 		"DecideRequest":          component(gateway.RequestSchema()),
 		"DecideResponse":         component(gateway.ResponseSchema()),
+		"DecideBatchRequest":     component(gateway.BatchRequestSchema()),
+		"DecideBatchResponse":    component(gateway.BatchResponseSchema()),
 		"Health":                 health(),
 		"Live":                   live(),
 		"Readiness":              readiness(),
