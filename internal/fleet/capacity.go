@@ -6,16 +6,16 @@ import (
 	"system1/internal/engine/llamacpp"
 )
 
-// slotted is an engine that says how many calls it runs at once:
+// slotCounter is an engine that says how many calls it runs at once:
 // llama-server, whose slots (-np) bound it below the node's max_inflight.
-type slotted interface {
+type slotCounter interface {
 	// Slots reads the engine's number, 0 when it does not say.
 	Slots(ctx context.Context) int
 	// KnownSlots is the number as last read, without a call.
 	KnownSlots() int
 }
 
-var _ slotted = (*llamacpp.Engine)(nil)
+var _ slotCounter = (*llamacpp.Engine)(nil)
 
 // knownSlots is how many engine calls n runs at once, as far as it is
 // known without a call: its max_inflight, or fewer where its engine said
@@ -23,7 +23,7 @@ var _ slotted = (*llamacpp.Engine)(nil)
 func (n *Node) knownSlots() int {
 	s := cap(n.slots.sem)
 	if b, ok := n.Backend.(*engineBackend); ok {
-		if e, ok := b.e.(slotted); ok {
+		if e, ok := b.e.(slotCounter); ok {
 			if k := e.KnownSlots(); k > 0 {
 				s = min(s, k)
 			}
@@ -36,7 +36,7 @@ func (n *Node) knownSlots() int {
 // yet.
 func (n *Node) readSlots(ctx context.Context) int {
 	if b, ok := n.Backend.(*engineBackend); ok {
-		if e, ok := b.e.(slotted); ok && e.KnownSlots() == 0 {
+		if e, ok := b.e.(slotCounter); ok && e.KnownSlots() == 0 {
 			ctx, cancel := context.WithTimeout(ctx, n.Timeout)
 			defer cancel()
 			_ = e.Slots(ctx)
