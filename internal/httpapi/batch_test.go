@@ -347,3 +347,116 @@ func TestBatchCountsAgainstTheRate(t *testing.T) {
 		})
 	}
 }
+
+// The batch refuses up front, for the whole batch and before any engine
+// is asked, what /v1/systemone refuses of a request: Jev 1.14's images
+// (a body's assets, a box question, a multipart body), an unknown
+// top-level field, a model no node serves (each a 400
+// api_usage_error) and a header holding nonsense (a 422 naming it).
+func TestBatchRefusesAsTheSingleRouteDoes(t *testing.T) {
+	n := startNode(t, "a", fakeengine.LlamaCpp, fakeengine.Behavior{})
+	s := serve(t, setup{nodes: []node{n}})
+	q := `{"u":{"type":"noul","instructions":"Yes?"}}`
+	batch := `{"model":"fake","states":["a","b"],"questions":` + q + `}`
+	for _, tc := range []struct {
+		name, body string
+		headers    []string
+		status     int
+		has        string
+	}{
+		{"images", strings.Replace(batch, `"questions"`, `"assets":{"p":{"type":"image","format":"png","data_base64":"iVBORw0KGgo="}},"questions"`, 1), nil, http.StatusBadRequest, "assets"},
+		{"a box question", strings.Replace(batch, q, `{"b":{"type":"box","instructions":"Where?"}}`, 1), nil, http.StatusBadRequest, "box question"},
+		{"multipart", batch, []string{"Content-Type: multipart/form-data; boundary=x"}, http.StatusBadRequest, "multipart"},
+		{"an unknown field", strings.Replace(batch, `"questions"`, `"temperature":0,"questions"`, 1), nil, http.StatusBadRequest, "temperature"},
+		{"an unknown model", strings.Replace(batch, `"fake"`, `"nobody"`, 1), nil, http.StatusBadRequest, "nobody"},
+		{"a bad gate", batch, []string{"X-System1-Min-Label-Mass: lots"}, http.StatusUnprocessableEntity, httpapi.MinLabelMassHeader},
+		{"a bad coverage", batch, []string{"X-System1-Coverage: 2"}, http.StatusUnprocessableEntity, "X-System1-Coverage"},
+		{"a bad debias", batch, []string{"X-System1-Debias: sometimes"}, http.StatusUnprocessableEntity, httpapi.DebiasHeader},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := s.do(t, http.MethodPost, "/v1/systemone/batch", tc.body, tc.headers...)
+			if r.status != tc.status || !strings.Contains(string(r.body), tc.has) {
+				t.Errorf("got %s, want %d naming %s", r, tc.status, tc.has)
+			}
+			// The single route refuses its request alike.
+			single := strings.Replace(tc.body, `"states":["a","b"]`, `"state":"a"`, 1)
+			if alone := s.do(t, http.MethodPost, "/v1/systemone", single, tc.headers...); alone.status != r.status {
+				t.Errorf("the batch's %d, the single request's %s", r.status, alone)
+			}
+		})
+	}
+	if got := len(n.fake.Inferences()); got != 0 {
+		t.Errorf("%d engine calls for batches refused up front", got)
+	}
+}
+
+// Under the gate's headers a state whose answer system1 will not stand
+// behind is that state's own 422 in its place, the body /v1/systemone
+// gives that state alone, while the other states are answered; a batch
+// every state of which is refused is still a 200 (the refusals are the
+// caller's to read, not a reason to ask again), and without the gate
+// every state is answered.
+func TestBatchGateRefusesAState(t *testing.T) {
+	// A "vague" state gets 0.5 of the mass on the noul's two labels, any
+	// other 0.95.
+	vague := func(r fakeengine.Request) []float64 {
+		if p, _ := fakeengine.ParsePrompt(r.User); strings.Contains(p.State, "vague") {
+			return fakeengine.Probs(0.3, 0.2)(r.Labels)
+		}
+		return fakeengine.Probs(0.6, 0.35)(r.Labels)
+	}
+	n := startNode(t, "a", fakeengine.LlamaCpp, fakeengine.Behavior{Prompted: vague})
+	s := serve(t, setup{nodes: []node{n}, requestTimeout: time.Minute})
+	q := `{"u":{"type":"noul","instructions":"Yes?"}}`
+	gate := "X-System1-Min-Label-Mass: 0.9"
+	states := []string{`"clear"`, `"vague"`, `"clear too"`}
+	batch := func(states []string, headers ...string) batchReply {
+		t.Helper()
+		r := s.do(t, http.MethodPost, "/v1/systemone/batch", `{"model":"fake","states":[`+strings.Join(states, ",")+`],"questions":`+q+`}`, headers...)
+		if r.status != http.StatusOK {
+			t.Fatal(r)
+		}
+		var got batchReply
+		if err := json.Unmarshal(r.body, &got); err != nil || len(got.Results) != len(states) {
+			t.Fatalf("%s: %v", r, err)
+		}
+		return got
+	}
+	got := batch(states, gate)
+	for i, st := range states {
+		alone := s.ask(t, `{"model":"fake","state":`+st+`,"questions":`+q+`}`, gate)
+		want := withoutLatency(t, alone.body)
+		if alone.status != http.StatusOK {
+			want["status"] = json.RawMessage(fmt.Sprint(alone.status))
+		}
+		if a := withoutLatency(t, got.Results[i]); fmt.Sprint(a) != fmt.Sprint(want) {
+			t.Errorf("state %s: batch %s\nalone %d %s", st, got.Results[i], alone.status, alone.body)
+		}
+	}
+	var refused struct {
+		Status int `json:"status"`
+		Detail []struct {
+			Loc  []any  `json:"loc"`
+			Type string `json:"type"`
+		} `json:"detail"`
+	}
+	if err := json.Unmarshal(got.Results[1], &refused); err != nil || refused.Status != http.StatusUnprocessableEntity ||
+		len(refused.Detail) != 1 || refused.Detail[0].Type != "refused" || fmt.Sprint(refused.Detail[0].Loc) != "[body questions u]" {
+		t.Errorf("the vague state under the gate: %s", got.Results[1])
+	}
+	for _, i := range []int{0, 2} {
+		if strings.Contains(string(got.Results[i]), `"status"`) {
+			t.Errorf("a clear state under the gate: %s", got.Results[i])
+		}
+	}
+	for i, res := range batch([]string{`"vague"`, `"vague again"`}, gate).Results {
+		if !strings.Contains(string(res), `"status":422`) {
+			t.Errorf("only vague states, state %d: %s", i, res)
+		}
+	}
+	for i, res := range batch(states).Results {
+		if strings.Contains(string(res), `"status"`) {
+			t.Errorf("no gate, state %d refused: %s", i, res)
+		}
+	}
+}
