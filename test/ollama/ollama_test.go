@@ -205,7 +205,9 @@ func TestLiveOllamaImplicitLatest(t *testing.T) {
 			t.Errorf("%s: %d %.400s", model, r.status, r.body)
 		}
 	}
-	if r := s.ask(t, testengine.OllamaModel+":q4", "Once upon a time.", animal); r.status != http.StatusServiceUnavailable {
-		t.Errorf("another tag: %d %.400s; want 503", r.status, r.body)
+	// Another tag is a model no node serves: hosted Jev's 400 "Unknown
+	// model", before any engine is asked.
+	if r := s.ask(t, testengine.OllamaModel+":q4", "Once upon a time.", animal); r.status != http.StatusBadRequest || !strings.Contains(r.body, "Unknown model: "+testengine.OllamaModel+":q4") {
+		t.Errorf("another tag: %d %.400s; want 400 Unknown model", r.status, r.body)
 	}
 }
