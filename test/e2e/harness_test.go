@@ -93,7 +93,7 @@ func startServe(t *testing.T, cfg string, o serveOpts) *server {
 	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "system1.yaml")
-	writeFile(t, path, cfg)
+	writeFile(t, path, withoutCanary(cfg))
 	addr := testbin.LoopbackAddr(t)
 	cmd := exec.Command(testbin.Binary(t), "serve", "--config", path, "--listen", addr)
 	cmd.Env = append(env("SYSTEM1_", "XDG_", "CLAUDE_"), "XDG_STATE_HOME="+dir, "XDG_CONFIG_HOME="+dir, "SYSTEM1_LOG_LEVEL=debug")
@@ -359,4 +359,18 @@ func errorMessage(body []byte) (typ, msg string) {
 		return "", ""
 	}
 	return e.Error.Type, e.Error.Message
+}
+
+// withoutCanary turns fingerprinting off in cfg unless cfg sets it: the
+// background probe's canary is engine traffic of system1's own, which
+// the tests that count an engine's calls or hold its slots behind a gate
+// would take for a request's (fingerprint_test.go sets the block).
+func withoutCanary(cfg string) string {
+	if regexp.MustCompile(`(?m)^fingerprint:`).MatchString(cfg) {
+		return cfg
+	}
+	if cfg != "" && !strings.HasSuffix(cfg, "\n") {
+		cfg += "\n"
+	}
+	return cfg + "fingerprint: {off: true}\n"
 }

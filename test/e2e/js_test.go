@@ -106,6 +106,11 @@ func startEngine(t *testing.T) (model, url, expect string) {
 // when the test ends; its log is shown if the test failed.
 func serve(t *testing.T, bin, cfg string) string {
 	t.Helper()
+	raw, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, cfg, withoutCanary(string(raw)))
 	state := t.TempDir()
 	addr := testbin.LoopbackAddr(t)
 	cmd := exec.Command(bin, "serve", "--config", cfg, "--listen", addr)
