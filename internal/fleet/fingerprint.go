@@ -8,11 +8,10 @@ import (
 	"strings"
 	"time"
 
-	"system1/internal/decisionsapi"
+	"system1/internal/decision"
 	"system1/internal/engine"
 	"system1/internal/fingerprint"
 	"system1/internal/redact"
-	"system1/internal/systemone"
 )
 
 // DefaultCanaryEvery is how often a (node, model)'s canary is asked again
@@ -194,17 +193,13 @@ func (b *upstreamBackend) identity(ctx context.Context, model string) (fingerpri
 }
 
 func (b *upstreamBackend) canary(ctx context.Context, model string) (fingerprint.Reading, engine.CanaryUsage, error) {
-	var reply *systemone.Reply
-	err := engine.Call(ctx, func(ctx context.Context) (err error) {
-		reply, err = b.c.Ask(ctx, fingerprint.Request(model))
-		return err
+	return askCanary(ctx, model, func(ctx context.Context) (canaryReply, error) {
+		reply, err := b.c.Ask(ctx, fingerprint.Request(model))
+		if err != nil {
+			return canaryReply{}, err
+		}
+		return canaryReply{reply.Dists, reply.Model, reply.Usage.InputTokens, reply.Usage.OutputTokens}, nil
 	})
-	if err != nil {
-		return fingerprint.Reading{}, engine.CanaryUsage{Calls: 1}, err
-	}
-	use := engine.CanaryUsage{Calls: 1, InputTokens: reply.Usage.InputTokens, OutputTokens: reply.Usage.OutputTokens}
-	r, err := fingerprint.NewReading(reply.Dists, reply.Model)
-	return r, use, err
 }
 
 func (b *decisionsBackend) identity(ctx context.Context, model string) (fingerprint.Identity, error) {
@@ -212,19 +207,38 @@ func (b *decisionsBackend) identity(ctx context.Context, model string) (fingerpr
 }
 
 // canary asks a Decisions endpoint the canary in one request; a question
-// it refused is read as uninformative, as an engine's question whose
-// labels the model ranked none of.
+// it refused has no distribution and is read as uninformative, as an
+// engine's question whose labels the model ranked none of.
 func (b *decisionsBackend) canary(ctx context.Context, model string) (fingerprint.Reading, engine.CanaryUsage, error) {
-	var reply *decisionsapi.Reply
+	return askCanary(ctx, model, func(ctx context.Context) (canaryReply, error) {
+		reply, err := b.c.Ask(ctx, fingerprint.Request(model))
+		if err != nil {
+			return canaryReply{}, err
+		}
+		return canaryReply{reply.Dists, reply.Model, reply.Usage.InputTokens, reply.Usage.OutputTokens}, nil
+	})
+}
+
+// canaryReply is what an upstream's answer to the canary gives a reading.
+type canaryReply struct {
+	dists                     []decision.Distribution
+	model                     string
+	inputTokens, outputTokens int
+}
+
+// askCanary asks an upstream the canary in one call through the node's
+// gate and reads its answer.
+func askCanary(ctx context.Context, model string, ask func(context.Context) (canaryReply, error)) (fingerprint.Reading, engine.CanaryUsage, error) {
+	var reply canaryReply
 	err := engine.Call(ctx, func(ctx context.Context) (err error) {
-		reply, err = b.c.Ask(ctx, fingerprint.Request(model))
+		reply, err = ask(ctx)
 		return err
 	})
 	if err != nil {
 		return fingerprint.Reading{}, engine.CanaryUsage{Calls: 1}, err
 	}
-	use := engine.CanaryUsage{Calls: 1, InputTokens: reply.Usage.InputTokens, OutputTokens: reply.Usage.OutputTokens}
-	r, err := fingerprint.NewReading(reply.Dists, reply.Model)
+	use := engine.CanaryUsage{Calls: 1, InputTokens: reply.inputTokens, OutputTokens: reply.outputTokens}
+	r, err := fingerprint.NewReading(reply.dists, reply.model)
 	return r, use, err
 }
 

@@ -180,11 +180,12 @@ func TestBatchPriorIsPerBuild(t *testing.T) {
 	}
 }
 
-// A node over a Decisions endpoint is fingerprinted as the other
-// backends are: its model list is the identity, its canary one request
-// (a refused question read as uninformative), and a reply that moved is
-// a change once the canary is due again.
-func TestProbeFingerprintsADecisionsNode(t *testing.T) {
+// A node over an upstream (a System One or a Decisions endpoint) is
+// fingerprinted as the other backends are: its model list is the
+// identity, its canary one request (a question a Decisions endpoint
+// refused read as uninformative), and a reply that moved is a change once
+// the canary is due again.
+func TestProbeFingerprintsAnUpstream(t *testing.T) {
 	skewed := func(first float64) func(int) decision.Distribution {
 		return func(n int) decision.Distribution {
 			d := make(decision.Distribution, n)
@@ -195,39 +196,58 @@ func TestProbeFingerprintsADecisionsNode(t *testing.T) {
 			return d
 		}
 	}
-	d := fakeengine.StartDecisions(t, fakeengine.Reply{Model: fakeengine.DefaultModel, Dist: skewed(0.7), Refuse: []string{"urgency"}})
-	n, err := NewNode(config.Node{Name: "n", URL: d.URL, Dialect: "decisions", Models: []string{fakeengine.DefaultModel},
-		Timeout: config.Duration(5 * time.Second)}, func(string) string { return "" }, nil)
-	if err != nil {
-		t.Fatal(err)
+	reply := func(first float64) fakeengine.Reply {
+		return fakeengine.Reply{Model: fakeengine.DefaultModel, Dist: skewed(first), Refuse: []string{"urgency"}}
 	}
-	obs := &printObserver{calls: map[string]int{}, changes: map[string]int{}}
-	r := New([]*Node{n}, Options{Observer: obs, Fingerprint: FingerprintOptions{CanaryEvery: time.Hour,
-		Log: slog.New(slog.DiscardHandler)}})
-	clock := &lockedClock{t: time.Unix(1e9, 0)}
-	r.now = clock.now
-	key := "n/" + fakeengine.DefaultModel
+	for _, c := range []struct {
+		dialect string
+		start   func() (url string, set func(fakeengine.Reply))
+	}{
+		{"systemone", func() (string, func(fakeengine.Reply)) {
+			s := fakeengine.StartSystemOne(t, reply(0.7))
+			return s.URL + "/v1/systemone", s.Set
+		}},
+		{"decisions", func() (string, func(fakeengine.Reply)) {
+			d := fakeengine.StartDecisions(t, reply(0.7))
+			return d.URL, d.Set
+		}},
+	} {
+		t.Run(c.dialect, func(t *testing.T) {
+			url, set := c.start()
+			n, err := NewNode(config.Node{Name: "n", URL: url, Dialect: c.dialect, Models: []string{fakeengine.DefaultModel},
+				Timeout: config.Duration(5 * time.Second)}, func(string) string { return "" }, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			obs := &printObserver{calls: map[string]int{}, changes: map[string]int{}}
+			r := New([]*Node{n}, Options{Observer: obs, Fingerprint: FingerprintOptions{CanaryEvery: time.Hour,
+				Log: slog.New(slog.DiscardHandler)}})
+			clock := &lockedClock{t: time.Unix(1e9, 0)}
+			r.now = clock.now
+			key := "n/" + fakeengine.DefaultModel
 
-	r.Probe(t.Context())
-	fs := n.State(r.now()).Fingerprints
-	if len(fs) != 1 || fs[0].ID == "" || fs[0].Error != "" {
-		t.Fatalf("after the first probe: %+v", fs)
-	}
-	first := fs[0]
-	if got := obs.count(obs.calls, key+"/ok"); got != 1 {
-		t.Fatalf("the canary made %d calls of the endpoint, want 1 (one request)", got)
-	}
-	if a := decide(t, r, choiceRequest(fakeengine.DefaultModel, 3)); a.Fingerprint != first.ID {
-		t.Fatalf("answer served by %q, want %q", a.Fingerprint, first.ID)
-	}
-	d.Set(fakeengine.Reply{Model: fakeengine.DefaultModel, Dist: skewed(0.4), Refuse: []string{"urgency"}})
-	clock.advance(2 * time.Hour)
-	r.Probe(t.Context())
-	moved := n.State(r.now()).Fingerprints[0]
-	if moved.ID == first.ID || moved.Changes != 1 || !strings.Contains(moved.Change, "canary moved") {
-		t.Fatalf("the endpoint's answers moved: %+v (first %s)", moved, first.ID)
-	}
-	if got := obs.count(obs.changes, key); got != 1 {
-		t.Fatalf("%d changes observed, want 1", got)
+			r.Probe(t.Context())
+			fs := n.State(r.now()).Fingerprints
+			if len(fs) != 1 || fs[0].ID == "" || fs[0].Error != "" {
+				t.Fatalf("after the first probe: %+v", fs)
+			}
+			first := fs[0]
+			if got := obs.count(obs.calls, key+"/ok"); got != 1 {
+				t.Fatalf("the canary made %d calls of the upstream, want 1 (one request)", got)
+			}
+			if a := decide(t, r, choiceRequest(fakeengine.DefaultModel, 3)); a.Fingerprint != first.ID {
+				t.Fatalf("answer served by %q, want %q", a.Fingerprint, first.ID)
+			}
+			set(reply(0.4))
+			clock.advance(2 * time.Hour)
+			r.Probe(t.Context())
+			moved := n.State(r.now()).Fingerprints[0]
+			if moved.ID == first.ID || moved.Changes != 1 || !strings.Contains(moved.Change, "canary moved") {
+				t.Fatalf("the upstream's answers moved: %+v (first %s)", moved, first.ID)
+			}
+			if got := obs.count(obs.changes, key); got != 1 {
+				t.Fatalf("%d changes observed, want 1", got)
+			}
+		})
 	}
 }
