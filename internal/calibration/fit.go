@@ -48,41 +48,7 @@ func FitTemperature(preds []Prediction) (float64, error) {
 		cases[i] = newLogCase(p)
 	}
 	loss := func(u float64) float64 { return meanNLL(cases, math.Exp(-u)) }
-
-	lo, hi := math.Log(MinTemperature), math.Log(MaxTemperature)
-	step := (hi - lo) / (gridPoints - 1)
-	best, bestLoss := 0, math.Inf(1)
-	for i := range gridPoints {
-		if l := loss(lo + float64(i)*step); l < bestLoss {
-			best, bestLoss = i, l
-		}
-	}
-	bestU := lo + float64(best)*step
-	a := lo + float64(max(best-1, 0))*step
-	b := lo + float64(min(best+1, gridPoints-1))*step
-
-	// Golden-section search on [a, b]; c < d are the interior points.
-	invPhi := (math.Sqrt(5) - 1) / 2
-	c, d := b-invPhi*(b-a), a+invPhi*(b-a)
-	fc, fd := loss(c), loss(d)
-	for b-a > logTTolerance {
-		if fc <= fd {
-			b, d, fd = d, c, fc
-			c = b - invPhi*(b-a)
-			fc = loss(c)
-		} else {
-			a, c, fc = c, d, fd
-			d = a + invPhi*(b-a)
-			fd = loss(d)
-		}
-	}
-	if u := (a + b) / 2; loss(u) <= bestLoss {
-		bestU, bestLoss = u, loss(u)
-	}
-	if loss(0) <= bestLoss+1e-12 {
-		return 1, nil
-	}
-	return math.Exp(bestU), nil
+	return math.Exp(minimizeLogT(loss)), nil
 }
 
 // logCase is a case reduced to what its loss needs: the logs of its

@@ -135,7 +135,8 @@ func fitLevel(preds []Prediction) Calibrator {
 	return Calibrator{Method: MethodLevel, Temperature: math.Exp(u)}
 }
 
-// minimizeLogT is FitTemperature's search over u = ln T for any loss:
+// minimizeLogT is the search over u = ln T that FitTemperature and the
+// level fit share, for any loss:
 // gridPoints points over the range, then golden section around the best
 // to logTTolerance; 0 (T = 1) unless some u does better by more than
 // 1e-12.
