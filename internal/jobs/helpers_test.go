@@ -183,6 +183,11 @@ type jevServer struct {
 	health string
 	// reply, when set, may answer a request instead (status, body).
 	reply func(path string, body []byte) (int, string, bool)
+	// holdFrom, when above 0, holds a request whose first state is row
+	// holdFrom or later (writeRows' numbering) until it is lowered, or
+	// the client gives up: a run then stops short of the end, however
+	// fast the machine.
+	holdFrom atomic.Int64
 
 	singles, batches atomic.Int64
 	healthAuth       atomic.Value // the Authorization /health was last asked with
@@ -213,6 +218,7 @@ func (s *jevServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.URL.Path == "/v1/systemone":
 		time.Sleep(s.delay)
+		s.hold(r.Context(), body)
 		s.singles.Add(1)
 		p := systemone.ParseRequest(body)
 		if ps := p.Validate(decision.DefaultLimits()); len(ps) > 0 {
@@ -233,6 +239,7 @@ func (s *jevServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		time.Sleep(s.delay * time.Duration(len(b.States))) // a state's worth each
+		s.hold(r.Context(), b.States[0])
 		var out bytes.Buffer
 		out.WriteString(`{"results":[`)
 		for i, st := range b.States {
@@ -253,6 +260,21 @@ func (s *jevServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		w.WriteHeader(http.StatusNotFound)
 		_, _ = w.Write(systemone.NotFoundBody)
+	}
+}
+
+// hold waits while the first row named in body is held (holdFrom).
+func (s *jevServer) hold(ctx context.Context, body []byte) {
+	_, after, _ := bytes.Cut(body, []byte(`"row `))
+	var row int64
+	if _, err := fmt.Sscanf(string(after), "%d", &row); err != nil {
+		return
+	}
+	for {
+		if from := s.holdFrom.Load(); from <= 0 || row < from || ctx.Err() != nil {
+			return
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 

@@ -67,7 +67,8 @@ func lines(path string) int {
 
 // A runner killed with SIGKILL, twice, mid-run, leaves answers that the
 // next run completes: every row exactly once, in input order, with its
-// answers.
+// answers. The server holds the rows past each kill point, so the kill
+// lands mid-run however fast the machine.
 func TestKillResume(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -75,10 +76,12 @@ func TestKillResume(t *testing.T) {
 	}{{"row by row", false}, {"in batches", true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			const n = 1000
-			srv := newJevServer(t, &jevServer{delay: 4 * time.Millisecond, batch: tc.batch})
+			js := &jevServer{delay: 4 * time.Millisecond, batch: tc.batch}
+			srv := newJevServer(t, js)
 			dir := t.TempDir()
 			in, out := writeRows(t, dir, n), filepath.Join(dir, "out.jsonl")
 			for _, killAt := range []int{n / 4, n / 2} {
+				js.holdFrom.Store(int64(killAt))
 				cmd, stderr := startChild(t, in, out, srv.URL)
 				deadline := time.Now().Add(30 * time.Second)
 				for lines(out) < killAt {
@@ -101,6 +104,7 @@ func TestKillResume(t *testing.T) {
 				}
 				t.Logf("killed at %d lines", got)
 			}
+			js.holdFrom.Store(0)
 			cmd, stderr := startChild(t, in, out, srv.URL)
 			if err := cmd.Wait(); err != nil {
 				t.Fatalf("the resumed run: %v\n%s", err, stderr)

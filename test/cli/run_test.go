@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -162,9 +163,24 @@ func TestRunUsage(t *testing.T) {
 // system1 run killed with SIGKILL mid-run and started again with the
 // same arguments ends with every row exactly once, in input order.
 func TestRunKilledResumes(t *testing.T) {
-	const n, bad = 300, 150
-	// Each engine call takes a while, so that the kill lands mid-run.
-	cfg, questions, in := runJob(t, fakeengine.Behavior{Prompted: byTopic, Latency: 5 * time.Millisecond}, n, bad)
+	const n, bad, held = 300, 150, 200
+	// The engine holds every row from the held-th on until the first run
+	// is killed, so the kill lands mid-run however fast the machine is: the
+	// answers are written in input order, so that run writes at most held
+	// lines.
+	release := make(chan struct{})
+	var once sync.Once
+	releaseAll := func() { once.Do(func() { close(release) }) }
+	holding := func(r fakeengine.Request) []float64 {
+		var row int
+		_, after, _ := strings.Cut(r.User, "ticket ")
+		if _, err := fmt.Sscanf(after, "%d", &row); err == nil && row >= held {
+			<-release
+		}
+		return byTopic(r)
+	}
+	cfg, questions, in := runJob(t, fakeengine.Behavior{Prompted: holding}, n, bad)
+	t.Cleanup(releaseAll) // before the engine closes: it waits for its handlers
 	out := filepath.Join(t.TempDir(), "answers.jsonl")
 	bin, err := testbin.Path()
 	if err != nil {
@@ -191,7 +207,8 @@ func TestRunKilledResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || count() >= n {
+	releaseAll()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || count() > held {
 		t.Fatalf("the run was not killed mid-run: %d lines\n%s", count(), stderr.String())
 	}
 	t.Logf("killed at %d lines", count())
