@@ -83,7 +83,7 @@ func chainPath(cfg *config.Config, getenv func(string) string, dlog *decisionlog
 	if len(cfg.Gateway.Chain) == 0 {
 		return nil, nil
 	}
-	router, err := fleet.FromConfig(cfg, fleet.Options{Getenv: getenv})
+	router, err := localRouter(cfg, getenv, nil)
 	if err != nil {
 		return nil, []error{fmt.Errorf("nodes: %w", err)}
 	}
@@ -93,6 +93,15 @@ func chainPath(cfg *config.Config, getenv func(string) string, dlog *decisionlog
 		errs = append(errs, err)
 	}
 	return answerPath(router, fits, dlog, true).WithCache(decisionCache(cfg)), errs
+}
+
+// localRouter is the router of a face that runs no background probe (mcp,
+// the command line): it fingerprints the builds as requests use them, so
+// that their answers are bound to the build that served them as serve's
+// are, and no node is contacted before a request. log (nil: the default)
+// takes the line a change of build writes.
+func localRouter(cfg *config.Config, getenv func(string) string, log *slog.Logger) (*fleet.Router, error) {
+	return fleet.FromConfig(cfg, fleet.Options{Getenv: getenv, Fingerprint: fleet.FingerprintOptions{OnUse: true, Log: log}})
 }
 
 // decisionCache is the decision cache cfg.Cache configures, nil when it

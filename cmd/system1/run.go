@@ -136,7 +136,7 @@ var _ jobs.Decider = (*localDecider)(nil)
 // decision log, written to the end).
 func newLocalDecider(ctx context.Context, cfg *config.Config, stateDir string, e env) (*localDecider, func(), error) {
 	log := logger(e)
-	router, err := fleet.FromConfig(cfg, fleet.Options{Getenv: e.getenv})
+	router, err := localRouter(cfg, e.getenv, log)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -72,7 +72,7 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 		return out
 	})
 	ready := newReadiness(cfg, router, log)
-	go probe(ctx, router, cfg.ProbeEvery.Or(15*time.Second), func() { ready.nodes() })
+	go probe(ctx, router, cfg.ProbeEvery.Or(config.DefaultProbeEvery), func() { ready.nodes() })
 
 	fits, err := servingFits(cfg, log)
 	if err != nil {

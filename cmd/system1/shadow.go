@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"system1/internal/fleet"
 	"system1/internal/outcomes"
 )
 
@@ -169,7 +168,7 @@ docs/shadow.md.
 		return err
 	}
 	defer closeDecisionLog(l, log)
-	router, err := fleet.FromConfig(cfg, fleet.Options{Getenv: e.getenv})
+	router, err := localRouter(cfg, e.getenv, log)
 	if err != nil {
 		return err
 	}

@@ -59,7 +59,7 @@ type Config struct {
 	Timeouts  Timeouts  `yaml:"timeouts"`
 	// ProbeEvery is how often every node is probed in the background (a
 	// model list, no user data) and nodes without configured models
-	// re-list theirs; default 15s.
+	// re-list theirs; default DefaultProbeEvery.
 	ProbeEvery Duration `yaml:"probe_every"`
 	// Fingerprint says how the probes tell which build each node serves
 	// under each model name (docs/fingerprints.md).
@@ -306,6 +306,9 @@ type Provider struct {
 
 // MaxOptions is the most options a choice may carry anywhere, as hosted Jev.
 const MaxOptions = 255
+
+// DefaultProbeEvery is probe_every when the configuration does not say.
+const DefaultProbeEvery = 15 * time.Second
 
 // MaxPriorCount bounds prior_min_requests, prior_window and
 // prior_signatures: far more than any of them needs, and small enough

@@ -93,8 +93,16 @@ func (r *Router) Decide(ctx context.Context, req decision.Request) (*Result, err
 		}
 		tried, left = true, nil
 		var failure *engine.Failure
+		probed := r.probeOnUse(n, model)
+		answers := r.answer(ctx, n, model, req, take)
+		if probed != nil {
+			select {
+			case <-probed:
+			case <-ctx.Done():
+			}
+		}
 		served := r.served(n, model)
-		for j, got := range r.answer(ctx, n, model, req, take) {
+		for j, got := range answers {
 			i := take[j]
 			a := &res.Questions[i]
 			if got.sent {

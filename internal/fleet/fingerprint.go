@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"system1/internal/config"
 	"system1/internal/decision"
 	"system1/internal/engine"
 	"system1/internal/fingerprint"
@@ -32,6 +33,17 @@ type FingerprintOptions struct {
 	Tolerance float64
 	// Log takes the line a change writes; nil is slog.Default().
 	Log *slog.Logger
+	// OnUse fingerprints the builds as requests use them, for the faces
+	// that run no background probe (mcp, the command line), so that they
+	// contact no node before they are asked: a request served by a build
+	// never probed waits for its first probe (run beside its own engine
+	// calls), and one served by a build last probed ProbeEvery ago or more
+	// starts a new probe off its path.
+	OnUse bool
+	// ProbeEvery is how old a build's last probe may be before a request
+	// using it probes it again, with OnUse; 0 is
+	// config.DefaultProbeEvery.
+	ProbeEvery time.Duration
 }
 
 // FingerprintObserver is an Observer that is also told of the fingerprint
@@ -48,6 +60,8 @@ type fingerprints struct {
 	tracker *fingerprint.Tracker
 	every   time.Duration
 	log     *slog.Logger
+	onUse   bool
+	refresh time.Duration // with onUse, how old a probe may be before a request probes again
 }
 
 func newFingerprints(o FingerprintOptions) *fingerprints {
@@ -57,7 +71,8 @@ func newFingerprints(o FingerprintOptions) *fingerprints {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	return &fingerprints{tracker: fingerprint.NewTracker(o.Tolerance), every: cmp.Or(max(o.CanaryEvery, 0), DefaultCanaryEvery), log: o.Log}
+	return &fingerprints{tracker: fingerprint.NewTracker(o.Tolerance), every: cmp.Or(max(o.CanaryEvery, 0), DefaultCanaryEvery), log: o.Log,
+		onUse: o.OnUse, refresh: cmp.Or(max(o.ProbeEvery, 0), config.DefaultProbeEvery)}
 }
 
 // build is what a node knows of the build it serves under one model
@@ -240,6 +255,56 @@ func askCanary(ctx context.Context, model string, ask func(context.Context) (can
 	use := engine.CanaryUsage{Calls: 1, InputTokens: reply.inputTokens, OutputTokens: reply.outputTokens}
 	r, err := fingerprint.NewReading(reply.dists, reply.model)
 	return r, use, err
+}
+
+// probeOnUse, on a router that fingerprints on use, starts a probe of the
+// build n serves under model unless one is running, when no probe of it
+// is known or the last is ProbeEvery old. It returns a channel closed when
+// the probe of a build never probed is done, for the request to wait on;
+// nil when the request need not wait. The probe is the background's
+// (fingerprintModel), detached from the request: a caller who gives up
+// does not end a probe other requests wait on.
+func (r *Router) probeOnUse(n *Node, model string) <-chan struct{} {
+	fp := r.prints
+	b, ok := n.Backend.(identifier)
+	if fp == nil || !fp.onUse || !ok {
+		return nil
+	}
+	model = n.listedName(model)
+	now := r.now()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	st := n.buildLocked(model)
+	done := n.probing[model]
+	if done == nil && (st == nil || now.Sub(st.probed) >= fp.refresh) {
+		done = make(chan struct{})
+		if n.probing == nil {
+			n.probing = map[string]chan struct{}{}
+		}
+		n.probing[model] = done
+		go func() {
+			r.fingerprintModel(context.Background(), n, b, model, false)
+			n.mu.Lock()
+			delete(n.probing, model)
+			n.mu.Unlock()
+			close(done)
+		}()
+	}
+	if st != nil {
+		return nil
+	}
+	return done
+}
+
+// listedName is model as n's models name it, the name its builds are
+// probed under: on Ollama "m" is listed as "m:latest".
+func (n *Node) listedName(model string) string {
+	for _, m := range n.Models() {
+		if m == model || (n.Dialect == "ollama" && m != "" && ollamaName(m) == ollamaName(model)) {
+			return m
+		}
+	}
+	return model
 }
 
 // fingerprintNode probes the builds n serves, one model after another:

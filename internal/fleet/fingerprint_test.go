@@ -11,6 +11,7 @@ import (
 	"system1/internal/config"
 	"system1/internal/decision"
 	"system1/internal/fakeengine"
+	"system1/internal/fingerprint"
 )
 
 // printObserver records what the fingerprint probes tell an observer.
@@ -249,5 +250,109 @@ func TestProbeFingerprintsAnUpstream(t *testing.T) {
 				t.Fatalf("%d changes observed, want 1", got)
 			}
 		})
+	}
+}
+
+// A router that fingerprints on use (the faces with no background probe)
+// contacts no node before a request; the first requests a build serves
+// wait for one probe of it, shared, and carry its fingerprint; a build
+// whose probe is old is probed again off the request's path, and the
+// answers after it carry the new build.
+func TestFingerprintOnUse(t *testing.T) {
+	for _, d := range []fakeengine.Dialect{fakeengine.LlamaCpp, fakeengine.Ollama} {
+		t.Run(string(d), func(t *testing.T) {
+			f := fakeengine.New(fakeengine.Options{Dialect: d, Build: "one"})
+			t.Cleanup(f.Close)
+			n, err := NewNode(config.Node{Name: "n", URL: f.URL, Dialect: string(d), Models: []string{fakeengine.DefaultModel},
+				Timeout: config.Duration(5 * time.Second)}, func(string) string { return "" }, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			obs := &printObserver{calls: map[string]int{}, changes: map[string]int{}}
+			r := New([]*Node{n}, Options{Observer: obs, Fingerprint: FingerprintOptions{OnUse: true, ProbeEvery: time.Minute,
+				CanaryEvery: time.Hour, Log: slog.New(slog.DiscardHandler)}})
+			clock := &lockedClock{t: time.Unix(1e9, 0)}
+			r.now = clock.now
+			key := "n/" + fakeengine.DefaultModel
+			req := choiceRequest(fakeengine.DefaultModel, 3)
+			if got := len(f.Requests()); got != 0 {
+				t.Fatalf("%d requests reached the engine before any was asked", got)
+			}
+
+			const callers = 8
+			prints := make([]string, callers)
+			var wg sync.WaitGroup
+			for i := range callers {
+				wg.Go(func() {
+					if res, err := r.Decide(t.Context(), req); err == nil && res.Questions[0].Err == nil {
+						prints[i] = res.Questions[0].Fingerprint
+					}
+				})
+			}
+			wg.Wait()
+			first := n.Fingerprint(fakeengine.DefaultModel)
+			if first == "" {
+				t.Fatalf("no build known after the first requests: %+v", n.State(r.now()).Fingerprints)
+			}
+			for i, p := range prints {
+				if p != first {
+					t.Fatalf("first request %d carries fingerprint %q, want %q", i, p, first)
+				}
+			}
+			canary := obs.count(obs.calls, key+"/ok")
+			if canary < 3 || canary != len(fingerprintQuestions(t)) {
+				t.Fatalf("the first requests made %d canary calls, want one canary's (%d): one probe, shared", canary, len(fingerprintQuestions(t)))
+			}
+
+			// Within ProbeEvery nothing is probed again, whatever changed.
+			f.SetBuild("two")
+			before := len(f.Requests())
+			if a := decide(t, r, req); a.Fingerprint != first {
+				t.Fatalf("answer carries %q, want %q", a.Fingerprint, first)
+			}
+			if got := len(f.Requests()) - before; got != 1 {
+				t.Fatalf("a request within ProbeEvery made %d engine requests, want its own 1", got)
+			}
+
+			// Past it, the request that finds the probe old starts one and
+			// does not wait for it: the answer after it carries the new
+			// build, counted as a change.
+			clock.advance(2 * time.Minute)
+			if a := decide(t, r, req); a.Fingerprint != first {
+				t.Fatalf("the request that starts a refresh carries %q, want the build known then, %q", a.Fingerprint, first)
+			}
+			waitProbes(t, n)
+			second := n.Fingerprint(fakeengine.DefaultModel)
+			if second == first || obs.count(obs.changes, key) != 1 {
+				t.Fatalf("after the refresh: fingerprint %q (was %q), %d changes", second, first, obs.count(obs.changes, key))
+			}
+			if a := decide(t, r, req); a.Fingerprint != second {
+				t.Fatalf("answer after the change carries %q, want %q", a.Fingerprint, second)
+			}
+		})
+	}
+}
+
+// fingerprintQuestions are the canary's questions.
+func fingerprintQuestions(t *testing.T) []decision.Question {
+	t.Helper()
+	return fingerprint.Request(fakeengine.DefaultModel).Questions
+}
+
+// waitProbes waits for n's on-use probes to end.
+func waitProbes(t *testing.T, n *Node) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		n.mu.Lock()
+		running := len(n.probing)
+		n.mu.Unlock()
+		if running == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("an on-use probe still runs after a minute")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

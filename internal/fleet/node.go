@@ -64,6 +64,7 @@ type Node struct {
 	modelCool   map[string]modelCooldown // models resting on a healthy node (see blame)
 	constraint  constraint               // whether the engine holds its constraint (constraint.go)
 	builds      map[string]*build        // the builds it serves, by model (fingerprint.go)
+	probing     map[string]chan struct{} // the on-use probes running, by model; closed when done
 
 	// What State counts: failed engine calls, failovers off the node and
 	// cooldowns.
@@ -161,6 +162,7 @@ func FromConfig(cfg *config.Config, o Options) (*Router, error) {
 	o.Aliases, o.MaxQuestions = cfg.Aliases, cfg.MaxQuestions
 	o.Debias = Debias{Permute: cfg.Debias == decision.DebiasPermute, Orders: cfg.DebiasOrders}
 	o.Fingerprint.Off, o.Fingerprint.CanaryEvery, o.Fingerprint.Tolerance = cfg.Fingerprint.Off, time.Duration(cfg.Fingerprint.CanaryEvery), cfg.Fingerprint.Tolerance
+	o.Fingerprint.ProbeEvery = cfg.ProbeEvery.Or(config.DefaultProbeEvery)
 	o.Prior = Prior{Mode: cfg.Prior, MinRequests: cfg.PriorMinRequests, Window: cfg.PriorWindow, Signatures: cfg.PriorSignatures}
 	return New(ns, o), nil
 }

@@ -540,7 +540,7 @@ func TestCapabilities(t *testing.T) {
 // same response as system1_decide.
 func TestHTTPDecideMatchesMCP(t *testing.T) {
 	ep := fakeengine.StartSystemOne(t, fakeengine.Reply{Probs: []float64{0.2, 0.8}})
-	w := newWorld(t, chain("", so("jev", ep.URL)))
+	w := newWorld(t, fingerprinted(chain("", so("jev", ep.URL))))
 	args := `{"question":"Which?","options":["a","b"],"request_id":"same-1"}`
 	viaMCP, _ := w.start().call(mcpserver.ToolDecide, json.RawMessage(args))
 
@@ -587,19 +587,12 @@ func TestHTTPDecideMatchesMCP(t *testing.T) {
 	}
 	_ = json.Unmarshal(viaMCP, &fromMCP)
 	// serve fingerprints the build that answered at its background
-	// probe; the MCP server runs none (it contacts no node before a tool
-	// call), so its answers name no fingerprint (docs/fingerprints.md).
-	// Everything else is the same answer.
-	if fp := servedFingerprint(viaHTTP); len(fp) != 16 {
-		t.Errorf("serve's decide names fingerprint %q", fp)
-	}
-	if fp := servedFingerprint(fromMCP); fp != "" {
-		t.Errorf("the MCP server's decide names fingerprint %q", fp)
+	// probe, the MCP server at its first tool call (it contacts no node
+	// before one): both name the same build.
+	if fp := servedFingerprint(viaHTTP); len(fp) != 16 || servedFingerprint(fromMCP) != fp {
+		t.Errorf("serve's decide names fingerprint %q, the MCP server's %q", fp, servedFingerprint(fromMCP))
 	}
 	for _, m := range []map[string]any{viaHTTP, fromMCP} {
-		if served, ok := m["served"].(map[string]any); ok {
-			delete(served, "fingerprint")
-		}
 		delete(m, "latency_ms")
 		for _, a := range m["attempts"].([]any) {
 			delete(a.(map[string]any), "latency_ms")

@@ -262,9 +262,10 @@ func jsonEqual(a, b string) bool {
 
 // chain writes a configuration whose providers are the given YAML flow
 // mappings. Tests of hanging providers give those a short timeout.
+// Fingerprints are off (noCanary); fingerprinted turns them on.
 func chain(gateway string, providers ...string) string {
 	var b strings.Builder
-	b.WriteString("gateway:\n  timeout: 5s\n")
+	b.WriteString(noCanary + "gateway:\n  timeout: 5s\n")
 	if gateway != "" {
 		b.WriteString(gateway)
 	}
@@ -274,6 +275,14 @@ func chain(gateway string, providers ...string) string {
 	}
 	return b.String()
 }
+
+// noCanary turns fingerprints off: the canary a build's first use asks
+// is traffic of system1's own, which the tests that count a provider's
+// calls or read its last request would take for the tool call's.
+const noCanary = "fingerprint: {off: true}\n"
+
+// fingerprinted is cfg with fingerprints on, as they are by default.
+func fingerprinted(cfg string) string { return strings.Replace(cfg, noCanary, "", 1) }
 
 // so is a systemone provider entry.
 func so(name, url string, extra ...string) string {

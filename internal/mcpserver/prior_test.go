@@ -21,7 +21,7 @@ import (
 func TestDecidePriorOverMCP(t *testing.T) {
 	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Behavior: fakeengine.Behavior{Prompted: fakeengine.Leaning}})
 	t.Cleanup(f.Close)
-	yaml := fmt.Sprintf("prior: batch\nprior_min_requests: 2\ngateway:\n  threshold: 0\n  chain:\n    - {name: local, model: %s}\nnodes:\n  - {name: n, url: %s, dialect: llamacpp, models: [%s]}\n",
+	yaml := fmt.Sprintf(noCanary+"prior: batch\nprior_min_requests: 2\ngateway:\n  threshold: 0\n  chain:\n    - {name: local, model: %s}\nnodes:\n  - {name: n, url: %s, dialect: llamacpp, models: [%s]}\n",
 		fakeengine.DefaultModel, f.URL, fakeengine.DefaultModel)
 	s := newWorld(t, yaml).start()
 	for _, tool := range s.listTools() {

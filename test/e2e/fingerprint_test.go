@@ -1,10 +1,12 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"system1/internal/calibration"
 	"system1/internal/fleet"
 	"system1/internal/gateway"
+	"system1/internal/testbin"
 	"system1/internal/testengine"
 )
 
@@ -202,6 +205,13 @@ decision_log:
 		t.Fatalf("/v1/systemone before the swap: calibrated %q, warnings %q", sys.Header.Get("X-System1-Calibrated"), sys.Header.Get("X-System1-Warnings"))
 	}
 
+	// The command line (the MCP server's path, which runs no background
+	// probe) fingerprints the build on use: the same build, the same fit.
+	local := strings.Replace(cfg, "decision_log:\n  path: "+filepath.Join(dir, "decisions.db")+"\n", "decision_log: {off: true}\n", 1)
+	if cli := cliDecide(t, local); !cli.Calibrated || cli.Served == nil || cli.Served.Fingerprint != first.ID {
+		t.Fatalf("system1 decide before the swap: calibrated %v, served %+v; want build %s", cli.Calibrated, cli.Served, first.ID)
+	}
+
 	// The swap, while serve runs.
 	swap()
 	swapped := time.Now()
@@ -237,6 +247,13 @@ decision_log:
 		t.Fatalf("/v1/systemone after the swap: %v", sys.Header)
 	}
 
+	// A command-line process started after the swap probes the new build
+	// on its first request, and does not apply the old build's fit either.
+	if cli := cliDecide(t, local); cli.Calibrated || cli.Served == nil || cli.Served.Fingerprint != now.ID ||
+		!strings.Contains(cli.Attempts[len(cli.Attempts)-1].Detail, "learnt on another build") {
+		t.Fatalf("system1 decide after the swap: calibrated %v, served %+v, attempts %+v; want build %s, uncalibrated", cli.Calibrated, cli.Served, cli.Attempts, now.ID)
+	}
+
 	// Outcomes under the new build refit it: calibrated again, by a fit
 	// of its own beside the old build's.
 	teach(t, s, decideAll(t, s, "second", 30), 2)
@@ -252,6 +269,25 @@ decision_log:
 	if !strings.Contains(rep, `"fingerprint":"`+first.ID+`"`) || !strings.Contains(rep, `"fingerprint":"`+now.ID+`"`) {
 		t.Fatalf("the calibration report does not group by build: %s", rep)
 	}
+}
+
+// cliDecide asks system1 decide, a process of its own over cfg, the
+// question calibratedDecide asks.
+func cliDecide(t *testing.T, cfg string) gateway.Response {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "system1.yaml")
+	writeFile(t, path, cfg)
+	cmd := exec.Command(testbin.Binary(t), "decide", "--config", path, "--json", "--context", `{"ticket":"never came"}`, "Does the customer ask for a refund?")
+	cmd.Env = append(env("SYSTEM1_", "XDG_", "CLAUDE_"), "XDG_STATE_HOME="+dir, "XDG_CONFIG_HOME="+dir)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var res gateway.Response
+	if jerr := json.Unmarshal(out, &res); jerr != nil {
+		t.Fatalf("system1 decide: %v, %v\n%s%s", err, jerr, out, stderr.String())
+	}
+	return res
 }
 
 // noul is a one-question /v1/systemone request over state.
