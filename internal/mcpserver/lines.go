@@ -233,14 +233,20 @@ func (c *lineConn) giveUp() {
 	}
 }
 
-// settle records that the call id was answered. It reports false when the
-// drain grace already ran out and the transport answered it itself.
-func (c *lineConn) settle(id jsonrpc.ID) bool {
+// writeReply writes the reply to the call id and then records that it
+// was answered, so that the end of input, which waits for every call to
+// be answered, comes after the reply's line is out (once reading has
+// ended the process may exit). It writes nothing when the drain grace
+// already ran out and the transport answered the call itself. The
+// pending lock is held across the write, as giveUp holds it across its
+// own, so that a call is answered once.
+func (c *lineConn) writeReply(id jsonrpc.ID, data []byte) error {
 	c.pendMu.Lock()
 	defer c.pendMu.Unlock()
 	if c.gaveUp {
-		return false
+		return nil
 	}
+	err := c.writeLine(data)
 	if c.pending[id] {
 		delete(c.pending, id)
 		select {
@@ -248,7 +254,7 @@ func (c *lineConn) settle(id jsonrpc.ID) bool {
 		default:
 		}
 	}
-	return true
+	return err
 }
 
 // Write sends one message on its own line. An error reply without a
@@ -267,8 +273,8 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return fmt.Errorf("encoding a message: %w", err)
 	}
-	if isResp && !c.settle(resp.ID) {
-		return nil // answered already, when the drain grace ran out
+	if isResp {
+		return c.writeReply(resp.ID, data)
 	}
 	return c.writeLine(data)
 }
