@@ -127,7 +127,7 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 	// One cache for both faces: its key holds the fits, which may differ.
 	cache := decisionCache(cfg)
 	if cache != nil {
-		m.WatchCache(cache.Hits, cache.Misses, cache.Bypassed)
+		m.WatchCache(cache.Hits, cache.Misses, cache.Bypassed, cache.Coalesced)
 		log.Info("decision cache on", "entries", cfg.Cache.Entries, "ttl", time.Duration(cfg.Cache.TTL))
 	}
 	api := httpapi.New(httpapi.Options{

@@ -170,13 +170,26 @@ func (q Question) Served(name func(string) string) string {
 	return "node=" + name(q.Node) + " model=" + name(q.Model) + " fingerprint=" + fp
 }
 
+// hit answers req from the cache, recorded as any answer, when an answer
+// is stored under k.
+func (s *Service) hit(req Request, k key, fits *calibration.Fits) (*Answer, bool) {
+	a, ok := s.opt.Cache.get(k, fits)
+	if !ok {
+		return nil, false
+	}
+	s.opt.Cache.hits.Add(1)
+	s.record(req, a)
+	return a, true
+}
+
 // Answer asks the fleet every question of req and, when every one was
 // answered, reports and records the answer; otherwise it returns a
 // *Failure and records nothing.
 //
 // With a cache, an exact repeat of an earlier request is answered from
 // it, and recorded like any answer: under its own request id, so that
-// feedback on it works, with the stored answer's node, model and steps.
+// feedback on it works, with the stored answer's node, model and steps;
+// one that arrives while the same request is being asked waits for it.
 func (s *Service) Answer(ctx context.Context, req Request) (a *Answer, err error) {
 	tracing.SetState(ctx, req.State)
 	ctx, qs := tracing.StartQuestions(ctx, req.Questions)
@@ -184,10 +197,24 @@ func (s *Service) Answer(ctx context.Context, req Request) (a *Answer, err error
 	fits := s.Fits()
 	c := s.cacheKey(req, fits)
 	if c.ok && !c.bypass {
-		if a, ok := s.opt.Cache.get(c.key, fits); ok {
-			s.opt.Cache.hits.Add(1)
-			s.record(req, a)
+		if a, ok := s.hit(req, c.key, fits); ok {
 			return a, nil
+		}
+		// A miss asks the fleet once however many identical requests
+		// arrive while it runs: they wait and are answered from the
+		// cache after it. One whose wait ends without an answer stored
+		// (the first failed: failures are not kept) asks for itself.
+		if done, wait := s.opt.Cache.ask(c.key); done != nil {
+			defer done()
+		} else {
+			s.opt.Cache.coalesced.Add(1)
+			select {
+			case <-wait:
+				if a, ok := s.hit(req, c.key, fits); ok {
+					return a, nil
+				}
+			case <-ctx.Done():
+			}
 		}
 	}
 	res, err := s.opt.Router.Decide(ctx, req.Request)

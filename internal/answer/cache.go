@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"hash"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -37,8 +38,14 @@ const (
 // be shared by several Services: the key holds everything an answer
 // depends on, the nodes and fits among it.
 type Cache struct {
-	lru                    *expirable.LRU[key, *stored]
-	hits, misses, bypassed atomic.Uint64
+	lru                               *expirable.LRU[key, *stored]
+	hits, misses, bypassed, coalesced atomic.Uint64
+
+	// asking are the misses being asked of the fleet now, by key, each
+	// with a channel closed when it is done: an identical request that
+	// arrives meanwhile waits for that answer instead of asking again.
+	mu     sync.Mutex
+	asking map[key]chan struct{}
 }
 
 // key is a cache key: a SHA-256 of everything an answer depends on.
@@ -68,6 +75,10 @@ func (c *Cache) Misses() uint64 { return c.misses.Load() }
 // Bypassed counts the requests the cache did not store (CacheBypass).
 func (c *Cache) Bypassed() uint64 { return c.bypassed.Load() }
 
+// Coalesced counts the times a request waited for an identical one being
+// asked of the fleet, to be answered from the cache after it.
+func (c *Cache) Coalesced() uint64 { return c.coalesced.Load() }
+
 // Len is the number of answers kept, expired ones not yet dropped among
 // them.
 func (c *Cache) Len() int { return c.lru.Len() }
@@ -81,6 +92,29 @@ func (c *Cache) get(k key, fits *calibration.Fits) (*Answer, bool) {
 		return nil, false
 	}
 	return e.a.replay(), true
+}
+
+// ask registers the caller as the one asking the fleet for key k, and
+// returns the function to call once its answer is stored or it failed;
+// or, when an identical request is being asked already, the channel
+// closed when that one is done, to wait on before looking k up again.
+func (c *Cache) ask(k key) (done func(), wait <-chan struct{}) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ch, ok := c.asking[k]; ok {
+		return nil, ch
+	}
+	if c.asking == nil {
+		c.asking = map[key]chan struct{}{}
+	}
+	ch := make(chan struct{})
+	c.asking[k] = ch
+	return func() {
+		c.mu.Lock()
+		delete(c.asking, k)
+		c.mu.Unlock()
+		close(ch)
+	}, nil
 }
 
 // put stores a copy of a under k.

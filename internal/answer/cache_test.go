@@ -1,6 +1,7 @@
 package answer_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 	"system1/internal/calibration"
 	"system1/internal/config"
 	"system1/internal/decision"
+	"system1/internal/decisionlog"
 	"system1/internal/fakeengine"
 	"system1/internal/fleet"
 )
@@ -365,7 +367,9 @@ func TestCacheConcurrentCallers(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if h, m := c.Hits(), c.Misses(); h+m != callers*each || m < states || m > callers*states {
+	// Identical requests in flight wait for the first: each state is
+	// asked once.
+	if h, m := c.Hits(), c.Misses(); h+m != callers*each || m != states {
 		t.Errorf("hits %d, misses %d for %d requests over %d states", h, m, callers*each, states)
 	}
 }
@@ -394,5 +398,131 @@ func TestCacheMissesAcrossASwappedBuild(t *testing.T) {
 	got := ask(t, svc, req)
 	if got.Cache != answer.CacheMiss || got.Questions[0].Fingerprint == first.Questions[0].Fingerprint || got.Questions[0].Fingerprint != n.Fingerprint("m") {
 		t.Fatalf("after the swap: cache %q, fingerprint %q (first %q)", got.Cache, got.Questions[0].Fingerprint, first.Questions[0].Fingerprint)
+	}
+}
+
+// lockedRecords is records for concurrent callers.
+type lockedRecords struct {
+	mu  sync.Mutex
+	ids map[string]int // records by request id
+}
+
+func (r *lockedRecords) Record(rec decisionlog.Record) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ids[rec.RequestID]++
+}
+
+// heldService is cachedService over an engine that holds every call
+// until release is called, counting the calls that arrived in held. A
+// request's questions are asked one after another (llama.cpp: one slot
+// a state), so a held request has one call in the engine.
+func heldService(t *testing.T, rec answer.Recorder) (svc *answer.Service, c *answer.Cache, release func(), held *atomic.Int64) {
+	t.Helper()
+	gate, held := make(chan struct{}), &atomic.Int64{}
+	var once sync.Once
+	release = func() { once.Do(func() { close(gate) }) }
+	n, _ := fakeNode(t, "n", fakeengine.Behavior{Prompted: func(r fakeengine.Request) []float64 {
+		held.Add(1)
+		<-gate
+		return fakeengine.Leaning(r)
+	}})
+	t.Cleanup(release) // before the engine closes: it waits for its handlers
+	c = answer.NewCache(16, time.Hour)
+	svc = answer.New(answer.Options{Router: fleet.New([]*fleet.Node{n}, fleet.Options{}), Cache: c, Recorder: rec})
+	return svc, c, release, held
+}
+
+// waitFor polls cond for up to a minute: a bound on a wait, not a timing
+// claim.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("still waiting for %s after a minute", what)
+		}
+	}
+}
+
+// Identical requests arriving while the first is asked wait for its
+// answer: the engine is asked once, the rest are hits, each recorded
+// under its own request id.
+func TestCacheCoalescesIdenticalRequests(t *testing.T) {
+	rec := &lockedRecords{ids: map[string]int{}}
+	svc, c, release, held := heldService(t, rec)
+	const callers = 8
+	got := make([]*answer.Answer, callers)
+	errs := make([]error, callers)
+	var wg sync.WaitGroup
+	start := func(i int) {
+		wg.Go(func() {
+			req := twoQuestions("m")
+			req.RequestID = fmt.Sprintf("req_%d", i)
+			got[i], errs[i] = svc.Answer(t.Context(), req)
+		})
+	}
+	start(0)
+	waitFor(t, "engine call", func() bool { return held.Load() > 0 })
+	for i := 1; i < callers; i++ {
+		start(i)
+	}
+	waitFor(t, "coalesced callers", func() bool { return c.Coalesced() == callers-1 })
+	release()
+	wg.Wait()
+	misses := 0
+	for i, a := range got {
+		if errs[i] != nil {
+			t.Fatalf("caller %d: %v", i, errs[i])
+		}
+		if a.Cache == answer.CacheMiss {
+			misses++
+		}
+		if !same(a.Questions[0].Dist, got[0].Questions[0].Dist) {
+			t.Errorf("caller %d: %v, the first %v", i, a.Questions[0].Dist, got[0].Questions[0].Dist)
+		}
+	}
+	// One request's engine calls: one a question (debias off).
+	if calls := held.Load(); calls != 2 || misses != 1 || got[0].Cache != answer.CacheMiss || c.Hits() != callers-1 || c.Misses() != 1 {
+		t.Errorf("%d engine calls, %d misses (the first %q); cache hits %d, misses %d", calls, misses, got[0].Cache, c.Hits(), c.Misses())
+	}
+	for i := range callers {
+		if n := rec.ids[fmt.Sprintf("req_%d", i)]; n != 2 {
+			t.Errorf("req_%d has %d records, want one a question", i, n)
+		}
+	}
+}
+
+// A failure is not shared: when the request waited for fails (here its
+// caller gave up), those waiting ask for themselves, at once.
+func TestCacheCoalescedFailureIsNotShared(t *testing.T) {
+	svc, c, release, held := heldService(t, nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	first := make(chan error, 1)
+	go func() {
+		_, err := svc.Answer(ctx, twoQuestions("m"))
+		first <- err
+	}()
+	waitFor(t, "the first request's engine call", func() bool { return held.Load() == 1 })
+	const waiting = 4
+	got := make([]*answer.Answer, waiting)
+	errs := make([]error, waiting)
+	var wg sync.WaitGroup
+	for i := range waiting {
+		wg.Go(func() { got[i], errs[i] = svc.Answer(t.Context(), twoQuestions("m")) })
+	}
+	waitFor(t, "coalesced callers", func() bool { return c.Coalesced() == waiting })
+	cancel()
+	if err := <-first; err == nil {
+		t.Fatal("the request whose caller gave up was answered")
+	}
+	// Those waiting ask for themselves now, together, before any is
+	// answered: the engine holds every call.
+	waitFor(t, "the waiting callers' own engine calls", func() bool { return held.Load() == 1+waiting })
+	release()
+	wg.Wait()
+	for i := range waiting {
+		if errs[i] != nil || got[i].Cache != answer.CacheMiss {
+			t.Errorf("caller %d: %v, cache %v", i, errs[i], got[i])
+		}
 	}
 }

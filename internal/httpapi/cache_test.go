@@ -35,7 +35,7 @@ func serveCached(t *testing.T, entries int, n node) *system1 {
 	cache := answer.NewCache(entries, time.Hour)
 	m := metrics.New()
 	if cache != nil {
-		m.WatchCache(cache.Hits, cache.Misses, cache.Bypassed)
+		m.WatchCache(cache.Hits, cache.Misses, cache.Bypassed, cache.Coalesced)
 	}
 	api := httpapi.New(httpapi.Options{
 		Answer:   answer.New(answer.Options{Router: router, Cache: cache}),
@@ -98,7 +98,7 @@ func TestCacheOnTheHTTPFaces(t *testing.T) {
 	}
 
 	m := string(s.do(t, "GET", "/metrics", "").body)
-	for _, want := range []string{"system1_cache_hits_total 2", "system1_cache_misses_total 2", "system1_cache_bypassed_total 0"} {
+	for _, want := range []string{"system1_cache_hits_total 2", "system1_cache_misses_total 2", "system1_cache_bypassed_total 0", "system1_cache_coalesced_total 0"} {
 		if !strings.Contains(m, want) {
 			t.Errorf("metrics lack %q", want)
 		}

@@ -178,10 +178,10 @@ func (m *Metrics) WatchDecisionLog(dropped, written, failed func() uint64) {
 }
 
 // WatchCache exports the decision cache's counts: requests answered from
-// it (hits), answered by the engines and kept (misses), and answered and
-// not kept (bypassed: the batch prior). Each function is read at every
-// scrape.
-func (m *Metrics) WatchCache(hits, misses, bypassed func() uint64) {
+// it (hits), answered by the engines and kept (misses), answered and not
+// kept (bypassed: the batch prior), and the waits for an identical
+// request being asked (coalesced). Each function is read at every scrape.
+func (m *Metrics) WatchCache(hits, misses, bypassed, coalesced func() uint64) {
 	counter := func(name, help string, f func() uint64) prometheus.Collector {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(f()) })
 	}
@@ -189,6 +189,7 @@ func (m *Metrics) WatchCache(hits, misses, bypassed func() uint64) {
 		counter("system1_cache_hits_total", "Requests answered from the decision cache, no engine asked.", hits),
 		counter("system1_cache_misses_total", "Requests the engines answered with the decision cache on, their answers kept for repeats.", misses),
 		counter("system1_cache_bypassed_total", "Requests the engines answered with the decision cache on and whose answers were not kept (the batch prior).", bypassed),
+		counter("system1_cache_coalesced_total", "Times a request that missed the decision cache waited for an identical one being asked, to be answered from the cache after it.", coalesced),
 	)
 }
 

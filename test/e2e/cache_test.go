@@ -105,7 +105,7 @@ cache: {entries: 100, ttl: 10m}
 		t.Fatalf("repeat under the new fits: %+v", res)
 	}
 	m := string(do(t, c, http.MethodGet, s.URL+"/metrics", "", "").Body)
-	for _, want := range []string{"system1_cache_misses_total 3", "system1_cache_bypassed_total 0"} {
+	for _, want := range []string{"system1_cache_misses_total 3", "system1_cache_bypassed_total 0", "system1_cache_coalesced_total 0"} {
 		if !strings.Contains(m, want) {
 			t.Errorf("metrics lack %q", want)
 		}
