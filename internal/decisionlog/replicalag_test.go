@@ -10,11 +10,13 @@ import (
 // Two replicas share one log: one answers and records while its writer
 // lingers, and the caller's feedback reaches the other at once. The
 // other must find the answer, not answer 404 for an id that was
-// acknowledged moments ago; an old unknown id is still a 404.
+// acknowledged moments ago; an old unknown id is still a 404. The writer
+// lingers the default 100 ms, which leaves its transaction most of
+// ReplicaLag, however slowly the machine commits it.
 func TestFeedbackWaitsForAnotherReplicasWriter(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
-			answering := b.open(t, Options{Linger: 400 * time.Millisecond})
+			answering := b.open(t, Options{Linger: DefaultLinger})
 			other := b.open(t, Options{Linger: -1})
 			id := NewRequestID()
 			answering.Record(sample(id, "c", time.Now()))

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -94,12 +95,16 @@ func (m *measurement) read(e engine.Engine, model string, b build, condition str
 
 // underLoad reads the canary while k other clients keep asking other
 // questions over other states of the same model, so that the engine
-// batches the canary's calls with theirs.
+// batches the canary's calls with theirs. The canary starts once every
+// client has had a reply, so that the load is running however long the
+// engine takes to answer the first calls; the clients ask until it ends.
 func (m *measurement) underLoad(e engine.Engine, model string, b build, k int) {
 	m.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	asked := make([]int, k)
+	defer wg.Wait()
+	defer cancel()
+	asked := make([]atomic.Int64, k)
 	for i := range k {
 		wg.Go(func() {
 			q := fingerprint.Questions()[1]
@@ -107,20 +112,21 @@ func (m *measurement) underLoad(e engine.Engine, model string, b build, k int) {
 				state := json.RawMessage(fmt.Sprintf(`{"ticket":"load %d from client %d: the invoice shows the wrong address","n":%d}`, n, i, n))
 				// An uninformative answer ran the model all the same.
 				if _, err := engine.Ask(ctx, e, model, state, q); err == nil || engine.Classify(err).Uninformative {
-					asked[i]++
+					asked[i].Add(1)
 				}
 			}
 		})
 	}
-	time.Sleep(300 * time.Millisecond) // the load is running before the canary starts
-	m.read(e, model, b, fmt.Sprintf("under load of %d clients", k))
-	cancel()
-	wg.Wait()
-	for i, n := range asked {
-		if n == 0 {
-			m.t.Fatalf("%s: load client %d got no reply: the canary was not read under load", b.name, i)
+	deadline := time.Now().Add(2 * time.Minute)
+	for i := range asked {
+		for asked[i].Load() == 0 {
+			if time.Now().After(deadline) {
+				m.t.Fatalf("%s: load client %d got no reply in 2 minutes: the canary cannot be read under load", b.name, i)
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
 	}
+	m.read(e, model, b, fmt.Sprintf("under load of %d clients", k))
 }
 
 // report logs the table of repeat and cross-build deltas and returns the

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -257,11 +258,26 @@ func TestProbeFingerprintsAnUpstream(t *testing.T) {
 // contacts no node before a request; the first requests a build serves
 // wait for one probe of it, shared, and carry its fingerprint; a build
 // whose probe is old is probed again off the request's path, and the
-// answers after it carry the new build.
+// answers after it carry the new build. The refresh's canary is held in
+// the engine until the request that started it has returned, so that the
+// refresh cannot end first, however the two calls race; a request that
+// waited for it would be let go after 10 s and carry the new build.
 func TestFingerprintOnUse(t *testing.T) {
 	for _, d := range []fakeengine.Dialect{fakeengine.LlamaCpp, fakeengine.Ollama} {
 		t.Run(string(d), func(t *testing.T) {
-			f := fakeengine.New(fakeengine.Options{Dialect: d, Build: "one"})
+			var hold atomic.Pointer[chan struct{}] // canary calls wait on it while set
+			canaryState := string(fingerprint.State())
+			f := fakeengine.New(fakeengine.Options{Dialect: d, Build: "one", Behavior: fakeengine.Behavior{Prompted: func(r fakeengine.Request) []float64 {
+				if h := hold.Load(); h != nil {
+					if p, ok := fakeengine.ParsePrompt(r.User); ok && p.State == canaryState {
+						select {
+						case <-*h:
+						case <-time.After(10 * time.Second):
+						}
+					}
+				}
+				return fakeengine.Halving(r.Labels)
+			}}})
 			t.Cleanup(f.Close)
 			n, err := NewNode(config.Node{Name: "n", URL: f.URL, Dialect: string(d), Models: []string{fakeengine.DefaultModel},
 				Timeout: config.Duration(5 * time.Second)}, func(string) string { return "" }, nil)
@@ -318,7 +334,11 @@ func TestFingerprintOnUse(t *testing.T) {
 			// does not wait for it: the answer after it carries the new
 			// build, counted as a change.
 			clock.advance(2 * time.Minute)
-			if a := decide(t, r, req); a.Fingerprint != first {
+			release := make(chan struct{})
+			hold.Store(&release)
+			a := decide(t, r, req)
+			close(release)
+			if a.Fingerprint != first {
 				t.Fatalf("the request that starts a refresh carries %q, want the build known then, %q", a.Fingerprint, first)
 			}
 			waitProbes(t, n)

@@ -179,11 +179,17 @@ func TestRealEngineSpreadPrefillsTheStateOnce(t *testing.T) {
 // llama-server has only its slots plus four HTTP threads, and a
 // connection beyond them waits for a kept-alive one to time out. Without
 // spreading, every question is pinned to the state's slot, so they go
-// one at a time.
+// one at a time. Spread, the calls after the state's first question
+// (asked alone, to prefill its slot) are held until both slots run one
+// (heldTogether).
 func TestLlamaCppTasksAtMostOnePerSlot(t *testing.T) {
 	for _, spread := range []bool{true, false} {
 		t.Run(fmt.Sprint("spread=", spread), func(t *testing.T) {
-			f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Slots: 2, Behavior: fakeengine.Behavior{Latency: 20 * time.Millisecond}})
+			want := 1
+			if spread {
+				want = 2
+			}
+			f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Slots: 2, Behavior: fakeengine.Behavior{Latency: 20 * time.Millisecond, Prompted: heldTogether(want, 1)}})
 			defer f.Close()
 			n, err := NewNode(config.Node{Name: "llama", URL: f.URL, Dialect: "llamacpp", SpreadSlots: &spread}, func(string) string { return "" }, http.DefaultClient)
 			if err != nil {
@@ -200,10 +206,6 @@ func TestLlamaCppTasksAtMostOnePerSlot(t *testing.T) {
 				if a.Err != nil {
 					t.Fatalf("question %d: %v", i, a.Err)
 				}
-			}
-			want := 1
-			if spread {
-				want = 2
 			}
 			if got := f.PeakTasks(); got != want {
 				t.Errorf("the engine ran at most %d tasks at once, want %d (2 slots, spread %v)", got, want, spread)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -58,14 +59,43 @@ func llamaNode(t *testing.T, name string, slots int) (*Node, *fakeengine.Fake) {
 	return n, f
 }
 
+// heldTogether answers as the fake does by default (Halving), holding the
+// n inference calls after the first skip until all n are in the engine at
+// once, so that a test of how many calls a router keeps in flight does
+// not depend on the router sending them faster than the engine answers.
+// A router that never sends n at once is let go after 10 s, and its peak
+// falls short.
+func heldTogether(n, skip int) func(fakeengine.Request) []float64 {
+	var arrived atomic.Int64
+	all := make(chan struct{})
+	var once sync.Once
+	let := func() { once.Do(func() { close(all) }) }
+	return func(r fakeengine.Request) []float64 {
+		switch i := arrived.Add(1); {
+		case i <= int64(skip):
+		case i == int64(skip+1):
+			time.AfterFunc(10*time.Second, let)
+			fallthrough
+		default:
+			if i >= int64(skip+n) {
+				let()
+			}
+			<-all
+		}
+		return fakeengine.Halving(r.Labels)
+	}
+}
+
 // Row-wise work keeps every slot busy and each state on one slot: many
 // states asked at once, as a batch asks them, each hold a server slot of
 // their own and ask their questions there one after another, with no
 // priming task; all the slots run at once and never more; and the
-// router's capacity for the model is the slots.
+// router's capacity for the model is the slots. The first calls are held
+// until every slot runs one (heldTogether).
 func TestThroughputHoldsASlotPerState(t *testing.T) {
 	const slots, states, k = 4, 12, 3
 	n, f := llamaNode(t, "llama", slots)
+	f.Set(fakeengine.Behavior{Latency: 15 * time.Millisecond, Prompted: heldTogether(slots, 0)})
 	r := New([]*Node{n}, Options{})
 	ctx := engine.WithThroughput(context.Background())
 	r.Discover(ctx)

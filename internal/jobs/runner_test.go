@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -88,14 +89,25 @@ func TestOrderUnderRandomDelays(t *testing.T) {
 }
 
 // The decider's capacity is what is kept in flight: no more, and (with
-// rows waiting) no less.
+// rows waiting) no less. The first rows are held until capacity rows are
+// in flight at once, so that reaching it does not depend on the runner
+// sending rows faster than the decider answers them; a runner that keeps
+// fewer in flight is let go after 10 s and fails.
 func TestConcurrencyFollowsCapacity(t *testing.T) {
 	for _, capacity := range []int{1, 3, 12} {
 		var now, peak atomic.Int64
+		full := make(chan struct{})
+		var once sync.Once
+		fill := func() { once.Do(func() { close(full) }) }
+		timer := time.AfterFunc(10*time.Second, fill)
 		d := &fakeDecider{capacity: capacity, delay: func([]byte) time.Duration {
 			n := now.Add(1)
 			for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
 			}
+			if n >= int64(capacity) {
+				fill()
+			}
+			<-full
 			return 2 * time.Millisecond
 		}}
 		d.fail = func([]byte) error { now.Add(-1); return nil }
@@ -103,6 +115,7 @@ func TestConcurrencyFollowsCapacity(t *testing.T) {
 		if _, err := runJob(t, writeRows(t, dir, 200), filepath.Join(dir, "out.jsonl"), d); err != nil {
 			t.Fatal(err)
 		}
+		timer.Stop()
 		if got := peak.Load(); got != int64(capacity) {
 			t.Errorf("capacity %d: %d rows were in flight at most", capacity, got)
 		}
@@ -416,20 +429,46 @@ func TestSummaryMeasuresExpectedOutcomes(t *testing.T) {
 }
 
 // Progress on a writer that is not a terminal is plain lines: rows, rate,
-// errors.
+// errors. The last row is held until a line has been drawn while the run
+// is going, so that a tick lands mid-run however the progress goroutine
+// is scheduled (on a busy machine it may first wake once the run is over,
+// when it may draw only the last line).
 func TestProgressLines(t *testing.T) {
 	dir := t.TempDir()
 	in, out := writeRows(t, dir, 30), filepath.Join(dir, "out.jsonl")
-	var p bytes.Buffer
-	_, err := runJob(t, in, out, &fakeDecider{capacity: 2, delay: func([]byte) time.Duration { return time.Millisecond }}, func(o *Options) {
-		o.Progress, o.ProgressEvery = &p, 5*time.Millisecond
+	p := &signalledWriter{wrote: make(chan struct{})}
+	last := []byte(`{"text":"row 29"}`)
+	_, err := runJob(t, in, out, &fakeDecider{capacity: 2, delay: func(state []byte) time.Duration {
+		if bytes.Equal(state, last) {
+			select {
+			case <-p.wrote:
+			case <-time.After(time.Minute): // a hang guard: the tick is every 5 ms
+			}
+		}
+		return time.Millisecond
+	}}, func(o *Options) {
+		o.Progress, o.ProgressEvery = p, 5*time.Millisecond
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(strings.TrimSpace(p.String()), "\n")
+	lines := strings.Split(strings.TrimSpace(p.b.String()), "\n")
 	if len(lines) < 2 || !strings.HasPrefix(lines[len(lines)-1], "30/30 rows (100.0%), ") ||
-		!strings.HasSuffix(lines[len(lines)-1], ", 0 errors") || strings.Contains(p.String(), "\r") {
-		t.Fatalf("progress:\n%s", p.String())
+		!strings.HasSuffix(lines[len(lines)-1], ", 0 errors") || strings.Contains(p.b.String(), "\r") {
+		t.Fatalf("progress:\n%s", p.b.String())
 	}
+}
+
+// signalledWriter is a progress writer that closes wrote at its first
+// write. Only the progress goroutine writes; the test reads b once the
+// run has returned.
+type signalledWriter struct {
+	b     bytes.Buffer
+	wrote chan struct{}
+	once  sync.Once
+}
+
+func (w *signalledWriter) Write(p []byte) (int, error) {
+	w.once.Do(func() { close(w.wrote) })
+	return w.b.Write(p)
 }

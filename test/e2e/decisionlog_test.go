@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -104,8 +105,10 @@ decision_log:
 	if r := do(t, c, http.MethodPost, s.URL+"/v1/feedback", "", `{"request_id":"after","outcome":"technical"}`); r.Status != http.StatusOK {
 		t.Fatalf("feedback after a restart: %d %s", r.Status, r.Body)
 	}
-	// SIGKILL while answers are being recorded.
+	// SIGKILL while answers are being recorded: once the load has had
+	// answers (the loaders ask until the kill), however long that takes.
 	var wg sync.WaitGroup
+	var answeredLoad atomic.Int64
 	stop := make(chan struct{})
 	for w := range 4 {
 		wg.Go(func() {
@@ -115,13 +118,21 @@ decision_log:
 					return
 				default:
 				}
-				if _, err := try(c, http.MethodPost, s.URL+"/v1/systemone", "", choice(fakeengine.DefaultModel, fmt.Sprintf("load %d %d", w, i))); err != nil {
+				r, err := try(c, http.MethodPost, s.URL+"/v1/systemone", "", choice(fakeengine.DefaultModel, fmt.Sprintf("load %d %d", w, i)))
+				if err != nil {
 					return
+				}
+				if r.Status == http.StatusOK {
+					answeredLoad.Add(1)
 				}
 			}
 		})
 	}
-	time.Sleep(500 * time.Millisecond)
+	for deadline := time.Now().Add(time.Minute); answeredLoad.Load() < 20; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the load got %d answers in a minute", answeredLoad.Load())
+		}
+	}
 	s.signal(t, syscall.SIGKILL)
 	<-s.exited
 	close(stop)
