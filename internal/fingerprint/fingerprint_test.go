@@ -2,6 +2,7 @@ package fingerprint_test
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -171,17 +172,14 @@ func TestIDHashesTheIdentityAlone(t *testing.T) {
 }
 
 func TestTracker(t *testing.T) {
-	tr := fingerprint.NewTracker(0)
-	if tr.Tolerance() != fingerprint.DefaultTolerance {
-		t.Fatalf("tolerance %v", tr.Tolerance())
-	}
+	tr := fingerprint.NewTracker()
 	k := fingerprint.Key{Node: "n", Model: "m"}
 	// Unrounded values, so that the tolerance is not widened by a step.
 	unrounded := decision.Distribution{0.6123, 0.3877}
 	r := reading(t, "m", unrounded, decision.Distribution{0.4013, 0.2987, 0.2, 0.1}, score)
 	step := func(name string, p fingerprint.Print, changed bool) {
 		t.Helper()
-		if c := tr.Observe(k, p); c.Changed != changed {
+		if c := tr.Observe(k, p, 0); c.Changed != changed {
 			t.Fatalf("%s: %+v, want changed %v", name, c, changed)
 		}
 	}
@@ -215,6 +213,62 @@ func TestTracker(t *testing.T) {
 		t.Fatal("a forgotten key has a generation")
 	}
 	step("after Forget", fingerprint.Print{Identity: id("digest", "z")}, false)
+}
+
+// Each key is held to the tolerance its caller gives (a node's own, else
+// the default): one move of the canary, between two tolerances, is a
+// change under the tighter and none under the looser, said with the
+// tolerance it was held to, and each key's BuildID is taken on its own
+// grid, so that the move gives a new id under the tighter alone.
+func TestTrackerTolerancePerKey(t *testing.T) {
+	base := reading(t, "m", decision.Distribution{0.6123, 0.3877}, choice2, score)
+	// 0.02 on the first question: over 0.01, under 0.05, and within one
+	// cell of 0.05's grid (12 and 7 both times) but not of 0.01's.
+	moved := reading(t, "m", decision.Distribution{0.6323, 0.3677}, choice2, score)
+	if base.Step != 0 || moved.Step != 0 {
+		t.Fatalf("steps %v, %v: unrounded readings, so that no step widens the tolerance", base.Step, moved.Step)
+	}
+	tr := fingerprint.NewTracker()
+	for _, tc := range []struct {
+		node    string
+		tol     float64
+		held    float64 // the tolerance the change says
+		changed bool
+	}{
+		{"default", 0, fingerprint.DefaultTolerance, true},
+		{"tight", 0.01, 0.01, true},
+		{"loose", 0.05, 0.05, false},
+		{"looser", 0.3, 0.3, false},
+	} {
+		t.Run(tc.node, func(t *testing.T) {
+			k := fingerprint.Key{Node: tc.node, Model: "m"}
+			before := fingerprint.Print{Identity: id("digest", "a"), Canary: base}
+			if c := tr.Observe(k, before, tc.tol); c.Changed || c.Tolerance != tc.held {
+				t.Fatalf("first observation: %+v, want no change held to %v", c, tc.held)
+			}
+			was, _ := tr.Reference(k)
+			c := tr.Observe(k, fingerprint.Print{Identity: id("digest", "a"), Canary: moved}, tc.tol)
+			if c.Changed != tc.changed || c.Tolerance != tc.held || math.Abs(c.Delta-0.02) > 1e-12 {
+				t.Fatalf("the canary moved by 0.02: %+v, want changed %v held to %v", c, tc.changed, tc.held)
+			}
+			if said := fmt.Sprintf("(tolerance %.4g)", tc.held); tc.changed != strings.Contains(c.String(), said) {
+				t.Errorf("change %q, want %q in it: %v", c, said, tc.changed)
+			}
+			now, _ := tr.Reference(k)
+			if gotNew := was.BuildID(tc.tol) != now.BuildID(tc.tol); gotNew != tc.changed {
+				t.Errorf("BuildID %s then %s under tolerance %v: a new id %v, want %v", was.BuildID(tc.tol), now.BuildID(tc.tol), tc.tol, gotNew, tc.changed)
+			}
+			// The grid is the tolerance: the two readings share a cell of
+			// the looser grid and not of the tighter.
+			a, b := fingerprint.Print{Canary: base}, fingerprint.Print{Canary: moved}
+			if same := a.BuildID(tc.tol) == b.BuildID(tc.tol); same == tc.changed {
+				t.Errorf("BuildIDs of the two readings on the grid of %v: the same %v, want %v", tc.tol, same, !tc.changed)
+			}
+		})
+	}
+	if gen, _ := tr.Generation(fingerprint.Key{Node: "loose", Model: "m"}); gen != 0 {
+		t.Errorf("the loose key saw %d changes, want 0: another key's tolerance applied", gen)
+	}
 }
 
 // The canary goes over the wires as it is: System One's and Decisions'
@@ -254,7 +308,7 @@ func TestCanaryCrossesTheWires(t *testing.T) {
 
 // Probes of many keys at once each see their own reference.
 func TestTrackerConcurrent(t *testing.T) {
-	tr := fingerprint.NewTracker(0)
+	tr := fingerprint.NewTracker()
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Go(func() {
@@ -264,7 +318,7 @@ func TestTrackerConcurrent(t *testing.T) {
 				if j >= 25 {
 					digest = "y"
 				}
-				tr.Observe(k, fingerprint.Print{Identity: id("digest", digest)})
+				tr.Observe(k, fingerprint.Print{Identity: id("digest", digest)}, 0)
 			}
 			if gen, _ := tr.Generation(k); gen != 1 {
 				t.Errorf("key %v: generation %d, want 1", k, gen)

@@ -39,7 +39,7 @@ func (p *prober) probe() fingerprint.Change {
 	if err != nil {
 		p.t.Fatalf("canary: %v", err)
 	}
-	return p.tr.Observe(fingerprint.Key{Node: "node", Model: p.model}, fingerprint.Print{Identity: id, Canary: r})
+	return p.tr.Observe(fingerprint.Key{Node: "node", Model: p.model}, fingerprint.Print{Identity: id, Canary: r}, fingerprint.DefaultTolerance)
 }
 
 // expect probes and checks the change: changed or not, the identity
@@ -75,7 +75,7 @@ func TestSwapOnLlamaServer(t *testing.T) {
 	served := filepath.Join(t.TempDir(), "model.gguf")
 	copyFile(t, random[0], served)
 	s := testengine.StartWith(t, testengine.Config{Model: served, Alias: alias})
-	p := &prober{t: t, e: &llamacpp.Engine{BaseURL: s.URL}, model: alias, tr: fingerprint.NewTracker(0)}
+	p := &prober{t: t, e: &llamacpp.Engine{BaseURL: s.URL}, model: alias, tr: fingerprint.NewTracker()}
 
 	p.expect("first probe", false, nil, false)
 	p.expect("probed again", false, nil, false)
@@ -108,7 +108,7 @@ func TestRetagOnOllama(t *testing.T) {
 	f16 := testengine.StoriesF16(t)
 	o := testengine.StartOllama(t)
 	name := testengine.OllamaModel
-	p := &prober{t: t, e: &ollama.Engine{BaseURL: o.URL}, model: name, tr: fingerprint.NewTracker(0)}
+	p := &prober{t: t, e: &ollama.Engine{BaseURL: o.URL}, model: name, tr: fingerprint.NewTracker()}
 
 	p.expect("first probe", false, nil, false)
 	o.Create(t, name, testengine.ModelPath())

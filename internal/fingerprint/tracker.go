@@ -6,9 +6,9 @@ import "sync"
 type Key struct{ Node, Model string }
 
 // Tracker keeps the reference print of each (node, model) and holds every
-// new observation against it. It is safe for concurrent use.
+// new observation against it, with the tolerance the caller gives for
+// that key (a node may have its own). It is safe for concurrent use.
 type Tracker struct {
-	tol  float64
 	mu   sync.Mutex
 	refs map[Key]*entry
 }
@@ -19,34 +19,28 @@ type entry struct {
 	gen uint64
 }
 
-// NewTracker returns a tracker holding canaries to tol (<= 0 is
-// DefaultTolerance).
-func NewTracker(tol float64) *Tracker {
-	if tol <= 0 {
-		tol = DefaultTolerance
-	}
-	return &Tracker{tol: tol, refs: map[Key]*entry{}}
-}
+// NewTracker returns an empty tracker.
+func NewTracker() *Tracker { return &Tracker{refs: map[Key]*entry{}} }
 
-// Tolerance is the tolerance the tracker holds canaries to.
-func (t *Tracker) Tolerance() float64 { return t.tol }
-
-// Observe holds p against k's reference and returns the change. The first
-// observation of k becomes its reference and is no change. A change makes
+// Observe holds p against k's reference with tolerance tol (<= 0 is
+// DefaultTolerance), as Compare does, and returns the change. The caller
+// gives a key the same tolerance each time, the one the key's BuildID is
+// taken with: its node's. The first observation of k becomes its
+// reference and is no change. A change makes
 // p, as it is, the new reference, so that one swap is reported once and
 // nothing of the old build is kept for the new one; otherwise the
 // reference keeps its first reading, so that a slow drift adds up against
 // it instead of following it, and parts it lacked (an identity or a
 // canary whose first read failed) are filled from p.
-func (t *Tracker) Observe(k Key, p Print) Change {
+func (t *Tracker) Observe(k Key, p Print, tol float64) Change {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e, ok := t.refs[k]
 	if !ok {
 		t.refs[k] = &entry{ref: p}
-		return Change{Was: p.Identity, Now: p.Identity, Delta: Delta(p.Canary, p.Canary), Tolerance: t.tol}
+		return Compare(p, p, tol)
 	}
-	c := Compare(e.ref, p, t.tol)
+	c := Compare(e.ref, p, tol)
 	if c.Changed {
 		e.ref = p
 		e.gen++

@@ -58,6 +58,7 @@ type FingerprintObserver interface {
 // every router Only makes of it.
 type fingerprints struct {
 	tracker *fingerprint.Tracker
+	tol     float64 // what canaries are held to and builds' ids taken with
 	every   time.Duration
 	log     *slog.Logger
 	onUse   bool
@@ -71,8 +72,8 @@ func newFingerprints(o FingerprintOptions) *fingerprints {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	return &fingerprints{tracker: fingerprint.NewTracker(o.Tolerance), every: cmp.Or(max(o.CanaryEvery, 0), DefaultCanaryEvery), log: o.Log,
-		onUse: o.OnUse, refresh: cmp.Or(max(o.ProbeEvery, 0), config.DefaultProbeEvery)}
+	return &fingerprints{tracker: fingerprint.NewTracker(), tol: cmp.Or(max(o.Tolerance, 0), fingerprint.DefaultTolerance),
+		every: cmp.Or(max(o.CanaryEvery, 0), DefaultCanaryEvery), log: o.Log, onUse: o.OnUse, refresh: cmp.Or(max(o.ProbeEvery, 0), config.DefaultProbeEvery)}
 }
 
 // build is what a node knows of the build it serves under one model
@@ -331,7 +332,7 @@ func (r *Router) fingerprintNode(ctx context.Context, n *Node, models []string, 
 
 func (r *Router) fingerprintModel(ctx context.Context, n *Node, b identifier, model string, back bool) {
 	fp := r.prints
-	k := fingerprint.Key{Node: n.Name, Model: model}
+	k, tol := fingerprint.Key{Node: n.Name, Model: model}, fp.tol
 	var errs []string
 	idCtx, cancel := context.WithTimeout(ctx, n.Timeout)
 	id, err := b.identity(idCtx, model)
@@ -346,7 +347,7 @@ func (r *Router) fingerprintModel(ctx context.Context, n *Node, b identifier, mo
 	due := back || st == nil || now.Sub(st.canaryAt) >= fp.every
 	n.mu.Unlock()
 	ref, seen := fp.tracker.Reference(k)
-	if seen && fingerprint.Compare(ref, fingerprint.Print{Identity: id}, fp.tracker.Tolerance()).Changed {
+	if seen && fingerprint.Compare(ref, fingerprint.Print{Identity: id}, tol).Changed {
 		due = true // a new identity's canary is read with it, so that the new reference has both
 	}
 	p := fingerprint.Print{Identity: id}
@@ -366,7 +367,7 @@ func (r *Router) fingerprintModel(ctx context.Context, n *Node, b identifier, mo
 	if ctx.Err() != nil {
 		return // a probe given up on says nothing of the build
 	}
-	c := fp.tracker.Observe(k, p)
+	c := fp.tracker.Observe(k, p, tol)
 	ref, _ = fp.tracker.Reference(k)
 	n.mu.Lock()
 	if n.builds == nil {
@@ -377,7 +378,7 @@ func (r *Router) fingerprintModel(ctx context.Context, n *Node, b identifier, mo
 		n.builds[model] = st
 	}
 	was := st.id
-	st.id, st.probed, st.err = ref.BuildID(fp.tracker.Tolerance()), now, strings.Join(errs, "; ")
+	st.id, st.probed, st.err = ref.BuildID(tol), now, strings.Join(errs, "; ")
 	if due {
 		st.canaryAt = now
 	}
