@@ -148,7 +148,8 @@ type Fingerprint struct {
 	// again; 0 is the default, 10m.
 	CanaryEvery Duration `yaml:"canary_every"`
 	// Tolerance is how far, in probability, the canary may move before
-	// the build counts as changed; 0 is the default, 0.01, measured on
+	// the build counts as changed, on a node that sets none of its own
+	// (Node.FingerprintTolerance); 0 is the default, 0.01, measured on
 	// CPU engines (a GPU or hosted node wants its own, measured).
 	Tolerance float64 `yaml:"tolerance"`
 }
@@ -264,6 +265,12 @@ type Node struct {
 	// frontend, the vLLM router, SGLang's gateway, a load balancer): see
 	// pool.go.
 	Pool bool `yaml:"pool"`
+	// FingerprintTolerance is how far, in probability, this node's canary
+	// may move before the build it serves counts as changed; 0 is
+	// Fingerprint.Tolerance. A GPU engine or a hosted API, whose repeat
+	// reads move more than a CPU engine's, wants its own, above its
+	// measured spread (docs/fingerprints.md).
+	FingerprintTolerance float64 `yaml:"fingerprint_tolerance"`
 }
 
 // Gateway holds the System 1 gateway's settings.
@@ -421,6 +428,9 @@ func (c *Config) Check() []error {
 		}
 		if n.MaxOptions > MaxOptions {
 			bad("%s (%s): max_options %d is over %d, the most a choice may carry", at, n.Name, n.MaxOptions, MaxOptions)
+		}
+		if t := n.FingerprintTolerance; !(t >= 0 && t < 1) { // NaN too
+			bad("%s.fingerprint_tolerance (%s): %v is not 0 (fingerprint.tolerance) or a probability in (0, 1)", at, n.Name, t)
 		}
 		errs = append(errs, n.checkEngineLimits(at)...)
 		errs = append(errs, n.checkPool(at)...)

@@ -46,6 +46,7 @@ nodes:
     dialect: openai
     constrain: structured_outputs
     max_labels: 50
+    fingerprint_tolerance: 0.05
   - name: jev
     url: https://api.typesafe.ai
     dialect: systemone
@@ -92,7 +93,7 @@ func TestParseReadsEveryField(t *testing.T) {
 			{Name: "local", URL: "http://127.0.0.1:8080", Dialect: "llamacpp", Models: []string{"qwen2.5-0.5b-instruct"},
 				KeyEnv: "NODE_KEY", Timeout: Duration(30 * time.Second), MaxOptions: 255, MaxInFlight: 64, Queue: 512,
 				QueueTimeout: Duration(5 * time.Second), PinSlots: &f},
-			{Name: "vllm", URL: "https://vllm.internal:8000/v1", Dialect: "openai", Constrain: "structured_outputs", MaxLabels: 50},
+			{Name: "vllm", URL: "https://vllm.internal:8000/v1", Dialect: "openai", Constrain: "structured_outputs", MaxLabels: 50, FingerprintTolerance: 0.05},
 			{Name: "jev", URL: "https://api.typesafe.ai", Dialect: "systemone", KeyEnv: "TYPESAFE_API_KEY", Models: []string{"jev-latest"}, Priority: 1},
 		},
 		Gateway: Gateway{Threshold: &threshold, Timeout: Duration(2 * time.Second), Deadline: Duration(6 * time.Second), Fits: "fits.json"},
@@ -235,6 +236,17 @@ func TestCheck(t *testing.T) {
 		{"negative queue", node("    queue: -1\n"), []string{"must not be negative"}},
 		{"max_options at the cap", node("    max_options: 255\n"), nil},
 		{"max_options over the cap", node("    max_options: 256\n"), []string{"max_options 256 is over 255"}},
+		{"fingerprint tolerance", "fingerprint: {tolerance: 0.02}\n", nil},
+		{"fingerprint tolerance 1", "fingerprint: {tolerance: 1}\n", []string{"fingerprint: tolerance: 1 is not 0 (the default) or a probability in (0, 1)"}},
+		{"fingerprint tolerance NaN", "fingerprint: {tolerance: .nan}\n", []string{"fingerprint: tolerance: NaN"}},
+		{"a node's fingerprint tolerance", node("    fingerprint_tolerance: 0.05\n"), nil},
+		{"a node's fingerprint tolerance 0: the global one", node("    fingerprint_tolerance: 0\n"), nil},
+		{"a node's fingerprint tolerance negative", node("    fingerprint_tolerance: -0.1\n"),
+			[]string{"nodes[0].fingerprint_tolerance (a): -0.1 is not 0 (fingerprint.tolerance) or a probability in (0, 1)"}},
+		{"a node's fingerprint tolerance 1", "nodes:\n  - {name: a, url: http://h, dialect: ollama}\n  - {name: b, url: http://h, dialect: ollama}\n" +
+			"  - {name: c, url: https://h, dialect: openai, fingerprint_tolerance: 1}\n", []string{"nodes[2].fingerprint_tolerance (c): 1 is not"}},
+		{"a node's fingerprint tolerance infinite", node("    fingerprint_tolerance: .inf\n"), []string{"nodes[0].fingerprint_tolerance (a): +Inf"}},
+		{"a node's fingerprint tolerance NaN", node("    fingerprint_tolerance: .nan\n"), []string{"nodes[0].fingerprint_tolerance (a): NaN"}},
 		{"calibration off", "calibration: off\n", nil},
 		{"calibration apply", "calibration: apply\n", nil},
 		{"calibration unknown", "calibration: on\n", []string{`calibration: "on" is not off or apply`}},

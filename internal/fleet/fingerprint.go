@@ -29,7 +29,8 @@ type FingerprintOptions struct {
 	// again; 0 is DefaultCanaryEvery.
 	CanaryEvery time.Duration
 	// Tolerance is how far the canary may move before the build counts as
-	// changed; 0 is fingerprint.DefaultTolerance.
+	// changed, on a node that sets none of its own
+	// (Node.FingerprintTolerance); 0 is fingerprint.DefaultTolerance.
 	Tolerance float64
 	// Log takes the line a change writes; nil is slog.Default().
 	Log *slog.Logger
@@ -58,7 +59,7 @@ type FingerprintObserver interface {
 // every router Only makes of it.
 type fingerprints struct {
 	tracker *fingerprint.Tracker
-	tol     float64 // what canaries are held to and builds' ids taken with
+	tol     float64 // a node's tolerance unless it sets its own
 	every   time.Duration
 	log     *slog.Logger
 	onUse   bool
@@ -74,6 +75,15 @@ func newFingerprints(o FingerprintOptions) *fingerprints {
 	}
 	return &fingerprints{tracker: fingerprint.NewTracker(), tol: cmp.Or(max(o.Tolerance, 0), fingerprint.DefaultTolerance),
 		every: cmp.Or(max(o.CanaryEvery, 0), DefaultCanaryEvery), log: o.Log, onUse: o.OnUse, refresh: cmp.Or(max(o.ProbeEvery, 0), config.DefaultProbeEvery)}
+}
+
+// tolerance is what n's canary is held to, its builds' ids are taken
+// with and its changes say: the node's own, else the router's.
+func (fp *fingerprints) tolerance(n *Node) float64 {
+	if n.FingerprintTolerance > 0 {
+		return n.FingerprintTolerance
+	}
+	return fp.tol
 }
 
 // build is what a node knows of the build it serves under one model
@@ -332,7 +342,7 @@ func (r *Router) fingerprintNode(ctx context.Context, n *Node, models []string, 
 
 func (r *Router) fingerprintModel(ctx context.Context, n *Node, b identifier, model string, back bool) {
 	fp := r.prints
-	k, tol := fingerprint.Key{Node: n.Name, Model: model}, fp.tol
+	k, tol := fingerprint.Key{Node: n.Name, Model: model}, fp.tolerance(n)
 	var errs []string
 	idCtx, cancel := context.WithTimeout(ctx, n.Timeout)
 	id, err := b.identity(idCtx, model)

@@ -2,7 +2,9 @@ package fleet
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -374,5 +376,116 @@ func waitProbes(t *testing.T, n *Node) {
 			t.Fatal("an on-use probe still runs after a minute")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// A node's own fingerprint_tolerance holds wherever its builds are
+// probed: two nodes over one engine, one held to the global 0.01 and one
+// to its own 0.05, see one move of the canary (0.03) differently, by the
+// background probe and by probes on use through sub-routers (Only). The
+// tight node's build changes and says it was held to 0.01; the loose
+// node's keeps its fingerprint, on its answers too, until the canary
+// moves beyond 0.05, which it says.
+func TestNodeFingerprintTolerance(t *testing.T) {
+	skew := func(first float64) func([]string) []float64 {
+		return func(labels []string) []float64 {
+			lp := make([]float64, len(labels))
+			for i := range lp {
+				lp[i] = math.Log((1 - first) / float64(len(labels)-1))
+			}
+			lp[0] = math.Log(first)
+			return lp
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		onUse bool
+	}{
+		{"background probe", false},
+		{"on use through Only", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Build: "one", Behavior: fakeengine.Behavior{Logprobs: skew(0.61234)}})
+			t.Cleanup(f.Close)
+			cfg, err := config.Parse(fmt.Appendf(nil, `
+probe_every: 1m
+fingerprint: {canary_every: 1h, tolerance: 0.01}
+nodes:
+  - {name: tight, url: %[1]s, dialect: llamacpp, models: [%[2]s]}
+  - {name: loose, url: %[1]s, dialect: llamacpp, models: [%[2]s], fingerprint_tolerance: 0.05}
+`, f.URL, fakeengine.DefaultModel))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if errs := cfg.Check(); len(errs) > 0 {
+				t.Fatal(errs)
+			}
+			obs := &printObserver{calls: map[string]int{}, changes: map[string]int{}}
+			r, err := FromConfig(cfg, Options{Observer: obs, Fingerprint: FingerprintOptions{OnUse: tc.onUse, Log: slog.New(slog.DiscardHandler)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			clock := &lockedClock{t: time.Unix(1e9, 0)}
+			r.now = clock.now
+			nodes := map[string]*Node{}
+			for _, n := range r.Nodes() {
+				nodes[n.Name] = n
+			}
+			req := choiceRequest(fakeengine.DefaultModel, 3)
+			// probe probes both nodes, past probe_every and canary_every.
+			probe := func() {
+				t.Helper()
+				clock.advance(2 * time.Hour)
+				if !tc.onUse {
+					r.Probe(t.Context())
+					return
+				}
+				for name, n := range nodes {
+					decide(t, r.Only([]string{name}), req)
+					waitProbes(t, n)
+				}
+			}
+			state := func(name string) Fingerprint {
+				t.Helper()
+				fs := nodes[name].State(r.now()).Fingerprints
+				if len(fs) != 1 || fs[0].ID == "" || fs[0].Error != "" {
+					t.Fatalf("node %s: fingerprints %+v, want one probed", name, fs)
+				}
+				return fs[0]
+			}
+			changes := func(name string) int { return obs.count(obs.changes, name+"/"+fakeengine.DefaultModel) }
+
+			probe()
+			tight, loose := state("tight"), state("loose")
+			// Each node's fingerprint is its build's on its own grid: one
+			// build, two fingerprints.
+			for _, g := range []struct {
+				node       string
+				own, other float64
+			}{{"tight", 0.01, 0.05}, {"loose", 0.05, 0.01}} {
+				ref, _ := r.prints.tracker.Reference(fingerprint.Key{Node: g.node, Model: fakeengine.DefaultModel})
+				if id := state(g.node).ID; id != ref.BuildID(g.own) || id == ref.BuildID(g.other) {
+					t.Errorf("node %s's fingerprint %s, want its reference's on the grid of %v, %s (on %v's, %s)", g.node, id, g.own, ref.BuildID(g.own), g.other, ref.BuildID(g.other))
+				}
+			}
+
+			f.Set(fakeengine.Behavior{Logprobs: skew(0.64234)})
+			probe()
+			if s := state("tight"); s.ID == tight.ID || s.Changes != 1 || changes("tight") != 1 || !strings.Contains(s.Change, "canary moved by 0.03 (tolerance 0.01)") {
+				t.Errorf("the tight node after a move of 0.03: %+v, %d changes observed (first %s)", s, changes("tight"), tight.ID)
+			}
+			if s := state("loose"); s.ID != loose.ID || s.Changes != 0 || changes("loose") != 0 {
+				t.Errorf("the loose node after a move of 0.03: %+v, %d changes observed (first %s)", s, changes("loose"), loose.ID)
+			}
+			if a := decide(t, r.Only([]string{"loose"}), req); a.Fingerprint != loose.ID {
+				t.Errorf("the loose node's answer carries %q, want %q", a.Fingerprint, loose.ID)
+			}
+
+			f.Set(fakeengine.Behavior{Logprobs: skew(0.71234)})
+			probe()
+			if s := state("loose"); s.ID == loose.ID || s.Changes != 1 || changes("loose") != 1 || !strings.Contains(s.Change, "canary moved by 0.1 (tolerance 0.05)") {
+				t.Errorf("the loose node after a move of 0.1: %+v, %d changes observed (first %s)", s, changes("loose"), loose.ID)
+			}
+		})
 	}
 }

@@ -49,6 +49,11 @@ type Node struct {
 	// slots, and a failure the pool's router answers with a status counts
 	// toward a cooldown rather than cooling the pool at once (see blame).
 	Pool bool
+	// FingerprintTolerance is how far this node's canary may move before
+	// the build it serves counts as changed (config.Node's
+	// fingerprint_tolerance); 0 is the router's,
+	// FingerprintOptions.Tolerance.
+	FingerprintTolerance float64
 
 	claimed []string // models from the config; nil means discover them
 	slots   *slots
@@ -87,7 +92,7 @@ func NewNode(c config.Node, getenv func(string) string, hc *http.Client) (*Node,
 		claimed:    slices.Clone(c.Models),
 		slots:      newSlots(c.MaxInFlight, c.Queue, c.QueueTimeout.Or(DefaultQueueTimeout)),
 	}
-	n.MaxEngineCalls = c.MaxEngineCalls
+	n.MaxEngineCalls, n.FingerprintTolerance = c.MaxEngineCalls, c.FingerprintTolerance
 	if n.MaxOptions == 0 {
 		n.MaxOptions = config.MaxOptions
 	}
