@@ -20,10 +20,10 @@ Records what turned out right for an answer in the decision log, as POST
 key (yes or no, true or false for a yes/no question, a level number for a
 score), or none for a choice none of whose options was right. Prints the result as JSON.
 
-Exit status: 0 recorded; 1 the decision log is off or failed; 2 a bad
-command line; 4 not recorded: the outcome or question does not fit the
-answer (the error's param names which); 5 no answer was recorded under
-the request id.
+Exit status: 0 recorded; 1 the decision log is off or failed (nothing
+of the batch is recorded: run it again); 2 a bad command line; 4 not
+recorded: the outcome or question does not fit the answer (the error's
+param names which); 5 no answer was recorded under the request id.
 
 flags:
 `

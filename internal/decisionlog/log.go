@@ -480,13 +480,46 @@ func (l *Log) Outcome(ctx context.Context, requestID, questionID, outcome string
 	if err != nil {
 		return Entry{}, err
 	}
-	at := l.opt.Now()
-	if err := l.store.addOutcome(ctx, requestID, e.QuestionID, outcome, at); err != nil {
-		return Entry{}, fmt.Errorf("decision log: outcome: %w", err)
+	es, err := l.Outcomes(ctx, []Checked{{Entry: e, Outcome: outcome}})
+	if err != nil {
+		return Entry{}, err
 	}
-	e.Outcome = &Outcome{Value: outcome, Time: at.UTC()}
-	e.Outcomes++
-	return e, nil
+	return es[0], nil
+}
+
+// Checked is an outcome Check accepted, with the entry Check returned for
+// it.
+type Checked struct {
+	Entry   Entry
+	Outcome string
+}
+
+// Outcomes records a batch of outcomes that Check accepted, in order, in
+// one transaction: when the store fails, none of them is recorded. It
+// returns each outcome's entry as it stands after it, as Outcome does:
+// an outcome counts those of the batch before it for the same question.
+func (l *Log) Outcomes(ctx context.Context, batch []Checked) ([]Entry, error) {
+	if len(batch) == 0 {
+		return nil, nil
+	}
+	at := l.opt.Now()
+	if err := l.store.addOutcomes(ctx, batch, at); err != nil {
+		if len(batch) == 1 {
+			return nil, fmt.Errorf("decision log: outcome not recorded: %w", err)
+		}
+		return nil, fmt.Errorf("decision log: none of the %d outcomes recorded: %w", len(batch), err)
+	}
+	out := make([]Entry, len(batch))
+	earlier := map[[2]string]int{}
+	for i, c := range batch {
+		e := c.Entry
+		key := [2]string{e.RequestID, e.QuestionID}
+		e.Outcome = &Outcome{Value: c.Outcome, Time: at.UTC()}
+		e.Outcomes += earlier[key] + 1
+		earlier[key]++
+		out[i] = e
+	}
+	return out, nil
 }
 
 // Check is Outcome without the write: the entry the outcome would be

@@ -281,7 +281,7 @@ func TestRetentionAndRowBound(t *testing.T) {
 			if err := l.Flush(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if err := l.store.addOutcome(ctx, "req_0", "q", "sales", t0); err != nil {
+			if err := l.store.addOutcomes(ctx, []Checked{{Entry: Entry{Record: Record{RequestID: "req_0", QuestionID: "q"}}, Outcome: "sales"}}, t0); err != nil {
 				t.Fatal(err)
 			}
 			n, err := l.Prune(ctx)

@@ -598,10 +598,50 @@ func (s *store) oldest(ctx context.Context) (int64, error) {
 	return id.Int64, nil
 }
 
-func (s *store) addOutcome(ctx context.Context, requestID, questionID, value string, at time.Time) error {
-	_, err := s.db.ExecContext(ctx, s.q("INSERT INTO outcomes (request_id, question_id, outcome, at_ns) VALUES (?,?,?,?)"),
-		requestID, questionID, value, at.UnixNano())
-	return err
+// outcomeLock is the PostgreSQL advisory lock the outcome writers of
+// every process sharing the log take in turn (init's is 7315560401).
+const outcomeLock = 7315560402
+
+// outcomesPerInsert bounds the rows of one INSERT of outcomes, 4
+// parameters each.
+const outcomesPerInsert = 500
+
+// addOutcomes inserts outcomes, in order, in one transaction.
+func (s *store) addOutcomes(ctx context.Context, batch []Checked, at time.Time) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if s.postgres {
+		// An outcome's id is drawn from a sequence as it is inserted,
+		// before its transaction commits: a reader tailing by id
+		// (OutcomesAfter) would pass over one whose transaction commits
+		// after a later one's. Under the lock, ids are drawn and
+		// committed one transaction at a time. (SQLite's one connection
+		// orders them already.)
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("SELECT pg_advisory_xact_lock(%d)", outcomeLock)); err != nil {
+			return err
+		}
+	}
+	for len(batch) > 0 {
+		chunk := batch[:min(len(batch), outcomesPerInsert)]
+		batch = batch[len(chunk):]
+		var b strings.Builder
+		b.WriteString("INSERT INTO outcomes (request_id, question_id, outcome, at_ns) VALUES ")
+		args := make([]any, 0, 4*len(chunk))
+		for i, c := range chunk {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString("(?,?,?,?)")
+			args = append(args, c.Entry.RequestID, c.Entry.QuestionID, c.Outcome, at.UnixNano())
+		}
+		if _, err := tx.ExecContext(ctx, s.q(b.String()), args...); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
 }
 
 // prune deletes decisions and outcomes from before cutoff, then the

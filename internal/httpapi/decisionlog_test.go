@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"bytes"
+	"database/sql"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -256,5 +257,45 @@ func TestFeedbackLogOff(t *testing.T) {
 	got := s.do(t, http.MethodPost, "/v1/feedback", `{"request_id":"x","outcome":"a"}`)
 	if got.status != http.StatusServiceUnavailable || !strings.Contains(string(got.body), "decision log is off") {
 		t.Fatalf("%s", got)
+	}
+}
+
+// A batch whose write fails is a 503, as when the log is off, and records
+// none of its outcomes (a trigger refuses the second): the caller sends it
+// again whole.
+func TestFeedbackWriteFailureRecordsNone(t *testing.T) {
+	s, dlog, _, dbPath := logServe(t)
+	for _, id := range []string{"dec-1", "dec-2"} {
+		if d := s.do(t, http.MethodPost, "/v1/decide", `{"question":"Which?","options":["a","b"],"request_id":"`+id+`"}`, auth); d.status != http.StatusOK {
+			t.Fatal(d)
+		}
+	}
+	if err := dlog.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", "file:"+dbPath+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE TRIGGER fail BEFORE INSERT ON outcomes WHEN NEW.request_id = 'dec-2' BEGIN SELECT RAISE(ABORT, 'the disk is full'); END`); err != nil {
+		t.Fatal(err)
+	}
+	batch := `{"outcomes":[{"request_id":"dec-1","outcome":"a"},{"request_id":"dec-2","outcome":"b"}]}`
+	got := s.do(t, http.MethodPost, "/v1/feedback", batch, auth)
+	if got.status != http.StatusServiceUnavailable || !strings.Contains(string(got.body), "the disk is full") {
+		t.Fatalf("%s", got)
+	}
+	for _, id := range []string{"dec-1", "dec-2"} {
+		es, err := dlog.Lookup(t.Context(), id)
+		if err != nil || len(es) != 1 || es[0].Outcomes != 0 {
+			t.Errorf("%s after the failed batch: %+v %v", id, es, err)
+		}
+	}
+	if _, err := db.Exec(`DROP TRIGGER fail`); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.do(t, http.MethodPost, "/v1/feedback", batch, auth); got.status != http.StatusOK || strings.Count(string(got.body), `"outcomes":1`) != 2 {
+		t.Errorf("sent again: %s", got)
 	}
 }

@@ -227,7 +227,9 @@ func parseItem(ms []jsonx.Member, path []string) (FeedbackItem, *FeedbackResult)
 }
 
 // Record checks every item against the log and, when all pass, records
-// them in order; otherwise it records none and says which failed and why.
+// them in order, in one transaction; otherwise it records none and says
+// which failed and why. A store that fails the write records none of
+// them either (log_error): the batch can be sent again whole.
 func (f *Feedback) Record(ctx context.Context, items []FeedbackItem) (res *FeedbackResult) {
 	ctx, span := tracing.StartFeedback(ctx, len(items))
 	defer func() { tracing.EndFeedback(span, len(res.Recorded), res.err()) }()
@@ -237,7 +239,7 @@ func (f *Feedback) Record(ctx context.Context, items []FeedbackItem) (res *Feedb
 	if len(items) == 0 || len(items) > MaxFeedbackOutcomes {
 		return feedbackFail(FeedbackInvalid, "outcomes", "%d outcomes; send 1 to %d", len(items), MaxFeedbackOutcomes)
 	}
-	keys := make([]string, len(items))
+	checked := make([]decisionlog.Checked, len(items))
 	for i, it := range items {
 		prefix := ""
 		if len(items) > 1 || it.batched {
@@ -250,31 +252,30 @@ func (f *Feedback) Record(ctx context.Context, items []FeedbackItem) (res *Feedb
 		if err != nil {
 			return feedbackFail(FeedbackInvalid, prefix+"outcome", "%v", err)
 		}
-		_, err = f.log.Check(ctx, it.RequestID, it.Question, key)
+		e, err := f.log.Check(ctx, it.RequestID, it.Question, key)
 		var oe *decisionlog.OutcomeError
 		if errors.As(err, &oe) {
 			// A decide result's yes/no is its noul's true/false.
 			if alt, ok := yesNo[key]; ok && slices.Equal(oe.Options, []string{"true", "false"}) {
 				key = alt
-				_, err = f.log.Check(ctx, it.RequestID, it.Question, key)
+				e, err = f.log.Check(ctx, it.RequestID, it.Question, key)
 			}
 		}
 		if err != nil {
 			return outcomeFailure(err, prefix)
 		}
-		keys[i] = key
+		checked[i] = decisionlog.Checked{Entry: e, Outcome: key}
+	}
+	// Checked above: only the store can fail now, and the batch is one
+	// transaction, so then none of it is recorded and the caller sends
+	// it again whole.
+	es, err := f.log.Outcomes(ctx, checked)
+	if err != nil {
+		return outcomeFailure(err, "")
 	}
 	res = &FeedbackResult{Recorded: make([]Recorded, 0, len(items))}
-	for i, it := range items {
-		e, err := f.log.Outcome(ctx, it.RequestID, it.Question, keys[i])
-		if err != nil {
-			// Checked above: only the store can fail now. What was
-			// recorded stays, and says so.
-			r := outcomeFailure(err, "")
-			r.Recorded = res.Recorded
-			return r
-		}
-		res.Recorded = append(res.Recorded, Recorded{RequestID: it.RequestID, Question: e.QuestionID, Outcome: keys[i], Outcomes: e.Outcomes})
+	for i, e := range es {
+		res.Recorded = append(res.Recorded, Recorded{RequestID: items[i].RequestID, Question: e.QuestionID, Outcome: checked[i].Outcome, Outcomes: e.Outcomes})
 	}
 	return res
 }
