@@ -210,6 +210,7 @@ func (s *Service) Answer(ctx context.Context, req Request) (a *Answer, err error
 			s.opt.Cache.coalesced.Add(1)
 			select {
 			case <-wait:
+				c = s.rekey(req, c) // under the build that served the one waited for
 				if a, ok := s.hit(req, c.key, fits); ok {
 					return a, nil
 				}
@@ -240,7 +241,7 @@ func (s *Service) Answer(ctx context.Context, req Request) (a *Answer, err error
 	case c.ok:
 		a.Cache = CacheMiss
 		s.opt.Cache.misses.Add(1)
-		s.opt.Cache.put(c.key, a)
+		s.opt.Cache.put(s.rekey(req, c).key, a)
 	}
 	s.record(req, a)
 	s.opt.Shadow.offer(s, req, a)

@@ -127,6 +127,9 @@ type lookup struct {
 	key    key
 	bypass bool
 	ok     bool
+	// content is the hash of everything but the model's identity, which
+	// key joins to it: rekey joins the identity as it is later.
+	content key
 }
 
 // cacheKey builds req's key under fits, read once for the request.
@@ -134,8 +137,7 @@ func (s *Service) cacheKey(req Request, fits *calibration.Fits) lookup {
 	if s.opt.Cache == nil {
 		return lookup{}
 	}
-	identity, ok := ModelIdentity(s.opt.Router, req.Model)
-	if !ok {
+	if _, ok := ModelIdentity(s.opt.Router, req.Model); !ok {
 		return lookup{}
 	}
 	debias, prior := s.opt.Router.Corrections()
@@ -158,7 +160,6 @@ func (s *Service) cacheKey(req Request, fits *calibration.Fits) lookup {
 	}
 	h := keyHash{h: sha256.New()}
 	h.str("system1 answer cache v1")
-	h.str(identity)
 	h.str(req.Model)
 	h.str(req.Provider)
 	// The steps: debias (whether, and how many orders at most), the prior
@@ -195,9 +196,26 @@ func (s *Service) cacheKey(req Request, fits *calibration.Fits) lookup {
 			h.raw(o.Legend)
 		}
 	}
-	var k key
-	h.h.Sum(k[:0])
-	return lookup{key: k, ok: true}
+	c := lookup{ok: true}
+	h.h.Sum(c.content[:0])
+	return s.rekey(req, c)
+}
+
+// rekey is c with the model's identity as it is now joined to its
+// content: after the fleet answered, a build first probed by that very
+// request (the faces that probe on use) is known, and the answer is kept
+// under the build that served it. c is returned as it was when the model
+// is no longer served.
+func (s *Service) rekey(req Request, c lookup) lookup {
+	identity, ok := ModelIdentity(s.opt.Router, req.Model)
+	if !ok || !c.ok || c.bypass {
+		return c
+	}
+	h := keyHash{h: sha256.New()}
+	h.str(identity)
+	h.h.Write(c.content[:])
+	h.h.Sum(c.key[:0])
+	return c
 }
 
 // ModelIdentity is the identity part of a cache key: what would answer a

@@ -4,13 +4,16 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"system1/internal/config"
 	"system1/internal/gateway"
 )
 
 // system1 mcp with cache: set: a repeat of system1_decide is answered
-// from the cache, says so, and does not reach the node.
+// from the cache, says so, and does not reach the node. Fingerprints are
+// on: the first call probes the build it is served by, and its answer is
+// kept under that build, which the repeat then finds.
 func TestMCPDecideRepeatIsACacheHit(t *testing.T) {
 	up := startNode(t, "jev", systemOneNode, B{}, long)
 	t.Cleanup(up.close)
@@ -20,6 +23,8 @@ func TestMCPDecideRepeatIsACacheHit(t *testing.T) {
 		Gateway:   config.Gateway{Threshold: &threshold},
 		Providers: []config.Provider{{Name: "local", Kind: "engine", Model: fakeModel}},
 		Cache:     config.Cache{Entries: 10},
+		// Set, so on (startMCP turns an unset block off).
+		Fingerprint: config.Fingerprint{CanaryEvery: config.Duration(time.Hour)},
 	}
 	s := startMCP(t, cfg)
 	var args map[string]any
@@ -35,8 +40,12 @@ func TestMCPDecideRepeatIsACacheHit(t *testing.T) {
 		if want == "hit" && (len(res.Attempts) != 1 || !strings.Contains(res.Attempts[0].Detail, "from the cache")) {
 			t.Errorf("the hit's attempts: %+v", res.Attempts)
 		}
+		if res.Served == nil || res.Served.Fingerprint == "" {
+			t.Errorf("call %d names no build: served %+v", i, res.Served)
+		}
 	}
-	if n := up.calls(); n != 1 {
-		t.Errorf("the endpoint got %d decisions to answer, want 1", n)
+	// The canary (one request to a System One node) and the miss.
+	if n := up.calls(); n != 2 {
+		t.Errorf("the endpoint got %d decisions to answer, want 2: the canary and the first call", n)
 	}
 }

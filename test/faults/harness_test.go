@@ -278,8 +278,17 @@ type mcpSession struct {
 	stderr *testbin.Output
 }
 
+// startMCP starts system1 mcp over cfg. Fingerprints are off unless cfg
+// sets the block: the canary a build's first use asks is traffic of
+// system1's own, which the tests that count a provider's calls would take
+// for the tool call's.
 func startMCP(t testing.TB, cfg *config.Config) *mcpSession {
 	t.Helper()
+	if cfg.Fingerprint == (config.Fingerprint{}) {
+		c := *cfg
+		c.Fingerprint.Off = true
+		cfg = &c
+	}
 	data, err := yaml.Marshal(cfg)
 	if err != nil {
 		t.Fatal(err)
