@@ -649,49 +649,6 @@ func (l *Log) OutcomesAfter(ctx context.Context, after int64, limit int) (out []
 	return out, upTo, nil
 }
 
-// EachLabelled calls fn with every record that has an outcome recorded
-// up to the outcome id it returns (the last one recorded when it
-// starts), each with its latest outcome, in record order. It reads the
-// outcomes once and then the records once, in the order they are
-// stored, in batches: a reader starting on a large log reads it in two
-// sequential passes, not one lookup an outcome as OutcomesAfter does
-// (a million outcomes took 112 s that way on SQLite). It then reads on
-// with OutcomesAfter from the id returned. Labelled.OutcomeID is 0.
-func (l *Log) EachLabelled(ctx context.Context, fn func(Labelled)) (upTo int64, err error) {
-	return l.eachLabelled(ctx, 5000, fn)
-}
-
-// eachLabelled is EachLabelled reading batch records at a time.
-func (l *Log) eachLabelled(ctx context.Context, batch int, fn func(Labelled)) (upTo int64, err error) {
-	upTo, err = l.store.lastOutcome(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("decision log: outcomes: %w", err)
-	}
-	if upTo == 0 {
-		return 0, nil
-	}
-	latest, err := l.store.latestOutcomes(ctx, upTo)
-	if err != nil {
-		return 0, fmt.Errorf("decision log: outcomes: %w", err)
-	}
-	for after := int64(0); ; {
-		es, err := l.store.recordsAfter(ctx, after, batch)
-		if err != nil {
-			return 0, fmt.Errorf("decision log: records: %w", err)
-		}
-		for _, e := range es {
-			if o, ok := latest[[2]string{e.RequestID, e.QuestionID}]; ok {
-				e.Outcome = &o
-				fn(Labelled{Entry: e})
-			}
-		}
-		if len(es) < batch {
-			return upTo, nil
-		}
-		after = es[len(es)-1].ID
-	}
-}
-
 // Oldest is the id of the oldest record kept, 0 when there is none:
 // records under it were pruned (retention, max_rows), and a reader's
 // statistics of them should go too.

@@ -541,45 +541,6 @@ func (s *store) outcomeBound(ctx context.Context, after int64, n int) (int64, er
 	return id.Int64, nil
 }
 
-// latestOutcomes reads every outcome up to id upTo, in the order
-// recorded, and returns the latest of each request and question.
-func (s *store) latestOutcomes(ctx context.Context, upTo int64) (map[[2]string]Outcome, error) {
-	rows, err := s.db.QueryContext(ctx, s.q("SELECT request_id, question_id, outcome, at_ns FROM outcomes WHERE id <= ? ORDER BY id"), upTo)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[[2]string]Outcome{}
-	for rows.Next() {
-		var req, q, value string
-		var at int64
-		if err := rows.Scan(&req, &q, &value, &at); err != nil {
-			return nil, err
-		}
-		out[[2]string{req, q}] = Outcome{Value: value, Time: time.Unix(0, at).UTC()}
-	}
-	return out, rows.Err()
-}
-
-// recordsAfter reads up to limit decisions rows after id after, in id
-// order.
-func (s *store) recordsAfter(ctx context.Context, after int64, limit int) ([]Entry, error) {
-	rows, err := s.db.QueryContext(ctx, s.q("SELECT id, "+columns+" FROM decisions WHERE id > ? ORDER BY id LIMIT ?"), after, limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Entry
-	for rows.Next() {
-		var e Entry
-		if err := scanEntry(rows, &e); err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
-}
-
 // lastOutcome is the id of the last outcome recorded, 0 when none is.
 func (s *store) lastOutcome(ctx context.Context) (int64, error) {
 	var id sql.NullInt64

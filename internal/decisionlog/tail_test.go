@@ -69,10 +69,10 @@ func TestOutcomesAfterReadsWhatChanged(t *testing.T) {
 	}
 }
 
-// EachLabelled gives every record with an outcome once, in record order,
+// EachCase gives every record with an outcome once, in record order,
 // with its latest outcome, and the last outcome id it read up to, from
 // which OutcomesAfter reads on.
-func TestEachLabelledReadsTheLogOnce(t *testing.T) {
+func TestEachCaseReadsTheLogOnce(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			ctx := ctxT(t)
@@ -92,7 +92,8 @@ func TestEachLabelledReadsTheLogOnce(t *testing.T) {
 				}
 			}
 			var got []string
-			upTo, err := l.eachLabelled(ctx, 5, func(lb Labelled) { got = append(got, lb.RequestID+"="+lb.Outcome.Value) })
+			opts := sample("", "", t0).Options
+			upTo, err := l.eachCase(ctx, 5, func(c Case) { got = append(got, c.RequestID+"="+opts[c.Expected]) })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -100,7 +101,7 @@ func TestEachLabelledReadsTheLogOnce(t *testing.T) {
 				t.Errorf("read %v, want %v", got, want)
 			}
 			if batch, next, err := l.OutcomesAfter(ctx, upTo, 10); err != nil || len(batch) != 0 || next != upTo {
-				t.Errorf("after EachLabelled: %d more, %v", len(batch), err)
+				t.Errorf("after EachCase: %d more, %v", len(batch), err)
 			}
 		})
 	}

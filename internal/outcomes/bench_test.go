@@ -125,6 +125,69 @@ func populate(b *testing.B, opt decisionlog.Options, db *sql.DB, n int) (*decisi
 	return l, spares
 }
 
+// benchBackend is a store the benchmarks log to: open gives the log's
+// options and a second connection to the same store.
+type benchBackend struct {
+	name string
+	open func(b *testing.B) (decisionlog.Options, *sql.DB)
+}
+
+// benchBackends are SQLite, and PostgreSQL where SYSTEM1_POSTGRES_URL
+// names one.
+func benchBackends() []benchBackend {
+	return []benchBackend{
+		{"sqlite", func(b *testing.B) (decisionlog.Options, *sql.DB) {
+			opt := decisionlog.Options{Path: filepath.Join(b.TempDir(), "decisions.db")}
+			// The log makes the file, then a second connection to it.
+			l, err := decisionlog.Open(context.Background(), opt)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_ = l.Close(context.Background())
+			db, err := sql.Open("sqlite", "file:"+opt.Path+"?_pragma=busy_timeout(10000)")
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { db.Close() })
+			return opt, db
+		}},
+		{"postgres", func(b *testing.B) (decisionlog.Options, *sql.DB) {
+			u := testengine.PostgresSchema(b, "bench_")
+			db, err := sql.Open("pgx", u)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { db.Close() })
+			return decisionlog.Options{URL: u}, db
+		}},
+	}
+}
+
+// BenchmarkFirstRead measures a tracker's first read of a log of n
+// labelled outcomes (SYSTEM1_BENCH_OUTCOMES), what a server does once
+// after it starts: seed-s in BenchmarkCalibrationLog, here per read
+// (ns/op) over several reads of one log.
+func BenchmarkFirstRead(b *testing.B) {
+	for _, be := range benchBackends() {
+		for _, n := range benchSizes(b) {
+			b.Run(fmt.Sprintf("%s/%d", be.name, n), func(b *testing.B) {
+				opt, db := be.open(b)
+				l, _ := populate(b, opt, db, n)
+				ctx := context.Background()
+				for b.Loop() {
+					tr := NewTracker(l)
+					if err := tr.Sync(ctx); err != nil {
+						b.Fatal(err)
+					}
+					if got := tr.Cases(); got != n {
+						b.Fatalf("the tracker counts %d outcomes of %d", got, n)
+					}
+				}
+			})
+		}
+	}
+}
+
 // BenchmarkCalibrationLog measures the report and feedback paths over a
 // decision log of n labelled outcomes (SYSTEM1_BENCH_OUTCOMES), on SQLite
 // and on PostgreSQL where SYSTEM1_POSTGRES_URL names one:
@@ -139,40 +202,10 @@ func populate(b *testing.B, opt decisionlog.Options, db *sql.DB, n int) (*decisi
 //     tracker, from every labelled record of the window read and measured
 //     (up to 100,000 outcomes; 0 past them).
 func BenchmarkCalibrationLog(b *testing.B) {
-	type backend struct {
-		name string
-		open func(b *testing.B) (decisionlog.Options, *sql.DB)
-	}
-	backends := []backend{
-		{"sqlite", func(b *testing.B) (decisionlog.Options, *sql.DB) {
-			path := filepath.Join(b.TempDir(), "decisions.db")
-			return decisionlog.Options{Path: path}, nil
-		}},
-		{"postgres", func(b *testing.B) (decisionlog.Options, *sql.DB) {
-			u := testengine.PostgresSchema(b, "bench_")
-			db, err := sql.Open("pgx", u)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { db.Close() })
-			return decisionlog.Options{URL: u}, db
-		}},
-	}
-	for _, be := range backends {
+	for _, be := range benchBackends() {
 		for _, n := range benchSizes(b) {
 			b.Run(fmt.Sprintf("%s/%d", be.name, n), func(b *testing.B) {
 				opt, db := be.open(b)
-				if db == nil { // SQLite: the log makes the file, then a second connection to it
-					l, err := decisionlog.Open(context.Background(), opt)
-					if err != nil {
-						b.Fatal(err)
-					}
-					_ = l.Close(context.Background())
-					if db, err = sql.Open("sqlite", "file:"+opt.Path+"?_pragma=busy_timeout(10000)"); err != nil {
-						b.Fatal(err)
-					}
-					b.Cleanup(func() { db.Close() })
-				}
 				start := time.Now()
 				l, spares := populate(b, opt, db, n)
 				b.Logf("%s, %d outcomes: logged in %.1f s", be.name, n, time.Since(start).Seconds())

@@ -164,13 +164,13 @@ func (t *Tracker) Sync(ctx context.Context) error {
 	t.mu.Unlock()
 	if first {
 		// The whole log, in two passes; the tail from where it ended.
-		var seen []decisionlog.Labelled
-		upTo, err := t.log.EachLabelled(ctx, func(l decisionlog.Labelled) {
-			seen = append(seen, l)
+		var seen []decisionlog.Case
+		upTo, err := t.log.EachCase(ctx, func(c decisionlog.Case) {
+			seen = append(seen, c)
 			if len(seen) == tailBatch {
 				t.mu.Lock()
-				for _, l := range seen {
-					t.apply(l)
+				for _, c := range seen {
+					t.apply(c)
 				}
 				t.mu.Unlock()
 				seen = seen[:0]
@@ -180,8 +180,8 @@ func (t *Tracker) Sync(ctx context.Context) error {
 			return err
 		}
 		t.mu.Lock()
-		for _, l := range seen {
-			t.apply(l)
+		for _, c := range seen {
+			t.apply(c)
 		}
 		t.after = upTo
 		t.mu.Unlock()
@@ -199,7 +199,7 @@ func (t *Tracker) Sync(ctx context.Context) error {
 		}
 		t.mu.Lock()
 		for _, l := range batch {
-			t.apply(l)
+			t.apply(l.Case())
 		}
 		t.after = next
 		t.mu.Unlock()
@@ -230,21 +230,20 @@ func (t *Tracker) Sync(ctx context.Context) error {
 
 // apply counts one outcome: a new labelled case, or the latest outcome
 // of one already counted, which replaces its earlier one.
-func (t *Tracker) apply(l decisionlog.Labelled) {
-	if l.ID < t.oldest {
+func (t *Tracker) apply(e decisionlog.Case) {
+	if e.ID < t.oldest {
 		return
 	}
-	e := l.Entry
-	key := bucketKey{e.Model, e.Fingerprint, e.Kind, calibration.Bucket(len(e.Options))}
+	key := bucketKey{e.Model, e.Fingerprint, e.Kind, calibration.Bucket(e.Options)}
 	c := t.cases[e.ID]
 	if c == nil {
 		b := t.bucket[key]
 		if b == nil {
-			b = &tbucket{key: key, options: len(e.Options), slots: map[int64]*tslot{}, cal: calibration.Identity(), calKey: calibration.Identity().String()}
+			b = &tbucket{key: key, options: e.Options, slots: map[int64]*tslot{}, cal: calibration.Identity(), calKey: calibration.Identity().String()}
 			b.sets, b.since = make([]calibration.Conformal, len(ReportCoverages())), make([]setCount, len(ReportCoverages()))
 			t.bucket[key] = b
 		}
-		at := e.Time.UnixNano()
+		at := e.At
 		si := at / int64(slotWidth)
 		s := b.slots[si]
 		if s == nil {
@@ -252,20 +251,20 @@ func (t *Tracker) apply(l decisionlog.Labelled) {
 			b.slots[si] = s
 		}
 		s.minAt, s.maxAt = min(s.minAt, at), max(s.maxAt, at)
-		c = &tcase{id: e.ID, at: at, request: e.RequestID, dist: e.Uncalibrated(), options: len(e.Options), b: b, s: s}
+		c = &tcase{id: e.ID, at: at, request: e.RequestID, dist: e.Dist, options: e.Options, b: b, s: s}
 		s.cases[e.ID] = c
 		t.cases[e.ID] = c
 	} else {
 		t.remove(c)
 	}
-	c.expected = slices.Index(e.Options, e.Outcome.Value)
+	c.expected = e.Expected
 	c.mass = math.NaN()
-	if e.LabelMass != nil && (e.Face == decisionlog.FaceDecide || e.Face == decisionlog.FaceMCP) && !slices.Contains(e.Options, decision.NoneOption) {
+	if e.HasLabelMass && (e.Face == decisionlog.FaceDecide || e.Face == decisionlog.FaceMCP) && !e.NoneOption {
 		switch {
-		case e.NoOptionFit():
-			c.mass, c.massIn = *e.LabelMass, false
+		case e.NoOptionFit:
+			c.mass, c.massIn = e.LabelMass, false
 		case c.expected >= 0:
-			c.mass, c.massIn = *e.LabelMass, true
+			c.mass, c.massIn = e.LabelMass, true
 		}
 	}
 	t.add(c, true)
