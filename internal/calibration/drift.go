@@ -86,36 +86,93 @@ func (d Drift) PSI() float64 { return math.Max(d.ConfidencePSI, d.LabelPSI) }
 // are of one signature, so of one option count; the label histogram has
 // as many bins as the most options either holds.
 func MeasureDrift(ref, cur []Answer, threshold float64) Drift {
+	var r, c DriftHistogram
+	for _, a := range ref {
+		r.Add(a)
+	}
+	for _, a := range cur {
+		c.Add(a)
+	}
+	return MeasureDriftOf(r, c, threshold)
+}
+
+// DriftHistogram is a window's answers as drift compares them: the
+// counts of their confidence bins and top answers, and the sum of their
+// confidences. Histograms of the same bins add up (Merge), so a window's
+// can be kept by parts; the zero value is empty.
+type DriftHistogram struct {
+	// N is the number of answers, Sum the sum of their confidences.
+	N   int
+	Sum float64
+	// Confidence counts the answers of each of the DriftBins confidence
+	// bins; Top those of each top answer, as long as the largest seen.
+	Confidence [DriftBins]int
+	Top        []int
+	// Labels is the most options an answer had, or its top answer's
+	// index plus one where larger.
+	Labels int
+}
+
+// Add counts one answer.
+func (h *DriftHistogram) Add(a Answer) {
+	h.N++
+	h.Sum += a.Confidence
+	h.Confidence[min(max(int(math.Floor(a.Confidence*DriftBins+edge)), 0), DriftBins-1)]++
+	top := max(a.Top, 0)
+	for len(h.Top) <= top {
+		h.Top = append(h.Top, 0)
+	}
+	h.Top[top]++
+	h.Labels = max(h.Labels, a.Options, a.Top+1)
+}
+
+// Merge adds o's answers to h.
+func (h *DriftHistogram) Merge(o DriftHistogram) {
+	h.N += o.N
+	h.Sum += o.Sum
+	for i, n := range o.Confidence {
+		h.Confidence[i] += n
+	}
+	for len(h.Top) < len(o.Top) {
+		h.Top = append(h.Top, 0)
+	}
+	for i, n := range o.Top {
+		h.Top[i] += n
+	}
+	h.Labels = max(h.Labels, o.Labels)
+}
+
+// MeasureDriftOf is MeasureDrift of the answers the histograms ref and
+// cur count.
+func MeasureDriftOf(ref, cur DriftHistogram, threshold float64) Drift {
 	if !(threshold > 0) {
 		threshold = DefaultDriftThreshold
 	}
-	d := Drift{Reference: len(ref), Current: len(cur), Threshold: threshold}
-	labels := 2
-	for _, a := range append(ref[:len(ref):len(ref)], cur...) {
-		labels = max(labels, a.Options, a.Top+1)
-	}
-	hist := func(as []Answer) (conf, top []float64, mean float64) {
+	d := Drift{Reference: ref.N, Current: cur.N, Threshold: threshold}
+	labels := max(2, ref.Labels, cur.Labels)
+	hist := func(h DriftHistogram) (conf, top []float64, mean float64) {
 		conf, top = make([]float64, DriftBins), make([]float64, labels)
-		for _, a := range as {
-			conf[min(max(int(math.Floor(a.Confidence*DriftBins+edge)), 0), DriftBins-1)]++
-			top[min(max(a.Top, 0), labels-1)]++
-			mean += a.Confidence
+		for i, n := range h.Confidence {
+			conf[i] = float64(n)
 		}
-		if len(as) > 0 {
-			mean /= float64(len(as))
+		for i, n := range h.Top {
+			top[min(i, labels-1)] += float64(n)
+		}
+		if h.N > 0 {
+			mean = h.Sum / float64(h.N)
 		}
 		return conf, top, mean
 	}
 	rc, rt, rm := hist(ref)
 	cc, ct, cm := hist(cur)
 	d.MeanConfidence = [2]float64{rm, cm}
-	if len(ref) == 0 || len(cur) == 0 {
+	if ref.N == 0 || cur.N == 0 {
 		return d
 	}
 	d.ConfidencePSI, d.LabelPSI = psi(rc, cc), psi(rt, ct)
-	inv := 1/float64(len(ref)) + 1/float64(len(cur))
+	inv := 1/float64(ref.N) + 1/float64(cur.N)
 	d.Noise = [2]float64{float64(DriftBins-1) * inv, float64(labels-1) * inv}
-	if len(ref) < MinDriftAnswers || len(cur) < MinDriftAnswers {
+	if ref.N < MinDriftAnswers || cur.N < MinDriftAnswers {
 		return d
 	}
 	switch {

@@ -121,6 +121,57 @@ func TestMeasureDrift(t *testing.T) {
 	}
 }
 
+// Histograms kept by parts and merged measure the drift of the answers
+// they count: the counts, PSIs and noise exactly, the means to rounding;
+// answers of more options, or a top past them, widen the label bins as
+// MeasureDrift does.
+func TestMeasureDriftOfMergedHistograms(t *testing.T) {
+	answers := func(n int, seed float64, options int) []Answer {
+		out := make([]Answer, n)
+		for i := range n {
+			c := math.Mod(float64(i)*seed, 1)
+			out[i] = Answer{Confidence: c, Top: (i * 7) % options, Options: options}
+		}
+		return out
+	}
+	cases := []struct {
+		name     string
+		ref, cur []Answer
+	}{
+		{"four options", answers(300, 0.618034, 4), answers(120, 0.414214, 4)},
+		{"a top past the options", answers(50, 0.3, 3), append(answers(40, 0.7, 3), Answer{Confidence: 1, Top: 5, Options: 3})},
+		{"no reference", nil, answers(60, 0.2, 2)},
+		{"edges of the bins", []Answer{{0, 0, 2}, {0.1, 1, 2}, {0.9999999999, 0, 2}, {1, 1, 2}}, []Answer{{0.5, 0, 2}, {0.2, 1, 2}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			want := MeasureDrift(tc.ref, tc.cur, 0.3)
+			// Each side counted in parts of 7 answers, then merged.
+			parts := func(as []Answer) DriftHistogram {
+				var all DriftHistogram
+				for start := 0; start < len(as); start += 7 {
+					var h DriftHistogram
+					for _, a := range as[start:min(start+7, len(as))] {
+						h.Add(a)
+					}
+					all.Merge(h)
+				}
+				return all
+			}
+			got := MeasureDriftOf(parts(tc.ref), parts(tc.cur), 0.3)
+			for i := range got.MeanConfidence {
+				if math.Abs(got.MeanConfidence[i]-want.MeanConfidence[i]) > 1e-12 {
+					t.Fatalf("means %v, want %v", got.MeanConfidence, want.MeanConfidence)
+				}
+			}
+			got.MeanConfidence, got.Reason, want.Reason = want.MeanConfidence, "", ""
+			if got != want {
+				t.Fatalf("got %+v\nwant %+v", got, want)
+			}
+		})
+	}
+}
+
 func TestPSI(t *testing.T) {
 	if p := psi([]float64{10, 10}, []float64{10, 10}); p != 0 {
 		t.Fatalf("identical histograms: %v", p)
