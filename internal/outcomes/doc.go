@@ -14,7 +14,7 @@
 //	report.go    Tracker.Report: calibration, reliability, gates and prediction sets per bucket
 //	refit.go     FitsFile.Refit: calibrators chosen by cross-validation, adopted beyond noise, with sets
 //	fitsfile.go  LoadFits, FitsFile: the fits file read, reloaded when it changes, written atomically
-//	drift.go     ReportDrift: label-free drift per model and question signature, in the calibration report
+//	drift.go     label-free drift per model and question signature, in the calibration report, from histograms kept by minute
 //	shadow.go    ReportShadow, ShadowReportOf: a candidate's answers against the served ones, per signature
 //	replay.go    Replay: the logged questions asked of a candidate through the answer path, the same report
 package outcomes

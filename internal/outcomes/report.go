@@ -36,7 +36,7 @@ type CalibrationReport struct {
 	LabelMass []LabelMassGate `json:"label_mass"`
 	// Drift compares, per model and question signature, the answers of
 	// the last ReportOptions.Drift.Window before Until with a reference
-	// window before it, without outcomes (ReportDrift).
+	// window before it, without outcomes (see drift.go).
 	Drift []SignatureDrift `json:"drift"`
 }
 
@@ -132,7 +132,7 @@ func (t *Tracker) Report(ctx context.Context, fits *calibration.Fits, opt Report
 		return rep, err
 	}
 	var err error
-	if rep.Drift, err = ReportDrift(ctx, t.log, opt.Until, opt.Drift); err != nil {
+	if rep.Drift, err = t.drift.report(ctx, t.log, opt.Until, opt.Drift); err != nil {
 		return rep, err
 	}
 	since, until := opt.Since.UnixNano(), opt.Until.UnixNano()

@@ -58,6 +58,8 @@ type Tracker struct {
 	pruned time.Time  // when oldest was last read
 	cases  map[int64]*tcase
 	bucket map[bucketKey]*tbucket
+
+	drift drift // the drift report's histograms, under their own lock
 }
 
 // NewTracker tracks the outcomes of log, which must not be nil. It reads
