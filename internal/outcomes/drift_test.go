@@ -299,3 +299,45 @@ func TestDriftCountsARecordCommittedLate(t *testing.T) {
 		t.Fatalf("answers counted: %d, then %d with 20 more written, then %d once the late one committed; the full read counts %d", before, mid, after, n)
 	}
 }
+
+// Records the log prunes (max_rows) leave the drift report, those of a
+// minute the prune cuts as well as whole minutes.
+func TestDriftForgetsPrunedRecords(t *testing.T) {
+	ctx := context.Background()
+	l, err := decisionlog.Open(ctx, decisionlog.Options{Path: filepath.Join(t.TempDir(), "decisions.db"), Linger: -1, MaxRows: 300})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close(ctx) })
+	r := rand.New(rand.NewPCG(9, 10))
+	until := slotStart(slotOf(time.Now().UnixNano()) - 1)
+	// In order of time, several a minute: the prune cuts a minute.
+	logAnswers(t, l, r, 600, func(i int) time.Time { return until.Add(-2*time.Hour + time.Duration(i)*7100*time.Millisecond) })
+	do := DriftOptions{Window: time.Hour, Reference: 24 * time.Hour}
+	tr := NewTracker(l)
+	report := func(what string) int {
+		t.Helper()
+		rep, err := tr.Report(ctx, nil, ReportOptions{Since: until.Add(-time.Hour), Until: until, Drift: do})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := reportDriftFull(ctx, l, until, do)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameDrift(t, what, rep.Drift, want)
+		n := 0
+		for _, d := range rep.Drift {
+			n += d.Reference + d.Current
+		}
+		return n
+	}
+	before := report("before the prune")
+	if n, err := l.Prune(ctx); err != nil || n != 300 {
+		t.Fatalf("pruned %d: %v", n, err)
+	}
+	tr.drift.pruned = time.Time{} // as if a minute had passed
+	if after := report("after the prune"); after >= before || after == 0 {
+		t.Fatalf("%d answers counted after the prune, %d before", after, before)
+	}
+}
