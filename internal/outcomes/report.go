@@ -125,7 +125,9 @@ func emptyReport(fits *calibration.Fits, opt ReportOptions) CalibrationReport {
 // hold for its model (none where none does), from the statistics kept:
 // it first reads the outcomes recorded since the last read, and reads
 // the cases of at most the two slots the window's edges cut. Label-mass
-// gates pool each model's buckets.
+// gates pool each model's buckets. The drift entry comes from the
+// histograms the tracker keeps by minute (drift.go), brought up to date
+// the same way.
 func (t *Tracker) Report(ctx context.Context, fits *calibration.Fits, opt ReportOptions) (CalibrationReport, error) {
 	rep := emptyReport(fits, opt)
 	if err := t.Sync(ctx); err != nil {
