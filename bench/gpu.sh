@@ -12,9 +12,12 @@
 #                          .device-bench carried: builds llama-server for
 #                          the GPU it finds (sm_90 on an H200), writes the
 #                          model, runs bench/kquestions (cold and warm
-#                          K = 1..8, one slot against spread over slots)
-#                          and bench/questions (1 to 1,000 questions), and
-#                          leaves the tables and logs in $OUT (or bench/out)
+#                          K = 1..8, one slot against spread over slots),
+#                          bench/questions (1 to 1,000 questions) and
+#                          bench/throughput (rows at the engine's own
+#                          speed: direct, system1 run, the batch route,
+#                          one request a state), and leaves the tables and
+#                          logs in $OUT (or bench/out)
 #
 # The run step needs nvcc, cmake, ninja and python3 with numpy, which the
 # device image has. GPU_BENCH_SERVER (a llama-server binary) skips the
@@ -45,7 +48,7 @@ prepare() {
 		':!tools/server/webui' ':!examples' ':!media' ':!.github' | xz -T0 -6 >"$dir/llama-src.tar.xz"
 	cp "$work/llama.cpp/models/ggml-vocab-qwen2.gguf" "$dir/"
 	cp ../shared/tools/gen_random_gguf.py "$dir/"
-	for cmd in cmd/system1 bench/kquestions bench/questions; do
+	for cmd in cmd/system1 bench/kquestions bench/questions bench/throughput; do
 		CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -ldflags "-s -w" -o "$dir/$(basename "$cmd")" "./$cmd"
 	done
 	du -sh "$dir"
@@ -94,6 +97,8 @@ run() {
 	"$dir/kquestions" -url "$url" -serial-url "$serial" -engine "http://127.0.0.1:$port" -model rand-qwen2 -reps 3
 	echo
 	"$dir/questions" -system1 "$dir/system1" -llama "http://127.0.0.1:$port" -model rand-qwen2 -reps 3
+	echo
+	"$dir/throughput" -system1 "$dir/system1" -llama "http://127.0.0.1:$port" -model rand-qwen2 -rows 256 -rounds 3
 }
 
 case ${1:-} in
