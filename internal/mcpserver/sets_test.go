@@ -1,0 +1,64 @@
+package mcpserver_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"system1/internal/calibration"
+	"system1/internal/decision"
+	"system1/internal/fakeengine"
+	"system1/internal/gateway"
+)
+
+// system1_decide with coverage gives the prediction set its fit holds:
+// the options that together hold the right answer at the level asked,
+// the level and the outcomes it rests on, graded act only when the set
+// is the decision alone; without a set at that level it says why; a
+// coverage outside [0.5, 0.99] is the caller's error, naming the field.
+func TestDecideCoverageOverMCP(t *testing.T) {
+	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp}) // Halving: 4/7, 2/7, 1/7
+	t.Cleanup(f.Close)
+	fits := calibration.Fits{Version: calibration.FitsVersion, Revision: "r", Fits: []calibration.Fit{{
+		Model: fakeengine.DefaultModel, Kind: decision.Choice, Bucket: "3-4", Temperature: 1,
+		// p >= 0.25 is in the set: the first two options.
+		Sets: []calibration.Conformal{{Method: calibration.ConformalLAC, Coverage: 0.9, N: 400, Threshold: 0.75}},
+	}}}
+	data, err := json.Marshal(fits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWorld(t, "")
+	w.write("fits.json", string(data))
+	w.write("config.yaml", fmt.Sprintf(noCanary+"gateway:\n  threshold: 0.3\n  fits: %s\n  chain:\n    - {name: local, model: %s}\nnodes:\n  - {name: n, url: %s, dialect: llamacpp, models: [%s]}\n",
+		filepath.Join(w.dir, "fits.json"), fakeengine.DefaultModel, f.URL, fakeengine.DefaultModel))
+	s := w.start()
+	ask := func(coverage any) *gateway.Response {
+		t.Helper()
+		return s.decide(map[string]any{"question": "Which team?", "options": []string{"billing", "technical", "sales"}, "coverage": coverage})
+	}
+
+	res := ask(0.9)
+	if res.Status != gateway.Decided || !slices.Equal(res.PredictionSet, []string{"billing", "technical"}) ||
+		res.SetCoverage == nil || *res.SetCoverage != 0.9 || res.SetOutcomes == nil || *res.SetOutcomes != 400 {
+		t.Fatalf("coverage 0.9: status %s, set %v, coverage %v, outcomes %v", res.Status, res.PredictionSet, res.SetCoverage, res.SetOutcomes)
+	}
+	if res.Grade == "act" {
+		t.Errorf("graded act with a set of two: %+v", res)
+	}
+	if res := ask(0.95); res.PredictionSet != nil || res.SetNote == "" {
+		t.Errorf("coverage 0.95, which no set of the fit reaches: set %v, note %q", res.PredictionSet, res.SetNote)
+	}
+	for _, bad := range []any{0.3, 1, "high"} {
+		res := ask(bad)
+		if res.Status != gateway.Failed || res.Error == nil || res.Error.Code != gateway.CodeInvalidRequest || !strings.Contains(res.Error.Message, "coverage") {
+			t.Errorf("coverage %v: status %s, error %+v", bad, res.Status, res.Error)
+		}
+	}
+	if got := len(f.Inferences()); got != 2 {
+		t.Errorf("%d engine calls, want one for each valid call: the invalid ones ask nothing", got)
+	}
+}
