@@ -421,69 +421,63 @@ func batch(base, model string, states []string, inFlight int) (int, error) {
 		chunks = append(chunks, states[:n])
 		states = states[n:]
 	}
-	work := make(chan []string)
-	var mu sync.Mutex
-	answered := 0
-	var firstErr error
-	var wg sync.WaitGroup
-	for range inFlight {
-		wg.Go(func() {
-			for c := range work {
-				ss, _ := json.Marshal(c)
-				body := fmt.Sprintf(`{"model":%q,"states":%s,"questions":%s}`, model, ss, questions)
-				var reply struct {
-					Results []struct {
-						Answers map[string]json.RawMessage `json:"answers"`
-					} `json:"results"`
-				}
-				err := post(base+"/v1/systemone/batch", []byte(body), &reply)
-				mu.Lock()
-				firstErr = cmpErr(firstErr, err)
-				for _, r := range reply.Results {
-					if len(r.Answers) == k {
-						answered++
-					}
-				}
-				mu.Unlock()
+	return fanOut(chunks, inFlight, func(c []string) (int, error) {
+		ss, _ := json.Marshal(c)
+		body := fmt.Sprintf(`{"model":%q,"states":%s,"questions":%s}`, model, ss, questions)
+		var reply struct {
+			Results []struct {
+				Answers map[string]json.RawMessage `json:"answers"`
+			} `json:"results"`
+		}
+		err := post(base+"/v1/systemone/batch", []byte(body), &reply)
+		answered := 0
+		for _, r := range reply.Results {
+			if len(r.Answers) == k {
+				answered++
 			}
-		})
-	}
-	for _, c := range chunks {
-		work <- c
-	}
-	close(work)
-	wg.Wait()
-	return answered, firstErr
+		}
+		return answered, err
+	})
 }
 
 // single asks each state in a POST /v1/systemone of its own, inFlight at
 // once; it returns the states answered.
 func single(base, model string, states []string, inFlight int) (int, error) {
-	work := make(chan string)
+	return fanOut(states, inFlight, func(s string) (int, error) {
+		st, _ := json.Marshal(s)
+		body := fmt.Sprintf(`{"model":%q,"state":%s,"questions":%s}`, model, st, questions)
+		var reply struct {
+			Answers map[string]json.RawMessage `json:"answers"`
+		}
+		err := post(base+"/v1/systemone", []byte(body), &reply)
+		if err == nil && len(reply.Answers) == k {
+			return 1, nil
+		}
+		return 0, err
+	})
+}
+
+// fanOut calls ask on every item, inFlight at once, and returns the sum
+// of the states each call answered and the first error.
+func fanOut[T any](items []T, inFlight int, ask func(T) (int, error)) (int, error) {
+	work := make(chan T)
 	var mu sync.Mutex
 	answered := 0
 	var firstErr error
 	var wg sync.WaitGroup
 	for range inFlight {
 		wg.Go(func() {
-			for s := range work {
-				st, _ := json.Marshal(s)
-				body := fmt.Sprintf(`{"model":%q,"state":%s,"questions":%s}`, model, st, questions)
-				var reply struct {
-					Answers map[string]json.RawMessage `json:"answers"`
-				}
-				err := post(base+"/v1/systemone", []byte(body), &reply)
+			for it := range work {
+				n, err := ask(it)
 				mu.Lock()
+				answered += n
 				firstErr = cmpErr(firstErr, err)
-				if err == nil && len(reply.Answers) == k {
-					answered++
-				}
 				mu.Unlock()
 			}
 		})
 	}
-	for _, s := range states {
-		work <- s
+	for _, it := range items {
+		work <- it
 	}
 	close(work)
 	wg.Wait()
