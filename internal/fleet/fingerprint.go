@@ -168,11 +168,11 @@ func (n *Node) priorModel(model string) string {
 // as the engine reads names (on Ollama "m" is "m:latest"); nil when it
 // was not probed. The caller holds n.mu.
 func (n *Node) buildLocked(model string) *build {
-	if b := n.builds[model]; b != nil || n.Dialect != "ollama" || model == "" {
-		return b
+	if b := n.builds[model]; b != nil || n.Dialect != "ollama" {
+		return b // only Ollama reads another name as this one
 	}
 	for m, b := range n.builds {
-		if m != "" && ollamaName(m) == ollamaName(model) {
+		if n.sameModel(m, model) {
 			return b
 		}
 	}
@@ -311,7 +311,7 @@ func (r *Router) probeOnUse(n *Node, model string) <-chan struct{} {
 // probed under: on Ollama "m" is listed as "m:latest".
 func (n *Node) listedName(model string) string {
 	for _, m := range n.Models() {
-		if m == model || (n.Dialect == "ollama" && m != "" && ollamaName(m) == ollamaName(model)) {
+		if n.sameModel(m, model) {
 			return m
 		}
 	}

@@ -199,16 +199,15 @@ func ollamaName(name string) string {
 }
 
 // servesName reports whether models holds model, read as the node's
-// engine reads names: exactly, and on Ollama with its implicit :latest.
+// engine reads names (sameModel).
 func (n *Node) servesName(models []string, model string) bool {
-	if slices.Contains(models, model) {
-		return true
-	}
-	if n.Dialect != "ollama" || model == "" {
-		return false
-	}
-	want := ollamaName(model)
-	return slices.ContainsFunc(models, func(m string) bool { return m != "" && ollamaName(m) == want })
+	return slices.ContainsFunc(models, func(m string) bool { return n.sameModel(m, model) })
+}
+
+// sameModel reports whether a and b name one model as the node's engine
+// reads names: exactly, and on Ollama with its implicit :latest.
+func (n *Node) sameModel(a, b string) bool {
+	return a == b || (n.Dialect == "ollama" && a != "" && b != "" && ollamaName(a) == ollamaName(b))
 }
 
 // list asks the node for its models: a cheap call that carries no user
