@@ -137,7 +137,8 @@ func (s *Service) cacheKey(req Request, fits *calibration.Fits) lookup {
 	if s.opt.Cache == nil {
 		return lookup{}
 	}
-	if _, ok := ModelIdentity(s.opt.Router, req.Model); !ok {
+	identity, ok := ModelIdentity(s.opt.Router, req.Model)
+	if !ok {
 		return lookup{}
 	}
 	debias, prior := s.opt.Router.Corrections()
@@ -198,7 +199,8 @@ func (s *Service) cacheKey(req Request, fits *calibration.Fits) lookup {
 	}
 	c := lookup{ok: true}
 	h.h.Sum(c.content[:0])
-	return s.rekey(req, c)
+	c.key = c.content.with(identity)
+	return c
 }
 
 // rekey is c with the model's identity as it is now joined to its
@@ -207,15 +209,24 @@ func (s *Service) cacheKey(req Request, fits *calibration.Fits) lookup {
 // under the build that served it. c is returned as it was when the model
 // is no longer served.
 func (s *Service) rekey(req Request, c lookup) lookup {
-	identity, ok := ModelIdentity(s.opt.Router, req.Model)
-	if !ok || !c.ok || c.bypass {
+	if !c.ok || c.bypass {
 		return c
 	}
+	if identity, ok := ModelIdentity(s.opt.Router, req.Model); ok {
+		c.key = c.content.with(identity)
+	}
+	return c
+}
+
+// with is the key of content asked of the model whose identity is
+// identity (ModelIdentity).
+func (content key) with(identity string) key {
 	h := keyHash{h: sha256.New()}
 	h.str(identity)
-	h.h.Write(c.content[:])
-	h.h.Sum(c.key[:0])
-	return c
+	h.h.Write(content[:])
+	var k key
+	h.h.Sum(k[:0])
+	return k
 }
 
 // ModelIdentity is the identity part of a cache key: what would answer a
