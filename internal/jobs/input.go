@@ -351,8 +351,9 @@ func newCSVReader(f *os.File, br *bufio.Reader, qs []decision.Question, ids bool
 			if !utf8.ValidString(name) {
 				return nil, fmt.Errorf("the CSV column %d's name is not valid UTF-8", i+1)
 			}
-			key, _ := json.Marshal(name)
-			r.state = append(r.state, csvColumn{col: i, key: append(key, ':')})
+			// The key and each cell are written as they are (jsonx.AppendString),
+			// so that the model reads the state a JSONL row gives it.
+			r.state = append(r.state, csvColumn{col: i, key: append(jsonx.AppendString(nil, name), ':')})
 		}
 	}
 	if r.idCol < 0 {
@@ -412,7 +413,7 @@ func (r *csvReader) Next() (inputRow, error) {
 			state = append(state, ',')
 		}
 		state = append(state, c.key...)
-		state = appendJSONString(state, cell)
+		state = jsonx.AppendString(state, cell)
 	}
 	row.State = append(state, '}')
 	row.Expected = noneExpected(len(r.qs))
@@ -425,20 +426,6 @@ func (r *csvReader) Next() (inputRow, error) {
 		row.Expected[c.question] = k
 	}
 	return row, nil
-}
-
-// appendJSONString writes s, valid UTF-8, as a JSON string: as is when it
-// needs no escape, else as encoding/json escapes it.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
-			q, _ := json.Marshal(s) // a valid Go string always marshals
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }
 
 // scanInput reads the whole input once, keeping only ids: it counts the

@@ -1,0 +1,107 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"system1/internal/fakeengine"
+)
+
+// fakeNode starts a fake llama.cpp engine serving the model "fake" and
+// writes a configuration over it, with a decide chain over that model and
+// the decision log off unless log is set; it returns the engine, whose
+// requests a test reads, and the configuration's path.
+func fakeNode(t *testing.T, b fakeengine.Behavior, extra string) (*fakeengine.Fake, string) {
+	t.Helper()
+	eng := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Behavior: b})
+	t.Cleanup(eng.Close)
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	yaml := fmt.Sprintf("nodes:\n  - {name: local, url: %q, dialect: llamacpp, models: [fake]}\n"+
+		"gateway:\n  threshold: 0.5\n  chain:\n    - {name: local, model: fake}\n%s", eng.URL, extra)
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return eng, cfg
+}
+
+// prompts returns the user turns the engine got that ask "Which team?"
+// (not the fingerprint's canary), sorted, and forgets them.
+func prompts(eng *fakeengine.Fake) []string {
+	var out []string
+	for _, r := range eng.Inferences() {
+		if strings.Contains(r.User, "Which team?") {
+			out = append(out, r.User)
+		}
+	}
+	slices.Sort(out)
+	eng.Reset()
+	return out
+}
+
+// writeFiles writes name -> content into a new folder and returns it.
+func writeFiles(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// The model reads a CSV row's cells as the same state given as JSON
+// Lines: no cell is re-encoded on the way ("&", "<", ">", U+2028 stay as
+// written; quotes and line breaks are escaped as JSON must).
+func TestRunCSVStateIsTheJSONLState(t *testing.T) {
+	eng, cfg := fakeNode(t, fakeengine.Behavior{Prompted: byTopic}, "decision_log: {off: true}\n")
+	dir := writeFiles(t, map[string]string{
+		"q.json": runQuestions,
+		// A JSON Lines file as a person or a tool writes it: escaped
+		// where JSON must be, the rest as is.
+		"rows.jsonl": "{\"id\":\"a\",\"state\":{\"subject\":\"Tom & Jerry <b>\",\"body\":\"say \\\"hi\\\" & <i>bye</i>\\nthen\\tgo\u2028 café\"}}\n" +
+			"{\"id\":\"b\",\"state\":{\"subject\":\"a > b & c\",\"body\":\"plain about billing\"}}\n",
+		"rows.csv": "id,subject,body\n" +
+			"a,Tom & Jerry <b>,\"say \"\"hi\"\" & <i>bye</i>\nthen\tgo\u2028 café\"\n" +
+			"b,a > b & c,plain about billing\n",
+	})
+	var got [][]string
+	for _, in := range []string{"rows.jsonl", "rows.csv"} {
+		out := filepath.Join(dir, in+".out")
+		code, stdout, stderr := system1(t, nil, "run", "--config", cfg, "--questions", filepath.Join(dir, "q.json"), "--in", filepath.Join(dir, in), "--out", out)
+		if code != 0 {
+			t.Fatalf("%s: exit %d\n%s%s", in, code, stdout, stderr)
+		}
+		got = append(got, prompts(eng))
+	}
+	if len(got[0]) == 0 || !slices.Equal(got[0], got[1]) {
+		t.Fatalf("the CSV's prompts differ from the JSONL's:\njsonl %q\ncsv   %q", got[0], got[1])
+	}
+	if !strings.Contains(strings.Join(got[1], ""), `say \"hi\" & <i>bye</i>\nthen\tgo`+"\u2028") {
+		t.Errorf("the state was re-encoded: %q", got[1])
+	}
+}
+
+// system1 decide --context sends the context to the model as given, as
+// POST /v1/decide does.
+func TestDecideContextAsGiven(t *testing.T) {
+	eng, cfg := fakeNode(t, fakeengine.Behavior{Prompted: byTopic}, "decision_log: {off: true}\n")
+	const ctx = `{"t":"Tom & Jerry <b> about billing"}`
+	code, stdout, stderr := system1(t, nil, "decide", "--config", cfg, "--context", ctx, "Which team?", "billing", "tech")
+	if code != 0 && code != 3 {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	ps := prompts(eng)
+	if len(ps) == 0 {
+		t.Fatal("nothing was asked")
+	}
+	for _, p := range ps {
+		if !strings.Contains(p, ctx) {
+			t.Errorf("the prompt does not hold the context as given %s:\n%s", ctx, p)
+		}
+	}
+}
