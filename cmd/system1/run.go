@@ -113,8 +113,16 @@ func cmdRun(ctx context.Context, args []string, e env) error {
 	if werr := s.WriteText(e.stdout); werr != nil && err == nil {
 		err = werr
 	}
+	if err == nil && s.Errors > 0 {
+		fmt.Fprintf(e.stderr, "system1 run: %d of %d rows are error rows; each says why in %s (its \"error\", with the input line)\n", s.Errors, s.Rows, *out)
+		return errRowsFailed
+	}
 	return err
 }
+
+// errRowsFailed is run's outcome when every row has its line but some are
+// error rows: exit 3, as docs/run.md says.
+var errRowsFailed = errors.New("some rows failed")
 
 // localDecider is system1 run's decider over a configuration: each row is
 // a request of the answer path, as POST /v1/systemone asks it, with the

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -79,11 +78,13 @@ func openRows(path, fmtName string, qs []decision.Question, ids bool) (rowReader
 	br := bufio.NewReaderSize(f, 64<<10)
 	// A UTF-8 byte order mark, as spreadsheet programs write, is no part
 	// of the first row.
+	var off int64
 	if b, err := br.Peek(3); err == nil && bytes.Equal(b, []byte("\xef\xbb\xbf")) {
-		_, _ = br.Discard(3)
+		n, _ := br.Discard(3)
+		off = int64(n)
 	}
 	if fmtName == "csv" {
-		r, err := newCSVReader(f, br, qs, ids)
+		r, err := newCSVReader(f, br, off, qs, ids)
 		if err != nil {
 			f.Close()
 			return nil, fmt.Errorf("%s: %w", path, err)
@@ -304,8 +305,7 @@ func expectedCell(q decision.Question, cell string) (int, error) {
 // column is a key of the state, a JSON object of strings in column order,
 // except expected.<question id> columns, which hold outcomes.
 type csvReader struct {
-	f     *os.File
-	cr    *csv.Reader
+	recs  *csvRecords
 	qs    []decision.Question
 	ids   bool
 	width int
@@ -320,17 +320,18 @@ type csvColumn struct {
 	question int
 }
 
-func newCSVReader(f *os.File, br *bufio.Reader, qs []decision.Question, ids bool) (*csvReader, error) {
-	cr := csv.NewReader(br)
-	cr.ReuseRecord = true
-	header, err := cr.Read()
+// newCSVReader reads the header of the CSV in f, whose reader br is at
+// offset off.
+func newCSVReader(f *os.File, br *bufio.Reader, off int64, qs []decision.Question, ids bool) (*csvReader, error) {
+	recs := newCSVRecords(f, br, off)
+	header, err := recs.header()
 	if errors.Is(err, io.EOF) {
 		return nil, errors.New("the CSV has no header (it needs an id column)")
 	}
 	if err != nil {
 		return nil, fmt.Errorf("the CSV header: %w", err)
 	}
-	r := &csvReader{f: f, cr: cr, qs: qs, ids: ids, width: len(header), idCol: -1}
+	r := &csvReader{recs: recs, qs: qs, ids: ids, width: len(header), idCol: -1}
 	seen := map[string]bool{}
 	for i, name := range header {
 		if seen[name] {
@@ -362,28 +363,24 @@ func newCSVReader(f *os.File, br *bufio.Reader, qs []decision.Question, ids bool
 	return r, nil
 }
 
-func (r *csvReader) Close() error { return r.f.Close() }
+func (r *csvReader) Close() error { return r.recs.f.Close() }
 
 func (r *csvReader) Next() (inputRow, error) {
-	rec, err := r.cr.Read()
-	var pe *csv.ParseError
-	switch {
-	case errors.Is(err, io.EOF):
-		return inputRow{}, io.EOF
-	case errors.As(err, &pe) && errors.Is(pe.Err, csv.ErrFieldCount):
-		line, _ := r.cr.FieldPos(0)
-		row := inputRow{Line: line, Err: fmt.Errorf("line %d: %d fields, the header has %d", line, len(rec), r.width)}
+	record, err := r.recs.next(r.width)
+	if err != nil {
+		return inputRow{}, err
+	}
+	line, rec := record.Line, record.Fields
+	row := inputRow{Line: line}
+	if record.Err != nil {
+		// The id, where the record's fields could be read (a row of the
+		// wrong width), so that its error row carries it.
+		row.Err = record.Err
 		if r.idCol < len(rec) && rec[r.idCol] != "" && utf8.ValidString(rec[r.idCol]) {
 			row.ID, _ = json.Marshal(rec[r.idCol])
 		}
 		return row, nil
-	case errors.As(err, &pe):
-		return inputRow{Line: pe.StartLine, Err: fmt.Errorf("line %d: %v", pe.StartLine, pe.Err)}, nil
-	case err != nil:
-		return inputRow{}, err
 	}
-	line, _ := r.cr.FieldPos(0)
-	row := inputRow{Line: line}
 	id := rec[r.idCol]
 	switch {
 	case id == "":

@@ -171,6 +171,36 @@ func TestCSVReader(t *testing.T) {
 			{line: 7, id: `"e"`, err: "line 7: column \"text\" is not valid UTF-8"},
 			{line: 8, id: `"f"`, state: `{"text":"y"}`},
 		}},
+		// A stray quote opens a field that runs on into the next lines: the
+		// row it starts on is an error row naming its line, and the lines
+		// after it are read as rows again, so that every line is a row.
+		{"a quote never closed", "id,text\na,x\nb,\"x\nc,y\nd,z\n", []want{
+			{line: 2, id: `"a"`, state: `{"text":"x"}`},
+			{line: 3, err: "line 3: a quoted field opened on this line is not closed"},
+			{line: 4, id: `"c"`, state: `{"text":"y"}`},
+			{line: 5, id: `"d"`, state: `{"text":"z"}`},
+		}},
+		{"a stray quote before a quoted field", "id,text\na,x\nb,\"x\nc,\"y, z\"\nd,z\n", []want{
+			{line: 2, id: `"a"`, state: `{"text":"x"}`},
+			{line: 3, err: "line 3:"},
+			{line: 4, id: `"c"`, state: `{"text":"y, z"}`},
+			{line: 5, id: `"d"`, state: `{"text":"z"}`},
+		}},
+		{"a stray quote closed on a later line, fields too many", "id,text\nb,\"x\nc\",y\nd,z\n", []want{
+			{line: 2, err: "line 2:"},
+			{line: 3, err: "line 3: bare \" in non-quoted-field"},
+			{line: 4, id: `"d"`, state: `{"text":"z"}`},
+		}},
+		{"a line over the limit", "id,text\na,\"" + strings.Repeat("x", MaxLineBytes) + "\"\nb,y\n", []want{
+			{line: 2, err: "line 2 is longer than"},
+			{line: 3, id: `"b"`, state: `{"text":"y"}`},
+		}},
+		{"a quoted field over the line limit", "id,text\na,\"" + strings.Repeat("x", MaxLineBytes/2) + "\n," + strings.Repeat("x", MaxLineBytes/2) + "\n,x\"\nb,y\n", []want{
+			{line: 2, err: "line 2: a quoted field opened on this line is not closed"},
+			{line: 3, err: "line 3: id: empty"},
+			{line: 4, err: "line 4: bare \" in non-quoted-field"},
+			{line: 5, id: `"b"`, state: `{"text":"y"}`},
+		}},
 		{"expected columns", "id,text,expected.dept,expected.urgent\na,x,tech,true\nb,y,,false\nc,z,hr,\nd,w,,yes\n", []want{
 			{line: 2, id: `"a"`, state: `{"text":"x"}`, expected: []int{0, 1}},
 			{line: 3, id: `"b"`, state: `{"text":"y"}`, expected: []int{1, -1}},

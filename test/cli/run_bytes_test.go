@@ -105,3 +105,39 @@ func TestDecideContextAsGiven(t *testing.T) {
 		}
 	}
 }
+
+// A stray quote in a CSV costs its own row, never the next: every line of
+// the input has its line in the answers, the broken one an error row
+// naming its line, and the exit status says that rows failed (3).
+func TestRunCSVStrayQuote(t *testing.T) {
+	_, cfg := fakeNode(t, fakeengine.Behavior{Prompted: byTopic}, "decision_log: {off: true}\n")
+	const n, bad = 40, 17
+	var rows strings.Builder
+	rows.WriteString("id,subject,body\n")
+	for i := range n {
+		topic := []string{"billing", "tech"}[i%2]
+		subject := fmt.Sprintf("Ticket %d", i)
+		if i == bad {
+			subject = `"Invoice 88` // opens a quoted field that never closes
+		}
+		fmt.Fprintf(&rows, "t-%d,%s,\"ticket %d, about %s\"\n", i, subject, i, topic)
+	}
+	dir := writeFiles(t, map[string]string{"q.json": runQuestions, "rows.csv": rows.String()})
+	out := filepath.Join(dir, "answers.jsonl")
+	code, stdout, stderr := system1(t, nil, "run", "--config", cfg, "--questions", filepath.Join(dir, "q.json"), "--in", filepath.Join(dir, "rows.csv"), "--out", out)
+	if code != 3 || !strings.Contains(stdout, fmt.Sprintf("rows        %d of %d", n, n)) || !strings.Contains(stdout, "invalid_row 1") {
+		t.Fatalf("exit %d (want 3)\n%s%s", code, stdout, stderr)
+	}
+	lines := readLines(t, out)
+	if len(lines) != n {
+		t.Fatalf("%d lines for %d rows", len(lines), n)
+	}
+	for i, l := range lines {
+		switch {
+		case i == bad && (l.Error == nil || l.Error.Type != "invalid_row" || l.Error.Line != i+2):
+			t.Errorf("the broken row: %+v", l)
+		case i != bad && (l.Error != nil || string(l.ID) != fmt.Sprintf(`"t-%d"`, i)):
+			t.Errorf("line %d: id %s, error %+v", i+1, l.ID, l.Error)
+		}
+	}
+}
