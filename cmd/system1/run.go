@@ -170,6 +170,15 @@ func newLocalDecider(ctx context.Context, cfg *config.Config, stateDir string, e
 // asked for, else a growing one, a bounded number of times: then no row
 // can be answered, and the run stops there to be resumed.
 func (d *localDecider) Decide(ctx context.Context, req decision.Request) (jobs.Result, error) {
+	// The state is held to the limits POST /v1/systemone holds it to, so
+	// that --config refuses what --url does, with the same 422.
+	lim, err := d.router.Limits(req.Model)
+	if err != nil {
+		lim = decision.DefaultLimits()
+	}
+	if ps := decision.ValidateState(req.State, lim); len(ps) > 0 {
+		return jobs.Result{}, &systemone.StatusError{Code: http.StatusUnprocessableEntity, Message: "state: " + ps[0].Msg}
+	}
 	for attempt := 0; ; attempt++ {
 		a, err := d.ask(ctx, req)
 		if err == nil {

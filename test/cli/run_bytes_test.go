@@ -1,14 +1,18 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"system1/internal/decision"
 	"system1/internal/fakeengine"
+	"system1/internal/testbin"
 )
 
 // fakeNode starts a fake llama.cpp engine serving the model "fake" and
@@ -139,5 +143,62 @@ func TestRunCSVStrayQuote(t *testing.T) {
 		case i != bad && (l.Error != nil || string(l.ID) != fmt.Sprintf(`"t-%d"`, i)):
 			t.Errorf("line %d: id %s, error %+v", i+1, l.ID, l.Error)
 		}
+	}
+}
+
+// A state over the System One wire's limit is the same error row whether
+// the run decides locally (--config) or through an endpoint (--url): a
+// 422 naming the limit, never asked of the engine.
+func TestRunStateLimitOnEveryPath(t *testing.T) {
+	eng, cfg := fakeNode(t, fakeengine.Behavior{Prompted: byTopic}, "decision_log: {off: true}\n")
+	big := strings.Repeat("x", 300000) + " about billing"
+	dir := writeFiles(t, map[string]string{
+		"q.json":     runQuestions,
+		"rows.jsonl": `{"id":"small","state":"about tech"}` + "\n" + `{"id":"big","state":"` + big + `"}` + "\n",
+	})
+	base, _, stop, err := testbin.Serve(testbin.Binary(t), time.Minute, "--config", cfg, "--state-dir", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	type errorRow struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+		Status  int    `json:"status"`
+		Line    int    `json:"line"`
+	}
+	var rows []errorRow
+	for _, via := range [][]string{{"--config", cfg}, {"--url", base}} {
+		out := filepath.Join(t.TempDir(), "answers.jsonl")
+		args := append([]string{"run", "--questions", filepath.Join(dir, "q.json"), "--in", filepath.Join(dir, "rows.jsonl"), "--out", out}, via...)
+		code, stdout, stderr := system1(t, nil, args...)
+		data, _ := os.ReadFile(out)
+		var got []struct {
+			ID    string    `json:"id"`
+			Error *errorRow `json:"error"`
+		}
+		for l := range strings.Lines(string(data)) {
+			var one struct {
+				ID    string    `json:"id"`
+				Error *errorRow `json:"error"`
+			}
+			if err := json.Unmarshal([]byte(l), &one); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, one)
+		}
+		if code != 3 || len(got) != 2 || got[0].Error != nil || got[1].Error == nil {
+			t.Fatalf("%v: exit %d, %d lines (%+v)\n%s%s", via, code, len(got), got, stdout, stderr)
+		}
+		rows = append(rows, *got[1].Error)
+		for _, r := range eng.Inferences() {
+			if strings.Contains(r.User, big[:1000]) {
+				t.Fatalf("%v: the engine was asked about the state over the limit", via)
+			}
+		}
+	}
+	want := fmt.Sprintf("at most %d are accepted", decision.DefaultLimits().MaxStateBytes)
+	if rows[0] != rows[1] || rows[0].Type != "rejected" || rows[0].Status != 422 || !strings.Contains(rows[0].Message, want) {
+		t.Fatalf("the error rows differ or do not name the limit (%q):\n--config %+v\n--url    %+v", want, rows[0], rows[1])
 	}
 }
