@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -110,7 +111,7 @@ func cmdRun(ctx context.Context, args []string, e env) error {
 	log.Debug("run", "in", *in, "out", *out, "model", job.Model, "questions", len(job.Questions))
 	s, err := jobs.Run(ctx, jobs.Options{In: *in, Format: *format, Out: *out, Job: job, Decider: decider,
 		Concurrency: *concurrency, Progress: e.stderr})
-	if werr := s.WriteText(e.stdout); werr != nil && err == nil {
+	if werr := s.WriteText(summaryOut(*out, e)); werr != nil && err == nil {
 		err = werr
 	}
 	if err == nil && s.Errors > 0 {
@@ -118,6 +119,19 @@ func cmdRun(ctx context.Context, args []string, e env) error {
 		return errRowsFailed
 	}
 	return err
+}
+
+// summaryOut is where run prints its summary: stdout, unless the answers
+// go there too (--out /dev/stdout), which then holds only answer lines.
+func summaryOut(out string, e env) io.Writer {
+	if f, ok := e.stdout.(*os.File); ok {
+		a, aerr := f.Stat()
+		b, berr := os.Stat(out)
+		if aerr == nil && berr == nil && os.SameFile(a, b) {
+			return e.stderr
+		}
+	}
+	return e.stdout
 }
 
 // errRowsFailed is run's outcome when every row has its line but some are

@@ -47,22 +47,30 @@ func Run(ctx context.Context, opt Options) (Summary, error) {
 		return Summary{}, err
 	}
 	defer rows.Close()
-	out, _, err := openOutput(opt.Out)
+	out, stream, err := openOutput(ctx, opt.Out)
 	if err != nil {
 		return Summary{}, err
 	}
 	defer out.Close()
 	t := newTally(opt.Job)
-	size, done, err := resume(ctx, out, rows, opt.Job, t)
-	if err != nil {
-		return Summary{}, fmt.Errorf("resuming %s: %w", opt.Out, err)
-	}
-	// A line torn by a crash is cut off; nothing else is changed.
-	if err := out.Truncate(size); err != nil {
-		return Summary{}, err
-	}
-	if _, err := out.Seek(size, io.SeekStart); err != nil {
-		return Summary{}, err
+	done := 0
+	if stream {
+		// Once the run is stopped, a write blocked on a reader that does
+		// not read (a pipe) is given a second, then given up, so that
+		// SIGTERM and Ctrl-C end the run.
+		defer context.AfterFunc(ctx, func() { _ = out.SetWriteDeadline(time.Now().Add(time.Second)) })()
+	} else {
+		var size int64
+		if size, done, err = resume(ctx, out, rows, opt.Job, t); err != nil {
+			return Summary{}, fmt.Errorf("resuming %s: %w", opt.Out, err)
+		}
+		// A line torn by a crash is cut off; nothing else is changed.
+		if err := out.Truncate(size); err != nil {
+			return Summary{}, err
+		}
+		if _, err := out.Seek(size, io.SeekStart); err != nil {
+			return Summary{}, err
+		}
 	}
 
 	rn := newRunner(ctx, opt, total, done)
@@ -77,7 +85,7 @@ func Run(ctx context.Context, opt Options) (Summary, error) {
 		close(rn.results)
 	}()
 	stopProgress := prog.start()
-	next, werr := rn.write(out, done, t, prog)
+	next, werr := rn.write(out, stream, done, t, prog)
 	stopProgress()
 
 	s := t.summary()
@@ -86,7 +94,7 @@ func Run(ctx context.Context, opt Options) (Summary, error) {
 		s.RowsPerSecond = float64(next-done) / secs
 	}
 	switch {
-	case werr != nil:
+	case werr != nil && (ctx.Err() == nil || !errors.Is(werr, os.ErrDeadlineExceeded)):
 		return s, fmt.Errorf("writing %s: %w", opt.Out, werr)
 	case next == total:
 		return s, nil
@@ -356,8 +364,12 @@ func (rn *runner) settle(it item, res Result, err error, lat time.Duration) *out
 // on, until the results end or a row is abandoned, and returns the index
 // after the last row written. Lines are written whole, in batches of at
 // most 64 KiB or every 100ms, and synced every opt.SyncEvery and at the
-// end.
-func (rn *runner) write(out *os.File, next int, t *tally, prog *progress) (int, error) {
+// end (unless out is a stream). A write that fails stops the run.
+func (rn *runner) write(out *os.File, stream bool, next int, t *tally, prog *progress) (int, error) {
+	sync := out.Sync
+	if stream {
+		sync = func() error { return nil } // a pipe or a device has no disk to flush to
+	}
 	w := rn.opt.Window
 	ring := make([]*outcome, w)
 	buf := make([]byte, 0, 64<<10)
@@ -382,7 +394,7 @@ func (rn *runner) write(out *os.File, next int, t *tally, prog *progress) (int, 
 			if !ok {
 				flush()
 				if werr == nil {
-					werr = out.Sync()
+					werr = sync()
 				}
 				return next, werr
 			}
@@ -427,7 +439,7 @@ func (rn *runner) write(out *os.File, next int, t *tally, prog *progress) (int, 
 		case <-syncTick.C:
 			flush()
 			if werr == nil {
-				if err := out.Sync(); err != nil {
+				if err := sync(); err != nil {
 					werr = err
 					rn.stop(err)
 				}

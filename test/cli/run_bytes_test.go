@@ -1,12 +1,17 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -200,5 +205,101 @@ func TestRunStateLimitOnEveryPath(t *testing.T) {
 	want := fmt.Sprintf("at most %d are accepted", decision.DefaultLimits().MaxStateBytes)
 	if rows[0] != rows[1] || rows[0].Type != "rejected" || rows[0].Status != 422 || !strings.Contains(rows[0].Message, want) {
 		t.Fatalf("the error rows differ or do not name the limit (%q):\n--config %+v\n--url    %+v", want, rows[0], rows[1])
+	}
+}
+
+// rowsFile writes n JSONL rows about billing or tech and the questions,
+// and returns their paths.
+func rowsFile(t *testing.T, n int) (questions, in string) {
+	t.Helper()
+	var rows strings.Builder
+	for i := range n {
+		fmt.Fprintf(&rows, `{"id":"t-%d","state":{"body":"ticket %d about %s"}}`+"\n", i, i, []string{"billing", "tech"}[i%2])
+	}
+	dir := writeFiles(t, map[string]string{"q.json": runQuestions, "rows.jsonl": rows.String()})
+	return filepath.Join(dir, "q.json"), filepath.Join(dir, "rows.jsonl")
+}
+
+// --out may be something else than a regular file: a pipe (/dev/stdout
+// into another program) is written as a stream, in order, with no resume,
+// and the summary goes to stderr so that stdout holds only answer lines;
+// a device that refuses the writes (/dev/full) ends the run at once with
+// the write's error and exit 1.
+func TestRunOutNotARegularFile(t *testing.T) {
+	_, cfg := fakeNode(t, fakeengine.Behavior{Prompted: byTopic}, "decision_log: {off: true}\n")
+	const n = 50
+	questions, in := rowsFile(t, n)
+	t.Run("stdout", func(t *testing.T) {
+		code, stdout, stderr := system1(t, nil, "run", "--config", cfg, "--questions", questions, "--in", in, "--out", "/dev/stdout")
+		lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+		if code != 0 || len(lines) != n || !strings.Contains(stderr, fmt.Sprintf("rows        %d of %d", n, n)) {
+			t.Fatalf("exit %d, %d lines on stdout\n%s\n%s", code, len(lines), stdout, stderr)
+		}
+		for i, l := range lines {
+			var one struct {
+				ID string `json:"id"`
+			}
+			if err := json.Unmarshal([]byte(l), &one); err != nil || one.ID != fmt.Sprintf("t-%d", i) {
+				t.Fatalf("line %d: %s (%v)", i+1, l, err)
+			}
+		}
+	})
+	t.Run("full", func(t *testing.T) {
+		if _, err := os.Stat("/dev/full"); err != nil {
+			t.Skip("no /dev/full")
+		}
+		code, stdout, stderr := system1(t, nil, "run", "--config", cfg, "--questions", questions, "--in", in, "--out", "/dev/full")
+		if code != 1 || !strings.Contains(stderr, "writing /dev/full") || !strings.Contains(stderr, "no space left on device") {
+			t.Fatalf("exit %d (want 1)\n%s%s", code, stdout, stderr)
+		}
+	})
+}
+
+// SIGTERM ends a run whose --out is a pipe nobody reads: the writes
+// blocked on it are given up, and the run exits 1 saying it was
+// interrupted.
+func TestRunSIGTERMWithAStuckPipe(t *testing.T) {
+	var asked atomic.Int64 // rows asked their first question
+	counting := func(r fakeengine.Request) []float64 {
+		if strings.Contains(r.User, "Which team?") {
+			asked.Add(1)
+		}
+		return byTopic(r)
+	}
+	_, cfg := fakeNode(t, fakeengine.Behavior{Prompted: counting}, "decision_log: {off: true}\n")
+	const n = 2000 // far more answer lines than a pipe holds
+	questions, in := rowsFile(t, n)
+	fifo := filepath.Join(t.TempDir(), "answers")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip("no named pipes here:", err)
+	}
+	// The reader end is held open and never read.
+	r, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, testbin.Binary(t), "run", "--config", cfg, "--questions", questions, "--in", in, "--out", fifo)
+	cmd.Env = []string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Every row asked: the lines left to write fill the pipe.
+	for asked.Load() < n && ctx.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	if ctx.Err() != nil {
+		t.Fatalf("the run did not end on SIGTERM\n%s", stderr.String())
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(stderr.String(), "interrupted") {
+		t.Fatalf("exit %d (%v), want 1 saying it was interrupted\n%s", code, err, stderr.String())
 	}
 }
