@@ -18,6 +18,7 @@ import (
 	"system1/internal/fleet"
 	"system1/internal/httpapi"
 	"system1/internal/jobs"
+	"system1/internal/outcomes"
 	"system1/internal/systemone"
 )
 
@@ -38,6 +39,8 @@ func cmdRun(ctx context.Context, args []string, e env) error {
 	format := fs.String("format", "", "jsonl or csv (default: by the input's name)")
 	concurrency := fs.Int("concurrency", 0, "calls kept in flight when the decider cannot tell its capacity (default 4)")
 	stateDir := fs.String("state-dir", "", "with --config: folder of the decision log (default $CLAUDE_PLUGIN_DATA, else $XDG_STATE_HOME/system1, else ~/.local/state/system1)")
+	outcomeCols := outcomeFlag{}
+	fs.Var(outcomeCols, "outcome", "QUESTION=COLUMN: the column (JSONL: the row's key) holding the question's outcome, kept out of the state, measured in the summary and, with --config, recorded as feedback in the decision log (repeatable)")
 	fs.Usage = func() {
 		fmt.Fprintln(e.stderr, "usage: system1 run --in ROWS --out ANSWERS --questions QUESTIONS.json [--model M] (--config FILE | --url URL [--key-env VAR])\n\n"+
 			"Asks the questions about every row and writes one answer line per row, in order; a run\n"+
@@ -109,8 +112,12 @@ func cmdRun(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	log.Debug("run", "in", *in, "out", *out, "model", job.Model, "questions", len(job.Questions))
-	s, err := jobs.Run(ctx, jobs.Options{In: *in, Format: *format, Out: *out, Job: job, Decider: decider,
-		Concurrency: *concurrency, Progress: e.stderr})
+	opt := jobs.Options{In: *in, Format: *format, Out: *out, Job: job, Decider: decider,
+		Concurrency: *concurrency, Progress: e.stderr, Outcomes: outcomeCols}
+	if local != nil {
+		opt.Feedback = local.feedback
+	}
+	s, err := jobs.Run(ctx, opt)
 	if werr := s.WriteText(summaryOut(*out, e)); werr != nil && err == nil {
 		err = werr
 	}
@@ -143,6 +150,7 @@ var errRowsFailed = errors.New("some rows failed")
 // calibration /v1/systemone applies and recorded in the decision log.
 type localDecider struct {
 	answer   *answer.Service
+	feedback jobs.OutcomeRecorder // the rows' outcomes, into the decision log
 	router   *fleet.Router
 	timeout  time.Duration
 	rounding int
@@ -171,7 +179,7 @@ func newLocalDecider(ctx context.Context, cfg *config.Config, stateDir string, e
 	if cfg.Rounding != nil {
 		rounding = *cfg.Rounding
 	}
-	d := &localDecider{answer: answerPath(router, fits, dlog, true), router: router,
+	d := &localDecider{answer: answerPath(router, fits, dlog, true), router: router, feedback: logFeedback{outcomes.NewFeedback(dlog)},
 		timeout: cfg.Timeouts.Request.Or(httpapi.DefaultRequestTimeout), rounding: rounding, retries: 4, maxWait: 30 * time.Second}
 	return d, func() { closeDecisionLog(dlog, log) }, nil
 }
@@ -194,9 +202,12 @@ func (d *localDecider) Decide(ctx context.Context, req decision.Request) (jobs.R
 		return jobs.Result{}, &systemone.StatusError{Code: http.StatusUnprocessableEntity, Message: "state: " + ps[0].Msg}
 	}
 	for attempt := 0; ; attempt++ {
-		a, err := d.ask(ctx, req)
+		id := decisionlog.NewRequestID()
+		a, err := d.ask(ctx, req, id)
 		if err == nil {
-			return d.result(req, a)
+			res, err := d.result(req, a)
+			res.RequestID = id
+			return res, err
 		}
 		var f *answer.Failure
 		switch {
@@ -228,11 +239,11 @@ func (d *localDecider) Decide(ctx context.Context, req decision.Request) (jobs.R
 }
 
 // ask is one try of a row, bounded by the request timeout.
-func (d *localDecider) ask(ctx context.Context, req decision.Request) (*answer.Answer, error) {
+func (d *localDecider) ask(ctx context.Context, req decision.Request, id string) (*answer.Answer, error) {
 	ctx, cancel := context.WithTimeout(ctx, d.timeout)
 	defer cancel()
 	return d.answer.Answer(answer.Throughput(ctx), answer.Request{Request: req, Face: decisionlog.FaceRun,
-		RequestID: decisionlog.NewRequestID(), Start: time.Now()})
+		RequestID: id, Start: time.Now()})
 }
 
 // malformed reports whether every question of f failed for a reading

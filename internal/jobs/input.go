@@ -69,8 +69,10 @@ func format(path, asked string) (string, error) {
 }
 
 // openRows opens the input at path. ids, when true, reads only what the
-// scan for duplicate ids needs: no state is checked or kept.
-func openRows(path, fmtName string, qs []decision.Question, ids bool) (rowReader, error) {
+// scan for duplicate ids needs: no state is checked or kept. outcomes
+// names the CSV columns (JSONL: the rows' keys) that hold a question's
+// outcome, by the question's index; they are never part of the state.
+func openRows(path, fmtName string, qs []decision.Question, ids bool, outcomes map[string]int) (rowReader, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -84,24 +86,25 @@ func openRows(path, fmtName string, qs []decision.Question, ids bool) (rowReader
 		off = int64(n)
 	}
 	if fmtName == "csv" {
-		r, err := newCSVReader(f, br, off, qs, ids)
+		r, err := newCSVReader(f, br, off, qs, ids, outcomes)
 		if err != nil {
 			f.Close()
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		return r, nil
 	}
-	return &jsonlReader{f: f, br: br, qs: qs, ids: ids}, nil
+	return &jsonlReader{f: f, br: br, qs: qs, ids: ids, outcomes: outcomes}, nil
 }
 
 // jsonlReader reads rows of JSON Lines: {"id", "state", "expected"}.
 type jsonlReader struct {
-	f    *os.File
-	br   *bufio.Reader
-	qs   []decision.Question
-	ids  bool
-	line int
-	buf  []byte
+	f        *os.File
+	br       *bufio.Reader
+	qs       []decision.Question
+	ids      bool
+	outcomes map[string]int
+	line     int
+	buf      []byte
 }
 
 func (r *jsonlReader) Close() error { return r.f.Close() }
@@ -118,7 +121,7 @@ func (r *jsonlReader) Next() (inputRow, error) {
 		if len(bytes.TrimSpace(text)) == 0 {
 			continue // an empty line is no row
 		}
-		return parseJSONRow(text, r.line, r.qs, r.ids), nil
+		return parseJSONRow(text, r.line, r.qs, r.ids, r.outcomes), nil
 	}
 }
 
@@ -165,7 +168,7 @@ func trimEOL(b []byte) []byte {
 // parseJSONRow reads one JSONL line. Whatever is wrong with it is the
 // row's Err, naming the line; the id is kept whenever it can be read, so
 // that the error row carries it.
-func parseJSONRow(text []byte, line int, qs []decision.Question, ids bool) inputRow {
+func parseJSONRow(text []byte, line int, qs []decision.Question, ids bool, outcomes map[string]int) inputRow {
 	row := inputRow{Line: line}
 	if !json.Valid(text) {
 		var v json.RawMessage
@@ -212,6 +215,17 @@ func parseJSONRow(text []byte, line int, qs []decision.Question, ids bool) input
 	if exp, ok := jsonx.Lookup(ms, "expected"); ok && jsonx.Kind(exp) != "null" {
 		if err := readExpected(exp, qs, row.Expected); err != nil {
 			row.Err = fmt.Errorf("line %d: %v", line, err)
+			return row
+		}
+	}
+	for key, q := range outcomes {
+		v, ok := jsonx.Lookup(ms, key)
+		if !ok {
+			continue // this row's outcome is not known
+		}
+		if row.Expected[q], err = expectedIndex(qs[q], v); err != nil {
+			row.Err = fmt.Errorf("line %d: %s (the outcome of %s): %v", line, key, qs[q].ID, err)
+			return row
 		}
 	}
 	return row
@@ -322,7 +336,7 @@ type csvColumn struct {
 
 // newCSVReader reads the header of the CSV in f, whose reader br is at
 // offset off.
-func newCSVReader(f *os.File, br *bufio.Reader, off int64, qs []decision.Question, ids bool) (*csvReader, error) {
+func newCSVReader(f *os.File, br *bufio.Reader, off int64, qs []decision.Question, ids bool, outcomes map[string]int) (*csvReader, error) {
 	recs := newCSVRecords(f, br, off)
 	header, err := recs.header()
 	if errors.Is(err, io.EOF) {
@@ -338,9 +352,12 @@ func newCSVReader(f *os.File, br *bufio.Reader, off int64, qs []decision.Questio
 			return nil, fmt.Errorf("the CSV header names the column %q twice", name)
 		}
 		seen[name] = true
+		q, outcome := outcomes[name]
 		switch {
 		case name == "id":
 			r.idCol = i
+		case outcome:
+			r.exp = append(r.exp, csvColumn{col: i, question: q})
 		case strings.HasPrefix(name, ExpectedPrefix):
 			qid := strings.TrimPrefix(name, ExpectedPrefix)
 			q := questionIndex(qs, qid)
@@ -359,6 +376,11 @@ func newCSVReader(f *os.File, br *bufio.Reader, off int64, qs []decision.Questio
 	}
 	if r.idCol < 0 {
 		return nil, errors.New("the CSV header has no id column")
+	}
+	for name, q := range outcomes {
+		if !seen[name] {
+			return nil, fmt.Errorf("the CSV has no column %q for the outcome of %s", name, qs[q].ID)
+		}
 	}
 	return r, nil
 }
@@ -428,8 +450,8 @@ func (r *csvReader) Next() (inputRow, error) {
 // scanInput reads the whole input once, keeping only ids: it counts the
 // rows and refuses an id given twice, naming both lines, before any row is
 // asked. Strings are compared as text, so "a" and "\u0061" are one id.
-func scanInput(ctx context.Context, path, fmtName string, qs []decision.Question) (int, error) {
-	r, err := openRows(path, fmtName, qs, true)
+func scanInput(ctx context.Context, path, fmtName string, qs []decision.Question, outcomes map[string]int) (int, error) {
+	r, err := openRows(path, fmtName, qs, true, outcomes)
 	if err != nil {
 		return 0, err
 	}

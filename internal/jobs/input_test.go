@@ -23,7 +23,7 @@ func readAll(t *testing.T, name, content string) []inputRow {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := openRows(path, f, testJob(t).Questions, false)
+	r, err := openRows(path, f, testJob(t).Questions, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +226,7 @@ func TestCSVHeaderRefused(t *testing.T) {
 		if err := os.WriteFile(path, []byte(tc.content), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, err := openRows(path, "csv", testJob(t).Questions, false)
+		_, err := openRows(path, "csv", testJob(t).Questions, false, nil)
 		if err == nil || !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("%q: %v, want %q", tc.content, err, tc.err)
 		}
@@ -250,7 +250,7 @@ func TestScanRefusesDuplicateIDs(t *testing.T) {
 				t.Fatal(err)
 			}
 			f, _ := format(path, "")
-			n, err := scanInput(t.Context(), path, f, testJob(t).Questions)
+			n, err := scanInput(t.Context(), path, f, testJob(t).Questions, nil)
 			switch {
 			case tc.err == "" && (err != nil || n != tc.rows):
 				t.Fatalf("%d rows, %v; want %d", n, err, tc.rows)
@@ -293,5 +293,65 @@ func TestExpectedCell(t *testing.T) {
 		if err != nil || got != tc.want {
 			t.Errorf("%s %q: %d, %v; want %d", tc.q.ID, tc.cell, got, err, tc.want)
 		}
+	}
+}
+
+// An outcome column (--outcome question=COLUMN) is read as an
+// expected.<question> column is, and never put in the state; in JSON
+// Lines it is a key of the row.
+func TestOutcomeColumns(t *testing.T) {
+	job := testJob(t)
+	cols, err := outcomeColumns(job, map[string]string{"dept": "label"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, content string
+		rows          []want
+	}{
+		{"in.csv", "id,text,label\na,x,tech\nb,y,\nc,z,hr\n", []want{
+			{line: 2, id: `"a"`, state: `{"text":"x"}`, expected: []int{-1, 1}},
+			{line: 3, id: `"b"`, state: `{"text":"y"}`},
+			{line: 4, id: `"c"`, err: `line 4: expected.dept: "hr" is not one of the options`},
+		}},
+		{"in.jsonl", `{"id":"a","state":"x","label":"tech"}` + "\n" + `{"id":"b","state":"y"}` + "\n" + `{"id":"c","state":"z","label":"hr"}` + "\n", []want{
+			{line: 1, id: `"a"`, state: `"x"`, expected: []int{-1, 1}},
+			{line: 2, id: `"b"`, state: `"y"`},
+			{line: 3, id: `"c"`, err: `line 3: label (the outcome of dept): "hr" is not one of the options`},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), tc.name)
+			if err := os.WriteFile(path, []byte(tc.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			f, _ := format(path, "")
+			r, err := openRows(path, f, job.Questions, false, cols)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			var got []inputRow
+			for {
+				row, err := r.Next()
+				if err != nil {
+					break
+				}
+				got = append(got, row)
+			}
+			checkRows(t, got, tc.rows)
+		})
+	}
+	for _, bad := range []map[string]string{{"nope": "label"}, {"dept": "id"}, {"dept": "state"}, {"dept": "expected.urgent"}, {"dept": "x", "urgent": "x"}} {
+		if _, err := outcomeColumns(job, bad); err == nil {
+			t.Errorf("%v: accepted", bad)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "in.csv")
+	if err := os.WriteFile(path, []byte("id,text\na,x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openRows(path, "csv", job.Questions, false, cols); err == nil || !strings.Contains(err.Error(), `no column "label"`) {
+		t.Errorf("a CSV without the outcome's column: %v", err)
 	}
 }

@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"system1/internal/decision"
 )
 
 // Run runs a job: it counts the input's rows (refusing duplicate ids),
@@ -38,11 +41,15 @@ func Run(ctx context.Context, opt Options) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	total, err := scanInput(ctx, opt.In, fmtName, opt.Job.Questions)
+	cols, err := outcomeColumns(opt.Job, opt.Outcomes)
 	if err != nil {
 		return Summary{}, err
 	}
-	rows, err := openRows(opt.In, fmtName, opt.Job.Questions, false)
+	total, err := scanInput(ctx, opt.In, fmtName, opt.Job.Questions, cols)
+	if err != nil {
+		return Summary{}, err
+	}
+	rows, err := openRows(opt.In, fmtName, opt.Job.Questions, false, cols)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -90,6 +97,10 @@ func Run(ctx context.Context, opt Options) (Summary, error) {
 
 	s := t.summary()
 	s.Total, s.Resumed, s.Wall = total, done, time.Since(start)
+	s.FeedbackOn, s.Feedback = opt.Feedback != nil, rn.fed
+	if rn.fedErr != nil {
+		s.FeedbackError = rn.fedErr.Error()
+	}
 	if secs := s.Wall.Seconds(); secs > 0 {
 		s.RowsPerSecond = float64(next-done) / secs
 	}
@@ -132,7 +143,56 @@ type runner struct {
 	limit        atomic.Int64
 	limitChanged chan struct{}
 	noBatch      sync.Once
+
+	// fed counts the outcomes recorded as feedback, and fedErr is why
+	// recording stopped; both the writer's.
+	fed    int
+	fedErr error
 }
+
+// outcomeColumns checks the Outcomes option against the job and returns
+// it by column: the question's index.
+func outcomeColumns(job decision.Request, outcomes map[string]string) (map[string]int, error) {
+	cols := map[string]int{}
+	for qid, col := range outcomes {
+		q := questionIndex(job.Questions, qid)
+		switch {
+		case q < 0:
+			return nil, fmt.Errorf("outcome %s=%s: the job has no question %q", qid, col, qid)
+		case col == "" || col == "id" || col == "state" || col == "expected" || strings.HasPrefix(col, ExpectedPrefix):
+			return nil, fmt.Errorf("outcome %s=%s: the column %q cannot hold an outcome", qid, col, col)
+		}
+		if other, dup := cols[col]; dup {
+			return nil, fmt.Errorf("the column %q holds the outcomes of both %s and %s", col, job.Questions[other].ID, qid)
+		}
+		cols[col] = q
+	}
+	return cols, nil
+}
+
+// feed records the outcomes of answered rows as feedback, at most
+// maxFeedback at once; a failure stops the feeding for the rest of the
+// run (the summary says why), never the run.
+func (rn *runner) feed(outs []Outcome) {
+	if rn.opt.Feedback == nil || rn.fedErr != nil {
+		return
+	}
+	// Recorded even as the run stops: these rows' lines are written.
+	ctx := context.WithoutCancel(rn.ctx)
+	for len(outs) > 0 {
+		n := min(len(outs), maxFeedback)
+		if err := rn.opt.Feedback.RecordOutcomes(ctx, outs[:n]); err != nil {
+			rn.fedErr = err
+			return
+		}
+		rn.fed += n
+		outs = outs[n:]
+	}
+}
+
+// maxFeedback is how many outcomes one RecordOutcomes call carries: the
+// feedback route's batch (outcomes.MaxFeedbackOutcomes).
+const maxFeedback = 1000
 
 // item is a row the dispatcher has read, with its place in the input.
 type item struct {
@@ -373,10 +433,19 @@ func (rn *runner) write(out *os.File, stream bool, next int, t *tally, prog *pro
 	w := rn.opt.Window
 	ring := make([]*outcome, w)
 	buf := make([]byte, 0, 64<<10)
+	var fed []Outcome // the outcomes of the rows in buf
 	stopped := false
 	var werr error
 	flush := func() {
-		if len(buf) == 0 || werr != nil {
+		if werr != nil {
+			buf, fed = buf[:0], fed[:0] // the run is stopping: nothing more is written
+			return
+		}
+		// The outcomes first: a crash between the two asks those rows
+		// again, and never leaves an answer line without its feedback.
+		rn.feed(fed)
+		fed = fed[:0]
+		if len(buf) == 0 {
 			return
 		}
 		if _, werr = out.Write(buf); werr != nil {
@@ -427,6 +496,13 @@ func (rn *runner) write(out *os.File, stream bool, next int, t *tally, prog *pro
 					prog.errors.Add(1)
 				} else {
 					t.answered(o.row, o.res.Answers, o.res.Usage)
+					if rn.opt.Feedback != nil && o.res.RequestID != "" {
+						for i, e := range o.row.Expected {
+							if q := rn.opt.Job.Questions[i]; e >= 0 && e < len(q.Options) {
+								fed = append(fed, Outcome{RequestID: o.res.RequestID, Question: q.ID, Option: q.Options[e].Key})
+							}
+						}
+					}
 				}
 				next++
 				prog.written.Add(1)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -301,5 +302,53 @@ func TestRunSIGTERMWithAStuckPipe(t *testing.T) {
 	}
 	if code := cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(stderr.String(), "interrupted") {
 		t.Fatalf("exit %d (%v), want 1 saying it was interrupted\n%s", code, err, stderr.String())
+	}
+}
+
+// A labelled CSV teaches calibration: --outcome dept=label keeps the
+// label column out of the state the model reads, the summary measures the
+// answers against it, and each label is recorded as feedback on its
+// answer in the decision log, where calibrate --report reads it.
+func TestRunOutcomeColumns(t *testing.T) {
+	eng, cfg := fakeNode(t, fakeengine.Behavior{Prompted: byTopic}, "")
+	const n = 20
+	var rows strings.Builder
+	rows.WriteString("id,body,label\n")
+	for i := range n {
+		topic := []string{"billing", "tech"}[i%2]
+		label := topic
+		if i%5 == 0 {
+			label = []string{"tech", "billing"}[i%2] // the model is wrong here
+		}
+		fmt.Fprintf(&rows, "t-%d,ticket %d about %s,%s\n", i, i, topic, label)
+	}
+	dir := writeFiles(t, map[string]string{"q.json": runQuestions, "rows.csv": rows.String()})
+	state := t.TempDir()
+	out := filepath.Join(dir, "answers.jsonl")
+	code, stdout, stderr := system1(t, nil, "run", "--config", cfg, "--state-dir", state, "--questions", filepath.Join(dir, "q.json"),
+		"--in", filepath.Join(dir, "rows.csv"), "--out", out, "--outcome", "dept=label")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	for _, p := range prompts(eng) {
+		if strings.Contains(p, "label") {
+			t.Fatalf("the outcome column reached the model:\n%s", p)
+		}
+	}
+	// 16 of 20 right; the table's row for dept says so.
+	if !regexp.MustCompile(`(?m)^dept\s+20\s+0\.800\s`).MatchString(stdout) || !strings.Contains(stdout, "20 outcomes recorded") {
+		t.Fatalf("summary:\n%s", stdout)
+	}
+	code, report, stderr := system1(t, nil, "calibrate", "--report", "--config", cfg, "--state-dir", state)
+	var rep struct {
+		Buckets []struct {
+			Kind     string  `json:"kind"`
+			Outcomes int     `json:"outcomes"`
+			Accuracy float64 `json:"accuracy"`
+		} `json:"buckets"`
+	}
+	if code != 0 || json.Unmarshal([]byte(report), &rep) != nil || len(rep.Buckets) != 1 ||
+		rep.Buckets[0].Kind != "choice" || rep.Buckets[0].Outcomes != n || rep.Buckets[0].Accuracy != 0.8 {
+		t.Fatalf("calibrate --report does not hold the %d outcomes: exit %d\n%s%s", n, code, report, stderr)
 	}
 }
