@@ -41,15 +41,20 @@ func (f outcomeFlag) Set(v string) error {
 // path POST /v1/feedback, system1_feedback and system1 feedback take.
 type logFeedback struct{ f *outcomes.Feedback }
 
-func (l logFeedback) RecordOutcomes(ctx context.Context, outs []jobs.Outcome) error {
-	items := make([]outcomes.FeedbackItem, len(outs))
-	for i, o := range outs {
-		key, _ := json.Marshal(o.Option) // a Go string always marshals
-		items[i] = outcomes.FeedbackItem{RequestID: o.RequestID, Question: o.Question, Outcome: key}
+// RecordOutcomes records outs in batches of the most one feedback call
+// takes.
+func (l logFeedback) RecordOutcomes(ctx context.Context, outs []jobs.Outcome) (int, error) {
+	n := 0
+	for batch := range slices.Chunk(outs, outcomes.MaxFeedbackOutcomes) {
+		items := make([]outcomes.FeedbackItem, len(batch))
+		for i, o := range batch {
+			key, _ := json.Marshal(o.Option) // a Go string always marshals
+			items[i] = outcomes.FeedbackItem{RequestID: o.RequestID, Question: o.Question, Outcome: key}
+		}
+		if res := l.f.Record(ctx, items); res.Error != nil {
+			return n, errors.New(res.Error.Message)
+		}
+		n += len(batch)
 	}
-	res := l.f.Record(ctx, items)
-	if res.Error != nil {
-		return errors.New(res.Error.Message)
-	}
-	return nil
+	return n, nil
 }

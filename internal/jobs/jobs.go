@@ -78,9 +78,11 @@ type Outcome struct {
 // OutcomeRecorder records rows' outcomes as feedback on their answers,
 // so that a labelled input calibrates the model that answered it: the
 // decision log's feedback (outcomes.Feedback), as POST /v1/feedback
-// records it. A batch is recorded whole or not at all.
+// records it.
 type OutcomeRecorder interface {
-	RecordOutcomes(ctx context.Context, outs []Outcome) error
+	// RecordOutcomes returns how many of outs it recorded, and why not
+	// the rest.
+	RecordOutcomes(ctx context.Context, outs []Outcome) (int, error)
 }
 
 // ErrUnavailable marks a decider's error that is no row's fault: the run

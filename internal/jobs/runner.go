@@ -170,29 +170,17 @@ func outcomeColumns(job decision.Request, outcomes map[string]string) (map[strin
 	return cols, nil
 }
 
-// feed records the outcomes of answered rows as feedback, at most
-// maxFeedback at once; a failure stops the feeding for the rest of the
-// run (the summary says why), never the run.
+// feed records the outcomes of answered rows as feedback; a failure
+// stops the feeding for the rest of the run (the summary says why), never
+// the run.
 func (rn *runner) feed(outs []Outcome) {
-	if rn.opt.Feedback == nil || rn.fedErr != nil {
+	if rn.opt.Feedback == nil || rn.fedErr != nil || len(outs) == 0 {
 		return
 	}
 	// Recorded even as the run stops: these rows' lines are written.
-	ctx := context.WithoutCancel(rn.ctx)
-	for len(outs) > 0 {
-		n := min(len(outs), maxFeedback)
-		if err := rn.opt.Feedback.RecordOutcomes(ctx, outs[:n]); err != nil {
-			rn.fedErr = err
-			return
-		}
-		rn.fed += n
-		outs = outs[n:]
-	}
+	n, err := rn.opt.Feedback.RecordOutcomes(context.WithoutCancel(rn.ctx), outs)
+	rn.fed, rn.fedErr = rn.fed+n, err
 }
-
-// maxFeedback is how many outcomes one RecordOutcomes call carries: the
-// feedback route's batch (outcomes.MaxFeedbackOutcomes).
-const maxFeedback = 1000
 
 // item is a row the dispatcher has read, with its place in the input.
 type item struct {

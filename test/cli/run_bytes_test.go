@@ -352,3 +352,17 @@ func TestRunOutcomeColumns(t *testing.T) {
 		t.Fatalf("calibrate --report does not hold the %d outcomes: exit %d\n%s%s", n, code, report, stderr)
 	}
 }
+
+// With the decision log off, the outcomes are still measured, and the
+// summary says that none could be recorded and why.
+func TestRunOutcomesWithTheLogOff(t *testing.T) {
+	_, cfg := fakeNode(t, fakeengine.Behavior{Prompted: byTopic}, "decision_log: {off: true}\n")
+	dir := writeFiles(t, map[string]string{"q.json": runQuestions,
+		"rows.jsonl": `{"id":1,"state":"about billing","label":"billing"}` + "\n" + `{"id":2,"state":"about tech","label":"billing"}` + "\n"})
+	code, stdout, stderr := system1(t, nil, "run", "--config", cfg, "--questions", filepath.Join(dir, "q.json"),
+		"--in", filepath.Join(dir, "rows.jsonl"), "--out", filepath.Join(dir, "out.jsonl"), "--outcome", "dept=label")
+	if code != 0 || !regexp.MustCompile(`(?m)^dept\s+2\s+0\.500\s`).MatchString(stdout) ||
+		!strings.Contains(stdout, "0 outcomes recorded, then no more: the decision log is off") {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+}
