@@ -126,11 +126,13 @@ func TestRunCSVStrayQuote(t *testing.T) {
 	rows.WriteString("id,subject,body\n")
 	for i := range n {
 		topic := []string{"billing", "tech"}[i%2]
-		subject := fmt.Sprintf("Ticket %d", i)
 		if i == bad {
-			subject = `"Invoice 88` // opens a quoted field that never closes
+			// A stray quote opens a field that runs into the next line,
+			// up to the quote that opens that line's body.
+			fmt.Fprintf(&rows, "t-%d,\"Invoice 88,ticket %d about %s\n", i, i, topic)
+			continue
 		}
-		fmt.Fprintf(&rows, "t-%d,%s,\"ticket %d, about %s\"\n", i, subject, i, topic)
+		fmt.Fprintf(&rows, "t-%d,Ticket %d,\"ticket %d, about %s\"\n", i, i, i, topic)
 	}
 	dir := writeFiles(t, map[string]string{"q.json": runQuestions, "rows.csv": rows.String()})
 	out := filepath.Join(dir, "answers.jsonl")
