@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -67,10 +68,15 @@ func cmdDecide(ctx context.Context, args []string, e env) error {
 		if *minConf >= 0 {
 			req.MinConfidence = minConf
 		}
-		var err error
-		if raw, err = json.Marshal(req); err != nil {
+		// Without HTML escaping, which json.Marshal applies inside the
+		// context too: the model reads it as given.
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(req); err != nil {
 			return err
 		}
+		raw = buf.Bytes()
 	}
 	cfg := configPath(*cfgFlag, e.getenv)
 	log := logger(e)

@@ -32,7 +32,7 @@ func main() {
 		os.Exit(0)
 	case errors.Is(err, errUsage):
 		os.Exit(2)
-	case errors.Is(err, errAbstained):
+	case errors.Is(err, errAbstained), errors.Is(err, errRowsFailed):
 		os.Exit(3)
 	case errors.Is(err, errNotRecorded):
 		os.Exit(4)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	"system1/internal/fleet"
 	"system1/internal/httpapi"
 	"system1/internal/jobs"
+	"system1/internal/outcomes"
 	"system1/internal/systemone"
 )
 
@@ -37,6 +39,8 @@ func cmdRun(ctx context.Context, args []string, e env) error {
 	format := fs.String("format", "", "jsonl or csv (default: by the input's name)")
 	concurrency := fs.Int("concurrency", 0, "calls kept in flight when the decider cannot tell its capacity (default 4)")
 	stateDir := fs.String("state-dir", "", "with --config: folder of the decision log (default $CLAUDE_PLUGIN_DATA, else $XDG_STATE_HOME/system1, else ~/.local/state/system1)")
+	outcomeCols := outcomeFlag{}
+	fs.Var(outcomeCols, "outcome", "QUESTION=COLUMN: the column (JSONL: the row's key) holding the question's outcome, kept out of the state, measured in the summary and, with --config, recorded as feedback in the decision log (repeatable)")
 	fs.Usage = func() {
 		fmt.Fprintln(e.stderr, "usage: system1 run --in ROWS --out ANSWERS --questions QUESTIONS.json [--model M] (--config FILE | --url URL [--key-env VAR])\n\n"+
 			"Asks the questions about every row and writes one answer line per row, in order; a run\n"+
@@ -108,19 +112,45 @@ func cmdRun(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	log.Debug("run", "in", *in, "out", *out, "model", job.Model, "questions", len(job.Questions))
-	s, err := jobs.Run(ctx, jobs.Options{In: *in, Format: *format, Out: *out, Job: job, Decider: decider,
-		Concurrency: *concurrency, Progress: e.stderr})
-	if werr := s.WriteText(e.stdout); werr != nil && err == nil {
+	opt := jobs.Options{In: *in, Format: *format, Out: *out, Job: job, Decider: decider,
+		Concurrency: *concurrency, Progress: e.stderr, Outcomes: outcomeCols}
+	if local != nil {
+		opt.Feedback = local.feedback
+	}
+	s, err := jobs.Run(ctx, opt)
+	if werr := s.WriteText(summaryOut(*out, e)); werr != nil && err == nil {
 		err = werr
+	}
+	if err == nil && s.Errors > 0 {
+		fmt.Fprintf(e.stderr, "system1 run: %d of %d rows are error rows; each says why in %s (its \"error\", with the input line)\n", s.Errors, s.Rows, *out)
+		return errRowsFailed
 	}
 	return err
 }
+
+// summaryOut is where run prints its summary: stdout, unless the answers
+// go there too (--out /dev/stdout), which then holds only answer lines.
+func summaryOut(out string, e env) io.Writer {
+	if f, ok := e.stdout.(*os.File); ok {
+		a, aerr := f.Stat()
+		b, berr := os.Stat(out)
+		if aerr == nil && berr == nil && os.SameFile(a, b) {
+			return e.stderr
+		}
+	}
+	return e.stdout
+}
+
+// errRowsFailed is run's outcome when every row has its line but some are
+// error rows: exit 3, as docs/run.md says.
+var errRowsFailed = errors.New("some rows failed")
 
 // localDecider is system1 run's decider over a configuration: each row is
 // a request of the answer path, as POST /v1/systemone asks it, with the
 // calibration /v1/systemone applies and recorded in the decision log.
 type localDecider struct {
 	answer   *answer.Service
+	feedback jobs.OutcomeRecorder // the rows' outcomes, into the decision log
 	router   *fleet.Router
 	timeout  time.Duration
 	rounding int
@@ -149,7 +179,7 @@ func newLocalDecider(ctx context.Context, cfg *config.Config, stateDir string, e
 	if cfg.Rounding != nil {
 		rounding = *cfg.Rounding
 	}
-	d := &localDecider{answer: answerPath(router, fits, dlog, true), router: router,
+	d := &localDecider{answer: answerPath(router, fits, dlog, true), router: router, feedback: logFeedback{outcomes.NewFeedback(dlog)},
 		timeout: cfg.Timeouts.Request.Or(httpapi.DefaultRequestTimeout), rounding: rounding, retries: 4, maxWait: 30 * time.Second}
 	return d, func() { closeDecisionLog(dlog, log) }, nil
 }
@@ -162,10 +192,22 @@ func newLocalDecider(ctx context.Context, cfg *config.Config, stateDir string, e
 // asked for, else a growing one, a bounded number of times: then no row
 // can be answered, and the run stops there to be resumed.
 func (d *localDecider) Decide(ctx context.Context, req decision.Request) (jobs.Result, error) {
+	// The state is held to the limits POST /v1/systemone holds it to, so
+	// that --config refuses what --url does, with the same 422.
+	lim, err := d.router.Limits(req.Model)
+	if err != nil {
+		lim = decision.DefaultLimits()
+	}
+	if ps := decision.ValidateState(req.State, lim); len(ps) > 0 {
+		return jobs.Result{}, &systemone.StatusError{Code: http.StatusUnprocessableEntity, Message: "state: " + ps[0].Msg}
+	}
 	for attempt := 0; ; attempt++ {
-		a, err := d.ask(ctx, req)
+		id := decisionlog.NewRequestID()
+		a, err := d.ask(ctx, req, id)
 		if err == nil {
-			return d.result(req, a)
+			res, err := d.result(req, a)
+			res.RequestID = id
+			return res, err
 		}
 		var f *answer.Failure
 		switch {
@@ -197,11 +239,11 @@ func (d *localDecider) Decide(ctx context.Context, req decision.Request) (jobs.R
 }
 
 // ask is one try of a row, bounded by the request timeout.
-func (d *localDecider) ask(ctx context.Context, req decision.Request) (*answer.Answer, error) {
+func (d *localDecider) ask(ctx context.Context, req decision.Request, id string) (*answer.Answer, error) {
 	ctx, cancel := context.WithTimeout(ctx, d.timeout)
 	defer cancel()
 	return d.answer.Answer(answer.Throughput(ctx), answer.Request{Request: req, Face: decisionlog.FaceRun,
-		RequestID: decisionlog.NewRequestID(), Start: time.Now()})
+		RequestID: id, Start: time.Now()})
 }
 
 // malformed reports whether every question of f failed for a reading

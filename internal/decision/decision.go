@@ -127,11 +127,15 @@ type Limits struct {
 // one call.
 const DefaultMaxQuestions = 1000
 
+// MaxStateBytes is the largest state, as JSON, that any face accepts:
+// the limit's one home (DefaultLimits, the decide contract's context).
+const MaxStateBytes = 256 << 10
+
 // DefaultLimits are the documented limits of POST /v1/systemone. The option
 // cap is the label capacity of a typical engine; nodes may raise it.
 func DefaultLimits() Limits {
 	return Limits{
-		MaxStateBytes:       256 << 10,
+		MaxStateBytes:       MaxStateBytes,
 		MaxInstructionBytes: 16 << 10,
 		MaxOptionBytes:      4 << 10,
 		MaxQuestions:        DefaultMaxQuestions,

@@ -79,7 +79,11 @@ func splitBatch(raw []byte) (bodies [][]byte, problems []string) {
 	if err != nil {
 		return nil, []string{"the batch must be a JSON object with a question and contexts: " + err.Error()}
 	}
-	shared := map[string]json.RawMessage{}
+	// Each context's request is written with the shared members and the
+	// context verbatim, never re-encoded (encoding/json would escape
+	// "&", "<" and ">" in them): the model reads each context as
+	// POST /v1/decide would give it.
+	shared := make([]jsonx.Member, 0, len(fields)+1)
 	var contexts json.RawMessage
 	for _, m := range fields {
 		switch m.Key {
@@ -90,11 +94,10 @@ func splitBatch(raw []byte) (bodies [][]byte, problems []string) {
 		case "request_id":
 			problems = append(problems, "a batch takes no request_id: each context's response gets an id of its own")
 		default:
-			shared[m.Key] = m.Value
+			shared = append(shared, m)
 		}
 	}
-	one, _ := json.Marshal(shared) // raw values always marshal
-	if _, ps := ParseRequest(one); len(ps) > 0 {
+	if _, ps := ParseRequest(jsonx.AppendObject(nil, shared)); len(ps) > 0 {
 		problems = append(problems, ps...)
 	}
 	var list []json.RawMessage
@@ -111,7 +114,7 @@ func splitBatch(raw []byte) (bodies [][]byte, problems []string) {
 	for i, c := range list {
 		// The context's own rules, as a request of a plain question
 		// checks them: each problem of this one is the context's.
-		probe, _ := json.Marshal(map[string]json.RawMessage{"question": json.RawMessage(`"q"`), "context": c})
+		probe := jsonx.AppendObject(nil, []jsonx.Member{{Key: "question", Value: json.RawMessage(`"q"`)}, {Key: "context", Value: c}})
 		_, ps := ParseRequest(probe)
 		for _, p := range ps {
 			problems = append(problems, fmt.Sprintf("contexts[%d]: %s", i, p))
@@ -119,9 +122,7 @@ func splitBatch(raw []byte) (bodies [][]byte, problems []string) {
 		if jsonx.Kind(c) == "null" {
 			problems = append(problems, fmt.Sprintf("contexts[%d]: a context object is required", i))
 		}
-		shared["context"] = c
-		body, _ := json.Marshal(shared)
-		bodies = append(bodies, body)
+		bodies = append(bodies, jsonx.AppendObject(nil, append(shared, jsonx.Member{Key: "context", Value: c})))
 	}
 	if len(problems) > 0 {
 		return nil, problems

@@ -7,6 +7,7 @@ import (
 
 	"system1/internal/answer"
 	"system1/internal/config"
+	"system1/internal/decision"
 )
 
 // SchemaVersion is the version of the decide contract: the request and
@@ -23,8 +24,8 @@ const (
 	MaxOptions     = config.MaxOptions
 	MaxOptionChars = 500
 	// MaxContextBytes bounds the context object as JSON: the state limit
-	// of the engines behind the gateway.
-	MaxContextBytes = 256 << 10
+	// of every face.
+	MaxContextBytes = decision.MaxStateBytes
 )
 
 // Request asks for one decision. Its JSON schema, with the constraints

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -231,7 +232,13 @@ func TestBatchPartialFailure(t *testing.T) {
 // engine, rate limited as rate and burst say (0: unlimited).
 func decideServer(t *testing.T, b fakeengine.Behavior, rate float64, burst int) *system1 {
 	t.Helper()
-	n := startNode(t, "n", fakeengine.LlamaCpp, b)
+	return decideServerOn(t, startNode(t, "n", fakeengine.LlamaCpp, b), rate, burst)
+}
+
+// decideServerOn is decideServer over the node n, whose fake a test
+// reads.
+func decideServerOn(t *testing.T, n node, rate float64, burst int) *system1 {
+	t.Helper()
 	fn, err := fleet.NewNode(n.cfg, func(string) string { return "" }, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -314,6 +321,43 @@ func TestDecideBatch(t *testing.T) {
 				t.Errorf("%s, want a 422 mentioning %q", r, tc.msg)
 			}
 		})
+	}
+}
+
+// A decide batch sends each context to the model byte for byte as POST
+// /v1/decide sends it: the engine gets the same prompts, HTML-like text,
+// escapes and spacing included (a batch once re-encoded its contexts,
+// turning "&" into "\u0026").
+func TestDecideBatchSendsContextsAsTheSingleRoute(t *testing.T) {
+	n := startNode(t, "n", fakeengine.LlamaCpp, fakeengine.Behavior{Prompted: fakeengine.Leaning})
+	s := decideServerOn(t, n, 0, 0)
+	contexts := []string{
+		`{"t":"Tom & Jerry <b>about billing</b>"}`,
+		`{"t": "caf\u00e9 \u0026 line\u2028sep", "n": 1.50}`,
+		"{\"t\":\"a\u2028b > c\"}",
+	}
+	const q = `"question":"Which team?","options":["billing","tech"]`
+	prompts := func() []string {
+		var out []string
+		for _, r := range n.fake.Inferences() {
+			out = append(out, r.User)
+		}
+		slices.Sort(out)
+		n.fake.Reset()
+		return out
+	}
+	if r := s.do(t, http.MethodPost, "/v1/decide/batch", `{`+q+`,"contexts":[`+strings.Join(contexts, ",")+`]}`); r.status != http.StatusOK {
+		t.Fatal(r)
+	}
+	batch := prompts()
+	for _, c := range contexts {
+		if r := s.do(t, http.MethodPost, "/v1/decide", `{`+q+`,"context":`+c+`}`); r.status != http.StatusOK {
+			t.Fatal(r)
+		}
+	}
+	single := prompts()
+	if len(single) == 0 || !slices.Equal(batch, single) {
+		t.Fatalf("the batch sent other prompts than the single route:\nbatch  %q\nsingle %q", batch, single)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -70,8 +69,10 @@ func format(path, asked string) (string, error) {
 }
 
 // openRows opens the input at path. ids, when true, reads only what the
-// scan for duplicate ids needs: no state is checked or kept.
-func openRows(path, fmtName string, qs []decision.Question, ids bool) (rowReader, error) {
+// scan for duplicate ids needs: no state is checked or kept. outcomes
+// names the CSV columns (JSONL: the rows' keys) that hold a question's
+// outcome, by the question's index; they are never part of the state.
+func openRows(path, fmtName string, qs []decision.Question, ids bool, outcomes map[string]int) (rowReader, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -79,28 +80,31 @@ func openRows(path, fmtName string, qs []decision.Question, ids bool) (rowReader
 	br := bufio.NewReaderSize(f, 64<<10)
 	// A UTF-8 byte order mark, as spreadsheet programs write, is no part
 	// of the first row.
+	var off int64
 	if b, err := br.Peek(3); err == nil && bytes.Equal(b, []byte("\xef\xbb\xbf")) {
-		_, _ = br.Discard(3)
+		n, _ := br.Discard(3)
+		off = int64(n)
 	}
 	if fmtName == "csv" {
-		r, err := newCSVReader(f, br, qs, ids)
+		r, err := newCSVReader(f, br, off, qs, ids, outcomes)
 		if err != nil {
 			f.Close()
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		return r, nil
 	}
-	return &jsonlReader{f: f, br: br, qs: qs, ids: ids}, nil
+	return &jsonlReader{f: f, br: br, qs: qs, ids: ids, outcomes: outcomes}, nil
 }
 
 // jsonlReader reads rows of JSON Lines: {"id", "state", "expected"}.
 type jsonlReader struct {
-	f    *os.File
-	br   *bufio.Reader
-	qs   []decision.Question
-	ids  bool
-	line int
-	buf  []byte
+	f        *os.File
+	br       *bufio.Reader
+	qs       []decision.Question
+	ids      bool
+	outcomes map[string]int
+	line     int
+	buf      []byte
 }
 
 func (r *jsonlReader) Close() error { return r.f.Close() }
@@ -117,7 +121,7 @@ func (r *jsonlReader) Next() (inputRow, error) {
 		if len(bytes.TrimSpace(text)) == 0 {
 			continue // an empty line is no row
 		}
-		return parseJSONRow(text, r.line, r.qs, r.ids), nil
+		return parseJSONRow(text, r.line, r.qs, r.ids, r.outcomes), nil
 	}
 }
 
@@ -164,7 +168,7 @@ func trimEOL(b []byte) []byte {
 // parseJSONRow reads one JSONL line. Whatever is wrong with it is the
 // row's Err, naming the line; the id is kept whenever it can be read, so
 // that the error row carries it.
-func parseJSONRow(text []byte, line int, qs []decision.Question, ids bool) inputRow {
+func parseJSONRow(text []byte, line int, qs []decision.Question, ids bool, outcomes map[string]int) inputRow {
 	row := inputRow{Line: line}
 	if !json.Valid(text) {
 		var v json.RawMessage
@@ -211,6 +215,17 @@ func parseJSONRow(text []byte, line int, qs []decision.Question, ids bool) input
 	if exp, ok := jsonx.Lookup(ms, "expected"); ok && jsonx.Kind(exp) != "null" {
 		if err := readExpected(exp, qs, row.Expected); err != nil {
 			row.Err = fmt.Errorf("line %d: %v", line, err)
+			return row
+		}
+	}
+	for key, q := range outcomes {
+		v, ok := jsonx.Lookup(ms, key)
+		if !ok {
+			continue // this row's outcome is not known
+		}
+		if row.Expected[q], err = expectedIndex(qs[q], v); err != nil {
+			row.Err = fmt.Errorf("line %d: %s (the outcome of %s): %v", line, key, qs[q].ID, err)
+			return row
 		}
 	}
 	return row
@@ -304,8 +319,7 @@ func expectedCell(q decision.Question, cell string) (int, error) {
 // column is a key of the state, a JSON object of strings in column order,
 // except expected.<question id> columns, which hold outcomes.
 type csvReader struct {
-	f     *os.File
-	cr    *csv.Reader
+	recs  *csvRecords
 	qs    []decision.Question
 	ids   bool
 	width int
@@ -320,26 +334,30 @@ type csvColumn struct {
 	question int
 }
 
-func newCSVReader(f *os.File, br *bufio.Reader, qs []decision.Question, ids bool) (*csvReader, error) {
-	cr := csv.NewReader(br)
-	cr.ReuseRecord = true
-	header, err := cr.Read()
+// newCSVReader reads the header of the CSV in f, whose reader br is at
+// offset off.
+func newCSVReader(f *os.File, br *bufio.Reader, off int64, qs []decision.Question, ids bool, outcomes map[string]int) (*csvReader, error) {
+	recs := newCSVRecords(f, br, off)
+	header, err := recs.header()
 	if errors.Is(err, io.EOF) {
 		return nil, errors.New("the CSV has no header (it needs an id column)")
 	}
 	if err != nil {
 		return nil, fmt.Errorf("the CSV header: %w", err)
 	}
-	r := &csvReader{f: f, cr: cr, qs: qs, ids: ids, width: len(header), idCol: -1}
+	r := &csvReader{recs: recs, qs: qs, ids: ids, width: len(header), idCol: -1}
 	seen := map[string]bool{}
 	for i, name := range header {
 		if seen[name] {
 			return nil, fmt.Errorf("the CSV header names the column %q twice", name)
 		}
 		seen[name] = true
+		q, outcome := outcomes[name]
 		switch {
 		case name == "id":
 			r.idCol = i
+		case outcome:
+			r.exp = append(r.exp, csvColumn{col: i, question: q})
 		case strings.HasPrefix(name, ExpectedPrefix):
 			qid := strings.TrimPrefix(name, ExpectedPrefix)
 			q := questionIndex(qs, qid)
@@ -351,38 +369,40 @@ func newCSVReader(f *os.File, br *bufio.Reader, qs []decision.Question, ids bool
 			if !utf8.ValidString(name) {
 				return nil, fmt.Errorf("the CSV column %d's name is not valid UTF-8", i+1)
 			}
-			key, _ := json.Marshal(name)
-			r.state = append(r.state, csvColumn{col: i, key: append(key, ':')})
+			// The key and each cell are written as they are (jsonx.AppendString),
+			// so that the model reads the state a JSONL row gives it.
+			r.state = append(r.state, csvColumn{col: i, key: append(jsonx.AppendString(nil, name), ':')})
 		}
 	}
 	if r.idCol < 0 {
 		return nil, errors.New("the CSV header has no id column")
 	}
+	for name, q := range outcomes {
+		if !seen[name] {
+			return nil, fmt.Errorf("the CSV has no column %q for the outcome of %s", name, qs[q].ID)
+		}
+	}
 	return r, nil
 }
 
-func (r *csvReader) Close() error { return r.f.Close() }
+func (r *csvReader) Close() error { return r.recs.f.Close() }
 
 func (r *csvReader) Next() (inputRow, error) {
-	rec, err := r.cr.Read()
-	var pe *csv.ParseError
-	switch {
-	case errors.Is(err, io.EOF):
-		return inputRow{}, io.EOF
-	case errors.As(err, &pe) && errors.Is(pe.Err, csv.ErrFieldCount):
-		line, _ := r.cr.FieldPos(0)
-		row := inputRow{Line: line, Err: fmt.Errorf("line %d: %d fields, the header has %d", line, len(rec), r.width)}
+	record, err := r.recs.next(r.width)
+	if err != nil {
+		return inputRow{}, err
+	}
+	line, rec := record.Line, record.Fields
+	row := inputRow{Line: line}
+	if record.Err != nil {
+		// The id, where the record's fields could be read (a row of the
+		// wrong width), so that its error row carries it.
+		row.Err = record.Err
 		if r.idCol < len(rec) && rec[r.idCol] != "" && utf8.ValidString(rec[r.idCol]) {
 			row.ID, _ = json.Marshal(rec[r.idCol])
 		}
 		return row, nil
-	case errors.As(err, &pe):
-		return inputRow{Line: pe.StartLine, Err: fmt.Errorf("line %d: %v", pe.StartLine, pe.Err)}, nil
-	case err != nil:
-		return inputRow{}, err
 	}
-	line, _ := r.cr.FieldPos(0)
-	row := inputRow{Line: line}
 	id := rec[r.idCol]
 	switch {
 	case id == "":
@@ -412,7 +432,7 @@ func (r *csvReader) Next() (inputRow, error) {
 			state = append(state, ',')
 		}
 		state = append(state, c.key...)
-		state = appendJSONString(state, cell)
+		state = jsonx.AppendString(state, cell)
 	}
 	row.State = append(state, '}')
 	row.Expected = noneExpected(len(r.qs))
@@ -427,25 +447,11 @@ func (r *csvReader) Next() (inputRow, error) {
 	return row, nil
 }
 
-// appendJSONString writes s, valid UTF-8, as a JSON string: as is when it
-// needs no escape, else as encoding/json escapes it.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
-			q, _ := json.Marshal(s) // a valid Go string always marshals
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
-}
-
 // scanInput reads the whole input once, keeping only ids: it counts the
 // rows and refuses an id given twice, naming both lines, before any row is
 // asked. Strings are compared as text, so "a" and "\u0061" are one id.
-func scanInput(ctx context.Context, path, fmtName string, qs []decision.Question) (int, error) {
-	r, err := openRows(path, fmtName, qs, true)
+func scanInput(ctx context.Context, path, fmtName string, qs []decision.Question, outcomes map[string]int) (int, error) {
+	r, err := openRows(path, fmtName, qs, true, outcomes)
 	if err != nil {
 		return 0, err
 	}

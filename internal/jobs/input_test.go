@@ -23,7 +23,7 @@ func readAll(t *testing.T, name, content string) []inputRow {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := openRows(path, f, testJob(t).Questions, false)
+	r, err := openRows(path, f, testJob(t).Questions, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,6 +171,36 @@ func TestCSVReader(t *testing.T) {
 			{line: 7, id: `"e"`, err: "line 7: column \"text\" is not valid UTF-8"},
 			{line: 8, id: `"f"`, state: `{"text":"y"}`},
 		}},
+		// A stray quote opens a field that runs on into the next lines: the
+		// row it starts on is an error row naming its line, and the lines
+		// after it are read as rows again, so that every line is a row.
+		{"a quote never closed", "id,text\na,x\nb,\"x\nc,y\nd,z\n", []want{
+			{line: 2, id: `"a"`, state: `{"text":"x"}`},
+			{line: 3, err: "line 3: a quoted field opened on this line is not closed"},
+			{line: 4, id: `"c"`, state: `{"text":"y"}`},
+			{line: 5, id: `"d"`, state: `{"text":"z"}`},
+		}},
+		{"a stray quote before a quoted field", "id,text\na,x\nb,\"x\nc,\"y, z\"\nd,z\n", []want{
+			{line: 2, id: `"a"`, state: `{"text":"x"}`},
+			{line: 3, err: "line 3:"},
+			{line: 4, id: `"c"`, state: `{"text":"y, z"}`},
+			{line: 5, id: `"d"`, state: `{"text":"z"}`},
+		}},
+		{"a stray quote closed on a later line, fields too many", "id,text\nb,\"x\nc\",y\nd,z\n", []want{
+			{line: 2, err: "line 2:"},
+			{line: 3, err: "line 3: bare \" in non-quoted-field"},
+			{line: 4, id: `"d"`, state: `{"text":"z"}`},
+		}},
+		{"a line over the limit", "id,text\na,\"" + strings.Repeat("x", MaxLineBytes) + "\"\nb,y\n", []want{
+			{line: 2, err: "line 2 is longer than"},
+			{line: 3, id: `"b"`, state: `{"text":"y"}`},
+		}},
+		{"a quoted field over the line limit", "id,text\na,\"" + strings.Repeat("x", MaxLineBytes/2) + "\n," + strings.Repeat("x", MaxLineBytes/2) + "\n,x\"\nb,y\n", []want{
+			{line: 2, err: "line 2: a quoted field opened on this line is not closed"},
+			{line: 3, err: "line 3: id: empty"},
+			{line: 4, err: "line 4: bare \" in non-quoted-field"},
+			{line: 5, id: `"b"`, state: `{"text":"y"}`},
+		}},
 		{"expected columns", "id,text,expected.dept,expected.urgent\na,x,tech,true\nb,y,,false\nc,z,hr,\nd,w,,yes\n", []want{
 			{line: 2, id: `"a"`, state: `{"text":"x"}`, expected: []int{0, 1}},
 			{line: 3, id: `"b"`, state: `{"text":"y"}`, expected: []int{1, -1}},
@@ -196,7 +226,7 @@ func TestCSVHeaderRefused(t *testing.T) {
 		if err := os.WriteFile(path, []byte(tc.content), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, err := openRows(path, "csv", testJob(t).Questions, false)
+		_, err := openRows(path, "csv", testJob(t).Questions, false, nil)
 		if err == nil || !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("%q: %v, want %q", tc.content, err, tc.err)
 		}
@@ -220,7 +250,7 @@ func TestScanRefusesDuplicateIDs(t *testing.T) {
 				t.Fatal(err)
 			}
 			f, _ := format(path, "")
-			n, err := scanInput(t.Context(), path, f, testJob(t).Questions)
+			n, err := scanInput(t.Context(), path, f, testJob(t).Questions, nil)
 			switch {
 			case tc.err == "" && (err != nil || n != tc.rows):
 				t.Fatalf("%d rows, %v; want %d", n, err, tc.rows)
@@ -263,5 +293,65 @@ func TestExpectedCell(t *testing.T) {
 		if err != nil || got != tc.want {
 			t.Errorf("%s %q: %d, %v; want %d", tc.q.ID, tc.cell, got, err, tc.want)
 		}
+	}
+}
+
+// An outcome column (--outcome question=COLUMN) is read as an
+// expected.<question> column is, and never put in the state; in JSON
+// Lines it is a key of the row.
+func TestOutcomeColumns(t *testing.T) {
+	job := testJob(t)
+	cols, err := outcomeColumns(job, map[string]string{"dept": "label"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, content string
+		rows          []want
+	}{
+		{"in.csv", "id,text,label\na,x,tech\nb,y,\nc,z,hr\n", []want{
+			{line: 2, id: `"a"`, state: `{"text":"x"}`, expected: []int{-1, 1}},
+			{line: 3, id: `"b"`, state: `{"text":"y"}`},
+			{line: 4, id: `"c"`, err: `line 4: expected.dept: "hr" is not one of the options`},
+		}},
+		{"in.jsonl", `{"id":"a","state":"x","label":"tech"}` + "\n" + `{"id":"b","state":"y"}` + "\n" + `{"id":"c","state":"z","label":"hr"}` + "\n", []want{
+			{line: 1, id: `"a"`, state: `"x"`, expected: []int{-1, 1}},
+			{line: 2, id: `"b"`, state: `"y"`},
+			{line: 3, id: `"c"`, err: `line 3: label (the outcome of dept): "hr" is not one of the options`},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), tc.name)
+			if err := os.WriteFile(path, []byte(tc.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			f, _ := format(path, "")
+			r, err := openRows(path, f, job.Questions, false, cols)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			var got []inputRow
+			for {
+				row, err := r.Next()
+				if err != nil {
+					break
+				}
+				got = append(got, row)
+			}
+			checkRows(t, got, tc.rows)
+		})
+	}
+	for _, bad := range []map[string]string{{"nope": "label"}, {"dept": "id"}, {"dept": "state"}, {"dept": "expected.urgent"}, {"dept": "x", "urgent": "x"}} {
+		if _, err := outcomeColumns(job, bad); err == nil {
+			t.Errorf("%v: accepted", bad)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "in.csv")
+	if err := os.WriteFile(path, []byte("id,text\na,x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openRows(path, "csv", job.Questions, false, cols); err == nil || !strings.Contains(err.Error(), `no column "label"`) {
+		t.Errorf("a CSV without the outcome's column: %v", err)
 	}
 }

@@ -56,9 +56,33 @@ type BatchDecider interface {
 type Result struct {
 	// Model is the model that answered, as the decider reports it.
 	Model string
+	// RequestID is the id the answer was recorded under, where the
+	// decider records it (the local answer path's decision log); the
+	// row's outcomes are fed back under it. Empty when not recorded.
+	RequestID string
 	// Answers are aligned with the job's questions.
 	Answers []decision.Answer
 	Usage   systemone.Usage
+}
+
+// Outcome is a row's known outcome of one question, fed back on the
+// answer recorded under RequestID.
+type Outcome struct {
+	RequestID string
+	Question  string
+	// Option is the key of the option that turned out right (a noul's
+	// true or false).
+	Option string
+}
+
+// OutcomeRecorder records rows' outcomes as feedback on their answers,
+// so that a labelled input calibrates the model that answered it: the
+// decision log's feedback (outcomes.Feedback), as POST /v1/feedback
+// records it.
+type OutcomeRecorder interface {
+	// RecordOutcomes returns how many of outs it recorded, and why not
+	// the rest.
+	RecordOutcomes(ctx context.Context, outs []Outcome) (int, error)
 }
 
 // ErrUnavailable marks a decider's error that is no row's fault: the run
@@ -85,6 +109,15 @@ type Options struct {
 	// ParseQuestions); its State is unused.
 	Job     decision.Request
 	Decider Decider
+	// Outcomes names, by question id, the input's column (CSV) or row
+	// key (JSONL) that holds the question's outcome, as an
+	// expected.<question id> column does: kept out of the state,
+	// measured in the summary and, with Feedback, fed back.
+	Outcomes map[string]string
+	// Feedback, when not nil, records the outcomes the rows give
+	// (Outcomes, expected) on the answers the decider recorded
+	// (Result.RequestID), as the lines are written.
+	Feedback OutcomeRecorder
 	// Concurrency is how many calls (a row, or a batch) are kept in
 	// flight when the decider cannot tell its capacity (default 4).
 	Concurrency int

@@ -115,6 +115,11 @@ func resume(ctx context.Context, out io.Reader, rows rowReader, job decision.Req
 	for {
 		chunk, err := br.ReadSlice('\n')
 		buf = append(buf, chunk...)
+		if len(buf) > maxAnswerLine {
+			// No answer line is that long: memory stays bounded whatever
+			// the file holds.
+			return 0, 0, fmt.Errorf("line %d is longer than %d bytes: %w", done+1, maxAnswerLine, ErrOtherInput)
+		}
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
 		}
@@ -143,6 +148,10 @@ func resume(ctx context.Context, out io.Reader, rows rowReader, job decision.Req
 		buf = buf[:0]
 	}
 }
+
+// maxAnswerLine bounds a line resume reads: far more than an answer to
+// the most questions a request may ask.
+const maxAnswerLine = 64 << 20
 
 // ErrOtherInput is resume's refusal of answers that are not the input's.
 var ErrOtherInput = errors.New("the answers are not this job's; write them to another file, or remove it to start over")
@@ -184,8 +193,34 @@ func resumedLine(line []byte, row inputRow, job decision.Request) (res *systemon
 
 // openOutput opens path for appending after resume, creating it (and
 // syncing its directory, so that the file's name survives a power cut)
-// when it does not exist.
-func openOutput(path string) (f *os.File, created bool, err error) {
+// when it does not exist. A path that exists and is not a regular file (a
+// pipe such as /dev/stdout, a terminal, a device) is a stream: opened for
+// writing only, never read back, truncated or synced, so the run neither
+// resumes nor reads from it. Opening a named pipe waits for its reader, no
+// longer than ctx.
+func openOutput(ctx context.Context, path string) (f *os.File, stream bool, err error) {
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		type opened struct {
+			f   *os.File
+			err error
+		}
+		ch := make(chan opened, 1)
+		go func() {
+			f, err := os.OpenFile(path, os.O_WRONLY, 0)
+			ch <- opened{f, err}
+		}()
+		select {
+		case o := <-ch:
+			return o.f, true, o.err
+		case <-ctx.Done():
+			go func() {
+				if o := <-ch; o.f != nil {
+					o.f.Close()
+				}
+			}()
+			return nil, true, ctx.Err()
+		}
+	}
 	f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if errors.Is(err, os.ErrExist) {
 		f, err = os.OpenFile(path, os.O_RDWR, 0)
@@ -198,5 +233,5 @@ func openOutput(path string) (f *os.File, created bool, err error) {
 		_ = d.Sync() // best effort: not every file system syncs directories
 		d.Close()
 	}
-	return f, true, nil
+	return f, false, nil
 }

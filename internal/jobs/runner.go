@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"system1/internal/decision"
 )
 
 // Run runs a job: it counts the input's rows (refusing duplicate ids),
@@ -38,31 +41,43 @@ func Run(ctx context.Context, opt Options) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	total, err := scanInput(ctx, opt.In, fmtName, opt.Job.Questions)
+	cols, err := outcomeColumns(opt.Job, opt.Outcomes)
 	if err != nil {
 		return Summary{}, err
 	}
-	rows, err := openRows(opt.In, fmtName, opt.Job.Questions, false)
+	total, err := scanInput(ctx, opt.In, fmtName, opt.Job.Questions, cols)
+	if err != nil {
+		return Summary{}, err
+	}
+	rows, err := openRows(opt.In, fmtName, opt.Job.Questions, false, cols)
 	if err != nil {
 		return Summary{}, err
 	}
 	defer rows.Close()
-	out, _, err := openOutput(opt.Out)
+	out, stream, err := openOutput(ctx, opt.Out)
 	if err != nil {
 		return Summary{}, err
 	}
 	defer out.Close()
 	t := newTally(opt.Job)
-	size, done, err := resume(ctx, out, rows, opt.Job, t)
-	if err != nil {
-		return Summary{}, fmt.Errorf("resuming %s: %w", opt.Out, err)
-	}
-	// A line torn by a crash is cut off; nothing else is changed.
-	if err := out.Truncate(size); err != nil {
-		return Summary{}, err
-	}
-	if _, err := out.Seek(size, io.SeekStart); err != nil {
-		return Summary{}, err
+	done := 0
+	if stream {
+		// Once the run is stopped, a write blocked on a reader that does
+		// not read (a pipe) is given a second, then given up, so that
+		// SIGTERM and Ctrl-C end the run.
+		defer context.AfterFunc(ctx, func() { _ = out.SetWriteDeadline(time.Now().Add(time.Second)) })()
+	} else {
+		var size int64
+		if size, done, err = resume(ctx, out, rows, opt.Job, t); err != nil {
+			return Summary{}, fmt.Errorf("resuming %s: %w", opt.Out, err)
+		}
+		// A line torn by a crash is cut off; nothing else is changed.
+		if err := out.Truncate(size); err != nil {
+			return Summary{}, err
+		}
+		if _, err := out.Seek(size, io.SeekStart); err != nil {
+			return Summary{}, err
+		}
 	}
 
 	rn := newRunner(ctx, opt, total, done)
@@ -77,16 +92,20 @@ func Run(ctx context.Context, opt Options) (Summary, error) {
 		close(rn.results)
 	}()
 	stopProgress := prog.start()
-	next, werr := rn.write(out, done, t, prog)
+	next, werr := rn.write(out, stream, done, t, prog)
 	stopProgress()
 
 	s := t.summary()
 	s.Total, s.Resumed, s.Wall = total, done, time.Since(start)
+	s.FeedbackOn, s.Feedback = opt.Feedback != nil, rn.fed
+	if rn.fedErr != nil {
+		s.FeedbackError = rn.fedErr.Error()
+	}
 	if secs := s.Wall.Seconds(); secs > 0 {
 		s.RowsPerSecond = float64(next-done) / secs
 	}
 	switch {
-	case werr != nil:
+	case werr != nil && (ctx.Err() == nil || !errors.Is(werr, os.ErrDeadlineExceeded)):
 		return s, fmt.Errorf("writing %s: %w", opt.Out, werr)
 	case next == total:
 		return s, nil
@@ -124,6 +143,43 @@ type runner struct {
 	limit        atomic.Int64
 	limitChanged chan struct{}
 	noBatch      sync.Once
+
+	// fed counts the outcomes recorded as feedback, and fedErr is why
+	// recording stopped; both the writer's.
+	fed    int
+	fedErr error
+}
+
+// outcomeColumns checks the Outcomes option against the job and returns
+// it by column: the question's index.
+func outcomeColumns(job decision.Request, outcomes map[string]string) (map[string]int, error) {
+	cols := map[string]int{}
+	for qid, col := range outcomes {
+		q := questionIndex(job.Questions, qid)
+		switch {
+		case q < 0:
+			return nil, fmt.Errorf("outcome %s=%s: the job has no question %q", qid, col, qid)
+		case col == "" || col == "id" || col == "state" || col == "expected" || strings.HasPrefix(col, ExpectedPrefix):
+			return nil, fmt.Errorf("outcome %s=%s: the column %q cannot hold an outcome", qid, col, col)
+		}
+		if other, dup := cols[col]; dup {
+			return nil, fmt.Errorf("the column %q holds the outcomes of both %s and %s", col, job.Questions[other].ID, qid)
+		}
+		cols[col] = q
+	}
+	return cols, nil
+}
+
+// feed records the outcomes of answered rows as feedback; a failure
+// stops the feeding for the rest of the run (the summary says why), never
+// the run.
+func (rn *runner) feed(outs []Outcome) {
+	if rn.opt.Feedback == nil || rn.fedErr != nil || len(outs) == 0 {
+		return
+	}
+	// Recorded even as the run stops: these rows' lines are written.
+	n, err := rn.opt.Feedback.RecordOutcomes(context.WithoutCancel(rn.ctx), outs)
+	rn.fed, rn.fedErr = rn.fed+n, err
 }
 
 // item is a row the dispatcher has read, with its place in the input.
@@ -356,15 +412,28 @@ func (rn *runner) settle(it item, res Result, err error, lat time.Duration) *out
 // on, until the results end or a row is abandoned, and returns the index
 // after the last row written. Lines are written whole, in batches of at
 // most 64 KiB or every 100ms, and synced every opt.SyncEvery and at the
-// end.
-func (rn *runner) write(out *os.File, next int, t *tally, prog *progress) (int, error) {
+// end (unless out is a stream). A write that fails stops the run.
+func (rn *runner) write(out *os.File, stream bool, next int, t *tally, prog *progress) (int, error) {
+	sync := out.Sync
+	if stream {
+		sync = func() error { return nil } // a pipe or a device has no disk to flush to
+	}
 	w := rn.opt.Window
 	ring := make([]*outcome, w)
 	buf := make([]byte, 0, 64<<10)
+	var fed []Outcome // the outcomes of the rows in buf
 	stopped := false
 	var werr error
 	flush := func() {
-		if len(buf) == 0 || werr != nil {
+		if werr != nil {
+			buf, fed = buf[:0], fed[:0] // the run is stopping: nothing more is written
+			return
+		}
+		// The outcomes first: a crash between the two asks those rows
+		// again, and never leaves an answer line without its feedback.
+		rn.feed(fed)
+		fed = fed[:0]
+		if len(buf) == 0 {
 			return
 		}
 		if _, werr = out.Write(buf); werr != nil {
@@ -382,7 +451,7 @@ func (rn *runner) write(out *os.File, next int, t *tally, prog *progress) (int, 
 			if !ok {
 				flush()
 				if werr == nil {
-					werr = out.Sync()
+					werr = sync()
 				}
 				return next, werr
 			}
@@ -415,6 +484,13 @@ func (rn *runner) write(out *os.File, next int, t *tally, prog *progress) (int, 
 					prog.errors.Add(1)
 				} else {
 					t.answered(o.row, o.res.Answers, o.res.Usage)
+					if rn.opt.Feedback != nil && o.res.RequestID != "" {
+						for i, e := range o.row.Expected {
+							if q := rn.opt.Job.Questions[i]; e >= 0 && e < len(q.Options) {
+								fed = append(fed, Outcome{RequestID: o.res.RequestID, Question: q.ID, Option: q.Options[e].Key})
+							}
+						}
+					}
 				}
 				next++
 				prog.written.Add(1)
@@ -427,7 +503,7 @@ func (rn *runner) write(out *os.File, next int, t *tally, prog *progress) (int, 
 		case <-syncTick.C:
 			flush()
 			if werr == nil {
-				if err := out.Sync(); err != nil {
+				if err := sync(); err != nil {
 					werr = err
 					rn.stop(err)
 				}

@@ -38,6 +38,12 @@ type Summary struct {
 	// Questions measure, per question whose outcome some row gives, the
 	// answers against those outcomes.
 	Questions []QuestionMetrics `json:"questions,omitempty"`
+	// FeedbackOn says that outcomes are fed back (Options.Feedback);
+	// Feedback counts those this run recorded, and FeedbackError says
+	// why it stopped recording them.
+	FeedbackOn    bool   `json:"-"`
+	Feedback      int    `json:"feedback"`
+	FeedbackError string `json:"feedback_error,omitempty"`
 }
 
 // QuestionMetrics are one question's accuracy and calibration over the
@@ -73,6 +79,12 @@ func (s Summary) WriteText(w io.Writer) error {
 		for _, q := range s.Questions {
 			fmt.Fprintf(&b, "%-20s %7d %9.3f %7.3f %7.3f %7.3f\n", q.ID, q.N, q.Accuracy, q.ECE, q.NLL, q.Brier)
 		}
+	}
+	switch {
+	case s.FeedbackError != "":
+		fmt.Fprintf(&b, "\nfeedback    %d outcomes recorded, then no more: %s\n", s.Feedback, s.FeedbackError)
+	case s.FeedbackOn && len(s.Questions) > 0:
+		fmt.Fprintf(&b, "\nfeedback    %d outcomes recorded in the decision log by this run\n", s.Feedback)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -338,3 +338,53 @@ func walkText(raw []byte, i int, path []string) (end int, bad []string, isKey, f
 	}
 	return skipValue(raw, i), nil, false, false
 }
+
+// AppendString writes s, valid UTF-8, as a JSON string escaping only what
+// JSON requires (a quote, a backslash, control characters): unlike
+// encoding/json, never "<", ">", "&", U+2028 or U+2029, so that text
+// reaches a model as it was written. Every state and context system1
+// builds or rebuilds is written through it or AppendObject.
+func AppendString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		default:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		}
+		start = i + 1
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// AppendObject writes members as a JSON object in their order, each value
+// verbatim: the way to rebuild an object read by Members without
+// re-encoding what it holds (encoding/json's Marshal escapes HTML in raw
+// values, which would change the text a model reads).
+func AppendObject(b []byte, ms []Member) []byte {
+	b = append(b, '{')
+	for i, m := range ms {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = AppendString(b, m.Key)
+		b = append(b, ':')
+		b = append(b, m.Value...)
+	}
+	return append(b, '}')
+}

@@ -187,3 +187,26 @@ func TestText(t *testing.T) {
 		}
 	}
 }
+
+// AppendString writes a string that decodes to itself, escaping only
+// what JSON requires; AppendObject keeps each value verbatim.
+func TestAppendString(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"plain", `"plain"`},
+		{"Tom & Jerry <b>", `"Tom & Jerry <b>"`},
+		{"say \"hi\"\\", `"say \"hi\"\\"`},
+		{"a\nb\rc\td\x01\x1f", `"a\nb\rc\td\u0001\u001f"`},
+		{"line\u2028sep café", "\"line\u2028sep café\""},
+		{"", `""`},
+	} {
+		got := string(AppendString([]byte("x"), tc.in))[1:]
+		var back string
+		if got != tc.want || json.Unmarshal([]byte(got), &back) != nil || back != tc.in {
+			t.Errorf("%q: %s, want %s (decodes to %q)", tc.in, got, tc.want, back)
+		}
+	}
+	obj := AppendObject(nil, []Member{{Key: "a&b", Value: json.RawMessage(`"x \u0026 <y>"`)}, {Key: "n", Value: json.RawMessage(`1.50`)}})
+	if string(obj) != `{"a&b":"x \u0026 <y>","n":1.50}` {
+		t.Errorf("AppendObject: %s", obj)
+	}
+}
