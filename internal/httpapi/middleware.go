@@ -3,6 +3,7 @@ package httpapi
 import (
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -316,6 +317,27 @@ func host(addr string) string {
 		return h
 	}
 	return addr
+}
+
+// writeOK answers v as JSON; a value that does not encode (a NaN) is a
+// 500.
+func writeOK(w http.ResponseWriter, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, systemone.Internal, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, append(data, '\n'))
+}
+
+// writeReport answers a report read from the decision log, a 503 when it
+// could not be read.
+func writeReport(w http.ResponseWriter, rep any, err error) {
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, systemone.Unavailable, "reading the decision log: "+err.Error())
+		return
+	}
+	writeOK(w, rep)
 }
 
 func writeJSON(w http.ResponseWriter, status int, body []byte) {
