@@ -48,8 +48,9 @@ func (s *Server) routes() http.Handler {
 		web.Register(mux) // GET / alone, /docs, /ui/*, /openapi.json; the rest stays 404 below
 	}
 	mux.HandleFunc(unmatched, func(w http.ResponseWriter, r *http.Request) {
-		// A known path asked with another method is FastAPI's 405, as
-		// hosted Jev answers it; anything else its 404.
+		// A known path asked with another method is a 405 in its route's
+		// wire (FastAPI's, as hosted Jev answers it, on System One's and
+		// off the API); anything else FastAPI's 404.
 		if methods := allowed(mux, r); len(methods) > 0 {
 			allow := strings.Join(methods, ", ")
 			w.Header().Set("Allow", allow)
