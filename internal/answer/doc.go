@@ -19,7 +19,8 @@
 // answer does not clear its Gate, a Refusal that says why the service will
 // not stand behind it. A batch is many states under one set of questions,
 // each answered exactly as a request of that state alone, and Throughput
-// marks work that fills the engines' slots rather than answering first.
+// marks row-wise work (a batch, a job's rows): one state among many that
+// keep the engines' slots busy.
 //
 // Off the request path: a Cache answers exact repeats (the model's
 // build, the steps and the fits in its key), a Recorder writes one
