@@ -28,6 +28,8 @@ var (
 	_ fleet.FingerprintObserver = (*metrics.Metrics)(nil)
 )
 
+// cmdServe is system1 serve: the configuration read, the face built over
+// it, served until a signal, then drained.
 func cmdServe(ctx context.Context, args []string, e env) error {
 	fs := flags("serve", e)
 	cfgFlag := fs.String("config", "", "configuration file (default $SYSTEM1_CONFIG, else ~/.config/system1/config.yaml)")
@@ -37,32 +39,65 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	log := logger(e)
-	path := configPath(*cfgFlag, e.getenv)
+	cfg, err := serveConfig(ctx, configPath(*cfgFlag, e.getenv), *listen, log)
+	if cfg == nil {
+		return err // nil too when a signal stopped the reading
+	}
+	s, err := buildServe(ctx, cfg, *stateDir, e, log)
+	if err != nil {
+		return err
+	}
+	// Closed after the drain: the requests in flight record their
+	// answers and end their spans.
+	defer s.close()
+	return serveHTTP(ctx, cfg, s, log)
+}
+
+// serveConfig reads and checks the configuration serve runs on, with
+// listen (the flag's, when set) and its default applied. A signal while
+// it is read is no error: nil and nil.
+func serveConfig(ctx context.Context, path, listen string, log *slog.Logger) (*config.Config, error) {
 	log.Info("reading the configuration", "config", path)
 	cfg, err := config.LoadContext(ctx, path)
 	if errors.Is(err, context.Canceled) {
 		log.Info("stopped by a signal while reading the configuration")
-		return nil
+		return nil, nil
 	}
 	if errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("no configuration at %s: serve needs one that lists the engines (nodes) to serve.\n\n%s", path, whereConfig(path))
+		return nil, fmt.Errorf("no configuration at %s: serve needs one that lists the engines (nodes) to serve.\n\n%s", path, whereConfig(path))
 	}
 	if err != nil {
-		return fmt.Errorf("reading the configuration: %w", err)
+		return nil, fmt.Errorf("reading the configuration: %w", err)
 	}
 	if errs := cfg.Check(); len(errs) > 0 {
-		return fmt.Errorf("configuration %s: %w", cfg.Path, errors.Join(errs...))
+		return nil, fmt.Errorf("configuration %s: %w", cfg.Path, errors.Join(errs...))
 	}
-	if *listen != "" {
-		cfg.Listen = *listen
+	if listen != "" {
+		cfg.Listen = listen
 	}
 	if cfg.Listen == "" {
 		cfg.Listen = "127.0.0.1:3000"
 	}
+	return cfg, nil
+}
+
+// serving is what serve builds before it listens: the HTTP face, the
+// readiness /readyz answers from, and close, which closes what the
+// requests record to once they have drained.
+type serving struct {
+	api   http.Handler
+	ready *readiness
+	close func()
+}
+
+// buildServe builds the fleet, the answer paths, the decision log and
+// the HTTP face over them from cfg, and starts the background work (the
+// probes, the ECE gauge, the refits). Nothing listens yet.
+func buildServe(ctx context.Context, cfg *config.Config, stateDir string, e env, log *slog.Logger) (*serving, error) {
 	m := metrics.New()
 	router, err := fleet.FromConfig(cfg, fleet.Options{Getenv: e.getenv, Observer: m, Fingerprint: fleet.FingerprintOptions{Log: log}})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	m.WatchNodes(func() []metrics.Node {
 		var out []metrics.Node
@@ -76,36 +111,33 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 
 	fits, err := servingFits(cfg, log)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	keys, err := cfg.APIKeys(e.getenv)
 	if err != nil {
-		return fmt.Errorf("configuration %s: %w", cfg.Path, err)
+		return nil, fmt.Errorf("configuration %s: %w", cfg.Path, err)
 	}
 	if err := checkNodes(cfg); err != nil {
-		return err
+		return nil, err
 	}
 	// As keys_env's keys: a variable that holds no usable URL stops the
 	// start, as a bad decision_log.url does, rather than leave a replica
 	// recording nowhere.
 	if _, err := cfg.DecisionLog.PostgresURL(e.getenv); err != nil {
-		return fmt.Errorf("configuration %s: %w", cfg.Path, err)
+		return nil, fmt.Errorf("configuration %s: %w", cfg.Path, err)
 	}
 	tr, err := setupTracing(ctx, cfg.Tracing, log)
 	if err != nil {
-		return fmt.Errorf("configuration %s: %w", cfg.Path, err)
+		return nil, fmt.Errorf("configuration %s: %w", cfg.Path, err)
 	}
-	dlog := openDecisionLog(ctx, cfg.DecisionLog, *stateDir, e, log, m)
+	dlog := openDecisionLog(ctx, cfg.DecisionLog, stateDir, e, log, m)
 	if dlog == nil && !cfg.DecisionLog.Off {
 		ready.logProblem = "the decision log could not be opened (the start-up log says why): answers would not be recorded"
 	}
-	// Closed after the drain, the tracer beside it: the requests in
-	// flight record their answers and end their spans.
-	defer closeLogAndTracer(dlog, tr, log)
-	// Stopped before the log closes, so that its last answers are
-	// recorded (defers run last first).
 	shadow := newShadow(cfg, dlog, m, log)
-	defer shadow.Close()
+	// The shadow stops before the log closes, so that its last answers
+	// are recorded; the tracer closes beside the log.
+	s := &serving{ready: ready, close: func() { shadow.Close(); closeLogAndTracer(dlog, tr, log) }}
 	// One tracker keeps the calibration statistics for the report, the
 	// ECE gauge and the refits, reading each outcome once.
 	var tracker *outcomes.Tracker
@@ -130,7 +162,7 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 		m.WatchCache(cache.Hits, cache.Misses, cache.Bypassed, cache.Coalesced)
 		log.Info("decision cache on", "entries", cfg.Cache.Entries, "ttl", time.Duration(cfg.Cache.TTL))
 	}
-	api := httpapi.New(httpapi.Options{
+	s.api = httpapi.New(httpapi.Options{
 		Answer:           answerPathShadowed(router, fits, dlog, false, shadow).WithCache(cache),
 		Log:              log,
 		Metrics:          m,
@@ -150,7 +182,7 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 		// POST /v1/decide: the gateway over the same fleet and decision
 		// log.
 		Decide: gateway.New(gateway.Options{Config: cfg, ConfigPath: cfg.Path, ConfigErrors: decideErrs,
-			Answer: answerPathShadowed(router, dfits, dlog, false, shadow).WithCache(cache), Log: log, StatePath: pause.Path(*stateDir, e.getenv),
+			Answer: answerPathShadowed(router, dfits, dlog, false, shadow).WithCache(cache), Log: log, StatePath: pause.Path(stateDir, e.getenv),
 			Version: version, Face: decisionlog.FaceDecide}),
 		Version: version,
 		Ready:   ready.check,
@@ -171,13 +203,18 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 	} else {
 		log.Info("auth on", "keys", len(keys))
 	}
+	return s, nil
+}
 
+// serveHTTP serves s on cfg's listeners (HTTP, HTTPS with tls, the admin
+// listener) until one fails or ctx ends, then drains them.
+func serveHTTP(ctx context.Context, cfg *config.Config, s *serving, log *slog.Logger) error {
 	// Requests run under base, which the shutdown cancels once the drain
 	// timeout has passed (see shutdown).
 	base, cancelRequests := context.WithCancel(context.Background())
 	defer cancelRequests()
 	srv := &http.Server{
-		Handler:           api,
+		Handler:           s.api,
 		BaseContext:       func(net.Listener) context.Context { return base },
 		ReadHeaderTimeout: cfg.Timeouts.ReadHeader.Or(5 * time.Second),
 		ReadTimeout:       cfg.Timeouts.Read.Or(30 * time.Second),
@@ -192,39 +229,18 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	log.Info("listening", "url", "http://"+ln.Addr().String(), "nodes", len(cfg.Nodes), "version", version)
-	for _, nr := range ready.check() {
+	for _, nr := range s.ready.check() {
 		log.Info("not ready yet: GET /readyz answers 503 until this is met", "request_id", "-", "check", nr.Check, "detail", nr.Detail)
 	}
 	go func() { errc <- srv.Serve(ln) }()
 
 	if cfg.TLS.Cert != "" {
-		cert, err := tls.LoadX509KeyPair(cfg.Resolve(cfg.TLS.Cert), cfg.Resolve(cfg.TLS.Key))
-		if err != nil {
-			return fmt.Errorf("tls: %w", err)
-		}
-		tsrv := &http.Server{
-			Handler:           srv.Handler,
-			BaseContext:       srv.BaseContext,
-			ReadHeaderTimeout: srv.ReadHeaderTimeout,
-			ReadTimeout:       srv.ReadTimeout,
-			WriteTimeout:      srv.WriteTimeout,
-			IdleTimeout:       srv.IdleTimeout,
-			ErrorLog:          srv.ErrorLog,
-			TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
-		}
-		addr := cfg.TLS.Listen
-		if addr == "" {
-			addr = "127.0.0.1:3443"
-		}
-		tln, err := net.Listen("tcp", addr)
+		tsrv, err := startTLS(cfg, srv, errc, log)
 		if err != nil {
 			return err
 		}
-		log.Info("listening", "url", "https://"+tln.Addr().String())
 		servers = append(servers, tsrv)
-		go func() { errc <- tsrv.ServeTLS(tln, "", "") }()
 	}
-
 	if cfg.Admin.Listen != "" {
 		asrv, err := startAdmin(cfg.Admin.Listen, srv, errc, log)
 		if err != nil {
@@ -240,7 +256,7 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 	}
 	// /readyz turns first, while the listeners still serve, so that a
 	// load balancer polling it stops sending before they close.
-	ready.drain()
+	s.ready.drain()
 	if d := cfg.Timeouts.DrainDelay.Or(0); d > 0 {
 		log.Info("draining: GET /readyz answers 503; serving on for timeouts.drain_delay before the listeners close", "request_id", "-", "drain_delay", d)
 		select {
@@ -250,6 +266,36 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 		}
 	}
 	return shutdown(servers, cfg.Timeouts.Drain.Or(30*time.Second), cancelRequests, log)
+}
+
+// startTLS serves srv's handler over HTTPS on cfg's tls listener, with
+// srv's timeouts; Serve's end goes to errc.
+func startTLS(cfg *config.Config, srv *http.Server, errc chan<- error, log *slog.Logger) (*http.Server, error) {
+	cert, err := tls.LoadX509KeyPair(cfg.Resolve(cfg.TLS.Cert), cfg.Resolve(cfg.TLS.Key))
+	if err != nil {
+		return nil, fmt.Errorf("tls: %w", err)
+	}
+	tsrv := &http.Server{
+		Handler:           srv.Handler,
+		BaseContext:       srv.BaseContext,
+		ReadHeaderTimeout: srv.ReadHeaderTimeout,
+		ReadTimeout:       srv.ReadTimeout,
+		WriteTimeout:      srv.WriteTimeout,
+		IdleTimeout:       srv.IdleTimeout,
+		ErrorLog:          srv.ErrorLog,
+		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+	}
+	addr := cfg.TLS.Listen
+	if addr == "" {
+		addr = "127.0.0.1:3443"
+	}
+	tln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("listening", "url", "https://"+tln.Addr().String())
+	go func() { errc <- tsrv.ServeTLS(tln, "", "") }()
+	return tsrv, nil
 }
 
 // cancelGrace is how long requests cancelled at the end of the drain get

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"system1/cmd/system1/tracesdk"
 	"system1/internal/config"
 	"system1/internal/decisionlog"
 	"system1/internal/tracing"
@@ -18,10 +19,10 @@ import (
 const traceCloseTimeout = 5 * time.Second
 
 // setupTracing builds the tracer the configuration's tracing block and
-// the OTEL_* variables ask for: nil, tracing off, unless one names an
+// the OTEL_* variables ask for, with the SDK the program picks: nil, tracing off, unless one names an
 // endpoint (docs/tracing.md).
 func setupTracing(ctx context.Context, c config.Tracing, log *slog.Logger) (*tracing.Tracer, error) {
-	tr, err := tracing.Setup(ctx, tracing.Options{Config: c, Version: version, Log: log})
+	tr, err := tracesdk.Setup(ctx, tracesdk.Options{Config: c, Version: version, Log: log})
 	if err != nil {
 		return nil, err
 	}

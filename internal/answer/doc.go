@@ -13,11 +13,17 @@
 // system1 itself and configured its nodes: the MCP server over stdio and
 // the command line.
 //
-// The files, in the order of a request:
+// A request's answer carries what stands behind it: the steps applied to
+// each question's reading (debias, prior, a fit's temperature), the
+// engine's usage, the build that answered, and, for a question whose
+// answer does not clear its Gate, a Refusal that says why the service will
+// not stand behind it. A batch is many states under one set of questions,
+// each answered exactly as a request of that state alone, and Throughput
+// marks row-wise work (a batch, a job's rows): one state among many that
+// keep the engines' slots busy.
 //
-//	answer.go   Options, Service, Request, Answer: the sequence itself
-//	report.go   the steps after the engine (debias, prior, temperature), usage, warnings
-//	failure.go  Class, Classify, Failure: what a face maps to its status; redaction
-//	record.go   Recorder: one decisionlog.Record per answered question
-//	shadow.go   Shadow: a sampled share of answered requests asked of a candidate off the request path
+// Off the request path: a Cache answers exact repeats (the model's
+// build, the steps and the fits in its key), a Recorder writes one
+// decision-log record per answered question, and a Shadow asks a sampled
+// share of the answered requests of a candidate model.
 package answer

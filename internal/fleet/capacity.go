@@ -17,16 +17,45 @@ type slotCounter interface {
 
 var _ slotCounter = (*llamacpp.Engine)(nil)
 
+// sized is a backend that says what its engine runs at once: an engine
+// dialect's (engineBackend). Any other backend is bounded by its node's
+// max_inflight alone.
+type sized interface {
+	// slotCounter is the engine's count of its calls at once, nil when
+	// it keeps none.
+	slotCounter() slotCounter
+	// holder is the engine when it holds slots for states, else nil.
+	holder() holder
+}
+
+var _ sized = (*engineBackend)(nil)
+
+func (b *engineBackend) slotCounter() slotCounter {
+	e, _ := b.e.(slotCounter)
+	return e
+}
+
+func (b *engineBackend) holder() holder {
+	h, _ := b.e.(holder)
+	return h
+}
+
+// counter is n's engine's slot counter, nil when it keeps none.
+func (n *Node) counter() slotCounter {
+	if b, ok := n.Backend.(sized); ok {
+		return b.slotCounter()
+	}
+	return nil
+}
+
 // knownSlots is how many engine calls n runs at once, as far as it is
 // known without a call: its max_inflight, or fewer where its engine said
 // it runs fewer.
 func (n *Node) knownSlots() int {
 	s := cap(n.slots.sem)
-	if b, ok := n.Backend.(*engineBackend); ok {
-		if e, ok := b.e.(slotCounter); ok {
-			if k := e.KnownSlots(); k > 0 {
-				s = min(s, k)
-			}
+	if e := n.counter(); e != nil {
+		if k := e.KnownSlots(); k > 0 {
+			s = min(s, k)
 		}
 	}
 	return s
@@ -35,12 +64,10 @@ func (n *Node) knownSlots() int {
 // readSlots is knownSlots after asking the engine, when it has not said
 // yet.
 func (n *Node) readSlots(ctx context.Context) int {
-	if b, ok := n.Backend.(*engineBackend); ok {
-		if e, ok := b.e.(slotCounter); ok && e.KnownSlots() == 0 {
-			ctx, cancel := context.WithTimeout(ctx, n.Timeout)
-			defer cancel()
-			_ = e.Slots(ctx)
-		}
+	if e := n.counter(); e != nil && e.KnownSlots() == 0 {
+		ctx, cancel := context.WithTimeout(ctx, n.Timeout)
+		defer cancel()
+		_ = e.Slots(ctx)
 	}
 	return n.knownSlots()
 }
@@ -79,10 +106,8 @@ func (r *Router) Capacity(ctx context.Context, model string, k int) int {
 
 // holder is n's engine when it holds slots for states, else nil.
 func (n *Node) holder() holder {
-	if b, ok := n.Backend.(*engineBackend); ok {
-		if h, ok := b.e.(holder); ok {
-			return h
-		}
+	if b, ok := n.Backend.(sized); ok {
+		return b.holder()
 	}
 	return nil
 }

@@ -7,14 +7,14 @@
 // package that talks to engines. What the answer means to a caller
 // (calibration, the class of a failure, the record) is package answer's.
 //
-// The files, in the order of a request:
-//
-//	router.go       Router, Options, New: the nodes, aliases, limits, catalog
-//	decide.go       Router.Decide, top-down: budget, node order, asking, blame, why no node
-//	backend.go      Backend: an engine dialect or a System One upstream, and what a call costs
-//	corrections.go  debias (orders of the options) and prior (batch, content-free) as the fleet reads them
-//	node.go         Node, NewNode, FromConfig: a configured node, its models and State
-//	health.go       Policy: cooldowns, probes, pings, the fleet's status
-//	constraint.go   whether a constrained node holds its first token to the labels
-//	slots.go        each node's slots: a call holds one while it runs, a request at most half
+// A node has one Backend: an engine dialect (llama.cpp, Ollama, an
+// OpenAI-compatible server), a System One upstream or a Decisions
+// endpoint, so that every node fails over, cools down and honours
+// Retry-After by one rule. A request is checked against each node's
+// budget of engine calls before any is made; a node's slots bound the
+// calls it runs at once, and a request holds at most half of them. The
+// fleet reads a request's corrections (debias over orders of the
+// options, a prior divided out) as the engines must be asked for them,
+// tells which build each node serves by its fingerprint, and holds a
+// constrained node to its first token being one of the labels.
 package fleet

@@ -9,15 +9,15 @@
 // it is given (package answer), the one /v1/systemone takes, and the
 // gateway decides, abstains or grades by what comes back.
 //
-// The files:
-//
-//	contract.go  the decide request and response, their limits and codes: the published contract
-//	request.go   ParseRequest: every problem of a request named, in field order
-//	gateway.go   Options, New, Decide: the pause, the chain asked in order, abstention and grading
-//	link.go      one link of the chain: its option limit, its ask through the answer path, its probe
-//	provider.go  the query a link asks and the reading it gets back; the provider kinds
-//	health.go    Health and Capabilities of the chain
-//	schema.go    the JSON Schemas of the contract and of the MCP tools' results
+// A request is parsed with every problem named, in field order; each
+// link of the chain is asked through the answer path within its option
+// limit; the first link that answers decides, an answer under the
+// threshold abstains, and an answer is graded act, ask or escalate
+// against the gate its calibration fit suggests, else the threshold. A batch is one question over many
+// contexts, each decided as a request of its own. The pause, Health and
+// Capabilities of the chain, and the JSON Schemas of the contract and of
+// the MCP tools' results are here too, so that every face publishes the
+// same ones.
 package gateway
 
 //go:generate go run ./schemagen -out ../../schema

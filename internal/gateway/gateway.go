@@ -589,13 +589,28 @@ func since(t time.Time) int64 { return time.Since(t).Milliseconds() }
 // Invalid is the response to a request that could not even be read (too
 // large, too slow, cut off): invalid_request, nothing asked. id is the
 // request id to echo ("" generates one).
-func Invalid(id, msg string) *Response {
+func Invalid(id, msg string) *Response { return Refused(id, CodeInvalidRequest, msg) }
+
+// Refused is the response to a request refused before anything was
+// asked, for the reason code names: invalid_request (it could not be
+// read), or, over HTTP, unauthorized or rate_limited. id is the request
+// id to echo ("" generates one).
+func Refused(id, code, msg string) *Response {
 	if id == "" {
 		id = decisionlog.NewRequestID()
 	}
 	res := &Response{Attempts: []Attempt{}, SchemaVersion: SchemaVersion, RequestID: id}
-	res.fail(CodeInvalidRequest, msg, "The request was not valid: "+msg+". Nothing was asked.")
+	why := "The request was refused: "
+	if code == CodeInvalidRequest {
+		why = "The request was not valid: "
+	}
+	res.fail(code, msg, why+msg+". Nothing was asked.")
 	return res
+}
+
+// RefusedBatch is Refused for a batch: refused whole, no result.
+func RefusedBatch(id, code, msg string) *BatchResponse {
+	return &BatchResponse{Results: []*Response{}, SchemaVersion: SchemaVersion, RequestID: id, Error: &Error{Code: code, Message: msg}}
 }
 
 // Link is one link of the chain as the bench asks it: its model, the

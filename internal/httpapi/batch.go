@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"io"
 	"net/http"
 	"time"
@@ -138,9 +137,7 @@ func (s *Server) handleDecideBatch(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		status, msg := bodyError(err)
-		res = &gateway.BatchResponse{Results: []*gateway.Response{}, SchemaVersion: gateway.SchemaVersion, RequestID: id,
-			Error: &gateway.Error{Code: gateway.CodeInvalidRequest, Message: msg}}
-		writeDecideBatch(w, status, res)
+		writeDecide(w, status, gateway.RefusedBatch(id, gateway.CodeInvalidRequest, msg))
 		return
 	}
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.batchTimeout() + 10*time.Second))
@@ -159,14 +156,5 @@ func (s *Server) handleDecideBatch(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	writeDecideBatch(w, status, res)
-}
-
-func writeDecideBatch(w http.ResponseWriter, status int, res *gateway.BatchResponse) {
-	data, err := json.Marshal(res)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	writeJSON(w, status, append(data, '\n'))
+	writeDecide(w, status, res)
 }

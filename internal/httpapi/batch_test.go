@@ -5,18 +5,14 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"system1/internal/answer"
-	"system1/internal/config"
 	"system1/internal/decision"
 	"system1/internal/fakeengine"
-	"system1/internal/fleet"
 	"system1/internal/gateway"
 	"system1/internal/httpapi"
 	"system1/internal/systemone"
@@ -239,21 +235,8 @@ func decideServer(t *testing.T, b fakeengine.Behavior, rate float64, burst int) 
 // reads.
 func decideServerOn(t *testing.T, n node, rate float64, burst int) *system1 {
 	t.Helper()
-	fn, err := fleet.NewNode(n.cfg, func(string) string { return "" }, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	router := fleet.New([]*fleet.Node{fn}, fleet.Options{Policy: testPolicy})
-	cfg, err := config.Parse([]byte("gateway:\n  threshold: 0.5\n  deadline: 60s\n  chain:\n    - {name: local, model: fake, timeout: 60s}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc := answer.New(answer.Options{Router: router})
-	api := httpapi.New(httpapi.Options{Answer: svc, Rounding: 2, RatePerSecond: rate, Burst: burst, RequestTimeout: time.Minute,
-		Decide: gateway.New(gateway.Options{Config: cfg, Answer: svc})})
-	srv := httptest.NewServer(api)
-	t.Cleanup(srv.Close)
-	return &system1{URL: srv.URL, client: &http.Client{Transport: checker{t: t, base: http.DefaultTransport}}}
+	return serve(t, setup{nodes: []node{n}, rate: rate, burst: burst,
+		requestTimeout: time.Minute, decide: true})
 }
 
 // decideBatch is POST /v1/decide/batch's reply, read loosely.

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -70,16 +69,7 @@ func (s *Server) handleCalibration(w http.ResponseWriter, r *http.Request) {
 	now := time.Now()
 	rep, err := s.opt.Tracker.Report(r.Context(), s.opt.Answer.Fits(), outcomes.ReportOptions{
 		Since: now.Add(-window), Until: now, TargetError: target, MaxInScopeLoss: maxLoss, Drift: s.opt.Drift})
-	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, systemone.Unavailable, "reading the decision log: "+err.Error())
-		return
-	}
-	data, err := json.Marshal(rep)
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, systemone.Internal, err.Error())
-		return
-	}
-	writeJSON(w, http.StatusOK, append(data, '\n'))
+	writeReport(w, rep, err)
 }
 
 // parseWindow reads "Nd" or a Go duration.

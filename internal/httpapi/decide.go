@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"system1/internal/gateway"
+	"system1/internal/systemone"
 )
 
 // handleDecide serves POST /v1/decide: the same request and response as
@@ -28,12 +29,43 @@ func (s *Server) handleDecide(w http.ResponseWriter, r *http.Request) {
 		res = s.opt.Decide.Decide(r.Context(), body, id)
 		status = decideStatus(res)
 	}
+	writeDecide(w, status, res)
+}
+
+// writeDecide writes a decide response, or a batch's.
+func writeDecide(w http.ResponseWriter, status int, res any) {
 	data, err := json.Marshal(res)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
 	writeJSON(w, status, append(data, '\n'))
+}
+
+// writeDecideError is the errorWriter of /v1/decide: an error written
+// outside the handler (a key missing or wrong, a rate limit, a body it
+// cannot take, a wrong method) is a decide response too, refused with
+// the code of its kind and the request's id.
+func writeDecideError(w http.ResponseWriter, status int, typ, msg string) {
+	writeDecide(w, status, gateway.Refused(w.Header().Get(systemone.RequestIDHeader), decideCode(typ), msg))
+}
+
+// writeDecideBatchError is writeDecideError for /v1/decide/batch: the
+// batch refused whole.
+func writeDecideBatchError(w http.ResponseWriter, status int, typ, msg string) {
+	writeDecide(w, status, gateway.RefusedBatch(w.Header().Get(systemone.RequestIDHeader), decideCode(typ), msg))
+}
+
+// decideCode is the decide contract's code for an error of a kind the
+// middleware names.
+func decideCode(typ string) string {
+	switch typ {
+	case systemone.Authentication:
+		return gateway.CodeUnauthorized
+	case systemone.RateLimit:
+		return gateway.CodeRateLimited
+	}
+	return gateway.CodeInvalidRequest
 }
 
 // decideStatus is the HTTP status for a decide response.

@@ -21,7 +21,7 @@ import (
 // System One wire, the answers written in question order with each
 // question's name, and a question system1 will not stand behind answered
 // with a refusal while the others are answered. Errors are OpenAI's
-// envelope; x-request-id is on every reply (decisionsRoute).
+// envelope; x-request-id is on every reply (decisionsWire).
 func (s *Server) handleDecisions(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	body, err := io.ReadAll(r.Body)
@@ -76,16 +76,6 @@ func (s *Server) handleDecisions(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, b)
 }
 
-// decisionsRoute gives every reply of a Decisions route, errors
-// included, the request's id in x-request-id, where OpenAI's SDKs read
-// it (_request_id, APIError.requestID).
-func decisionsRoute(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set(decisionsapi.RequestIDHeader, RequestID(r.Context()))
-		h.ServeHTTP(w, r)
-	})
-}
-
 // writeDecisionsError writes an error in OpenAI's envelope, with the
 // pause it asks for.
 func writeDecisionsError(w http.ResponseWriter, e *decisionsapi.Error) {
@@ -94,8 +84,9 @@ func writeDecisionsError(w http.ResponseWriter, e *decisionsapi.Error) {
 }
 
 // writeDecisionsAPIError is the errorWriter of the Decisions routes: what
-// every API route may answer before its handler (a key missing or
-// wrong, a rate limit, a body it cannot take), in OpenAI's envelope.
+// every API route may answer outside its handler (a key missing or
+// wrong, a rate limit, a body it cannot take, a wrong method), in
+// OpenAI's envelope.
 func writeDecisionsAPIError(w http.ResponseWriter, status int, typ, msg string) {
 	switch typ {
 	case systemone.Authentication:

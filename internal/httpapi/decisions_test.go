@@ -192,7 +192,8 @@ func TestDecisionsNamesAndTypedValues(t *testing.T) {
 // classes, and none reaches the engine: the request's own problems are
 // 400s naming param, an unknown model a 404 naming model, a wrong key a
 // 401, a caller over its rate a 429 with retry-after-ms, a body over the
-// limit a 413, a header holding nonsense a 400 naming it.
+// limit a 413, a header holding nonsense a 400 naming it, a wrong method
+// a 405.
 func TestDecisionsErrors(t *testing.T) {
 	n := startNode(t, "n", fakeengine.LlamaCpp, fakeengine.Behavior{})
 	s := serve(t, setup{nodes: []node{n}, keys: []string{"k"}, rate: 1000, burst: 1000, maxBody: 4096})
@@ -229,6 +230,11 @@ func TestDecisionsErrors(t *testing.T) {
 	r := s.do(t, http.MethodPost, "/v1/decisions", `{"model":"fake","input":"s",`+pred+`}`, "Authorization: Bearer wrong")
 	if e := openAIError(t, r); r.status != 401 || str(e.Code) != "invalid_api_key" {
 		t.Errorf("a wrong key: %s", r)
+	}
+	// The client's checks hold x-request-id to every reply, this one too.
+	r = s.do(t, http.MethodGet, "/v1/decisions", "")
+	if e := openAIError(t, r); r.status != 405 || e.Type != "invalid_request_error" || r.header.Get("Allow") != "POST" {
+		t.Errorf("a wrong method: %s %v", r, r.header)
 	}
 	if len(n.fake.Inferences()) != 0 {
 		t.Errorf("%d engine calls for requests that are all refused", len(n.fake.Inferences()))

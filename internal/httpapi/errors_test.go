@@ -9,9 +9,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"system1/internal/config"
 	"system1/internal/fakeengine"
 	"system1/internal/fleet"
+	"system1/internal/gateway"
+	"system1/internal/systemone"
 )
 
 // choiceOf is a request with one choice of n options.
@@ -381,6 +385,81 @@ func TestUnknownPath(t *testing.T) {
 		r := s.do(t, p.method, p.path, "")
 		if r.status != http.StatusNotFound || string(r.body) != `{"detail":"Not Found"}` {
 			t.Errorf("%s %s: %s", p.method, p.path, r)
+		}
+	}
+}
+
+// Every error of the decide routes is in the decide contract's shape
+// (schema/response.json; the batch's schema/batch-response.json), those
+// the middleware answers before the handler included: a key missing, a
+// rate exceeded, a body too large or in an unknown encoding, a method the
+// path does not serve. Its code says the kind, its request_id is the
+// request's header, and the middleware's headers are kept.
+func TestDecideErrorsAreDecideShaped(t *testing.T) {
+	n := startNode(t, "n", fakeengine.LlamaCpp, fakeengine.Behavior{})
+	keyed := setup{nodes: []node{n}, keys: []string{"k"}, decide: true}
+	limited := keyed
+	limited.rate, limited.burst = 0.001, 1
+	small := setup{nodes: []node{n}, maxBody: 64, decide: true}
+	big := `{"question":"` + strings.Repeat("x", 100) + `"}`
+	for _, route := range []struct {
+		path   string
+		schema *jsonschema.Schema
+	}{
+		{"/v1/decide", gateway.ResponseSchema()},
+		{"/v1/decide/batch", gateway.BatchResponseSchema()},
+	} {
+		resolved, err := route.schema.Resolve(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			name    string
+			setup   setup
+			method  string
+			body    string
+			headers []string
+			status  int
+			code    string
+			header  string // a header the reply keeps
+		}{
+			{"no key", keyed, http.MethodPost, `{}`, nil, http.StatusUnauthorized, gateway.CodeUnauthorized, "WWW-Authenticate"},
+			{"over the rate", limited, http.MethodPost, `{}`, []string{"Authorization: Bearer k"}, http.StatusTooManyRequests, gateway.CodeRateLimited, "Retry-After"},
+			{"a body over the limit", small, http.MethodPost, big, nil, http.StatusRequestEntityTooLarge, gateway.CodeInvalidRequest, ""},
+			{"an unknown encoding", small, http.MethodPost, `{}`, []string{"Content-Encoding: br"}, http.StatusUnsupportedMediaType, gateway.CodeInvalidRequest, ""},
+			{"a wrong method", small, http.MethodGet, "", nil, http.StatusMethodNotAllowed, gateway.CodeInvalidRequest, "Allow"},
+			{"an invalid request", small, http.MethodPost, `{}`, nil, http.StatusUnprocessableEntity, gateway.CodeInvalidRequest, ""},
+		} {
+			t.Run(strings.TrimPrefix(route.path, "/")+"/"+c.name, func(t *testing.T) {
+				s := serve(t, c.setup)
+				if c.status == http.StatusTooManyRequests {
+					s.do(t, c.method, route.path, c.body, c.headers...) // spends the burst
+				}
+				r := s.do(t, c.method, route.path, c.body, c.headers...)
+				if r.status != c.status {
+					t.Fatalf("got %s, want %d", r, c.status)
+				}
+				var generic any
+				if err := json.Unmarshal(r.body, &generic); err != nil {
+					t.Fatal(err)
+				}
+				if err := resolved.Validate(generic); err != nil {
+					t.Errorf("%s is not %s's shape: %v", r.body, route.path, err)
+				}
+				var res struct {
+					Error     *gateway.Error `json:"error"`
+					RequestID string         `json:"request_id"`
+				}
+				if err := json.Unmarshal(r.body, &res); err != nil || res.Error == nil || res.Error.Code != c.code || res.Error.Message == "" {
+					t.Errorf("%s: error %+v %v, want code %s", r.body, res.Error, err, c.code)
+				}
+				if id := r.header.Get(systemone.RequestIDHeader); res.RequestID != id {
+					t.Errorf("request_id %q, the header's %q", res.RequestID, id)
+				}
+				if c.header != "" && r.header.Get(c.header) == "" {
+					t.Errorf("no %s header", c.header)
+				}
+			})
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"net/http"
 
 	"system1/internal/decision"
@@ -36,10 +35,5 @@ func (s *Server) handleFeedback(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	data, err := json.Marshal(res)
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, systemone.Internal, err.Error())
-		return
-	}
-	writeJSON(w, http.StatusOK, append(data, '\n'))
+	writeOK(w, res)
 }

@@ -21,6 +21,7 @@ import (
 	"system1/internal/decisionsapi"
 	"system1/internal/fakeengine"
 	"system1/internal/fleet"
+	"system1/internal/gateway"
 	"system1/internal/httpapi"
 	"system1/internal/systemone"
 	"system1/internal/testbin"
@@ -72,6 +73,9 @@ type setup struct {
 	// probe runs the background probe once before the server starts, so
 	// that the nodes' builds are fingerprinted.
 	probe bool
+	// decide serves /v1/decide and /v1/decide/batch: a gateway whose one
+	// link asks the model "fake" of the nodes.
+	decide bool
 }
 
 // testPolicy is the router's default policy with a cooldown longer than
@@ -102,8 +106,18 @@ func serve(t testing.TB, s setup) *system1 {
 	if s.probe {
 		router.Probe(t.Context())
 	}
+	svc := answer.New(answer.Options{Router: router})
+	var g *gateway.Gateway
+	if s.decide {
+		cfg, err := config.Parse([]byte("gateway:\n  threshold: 0.5\n  deadline: 60s\n  chain:\n    - {name: local, model: fake, timeout: 60s}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g = gateway.New(gateway.Options{Config: cfg, Answer: svc})
+	}
 	api := httpapi.New(httpapi.Options{
-		Answer:         answer.New(answer.Options{Router: router}),
+		Answer:         svc,
+		Decide:         g,
 		Keys:           s.keys,
 		RatePerSecond:  s.rate,
 		Burst:          s.burst,

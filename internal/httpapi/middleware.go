@@ -3,6 +3,7 @@ package httpapi
 import (
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 
 	"system1/internal/decision"
 	"system1/internal/decisionlog"
+	"system1/internal/decisionsapi"
 	"system1/internal/redact"
 	"system1/internal/systemone"
 	"system1/internal/tracing"
@@ -103,24 +105,44 @@ func (s *Server) observe(next http.Handler) http.Handler {
 	})
 }
 
-// api wraps an authenticated, rate-limited API route: a missing or wrong
-// key is a 401, a caller over its rate a 429 with Retry-After, and the
-// whole request runs under the request timeout with its body bounded.
-func (s *Server) api(h http.HandlerFunc) http.Handler { return s.apiIn(writeError, h) }
-
 // errorWriter writes an error in a wire's shape: the status, the kind of
 // error as a System One error type (systemone.Authentication, RateLimit,
 // InvalidRequest, TooLarge) and the message.
 type errorWriter func(w http.ResponseWriter, status int, typ, msg string)
 
-// apiIn is api for a route whose wire writes its errors through errs.
-func (s *Server) apiIn(errs errorWriter, h http.HandlerFunc) http.Handler {
-	return s.apiWithin(errs, h, s.opt.RequestTimeout)
+// A wire is what a route's wire decides beyond its handler, chosen by
+// the route when it is registered (routes): how its errors are written,
+// those its middleware answers (401, 413, 415, 429) and a 405 on its path
+// included, and the header that carries the request's id on each reply,
+// where the wire has one of its own.
+type wire struct {
+	errs      errorWriter
+	requestID string
 }
 
-// apiWithin is apiIn with the whole request bounded by timeout instead.
-func (s *Server) apiWithin(errs errorWriter, h http.HandlerFunc, timeout time.Duration) http.Handler {
+// The wires of the API routes.
+var (
+	systemOneWire   = wire{errs: writeError}
+	decisionsWire   = wire{errs: writeDecisionsAPIError, requestID: decisionsapi.RequestIDHeader}
+	decideWire      = wire{errs: writeDecideError}
+	decideBatchWire = wire{errs: writeDecideBatchError}
+)
+
+// start gives a reply of the wire its request-id header.
+func (wr wire) start(w http.ResponseWriter, r *http.Request) {
+	if wr.requestID != "" {
+		w.Header().Set(wr.requestID, RequestID(r.Context()))
+	}
+}
+
+// api wraps an authenticated, rate-limited API route of wire wr: a
+// missing or wrong key is a 401, a caller over its rate a 429 with
+// Retry-After, each written as wr writes errors, and the whole request
+// runs under timeout with its body bounded.
+func (s *Server) api(wr wire, h http.HandlerFunc, timeout time.Duration) http.Handler {
+	errs := wr.errs
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		wr.start(w, r)
 		caller := "" // whom the rate limit counts: the key, else the address
 		if s.AuthOn() {
 			k, ok, wait := s.checkKey(r)
@@ -297,6 +319,27 @@ func host(addr string) string {
 	return addr
 }
 
+// writeOK answers v as JSON; a value that does not encode (a NaN) is a
+// 500.
+func writeOK(w http.ResponseWriter, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, systemone.Internal, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, append(data, '\n'))
+}
+
+// writeReport answers a report read from the decision log, a 503 when it
+// could not be read.
+func writeReport(w http.ResponseWriter, rep any, err error) {
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, systemone.Unavailable, "reading the decision log: "+err.Error())
+		return
+	}
+	writeOK(w, rep)
+}
+
 func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
@@ -310,6 +353,12 @@ func writeInvalid(w http.ResponseWriter, in string, ps ...decision.Problem) {
 	writeJSON(w, http.StatusUnprocessableEntity, systemone.AppendValidationErrorIn(nil, in, ps))
 }
 
+// writeError is System One's errorWriter. Its 405 is FastAPI's bare
+// detail, as hosted Jev answers it.
 func writeError(w http.ResponseWriter, status int, typ, msg string) {
+	if status == http.StatusMethodNotAllowed {
+		writeJSON(w, status, systemone.MethodNotAllowedBody)
+		return
+	}
 	writeJSON(w, status, systemone.AppendError(nil, typ, msg))
 }

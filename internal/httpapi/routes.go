@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 	"strings"
+	"time"
 
 	"system1/internal/systemone"
 	"system1/internal/web"
@@ -16,20 +17,28 @@ const (
 	unmatchedRoute = "unmatched"
 )
 
-// routes maps the whole HTTP surface.
+// routes maps the whole HTTP surface. Each API route names its wire,
+// which writes every error of the route: its handler's, its
+// middleware's, and a 405 on its path.
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	handle := func(method, path string, h http.Handler) { mux.Handle(method+" "+path, h) }
-	handle(http.MethodPost, "/v1/systemone", s.api(s.handleSystemOne))
-	handle(http.MethodPost, "/v1/systemone"+systemone.BatchPath, s.apiWithin(writeError, s.handleSystemOneBatch, s.batchTimeout()))
-	handle(http.MethodPost, "/v1/decisions", decisionsRoute(s.apiIn(writeDecisionsAPIError, s.handleDecisions)))
-	handle(http.MethodGet, "/v1/models", s.api(s.handleModels))
-	handle(http.MethodPost, "/v1/feedback", s.api(s.handleFeedback))
-	handle(http.MethodGet, "/v1/calibration", s.api(s.handleCalibration))
-	handle(http.MethodGet, "/v1/shadow", s.api(s.handleShadow))
+	wires := map[string]wire{} // the API paths'
+	api := func(method, path string, wr wire, h http.HandlerFunc, timeout time.Duration) {
+		wires[path] = wr
+		handle(method, path, s.api(wr, h, timeout))
+	}
+	timeout, batch := s.opt.RequestTimeout, s.batchTimeout()
+	api(http.MethodPost, "/v1/systemone", systemOneWire, s.handleSystemOne, timeout)
+	api(http.MethodPost, "/v1/systemone"+systemone.BatchPath, systemOneWire, s.handleSystemOneBatch, batch)
+	api(http.MethodPost, "/v1/decisions", decisionsWire, s.handleDecisions, timeout)
+	api(http.MethodGet, "/v1/models", systemOneWire, s.handleModels, timeout)
+	api(http.MethodPost, "/v1/feedback", systemOneWire, s.handleFeedback, timeout)
+	api(http.MethodGet, "/v1/calibration", systemOneWire, s.handleCalibration, timeout)
+	api(http.MethodGet, "/v1/shadow", systemOneWire, s.handleShadow, timeout)
 	if s.opt.Decide != nil {
-		handle(http.MethodPost, "/v1/decide", s.api(s.handleDecide))
-		handle(http.MethodPost, "/v1/decide/batch", s.apiWithin(writeError, s.handleDecideBatch, s.batchTimeout()))
+		api(http.MethodPost, "/v1/decide", decideWire, s.handleDecide, timeout)
+		api(http.MethodPost, "/v1/decide/batch", decideBatchWire, s.handleDecideBatch, batch)
 	}
 	handle(http.MethodGet, "/health", http.HandlerFunc(s.handleHealth))
 	handle(http.MethodGet, "/livez", http.HandlerFunc(s.handleLivez))
@@ -39,11 +48,18 @@ func (s *Server) routes() http.Handler {
 		web.Register(mux) // GET / alone, /docs, /ui/*, /openapi.json; the rest stays 404 below
 	}
 	mux.HandleFunc(unmatched, func(w http.ResponseWriter, r *http.Request) {
-		// A known path asked with another method is FastAPI's 405, as
-		// hosted Jev answers it; anything else its 404.
+		// A known path asked with another method is a 405 in its route's
+		// wire (FastAPI's, as hosted Jev answers it, on System One's and
+		// off the API); anything else FastAPI's 404.
 		if methods := allowed(mux, r); len(methods) > 0 {
-			w.Header().Set("Allow", strings.Join(methods, ", "))
-			writeJSON(w, http.StatusMethodNotAllowed, systemone.MethodNotAllowedBody)
+			allow := strings.Join(methods, ", ")
+			w.Header().Set("Allow", allow)
+			wr, ok := wires[r.URL.Path]
+			if !ok {
+				wr = systemOneWire // the page's and the probes'
+			}
+			wr.start(w, r)
+			wr.errs(w, http.StatusMethodNotAllowed, systemone.InvalidRequest, "Method Not Allowed: "+r.URL.Path+" takes "+allow)
 			return
 		}
 		writeJSON(w, http.StatusNotFound, systemone.NotFoundBody)

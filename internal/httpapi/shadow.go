@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"net/http"
 	"time"
 
@@ -39,14 +38,5 @@ func (s *Server) handleShadow(w http.ResponseWriter, r *http.Request) {
 	}
 	now := time.Now()
 	rep, err := outcomes.ReportShadow(r.Context(), s.opt.DecisionLog, now.Add(-window), now)
-	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, systemone.Unavailable, "reading the decision log: "+err.Error())
-		return
-	}
-	data, err := json.Marshal(rep)
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, systemone.Internal, err.Error())
-		return
-	}
-	writeJSON(w, http.StatusOK, append(data, '\n'))
+	writeReport(w, rep, err)
 }

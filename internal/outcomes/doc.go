@@ -7,14 +7,13 @@
 // (package mcpserver), system1 feedback and system1 calibrate, and serve's
 // refit loop (cmd/system1).
 //
-// The files:
-//
-//	feedback.go  ParseFeedback and Feedback.Record: outcomes matched to recorded answers, all or none
-//	tracker.go   Tracker: per bucket statistics kept up to date as outcomes arrive, each read once
-//	report.go    Tracker.Report: calibration, reliability, gates and prediction sets per bucket
-//	refit.go     FitsFile.Refit: calibrators chosen by cross-validation, adopted beyond noise, with sets
-//	fitsfile.go  LoadFits, FitsFile: the fits file read, reloaded when it changes, written atomically
-//	drift.go     label-free drift per model and question signature, in the calibration report, from histograms kept by minute
-//	shadow.go    ReportShadow, ShadowReportOf: a candidate's answers against the served ones, per signature
-//	replay.go    Replay: the logged questions asked of a candidate through the answer path, the same report
+// An outcome is matched to the answer recorded under its request id and
+// question, all of a report or none. A Tracker keeps the statistics of
+// each bucket (model, question kind, option count) as outcomes arrive,
+// reading each once; its Report says what they show of the calibration,
+// the reliability, the gates and the prediction sets, with label-free
+// drift beside them. A refit chooses calibrators by cross-validation and
+// adopts one only beyond noise, as a new version of the fits file, which
+// is read, reloaded when it changes and written atomically. A shadow
+// report and a replay set a candidate's answers against the served ones.
 package outcomes

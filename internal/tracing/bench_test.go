@@ -96,7 +96,7 @@ func BenchmarkWiring(b *testing.B) {
 				if m.sampler != nil {
 					tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()), sdktrace.WithSampler(m.sampler))
 					defer tp.Shutdown(context.Background())
-					tr = newTracer(tp, "bench", false)
+					tr = New(tp, "bench", false)
 				}
 				r, h, qs, ctx := callerRequest(), http.Header{}, questions(n), context.Background()
 				b.ReportAllocs()

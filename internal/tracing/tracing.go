@@ -1,11 +1,11 @@
-// Package tracing is system1's OpenTelemetry tracing: Setup builds a
-// Tracer from the configuration's tracing block and the standard
-// OTEL_* variables, and the Start and End functions open and close the
+// Package tracing is system1's tracing over the OpenTelemetry API: the
 // spans of a request, its questions, their engine attempts, feedback and
-// refits, with the attribute names of attrs.go.
+// refits, and the names their attributes carry. It never imports the
+// SDK or an exporter: the program picks those (cmd/system1/tracesdk)
+// and hands New a provider, as OpenTelemetry advises libraries to do.
 //
-// Tracing is off unless an endpoint is named. Off, a Tracer is nil or
-// empty, every function here returns at once with a span that records
+// Tracing is off unless the program turned it on. Off, a Tracer is nil
+// or empty, every function here returns at once with a span that records
 // nothing, and no header is read or written. On, a request's span is the
 // child of the caller's W3C traceparent, and Inject sends the current
 // span's traceparent on to the engines.
@@ -17,126 +17,36 @@ package tracing
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"log/slog"
-	"net/url"
-	"os"
-	"strings"
 
-	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
-	sdkresource "go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
 	"go.opentelemetry.io/otel/trace"
-
-	"system1/internal/config"
 )
-
-// The standard variables Setup reads itself, to decide whether tracing
-// is on and how; the exporters and the SDK read the rest of theirs
-// (OTEL_EXPORTER_OTLP_HEADERS, _TIMEOUT, _CERTIFICATE, OTEL_BSP_*,
-// OTEL_RESOURCE_ATTRIBUTES and the sampler's when the block names none).
-const (
-	EnvSDKDisabled    = "OTEL_SDK_DISABLED"
-	EnvTracesExporter = "OTEL_TRACES_EXPORTER"
-	EnvEndpoint       = "OTEL_EXPORTER_OTLP_ENDPOINT"
-	EnvTracesEndpoint = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
-	EnvProtocol       = "OTEL_EXPORTER_OTLP_PROTOCOL"
-	EnvTracesProtocol = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
-	EnvServiceName    = "OTEL_SERVICE_NAME"
-	EnvSampler        = "OTEL_TRACES_SAMPLER"
-)
-
-// DefaultServiceName is service.name when neither the block nor
-// OTEL_SERVICE_NAME names one.
-const DefaultServiceName = "system1"
-
-// DefaultProtocol is the OTLP protocol when none is named: the
-// specification's default.
-const DefaultProtocol = "http/protobuf"
-
-// tracesPath is where OTLP over HTTP takes traces, below the base URL.
-const tracesPath = "/v1/traces"
 
 // scope is the instrumentation scope system1's spans are filed under.
 const scope = "system1"
 
-// Options are what Setup needs.
-type Options struct {
-	// Config is the configuration's tracing block.
-	Config config.Tracing
-	// Version is the binary's version, reported as service.version.
-	Version string
-	// Log takes the exporter's errors (a collector down, a batch
-	// dropped); nil is slog.Default().
-	Log *slog.Logger
+// Provider is a tracer provider the program set up, which it can shut
+// down: the SDK's, which this package does not import.
+type Provider interface {
+	trace.TracerProvider
+	Shutdown(ctx context.Context) error
 }
 
 // Tracer is tracing set up: nil, or the zero Tracer, is tracing off.
 type Tracer struct {
-	provider     *sdktrace.TracerProvider
+	provider     Provider
 	tracer       trace.Tracer
 	prop         propagation.TextMapPropagator
 	includeState bool
 }
 
-// Setup builds the Tracer that the block and the process's environment
-// ask for: off (a nil Tracer, and no error) unless the block or
-// OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
-// names an endpoint, or when OTEL_SDK_DISABLED is true or
-// OTEL_TRACES_EXPORTER is none. A setting in the block wins over its
-// variable. The exporter connects lazily: a collector that is down
-// costs dropped spans and a logged error, never a failed start.
-func Setup(ctx context.Context, o Options) (*Tracer, error) {
-	cfg := o.Config
-	if errs := cfg.Check(); len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	if on, err := enabled(cfg, os.Getenv); err != nil || !on {
-		return nil, err
-	}
-	protocol, err := protocolOf(cfg, os.Getenv)
-	if err != nil {
-		return nil, err
-	}
-	headers, err := headersOf(cfg, os.Getenv)
-	if err != nil {
-		return nil, err
-	}
-	exp, err := newExporter(ctx, protocol, cfg.Endpoint, headers)
-	if err != nil {
-		return nil, fmt.Errorf("tracing: the %s exporter: %w", protocol, err)
-	}
-	res, err := newResource(ctx, serviceName(cfg, os.Getenv), o.Version)
-	if err != nil {
-		return nil, err
-	}
-	log := o.Log
-	if log == nil {
-		log = slog.Default()
-	}
-	// The SDK reports what it cannot send through OpenTelemetry's one
-	// error handler; without this it would print through the log package.
-	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
-		log.Warn("tracing: the exporter failed", "request_id", "-", "err", err)
-	}))
-	popts := []sdktrace.TracerProviderOption{sdktrace.WithBatcher(exp), sdktrace.WithResource(res)}
-	if s := sampler(cfg); s != nil {
-		popts = append(popts, sdktrace.WithSampler(s))
-	}
-	return newTracer(sdktrace.NewTracerProvider(popts...), o.Version, cfg.IncludeState), nil
-}
-
-// newTracer wraps a provider, with W3C TraceContext and Baggage as its
-// propagators.
-func newTracer(tp *sdktrace.TracerProvider, version string, includeState bool) *Tracer {
+// New wraps a provider, with W3C TraceContext and Baggage as its
+// propagators; version is the binary's, the scope's version, and
+// includeState puts a request's state on its span.
+func New(p Provider, version string, includeState bool) *Tracer {
 	return &Tracer{
-		provider:     tp,
-		tracer:       tp.Tracer(scope, trace.WithInstrumentationVersion(version)),
+		provider:     p,
+		tracer:       p.Tracer(scope, trace.WithInstrumentationVersion(version)),
 		prop:         propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
 		includeState: includeState,
 	}
@@ -152,181 +62,4 @@ func (t *Tracer) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	return t.provider.Shutdown(ctx)
-}
-
-// enabled decides whether tracing is on, from the same variables the
-// exporters read.
-func enabled(cfg config.Tracing, getenv func(string) string) (bool, error) {
-	if strings.EqualFold(strings.TrimSpace(getenv(EnvSDKDisabled)), "true") {
-		return false, nil
-	}
-	switch e := strings.TrimSpace(getenv(EnvTracesExporter)); e {
-	case "", "otlp":
-	case "none":
-		return false, nil
-	default:
-		return false, fmt.Errorf("tracing: %s=%q: system1 exports traces over OTLP only (otlp, or none for off)", EnvTracesExporter, e)
-	}
-	return cfg.Endpoint != "" || getenv(EnvTracesEndpoint) != "" || getenv(EnvEndpoint) != "", nil
-}
-
-// protocolOf is the block's protocol, else the variables', else the
-// default.
-func protocolOf(cfg config.Tracing, getenv func(string) string) (string, error) {
-	if cfg.Protocol != "" {
-		return cfg.Protocol, nil
-	}
-	for _, name := range []string{EnvTracesProtocol, EnvProtocol} {
-		if v := strings.TrimSpace(getenv(name)); v != "" {
-			for _, p := range config.TracingProtocols {
-				if v == p {
-					return p, nil
-				}
-			}
-			return "", fmt.Errorf("tracing: %s=%q is not one of %s", name, v, strings.Join(config.TracingProtocols, ", "))
-		}
-	}
-	return DefaultProtocol, nil
-}
-
-func serviceName(cfg config.Tracing, getenv func(string) string) string {
-	if cfg.ServiceName != "" {
-		return cfg.ServiceName
-	}
-	if v := strings.TrimSpace(getenv(EnvServiceName)); v != "" {
-		return v
-	}
-	return DefaultServiceName
-}
-
-// newExporter builds the OTLP exporter. With no endpoint in the block,
-// the exporter reads OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT itself.
-func newExporter(ctx context.Context, protocol, endpoint string, headers map[string]string) (sdktrace.SpanExporter, error) {
-	if protocol == "grpc" {
-		var opts []otlptracegrpc.Option
-		if endpoint != "" {
-			opts = append(opts, otlptracegrpc.WithEndpointURL(endpoint))
-		}
-		if headers != nil {
-			opts = append(opts, otlptracegrpc.WithHeaders(headers))
-		}
-		return otlptracegrpc.New(ctx, opts...)
-	}
-	var opts []otlptracehttp.Option
-	if endpoint != "" {
-		u, err := tracesURL(endpoint)
-		if err != nil {
-			return nil, err
-		}
-		opts = append(opts, otlptracehttp.WithEndpointURL(u))
-	}
-	if headers != nil {
-		opts = append(opts, otlptracehttp.WithHeaders(headers))
-	}
-	return otlptracehttp.New(ctx, opts...)
-}
-
-// tracesURL is where OTLP over HTTP sends traces for the block's
-// endpoint, a base URL as OTEL_EXPORTER_OTLP_ENDPOINT is: its path with
-// /v1/traces added.
-func tracesURL(endpoint string) (string, error) {
-	u, err := url.Parse(endpoint)
-	if err != nil {
-		return "", errors.New("tracing.endpoint does not parse as a URL")
-	}
-	u.Path = strings.TrimSuffix(u.Path, "/") + tracesPath
-	u.RawPath = ""
-	return u.String(), nil
-}
-
-// newResource describes this process: service.name and service.version,
-// what OTEL_RESOURCE_ATTRIBUTES adds, and the SDK's own name and version.
-func newResource(ctx context.Context, service, version string) (*sdkresource.Resource, error) {
-	res, err := sdkresource.New(ctx,
-		sdkresource.WithFromEnv(),
-		sdkresource.WithTelemetrySDK(),
-		// Last, so that service.name is the one serviceName chose over
-		// OTEL_SERVICE_NAME, which WithFromEnv reads too.
-		sdkresource.WithAttributes(semconv.ServiceName(service), semconv.ServiceVersion(version)),
-	)
-	if err != nil && !errors.Is(err, sdkresource.ErrPartialResource) {
-		return nil, fmt.Errorf("tracing: the resource: %w", err)
-	}
-	// A partial resource (a malformed OTEL_RESOURCE_ATTRIBUTES) still
-	// names the service; the SDK said what it skipped.
-	return res, nil
-}
-
-// sampler is the block's sampler, or nil to leave the choice to
-// OTEL_TRACES_SAMPLER (read by the SDK) and its default,
-// parentbased_always_on.
-func sampler(cfg config.Tracing) sdktrace.Sampler {
-	name := cfg.Sampler
-	if name == "" && cfg.SampleRatio != nil {
-		name = "parentbased_traceidratio"
-	}
-	ratio := sdktrace.TraceIDRatioBased(cfg.Ratio())
-	switch name {
-	case "always_on":
-		return sdktrace.AlwaysSample()
-	case "always_off":
-		return sdktrace.NeverSample()
-	case "traceidratio":
-		return ratio
-	case "parentbased_always_on":
-		return sdktrace.ParentBased(sdktrace.AlwaysSample())
-	case "parentbased_always_off":
-		return sdktrace.ParentBased(sdktrace.NeverSample())
-	case "parentbased_traceidratio":
-		return sdktrace.ParentBased(ratio)
-	}
-	return nil
-}
-
-// headersOf reads the headers the block's headers_env names, written as
-// OTEL_EXPORTER_OTLP_HEADERS writes them: key=value pairs separated by
-// commas, values percent-encoded. Nil when the block names no variable or
-// it is empty. Errors name the variable and the pair's place, never its
-// text: it holds a key.
-func headersOf(cfg config.Tracing, getenv func(string) string) (map[string]string, error) {
-	if cfg.HeadersEnv == "" {
-		return nil, nil
-	}
-	v := getenv(cfg.HeadersEnv)
-	if strings.TrimSpace(v) == "" {
-		return nil, nil
-	}
-	h := map[string]string{}
-	for i, pair := range strings.Split(v, ",") {
-		k, val, ok := strings.Cut(pair, "=")
-		k = strings.TrimSpace(k)
-		bad := func(why string) error {
-			return fmt.Errorf("tracing.headers_env: entry %d of $%s %s (the variable holds key=value pairs separated by commas)", i, cfg.HeadersEnv, why)
-		}
-		if !ok || k == "" {
-			return nil, bad("is not key=value")
-		}
-		if !token(k) {
-			return nil, bad("has a key that is not a header name")
-		}
-		val, err := url.PathUnescape(strings.TrimSpace(val))
-		if err != nil {
-			return nil, bad("has a value that is not percent-encoded text")
-		}
-		if strings.ContainsFunc(val, func(r rune) bool { return r < ' ' || r == 0x7f }) {
-			return nil, bad("has a control character in its value")
-		}
-		h[k] = val
-	}
-	return h, nil
-}
-
-// token reports whether s is an HTTP token (a header name).
-func token(s string) bool {
-	for _, r := range s {
-		if r > '~' || r <= ' ' || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, r) {
-			return false
-		}
-	}
-	return s != ""
 }

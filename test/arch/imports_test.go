@@ -149,19 +149,18 @@ func TestLayers(t *testing.T) {
 	}
 }
 
-// The database drivers are linked by main alone: no other package of the
-// module (test support aside) depends on them, directly or not, so that
-// the fleet, the answer path and the faces build without them.
-func TestDriversOnlyInMain(t *testing.T) {
-	drivers := []string{"modernc.org/sqlite", "github.com/jackc/pgx/v5/stdlib"}
+// What programOnly lists is linked by the program alone: no package of
+// the module outside cmd (test support aside) depends on it, directly or
+// not.
+func TestProgramOnlyDeps(t *testing.T) {
 	for _, p := range packages(t) {
 		path := strings.TrimPrefix(p.ImportPath, module)
-		if r := ruleFor(policy, path); path == "cmd/system1" || r == nil || r.test {
+		if r := ruleFor(policy, path); covers("cmd/...", path) || r == nil || r.test {
 			continue
 		}
-		for _, d := range drivers {
-			if slices.Contains(p.Deps, d) {
-				t.Errorf("%s depends on the driver %s", path, d)
+		for _, m := range programOnly {
+			if i := slices.IndexFunc(p.Deps, func(d string) bool { return d == m || strings.HasPrefix(d, m+"/") }); i >= 0 {
+				t.Errorf("%s depends on %s, which only the program may link", path, p.Deps[i])
 			}
 		}
 	}

@@ -135,16 +135,21 @@ var policy = []rule{
 	},
 	{
 		pkgs: []string{"internal/tracing"},
-		may:  []string{"internal/config", "internal/decision", "go.opentelemetry.io/otel"},
-		why:  "OpenTelemetry traces, set up from the tracing block or the standard variables: the spans and attribute names the faces and the fleet use, in one place",
+		may:  append([]string{"internal/decision"}, otelAPI...),
+		why:  "OpenTelemetry traces over the API alone: the spans and attribute names the faces and the fleet use, in one place; the program hands it the SDK's provider",
 	},
 	{
 		pkgs: []string{"cmd/system1"},
 		may: []string{"internal/answer", "internal/bench", "internal/calibration", "internal/cases", "internal/config",
 			"internal/decision", "internal/decisionlog", "internal/fleet", "internal/gateway", "internal/httpapi", "internal/jobs",
 			"internal/mcpserver", "internal/metrics", "internal/outcomes", "internal/pause", "internal/systemone", "internal/tracing",
-			"github.com/jackc/pgx/v5/stdlib", "modernc.org/sqlite"},
+			"cmd/system1/tracesdk", "github.com/jackc/pgx/v5/stdlib", "modernc.org/sqlite"},
 		why: "wiring: reads the configuration, builds one router (fleet.FromConfig), the answer path and the gateway over it, serves; the only package that links the database drivers",
+	},
+	{
+		pkgs: []string{"cmd/system1/tracesdk"},
+		may:  []string{"internal/config", "internal/tracing", "go.opentelemetry.io/otel"},
+		why:  "the program's pick of OpenTelemetry's SDK and OTLP exporters (HTTP, gRPC), set up from the tracing block or the standard variables; only the program imports it",
 	},
 	{
 		pkgs: []string{"internal/gateway/schemagen"},
@@ -207,3 +212,15 @@ var noIO = []string{"os", "os/exec", "io/fs", "path/filepath", "net", "net/http"
 // testOnly are the standard library's packages for tests, which only
 // test support may import.
 var testOnly = []string{"testing", "net/http/httptest"}
+
+// otelAPI are OpenTelemetry's API packages, which a library that traces
+// may import; the SDK and the exporters are the program's (programOnly).
+var otelAPI = []string{"go.opentelemetry.io/otel/attribute", "go.opentelemetry.io/otel/codes", "go.opentelemetry.io/otel/propagation",
+	"go.opentelemetry.io/otel/semconv", "go.opentelemetry.io/otel/trace"}
+
+// programOnly are what only the program (cmd/...) and tests may depend
+// on, directly or not: the database drivers, OpenTelemetry's SDK and
+// exporters and the gRPC they bring, so that the fleet, the answer path,
+// the wires and the faces build without them.
+var programOnly = []string{"modernc.org/sqlite", "github.com/jackc/pgx/v5/stdlib",
+	"go.opentelemetry.io/otel/sdk", "go.opentelemetry.io/otel/exporters", "google.golang.org/grpc"}

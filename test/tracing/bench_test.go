@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"system1/cmd/system1/tracesdk"
 	"system1/internal/tracing"
 )
 
@@ -99,15 +100,15 @@ var modes = []struct{ name, sampler string }{
 // setup turns tracing on towards s, or leaves it off.
 func setup(b *testing.B, s *sink, sampler string) *tracing.Tracer {
 	b.Helper()
-	for _, k := range []string{tracing.EnvEndpoint, tracing.EnvTracesEndpoint, tracing.EnvProtocol, tracing.EnvTracesProtocol, tracing.EnvSampler, tracing.EnvSDKDisabled, tracing.EnvTracesExporter} {
+	for _, k := range []string{tracesdk.EnvEndpoint, tracesdk.EnvTracesEndpoint, tracesdk.EnvProtocol, tracesdk.EnvTracesProtocol, tracesdk.EnvSampler, tracesdk.EnvSDKDisabled, tracesdk.EnvTracesExporter} {
 		b.Setenv(k, "")
 	}
 	if sampler != "" {
-		b.Setenv(tracing.EnvEndpoint, s.URL)
-		b.Setenv(tracing.EnvProtocol, "http/protobuf")
-		b.Setenv(tracing.EnvSampler, sampler)
+		b.Setenv(tracesdk.EnvEndpoint, s.URL)
+		b.Setenv(tracesdk.EnvProtocol, "http/protobuf")
+		b.Setenv(tracesdk.EnvSampler, sampler)
 	}
-	tr, err := tracing.Setup(context.Background(), tracing.Options{Version: "bench"})
+	tr, err := tracesdk.Setup(context.Background(), tracesdk.Options{Version: "bench"})
 	if err != nil {
 		b.Fatal(err)
 	}

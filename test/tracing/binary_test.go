@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"system1/cmd/system1/tracesdk"
 	"system1/internal/fakeengine"
 	"system1/internal/testbin"
 	"system1/internal/testjaeger"
@@ -39,8 +40,8 @@ func binary(tb testing.TB) string {
 // clearOTel empties the standard variables for the processes a test
 // starts, so that only its configuration turns tracing on.
 func clearOTel(tb testing.TB) {
-	for _, k := range []string{tracing.EnvEndpoint, tracing.EnvTracesEndpoint, tracing.EnvProtocol, tracing.EnvTracesProtocol,
-		tracing.EnvServiceName, tracing.EnvSampler, tracing.EnvSDKDisabled, tracing.EnvTracesExporter} {
+	for _, k := range []string{tracesdk.EnvEndpoint, tracesdk.EnvTracesEndpoint, tracesdk.EnvProtocol, tracesdk.EnvTracesProtocol,
+		tracesdk.EnvServiceName, tracesdk.EnvSampler, tracesdk.EnvSDKDisabled, tracesdk.EnvTracesExporter} {
 		tb.Setenv(k, "")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"system1/cmd/system1/tracesdk"
 	"system1/internal/config"
 	"system1/internal/testjaeger"
 	"system1/internal/tracing"
@@ -42,20 +43,20 @@ func TestTracesReachJaeger(t *testing.T) {
 // caller's trace id, so that the cases' traces are apart.
 func traceReachesJaeger(t *testing.T, j *testjaeger.Jaeger, protocol string, byBlock bool, tail string) {
 	service := "system1-test-" + strings.ReplaceAll(protocol, "/", "-")
-	for _, k := range []string{tracing.EnvEndpoint, tracing.EnvTracesEndpoint, tracing.EnvProtocol, tracing.EnvTracesProtocol, tracing.EnvServiceName, tracing.EnvSampler, tracing.EnvSDKDisabled, tracing.EnvTracesExporter} {
+	for _, k := range []string{tracesdk.EnvEndpoint, tracesdk.EnvTracesEndpoint, tracesdk.EnvProtocol, tracesdk.EnvTracesProtocol, tracesdk.EnvServiceName, tracesdk.EnvSampler, tracesdk.EnvSDKDisabled, tracesdk.EnvTracesExporter} {
 		t.Setenv(k, "")
 	}
 	var block config.Tracing
 	if byBlock {
 		block = config.Tracing{Endpoint: j.Endpoint(protocol), Protocol: protocol, ServiceName: service, Sampler: "parentbased_always_on"}
 	} else {
-		t.Setenv(tracing.EnvEndpoint, j.Endpoint(protocol))
-		t.Setenv(tracing.EnvProtocol, protocol)
-		t.Setenv(tracing.EnvServiceName, service)
-		t.Setenv(tracing.EnvSampler, "parentbased_always_on")
+		t.Setenv(tracesdk.EnvEndpoint, j.Endpoint(protocol))
+		t.Setenv(tracesdk.EnvProtocol, protocol)
+		t.Setenv(tracesdk.EnvServiceName, service)
+		t.Setenv(tracesdk.EnvSampler, "parentbased_always_on")
 	}
 	ctx := context.Background()
-	tr, err := tracing.Setup(ctx, tracing.Options{Config: block, Version: "v9.9.9"})
+	tr, err := tracesdk.Setup(ctx, tracesdk.Options{Config: block, Version: "v9.9.9"})
 	if err != nil {
 		t.Fatal(err)
 	}
