@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"net/http"
 	"os"
 	"time"
@@ -182,11 +181,7 @@ func (d *localDecider) Decide(ctx context.Context, req decision.Request) (jobs.R
 		case attempt >= d.retries:
 			return jobs.Result{}, fmt.Errorf("%w: %v (tried %d times)", jobs.ErrUnavailable, f, attempt+1)
 		}
-		wait := min(d.maxWait, time.Duration(float64(500*time.Millisecond)*float64(int(1)<<attempt)*(0.75+rand.Float64()/2)))
-		if f.RetryAfter > 0 {
-			wait = min(d.maxWait, f.RetryAfter)
-		}
-		t := time.NewTimer(wait)
+		t := time.NewTimer(jobs.Backoff(attempt, f.RetryAfter, d.maxWait))
 		select {
 		case <-t.C:
 		case <-ctx.Done():
