@@ -13,7 +13,6 @@ import (
 	"system1/internal/config"
 	"system1/internal/decision"
 	"system1/internal/decisionlog"
-	"system1/internal/fleet"
 	"system1/internal/httpapi"
 	"system1/internal/jobs"
 	"system1/internal/systemone"
@@ -97,8 +96,7 @@ func cmdRun(ctx context.Context, args []string, e env) error {
 		loose := decision.DefaultLimits()
 		loose.MaxChoiceOptions, loose.MaxQuestions = config.MaxOptions, math.MaxInt32
 		if job, err = jobs.ParseQuestions(qdata, *model, loose); err == nil {
-			local.router.Refresh(ctx)
-			if lim, lerr := local.router.Limits(job.Model); lerr == nil {
+			if lim, lerr := local.answer.Admit(ctx, job.Model); lerr == nil {
 				job, err = jobs.ParseQuestions(qdata, *model, lim)
 			}
 		}
@@ -120,7 +118,6 @@ func cmdRun(ctx context.Context, args []string, e env) error {
 // calibration /v1/systemone applies and recorded in the decision log.
 type localDecider struct {
 	answer   *answer.Service
-	router   *fleet.Router
 	timeout  time.Duration
 	rounding int
 	// retries and maxWait bound how long a row waits for a fleet that
@@ -148,7 +145,7 @@ func newLocalDecider(ctx context.Context, cfg *config.Config, stateDir string, e
 	if cfg.Rounding != nil {
 		rounding = *cfg.Rounding
 	}
-	d := &localDecider{answer: answerPath(router, fits, dlog, true), router: router,
+	d := &localDecider{answer: answerPath(router, fits, dlog, true),
 		timeout: cfg.Timeouts.Request.Or(httpapi.DefaultRequestTimeout), rounding: rounding, retries: 4, maxWait: 30 * time.Second}
 	return d, func() { closeDecisionLog(dlog, log) }, nil
 }
@@ -225,7 +222,7 @@ func (d *localDecider) result(req decision.Request, a *answer.Answer) (jobs.Resu
 }
 
 // Capacity is how many rows the nodes serving the job's model run at once
-// with every slot busy (fleet.Router.Capacity).
+// with every slot busy (answer.Service.Capacity).
 func (d *localDecider) Capacity(ctx context.Context, job decision.Request) int {
-	return d.router.Capacity(ctx, job.Model, len(job.Questions))
+	return d.answer.Capacity(ctx, job.Model, len(job.Questions))
 }

@@ -45,9 +45,6 @@ type Service struct {
 // New returns the answer path over o.Router.
 func New(o Options) *Service { return &Service{opt: o, fleet: o.Router} }
 
-// Router is the fleet the service asks.
-func (s *Service) Router() *fleet.Router { return s.opt.Router }
-
 // Fits are the fits the service applies now; nil when none are loaded.
 func (s *Service) Fits() *calibration.Fits {
 	if s.opt.Fits == nil {

@@ -15,6 +15,7 @@
 //
 // The files, in the order of a request:
 //
+//	admit.go    Admit: the front door (a model's limits, its nodes' lists read once); the fleet's views a face shows
 //	answer.go   Options, Service, Request, Answer: the sequence itself
 //	report.go   the steps after the engine (debias, prior, temperature), usage, warnings
 //	failure.go  Class, Classify, Failure: what a face maps to its status; redaction

@@ -46,8 +46,8 @@ func (g *Gateway) DecideBatch(ctx context.Context, raw []byte, id string) *Batch
 		return out
 	}
 	parallel := 1
-	if g.router != nil && len(g.links) > 0 {
-		parallel = max(1, g.router.Capacity(ctx, g.links[0].model, 1))
+	if g.path != nil && len(g.links) > 0 {
+		parallel = max(1, g.path.Capacity(ctx, g.links[0].model, 1))
 	}
 	ctx = answer.Throughput(ctx)
 	out.Results = make([]*Response, len(bodies))
