@@ -72,11 +72,11 @@ func (t *target) asker(ctx context.Context, e env, rep *bench.Report) (bench.Ask
 	}
 	// The chain's links are built where every face builds them: by the
 	// gateway, over the fleet of the configuration's nodes.
-	svc, errs := chainPath(cfg, e.getenv, nil)
-	if svc == nil && len(errs) > 0 {
-		return nil, "", fmt.Errorf("configuration %s: %w", cfg.Path, errors.Join(errs...))
+	router, err := localRouter(cfg, e.getenv, nil)
+	if err != nil {
+		return nil, "", fmt.Errorf("configuration %s: nodes: %w", cfg.Path, err)
 	}
-	g := gateway.New(gateway.Options{Config: cfg, ConfigPath: cfg.Path, Answer: svc, Log: logger(e)})
+	g := gateway.New(gateway.Options{Config: cfg, ConfigPath: cfg.Path, Answer: answerPath(router, nil, nil, true), Log: logger(e)})
 	l, ok := g.Link(t.provider)
 	if !ok {
 		return nil, "", fmt.Errorf("no provider %q in %s (providers: %s)", t.provider, cfg.Path, strings.Join(g.Chain(), ", "))
@@ -86,11 +86,14 @@ func (t *target) asker(ctx context.Context, e env, rep *bench.Report) (bench.Ask
 		model = l.Model
 	}
 	rep.Provider, rep.Config, rep.Model, rep.Endpoint = l.Name, cfg.Path, model, l.Endpoint
-	l.Fleet.Discover(ctx)
-	if len(l.Fleet.Serving(model)) == 0 {
+	if len(l.Nodes) > 0 {
+		router = router.Only(l.Nodes)
+	}
+	router.Discover(ctx)
+	if len(router.Serving(model)) == 0 {
 		return nil, "", fmt.Errorf("provider %s: no node of %s serves model %q", l.Name, cfg.Path, model)
 	}
-	return bench.Fleet{Router: l.Fleet}, model, nil
+	return bench.Fleet{Router: router}, model, nil
 }
 
 // check says what is wrong with the command line's choice of target.

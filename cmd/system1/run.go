@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
 	"net/http"
 	"os"
 	"time"
@@ -15,7 +14,6 @@ import (
 	"system1/internal/config"
 	"system1/internal/decision"
 	"system1/internal/decisionlog"
-	"system1/internal/fleet"
 	"system1/internal/httpapi"
 	"system1/internal/jobs"
 	"system1/internal/outcomes"
@@ -102,8 +100,7 @@ func cmdRun(ctx context.Context, args []string, e env) error {
 		loose := decision.DefaultLimits()
 		loose.MaxChoiceOptions, loose.MaxQuestions = config.MaxOptions, math.MaxInt32
 		if job, err = jobs.ParseQuestions(qdata, *model, loose); err == nil {
-			local.router.Refresh(ctx)
-			if lim, lerr := local.router.Limits(job.Model); lerr == nil {
+			if lim, lerr := local.answer.Admit(ctx, job.Model); lerr == nil {
 				job, err = jobs.ParseQuestions(qdata, *model, lim)
 			}
 		}
@@ -151,7 +148,6 @@ var errRowsFailed = errors.New("some rows failed")
 type localDecider struct {
 	answer   *answer.Service
 	feedback jobs.OutcomeRecorder // the rows' outcomes, into the decision log
-	router   *fleet.Router
 	timeout  time.Duration
 	rounding int
 	// retries and maxWait bound how long a row waits for a fleet that
@@ -179,7 +175,7 @@ func newLocalDecider(ctx context.Context, cfg *config.Config, stateDir string, e
 	if cfg.Rounding != nil {
 		rounding = *cfg.Rounding
 	}
-	d := &localDecider{answer: answerPath(router, fits, dlog, true), router: router, feedback: logFeedback{outcomes.NewFeedback(dlog)},
+	d := &localDecider{answer: answerPath(router, fits, dlog, true), feedback: logFeedback{outcomes.NewFeedback(dlog)},
 		timeout: cfg.Timeouts.Request.Or(httpapi.DefaultRequestTimeout), rounding: rounding, retries: 4, maxWait: 30 * time.Second}
 	return d, func() { closeDecisionLog(dlog, log) }, nil
 }
@@ -194,10 +190,9 @@ func newLocalDecider(ctx context.Context, cfg *config.Config, stateDir string, e
 func (d *localDecider) Decide(ctx context.Context, req decision.Request) (jobs.Result, error) {
 	// The state is held to the limits POST /v1/systemone holds it to, so
 	// that --config refuses what --url does, with the same 422.
-	lim, err := d.router.Limits(req.Model)
-	if err != nil {
-		lim = decision.DefaultLimits()
-	}
+	// An unknown model is held to the default limits here and answered
+	// as unavailable below.
+	lim, _ := d.answer.Admit(ctx, req.Model)
 	if ps := decision.ValidateState(req.State, lim); len(ps) > 0 {
 		return jobs.Result{}, &systemone.StatusError{Code: http.StatusUnprocessableEntity, Message: "state: " + ps[0].Msg}
 	}
@@ -224,11 +219,7 @@ func (d *localDecider) Decide(ctx context.Context, req decision.Request) (jobs.R
 		case attempt >= d.retries:
 			return jobs.Result{}, fmt.Errorf("%w: %v (tried %d times)", jobs.ErrUnavailable, f, attempt+1)
 		}
-		wait := min(d.maxWait, time.Duration(float64(500*time.Millisecond)*float64(int(1)<<attempt)*(0.75+rand.Float64()/2)))
-		if f.RetryAfter > 0 {
-			wait = min(d.maxWait, f.RetryAfter)
-		}
-		t := time.NewTimer(wait)
+		t := time.NewTimer(jobs.Backoff(attempt, f.RetryAfter, d.maxWait))
 		select {
 		case <-t.C:
 		case <-ctx.Done():
@@ -272,7 +263,7 @@ func (d *localDecider) result(req decision.Request, a *answer.Answer) (jobs.Resu
 }
 
 // Capacity is how many rows the nodes serving the job's model run at once
-// with every slot busy (fleet.Router.Capacity).
+// with every slot busy (answer.Service.Capacity).
 func (d *localDecider) Capacity(ctx context.Context, job decision.Request) int {
-	return d.router.Capacity(ctx, job.Model, len(job.Questions))
+	return d.answer.Capacity(ctx, job.Model, len(job.Questions))
 }

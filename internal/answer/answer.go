@@ -45,9 +45,6 @@ type Service struct {
 // New returns the answer path over o.Router.
 func New(o Options) *Service { return &Service{opt: o, fleet: o.Router} }
 
-// Router is the fleet the service asks.
-func (s *Service) Router() *fleet.Router { return s.opt.Router }
-
 // Fits are the fits the service applies now; nil when none are loaded.
 func (s *Service) Fits() *calibration.Fits {
 	if s.opt.Fits == nil {
@@ -218,22 +215,9 @@ func (s *Service) Answer(ctx context.Context, req Request) (a *Answer, err error
 			}
 		}
 	}
-	res, err := s.opt.Router.Decide(ctx, req.Request)
-	if err != nil {
-		return nil, s.refused(req.Model, err)
+	if a, err = s.ask(ctx, s.opt.Router, req, fits); err != nil {
+		return nil, err
 	}
-	if f := s.unanswered(req.Request, res); f != nil {
-		return nil, f
-	}
-	a = report(req, res, fits)
-	declined := make([]string, len(res.Questions))
-	for i, q := range res.Questions {
-		declined[i] = q.Abstain
-	}
-	if f := s.check(req.Request, declined, a); f != nil {
-		return nil, f
-	}
-	refuse(req, declined, a)
 	switch {
 	case c.bypass:
 		a.Cache = CacheBypass
@@ -245,5 +229,30 @@ func (s *Service) Answer(ctx context.Context, req Request) (a *Answer, err error
 	}
 	s.record(req, a)
 	s.opt.Shadow.offer(s, req, a)
+	return a, nil
+}
+
+// ask is the answer path's own steps between the cache and the record:
+// router asks the fleet, and what comes back is held to every question
+// answered and every distribution one over its options, reported with
+// the steps under fits, and given its refusals. A shadow's candidate is
+// asked by them too.
+func (s *Service) ask(ctx context.Context, router *fleet.Router, req Request, fits *calibration.Fits) (*Answer, error) {
+	res, err := router.Decide(ctx, req.Request)
+	if err != nil {
+		return nil, s.refused(req.Model, err)
+	}
+	if f := s.unanswered(req.Request, res); f != nil {
+		return nil, f
+	}
+	a := report(req, res, fits)
+	declined := make([]string, len(res.Questions))
+	for i, q := range res.Questions {
+		declined[i] = q.Abstain
+	}
+	if f := s.check(req.Request, declined, a); f != nil {
+		return nil, f
+	}
+	refuse(req, declined, a)
 	return a, nil
 }

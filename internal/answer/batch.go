@@ -29,22 +29,33 @@ type Batch struct {
 
 // AnswerBatch answers b's questions over each of its states exactly as
 // Answer answers a request of one state (the budget, the steps, the
-// calibration and the record are each state's), as row-wise work
-// (Throughput), asking at most as many states at once as the nodes
-// serving the model run with every slot busy (fleet.Router.Capacity), so
-// that a batch keeps the slots full without queueing more calls at a
-// node than it holds. answers and errs are
-// aligned with b.States: each state has its answer or its *Failure (of
-// class TimedOut or NoAnswer for a state not asked because ctx ended).
+// calibration and the record are each state's), fanned out by Each.
+// answers and errs are aligned with b.States: each state has its answer
+// or its *Failure (of class TimedOut or NoAnswer for a state not asked
+// because ctx ended).
 func (s *Service) AnswerBatch(ctx context.Context, b Batch) (answers []*Answer, errs []error) {
 	n := len(b.States)
 	answers, errs = make([]*Answer, n), make([]error, n)
+	s.Each(ctx, b.Model, len(b.Questions), n, b.Timeout, func(ctx context.Context, i int) {
+		answers[i], errs[i] = s.answerState(ctx, b, i)
+	})
+	return answers, errs
+}
+
+// Each calls do for each of n rows, requests of k questions over model,
+// as row-wise work (Throughput), asking at most as many at once as the
+// nodes serving the model run with every slot busy (Capacity), and at
+// least one, so that a batch keeps the slots full without queueing more
+// calls at a node than it holds; it returns when every call has. It is
+// the one fan-out of both batch routes (AnswerBatch, and decide's over
+// its chain). rowTimeout, when not 0, bounds the whole by as many as the
+// rows take waves.
+func (s *Service) Each(ctx context.Context, model string, k, n int, rowTimeout time.Duration, do func(ctx context.Context, i int)) {
 	ctx = Throughput(ctx)
-	parallel := min(n, max(1, s.opt.Router.Capacity(ctx, b.Model, len(b.Questions))))
-	if b.Timeout > 0 {
-		// The states go in waves of parallel, each bounded by Timeout.
+	parallel := min(n, max(1, s.Capacity(ctx, model, k)))
+	if rowTimeout > 0 && n > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, b.Timeout*time.Duration((n+parallel-1)/parallel))
+		ctx, cancel = context.WithTimeout(ctx, rowTimeout*time.Duration((n+parallel-1)/parallel))
 		defer cancel()
 	}
 	next := make(chan int)
@@ -52,7 +63,7 @@ func (s *Service) AnswerBatch(ctx context.Context, b Batch) (answers []*Answer, 
 	for range parallel {
 		wg.Go(func() {
 			for i := range next {
-				answers[i], errs[i] = s.answerState(ctx, b, i)
+				do(ctx, i)
 			}
 		})
 	}
@@ -61,7 +72,6 @@ func (s *Service) AnswerBatch(ctx context.Context, b Batch) (answers []*Answer, 
 	}
 	close(next)
 	wg.Wait()
-	return answers, errs
 }
 
 // answerState answers state i of b.

@@ -141,22 +141,8 @@ func (s *Service) cacheKey(req Request, fits *calibration.Fits) lookup {
 	if !ok {
 		return lookup{}
 	}
-	debias, prior := s.opt.Router.Corrections()
-	permute := debias.Permute
-	switch req.Debias {
-	case decision.DebiasPermute:
-		permute = true
-	case decision.DebiasOff:
-		permute = false
-	}
-	priorMode := req.Prior
-	if priorMode == "" {
-		priorMode = prior.Mode
-	}
-	if priorMode == "" {
-		priorMode = decision.PriorOff
-	}
-	if priorMode == decision.PriorBatch {
+	corr := s.opt.Router.Corrections(req.Request)
+	if corr.Prior == decision.PriorBatch {
 		return lookup{ok: true, bypass: true}
 	}
 	h := keyHash{h: sha256.New()}
@@ -166,11 +152,11 @@ func (s *Service) cacheKey(req Request, fits *calibration.Fits) lookup {
 	// The steps: debias (whether, and how many orders at most), the prior
 	// (off or content_free: the reading over an empty state, which does
 	// not move), and the fits that temper.
-	h.str(strconv.FormatBool(permute))
-	if permute {
-		h.str(strconv.Itoa(debias.Orders))
+	h.str(strconv.FormatBool(corr.Permute))
+	if corr.Permute {
+		h.str(strconv.Itoa(corr.Orders))
 	}
-	h.str(priorMode)
+	h.str(corr.Prior)
 	if fits == nil {
 		h.str("no fits")
 	} else {

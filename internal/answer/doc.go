@@ -22,7 +22,9 @@
 // marks row-wise work (a batch, a job's rows): one state among many that
 // keep the engines' slots busy.
 //
-// Off the request path: a Cache answers exact repeats (the model's
+// Admit is the front door every face calls before an answer: the model
+// resolved, its nodes' lists read once when no node is known to serve it,
+// and its limits. Off the request path: a Cache answers exact repeats (the model's
 // build, the steps and the fits in its key), a Recorder writes one
 // decision-log record per answered question, and a Shadow asks a sampled
 // share of the answered requests of a candidate model.

@@ -173,8 +173,9 @@ func (s *Shadow) work() {
 	}
 }
 
-// ask asks the candidate j's request and records its answer as the
-// answer path records any, with the shadow's face and request id.
+// ask asks the candidate j's request by the answer path's own steps,
+// checks included (Service.ask), and records its answer as the answer
+// path records any, with the shadow's face and request id.
 func (s *Shadow) ask(j shadowJob) {
 	ctx, cancel := context.WithTimeout(s.ctx, s.timeout)
 	defer cancel()
@@ -184,12 +185,7 @@ func (s *Shadow) ask(j shadowJob) {
 	req.RequestID = decisionlog.ShadowRequestID(j.req.RequestID)
 	req.Start = time.Now()
 	req.Provider = "" // a chain link's fits were learnt on its own model, not the candidate
-	res, err := j.svc.fleet.Decide(ctx, req.Request)
-	if err == nil {
-		if f := j.svc.unanswered(req.Request, res); f != nil {
-			err = f
-		}
-	}
+	a, err := j.svc.ask(ctx, j.svc.fleet, req, j.svc.Fits())
 	if err != nil && s.ctx.Err() != nil {
 		s.dropped.Add(1) // closing, not the candidate's failure
 		return
@@ -199,6 +195,6 @@ func (s *Shadow) ask(j shadowJob) {
 		s.log.Warn("shadow: the candidate did not answer", "request_id", j.req.RequestID, "model", j.rule.Model, "candidate", j.rule.Candidate, "err", err)
 		return
 	}
-	j.svc.record(req, report(req, res, j.svc.Fits()))
+	j.svc.record(req, a)
 	s.asked.Add(1)
 }

@@ -25,24 +25,52 @@ type Debias struct {
 	Orders int
 }
 
+// Corrections are what a request's corrections resolve to: its own
+// choices (decision.Request.Debias and Prior), else the router's, with
+// the defaults filled in. The fleet asks by them and the answer path's
+// cache keys on them (Router.Corrections), so that both read a request
+// alike.
+type Corrections struct {
+	// Permute is whether each question is asked over shifts of its
+	// options, at most Orders of them.
+	Permute bool
+	Orders  int
+	// Prior is decision.PriorBatch, PriorContentFree or PriorOff.
+	Prior string
+}
+
+// Corrections resolves req's corrections against the router's settings.
+func (r *Router) Corrections(req decision.Request) Corrections {
+	return Corrections{Permute: r.debias.permute(req), Orders: r.debias.most(), Prior: r.prior.mode(req)}
+}
+
+// permute is whether req is asked over shifts of its options: its own
+// choice, else the router's.
+func (d Debias) permute(req decision.Request) bool {
+	switch req.Debias {
+	case decision.DebiasPermute:
+		return true
+	case decision.DebiasOff:
+		return false
+	}
+	return d.Permute
+}
+
+// most is the most shifts asked of one question.
+func (d Debias) most() int {
+	if d.Orders <= 0 {
+		return decision.DefaultDebiasOrders
+	}
+	return d.Orders
+}
+
 // orders is how many orders of q's options a request asks: 1 without
 // permutation, else every shift up to the configured number.
 func (d Debias) orders(req decision.Request, q decision.Question) int {
-	permute := d.Permute
-	switch req.Debias {
-	case decision.DebiasPermute:
-		permute = true
-	case decision.DebiasOff:
-		permute = false
-	}
-	if !permute {
+	if !d.permute(req) {
 		return 1
 	}
-	want := d.Orders
-	if want <= 0 {
-		want = decision.DefaultDebiasOrders
-	}
-	return engine.OrderCalls(len(q.Options), want)
+	return engine.OrderCalls(len(q.Options), d.most())
 }
 
 // Prior is the router's prior correction, which a request may override

@@ -110,17 +110,6 @@ func (r *Router) Only(names []string) *Router {
 // Nodes are the router's nodes, in configured order.
 func (r *Router) Nodes() []*Node { return r.nodes }
 
-// Corrections are the router's debias and prior settings, those of
-// requests that choose none, with the defaults filled in: what the
-// answer path's cache keys on.
-func (r *Router) Corrections() (Debias, Prior) {
-	d := r.debias
-	if d.Orders <= 0 {
-		d.Orders = decision.DefaultDebiasOrders
-	}
-	return d, r.prior.cfg
-}
-
 // Discover refreshes every node's model list concurrently.
 func (r *Router) Discover(ctx context.Context) {
 	var wg sync.WaitGroup

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 
 	"system1/internal/answer"
 	"system1/internal/jsonx"
@@ -45,26 +44,15 @@ func (g *Gateway) DecideBatch(ctx context.Context, raw []byte, id string) *Batch
 		g.log.Info("decide batch", "request_id", id, "error", CodeInvalidRequest, "message", msg)
 		return out
 	}
-	parallel := 1
-	if g.router != nil && len(g.links) > 0 {
-		parallel = max(1, g.router.Capacity(ctx, g.links[0].model, 1))
-	}
-	ctx = answer.Throughput(ctx)
 	out.Results = make([]*Response, len(bodies))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(parallel, len(bodies)) {
-		wg.Go(func() {
-			for i := range next {
-				out.Results[i] = g.Decide(ctx, bodies[i], "")
-			}
-		})
+	decide := func(ctx context.Context, i int) { out.Results[i] = g.Decide(ctx, bodies[i], "") }
+	if g.path == nil || len(g.links) == 0 { // decide answers config_error at once
+		for i := range bodies {
+			decide(answer.Throughput(ctx), i)
+		}
+		return out
 	}
-	for i := range bodies {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	g.path.Each(ctx, g.links[0].model, 1, len(bodies), 0, decide)
 	return out
 }
 

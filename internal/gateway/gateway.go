@@ -16,7 +16,6 @@ import (
 	"system1/internal/config"
 	"system1/internal/decision"
 	"system1/internal/decisionlog"
-	"system1/internal/fleet"
 	"system1/internal/pause"
 )
 
@@ -94,8 +93,9 @@ type Gateway struct {
 	deadline     time.Duration
 	fitsPath     string
 	log          *slog.Logger
-	// router is the fleet the chain asks; nil when none could be built.
-	router *fleet.Router
+	// path is the answer path the chain asks, over the whole fleet;
+	// nil when none could be built.
+	path *answer.Service
 }
 
 // New builds a gateway from its configuration, over the answer path it
@@ -147,11 +147,11 @@ func New(o Options) *Gateway {
 		}
 		return g
 	}
-	g.router = o.Answer.Router()
+	g.path = o.Answer
 	for _, lc := range cfg.Gateway.Chain {
 		l := &link{name: lc.Name, model: lc.Model, kind: "engine", timeout: lc.Timeout.Or(g.timeout), maxOptions: lc.MaxOptions, answer: o.Answer}
 		if len(lc.Nodes) > 0 {
-			l.answer = o.Answer.Only(lc.Nodes)
+			l.answer, l.nodes = o.Answer.Only(lc.Nodes), lc.Nodes
 			l.kind, l.url = "systemone", ""
 			for _, n := range cfg.Nodes {
 				if slices.Contains(lc.Nodes, n.Name) {
@@ -163,7 +163,6 @@ func New(o Options) *Gateway {
 				}
 			}
 		}
-		l.fleet = l.answer.Router()
 		g.links = append(g.links, l)
 	}
 	return g
@@ -614,18 +613,18 @@ func RefusedBatch(id, code, msg string) *BatchResponse {
 }
 
 // Link is one link of the chain as the bench asks it: its model, the
-// fleet it asks (the named nodes alone, when the configuration names
-// them), and its endpoint when that is one System One endpoint.
+// nodes it asks (the configuration's names; none for every node serving
+// the model), and its endpoint when that is one System One endpoint.
 type Link struct {
 	Name, Model, Endpoint string
-	Fleet                 *fleet.Router
+	Nodes                 []string
 }
 
 // Link returns the chain's link of that name.
 func (g *Gateway) Link(name string) (Link, bool) {
 	for _, l := range g.links {
 		if l.name == name {
-			return Link{Name: l.name, Model: l.model, Endpoint: l.url, Fleet: l.fleet}, true
+			return Link{Name: l.name, Model: l.model, Endpoint: l.url, Nodes: l.nodes}, true
 		}
 	}
 	return Link{}, false

@@ -73,8 +73,8 @@ func (g *Gateway) Health(ctx context.Context) *Health {
 	}
 	wg.Wait()
 	var ignored []string
-	if g.router != nil {
-		h.Nodes = g.router.States()
+	if g.path != nil {
+		h.Nodes = g.path.States()
 		for _, s := range h.Nodes {
 			if s.Constraint.State == fleet.ConstraintFailed {
 				ignored = append(ignored, fmt.Sprintf("%s (%s)", s.Name, s.Constraint.Method))
@@ -183,10 +183,10 @@ func (g *Gateway) Capabilities(ctx context.Context) *Capabilities {
 		RequestSchema: schemaJSON(RequestSchema()), ResponseSchema: schemaJSON(ResponseSchema())}
 	c.Paused, _ = g.paused(g.log)
 	c.Models = []ModelInfo{}
-	if g.router != nil {
-		for _, m := range g.router.Catalog() {
-			if lim, err := g.router.Limits(m.ID); err == nil {
-				c.Models = append(c.Models, ModelInfo{Model: m.ID, AliasOf: m.AliasOf, Capabilities: lim.Capabilities(decision.KindName)})
+	if g.path != nil {
+		for _, m := range g.path.Models() {
+			if m.Limits != nil {
+				c.Models = append(c.Models, ModelInfo{Model: m.ID, AliasOf: m.AliasOf, Capabilities: m.Limits.Capabilities(decision.KindName)})
 			}
 		}
 	}

@@ -20,21 +20,17 @@ type link struct {
 	kind, url  string
 	timeout    time.Duration
 	maxOptions int // from the configuration; 0 means the nodes' cap
-	// answer is the answer path over the link's nodes, and fleet its
-	// router.
+	// answer is the answer path over the link's nodes: those nodes
+	// names, else every node.
 	answer *answer.Service
-	fleet  *fleet.Router
+	nodes  []string
 }
 
 // limit is how many options the link takes: the largest option cap of
-// the nodes serving the model (listing the nodes' models once if none is
-// known to serve it yet), and at most the link's own.
+// the nodes serving the model (answer.Service.Admit), and at most the
+// link's own.
 func (l *link) limit(ctx context.Context) (int, error) {
-	lim, err := l.fleet.Limits(l.model)
-	if errors.Is(err, fleet.ErrUnknownModel) {
-		l.fleet.Refresh(ctx)
-		lim, err = l.fleet.Limits(l.model)
-	}
+	lim, err := l.answer.Admit(ctx, l.model)
 	if err != nil {
 		return 0, fmt.Errorf("no configured node serves model %q", l.model)
 	}
@@ -113,13 +109,11 @@ func (l *link) failed(ctx context.Context, f *answer.Failure) *failure {
 // user data is sent. ok is whether any of them answers; down names those
 // that do not, or cool down, each with why, as their state says it.
 func (l *link) probe(ctx context.Context) (ok bool, detail string, down []string) {
-	l.fleet.Refresh(ctx)
-	pings := l.fleet.Ping(ctx, l.model)
+	pings := l.answer.Ping(ctx, l.model)
 	if len(pings) == 0 {
 		var names []string
-		for _, n := range l.fleet.Nodes() {
-			s := n.State(time.Now())
-			d := n.Name
+		for _, s := range l.answer.States() {
+			d := s.Name
 			if s.Error != "" {
 				d += " (" + s.Error + ")"
 			}

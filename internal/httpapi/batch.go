@@ -37,16 +37,7 @@ func (s *Server) handleSystemOneBatch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := systemone.ParseBatchRequest(body)
-	if !s.admitSystemOne(w, r, &p.Parsed, "a batch takes model, states and questions") {
-		return
-	}
-	lim := s.limits(r, p.Model)
-	if ps := p.Validate(lim); len(ps) > 0 {
-		writeInvalid(w, systemone.InBody, ps...)
-		return
-	}
-	req := p.Request
-	gate, coverage, ok := askedFor(w, r, &req)
+	req, gate, coverage, ok := s.openSystemOne(w, r, &p.Parsed, p.Validate, "a batch takes model, states and questions")
 	if !ok {
 		return
 	}

@@ -31,11 +31,12 @@ func (s *Server) handleDecisions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := decisionsapi.ParseRequest(body)
-	if p.Model != "" && !s.serves(r, p.Model) {
+	lim, err := s.opt.Answer.Admit(r.Context(), p.Model)
+	if err != nil && p.Model != "" {
 		writeDecisionsError(w, decisionsapi.ModelNotFound(p.Model))
 		return
 	}
-	if e := p.Validate(s.limits(r, p.Model)); e != nil {
+	if e := p.Validate(lim); e != nil {
 		writeDecisionsError(w, e)
 		return
 	}

@@ -15,8 +15,7 @@ import (
 // what it can be asked on the wire that reads that shape.
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 	var models []systemone.Model
-	router := s.opt.Answer.Router()
-	for _, m := range router.Catalog() {
+	for _, m := range s.opt.Answer.Models() {
 		desc := "served by " + m.Via
 		if m.AliasOf != "" {
 			desc = "alias of " + m.AliasOf + ", " + desc
@@ -24,8 +23,8 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 		// A local model has no release date, so this is the date this
 		// server first listed it.
 		model := systemone.Model{ID: m.ID, Description: desc, Released: m.Seen}
-		if lim, err := router.Limits(m.ID); err == nil {
-			jev, oai := systemone.Capabilities(lim), decisionsapi.Capabilities(lim)
+		if m.Limits != nil {
+			jev, oai := systemone.Capabilities(*m.Limits), decisionsapi.Capabilities(*m.Limits)
 			model.Capabilities, model.DataCapabilities = &jev, &oai
 		}
 		models = append(models, model)
@@ -56,7 +55,7 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	}{Status: "ok", Auth: s.AuthOn()}
 	if s.showDetail(r) {
 		body.Version = s.opt.Version
-		states := s.opt.Answer.Router().States()
+		states := s.opt.Answer.States()
 		for i := range states {
 			states[i] = states[i].Redacted()
 		}

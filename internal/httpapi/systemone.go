@@ -12,7 +12,6 @@ import (
 	"system1/internal/answer"
 	"system1/internal/decision"
 	"system1/internal/decisionlog"
-	"system1/internal/fleet"
 	"system1/internal/systemone"
 )
 
@@ -33,16 +32,7 @@ func (s *Server) handleSystemOne(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := systemone.ParseRequest(body)
-	if !s.admitSystemOne(w, r, p, "a System One request takes model, state and questions") {
-		return
-	}
-	lim := s.limits(r, p.Model)
-	if ps := p.Validate(lim); len(ps) > 0 {
-		writeInvalid(w, systemone.InBody, ps...)
-		return
-	}
-	req := p.Request
-	gate, coverage, ok := askedFor(w, r, &req)
+	req, gate, coverage, ok := s.openSystemOne(w, r, p, p.Validate, "a System One request takes model, state and questions")
 	if !ok {
 		return
 	}
@@ -76,38 +66,43 @@ func refuseMultipart(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// admitSystemOne refuses, as hosted Jev does, a request with Jev 1.14's
-// images, an unknown top-level field or a model no node serves: a 400
-// api_usage_error, before any engine is asked; takes says what the
-// route's body holds instead. It reports whether the request may go on.
-func (s *Server) admitSystemOne(w http.ResponseWriter, r *http.Request, p *systemone.Parsed, takes string) bool {
+// openSystemOne is what both System One routes, the request and the
+// batch, do with the body parsed into p before anything is asked. As
+// hosted Jev does, it refuses a request with Jev 1.14's images, an unknown
+// top-level field or a model no node serves (answer.Service.Admit) with a
+// 400 api_usage_error; takes says what the route's body holds instead.
+// Then the body is checked against the model's limits (validate: the
+// route's own checks), and the headers read beside it: the corrections
+// into req (answerHeaders), the gate, and the prediction sets' coverage.
+// On any problem it writes the reply and ok is false.
+func (s *Server) openSystemOne(w http.ResponseWriter, r *http.Request, p *systemone.Parsed, validate func(decision.Limits) []decision.Problem, takes string) (req decision.Request, gate answer.Gate, coverage float64, ok bool) {
 	switch {
 	case p.Images.Any():
 		writeJSON(w, http.StatusBadRequest, systemone.AppendUnsupported(nil, p.Model, p.Images))
+		return req, gate, 0, false
 	case len(p.Unknown) > 0:
 		writeError(w, http.StatusBadRequest, systemone.APIUsageError, unknownFields(p.Unknown, takes))
-	case p.Model != "" && !s.serves(r, p.Model):
-		writeError(w, http.StatusBadRequest, systemone.APIUsageError, unknownModel(p.Model))
-	default:
-		return true
+		return req, gate, 0, false
 	}
-	return false
-}
-
-// askedFor reads what a System One request asks for in its headers
-// beside its body: the corrections into req (answerHeaders), the gate,
-// and the prediction sets' coverage. On a bad header it writes the 422
-// and ok is false.
-func askedFor(w http.ResponseWriter, r *http.Request, req *decision.Request) (gate answer.Gate, coverage float64, ok bool) {
-	gate, bad := answerHeaders(r, req)
+	lim, err := s.opt.Answer.Admit(r.Context(), p.Model)
+	if err != nil && p.Model != "" {
+		writeError(w, http.StatusBadRequest, systemone.APIUsageError, unknownModel(p.Model))
+		return req, gate, 0, false
+	}
+	if ps := validate(lim); len(ps) > 0 {
+		writeInvalid(w, systemone.InBody, ps...)
+		return req, gate, 0, false
+	}
+	req = p.Request
+	gate, bad := answerHeaders(r, &req)
 	if bad == nil {
 		coverage, bad = coverageHeader(r)
 	}
 	if bad != nil {
 		writeInvalid(w, systemone.InHeader, *bad)
-		return gate, 0, false
+		return req, gate, 0, false
 	}
-	return gate, coverage, true
+	return req, gate, coverage, true
 }
 
 // systemOneResult is /v1/systemone's reply to answer a to the caller's
@@ -164,17 +159,6 @@ func (s *Server) answerNotes(w http.ResponseWriter, r *http.Request, qs []decisi
 	}
 }
 
-// serves reports whether a node serves model, refreshing the nodes'
-// model lists once when none is known to.
-func (s *Server) serves(r *http.Request, model string) bool {
-	_, err := s.opt.Answer.Router().Limits(model)
-	if errors.Is(err, fleet.ErrUnknownModel) {
-		s.opt.Answer.Router().Refresh(r.Context())
-		_, err = s.opt.Answer.Router().Limits(model)
-	}
-	return err == nil
-}
-
 // unknownFields is the 400's message for top-level fields the System One
 // wire does not define: hosted Jev refuses them ("Invalid request."),
 // and so does system1, naming them, rather than drop what a caller sent.
@@ -190,22 +174,6 @@ func unknownFields(fields []string, takes string) string {
 // Jev's words.
 func unknownModel(model string) string {
 	return "Unknown model: " + model + ". GET /v1/models lists the models this server serves."
-}
-
-// limits returns the request limits for a model, refreshing the nodes'
-// model lists once when no node is known to serve it; the defaults when
-// none does (the answer then says so).
-func (s *Server) limits(r *http.Request, model string) decision.Limits {
-	router := s.opt.Answer.Router()
-	lim, err := router.Limits(model)
-	if errors.Is(err, fleet.ErrUnknownModel) && model != "" {
-		router.Refresh(r.Context())
-		lim, err = router.Limits(model)
-	}
-	if err != nil {
-		return decision.DefaultLimits()
-	}
-	return lim
 }
 
 // writeFailure writes the answer path's failure in the System One wire's

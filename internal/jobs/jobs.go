@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"time"
 
 	"system1/internal/decision"
@@ -163,4 +164,16 @@ func (o Options) withDefaults() Options {
 		o.SyncEvery = time.Second
 	}
 	return o
+}
+
+// Backoff is how long to wait before trying a call again after try
+// attempt (0 for the first) found no answer now: the pause the endpoint
+// or node asked for (retryAfter, 0 for none), else a growing one with
+// jitter, so that many rows refused at once do not all come back at once;
+// never more than maxWait. Both deciders wait by it.
+func Backoff(attempt int, retryAfter, maxWait time.Duration) time.Duration {
+	if retryAfter > 0 {
+		return min(maxWait, retryAfter)
+	}
+	return min(maxWait, time.Duration(float64(500*time.Millisecond)*float64(int(1)<<min(attempt, 10))*(0.75+rand.Float64()/2)))
 }

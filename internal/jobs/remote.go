@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -186,9 +185,7 @@ func (d *RemoteDecider) judge(err error, attempt int, batch bool) (again bool, w
 	if maxWait <= 0 {
 		maxWait = 30 * time.Second
 	}
-	// A growing pause with jitter, so that many rows refused at once do
-	// not all come back at once.
-	wait = min(maxWait, time.Duration(float64(500*time.Millisecond)*float64(int(1)<<min(attempt, 10))*(0.75+rand.Float64()/2)))
+	wait = Backoff(attempt, 0, maxWait)
 	var se *systemone.StatusError
 	switch {
 	case errors.Is(err, systemone.ErrMalformed):
@@ -203,10 +200,7 @@ func (d *RemoteDecider) judge(err error, attempt int, batch bool) (again bool, w
 		// there.
 		return false, 0, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	case retryable(se.Code):
-		if se.RetryAfter > 0 {
-			wait = min(maxWait, se.RetryAfter)
-		}
-		return true, wait, nil
+		return true, Backoff(attempt, se.RetryAfter, maxWait), nil
 	}
 	return false, 0, err // a 4xx: the row's own
 }

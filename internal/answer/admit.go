@@ -1,0 +1,73 @@
+package answer
+
+import (
+	"context"
+	"errors"
+
+	"system1/internal/decision"
+	"system1/internal/fleet"
+)
+
+// Admit is the answer path's front door, which every face passes before
+// it checks a request and asks it: the limits of the nodes serving model
+// (through the aliases), the largest option cap among them. A model no
+// node is known to serve has the nodes that never listed their models
+// list them once first, so that a model a node serves but has not named
+// yet is found. When none serves it, lim is the defaults, for a face that
+// checks the rest of the request anyway, and err a *Failure of class
+// UnknownModel; an empty model is not looked for.
+func (s *Service) Admit(ctx context.Context, model string) (lim decision.Limits, err error) {
+	r := s.opt.Router
+	lim, err = r.Limits(model)
+	if errors.Is(err, fleet.ErrUnknownModel) && model != "" {
+		r.Refresh(ctx)
+		lim, err = r.Limits(model)
+	}
+	if err != nil {
+		return decision.DefaultLimits(), s.refused(model, err)
+	}
+	return lim, nil
+}
+
+// Capacity is how many requests of k questions over model the healthy
+// nodes serving it run at once with every slot busy
+// (fleet.Router.Capacity): what a face that asks many at once (a batch, a
+// job's rows) keeps in flight; 0 when no healthy node serves the model.
+func (s *Service) Capacity(ctx context.Context, model string, k int) int {
+	return s.opt.Router.Capacity(ctx, model, k)
+}
+
+// Model is one model the service answers to, and the limits of a request
+// for it; Limits is nil when no node serves it any more.
+type Model struct {
+	fleet.Model
+	Limits *decision.Limits
+}
+
+// Models lists every model the nodes serve and every alias whose target
+// is served (fleet.Router.Catalog), each with its limits: what GET
+// /v1/models and decide's capabilities list. No node is asked.
+func (s *Service) Models() []Model {
+	r := s.opt.Router
+	var out []Model
+	for _, m := range r.Catalog() {
+		one := Model{Model: m}
+		if lim, err := r.Limits(m.ID); err == nil {
+			one.Limits = &lim
+		}
+		out = append(out, one)
+	}
+	return out
+}
+
+// States are the nodes' states, in configured order (fleet.Router.States):
+// the fleet's one view of them, which health checks show.
+func (s *Service) States() []fleet.State { return s.opt.Router.States() }
+
+// Ping has the nodes serving model list their models, as the background
+// probes do, after the nodes that never listed theirs list them once
+// (fleet.Router.Ping): a health check's look, which sends no user data.
+func (s *Service) Ping(ctx context.Context, model string) []fleet.Ping {
+	s.opt.Router.Refresh(ctx)
+	return s.opt.Router.Ping(ctx, model)
+}
