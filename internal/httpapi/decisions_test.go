@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -239,6 +240,20 @@ func TestDecisionsErrors(t *testing.T) {
 	r = limited.do(t, http.MethodPost, "/v1/decisions", `{"model":"fake","input":"s",`+pred+`}`)
 	if e := openAIError(t, r); r.status != 429 || str(e.Code) != "rate_limit_exceeded" || r.header.Get("Retry-After-Ms") == "" || r.header.Get("Retry-After") == "" {
 		t.Errorf("over the rate: %s %v", r, r.header)
+	}
+
+	// Too many wrong keys from one address: the 429 asks for its pause in
+	// both headers the SDKs read, as the rate limit's does.
+	guesser := serve(t, setup{nodes: []node{n}, keys: []string{"k"}})
+	for i := range 30 {
+		r = guesser.do(t, http.MethodPost, "/v1/decisions", `{"model":"fake","input":"s",`+pred+`}`, "Authorization: Bearer guess-"+strconv.Itoa(i))
+		if r.status == http.StatusTooManyRequests {
+			break
+		}
+	}
+	ms, err := strconv.Atoi(r.header.Get("Retry-After-Ms"))
+	if e := openAIError(t, r); r.status != 429 || str(e.Code) != "rate_limit_exceeded" || err != nil || ms <= 0 || r.header.Get("Retry-After") == "" {
+		t.Errorf("too many wrong keys: %s %v", r, r.header)
 	}
 }
 

@@ -143,9 +143,7 @@ func (s *Server) apiWithin(errs errorWriter, h http.HandlerFunc, timeout time.Du
 			ri.caller = caller
 		}
 		if ok, wait := s.limiter.allow(caller, time.Now()); !ok {
-			secs := retryAfterSeconds(wait)
-			w.Header().Set("Retry-After", strconv.Itoa(secs))
-			w.Header().Set("Retry-After-Ms", strconv.FormatInt(wait.Milliseconds(), 10))
+			secs := setRetryAfter(w.Header(), wait)
 			errs(w, http.StatusTooManyRequests, systemone.RateLimit,
 				fmt.Sprintf("rate limit exceeded; retry after %d s", secs))
 			return
@@ -180,10 +178,20 @@ func (s *Server) checkKey(r *http.Request) (k int, ok bool, wait time.Duration) 
 // writeGuessLimited answers a client address over its allowance of wrong
 // keys.
 func writeGuessLimited(w http.ResponseWriter, wait time.Duration, errs errorWriter) {
-	secs := retryAfterSeconds(wait)
-	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	secs := setRetryAfter(w.Header(), wait)
 	errs(w, http.StatusTooManyRequests, systemone.RateLimit,
 		fmt.Sprintf("too many wrong API keys from this address; retry after %d s", secs))
+}
+
+// setRetryAfter says when to come back in both headers clients read
+// (Retry-After in whole seconds, Retry-After-Ms exactly: OpenAI's SDKs and
+// Jev's Python SDK honour either), for every 429 the API writes itself;
+// it returns the seconds.
+func setRetryAfter(h http.Header, wait time.Duration) int {
+	secs := retryAfterSeconds(wait)
+	h.Set("Retry-After", strconv.Itoa(secs))
+	h.Set("Retry-After-Ms", strconv.FormatInt(wait.Milliseconds(), 10))
+	return secs
 }
 
 // limitBody bounds a request body to max_body_bytes, decompressing a
