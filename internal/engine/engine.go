@@ -96,6 +96,12 @@ type Failure struct {
 	// reported): the model's limit over this prompt, not a fault of the
 	// node, so it fails the question without counting against the node.
 	Uninformative bool
+	// Provoked marks a reply whose shape the request's question provoked
+	// (an upstream's answer to it that fails the clients' checks): it
+	// fails the question, which moves on to the next node, without
+	// counting against the node, so that one caller's question cannot
+	// cool the node for every caller.
+	Provoked bool
 }
 
 func (f *Failure) Error() string {

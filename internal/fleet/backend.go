@@ -386,8 +386,8 @@ func traced(a answer, o engine.Outcome, model string) tracing.Attempt {
 
 // failure classifies any error from a node, engine or upstream, by one
 // rule: an HTTP refusal by its status (engine.StatusFailure), a reply that
-// fails the clients' checks as malformed, anything else by
-// engine.Classify.
+// fails the clients' checks as malformed (provoked by the question when
+// only an answer failed them), anything else by engine.Classify.
 func failure(err error) *engine.Failure {
 	var se *systemone.StatusError
 	var de *decisionsapi.StatusError
@@ -399,7 +399,8 @@ func failure(err error) *engine.Failure {
 	case errors.As(err, &de):
 		return engine.StatusFailure(de.Status, de.RetryAfter, de.Detail())
 	case errors.Is(err, systemone.ErrMalformed), errors.Is(err, decisionsapi.ErrMalformed):
-		return &engine.Failure{Kind: engine.Malformed, Err: err}
+		var answer *decisionsapi.AnswerError
+		return &engine.Failure{Kind: engine.Malformed, Provoked: errors.As(err, &answer), Err: err}
 	}
 	return engine.Classify(err)
 }

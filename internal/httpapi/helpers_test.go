@@ -497,7 +497,7 @@ func TestCheckAnswerRejects(t *testing.T) {
 // OpenAI's clients need (docs/decisions-wire.md): x-request-id on every
 // reply, the same id as x-typesafe-request-id; an error in OpenAI's
 // envelope, its four fields present; a 200 that passes every client's
-// checks (decisionsapi.ParseResponse, where every question is named:
+// checks (decisionsapi.CheckResponse, where every question is named:
 // that reader matches answers to questions by name), answers in order
 // named as asked, null for an unnamed question.
 func checkDecisionsReply(resp *http.Response, sent, body []byte) error {
@@ -543,8 +543,8 @@ func checkDecisionsReply(resp *http.Response, sent, body []byte) error {
 		}
 	}
 	if named {
-		if _, err := decisionsapi.ParseResponse(p.Request, body); err != nil {
-			return fmt.Errorf("decisionsapi.ParseResponse: %w", err)
+		if err := decisionsapi.CheckResponse(p.Request, body); err != nil {
+			return fmt.Errorf("decisionsapi.CheckResponse: %w", err)
 		}
 	}
 	return nil
