@@ -397,7 +397,9 @@ func failure(err error) *engine.Failure {
 	case errors.As(err, &se):
 		return engine.StatusFailure(se.Code, se.RetryAfter, se.Message)
 	case errors.As(err, &de):
-		return engine.StatusFailure(de.Status, de.RetryAfter, de.Detail())
+		f := engine.StatusFailure(de.Status, de.RetryAfter, de.Detail())
+		f.ContextTooLong = f.ContextTooLong || (f.Kind == engine.Rejected && de.Code == decisionsapi.CodeContextLengthExceeded)
+		return f
 	case errors.Is(err, systemone.ErrMalformed), errors.Is(err, decisionsapi.ErrMalformed):
 		var answer *decisionsapi.AnswerError
 		return &engine.Failure{Kind: engine.Malformed, Provoked: errors.As(err, &answer), Err: err}

@@ -110,7 +110,9 @@ func writeDecisionsAPIError(w http.ResponseWriter, status int, typ, msg string) 
 // decisionsFailure is the answer path's failure in OpenAI's envelope: a
 // model no node serves is a 404; the caller's error a 400 naming the
 // first question (an engine that cannot serve decisions, its 501, is a
-// 400 naming the model: the SDKs retry a 5xx, and this will not change);
+// 400 naming the model: the SDKs retry a 5xx, and this will not change;
+// a prompt over the model's context is context_length_exceeded, naming
+// input);
 // anything else a 503, with the pause a node asked for.
 func decisionsFailure(err error, p *decisionsapi.Parsed) *decisionsapi.Error {
 	var f *answer.Failure
@@ -126,13 +128,17 @@ func decisionsFailure(err error, p *decisionsapi.Parsed) *decisionsapi.Error {
 			index[q.ID] = i
 		}
 		ps := make([]decisionsapi.Problem, len(f.Problems))
-		notServed := len(f.Problems) > 0
+		notServed, tooLong := len(f.Problems) > 0, false
 		for i, pr := range f.Problems {
 			ps[i] = decisionsapi.Problem{Param: "questions[" + strconv.Itoa(index[pr.Question]) + "]", Message: pr.Message}
 			notServed = notServed && pr.Status == http.StatusNotImplemented
+			tooLong = tooLong || pr.ContextTooLong
 		}
-		if notServed {
+		switch {
+		case notServed:
 			return decisionsapi.NotServed(decisionsapi.Invalid(ps).Message)
+		case tooLong: // the input is what does not fit, whichever question found it
+			return decisionsapi.ContextLengthExceeded(decisionsapi.Invalid(ps).Message)
 		}
 		return decisionsapi.Invalid(ps)
 	}
