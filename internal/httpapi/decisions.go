@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"system1/internal/answer"
@@ -21,7 +22,7 @@ import (
 // System One wire, the answers written in question order with each
 // question's name, and a question system1 will not stand behind answered
 // with a refusal while the others are answered. Errors are OpenAI's
-// envelope; x-request-id is on every reply (decisionsRoute).
+// envelope; x-request-id is on every reply (openAIRoute).
 func (s *Server) handleDecisions(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	body, err := io.ReadAll(r.Body)
@@ -76,10 +77,11 @@ func (s *Server) handleDecisions(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, b)
 }
 
-// decisionsRoute gives every reply of a Decisions route, errors
-// included, the request's id in x-request-id, where OpenAI's SDKs read
-// it (_request_id, APIError.requestID).
-func decisionsRoute(h http.Handler) http.Handler {
+// openAIRoute gives every reply of a route OpenAI's clients call
+// (/v1/decisions, /v1/models and what lies below them), errors included,
+// the request's id in x-request-id, where OpenAI's SDKs read it
+// (_request_id, APIError.requestID).
+func openAIRoute(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(decisionsapi.RequestIDHeader, RequestID(r.Context()))
 		h.ServeHTTP(w, r)
@@ -97,14 +99,57 @@ func writeDecisionsError(w http.ResponseWriter, e *decisionsapi.Error) {
 // every API route may answer before its handler (a key missing or
 // wrong, a rate limit, a body it cannot take), in OpenAI's envelope.
 func writeDecisionsAPIError(w http.ResponseWriter, status int, typ, msg string) {
+	writeDecisionsError(w, openAIError(status, typ, msg))
+}
+
+// writeModelsAPIError is the errorWriter of GET /v1/models, which both
+// wires' clients call: OpenAI's envelope, with the detail Jev's clients
+// read beside its error.
+func writeModelsAPIError(w http.ResponseWriter, status int, typ, msg string) {
+	e := openAIError(status, typ, msg)
+	e.SetHeaders(w.Header())
+	detail := append(systemone.AppendErrorDetail([]byte(`{"detail":`), typ, msg), '}')
+	writeJSON(w, status, joinObjects(e.AppendJSON(nil), detail))
+}
+
+// joinObjects writes the members of two JSON objects as one object: an
+// envelope of one wire with the other's beside it.
+func joinObjects(a, b []byte) []byte {
+	return append(append(a[:len(a)-1:len(a)-1], ','), b[1:]...)
+}
+
+// openAIError is an error every API route may answer before its handler,
+// in OpenAI's words.
+func openAIError(status int, typ, msg string) *decisionsapi.Error {
 	switch typ {
 	case systemone.Authentication:
-		writeDecisionsError(w, decisionsapi.Unauthorized(msg))
+		return decisionsapi.Unauthorized(msg)
 	case systemone.RateLimit: // Retry-After and Retry-After-Ms are set by then
-		writeDecisionsError(w, decisionsapi.TooManyRequests(msg, 0))
-	default:
-		writeDecisionsError(w, &decisionsapi.Error{Status: status, Type: decisionsapi.TypeInvalidRequest, Message: msg})
+		return decisionsapi.TooManyRequests(msg, 0)
 	}
+	return &decisionsapi.Error{Status: status, Type: decisionsapi.TypeInvalidRequest, Message: msg}
+}
+
+// openAIUnmatched answers a request under an OpenAI route that no route
+// serves as OpenAI does, in its envelope: a known path asked with another
+// method is a 405 with Allow, anything else a 404. Under /v1/models,
+// which Jev's clients call too, FastAPI's detail is beside it.
+func openAIUnmatched(mux *http.ServeMux, jev bool) http.Handler {
+	return openAIRoute(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		what := " (" + r.Method + " " + r.URL.Path + ")"
+		e := &decisionsapi.Error{Status: http.StatusNotFound, Type: decisionsapi.TypeInvalidRequest, Message: "Invalid URL" + what}
+		detail := systemone.NotFoundBody
+		if methods := allowed(mux, r); len(methods) > 0 {
+			w.Header().Set("Allow", strings.Join(methods, ", "))
+			e.Status, e.Message = http.StatusMethodNotAllowed, "Invalid method for URL"+what+"; it takes "+strings.Join(methods, ", ")
+			detail = systemone.MethodNotAllowedBody
+		}
+		b := e.AppendJSON(nil)
+		if jev {
+			b = joinObjects(b, detail)
+		}
+		writeJSON(w, e.Status, b)
+	}))
 }
 
 // decisionsFailure is the answer path's failure in OpenAI's envelope: a

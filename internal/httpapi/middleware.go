@@ -87,7 +87,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		tracing.EndRequest(span, r, rec.status)
 		d := time.Since(start)
 		route := r.Pattern
-		if route == "" || route == unmatched {
+		if route == "" || isUnmatched(route) {
 			route = unmatchedRoute
 		}
 		s.opt.Metrics.Request(route, strconv.Itoa(rec.status), d)

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 
 	"system1/internal/systemone"
@@ -16,14 +17,26 @@ const (
 	unmatchedRoute = "unmatched"
 )
 
+// openAIUnmatchedPatterns catch what no route serves under the routes
+// OpenAI's clients call, answered in OpenAI's envelope (openAIUnmatched)
+// and labelled as unmatched.
+var openAIUnmatchedPatterns = []string{"/v1/decisions", "/v1/decisions/", "/v1/models", "/v1/models/"}
+
+// isUnmatched reports whether a pattern is one that catches what no
+// route serves.
+func isUnmatched(pattern string) bool {
+	return pattern == unmatched || slices.Contains(openAIUnmatchedPatterns, pattern)
+}
+
 // routes maps the whole HTTP surface.
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	handle := func(method, path string, h http.Handler) { mux.Handle(method+" "+path, h) }
 	handle(http.MethodPost, "/v1/systemone", s.api(s.handleSystemOne))
 	handle(http.MethodPost, "/v1/systemone"+systemone.BatchPath, s.apiWithin(writeError, s.handleSystemOneBatch, s.batchTimeout()))
-	handle(http.MethodPost, "/v1/decisions", decisionsRoute(s.apiIn(writeDecisionsAPIError, s.handleDecisions)))
-	handle(http.MethodGet, "/v1/models", s.api(s.handleModels))
+	handle(http.MethodPost, "/v1/decisions", openAIRoute(s.apiIn(writeDecisionsAPIError, s.handleDecisions)))
+	handle(http.MethodGet, "/v1/models", openAIRoute(s.apiIn(writeModelsAPIError, s.handleModels)))
+	handle(http.MethodGet, "/v1/models/{id...}", openAIRoute(s.apiIn(writeModelsAPIError, s.handleModel)))
 	handle(http.MethodPost, "/v1/feedback", s.api(s.handleFeedback))
 	handle(http.MethodGet, "/v1/calibration", s.api(s.handleCalibration))
 	handle(http.MethodGet, "/v1/shadow", s.api(s.handleShadow))
@@ -37,6 +50,9 @@ func (s *Server) routes() http.Handler {
 	handle(http.MethodGet, "/metrics", s.opt.Metrics.Handler())
 	if !s.opt.NoPage {
 		web.Register(mux) // GET / alone, /docs, /ui/*, /openapi.json; the rest stays 404 below
+	}
+	for _, p := range openAIUnmatchedPatterns {
+		mux.Handle(p, openAIUnmatched(mux, strings.HasPrefix(p, "/v1/models")))
 	}
 	mux.HandleFunc(unmatched, func(w http.ResponseWriter, r *http.Request) {
 		// A known path asked with another method is FastAPI's 405, as
@@ -65,7 +81,7 @@ var methods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.Me
 func allowed(mux *http.ServeMux, r *http.Request) []string {
 	var out []string
 	for _, m := range methods {
-		if _, pattern := mux.Handler(&http.Request{Method: m, Host: r.Host, URL: r.URL}); pattern != "" && pattern != unmatched {
+		if _, pattern := mux.Handler(&http.Request{Method: m, Host: r.Host, URL: r.URL}); pattern != "" && !isUnmatched(pattern) {
 			out = append(out, m)
 		}
 	}
