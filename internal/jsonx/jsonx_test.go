@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -184,6 +185,29 @@ func TestText(t *testing.T) {
 	} {
 		if got := Text(json.RawMessage(tc.raw)); got != tc.want {
 			t.Errorf("Text(%s) = %q, want %q", tc.raw, got, tc.want)
+		}
+	}
+}
+
+// DuplicateKey finds the first object, at any depth, holding a key twice
+// (as JSON readers read keys: escapes decoded), and names its path.
+func TestDuplicateKey(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []string
+	}{
+		{`{"a":1,"b":2}`, nil},
+		{`"text"`, nil},
+		{`[1,{"a":1},{"a":2}]`, nil},
+		{`{"a":1,"a":2}`, []string{"a"}},
+		{`{"a":1,"\u0061":2}`, []string{"a"}},
+		{`{"s":{"t":[0,{"x":1,"y":{},"x":3}]}}`, []string{"s", "t", "1", "x"}},
+		{`{"a":{"k":1},"b":{"k":1,"k":2},"a":0}`, []string{"b", "k"}},
+		{` [ { "a" : 1 , "a" : 2 } ] `, []string{"0", "a"}},
+	} {
+		path, found := DuplicateKey([]byte(tc.in))
+		if found != (tc.want != nil) || !slices.Equal(path, tc.want) {
+			t.Errorf("%s: %v %v, want %v", tc.in, path, found, tc.want)
 		}
 	}
 }
