@@ -105,6 +105,9 @@ type Problem struct {
 	// Status is the HTTP status the node refused it with, 0 for none: a
 	// face may say more of some (an engine's 501, no decision support).
 	Status int
+	// ContextTooLong is set when the node refused the prompt as longer
+	// than the model's context, which a face may name as such.
+	ContextTooLong bool
 	// Err is the failure as the node gave it, addresses and all: for the
 	// operator's log, never for a caller.
 	Err error
@@ -146,7 +149,7 @@ func (s *Service) unanswered(req decision.Request, res *fleet.Result) *Failure {
 			Cause: s.text(Cause(a.Err).Error()), Attempts: a.Attempts, Err: a.Err}
 		var f *engine.Failure
 		if errors.As(a.Err, &f) {
-			p.Status = f.Status
+			p.Status, p.ContextTooLong = f.Status, f.ContextTooLong
 		}
 		ps = append(ps, p)
 	}

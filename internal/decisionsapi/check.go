@@ -31,24 +31,53 @@ type Reply struct {
 // The clients' tolerances (docs/decisions-wire.md, "What clients check").
 const (
 	// promptfoo: a distribution sums to 1 within one percentage point, and
-	// a score is within one hundredth per level step of the mean.
+	// a score is within one hundredth per level step of the mean. What
+	// system1's own replies are held to (CheckResponse).
 	promptfooTolerance = 0.01 + 1e-12
 	// The AI SDK: 1e-6, plus half a unit of the declared two decimals per
-	// reported number.
+	// reported number. What an endpoint's replies are read with.
 	aiSDKTolerance = 1e-6
 	aiSDKRounding  = 0.005
 )
 
 // ParseResponse reads a Decisions reply to req, as AppendRequest sent it,
-// applying every check the real clients apply: OpenAI's tool runner
-// (every usage counter an integer, a string choice), the AI SDK's schema
-// and validate-decision (names equal to the questions', string values,
-// sums, argmax and score within the declared rounding), and promptfoo's
-// (answers in order, each value once, labels as sent, sums and scores
-// within 0.01, confidence in [0,1], a non-empty model). A reply that
-// fails any of them would break some client, so it is an error, never
-// passed on.
+// as the official clients read one: OpenAI's tool runner (every usage
+// counter an integer, a string choice), the AI SDK's schema and
+// validate-decision (names equal to the questions', string values, each
+// value once, sums, argmax and score within the declared rounding of two
+// decimals, n x 0.005 for n numbers), and promptfoo's structure (answers
+// in order, labels as sent, confidence in [0,1], a non-empty model). A
+// reply that fails them is an error, never passed on; one within them is
+// read, its distributions renormalised to sum to 1, since an endpoint that
+// rounds each number on its own is what the clients accept. An answer
+// that fails is an *AnswerError.
 func ParseResponse(req decision.Request, body []byte) (*Reply, error) {
+	return parseResponse(req, body, false)
+}
+
+// CheckResponse holds a reply to every check of ParseResponse and to
+// promptfoo's tighter sums and scores (within 0.01) as well: what
+// system1's own replies must pass, so that no client refuses them.
+func CheckResponse(req decision.Request, body []byte) error {
+	_, err := parseResponse(req, body, true)
+	return err
+}
+
+// AnswerError is a reply whose answer to one question fails the checks:
+// a shape that question may have provoked, not a broken endpoint.
+type AnswerError struct {
+	Index    int
+	Question string
+	Err      error
+}
+
+func (e *AnswerError) Error() string {
+	return fmt.Sprintf("answers[%d] (question %q): %v", e.Index, e.Question, e.Err)
+}
+
+func (e *AnswerError) Unwrap() error { return e.Err }
+
+func parseResponse(req decision.Request, body []byte, strict bool) (*Reply, error) {
 	if !json.Valid(body) {
 		return nil, errors.New("body: not valid JSON")
 	}
@@ -81,19 +110,17 @@ func ParseResponse(req decision.Request, body []byte) (*Reply, error) {
 	r.Answers, r.Dists, r.Refused = make([]decision.Answer, n), make([]decision.Distribution, n), make([]bool, n)
 	for i, q := range req.Questions {
 		ms, err := jsonx.Members(answers[i])
-		if err != nil {
-			return nil, fmt.Errorf("answers[%d]: %w", i, err)
+		if err == nil {
+			r.Answers[i], r.Dists[i], r.Refused[i], err = parseAnswer(q, ms, strict)
 		}
-		a, d, refused, err := parseAnswer(q, ms)
 		if err != nil {
-			return nil, fmt.Errorf("answers[%d] (question %q): %w", i, q.ID, err)
+			return nil, &AnswerError{Index: i, Question: q.ID, Err: err}
 		}
-		r.Answers[i], r.Dists[i], r.Refused[i] = a, d, refused
 	}
 	return r, nil
 }
 
-func parseAnswer(q decision.Question, ms []jsonx.Member) (decision.Answer, decision.Distribution, bool, error) {
+func parseAnswer(q decision.Question, ms []jsonx.Member, strict bool) (decision.Answer, decision.Distribution, bool, error) {
 	a := decision.Answer{Kind: q.Kind}
 	typ, err := str(ms, "type")
 	if err != nil {
@@ -178,7 +205,11 @@ func parseAnswer(q decision.Question, ms []jsonx.Member) (decision.Answer, decis
 		d[idx] = p
 		sum += p
 	}
-	if tol := min(promptfooTolerance, aiSDKTolerance+float64(k)*aiSDKRounding); math.Abs(sum-1) > tol {
+	tol := aiSDKTolerance + float64(k)*aiSDKRounding
+	if strict {
+		tol = min(tol, promptfooTolerance)
+	}
+	if math.Abs(sum-1) > tol {
 		return a, nil, false, fmt.Errorf("probabilities sum to %v", sum)
 	}
 	switch q.Kind {
@@ -210,7 +241,7 @@ func parseAnswer(q decision.Question, ms []jsonx.Member) (decision.Answer, decis
 			mean += float64(i) * p
 		}
 		diff := math.Abs(mean - s)
-		if diff > aiSDKTolerance+aiSDKRounding*float64(k*(k-1)/2)+aiSDKRounding || diff/float64(k-1) > promptfooTolerance {
+		if diff > aiSDKTolerance+aiSDKRounding*float64(k*(k-1)/2)+aiSDKRounding || (strict && diff/float64(k-1) > promptfooTolerance) {
 			return a, nil, false, fmt.Errorf("score %v is not the probability-weighted mean %v of its levels", s, mean)
 		}
 		a.Score = s

@@ -214,7 +214,7 @@ type Client struct {
 
 // Ask sends req and returns the checked reply. A refusal of the request
 // is a *StatusError; a reply that fails the clients' checks is an error
-// wrapping ErrMalformed. A refused question is a refusal in the reply,
+// wrapping ErrMalformed (and the *AnswerError, when one answer failed). A refused question is a refusal in the reply,
 // not an error.
 func (c *Client) Ask(ctx context.Context, req decision.Request) (*Reply, error) {
 	data, err := c.do(ctx, http.MethodPost, c.root()+"/decisions", AppendRequest(nil, req))
@@ -223,7 +223,7 @@ func (c *Client) Ask(ctx context.Context, req decision.Request) (*Reply, error) 
 	}
 	r, err := ParseResponse(req, data)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+		return nil, fmt.Errorf("%w: %w", ErrMalformed, err) // an *AnswerError stays one
 	}
 	return r, nil
 }

@@ -18,7 +18,7 @@ const fuzzFallbackRequest = `{"model":"m","input":"s","questions":[
 // fixed one when the fuzzed request is not valid). It must never panic,
 // and a reply it accepts must be one every client can use: each question
 // answered with its type or refused, probabilities in [0,1] summing to 1
-// within promptfoo's tolerance, a choice among the options within the AI
+// within the AI SDK's tolerance, a choice among the options within the AI
 // SDK's tolerance of the top, a score within the levels and near its
 // mean, distributions that sum to 1. What it accepts, system1's server
 // side writes back out in a form the client side accepts again.
@@ -54,6 +54,9 @@ func FuzzParseResponse(f *testing.F) {
 		out, err := (&Response{Model: r.Model, Request: again, Dists: r.Dists, Refused: r.Refused, Usage: r.Usage}).AppendJSON(nil)
 		if err != nil {
 			t.Fatalf("an accepted reply cannot be written back: %v", err)
+		}
+		if err := CheckResponse(req, out); err != nil {
+			t.Fatalf("an accepted reply, written back out, fails: %v\n%s", err, out)
 		}
 		back, err := ParseResponse(req, out)
 		if err != nil {

@@ -1,7 +1,9 @@
 package decisionsapi
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"math"
 	"reflect"
 	"strings"
@@ -121,7 +123,7 @@ func TestScoreStaysConsistentWithWhatIsPrinted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ParseResponse(p.Request, out); err != nil {
+	if err := CheckResponse(p.Request, out); err != nil {
 		t.Fatalf("the clients would refuse the reply: %v\n%s", err, out)
 	}
 	if !strings.Contains(string(out), `"score":4.5,`) {
@@ -303,5 +305,30 @@ func TestParseResponseTolerates(t *testing.T) {
 		if _, err := ParseResponse(req, []byte(body)); err != nil {
 			t.Errorf("%s: %v", tc.name, err)
 		}
+	}
+}
+
+// An endpoint that rounds each number to two decimals on its own, five
+// summing to 0.98, is read as the AI SDK reads it (within n x 0.005) and
+// renormalised; system1's own replies are held to promptfoo's 0.01 too.
+func TestRoundedOneByOne(t *testing.T) {
+	p := parseOK(t, `{"model":"m","input":"s","questions":[{"type":"choice","name":"c","instructions":"?","choices":[{"value":"a"},{"value":"b"},{"value":"c"},{"value":"d"},{"value":"e"}]}]}`)
+	body := []byte(`{"model":"m","answers":[{"type":"choice","name":"c","choice":"a","confidence":0.1,"probabilities":[` +
+		`{"value":"a","probability":0.2},{"value":"b","probability":0.2},{"value":"c","probability":0.2},{"value":"d","probability":0.2},{"value":"e","probability":0.18}]}],` +
+		`"usage":{"input_tokens":1,"input_tokens_details":{"cached_tokens":0,"cache_write_tokens":0},"output_tokens":1,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":2}}`)
+	r, err := ParseResponse(p.Request, body)
+	if err != nil {
+		t.Fatalf("a reply the AI SDK accepts: %v", err)
+	}
+	if d := r.Dists[0]; math.Abs(d[0]-0.2/0.98) > 1e-12 || math.Abs(d[4]-0.18/0.98) > 1e-12 {
+		t.Errorf("distribution %v, want it renormalised", d)
+	}
+	if CheckResponse(p.Request, body) == nil {
+		t.Error("CheckResponse passes a sum off by 0.02, which promptfoo refuses")
+	}
+	bad := bytes.Replace(body, []byte(`"probability":0.18`), []byte(`"probability":0.1`), 1)
+	var ae *AnswerError
+	if _, err := ParseResponse(p.Request, bad); !errors.As(err, &ae) || ae.Index != 0 || ae.Question != "c" {
+		t.Errorf("a sum off by 0.1: %v, want an AnswerError for question c", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -96,6 +97,16 @@ type Failure struct {
 	// reported): the model's limit over this prompt, not a fault of the
 	// node, so it fails the question without counting against the node.
 	Uninformative bool
+	// ContextTooLong marks a rejection of a prompt longer than the
+	// model's context (contextRefusals): the caller's, which a wire may
+	// name as such (OpenAI's context_length_exceeded).
+	ContextTooLong bool
+	// Provoked marks a reply whose shape the request's question provoked
+	// (an upstream's answer to it that fails the clients' checks): it
+	// fails the question, which moves on to the next node, without
+	// counting against the node, so that one caller's question cannot
+	// cool the node for every caller.
+	Provoked bool
 }
 
 func (f *Failure) Error() string {
@@ -139,10 +150,35 @@ func StatusFailure(status int, retryAfter time.Duration, msg string) *Failure {
 		// change on a retry, so it is the request's, which the wires
 		// answer with a 4xx that the SDKs do not retry.
 		f.Kind = Rejected
+		f.ContextTooLong = contextRefusal(msg)
 	case status == 408 || status == 504:
 		f.Kind = Timeout
 	default: // 404 for a claimed model, 5xx, anything else
 		f.Kind = Unavailable
 	}
 	return f
+}
+
+// contextRefusals are how engines word a prompt longer than the model's
+// context (docs/limits.md), lower-cased: llama-server, vLLM and hosted
+// OpenAI, Ollama, SGLang, and OpenAI's code, which another system1's
+// /v1/decisions and the hosted APIs send.
+var contextRefusals = []string{
+	"exceeds the available context size",
+	"maximum context length",
+	"exceeds the context length",
+	"longer than the model's context length",
+	"context_length_exceeded",
+}
+
+// contextRefusal reports whether an engine's refusal says the prompt is
+// longer than the model's context.
+func contextRefusal(msg string) bool {
+	msg = strings.ToLower(msg)
+	for _, r := range contextRefusals {
+		if strings.Contains(msg, r) {
+			return true
+		}
+	}
+	return false
 }

@@ -285,6 +285,9 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 		if b.Status == http.StatusNotFound {
 			msg = fmt.Sprintf("model %q not found", rec.Model)
 		}
+		if b.Message != "" {
+			msg = b.Message
+		}
 		writeError(w, f.opt.Dialect, b.Status, msg)
 		return
 	case NotJSON:

@@ -74,6 +74,9 @@ type Behavior struct {
 	Status int
 	// RetryAfter is sent as the Retry-After header with a Status fault.
 	RetryAfter string
+	// Message, when set, is a Status fault's error text, as the engine
+	// words it (llama.cpp's context refusal, say).
+	Message string
 	// Label is the index of the label a per-label fault hits.
 	Label int
 	// Latency delays each answer on the routes faults apply to, faulty

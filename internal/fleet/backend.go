@@ -242,29 +242,56 @@ func (b *upstreamBackend) Models(ctx context.Context) ([]string, error) {
 }
 
 func (b *upstreamBackend) ask(c *caller, req decision.Request) []answer {
+	return forward(c, req, func(ctx context.Context) (*forwarded, error) {
+		reply, err := b.c.Ask(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		return &forwarded{dists: reply.Dists, declined: reply.Abstained, model: reply.Model,
+			input: reply.Usage.InputTokens, output: reply.Usage.OutputTokens}, nil
+	})
+}
+
+// forwarded is what an upstream's one call for a request's questions
+// came back with: each question's distribution, or why the upstream
+// declined it, aligned with the questions; the model that answered and
+// the tokens the call counted.
+type forwarded struct {
+	dists         []decision.Distribution
+	declined      []string
+	model         string
+	input, output int
+}
+
+// forward asks an upstream (a System One or a Decisions endpoint) a
+// request's questions in one call, made by ask through the request's
+// gate, as one engine attempt: traced under the request, not one
+// question, with the node, model, tokens and outcome any engine attempt
+// has.
+func forward(c *caller, req decision.Request, ask func(context.Context) (*forwarded, error)) []answer {
 	start := c.now()
-	// One attempt for the forwarded call, which carries every question:
-	// under the request, not one question.
 	actx, span := tracing.StartAttempt(c.ctx, c.n.Name, req.Model, c.n.Dialect)
 	ac := *c
 	ac.ctx = actx
-	var reply *systemone.Reply
+	var reply *forwarded
 	err := ac.call(func(ctx context.Context) (err error) {
-		reply, err = b.c.Ask(ctx, req)
+		reply, err = ask(ctx)
 		return err
 	})
 	out := make([]answer, len(req.Questions))
 	for j := range out {
 		var o engine.Outcome
-		abstain := ""
+		declined := ""
 		if err == nil {
-			o = engine.Outcome{Dist: reply.Dists[j], Mass: math.NaN(), Rounds: 1, Model: reply.Model}
+			// The upstream's numbers are normalised over the options: how
+			// much the model put on them at all is not known here.
+			o = engine.Outcome{Dist: reply.dists[j], Mass: math.NaN(), Rounds: 1, Model: reply.model}
 			if j == 0 { // the upstream counts the request as a whole
-				o.InputTokens, o.OutputTokens = reply.Usage.InputTokens, reply.Usage.OutputTokens
+				o.InputTokens, o.OutputTokens = reply.input, reply.output
 			}
-			abstain = reply.Abstained[j]
+			declined = reply.declined[j]
 		}
-		out[j] = c.result(start, o, abstain, err)
+		out[j] = c.result(start, o, declined, err)
 	}
 	sum := answer{attempt: Attempt{Outcome: "ok"}}
 	if len(out) > 0 {
@@ -272,7 +299,7 @@ func (b *upstreamBackend) ask(c *caller, req decision.Request) []answer {
 	}
 	o := engine.Outcome{Mass: math.NaN()}
 	if reply != nil {
-		o.Model, o.InputTokens, o.OutputTokens = reply.Model, reply.Usage.InputTokens, reply.Usage.OutputTokens
+		o.Model, o.InputTokens, o.OutputTokens = reply.model, reply.input, reply.output
 	}
 	tracing.EndAttempt(span, traced(sum, o, req.Model))
 	return out
@@ -359,8 +386,8 @@ func traced(a answer, o engine.Outcome, model string) tracing.Attempt {
 
 // failure classifies any error from a node, engine or upstream, by one
 // rule: an HTTP refusal by its status (engine.StatusFailure), a reply that
-// fails the clients' checks as malformed, anything else by
-// engine.Classify.
+// fails the clients' checks as malformed (provoked by the question when
+// only an answer failed them), anything else by engine.Classify.
 func failure(err error) *engine.Failure {
 	var se *systemone.StatusError
 	var de *decisionsapi.StatusError
@@ -370,9 +397,12 @@ func failure(err error) *engine.Failure {
 	case errors.As(err, &se):
 		return engine.StatusFailure(se.Code, se.RetryAfter, se.Message)
 	case errors.As(err, &de):
-		return engine.StatusFailure(de.Status, de.RetryAfter, de.Detail())
+		f := engine.StatusFailure(de.Status, de.RetryAfter, de.Detail())
+		f.ContextTooLong = f.ContextTooLong || (f.Kind == engine.Rejected && de.Code == decisionsapi.CodeContextLengthExceeded)
+		return f
 	case errors.Is(err, systemone.ErrMalformed), errors.Is(err, decisionsapi.ErrMalformed):
-		return &engine.Failure{Kind: engine.Malformed, Err: err}
+		var answer *decisionsapi.AnswerError
+		return &engine.Failure{Kind: engine.Malformed, Provoked: errors.As(err, &answer), Err: err}
 	}
 	return engine.Classify(err)
 }

@@ -424,15 +424,16 @@ func (w *warmStates) add(node string, state uint64, now time.Time) {
 // multi-model engine (Ollama answers 404 for a model it has not pulled):
 // the pair rests, not the node, so a caller naming a missing model cannot
 // keep the node down for every other model. A reading in which the model
-// ranked none of the labels is honest and well-formed: it counts against
-// nothing. On a pool, an error status its router answered with (a 5xx)
+// ranked none of the labels is honest and well-formed, and an upstream's
+// answer that fails the checks is a shape the question provoked: neither
+// counts against anything. On a pool, an error status its router answered with (a 5xx)
 // is one engine's failure behind a router that still routes: it counts
 // toward a cooldown, as a timeout does, rather than cooling the whole
 // pool at once. Everything else is the node's, by the policy (see
 // failed).
 func (r *Router) blame(n *Node, model string, f *engine.Failure) {
 	switch {
-	case f.Uninformative:
+	case f.Uninformative || f.Provoked:
 		return
 	case f.Kind == engine.Unavailable && f.Status == http.StatusNotFound:
 		r.coolModel(n, model, r.policy.Cooldown, f.Error())

@@ -2,11 +2,9 @@ package fleet
 
 import (
 	"context"
-	"math"
 
 	"system1/internal/decision"
 	"system1/internal/decisionsapi"
-	"system1/internal/engine"
 )
 
 // DecisionsBackend is a backend over an OpenAI-shaped Decisions endpoint
@@ -36,30 +34,20 @@ func (b *decisionsBackend) Models(ctx context.Context) ([]string, error) {
 }
 
 func (b *decisionsBackend) ask(c *caller, req decision.Request) []answer {
-	start := c.now()
-	var reply *decisionsapi.Reply
-	err := c.call(func(ctx context.Context) (err error) {
-		reply, err = b.c.Ask(ctx, req)
-		return err
-	})
-	out := make([]answer, len(req.Questions))
-	for j := range out {
-		var o engine.Outcome
-		declined := ""
-		if err == nil {
-			// The endpoint's numbers are normalised over the options:
-			// how much the model put on them at all is not known here.
-			o = engine.Outcome{Dist: reply.Dists[j], Mass: math.NaN(), Rounds: 1, Model: reply.Model}
-			if j == 0 { // the endpoint counts the request as a whole
-				o.InputTokens, o.OutputTokens = reply.Usage.InputTokens, reply.Usage.OutputTokens
-			}
-			if reply.Refused[j] {
-				declined = refusedByEndpoint
+	return forward(c, req, func(ctx context.Context) (*forwarded, error) {
+		reply, err := b.c.Ask(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		declined := make([]string, len(reply.Refused))
+		for j, refused := range reply.Refused {
+			if refused {
+				declined[j] = refusedByEndpoint
 			}
 		}
-		out[j] = c.result(start, o, declined, err)
-	}
-	return out
+		return &forwarded{dists: reply.Dists, declined: declined, model: reply.Model,
+			input: reply.Usage.InputTokens, output: reply.Usage.OutputTokens}, nil
+	})
 }
 
 // A Decisions endpoint takes a request's questions in one call, which

@@ -41,6 +41,11 @@ func ParseRequest(raw []byte) (Request, []string) {
 	if path, isKey, bad := jsonx.InvalidText(raw); bad {
 		return req, []string{textProblem(path, isKey)}
 	}
+	// A key twice inside a field's data (the context) likewise: JSON
+	// readers disagree on which one wins.
+	if path, found := jsonx.DuplicateKey(raw); found {
+		return req, []string{fmt.Sprintf("%s: the key %q appears twice; send each key once", strings.Join(path, "."), path[len(path)-1])}
+	}
 	var ps []string
 	bad := func(format string, a ...any) { ps = append(ps, fmt.Sprintf(format, a...)) }
 	known := requestFields

@@ -165,7 +165,10 @@ func TestWrongMethod(t *testing.T) {
 		allow, body  string
 	}{
 		{http.MethodGet, "/v1/systemone", 405, "POST", `{"detail":"Method Not Allowed"}`},
-		{http.MethodPost, "/v1/models", 405, "GET, HEAD", `{"detail":"Method Not Allowed"}`},
+		// /v1/models, which OpenAI's clients call too, answers in both
+		// envelopes (TestOpenAIRoutesAnswerInTheirEnvelope).
+		{http.MethodPost, "/v1/models", 405, "GET, HEAD",
+			`{"error":{"message":"Invalid method for URL (POST /v1/models); it takes GET, HEAD","type":"invalid_request_error","param":null,"code":null},"detail":"Method Not Allowed"}`},
 		{http.MethodDelete, "/health", 405, "GET, HEAD", `{"detail":"Method Not Allowed"}`},
 		{http.MethodDelete, "/v1/nothing", 404, "", `{"detail":"Not Found"}`},
 		// The page's paths (internal/web) are known paths like the API's.

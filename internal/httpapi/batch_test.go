@@ -417,6 +417,22 @@ func TestBatchRefusesAsTheSingleRouteDoes(t *testing.T) {
 	}
 }
 
+// A single request's state (or its old name, document) sent beside a
+// batch's states is a field the batch does not define: a 400 naming it,
+// as any other unknown field, never dropped in silence.
+func TestBatchRefusesAStateBesideStates(t *testing.T) {
+	n := startNode(t, "a", fakeengine.LlamaCpp, fakeengine.Behavior{})
+	s := serve(t, setup{nodes: []node{n}})
+	for _, field := range []string{"state", "document"} {
+		r := s.do(t, http.MethodPost, "/v1/systemone/batch",
+			`{"model":"fake","`+field+`":"c","states":["a","b"],"questions":{"u":{"type":"noul"}}}`)
+		wantError(t, r, http.StatusBadRequest, systemone.APIUsageError, `"`+field+`"`)
+	}
+	if got := len(n.fake.Inferences()); got != 0 {
+		t.Errorf("%d engine calls for batches refused up front", got)
+	}
+}
+
 // Under the gate's headers a state whose answer system1 will not stand
 // behind is that state's own 422 in its place, the body /v1/systemone
 // gives that state alone, while the other states are answered; a batch

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"system1/internal/answer"
@@ -89,20 +90,66 @@ func writeDecisionsError(w http.ResponseWriter, e *decisionsapi.Error) {
 // wrong, a rate limit, a body it cannot take, a wrong method), in
 // OpenAI's envelope.
 func writeDecisionsAPIError(w http.ResponseWriter, status int, typ, msg string) {
+	writeDecisionsError(w, openAIError(status, typ, msg))
+}
+
+// writeModelsAPIError is the errorWriter of GET /v1/models, which both
+// wires' clients call: OpenAI's envelope, with the detail Jev's clients
+// read beside its error.
+func writeModelsAPIError(w http.ResponseWriter, status int, typ, msg string) {
+	e := openAIError(status, typ, msg)
+	e.SetHeaders(w.Header())
+	detail := append(systemone.AppendErrorDetail([]byte(`{"detail":`), typ, msg), '}')
+	writeJSON(w, status, joinObjects(e.AppendJSON(nil), detail))
+}
+
+// joinObjects writes the members of two JSON objects as one object: an
+// envelope of one wire with the other's beside it.
+func joinObjects(a, b []byte) []byte {
+	return append(append(a[:len(a)-1:len(a)-1], ','), b[1:]...)
+}
+
+// openAIError is an error every API route may answer before its handler,
+// in OpenAI's words.
+func openAIError(status int, typ, msg string) *decisionsapi.Error {
 	switch typ {
 	case systemone.Authentication:
-		writeDecisionsError(w, decisionsapi.Unauthorized(msg))
+		return decisionsapi.Unauthorized(msg)
 	case systemone.RateLimit: // Retry-After and Retry-After-Ms are set by then
-		writeDecisionsError(w, decisionsapi.TooManyRequests(msg, 0))
-	default:
-		writeDecisionsError(w, &decisionsapi.Error{Status: status, Type: decisionsapi.TypeInvalidRequest, Message: msg})
+		return decisionsapi.TooManyRequests(msg, 0)
 	}
+	return &decisionsapi.Error{Status: status, Type: decisionsapi.TypeInvalidRequest, Message: msg}
+}
+
+// openAIUnmatched answers a request under an OpenAI route that no route
+// serves as OpenAI does, in its envelope: a known path asked with another
+// method is a 405 with Allow, anything else a 404. Under /v1/models,
+// which Jev's clients call too, FastAPI's detail is beside it.
+func openAIUnmatched(mux *http.ServeMux, jev bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		decisionsWire.start(w, r)
+		what := " (" + r.Method + " " + r.URL.Path + ")"
+		e := &decisionsapi.Error{Status: http.StatusNotFound, Type: decisionsapi.TypeInvalidRequest, Message: "Invalid URL" + what}
+		detail := systemone.NotFoundBody
+		if methods := allowed(mux, r); len(methods) > 0 {
+			w.Header().Set("Allow", strings.Join(methods, ", "))
+			e.Status, e.Message = http.StatusMethodNotAllowed, "Invalid method for URL"+what+"; it takes "+strings.Join(methods, ", ")
+			detail = systemone.MethodNotAllowedBody
+		}
+		b := e.AppendJSON(nil)
+		if jev {
+			b = joinObjects(b, detail)
+		}
+		writeJSON(w, e.Status, b)
+	})
 }
 
 // decisionsFailure is the answer path's failure in OpenAI's envelope: a
 // model no node serves is a 404; the caller's error a 400 naming the
 // first question (an engine that cannot serve decisions, its 501, is a
-// 400 naming the model: the SDKs retry a 5xx, and this will not change);
+// 400 naming the model: the SDKs retry a 5xx, and this will not change;
+// a prompt over the model's context is context_length_exceeded, naming
+// input);
 // anything else a 503, with the pause a node asked for.
 func decisionsFailure(err error, p *decisionsapi.Parsed) *decisionsapi.Error {
 	var f *answer.Failure
@@ -118,13 +165,17 @@ func decisionsFailure(err error, p *decisionsapi.Parsed) *decisionsapi.Error {
 			index[q.ID] = i
 		}
 		ps := make([]decisionsapi.Problem, len(f.Problems))
-		notServed := len(f.Problems) > 0
+		notServed, tooLong := len(f.Problems) > 0, false
 		for i, pr := range f.Problems {
 			ps[i] = decisionsapi.Problem{Param: "questions[" + strconv.Itoa(index[pr.Question]) + "]", Message: pr.Message}
 			notServed = notServed && pr.Status == http.StatusNotImplemented
+			tooLong = tooLong || pr.ContextTooLong
 		}
-		if notServed {
+		switch {
+		case notServed:
 			return decisionsapi.NotServed(decisionsapi.Invalid(ps).Message)
+		case tooLong: // the input is what does not fit, whichever question found it
+			return decisionsapi.ContextLengthExceeded(decisionsapi.Invalid(ps).Message)
 		}
 		return decisionsapi.Invalid(ps)
 	}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -246,6 +247,20 @@ func TestDecisionsErrors(t *testing.T) {
 	if e := openAIError(t, r); r.status != 429 || str(e.Code) != "rate_limit_exceeded" || r.header.Get("Retry-After-Ms") == "" || r.header.Get("Retry-After") == "" {
 		t.Errorf("over the rate: %s %v", r, r.header)
 	}
+
+	// Too many wrong keys from one address: the 429 asks for its pause in
+	// both headers the SDKs read, as the rate limit's does.
+	guesser := serve(t, setup{nodes: []node{n}, keys: []string{"k"}})
+	for i := range 30 {
+		r = guesser.do(t, http.MethodPost, "/v1/decisions", `{"model":"fake","input":"s",`+pred+`}`, "Authorization: Bearer guess-"+strconv.Itoa(i))
+		if r.status == http.StatusTooManyRequests {
+			break
+		}
+	}
+	ms, err := strconv.Atoi(r.header.Get("Retry-After-Ms"))
+	if e := openAIError(t, r); r.status != 429 || str(e.Code) != "rate_limit_exceeded" || err != nil || ms <= 0 || r.header.Get("Retry-After") == "" {
+		t.Errorf("too many wrong keys: %s %v", r, r.header)
+	}
 }
 
 type openAIEnvelope struct {
@@ -291,6 +306,50 @@ func TestDecisionsEngineFailures(t *testing.T) {
 	r = s.do(t, http.MethodPost, "/v1/decisions", ticketDecisions)
 	if e := openAIError(t, r); r.status != 503 || e.Type != "server_error" {
 		t.Errorf("a node down: %s", r)
+	}
+}
+
+// An engine's refusal of a prompt longer than its context is OpenAI's
+// 400 context_length_exceeded naming input on the Decisions wire, in the
+// engine's words (llama.cpp's, vLLM's, Ollama's), and stays the System
+// One wire's 422; another refusal of the request is not one.
+func TestDecisionsContextLengthExceeded(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		dialect fakeengine.Dialect
+		msg     string
+		code    string
+	}{
+		{"llama.cpp", fakeengine.LlamaCpp, "request (948 tokens) exceeds the available context size (256 tokens), try increasing it", "context_length_exceeded"},
+		{"vLLM", fakeengine.OpenAI, "This model's maximum context length is 2048 tokens. However, your request has 4000 input tokens.", "context_length_exceeded"},
+		{"Ollama", fakeengine.Ollama, "the input length exceeds the context length", "context_length_exceeded"},
+		{"another refusal", fakeengine.LlamaCpp, "invalid grammar", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := startNode(t, "n", tc.dialect, fakeengine.Behavior{Fault: fakeengine.Status, Status: http.StatusBadRequest, Message: tc.msg})
+			s := serve(t, setup{nodes: []node{n}})
+			r := s.do(t, http.MethodPost, "/v1/decisions", ticketDecisions)
+			e := openAIError(t, r)
+			wantParam := "input"
+			if tc.code == "" {
+				wantParam = "questions[0]"
+			}
+			if r.status != 400 || str(e.Code) != tc.code || str(e.Param) != wantParam || e.Type != "invalid_request_error" || !strings.Contains(e.Message, tc.msg) {
+				t.Errorf("got %s, want 400 %q naming %s", r, tc.code, wantParam)
+			}
+			if r := s.ask(t, ticketJev); r.status != http.StatusUnprocessableEntity {
+				t.Errorf("the System One wire: %s, want 422", r)
+			}
+		})
+	}
+	// Behind a decisions node (hosted OpenAI, vLLM, another system1), the
+	// upstream's own context_length_exceeded is passed on as one.
+	d := fakeengine.StartDecisions(t, fakeengine.Reply{Model: fakeengine.DefaultModel, Status: http.StatusBadRequest,
+		Message: "This model's maximum context length is 8192 tokens."})
+	s := serve(t, setup{nodes: []node{{cfg: config.Node{Name: "d", URL: d.URL, Dialect: "decisions", Models: []string{fakeengine.DefaultModel}}}}})
+	r := s.do(t, http.MethodPost, "/v1/decisions", ticketDecisions)
+	if e := openAIError(t, r); r.status != 400 || str(e.Code) != "context_length_exceeded" || str(e.Param) != "input" {
+		t.Errorf("behind a decisions node: %s", r)
 	}
 }
 

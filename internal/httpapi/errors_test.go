@@ -282,14 +282,20 @@ func TestAuth(t *testing.T) {
 		{"x-api-key", []string{"X-Api-Key: key-two"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, r := range []reply{s.ask(t, q, tc.header...), s.do(t, http.MethodGet, "/v1/models", "", tc.header...)} {
+			for i, r := range []reply{s.ask(t, q, tc.header...), s.do(t, http.MethodGet, "/v1/models", "", tc.header...)} {
 				if tc.ok {
 					if r.status != http.StatusOK {
 						t.Errorf("got %s, want 200", r)
 					}
 					continue
 				}
-				wantError(t, r, http.StatusUnauthorized, "authentication_error", "API key")
+				if i == 0 {
+					wantError(t, r, http.StatusUnauthorized, "authentication_error", "API key")
+				} else if e := openAIError(t, r); r.status != http.StatusUnauthorized || str(e.Code) != "invalid_api_key" ||
+					!strings.Contains(string(r.body), `"detail":{"error_type":"authentication_error"`) {
+					// Both wires' clients read the model list's errors.
+					t.Errorf("the model list: %s", r)
+				}
 				if r.header.Get("WWW-Authenticate") == "" {
 					t.Error("401 without WWW-Authenticate")
 				}

@@ -510,3 +510,47 @@ func asciiJSON(s string) string {
 	b.WriteByte('"')
 	return b.String()
 }
+
+// A key given twice inside JSON data (a state, instructions, a context)
+// is refused by one rule on every wire, as it is refused in the wire's
+// own fields: JSON readers disagree on which one wins. Each route says so
+// in its own envelope, naming the place; nothing reaches the engine.
+func TestDuplicateKeyInDataOnEveryWire(t *testing.T) {
+	n := startNode(t, "n", fakeengine.LlamaCpp, fakeengine.Behavior{})
+	s := serve(t, setup{nodes: []node{n}})
+	const dup = `{"a":1,"b":{"c":2,"c":3}}`
+	for _, tc := range []struct {
+		name, path, body string
+		status           int
+		loc              string
+	}{
+		{"a state", "/v1/systemone", `{"model":"fake","state":` + dup + `,"questions":{"q":{"type":"noul"}}}`, 422, `["body","state","b","c"]`},
+		{"instructions", "/v1/systemone", `{"model":"fake","state":"s","questions":{"q":{"type":"noul","instructions":` + dup + `}}}`, 422,
+			`["body","questions","q","instructions","b","c"]`},
+		{"a criterion", "/v1/systemone", `{"model":"fake","state":"s","questions":{"q":{"type":"choice","criteria":{"x":` + dup + `,"y":null}}}}`, 422,
+			`["body","questions","q","criteria","x","b","c"]`},
+		{"a batch's state", "/v1/systemone/batch", `{"model":"fake","states":["s",` + dup + `],"questions":{"q":{"type":"noul"}}}`, 422,
+			`["body","states","1","b","c"]`},
+		{"input_json", "/v1/decisions", `{"model":"fake","input":[{"role":"user","content":[{"type":"input_json","data":` + dup + `}]}],"questions":[{"type":"predicate","instructions":"?"}]}`, 400,
+			`input[0].content[0].data`},
+	} {
+		r := s.do(t, http.MethodPost, tc.path, tc.body)
+		if r.status != tc.status || !strings.Contains(string(r.body), tc.loc) || !strings.Contains(string(r.body), "twice") {
+			t.Errorf("%s: %s, want %d naming %s", tc.name, r, tc.status, tc.loc)
+		}
+	}
+	if got := len(n.fake.Inferences()); got != 0 {
+		t.Errorf("%d engine calls for requests with a key twice", got)
+	}
+
+	d := decideServer(t, fakeengine.Behavior{}, 0, 0)
+	for _, tc := range []struct{ name, path, body, has string }{
+		{"a decide context", "/v1/decide", `{"question":"Refund?","context":` + dup + `}`, `context.b.c`},
+		{"a decide batch's context", "/v1/decide/batch", `{"question":"Refund?","contexts":[{"t":1},` + dup + `]}`, `contexts[1]: context.b.c`},
+	} {
+		r := d.do(t, http.MethodPost, tc.path, tc.body)
+		if r.status != http.StatusUnprocessableEntity || !strings.Contains(string(r.body), tc.has) || !strings.Contains(string(r.body), "twice") {
+			t.Errorf("%s: %s, want 422 naming %s", tc.name, r, tc.has)
+		}
+	}
+}

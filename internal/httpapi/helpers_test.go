@@ -202,7 +202,7 @@ func (c checker) RoundTrip(req *http.Request) (*http.Response, error) {
 			c.t.Errorf("%s: body is not JSON: %s", where, body)
 		}
 	}
-	if req.URL.Path == "/v1/decisions" {
+	if openAIPath(req.URL.Path) {
 		if err := checkDecisionsReply(resp, sent, body); err != nil {
 			c.t.Errorf("%s: %v\nrequest: %s\nreply: %d %s", where, err, sent, resp.StatusCode, body)
 		}
@@ -507,18 +507,32 @@ func TestCheckAnswerRejects(t *testing.T) {
 	}
 }
 
-// checkDecisionsReply applies to every reply of /v1/decisions what
-// OpenAI's clients need (docs/decisions-wire.md): x-request-id on every
-// reply, the same id as x-typesafe-request-id; an error in OpenAI's
-// envelope, its four fields present; a 200 that passes every client's
-// checks (decisionsapi.ParseResponse, where every question is named:
+// openAIPath reports whether a path is under a route OpenAI's clients
+// call: /v1/decisions and /v1/models, and anything below them.
+func openAIPath(p string) bool {
+	for _, root := range []string{"/v1/decisions", "/v1/models"} {
+		if p == root || strings.HasPrefix(p, root+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// checkDecisionsReply applies to every reply under /v1/decisions and
+// /v1/models what OpenAI's clients need (docs/decisions-wire.md):
+// x-request-id on every reply, the same id as x-typesafe-request-id; an
+// error in OpenAI's envelope, its four fields present; a 200 that passes every client's
+// checks (decisionsapi.CheckResponse, where every question is named:
 // that reader matches answers to questions by name), answers in order
 // named as asked, null for an unnamed question.
 func checkDecisionsReply(resp *http.Response, sent, body []byte) error {
 	if id := resp.Header.Get("X-Request-Id"); !requestID.MatchString(id) || id != resp.Header.Get("X-Typesafe-Request-Id") {
 		return fmt.Errorf("x-request-id %q", id)
 	}
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != "/v1/decisions" {
+		if resp.StatusCode == http.StatusOK {
+			return nil // a model list or a model
+		}
 		var env struct {
 			Error map[string]json.RawMessage `json:"error"`
 		}
@@ -557,8 +571,8 @@ func checkDecisionsReply(resp *http.Response, sent, body []byte) error {
 		}
 	}
 	if named {
-		if _, err := decisionsapi.ParseResponse(p.Request, body); err != nil {
-			return fmt.Errorf("decisionsapi.ParseResponse: %w", err)
+		if err := decisionsapi.CheckResponse(p.Request, body); err != nil {
+			return fmt.Errorf("decisionsapi.CheckResponse: %w", err)
 		}
 	}
 	return nil

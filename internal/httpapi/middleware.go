@@ -89,7 +89,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		tracing.EndRequest(span, r, rec.status)
 		d := time.Since(start)
 		route := r.Pattern
-		if route == "" || route == unmatched {
+		if route == "" || isUnmatched(route) {
 			route = unmatchedRoute
 		}
 		s.opt.Metrics.Request(route, strconv.Itoa(rec.status), d)
@@ -124,6 +124,7 @@ type wire struct {
 var (
 	systemOneWire   = wire{errs: writeError}
 	decisionsWire   = wire{errs: writeDecisionsAPIError, requestID: decisionsapi.RequestIDHeader}
+	modelsWire      = wire{errs: writeModelsAPIError, requestID: decisionsapi.RequestIDHeader}
 	decideWire      = wire{errs: writeDecideError}
 	decideBatchWire = wire{errs: writeDecideBatchError}
 )
@@ -165,9 +166,7 @@ func (s *Server) api(wr wire, h http.HandlerFunc, timeout time.Duration) http.Ha
 			ri.caller = caller
 		}
 		if ok, wait := s.limiter.allow(caller, time.Now()); !ok {
-			secs := retryAfterSeconds(wait)
-			w.Header().Set("Retry-After", strconv.Itoa(secs))
-			w.Header().Set("Retry-After-Ms", strconv.FormatInt(wait.Milliseconds(), 10))
+			secs := setRetryAfter(w.Header(), wait)
 			errs(w, http.StatusTooManyRequests, systemone.RateLimit,
 				fmt.Sprintf("rate limit exceeded; retry after %d s", secs))
 			return
@@ -202,10 +201,20 @@ func (s *Server) checkKey(r *http.Request) (k int, ok bool, wait time.Duration) 
 // writeGuessLimited answers a client address over its allowance of wrong
 // keys.
 func writeGuessLimited(w http.ResponseWriter, wait time.Duration, errs errorWriter) {
-	secs := retryAfterSeconds(wait)
-	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	secs := setRetryAfter(w.Header(), wait)
 	errs(w, http.StatusTooManyRequests, systemone.RateLimit,
 		fmt.Sprintf("too many wrong API keys from this address; retry after %d s", secs))
+}
+
+// setRetryAfter says when to come back in both headers clients read
+// (Retry-After in whole seconds, Retry-After-Ms exactly: OpenAI's SDKs and
+// Jev's Python SDK honour either), for every 429 the API writes itself;
+// it returns the seconds.
+func setRetryAfter(h http.Header, wait time.Duration) int {
+	secs := retryAfterSeconds(wait)
+	h.Set("Retry-After", strconv.Itoa(secs))
+	h.Set("Retry-After-Ms", strconv.FormatInt(wait.Milliseconds(), 10))
+	return secs
 }
 
 // limitBody bounds a request body to max_body_bytes, decompressing a

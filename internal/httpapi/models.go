@@ -14,6 +14,24 @@ import (
 // and the configured aliases, in the wire's model-list shapes, each with
 // what it can be asked on the wire that reads that shape.
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, systemone.AppendModels(nil, s.models()))
+}
+
+// handleModel answers GET /v1/models/{id}, OpenAI's models.retrieve: the
+// model as the list's data has it, or a 404 model_not_found.
+func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	for _, m := range s.models() {
+		if m.ID == id {
+			writeJSON(w, http.StatusOK, systemone.AppendModel(nil, m))
+			return
+		}
+	}
+	writeDecisionsError(w, decisionsapi.ModelNotFound(id))
+}
+
+// models are the models GET /v1/models lists.
+func (s *Server) models() []systemone.Model {
 	var models []systemone.Model
 	for _, m := range s.opt.Answer.Models() {
 		desc := "served by " + m.Via
@@ -29,7 +47,7 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 		}
 		models = append(models, model)
 	}
-	writeJSON(w, http.StatusOK, systemone.AppendModels(nil, models))
+	return models
 }
 
 // handleHealth answers GET /health: {"status":"ok"} while the process

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"encoding/json"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -103,6 +104,58 @@ func TestHealth(t *testing.T) {
 	for _, n := range h.Nodes {
 		if !n.Healthy || !slices.Equal(n.Models, []string{fakeengine.DefaultModel}) {
 			t.Errorf("node %+v", n)
+		}
+	}
+}
+
+// The routes OpenAI's clients call answer everything in OpenAI's
+// envelope with x-request-id (the checker holds every reply under them
+// to it): GET /v1/models/{id}, the SDK's models.retrieve, answers the
+// model object of the list, or a 404 model_not_found; a path no route
+// serves below them is a 404, a method they do not take a 405 with
+// Allow; a wrong key on the list is a 401 both wires' clients read.
+func TestOpenAIRoutesAnswerInTheirEnvelope(t *testing.T) {
+	s := serve(t, setup{nodes: []node{startNode(t, "n", fakeengine.LlamaCpp, fakeengine.Behavior{})}, keys: []string{"k"}})
+	const auth = "Authorization: Bearer k"
+	r := s.do(t, http.MethodGet, "/v1/models/"+fakeengine.DefaultModel, "", auth)
+	var m map[string]any
+	if err := json.Unmarshal(r.body, &m); err != nil || r.status != http.StatusOK || m["id"] != fakeengine.DefaultModel || m["object"] != "model" ||
+		m["owned_by"] != "system1" || m["created"] == nil || m["capabilities"] == nil {
+		t.Errorf("models.retrieve: %s", r)
+	}
+	var list struct {
+		Data []map[string]any `json:"data"`
+	}
+	if err := json.Unmarshal(s.do(t, http.MethodGet, "/v1/models", "", auth).body, &list); err != nil || len(list.Data) != 1 || !reflect.DeepEqual(list.Data[0], m) {
+		t.Errorf("the model %v is not the list's %v", m, list.Data)
+	}
+	for _, tc := range []struct {
+		method, path string
+		status       int
+		code, allow  string
+	}{
+		{http.MethodGet, "/v1/models/nope", http.StatusNotFound, "model_not_found", ""},
+		{http.MethodGet, "/v1/models/" + fakeengine.DefaultModel + "/x", http.StatusNotFound, "model_not_found", ""},
+		{http.MethodPost, "/v1/decisions/x", http.StatusNotFound, "", ""},
+		{http.MethodGet, "/v1/decisions", http.StatusMethodNotAllowed, "", "POST"},
+		{http.MethodPost, "/v1/models", http.StatusMethodNotAllowed, "", "GET, HEAD"},
+		{http.MethodDelete, "/v1/models/" + fakeengine.DefaultModel, http.StatusMethodNotAllowed, "", "GET, HEAD"},
+	} {
+		r := s.do(t, tc.method, tc.path, "", auth)
+		if e := openAIError(t, r); r.status != tc.status || str(e.Code) != tc.code || e.Type != "invalid_request_error" || r.header.Get("Allow") != tc.allow {
+			t.Errorf("%s %s: %s (Allow %q)", tc.method, tc.path, r, r.header.Get("Allow"))
+		}
+	}
+	for _, path := range []string{"/v1/models", "/v1/models/" + fakeengine.DefaultModel} {
+		r := s.do(t, http.MethodGet, path, "", "Authorization: Bearer wrong")
+		var both struct {
+			Detail struct {
+				ErrorType string `json:"error_type"`
+			} `json:"detail"`
+		}
+		if e := openAIError(t, r); r.status != http.StatusUnauthorized || str(e.Code) != "invalid_api_key" ||
+			json.Unmarshal(r.body, &both) != nil || both.Detail.ErrorType != "authentication_error" {
+			t.Errorf("%s with a wrong key: %s", path, r)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,6 +17,17 @@ const (
 	unmatched      = "/"
 	unmatchedRoute = "unmatched"
 )
+
+// openAIUnmatchedPatterns catch what no route serves under the routes
+// OpenAI's clients call, answered in OpenAI's envelope (openAIUnmatched)
+// and labelled as unmatched.
+var openAIUnmatchedPatterns = []string{"/v1/decisions", "/v1/decisions/", "/v1/models", "/v1/models/"}
+
+// isUnmatched reports whether a pattern is one that catches what no
+// route serves.
+func isUnmatched(pattern string) bool {
+	return pattern == unmatched || slices.Contains(openAIUnmatchedPatterns, pattern)
+}
 
 // routes maps the whole HTTP surface. Each API route names its wire,
 // which writes every error of the route: its handler's, its
@@ -32,7 +44,8 @@ func (s *Server) routes() http.Handler {
 	api(http.MethodPost, "/v1/systemone", systemOneWire, s.handleSystemOne, timeout)
 	api(http.MethodPost, "/v1/systemone"+systemone.BatchPath, systemOneWire, s.handleSystemOneBatch, batch)
 	api(http.MethodPost, "/v1/decisions", decisionsWire, s.handleDecisions, timeout)
-	api(http.MethodGet, "/v1/models", systemOneWire, s.handleModels, timeout)
+	api(http.MethodGet, "/v1/models", modelsWire, s.handleModels, timeout)
+	api(http.MethodGet, "/v1/models/{id...}", modelsWire, s.handleModel, timeout)
 	api(http.MethodPost, "/v1/feedback", systemOneWire, s.handleFeedback, timeout)
 	api(http.MethodGet, "/v1/calibration", systemOneWire, s.handleCalibration, timeout)
 	api(http.MethodGet, "/v1/shadow", systemOneWire, s.handleShadow, timeout)
@@ -46,6 +59,9 @@ func (s *Server) routes() http.Handler {
 	handle(http.MethodGet, "/metrics", s.opt.Metrics.Handler())
 	if !s.opt.NoPage {
 		web.Register(mux) // GET / alone, /docs, /ui/*, /openapi.json; the rest stays 404 below
+	}
+	for _, p := range openAIUnmatchedPatterns {
+		mux.Handle(p, openAIUnmatched(mux, strings.HasPrefix(p, "/v1/models")))
 	}
 	mux.HandleFunc(unmatched, func(w http.ResponseWriter, r *http.Request) {
 		// A known path asked with another method is a 405 in its route's
@@ -81,7 +97,7 @@ var methods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.Me
 func allowed(mux *http.ServeMux, r *http.Request) []string {
 	var out []string
 	for _, m := range methods {
-		if _, pattern := mux.Handler(&http.Request{Method: m, Host: r.Host, URL: r.URL}); pattern != "" && pattern != unmatched {
+		if _, pattern := mux.Handler(&http.Request{Method: m, Host: r.Host, URL: r.URL}); pattern != "" && !isUnmatched(pattern) {
 			out = append(out, m)
 		}
 	}

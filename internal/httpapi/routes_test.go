@@ -17,13 +17,15 @@ func TestUnmatchedRequestsAreNotThePage(t *testing.T) {
 	s.do(t, http.MethodGet, "/nothing", "")
 	s.do(t, http.MethodGet, "/v1/systemone", "")
 	s.do(t, http.MethodPost, "/", "")
+	s.do(t, http.MethodGet, "/v1/decisions", "") // OpenAI's envelope, still unmatched
+	s.do(t, http.MethodPost, "/v1/models/x/y", "")
 	if resp, _ := testbin.Do(t, http.DefaultClient, http.MethodGet, s.URL+"/", ""); resp.StatusCode != http.StatusOK { // the page, not JSON
 		t.Fatalf("GET /: %d", resp.StatusCode)
 	}
 	m := string(s.do(t, http.MethodGet, "/metrics", "").body)
 	for _, want := range []string{
 		`system1_requests_total{code="404",route="unmatched"} 1`,
-		`system1_requests_total{code="405",route="unmatched"} 2`,
+		`system1_requests_total{code="405",route="unmatched"} 4`,
 		`system1_requests_total{code="200",route="GET /{$}"} 1`,
 	} {
 		if !strings.Contains(m, want) {

@@ -101,7 +101,7 @@ func TestJSONLReader(t *testing.T) {
 			{line: 1, id: `"a"`, state: `"s"`},
 			{line: 4, id: `"b"`, state: `"t"`},
 		}},
-		{"malformed lines are error rows naming the line", "{\"id\":\"a\",\"state\":\"s\"}\n{\"id\":\"b\",\"state\":\n[1,2]\n{\"id\":\"c\",\"id\":\"d\",\"state\":\"s\"}\n{\"id\":true,\"state\":\"s\"}\n{\"state\":\"s\"}\n{\"id\":\"e\"}\n{\"id\":\"f\",\"state\":12}\n{\"id\":\"g\",\"state\":\"s\"}\n", []want{
+		{"malformed lines are error rows naming the line", "{\"id\":\"a\",\"state\":\"s\"}\n{\"id\":\"b\",\"state\":\n[1,2]\n{\"id\":\"c\",\"id\":\"d\",\"state\":\"s\"}\n{\"id\":true,\"state\":\"s\"}\n{\"state\":\"s\"}\n{\"id\":\"e\"}\n{\"id\":\"f\",\"state\":12}\n{\"id\":\"g\",\"state\":\"s\"}\n{\"id\":\"h\",\"state\":{\"a\":1,\"a\":2}}\n", []want{
 			{line: 1, id: `"a"`, state: `"s"`},
 			{line: 2, err: "line 2 is not valid JSON"},
 			{line: 3, err: "line 3: a row must be a JSON object"},
@@ -111,6 +111,7 @@ func TestJSONLReader(t *testing.T) {
 			{line: 7, id: `"e"`, err: "line 7: state: required"},
 			{line: 8, id: `"f"`, err: "line 8: state: state must be a string, an object or an array"},
 			{line: 9, id: `"g"`, state: `"s"`},
+			{line: 10, id: `"h"`, err: `line 10: state.a: the key "a" appears twice`},
 		}},
 		{"invalid UTF-8", "{\"id\":\"a\",\"state\":\"\xff\"}\n{\"id\":\"\xfe\",\"state\":\"s\"}\n{\"id\":\"b\",\"state\":\"\\ud800\"}\n", []want{
 			{line: 1, id: `"a"`, err: "not valid UTF-8"},

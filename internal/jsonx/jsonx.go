@@ -92,6 +92,67 @@ func Lookup(ms []Member, key string) (json.RawMessage, bool) {
 	return nil, false
 }
 
+// DuplicateKey finds the first key, in document order, that an object of
+// raw holds twice, at any depth: inside a state, instructions or any
+// other JSON data as in a wire's own fields, since JSON readers disagree
+// on which one wins (encoding/json keeps the last, silently). It returns
+// the key's path (keys, and array indexes in decimal), the key last. Keys
+// are compared as readers read them, escapes decoded. raw must be valid
+// JSON with valid text (InvalidText finds none); every wire refuses what
+// this finds, each in its own words.
+func DuplicateKey(raw []byte) (path []string, found bool) {
+	if bytes.IndexByte(raw, '{') < 0 { // no object, so no key at all
+		return nil, false
+	}
+	_, path, found = walkKeys(raw, skipSpace(raw, 0), nil)
+	return path, found
+}
+
+// walkKeys walks the value at raw[i:], returning the index past it and,
+// at the first key an object holds twice, its path.
+func walkKeys(raw []byte, i int, path []string) (end int, dup []string, found bool) {
+	if i >= len(raw) {
+		return i, nil, false
+	}
+	switch raw[i] {
+	case '{':
+		var keys []Member // only the keys: seenKey's small-object search
+		var seen map[string]bool
+		for i = skipSpace(raw, i+1); i < len(raw) && raw[i] != '}'; {
+			kend := skipString(raw, i)
+			key, _ := unquote(raw[i:kend])
+			if seenKey(keys, &seen, key) {
+				return kend, append(path, key), true
+			}
+			keys = append(keys, Member{Key: key})
+			i = skipSpace(raw, skipSpace(raw, kend)+1)
+			end, dup, found = walkKeys(raw, i, append(path[:len(path):len(path)], key))
+			if found {
+				return end, dup, true
+			}
+			i = skipSpace(raw, end)
+			if i < len(raw) && raw[i] == ',' {
+				i = skipSpace(raw, i+1)
+			}
+		}
+		return i + 1, nil, false
+	case '[':
+		n := 0
+		for i = skipSpace(raw, i+1); i < len(raw) && raw[i] != ']'; n++ {
+			end, dup, found = walkKeys(raw, i, append(path[:len(path):len(path)], strconv.Itoa(n)))
+			if found {
+				return end, dup, true
+			}
+			i = skipSpace(raw, end)
+			if i < len(raw) && raw[i] == ',' {
+				i = skipSpace(raw, i+1)
+			}
+		}
+		return i + 1, nil, false
+	}
+	return skipValue(raw, i), nil, false
+}
+
 // DuplicateKeyError is the error of Members on an object with a key
 // twice, which encoding/json would read as the last of them, silently.
 type DuplicateKeyError struct{ Key string }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -208,5 +209,28 @@ func TestAppendString(t *testing.T) {
 	obj := AppendObject(nil, []Member{{Key: "a&b", Value: json.RawMessage(`"x \u0026 <y>"`)}, {Key: "n", Value: json.RawMessage(`1.50`)}})
 	if string(obj) != `{"a&b":"x \u0026 <y>","n":1.50}` {
 		t.Errorf("AppendObject: %s", obj)
+	}
+}
+
+// DuplicateKey finds the first object, at any depth, holding a key twice
+// (as JSON readers read keys: escapes decoded), and names its path.
+func TestDuplicateKey(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []string
+	}{
+		{`{"a":1,"b":2}`, nil},
+		{`"text"`, nil},
+		{`[1,{"a":1},{"a":2}]`, nil},
+		{`{"a":1,"a":2}`, []string{"a"}},
+		{`{"a":1,"\u0061":2}`, []string{"a"}},
+		{`{"s":{"t":[0,{"x":1,"y":{},"x":3}]}}`, []string{"s", "t", "1", "x"}},
+		{`{"a":{"k":1},"b":{"k":1,"k":2},"a":0}`, []string{"b", "k"}},
+		{` [ { "a" : 1 , "a" : 2 } ] `, []string{"0", "a"}},
+	} {
+		path, found := DuplicateKey([]byte(tc.in))
+		if found != (tc.want != nil) || !slices.Equal(path, tc.want) {
+			t.Errorf("%s: %v %v, want %v", tc.in, path, found, tc.want)
+		}
 	}
 }

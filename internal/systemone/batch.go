@@ -71,6 +71,18 @@ func ParseBatchRequest(body []byte) *BatchParsed {
 	if err != nil || !json.Valid(body) {
 		return p // the body itself could not be read, which ParseRequest said
 	}
+	// A single request's state (or document) beside the states is a field
+	// the batch does not define: refused as unknown, never dropped in
+	// silence. (Without states, a single body's problem is their absence.)
+	if _, ok := jsonx.Lookup(top, "states"); ok {
+		unknown := p.Unknown
+		p.Unknown = nil
+		for _, m := range top { // in body order, as ParseRequest lists them
+			if m.Key == "state" || m.Key == "document" || slices.Contains(unknown, m.Key) {
+				p.Unknown = append(p.Unknown, m.Key)
+			}
+		}
+	}
 	fail := func(typ, msg string, path ...string) {
 		p.Problems = append(p.Problems, decision.Problem{Path: path, Msg: msg, Type: typ})
 	}

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"system1/internal/decision"
@@ -56,6 +57,26 @@ func (p *Parsed) Validate(lim decision.Limits) []decision.Problem {
 // state, descriptions), so it works on its own copy: the caller may reuse
 // body.
 func ParseRequest(body []byte) *Parsed {
+	p := parseRequest(body)
+	// A key twice inside the data (a state, instructions, a criterion's
+	// text) is refused as in the wire's own fields, which parseRequest
+	// names in their words: JSON readers disagree on which one wins.
+	if !slices.ContainsFunc(p.Problems, func(pr decision.Problem) bool {
+		return pr.Type == "duplicate_key" || pr.Type == "json_invalid" || pr.Type == "string_unicode"
+	}) {
+		if path, found := jsonx.DuplicateKey(body); found {
+			p.Problems = append(p.Problems, decision.Problem{Path: path, Type: "duplicate_key",
+				Msg: fmt.Sprintf("the key %q appears twice; JSON readers disagree on which one wins, so send each key once", path[len(path)-1])})
+			p.broken[path[0]] = true
+			if len(path) > 1 && path[0] == "questions" {
+				p.broken["questions/"+path[1]] = true
+			}
+		}
+	}
+	return p
+}
+
+func parseRequest(body []byte) *Parsed {
 	body = bytes.Clone(body)
 	p := &Parsed{broken: map[string]bool{}}
 	fail := func(typ, msg string, path ...string) {

@@ -177,11 +177,20 @@ func AppendError(b []byte, typ, msg string) []byte {
 	b = appendString(b, msg)
 	b = append(b, `,"type":`...)
 	b = appendString(b, typ)
-	b = append(b, `},"detail":{"error_type":`...)
+	b = append(b, `},"detail":`...)
+	b = AppendErrorDetail(b, typ, msg)
+	return append(b, '}')
+}
+
+// AppendErrorDetail writes the detail of an error body alone,
+// {"error_type", "message"}: what Jev's clients read of it, for a route
+// both wires' clients call that answers in another envelope beside it.
+func AppendErrorDetail(b []byte, typ, msg string) []byte {
+	b = append(b, `{"error_type":`...)
 	b = appendString(b, typ)
 	b = append(b, `,"message":`...)
 	b = appendString(b, msg)
-	return append(b, "}}"...)
+	return append(b, '}')
 }
 
 func param(path []string) string { return strings.Join(path, ".") }

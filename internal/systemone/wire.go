@@ -45,25 +45,39 @@ func AppendModels(b []byte, models []Model) []byte {
 		ReleaseDate  string                 `json:"release_date"`
 		Capabilities *decision.Capabilities `json:"capabilities,omitempty"`
 	}
-	type oai struct {
-		ID           string                 `json:"id"`
-		Object       string                 `json:"object"`
-		Created      int64                  `json:"created"`
-		OwnedBy      string                 `json:"owned_by"`
-		Capabilities *decision.Capabilities `json:"capabilities,omitempty"`
-	}
 	body := struct {
-		Models []jev  `json:"models"`
-		Object string `json:"object"`
-		Data   []oai  `json:"data"`
-	}{Models: []jev{}, Object: "list", Data: []oai{}}
+		Models []jev      `json:"models"`
+		Object string     `json:"object"`
+		Data   []oaiModel `json:"data"`
+	}{Models: []jev{}, Object: "list", Data: []oaiModel{}}
 	models = slices.SortedFunc(slices.Values(models), func(a, b Model) int { return cmp.Compare(a.ID, b.ID) })
 	for _, m := range models {
 		body.Models = append(body.Models, jev{Name: m.ID, Description: m.Description, ReleaseDate: m.Released.Format(time.DateOnly), Capabilities: m.Capabilities})
-		body.Data = append(body.Data, oai{ID: m.ID, Object: "model", Created: m.Released.Unix(), OwnedBy: "system1", Capabilities: m.DataCapabilities})
+		body.Data = append(body.Data, m.oai())
 	}
 	out, _ := json.Marshal(body) // plain strings always marshal
 	return append(b, out...)
+}
+
+// AppendModel writes one model as GET /v1/models/{id} answers it, OpenAI's
+// model object (the SDK's models.retrieve): the entry of the list's data.
+func AppendModel(b []byte, m Model) []byte {
+	out, _ := json.Marshal(m.oai()) // plain strings always marshal
+	return append(b, out...)
+}
+
+// oaiModel is a model in OpenAI's shape, created the release date in
+// Unix seconds.
+type oaiModel struct {
+	ID           string                 `json:"id"`
+	Object       string                 `json:"object"`
+	Created      int64                  `json:"created"`
+	OwnedBy      string                 `json:"owned_by"`
+	Capabilities *decision.Capabilities `json:"capabilities,omitempty"`
+}
+
+func (m Model) oai() oaiModel {
+	return oaiModel{ID: m.ID, Object: "model", Created: m.Released.Unix(), OwnedBy: "system1", Capabilities: m.DataCapabilities}
 }
 
 // Capabilities are what a model under a server's limits can be asked on

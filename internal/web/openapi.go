@@ -164,8 +164,20 @@ func paths() obj {
 			"description": "In both shapes clients read: Jev's models list and OpenAI's, each entry with its capabilities in its wire's words.",
 			"responses": obj{
 				"200": jsonReply("The models.", "ModelList"),
-				"401": jsonReply("A key is configured and the caller's is missing or wrong.", "Error"),
-				"429": jsonReply("The caller's key is over its rate.", "Error"),
+				"401": jsonReply("A key is configured and the caller's is missing or wrong: OpenAI's envelope (code invalid_api_key) with Jev's detail beside it, since both wires' clients read the list.", "Error"),
+				"429": jsonReply("The caller's key is over its rate: OpenAI's envelope (code rate_limit_exceeded) with Jev's detail beside it.", "Error"),
+			},
+		}},
+		"/v1/models/{id}": obj{"get": obj{
+			"operationId": "model",
+			"summary":     "One model, as the list's data has it (OpenAI's models.retrieve).",
+			"parameters": []obj{{"name": "id", "in": "path", "required": true, "description": "The model's id, URL-encoded.",
+				"schema": obj{"type": "string"}}},
+			"responses": obj{
+				"200": jsonReply("The model.", "Model"),
+				"401": jsonReply("A key is configured and the caller's is missing or wrong (code invalid_api_key), with Jev's detail beside it.", "Error"),
+				"404": jsonReply("No node serves the model (code model_not_found, param model).", "OpenAIError"),
+				"429": jsonReply("The caller's key is over its rate (code rate_limit_exceeded), with Jev's detail beside it.", "Error"),
 			},
 		}},
 		"/v1/decide": obj{"post": obj{
@@ -322,6 +334,7 @@ func schemas() map[string]*jsonschema.Schema {
 		"DecisionsResponse":      decisionsResponse(),
 		"OpenAIError":            openAIError(),
 		"ModelList":              infer[modelList](),
+		"Model":                  infer[model](),
 		"DecideRequest":          component(gateway.RequestSchema()),
 		"DecideResponse":         component(gateway.ResponseSchema()),
 		"DecideBatchRequest":     component(gateway.BatchRequestSchema()),
@@ -368,14 +381,18 @@ type modelList struct {
 		ReleaseDate  string                `json:"release_date" jsonschema:"YYYY-MM-DD: the day this server first listed it."`
 		Capabilities decision.Capabilities `json:"capabilities" jsonschema:"What it can be asked on POST /v1/systemone."`
 	} `json:"models" jsonschema:"Jev's shape, sorted by name."`
-	Object string `json:"object" jsonschema:"list"`
-	Data   []struct {
-		ID           string                `json:"id"`
-		Object       string                `json:"object" jsonschema:"model"`
-		Created      int64                 `json:"created" jsonschema:"When this server first listed it, in Unix seconds."`
-		OwnedBy      string                `json:"owned_by"`
-		Capabilities decision.Capabilities `json:"capabilities" jsonschema:"What it can be asked on POST /v1/decisions."`
-	} `json:"data" jsonschema:"OpenAI's shape, sorted by id."`
+	Object string  `json:"object" jsonschema:"list"`
+	Data   []model `json:"data" jsonschema:"OpenAI's shape, sorted by id."`
+}
+
+// model is one model in OpenAI's shape: an entry of the list's data, and
+// GET /v1/models/{id}.
+type model struct {
+	ID           string                `json:"id"`
+	Object       string                `json:"object" jsonschema:"model"`
+	Created      int64                 `json:"created" jsonschema:"When this server first listed it, in Unix seconds."`
+	OwnedBy      string                `json:"owned_by"`
+	Capabilities decision.Capabilities `json:"capabilities" jsonschema:"What it can be asked on POST /v1/decisions."`
 }
 
 // GateHeaders are the request headers of both answering wires, which the
@@ -692,7 +709,8 @@ func systemOneBatchResponse() *jsonschema.Schema {
 	}
 }
 
-// openAIError is every error of POST /v1/decisions: OpenAI's envelope.
+// openAIError is every error of POST /v1/decisions and what no route
+// serves below it and /v1/models: OpenAI's envelope.
 func openAIError() *jsonschema.Schema {
 	nullable := func(desc string) *jsonschema.Schema {
 		return &jsonschema.Schema{Types: []string{"string", "null"}, Description: desc}

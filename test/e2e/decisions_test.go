@@ -25,7 +25,8 @@ import (
 // conversation inputs, each error class the SDK maps (a model only a down
 // node serves, an engine's 501 asked once, a second server over its rate
 // limit), the tool runner to its end, the AI SDK's validation, and the
-// refusals X-System1-Min-Label-Mass asks for. The engine is the real
+// refusals X-System1-Min-Label-Mass asks for; and models.list,
+// models.retrieve and the routes' own 404 and 405 (models.test.mjs). The engine is the real
 // llama-server with the tiny model when it is here, else the fake.
 func TestDecisionsJSClients(t *testing.T) {
 	node, err := exec.LookPath("node")
@@ -61,17 +62,17 @@ nodes:
 
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "--test", "--test-concurrency=1", "decisions.test.mjs")
+	cmd := exec.CommandContext(ctx, node, "--test", "--test-concurrency=1", "decisions.test.mjs", "models.test.mjs")
 	cmd.Dir = dir
 	cmd.Env = append(env("SYSTEM1_", "OPENAI_"), "SYSTEM1_URL="+base, "SYSTEM1_MODEL="+model, "SYSTEM1_API_KEY="+key,
 		"SYSTEM1_REFUSAL_HEADER=X-System1-Min-Label-Mass: 0.99", "SYSTEM1_DOWN_MODEL=gone", "SYSTEM1_NOT_SERVED_MODEL=not-served",
 		"SYSTEM1_LIMITED_URL="+limited)
 	out, err := cmd.CombinedOutput()
-	t.Logf("node --test decisions.test.mjs:\n%s", out)
+	t.Logf("node --test decisions.test.mjs models.test.mjs:\n%s", out)
 	if err != nil {
 		t.Fatalf("the Decisions clients' test failed: %v", err)
 	}
-	for _, want := range []string{"# pass 11", "# fail 0", "# skipped 0"} {
+	for _, want := range []string{"# pass 15", "# fail 0", "# skipped 0"} {
 		if !bytes.Contains(out, []byte(want)) {
 			t.Fatalf("node --test did not report %q", want)
 		}

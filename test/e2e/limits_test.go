@@ -9,6 +9,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -283,8 +284,18 @@ nodes:
 	if ms, err := strconv.Atoi(limited.Header.Get("Retry-After-Ms")); err != nil || ms <= 0 || ms > secs*1000 {
 		t.Errorf("429 Retry-After-Ms %q with Retry-After %d", limited.Header.Get("Retry-After-Ms"), secs)
 	}
-	if typ, _ := errorMessage(limited.Body); typ != "rate_limit_error" {
-		t.Errorf("429 body %s; want a rate_limit_error", limited.Body)
+	// The model list, which both wires' clients read, answers in OpenAI's
+	// envelope with Jev's detail beside it.
+	var both struct {
+		Error struct {
+			Code string `json:"code"`
+		} `json:"error"`
+		Detail struct {
+			ErrorType string `json:"error_type"`
+		} `json:"detail"`
+	}
+	if json.Unmarshal(limited.Body, &both) != nil || both.Error.Code != "rate_limit_exceeded" || both.Detail.ErrorType != "rate_limit_error" {
+		t.Errorf("429 body %s; want rate_limit_exceeded and a rate_limit_error", limited.Body)
 	}
 
 	if r := do(t, c, "GET", s.URL+"/v1/models", keyB, ""); r.Status != http.StatusOK {

@@ -17,7 +17,7 @@ func TestContextTooLongIsRejected(t *testing.T) {
 	url, _ := fake(t, answer{status: http.StatusBadRequest, body: recorded(t, "contextlength.json")})
 	_, err := (&Engine{BaseURL: url}).Read(context.Background(), "tiny", prompt("A", "B", "C"))
 	f := engine.Classify(err)
-	if f == nil || f.Kind != engine.Rejected || f.Status != http.StatusBadRequest || !strings.Contains(f.Error(), "the input length exceeds the context length") {
+	if f == nil || f.Kind != engine.Rejected || !f.ContextTooLong || f.Status != http.StatusBadRequest || !strings.Contains(f.Error(), "the input length exceeds the context length") {
 		t.Fatalf("%v; want a rejection naming the context length", err)
 	}
 }
@@ -67,7 +67,7 @@ func TestReadingOverAFullContextIsRefused(t *testing.T) {
 		url, _ := fake(t, answer{status: 200, body: string(body)})
 		_, err := (&Engine{BaseURL: url, NumCtx: tc.numCtx}).Read(context.Background(), "tiny", prompt("A", "B", "C"))
 		f := engine.Classify(err)
-		if refused := f != nil && f.Kind == engine.Rejected && strings.Contains(f.Error(), "whole context"); refused != tc.refused || (!tc.refused && err != nil) {
+		if refused := f != nil && f.Kind == engine.Rejected && f.ContextTooLong && strings.Contains(f.Error(), "whole context"); refused != tc.refused || (!tc.refused && err != nil) {
 			t.Errorf("num_ctx %d, %d prompt tokens: %v; want refused %v", tc.numCtx, tc.promptTokens, err, tc.refused)
 		}
 	}

@@ -20,6 +20,6 @@ func uncut(promptTokens *int, numCtx int) error {
 	if numCtx <= 0 || promptTokens == nil || *promptTokens < numCtx {
 		return nil
 	}
-	return &engine.Failure{Kind: engine.Rejected, Err: fmt.Errorf(
+	return &engine.Failure{Kind: engine.Rejected, ContextTooLong: true, Err: fmt.Errorf(
 		"the prompt took %d tokens, the whole context (num_ctx %d): it does not fit, or Ollama cut it", *promptTokens, numCtx)}
 }
