@@ -174,7 +174,10 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 
 	// Requests run under base, which the shutdown cancels once the drain
 	// timeout has passed (see shutdown).
-	base, cancelRequests := context.WithCancel(context.Background())
+	base, cancelBase := context.WithCancelCause(context.Background())
+	// The cause tells these cancellations from a client that went away
+	// (httpapi.Abandoned), which is logged and counted as a 499.
+	cancelRequests := func() { cancelBase(errDrainPassed) }
 	defer cancelRequests()
 	srv := &http.Server{
 		Handler:           api,
@@ -255,6 +258,10 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 // cancelGrace is how long requests cancelled at the end of the drain get
 // to write their error answers before their connections are closed.
 const cancelGrace = 5 * time.Second
+
+// errDrainPassed is the cause the requests still in flight are cancelled
+// with once the drain has passed.
+var errDrainPassed = errors.New("shutting down: the drain timeout passed")
 
 // shutdown stops the servers gracefully: every listener closes at once,
 // so no new connection is accepted, and the requests in flight finish,
