@@ -110,6 +110,9 @@ func cmdRun(ctx context.Context, args []string, e env) error {
 	log.Debug("run", "in", *in, "out", *out, "model", job.Model, "questions", len(job.Questions))
 	s, err := jobs.Run(ctx, jobs.Options{In: *in, Format: *format, Out: *out, Job: job, Decider: decider,
 		Concurrency: *concurrency, Progress: e.stderr})
+	if err != nil && s.Total == 0 && s.Rows == 0 {
+		return err // it did not start: no summary of rows it never read
+	}
 	if werr := s.WriteText(e.stdout); werr != nil && err == nil {
 		err = werr
 	}

@@ -28,13 +28,31 @@ var (
 	_ fleet.FingerprintObserver = (*metrics.Metrics)(nil)
 )
 
+const serveUsage = `usage: system1 serve [flags]
+
+Serves the HTTP API (POST /v1/systemone, /v1/decide, /v1/decisions, /v1/feedback and the rest of
+docs/http-api.md), the page at / and /metrics on the configuration's listen address (default
+127.0.0.1:3000) until SIGINT or SIGTERM, then drains the requests in flight.
+
+exit status: 0 stopped and drained, 1 an error (the configuration, the listener) or requests still
+in flight when the drain timed out, 2 usage.
+
+flags:
+`
+
 func cmdServe(ctx context.Context, args []string, e env) error {
 	fs := flags("serve", e)
 	cfgFlag := fs.String("config", "", "configuration file (default $SYSTEM1_CONFIG, else ~/.config/system1/config.yaml)")
 	listen := fs.String("listen", "", "address to listen on, overriding the config's listen")
 	stateDir := fs.String("state-dir", "", "folder of the pause state file and the decision log (default $CLAUDE_PLUGIN_DATA, else $XDG_STATE_HOME/system1, else ~/.local/state/system1)")
+	fs.Usage = func() { fmt.Fprint(e.stderr, serveUsage); fs.PrintDefaults() }
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(e.stderr, "system1 serve: unexpected argument %q\n\n", fs.Arg(0))
+		fs.Usage()
+		return errUsage
 	}
 	log := logger(e)
 	path := configPath(*cfgFlag, e.getenv)
