@@ -92,6 +92,9 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 	ready := newReadiness(cfg, router, log)
 	go probe(ctx, router, cfg.ProbeEvery.Or(config.DefaultProbeEvery), func() { ready.nodes() })
 
+	// With the decision log on, the loop learns from outcomes unless the
+	// configuration says otherwise.
+	cfg.Learn(*stateDir, e.getenv)
 	fits, err := servingFits(cfg, log)
 	if err != nil {
 		return err
@@ -165,6 +168,7 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 		Tracker:          tracker,
 		TargetError:      cfg.Calibration.TargetError,
 		Drift:            driftOptions(cfg.Drift),
+		Loop:             loopOptions(cfg.Calibration, fits),
 		// POST /v1/decide: the gateway over the same fleet and decision
 		// log.
 		Decide: gateway.New(gateway.Options{Config: cfg, ConfigPath: cfg.Path, ConfigErrors: decideErrs,
