@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"os"
 
 	"system1/internal/answer"
 	"system1/internal/config"
@@ -86,6 +87,15 @@ func newGatewayLogged(ctx context.Context, path, stateDir string, e env, log *sl
 	var svc *answer.Service
 	var tr *tracing.Tracer
 	if cfg != nil {
+		// The fits serve's default loop learns in this state folder are
+		// applied here too, once there are any.
+		learnt := *cfg
+		learnt.Learn(stateDir, e.getenv)
+		if learnt.Gateway.Fits != cfg.Gateway.Fits {
+			if _, err := os.Stat(learnt.Gateway.Fits); err == nil {
+				cfg.Gateway.Fits = learnt.Gateway.Fits
+			}
+		}
 		var err error
 		if tr, err = setupTracing(ctx, cfg.Tracing, log); err != nil {
 			errs = append(errs, err)
