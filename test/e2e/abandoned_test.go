@@ -52,6 +52,16 @@ func TestAbandonedRequestIs499(t *testing.T) {
 			t.Errorf("an abandoned request counted as a 503: %s", line)
 		}
 	}
+	// The engine calls the client left are counted as cancelled, not as
+	// the node's errors.
+	for _, line := range strings.Split(body, "\n") {
+		if strings.HasPrefix(line, "system1_engine_attempts_total{") && !strings.Contains(line, `outcome="canceled"`) && !strings.Contains(line, `outcome="ok"`) {
+			t.Errorf("an abandoned request's engine call counted as a failure: %s", line)
+		}
+	}
+	if !strings.Contains(body, `outcome="canceled"`) {
+		t.Errorf("no engine call counted as cancelled:\n%s", grep(body, "system1_engine_attempts_total"))
+	}
 	for _, route := range []string{"/v1/systemone", "/v1/decide"} {
 		if !regexp.MustCompile(`system1_requests_total\{code="499",route="[A-Z]* ?` + regexp.QuoteMeta(route) + `"\} 1`).MatchString(body) {
 			t.Errorf("system1_requests_total has no 499 for %s:\n%s", route, grep(body, "system1_requests_total"))
