@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	"system1/internal/bench"
@@ -182,6 +183,10 @@ func servingFits(cfg *config.Config, log *slog.Logger) (*outcomes.FitsFile, erro
 		empty := &calibration.Fits{Version: calibration.FitsVersion, Created: time.Now().UTC().Format(time.RFC3339), Fits: []calibration.Fit{}}
 		data, err := empty.Encode()
 		if err == nil {
+			// The state folder the default loop keeps them in may be new.
+			err = os.MkdirAll(filepath.Dir(path), 0o755)
+		}
+		if err == nil {
 			err = os.WriteFile(path, data, 0o644)
 		}
 		if err != nil {
@@ -253,6 +258,16 @@ func setDrift(m *metrics.Metrics, ds []outcomes.SignatureDrift, log *slog.Logger
 // driftOptions are the drift report's options the configuration sets.
 func driftOptions(d config.Drift) outcomes.DriftOptions {
 	return outcomes.DriftOptions{Window: time.Duration(d.Window), Reference: time.Duration(d.Reference), Threshold: d.Threshold}
+}
+
+// loopOptions is the learning loop serve runs, as GET /v1/calibration
+// reports it: refits only where there are fits to refit.
+func loopOptions(c config.Calibration, fits *outcomes.FitsFile) *outcomes.LoopOptions {
+	o := &outcomes.LoopOptions{MinOutcomes: c.MinOutcomes}
+	if fits != nil {
+		o.RefitEvery = time.Duration(c.RefitEvery)
+	}
+	return o
 }
 
 // refitLoop refits from the decision log every calibration.refit_every

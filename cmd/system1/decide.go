@@ -102,8 +102,13 @@ func cmdDecide(ctx context.Context, args []string, e env) error {
 	} else {
 		fmt.Fprintln(e.stdout, summary(res))
 		if dlog != nil && res.Provider != nil {
-			// A model answered, and the log recorded it under this id.
-			fmt.Fprintf(e.stdout, "request_id %s: `system1 feedback %s OPTION` records the option that turned out right.\n", res.RequestID, res.RequestID)
+			// A model answered, and the log recorded it under this id:
+			// the command names the log decide used, so it runs as copied.
+			cmd := "system1 feedback --config " + shellQuote(cfg)
+			if *stateDir != "" {
+				cmd += " --state-dir " + shellQuote(*stateDir)
+			}
+			fmt.Fprintf(e.stdout, "request_id %s: `%s %s OPTION` records the option that turned out right.\n", res.RequestID, cmd, shellQuote(res.RequestID))
 		}
 	}
 	switch res.Status {
@@ -175,4 +180,13 @@ func failure(r *gateway.Response, cfg string) string {
 		msg += fmt.Sprintf("\n  %s: %s: %s", a.Provider, a.Outcome, a.Detail)
 	}
 	return msg + "\n\nNo provider answered: check that the engines in " + cfg + " are running (system1 serve's /health shows each node)."
+}
+
+// shellQuote is s as a POSIX shell reads it back: as it is when it holds
+// only characters no shell treats specially, else in single quotes.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:=@%+,-") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

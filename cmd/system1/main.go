@@ -59,6 +59,12 @@ type env struct {
 	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
+	// quiet is set for the commands a person runs at a terminal: their
+	// log says only what is wrong (warnings and errors) unless -v is
+	// given. serve and mcp, whose log is their record, say more.
+	quiet bool
+	// verbose is every command's -v, registered by flags.
+	verbose *bool
 }
 
 const usage = `usage: system1 <command> [flags]
@@ -80,13 +86,14 @@ Run "system1 <command> -h" for a command's flags.
 `
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	e := env{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr}
+	e := env{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr, verbose: new(bool)}
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return errUsage
 	}
 	cmd, rest := args[0], args[1:]
 	if c, ok := commands[cmd]; ok {
+		e.quiet = cmd != "serve" && cmd != "mcp"
 		return c(ctx, rest, e)
 	}
 	fmt.Fprintf(stderr, "system1: unknown command %q\n\n%s", cmd, usage)
@@ -126,6 +133,9 @@ func cmdHelp(_ context.Context, _ []string, e env) error {
 func flags(name string, e env) *flag.FlagSet {
 	fs := flag.NewFlagSet("system1 "+name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
+	if e.verbose != nil {
+		fs.BoolVar(e.verbose, "v", false, "verbose: log what the command does to stderr (info lines; debug for serve and mcp); $SYSTEM1_LOG_LEVEL overrides")
+	}
 	return fs
 }
 
@@ -161,11 +171,19 @@ func configPath(flagValue string, getenv func(string) string) string {
 }
 
 // logger writes text logs to stderr; stdout may carry a protocol. The
-// level comes from $SYSTEM1_LOG_LEVEL (debug, info, warn, error).
+// level comes from $SYSTEM1_LOG_LEVEL (debug, info, warn, error); else a
+// command run at a terminal logs warnings and errors only, serve and mcp
+// info lines too, and -v lowers either by one level.
 func logger(e env) *slog.Logger {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(strings.ToUpper(e.getenv("SYSTEM1_LOG_LEVEL")))); err != nil {
 		level = slog.LevelInfo
+		if e.quiet {
+			level = slog.LevelWarn
+		}
+		if e.verbose != nil && *e.verbose {
+			level -= 4 // one level: warn to info, info to debug
+		}
 	}
 	return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"os"
 
 	"system1/internal/answer"
 	"system1/internal/config"
@@ -28,6 +29,17 @@ func cmdMCP(ctx context.Context, args []string, e env) error {
 	maxLine := fs.Int("max-line-bytes", mcpserver.DefaultMaxLineBytes, "longest line read from stdin, in bytes (0 or less: the default); a longer one is answered with a JSON-RPC error, not read into memory")
 	drain := fs.Duration("drain-grace", mcpserver.DefaultDrainGrace, "after stdin closes, how long the requests already read are still answered before the server exits (0: the default; negative: not at all); a request still running then gets a JSON-RPC error")
 	stateDir := fs.String("state-dir", "", "folder of the pause state file (default $CLAUDE_PLUGIN_DATA, else $XDG_STATE_HOME/system1, else ~/.local/state/system1)")
+	fs.Usage = func() {
+		fmt.Fprint(e.stderr, `usage: system1 mcp [flags]
+
+Serves the System 1 gateway as an MCP server over stdio (tools system1_decide, system1_feedback,
+system1_health, system1_capabilities; docs/plugin.md) until stdin closes: stdout carries the
+protocol, the log goes to stderr.
+
+flags:
+`)
+		fs.PrintDefaults()
+	}
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -75,6 +87,15 @@ func newGatewayLogged(ctx context.Context, path, stateDir string, e env, log *sl
 	var svc *answer.Service
 	var tr *tracing.Tracer
 	if cfg != nil {
+		// The fits serve's default loop learns in this state folder are
+		// applied here too, once there are any.
+		learnt := *cfg
+		learnt.Learn(stateDir, e.getenv)
+		if learnt.Gateway.Fits != cfg.Gateway.Fits {
+			if _, err := os.Stat(learnt.Gateway.Fits); err == nil {
+				cfg.Gateway.Fits = learnt.Gateway.Fits
+			}
+		}
 		var err error
 		if tr, err = setupTracing(ctx, cfg.Tracing, log); err != nil {
 			errs = append(errs, err)

@@ -40,9 +40,11 @@ func cmdRun(ctx context.Context, args []string, e env) error {
 	outcomeCols := outcomeFlag{}
 	fs.Var(outcomeCols, "outcome", "QUESTION=COLUMN: the column (JSONL: the row's key) holding the question's outcome, kept out of the state, measured in the summary and, with --config, recorded as feedback in the decision log (repeatable)")
 	fs.Usage = func() {
-		fmt.Fprintln(e.stderr, "usage: system1 run --in ROWS --out ANSWERS --questions QUESTIONS.json [--model M] (--config FILE | --url URL [--key-env VAR])\n\n"+
+		fmt.Fprintln(e.stderr, "usage: system1 run --in ROWS --out ANSWERS --questions QUESTIONS.json [--model M] [--outcome QUESTION=COLUMN]... (--config FILE | --url URL [--key-env VAR])\n\n"+
 			"Asks the questions about every row and writes one answer line per row, in order; a run\n"+
-			"stopped or killed resumes where it left off when started again (docs/run.md).\n\nflags:")
+			"stopped or killed resumes where it left off when started again (docs/run.md).\n\n"+
+			"exit status: 0 every row answered, 1 stopped before the end (run again to resume),\n"+
+			"2 usage, 3 every row has its line but some are error rows.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	if err := parse(fs, args); err != nil {
@@ -115,6 +117,9 @@ func cmdRun(ctx context.Context, args []string, e env) error {
 		opt.Feedback = local.feedback
 	}
 	s, err := jobs.Run(ctx, opt)
+	if err != nil && s.Total == 0 && s.Rows == 0 {
+		return err // it did not start: no summary of rows it never read
+	}
 	if werr := s.WriteText(summaryOut(*out, e)); werr != nil && err == nil {
 		err = werr
 	}

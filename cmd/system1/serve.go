@@ -28,6 +28,18 @@ var (
 	_ fleet.FingerprintObserver = (*metrics.Metrics)(nil)
 )
 
+const serveUsage = `usage: system1 serve [flags]
+
+Serves the HTTP API (POST /v1/systemone, /v1/decide, /v1/decisions, /v1/feedback and the rest of
+docs/http-api.md), the page at / and /metrics on the configuration's listen address (default
+127.0.0.1:3000) until SIGINT or SIGTERM, then drains the requests in flight.
+
+exit status: 0 stopped and drained, 1 an error (the configuration, the listener) or requests still
+in flight when the drain timed out, 2 usage.
+
+flags:
+`
+
 // cmdServe is system1 serve: the configuration read, the face built over
 // it, served until a signal, then drained.
 func cmdServe(ctx context.Context, args []string, e env) error {
@@ -35,8 +47,14 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 	cfgFlag := fs.String("config", "", "configuration file (default $SYSTEM1_CONFIG, else ~/.config/system1/config.yaml)")
 	listen := fs.String("listen", "", "address to listen on, overriding the config's listen")
 	stateDir := fs.String("state-dir", "", "folder of the pause state file and the decision log (default $CLAUDE_PLUGIN_DATA, else $XDG_STATE_HOME/system1, else ~/.local/state/system1)")
+	fs.Usage = func() { fmt.Fprint(e.stderr, serveUsage); fs.PrintDefaults() }
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(e.stderr, "system1 serve: unexpected argument %q\n\n", fs.Arg(0))
+		fs.Usage()
+		return errUsage
 	}
 	log := logger(e)
 	cfg, err := serveConfig(ctx, configPath(*cfgFlag, e.getenv), *listen, log)
@@ -109,6 +127,9 @@ func buildServe(ctx context.Context, cfg *config.Config, stateDir string, e env,
 	ready := newReadiness(cfg, router, log)
 	go probe(ctx, router, cfg.ProbeEvery.Or(config.DefaultProbeEvery), func() { ready.nodes() })
 
+	// With the decision log on, the loop learns from outcomes unless the
+	// configuration says otherwise.
+	cfg.Learn(stateDir, e.getenv)
 	fits, err := servingFits(cfg, log)
 	if err != nil {
 		return nil, err
@@ -179,6 +200,7 @@ func buildServe(ctx context.Context, cfg *config.Config, stateDir string, e env,
 		Tracker:          tracker,
 		TargetError:      cfg.Calibration.TargetError,
 		Drift:            driftOptions(cfg.Drift),
+		Loop:             loopOptions(cfg.Calibration, fits),
 		// POST /v1/decide: the gateway over the same fleet and decision
 		// log.
 		Decide: gateway.New(gateway.Options{Config: cfg, ConfigPath: cfg.Path, ConfigErrors: decideErrs,
@@ -211,7 +233,10 @@ func buildServe(ctx context.Context, cfg *config.Config, stateDir string, e env,
 func serveHTTP(ctx context.Context, cfg *config.Config, s *serving, log *slog.Logger) error {
 	// Requests run under base, which the shutdown cancels once the drain
 	// timeout has passed (see shutdown).
-	base, cancelRequests := context.WithCancel(context.Background())
+	base, cancelBase := context.WithCancelCause(context.Background())
+	// The cause tells these cancellations from a client that went away
+	// (httpapi.Abandoned), which is logged and counted as a 499.
+	cancelRequests := func() { cancelBase(errDrainPassed) }
 	defer cancelRequests()
 	srv := &http.Server{
 		Handler:           s.api,
@@ -301,6 +326,10 @@ func startTLS(cfg *config.Config, srv *http.Server, errc chan<- error, log *slog
 // cancelGrace is how long requests cancelled at the end of the drain get
 // to write their error answers before their connections are closed.
 const cancelGrace = 5 * time.Second
+
+// errDrainPassed is the cause the requests still in flight are cancelled
+// with once the drain has passed.
+var errDrainPassed = errors.New("shutting down: the drain timeout passed")
 
 // shutdown stops the servers gracefully: every listener closes at once,
 // so no new connection is accepted, and the requests in flight finish,

@@ -95,4 +95,9 @@ func TestAnswerAppliesTheFitsCalibratorAndSets(t *testing.T) {
 	if s := b.Questions[0].Set; s == nil || s.Options != nil || !strings.Contains(s.Note, "no calibration fit") {
 		t.Errorf("no fit: set %+v", s)
 	}
+	// A file with no fit yet (a learning loop's start) changes nothing:
+	// uncalibrated, and no warning of a fit missed.
+	if b.Calibrated || len(b.Warnings) != 0 {
+		t.Errorf("an empty fits file: calibrated %v, warnings %v", b.Calibrated, b.Warnings)
+	}
 }

@@ -75,7 +75,11 @@ func (w Warning) String() string {
 // count. A question without a fit is reported as the engine gave it, with
 // a warning.
 func report(req Request, res *fleet.Result, fits *calibration.Fits) *Answer {
-	a := &Answer{Model: res.Model, Calibrated: fits != nil, Fits: fits, Questions: make([]Question, len(req.Questions))}
+	// A fits file that holds no fit yet (the one a learning loop starts
+	// with) names none to miss: its answers are as without one, with no
+	// warning each, so that no outcomes is no change.
+	loaded := fits != nil && len(fits.Fits) > 0
+	a := &Answer{Model: res.Model, Calibrated: loaded, Fits: fits, Questions: make([]Question, len(req.Questions))}
 	for i, q := range req.Questions {
 		got := res.Questions[i]
 		d := got.Dist
@@ -99,13 +103,13 @@ func report(req Request, res *fleet.Result, fits *calibration.Fits) *Answer {
 				v := decision.CalibrationVersion(fits.Version, ft.Calibrator().String(), ft.Date, fits.Revision)
 				out.Steps = append(out.Steps, decision.Step{Name: decision.StepTemperature, Version: v, Dist: d})
 				a.FitVersion = fits.Revision
-			} else if fits != nil {
+			} else if loaded {
 				a.Calibrated = false
 				a.Warnings = append(a.Warnings, Warning{Question: q.ID, NoFit: true, OtherBuild: other, Node: got.Node, Fingerprint: got.Fingerprint, Since: got.Since,
 					Model: got.Model, Kind: q.Kind, Options: len(d)})
 			}
 			if req.Coverage > 0 {
-				out.Set = predictionSet(fits != nil, fitted, ft, uncalibrated, req.Coverage)
+				out.Set = predictionSet(loaded, fitted, ft, uncalibrated, req.Coverage)
 			}
 		}
 		out.Dist = d

@@ -72,9 +72,10 @@ type Config struct {
 	// Rounding is the number of decimals /v1/systemone reports (Jev: 2);
 	// -1 reports full precision.
 	Rounding *int `yaml:"rounding"`
-	// Calibration is "off" (report what the engine reported, the default)
-	// or "apply" (apply the matching fit on /v1/systemone), written as
-	// that scalar (the old form) or as a mapping with refits and gates.
+	// Calibration is "off" (report what the engine reported) or "apply"
+	// (apply the matching fit on /v1/systemone), written as that scalar
+	// (the old form) or as a mapping with refits and gates; left out, it
+	// is the learning loop while the decision log is on (Config.Learn).
 	Calibration Calibration `yaml:"calibration"`
 	// Debias is "off" (the default) or "permute": ask each question over
 	// cyclic shifts of its options and average the readings, on

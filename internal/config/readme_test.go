@@ -40,7 +40,7 @@ func TestConfigurationPageNamesEveryKey(t *testing.T) {
 	if errs := c.Check(); len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	if len(c.Nodes) != 4 || len(c.Gateway.Chain) != 2 || len(c.Providers) != 0 || c.Nodes[0].QueueTimeout == 0 || c.Calibration.Mode != "off" {
+	if len(c.Nodes) != 4 || len(c.Gateway.Chain) != 2 || len(c.Providers) != 0 || c.Nodes[0].QueueTimeout == 0 || c.Calibration.Mode != "apply" {
 		t.Fatalf("parsed %+v", c)
 	}
 	var doc yaml.Node

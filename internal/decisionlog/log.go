@@ -432,7 +432,9 @@ func (l *Log) Lookup(ctx context.Context, requestID string) ([]Entry, error) {
 // writer is still lingering (Options.Linger) before its transaction. The
 // wait is taken only for an id this log's kind makes (NewRequestID) that
 // was made within the linger and this margin, so an unknown old id is a
-// 404 at once.
+// 404 at once. It is also how far ahead of this clock another replica's
+// may run: an id made later than that was made by no replica (a caller's
+// own or forged, such as req_ffff...), and is a 404 at once too.
 const ReplicaLag = time.Second
 
 // lookupRecent is Lookup that, when nothing is recorded under a request
@@ -444,7 +446,7 @@ func (l *Log) lookupRecent(ctx context.Context, requestID string) ([]Entry, erro
 		return es, err
 	}
 	made, ok := requestIDTime(requestID)
-	if !ok {
+	if !ok || made.After(l.opt.Now().Add(ReplicaLag)) {
 		return es, nil
 	}
 	until := made.Add(max(l.opt.Linger, 0) + ReplicaLag)
@@ -551,6 +553,9 @@ func (l *Log) Check(ctx context.Context, requestID, questionID, outcome string) 
 }
 
 func (l *Log) resolve(es []Entry, requestID, questionID, outcome string) (Entry, error) {
+	// A shadow candidate's answer was never given to the caller: it takes
+	// no outcome, so its id names no answer feedback can be for.
+	es = slices.DeleteFunc(es, func(e Entry) bool { return e.Face == FaceShadow })
 	if len(es) == 0 {
 		return Entry{}, fmt.Errorf("%w %q", ErrUnknownRequest, requestID)
 	}

@@ -1,6 +1,7 @@
 package decisionlog
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -41,5 +42,52 @@ func TestRequestIDTime(t *testing.T) {
 		if _, ok := requestIDTime(id); ok {
 			t.Errorf("requestIDTime(%q) took it as a made id", id)
 		}
+	}
+}
+
+// Feedback waits only for an id a replica could have made moments ago:
+// one whose time is ahead of the clock by more than replicas' clocks
+// differ (ReplicaLag) was made by no replica, so it is unknown at once,
+// however long the caller would wait.
+func TestFeedbackOnAnIDFromTheFutureIsUnknownAtOnce(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			l := b.open(t, Options{Linger: DefaultLinger})
+			soon := "req_" + fmt.Sprintf("%012x", time.Now().Add(time.Hour).UnixMilli()) + "00000000000000000000"
+			// No deadline: an id the log waited for would never come back.
+			ctx := context.Background()
+			for _, id := range []string{"req_ffffffffffffffffffffffffffffffff", soon} {
+				for _, question := range []string{"", "c"} {
+					if _, err := l.Outcome(ctx, id, question, "billing"); !errors.Is(err, ErrUnknownRequest) {
+						t.Errorf("Outcome(%s, question %q): %v, want ErrUnknownRequest", id, question, err)
+					}
+				}
+			}
+		})
+	}
+}
+
+// A shadow candidate's answer takes no outcome (its record stays the
+// candidate's, apart from the answer given): feedback on its id is
+// unknown, as for an id nothing answered.
+func TestFeedbackOnAShadowAnswerIsUnknown(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			l := b.open(t, Options{Linger: DefaultLinger})
+			id := NewRequestID()
+			served := sample(id, "c", time.Now())
+			shadow := served
+			shadow.RequestID, shadow.Face = ShadowRequestID(id), FaceShadow
+			l.Record(served)
+			l.Record(shadow)
+			if _, err := l.Outcome(ctxT(t), id, "c", "billing"); err != nil {
+				t.Fatalf("feedback on the served answer: %v", err)
+			}
+			for _, question := range []string{"", "c"} {
+				if _, err := l.Outcome(ctxT(t), shadow.RequestID, question, "billing"); !errors.Is(err, ErrUnknownRequest) {
+					t.Errorf("feedback on the shadow's answer (question %q): %v, want ErrUnknownRequest", question, err)
+				}
+			}
+		})
 	}
 }

@@ -334,6 +334,8 @@ func (g *Gateway) run(ctx context.Context, log *slog.Logger, q query, gt gate, r
 			}
 			if f.outcome == OutcomeTimeout {
 				switch {
+				case context.Cause(ctx) == context.Canceled:
+					f.err = fmt.Errorf("the caller gave up while waiting: %w", f.err)
 				case ctx.Err() != nil:
 					f.err = fmt.Errorf("the overall deadline of %s passed while waiting: %w", g.deadline, f.err)
 				default:
@@ -345,7 +347,13 @@ func (g *Gateway) run(ctx context.Context, log *slog.Logger, q query, gt gate, r
 				at.Detail = "refused the request as invalid: " + f.Error()
 			}
 			res.Attempts = append(res.Attempts, at)
-			log.Warn("provider failed", "provider", p.name, "outcome", f.outcome, "caller_error", f.caller, "err", f.logged())
+			if context.Cause(ctx) == context.Canceled {
+				// The caller went away (its client gave up): not the
+				// provider's failure.
+				log.Debug("the caller gave up while a provider was asked", "provider", p.name, "err", f.logged())
+			} else {
+				log.Warn("provider failed", "provider", p.name, "outcome", f.outcome, "caller_error", f.caller, "err", f.logged())
+			}
 			if f.caller {
 				res.fail(CodeInvalidRequest, fmt.Sprintf("provider %s refused the request: %v", p.name, f.err),
 					fmt.Sprintf("Provider %q refused the request as invalid (%v). It was not sent to any other provider, since they would refuse it too. "+

@@ -68,7 +68,7 @@ func (s *Server) handleCalibration(w http.ResponseWriter, r *http.Request) {
 	}
 	now := time.Now()
 	rep, err := s.opt.Tracker.Report(r.Context(), s.opt.Answer.Fits(), outcomes.ReportOptions{
-		Since: now.Add(-window), Until: now, TargetError: target, MaxInScopeLoss: maxLoss, Drift: s.opt.Drift})
+		Since: now.Add(-window), Until: now, TargetError: target, MaxInScopeLoss: maxLoss, Drift: s.opt.Drift, Loop: s.opt.Loop})
 	writeReport(w, rep, err)
 }
 

@@ -31,6 +31,21 @@ func TestFeedbackTakesEveryIDTheServerAccepted(t *testing.T) {
 	}
 }
 
+// Feedback on an id in system1's shape but from the future is a 404 at
+// once: no replica made it, so there is no writer to wait for (it waited
+// out the request timeout, then answered 503).
+func TestFeedbackOnAnIDFromTheFutureIs404(t *testing.T) {
+	s, _, _, _ := logServe(t)
+	for _, body := range []string{
+		`{"request_id":"req_ffffffffffffffffffffffffffffffff","outcome":"yes"}`,
+		`{"request_id":"req_ffffffffffffffffffffffffffffffff","question":"q","outcome":"yes"}`,
+	} {
+		if got := s.do(t, http.MethodPost, "/v1/feedback", body, auth); got.status != http.StatusNotFound || !strings.Contains(string(got.body), "unknown request_id") {
+			t.Errorf("%s: %s", body, got)
+		}
+	}
+}
+
 // A feedback batch is read as strictly as a single outcome: a key twice
 // inside an entry is refused, not read as its last value; an entry's
 // problem is named outcomes.N.field even in a batch of one; and text

@@ -86,23 +86,42 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		if rec.status == 0 {
 			rec.status = http.StatusOK
 		}
-		tracing.EndRequest(span, r, rec.status)
+		status := rec.status
+		if Abandoned(r.Context()) {
+			status = StatusClientClosedRequest
+		}
+		tracing.EndRequest(span, r, status)
 		d := time.Since(start)
 		route := r.Pattern
 		if route == "" || isUnmatched(route) {
 			route = unmatchedRoute
 		}
-		s.opt.Metrics.Request(route, strconv.Itoa(rec.status), d)
+		s.opt.Metrics.Request(route, strconv.Itoa(status), d)
 		h := s.opt.Log.Handler()
 		if !h.Enabled(r.Context(), slog.LevelInfo) {
 			return
 		}
 		line := slog.NewRecord(start.Add(d), slog.LevelInfo, "request", 0)
 		line.AddAttrs(slog.String("id", ri.id), slog.String("method", r.Method), slog.String("path", r.URL.Path),
-			slog.Int("status", rec.status), slog.Float64("ms", float64(d.Microseconds())/1000), slog.String("remote", r.RemoteAddr))
+			slog.Int("status", status), slog.Float64("ms", float64(d.Microseconds())/1000), slog.String("remote", r.RemoteAddr))
 		line.AddAttrs(ri.notes...)
 		_ = h.Handle(r.Context(), line) // a log that cannot be written is not the request's failure
 	})
+}
+
+// StatusClientClosedRequest is what the log line, the metrics and the
+// trace say of a request its client abandoned before the answer (an
+// SDK's timeout or abort): 499, as nginx and other proxies count it, so
+// that it is not read as an outage (a 503). The client is gone, so what
+// the handler wrote reaches no one.
+const StatusClientClosedRequest = 499
+
+// Abandoned reports whether the client of a request went away: the
+// server cancelled the request's context without a cause of its own
+// (serve cancels the requests left after the drain with one, and a
+// timeout is a deadline).
+func Abandoned(ctx context.Context) bool {
+	return context.Cause(ctx) == context.Canceled
 }
 
 // errorWriter writes an error in a wire's shape: the status, the kind of

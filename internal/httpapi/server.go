@@ -62,6 +62,9 @@ type Options struct {
 	// Drift are the windows and alarm of GET /v1/calibration's drift
 	// entry; zero values are the defaults.
 	Drift outcomes.DriftOptions
+	// Loop is the server's learning loop, which GET /v1/calibration says
+	// the state of (its loop); nil leaves that out.
+	Loop *outcomes.LoopOptions
 	// Decide is the gateway POST /v1/decide asks; nil leaves the route
 	// out.
 	Decide *gateway.Gateway

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -202,6 +203,22 @@ func TestShadowReportSaysTheWorseCandidateIsWorse(t *testing.T) {
 	for _, e := range es {
 		if e.Face != decisionlog.FaceShadow || !strings.HasPrefix(e.RequestID, decisionlog.ShadowPrefix) || e.Outcome != nil {
 			t.Fatalf("a candidate's record: %+v", e)
+		}
+	}
+	// The candidate's answer was never given: feedback on its id is a
+	// 404, as for an id nothing answered.
+	for _, body := range []string{
+		fmt.Sprintf(`{"request_id":%q,"question":%q,"outcome":%q}`, es[0].RequestID, es[0].QuestionID, es[0].Options[0]),
+		fmt.Sprintf(`{"request_id":%q,"outcome":%q}`, es[0].RequestID, es[0].Options[0]),
+	} {
+		resp, err := http.Post(r.srv.URL+"/v1/feedback", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(got), "unknown request_id") {
+			t.Errorf("feedback on the shadow's answer %s: %d %s", body, resp.StatusCode, got)
 		}
 	}
 

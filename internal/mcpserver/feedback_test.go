@@ -25,6 +25,11 @@ func (s *server) feedback(args any) (*outcomes.FeedbackResult, bool) {
 	return &res, isErr
 }
 
+// futureID is in the shape of system1's request ids, made in the year
+// 10889: feedback on it is refused at once, not after a wait for a
+// replica's writer (which would never end).
+const futureID = "req_ffffffffffffffffffffffffffffffff"
+
 // An agent decides, then reports the outcome over MCP and, from a shell,
 // with system1 feedback: both land in the decision log the mcp server
 // opened in the plugin's data folder, matched to the decision.
@@ -56,6 +61,9 @@ func TestFeedbackOverMCPAndCLI(t *testing.T) {
 		code, param string
 	}{
 		{map[string]any{"request_id": "nope", "outcome": "billing"}, outcomes.FeedbackUnknownRequest, "request_id"},
+		// An id in system1's shape but from the future: no replica made
+		// it, so there is nothing to wait for.
+		{map[string]any{"request_id": futureID, "outcome": "billing"}, outcomes.FeedbackUnknownRequest, "request_id"},
 		{map[string]any{"request_id": "mcp-1", "outcome": "marketing"}, outcomes.FeedbackInvalid, "outcome"},
 		{map[string]any{"request_id": "mcp-1", "question": "other", "outcome": "billing"}, outcomes.FeedbackInvalid, "question"},
 	} {
@@ -76,6 +84,7 @@ func TestFeedbackOverMCPAndCLI(t *testing.T) {
 		exit int
 	}{
 		{[]string{"nope", "sales"}, 5},
+		{[]string{futureID, "sales"}, 5},
 		{[]string{"mcp-1", "marketing"}, 4},
 		{[]string{"--question", "x", "mcp-1", "sales"}, 4},
 		{[]string{"only-one-arg"}, 2},

@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -60,5 +61,39 @@ func TestDecideCoverageOverMCP(t *testing.T) {
 	}
 	if got := len(f.Inferences()); got != 2 {
 		t.Errorf("%d engine calls, want one for each valid call: the invalid ones ask nothing", got)
+	}
+}
+
+// The fits serve's default learning loop keeps in the state folder (no
+// gateway.fits, no calibration section, the decision log on) are the
+// ones system1_decide applies from that folder too; calibration: off
+// applies none.
+func TestDecideAppliesTheFitsTheLoopLearnt(t *testing.T) {
+	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp})
+	t.Cleanup(f.Close)
+	fits := calibration.Fits{Version: calibration.FitsVersion, Revision: "learnt", Fits: []calibration.Fit{{
+		Model: fakeengine.DefaultModel, Kind: decision.Choice, Bucket: "3-4", Temperature: 2,
+	}}}
+	data, err := json.Marshal(fits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		calibration string
+		applied     bool
+	}{{"", true}, {"calibration: off\n", false}} {
+		w := newWorld(t, "")
+		if err := os.MkdirAll(w.stateDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(w.stateDir, "fits.json"), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		w.write("config.yaml", fmt.Sprintf(noCanary+c.calibration+"gateway:\n  threshold: 0\n  chain:\n    - {name: local, model: %s}\nnodes:\n  - {name: n, url: %s, dialect: llamacpp, models: [%s]}\n",
+			fakeengine.DefaultModel, f.URL, fakeengine.DefaultModel))
+		res := w.start().decide(map[string]any{"question": "Which team?", "options": []string{"billing", "technical", "sales"}})
+		if res.Status != gateway.Decided || res.Calibrated != c.applied || (c.applied && res.FitVersion != "learnt") {
+			t.Errorf("%q: status %s, calibrated %v, fit %q; want calibrated %v", c.calibration, res.Status, res.Calibrated, res.FitVersion, c.applied)
+		}
 	}
 }

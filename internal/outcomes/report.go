@@ -38,6 +38,9 @@ type CalibrationReport struct {
 	// the last ReportOptions.Drift.Window before Until with a reference
 	// window before it, without outcomes (see drift.go).
 	Drift []SignatureDrift `json:"drift"`
+	// Loop is what the server's learning loop does and waits for; absent
+	// where no server runs one (system1 calibrate --report).
+	Loop *LoopStatus `json:"loop,omitempty"`
 }
 
 // LabelMassGate is one model build's suggested min_label_mass
@@ -95,6 +98,9 @@ type ReportOptions struct {
 	MaxInScopeLoss float64
 	// Drift are the windows and alarm of the report's drift entry.
 	Drift DriftOptions
+	// Loop, when set, is the server's learning loop: the report then
+	// says what it does and waits for.
+	Loop *LoopOptions
 }
 
 // ReportCalibrationWith is ReportCalibration with every option. It reads
@@ -140,6 +146,9 @@ func (t *Tracker) Report(ctx context.Context, fits *calibration.Fits, opt Report
 	since, until := opt.Since.UnixNano(), opt.Until.UnixNano()
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if opt.Loop != nil {
+		rep.Loop = t.loop(*opt.Loop)
+	}
 	// Label masses pool each build's buckets.
 	type build struct{ model, fingerprint string }
 	masses := map[build]*calibration.MassStats{}

@@ -805,7 +805,8 @@ const calibrationReport = `{"buckets":[
   "reliability":[{"confidence":0.6,"accuracy":0.55,"count":40},{"confidence":0.9,"accuracy":0.85,"count":57}]},
  {"model":"qwen2.5-0.5b","kind":"score","options":3,"outcomes":12,"accuracy":0.5,"ece":0.2,"ece_calibrated":0.2,"nll":1.01,"nll_calibrated":1.01,"temperature":1,
   "gate":{"threshold":null,"target_error":0.02,"coverage":0,"wrong_above":0,"above":0,"upper_bound":1},
-  "reliability":[{"confidence":0.5,"accuracy":0.5,"count":12}]}]}`
+  "reliability":[{"confidence":0.5,"accuracy":0.5,"count":12}]}],
+ "loop":{"refits":true,"every_s":600,"min_outcomes":30,"outcomes":521,"waiting_for":18,"status":"waiting for 18 more outcomes: qwen2.5-0.5b's score answers of 3 have 12 new of the 30 a refit needs, checked every 10m0s"}}`
 
 // A stand-in server that answers /health in the bare form to a caller
 // without a key and serves a calibration report: the page copes with the
@@ -855,6 +856,14 @@ func TestBrowserBareHealthAndCalibration(t *testing.T) {
 	}
 	if len(cards) != len(report.Buckets) {
 		t.Fatalf("%d cards for %d buckets", len(cards), len(report.Buckets))
+	}
+	// The learning loop says what it waits for, in the report's words.
+	var loop struct{ Loop struct{ Status string } }
+	if err := json.Unmarshal([]byte(calibrationReport), &loop); err != nil {
+		t.Fatal(err)
+	}
+	if got := eval[string](t, ctx, `document.getElementById('loop')?.textContent ?? ''`); !strings.Contains(got, loop.Loop.Status) {
+		t.Errorf("the page's learning loop says %q, the report %q", got, loop.Loop.Status)
 	}
 	// Calibrated accuracy, the calibrator and the prediction sets' held-out
 	// coverage are shown where the report gives them, to four significant

@@ -39,6 +39,23 @@ func system1(t *testing.T, env []string, args ...string) (int, string, string) {
 	return code, stdout, stderr
 }
 
+// shell runs a command line as a person pastes it into a shell, in an
+// empty folder and home, with the built binary on the PATH as system1.
+func shell(t *testing.T, line string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	home := t.TempDir()
+	cmd := exec.CommandContext(ctx, "sh", "-c", line)
+	cmd.Dir = t.TempDir()
+	cmd.Env = []string{"HOME=" + home, "PATH=" + filepath.Dir(testbin.Binary(t)) + string(os.PathListSeparator) + os.Getenv("PATH"), "XDG_STATE_HOME=" + filepath.Join(home, "state")}
+	code, stdout, stderr, err := testbin.Run(cmd)
+	if err != nil {
+		t.Fatalf("sh -c %q: %v", line, err)
+	}
+	return code, stdout, stderr
+}
+
 // config writes a configuration whose one provider is a System One
 // endpoint answering as told.
 func config(t *testing.T, r fakeengine.Reply) string {
@@ -139,6 +156,31 @@ func TestWithoutConfiguration(t *testing.T) {
 // writes for the engine it starts, and where the docs are.
 var whereConfig = []string{".config/system1/config.yaml", "--config", "$SYSTEM1_CONFIG", "~/.cache/system1/run/config-3000.yaml", "README"}
 
+// A command at a terminal is quiet unless something is wrong: decide
+// prints its answer and no log line, -v adds what it did; a run that
+// cannot start says why, without info lines or a summary of no rows.
+func TestQuietUnlessSomethingIsWrong(t *testing.T) {
+	ep := fakeengine.StartSystemOne(t, fakeengine.Reply{Probs: []float64{0.9, 0.1}})
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	os.WriteFile(cfg, []byte("nodes:\n  - {name: jev, url: \""+ep.URL+"\", dialect: systemone, models: [jev-latest]}\n"+
+		"gateway:\n  chain:\n    - {name: jev, model: jev-latest}\n"), 0o644)
+	code, out, errOut := system1(t, nil, "decide", "--config", cfg, "Which?", "a", "b")
+	if code != 0 || !strings.Contains(out, "decided: a") || errOut != "" {
+		t.Errorf("decide: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	code, _, errOut = system1(t, nil, "decide", "-v", "--config", cfg, "Which?", "a", "b")
+	if code != 0 || !strings.Contains(errOut, "level=INFO") {
+		t.Errorf("decide -v: exit %d, no info lines:\n%s", code, errOut)
+	}
+	questions := filepath.Join(t.TempDir(), "questions.json")
+	os.WriteFile(questions, []byte(`{"model":"jev-latest","questions":{"q":{"type":"noul"}}}`), 0o644)
+	missing := filepath.Join(t.TempDir(), "missing.jsonl")
+	code, out, errOut = system1(t, nil, "run", "--config", cfg, "--in", missing, "--out", filepath.Join(t.TempDir(), "out.jsonl"), "--questions", questions)
+	if code != 1 || strings.Contains(out, "rows") || strings.Contains(errOut, "level=INFO") || !strings.Contains(errOut, "missing.jsonl") {
+		t.Errorf("run that cannot read its input: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+}
+
 // The help texts list what a newcomer needs: decide's exit statuses,
 // toggle's on, off and status; a flag after toggle's argument says where
 // flags go.
@@ -151,6 +193,14 @@ func TestHelp(t *testing.T) {
 	for _, want := range []string{"on|off|status", "  off ", "  on ", "  status ", "-state-dir"} {
 		if code != 0 || !strings.Contains(errOut, want) {
 			t.Errorf("toggle -h: exit %d, no %q:\n%s", code, want, errOut)
+		}
+	}
+	// Every command's -h begins with its usage line, as the list of
+	// commands names it.
+	for _, cmd := range []string{"serve", "mcp", "decide", "run", "bench", "calibrate", "toggle", "feedback", "shadow", "replay"} {
+		code, _, errOut := system1(t, nil, cmd, "-h")
+		if code != 0 || !strings.HasPrefix(errOut, "usage: system1 "+cmd+" ") {
+			t.Errorf("%s -h: exit %d, no usage line:\n%s", cmd, code, errOut)
 		}
 	}
 	dir := t.TempDir()
@@ -183,22 +233,26 @@ func TestDecideThenFeedback(t *testing.T) {
 			args = append([]string{"decide", "--json"}, args[1:]...)
 		}
 		code, out, errOut := system1(t, nil, args...)
-		var id string
+		if code != 0 {
+			t.Fatalf("system1 %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, out, errOut)
+		}
 		if asJSON {
 			var res struct {
 				RequestID string `json:"request_id"`
 			}
 			json.Unmarshal([]byte(out), &res)
-			id = res.RequestID
-		} else if m := regexp.MustCompile("request_id (\\S+): `system1 feedback (\\S+) OPTION`").FindStringSubmatch(out); m != nil && m[1] == m[2] {
-			id = m[1]
+			code, out, errOut = system1(t, nil, "feedback", "--config", cfg, "--state-dir", state, res.RequestID, "a")
+		} else {
+			// The command decide suggests runs as copied into a shell,
+			// from another folder: it names the log decide wrote.
+			m := regexp.MustCompile("request_id (\\S+): `(system1 feedback .*) OPTION`").FindStringSubmatch(out)
+			if m == nil || !strings.Contains(m[2], m[1]) {
+				t.Fatalf("system1 %s suggests no feedback command:\n%s", strings.Join(args, " "), out)
+			}
+			code, out, errOut = shell(t, m[2]+" a")
 		}
-		if code != 0 || id == "" {
-			t.Fatalf("system1 %s: exit %d, no request id\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, out, errOut)
-		}
-		code, out, errOut = system1(t, nil, "feedback", "--config", cfg, "--state-dir", state, id, "a")
 		if code != 0 || !strings.Contains(out, `"outcome": "a"`) {
-			t.Errorf("feedback %s a, after system1 %s: exit %d\nstdout: %s\nstderr: %s", id, strings.Join(args, " "), code, out, errOut)
+			t.Errorf("feedback after system1 %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, out, errOut)
 		}
 	}
 

@@ -67,11 +67,15 @@ export function render(el, r) {
     el.replaceChildren(h('p', { class: 'note', id: 'no-calibration' }, `No calibration report is available (${why}).`));
     return;
   }
+  // What the server's learning loop does and waits for, so that a report
+  // with nothing learnt says why.
+  const loop = r.json.loop && typeof r.json.loop.status === 'string'
+    ? h('p', { class: 'note', id: 'loop' }, `Learning loop: ${r.json.loop.status}.`) : null;
   if (!buckets.length) {
-    el.replaceChildren(h('p', { class: 'note', id: 'no-calibration' }, 'The calibration report has no buckets yet: no outcomes have been recorded.'));
+    el.replaceChildren(...(loop ? [loop] : []), h('p', { class: 'note', id: 'no-calibration' }, 'The calibration report has no buckets yet: no outcomes have been recorded.'));
     return;
   }
-  el.replaceChildren(h('div', { class: 'calibration' }, buckets.map((b) => {
+  el.replaceChildren(...(loop ? [loop] : []), h('div', { class: 'calibration' }, buckets.map((b) => {
     const card = h('div', { class: 'answer', 'data-model': b.model, 'data-kind': b.kind },
       h('h3', {}, h('span', { class: `kind ${b.kind}` }, b.kind), b.model, b.options ? h('small', {}, `${b.options} options`) : null));
     const dl = h('dl', { class: 'facts' });
