@@ -38,7 +38,10 @@ type Warning struct {
 	// served the answer: the model changed on Node at Since, to the
 	// build Fingerprint, and answers are reported uncalibrated until
 	// outcomes under it refit it.
-	OtherBuild  bool
+	OtherBuild bool
+	// SetsOnly is set with NoFit when the fit found carries prediction
+	// sets and no calibrator (none was adopted on its outcomes).
+	SetsOnly    bool
 	Node        string
 	Fingerprint string
 	Since       time.Time
@@ -56,6 +59,9 @@ func (w Warning) Text(name func(string) string, names func([]string) string) str
 	if w.OtherBuild {
 		return fmt.Sprintf("%s: the calibration fit for model %s, %s over %d options, was learnt on another build: the model node %s serves changed at %s (now fingerprint %s); reported as the engine gave it until outcomes under this build refit it",
 			name(w.Question), name(w.Model), w.Kind, w.Options, name(w.Node), w.Since.UTC().Format(time.RFC3339), name(w.Fingerprint))
+	}
+	if w.SetsOnly {
+		return fmt.Sprintf("%s: the calibration fit for model %s, %s over %d options, has prediction sets but no calibrator (none beat the engine's own probabilities on its outcomes); reported as the engine gave it", name(w.Question), name(w.Model), w.Kind, w.Options)
 	}
 	if w.NoFit {
 		return fmt.Sprintf("%s: no calibration fit for model %s, %s over %d options; reported as the engine gave it", name(w.Question), name(w.Model), w.Kind, w.Options)
@@ -92,14 +98,21 @@ func report(req Request, res *fleet.Result, fits *calibration.Fits) *Answer {
 		if d != nil { // a question the node declined has nothing to calibrate
 			ft, fitted, other := fits.LookupServed(req.Provider, got.Model, got.Fingerprint, q.Kind, len(d))
 			uncalibrated := d
-			if fitted {
-				// The fit's whole calibrator: a temperature, or a temperature
-				// and a bias per position, named as applied.
+			switch {
+			case fitted && ft.Calibrates():
+				// The fit's whole calibrator, composed once: a temperature (with
+				// a bias per position, or keeping a score's level), then its
+				// confidence map, named as applied.
 				d = ft.Apply(d)
 				v := decision.CalibrationVersion(fits.Version, ft.Calibrator().String(), ft.Date, fits.Revision)
 				out.Steps = append(out.Steps, decision.Step{Name: decision.StepTemperature, Version: v, Dist: d})
 				a.FitVersion = fits.Revision
-			} else if fits != nil {
+			case fitted:
+				// A fit a refit wrote for its prediction sets alone: nothing
+				// was learnt to apply, so the answer is not calibrated.
+				a.Calibrated = false
+				a.Warnings = append(a.Warnings, Warning{Question: q.ID, NoFit: true, SetsOnly: true, Model: got.Model, Kind: q.Kind, Options: len(d)})
+			case fits != nil:
 				a.Calibrated = false
 				a.Warnings = append(a.Warnings, Warning{Question: q.ID, NoFit: true, OtherBuild: other, Node: got.Node, Fingerprint: got.Fingerprint, Since: got.Since,
 					Model: got.Model, Kind: q.Kind, Options: len(d)})

@@ -183,6 +183,8 @@ type MapSelection struct {
 	// Gain is NLLBefore less NLLAfter, with its bounds.
 	Gain   Interval `json:"gain"`
 	Reason string   `json:"reason"`
+
+	oof []Prediction // out of fold under each fold's calibrator and map, when adopted
 }
 
 // Selection is Select's decision for one kind and bucket, with the
@@ -442,7 +444,7 @@ func Select(preds []Prediction, current Calibrator, opt SelectOptions) (Selectio
 		s.Reason += "; refused for harm: " + strings.Join(harmed, "; ")
 	}
 	s.oof = sel.oof
-	s.Map = cv.selectMap(sel, s.Calibrator, boot, beats)
+	s.Map = cv.selectMap(sel, s.Calibrator, kind, boot, beats)
 	return s, nil
 }
 
@@ -457,19 +459,23 @@ func (s *Selection) AdoptedFit(target float64) (Fit, bool) {
 	if !s.Adopt && !s.Map.Adopt {
 		return Fit{}, false
 	}
-	f := Fit{Kind: s.Kind, Bucket: s.Bucket, N: s.N, ConfidenceMap: s.Map.Map}
-	f.SetCalibrator(s.Calibrator)
-	after := Measure(Calibrate(s.preds, s.Calibrator))
+	f := Fit{Kind: s.Kind, Bucket: s.Bucket, N: s.N}
+	cal, oofPreds := s.Calibrator, s.oof
+	if s.Map.Adopt {
+		cal, oofPreds = cal.Base().WithMap(s.Map.Map, s.Kind), s.Map.oof
+	}
+	f.SetCalibrator(cal)
+	after := Measure(Calibrate(s.preds, cal))
 	f.NLLBefore, f.NLLAfter, f.ECEBefore, f.ECEAfter = s.Raw.NLL, after.NLL, s.Raw.ECE, after.ECE
-	oof := Measure(s.oof)
+	oof := Measure(oofPreds)
 	f.Holdout = &Score{N: s.N, NLLBefore: s.Raw.NLL, NLLAfter: oof.NLL, ECEBefore: s.Raw.ECE, ECEAfter: oof.ECE}
-	conf := make([]float64, len(s.oof))
-	for i, p := range s.oof {
+	conf := make([]float64, len(oofPreds))
+	for i, p := range oofPreds {
 		conf[i] = p.Confidence()
 	}
-	g := suggestGate(conf, wrongs(s.oof), target)
+	g := suggestGate(conf, wrongs(oofPreds), target)
 	if g.Threshold != nil {
-		f.Gate = &FitGate{Threshold: *g.Threshold, TargetError: g.TargetError, On: GateOnHeldOut, N: len(s.oof), Above: g.Above, WrongAbove: g.WrongAbove, UpperBound: g.UpperBound}
+		f.Gate = &FitGate{Threshold: *g.Threshold, TargetError: g.TargetError, On: GateOnHeldOut, N: len(oofPreds), Above: g.Above, WrongAbove: g.WrongAbove, UpperBound: g.UpperBound}
 	}
 	return f, true
 }
@@ -589,14 +595,15 @@ func (f folds) crossFit(method string, temps []float64) Candidate {
 
 // selectMap scores a confidence map on top of sel, the selected
 // candidate (or the current calibrator, final, when no candidate was
-// adopted).
-func (f folds) selectMap(sel Candidate, final Calibrator, boot sampler, beats func(Interval) bool) MapSelection {
+// adopted), without any map final has: each fold's map is fitted on the
+// other folds calibrated by that fold's calibrator, and composed with it
+// (Calibrator.WithMap), so that what is scored is what would be served.
+func (f folds) selectMap(sel Candidate, final Calibrator, kind decision.Kind, boot sampler, beats func(Interval) bool) MapSelection {
+	final = final.Base()
 	n := len(f.preds)
 	base, mapped := make([]float64, n), make([]float64, n)
-	right := make([]bool, n)
-	for i, p := range sel.oof {
-		base[i], right[i] = p.Confidence(), p.Correct()
-	}
+	right, mright := make([]bool, n), make([]bool, n)
+	oof := make([]Prediction, n)
 	for k := range f.k {
 		cal := final
 		if sel.folds != nil {
@@ -611,16 +618,22 @@ func (f folds) selectMap(sel Candidate, final Calibrator, boot sampler, beats fu
 			}
 		}
 		m := fitMap(tc, tr)
-		for i := range f.preds {
+		composed := cal.WithMap(&m, kind)
+		for i, p := range f.preds {
 			if f.fold[i] == k {
-				mapped[i] = m.Map(base[i])
+				b := p
+				b.Dist = cal.Apply(p.Dist)
+				base[i], right[i] = b.Confidence(), b.Correct()
+				p.Dist = composed.Apply(p.Dist)
+				oof[i] = p
+				mapped[i], mright[i] = p.Confidence(), p.Correct()
 			}
 		}
 	}
-	lb, lm := binaryLosses(base, right), binaryLosses(mapped, right)
+	lb, lm := binaryLosses(base, right), binaryLosses(mapped, mright)
 	ms := MapSelection{
 		NLLBefore: mean(lb), NLLAfter: mean(lm),
-		ECEBefore: topECE(base, right), ECEAfter: topECE(mapped, right),
+		ECEBefore: topECE(base, right), ECEAfter: topECE(mapped, mright),
 		Gain: boot.interval(diff(lb, lm)),
 	}
 	if !beats(ms.Gain) {
@@ -637,8 +650,8 @@ func (f folds) selectMap(sel Candidate, final Calibrator, boot sampler, beats fu
 		c[i], r[i] = p.Confidence(), p.Correct()
 	}
 	m := fitMap(c, r)
-	ms.Adopt, ms.Map = true, &m
-	ms.Reason = fmt.Sprintf("adopts a confidence map of the probability right: out-of-fold log-loss of being right %s -> %s (gain %s nats), top-label ECE %s -> %s",
+	ms.Adopt, ms.Map, ms.oof = true, &m, oof
+	ms.Reason = fmt.Sprintf("adopts a confidence map of the probability right, applied after the calibrator: out-of-fold log-loss of being right %s -> %s (gain %s nats), top-label ECE %s -> %s",
 		sig(ms.NLLBefore), sig(ms.NLLAfter), ms.Gain, sig(ms.ECEBefore), sig(ms.ECEAfter))
 	return ms
 }
