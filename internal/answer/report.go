@@ -145,8 +145,9 @@ func report(req Request, res *fleet.Result, fits *calibration.Fits) *Answer {
 // the time.
 type Set struct {
 	// Options are the indices of the options in the set, in option
-	// order: empty when every option looks less likely than the right
-	// ones did; nil when there is no set, and Note says why.
+	// order: empty (not nil) when every option looks less likely than
+	// the right ones did, and Note says what that means; nil when there
+	// is no set, and Note says why.
 	Options []int
 	// Coverage is the level the set is built for: the least the fit has
 	// at or above the one asked. Outcomes is how many labelled outcomes
@@ -154,7 +155,7 @@ type Set struct {
 	Coverage float64
 	Outcomes int
 	Method   string
-	// Note says why there is no set.
+	// Note says why there is no set, or what an empty one means.
 	Note string
 }
 
@@ -190,5 +191,9 @@ func predictionSet(loaded, fitted bool, ft calibration.Fit, d decision.Distribut
 	if set == nil {
 		return &Set{Note: "the distribution is not one a set can be made of"}
 	}
-	return &Set{Options: set, Coverage: rule.Coverage, Outcomes: rule.N, Method: rule.Method}
+	out := &Set{Options: set, Coverage: rule.Coverage, Outcomes: rule.N, Method: rule.Method}
+	if len(set) == 0 {
+		out.Note = fmt.Sprintf("the prediction set is empty: at coverage %v no option is as likely as the right ones were on %d outcomes, so none can be stood behind", rule.Coverage, rule.N)
+	}
+	return out
 }

@@ -51,14 +51,7 @@ func (s *Selection) Sets(method string, coverages []float64) ([]Conformal, error
 	if method != ConformalLAC && method != ConformalAPS {
 		return nil, fmt.Errorf("method %q is not %s or %s", method, ConformalLAC, ConformalAPS)
 	}
-	var out []Conformal
-	for _, c := range coverages {
-		rule, err := FitConformal(s.preds, method, c)
-		if err != nil {
-			continue // too few cases for this coverage
-		}
-		out = append(out, rule)
-	}
+	out := FitSets(s.preds, method, coverages)
 	if len(out) == 0 {
 		return nil, nil
 	}
@@ -115,6 +108,21 @@ func (s *Selection) Sets(method string, coverages []float64) ([]Conformal, error
 		out[j].Holdout = &h
 	}
 	return out, nil
+}
+
+// FitSets fits split conformal rules of method (ConformalLAC or
+// ConformalAPS) at each coverage on preds, over the distributions the
+// rules will be applied to (FitConformal), in the order of coverages,
+// leaving out the coverages preds are too few for; nil when there are
+// none, or for a method that is neither.
+func FitSets(preds []Prediction, method string, coverages []float64) []Conformal {
+	var out []Conformal
+	for _, c := range coverages {
+		if rule, err := FitConformal(preds, method, c); err == nil {
+			out = append(out, rule)
+		}
+	}
+	return out
 }
 
 // SetFor is the fit's prediction set rule for a request of the given

@@ -27,7 +27,9 @@ func TestConfidenceMapServedOnEveryFace(t *testing.T) {
 	engine := decision.Distribution{0.6, 0.3, 0.1}
 	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Behavior: fakeengine.Behavior{Logprobs: fakeengine.Probs(engine...)}})
 	t.Cleanup(f.Close)
-	fit := calibration.Fit{Model: fakeengine.DefaultModel, Kind: decision.Choice, Bucket: "3-4", N: 300, Date: "2026-12-04"}
+	// Its set at 0.9 takes only an option at 0.9 or more: none here.
+	fit := calibration.Fit{Model: fakeengine.DefaultModel, Kind: decision.Choice, Bucket: "3-4", N: 300, Date: "2026-12-04",
+		Sets: []calibration.Conformal{{Method: calibration.ConformalLAC, Coverage: 0.9, N: 300, Threshold: 0.1}}}
 	fit.SetCalibrator(calibration.TemperatureCalibrator(0.8))
 	fit.ConfidenceMap = &calibration.ConfidenceMap{X: []float64{0.3, 0.9}, Y: []float64{0.35, 0.75}}
 	// A yes/no fit a refit wrote for its prediction sets alone: no
@@ -108,6 +110,18 @@ decision_log: {off: true}
 		t.Fatalf("%v: %s", err, d.Body)
 	}
 	decided("/v1/decide", res)
+
+	// An empty set is a set: written, with its note, graded escalate, and
+	// the rationale does not say to act.
+	d = do(t, c, http.MethodPost, s.URL+"/v1/decide", "", `{"question":"Which team?","options":["billing","technical","sales"],"coverage":0.9}`)
+	res = gateway.Response{}
+	if err := json.Unmarshal(d.Body, &res); err != nil {
+		t.Fatalf("%v: %s", err, d.Body)
+	}
+	if !bytes.Contains(d.Body, []byte(`"prediction_set":[]`)) || !strings.Contains(res.SetNote, "empty") || res.SetCoverage == nil || res.Grade != gateway.GradeEscalate ||
+		strings.Contains(res.Rationale, "fast intuition: act on it") || !strings.Contains(res.Rationale, "Do not act on it") {
+		t.Errorf("an empty set on decide: %s", d.Body)
+	}
 
 	// The sets-only fit gives a set, and says the answer is not calibrated.
 	d = do(t, c, http.MethodPost, s.URL+"/v1/decide", "", `{"question":"Is it?","coverage":0.9}`)
