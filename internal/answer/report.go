@@ -139,10 +139,10 @@ func report(req Request, res *fleet.Result, fits *calibration.Fits) *Answer {
 // Set is a question's prediction set at the coverage a request asked
 // for: split conformal, from the labelled outcomes of the fit's model,
 // kind and option bucket (calibration.Fit.SetFor), over the distribution
-// before the fit's calibrator, as the rule was fitted (its guarantee
-// would not hold under a calibrator fitted on the same outcomes). For
-// exchangeable answers it holds the right option at least Coverage of
-// the time.
+// before the fit's calibrator scored under the rule's own calibrator
+// (calibration.Conformal.SetOf: one fitted apart from the outcomes its
+// threshold rests on, so that the guarantee holds). For exchangeable
+// answers it holds the right option at least Coverage of the time.
 type Set struct {
 	// Options are the indices of the options in the set, in option
 	// order: empty (not nil) when every option looks less likely than
@@ -169,7 +169,8 @@ func CheckCoverage(c float64) error {
 	return nil
 }
 
-// predictionSet is the set of d, before the fit's calibrator, at
+// predictionSet is the set of d, before the fit's calibrator (the rule
+// applies its own), at
 // coverage by fit ft (fitted reports whether there is one; loaded
 // whether any fits are).
 func predictionSet(loaded, fitted bool, ft calibration.Fit, d decision.Distribution, coverage float64) *Set {
@@ -187,7 +188,7 @@ func predictionSet(loaded, fitted bool, ft calibration.Fit, d decision.Distribut
 		}
 		return &Set{Note: fmt.Sprintf("the fit has no prediction sets yet; a set at coverage %v needs at least %d outcomes", coverage, need)}
 	}
-	set := rule.Set(d)
+	set := rule.SetOf(d)
 	if set == nil {
 		return &Set{Note: "the distribution is not one a set can be made of"}
 	}
