@@ -148,8 +148,8 @@ type Steps struct {
 
 // CalibrationStep is one step applied to a reading.
 type CalibrationStep struct {
-	Name    string `json:"name" jsonschema:"debias (the options asked in several orders and averaged), prior (a label prior divided out) or temperature (a fit's calibrator: a temperature, with a bias per option position where the fit has them)."`
-	Version string `json:"version" jsonschema:"The step's method and parameters, such as permute/4 (4 orders), batch/n=40/window=256 (a running mean of 40 earlier answers divided out), content_free/empty_state (the answer over an empty context divided out) v1/T=1.5 (a fits file's temperature) or v1/T=1.85/b=+0.31,-0.12,0 (a temperature with a bias per option position)."`
+	Name    string `json:"name" jsonschema:"debias (the options asked in several orders and averaged), prior (a label prior divided out) or temperature (a fit's calibrator: a temperature, with a bias per option position or a confidence map where the fit has them)."`
+	Version string `json:"version" jsonschema:"The step's method and parameters, such as permute/4 (4 orders), batch/n=40/window=256 (a running mean of 40 earlier answers divided out), content_free/empty_state (the answer over an empty context divided out) v1/T=1.5 (a fits file's temperature), v1/T=1.85/b=+0.31,-0.12,0 (a temperature with a bias per option position) or v1/T=1.2/map=1f2e3d4c (a temperature, then a confidence map, named by a hash of its knots, that serves the decision at its probability right)."`
 }
 
 // Attempt is one provider tried.
