@@ -291,7 +291,14 @@ func refitLoop(ctx context.Context, fits *outcomes.FitsFile, tracker *outcomes.T
 			continue
 		}
 		for _, d := range ds {
-			attrs := []any{"request_id", "-", "model", d.Model, "kind", d.Kind, "bucket", d.Bucket, "outcomes", d.Outcomes, "new", d.New,
+			// The build the bucket's outcomes came from: each build is
+			// refitted apart, and a line that did not say which could not
+			// be told from another build's.
+			fp := d.Fingerprint
+			if fp == "" {
+				fp = "unknown"
+			}
+			attrs := []any{"request_id", "-", "model", d.Model, "fingerprint", fp, "kind", d.Kind, "bucket", d.Bucket, "outcomes", d.Outcomes, "new", d.New,
 				"current", d.Current, "calibrator", d.Calibrator, "sets", d.Sets, "written", d.Written, "why", d.Reason, "evidence", d.Evidence()}
 			switch {
 			case d.Adopted:

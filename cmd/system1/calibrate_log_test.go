@@ -14,7 +14,8 @@ import (
 )
 
 // calibrate --from-log fits the decision log's answers with outcomes
-// like --from fits a saved run (buckets, --min-cases, the holdout), and
+// like --from fits a saved run (buckets, --min-cases, the holdout) and
+// writes prediction sets as a refit does, and
 // calibrate --report prints the log's report as GET /v1/calibration does.
 func TestCalibrateFromTheLog(t *testing.T) {
 	dir := t.TempDir()
@@ -52,6 +53,11 @@ func TestCalibrateFromTheLog(t *testing.T) {
 	fits, err := outcomes.LoadFits(fitsPath)
 	if err != nil || len(fits.Fits) != 1 || fits.Fits[0].Model != "m" || fits.Fits[0].Bucket != "3-4" || !(fits.Fits[0].Temperature > 1) || fits.Fits[0].Holdout == nil || fits.Revision == "" {
 		t.Fatalf("fits %+v, %v", fits, err)
+	}
+	// It writes prediction sets too, over every outcome, as a refit does:
+	// decide can give a set at 0.95 from 80 outcomes.
+	if rule, ok := fits.Fits[0].SetFor(0.95); !ok || rule.N != 80 || rule.Coverage != 0.95 {
+		t.Errorf("set at 0.95: %+v, %v (sets %+v)", rule, ok, fits.Fits[0].Sets)
 	}
 	if _, _, err := cli(t, "calibrate", "--from-log", "--config", cfgPath, "--min-cases", "500", "--out", filepath.Join(dir, "none.json")); err == nil {
 		t.Error("a bucket under --min-cases was fitted")

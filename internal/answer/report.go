@@ -38,7 +38,10 @@ type Warning struct {
 	// served the answer: the model changed on Node at Since, to the
 	// build Fingerprint, and answers are reported uncalibrated until
 	// outcomes under it refit it.
-	OtherBuild  bool
+	OtherBuild bool
+	// SetsOnly is set with NoFit when the fit found carries prediction
+	// sets and no calibrator (none was adopted on its outcomes).
+	SetsOnly    bool
 	Node        string
 	Fingerprint string
 	Since       time.Time
@@ -56,6 +59,9 @@ func (w Warning) Text(name func(string) string, names func([]string) string) str
 	if w.OtherBuild {
 		return fmt.Sprintf("%s: the calibration fit for model %s, %s over %d options, was learnt on another build: the model node %s serves changed at %s (now fingerprint %s); reported as the engine gave it until outcomes under this build refit it",
 			name(w.Question), name(w.Model), w.Kind, w.Options, name(w.Node), w.Since.UTC().Format(time.RFC3339), name(w.Fingerprint))
+	}
+	if w.SetsOnly {
+		return fmt.Sprintf("%s: the calibration fit for model %s, %s over %d options, has prediction sets but no calibrator (none beat the engine's own probabilities on its outcomes); reported as the engine gave it", name(w.Question), name(w.Model), w.Kind, w.Options)
 	}
 	if w.NoFit {
 		return fmt.Sprintf("%s: no calibration fit for model %s, %s over %d options; reported as the engine gave it", name(w.Question), name(w.Model), w.Kind, w.Options)
@@ -96,14 +102,21 @@ func report(req Request, res *fleet.Result, fits *calibration.Fits) *Answer {
 		if d != nil { // a question the node declined has nothing to calibrate
 			ft, fitted, other := fits.LookupServed(req.Provider, got.Model, got.Fingerprint, q.Kind, len(d))
 			uncalibrated := d
-			if fitted {
-				// The fit's whole calibrator: a temperature, or a temperature
-				// and a bias per position, named as applied.
+			switch {
+			case fitted && ft.Calibrates():
+				// The fit's whole calibrator, composed once: a temperature (with
+				// a bias per position, or keeping a score's level), then its
+				// confidence map, named as applied.
 				d = ft.Apply(d)
 				v := decision.CalibrationVersion(fits.Version, ft.Calibrator().String(), ft.Date, fits.Revision)
 				out.Steps = append(out.Steps, decision.Step{Name: decision.StepTemperature, Version: v, Dist: d})
 				a.FitVersion = fits.Revision
-			} else if loaded {
+			case fitted:
+				// A fit a refit wrote for its prediction sets alone: nothing
+				// was learnt to apply, so the answer is not calibrated.
+				a.Calibrated = false
+				a.Warnings = append(a.Warnings, Warning{Question: q.ID, NoFit: true, SetsOnly: true, Model: got.Model, Kind: q.Kind, Options: len(d)})
+			case loaded:
 				a.Calibrated = false
 				a.Warnings = append(a.Warnings, Warning{Question: q.ID, NoFit: true, OtherBuild: other, Node: got.Node, Fingerprint: got.Fingerprint, Since: got.Since,
 					Model: got.Model, Kind: q.Kind, Options: len(d)})
@@ -130,14 +143,15 @@ func report(req Request, res *fleet.Result, fits *calibration.Fits) *Answer {
 // Set is a question's prediction set at the coverage a request asked
 // for: split conformal, from the labelled outcomes of the fit's model,
 // kind and option bucket (calibration.Fit.SetFor), over the distribution
-// before the fit's calibrator, as the rule was fitted (its guarantee
-// would not hold under a calibrator fitted on the same outcomes). For
-// exchangeable answers it holds the right option at least Coverage of
-// the time.
+// before the fit's calibrator scored under the rule's own calibrator
+// (calibration.Conformal.SetOf: one fitted apart from the outcomes its
+// threshold rests on, so that the guarantee holds). For exchangeable
+// answers it holds the right option at least Coverage of the time.
 type Set struct {
 	// Options are the indices of the options in the set, in option
-	// order: empty when every option looks less likely than the right
-	// ones did; nil when there is no set, and Note says why.
+	// order: empty (not nil) when every option looks less likely than
+	// the right ones did, and Note says what that means; nil when there
+	// is no set, and Note says why.
 	Options []int
 	// Coverage is the level the set is built for: the least the fit has
 	// at or above the one asked. Outcomes is how many labelled outcomes
@@ -145,7 +159,7 @@ type Set struct {
 	Coverage float64
 	Outcomes int
 	Method   string
-	// Note says why there is no set.
+	// Note says why there is no set, or what an empty one means.
 	Note string
 }
 
@@ -159,7 +173,8 @@ func CheckCoverage(c float64) error {
 	return nil
 }
 
-// predictionSet is the set of d, before the fit's calibrator, at
+// predictionSet is the set of d, before the fit's calibrator (the rule
+// applies its own), at
 // coverage by fit ft (fitted reports whether there is one; loaded
 // whether any fits are).
 func predictionSet(loaded, fitted bool, ft calibration.Fit, d decision.Distribution, coverage float64) *Set {
@@ -177,9 +192,13 @@ func predictionSet(loaded, fitted bool, ft calibration.Fit, d decision.Distribut
 		}
 		return &Set{Note: fmt.Sprintf("the fit has no prediction sets yet; a set at coverage %v needs at least %d outcomes", coverage, need)}
 	}
-	set := rule.Set(d)
+	set := rule.SetOf(d)
 	if set == nil {
 		return &Set{Note: "the distribution is not one a set can be made of"}
 	}
-	return &Set{Options: set, Coverage: rule.Coverage, Outcomes: rule.N, Method: rule.Method}
+	out := &Set{Options: set, Coverage: rule.Coverage, Outcomes: rule.N, Method: rule.Method}
+	if len(set) == 0 {
+		out.Note = fmt.Sprintf("the prediction set is empty: at coverage %v no option is as likely as the right ones were on %d outcomes, so none can be stood behind", rule.Coverage, rule.N)
+	}
+	return out
 }

@@ -155,7 +155,8 @@ type FitResult struct {
 // option-count bucket) on the records' answered questions, with
 // calibration.Split and calibration.NewFit: each bucket's cases are split
 // into a fitting set and a held-out set, each fit gets the gate its
-// calibrated cases suggest (calibration.Fit.SetGate), and a bucket with fewer than
+// calibrated cases suggest (calibration.Fit.SetGate) and prediction sets
+// over all its cases (calibration.FitSets), and a bucket with fewer than
 // o.MinCases to fit on is refused, as is one that neither a model nor a
 // provider names (its fit could never be found).
 func FitRecords(records []Record, o FitOptions) FitResult {
@@ -207,6 +208,10 @@ func FitRecords(records []Record, o FitOptions) FitResult {
 				} else {
 					f.Provider, f.Model, f.Date = src.provider, src.model, o.Date
 					f.SetGate(fit, held, o.TargetError)
+					// Prediction sets over every case of the bucket, before the
+					// calibrator, as a refit writes them: without them decide
+					// could give no set from a fit resting on enough outcomes.
+					f.Sets = calibration.FitSets(g.Preds, calibration.ConformalLAC, calibration.SetCoverages())
 					b.Fit = &f
 					res.Fits.Fits = append(res.Fits.Fits, f)
 					fitB = append(fitB, fit...)

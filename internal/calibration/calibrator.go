@@ -49,6 +49,29 @@ type Calibrator struct {
 	// log-probability of the option at each position: Biases[i] to
 	// option i. A position past the end gets none.
 	Biases []float64 `json:"biases,omitempty"`
+	// Map, when set, is the confidence map composed after the method:
+	// the predicted answer's probability becomes the map's probability
+	// right (ConfidenceMap.Apply), so that one Apply serves the whole
+	// fit. Kind is the question kind it maps (a score's answer is its
+	// expected level, which the map keeps); Fit.Calibrator sets both.
+	Map  *ConfidenceMap `json:"map,omitempty"`
+	Kind decision.Kind  `json:"kind,omitempty"`
+}
+
+// Base is c without its confidence map: the method a selection fits
+// candidates against, and a map is fitted on top of.
+func (c Calibrator) Base() Calibrator {
+	c.Map, c.Kind = nil, ""
+	return c
+}
+
+// WithMap is c with m composed after it, for answers of kind.
+func (c Calibrator) WithMap(m *ConfidenceMap, kind decision.Kind) Calibrator {
+	c.Map, c.Kind = m, kind
+	if m == nil {
+		c.Kind = ""
+	}
+	return c
 }
 
 // Identity is the calibrator that changes nothing.
@@ -84,6 +107,9 @@ func (c Calibrator) Complexity() int {
 func (c Calibrator) Apply(d decision.Distribution) decision.Distribution {
 	if c.Check() != nil {
 		return d
+	}
+	if c.Map != nil {
+		return c.Map.Apply(c.Kind, c.Base().Apply(d))
 	}
 	switch c.Method {
 	case MethodTemperature:
@@ -135,8 +161,14 @@ func (c Calibrator) bias(i int) float64 {
 // Check reports what is wrong with c: an unknown method, a temperature
 // that is not a positive finite number (exactly 1 for MethodNone),
 // biases on another method than MethodVector, none or more than 255 on
-// it, or one that is not finite or beyond MaxBias.
+// it, one that is not finite or beyond MaxBias, or a map that fails
+// ConfidenceMap.Check.
 func (c Calibrator) Check() error {
+	if c.Map != nil {
+		if err := c.Map.Check(); err != nil {
+			return fmt.Errorf("confidence map: %w", err)
+		}
+	}
 	switch c.Method {
 	case MethodNone, MethodTemperature, MethodLevel, MethodVector:
 	default:
@@ -166,8 +198,13 @@ func (c Calibrator) Check() error {
 }
 
 // String names c in a step's version: "none", "T=1.85", "T=1.85/level"
-// or "T=1.85/b=+0.31,-0.12,0", each number to four significant digits.
+// or "T=1.85/b=+0.31,-0.12,0", each number to four significant digits,
+// and "/map=" with the start of a hash of its knots after any of them
+// when a confidence map is composed ("none/map=1f2e3d4c").
 func (c Calibrator) String() string {
+	if c.Map != nil {
+		return c.Base().String() + "/map=" + c.Map.key()
+	}
 	num := func(x float64) string { return strconv.FormatFloat(x, 'g', 4, 64) }
 	switch c.Method {
 	case MethodNone:

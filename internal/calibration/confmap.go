@@ -2,10 +2,14 @@ package calibration
 
 import (
 	"cmp"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"slices"
+
+	"system1/internal/decision"
 )
 
 // MaxMapKnots bounds the knots of a ConfidenceMap, in a fits file and
@@ -15,15 +19,12 @@ const MaxMapKnots = 128
 // ConfidenceMap is a monotone map of the confidence of the predicted
 // answer (Prediction.Confidence, on the calibrated distribution) to the
 // probability that the answer is right: isotonic regression of
-// correctness on confidence. It reports how likely an answer at a given
-// confidence is to be right: beside an answer's confidence, and beside a
-// gate's threshold, to say what the gate buys. It does not give a
-// distribution: it says nothing of the options other than the predicted
-// one, so the probabilities an answer reports stay those of its fit's
-// calibrator. Gates stay on the calibrator's confidence (Fit.SetGate):
-// the map is monotone, so a gate on it selects the same answers, but it
-// is flat over each of its steps, and a gate on mapped values could only
-// fall between steps.
+// correctness on confidence. A fit's map is composed after its
+// calibrator (Calibrator.Map): the predicted answer is served at the
+// mapped probability, the other options share the rest (Apply), and the
+// answer is never changed. A gate is chosen on the mapped confidences,
+// what decide grades; the map is flat over each of its steps, so such
+// a gate falls on a step.
 //
 // The map is piecewise linear through its knots (X[i], Y[i]) and flat
 // beyond the first and the last.
@@ -190,4 +191,129 @@ func pav(in []mapBlock) []mapBlock {
 		}
 	}
 	return out
+}
+
+// mapMargin is how far above a tie with the runner-up a mapped answer is
+// kept, so that the map never changes which option is predicted.
+const mapMargin = 1e-9
+
+// Apply gives d's predicted answer (Prediction.Predicted for a question
+// of kind) the probability right m maps its confidence to, so that what
+// is served is what the map was chosen on: the other options share the
+// rest in the proportions they had (a choice, a noul), or, for a score,
+// tilted by e^(lambda i) so that the expected level, the score's answer,
+// stays where it was. The map never changes the answer: a mapped value
+// that would put a choice's runner-up ahead is held just above the tie,
+// and one that no tilt of a score's other levels can balance is moved
+// toward the confidence it had until one can. A zero stays zero; a d
+// whose predicted answer holds all the mass, or that is not a
+// distribution over its own length, comes back as it is.
+func (m ConfidenceMap) Apply(kind decision.Kind, d decision.Distribution) decision.Distribution {
+	if len(m.X) == 0 || d.Check(len(d)) != nil || len(d) < 2 {
+		return d
+	}
+	p := Prediction{Kind: kind, Dist: d, Options: len(d)}
+	k := p.Predicted()
+	pk := d[k]
+	rest := 1 - pk
+	if !(rest > 0) {
+		return d
+	}
+	target := m.Map(pk)
+	if kind == decision.Score {
+		return mapLevel(d, k, pk, target)
+	}
+	second := 0.0
+	for i, q := range d {
+		if i != k {
+			second = max(second, q)
+		}
+	}
+	target = min(max(target, second/(rest+second)+mapMargin), 1)
+	out := make(decision.Distribution, len(d))
+	for i, q := range d {
+		out[i] = q * (1 - target) / rest
+	}
+	out[k] = target
+	return out
+}
+
+// mapLevel is Apply for a score whose predicted level k has pk: k gets
+// target, the other levels 1 - target, tilted so that the expected level
+// stays. Where no tilt can (the levels left cannot reach the mean that
+// would need), target is moved toward pk, which always can, as far as
+// it must.
+func mapLevel(d decision.Distribution, k int, pk, target float64) decision.Distribution {
+	e := decision.ExpectedLevel(d)
+	logs := make([]float64, len(d))
+	lo, hi := len(d), -1
+	for i, q := range d {
+		logs[i] = math.Inf(-1)
+		if i != k && q > 0 {
+			logs[i] = math.Log(q)
+			lo, hi = min(lo, i), max(hi, i)
+		}
+	}
+	if hi < 0 || lo == hi {
+		return d // one other level: only pk keeps the level
+	}
+	// The other levels must average (e - m k) / (1 - m), strictly inside
+	// [lo, hi] with a little room for the tilt to reach it.
+	room := 1e-6 * float64(hi-lo)
+	ok := func(m float64) bool {
+		if !(m < 1) {
+			return false
+		}
+		t := (e - m*float64(k)) / (1 - m)
+		return t > float64(lo)+room && t < float64(hi)-room
+	}
+	if !ok(target) {
+		a, b := pk, target // ok(a) holds: d itself averages so
+		if !ok(a) {
+			return d
+		}
+		for range 60 {
+			mid := (a + b) / 2
+			if ok(mid) {
+				a = mid
+			} else {
+				b = mid
+			}
+		}
+		target = a
+	}
+	lambda := levelLambda(logs, (e-target*float64(k))/(1-target))
+	out := make(decision.Distribution, len(d))
+	top := math.Inf(-1)
+	for i, l := range logs {
+		if !math.IsInf(l, -1) {
+			top = math.Max(top, l+lambda*float64(i))
+		}
+	}
+	var s float64
+	for i, l := range logs {
+		if !math.IsInf(l, -1) {
+			out[i] = math.Exp(l + lambda*float64(i) - top)
+			s += out[i]
+		}
+	}
+	for i := range out {
+		out[i] *= (1 - target) / s
+	}
+	out[k] = target
+	return out
+}
+
+// key names m in a step's version: the start of a hash of its knots,
+// so that two maps are told apart without writing every knot.
+func (m ConfidenceMap) key() string {
+	h := fnv.New64a()
+	var b [8]byte
+	for _, v := range [][]float64{m.X, m.Y} {
+		for _, x := range v {
+			binary.LittleEndian.PutUint64(b[:], math.Float64bits(x))
+			h.Write(b[:])
+		}
+	}
+	return fmt.Sprintf("%08x", h.Sum64()>>32)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"system1/internal/decision"
@@ -114,5 +115,75 @@ func TestFitConfidenceMapCalibrates(t *testing.T) {
 	}
 	if err := (&Fits{Version: FitsVersion, Fits: []Fit{f}}).Validate(); err != nil {
 		t.Error(err)
+	}
+}
+
+// A map applied to a distribution serves the predicted answer at the
+// mapped probability and never changes the answer: a choice's and a
+// noul's other options keep their proportions, a score keeps its
+// expected level; a value that would put the runner-up ahead is held
+// just above the tie, and one no tilt of a score's levels can balance
+// moves toward the confidence it had.
+func TestConfidenceMapApply(t *testing.T) {
+	flat := func(y float64) ConfidenceMap { return ConfidenceMap{X: []float64{0, 1}, Y: []float64{y, y}} }
+	for _, tc := range []struct {
+		name string
+		kind decision.Kind
+		m    ConfidenceMap
+		d    decision.Distribution
+		conf float64 // the served confidence wanted; 0: the map's value
+	}{
+		{"choice down", decision.Choice, flat(0.5), decision.Distribution{0.1, 0.8, 0.1}, 0},
+		{"choice up", decision.Choice, flat(0.9), decision.Distribution{0.2, 0.5, 0.3}, 0},
+		{"choice held above the tie", decision.Choice, flat(0.3), decision.Distribution{0.35, 0.6, 0.05}, 0.35 / 0.75},
+		{"noul false", decision.Noul, flat(0.7), decision.Distribution{0.1, 0.9}, 0},
+		{"noul true", decision.Noul, flat(0.95), decision.Distribution{0.6, 0.4}, 0},
+		{"noul held above the tie", decision.Noul, flat(0.2), decision.Distribution{0.3, 0.7}, 0.5},
+		{"score", decision.Score, flat(0.6), decision.Distribution{0.1, 0.2, 0.4, 0.2, 0.1}, 0},
+		{"score skewed", decision.Score, flat(0.3), decision.Distribution{0.05, 0.15, 0.5, 0.25, 0.05}, 0},
+		{"score that cannot reach", decision.Score, flat(0.99), decision.Distribution{0.3, 0.7, 0, 0, 0}, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.m.Apply(tc.kind, tc.d)
+			if err := got.Check(len(tc.d)); err != nil {
+				t.Fatalf("%v: %v", got, err)
+			}
+			before := Prediction{Kind: tc.kind, Dist: tc.d, Options: len(tc.d)}
+			after := Prediction{Kind: tc.kind, Dist: got, Options: len(got)}
+			if after.Predicted() != before.Predicted() {
+				t.Fatalf("answer moved from %d to %d: %v", before.Predicted(), after.Predicted(), got)
+			}
+			want := tc.conf
+			if want == 0 {
+				want = tc.m.Map(before.Confidence())
+			}
+			switch {
+			case want < 0: // only bounds: between what it was and the map's value
+				if c := after.Confidence(); !(c >= before.Confidence()-1e-12 && c <= tc.m.Map(before.Confidence())) {
+					t.Errorf("confidence %v, not between %v and %v", c, before.Confidence(), tc.m.Map(before.Confidence()))
+				}
+			case math.Abs(after.Confidence()-want) > 1e-6:
+				t.Errorf("confidence %v, want %v: %v", after.Confidence(), want, got)
+			}
+			if tc.kind == decision.Score {
+				if e0, e1 := decision.ExpectedLevel(tc.d), decision.ExpectedLevel(got); math.Abs(e0-e1) > 1e-9 {
+					t.Errorf("expected level %v became %v", e0, e1)
+				}
+				return
+			}
+			k := before.Predicted()
+			for i := range tc.d {
+				if i != k && tc.d[i] > 0 && math.Abs(got[i]/(1-got[k])-tc.d[i]/(1-tc.d[k])) > 1e-9 {
+					t.Errorf("option %d's share of the rest moved: %v from %v", i, got, tc.d)
+				}
+			}
+		})
+	}
+	// A distribution whose answer holds everything, or that is broken,
+	// comes back as it is.
+	for _, d := range []decision.Distribution{{1, 0, 0}, {0.5, 0.6}} {
+		if got := flat(0.5).Apply(decision.Choice, d); !slices.Equal(got, d) {
+			t.Errorf("%v became %v", d, got)
+		}
 	}
 }

@@ -65,6 +65,21 @@ type Conformal struct {
 	// was not fitted on (Selection.Sets: each fold's cases under a
 	// threshold fitted on the other folds), nil when not measured.
 	Holdout *SetCoverage `json:"holdout,omitempty"`
+	// Calibrator, when set, is what the scores are of: the distribution
+	// before the fit's calibrator, calibrated by this one, which was
+	// fitted on other outcomes than the N the threshold rests on (split
+	// conformal, Selection.Sets), so that the guarantee holds under it.
+	// Absent: the distribution before the fit's calibrator, as it came.
+	Calibrator *Calibrator `json:"calibrator,omitempty"`
+}
+
+// SetOf is the set of d, the distribution before the fit's calibrator:
+// scored under the rule's own calibrator where it has one (Set).
+func (c Conformal) SetOf(d decision.Distribution) []int {
+	if c.Calibrator != nil {
+		d = c.Calibrator.Apply(d)
+	}
+	return c.Set(d)
 }
 
 // conformalRank is ceil((n+1) * coverage), the rank of the calibration
@@ -195,6 +210,14 @@ func (c Conformal) Check() error {
 	case !(c.Threshold >= 0 && c.Threshold <= 1):
 		return fmt.Errorf("threshold %v is not in [0, 1]", c.Threshold)
 	}
+	if cal := c.Calibrator; cal != nil {
+		if err := cal.Check(); err != nil {
+			return fmt.Errorf("calibrator: %w", err)
+		}
+		if cal.Map != nil || cal.Method == MethodNone {
+			return fmt.Errorf("calibrator %s: a set's calibrator is a method other than none, without a map", cal)
+		}
+	}
 	if h := c.Holdout; h != nil {
 		switch {
 		case h.N < 0 || h.Covered < 0 || h.Covered > h.N || h.Empty < 0 || h.Singletons < 0 || h.Empty+h.Singletons > h.N:
@@ -224,8 +247,9 @@ type SetCoverage struct {
 	Singletons int     `json:"singletons"`
 }
 
-// Evaluate measures c's sets on held-out cases: the share holding the
-// right option and their size.
+// Evaluate measures c's sets on held-out cases, their distributions
+// before the fit's calibrator (SetOf): the share holding the right
+// option and their size.
 func (c Conformal) Evaluate(preds []Prediction) SetCoverage {
 	var s SetCoverage
 	var size int
@@ -233,7 +257,7 @@ func (c Conformal) Evaluate(preds []Prediction) SetCoverage {
 		if p.Check() != nil {
 			continue
 		}
-		set := c.Set(p.Dist)
+		set := c.SetOf(p.Dist)
 		s.N++
 		size += len(set)
 		switch len(set) {

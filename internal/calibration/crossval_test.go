@@ -322,3 +322,69 @@ func BenchmarkSelect(b *testing.B) {
 		})
 	}
 }
+
+// The harm guard refuses any out-of-fold accuracy loss larger than an
+// identity calibrator's fold noise (none), not only a significant one:
+// here a bias per position fits the confident answers exactly but turns
+// 100 near-even answers, right 52 times in 100 as they came, to the
+// other option, losing 4 answers of 900 (0.4%), well within the
+// bootstrap's noise. It was adopted for its NLL; it is refused, and the
+// temperature, which moves no answer, is adopted instead.
+func TestSelectRefusesASmallAccuracyLoss(t *testing.T) {
+	var preds []Prediction
+	add := func(n, first int, d decision.Distribution) {
+		for i := range n {
+			exp := 1
+			if i < first {
+				exp = 0
+			}
+			preds = append(preds, Prediction{Kind: decision.Choice, Dist: d, Expected: exp, Options: 2, Request: fmt.Sprintf("r%d", len(preds))})
+		}
+	}
+	add(100, 52, decision.Distribution{0.55, 0.45}) // near even, right 52 in 100
+	add(400, 352, decision.Distribution{0.9, 0.1})  // too sure of the first
+	add(400, 48, decision.Distribution{0.3, 0.7})   // too sure of the second
+	s, err := Select(preds, Identity(), SelectOptions{Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vec *Candidate
+	for i := range s.Candidates {
+		if s.Candidates[i].Method == MethodVector {
+			vec = &s.Candidates[i]
+		}
+	}
+	if vec == nil || !(vec.AccuracyGainRaw.Mean < 0) || !(vec.AccuracyGainRaw.High >= 0) {
+		t.Fatalf("the data do not show a small, insignificant loss: %+v", vec)
+	}
+	if s.Chosen == MethodVector || !strings.Contains(vec.Refused, "accuracy would fall") {
+		t.Errorf("chose %s (%s); vector: loss %s, refused %q", s.Chosen, s.Calibrator, neg(vec.AccuracyGainRaw), vec.Refused)
+	}
+	if acc := Measure(Calibrate(preds, s.Calibrator)).Accuracy; acc < s.Raw.Accuracy {
+		t.Errorf("adopted %s: accuracy %v under the raw %v", s.Calibrator, acc, s.Raw.Accuracy)
+	}
+}
+
+// The incumbent is scored on the same out-of-fold outcomes as every
+// candidate (its method fitted on the other folds), not on outcomes it
+// was fitted on: a temperature fitted on part of a batch is refreshed on
+// every outcome, where it used to stick because its parameters' small
+// error was under the least gain worth a change.
+func TestSelectRefreshesAPartialBatchFit(t *testing.T) {
+	preds := banking12Like(480, 7, 12)
+	full, err := FitTemperature(preds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Select(preds, TemperatureCalibrator(full*1.08), SelectOptions{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Adopt || s.Calibrator.Method != MethodTemperature || math.Abs(s.Calibrator.Temperature-full) > 1e-9 {
+		t.Errorf("kept %s against T=%.4f on every outcome: %s", s.Calibrator, full, s.Reason)
+	}
+	cur := Measure(Calibrate(preds, TemperatureCalibrator(full*1.08)))
+	if s.Current.OutOfFold.NLL == cur.NLL {
+		t.Errorf("the current calibrator was scored as it is, not out of fold")
+	}
+}

@@ -69,9 +69,9 @@ type Fit struct {
 	Method string    `json:"method,omitempty"`
 	Biases []float64 `json:"biases,omitempty"`
 	// ConfidenceMap, when set, maps the calibrated confidence of the
-	// predicted answer to the probability it is right, to report beside
-	// an answer's confidence and a gate's threshold (see ConfidenceMap
-	// and MapConfidence); the distribution stays the calibrator's.
+	// predicted answer to the probability it is right, and is applied
+	// after the calibrator: the predicted answer is served at that
+	// probability (ConfidenceMap.Apply), the answer itself unchanged.
 	ConfidenceMap *ConfidenceMap `json:"confidence_map,omitempty"`
 	// Sets are split conformal prediction sets of the distributions
 	// before the fit's calibrator (Selection.Sets says why), at most one
@@ -125,10 +125,8 @@ type FitGate struct {
 // SetGate suggests f's gate at target (see SuggestGate) on the cases the
 // fit was made from, calibrated by f (Fit.Apply): the held-out ones when
 // there are any, since the calibrator was chosen on the others, else the
-// fitted ones. The gate is on the calibrator's confidences, even where f
-// has a confidence map: the map is flat over each of its steps, and a
-// gate on mapped confidences could only fall between steps; a report
-// gives the gate's probability right as MapConfidence(threshold).
+// fitted ones. The gate is on the confidences f serves, its confidence
+// map applied where it has one, since that is what decide grades.
 // Without a threshold that passes the bound, f has no gate.
 func (f *Fit) SetGate(fit, held []Prediction, target float64) {
 	on, preds := GateOnHeldOut, held
@@ -150,26 +148,41 @@ func (f *Fit) SetGate(fit, held []Prediction, target float64) {
 	f.Gate = &FitGate{Threshold: *g.Threshold, TargetError: g.TargetError, On: on, N: len(conf), Above: g.Above, WrongAbove: g.WrongAbove, UpperBound: g.UpperBound}
 }
 
-// Calibrator is the calibrator the fit applies: its temperature, with
-// its biases for MethodVector; a temperature of exactly 1 without biases
-// is Identity, as SetCalibrator writes it, so that a step names it none.
+// Calibrator is the calibrator the fit applies, whole: its temperature,
+// with its biases for MethodVector (a temperature of exactly 1 without
+// biases is Identity, as SetCalibrator writes it, so that a step names
+// it none), then its confidence map where it has one. Every face, the
+// reports and the refits apply this one composition, and a step's
+// version names all of it (Calibrator.String).
 func (f Fit) Calibrator() Calibrator {
+	var c Calibrator
 	switch {
 	case f.Method == MethodVector:
-		return Calibrator{Method: MethodVector, Temperature: f.Temperature, Biases: f.Biases}
+		c = Calibrator{Method: MethodVector, Temperature: f.Temperature, Biases: f.Biases}
 	case f.Method == MethodLevel:
-		return Calibrator{Method: MethodLevel, Temperature: f.Temperature}
+		c = Calibrator{Method: MethodLevel, Temperature: f.Temperature}
 	case f.Temperature == 1:
-		return Identity()
+		c = Identity()
+	default:
+		c = TemperatureCalibrator(f.Temperature)
 	}
-	return TemperatureCalibrator(f.Temperature)
+	return c.WithMap(f.ConfidenceMap, f.Kind)
 }
 
-// SetCalibrator makes f apply c: MethodNone is written as a temperature
-// of 1, and MethodTemperature as the empty method, as files before
-// methods have it.
+// Calibrates reports whether applying f changes a distribution at all:
+// a calibrator other than none, or a confidence map. A fit of
+// temperature 1 without a map (one a refit wrote for its prediction
+// sets alone) calibrates nothing.
+func (f Fit) Calibrates() bool {
+	c := f.Calibrator()
+	return c.Method != MethodNone || c.Map != nil
+}
+
+// SetCalibrator makes f apply c, its confidence map included:
+// MethodNone is written as a temperature of 1, and MethodTemperature as
+// the empty method, as files before methods have it.
 func (f *Fit) SetCalibrator(c Calibrator) {
-	f.Method, f.Temperature, f.Biases = "", c.Temperature, nil
+	f.Method, f.Temperature, f.Biases, f.ConfidenceMap = "", c.Temperature, nil, c.Map
 	switch c.Method {
 	case MethodNone:
 		f.Temperature = 1
@@ -180,7 +193,8 @@ func (f *Fit) SetCalibrator(c Calibrator) {
 	}
 }
 
-// Apply calibrates d with f's calibrator (Calibrator.Apply).
+// Apply calibrates d with f's whole calibrator (Calibrator.Apply), its
+// confidence map included.
 func (f Fit) Apply(d decision.Distribution) decision.Distribution {
 	return f.Calibrator().Apply(d)
 }
@@ -320,13 +334,13 @@ func (ft Fit) validate() error {
 	case ft.Method != MethodVector && ft.Biases != nil:
 		return fmt.Errorf("biases without method %s", MethodVector)
 	}
-	if err := ft.Calibrator().Check(); err != nil {
-		return err
-	}
 	if ft.ConfidenceMap != nil {
 		if err := ft.ConfidenceMap.Check(); err != nil {
 			return fmt.Errorf("confidence_map: %w", err)
 		}
+	}
+	if err := ft.Calibrator().Check(); err != nil {
+		return err
 	}
 	for i, c := range ft.Sets {
 		if err := c.Check(); err != nil {

@@ -56,7 +56,7 @@ func TestFitsWithCalibratorsRoundTrip(t *testing.T) {
 			{Method: ConformalAPS, Coverage: 0.9, N: 10, Threshold: 0.95},
 		},
 	}
-	ft.SetCalibrator(Calibrator{Method: MethodVector, Temperature: 2, Biases: []float64{-1, 0.5, 0.25, 0.25}})
+	ft.SetCalibrator(Calibrator{Method: MethodVector, Temperature: 2, Biases: []float64{-1, 0.5, 0.25, 0.25}}.WithMap(ft.ConfidenceMap, ft.Kind))
 	f := &Fits{Version: FitsVersion, Fits: []Fit{ft}}
 	data, err := f.Encode()
 	if err != nil {
@@ -135,26 +135,44 @@ func TestParseFitsRejectsBadCalibrators(t *testing.T) {
 	}
 }
 
-// SetGate chooses the gate on the calibrator's confidences, map or no
-// map: the map is flat over its steps and would leave a gate between
-// them only.
+// SetGate chooses the gate on the confidences the fit serves, its map
+// applied, since those are what decide grades: every answer served at or
+// above the gate keeps the error bound, and without a map it is the
+// calibrator's gate.
 func TestSetGateWithAMap(t *testing.T) {
 	preds := overconfident(3000, 4, 3, 5)
 	var f Fit
+	f.Kind = decision.Choice
 	f.SetCalibrator(TemperatureCalibrator(2))
 	f.SetGate(preds, nil, 0.05)
 	if f.Gate == nil {
 		t.Fatal("no gate without a map")
 	}
-	without := *f.Gate
+	if g := SuggestGate(Calibrate(preds, TemperatureCalibrator(2)), 0.05); g.Threshold == nil || *g.Threshold != f.Gate.Threshold {
+		t.Errorf("gate %+v without a map, the calibrator's is %+v", f.Gate, g)
+	}
 	m, err := FitConfidenceMap(Calibrate(preds, f.Calibrator()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.ConfidenceMap = &m
-	f.SetGate(preds, nil, 0.05)
-	if f.Gate == nil || *f.Gate != without {
-		t.Errorf("gate %+v with a map, %+v without", f.Gate, without)
+	// The map is flat over its steps, so a gate on what it serves is
+	// coarser: at 5% none passes on these cases, at 10% one does.
+	f.SetGate(preds, nil, 0.1)
+	served := Calibrate(preds, f.Calibrator())
+	if f.Gate == nil {
+		t.Fatal("no gate with a map")
 	}
-	t.Logf("gate %.4f: %.4f right by the map", f.Gate.Threshold, f.MapConfidence(f.Gate.Threshold))
+	var above, wrong int
+	for _, p := range served {
+		if p.Confidence() >= f.Gate.Threshold {
+			above++
+			if !p.Correct() {
+				wrong++
+			}
+		}
+	}
+	if above != f.Gate.Above || wrong != f.Gate.WrongAbove || f.Gate.UpperBound >= 0.1 {
+		t.Errorf("gate %+v with a map; served at or above it: %d, %d wrong", f.Gate, above, wrong)
+	}
 }

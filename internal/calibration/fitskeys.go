@@ -82,6 +82,9 @@ func fitKeys(item json.RawMessage) error {
 				if err := nestedKeys(item, "holdout", reflect.TypeFor[SetCoverage]()); err != nil {
 					return fmt.Errorf("set %d: %w", i, err)
 				}
+				if err := nestedKeys(item, "calibrator", reflect.TypeFor[Calibrator]()); err != nil {
+					return fmt.Errorf("set %d: calibrator: %w", i, err)
+				}
 			}
 			continue
 		default:

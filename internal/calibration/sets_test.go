@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -114,11 +115,13 @@ func TestMassStatsMatchSuggestMassGate(t *testing.T) {
 	}
 }
 
-// A selection's prediction sets are fitted on its held-out cases at each
-// coverage they are enough for, and their cross-validated coverage on the
-// selection's folds reaches the level less a finite-sample slack: each
-// fold's threshold rests on 4/5 of 1,500 cases, so the pooled coverage's
-// standard deviation is about 0.01 at 0.8; four of them is the slack.
+// A selection's prediction sets are split conformal on calibrated
+// scores: the adopted calibrator's method is fitted again on the even
+// folds, which the rule carries, and the threshold rests on the odd
+// folds' cases under it, at each coverage they are enough for. Their
+// cross-validated coverage reaches the level less a finite-sample
+// slack, and so does their coverage on fresh answers of the same model,
+// which is what the guarantee is about.
 func TestSelectionSets(t *testing.T) {
 	preds := overconfident(1500, 6, 1.5, 41)
 	for i := range preds {
@@ -132,9 +135,20 @@ func TestSelectionSets(t *testing.T) {
 	if err != nil || len(sets) != len(SetCoverages()) {
 		t.Fatalf("%d sets, %v", len(sets), err)
 	}
+	if !s.Adopt || s.Calibrator.Method == MethodNone {
+		t.Fatalf("no calibrator adopted: %s", s.Reason)
+	}
+	odd := 0
+	for _, k := range s.fold {
+		odd += k % 2
+	}
+	fresh := overconfident(3000, 6, 1.5, 42)
 	for _, c := range sets {
-		if c.N != len(preds) || c.Holdout == nil || c.Holdout.N != len(preds) {
-			t.Fatalf("set %+v", c)
+		if c.N != odd || c.Holdout == nil || c.Holdout.N != odd || c.Calibrator == nil || c.Calibrator.Method != s.Calibrator.Method {
+			t.Fatalf("set %+v (calibrator %v), want %d cases under a %s", c, c.Calibrator, odd, s.Calibrator.Method)
+		}
+		if got, slack := c.Evaluate(fresh).Coverage, 4*math.Sqrt(c.Coverage*(1-c.Coverage)/float64(c.N)); got < c.Coverage-slack {
+			t.Errorf("at %v fresh answers are covered %.4f of the time, under %.4f", c.Coverage, got, c.Coverage-slack)
 		}
 		slack := 4 * math.Sqrt(c.Coverage*(1-c.Coverage)/float64(c.N))
 		if c.Holdout.Coverage < c.Coverage-slack {
@@ -236,5 +250,36 @@ func TestSelectRefusesAScoreCalibratorThatCostsAccuracy(t *testing.T) {
 	}
 	if s.Adopt && s.Calibrator.Method != MethodLevel {
 		t.Errorf("adopted %s: %s", s.Calibrator, s.Reason)
+	}
+}
+
+// A set's own calibrator is read back as written and applied before the
+// threshold (SetOf); one of an unknown key, a map, or no method is
+// refused, naming it.
+func TestFitsSetCalibrator(t *testing.T) {
+	with := func(cal string) string {
+		set := `{"method":"lac","coverage":0.9,"n":10,"threshold":0.5,"calibrator":` + cal + `}`
+		return fitsWith(strings.TrimSuffix(fitJSON("1.5"), "}") + `,"sets":[` + set + `]}`)
+	}
+	f, err := ParseFits([]byte(with(`{"method":"vector","temperature":1,"biases":[-3,0]}`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rule := f.Fits[0].Sets[0]
+	// 0.6 and 0.4 as they came: under a pull of 3 nats from the first,
+	// the second alone clears p >= 0.5.
+	d := decision.Distribution{0.6, 0.4}
+	if got, raw := rule.SetOf(d), rule.Set(d); !slices.Equal(got, []int{1}) || !slices.Equal(raw, []int{0}) {
+		t.Errorf("SetOf %v, Set %v", got, raw)
+	}
+	for _, tc := range []struct{ cal, want string }{
+		{`{"method":"vector","temperature":1,"biases":[0,0],"alpha":1}`, `unknown field "alpha"`},
+		{`{"method":"none","temperature":1}`, "a set's calibrator"},
+		{`{"method":"temperature","temperature":2,"map":{"x":[0.5],"y":[0.5]}}`, "a set's calibrator"},
+		{`{"method":"temperature","temperature":-2}`, "calibrator: temperature -2"},
+	} {
+		if _, err := ParseFits([]byte(with(tc.cal))); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.cal, err, tc.want)
+		}
 	}
 }

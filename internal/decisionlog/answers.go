@@ -22,7 +22,9 @@ type Answer struct {
 	// Options are the question's options, shared by the answers of one
 	// read that have the same: not to be changed.
 	Options []string
-	// Dist is Entry.Answered: the distribution answered.
+	// Dist is Entry.Uncalibrated: what the engine answered, after debias
+	// and prior but before any calibrator, so that drift measures the
+	// model and not system1's own refits.
 	Dist decision.Distribution
 }
 
@@ -80,16 +82,16 @@ type answerReader struct {
 }
 
 func (r *answerReader) read(ctx context.Context, s *store, where string, args []any, fn func(Answer)) error {
-	rows, err := s.db.QueryContext(ctx, s.q("SELECT id, at_ns, face, model, kind, options, final_dist FROM decisions "+where), args...)
+	rows, err := s.db.QueryContext(ctx, s.q("SELECT id, at_ns, face, model, kind, options, engine_dist, steps FROM decisions "+where), args...)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
 	var kind string
-	var opts, fin sql.RawBytes // valid until the next row: parsed before it
+	var opts, eng, steps sql.RawBytes // valid until the next row: parsed before it
 	for rows.Next() {
 		var a Answer
-		if err := rows.Scan(&a.ID, &a.At, &a.Face, &a.Model, &kind, &opts, &fin); err != nil {
+		if err := rows.Scan(&a.ID, &a.At, &a.Face, &a.Model, &kind, &opts, &eng, &steps); err != nil {
 			return err
 		}
 		a.Kind = decision.Kind(kind)
@@ -100,10 +102,23 @@ func (r *answerReader) read(ctx context.Context, s *store, where string, args []
 			}
 			r.opts[string(opts)] = a.Options
 		}
-		if end, ok := floatsEnd(fin, skipSpace(fin, 0)); ok && skipSpace(fin, end) == len(fin) {
-			a.Dist = parseFloats(fin)
-		} else if err := json.Unmarshal(fin, &a.Dist); err != nil {
-			return fmt.Errorf("row %d: %w", a.ID, err)
+		// The distribution before the first temperature step, read as
+		// parseCase reads it where the columns are in the writer's form.
+		dist, ok := parseSteps(steps)
+		if dist == nil {
+			dist = eng
+		}
+		if end, fine := floatsEnd(dist, skipSpace(dist, 0)); ok && fine && skipSpace(dist, end) == len(dist) {
+			a.Dist = parseFloats(dist)
+		} else {
+			var e Entry
+			if err := json.Unmarshal(eng, &e.EngineDist); err != nil {
+				return fmt.Errorf("row %d: %w", a.ID, err)
+			}
+			if err := json.Unmarshal(steps, &e.Steps); err != nil {
+				return fmt.Errorf("row %d: %w", a.ID, err)
+			}
+			a.Dist = e.Uncalibrated()
 		}
 		fn(a)
 	}

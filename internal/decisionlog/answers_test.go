@@ -9,7 +9,7 @@ import (
 )
 
 // EachAnswer and AnswersAfter read of each record what its Entry gives
-// drift (Answered, the options, face, model, kind, time), on both stores:
+// drift (Uncalibrated: before any calibrator, the options, face, model, kind, time), on both stores:
 // EachAnswer the records of its span of decision time, AnswersAfter
 // those after an id in id order, in batches.
 func TestAnswersAreTheEntries(t *testing.T) {
@@ -27,7 +27,7 @@ func TestAnswersAreTheEntries(t *testing.T) {
 				t.Fatal(err)
 			}
 			answerOf := func(e Entry) Answer {
-				return Answer{ID: e.ID, At: e.Time.UnixNano(), Face: e.Face, Model: e.Model, Kind: e.Kind, Options: e.Options, Dist: e.Answered()}
+				return Answer{ID: e.ID, At: e.Time.UnixNano(), Face: e.Face, Model: e.Model, Kind: e.Kind, Options: e.Options, Dist: e.Uncalibrated()}
 			}
 			// A span of 25 minutes, edges included as Window's.
 			since, until := now.Add(-40*time.Minute), now.Add(-15*time.Minute)

@@ -104,16 +104,16 @@ type Response struct {
 	Decision        *string       `json:"decision" jsonschema:"Exactly one of the options (yes or no when no options were given), or null when abstained or on error."`
 	Confidence      *float64      `json:"confidence,omitempty" jsonschema:"The probability of the decision (of the best option when abstained), after calibration when calibrated is true. Absent when no provider answered."`
 	Probabilities   Probabilities `json:"probabilities,omitempty" jsonschema:"Probability per option, in option order (yes and no for a yes/no question), when the provider reported them. Absent when no provider answered."`
-	Calibrated      bool          `json:"calibrated" jsonschema:"True when a fitted temperature was applied to the provider's probabilities."`
+	Calibrated      bool          `json:"calibrated" jsonschema:"True when a calibrator learnt on the build that answered (a temperature, with biases or a confidence map where the fit has them) was applied to the provider's probabilities; false when none was, even where a fit gave the prediction set."`
 	FitVersion      string        `json:"fit_version,omitempty" jsonschema:"The revision of the calibration fits applied to the probabilities; absent when no fit was applied. Outcomes reported through feedback refit them."`
 	NoneProbability *float64      `json:"none_probability,omitempty" jsonschema:"With none_option: the probability of the implicit none-of-these option; probabilities then hold your options' own, which sum with it to 1."`
 	Grade           string        `json:"grade,omitempty" jsonschema:"What to do with the answer: act (its calibrated confidence clears the gate and it is clearly ahead, and with coverage its prediction set holds it alone: act on it), ask (it is near the gate, or the top two options are close: ask the user), escalate (under the gate, or no option fit, or the provider declined: do not act on it; reason it through or hand it on). Absent when no provider answered."`
 	Gate            *GradeGate    `json:"gate,omitempty" jsonschema:"The gate the grade was judged against, and where it came from. Absent when no provider answered."`
 	LabelMass       *float64      `json:"label_mass" jsonschema:"The probability the model put on the options' labels at all, before the engine's constraint, to three significant digits: low means no option seemed to fit. Null where the engine cannot know (engines that report probabilities after their constraint, System One upstreams) or no provider answered."`
-	PredictionSet   []string      `json:"prediction_set,omitempty" jsonschema:"With coverage: the options of the prediction set, in option order (yes and no for a yes/no question; the implicit none-of-these option by its name with none_option). Absent when no set could be made; set_note says why."`
+	PredictionSet   []string      `json:"prediction_set,omitzero" jsonschema:"With coverage: the options of the prediction set, in option order (yes and no for a yes/no question; the implicit none-of-these option by its name with none_option). An empty list is a set: no option is as likely as the right ones were at that coverage (set_note says so, and the grade is escalate). Absent when no set could be made; set_note says why."`
 	SetCoverage     *float64      `json:"set_coverage,omitempty" jsonschema:"With coverage: the level the prediction set is built for, the least at or above the one asked that its outcomes support."`
 	SetOutcomes     *int          `json:"set_outcomes,omitempty" jsonschema:"With coverage: how many labelled outcomes the prediction set rests on."`
-	SetNote         string        `json:"set_note,omitempty" jsonschema:"With coverage and no prediction set: why there is none (too few labelled outcomes for the coverage, or no calibration fit for the model, kind and option count)."`
+	SetNote         string        `json:"set_note,omitempty" jsonschema:"With coverage and no prediction set: why there is none (too few labelled outcomes for the coverage, or no calibration fit for the model, kind and option count); with an empty one: what it means."`
 	Calibration     *Steps        `json:"calibration,omitempty" jsonschema:"Every step applied to the model's probabilities before they were reported, in order, with its version; no step is applied without being named here. Absent when no provider answered."`
 	Threshold       *float64      `json:"threshold,omitempty" jsonschema:"The minimum confidence this call required."`
 	Rationale       string        `json:"rationale" jsonschema:"Plain words on what happened and what to do next."`
@@ -153,8 +153,8 @@ type Steps struct {
 
 // CalibrationStep is one step applied to a reading.
 type CalibrationStep struct {
-	Name    string `json:"name" jsonschema:"debias (the options asked in several orders and averaged), prior (a label prior divided out) or temperature (a fit's calibrator: a temperature, with a bias per option position where the fit has them)."`
-	Version string `json:"version" jsonschema:"The step's method and parameters, such as permute/4 (4 orders), batch/n=40/window=256 (a running mean of 40 earlier answers divided out), content_free/empty_state (the answer over an empty context divided out) v1/T=1.5 (a fits file's temperature) or v1/T=1.85/b=+0.31,-0.12,0 (a temperature with a bias per option position)."`
+	Name    string `json:"name" jsonschema:"debias (the options asked in several orders and averaged), prior (a label prior divided out) or temperature (a fit's calibrator: a temperature, with a bias per option position or a confidence map where the fit has them)."`
+	Version string `json:"version" jsonschema:"The step's method and parameters, such as permute/4 (4 orders), batch/n=40/window=256 (a running mean of 40 earlier answers divided out), content_free/empty_state (the answer over an empty context divided out) v1/T=1.5 (a fits file's temperature), v1/T=1.85/b=+0.31,-0.12,0 (a temperature with a bias per option position) or v1/T=1.2/map=1f2e3d4c (a temperature, then a confidence map, named by a hash of its knots, that serves the decision at its probability right)."`
 }
 
 // Attempt is one provider tried.

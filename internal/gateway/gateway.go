@@ -459,7 +459,8 @@ func (g *Gateway) answer(q query, p *link, r reading, gt gate, at *Attempt, res 
 	res.Served = &Served{Node: r.Node, Model: model, Fingerprint: r.Fingerprint}
 	gg := gradeGate(r.fits, name, model, r.Fingerprint, q.Kind(), len(r.Dist), threshold)
 	res.Gate = &gg
-	res.Grade = grade(conf, second, gg.Value)
+	var why string // why the grade is not act, in the rationale's words
+	res.Grade, why = grade(conf, second, gg.Value)
 	// Whether the answer is refused is the answer path's one rule
 	// (answer.Refusal); the gateway words it.
 	reason := answer.Reason("")
@@ -467,7 +468,7 @@ func (g *Gateway) answer(q query, p *link, r reading, gt gate, at *Attempt, res 
 		reason = r.Refusal.Reason
 	}
 	if r.Set != nil {
-		res.Grade = setGrade(res, r.Set, q, best)
+		res.Grade, why = setGrade(res, r.Set, q, best, res.Grade, why)
 	}
 	switch {
 	case reason == answer.RefusedUpstream:
@@ -508,8 +509,17 @@ func (g *Gateway) answer(q query, p *link, r reading, gt gate, at *Attempt, res 
 		res.Decision = &choice
 		at.Outcome = OutcomeOK
 		at.Detail = r.Detail
-		res.Rationale = fmt.Sprintf("System 1 decided %q with probability %.*f (%s; threshold %v), from provider %q (model %s). It is a fast intuition: act on it, and check it where a mistake would be costly.",
-			choice, decimals, conf, cal, threshold, name, model)
+		// The rationale says what the grade says: act on it only when it
+		// is graded act.
+		decided := fmt.Sprintf("System 1 decided %q with probability %.*f (%s; threshold %v), from provider %q (model %s)", choice, decimals, conf, cal, threshold, name, model)
+		switch res.Grade {
+		case GradeEscalate:
+			res.Rationale = decided + ", but it is graded escalate: " + why + ". Do not act on it: reason it through yourself or hand it on."
+		case GradeAsk:
+			res.Rationale = decided + ", graded ask: " + why + ". Ask the user before acting on it."
+		default:
+			res.Rationale = decided + ". It is a fast intuition: act on it, and check it where a mistake would be costly."
+		}
 	}
 }
 
@@ -529,18 +539,18 @@ func gradeGate(fits *calibration.Fits, provider, model, fingerprint string, kind
 }
 
 // setGrade writes the prediction set asked for into res and returns the
-// grade it allows: act needs a set of one that holds the decision
-// (best, among the answers); a larger set, or none, is ask at best, and
-// an empty one, where every option looks less likely than the right
-// ones did, escalate.
-func setGrade(res *Response, set *answer.Set, q query, best int) string {
-	g := res.Grade
+// grade it allows, g (graded without the set, for why) at best, and why
+// it is not act: act needs a set of one that holds the decision (best,
+// among the answers); a larger set, or none, is ask at best, and an
+// empty one, where every option looks less likely than the right ones
+// did, escalate. An empty set is a set: written as [] with its note.
+func setGrade(res *Response, set *answer.Set, q query, best int, g, why string) (string, string) {
 	if set.Options == nil {
 		res.SetNote = set.Note
 		if g == GradeAct {
-			g = GradeAsk
+			return GradeAsk, "there is no prediction set at the coverage asked (see set_note), so nothing says it alone is likely enough"
 		}
-		return g
+		return g, why
 	}
 	names := q.Answers()
 	res.PredictionSet = make([]string, 0, len(set.Options))
@@ -553,26 +563,29 @@ func setGrade(res *Response, set *answer.Set, q query, best int) string {
 	}
 	cov, n := set.Coverage, set.Outcomes
 	res.SetCoverage, res.SetOutcomes = &cov, &n
+	res.SetNote = set.Note
 	switch {
 	case len(set.Options) == 0:
-		return GradeEscalate
+		return GradeEscalate, fmt.Sprintf("its prediction set at coverage %v is empty: no option is as likely as the right ones were", cov)
 	case (len(set.Options) != 1 || set.Options[0] != best) && g == GradeAct:
-		return GradeAsk
+		return GradeAsk, fmt.Sprintf("its prediction set at coverage %v holds %d options", cov, len(set.Options))
 	}
-	return g
+	return g, why
 }
 
 // grade is what to do with an answer of confidence conf whose runner-up
 // has second, under gate: act, ask (near the gate or a close second), or
-// escalate.
-func grade(conf, second, gate float64) string {
+// escalate; and, when not act, why.
+func grade(conf, second, gate float64) (string, string) {
 	switch {
 	case conf < gate-AskBand:
-		return GradeEscalate
-	case conf < gate || conf-second < AskMargin:
-		return GradeAsk
+		return GradeEscalate, fmt.Sprintf("its probability is under the gate %v by more than %v", gate, AskBand)
+	case conf < gate:
+		return GradeAsk, fmt.Sprintf("its probability is just under the gate %v", gate)
+	case conf-second < AskMargin:
+		return GradeAsk, fmt.Sprintf("the runner-up is within %v of it", AskMargin)
 	}
-	return GradeAct
+	return GradeAct, ""
 }
 
 // fail marks the response as an error: no decision, no probabilities.

@@ -23,9 +23,11 @@ const (
 	// and "unavailable" where there is no set (too few labelled outcomes
 	// for the coverage, or no fit; the request's log line says which).
 	// Ids are escaped and cut like the other headers' names, keys escaped
-	// whole; a question's item longer than the other headers' items is
-	// cut, ending in "...", and the value is bounded as theirs ("; 3
-	// more"): decide's prediction_set gives a set whole.
+	// whole. A set whose keys do not fit in one of the other headers'
+	// items is never cut: it is given by position instead, "q1=mask:c8"
+	// (setMask), which any set of up to 255 options fits in. The value
+	// is bounded as theirs: questions past it are counted ("; 3 more"),
+	// never cut, and decide's prediction_set gives a set whole.
 	SetsHeader = "X-System1-Sets"
 	// SetCoverageHeader gives the level the sets are built for: the least
 	// at or above the coverage asked that the fits hold ("0.9"), per
@@ -76,6 +78,9 @@ func setHeaders(h http.Header, qs []decision.Question, as []answer.Question) []s
 			keys[j] = headerText(qs[i].Options[o].Key, maxHeaderItem)
 		}
 		items[i] = id + "=" + strings.Join(keys, ",")
+		if len(items[i]) > maxHeaderItem {
+			items[i] = id + "=mask:" + setMask(a.Set.Options, len(qs[i].Options))
+		}
 		lv := strconv.FormatFloat(a.Set.Coverage, 'g', -1, 64)
 		levels, values = append(levels, id+"="+lv), append(values, lv)
 	}
@@ -88,4 +93,22 @@ func setHeaders(h http.Header, qs []decision.Question, as []answer.Question) []s
 		h.Set(SetCoverageHeader, headerList(levels))
 	}
 	return why
+}
+
+// setMask writes a set of option positions (0 to n-1) as hex digits, one
+// per four options in order, the first option of each four its highest
+// bit: options 0 and 4 of 6 are "88", 0 and 1 of 3 "c". At most 64
+// digits for 255 options, so a set too long to list by key still fits
+// whole in a header item.
+func setMask(set []int, n int) string {
+	digits := make([]byte, (n+3)/4)
+	for _, i := range set {
+		if i >= 0 && i < n {
+			digits[i/4] |= 8 >> (i % 4)
+		}
+	}
+	for j, d := range digits {
+		digits[j] = "0123456789abcdef"[d]
+	}
+	return string(digits)
 }

@@ -39,7 +39,7 @@ func reportDriftFull(ctx context.Context, log *decisionlog.Log, until time.Time,
 		if e.Face == decisionlog.FaceShadow {
 			continue
 		}
-		a, ok := calibration.AnswerOf(calibration.Prediction{Kind: e.Kind, Dist: e.Answered(), Options: len(e.Options)})
+		a, ok := calibration.AnswerOf(calibration.Prediction{Kind: e.Kind, Dist: e.Uncalibrated(), Options: len(e.Options)})
 		if !ok {
 			continue
 		}

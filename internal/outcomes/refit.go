@@ -197,7 +197,11 @@ func sameFit(a, b calibration.Fit) bool {
 func setsKey(sets []calibration.Conformal) string {
 	var b strings.Builder
 	for _, c := range sets {
-		fmt.Fprintf(&b, "%s@%v:%d:%v;", c.Method, c.Coverage, c.N, c.Threshold)
+		cal := "-"
+		if c.Calibrator != nil {
+			cal = c.Calibrator.String()
+		}
+		fmt.Fprintf(&b, "%s@%v:%d:%v:%s;", c.Method, c.Coverage, c.N, c.Threshold, cal)
 	}
 	return b.String()
 }

@@ -283,8 +283,8 @@ func (t *Tracker) add(c *tcase, since bool) {
 		c.s.cal.Add(cp)
 		if since && c.b.setsRev > 0 {
 			for i, rule := range c.b.sets {
-				if rule.Method != "" { // of the uncalibrated distribution, as served
-					c.b.since[i].add(rule.Set(p.Dist), p.Expected, 1)
+				if rule.Method != "" { // under the rule's own calibrator, as served
+					c.b.since[i].add(rule.SetOf(p.Dist), p.Expected, 1)
 				}
 			}
 			c.setsRev = c.b.setsRev
@@ -305,7 +305,7 @@ func (t *Tracker) remove(c *tcase) {
 		if c.setsRev > 0 && c.setsRev == c.b.setsRev {
 			for i, rule := range c.b.sets {
 				if rule.Method != "" {
-					c.b.since[i].add(rule.Set(p.Dist), p.Expected, -1)
+					c.b.since[i].add(rule.SetOf(p.Dist), p.Expected, -1)
 				}
 			}
 		}
@@ -344,8 +344,12 @@ func (t *Tracker) follow(b *tbucket, fits *calibration.Fits) {
 		if ok {
 			if rule, found := ft.SetFor(cov); found {
 				sets[i] = rule
-				rule.Holdout = nil
-				keys = append(keys, fmt.Sprintf("%+v", rule))
+				cal := "-"
+				if rule.Calibrator != nil {
+					cal = rule.Calibrator.String() // by value: a pointer prints its address
+				}
+				rule.Holdout, rule.Calibrator = nil, nil
+				keys = append(keys, fmt.Sprintf("%+v/%s", rule, cal))
 				continue
 			}
 		}

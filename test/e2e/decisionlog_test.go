@@ -66,7 +66,7 @@ decision_log:
 	if r := do(t, c, http.MethodPost, s.URL+"/v1/feedback", "", string(body)); r.Status != http.StatusOK {
 		t.Fatalf("feedback: %d %s", r.Status, r.Body)
 	}
-	m := s.waitLog(t, regexp.MustCompile(`msg="refit adopted".* calibrator="?T=([0-9.]+)[^ ]* .*out-of-fold NLL ([0-9.]+) against ([0-9.]+).* revision=(\S+)`), 1, time.Minute)
+	m := s.waitLog(t, regexp.MustCompile(`msg="refit adopted" request_id=- model=\S+ fingerprint=\S+ .* calibrator="?T=([0-9.]+)[^ ]* .*out-of-fold NLL ([0-9.]+) against ([0-9.]+).* revision=(\S+)`), 1, time.Minute)
 	rev := m[0][4]
 	t.Logf("serve refit on its own: T=%s, out-of-fold NLL %s (was %s), revision %s", m[0][1], m[0][2], m[0][3], rev)
 	// Applied without a restart, on both routes (the fits file is looked
