@@ -267,8 +267,8 @@ func TestDecideThenFeedback(t *testing.T) {
 	}
 }
 
-// The README's list of the faces names everything each face offers: every
-// path of the HTTP surface (schema/openapi.json), every MCP tool and every
+// The README names everything each face offers: every path of the HTTP
+// surface (schema/openapi.json) in its Routes table, every MCP tool and every
 // command of the command line; and where it mentions a path the server
 // serves, it never says the path is still to come.
 func TestREADMENamesEveryFace(t *testing.T) {
@@ -301,10 +301,19 @@ func TestREADMENamesEveryFace(t *testing.T) {
 	if err := json.Unmarshal(b, &doc); err != nil || len(doc.Paths) == 0 {
 		t.Fatalf("schema/openapi.json: %v, %d paths", err, len(doc.Paths))
 	}
-	http := bullet("HTTP")
+	// The routes have one list, the Routes table, which the HTTP face
+	// points to.
+	if !strings.Contains(bullet("HTTP"), "[Routes](#routes)") {
+		t.Error("the README's HTTP face does not point to its Routes table")
+	}
+	_, routes, ok := strings.Cut(string(readme), "\n## Routes\n")
+	routes, _, _ = strings.Cut(routes, "\n## ")
+	if !ok {
+		t.Fatal("the README has no Routes section")
+	}
 	for path := range doc.Paths {
-		if !strings.Contains(http, "`"+path+"`") && !strings.Contains(http, " "+path+"`") {
-			t.Errorf("the README's HTTP face does not name %s:\n%s", path, http)
+		if !strings.Contains(routes, "`"+path+"`") && !strings.Contains(routes, " "+path+"`") {
+			t.Errorf("the README's Routes table does not name %s:\n%s", path, routes)
 		}
 		for _, sentence := range strings.Split(strings.ReplaceAll(string(readme), "\n", " "), ". ") {
 			if !strings.Contains(sentence, path+"`") {
