@@ -31,13 +31,14 @@ func checkCases(t *testing.T, n int) string {
 // against the baseline it wrote, and 1 once other weights answer under
 // the same name and build identity (a GGUF copied over the served file),
 // naming the build, the flips and the accuracy in its table and in the
-// JUnit file; what it cannot run on exits 2.
+// JUnit file; each build is kept in the configuration's builds file; what
+// it cannot run on exits 2.
 func TestCheckDriftGate(t *testing.T) {
 	eng := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Build: "one", Behavior: fakeengine.Behavior{Prompted: byTopic}})
 	t.Cleanup(eng.Close)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "config.yaml")
-	yaml := fmt.Sprintf("decision_log: {off: true}\nnodes:\n  - {name: local, url: %q, dialect: llamacpp, models: [fake]}\n", eng.URL)
+	yaml := fmt.Sprintf("decision_log: {off: true}\nfingerprint: {builds: builds.json}\nnodes:\n  - {name: local, url: %q, dialect: llamacpp, models: [fake]}\n", eng.URL)
 	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -47,6 +48,9 @@ func TestCheckDriftGate(t *testing.T) {
 	code, out, errOut := system1(t, nil, append(args, "--write-baseline")...)
 	if code != 0 || !strings.Contains(out, "wrote the baseline of 20 cases") || strings.Contains(out, "(none)") {
 		t.Fatalf("check --write-baseline: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	if n := strings.Count(readFile(t, filepath.Join(dir, "builds.json")), `"id"`); n != 1 {
+		t.Errorf("the builds file holds %d builds after the baseline's run, want 1", n)
 	}
 	code, out, errOut = system1(t, nil, append(args, "--junit", junit)...)
 	if code != 0 || !strings.Contains(out, "| flip rate | 0 | 0.000 (0/20) |") || strings.Contains(out, "**no**") {
@@ -67,6 +71,9 @@ func TestCheckDriftGate(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("check after other weights does not say %q:\n%s", want, out)
 		}
+	}
+	if n := strings.Count(readFile(t, filepath.Join(dir, "builds.json")), `"id"`); n != 2 {
+		t.Errorf("the builds file holds %d builds after other weights answered, want 2", n)
 	}
 	s := readJUnit(t, junit)
 	failed := map[string]bool{}
@@ -127,4 +134,13 @@ func readJUnit(t *testing.T, path string) junitSuite {
 		t.Fatalf("%s is not JUnit XML: %v\n%s", path, err, b)
 	}
 	return s
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
