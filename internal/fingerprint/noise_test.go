@@ -86,6 +86,16 @@ func TestTrackerLearn(t *testing.T) {
 	if _, again := first.Builds(); again {
 		t.Error("Builds says grown twice for one build")
 	}
+	// A build whose canary is not this canary's reading is not learnt: it
+	// would compare with nothing, and so match anything.
+	stale := fingerprint.NewTracker()
+	old := bs[0]
+	old.Print.Canary.Dists = old.Print.Canary.Dists[:3]
+	stale.Learn([]fingerprint.Build{old})
+	stale.Observe(k, at(0.7), 0)
+	if stale.ID(k) == first.ID(k) {
+		t.Errorf("a reading beyond the tolerance took the id %s of a build whose canary has 3 questions", first.ID(k))
+	}
 	for _, tc := range []struct {
 		name string
 		p    fingerprint.Print

@@ -124,14 +124,24 @@ func (t *Tracker) knownLocked(id string) bool {
 
 // Learn adds builds another process named (a builds file), so that an
 // observation consistent with one takes its id. A build whose id is
-// already known is skipped.
+// already known is skipped, and so is one whose canary is not a reading
+// of this canary (a file written by another version, or by hand): it
+// would compare with nothing, and so match anything.
 func (t *Tracker) Learn(bs []Build) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, b := range bs {
-		if b.ID != "" && !t.knownLocked(b.ID) {
-			t.builds = append(t.builds, b)
+		if b.ID == "" || t.knownLocked(b.ID) {
+			continue
 		}
+		if b.Print.Canary.Read() {
+			r, err := NewReading(b.Print.Canary.Dists, b.Print.Canary.Model)
+			if err != nil {
+				continue
+			}
+			b.Print.Canary = r
+		}
+		t.builds = append(t.builds, b)
 	}
 }
 

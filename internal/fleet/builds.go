@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -23,23 +24,28 @@ const maxBuildsBytes = 16 << 20
 
 // Load reads the file; a missing file is no builds.
 func (f BuildsFile) Load() ([]fingerprint.Build, error) {
-	data, err := os.ReadFile(f.Path)
+	file, err := os.Open(f.Path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	if len(data) > maxBuildsBytes {
-		return nil, fmt.Errorf("%s: %d bytes, over %d", f.Path, len(data), maxBuildsBytes)
+	defer file.Close()
+	data, err := io.ReadAll(io.LimitReader(file, maxBuildsBytes+1))
+	if err != nil {
+		return nil, err
 	}
-	var file struct {
+	if len(data) > maxBuildsBytes {
+		return nil, fmt.Errorf("%s: over %d bytes", f.Path, maxBuildsBytes)
+	}
+	var doc struct {
 		Builds []fingerprint.Build `json:"builds"`
 	}
-	if err := json.Unmarshal(data, &file); err != nil {
+	if err := json.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("%s: %w", f.Path, err)
 	}
-	return file.Builds, nil
+	return doc.Builds, nil
 }
 
 // Save writes bs, after the builds another process saved meanwhile that

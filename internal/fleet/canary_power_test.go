@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"log/slog"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -138,5 +139,21 @@ func TestBuildsFileNamesOneBuildAlike(t *testing.T) {
 	bs, err := file.Load()
 	if err != nil || len(bs) != 2 {
 		t.Errorf("the builds file holds %d builds (%v), want the two seen", len(bs), err)
+	}
+
+	// A file that is not a builds file is said and replaced: the process
+	// names builds by its own reading meanwhile.
+	broken := BuildsFile{Path: filepath.Join(t.TempDir(), "builds.json")}
+	if err := os.WriteFile(broken.Path, []byte("<html>"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := broken.Load(); err == nil || !strings.Contains(err.Error(), broken.Path) {
+		t.Errorf("Load of a file that is not JSON: %v, want an error naming it", err)
+	}
+	if id := process(broken); id == "" {
+		t.Error("a broken builds file left the build unnamed")
+	}
+	if bs, err := broken.Load(); err != nil || len(bs) != 1 {
+		t.Errorf("the broken file after a build was named: %d builds, %v", len(bs), err)
 	}
 }
