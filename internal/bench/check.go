@@ -43,10 +43,15 @@ func NewBaseline(model, created string, records []Record) (*Baseline, error) {
 	if len(records) == 0 {
 		return nil, errors.New("no cases")
 	}
+	seen := map[string]bool{}
 	for _, r := range records {
 		if r.Failed() {
 			return nil, fmt.Errorf("case %s was not answered (%s): a baseline holds every case's answer", r.ID, oneLine(r.Error))
 		}
+		if seen[r.ID] {
+			return nil, fmt.Errorf("case id %s twice: a baseline holds each case once, by id", r.ID)
+		}
+		seen[r.ID] = true
 	}
 	b := &Baseline{Version: BaselineVersion, Created: created, Model: model, Builds: builds(records), Cases: records}
 	if c, err := calibration.FitConformal(predictions(records), calibration.ConformalLAC, DefaultSetCoverage); err == nil {

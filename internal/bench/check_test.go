@@ -95,6 +95,9 @@ func TestBaselineCompare(t *testing.T) {
 	if _, err := NewBaseline("m", "now", []Record{{ID: "a", Error: "down"}}); err == nil {
 		t.Error("a baseline of a failed case")
 	}
+	if _, err := NewBaseline("m", "now", []Record{record("a", 0.8, ""), record("a", 0.7, "")}); err == nil || !strings.Contains(err.Error(), "twice") {
+		t.Errorf("a baseline of one id twice: %v", err)
+	}
 	for _, bad := range []string{``, `[]`, `{"version": 2, "cases": []}`, `{"version": 1, "cases": []}`,
 		`{"version": 1, "cases": [{"id": "a", "questions": [{"id": "q", "dist": [1, 0]}]}, {"id": "a", "questions": [{"id": "q", "dist": [1, 0]}]}]}`,
 		`{"version": 1, "sets": {"method": "lac", "coverage": 2}, "cases": [{"id": "a", "questions": [{"id": "q", "dist": [1, 0]}]}]}`} {
