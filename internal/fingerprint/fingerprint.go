@@ -9,10 +9,11 @@
 // The rule (docs/fingerprints.md): a (node, model) changed when a field
 // of its identity that both observations report differs, when the model id
 // its answers carry differs, or when its canary moved further than the
-// tolerance from the reference reading. The fingerprint's id is a hash of
-// the identity alone; the reading is kept beside it, never hashed, since a
-// digest of a float reading flips wherever a value sits near a bucket's
-// edge.
+// tolerance from the reference reading or, once the node's repeat noise is
+// measured, further than that noise explains (noise.go). Print.ID hashes
+// the identity alone; a build's id is named by a Tracker from the builds
+// it knows (tracker.go), since a digest of a float reading flips wherever
+// a value sits near a bucket's edge.
 package fingerprint
 
 import (
@@ -92,18 +93,15 @@ func (p Print) ID() string {
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
-// BuildID names the build p observed, as 16 hex digits, for what is
-// learnt of a build (a calibration fit, a gate) and what each answer says
-// served it: the identity and answered model id (as ID) and the canary's
-// values on a grid of tol (<= 0 is DefaultTolerance) plus the reading's
-// rounding step. Two readings Compare holds to be a change (some value
-// moved by more than the tolerance plus the step) always fall in
-// different cells, so a build seen by its canary alone, such as a GGUF
-// swapped under the same path, gets another BuildID. The converse does
-// not hold: two readings of one build may straddle a cell's edge, so
-// BuildID is taken of a Tracker's reference, which keeps its first
-// reading until a change, never of each reading. "" when nothing of p is
-// known.
+// BuildID is the id a Tracker gives a build it knows none consistent
+// with (Tracker.ID names builds), as 16 hex digits: the identity and
+// answered model id (as ID) and the canary's values on a grid of tol
+// (<= 0 is DefaultTolerance) plus the reading's rounding step. Two
+// readings Compare holds to be a change beyond the tolerance always fall
+// in different cells. The converse does not hold: two readings of one
+// build may straddle a cell's edge, which is why a Tracker names a
+// reading consistent with a known build by that build's id instead.
+// "" when nothing of p is known.
 func (p Print) BuildID(tol float64) string {
 	if !p.Identity.Known() && p.Canary.Model == "" && !p.Canary.Read() {
 		return ""
