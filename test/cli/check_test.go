@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"encoding/json"
 	"encoding/xml"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -143,4 +145,59 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// Two processes of one configuration name one build alike through its
+// builds file: system1 decide run twice, the second reading the build a
+// little otherwise (a value on the other side of an edge of the
+// tolerance's grid, as a busy engine's batches move it), answers with one
+// fingerprint; without a builds file the second names the build anew.
+func TestDecideNamesOneBuildAcrossProcesses(t *testing.T) {
+	skew := func(first float64) fakeengine.Behavior {
+		return fakeengine.Behavior{Logprobs: func(labels []string) []float64 {
+			lp := make([]float64, len(labels))
+			for i := range lp {
+				lp[i] = math.Log((1 - first) / float64(len(labels)-1))
+			}
+			lp[0] = math.Log(first)
+			return lp
+		}}
+	}
+	eng := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Build: "one"})
+	t.Cleanup(eng.Close)
+	config := func(builds string) string {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "config.yaml")
+		yaml := fmt.Sprintf("decision_log: {off: true}\nfingerprint: {builds: %q}\ngateway:\n  threshold: 0\n  chain:\n    - {name: local, model: fake}\nnodes:\n  - {name: local, url: %q, dialect: llamacpp, models: [fake]}\n", builds, eng.URL)
+		if builds == "" {
+			yaml = strings.Replace(yaml, "fingerprint: {builds: \"\"}\n", "", 1)
+		}
+		if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	served := func(cfg string) string {
+		t.Helper()
+		code, out, errOut := system1(t, nil, "decide", "--json", "--config", cfg, "Which?", "a", "b")
+		var res struct {
+			Served struct {
+				Fingerprint string `json:"fingerprint"`
+			} `json:"served"`
+		}
+		if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil || res.Served.Fingerprint == "" {
+			t.Fatalf("decide: exit %d, %v\nstdout: %s\nstderr: %s", code, err, out, errOut)
+		}
+		return res.Served.Fingerprint
+	}
+	kept, alone := config("builds.json"), config("")
+	eng.Set(skew(0.61 - 1e-6))
+	first, firstAlone := served(kept), served(alone)
+	eng.Set(skew(0.61 + 1e-6))
+	if again := served(alone); again == firstAlone {
+		t.Fatalf("without a builds file the build read across the grid's edge kept %s: the test shows nothing", again)
+	}
+	if again := served(kept); again != first {
+		t.Errorf("with the builds file the second process named the build %s, the first %s", again, first)
+	}
 }
