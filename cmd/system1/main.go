@@ -76,6 +76,7 @@ commands:
   run        ask the same questions about every row of a file, resumably
   bench      measure accuracy, calibration and latency on labelled case files
   calibrate  fit calibration temperatures from case files or a bench report
+  check      hold a locked case set's answers against a baseline: a drift gate for CI
   toggle     pause or resume the gateway: toggle on|off|status
   feedback   record what turned out right for an answer, in the decision log
   shadow     report how a shadow rollout's candidate compares: shadow --report
@@ -108,6 +109,7 @@ var commands = map[string]func(context.Context, []string, env) error{
 	"run":       cmdRun,
 	"bench":     cmdBench,
 	"calibrate": cmdCalibrate,
+	"check":     cmdCheck,
 	"toggle":    cmdToggle,
 	"feedback":  cmdFeedback,
 	"shadow":    cmdShadow,

@@ -28,6 +28,9 @@ import (
 type Answer struct {
 	Model string
 	Dists []decision.Distribution
+	// Builds are, aligned with Dists, the fingerprint of the build that
+	// answered each question ("" unknown); nil when the asker cannot tell.
+	Builds []string
 }
 
 // Asker answers one request, every question or none.
@@ -75,6 +78,7 @@ func (f Fleet) Ask(ctx context.Context, req decision.Request) (Answer, error) {
 			continue
 		}
 		out.Dists = append(out.Dists, a.Dist)
+		out.Builds = append(out.Builds, a.Fingerprint)
 	}
 	if len(errs) > 0 {
 		return Answer{}, errors.New(strings.Join(errs, "; "))
@@ -114,6 +118,9 @@ type Question struct {
 	// Dist is the distribution the answer carried, over the options in
 	// order ([P(true), P(false)] for a noul); nil when the request failed.
 	Dist decision.Distribution `json:"dist,omitempty"`
+	// Build is the fingerprint of the build that answered, when the asker
+	// knows it (system1's own fleet does, an endpoint does not).
+	Build string `json:"build,omitempty"`
 }
 
 // Failed reports whether the request failed.
@@ -207,6 +214,9 @@ func (r Run) ask(ctx context.Context, c cases.Case, runStart time.Time) Record {
 		rec.Model = a.Model
 		for i := range rec.Questions {
 			rec.Questions[i].Dist = a.Dists[i]
+			if i < len(a.Builds) {
+				rec.Questions[i].Build = a.Builds[i]
+			}
 		}
 	}
 	return rec

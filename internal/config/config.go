@@ -153,6 +153,24 @@ type Fingerprint struct {
 	// (Node.FingerprintTolerance); 0 is the default, 0.01, measured on
 	// CPU engines (a GPU or hosted node wants its own, measured).
 	Tolerance float64 `yaml:"tolerance"`
+	// Builds is the file the builds a process names are kept in, with
+	// their reference readings, so that every process reading it names a
+	// build alike; "" is builds.json beside gateway.fits when that is
+	// set, else none (each process names builds by its own readings).
+	// Relative to the configuration file.
+	Builds string `yaml:"builds"`
+}
+
+// BuildsPath is the builds file of cfg (Fingerprint.Builds), resolved;
+// "" when there is none.
+func (c *Config) BuildsPath() string {
+	switch {
+	case c.Fingerprint.Builds != "":
+		return c.Resolve(c.Fingerprint.Builds)
+	case c.Gateway.Fits != "":
+		return filepath.Join(filepath.Dir(c.Resolve(c.Gateway.Fits)), "builds.json")
+	}
+	return ""
 }
 
 // Admin configures the admin listener.

@@ -93,6 +93,16 @@ type Behavior struct {
 	// Everywhere applies the fault and the latency to every route, not
 	// just inference: model lists, the tokenizer and health too.
 	Everywhere bool
+	// Shift moves each label's log-probability by a fixed pseudo-random
+	// amount in [-Shift, Shift], the same for every call of one prompt
+	// and label (a hash of both and ShiftSeed): the same weights
+	// re-quantized, every identity field unchanged.
+	Shift     float64
+	ShiftSeed uint64
+	// Jitter adds fresh noise in [-Jitter, Jitter] to each label's
+	// log-probability on every call: an engine whose arithmetic varies
+	// with the batch it runs in.
+	Jitter float64
 	// IgnoreConstraint answers a request that names vLLM's
 	// structured_outputs or guided_choice as vLLM >= 0.12 answers
 	// guided_choice: as if it were not there, with values from before any

@@ -1,21 +1,48 @@
 package fakeengine
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"regexp"
+	"slices"
 	"strings"
 )
 
 // logprobs are the labels' log-probabilities for a request: Prompted's
-// when set, else Logprobs', else Halving's.
+// when set, else Logprobs', else Halving's, moved by Shift and Jitter.
 func (b Behavior) logprobs(rec Request) []float64 {
+	var lps []float64
 	switch {
 	case b.Prompted != nil:
-		return b.Prompted(rec)
+		lps = b.Prompted(rec)
 	case b.Logprobs != nil:
-		return b.Logprobs(rec.Labels)
+		lps = b.Logprobs(rec.Labels)
+	default:
+		lps = Halving(rec.Labels)
 	}
-	return Halving(rec.Labels)
+	if b.Shift == 0 && b.Jitter == 0 {
+		return lps
+	}
+	lps = slices.Clone(lps)
+	for i := range lps {
+		if i >= len(rec.Labels) || math.IsInf(lps[i], 0) {
+			continue
+		}
+		if b.Shift != 0 {
+			// SHA-256, not FNV: labels differing in their last byte
+			// must get unrelated shifts, which FNV's top bits are not.
+			h := sha256.Sum256(fmt.Appendf(nil, "%d\x00%s\x00%s\x00%s", b.ShiftSeed, rec.System, rec.User, rec.Labels[i]))
+			lps[i] += b.Shift * (2*float64(binary.BigEndian.Uint64(h[:])>>11)/(1<<53) - 1)
+		}
+		if b.Jitter != 0 {
+			lps[i] += b.Jitter * (2*rand.Float64() - 1)
+		}
+		lps[i] = min(lps[i], 0) // a log-probability, as an engine reports
+	}
+	return lps
 }
 
 // Prompt is a system1 prompt taken apart, as a test engine with a model

@@ -16,11 +16,12 @@ import (
 // prefills it once).
 var canaryState = json.RawMessage(`{"ticket":"My parcel came two weeks late and the box was crushed. I want my money back.","customer":"since 2019, 14 orders","channel":"email"}`)
 
-// canary is the fixed question set, one of each kind: a noul, a choice
-// over four options and a score over three levels. Their distributions are
-// what identifies a build's behaviour; they were checked to be
-// non-degenerate on the tiny stories260K and on random-weight models
-// (docs/fingerprints.md).
+// canary is the fixed question set: twelve questions of every kind over
+// one state, 35 values, so that a read holds enough values for the noise
+// test (noise.go) to see a small move of many of them. Their
+// distributions are what identifies a build's behaviour; the first three
+// were checked to be non-degenerate on the tiny stories260K and on
+// random-weight models (docs/fingerprints.md).
 var canary = []decision.Question{
 	{
 		ID:           "refund",
@@ -49,6 +50,44 @@ var canary = []decision.Question{
 			{Key: "2", Text: json.RawMessage(`"high"`), Legend: json.RawMessage(`"high"`)},
 		},
 	},
+	noul("damaged", "Was the parcel damaged?"),
+	noul("late", "Did the parcel arrive on time?"),
+	noul("angry", "Is the customer angry?"),
+	noul("escalate", "Should a manager handle the ticket?"),
+	noul("loyal", "Has the customer ordered before?"),
+	{
+		ID:           "offer",
+		Kind:         decision.Choice,
+		Instructions: json.RawMessage(`"What should we offer?"`),
+		Options: []decision.Option{
+			{Key: "refund", Name: "refund"}, {Key: "replacement", Name: "replacement"},
+			{Key: "voucher", Name: "voucher"}, {Key: "apology", Name: "apology"},
+		},
+	},
+	{
+		ID:           "reply",
+		Kind:         decision.Choice,
+		Instructions: json.RawMessage(`"How should we reply?"`),
+		Options:      []decision.Option{{Key: "email", Name: "email"}, {Key: "phone", Name: "phone"}, {Key: "letter", Name: "letter"}},
+	},
+	{
+		ID:           "mood",
+		Kind:         decision.Score,
+		Instructions: json.RawMessage(`"How satisfied is the customer?"`),
+		Options: []decision.Option{
+			{Key: "0", Text: json.RawMessage(`"very unhappy"`), Legend: json.RawMessage(`"very unhappy"`)},
+			{Key: "1", Text: json.RawMessage(`"unhappy"`), Legend: json.RawMessage(`"unhappy"`)},
+			{Key: "2", Text: json.RawMessage(`"neutral"`), Legend: json.RawMessage(`"neutral"`)},
+			{Key: "3", Text: json.RawMessage(`"happy"`), Legend: json.RawMessage(`"happy"`)},
+		},
+	},
+	noul("fraud", "Could the claim be fraudulent?"),
+}
+
+// noul is a yes/no canary question.
+func noul(id, text string) decision.Question {
+	b, _ := json.Marshal(text)
+	return decision.Question{ID: id, Kind: decision.Noul, Instructions: b, Options: decision.NoulOptions(nil, nil)}
 }
 
 // Questions returns the canary's questions, in the order a Reading's
@@ -88,14 +127,14 @@ type Reading struct {
 	// labels (engine.Failure's Uninformative): a property of the build,
 	// compared like a distribution. A Reading with no Dists at all was not
 	// read (the probe failed), and compares with nothing.
-	Dists []decision.Distribution
+	Dists []decision.Distribution `json:"dists"`
 	// Model is the model id the answers carried; "" when the backend
 	// reported none.
-	Model string
+	Model string `json:"model,omitempty"`
 	// Step is the rounding of the values: 0.01 for an upstream that
 	// reports two decimals as Jev does, 0 for an engine's unrounded
 	// values. Set by NewReading.
-	Step float64
+	Step float64 `json:"step,omitempty"`
 }
 
 // ErrReading marks distributions that are not a reading of the canary.

@@ -9,10 +9,11 @@
 // The rule (docs/fingerprints.md): a (node, model) changed when a field
 // of its identity that both observations report differs, when the model id
 // its answers carry differs, or when its canary moved further than the
-// tolerance from the reference reading. The fingerprint's id is a hash of
-// the identity alone; the reading is kept beside it, never hashed, since a
-// digest of a float reading flips wherever a value sits near a bucket's
-// edge.
+// tolerance from the reference reading or, once the node's repeat noise is
+// measured, further than that noise explains (noise.go). Print.ID hashes
+// the identity alone; a build's id is named by a Tracker from the builds
+// it knows (tracker.go), since a digest of a float reading flips wherever
+// a value sits near a bucket's edge.
 package fingerprint
 
 import (
@@ -44,11 +45,11 @@ const DefaultTolerance = 0.01
 type Identity struct {
 	// Source names where the fields were read, such as "ollama
 	// /api/tags+/api/version".
-	Source string
+	Source string `json:"source"`
 	// Fields are the reported values by name. An identity without fields
 	// is unknown: the backend offers none, and only the canary and the
 	// answered model id speak for the build.
-	Fields map[string]string
+	Fields map[string]string `json:"fields,omitempty"`
 }
 
 // Known reports whether the identity has any field.
@@ -70,8 +71,8 @@ func (id Identity) String() string {
 // Print is one observation of a (node, model): its identity and a canary
 // reading, either of which may be missing (unknown, or not read).
 type Print struct {
-	Identity Identity
-	Canary   Reading
+	Identity Identity `json:"identity"`
+	Canary   Reading  `json:"canary"`
 }
 
 // ID is the fingerprint's id: a hash of the identity's source and fields
@@ -92,18 +93,15 @@ func (p Print) ID() string {
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
-// BuildID names the build p observed, as 16 hex digits, for what is
-// learnt of a build (a calibration fit, a gate) and what each answer says
-// served it: the identity and answered model id (as ID) and the canary's
-// values on a grid of tol (<= 0 is DefaultTolerance) plus the reading's
-// rounding step. Two readings Compare holds to be a change (some value
-// moved by more than the tolerance plus the step) always fall in
-// different cells, so a build seen by its canary alone, such as a GGUF
-// swapped under the same path, gets another BuildID. The converse does
-// not hold: two readings of one build may straddle a cell's edge, so
-// BuildID is taken of a Tracker's reference, which keeps its first
-// reading until a change, never of each reading. "" when nothing of p is
-// known.
+// BuildID is the id a Tracker gives a build it knows none consistent
+// with (Tracker.ID names builds), as 16 hex digits: the identity and
+// answered model id (as ID) and the canary's values on a grid of tol
+// (<= 0 is DefaultTolerance) plus the reading's rounding step. Two
+// readings Compare holds to be a change beyond the tolerance always fall
+// in different cells. The converse does not hold: two readings of one
+// build may straddle a cell's edge, which is why a Tracker names a
+// reading consistent with a known build by that build's id instead.
+// "" when nothing of p is known.
 func (p Print) BuildID(tol float64) string {
 	if !p.Identity.Known() && p.Canary.Model == "" && !p.Canary.Read() {
 		return ""
@@ -147,10 +145,23 @@ type Change struct {
 	Tolerance float64
 	// Was and Now are the identities compared.
 	Was, Now Identity
+	// Tested is set when the canary was held to the node's measured
+	// repeat noise instead of the tolerance (CompareNoise): Z is the
+	// largest difference of a value's log-probability in units of the
+	// noise's Sigma, ZLimit what it may reach at FalseAlarm, and
+	// Structural whether a question was answered in one reading and
+	// uninformative in the other.
+	Tested     bool
+	Structural bool
+	Z, ZLimit  float64
+	Sigma      float64
 }
 
-// CanaryMoved reports whether the canary moved beyond the tolerance.
-func (c Change) CanaryMoved() bool { return c.Delta > c.Tolerance }
+// CanaryMoved reports whether the canary moved beyond the tolerance or,
+// once the node's repeat noise is measured, beyond what it explains.
+func (c Change) CanaryMoved() bool {
+	return c.Delta > c.Tolerance || c.Tested && (c.Structural || c.Z > c.ZLimit)
+}
 
 // String says what changed, for a log line or an alarm's detail.
 func (c Change) String() string {
@@ -166,8 +177,15 @@ func (c Change) String() string {
 			why = append(why, fmt.Sprintf("%s changed from %q to %q", f, c.Was.Fields[f], c.Now.Fields[f]))
 		}
 	}
-	if c.CanaryMoved() {
+	switch {
+	case !c.CanaryMoved():
+	case c.Delta > c.Tolerance:
 		why = append(why, fmt.Sprintf("the canary moved by %.4g (tolerance %.4g)", c.Delta, c.Tolerance))
+	case c.Structural:
+		why = append(why, "the canary's questions answered changed")
+	default:
+		why = append(why, fmt.Sprintf("the canary moved by %.4g (%.1f times the node's repeat noise %.2g, limit %.1f at false-alarm rate %g)",
+			c.Delta, c.Z, c.Sigma, c.ZLimit, FalseAlarm))
 	}
 	return strings.Join(why, "; ")
 }
@@ -178,7 +196,15 @@ func (c Change) String() string {
 // when both are reported; canaries only when both were read. What one
 // side lacks is not a change: a probe that failed says nothing of the
 // build.
-func Compare(ref, next Print, tol float64) Change {
+func Compare(ref, next Print, tol float64) Change { return CompareNoise(ref, next, tol, Noise{}) }
+
+// CompareNoise is Compare with the node's repeat noise: once it is
+// measured (Noise.Measured), unrounded canaries are also held to it at
+// FalseAlarm, so that a move smaller than the tolerance but far beyond
+// the node's noise (the same weights re-quantized) is a change. A move
+// beyond the tolerance stays a change whatever the noise: a node whose
+// noise reaches it (a GPU's batches) needs a tolerance of its own.
+func CompareNoise(ref, next Print, tol float64, noise Noise) Change {
 	if tol <= 0 {
 		tol = DefaultTolerance
 	}
@@ -196,6 +222,7 @@ func Compare(ref, next Print, tol float64) Change {
 	if ref.Canary.Model != "" && next.Canary.Model != "" && ref.Canary.Model != next.Canary.Model {
 		c.Fields = append(c.Fields, AnsweredModel)
 	}
+	c.test(ref.Canary, next.Canary, noise, FalseAlarm)
 	c.Changed = len(c.Fields) > 0 || c.CanaryMoved()
 	return c
 }

@@ -16,8 +16,30 @@ import (
 	"system1/internal/systemone"
 )
 
+// tail are the distributions of the canary's questions after its first
+// three, which the tests here leave as they are; two decimals, so that
+// they neither make a reading unrounded nor round it coarser.
+var tail = []decision.Distribution{{0.7, 0.3}, {0.7, 0.3}, {0.7, 0.3}, {0.7, 0.3}, {0.7, 0.3},
+	{0.4, 0.3, 0.2, 0.1}, {0.5, 0.3, 0.2}, {0.1, 0.2, 0.3, 0.4}, {0.8, 0.2}}
+
+// pad gives the first three questions' distributions the tail, or, when
+// all three are uninformative, an uninformative tail.
+func pad(dists ...decision.Distribution) []decision.Distribution {
+	out := slices.Clone(dists)
+	if !slices.ContainsFunc(dists, func(d decision.Distribution) bool { return d != nil }) {
+		return append(out, make([]decision.Distribution, len(tail))...)
+	}
+	for _, d := range tail {
+		out = append(out, slices.Clone(d))
+	}
+	return out
+}
+
 func reading(t *testing.T, model string, dists ...decision.Distribution) fingerprint.Reading {
 	t.Helper()
+	if len(dists) == 3 {
+		dists = pad(dists...)
+	}
 	r, err := fingerprint.NewReading(dists, model)
 	if err != nil {
 		t.Fatal(err)
@@ -37,11 +59,11 @@ func TestNewReadingChecksTheCanary(t *testing.T) {
 		name  string
 		dists []decision.Distribution
 	}{
-		{"too few", []decision.Distribution{noul, choice}},
-		{"too many", []decision.Distribution{noul, choice, score, score}},
-		{"wrong options", []decision.Distribution{noul, score, score}},
-		{"not a distribution", []decision.Distribution{{0.6, 0.6}, choice, score}},
-		{"NaN", []decision.Distribution{{math.NaN(), 1}, choice, score}},
+		{"too few", pad(noul, choice, score)[1:]},
+		{"too many", append(pad(noul, choice, score), score)},
+		{"wrong options", pad(noul, score, score)},
+		{"not a distribution", pad(decision.Distribution{0.6, 0.6}, choice, score)},
+		{"NaN", pad(decision.Distribution{math.NaN(), 1}, choice, score)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := fingerprint.NewReading(tc.dists, "m"); !errors.Is(err, fingerprint.ErrReading) {

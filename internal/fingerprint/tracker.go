@@ -1,53 +1,179 @@
 package fingerprint
 
-import "sync"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"sync"
+)
 
 // Key names what is fingerprinted: one model on one node.
 type Key struct{ Node, Model string }
 
-// Tracker keeps the reference print of each (node, model) and holds every
-// new observation against it, with the tolerance the caller gives for
-// that key (a node may have its own). It is safe for concurrent use.
-type Tracker struct {
-	mu   sync.Mutex
-	refs map[Key]*entry
+// Build is a build known by its reference: the id it is named by and the
+// first observation of it. A Tracker names an observation consistent with
+// a known build by that build's id, so that every process that knows the
+// build (Learn) names it alike (docs/fingerprints.md, "The same build in
+// every process").
+type Build struct {
+	ID    string `json:"id"`
+	Print Print  `json:"print"`
 }
 
-// entry is one key's reference and how many changes it has seen.
+// Tracker keeps the reference print of each (node, model) and holds every
+// new observation against it, with the tolerance the caller gives for
+// that key (a node may have its own) and the repeat noise measured on the
+// key's own reads. It names builds from the ones it knows. It is safe for
+// concurrent use.
+type Tracker struct {
+	mu     sync.Mutex
+	refs   map[Key]*entry
+	builds []Build
+	grown  bool // a build was named since Builds
+}
+
+// entry is one key's reference, its build's id, how many changes it has
+// seen, its last canary read and the repeat noise measured on it.
 type entry struct {
-	ref Print
-	gen uint64
+	ref   Print
+	id    string
+	gen   uint64
+	last  Reading
+	noise Noise
 }
 
 // NewTracker returns an empty tracker.
 func NewTracker() *Tracker { return &Tracker{refs: map[Key]*entry{}} }
 
 // Observe holds p against k's reference with tolerance tol (<= 0 is
-// DefaultTolerance), as Compare does, and returns the change. The caller
-// gives a key the same tolerance each time, the one the key's BuildID is
-// taken with: its node's. The first observation of k becomes its
-// reference and is no change. A change makes
-// p, as it is, the new reference, so that one swap is reported once and
-// nothing of the old build is kept for the new one; otherwise the
-// reference keeps its first reading, so that a slow drift adds up against
-// it instead of following it, and parts it lacked (an identity or a
-// canary whose first read failed) are filled from p.
+// DefaultTolerance) and the key's repeat noise, as CompareNoise does, and
+// returns the change. The caller gives a key the same tolerance each
+// time: its node's. The first observation of k becomes its reference and
+// is no change. A change makes p, as it is, the new reference, so that
+// one swap is reported once and nothing of the old build is kept for the
+// new one; otherwise the reference keeps its first reading, so that a
+// slow drift adds up against it instead of following it, parts it lacked
+// (an identity or a canary whose first read failed) are filled from p,
+// and the difference between p's canary and the last one read is
+// measured as the node's repeat noise. The noise is the node's, so it is
+// kept across a change.
 func (t *Tracker) Observe(k Key, p Print, tol float64) Change {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e, ok := t.refs[k]
 	if !ok {
-		t.refs[k] = &entry{ref: p}
+		e = &entry{ref: p, last: p.Canary}
+		t.refs[k] = e
+		e.id = t.nameLocked(p, tol, Noise{})
 		return Compare(p, p, tol)
 	}
-	c := Compare(e.ref, p, tol)
-	if c.Changed {
+	c := CompareNoise(e.ref, p, tol, e.noise)
+	switch {
+	case c.Changed:
 		e.ref = p
 		e.gen++
-	} else {
+		e.id = t.nameLocked(p, tol, e.noise)
+	default:
+		had := e.ref.Canary.Read() && e.ref.Identity.Known()
 		e.ref = merge(e.ref, p)
+		if p.Canary.Read() {
+			e.noise.Add(e.last, p.Canary)
+		}
+		if !had && e.ref.Canary.Read() && e.ref.Identity.Known() {
+			e.id = t.nameLocked(e.ref, tol, e.noise) // the part it lacked joined it
+		}
+	}
+	if p.Canary.Read() {
+		e.last = p.Canary
 	}
 	return c
+}
+
+// nameLocked is the id of the build p observes: the first known build
+// with the same identity and answered model whose reference p is
+// consistent with (no change under tol and the key's noise, as
+// CompareNoise holds them: a process's first reading to the tolerance, a
+// change seen by the noise test to the noise, so that the build it left
+// is not taken again), else a new build named by p.BuildID(tol), or by a
+// digest of p's exact reading where that id names another build. The
+// caller holds t.mu.
+func (t *Tracker) nameLocked(p Print, tol float64, noise Noise) string {
+	if p.BuildID(tol) == "" {
+		return ""
+	}
+	for _, b := range t.builds {
+		if b.Print.ID() == p.ID() && b.Print.Canary.Read() == p.Canary.Read() && !CompareNoise(b.Print, p, tol, noise).Changed {
+			return b.ID
+		}
+	}
+	id := p.BuildID(tol)
+	if t.knownLocked(id) {
+		h := sha256.New()
+		fmt.Fprintf(h, "%s|%v", p.ID(), p.Canary.Dists) // the values in full: another reading is another id
+		id = hex.EncodeToString(h.Sum(nil))[:16]
+	}
+	t.builds = append(t.builds, Build{ID: id, Print: p})
+	t.grown = true
+	return id
+}
+
+func (t *Tracker) knownLocked(id string) bool {
+	return slices.ContainsFunc(t.builds, func(b Build) bool { return b.ID == id })
+}
+
+// Learn adds builds another process named (a builds file), so that an
+// observation consistent with one takes its id. A build whose id is
+// already known is skipped, and so is one whose canary is not a reading
+// of this canary (a file written by another version, or by hand): it
+// would compare with nothing, and so match anything.
+func (t *Tracker) Learn(bs []Build) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, b := range bs {
+		if b.ID == "" || t.knownLocked(b.ID) {
+			continue
+		}
+		if b.Print.Canary.Read() {
+			r, err := NewReading(b.Print.Canary.Dists, b.Print.Canary.Model)
+			if err != nil {
+				continue
+			}
+			b.Print.Canary = r
+		}
+		t.builds = append(t.builds, b)
+	}
+}
+
+// Builds returns the known builds, and whether a build was named since
+// the last call: what a builds file should then be written with.
+func (t *Tracker) Builds() ([]Build, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	grown := t.grown
+	t.grown = false
+	return slices.Clone(t.builds), grown
+}
+
+// ID is the id of the build k's reference is of; "" when k was not
+// observed or nothing of it is known.
+func (t *Tracker) ID(k Key) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e, ok := t.refs[k]; ok {
+		return e.id
+	}
+	return ""
+}
+
+// Noise is the repeat noise measured on k's reads.
+func (t *Tracker) Noise(k Key) Noise {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e, ok := t.refs[k]; ok {
+		return e.noise
+	}
+	return Noise{}
 }
 
 // Reference returns k's reference print, if k was observed.
@@ -74,8 +200,9 @@ func (t *Tracker) Generation(k Key) (gen uint64, ok bool) {
 	return e.gen, true
 }
 
-// Forget drops k's reference and generation: its next observation starts
-// afresh, as for a node removed from the configuration.
+// Forget drops k's reference, generation and noise: its next observation
+// starts afresh, as for a node removed from the configuration. The builds
+// it named stay known.
 func (t *Tracker) Forget(k Key) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

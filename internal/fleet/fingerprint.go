@@ -45,6 +45,18 @@ type FingerprintOptions struct {
 	// using it probes it again, with OnUse; 0 is
 	// config.DefaultProbeEvery.
 	ProbeEvery time.Duration
+	// Builds, when set, keeps the builds the router knows across
+	// processes: loaded when the router is made, so that a reading
+	// consistent with a build another process named takes its id, and
+	// saved whenever a build is named or its noise first measured.
+	Builds BuildStore
+}
+
+// BuildStore keeps known builds (fingerprint.Build) where every process
+// of a deployment reads them, such as a file beside the decision log.
+type BuildStore interface {
+	Load() ([]fingerprint.Build, error)
+	Save([]fingerprint.Build) error
 }
 
 // FingerprintObserver is an Observer that is also told of the fingerprint
@@ -64,6 +76,7 @@ type fingerprints struct {
 	log     *slog.Logger
 	onUse   bool
 	refresh time.Duration // with onUse, how old a probe may be before a request probes again
+	store   BuildStore    // nil: the builds named are this process's alone
 }
 
 func newFingerprints(o FingerprintOptions) *fingerprints {
@@ -73,8 +86,30 @@ func newFingerprints(o FingerprintOptions) *fingerprints {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	return &fingerprints{tracker: fingerprint.NewTracker(), tol: cmp.Or(max(o.Tolerance, 0), fingerprint.DefaultTolerance),
-		every: cmp.Or(max(o.CanaryEvery, 0), DefaultCanaryEvery), log: o.Log, onUse: o.OnUse, refresh: cmp.Or(max(o.ProbeEvery, 0), config.DefaultProbeEvery)}
+	fp := &fingerprints{tracker: fingerprint.NewTracker(), tol: cmp.Or(max(o.Tolerance, 0), fingerprint.DefaultTolerance),
+		every: cmp.Or(max(o.CanaryEvery, 0), DefaultCanaryEvery), log: o.Log, onUse: o.OnUse, refresh: cmp.Or(max(o.ProbeEvery, 0), config.DefaultProbeEvery),
+		store: o.Builds}
+	if fp.store != nil {
+		bs, err := fp.store.Load()
+		if err != nil {
+			fp.log.Warn("the known builds could not be read: builds are named by this process's own readings", "err", err)
+		}
+		fp.tracker.Learn(bs)
+	}
+	return fp
+}
+
+// save writes the known builds when a build was named or its noise
+// first measured since the last save.
+func (fp *fingerprints) save() {
+	if fp.store == nil {
+		return
+	}
+	if bs, grown := fp.tracker.Builds(); grown {
+		if err := fp.store.Save(bs); err != nil {
+			fp.log.Warn("the known builds could not be saved: other processes name them by their own readings", "err", err)
+		}
+	}
 }
 
 // tolerance is what n's canary is held to, its builds' ids are taken
@@ -89,7 +124,7 @@ func (fp *fingerprints) tolerance(n *Node) float64 {
 // build is what a node knows of the build it serves under one model
 // name; under the node's lock.
 type build struct {
-	id       string    // the reference's BuildID; "" until something of it is known
+	id       string    // the tracker's id of the reference's build; "" until something of it is known
 	since    time.Time // when this build was first seen: its first probe, or the change to it
 	probed   time.Time // the last probe
 	canaryAt time.Time // the last canary read, successful or not
@@ -102,7 +137,7 @@ type build struct {
 // one model name: the one view /health, system1_health and the page show.
 type Fingerprint struct {
 	Model string `json:"model"`
-	// ID is the build's fingerprint (fingerprint.Print.BuildID): what
+	// ID is the build's fingerprint (fingerprint.Tracker.ID): what
 	// answers served by it and fits learnt on it carry.
 	ID string `json:"fingerprint" jsonschema:"The build's fingerprint: a hash of what the backend reports of the build (a digest, a model file and its metadata) and of its canary's answers. Answers it serves and calibration fits learnt on it carry it. Empty until it is first probed."`
 	// Since is when this build was first seen: the first probe, or the
@@ -378,7 +413,6 @@ func (r *Router) fingerprintModel(ctx context.Context, n *Node, b identifier, mo
 		return // a probe given up on says nothing of the build
 	}
 	c := fp.tracker.Observe(k, p, tol)
-	ref, _ = fp.tracker.Reference(k)
 	n.mu.Lock()
 	if n.builds == nil {
 		n.builds = map[string]*build{}
@@ -388,7 +422,7 @@ func (r *Router) fingerprintModel(ctx context.Context, n *Node, b identifier, mo
 		n.builds[model] = st
 	}
 	was := st.id
-	st.id, st.probed, st.err = ref.BuildID(tol), now, strings.Join(errs, "; ")
+	st.id, st.probed, st.err = fp.tracker.ID(k), now, strings.Join(errs, "; ")
 	if due {
 		st.canaryAt = now
 	}
@@ -397,6 +431,7 @@ func (r *Router) fingerprintModel(ctx context.Context, n *Node, b identifier, mo
 	}
 	is := st.id
 	n.mu.Unlock()
+	fp.save()
 	if c.Changed {
 		fp.log.Warn("the build a node serves under a model name changed: fits learnt on the old build no longer apply to its answers",
 			"node", n.Name, "model", model, "change", redact.Text(c.String()), "was", was, "now", is)

@@ -385,7 +385,8 @@ func waitProbes(t *testing.T, n *Node) {
 // background probe and by probes on use through sub-routers (Only). The
 // tight node's build changes and says it was held to 0.01; the loose
 // node's keeps its fingerprint, on its answers too, until the canary
-// moves beyond 0.05, which it says.
+// moves beyond 0.05, which it says. Before the move, the one build has
+// one fingerprint on both.
 func TestNodeFingerprintTolerance(t *testing.T) {
 	skew := func(first float64) func([]string) []float64 {
 		return func(labels []string) []float64 {
@@ -457,16 +458,10 @@ nodes:
 
 			probe()
 			tight, loose := state("tight"), state("loose")
-			// Each node's fingerprint is its build's on its own grid: one
-			// build, two fingerprints.
-			for _, g := range []struct {
-				node       string
-				own, other float64
-			}{{"tight", 0.01, 0.05}, {"loose", 0.05, 0.01}} {
-				ref, _ := r.prints.tracker.Reference(fingerprint.Key{Node: g.node, Model: fakeengine.DefaultModel})
-				if id := state(g.node).ID; id != ref.BuildID(g.own) || id == ref.BuildID(g.other) {
-					t.Errorf("node %s's fingerprint %s, want its reference's on the grid of %v, %s (on %v's, %s)", g.node, id, g.own, ref.BuildID(g.own), g.other, ref.BuildID(g.other))
-				}
+			// One build, one fingerprint: the node probed second finds the
+			// build the first named, whatever their tolerances.
+			if tight.ID != loose.ID {
+				t.Errorf("one build named %s on the tight node and %s on the loose one", tight.ID, loose.ID)
 			}
 
 			f.Set(fakeengine.Behavior{Logprobs: skew(0.64234)})

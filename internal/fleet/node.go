@@ -138,7 +138,8 @@ func NewNode(c config.Node, getenv func(string) string, hc *http.Client) (*Node,
 }
 
 // FromConfig builds the router cfg describes: its nodes, and its
-// aliases, debias, prior, max_questions and fingerprint settings, which replace o's; o gives
+// aliases, debias, prior, max_questions and fingerprint settings (its builds file too, unless o
+// gives a store), which replace o's; o gives
 // the rest (Getenv, Observer, Policy, Fingerprint.Log). It is the one place a configured
 // router is built: serve, mcp, decide and bench all call it. It
 // normalizes cfg first (config.Config.Normalize). Calls share
@@ -168,6 +169,9 @@ func FromConfig(cfg *config.Config, o Options) (*Router, error) {
 	o.Debias = Debias{Permute: cfg.Debias == decision.DebiasPermute, Orders: cfg.DebiasOrders}
 	o.Fingerprint.Off, o.Fingerprint.CanaryEvery, o.Fingerprint.Tolerance = cfg.Fingerprint.Off, time.Duration(cfg.Fingerprint.CanaryEvery), cfg.Fingerprint.Tolerance
 	o.Fingerprint.ProbeEvery = cfg.ProbeEvery.Or(config.DefaultProbeEvery)
+	if p := cfg.BuildsPath(); p != "" && o.Fingerprint.Builds == nil {
+		o.Fingerprint.Builds = BuildsFile{Path: p}
+	}
 	o.Prior = Prior{Mode: cfg.Prior, MinRequests: cfg.PriorMinRequests, Window: cfg.PriorWindow, Signatures: cfg.PriorSignatures}
 	return New(ns, o), nil
 }
