@@ -14,6 +14,7 @@ import (
 	tracev1 "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
+	"system1/cmd/system1/tracesdk"
 	"system1/internal/config"
 	"system1/internal/decision"
 	"system1/internal/fakeengine"
@@ -77,8 +78,8 @@ func spanAttrs(sp *tracev1.Span) map[string]any {
 // as any backend's: a client span naming the node, the dialect and the
 // model, with the tokens the endpoint counted and the outcome.
 func TestForwardedCallIsTraced(t *testing.T) {
-	for k, v := range map[string]string{tracing.EnvEndpoint: "", tracing.EnvTracesEndpoint: "", tracing.EnvSDKDisabled: "",
-		tracing.EnvTracesExporter: "", tracing.EnvProtocol: "", tracing.EnvTracesProtocol: "", tracing.EnvSampler: ""} {
+	for k, v := range map[string]string{tracesdk.EnvEndpoint: "", tracesdk.EnvTracesEndpoint: "", tracesdk.EnvSDKDisabled: "",
+		tracesdk.EnvTracesExporter: "", tracesdk.EnvProtocol: "", tracesdk.EnvTracesProtocol: "", tracesdk.EnvSampler: ""} {
 		t.Setenv(k, v)
 	}
 	// Both fakes count 10 input tokens; output, 1 (System One) or one per
@@ -94,7 +95,7 @@ func TestForwardedCallIsTraced(t *testing.T) {
 	} {
 		t.Run(c.dialect, func(t *testing.T) {
 			s := startSink(t)
-			tr, err := tracing.Setup(t.Context(), tracing.Options{Config: config.Tracing{Endpoint: s.URL, Protocol: "http/protobuf"}})
+			tr, err := tracesdk.Setup(t.Context(), tracesdk.Options{Config: config.Tracing{Endpoint: s.URL, Protocol: "http/protobuf"}})
 			if err != nil {
 				t.Fatal(err)
 			}
