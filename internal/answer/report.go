@@ -75,12 +75,13 @@ func (w Warning) String() string {
 // count. A question without a fit is reported as the engine gave it, with
 // a warning.
 func report(req Request, res *fleet.Result, fits *calibration.Fits) *Answer {
-	a := &Answer{Model: res.Model, Calibrated: fits != nil, Fits: fits, Questions: make([]Question, len(req.Questions))}
+	a := &Answer{Model: res.Model, Calibrated: fits != nil, Fits: fits, Questions: make([]Question, len(req.Questions)), Cost: free()}
 	for i, q := range req.Questions {
 		got := res.Questions[i]
 		d := got.Dist
 		out := Question{Engine: d, LabelMass: got.Mass, Model: got.Model, Node: got.Node, Fingerprint: got.Fingerprint, Since: got.Since,
-			Attempts: got.Attempts}
+			Attempts: got.Attempts, Cost: questionCost(got)}
+		a.Cost = addCost(a.Cost, out.Cost)
 		if got.Orders > 1 {
 			out.Engine = got.Raw
 			out.Steps = append(out.Steps, decision.Step{Name: decision.StepDebias, Version: decision.DebiasVersion(got.Orders), Dist: d})

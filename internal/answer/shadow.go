@@ -185,6 +185,7 @@ func (s *Shadow) ask(j shadowJob) {
 	req.Start = time.Now()
 	req.Provider = "" // a chain link's fits were learnt on its own model, not the candidate
 	res, err := j.svc.fleet.Decide(ctx, req.Request)
+	j.svc.spend(req.Model, res)
 	if err == nil {
 		if f := j.svc.unanswered(req.Request, res); f != nil {
 			err = f

@@ -265,6 +265,9 @@ func (b *upstreamBackend) ask(c *caller, req decision.Request) []answer {
 			abstain = reply.Abstained[j]
 		}
 		out[j] = c.result(start, o, abstain, err)
+		if j == 0 && err == nil {
+			out[j].requests = 1
+		}
 	}
 	sum := answer{attempt: Attempt{Outcome: "ok"}}
 	if len(out) > 0 {

@@ -58,6 +58,9 @@ func (b *decisionsBackend) ask(c *caller, req decision.Request) []answer {
 			}
 		}
 		out[j] = c.result(start, o, declined, err)
+		if j == 0 && err == nil {
+			out[j].requests = 1
+		}
 	}
 	return out
 }
