@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"system1/internal/answer"
 	"system1/internal/config"
 	"system1/internal/decisionlog"
 	"system1/internal/fleet"
@@ -26,6 +27,7 @@ import (
 var (
 	_ fleet.Observer            = (*metrics.Metrics)(nil)
 	_ fleet.FingerprintObserver = (*metrics.Metrics)(nil)
+	_ answer.Spender            = (*metrics.Metrics)(nil)
 )
 
 func cmdServe(ctx context.Context, args []string, e env) error {
@@ -131,7 +133,7 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 		log.Info("decision cache on", "entries", cfg.Cache.Entries, "ttl", time.Duration(cfg.Cache.TTL))
 	}
 	api := httpapi.New(httpapi.Options{
-		Answer:           answerPathShadowed(router, fits, dlog, false, shadow).WithCache(cache),
+		Answer:           answerPathShadowed(router, fits, dlog, false, shadow, m).WithCache(cache),
 		Log:              log,
 		Metrics:          m,
 		Keys:             keys,
@@ -150,7 +152,7 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 		// POST /v1/decide: the gateway over the same fleet and decision
 		// log.
 		Decide: gateway.New(gateway.Options{Config: cfg, ConfigPath: cfg.Path, ConfigErrors: decideErrs,
-			Answer: answerPathShadowed(router, dfits, dlog, false, shadow).WithCache(cache), Log: log, StatePath: pause.Path(*stateDir, e.getenv),
+			Answer: answerPathShadowed(router, dfits, dlog, false, shadow, m).WithCache(cache), Log: log, StatePath: pause.Path(*stateDir, e.getenv),
 			Version: version, Face: decisionlog.FaceDecide}),
 		Version: version,
 		Ready:   ready.check,
