@@ -118,4 +118,3 @@ func TestCostOfAForwardedRequest(t *testing.T) {
 		})
 	}
 }
-
