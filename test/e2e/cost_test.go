@@ -107,6 +107,17 @@ cache: {entries: 100}
 		t.Errorf("decide's cost %v; want %s (one request and its tokens at the hosted endpoint's price)", res.Cost, decided)
 	}
 
+	r = do(t, c, http.MethodPost, s.URL+"/v1/decide/batch", "", `{"question":"Which team?","options":["billing","technical","sales"],"contexts":[{"t":"a"},{"t":"b"}]}`)
+	var batch gateway.BatchResponse
+	if err := json.Unmarshal(r.Body, &batch); err != nil || len(batch.Results) != 2 {
+		t.Fatalf("decide batch: %d %s", r.Status, r.Body)
+	}
+	for i, res := range batch.Results {
+		if res.Cost == nil || *res.Cost != decided.String() {
+			t.Errorf("decide batch, context %d: cost %v; want %s", i, res.Cost, decided)
+		}
+	}
+
 	if r := do(t, c, http.MethodPost, s.URL+"/v1/systemone", "", choice("unpriced-model", "ticket 5")); r.Status != http.StatusOK || r.Header.Values("X-System1-Cost") != nil {
 		t.Errorf("over a node with no price: %d, X-System1-Cost %q; want it left out", r.Status, r.Header.Values("X-System1-Cost"))
 	}
@@ -115,7 +126,7 @@ cache: {entries: 100}
 	for _, want := range []struct {
 		model, node string
 		usd         decision.USD
-	}{{fakeengine.DefaultModel, "n1", spent}, {"jev-latest", "up", decided}} {
+	}{{fakeengine.DefaultModel, "n1", spent}, {"jev-latest", "up", 3 * decided}} {
 		re := regexp.MustCompile(`(?m)^system1_cost_usd_total\{model="` + regexp.QuoteMeta(want.model) + `",node="` + want.node + `"\} (\S+)$`)
 		got := re.FindStringSubmatch(m)
 		if got == nil {
