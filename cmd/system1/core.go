@@ -19,13 +19,17 @@ import (
 // system1 itself (mcp over stdio, the command line), never for serve's.
 // Its WithCache adds the process's decision cache.
 func answerPath(router *fleet.Router, file *outcomes.FitsFile, dlog *decisionlog.Log, local bool) *answer.Service {
-	return answerPathShadowed(router, file, dlog, local, nil)
+	return answerPathShadowed(router, file, dlog, local, nil, nil)
 }
 
 // answerPathShadowed is answerPath whose answered requests shadow may
-// sample for a candidate too.
-func answerPathShadowed(router *fleet.Router, file *outcomes.FitsFile, dlog *decisionlog.Log, local bool, shadow *answer.Shadow) *answer.Service {
+// sample for a candidate too, telling spend (none when nil) what each
+// answer cost.
+func answerPathShadowed(router *fleet.Router, file *outcomes.FitsFile, dlog *decisionlog.Log, local bool, shadow *answer.Shadow, spend answer.Spender) *answer.Service {
 	o := answer.Options{Router: router, Local: local, Shadow: shadow}
+	if spend != nil {
+		o.Spender = spend
+	}
 	if file != nil {
 		o.Fits = file.Current
 	}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"system1/internal/answer"
 	"system1/internal/config"
 	"system1/internal/decisionlog"
 	"system1/internal/fleet"
@@ -26,6 +27,7 @@ import (
 var (
 	_ fleet.Observer            = (*metrics.Metrics)(nil)
 	_ fleet.FingerprintObserver = (*metrics.Metrics)(nil)
+	_ answer.Spender            = (*metrics.Metrics)(nil)
 )
 
 const serveUsage = `usage: system1 serve [flags]
@@ -184,7 +186,7 @@ func buildServe(ctx context.Context, cfg *config.Config, stateDir string, e env,
 		log.Info("decision cache on", "entries", cfg.Cache.Entries, "ttl", time.Duration(cfg.Cache.TTL))
 	}
 	s.api = httpapi.New(httpapi.Options{
-		Answer:           answerPathShadowed(router, fits, dlog, false, shadow).WithCache(cache),
+		Answer:           answerPathShadowed(router, fits, dlog, false, shadow, m).WithCache(cache),
 		Log:              log,
 		Metrics:          m,
 		Keys:             keys,
@@ -204,7 +206,7 @@ func buildServe(ctx context.Context, cfg *config.Config, stateDir string, e env,
 		// POST /v1/decide: the gateway over the same fleet and decision
 		// log.
 		Decide: gateway.New(gateway.Options{Config: cfg, ConfigPath: cfg.Path, ConfigErrors: decideErrs,
-			Answer: answerPathShadowed(router, dfits, dlog, false, shadow).WithCache(cache), Log: log, StatePath: pause.Path(stateDir, e.getenv),
+			Answer: answerPathShadowed(router, dfits, dlog, false, shadow, m).WithCache(cache), Log: log, StatePath: pause.Path(stateDir, e.getenv),
 			Version: version, Face: decisionlog.FaceDecide}),
 		Version: version,
 		Ready:   ready.check,

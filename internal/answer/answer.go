@@ -31,6 +31,9 @@ type Options struct {
 	// Shadow, when set, draws answered requests to ask a candidate
 	// model too, off the request path (see Shadow).
 	Shadow *Shadow
+	// Spender, when set, is told what each answered question cost (see
+	// Spender).
+	Spender Spender
 }
 
 // Service answers requests across the fleet: the one sequence every face
@@ -101,6 +104,10 @@ type Answer struct {
 	// Questions are aligned with the request's questions.
 	Questions []Question
 	Usage     Usage
+	// Cost is what answering cost, in US dollars: the sum of the
+	// questions' Cost, 0 for a cache hit, which asked nothing; nil when
+	// some node that answered has no price, so the cost is not known.
+	Cost *decision.USD
 	// Warnings are in question order.
 	Warnings []Warning
 	// Calibrated is set when every distribution was tempered by a fit.
@@ -143,6 +150,11 @@ type Question struct {
 	Fingerprint string
 	Since       time.Time
 	Attempts    []fleet.Attempt
+	// Cost is what Node charged for this answer (questionCost): on a
+	// hosted endpoint the forwarded request's price and usage sit on the
+	// request's first question, as its usage does; nil when Node has no
+	// price.
+	Cost *decision.USD
 	// Set is the prediction set at the request's Coverage; nil when
 	// none was asked for.
 	Set *Set
@@ -239,6 +251,7 @@ func (s *Service) Answer(ctx context.Context, req Request) (a *Answer, err error
 // asked by them too.
 func (s *Service) ask(ctx context.Context, router *fleet.Router, req Request, fits *calibration.Fits) (*Answer, error) {
 	res, err := router.Decide(ctx, req.Request)
+	s.spend(req.Model, res) // what the nodes billed, answered in the end or not
 	if err != nil {
 		return nil, s.refused(req.Model, err)
 	}

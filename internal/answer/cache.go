@@ -286,6 +286,10 @@ func (a *Answer) clone() *Answer {
 			q.Steps = steps
 		}
 		q.Attempts = append([]fleet.Attempt(nil), q.Attempts...)
+		if q.Cost != nil {
+			c := *q.Cost
+			q.Cost = &c
+		}
 		out.Questions[i] = q
 	}
 	if a.Warnings != nil {
@@ -313,8 +317,10 @@ func (a *Answer) replay() *Answer {
 	out := a.clone()
 	out.Cache = CacheHit
 	out.Usage = Usage{}
+	out.Cost = free()
 	for i := range out.Questions {
 		out.Questions[i].Attempts = nil
+		out.Questions[i].Cost = free()
 	}
 	return out
 }

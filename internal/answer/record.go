@@ -48,6 +48,7 @@ func (s *Service) record(req Request, a *Answer) {
 			Final:       got.Dist,
 			State:       req.State,
 			Question:    &req.Questions[i],
+			Cost:        got.Cost,
 		}
 		if !req.Start.IsZero() {
 			r.Latency = now.Sub(req.Start)

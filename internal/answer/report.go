@@ -85,12 +85,13 @@ func report(req Request, res *fleet.Result, fits *calibration.Fits) *Answer {
 	// with) names none to miss: its answers are as without one, with no
 	// warning each, so that no outcomes is no change.
 	loaded := fits != nil && len(fits.Fits) > 0
-	a := &Answer{Model: res.Model, Calibrated: loaded, Fits: fits, Questions: make([]Question, len(req.Questions))}
+	a := &Answer{Model: res.Model, Calibrated: loaded, Fits: fits, Questions: make([]Question, len(req.Questions)), Cost: free()}
 	for i, q := range req.Questions {
 		got := res.Questions[i]
 		d := got.Dist
 		out := Question{Engine: d, LabelMass: got.Mass, Model: got.Model, Node: got.Node, Fingerprint: got.Fingerprint, Since: got.Since,
-			Attempts: got.Attempts}
+			Attempts: got.Attempts, Cost: questionCost(got)}
+		a.Cost = addCost(a.Cost, out.Cost)
 		if got.Orders > 1 {
 			out.Engine = got.Raw
 			out.Steps = append(out.Steps, decision.Step{Name: decision.StepDebias, Version: decision.DebiasVersion(got.Orders), Dist: d})

@@ -290,6 +290,9 @@ type Node struct {
 	// reads move more than a CPU engine's, wants its own, above its
 	// measured spread (docs/fingerprints.md).
 	FingerprintTolerance float64 `yaml:"fingerprint_tolerance"`
+	// Price is what the node charges (see Price); nil leaves what its
+	// answers cost unknown.
+	Price *Price `yaml:"price"`
 }
 
 // Gateway holds the System 1 gateway's settings.
@@ -453,6 +456,7 @@ func (c *Config) Check() []error {
 		}
 		errs = append(errs, n.checkEngineLimits(at)...)
 		errs = append(errs, n.checkPool(at)...)
+		errs = append(errs, n.checkPrice(at)...)
 	}
 	if r := c.RateLimit; !(r.PerSecond >= 0) || math.IsInf(r.PerSecond, 0) || r.Burst < 0 {
 		bad("rate_limit: per_second must be a finite number >= 0 and burst >= 0")

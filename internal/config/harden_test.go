@@ -26,11 +26,49 @@ func TestParseErrorsNameTheKeyPath(t *testing.T) {
 		{"aliases:\n  ? [a]\n  : b\n", `aliases: line 2: an alias is a model id`},
 		{"aliases: [a, b]\n", `aliases: line 1: a mapping`},
 		{"nodes:\n  - name: a\n    tls: {x: 1}\n", `nodes[0].tls: line 3: unknown key`},
+		{"nodes:\n  - name: a\n    price:\n      input_per_mtok: -0.1\n", `nodes[0].price.input_per_mtok: line 4: -0.1 is negative`},
+		{"nodes:\n  - name: a\n    price: {per_request: free}\n", `nodes[0].price.per_request: line 3: "free" is not a decimal number of US dollars`},
+		{"nodes:\n  - name: a\n    price: {per_request: [1]}\n", `nodes[0].price.per_request: line 3: a price is a number of US dollars`},
+		{"nodes:\n  - name: a\n    price: {input_per_mtok: 1, cached_per_mtok: 1}\n", `nodes[0].price.cached_per_mtok: line 3: unknown key`},
+		{"nodes:\n  - name: a\n    price:\n      output_per_mtok: 20000\n", `nodes[0].price.output_per_mtok: line 4: 20000 is over 10000 US dollars`},
 	} {
 		_, err := Parse([]byte(tc.yaml))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: error %v; want %q", tc.yaml, err, tc.want)
 		}
+	}
+}
+
+// A price that parses can still be wrong for its node: each is refused
+// naming the node and the key, and a good one is read exactly.
+func TestNodePrice(t *testing.T) {
+	for _, tc := range []struct{ price, dialect, want string }{
+		{"{}", "openai", "nodes[0].price (a): give input_per_mtok and output_per_mtok"},
+		{"{input_per_mtok: 0.1}", "openai", "nodes[0].price (a): input_per_mtok and output_per_mtok go together"},
+		{"{input_per_mtok: 0.0000001, output_per_mtok: 0}", "openai", "nodes[0].price (a): input_per_mtok: 0.0000001 is finer than a pico-dollar a token"},
+		{"{per_request: 0.01}", "llamacpp", "nodes[0].price (a): per_request prices a hosted endpoint"},
+		{"{input_per_mtok: 0.15, output_per_mtok: 0.6}", "openai", ""},
+		{"{per_request: 0.0005, input_per_mtok: 1, output_per_mtok: 2}", "systemone", ""},
+	} {
+		c, err := Parse([]byte("nodes:\n  - {name: a, url: 'http://x', dialect: " + tc.dialect + ", price: " + tc.price + "}\n"))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.price, err)
+		}
+		errs := errors.Join(c.Check()...)
+		switch {
+		case tc.want == "" && errs != nil:
+			t.Errorf("%s on %s: %v", tc.price, tc.dialect, errs)
+		case tc.want != "" && (errs == nil || !strings.Contains(errs.Error(), tc.want)):
+			t.Errorf("%s on %s: errors %v; want %q", tc.price, tc.dialect, errs, tc.want)
+		}
+	}
+	c, err := Parse([]byte("nodes:\n  - {name: a, url: 'http://x', dialect: openai, price: {input_per_mtok: 0.15, output_per_mtok: 0.6}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := c.Nodes[0].Price.Decision()
+	if got := p.Cost(1000, 10, 0).String(); got != "0.000156" { // 1000 x 0.15e-6 + 10 x 0.6e-6
+		t.Errorf("cost of 1000 in and 10 out = %s, want 0.000156", got)
 	}
 }
 

@@ -246,6 +246,12 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path string) error {
 		}
 		return nil
 	}
+	if t == dollarsType {
+		if _, err := parseDollars(n); err != nil {
+			return fmt.Errorf("%s: line %d: %v", name(path), n.Line, err)
+		}
+		return nil
+	}
 	if n.Kind == yaml.ScalarNode && t.Kind() == reflect.String && n.ShortTag() == "!!binary" {
 		// Decoded, it is any bytes: a key or a name that is not text.
 		return fmt.Errorf("%s: line %d: a !!binary value is not read here: write the text itself", name(path), n.Line)

@@ -97,6 +97,10 @@ type Record struct {
 	// State is the state's JSON. It is hashed, and stored only when the
 	// log keeps states. The log keeps a reference: do not modify it.
 	State json.RawMessage
+	// Cost is what the answer cost, in US dollars (answer.Question's),
+	// stored in pico-dollars in cost_picousd; nil, NULL, when the node
+	// that answered has no price.
+	Cost *decision.USD
 	// Question is the question asked, stored (as JSON, in a table of its
 	// own) only when the log keeps states, so that system1 replay can ask
 	// it again. The log keeps a reference: do not modify it.

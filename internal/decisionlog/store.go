@@ -34,9 +34,12 @@ type store struct {
 }
 
 // columns of the decisions table, in insert order.
-const columns = "request_id, question_id, at_ns, face, model, node, kind, options, engine_dist, steps, final_dist, label_mass, latency_us, state_sha256, state, fingerprint"
+const columns = "request_id, question_id, at_ns, face, model, node, kind, options, engine_dist, steps, final_dist, label_mass, latency_us, state_sha256, state, fingerprint, cost_picousd"
 
-const numColumns = 16
+const numColumns = 17
+
+// rowPlaceholders is one row's parameters in an INSERT.
+var rowPlaceholders = "(" + strings.Repeat("?,", numColumns-1) + "?)"
 
 // rowsPerInsert bounds the rows of one INSERT, well under both backends'
 // limits on parameters (SQLite 32766, PostgreSQL 65535); a power of two
@@ -66,7 +69,8 @@ func schema(postgres bool) []string {
 			latency_us BIGINT NOT NULL,
 			state_sha256 TEXT NOT NULL,
 			state TEXT,
-			fingerprint TEXT NOT NULL DEFAULT ''
+			fingerprint TEXT NOT NULL DEFAULT '',
+			cost_picousd BIGINT
 		)`,
 		`CREATE INDEX IF NOT EXISTS decisions_request ON decisions (request_id, question_id)`,
 		`CREATE INDEX IF NOT EXISTS decisions_at ON decisions (at_ns)`,
@@ -150,25 +154,29 @@ func (s *store) init(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := s.addFingerprint(ctx, tx); err != nil {
-		return err
+	// Columns added since the table's first version: the fingerprint
+	// (older rows read as answered by an unknown build) and the cost
+	// (older rows' is unknown, NULL).
+	for _, col := range [][2]string{{"fingerprint", "TEXT NOT NULL DEFAULT ''"}, {"cost_picousd", "BIGINT"}} {
+		if err := s.addColumn(ctx, tx, col[0], col[1]); err != nil {
+			return err
+		}
 	}
 	return tx.Commit()
 }
 
-// addFingerprint adds the fingerprint column to a decisions table made
-// before it, whose rows then read as answered by an unknown build.
-func (s *store) addFingerprint(ctx context.Context, tx *sql.Tx) error {
-	const add = "ALTER TABLE decisions ADD COLUMN fingerprint TEXT NOT NULL DEFAULT ''"
+// addColumn adds column name, of type def, to a decisions table made
+// before it.
+func (s *store) addColumn(ctx context.Context, tx *sql.Tx, name, def string) error {
 	if s.postgres {
-		_, err := tx.ExecContext(ctx, strings.Replace(add, "ADD COLUMN", "ADD COLUMN IF NOT EXISTS", 1))
+		_, err := tx.ExecContext(ctx, "ALTER TABLE decisions ADD COLUMN IF NOT EXISTS "+name+" "+def)
 		return err
 	}
 	var n int
-	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM pragma_table_info('decisions') WHERE name = 'fingerprint'").Scan(&n); err != nil || n > 0 {
+	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM pragma_table_info('decisions') WHERE name = ?", name).Scan(&n); err != nil || n > 0 {
 		return err
 	}
-	_, err := tx.ExecContext(ctx, add)
+	_, err := tx.ExecContext(ctx, "ALTER TABLE decisions ADD COLUMN "+name+" "+def)
 	return err
 }
 
@@ -244,7 +252,7 @@ func (s *store) insertStmt(ctx context.Context, n int) (*sql.Stmt, error) {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString("(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+		b.WriteString(rowPlaceholders)
 	}
 	st, err := s.db.PrepareContext(ctx, s.q(b.String()))
 	if err != nil {
@@ -326,16 +334,19 @@ func (s *store) encode(recs []Record, keepStates bool) (args []any, bad int) {
 		if hash == "" {
 			hash = text[t[4][0]:t[4][1]]
 		}
-		var mass, state any
+		var mass, state, cost any
 		if r.LabelMass != nil {
 			mass = *r.LabelMass
+		}
+		if r.Cost != nil {
+			cost = int64(*r.Cost)
 		}
 		if keepStates && r.State != nil {
 			state = string(r.State)
 		}
 		args = append(args, box(0, r.RequestID), box(1, r.QuestionID), r.Time.UnixNano(), box(2, r.Face), box(3, r.Model),
 			box(4, r.Node), box(5, string(r.Kind)), text[t[0][0]:t[0][1]], text[t[1][0]:t[1][1]], text[t[2][0]:t[2][1]],
-			text[t[3][0]:t[3][1]], mass, r.Latency.Microseconds(), box(6, hash), state, box(7, r.Fingerprint))
+			text[t[3][0]:t[3][1]], mass, r.Latency.Microseconds(), box(6, hash), state, box(7, r.Fingerprint), cost)
 	}
 	s.args = args
 	return args, bad
@@ -470,8 +481,9 @@ func scanEntry(rows *sql.Rows, e *Entry, more ...any) error {
 	var atNS, latUS int64
 	var mass sql.NullFloat64
 	var state sql.NullString
+	var cost sql.NullInt64
 	dest := append([]any{&e.ID, &e.RequestID, &e.QuestionID, &atNS, &e.Face, &e.Model, &e.Node, &kind,
-		&opts, &eng, &steps, &fin, &mass, &latUS, &e.StateHash, &state, &e.Fingerprint}, more...)
+		&opts, &eng, &steps, &fin, &mass, &latUS, &e.StateHash, &state, &e.Fingerprint, &cost}, more...)
 	if err := rows.Scan(dest...); err != nil {
 		return err
 	}
@@ -492,6 +504,10 @@ func scanEntry(rows *sql.Rows, e *Entry, more ...any) error {
 	}
 	if state.Valid {
 		e.State = json.RawMessage(state.String)
+	}
+	if cost.Valid {
+		c := decision.USD(cost.Int64)
+		e.Cost = &c
 	}
 	return nil
 }

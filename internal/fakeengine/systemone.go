@@ -26,6 +26,13 @@ const (
 	Late Fault = "late"
 )
 
+// The usage a fake System One endpoint reports for every request it
+// answers, whatever its questions.
+const (
+	SystemOneInputTokens  = 10
+	SystemOneOutputTokens = 1
+)
+
 // Reply says how a fake System One endpoint answers. The zero value
 // answers every question, the first option of a choice or a score at 0.9
 // and the rest spread evenly, a noul at 0.9.
@@ -335,13 +342,13 @@ func (r Reply) answer(req decision.Request) string {
 	all := "{" + strings.Join(answers, ",") + "}"
 	switch f {
 	case NoLogprobs:
-		return fmt.Sprintf(`{"model":%q,"usage":{"input_tokens":10,"output_tokens":1}}`, r.model())
+		return fmt.Sprintf(`{"model":%q,"usage":{"input_tokens":%d,"output_tokens":%d}}`, r.model(), SystemOneInputTokens, SystemOneOutputTokens)
 	case NullLogprobs:
 		all = "null"
 	case EmptyChoices:
 		all = "{}"
 	}
-	return fmt.Sprintf(`{"model":%q,"answers":%s,"usage":{"input_tokens":10,"output_tokens":1}}`, r.model(), all)
+	return fmt.Sprintf(`{"model":%q,"answers":%s,"usage":{"input_tokens":%d,"output_tokens":%d}}`, r.model(), all, SystemOneInputTokens, SystemOneOutputTokens)
 }
 
 func writeBody(w http.ResponseWriter, status int, body string) {

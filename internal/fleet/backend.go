@@ -292,6 +292,9 @@ func forward(c *caller, req decision.Request, ask func(context.Context) (*forwar
 			declined = reply.declined[j]
 		}
 		out[j] = c.result(start, o, declined, err)
+		if j == 0 && err == nil { // the upstream bills the request once
+			out[j].requests = 1
+		}
 	}
 	sum := answer{attempt: Attempt{Outcome: "ok"}}
 	if len(out) > 0 {

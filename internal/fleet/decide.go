@@ -42,7 +42,14 @@ type Answered struct {
 	Fingerprint string
 	Since       time.Time
 	Attempts    []Attempt
-	Err         error
+	// Price is what Node charges, nil when it is not known; Requests the
+	// requests forwarded to a hosted endpoint that this question's usage
+	// counts (1 on the first question of each forwarded request, which
+	// carries the request's usage; 0 on an engine's). The answer path
+	// prices the answer by them (answer.Question.Cost).
+	Price    *decision.Price
+	Requests int
+	Err      error
 }
 
 // Result is a request answered across the fleet.
@@ -112,6 +119,7 @@ func (r *Router) Decide(ctx context.Context, req decision.Request) (*Result, err
 				a.Outcome, a.Abstain, a.Node, a.Err = got.outcome, got.abstain, n.Name, nil
 				a.Prior, a.PriorVersion = got.prior, got.priorVersion
 				a.Fingerprint, a.Since = served.Fingerprint, served.Since
+				a.Price, a.Requests = n.Price, got.requests
 				settled[i] = true
 				continue
 			}
@@ -349,6 +357,9 @@ type answer struct {
 	attempt      Attempt
 	err          *engine.Failure
 	sent         bool
+	// requests is 1 on the question that carries a forwarded request's
+	// usage (Answered.Requests).
+	requests int
 }
 
 // answer asks node n the questions take of req through its backend.

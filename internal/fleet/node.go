@@ -54,6 +54,9 @@ type Node struct {
 	// fingerprint_tolerance); 0 is the router's,
 	// FingerprintOptions.Tolerance.
 	FingerprintTolerance float64
+	// Price is what the node charges (config.Node's price); nil when it
+	// is not known, and then neither is what its answers cost.
+	Price *decision.Price
 
 	claimed []string // models from the config; nil means discover them
 	slots   *slots
@@ -93,6 +96,7 @@ func NewNode(c config.Node, getenv func(string) string, hc *http.Client) (*Node,
 		slots:      newSlots(c.MaxInFlight, c.Queue, c.QueueTimeout.Or(DefaultQueueTimeout)),
 	}
 	n.MaxEngineCalls, n.FingerprintTolerance = c.MaxEngineCalls, c.FingerprintTolerance
+	n.Price = c.Price.Decision()
 	if n.MaxOptions == 0 {
 		n.MaxOptions = config.MaxOptions
 	}

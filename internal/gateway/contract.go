@@ -124,6 +124,7 @@ type Response struct {
 	Error           *Error        `json:"error" jsonschema:"Null, or why the call failed."`
 	SchemaVersion   string        `json:"schema_version" jsonschema:"The contract version: \"1\"."`
 	RequestID       string        `json:"request_id" jsonschema:"The request's id, as sent or generated."`
+	Cost            *string       `json:"cost" jsonschema:"What the answer cost, in US dollars, as a decimal string such as \"0.000123\": the tokens the answering node reported at its configured price, or its price a request for a hosted endpoint; \"0\" for a decision cache hit, which asked no engine. Null when it is not known (the node that answered has no price configured) or no provider answered."`
 	Cache           string        `json:"cache,omitempty" jsonschema:"With the server's decision cache on: hit (an exact repeat of an earlier request to the same model with the same steps and fits, answered from the cache with that answer's probabilities; no engine was asked), miss (the provider was asked and the answer kept for repeats) or bypass (asked and not kept: the batch prior moves with every answer). Absent when the cache is off or no provider answered."`
 }
 

@@ -405,6 +405,10 @@ func (g *Gateway) answer(q query, p *link, r reading, gt gate, at *Attempt, res 
 	threshold := gt.threshold
 	answers := q.Answers()
 	model := r.Model
+	if r.Cost != nil { // paid for even when the node declined
+		c := r.Cost.String()
+		res.Cost = &c
+	}
 	if model == "" {
 		model = p.model
 	}

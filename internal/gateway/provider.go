@@ -117,6 +117,8 @@ type reading struct {
 	// Cache is what the answer path's cache made of the request
 	// (answer.CacheHit, ...); "" without one.
 	Cache string
+	// Cost is what the answer cost (answer.Answer's); nil when unknown.
+	Cost *decision.USD
 }
 
 // failure is a link's failure to answer.

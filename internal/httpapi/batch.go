@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"system1/internal/answer"
+	"system1/internal/decision"
 	"system1/internal/decisionlog"
 	"system1/internal/gateway"
 	"system1/internal/systemone"
@@ -58,6 +59,7 @@ func (s *Server) handleSystemOneBatch(w http.ResponseWriter, r *http.Request) {
 	results := make([][]byte, len(p.States))
 	statuses := make([]int, len(p.States))
 	var usage systemone.Usage
+	cost := new(decision.USD) // unknown (nil) once an answered state's is
 	answered := 0
 	for i, a := range answers {
 		if errs[i] != nil {
@@ -71,6 +73,11 @@ func (s *Server) handleSystemOneBatch(w http.ResponseWriter, r *http.Request) {
 		usage.InputTokens += a.Usage.InputTokens
 		usage.OutputTokens += a.Usage.OutputTokens
 		usage.Estimated = usage.Estimated || a.Usage.Estimated
+		if cost != nil && a.Cost != nil {
+			*cost += *a.Cost
+		} else {
+			cost = nil
+		}
 		answered++
 		out, status, body := s.systemOneResult(r, p.Questions, req.Questions, gate, a)
 		if out == nil {
@@ -86,6 +93,7 @@ func (s *Server) handleSystemOneBatch(w http.ResponseWriter, r *http.Request) {
 	}
 	noteLog(r.Context(), "states", len(p.States))
 	noteLog(r.Context(), "answered", answered)
+	setCost(w.Header(), cost)
 	writeJSON(w, http.StatusOK, systemone.AppendBatchResponse(make([]byte, 0, 64+len(results)*512), results, ids, usage))
 }
 

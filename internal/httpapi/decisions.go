@@ -71,6 +71,7 @@ func (s *Server) handleDecisions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.answerNotes(w, r, req.Questions, a)
+	setCost(w.Header(), a.Cost)
 	if a.Refused() {
 		w.Header().Set(RefusedHeader, refusedHeader(req.Questions, a.Questions))
 		noteLog(r.Context(), "refused", refusals(req.Questions, a.Questions))

@@ -41,6 +41,7 @@ func (s *Server) handleSystemOne(w http.ResponseWriter, r *http.Request) {
 		writeFailure(w, err, p.Model)
 		return
 	}
+	setCost(w.Header(), a.Cost) // a refused answer was paid for too
 	out, status, refused := s.systemOneResult(r, p.Questions, req.Questions, gate, a)
 	if out == nil {
 		writeJSON(w, status, refused)
@@ -224,6 +225,21 @@ func quotedList(names []string) string {
 // it), miss or bypass (answer.CacheHit, CacheMiss, CacheBypass). Absent
 // when the cache is off.
 const CacheHeader = "X-System1-Cache"
+
+// CostHeader says what an answer cost, in US dollars, as a decimal
+// ("0.000123"; "0" for a decision cache hit, which asked no engine): the
+// answer path's Answer.Cost, on both answering wires and their batches.
+// It is absent when the cost is not known, since some node that answered
+// has no price (docs/http-api.md#cost).
+const CostHeader = "X-System1-Cost"
+
+// setCost sets CostHeader to cost, or leaves it out when cost is
+// unknown (nil).
+func setCost(h http.Header, cost *decision.USD) {
+	if cost != nil {
+		h.Set(CostHeader, cost.String())
+	}
+}
 
 // StepsHeader is the response header of /v1/systemone naming every step
 // applied to the engines' readings, in order, with its version:

@@ -23,6 +23,7 @@ type Metrics struct {
 	cooldowns      *prometheus.CounterVec
 	modelChanges   *prometheus.CounterVec
 	canaryCalls    *prometheus.CounterVec
+	cost           *prometheus.CounterVec
 
 	eceOnce sync.Once
 	ece     *prometheus.GaugeVec
@@ -65,8 +66,11 @@ func New() *Metrics {
 		canaryCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "system1_canary_calls_total", Help: "Engine calls the fingerprint canary made, by node, model and the reading's outcome (ok or failed).",
 		}, []string{"node", "model", "outcome"}),
+		cost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "system1_cost_usd_total", Help: "US dollars the answers cost, by model and the node that answered, at the nodes' configured price (nodes without one are not counted); a decision cache hit costs nothing.",
+		}, []string{"model", "node"}),
 	}
-	reg.MustRegister(m.requests, m.requestSeconds, m.attempts, m.attemptSeconds, m.failovers, m.cooldowns, m.modelChanges, m.canaryCalls)
+	reg.MustRegister(m.requests, m.requestSeconds, m.attempts, m.attemptSeconds, m.failovers, m.cooldowns, m.modelChanges, m.canaryCalls, m.cost)
 	return m
 }
 
@@ -146,6 +150,11 @@ func (m *Metrics) Request(route, code string, d time.Duration) {
 func (m *Metrics) Attempt(node, model, outcome string, d time.Duration) {
 	m.attempts.WithLabelValues(node, model, outcome).Inc()
 	m.attemptSeconds.WithLabelValues(node, model).Observe(d.Seconds())
+}
+
+// Spent records what an answer of model by node cost, in US dollars.
+func (m *Metrics) Spent(node, model string, usd float64) {
+	m.cost.WithLabelValues(model, node).Add(usd)
 }
 
 // Failover records a question moving on after a failed node.

@@ -77,6 +77,16 @@ func document() obj {
 	}
 }
 
+// costHeader documents X-System1-Cost, what what cost.
+func costHeader(what string) obj {
+	return obj{
+		"description": "What " + what + " cost, in US dollars, as a decimal (0.000123): the tokens each answering node reported at its " +
+			"configured price (nodes[].price), or its price per forwarded request; 0 for a decision cache hit, which asked no engine. " +
+			"Absent when the cost is not known: some node that answered has no price.",
+		"schema": obj{"type": "string", "pattern": `^[0-9]+(\.[0-9]+)?$`},
+	}
+}
+
 func paths() obj {
 	p := obj{
 		"/v1/systemone": obj{"post": obj{
@@ -95,6 +105,7 @@ func paths() obj {
 							"miss when the engines answered and the answers were kept; bypass when they answered and were not kept (the batch prior). Absent when the cache is off.",
 						"schema": obj{"type": "string", "enum": gateway.CacheStates},
 					},
+					"X-System1-Cost": costHeader("the answers"),
 					"X-System1-Served": obj{
 						"description": "What served the answers: the node, the model and the fingerprint of its build " +
 							"(node=n1 model=m fingerprint=3f2a09c1d4e5b678, the fingerprint unknown where it was not probed yet), " +
@@ -122,7 +133,7 @@ func paths() obj {
 			"parameters":  gateHeaders(),
 			"requestBody": jsonBody("DecisionsRequest", true),
 			"responses": obj{
-				"200": jsonReply("The answers, in question order.", "DecisionsResponse"),
+				"200": withHeaders(jsonReply("The answers, in question order.", "DecisionsResponse"), obj{"X-System1-Cost": costHeader("the answers")}),
 				"400": jsonReply("A problem with the request (param names the first, message lists all; code unsupported_input for an image), a header holding nonsense, or an engine that refused the request (param model for an engine that cannot serve decisions).", "OpenAIError"),
 				"401": jsonReply("A key is configured and the caller's is missing or wrong (code invalid_api_key).", "OpenAIError"),
 				"404": jsonReply("No node serves the model (code model_not_found, param model).", "OpenAIError"),
@@ -147,7 +158,7 @@ func paths() obj {
 			"parameters":  gateHeaders(),
 			"requestBody": jsonBody("SystemOneBatchRequest", true),
 			"responses": obj{
-				"200": jsonReply("Each state's response or error, in the states' order.", "SystemOneBatchResponse"),
+				"200": withHeaders(jsonReply("Each state's response or error, in the states' order.", "SystemOneBatchResponse"), obj{"X-System1-Cost": costHeader("the states answered (a refused state's included)")}),
 				"401": jsonReply("A key is configured and the caller's is missing or wrong.", "Error"),
 				"400": jsonReply("The body could not be read; or, as on POST /v1/systemone, Jev 1.14's images, an unknown top-level field or an unknown model, for the whole batch before any engine call.", "Error"),
 				"408": jsonReply("The body did not arrive within the server's read timeout.", "Error"),

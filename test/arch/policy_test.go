@@ -37,7 +37,7 @@ var policy = []rule{
 	},
 	{
 		pkgs: []string{"internal/config"},
-		may:  []string{"internal/pause", "go.yaml.in/yaml/v3"},
+		may:  []string{"internal/decision", "internal/pause", "go.yaml.in/yaml/v3"},
 		why:  "the configuration file, read strictly (every field known), normalized and checked",
 	},
 	{

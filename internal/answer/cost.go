@@ -1,0 +1,62 @@
+package answer
+
+import (
+	"system1/internal/decision"
+	"system1/internal/fleet"
+)
+
+// Spender is told what each question the fleet answered cost, by the
+// node that answered it and the model asked (resolved, as the fleet's
+// metrics name it): system1_cost_usd_total. It is told of every
+// answer the fleet billed, those of a request that failed on another
+// question and a shadow's included, and never of a cache hit, which
+// asked nothing. It must not block.
+type Spender interface {
+	Spent(node, model string, usd float64)
+}
+
+// questionCost is what the fleet's answer got cost, priced by the node
+// that answered it: the tokens that node reported, and the forwarded
+// request it carries on a hosted endpoint. nil when the node has no
+// price. An attempt that failed on another node first (an error, a
+// timeout, a malformed reply) is not counted: its engine reported no
+// usage, and a hosted endpoint bills no failed request.
+func questionCost(got fleet.Answered) *decision.USD {
+	if got.Price == nil {
+		return nil
+	}
+	c := got.Price.Cost(got.InputTokens, got.OutputTokens, got.Requests)
+	return &c
+}
+
+// addCost is a+b, unknown (nil) when either is.
+func addCost(a, b *decision.USD) *decision.USD {
+	if a == nil || b == nil {
+		return nil
+	}
+	c := *a + *b
+	return &c
+}
+
+// spend tells the spender what every question the fleet answered in res
+// cost on its node, whether or not the request as a whole is answered.
+func (s *Service) spend(model string, res *fleet.Result) {
+	if s.opt.Spender == nil || res == nil {
+		return
+	}
+	model = s.opt.Router.Resolve(model)
+	for _, got := range res.Questions {
+		if got.Err != nil {
+			continue
+		}
+		if c := questionCost(got); c != nil {
+			s.opt.Spender.Spent(got.Node, model, c.Dollars())
+		}
+	}
+}
+
+// free is the cost of an answer that asked no engine: 0, known.
+func free() *decision.USD {
+	var zero decision.USD
+	return &zero
+}
