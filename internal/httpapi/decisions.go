@@ -91,6 +91,8 @@ func writeDecisionsAPIError(w http.ResponseWriter, status int, typ, msg string) 
 	switch typ {
 	case systemone.Authentication:
 		writeDecisionsError(w, decisionsapi.Unauthorized(msg))
+	case systemone.Permission:
+		writeDecisionsError(w, decisionsapi.Forbidden(msg))
 	case systemone.RateLimit: // Retry-After and Retry-After-Ms are set by then
 		writeDecisionsError(w, decisionsapi.TooManyRequests(msg, 0))
 	default:
