@@ -518,3 +518,23 @@ func TestHTTPAPIPageKeysExample(t *testing.T) {
 		t.Fatalf("keys %+v, %v", keys, err)
 	}
 }
+
+// A key given twice across the file and keys_env, or a named key whose
+// variable is empty, stops APIKeys with an error naming the entries, not
+// the key.
+func TestAPIKeysRefusesRepeats(t *testing.T) {
+	getenv := func(k string) string { return map[string]string{"KEYS": "sk-one,sk-two"}[k] }
+	for _, tc := range []struct {
+		name string
+		c    Config
+		want string
+	}{
+		{"the file's key in the variable", Config{Keys: plain("sk-two"), KeysEnv: "KEYS"}, "keys_env[1]: the same key as keys[0]"},
+		{"a named key whose variable is empty", Config{Keys: []Key{{Key: "sk-one"}, {Name: "a", KeyEnv: "ONE", Scopes: []string{"read"}, mapping: true}}}, "keys[1] (a): key_env: $ONE: a key must not be empty"},
+	} {
+		_, err := tc.c.APIKeys(getenv)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "sk-") {
+			t.Errorf("%s: %v; want %q, without the key", tc.name, err, tc.want)
+		}
+	}
+}

@@ -35,6 +35,9 @@ type Key struct {
 	// mapping is set for an entry written as a mapping, which must name
 	// itself and its scopes.
 	mapping bool
+	// place is where APIKeys found the key (keys[1], keys_env[0]), for
+	// its errors.
+	place string
 }
 
 // KeyRateLimit is one key's token bucket; per_second 0 is unlimited.
@@ -70,8 +73,11 @@ var keyName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 // at names entry i in errors: its index, its name and its line, never
 // its key.
 func (k Key) at(i int) string {
-	s := fmt.Sprintf("keys[%d]", i)
-	if k.Name != "" {
+	s := k.place
+	if s == "" {
+		s = fmt.Sprintf("keys[%d]", i)
+	}
+	if k.Name != "" && k.Name != s {
 		s += fmt.Sprintf(" (%s)", k.Name)
 	}
 	if k.Line > 0 {
@@ -167,8 +173,9 @@ func (c *Config) APIKeys(getenv func(string) string) ([]Key, error) {
 				return nil, fmt.Errorf("%s: key_env: $%s: %w", k.at(i), k.KeyEnv, err)
 			}
 		}
+		k.place = fmt.Sprintf("keys[%d]", i)
 		if k.Name == "" {
-			k.Name = fmt.Sprintf("keys[%d]", i)
+			k.Name = k.place
 		}
 		k.Scopes = slices.Clone(k.Scopes)
 		if k.Scopes == nil {
@@ -182,7 +189,8 @@ func (c *Config) APIKeys(getenv func(string) string) ([]Key, error) {
 			if err := CheckKey(s); err != nil {
 				return nil, fmt.Errorf("keys_env: entry %d of $%s: %w (the variable holds comma-separated keys)", i, v, err)
 			}
-			keys = append(keys, Key{Name: fmt.Sprintf("keys_env[%d]", i), Key: s, Scopes: slices.Clone(Scopes)})
+			place := fmt.Sprintf("keys_env[%d]", i)
+			keys = append(keys, Key{Name: place, Key: s, Scopes: slices.Clone(Scopes), place: place})
 		}
 	}
 	if err := distinct(keys); err != nil {
