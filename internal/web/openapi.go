@@ -57,7 +57,8 @@ func document() obj {
 				"probabilities read from a language model's first-token log-probabilities. POST /v1/systemone " +
 				"is TypeSafe's System One wire (Jev); POST /v1/decisions is OpenAI's Decisions wire over the same answers; " +
 				"POST /v1/decide is the gateway's contract. With keys " +
-				"configured every /v1 route needs one, as a bearer token or in X-Api-Key.",
+				"configured every /v1 route needs one, as a bearer token or in X-Api-Key; a key may hold only some " +
+				"scopes (decide, feedback, read, admin), and a route outside them is a 403 naming the scope it needs.",
 			"license": obj{"name": license, "identifier": license},
 		},
 		// The API is at the root of the server that serves this document
