@@ -189,7 +189,7 @@ func buildServe(ctx context.Context, cfg *config.Config, stateDir string, e env,
 		Answer:           answerPathShadowed(router, fits, dlog, false, shadow, m).WithCache(cache),
 		Log:              log,
 		Metrics:          m,
-		Keys:             keys,
+		Keys:             apiKeys(keys),
 		RatePerSecond:    cfg.RateLimit.PerSecond,
 		Burst:            cfg.RateLimit.Burst,
 		GuessesPerMinute: cfg.RateLimit.WrongKeys.PerMinute,
@@ -396,4 +396,19 @@ func checkNodes(cfg *config.Config) error {
 		return nil
 	}
 	return fmt.Errorf("configuration %s: nodes: none configured, so nothing could be answered (every /v1/systemone and /v1/decide request would fail): add a node (see the README's configuration section)", cfg.Path)
+}
+
+// apiKeys are the configuration's keys as the HTTP face takes them.
+func apiKeys(keys []config.Key) []httpapi.Key {
+	out := make([]httpapi.Key, len(keys))
+	for i, k := range keys {
+		out[i] = httpapi.Key{Name: k.Name, Secret: k.Key}
+		for _, sc := range k.Scopes {
+			out[i].Scopes = append(out[i].Scopes, httpapi.Scope(sc))
+		}
+		if r := k.RateLimit; r != nil {
+			out[i].Rate = &httpapi.Rate{PerSecond: r.PerSecond, Burst: r.Burst}
+		}
+	}
+	return out
 }

@@ -134,7 +134,7 @@ func TestShadowReportAndReplayFromTheCommandLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = l.Close(t.Context()) })
-	srv := httptest.NewServer(httpapi.New(httpapi.Options{Answer: answer.New(answer.Options{Router: fleet.New(nodes, fleet.Options{})}), DecisionLog: l, Keys: []string{"sk-shadow-test-key-0123456789"}}))
+	srv := httptest.NewServer(httpapi.New(httpapi.Options{Answer: answer.New(answer.Options{Router: fleet.New(nodes, fleet.Options{})}), DecisionLog: l, Keys: []httpapi.Key{{Name: "shadow", Secret: "sk-shadow-test-key-0123456789"}}}))
 	t.Cleanup(srv.Close)
 	if _, _, err := cli(t, "shadow", "--report", "--url", srv.URL); err == nil {
 		t.Fatal("shadow --report --url without the server's key succeeded")

@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -49,10 +48,11 @@ type Config struct {
 	// TLS, when it names a certificate, adds an HTTPS listener beside the
 	// plain one.
 	TLS TLS `yaml:"tls"`
-	// Keys are the bearer keys callers must present; KeysEnv names a
-	// variable holding more, comma-separated. None at all turns auth off.
-	Keys    []string `yaml:"keys"`
-	KeysEnv string   `yaml:"keys_env"`
+	// Keys are the bearer keys callers must present (keys.go); KeysEnv
+	// names a variable holding more, comma-separated, each with every
+	// scope. None at all turns auth off.
+	Keys    []Key  `yaml:"keys"`
+	KeysEnv string `yaml:"keys_env"`
 	// RateLimit is a token bucket per key (per client address when auth is
 	// off).
 	RateLimit RateLimit `yaml:"rate_limit"`
@@ -464,11 +464,7 @@ func (c *Config) Check() []error {
 	if w := c.RateLimit.WrongKeys; !(w.PerMinute >= 0) || math.IsInf(w.PerMinute, 0) || w.Burst < 0 {
 		bad("rate_limit.wrong_keys: per_minute must be a finite number >= 0 and burst >= 0")
 	}
-	for i, k := range c.Keys {
-		if err := CheckKey(k); err != nil {
-			bad("keys[%d]: %v", i, err)
-		}
-	}
+	errs = append(errs, checkKeys(c.Keys)...)
 	if a := c.Admin.Listen; a != "" && (a == c.Listen || a == c.TLS.Listen) {
 		bad("admin.listen: %s is a public listener's address; the admin listener needs its own", a)
 	}
@@ -576,49 +572,4 @@ func oneOf(s string, set []string) bool {
 		}
 	}
 	return false
-}
-
-// APIKeys are the bearer keys from the file and from KeysEnv, or an error
-// naming the first key that no caller could present, since a blank key
-// would let in whoever sends a blank token. The variable's entries are
-// trimmed of the spaces and tabs around its commas.
-func (c *Config) APIKeys(getenv func(string) string) ([]string, error) {
-	keys := append([]string(nil), c.Keys...)
-	for i, k := range c.Keys {
-		if err := CheckKey(k); err != nil {
-			return nil, fmt.Errorf("keys[%d]: %w", i, err)
-		}
-	}
-	if c.KeysEnv != "" {
-		v := getenv(c.KeysEnv)
-		if v == "" {
-			return keys, nil
-		}
-		for i, k := range strings.Split(v, ",") {
-			k = strings.Trim(k, " \t")
-			if err := CheckKey(k); err != nil {
-				return nil, fmt.Errorf("keys_env: entry %d of $%s: %w (the variable holds comma-separated keys)", i, c.KeysEnv, err)
-			}
-			keys = append(keys, k)
-		}
-	}
-	return keys, nil
-}
-
-// CheckKey says what is wrong with an API key, if anything: empty, blank,
-// white space at either end (HTTP strips spaces and tabs from a header,
-// so no caller could present it) or a control character (which a header
-// cannot carry).
-func CheckKey(k string) error {
-	switch {
-	case k == "":
-		return errors.New("a key must not be empty")
-	case strings.TrimFunc(k, unicode.IsSpace) == "":
-		return errors.New("a key must not be blank (only white space)")
-	case strings.TrimFunc(k, unicode.IsSpace) != k:
-		return errors.New("a key must not begin or end with white space")
-	case strings.ContainsFunc(k, unicode.IsControl):
-		return errors.New("a key must not hold control characters")
-	}
-	return nil
 }

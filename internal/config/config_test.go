@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -76,7 +77,7 @@ func TestParseReadsEveryField(t *testing.T) {
 	want := &Config{
 		Listen:       "127.0.0.1:3000",
 		TLS:          TLS{Listen: "127.0.0.1:3443", Cert: "cert.pem", Key: "key.pem"},
-		Keys:         []string{"k1", "k2"},
+		Keys:         []Key{{Key: "k1", Line: 3}, {Key: "k2", Line: 3}},
 		KeysEnv:      "SYSTEM1_KEYS",
 		RateLimit:    RateLimit{PerSecond: 20, Burst: 40, WrongKeys: WrongKeys{PerMinute: 10, Burst: 10}},
 		MaxBodyBytes: 4194304,
@@ -315,40 +316,50 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+// plain are keys written as plain strings.
+func plain(keys ...string) []Key {
+	out := make([]Key, len(keys))
+	for i, k := range keys {
+		out[i] = Key{Key: k}
+	}
+	return out
+}
+
 func TestAPIKeys(t *testing.T) {
-	env := map[string]string{"KEYS": " e1,e2,\te3 ", "EMPTY": ""}
+	env := map[string]string{"KEYS": " e1,e2,\te3 ", "EMPTY": "", "OPS": "o1"}
 	getenv := func(k string) string { return env[k] }
+	ops := Key{Name: "ops", KeyEnv: "OPS", Scopes: []string{"read"}, RateLimit: &KeyRateLimit{PerSecond: 1, Burst: 2}, mapping: true}
 	for _, tc := range []struct {
 		name string
 		c    Config
-		want []string
+		want []string // name=key:scopes
 	}{
 		{"none", Config{}, nil},
-		{"file only", Config{Keys: []string{"k1", "k2"}}, []string{"k1", "k2"}},
-		{"env only, trimmed", Config{KeysEnv: "KEYS"}, []string{"e1", "e2", "e3"}},
-		{"file then env", Config{Keys: []string{"k1"}, KeysEnv: "KEYS"}, []string{"k1", "e1", "e2", "e3"}},
-		{"env variable empty", Config{Keys: []string{"k1"}, KeysEnv: "EMPTY"}, []string{"k1"}},
+		{"file only", Config{Keys: plain("k1", "k2")}, []string{"keys[0]=k1:decide,feedback,read,admin", "keys[1]=k2:decide,feedback,read,admin"}},
+		{"env only, trimmed", Config{KeysEnv: "KEYS"}, []string{"keys_env[0]=e1:decide,feedback,read,admin", "keys_env[1]=e2:decide,feedback,read,admin", "keys_env[2]=e3:decide,feedback,read,admin"}},
+		{"file then env", Config{Keys: plain("k1"), KeysEnv: "KEYS"}, []string{"keys[0]=k1:decide,feedback,read,admin", "keys_env[0]=e1:decide,feedback,read,admin", "keys_env[1]=e2:decide,feedback,read,admin", "keys_env[2]=e3:decide,feedback,read,admin"}},
+		{"env variable empty", Config{Keys: plain("k1"), KeysEnv: "EMPTY"}, []string{"keys[0]=k1:decide,feedback,read,admin"}},
 		{"env variable unset", Config{KeysEnv: "UNSET"}, nil},
+		{"a named key from its variable", Config{Keys: append(plain("k1"), ops)}, []string{"keys[0]=k1:decide,feedback,read,admin", "ops=o1:read"}},
 	} {
-		got, err := tc.c.APIKeys(getenv)
+		keys, err := tc.c.APIKeys(getenv)
 		if err != nil {
 			t.Errorf("%s: %v", tc.name, err)
 		}
-		if len(got) == 0 && len(tc.want) == 0 {
-			continue
+		var got []string
+		for _, k := range keys {
+			got = append(got, k.Name+"="+k.Key+":"+strings.Join(k.Scopes, ","))
 		}
 		if !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
 	}
-	// The result is a copy: appending to it leaves the configuration alone.
-	c := Config{Keys: make([]string, 1, 4)}
-	c.Keys[0] = "k"
+	// The result is a copy: changing it leaves the configuration alone.
+	c := Config{Keys: []Key{ops}}
 	keys, _ := c.APIKeys(getenv)
-	keys = append(keys, "x")
-	keys[0] = "changed"
-	if c.Keys[0] != "k" || len(c.Keys) != 1 {
-		t.Errorf("APIKeys shares the configuration's slice: %q", c.Keys)
+	keys[0].Scopes[0] = "changed"
+	if c.Keys[0].Key != "" || c.Keys[0].Scopes[0] != "read" {
+		t.Errorf("APIKeys shares the configuration's entries: %+v", c.Keys)
 	}
 }
 
@@ -359,20 +370,20 @@ func TestAPIKeys(t *testing.T) {
 func TestBlankKeysRefused(t *testing.T) {
 	bad := []string{"", " ", "   ", "\t", "\u00a0", "\u2003", " real", "real\t", "re\x00al", "re\nal"}
 	for _, k := range bad {
-		c := Config{Keys: []string{"real", k}}
+		c := Config{Keys: plain("real", k)}
 		errs := c.Check()
 		if len(errs) != 1 || !strings.Contains(errs[0].Error(), "keys[1]") {
 			t.Errorf("Check on keys [real %q]: %v", k, errs)
 		}
 		if keys, err := c.APIKeys(func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), "keys") {
-			t.Errorf("APIKeys on keys [real %q]: %q, %v", k, keys, err)
+			t.Errorf("APIKeys on keys [real %q]: %v, %v", k, keys, err)
 		}
 	}
 	for _, v := range []string{"real,", ",real", "real,,other", "real, ,other", "real,\u00a0", "\u2003"} {
 		c := Config{KeysEnv: "KEYS"}
 		keys, err := c.APIKeys(func(string) string { return v })
 		if err == nil || !strings.Contains(err.Error(), "keys_env") || !strings.Contains(err.Error(), "$KEYS") {
-			t.Errorf("APIKeys with $KEYS=%q: %q, %v", v, keys, err)
+			t.Errorf("APIKeys with $KEYS=%q: %v, %v", v, keys, err)
 		}
 	}
 }
@@ -450,6 +461,80 @@ func TestCheckLimits(t *testing.T) {
 		}
 		if errs := c.Check(); (len(errs) == 0) != tc.ok {
 			t.Errorf("%s: %v", tc.yaml, errs)
+		}
+	}
+}
+
+// keys entries are read as strictly as the rest of the file: each
+// error names the entry (its index, its name when it has one) and its
+// line, never the key.
+func TestKeyEntriesRefused(t *testing.T) {
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"an unknown key", "keys:\n  - {name: a, key: sk-a, scopes: [read], budget: {usd: 1}}\n", "keys[0].budget: line 2: unknown key (known here: name, key, key_env, scopes, rate_limit)"},
+		{"a key given twice in an entry", "keys:\n  - {name: a, key: sk-a, key: sk-b, scopes: [read]}\n", "keys[0].key: line 2: the key appears twice"},
+		{"no name", "keys:\n  - {key: sk-a, scopes: [read]}\n", "keys[0]: line 2: name is required"},
+		{"no key", "keys:\n  - {name: a, scopes: [read]}\n", "keys[0] (a): line 2: key or key_env is required"},
+		{"key and key_env", "keys:\n  - {name: a, key: sk-a, key_env: A, scopes: [read]}\n", "keys[0] (a): line 2: key and key_env go apart"},
+		{"no scopes", "keys:\n  - {name: a, key: sk-a}\n", "keys[0] (a): line 2: scopes is required"},
+		{"empty scopes", "keys:\n  - {name: a, key: sk-a, scopes: []}\n", "keys[0] (a): line 2: scopes is required"},
+		{"an unknown scope", "keys:\n  - name: a\n    key: sk-a\n    scopes: [read, wirte]\n", `keys[0] (a): line 2: scope "wirte" is not one of decide, feedback, read, admin`},
+		{"a name unfit for a label", "keys:\n  - {name: \"a b\", key: sk-a, scopes: [read]}\n", `keys[0] (a b): line 2: name "a b" is not 1 to 64 of`},
+		{"a name given twice", "keys:\n  - {name: a, key: sk-a, scopes: [read]}\n  - {name: a, key: sk-b, scopes: [read]}\n", "keys[1] (a): line 3: the name is keys[0] (a): line 2's too"},
+		{"a key given twice across entries", "keys:\n  - sk-secret-a\n  - {name: b, key: sk-secret-a, scopes: [read]}\n", "keys[1] (b): line 3: the same key as keys[0]: line 2"},
+		{"a negative rate", "keys:\n  - {name: a, key: sk-a, scopes: [read], rate_limit: {per_second: -1}}\n", "keys[0] (a): line 2: rate_limit: per_second must be"},
+		{"a blank plain key", "keys:\n  - real\n  - \" \"\n", "keys[1]: line 3: a key must not be blank"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse([]byte(tc.yaml))
+			if err == nil {
+				var errs []error
+				errs, err = c.Check(), nil
+				if len(errs) > 0 {
+					err = errors.Join(errs...)
+				}
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v; want %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "sk-") {
+				t.Errorf("the error shows a key: %v", err)
+			}
+		})
+	}
+}
+
+// docs/http-api.md's example of keys is a configuration that passes
+// every check, its keys named as it says.
+func TestHTTPAPIPageKeysExample(t *testing.T) {
+	c, err := Parse([]byte(yamlBlock(t, "../../docs/http-api.md", "## Keys")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := c.Check(); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	keys, err := c.APIKeys(func(string) string { return "" })
+	if err != nil || len(keys) != 3 || keys[0].Name != "keys[0]" || keys[2].RateLimit == nil {
+		t.Fatalf("keys %+v, %v", keys, err)
+	}
+}
+
+// A key given twice across the file and keys_env, or a named key whose
+// variable is empty, stops APIKeys with an error naming the entries, not
+// the key.
+func TestAPIKeysRefusesRepeats(t *testing.T) {
+	getenv := func(k string) string { return map[string]string{"KEYS": "sk-one,sk-two"}[k] }
+	for _, tc := range []struct {
+		name string
+		c    Config
+		want string
+	}{
+		{"the file's key in the variable", Config{Keys: plain("sk-two"), KeysEnv: "KEYS"}, "keys_env[1]: the same key as keys[0]"},
+		{"a named key whose variable is empty", Config{Keys: []Key{{Key: "sk-one"}, {Name: "a", KeyEnv: "ONE", Scopes: []string{"read"}, mapping: true}}}, "keys[1] (a): key_env: $ONE: a key must not be empty"},
+	} {
+		_, err := tc.c.APIKeys(getenv)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "sk-") {
+			t.Errorf("%s: %v; want %q, without the key", tc.name, err, tc.want)
 		}
 	}
 }

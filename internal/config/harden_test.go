@@ -188,7 +188,7 @@ func TestParseHostileFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Nodes) != 2 || c.Nodes[1].Name != "b" || c.Nodes[1].URL != "http://x" || c.Nodes[1].Timeout != Duration(2*time.Second) || c.Keys[0] != "hello" {
+	if len(c.Nodes) != 2 || c.Nodes[1].Name != "b" || c.Nodes[1].URL != "http://x" || c.Nodes[1].Timeout != Duration(2*time.Second) || c.Keys[0].Key != "hello" {
 		t.Errorf("read %+v", c)
 	}
 }

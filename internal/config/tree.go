@@ -212,7 +212,10 @@ type walkKey struct {
 	t reflect.Type
 }
 
-var durationType = reflect.TypeFor[Duration]()
+var (
+	durationType = reflect.TypeFor[Duration]()
+	keyType      = reflect.TypeFor[Key]() // a string when written as one
+)
 
 func (w *walker) walk(n *yaml.Node, t reflect.Type, path string) error {
 	if w.steps++; w.steps%4096 == 0 {
@@ -252,7 +255,7 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path string) error {
 		}
 		return nil
 	}
-	if n.Kind == yaml.ScalarNode && t.Kind() == reflect.String && n.ShortTag() == "!!binary" {
+	if n.Kind == yaml.ScalarNode && (t.Kind() == reflect.String || t == keyType) && n.ShortTag() == "!!binary" {
 		// Decoded, it is any bytes: a key or a name that is not text.
 		return fmt.Errorf("%s: line %d: a !!binary value is not read here: write the text itself", name(path), n.Line)
 	}

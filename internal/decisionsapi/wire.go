@@ -50,6 +50,7 @@ const (
 
 	CodeUnsupportedInput      = "unsupported_input"
 	CodeInvalidAPIKey         = "invalid_api_key"
+	CodeMissingScope          = "missing_scope" // system1's: OpenAI names none for it
 	CodeModelNotFound         = "model_not_found"
 	CodeContextLengthExceeded = "context_length_exceeded"
 	CodeRateLimitExceeded     = "rate_limit_exceeded"
@@ -119,6 +120,11 @@ func InvalidParam(param, msg string) *Error {
 // Unauthorized is the 401 for a missing or wrong key.
 func Unauthorized(msg string) *Error {
 	return &Error{Status: http.StatusUnauthorized, Type: TypeInvalidRequest, Code: CodeInvalidAPIKey, Message: msg}
+}
+
+// Forbidden is the 403 for a key without the scope the route needs.
+func Forbidden(msg string) *Error {
+	return &Error{Status: http.StatusForbidden, Type: TypeInvalidRequest, Code: CodeMissingScope, Message: msg}
 }
 
 // ModelNotFound is the 404 for a model no node serves.

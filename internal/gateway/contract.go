@@ -59,8 +59,10 @@ const (
 	CodeProviderError   = "provider_error"
 	CodeMalformed       = "malformed_response"
 	// A request refused over HTTP before it was read: its key is
-	// missing or wrong, or its caller is over its rate.
+	// missing or wrong, or lacks the route's scope, or its caller is over
+	// its rate.
 	CodeUnauthorized = "unauthorized"
+	CodeForbidden    = "forbidden"
 	CodeRateLimited  = "rate_limited"
 )
 
@@ -168,7 +170,7 @@ type Attempt struct {
 
 // Error says why a call failed.
 type Error struct {
-	Code    string `json:"code" jsonschema:"invalid_request, config_error, provider_timeout, provider_error or malformed_response; over HTTP also unauthorized (a key missing or wrong) and rate_limited (over the rate: Retry-After says when to come back)."`
+	Code    string `json:"code" jsonschema:"invalid_request, config_error, provider_timeout, provider_error or malformed_response; over HTTP also unauthorized (a key missing or wrong), forbidden (a key without the route's scope) and rate_limited (over the rate: Retry-After says when to come back)."`
 	Message string `json:"message" jsonschema:"What went wrong."`
 }
 

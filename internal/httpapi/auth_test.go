@@ -28,12 +28,16 @@ import (
 
 func TestAuthKeys(t *testing.T) {
 	keys := []string{"k", "sk-" + strings.Repeat("a", 29), strings.Repeat("long-key-", 200)}
-	s := New(Options{Keys: keys})
+	var opt Options
+	for _, k := range keys {
+		opt.Keys = append(opt.Keys, Key{Secret: k})
+	}
+	s := New(opt)
 	if len(s.keys) != len(keys) {
 		t.Fatalf("%d digests for %d keys", len(s.keys), len(keys))
 	}
 	for i, k := range keys {
-		if s.keys[i] != sha256.Sum256([]byte(k)) {
+		if s.keys[i].digest != sha256.Sum256([]byte(k)) || s.keys[i].Secret != "" {
 			t.Errorf("key %d is not kept as its SHA-256 digest", i)
 		}
 	}

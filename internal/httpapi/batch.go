@@ -102,7 +102,7 @@ func (s *Server) handleSystemOneBatch(w http.ResponseWriter, r *http.Request) {
 // that a batch is no way around the rate limit.
 func (s *Server) chargeBatch(r *http.Request, n int) {
 	if ri, ok := r.Context().Value(requestKey).(*requestInfo); ok {
-		s.limiter.charge(ri.caller, n-1, time.Now())
+		ri.limiter.charge(ri.caller, n-1, time.Now())
 	}
 }
 

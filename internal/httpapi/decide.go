@@ -64,6 +64,8 @@ func decideCode(typ string) string {
 		return gateway.CodeUnauthorized
 	case systemone.RateLimit:
 		return gateway.CodeRateLimited
+	case systemone.Permission:
+		return gateway.CodeForbidden
 	}
 	return gateway.CodeInvalidRequest
 }

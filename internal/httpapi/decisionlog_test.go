@@ -69,7 +69,7 @@ func logServe(t *testing.T) (*system1, *decisionlog.Log, *calibration.Fits, stri
 	// system1 serve builds them.
 	svc := answer.New(answer.Options{Router: router, Fits: func() *calibration.Fits { return loaded }, Recorder: dlog})
 	api := httpapi.New(httpapi.Options{
-		Answer: svc, Rounding: 2, Keys: []string{logKey},
+		Answer: svc, Rounding: 2, Keys: []httpapi.Key{{Name: "log", Secret: logKey}},
 		Feedback: outcomes.NewFeedback(dlog), DecisionLog: dlog,
 		Decide: gateway.New(gateway.Options{Config: cfg, Answer: svc, Face: decisionlog.FaceDecide}),
 	})

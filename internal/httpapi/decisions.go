@@ -116,6 +116,8 @@ func openAIError(status int, typ, msg string) *decisionsapi.Error {
 	switch typ {
 	case systemone.Authentication:
 		return decisionsapi.Unauthorized(msg)
+	case systemone.Permission:
+		return decisionsapi.Forbidden(msg)
 	case systemone.RateLimit: // Retry-After and Retry-After-Ms are set by then
 		return decisionsapi.TooManyRequests(msg, 0)
 	}

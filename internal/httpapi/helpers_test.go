@@ -118,7 +118,7 @@ func serve(t testing.TB, s setup) *system1 {
 	api := httpapi.New(httpapi.Options{
 		Answer:         svc,
 		Decide:         g,
-		Keys:           s.keys,
+		Keys:           plainKeys(s.keys),
 		RatePerSecond:  s.rate,
 		Burst:          s.burst,
 		Rounding:       2, // system1 serve's default: Jev's 2 decimals
@@ -576,4 +576,13 @@ func checkDecisionsReply(resp *http.Response, sent, body []byte) error {
 		}
 	}
 	return nil
+}
+
+// plainKeys are keys with every scope, as plain strings in keys are.
+func plainKeys(secrets []string) []httpapi.Key {
+	var out []httpapi.Key
+	for i, k := range secrets {
+		out = append(out, httpapi.Key{Name: fmt.Sprintf("keys[%d]", i), Secret: k})
+	}
+	return out
 }

@@ -32,8 +32,12 @@ type requestInfo struct {
 	id    string
 	notes []slog.Attr
 	// caller is whom the rate limit counts the request against, set by
-	// api: "" where none is counted.
-	caller string
+	// api: "" where none is counted; limiter is the bucket it counts in.
+	caller  string
+	limiter *limiter
+	// key is the name of the key the request presented: "" for none, or
+	// a wrong one, or with auth off.
+	key string
 }
 
 // RequestID returns the request's id, as sent in the wire's request-id
@@ -96,7 +100,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		if route == "" || isUnmatched(route) {
 			route = unmatchedRoute
 		}
-		s.opt.Metrics.Request(route, strconv.Itoa(status), d)
+		s.opt.Metrics.Request(route, strconv.Itoa(status), ri.key, d)
 		h := s.opt.Log.Handler()
 		if !h.Enabled(r.Context(), slog.LevelInfo) {
 			return
@@ -104,6 +108,9 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		line := slog.NewRecord(start.Add(d), slog.LevelInfo, "request", 0)
 		line.AddAttrs(slog.String("id", ri.id), slog.String("method", r.Method), slog.String("path", r.URL.Path),
 			slog.Int("status", status), slog.Float64("ms", float64(d.Microseconds())/1000), slog.String("remote", r.RemoteAddr))
+		if ri.key != "" {
+			line.AddAttrs(slog.String("key", ri.key))
+		}
 		line.AddAttrs(ri.notes...)
 		_ = h.Handle(r.Context(), line) // a log that cannot be written is not the request's failure
 	})
@@ -155,15 +162,22 @@ func (wr wire) start(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// api wraps an authenticated, rate-limited API route of wire wr: a
-// missing or wrong key is a 401, a caller over its rate a 429 with
-// Retry-After, each written as wr writes errors, and the whole request
-// runs under timeout with its body bounded.
-func (s *Server) api(wr wire, h http.HandlerFunc, timeout time.Duration) http.Handler {
+// api wraps an authenticated, rate-limited API route of wire wr that
+// needs scope: a missing or wrong key is a 401, a key without the scope a
+// 403 naming it, a caller over its rate a 429 with Retry-After, each
+// written as wr writes errors, and the whole request runs under timeout
+// with its body bounded.
+func (s *Server) api(wr wire, scope Scope, h http.HandlerFunc, timeout time.Duration) http.Handler {
 	errs := wr.errs
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		wr.start(w, r)
-		caller := "" // whom the rate limit counts: the key, else the address
+		ri, ok := r.Context().Value(requestKey).(*requestInfo) // observe's, as every route is
+		if !ok {
+			ri = &requestInfo{}
+		}
+		// Whom the rate limit counts, in which bucket: the key, else the
+		// address.
+		caller, lim := "", s.limiter
 		if s.AuthOn() {
 			k, ok, wait := s.checkKey(r)
 			if !ok {
@@ -176,15 +190,19 @@ func (s *Server) api(wr wire, h http.HandlerFunc, timeout time.Duration) http.Ha
 					"Cannot authenticate with the server. Please check your API key and try again.")
 				return
 			}
-			caller = "key:" + strconv.Itoa(k)
+			key := s.keys[k]
+			ri.key = key.Name
+			if !key.allows(scope) {
+				writeForbidden(w, r, errs, key.Name, scope)
+				return
+			}
+			caller, lim = "key:"+strconv.Itoa(k), key.limiter
 		}
-		if caller == "" && s.limiter != nil {
+		if caller == "" && lim != nil {
 			caller = "addr:" + clientKey(r.RemoteAddr)
 		}
-		if ri, ok := r.Context().Value(requestKey).(*requestInfo); ok {
-			ri.caller = caller
-		}
-		if ok, wait := s.limiter.allow(caller, time.Now()); !ok {
+		ri.caller, ri.limiter = caller, lim
+		if ok, wait := lim.allow(caller, time.Now()); !ok {
 			secs := setRetryAfter(w.Header(), wait)
 			errs(w, http.StatusTooManyRequests, systemone.RateLimit,
 				fmt.Sprintf("rate limit exceeded; retry after %d s", secs))

@@ -28,7 +28,7 @@ func TestLivezAndReadyz(t *testing.T) {
 	}
 	api := httpapi.New(httpapi.Options{
 		Answer: answer.New(answer.Options{Router: fleet.New(nil, fleet.Options{})}),
-		Keys:   []string{"sk-test"},
+		Keys:   []httpapi.Key{{Name: "test", Secret: "sk-test"}},
 		Ready: func() []httpapi.NotReady {
 			mu.Lock()
 			defer mu.Unlock()

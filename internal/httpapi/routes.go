@@ -29,35 +29,41 @@ func isUnmatched(pattern string) bool {
 	return pattern == unmatched || slices.Contains(openAIUnmatchedPatterns, pattern)
 }
 
-// routes maps the whole HTTP surface. Each API route names its wire,
-// which writes every error of the route: its handler's, its
-// middleware's, and a 405 on its path.
+// routes maps the whole HTTP surface, each route with what it needs
+// (s.table, the one home of which route needs which scope). Each API
+// route names its wire, which writes every error of the route: its
+// handler's, its middleware's, and a 405 on its path.
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	handle := func(method, path string, h http.Handler) { mux.Handle(method+" "+path, h) }
+	s.table = nil
+	handle := func(method, path string, needs Scope, h http.Handler) {
+		s.table = append(s.table, Route{Method: method, Path: path, Needs: needs})
+		mux.Handle(method+" "+path, h)
+	}
 	wires := map[string]wire{} // the API paths'
-	api := func(method, path string, wr wire, h http.HandlerFunc, timeout time.Duration) {
+	api := func(method, path string, wr wire, scope Scope, h http.HandlerFunc, timeout time.Duration) {
 		wires[path] = wr
-		handle(method, path, s.api(wr, h, timeout))
+		handle(method, path, scope, s.api(wr, scope, h, timeout))
 	}
 	timeout, batch := s.opt.RequestTimeout, s.batchTimeout()
-	api(http.MethodPost, "/v1/systemone", systemOneWire, s.handleSystemOne, timeout)
-	api(http.MethodPost, "/v1/systemone"+systemone.BatchPath, systemOneWire, s.handleSystemOneBatch, batch)
-	api(http.MethodPost, "/v1/decisions", decisionsWire, s.handleDecisions, timeout)
-	api(http.MethodGet, "/v1/models", modelsWire, s.handleModels, timeout)
-	api(http.MethodGet, "/v1/models/{id...}", modelsWire, s.handleModel, timeout)
-	api(http.MethodPost, "/v1/feedback", systemOneWire, s.handleFeedback, timeout)
-	api(http.MethodGet, "/v1/calibration", systemOneWire, s.handleCalibration, timeout)
-	api(http.MethodGet, "/v1/shadow", systemOneWire, s.handleShadow, timeout)
+	api(http.MethodPost, "/v1/systemone", systemOneWire, ScopeDecide, s.handleSystemOne, timeout)
+	api(http.MethodPost, "/v1/systemone"+systemone.BatchPath, systemOneWire, ScopeDecide, s.handleSystemOneBatch, batch)
+	api(http.MethodPost, "/v1/decisions", decisionsWire, ScopeDecide, s.handleDecisions, timeout)
+	api(http.MethodGet, "/v1/models", modelsWire, AnyKey, s.handleModels, timeout)
+	api(http.MethodGet, "/v1/models/{id...}", modelsWire, AnyKey, s.handleModel, timeout)
+	api(http.MethodPost, "/v1/feedback", systemOneWire, ScopeFeedback, s.handleFeedback, timeout)
+	api(http.MethodGet, "/v1/calibration", systemOneWire, ScopeRead, s.handleCalibration, timeout)
+	api(http.MethodGet, "/v1/shadow", systemOneWire, ScopeRead, s.handleShadow, timeout)
 	if s.opt.Decide != nil {
-		api(http.MethodPost, "/v1/decide", decideWire, s.handleDecide, timeout)
-		api(http.MethodPost, "/v1/decide/batch", decideBatchWire, s.handleDecideBatch, batch)
+		api(http.MethodPost, "/v1/decide", decideWire, ScopeDecide, s.handleDecide, timeout)
+		api(http.MethodPost, "/v1/decide/batch", decideBatchWire, ScopeDecide, s.handleDecideBatch, batch)
 	}
-	handle(http.MethodGet, "/health", http.HandlerFunc(s.handleHealth))
-	handle(http.MethodGet, "/livez", http.HandlerFunc(s.handleLivez))
-	handle(http.MethodGet, "/readyz", http.HandlerFunc(s.handleReadyz))
-	handle(http.MethodGet, "/metrics", s.opt.Metrics.Handler())
+	handle(http.MethodGet, "/health", Open, http.HandlerFunc(s.handleHealth))
+	handle(http.MethodGet, "/livez", Open, http.HandlerFunc(s.handleLivez))
+	handle(http.MethodGet, "/readyz", Open, http.HandlerFunc(s.handleReadyz))
+	handle(http.MethodGet, "/metrics", Open, s.opt.Metrics.Handler())
 	if !s.opt.NoPage {
+		s.table = append(s.table, Route{Method: http.MethodGet, Path: "/", Needs: Open})
 		web.Register(mux) // GET / alone, /docs, /ui/*, /openapi.json; the rest stays 404 below
 	}
 	for _, p := range openAIUnmatchedPatterns {

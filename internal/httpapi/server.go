@@ -29,10 +29,11 @@ type Options struct {
 	Answer  *answer.Service
 	Log     *slog.Logger
 	Metrics *metrics.Metrics
-	// Keys are the accepted bearer keys; none turns auth off.
-	Keys []string
-	// RatePerSecond and Burst bound each key (each client address when
-	// auth is off); 0 is unlimited.
+	// Keys are the accepted bearer keys, with their names, scopes and
+	// rates; none turns auth off.
+	Keys []Key
+	// RatePerSecond and Burst bound each key without a Rate of its own
+	// (each client address when auth is off); 0 is unlimited.
 	RatePerSecond float64
 	Burst         int
 	// Rounding is the decimals /v1/systemone reports; -1 is full precision.
@@ -83,10 +84,19 @@ type Options struct {
 // Server serves the HTTP API.
 type Server struct {
 	opt     Options
-	keys    [][sha256.Size]byte
+	keys    []key
 	limiter *limiter
 	guesses *limiter // wrong keys, per client address
 	handler http.Handler
+	table   []Route // what each route needs, as routes() registers them
+}
+
+// key is a configured key as the server keeps it: its digest, never the
+// key itself, and the bucket that limits it.
+type key struct {
+	Key     // its Secret cleared
+	digest  [sha256.Size]byte
+	limiter *limiter
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -127,7 +137,13 @@ func New(opt Options) *Server {
 	s := &Server{opt: opt, limiter: newLimiter(opt.RatePerSecond, opt.Burst),
 		guesses: newLimiter(opt.GuessesPerMinute/60, opt.GuessBurst)}
 	for _, k := range opt.Keys {
-		s.keys = append(s.keys, sha256.Sum256([]byte(k)))
+		lim := s.limiter
+		if k.Rate != nil {
+			lim = newLimiter(k.Rate.PerSecond, k.Rate.Burst)
+		}
+		digest := sha256.Sum256([]byte(k.Secret))
+		k.Secret = ""
+		s.keys = append(s.keys, key{Key: k, digest: digest, limiter: lim})
 	}
 	s.handler = s.routes()
 	return s
@@ -156,7 +172,7 @@ func (s *Server) authenticate(r *http.Request) int {
 	sum := sha256.Sum256([]byte(token))
 	found := -1
 	for i, k := range s.keys {
-		if subtle.ConstantTimeCompare(sum[:], k[:]) == 1 {
+		if subtle.ConstantTimeCompare(sum[:], k.digest[:]) == 1 {
 			found = i
 		}
 	}

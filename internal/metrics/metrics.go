@@ -43,8 +43,8 @@ func New() *Metrics {
 	m := &Metrics{
 		reg: reg,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "system1_requests_total", Help: "HTTP requests by route and status code.",
-		}, []string{"route", "code"}),
+			Name: "system1_requests_total", Help: "HTTP requests by route, status code and key name (empty for none, a wrong one, or auth off).",
+		}, []string{"route", "code", "key"}),
 		requestSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "system1_request_seconds", Help: "HTTP request latency by route.", Buckets: buckets,
 		}, []string{"route"}),
@@ -140,9 +140,11 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
 }
 
-// Request records one HTTP request.
-func (m *Metrics) Request(route, code string, d time.Duration) {
-	m.requests.WithLabelValues(route, code).Inc()
+// Request records one HTTP request, of the key named key: a configured
+// key's name, never the key, or "" (so the label's values are the
+// configured names and "").
+func (m *Metrics) Request(route, code, key string, d time.Duration) {
+	m.requests.WithLabelValues(route, code, key).Inc()
 	m.requestSeconds.WithLabelValues(route).Observe(d.Seconds())
 }
 

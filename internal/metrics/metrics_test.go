@@ -10,7 +10,7 @@ import (
 
 func TestExposition(t *testing.T) {
 	m := New()
-	m.Request("POST /v1/systemone", "200", 3*time.Millisecond)
+	m.Request("POST /v1/systemone", "200", "ci", 3*time.Millisecond)
 	m.Attempt("local", "tiny", "ok", 2*time.Millisecond)
 	m.Attempt("remote", "tiny", "timeout", time.Second)
 	m.Failover("tiny")
@@ -22,7 +22,7 @@ func TestExposition(t *testing.T) {
 	m.Handler().ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
 	body, _ := io.ReadAll(w.Body)
 	for _, want := range []string{
-		`system1_requests_total{code="200",route="POST /v1/systemone"} 1`,
+		`system1_requests_total{code="200",key="ci",route="POST /v1/systemone"} 1`,
 		`system1_engine_attempts_total{model="tiny",node="remote",outcome="timeout"} 1`,
 		`system1_engine_seconds_count{model="tiny",node="local"} 1`,
 		`system1_failovers_total{model="tiny"} 1`,

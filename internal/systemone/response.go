@@ -107,6 +107,7 @@ func appendProbabilities(b []byte, q decision.Question, a decision.Answer) []byt
 const (
 	InvalidRequest = "invalid_request_error"
 	Authentication = "authentication_error"
+	Permission     = "permission_error" // a key without the route's scope: 403
 	RateLimit      = "rate_limit_error"
 	NotFound       = "not_found_error"
 	TooLarge       = "request_too_large"

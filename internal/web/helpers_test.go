@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -35,7 +36,10 @@ type server struct {
 
 // options vary what a test serves.
 type options struct {
-	keys   []string
+	keys []string
+	// admin adds a key "admin" (sk-admin) holding the admin scope
+	// alone, which no route of the public listener needs.
+	admin  bool
 	nodes  int  // fake llama.cpp nodes, at least one
 	noPage bool // leave the page's routes out
 	// sick cools the last node down, as a run of failures would.
@@ -86,7 +90,7 @@ func serve(t testing.TB, o options) *server {
 	opt := httpapi.Options{
 		Answer:   answer.New(answer.Options{Router: s.router}),
 		Metrics:  m,
-		Keys:     o.keys,
+		Keys:     plainKeys(o.keys, o.admin),
 		Rounding: 2,
 		Decide:   g,
 		NoPage:   o.noPage,
@@ -142,4 +146,17 @@ func readmeExample(t testing.TB) (request, reply json.RawMessage) {
 		}
 	}
 	return json.RawMessage(m[1]), json.RawMessage(m[2])
+}
+
+// plainKeys are keys with every scope, as plain strings in keys are.
+// and the admin key where admin says so.
+func plainKeys(secrets []string, admin bool) []httpapi.Key {
+	var out []httpapi.Key
+	for i, k := range secrets {
+		out = append(out, httpapi.Key{Name: fmt.Sprintf("keys[%d]", i), Secret: k})
+	}
+	if admin {
+		out = append(out, httpapi.Key{Name: "admin", Secret: "sk-admin", Scopes: []httpapi.Scope{httpapi.ScopeAdmin}})
+	}
+	return out
 }

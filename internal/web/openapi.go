@@ -57,7 +57,8 @@ func document() obj {
 				"probabilities read from a language model's first-token log-probabilities. POST /v1/systemone " +
 				"is TypeSafe's System One wire (Jev); POST /v1/decisions is OpenAI's Decisions wire over the same answers; " +
 				"POST /v1/decide is the gateway's contract. With keys " +
-				"configured every /v1 route needs one, as a bearer token or in X-Api-Key.",
+				"configured every /v1 route needs one, as a bearer token or in X-Api-Key; a key may hold only some " +
+				"scopes (decide, feedback, read, admin), and a route outside them is a 403 naming the scope it needs.",
 			"license": obj{"name": license, "identifier": license},
 		},
 		// The API is at the root of the server that serves this document
@@ -114,6 +115,7 @@ func paths() obj {
 					},
 				}),
 				"401": jsonReply("A key is configured and the caller's is missing or wrong.", "Error"),
+				"403": jsonReply("The caller's key does not hold the scope the route needs; the message names it (type permission_error).", "Error"),
 				"400": jsonReply("The body could not be read; or hosted Jev's api_usage_error: Jev 1.14's images (a non-empty assets or images, a box question, a multipart body), which this server does not read, refused before any engine call with detail.unsupported naming them; an unknown top-level field; an unknown model.", "Error"),
 				"408": jsonReply("The body did not arrive within the server's read timeout.", "Error"),
 				"413": jsonReply("The body is over the server's limit.", "Error"),
@@ -136,6 +138,7 @@ func paths() obj {
 				"200": withHeaders(jsonReply("The answers, in question order.", "DecisionsResponse"), obj{"X-System1-Cost": costHeader("the answers")}),
 				"400": jsonReply("A problem with the request (param names the first, message lists all; code unsupported_input for an image), a header holding nonsense, or an engine that refused the request (param model for an engine that cannot serve decisions).", "OpenAIError"),
 				"401": jsonReply("A key is configured and the caller's is missing or wrong (code invalid_api_key).", "OpenAIError"),
+				"403": jsonReply("The caller's key does not hold the scope the route needs; the message names it (code missing_scope).", "OpenAIError"),
 				"404": jsonReply("No node serves the model (code model_not_found, param model).", "OpenAIError"),
 				"408": jsonReply("The body did not arrive within the server's read timeout.", "OpenAIError"),
 				"413": jsonReply("The body is over the server's limit.", "OpenAIError"),
@@ -160,6 +163,7 @@ func paths() obj {
 			"responses": obj{
 				"200": withHeaders(jsonReply("Each state's response or error, in the states' order.", "SystemOneBatchResponse"), obj{"X-System1-Cost": costHeader("the states answered (a refused state's included)")}),
 				"401": jsonReply("A key is configured and the caller's is missing or wrong.", "Error"),
+				"403": jsonReply("The caller's key does not hold the scope the route needs; the message names it (type permission_error).", "Error"),
 				"400": jsonReply("The body could not be read; or, as on POST /v1/systemone, Jev 1.14's images, an unknown top-level field or an unknown model, for the whole batch before any engine call.", "Error"),
 				"408": jsonReply("The body did not arrive within the server's read timeout.", "Error"),
 				"413": jsonReply("The body is over the server's limit.", "Error"),
@@ -200,6 +204,7 @@ func paths() obj {
 			"responses": obj{
 				"200": jsonReply("Decided or abstained.", "DecideResponse"),
 				"401": jsonReply("A key is configured and the caller's is missing or wrong (error.code unauthorized).", "DecideResponse"),
+				"403": jsonReply("The caller's key does not hold the scope the route needs; the message names it (error.code forbidden).", "DecideResponse"),
 				"400": jsonReply("The body could not be read (error.code invalid_request).", "DecideResponse"),
 				"408": jsonReply("The body did not arrive within the server's read timeout (error.code invalid_request).", "DecideResponse"),
 				"413": jsonReply("The body is over the server's limit (error.code invalid_request).", "DecideResponse"),
@@ -223,6 +228,7 @@ func paths() obj {
 			"responses": obj{
 				"200": jsonReply("Each context's response, in the contexts' order.", "DecideBatchResponse"),
 				"401": jsonReply("A key is configured and the caller's is missing or wrong (error.code unauthorized).", "DecideBatchResponse"),
+				"403": jsonReply("The caller's key does not hold the scope the route needs; the message names it (error.code forbidden).", "DecideBatchResponse"),
 				"400": jsonReply("The body could not be read (error.code invalid_request).", "DecideBatchResponse"),
 				"408": jsonReply("The body did not arrive within the server's read timeout (error.code invalid_request).", "DecideBatchResponse"),
 				"413": jsonReply("The body is over the server's limit (error.code invalid_request).", "DecideBatchResponse"),
@@ -277,6 +283,7 @@ func paths() obj {
 		"responses": obj{
 			"200": jsonReply("Every outcome recorded.", "FeedbackResult"),
 			"401": jsonReply("A key is configured and the caller's is missing or wrong.", "Error"),
+			"403": jsonReply("The caller's key does not hold the scope the route needs; the message names it (type permission_error).", "Error"),
 			"404": jsonReply("No answer was recorded under the request id.", "Error"),
 			"413": jsonReply("The body is over the server's limit.", "Error"),
 			"415": jsonReply("A Content-Encoding other than gzip.", "Error"),
@@ -296,6 +303,7 @@ func paths() obj {
 		"responses": obj{
 			"200": jsonReply("The report, per model, kind and option bucket.", "CalibrationReport"),
 			"401": jsonReply("A key is configured and the caller's is missing or wrong.", "Error"),
+			"403": jsonReply("The caller's key does not hold the scope the route needs; the message names it (type permission_error).", "Error"),
 			"422": jsonReply("A query parameter is not valid.", "ValidationError"),
 			"429": jsonReply("The caller's key is over its rate.", "Error"),
 			"503": jsonReply("The decision log is off or failed.", "Error"),
@@ -313,6 +321,7 @@ func paths() obj {
 		"responses": obj{
 			"200": jsonReply("The report, per served model, candidate and question signature.", "ShadowReport"),
 			"401": jsonReply("A key is configured and the caller's is missing or wrong.", "Error"),
+			"403": jsonReply("The caller's key does not hold the scope the route needs; the message names it (type permission_error).", "Error"),
 			"422": jsonReply("A query parameter is not valid.", "ValidationError"),
 			"429": jsonReply("The caller's key is over its rate.", "Error"),
 			"503": jsonReply("The decision log is off or failed.", "Error"),
@@ -734,7 +743,7 @@ func openAIError() *jsonschema.Schema {
 				"message": text("Every problem, each after the JSON path it is at."),
 				"type":    text("invalid_request_error, requests (a rate limit) or server_error."),
 				"param":   nullable("The JSON path of the first problem (questions[3].choices[1].value), the header, or model."),
-				"code":    nullable("unsupported_input, invalid_api_key, model_not_found, rate_limit_exceeded, or null."),
+				"code":    nullable("unsupported_input, invalid_api_key, missing_scope, model_not_found, rate_limit_exceeded, or null."),
 			}},
 		},
 	}

@@ -103,7 +103,7 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 	v := newValidator(t, web.OpenAPI())
 	open := serve(t, options{nodes: 2, sick: true})
 	coolDown(t, open)
-	closed := serve(t, options{keys: []string{"sk-test"}})
+	closed := serve(t, options{keys: []string{"sk-test"}, admin: true})
 	logged := serve(t, options{log: true})
 	answered := answeredID(t, logged)
 	starting := serve(t, options{keys: []string{"sk-test"}, notReady: []httpapi.NotReady{
@@ -156,6 +156,15 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 		{"readyz, not ready, with a key", starting, "GET", "/readyz", "", 503, true, []string{"Authorization: Bearer sk-test"}},
 		{"readyz, draining", draining, "GET", "/readyz", "", 503, true, nil},
 		{"models with a key", closed, "GET", "/v1/models", "", 200, true, []string{"Authorization: Bearer sk-test"}},
+		{"models with the admin key", closed, "GET", "/v1/models", "", 200, true, []string{"Authorization: Bearer sk-admin"}},
+		{"systemone 403", closed, "POST", "/v1/systemone", jev, 403, true, []string{"Authorization: Bearer sk-admin"}},
+		{"batch 403", closed, "POST", "/v1/systemone/batch", batchOf(jev, `"s"`), 403, true, []string{"Authorization: Bearer sk-admin"}},
+		{"decisions 403", closed, "POST", "/v1/decisions", decisions, 403, true, []string{"Authorization: Bearer sk-admin"}},
+		{"decide 403", closed, "POST", "/v1/decide", `{"question":"q","options":["a","b"],"context":"c"}`, 403, false, []string{"Authorization: Bearer sk-admin"}},
+		{"decide batch 403", closed, "POST", "/v1/decide/batch", `{}`, 403, false, []string{"Authorization: Bearer sk-admin"}},
+		{"feedback 403", closed, "POST", "/v1/feedback", `{"request_id":"r","outcome":"a"}`, 403, true, []string{"Authorization: Bearer sk-admin"}},
+		{"calibration 403", closed, "GET", "/v1/calibration", "", 403, true, []string{"Authorization: Bearer sk-admin"}},
+		{"shadow 403", closed, "GET", "/v1/shadow", "", 403, true, []string{"Authorization: Bearer sk-admin"}},
 		{"feedback", logged, "POST", "/v1/feedback", `{"request_id":"` + answered + `","question":"department","outcome":"billing"}`, 200, true, nil},
 		{"feedback batch", logged, "POST", "/v1/feedback", `{"outcomes":[{"request_id":"` + answered + `","question":"department","outcome":"technical"}]}`, 200, true, nil},
 		{"feedback 404", logged, "POST", "/v1/feedback", `{"request_id":"req_00000000000000000000000000000000","question":"q","outcome":true}`, 404, true, nil},
