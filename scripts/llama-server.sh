@@ -18,13 +18,12 @@ bin="$dir/llama-server"
 # One build at a time per cache: a second llama-server.sh (run.sh and
 # test.sh in two terminals) waits for the first and reuses its binary,
 # instead of deleting the tree the first one compiles.
-build_once "$bin" "$cache/llama-server-$commit.lock" "llama-server $commit"
-log() { echo "llama-server.sh: $*" >&2; }
-
 # Everything the build prints (npm, git, cmake and the compiler's
 # thousands of lines with upstream warnings) goes to this file; a failure
 # prints its end.
 build_log="$cache/llama-server-$commit.build.log"
+build_once "$bin" "$cache/llama-server-$commit.lock" "llama-server $commit" "$build_log"
+log() { echo "llama-server.sh: $*" >&2; }
 : >"$build_log"
 
 if [[ -z ${SYSTEM1_LLAMA_BUILD:-} ]] && ! command -v cmake >/dev/null; then
