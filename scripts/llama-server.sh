@@ -47,7 +47,7 @@ else
 	logged "$build_log" npm init -y
 	logged "$build_log" npm i -E --omit=optional --ignore-scripts --no-audit --no-fund "node-llama-cpp@$version"
 	logged "$build_log" git clone -q node_modules/node-llama-cpp/llama/gitRelease.bundle llama.cpp
-	log "building llama-server (about 10 minutes on 2 cores; log: $build_log)"
+	log "building llama-server (9 to 16 minutes on 2 cores; log: $build_log)"
 	logged "$build_log" cmake -S llama.cpp -B llama.cpp/build -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
 		-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
 		-DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF -DGGML_CCACHE=OFF
