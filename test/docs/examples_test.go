@@ -241,3 +241,68 @@ func TestDocsCommandsParse(t *testing.T) {
 		t.Errorf("found %d system1 command lines in the docs' shell blocks; the test reads fewer than it should", n)
 	}
 }
+
+// transcript is a shell session shown in an indented block: the command
+// after "$ " (its continued lines joined) and the output shown under it.
+type transcript struct {
+	at, command, output string
+}
+
+// transcripts are the indented "$ " sessions of every page.
+func transcripts(t *testing.T) []transcript {
+	t.Helper()
+	var out []transcript
+	for _, f := range pages(t) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, f)
+		lines := strings.Split(string(b), "\n")
+		for i := 0; i < len(lines); i++ {
+			if !strings.HasPrefix(lines[i], "    $ ") {
+				continue
+			}
+			tr := transcript{at: fmt.Sprintf("%s:%d", rel, i+1)}
+			cmd := strings.TrimPrefix(lines[i], "    $ ")
+			for strings.HasSuffix(cmd, "\\") && i+1 < len(lines) {
+				i++
+				cmd = strings.TrimSuffix(cmd, "\\") + " " + strings.TrimSpace(lines[i])
+			}
+			tr.command = cmd
+			for i+1 < len(lines) && strings.HasPrefix(lines[i+1], "    ") && !strings.HasPrefix(lines[i+1], "    $ ") {
+				i++
+				tr.output += strings.TrimPrefix(lines[i], "    ") + "\n"
+			}
+			out = append(out, tr)
+		}
+	}
+	return out
+}
+
+// The sessions shown with `system1 mcp`, which asks no engine before a
+// tool call and so runs anywhere, print what the page shows when run as
+// copied, with the binary on the PATH and no configuration.
+func TestDocsOfflineTranscriptsRun(t *testing.T) {
+	bin := testbin.Binary(t)
+	dir := t.TempDir()
+	if err := os.Symlink(bin, filepath.Join(dir, "system1")); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, tr := range transcripts(t) {
+		if !strings.Contains(tr.command, "| system1 mcp") {
+			continue
+		}
+		n++
+		cmd := exec.Command("bash", "-c", tr.command)
+		cmd.Env = []string{"PATH=" + dir + ":" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+		code, stdout, stderr, err := testbin.Run(cmd)
+		if err != nil || code != 0 || stdout != tr.output {
+			t.Errorf("%s: %s\nexit %d %v, printed\n%s\nthe page shows\n%s%s", tr.at, tr.command, code, err, stdout, tr.output, stderr)
+		}
+	}
+	if n == 0 {
+		t.Error("found no system1 mcp session in the docs; the test reads fewer than it should")
+	}
+}
