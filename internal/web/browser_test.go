@@ -937,9 +937,10 @@ func TestBrowserDriftAndShadow(t *testing.T) {
 		Drift []struct {
 			Model, Signature, Reason string
 			Reference, Current       int
-			ConfidencePSI            float64 `json:"confidence_psi"`
-			LabelPSI                 float64 `json:"label_psi"`
-			MeanConfidence, Noise    [2]float64
+			ConfidencePSI            float64    `json:"confidence_psi"`
+			LabelPSI                 float64    `json:"label_psi"`
+			MeanConfidence           [2]float64 `json:"mean_confidence"`
+			Noise                    [2]float64
 			Alarm                    bool
 		}
 	}
