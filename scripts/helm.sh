@@ -19,11 +19,11 @@ cache="${SYSTEM1_CACHE:-$HOME/.cache/system1}"
 dir="$cache/helm-$version"
 bin="$dir/helm"
 
-build_once "$bin" "$cache/helm-$version.lock" "helm $version"
+buildlog="$dir/build.log"
+build_once "$bin" "$cache/helm-$version.lock" "helm $version" "$buildlog"
 log() { echo "helm.sh: $*" >&2; }
 
 mkdir -p "$dir"
-buildlog="$dir/build.log"
 log "building helm $version from the Go module proxy (log: $buildlog)"
 start=$SECONDS
 # go install pkg@version builds outside any module, so this repository's

@@ -26,11 +26,11 @@ cache="${SYSTEM1_CACHE:-$HOME/.cache/system1}"
 dir="$cache/jaeger-$version"
 bin="$dir/jaeger"
 
-build_once "$bin" "$cache/jaeger-$version.lock" "jaeger $version"
+buildlog="$dir/build.log"
+build_once "$bin" "$cache/jaeger-$version.lock" "jaeger $version" "$buildlog"
 log() { echo "jaeger.sh: $*" >&2; }
 
 mkdir -p "$dir"
-buildlog="$dir/build.log"
 : >"$buildlog"
 work="$cache/build-jaeger-$version"
 rm -rf "$work"

@@ -46,12 +46,15 @@ logged() {
 
 # build_once keeps two runs at once (two worktrees, CI and a developer)
 # from building into the same folder. When the binary $1 is there it
-# prints its path and exits; else it takes the lock file $2, waiting,
-# and saying so with $3 (what is built), while another run holds it, and
-# when that run built the binary prints its path and exits. The lock is
-# file descriptor 9 and holds until the script exits.
+# prints its path and exits; else it takes the lock file $2, waiting
+# while another run holds it, and when that run built the binary prints
+# its path and exits. The lock is file descriptor 9 and holds until the
+# script exits. $3 says what is built and $4 is the build's log: a
+# build takes many minutes, so while it waits it says every
+# $SYSTEM1_LOCK_REPORT_EVERY seconds (default 10) how long it has waited
+# and the other build's last line in that log, not one line and silence.
 build_once() {
-	local bin=$1 lock=$2 what=$3
+	local bin=$1 lock=$2 what=$3 log=${4:-}
 	if [[ -x $bin ]]; then
 		echo "$bin"
 		exit 0
@@ -59,8 +62,15 @@ build_once() {
 	mkdir -p "$(dirname "$lock")"
 	exec 9>"$lock"
 	if ! flock -n 9; then
-		echo "${0##*/}: another build of $what is running; waiting for it (lock $lock)" >&2
-		flock 9
+		echo "${0##*/}: another build of $what is running; waiting for it (lock $lock${log:+, its log $log})" >&2
+		local start=$SECONDS every=${SYSTEM1_LOCK_REPORT_EVERY:-10}
+		until flock -w "$every" 9; do
+			local waited=$((SECONDS - start)) last=
+			# The log's last line, printable and short: a compiler's
+			# line may be long and hold escapes.
+			[[ -z $log || ! -f $log ]] || last=$(tail -n 1 "$log" 2>/dev/null | tr -cd '[:print:]' | cut -c 1-160)
+			echo "${0##*/}: still waiting for the other build of $what: $((waited / 60))m$((waited % 60))s so far${log:+; $log ends: ${last:-(nothing yet)}}" >&2
+		done
 	fi
 	if [[ -x $bin ]]; then
 		echo "${0##*/}: reusing the binary the other build made" >&2

@@ -18,13 +18,12 @@ bin="$dir/llama-server"
 # One build at a time per cache: a second llama-server.sh (run.sh and
 # test.sh in two terminals) waits for the first and reuses its binary,
 # instead of deleting the tree the first one compiles.
-build_once "$bin" "$cache/llama-server-$commit.lock" "llama-server $commit"
-log() { echo "llama-server.sh: $*" >&2; }
-
 # Everything the build prints (npm, git, cmake and the compiler's
 # thousands of lines with upstream warnings) goes to this file; a failure
 # prints its end.
 build_log="$cache/llama-server-$commit.build.log"
+build_once "$bin" "$cache/llama-server-$commit.lock" "llama-server $commit" "$build_log"
+log() { echo "llama-server.sh: $*" >&2; }
 : >"$build_log"
 
 if [[ -z ${SYSTEM1_LLAMA_BUILD:-} ]] && ! command -v cmake >/dev/null; then
@@ -48,7 +47,7 @@ else
 	logged "$build_log" npm init -y
 	logged "$build_log" npm i -E --omit=optional --ignore-scripts --no-audit --no-fund "node-llama-cpp@$version"
 	logged "$build_log" git clone -q node_modules/node-llama-cpp/llama/gitRelease.bundle llama.cpp
-	log "building llama-server (about 10 minutes on 2 cores; log: $build_log)"
+	log "building llama-server (9 to 16 minutes on 2 cores; log: $build_log)"
 	logged "$build_log" cmake -S llama.cpp -B llama.cpp/build -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
 		-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
 		-DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF -DGGML_CCACHE=OFF

@@ -20,12 +20,12 @@ cache="${SYSTEM1_CACHE:-$HOME/.cache/system1}"
 dir="$cache/ollama-$version"
 bin="$dir/ollama"
 
-build_once "$bin" "$cache/ollama-$version.lock" "ollama $version"
+# Everything the build prints goes to this file; a failure prints its end.
+build_log="$cache/ollama-$version.build.log"
+build_once "$bin" "$cache/ollama-$version.lock" "ollama $version" "$build_log"
 log() { echo "ollama.sh: $*" >&2; }
 
 work="$cache/build-ollama-$version"
-# Everything the build prints goes to this file; a failure prints its end.
-build_log="$cache/ollama-$version.build.log"
 : >"$build_log"
 rm -rf "$work"
 mkdir -p "$work" "$dir"

@@ -17,7 +17,7 @@ With no MODEL and a configuration that lists nodes ($SYSTEM1_CONFIG, else
 llama.cpp's llama-server on 127.0.0.1:$SYSTEM1_ENGINE_PORT (default 8081)
 with MODEL, else $SYSTEM1_MODEL, else a small default instruct model
 ($SYSTEM1_MODEL_URL) it downloads where the machine can reach it; the
-first run builds llama-server (about 10 minutes, cached). It then writes a
+first run builds llama-server (9 to 16 minutes on two cores, cached). It then writes a
 configuration for that engine, one per port of system1 serve:
 ~/.cache/system1/run/config-3000.yaml by default ($SYSTEM1_CACHE moves
 ~/.cache/system1), which the command line takes with --config. Each run

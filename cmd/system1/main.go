@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -153,8 +154,46 @@ func parse(fs *flag.FlagSet, args []string) error {
 }
 
 // configPath picks the configuration file: the flag, else $SYSTEM1_CONFIG,
-// else system1/config.yaml under the user's configuration folder.
+// else system1/config.yaml under the user's configuration folder, else,
+// when that is missing, the file scripts/run.sh wrote for the engine it
+// started (runConfigPath) where there is one: a newcomer's plugin and
+// command line then work beside run.sh with nothing else set up.
 func configPath(flagValue string, getenv func(string) string) string {
+	p := userConfigPath(flagValue, getenv)
+	if flagValue == "" && getenv("SYSTEM1_CONFIG") == "" {
+		if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+			if r := runConfigPath(getenv); r != "" {
+				if _, err := os.Stat(r); err == nil {
+					return r
+				}
+			}
+		}
+	}
+	return p
+}
+
+// runConfigPath is where scripts/run.sh writes its configuration, read
+// as run.sh reads its environment: config-$SYSTEM1_PORT.yaml (3000 by
+// default) under run/ in $SYSTEM1_CACHE (~/.cache/system1); "" without a
+// home.
+func runConfigPath(getenv func(string) string) string {
+	cache := getenv("SYSTEM1_CACHE")
+	if cache == "" {
+		home := getenv("HOME")
+		if home == "" {
+			return ""
+		}
+		cache = filepath.Join(home, ".cache", "system1")
+	}
+	port := getenv("SYSTEM1_PORT")
+	if port == "" {
+		port = "3000"
+	}
+	return filepath.Join(cache, "run", "config-"+port+".yaml")
+}
+
+// userConfigPath is configPath without run.sh's file.
+func userConfigPath(flagValue string, getenv func(string) string) string {
 	if flagValue != "" {
 		return flagValue
 	}

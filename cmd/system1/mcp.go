@@ -79,6 +79,9 @@ func newGatewayLogged(ctx context.Context, path, stateDir string, e env, log *sl
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			err = fmt.Errorf("no configuration file at %s: write one (see docs/plugin.md), or point --config or $SYSTEM1_CONFIG at one", path)
+			if r := runConfigPath(e.getenv); r != "" && r != path {
+				err = fmt.Errorf("no configuration file at %s, nor at %s, where scripts/run.sh writes one for the engine it starts (read when the first is missing): run scripts/run.sh, write one (see docs/plugin.md), or point --config or $SYSTEM1_CONFIG at one", path, r)
+			}
 		}
 		errs = append(errs, err)
 		cfg = nil

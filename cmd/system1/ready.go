@@ -14,8 +14,8 @@ import (
 // The configuration is loaded and checked before the listener opens, so
 // a server that answers has it; what remains is that the decision log is
 // open (or off by the configuration), that every model the configuration
-// names has a node that answered a health probe, and that the server is
-// not draining. Once every model has had a node answer, a node going down
+// serves callers has a node that answered a health probe (a shadow's
+// candidate is not one), and that the server is not draining. Once every model has had a node answer, a node going down
 // later does not make the server unready: /health says so, and since the
 // replicas share their nodes, taking them all out of a load balancer
 // would only turn 503s that name the node into refused connections.
@@ -34,13 +34,32 @@ func newReadiness(cfg *config.Config, router *fleet.Router, log *slog.Logger) *r
 	return &readiness{router: router, models: configuredModels(cfg), log: log}
 }
 
-// configuredModels are the models the configuration names, each once:
-// the nodes' models, then the chain's. cfg is normalized (the old
-// providers: form is the chain by then).
+// configuredModels are the models the configuration names callers
+// served, each once: the nodes' models, then the chain's. A model named
+// only as a shadow's candidate (itself or through an alias) is left out:
+// it is asked off the request path, so its node being down keeps no
+// caller from an answer and must not take every replica out of its load
+// balancer. cfg is normalized (the old providers: form is the chain by
+// then).
 func configuredModels(cfg *config.Config) []string {
+	served := map[string]bool{}
+	for _, r := range cfg.Shadow {
+		served[r.Model] = true
+	}
+	for _, l := range cfg.Gateway.Chain {
+		served[l.Model] = true
+	}
+	candidate := map[string]bool{}
+	for _, r := range cfg.Shadow {
+		for _, m := range []string{r.Candidate, cfg.Aliases[r.Candidate]} {
+			if !served[m] {
+				candidate[m] = true
+			}
+		}
+	}
 	var out []string
 	add := func(m string) {
-		if m != "" && !slices.Contains(out, m) {
+		if m != "" && !candidate[m] && !slices.Contains(out, m) {
 			out = append(out, m)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"system1/internal/decisionlog"
 	"system1/internal/fakeengine"
 	"system1/internal/fleet"
+	"system1/internal/gateway"
 	"system1/internal/httpapi"
 	"system1/internal/outcomes"
 	"system1/internal/simmodel"
@@ -320,4 +322,67 @@ func driftOf(t *testing.T, rep outcomes.CalibrationReport, model string) outcome
 	}
 	t.Fatalf("no drift entry for %s: %+v", model, rep.Drift)
 	return outcomes.SignatureDrift{}
+}
+
+// shadowedRoutes are the routes whose answers a shadow rollout samples,
+// with a request for the served model and the states it holds: every
+// route that answers through answer.Service, as docs/shadow.md names them.
+var shadowedRoutes = []struct {
+	route, body string
+	states      uint64
+}{
+	{"/v1/systemone", `{"model":"good","state":{"t":"one"},"questions":{"q":{"type":"noul","instructions":"?"}}}`, 1},
+	{"/v1/systemone/batch", `{"model":"good","states":[{"t":"a"},{"t":"b"}],"questions":{"q":{"type":"noul","instructions":"?"}}}`, 2},
+	{"/v1/decide", `{"question":"Which team?","options":["billing","tech"],"context":{"t":"one"}}`, 1},
+	{"/v1/decide/batch", `{"question":"Which team?","options":["billing","tech"],"contexts":[{"t":"a"},{"t":"b"},{"t":"c"}]}`, 3},
+	{"/v1/decisions", `{"model":"good","input":"one","questions":[{"type":"predicate","instructions":"?"}]}`, 1},
+}
+
+// Every route that answers the served model is shadowed, each state of a
+// batch as a request of its own, and docs/shadow.md names every one.
+func TestEveryAnsweringRouteIsShadowed(t *testing.T) {
+	var nodes []*fleet.Node
+	for _, m := range []string{"good", "worse"} {
+		f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{m}})
+		t.Cleanup(f.Close)
+		n, err := fleet.NewNode(config.Node{Name: m, URL: f.URL, Dialect: "llamacpp", Models: []string{m}}, func(string) string { return "" }, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, n)
+	}
+	shadow := answer.NewShadow(answer.ShadowOptions{Rules: []answer.ShadowRule{{Model: "good", Candidate: "worse", Share: 1}}, Queue: 64})
+	t.Cleanup(shadow.Close)
+	cfg, err := config.Parse([]byte("gateway:\n  chain:\n    - {name: good, model: good}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := answer.New(answer.Options{Router: fleet.New(nodes, fleet.Options{Policy: testPolicy}), Shadow: shadow})
+	srv := httptest.NewServer(httpapi.New(httpapi.Options{Answer: svc, Rounding: -1, Decide: gateway.New(gateway.Options{Config: cfg, Answer: svc})}))
+	t.Cleanup(srv.Close)
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "shadow.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &shadowRig{shadow: shadow}
+	var sampled uint64
+	for _, tc := range shadowedRoutes {
+		resp, err := http.Post(srv.URL+tc.route, "application/json", strings.NewReader(tc.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("POST %s: %d %s", tc.route, resp.StatusCode, body)
+		}
+		st := r.waitShadow(t)
+		if st.Sampled-sampled != tc.states || st.Failed != 0 || st.Dropped != 0 {
+			t.Errorf("POST %s with %d states: the shadow sampled %d more (%+v)", tc.route, tc.states, st.Sampled-sampled, st)
+		}
+		sampled = st.Sampled
+		if !strings.Contains(string(doc), "`"+tc.route+"`") {
+			t.Errorf("docs/shadow.md does not name %s among the shadowed routes", tc.route)
+		}
+	}
 }

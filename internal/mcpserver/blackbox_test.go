@@ -461,6 +461,59 @@ func TestConfigLocation(t *testing.T) {
 	}
 }
 
+// With no --config, no $SYSTEM1_CONFIG and no file in the user's
+// configuration folder, the server reads the configuration scripts/run.sh
+// wrote for the engine it started (config-PORT.yaml under its cache,
+// $SYSTEM1_CACHE and $SYSTEM1_PORT as run.sh reads them), so the plugin
+// works beside a run.sh with nothing else set up; with none of them,
+// system1_health names the file it looked for and where run.sh writes one.
+func TestConfigFromRunScript(t *testing.T) {
+	ep := fakeengine.StartSystemOne(t, fakeengine.Reply{})
+	mcpAt := func(w *world, env ...string) *server {
+		cmd := exec.Command(bin, "mcp")
+		cmd.Env = append(w.env(), env...)
+		return newClient(t, cmd)
+	}
+	for _, tc := range []struct {
+		name, file string
+		env        []string
+	}{
+		{"default cache and port", filepath.Join(".cache", "system1", "run", "config-3000.yaml"), nil},
+		{"cache and port moved", filepath.Join("elsewhere", "run", "config-3001.yaml"), []string{"SYSTEM1_CACHE=elsewhere", "SYSTEM1_PORT=3001"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, "")
+			path := filepath.Join(w.dir, tc.file)
+			os.MkdirAll(filepath.Dir(path), 0o755)
+			if err := os.WriteFile(path, []byte(chain("", so("jev", ep.URL))), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			env := tc.env
+			if len(env) > 0 { // $SYSTEM1_CACHE as run.sh takes it: a path, here absolute
+				env = []string{"SYSTEM1_CACHE=" + filepath.Join(w.dir, "elsewhere"), env[1]}
+			}
+			s := mcpAt(w, env...)
+			h := s.health()
+			if h.Config != path || len(h.ConfigErrors) != 0 {
+				t.Errorf("health reads %q (errors %v), want run.sh's %s", h.Config, h.ConfigErrors, path)
+			}
+			if res := s.decide(map[string]any{"question": "Ship it?"}); res.Status != gateway.Decided {
+				t.Errorf("decide over run.sh's configuration: %+v", res)
+			}
+		})
+	}
+	t.Run("none", func(t *testing.T) {
+		w := newWorld(t, "")
+		h := mcpAt(w).health()
+		errs := strings.Join(h.ConfigErrors, "\n")
+		want := filepath.Join(w.dir, ".config", "system1", "config.yaml")
+		if h.Status != gateway.HealthDown || h.Config != want || !strings.Contains(errs, "no configuration file at "+want) ||
+			!strings.Contains(errs, filepath.Join(w.dir, ".cache", "system1", "run", "config-3000.yaml")) || !strings.Contains(errs, "scripts/run.sh") {
+			t.Errorf("health without any configuration: %s %q %v", h.Status, h.Config, h.ConfigErrors)
+		}
+	})
+}
+
 // Health: ok when the primary is up, degraded when only a fallback is,
 // down when none is. Probes send no user data (no decide call reaches the
 // providers).

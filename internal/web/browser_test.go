@@ -402,8 +402,13 @@ func TestBrowserPlaygroundDecisions(t *testing.T) {
 	if len(jevAsked) == 0 {
 		t.Fatal("the System One tab's request reached no engine")
 	}
-	bound(t, ctx, chromedp.Click(`[data-wire=decisions]`), wait(`document.getElementById('route').textContent === 'POST /v1/decisions'`),
-		chromedp.Evaluate[chromedp.Void](`document.getElementById('answers').replaceChildren()`),
+	bound(t, ctx, chromedp.Click(`[data-wire=decisions]`), wait(`document.getElementById('route').textContent === 'POST /v1/decisions'`))
+	// The editor says what the Decisions wire says: predicate, not noul.
+	editor := eval[[]string](t, ctx, `[...document.querySelectorAll('#questions .kind'), ...document.querySelectorAll('[data-add]')].map((k) => k.textContent)`)
+	if got := strings.Join(editor, ","); got != "choice,predicate,score,+ choice,+ predicate,+ score" {
+		t.Errorf("on the Decisions tab the editor names the kinds %s, not in the wire's words", got)
+	}
+	bound(t, ctx, chromedp.Evaluate[chromedp.Void](`document.getElementById('answers').replaceChildren()`),
 		chromedp.Click("#send"), wait(`document.querySelectorAll('#answers .answer').length > 0 || document.querySelector('#send-error')`))
 	if e := eval[string](t, ctx, `document.querySelector('#send-error')?.textContent ?? ''`); e != "" {
 		t.Fatalf("the page shows an error: %s", e)
@@ -806,7 +811,26 @@ const calibrationReport = `{"buckets":[
  {"model":"qwen2.5-0.5b","kind":"score","options":3,"outcomes":12,"accuracy":0.5,"ece":0.2,"ece_calibrated":0.2,"nll":1.01,"nll_calibrated":1.01,"temperature":1,
   "gate":{"threshold":null,"target_error":0.02,"coverage":0,"wrong_above":0,"above":0,"upper_bound":1},
   "reliability":[{"confidence":0.5,"accuracy":0.5,"count":12}]}],
- "loop":{"refits":true,"every_s":600,"min_outcomes":30,"outcomes":521,"waiting_for":18,"status":"waiting for 18 more outcomes: qwen2.5-0.5b's score answers of 3 have 12 new of the 30 a refit needs, checked every 10m0s"}}`
+ "loop":{"refits":true,"every_s":600,"min_outcomes":30,"outcomes":521,"waiting_for":18,"status":"waiting for 18 more outcomes: qwen2.5-0.5b's score answers of 3 have 12 new of the 30 a refit needs, checked every 10m0s"},
+ "drift":[
+ {"model":"qwen2.5-0.5b","signature":"choice/3/7a929410aed7","kind":"choice","options":["billing","technical","sales"],"psi":0.393,
+  "reference":200,"current":100,"confidence_psi":0.393,"label_psi":0.4091,"mean_confidence":[0.843,0.9487],"noise":[0.12,0.02],"threshold":0.25,
+  "alarm":true,"reason":"the confidence moved: PSI 0.393 less noise 0.120 reaches 0.25"},
+ {"model":"qwen2.5-0.5b","signature":"noul/2/1b2c3d4e5f60","kind":"noul","options":["true","false"],"psi":0.025,
+  "reference":180,"current":90,"confidence_psi":0.025,"label_psi":0.0123,"mean_confidence":[0.71,0.7049],"noise":[0.135,0.0167],"threshold":0.25,"alarm":false}]}`
+
+// shadowReport is a report of the shape GET /v1/shadow answers with: one
+// signature with outcomes on both sides, one without.
+const shadowReport = `{"since":"2026-11-27T00:00:00Z","until":"2026-12-04T00:00:00Z","source":"shadow","signatures":[
+ {"model":"qwen2.5-0.5b","candidate":"qwen2.5-1.5b","signature":"choice/3/7a929410aed7","kind":"choice","options":["billing","technical","sales"],
+  "n":200,"skipped":0,"agreement":0.73,"mean_abs_change":0.1403,"confidence_shift":0.1042,"labelled":200,"labelled_requests":200,
+  "primary_score":{"accuracy":0.66,"ece":0.205,"nll":1.065},"candidate_score":{"accuracy":0.48,"ece":0.476,"nll":4.338},
+  "nll_diff":3.273,"nll_diff_se":0.2881,"accuracy_diff":-0.18,"accuracy_diff_se":0.0312,
+  "recommendation":"keep","evidence":"keep: the candidate is worse: on 200 questions with outcomes its accuracy is 0.480 against 0.660"},
+ {"model":"qwen2.5-0.5b","candidate":"qwen2.5-1.5b","signature":"noul/2/1b2c3d4e5f60","kind":"noul","options":["true","false"],
+  "n":12,"skipped":0,"agreement":1,"mean_abs_change":0.0213,"confidence_shift":-0.004,"labelled":0,"labelled_requests":0,
+  "nll_diff":0,"nll_diff_se":0,"accuracy_diff":0,"accuracy_diff_se":0,
+  "recommendation":"undecided","evidence":"undecided: 12 pairs, fewer than 20"}]}`
 
 // A stand-in server that answers /health in the bare form to a caller
 // without a key and serves a calibration report: the page copes with the
@@ -898,6 +922,91 @@ func TestBrowserBareHealthAndCalibration(t *testing.T) {
 	screenshot(t, ctx, "calibration.png")
 }
 
+// The dashboard's drift and shadow tables show what the API answers: a
+// row per drift entry of GET /v1/calibration and per signature of GET
+// /v1/shadow, in order, each number as the reply gives it (to four
+// significant digits, as the page prints every number), an alarm and a
+// recommendation as the reply says them.
+func TestBrowserDriftAndShadow(t *testing.T) {
+	ctx := browser(t)
+	st := standIn(t)
+	bound(t, ctx, chromedp.Navigate(st.URL+"/#dashboard"), wait(`document.body.dataset.auth === 'locked' && Number(document.body.dataset.refreshed) >= 1`))
+	if note := eval[string](t, ctx, `document.getElementById('shadow-note').textContent`); note != "No shadow report is available (it needs a key)." {
+		t.Errorf("without a key the shadow table says %q", note)
+	}
+	bound(t, ctx, chromedp.SendKeys("#key-input", "k"), chromedp.Click("#key-form button[type=submit]"),
+		wait(`document.querySelectorAll('#drift tbody tr').length > 0 && document.querySelectorAll('#shadow tbody tr').length > 0`))
+	table := func(id string) []map[string]string {
+		return eval[[]map[string]string](t, ctx, `[...document.querySelectorAll('#`+id+` tbody tr')].map((r) => Object.fromEntries([...r.cells].map((c) => [c.dataset.col, c.textContent])))`)
+	}
+	// four is a number as the page prints it: four significant digits.
+	four := func(x float64) string { return strconv.FormatFloat(x, 'g', 4, 64) }
+
+	var cal struct {
+		Drift []struct {
+			Model, Signature, Reason string
+			Reference, Current       int
+			ConfidencePSI            float64    `json:"confidence_psi"`
+			LabelPSI                 float64    `json:"label_psi"`
+			MeanConfidence           [2]float64 `json:"mean_confidence"`
+			Noise                    [2]float64
+			Alarm                    bool
+		}
+	}
+	if err := json.Unmarshal([]byte(calibrationReport), &cal); err != nil {
+		t.Fatal(err)
+	}
+	drift := table("drift")
+	if len(drift) != len(cal.Drift) || len(cal.Drift) == 0 {
+		t.Fatalf("%d drift rows for %d entries: %v", len(drift), len(cal.Drift), drift)
+	}
+	for i, d := range cal.Drift {
+		alarm := map[bool]string{true: "alarm", false: "no"}[d.Alarm]
+		want := map[string]string{"model": d.Model, "signature": d.Signature, "reference": strconv.Itoa(d.Reference), "current": strconv.Itoa(d.Current),
+			"confidence_psi": four(d.ConfidencePSI), "label_psi": four(d.LabelPSI), "noise": four(d.Noise[0]) + " / " + four(d.Noise[1]),
+			"mean_confidence": four(d.MeanConfidence[0]) + " → " + four(d.MeanConfidence[1]), "alarm": alarm, "reason": d.Reason}
+		if fmt.Sprint(drift[i]) != fmt.Sprint(want) {
+			t.Errorf("drift row %d:\n%v\nthe API's:\n%v", i, drift[i], want)
+		}
+	}
+
+	var sh struct {
+		Signatures []struct {
+			Model, Candidate, Signature, Recommendation, Evidence string
+			N, Labelled                                           int
+			Agreement                                             float64
+			MeanAbsChange                                         float64 `json:"mean_abs_change"`
+			ConfidenceShift                                       float64 `json:"confidence_shift"`
+			NLLDiff                                               float64 `json:"nll_diff"`
+			NLLDiffSE                                             float64 `json:"nll_diff_se"`
+			AccuracyDiff                                          float64 `json:"accuracy_diff"`
+			AccuracyDiffSE                                        float64 `json:"accuracy_diff_se"`
+		}
+	}
+	if err := json.Unmarshal([]byte(shadowReport), &sh); err != nil {
+		t.Fatal(err)
+	}
+	shadow := table("shadow")
+	if len(shadow) != len(sh.Signatures) || len(sh.Signatures) == 0 {
+		t.Fatalf("%d shadow rows for %d signatures: %v", len(shadow), len(sh.Signatures), shadow)
+	}
+	for i, s := range sh.Signatures {
+		// The differences are measured on outcomes: none, none shown.
+		nll, acc := "—", "—"
+		if s.Labelled > 0 {
+			nll, acc = four(s.NLLDiff)+" ± "+four(s.NLLDiffSE), four(s.AccuracyDiff)+" ± "+four(s.AccuracyDiffSE)
+		}
+		want := map[string]string{"model": s.Model, "candidate": s.Candidate, "signature": s.Signature, "n": strconv.Itoa(s.N),
+			"agreement": four(s.Agreement), "mean_abs_change": four(s.MeanAbsChange), "confidence_shift": four(s.ConfidenceShift),
+			"labelled": strconv.Itoa(s.Labelled), "nll_diff": nll, "accuracy_diff": acc, "recommendation": s.Recommendation, "evidence": s.Evidence}
+		if fmt.Sprint(shadow[i]) != fmt.Sprint(want) {
+			t.Errorf("shadow row %d:\n%v\nthe API's:\n%v", i, shadow[i], want)
+		}
+	}
+	bound(t, ctx, chromedp.ScrollIntoView("#shadow"))
+	screenshot(t, ctx, "shadow.png")
+}
+
 // standInHealth is /health with a key as the stand-in answers it: a
 // status of degraded with one node down, and each node's errors,
 // failovers and cooldowns, the fields the dashboard reads from /health.
@@ -920,8 +1029,8 @@ system1_cooldowns_total{node="gpu1"} 9
 
 // standIn serves the page in front of a stand-in API: /health bare
 // without the key "k" and standInHealth with it, /metrics to anyone, the
-// other routes 401 without it, and GET /v1/calibration answering
-// calibrationReport.
+// other routes 401 without it, GET /v1/calibration answering
+// calibrationReport and GET /v1/shadow shadowReport.
 func standIn(t *testing.T) *httptest.Server {
 	mux := http.NewServeMux()
 	web.Register(mux)
@@ -952,6 +1061,7 @@ func standIn(t *testing.T) *httptest.Server {
 	})
 	mux.Handle("GET /v1/models", reply(`{"models":[{"name":"qwen2.5-0.5b","description":"served by gpu0","release_date":"2026-12-01"}],"object":"list","data":[]}`))
 	mux.Handle("GET /v1/calibration", reply(calibrationReport))
+	mux.Handle("GET /v1/shadow", reply(shadowReport))
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte(standInMetrics))
 	})

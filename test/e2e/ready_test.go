@@ -170,3 +170,22 @@ func TestDrainingTurnsReadyzFirst(t *testing.T) {
 		t.Errorf("the log does not say draining before shutting down:\n%s", log)
 	}
 }
+
+// A shadow candidate is off the request path: its node being down keeps
+// no caller from an answer, so /readyz turns 200 once the served model's
+// node answers, and a candidate's outage cannot take every replica out of
+// its balancer. The served model's node still counts (the test above).
+func TestAShadowCandidatesNodeDownLeavesReadiness(t *testing.T) {
+	f := fakeEngine(t, fakeengine.Behavior{}, "fake")
+	down := testbin.LoopbackAddr(t) // the candidate's node: nothing listens there
+	s := startServe(t, "probe_every: 100ms\ndecision_log: {path: decisions.db}\n"+
+		"shadow:\n  - {model: fake, candidate: candidate, share: 1}\nnodes:\n"+
+		engineNode("engine", f.URL, "fake", "")+engineNode("shadow-node", "http://"+down, "candidate", ""), serveOpts{})
+	r := awaitReady(t, s)
+	if r.Status != "ready" || len(r.NotReady) != 0 {
+		t.Errorf("/readyz: %+v", r)
+	}
+	if rep := do(t, client(), http.MethodPost, s.URL+"/v1/systemone", "", choice("fake", "the candidate is down")); answered(rep) != nil {
+		t.Errorf("ready, yet: %v", answered(rep))
+	}
+}

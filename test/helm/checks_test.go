@@ -15,6 +15,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"system1/internal/config"
@@ -240,6 +241,55 @@ func checkRelease(t *testing.T, r *release) {
 		if m := p.Spec.MinAvailable; m != nil && m.Type == intstr.Int && m.IntVal >= least {
 			t.Errorf("the disruption budget keeps %d of %d pods: no eviction could ever happen", m.IntVal, least)
 		}
+	}
+	// The pods' network: a policy on every pod (kube-score's
+	// pod-networkpolicy), taking in nothing but system1's port and
+	// covering both directions.
+	np := r.NetworkPolicy
+	if np == nil {
+		t.Error("no NetworkPolicy: every pod and address may reach every port of the pods")
+	} else {
+		if !subset(np.Spec.PodSelector.MatchLabels, podLabels) || len(np.Spec.PodSelector.MatchLabels) == 0 {
+			t.Errorf("the NetworkPolicy selects %v; the pods are %v", np.Spec.PodSelector.MatchLabels, podLabels)
+		}
+		if !slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeIngress) || !slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeEgress) {
+			t.Errorf("the NetworkPolicy's types %v: want Ingress and Egress", np.Spec.PolicyTypes)
+		}
+		for _, in := range np.Spec.Ingress {
+			if len(in.Ports) == 0 {
+				t.Errorf("the NetworkPolicy lets in every port: %+v", in)
+			}
+			for _, p := range in.Ports {
+				if p.Port == nil || (*p.Port != intstr.FromString("http") && *p.Port != intstr.FromInt32(port)) {
+					t.Errorf("the NetworkPolicy lets in port %v, not system1's %d", deref(p.Port), port)
+				}
+			}
+		}
+		if len(np.Spec.Ingress) == 0 {
+			t.Error("the NetworkPolicy lets nothing in: no caller, probe or scrape reaches system1")
+		}
+		if len(np.Spec.Egress) == 0 {
+			t.Error("the NetworkPolicy lets nothing out: system1 reaches no engine")
+		}
+	}
+	// The replicas spread over the cluster's nodes (kube-score's
+	// deployment-has-host-podantiaffinity): a term on the node's hostname
+	// that selects the Deployment's own pods.
+	spread := false
+	if a := pod.Affinity; a != nil && a.PodAntiAffinity != nil {
+		terms := a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+		for _, w := range a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+			terms = append(terms, w.PodAffinityTerm)
+		}
+		for _, term := range terms {
+			if term.TopologyKey == "kubernetes.io/hostname" && term.LabelSelector != nil &&
+				len(term.LabelSelector.MatchLabels) > 0 && subset(term.LabelSelector.MatchLabels, podLabels) {
+				spread = true
+			}
+		}
+	}
+	if !spread {
+		t.Errorf("no anti-affinity spreads the replicas over nodes: %+v", pod.Affinity)
 	}
 	if sm := r.ServiceMonitor; sm != nil {
 		if !subset(sm.Spec.Selector.MatchLabels, r.Service.Labels) || len(sm.Spec.Selector.MatchLabels) == 0 {

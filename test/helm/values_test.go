@@ -27,12 +27,15 @@ func TestBadValuesFail(t *testing.T) {
 		values string
 		want   string
 	}{
-		{"replicas with SQLite logs", "replicaCount: 3", "3 replicas would each keep their own SQLite decision log"},
-		{"autoscaler with SQLite logs", "autoscaling: {enabled: true}", "6 replicas would each keep their own SQLite decision log"},
+		// The schema refuses these first (so that helm lint does too),
+		// naming the two values either of which would do.
+		{"replicas with SQLite logs", "replicaCount: 3", "at '/postgres/urlSecret/name': minLength: got 0, want 1\n    - at '/config': missing property 'decision_log'"},
+		{"autoscaler with SQLite logs", "autoscaling: {enabled: true}", "at '/postgres/urlSecret/name': minLength: got 0, want 1\n    - at '/config': missing property 'decision_log'"},
+		{"replicas with SQLite logs and keep_states", "replicaCount: 3\nconfig: {decision_log: {keep_states: true}}", "at '/config/decision_log': 'anyOf' failed"},
 		{"autoscaler bounds upside down", withPostgres + "autoscaling: {enabled: true, minReplicas: 5, maxReplicas: 2}", "autoscaling: minReplicas 5 is over maxReplicas 2"},
 		{"autoscaler on CPU without a CPU request", withPostgres + "autoscaling: {enabled: true}\nresources: {requests: {cpu: null}}", "needs resources.requests.cpu"},
 		{"disruption budget blocking every eviction", withPostgres + "replicaCount: 2\npodDisruptionBudget: {minAvailable: 2, maxUnavailable: null}", "podDisruptionBudget.minAvailable 2 with 2 replicas: no pod could ever be evicted"},
-		{"disruption budget with both bounds", "podDisruptionBudget: {minAvailable: 1}", "give exactly one of minAvailable and maxUnavailable"},
+		{"disruption budget with both bounds", "podDisruptionBudget: {minAvailable: 1, maxUnavailable: 1}", "/podDisruptionBudget"},
 		{"API keys in the ConfigMap", "config: {keys: [k1]}", "config.keys: set by the chart or not supported"},
 		{"listen in the configuration", "config: {listen: '0.0.0.0:9'}", "config.listen: set by the chart"},
 		{"decision log URL in the ConfigMap", "config: {decision_log: {url: 'postgres://u:p@db/x'}}", "does not go in a ConfigMap; put it in a Secret"},
@@ -65,6 +68,38 @@ func TestBadValuesFail(t *testing.T) {
 			}
 			if !strings.Contains(stderr, tc.want) {
 				t.Errorf("helm template with\n%s\nfailed without saying %q:\n%s", tc.values, tc.want, stderr)
+			}
+		})
+	}
+}
+
+// helm lint --strict refuses what helm template refuses for the replicas
+// and the disruption budget, through the values' schema: lint renders the
+// templates with their refusals turned into log lines, so a chart whose
+// guards live only there lints values it will not install. Values that
+// work lint clean.
+func TestLintRefusesWhatTemplateRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  []string
+		ok   bool
+	}{
+		{"two replicas, SQLite logs", []string{"replicaCount=2"}, false},
+		{"an autoscaler, SQLite logs", []string{"autoscaling.enabled=true"}, false},
+		{"both disruption bounds", []string{"podDisruptionBudget.minAvailable=1", "podDisruptionBudget.maxUnavailable=1"}, false},
+		{"two replicas sharing PostgreSQL", []string{"replicaCount=2", "postgres.urlSecret.name=pg"}, true},
+		{"two replicas, no log", []string{"replicaCount=2", "config.decision_log.off=true"}, true},
+		{"an autoscaler sharing PostgreSQL", []string{"autoscaling.enabled=true", "postgres.urlSecret.name=pg"}, true},
+		{"one disruption bound", []string{"podDisruptionBudget.minAvailable=1", "replicaCount=2", "postgres.urlSecret.name=pg"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, tmplErr := runHelm(t, append([]string{"template", "rel", chart}, valuesArgs("", tc.set...)...)...)
+			out, stderr, lintErr := runHelm(t, append([]string{"lint", "--strict", chart}, valuesArgs("", tc.set...)...)...)
+			if (tmplErr == nil) != tc.ok {
+				t.Errorf("helm template --set %v: %v, want ok=%v", tc.set, tmplErr, tc.ok)
+			}
+			if (lintErr == nil) != tc.ok || strings.Contains(out+stderr, "funcMap fail") {
+				t.Errorf("helm lint --strict --set %v: %v, want ok=%v:\n%s%s", tc.set, lintErr, tc.ok, out, stderr)
 			}
 		})
 	}
@@ -156,5 +191,37 @@ func TestExamplesDocumented(t *testing.T) {
 		if !strings.Contains(string(doc), f) {
 			t.Errorf("docs/deploy.md does not mention %s", f)
 		}
+	}
+}
+
+// podAntiAffinity hard requires one replica per node, none drops the
+// chart's term, and an affinity.podAntiAffinity of one's own replaces
+// it; a NetworkPolicy narrowed by egressTo lets out DNS and those peers
+// alone, and ingressFrom narrows who may call.
+func TestSpreadAndNetworkValues(t *testing.T) {
+	hard := render(t, "", "podAntiAffinity=hard").Deployment.Spec.Template.Spec.Affinity
+	if hard == nil || hard.PodAntiAffinity == nil || len(hard.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) != 1 ||
+		len(hard.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) != 0 {
+		t.Errorf("podAntiAffinity=hard: %+v", hard)
+	}
+	if none := render(t, "", "podAntiAffinity=none").Deployment.Spec.Template.Spec.Affinity; none != nil {
+		t.Errorf("podAntiAffinity=none: %+v", none)
+	}
+	own := render(t, "", "affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight=7",
+		"affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm.topologyKey=zone").Deployment.Spec.Template.Spec.Affinity
+	if own == nil || own.PodAntiAffinity == nil || len(own.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) != 1 ||
+		own.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution[0].Weight != 7 {
+		t.Errorf("affinity.podAntiAffinity of one's own: %+v", own)
+	}
+	np := render(t, "", "networkPolicy.egressTo[0].ipBlock.cidr=10.0.0.0/8", "networkPolicy.ingressFrom[0].namespaceSelector.matchLabels.team=gw").NetworkPolicy
+	if np == nil || len(np.Spec.Egress) != 2 || len(np.Spec.Egress[0].Ports) != 2 || np.Spec.Egress[0].Ports[0].Port.IntValue() != 53 ||
+		len(np.Spec.Egress[1].To) != 1 || np.Spec.Egress[1].To[0].IPBlock == nil || np.Spec.Egress[1].To[0].IPBlock.CIDR != "10.0.0.0/8" {
+		t.Errorf("egressTo: %+v", np)
+	}
+	if np == nil || len(np.Spec.Ingress) != 1 || len(np.Spec.Ingress[0].From) != 1 || np.Spec.Ingress[0].From[0].NamespaceSelector == nil {
+		t.Errorf("ingressFrom: %+v", np)
+	}
+	if off := render(t, "", "networkPolicy.enabled=false").NetworkPolicy; off != nil {
+		t.Errorf("networkPolicy.enabled=false rendered %+v", off)
 	}
 }

@@ -3,12 +3,15 @@
 package scripts
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -237,5 +240,71 @@ func TestRunCannotDownloadTheDefaultModel(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(cache, "models")); err == nil {
 		t.Errorf("left a models folder behind in %s", cache)
+	}
+}
+
+// A build waiting on another's lock is not one line and then silence (a
+// newcomer's first run.sh waited 16 minutes so): every few seconds it
+// says how long it has waited, where the other build logs and that log's
+// last line, read afresh each time. The test holds the lock itself and
+// lets go once it has seen two such lines; the waiting script then
+// reuses the binary "the other build" made.
+func TestWaitingOnAnotherBuildSaysHowItGoes(t *testing.T) {
+	cache := filepath.Join(t.TempDir(), "cache")
+	os.MkdirAll(filepath.Join(cache, "llama-server-80fb11a"), 0o755)
+	lock, err := os.Create(filepath.Join(cache, "llama-server-80fb11a.lock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	buildLog := filepath.Join(cache, "llama-server-80fb11a.build.log")
+	os.WriteFile(buildLog, []byte("-- Configuring done\n[ 42%] Building CXX object ggml.o\n"), 0o644)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang guard
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(repoRoot(t), "scripts", "llama-server.sh"))
+	cmd.Env = append(os.Environ(), "SYSTEM1_CACHE="+cache, "SYSTEM1_LOCK_REPORT_EVERY=1", "SYSTEM1_LLAMA_BUILD=/bin/false")
+	// The guard stops flock too, which holds stderr open.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	var said []string
+	// next reads stderr up to a line that holds every one of want.
+	next := func(want ...string) {
+		t.Helper()
+		for sc.Scan() {
+			said = append(said, sc.Text())
+			if !slices.ContainsFunc(want, func(w string) bool { return !strings.Contains(sc.Text(), w) }) {
+				return
+			}
+		}
+		t.Fatalf("no line with %q; it said:\n%s", want, strings.Join(said, "\n"))
+	}
+	next("another build of llama-server 80fb11a is running", buildLog)
+	next("still waiting", "s so far", buildLog+" ends: [ 42%] Building CXX object ggml.o")
+	f, _ := os.OpenFile(buildLog, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString("[ 99%] Linking CXX executable llama-server\n")
+	f.Close()
+	next("still waiting", "ends: [ 99%] Linking CXX executable llama-server")
+
+	bin := filepath.Join(cache, "llama-server-80fb11a", "llama-server")
+	os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755)
+	syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	next("reusing the binary the other build made")
+	io.Copy(io.Discard, stderr)
+	if err := cmd.Wait(); err != nil || stdout.String() != bin+"\n" {
+		t.Errorf("exit %v, printed %q, want %q", err, stdout.String(), bin+"\n")
 	}
 }

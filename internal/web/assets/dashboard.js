@@ -1,11 +1,13 @@
 // The dashboard: the server and its nodes from GET /health, request rates
-// and latency percentiles from GET /metrics, and the calibration report.
+// and latency percentiles from GET /metrics, the calibration report with
+// its drift entry, and the shadow rollouts' report.
 // Without a key (auth on) it shows /health as a caller without a key sees
 // it and /metrics, which needs none, and asks for nothing else.
 import { api, state } from './app.js';
 import { h, facts } from './dom.js';
 import { parse, histograms, quantile, sum, seriesKey } from './metrics.js';
 import { render as renderCalibration } from './calibration.js';
+import { renderDrift, renderShadow } from './rollouts.js';
 
 const $ = (id) => document.getElementById(id);
 const EVERY = 5000;
@@ -189,10 +191,14 @@ export async function refresh() {
   serverFacts(health);
   nodes(health);
   builds(health);
-  // /metrics needs no key; the calibration report is a /v1 route.
+  // /metrics needs no key; the calibration and shadow reports are /v1
+  // routes. The calibration report holds the drift entry too.
   metrics(await api('/metrics'), health.json?.nodes);
   const allowed = state.authOn === false || state.authorized;
-  renderCalibration($('calibration'), allowed ? await api('/v1/calibration') : null);
+  const calibration = allowed ? await api('/v1/calibration') : null;
+  renderCalibration($('calibration'), calibration);
+  renderDrift($('drift'), $('drift-note'), calibration);
+  renderShadow($('shadow'), $('shadow-note'), allowed ? await api('/v1/shadow') : null);
   $('refreshed').textContent = `refreshed ${new Date().toLocaleTimeString()}`;
   document.body.dataset.refreshed = String(Number(document.body.dataset.refreshed || 0) + 1);
 }

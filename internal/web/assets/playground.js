@@ -25,7 +25,7 @@ function addQuestion({ kind, id = '', instructions = '', criteria = '' }) {
   const n = document.querySelectorAll('.question').length + 1;
   const card = h('div', { class: 'question', 'data-kind': kind },
     h('div', { class: 'row' },
-      h('span', { class: `kind ${kind}` }, kind),
+      h('span', { class: `kind ${kind}`, 'data-kind': kind }, wireKind(kind)),
       h('input', { class: 'qid', value: id || `q${n}`, 'aria-label': 'question id', spellcheck: 'false' }),
       h('span', { class: 'grow' }),
       h('button', { type: 'button', class: 'remove', title: 'remove' }, 'remove')),
@@ -51,6 +51,10 @@ let wire = 'systemone';
 const routes = { systemone: '/v1/systemone', decisions: '/v1/decisions' };
 // The Decisions wire's word for a question kind.
 const decisionsType = { noul: 'predicate', choice: 'choice', score: 'score' };
+
+// wireKind is a kind as the current wire names it: the editor says
+// predicate on the Decisions tab, where the request does.
+function wireKind(kind) { return wire === 'decisions' ? decisionsType[kind] : kind; }
 
 // request reads the editor: the body as the current wire sends it, and
 // each question's option keys in order, to draw the bars in the order the
@@ -144,6 +148,8 @@ function chooseWire(name) {
     b.setAttribute('aria-selected', String(b.dataset.wire === name));
   }
   $('route').textContent = `POST ${routes[name]}`;
+  for (const k of document.querySelectorAll('#questions .kind[data-kind]')) k.textContent = wireKind(k.dataset.kind);
+  for (const b of document.querySelectorAll('[data-add]')) b.textContent = `+ ${wireKind(b.dataset.add)}`;
 }
 
 function answerCard(id, a, order, label = a.type) {

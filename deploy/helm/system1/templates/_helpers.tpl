@@ -231,6 +231,23 @@ system1.env: the variables the container reads.
 {{- toYaml (concat $env $v.extraEnv) }}
 {{- end }}
 
+{{/*
+system1.affinity: affinity, with the anti-affinity podAntiAffinity asks
+for (one replica per node, preferred or required) unless affinity gives
+its own.
+*/}}
+{{- define "system1.affinity" -}}
+{{- $a := deepCopy (default dict .Values.affinity) }}
+{{- $term := dict "topologyKey" "kubernetes.io/hostname" "labelSelector" (dict "matchLabels" (include "system1.selectorLabels" . | fromYaml)) }}
+{{- if hasKey $a "podAntiAffinity" }}
+{{- else if eq .Values.podAntiAffinity "soft" }}
+{{- $_ := set $a "podAntiAffinity" (dict "preferredDuringSchedulingIgnoredDuringExecution" (list (dict "weight" 100 "podAffinityTerm" $term))) }}
+{{- else if eq .Values.podAntiAffinity "hard" }}
+{{- $_ := set $a "podAntiAffinity" (dict "requiredDuringSchedulingIgnoredDuringExecution" (list $term)) }}
+{{- end }}
+{{- if $a }}{{ toYaml $a }}{{ end }}
+{{- end }}
+
 {{/* The replicas the chart may run at once: for the guards. */}}
 {{- define "system1.maxReplicas" -}}
 {{- if .Values.autoscaling.enabled }}{{ .Values.autoscaling.maxReplicas | int }}{{ else }}{{ .Values.replicaCount | int }}{{ end }}
@@ -253,8 +270,8 @@ system1.env: the variables the container reads.
 {{- end }}
 {{- if $v.podDisruptionBudget.enabled }}
 {{- $pdb := $v.podDisruptionBudget }}
-{{- if eq (kindIs "invalid" $pdb.minAvailable) (kindIs "invalid" $pdb.maxUnavailable) }}
-{{- fail "podDisruptionBudget: give exactly one of minAvailable and maxUnavailable" }}
+{{- if not (or (kindIs "invalid" $pdb.minAvailable) (kindIs "invalid" $pdb.maxUnavailable)) }}
+{{- fail "podDisruptionBudget: give at most one of minAvailable and maxUnavailable" }}
 {{- end }}
 {{- $least := ternary (int $v.autoscaling.minReplicas) (int $v.replicaCount) $v.autoscaling.enabled }}
 {{- if and (not (kindIs "invalid" $pdb.minAvailable)) (not (kindIs "string" $pdb.minAvailable)) (ge (int $pdb.minAvailable) $least) }}
