@@ -218,10 +218,11 @@ func TestLoopClosesOnTheSimulatedModel(t *testing.T) {
 
 	// The later outcomes are new: the bucket is due again, and refitted
 	// over both halves against the fit in use. Its sets were fitted on
-	// the early outcomes only, and the report measured them on the later
-	// ones, which no fit had seen.
+	// the early outcomes only (split conformal: their threshold on the
+	// part of them the calibrator was not fitted on), and the report
+	// measured them on the later ones, which no fit had seen.
 	for _, sr := range b.Sets {
-		if sr.SinceFit.N != len(late) || sr.HeldOut == nil || sr.HeldOut.N != len(early) {
+		if sr.SinceFit.N != len(late) || sr.HeldOut == nil || sr.HeldOut.N != sr.Outcomes || sr.Outcomes <= 0 || sr.Outcomes >= len(early) {
 			t.Errorf("sets at %v: since the fit %+v, held out %+v", sr.Requested, sr.SinceFit, sr.HeldOut)
 		}
 		t.Logf("sets at %v: %d outcomes, held out coverage %.3f size %.2f; since the fit coverage %.3f size %.2f over %d",
