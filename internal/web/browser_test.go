@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -720,7 +721,7 @@ func TestBrowserDashboard(t *testing.T) {
 		t.Errorf("requests shown %q, /metrics counts %v", shown["requests"], count)
 	}
 	for col, q := range map[string]float64{"p50": .5, "p90": .9, "p99": .99} {
-		want := fmt.Sprintf("%.1f", histogramQuantile(t, string(mt), route, q)*1000)
+		want := toFixed(histogramQuantile(t, string(mt), route, q)*1000, 1)
 		if shown[col] != want {
 			t.Errorf("%s shown %q ms, histogram_quantile of /metrics gives %s", col, shown[col], want)
 		}
@@ -1232,5 +1233,28 @@ func TestBrowserDashboardBuilds(t *testing.T) {
 	}
 	if note := eval[string](t, ctx, `document.getElementById('builds-note').textContent`); !strings.Contains(note, "1 of 2 builds changed") {
 		t.Errorf("note %q", note)
+	}
+}
+
+// toFixed is JavaScript's Number.prototype.toFixed for x >= 0: the
+// exact value of x rounded to digits decimals, a tie going up, where
+// Go's %f rounds a tie to even (4.25 is "4.3" on the page, "4.2" in
+// Go), so that a percentile on an exact tie reads alike on both sides.
+func toFixed(x float64, digits int) string {
+	scale := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(digits)), nil)
+	r := new(big.Rat).SetFloat64(x)
+	r.Mul(r, new(big.Rat).SetInt(scale))
+	r.Add(r, big.NewRat(1, 2))
+	n := new(big.Int).Quo(r.Num(), r.Denom())
+	return new(big.Rat).SetFrac(n, scale).FloatString(digits)
+}
+
+// toFixed reads as Node's toFixed(1) read these (node -e), ties and the
+// values just under one alike.
+func TestToFixed(t *testing.T) {
+	for x, want := range map[float64]string{4.25: "4.3", 4.35: "4.3", 0.05: "0.1", 1.45: "1.4", 0.25: "0.3", 12.75: "12.8", 0: "0.0"} {
+		if got := toFixed(x, 1); got != want {
+			t.Errorf("toFixed(%v, 1) = %s, want %s", x, got, want)
+		}
 	}
 }
