@@ -1,6 +1,7 @@
 package docs_test
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -34,6 +35,7 @@ var offline = map[string]string{}
 // request is a curl command of a page, as a reader copies it.
 type request struct {
 	at, file string
+	line     int
 	command  string
 	// reply is the JSON block the page shows after it, when it shows one.
 	reply string
@@ -89,7 +91,7 @@ func requests(t *testing.T) []request {
 			if !strings.HasPrefix(text, "curl ") || !readmeAddr.MatchString(text) {
 				continue
 			}
-			r := request{at: fmt.Sprintf("%s:%d", rel, b.line+1), file: rel, command: text, expect: expectedStatus(text)}
+			r := request{at: fmt.Sprintf("%s:%d", rel, b.line+1), file: rel, line: b.line + 1, command: text, expect: expectedStatus(text)}
 			if i+1 < len(bs) && bs[i+1].lang == "json" {
 				r.reply = bs[i+1].text
 			}
@@ -99,9 +101,13 @@ func requests(t *testing.T) []request {
 	for _, b := range indented(t) {
 		text := strings.TrimPrefix(strings.TrimSpace(b.text), "$ ")
 		if strings.HasPrefix(text, "curl ") && readmeAddr.MatchString(text) {
-			out = append(out, request{at: fmt.Sprintf("%s:%d", b.file, b.line+1), file: b.file, command: text, expect: expectedStatus(text)})
+			out = append(out, request{at: fmt.Sprintf("%s:%d", b.file, b.line+1), file: b.file, line: b.line + 1, command: text, expect: expectedStatus(text)})
 		}
 	}
+	// In each page's order: a placeholder takes the reply before it.
+	slices.SortStableFunc(out, func(a, b request) int {
+		return cmp.Or(strings.Compare(a.file, b.file), a.line-b.line)
+	})
 	return out
 }
 
