@@ -35,8 +35,8 @@ func newReadiness(cfg *config.Config, router *fleet.Router, log *slog.Logger) *r
 }
 
 // configuredModels are the models the configuration names, each once:
-// the nodes' models, then the chain's. cfg is normalized (the old
-// providers: form is the chain by then).
+// the nodes' models, then the chain's, a cascade's by its stages. cfg is
+// normalized (the old providers: form is the chain by then).
 func configuredModels(cfg *config.Config) []string {
 	var out []string
 	add := func(m string) {
@@ -50,7 +50,14 @@ func configuredModels(cfg *config.Config) []string {
 		}
 	}
 	for _, l := range cfg.Gateway.Chain {
-		add(l.Model)
+		i := slices.IndexFunc(cfg.Cascades, func(c config.Cascade) bool { return c.Model == l.Model })
+		if i < 0 {
+			add(l.Model)
+			continue
+		}
+		for _, st := range cfg.Cascades[i].Stages {
+			add(st)
+		}
 	}
 	return out
 }

@@ -48,6 +48,8 @@ func (s *Service) record(req Request, a *Answer) {
 			Final:       got.Dist,
 			State:       req.State,
 			Question:    &req.Questions[i],
+			Cascade:     req.Cascade,
+			Stage:       req.Stage,
 		}
 		if !req.Start.IsZero() {
 			r.Latency = now.Sub(req.Start)

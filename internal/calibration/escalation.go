@@ -122,17 +122,14 @@ func (f Fit) EscalationFor(target float64) (Escalation, bool) {
 	return Escalation{}, false
 }
 
-// SetEscalations learns f's escalation at each target from preds,
-// calibrated by f (the held-out cases when there are any, as SetGate).
-func (f *Fit) SetEscalations(fit, held []Prediction, targets []float64) {
-	preds := held
-	if len(held) == 0 {
-		preds = fit
-	}
+// SetEscalations learns f's escalation at each target from served: the
+// fit's cases as they are served, each calibrated by a calibrator that
+// did not see it (Selection.HeldOut), as a gate is chosen.
+func (f *Fit) SetEscalations(served []Prediction, targets []float64) {
 	f.Escalations = nil
 	var conf []float64
 	var wrong []bool
-	for _, p := range Calibrate(preds, f.Calibrator()) {
+	for _, p := range served {
 		if p.Check() == nil {
 			conf, wrong = append(conf, p.Confidence()), append(wrong, !p.Correct())
 		}

@@ -34,9 +34,9 @@ type store struct {
 }
 
 // columns of the decisions table, in insert order.
-const columns = "request_id, question_id, at_ns, face, model, node, kind, options, engine_dist, steps, final_dist, label_mass, latency_us, state_sha256, state, fingerprint"
+const columns = "request_id, question_id, at_ns, face, model, node, kind, options, engine_dist, steps, final_dist, label_mass, latency_us, state_sha256, state, fingerprint, cascade, stage"
 
-const numColumns = 16
+const numColumns = 18
 
 // rowsPerInsert bounds the rows of one INSERT, well under both backends'
 // limits on parameters (SQLite 32766, PostgreSQL 65535); a power of two
@@ -66,7 +66,9 @@ func schema(postgres bool) []string {
 			latency_us BIGINT NOT NULL,
 			state_sha256 TEXT NOT NULL,
 			state TEXT,
-			fingerprint TEXT NOT NULL DEFAULT ''
+			fingerprint TEXT NOT NULL DEFAULT '',
+			cascade TEXT NOT NULL DEFAULT '',
+			stage INTEGER NOT NULL DEFAULT 0
 		)`,
 		`CREATE INDEX IF NOT EXISTS decisions_request ON decisions (request_id, question_id)`,
 		`CREATE INDEX IF NOT EXISTS decisions_at ON decisions (at_ns)`,
@@ -150,25 +152,31 @@ func (s *store) init(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := s.addFingerprint(ctx, tx); err != nil {
-		return err
+	// Columns added since the table was first made: rows from before
+	// read as answered by an unknown build, of no cascade.
+	for _, col := range []struct{ name, decl string }{
+		{"fingerprint", "TEXT NOT NULL DEFAULT ''"},
+		{"cascade", "TEXT NOT NULL DEFAULT ''"},
+		{"stage", "INTEGER NOT NULL DEFAULT 0"},
+	} {
+		if err := s.addColumn(ctx, tx, col.name, col.decl); err != nil {
+			return err
+		}
 	}
 	return tx.Commit()
 }
 
-// addFingerprint adds the fingerprint column to a decisions table made
-// before it, whose rows then read as answered by an unknown build.
-func (s *store) addFingerprint(ctx context.Context, tx *sql.Tx) error {
-	const add = "ALTER TABLE decisions ADD COLUMN fingerprint TEXT NOT NULL DEFAULT ''"
+// addColumn adds a column to a decisions table made before it.
+func (s *store) addColumn(ctx context.Context, tx *sql.Tx, name, decl string) error {
 	if s.postgres {
-		_, err := tx.ExecContext(ctx, strings.Replace(add, "ADD COLUMN", "ADD COLUMN IF NOT EXISTS", 1))
+		_, err := tx.ExecContext(ctx, "ALTER TABLE decisions ADD COLUMN IF NOT EXISTS "+name+" "+decl)
 		return err
 	}
 	var n int
-	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM pragma_table_info('decisions') WHERE name = 'fingerprint'").Scan(&n); err != nil || n > 0 {
+	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM pragma_table_info('decisions') WHERE name = ?", name).Scan(&n); err != nil || n > 0 {
 		return err
 	}
-	_, err := tx.ExecContext(ctx, add)
+	_, err := tx.ExecContext(ctx, "ALTER TABLE decisions ADD COLUMN "+name+" "+decl)
 	return err
 }
 
@@ -244,7 +252,7 @@ func (s *store) insertStmt(ctx context.Context, n int) (*sql.Stmt, error) {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString("(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+		b.WriteString("(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
 	}
 	st, err := s.db.PrepareContext(ctx, s.q(b.String()))
 	if err != nil {
@@ -307,8 +315,8 @@ func (s *store) encode(recs []Record, keepStates bool) (args []any, bad int) {
 	// A string column's value is boxed in an interface once for the
 	// records in a row that share it (a request's id and state hash; the
 	// face, model, node and kind), not once a record.
-	var last [8]string
-	var boxed [8]any
+	var last [9]string
+	var boxed [9]any
 	box := func(col int, v string) any {
 		if boxed[col] == nil || last[col] != v {
 			last[col], boxed[col] = v, v
@@ -335,7 +343,7 @@ func (s *store) encode(recs []Record, keepStates bool) (args []any, bad int) {
 		}
 		args = append(args, box(0, r.RequestID), box(1, r.QuestionID), r.Time.UnixNano(), box(2, r.Face), box(3, r.Model),
 			box(4, r.Node), box(5, string(r.Kind)), text[t[0][0]:t[0][1]], text[t[1][0]:t[1][1]], text[t[2][0]:t[2][1]],
-			text[t[3][0]:t[3][1]], mass, r.Latency.Microseconds(), box(6, hash), state, box(7, r.Fingerprint))
+			text[t[3][0]:t[3][1]], mass, r.Latency.Microseconds(), box(6, hash), state, box(7, r.Fingerprint), box(8, r.Cascade), r.Stage)
 	}
 	s.args = args
 	return args, bad
@@ -471,7 +479,7 @@ func scanEntry(rows *sql.Rows, e *Entry, more ...any) error {
 	var mass sql.NullFloat64
 	var state sql.NullString
 	dest := append([]any{&e.ID, &e.RequestID, &e.QuestionID, &atNS, &e.Face, &e.Model, &e.Node, &kind,
-		&opts, &eng, &steps, &fin, &mass, &latUS, &e.StateHash, &state, &e.Fingerprint}, more...)
+		&opts, &eng, &steps, &fin, &mass, &latUS, &e.StateHash, &state, &e.Fingerprint, &e.Cascade, &e.Stage}, more...)
 	if err := rows.Scan(dest...); err != nil {
 		return err
 	}
