@@ -37,6 +37,9 @@ type StageCall struct {
 	Usage     Usage
 }
 
+// Cascades are the cascades the service answers to.
+func (s *Service) Cascades() []Cascade { return s.opt.Cascades }
+
 // cascade is the cascade named model, if one is.
 func (s *Service) cascade(model string) (Cascade, bool) {
 	i := slices.IndexFunc(s.opt.Cascades, func(c Cascade) bool { return c.Model == model })

@@ -38,6 +38,9 @@ type CalibrationReport struct {
 	// the last ReportOptions.Drift.Window before Until with a reference
 	// window before it, without outcomes (see drift.go).
 	Drift []SignatureDrift `json:"drift"`
+	// Cascades report each configured cascade (ReportCascades); absent
+	// where none is configured.
+	Cascades []CascadeReport `json:"cascades,omitempty"`
 }
 
 // LabelMassGate is one model build's suggested min_label_mass

@@ -173,6 +173,20 @@ decision_log:
 	if trained["small"] != 1 || trained["large"] != 1 {
 		t.Fatalf("outcomes per stage %v, want one for each", trained)
 	}
+	// The cascade's report: one question with an outcome, asked of both
+	// stages and answered, right, by the second; small's threshold is
+	// certified for its build.
+	if len(rep.Cascades) != 1 {
+		t.Fatalf("cascades reported: %+v", rep.Cascades)
+	}
+	cr := rep.Cascades[0]
+	if cr.Model != "casc" || cr.Questions != 1 || len(cr.Stages) != 2 || cr.Stages[0].Asked != 1 || cr.Stages[0].Answered != 0 ||
+		cr.Stages[1].Answered != 1 || cr.Stages[1].Share != 1 || cr.Stages[1].Wrong != 0 || cr.Stages[1].UpperBound <= 0 {
+		t.Fatalf("cascade report %+v", cr)
+	}
+	if th := cr.Stages[0].Thresholds; len(th) != 1 || th[0].Fingerprint != fp || !th[0].Certified || th[0].Threshold != 0.9 {
+		t.Fatalf("small's thresholds %+v", th)
+	}
 
 	// small's build changes: its certification is gone.
 	small.SetBuild("two")
