@@ -1,6 +1,7 @@
 package outcomes
 
 import (
+	"context"
 	"testing"
 
 	"system1/internal/answer"
@@ -53,5 +54,34 @@ func TestReportCascade(t *testing.T) {
 		if tt.got != tt.want {
 			t.Errorf("%s: %v, want %v", tt.name, tt.got, tt.want)
 		}
+	}
+}
+
+// A refit told the cascades' targets writes, in each fit, the escalation
+// threshold certified at each, learnt on the answers as served.
+func TestRefitCertifiesEscalations(t *testing.T) {
+	l := openLog(t)
+	cs := banking12Like(480, 12)
+	record(t, l, "m", cs, inOrder(len(cs)))
+	f := emptyFits(t)
+	ds, _, err := f.Refit(context.Background(), NewTracker(l), RefitOptions{Seed: 1, EscalationTargets: []float64{0.05, 0.3}})
+	if err != nil || len(ds) != 1 || !ds[0].Written {
+		t.Fatalf("refit: %+v %v", ds, err)
+	}
+	ft := f.Current().Fits[0]
+	if len(ft.Escalations) != 2 {
+		t.Fatalf("escalations %+v", ft.Escalations)
+	}
+	for _, target := range []float64{0.05, 0.3} {
+		e, ok := ft.EscalationFor(target)
+		if !ok || e.N != len(cs) || (e.Certified && e.UpperBound > target) {
+			t.Errorf("at %v: %+v", target, e)
+		}
+	}
+	// A looser target is certified at a threshold no stricter.
+	strict, _ := ft.EscalationFor(0.05)
+	loose, _ := ft.EscalationFor(0.3)
+	if !loose.Certified || (strict.Certified && strict.Threshold < loose.Threshold) {
+		t.Errorf("0.05: %+v; 0.3: %+v", strict, loose)
 	}
 }
