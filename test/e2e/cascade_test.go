@@ -135,6 +135,19 @@ decision_log:
 	if err := json.Unmarshal(r.Body, &body); err != nil || body.Answers["easy"].Choice != "billing" || body.Answers["hard"].Choice != "technical" {
 		t.Fatalf("the easy question is small's (billing), the hard one large's (technical): %s (%v)", r.Body, err)
 	}
+	// The Decisions wire says the same in the same header.
+	dec := do(t, c, http.MethodPost, s.URL+"/v1/decisions", "", `{"model":"casc","input":"a ticket","questions":[`+
+		`{"type":"choice","instructions":"easy: which team?","choices":[{"value":"billing"},{"value":"technical"},{"value":"sales"}]},`+
+		`{"type":"choice","instructions":"hard: which team?","choices":[{"value":"billing"},{"value":"technical"},{"value":"sales"}]}]}`)
+	if h := dec.Header.Get("X-System1-Escalated"); dec.Status != http.StatusOK || strings.Count(h, "=false") != 1 || strings.Count(h, "=true") != 1 {
+		t.Fatalf("/v1/decisions: %d, escalated %q: %s", dec.Status, h, dec.Body)
+	}
+	// A batch answers each state as its own request: the easy question
+	// is small's in every state, the hard one large's.
+	batch := do(t, c, http.MethodPost, s.URL+"/v1/systemone/batch", "", strings.Replace(two, `"state":"a ticket"`, `"states":["a ticket","another ticket"]`, 1))
+	if batch.Status != http.StatusOK || strings.Count(string(batch.Body), `"choice":"billing"`) != 2 || strings.Count(string(batch.Body), `"choice":"technical"`) != 2 {
+		t.Fatalf("batch: %d %s", batch.Status, batch.Body)
+	}
 	// The escalated question reached large alone, in one call.
 	last := large.Inferences()[len(large.Inferences())-1]
 	if strings.Contains(last.User, "easy") {
