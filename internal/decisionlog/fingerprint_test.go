@@ -61,7 +61,7 @@ func TestOldLogGainsTheFingerprintColumn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := strings.Replace(schema(false)[0], ",\n\t\t\tfingerprint TEXT NOT NULL DEFAULT '',\n\t\t\tcascade TEXT NOT NULL DEFAULT '',\n\t\t\tstage INTEGER NOT NULL DEFAULT 0", "", 1)
+	old := strings.Replace(schema(false)[0], ",\n\t\t\tfingerprint TEXT NOT NULL DEFAULT '',\n\t\t\tcascade_model TEXT NOT NULL DEFAULT '',\n\t\t\tcascade_stage INTEGER NOT NULL DEFAULT 0", "", 1)
 	if old == schema(false)[0] {
 		t.Fatal("the old schema still has the column")
 	}

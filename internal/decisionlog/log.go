@@ -615,7 +615,7 @@ func (l *Log) window(ctx context.Context, since, until time.Time, model string, 
 		args = append(args, model)
 	}
 	if cascades {
-		where += " AND d.cascade <> ''"
+		where += " AND d.cascade_model <> ''"
 	}
 	es, err := l.store.entries(ctx, where+" ORDER BY d.id", args...)
 	if err != nil {

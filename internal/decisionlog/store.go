@@ -34,7 +34,7 @@ type store struct {
 }
 
 // columns of the decisions table, in insert order.
-const columns = "request_id, question_id, at_ns, face, model, node, kind, options, engine_dist, steps, final_dist, label_mass, latency_us, state_sha256, state, fingerprint, cascade, stage"
+const columns = "request_id, question_id, at_ns, face, model, node, kind, options, engine_dist, steps, final_dist, label_mass, latency_us, state_sha256, state, fingerprint, cascade_model, cascade_stage"
 
 const numColumns = 18
 
@@ -67,8 +67,8 @@ func schema(postgres bool) []string {
 			state_sha256 TEXT NOT NULL,
 			state TEXT,
 			fingerprint TEXT NOT NULL DEFAULT '',
-			cascade TEXT NOT NULL DEFAULT '',
-			stage INTEGER NOT NULL DEFAULT 0
+			cascade_model TEXT NOT NULL DEFAULT '',
+			cascade_stage INTEGER NOT NULL DEFAULT 0
 		)`,
 		`CREATE INDEX IF NOT EXISTS decisions_request ON decisions (request_id, question_id)`,
 		`CREATE INDEX IF NOT EXISTS decisions_at ON decisions (at_ns)`,
@@ -156,8 +156,9 @@ func (s *store) init(ctx context.Context) error {
 	// read as answered by an unknown build, of no cascade.
 	for _, col := range []struct{ name, decl string }{
 		{"fingerprint", "TEXT NOT NULL DEFAULT ''"},
-		{"cascade", "TEXT NOT NULL DEFAULT ''"},
-		{"stage", "INTEGER NOT NULL DEFAULT 0"},
+		// Not named cascade: a keyword in SQLite and PostgreSQL alike.
+		{"cascade_model", "TEXT NOT NULL DEFAULT ''"},
+		{"cascade_stage", "INTEGER NOT NULL DEFAULT 0"},
 	} {
 		if err := s.addColumn(ctx, tx, col.name, col.decl); err != nil {
 			return err
