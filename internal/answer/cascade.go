@@ -35,6 +35,9 @@ type StageCall struct {
 	Stage     string
 	Questions []int
 	Usage     Usage
+	// Cache is what the cache made of the stage's request (Answer.Cache):
+	// a hit asked no engine.
+	Cache string
 }
 
 // Cascades are the cascades the service answers to.
@@ -100,7 +103,7 @@ func (s *Service) answerCascade(ctx context.Context, req Request, c Cascade) (*A
 		if err != nil {
 			return nil, err
 		}
-		out.Stages = append(out.Stages, StageCall{Stage: stage, Questions: slices.Clone(pending), Usage: a.Usage})
+		out.Stages = append(out.Stages, StageCall{Stage: stage, Questions: slices.Clone(pending), Usage: a.Usage, Cache: a.Cache})
 		out.Usage.InputTokens += a.Usage.InputTokens
 		out.Usage.OutputTokens += a.Usage.OutputTokens
 		out.Usage.Estimated = out.Usage.Estimated || a.Usage.Estimated
