@@ -76,7 +76,7 @@ func (t *target) asker(ctx context.Context, e env, rep *bench.Report) (bench.Ask
 	if err != nil {
 		return nil, "", fmt.Errorf("configuration %s: nodes: %w", cfg.Path, err)
 	}
-	g := gateway.New(gateway.Options{Config: cfg, ConfigPath: cfg.Path, Answer: answerPath(router, nil, nil, true), Log: logger(e)})
+	g := gateway.New(gateway.Options{Config: cfg, ConfigPath: cfg.Path, Answer: answerPath(cfg, router, nil, nil, true), Log: logger(e)})
 	l, ok := g.Link(t.provider)
 	if !ok {
 		return nil, "", fmt.Errorf("no provider %q in %s (providers: %s)", t.provider, cfg.Path, strings.Join(g.Chain(), ", "))

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"system1/internal/answer"
 	"system1/internal/bench"
 	"system1/internal/calibration"
 	"system1/internal/config"
@@ -274,7 +275,11 @@ func loopOptions(c config.Calibration, fits *outcomes.FitsFile) *outcomes.LoopOp
 // until ctx ends: each bucket with min_outcomes outcomes new since its
 // last refit (outcomes.FitsFile.Refit), writing a new version of the
 // fits file when a fit changed; both faces pick it up from the file.
-func refitLoop(ctx context.Context, fits *outcomes.FitsFile, tracker *outcomes.Tracker, c config.Calibration, tr *tracing.Tracer, log *slog.Logger) {
+func refitLoop(ctx context.Context, fits *outcomes.FitsFile, tracker *outcomes.Tracker, c config.Calibration, cascades []answer.Cascade, tr *tracing.Tracer, log *slog.Logger) {
+	var targets []float64
+	for _, cc := range cascades {
+		targets = append(targets, cc.TargetError)
+	}
 	t := time.NewTicker(time.Duration(c.RefitEvery))
 	defer t.Stop()
 	for {
@@ -284,7 +289,7 @@ func refitLoop(ctx context.Context, fits *outcomes.FitsFile, tracker *outcomes.T
 		case <-t.C:
 		}
 		rctx, span := tr.StartRefit(ctx)
-		ds, rev, err := fits.Refit(rctx, tracker, outcomes.RefitOptions{MinOutcomes: c.MinOutcomes, Folds: c.Folds, Seed: 1, TargetError: c.TargetError})
+		ds, rev, err := fits.Refit(rctx, tracker, outcomes.RefitOptions{MinOutcomes: c.MinOutcomes, Folds: c.Folds, Seed: 1, TargetError: c.TargetError, EscalationTargets: targets})
 		tracing.EndRefit(span, len(ds), adopted(ds), rev, err)
 		if err != nil {
 			log.Error("refit from the decision log failed", "request_id", "-", "err", err)

@@ -13,20 +13,20 @@ import (
 	"system1/internal/outcomes"
 )
 
-// answerPath is the answer path over router, applying the fits of file
+// answerPath is the answer path over router, with cfg's cascades, applying the fits of file
 // (none when nil) and recording in dlog (nothing when nil). local keeps
 // the nodes' addresses in failures: for the faces whose caller runs
 // system1 itself (mcp over stdio, the command line), never for serve's.
 // Its WithCache adds the process's decision cache.
-func answerPath(router *fleet.Router, file *outcomes.FitsFile, dlog *decisionlog.Log, local bool) *answer.Service {
-	return answerPathShadowed(router, file, dlog, local, nil, nil)
+func answerPath(cfg *config.Config, router *fleet.Router, file *outcomes.FitsFile, dlog *decisionlog.Log, local bool) *answer.Service {
+	return answerPathShadowed(cfg, router, file, dlog, local, nil, nil)
 }
 
 // answerPathShadowed is answerPath whose answered requests shadow may
 // sample for a candidate too, telling spend (none when nil) what each
 // answer cost.
-func answerPathShadowed(router *fleet.Router, file *outcomes.FitsFile, dlog *decisionlog.Log, local bool, shadow *answer.Shadow, spend answer.Spender) *answer.Service {
-	o := answer.Options{Router: router, Local: local, Shadow: shadow}
+func answerPathShadowed(cfg *config.Config, router *fleet.Router, file *outcomes.FitsFile, dlog *decisionlog.Log, local bool, shadow *answer.Shadow, spend answer.Spender) *answer.Service {
+	o := answer.Options{Router: router, Local: local, Shadow: shadow, Cascades: cascades(cfg)}
 	if spend != nil {
 		o.Spender = spend
 	}
@@ -37,6 +37,15 @@ func answerPathShadowed(router *fleet.Router, file *outcomes.FitsFile, dlog *dec
 		o.Recorder = dlog
 	}
 	return answer.New(o)
+}
+
+// cascades are the cascades cfg configures, for the answer path.
+func cascades(cfg *config.Config) []answer.Cascade {
+	var out []answer.Cascade
+	for _, c := range cfg.Cascades {
+		out = append(out, answer.Cascade{Model: c.Model, Stages: c.Stages, TargetError: c.TargetError, Keep: c.Uncertified == config.UncertifiedKeep})
+	}
+	return out
 }
 
 // newShadow starts the shadow rollouts cfg configures, nil for none; a
@@ -96,7 +105,7 @@ func chainPath(cfg *config.Config, getenv func(string) string, dlog *decisionlog
 	if err != nil {
 		errs = append(errs, err)
 	}
-	return answerPath(router, fits, dlog, true).WithCache(decisionCache(cfg)), errs
+	return answerPath(cfg, router, fits, dlog, true).WithCache(decisionCache(cfg)), errs
 }
 
 // localRouter is the router of a face that runs no background probe (mcp,

@@ -35,12 +35,12 @@ func newReadiness(cfg *config.Config, router *fleet.Router, log *slog.Logger) *r
 }
 
 // configuredModels are the models the configuration names callers
-// served, each once: the nodes' models, then the chain's. A model named
-// only as a shadow's candidate (itself or through an alias) is left out:
-// it is asked off the request path, so its node being down keeps no
-// caller from an answer and must not take every replica out of its load
-// balancer. cfg is normalized (the old providers: form is the chain by
-// then).
+// served, each once: the nodes' models, then the chain's, a cascade's by
+// its stages. A model named only as a shadow's candidate (itself or
+// through an alias) is left out: it is asked off the request path, so its
+// node being down keeps no caller from an answer and must not take every
+// replica out of its load balancer. cfg is normalized (the old
+// providers: form is the chain by then).
 func configuredModels(cfg *config.Config) []string {
 	served := map[string]bool{}
 	for _, r := range cfg.Shadow {
@@ -69,7 +69,14 @@ func configuredModels(cfg *config.Config) []string {
 		}
 	}
 	for _, l := range cfg.Gateway.Chain {
-		add(l.Model)
+		i := slices.IndexFunc(cfg.Cascades, func(c config.Cascade) bool { return c.Model == l.Model })
+		if i < 0 {
+			add(l.Model)
+			continue
+		}
+		for _, st := range cfg.Cascades[i].Stages {
+			add(st)
+		}
 	}
 	return out
 }

@@ -186,7 +186,7 @@ func buildServe(ctx context.Context, cfg *config.Config, stateDir string, e env,
 		log.Info("decision cache on", "entries", cfg.Cache.Entries, "ttl", time.Duration(cfg.Cache.TTL))
 	}
 	s.api = httpapi.New(httpapi.Options{
-		Answer:           answerPathShadowed(router, fits, dlog, false, shadow, m).WithCache(cache),
+		Answer:           answerPathShadowed(cfg, router, fits, dlog, false, shadow, m).WithCache(cache),
 		Log:              log,
 		Metrics:          m,
 		Keys:             apiKeys(keys),
@@ -206,7 +206,7 @@ func buildServe(ctx context.Context, cfg *config.Config, stateDir string, e env,
 		// POST /v1/decide: the gateway over the same fleet and decision
 		// log.
 		Decide: gateway.New(gateway.Options{Config: cfg, ConfigPath: cfg.Path, ConfigErrors: decideErrs,
-			Answer: answerPathShadowed(router, dfits, dlog, false, shadow, m).WithCache(cache), Log: log, StatePath: pause.Path(stateDir, e.getenv),
+			Answer: answerPathShadowed(cfg, router, dfits, dlog, false, shadow, m).WithCache(cache), Log: log, StatePath: pause.Path(stateDir, e.getenv),
 			Version: version, Face: decisionlog.FaceDecide}),
 		Version: version,
 		Ready:   ready.check,
@@ -219,7 +219,7 @@ func buildServe(ctx context.Context, cfg *config.Config, stateDir string, e env,
 		if tracker == nil {
 			log.Warn("calibration.refit_every is set but the decision log is off: no refits")
 		} else {
-			go refitLoop(ctx, fits, tracker, cfg.Calibration, tr, log)
+			go refitLoop(ctx, fits, tracker, cfg.Calibration, cascades(cfg), tr, log)
 		}
 	}
 	if len(keys) == 0 {

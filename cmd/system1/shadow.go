@@ -181,7 +181,7 @@ docs/shadow.md.
 		return err
 	}
 	now := time.Now()
-	rep, err := outcomes.Replay(ctx, answerPath(router, fits, nil, true), l, *candidate, now.Add(-*window), now, *limit)
+	rep, err := outcomes.Replay(ctx, answerPath(cfg, router, fits, nil, true), l, *candidate, now.Add(-*window), now, *limit)
 	if err != nil {
 		return err
 	}

@@ -16,7 +16,13 @@ import (
 // yet is found. When none serves it, lim is the defaults, for a face that
 // checks the rest of the request anyway, and err a *Failure of class
 // UnknownModel; an empty model is not looked for.
+//
+// A cascade is admitted when every stage is, with the strictest of their
+// limits.
 func (s *Service) Admit(ctx context.Context, model string) (lim decision.Limits, err error) {
+	if c, ok := s.cascade(model); ok {
+		return cascadeLimits(c, func(st string) (decision.Limits, error) { return s.Admit(ctx, st) })
+	}
 	r := s.opt.Router
 	lim, err = r.Limits(model)
 	if errors.Is(err, fleet.ErrUnknownModel) && model != "" {
@@ -33,7 +39,11 @@ func (s *Service) Admit(ctx context.Context, model string) (lim decision.Limits,
 // nodes serving it run at once with every slot busy
 // (fleet.Router.Capacity): what a face that asks many at once (a batch, a
 // job's rows) keeps in flight; 0 when no healthy node serves the model.
+// A cascade's is its first stage's, which every question reaches.
 func (s *Service) Capacity(ctx context.Context, model string, k int) int {
+	if c, ok := s.cascade(model); ok {
+		model = c.Stages[0]
+	}
 	return s.opt.Router.Capacity(ctx, model, k)
 }
 
@@ -42,11 +52,15 @@ func (s *Service) Capacity(ctx context.Context, model string, k int) int {
 type Model struct {
 	fleet.Model
 	Limits *decision.Limits
+	// Stages are a cascade's stages, in order; nil for a served model or
+	// an alias.
+	Stages []string
 }
 
 // Models lists every model the nodes serve and every alias whose target
-// is served (fleet.Router.Catalog), each with its limits: what GET
-// /v1/models and decide's capabilities list. No node is asked.
+// is served (fleet.Router.Catalog), then every cascade whose stages are
+// all served, each with its limits: what GET /v1/models and decide's
+// capabilities list. No node is asked.
 func (s *Service) Models() []Model {
 	r := s.opt.Router
 	var out []Model
@@ -57,7 +71,7 @@ func (s *Service) Models() []Model {
 		}
 		out = append(out, one)
 	}
-	return out
+	return append(out, s.cascadeModels()...)
 }
 
 // States are the nodes' states, in configured order (fleet.Router.States):
@@ -67,7 +81,15 @@ func (s *Service) States() []fleet.State { return s.opt.Router.States() }
 // Ping has the nodes serving model list their models, as the background
 // probes do, after the nodes that never listed theirs list them once
 // (fleet.Router.Ping): a health check's look, which sends no user data.
+// A cascade's are every stage's.
 func (s *Service) Ping(ctx context.Context, model string) []fleet.Ping {
 	s.opt.Router.Refresh(ctx)
+	if c, ok := s.cascade(model); ok {
+		var out []fleet.Ping
+		for _, st := range c.Stages {
+			out = append(out, s.opt.Router.Ping(ctx, st)...)
+		}
+		return out
+	}
 	return s.opt.Router.Ping(ctx, model)
 }

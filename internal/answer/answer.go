@@ -34,6 +34,9 @@ type Options struct {
 	// Spender, when set, is told what each answered question cost (see
 	// Spender).
 	Spender Spender
+	// Cascades are models made of others (see Cascade), answered to by
+	// their names.
+	Cascades []Cascade
 }
 
 // Service answers requests across the fleet: the one sequence every face
@@ -93,6 +96,10 @@ type Request struct {
 	// that coverage, in [calibration.MinCoverage, MaxCoverage]
 	// (Question.Set).
 	Coverage float64
+	// Cascade, set by a cascade asking one of its stages, names the
+	// cascade, and Stage the stage's index in it, for the records.
+	Cascade string
+	Stage   int
 }
 
 // Answer is a request answered: every question, calibrated, with the
@@ -122,6 +129,9 @@ type Answer struct {
 	// Cache is what the cache made of the request: CacheHit, CacheMiss
 	// or CacheBypass; "" when there is no cache.
 	Cache string
+	// Stages are the requests a cascade made of its stages, in order;
+	// nil for a model that is not a cascade.
+	Stages []StageCall
 }
 
 // Question is one question's answer.
@@ -165,6 +175,11 @@ type Question struct {
 	// it with a refusal, the System One wire, which has no word for it,
 	// with an error naming the question, decide with an abstention.
 	Refusal *Refusal
+	// Stage is the stage of a cascade that answered, and Stages every
+	// stage asked the question, in order (Stage last); "" and nil for a
+	// model that is not a cascade.
+	Stage  string
+	Stages []string
 }
 
 // Served is what served q, in the words every face uses (decide's
@@ -199,7 +214,13 @@ func (s *Service) hit(req Request, k key, fits *calibration.Fits) (*Answer, bool
 // it, and recorded like any answer: under its own request id, so that
 // feedback on it works, with the stored answer's node, model and steps;
 // one that arrives while the same request is being asked waits for it.
+//
+// A cascade's name is answered stage by stage (see Cascade), each stage
+// through Answer.
 func (s *Service) Answer(ctx context.Context, req Request) (a *Answer, err error) {
+	if c, ok := s.cascade(req.Model); ok {
+		return s.answerCascade(ctx, req, c)
+	}
 	tracing.SetState(ctx, req.State)
 	ctx, qs := tracing.StartQuestions(ctx, req.Questions)
 	defer func() { endQuestions(qs, req.Request, a, err) }()

@@ -22,6 +22,11 @@
 // marks row-wise work (a batch, a job's rows): one state among many that
 // keep the engines' slots busy.
 //
+// A Cascade is a model made of others, answered here once for every face:
+// each question asked of the first stage, kept when its calibrated
+// confidence clears the threshold certified for that stage's build, and
+// the rest asked of the next stage together.
+//
 // Admit is the front door every face calls before an answer: the model
 // resolved, its nodes' lists read once when no node is known to serve it,
 // and its limits. Off the request path: a Cache answers exact repeats (the model's

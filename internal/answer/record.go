@@ -49,6 +49,8 @@ func (s *Service) record(req Request, a *Answer) {
 			State:       req.State,
 			Question:    &req.Questions[i],
 			Cost:        got.Cost,
+			Cascade:     req.Cascade,
+			Stage:       req.Stage,
 		}
 		if !req.Start.IsZero() {
 			r.Latency = now.Sub(req.Start)

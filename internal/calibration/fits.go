@@ -92,6 +92,10 @@ type Fit struct {
 	// nil when none was suggested: files written before gates have none,
 	// and too few outcomes pass no bound.
 	Gate *FitGate `json:"gate,omitempty"`
+	// Escalations are the thresholds certified for cascades that have the
+	// fit's model as a stage, one per target error (see
+	// CertifyEscalation); bound to the fit's build like the rest of it.
+	Escalations []Escalation `json:"escalations,omitempty"`
 	// Date is the day of the fit, YYYY-MM-DD, or empty.
 	Date string `json:"date"`
 }
@@ -369,6 +373,11 @@ func (ft Fit) validate() error {
 	if ft.Gate != nil {
 		if err := ft.Gate.validate(); err != nil {
 			return fmt.Errorf("gate: %w", err)
+		}
+	}
+	for i, e := range ft.Escalations {
+		if err := e.Check(); err != nil {
+			return fmt.Errorf("escalation %d: %w", i, err)
 		}
 	}
 	return nil

@@ -70,6 +70,17 @@ func fitKeys(item json.RawMessage) error {
 			t = reflect.TypeFor[FitGate]()
 		case "confidence_map":
 			t = reflect.TypeFor[ConfidenceMap]()
+		case "escalations":
+			var items []json.RawMessage
+			if json.Unmarshal(m.Value, &items) != nil {
+				continue
+			}
+			for i, item := range items {
+				if err := objectKeys(item, reflect.TypeFor[Escalation]()); err != nil {
+					return fmt.Errorf("escalation %d: %w", i, err)
+				}
+			}
+			continue
 		case "sets":
 			var items []json.RawMessage
 			if json.Unmarshal(m.Value, &items) != nil {

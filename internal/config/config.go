@@ -124,6 +124,9 @@ type Config struct {
 	// Shadow are the shadow rollouts: candidates asked a share of the
 	// live requests beside the served model.
 	Shadow []Shadow `yaml:"shadow"`
+	// Cascades are models made of others, asked in turn per question
+	// (docs/cascades.md).
+	Cascades []Cascade `yaml:"cascades"`
 	// Drift configures the label-free drift report and its alarm.
 	Drift Drift `yaml:"drift"`
 
@@ -513,6 +516,7 @@ func (c *Config) Check() []error {
 	errs = append(errs, c.Tracing.check()...)
 	errs = append(errs, c.Cache.check()...)
 	errs = append(errs, checkShadow(c.Shadow)...)
+	errs = append(errs, c.checkCascades()...)
 	errs = append(errs, c.Drift.check()...)
 	pnames := names{}
 	providers := c.Providers

@@ -49,8 +49,9 @@ func TestRecordsKeepTheFingerprint(t *testing.T) {
 	}
 }
 
-// A SQLite log written before fingerprints opens: its table gains the
-// column, its rows read as of an unknown build, and new rows keep theirs.
+// A SQLite log written before fingerprints and cascades opens: its table
+// gains the columns, its rows read as of an unknown build and no cascade,
+// and new rows keep theirs.
 func TestOldLogGainsTheFingerprintColumn(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "decisions.db")
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
@@ -60,7 +61,7 @@ func TestOldLogGainsTheFingerprintColumn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := strings.Replace(schema(false)[0], ",\n\t\t\tfingerprint TEXT NOT NULL DEFAULT ''", "", 1)
+	old := strings.Replace(schema(false)[0], ",\n\t\t\tfingerprint TEXT NOT NULL DEFAULT '',\n\t\t\tcascade_model TEXT NOT NULL DEFAULT '',\n\t\t\tcascade_stage INTEGER NOT NULL DEFAULT 0", "", 1)
 	if old == schema(false)[0] {
 		t.Fatal("the old schema still has the column")
 	}
@@ -76,13 +77,13 @@ func TestOldLogGainsTheFingerprintColumn(t *testing.T) {
 		l := openLog(t, Options{Path: path})
 		ctx := ctxT(t)
 		r := sample("new", "q", time.Now())
-		r.Fingerprint = "cccc"
+		r.Fingerprint, r.Cascade, r.Stage = "cccc", "casc", 1
 		l.Record(r)
 		es, err := l.Lookup(ctx, "old")
-		if err != nil || len(es) != 1 || es[0].Fingerprint != "" {
+		if err != nil || len(es) != 1 || es[0].Fingerprint != "" || es[0].Cascade != "" || es[0].Stage != 0 {
 			t.Fatalf("the old row: %+v, %v", es, err)
 		}
-		if es, err = l.Lookup(ctx, "new"); err != nil || len(es) == 0 || es[0].Fingerprint != "cccc" {
+		if es, err = l.Lookup(ctx, "new"); err != nil || len(es) == 0 || es[0].Fingerprint != "cccc" || es[0].Cascade != "casc" || es[0].Stage != 1 {
 			t.Fatalf("a new row: %+v, %v", es, err)
 		}
 		if err := l.Close(ctx); err != nil {

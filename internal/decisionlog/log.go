@@ -589,17 +589,23 @@ func (l *Log) resolve(es []Entry, requestID, questionID, outcome string) (Entry,
 // (exclusive), oldest first, each with its latest outcome; model, when
 // not empty, keeps only that model's.
 func (l *Log) Window(ctx context.Context, since, until time.Time, model string) ([]Entry, error) {
-	return l.window(ctx, since, until, model, false)
+	return l.window(ctx, since, until, model, false, false)
 }
 
 // WindowLabelled is the records of Window that have an outcome: all that
 // a refit or a report reads. It finds them from the outcomes, so its cost
 // follows the outcomes, not every answer the window holds.
 func (l *Log) WindowLabelled(ctx context.Context, since, until time.Time, model string) ([]Entry, error) {
-	return l.window(ctx, since, until, model, true)
+	return l.window(ctx, since, until, model, true, false)
 }
 
-func (l *Log) window(ctx context.Context, since, until time.Time, model string, labelled bool) ([]Entry, error) {
+// CascadeLabelled is the records of WindowLabelled that a cascade asked
+// (Record.Cascade not empty): every stage's answer to each question.
+func (l *Log) CascadeLabelled(ctx context.Context, since, until time.Time) ([]Entry, error) {
+	return l.window(ctx, since, until, "", true, true)
+}
+
+func (l *Log) window(ctx context.Context, since, until time.Time, model string, labelled, cascades bool) ([]Entry, error) {
 	if err := l.Flush(ctx); err != nil {
 		return nil, err
 	}
@@ -612,6 +618,9 @@ func (l *Log) window(ctx context.Context, since, until time.Time, model string, 
 	if model != "" {
 		where += " AND d.model = ?"
 		args = append(args, model)
+	}
+	if cascades {
+		where += " AND d.cascade_model <> ''"
 	}
 	es, err := l.store.entries(ctx, where+" ORDER BY d.id", args...)
 	if err != nil {

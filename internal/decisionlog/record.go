@@ -105,6 +105,12 @@ type Record struct {
 	// own) only when the log keeps states, so that system1 replay can ask
 	// it again. The log keeps a reference: do not modify it.
 	Question *decision.Question
+	// Cascade names the cascade that asked the question of Model as its
+	// Stage (its index in the cascade's stages); "" and 0 for a question
+	// asked of Model itself. Every stage a cascade asked is recorded
+	// under the request, so an outcome trains each.
+	Cascade string
+	Stage   int
 }
 
 // DecideQuestion is the question id under which a decide request's

@@ -34,9 +34,9 @@ type store struct {
 }
 
 // columns of the decisions table, in insert order.
-const columns = "request_id, question_id, at_ns, face, model, node, kind, options, engine_dist, steps, final_dist, label_mass, latency_us, state_sha256, state, fingerprint, cost_picousd"
+const columns = "request_id, question_id, at_ns, face, model, node, kind, options, engine_dist, steps, final_dist, label_mass, latency_us, state_sha256, state, fingerprint, cost_picousd, cascade_model, cascade_stage"
 
-const numColumns = 17
+const numColumns = 19
 
 // rowPlaceholders is one row's parameters in an INSERT.
 var rowPlaceholders = "(" + strings.Repeat("?,", numColumns-1) + "?)"
@@ -70,7 +70,9 @@ func schema(postgres bool) []string {
 			state_sha256 TEXT NOT NULL,
 			state TEXT,
 			fingerprint TEXT NOT NULL DEFAULT '',
-			cost_picousd BIGINT
+			cost_picousd BIGINT,
+			cascade_model TEXT NOT NULL DEFAULT '',
+			cascade_stage INTEGER NOT NULL DEFAULT 0
 		)`,
 		`CREATE INDEX IF NOT EXISTS decisions_request ON decisions (request_id, question_id)`,
 		`CREATE INDEX IF NOT EXISTS decisions_at ON decisions (at_ns)`,
@@ -154,29 +156,34 @@ func (s *store) init(ctx context.Context) error {
 			return err
 		}
 	}
-	// Columns added since the table's first version: the fingerprint
-	// (older rows read as answered by an unknown build) and the cost
-	// (older rows' is unknown, NULL).
-	for _, col := range [][2]string{{"fingerprint", "TEXT NOT NULL DEFAULT ''"}, {"cost_picousd", "BIGINT"}} {
-		if err := s.addColumn(ctx, tx, col[0], col[1]); err != nil {
+	// Columns added since the table was first made: rows from before
+	// read as answered by an unknown build, at an unknown cost (NULL), of
+	// no cascade.
+	for _, col := range []struct{ name, decl string }{
+		{"fingerprint", "TEXT NOT NULL DEFAULT ''"},
+		{"cost_picousd", "BIGINT"},
+		// Not named cascade: a keyword in SQLite and PostgreSQL alike.
+		{"cascade_model", "TEXT NOT NULL DEFAULT ''"},
+		{"cascade_stage", "INTEGER NOT NULL DEFAULT 0"},
+	} {
+		if err := s.addColumn(ctx, tx, col.name, col.decl); err != nil {
 			return err
 		}
 	}
 	return tx.Commit()
 }
 
-// addColumn adds column name, of type def, to a decisions table made
-// before it.
-func (s *store) addColumn(ctx context.Context, tx *sql.Tx, name, def string) error {
+// addColumn adds a column to a decisions table made before it.
+func (s *store) addColumn(ctx context.Context, tx *sql.Tx, name, decl string) error {
 	if s.postgres {
-		_, err := tx.ExecContext(ctx, "ALTER TABLE decisions ADD COLUMN IF NOT EXISTS "+name+" "+def)
+		_, err := tx.ExecContext(ctx, "ALTER TABLE decisions ADD COLUMN IF NOT EXISTS "+name+" "+decl)
 		return err
 	}
 	var n int
 	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM pragma_table_info('decisions') WHERE name = ?", name).Scan(&n); err != nil || n > 0 {
 		return err
 	}
-	_, err := tx.ExecContext(ctx, "ALTER TABLE decisions ADD COLUMN "+name+" "+def)
+	_, err := tx.ExecContext(ctx, "ALTER TABLE decisions ADD COLUMN "+name+" "+decl)
 	return err
 }
 
@@ -315,8 +322,8 @@ func (s *store) encode(recs []Record, keepStates bool) (args []any, bad int) {
 	// A string column's value is boxed in an interface once for the
 	// records in a row that share it (a request's id and state hash; the
 	// face, model, node and kind), not once a record.
-	var last [8]string
-	var boxed [8]any
+	var last [9]string
+	var boxed [9]any
 	box := func(col int, v string) any {
 		if boxed[col] == nil || last[col] != v {
 			last[col], boxed[col] = v, v
@@ -346,7 +353,7 @@ func (s *store) encode(recs []Record, keepStates bool) (args []any, bad int) {
 		}
 		args = append(args, box(0, r.RequestID), box(1, r.QuestionID), r.Time.UnixNano(), box(2, r.Face), box(3, r.Model),
 			box(4, r.Node), box(5, string(r.Kind)), text[t[0][0]:t[0][1]], text[t[1][0]:t[1][1]], text[t[2][0]:t[2][1]],
-			text[t[3][0]:t[3][1]], mass, r.Latency.Microseconds(), box(6, hash), state, box(7, r.Fingerprint), cost)
+			text[t[3][0]:t[3][1]], mass, r.Latency.Microseconds(), box(6, hash), state, box(7, r.Fingerprint), cost, box(8, r.Cascade), r.Stage)
 	}
 	s.args = args
 	return args, bad
@@ -483,7 +490,7 @@ func scanEntry(rows *sql.Rows, e *Entry, more ...any) error {
 	var state sql.NullString
 	var cost sql.NullInt64
 	dest := append([]any{&e.ID, &e.RequestID, &e.QuestionID, &atNS, &e.Face, &e.Model, &e.Node, &kind,
-		&opts, &eng, &steps, &fin, &mass, &latUS, &e.StateHash, &state, &e.Fingerprint, &cost}, more...)
+		&opts, &eng, &steps, &fin, &mass, &latUS, &e.StateHash, &state, &e.Fingerprint, &cost, &e.Cascade, &e.Stage}, more...)
 	if err := rows.Scan(dest...); err != nil {
 		return err
 	}

@@ -135,9 +135,11 @@ var CacheStates = []string{answer.CacheHit, answer.CacheMiss, answer.CacheBypass
 
 // Served is what served an answer.
 type Served struct {
-	Node        string `json:"node" jsonschema:"The node that answered."`
-	Model       string `json:"model" jsonschema:"The model that answered, as the node reports it."`
-	Fingerprint string `json:"fingerprint" jsonschema:"The fingerprint of the build of the model the node served it from: a hash of what the backend reports of the build and of its answers to a fixed canary. A calibration fit learnt on another build is not applied. Empty when it is not known (fingerprints are off, or the model was not probed on the node yet)."`
+	Node        string   `json:"node" jsonschema:"The node that answered."`
+	Model       string   `json:"model" jsonschema:"The model that answered, as the node reports it."`
+	Fingerprint string   `json:"fingerprint" jsonschema:"The fingerprint of the build of the model the node served it from: a hash of what the backend reports of the build and of its answers to a fixed canary. A calibration fit learnt on another build is not applied. Empty when it is not known (fingerprints are off, or the model was not probed on the node yet)."`
+	Stage       string   `json:"stage,omitempty" jsonschema:"For a cascade (a model made of others, asked in turn): the stage that answered, as the cascade names it. Absent for a model that is not a cascade."`
+	Stages      []string `json:"stages,omitempty" jsonschema:"For a cascade: every stage asked the question, in order, the one that answered last; more than one means the question was escalated. Absent for a model that is not a cascade."`
 }
 
 // GradeGate is the gate an answer was graded against: the one suggested

@@ -460,7 +460,7 @@ func (g *Gateway) answer(q query, p *link, r reading, gt gate, at *Attempt, res 
 			second = max(second, p)
 		}
 	}
-	res.Served = &Served{Node: r.Node, Model: model, Fingerprint: r.Fingerprint}
+	res.Served = &Served{Node: r.Node, Model: model, Fingerprint: r.Fingerprint, Stage: r.Stage, Stages: r.Stages}
 	gg := gradeGate(r.fits, name, model, r.Fingerprint, q.Kind(), len(r.Dist), threshold)
 	res.Gate = &gg
 	var why string // why the grade is not act, in the rationale's words

@@ -143,7 +143,7 @@ type Capabilities struct {
 	Providers      []ProviderInfo  `json:"providers" jsonschema:"The provider chain, in order."`
 	ProviderKinds  []KindInfo      `json:"provider_kinds" jsonschema:"The provider kinds this gateway knows, with what each declares it can do."`
 	Calibration    Calibration     `json:"calibration"`
-	Models         []ModelInfo     `json:"models" jsonschema:"Every model the nodes serve, and every alias whose target is served, with what it can be asked on POST /v1/systemone (POST /v1/decisions names a noul predicate and caps 400 questions and 255 choices)."`
+	Models         []ModelInfo     `json:"models" jsonschema:"Every model the nodes serve, every alias whose target is served and every cascade whose stages are, with what it can be asked on POST /v1/systemone (POST /v1/decisions names a noul predicate and caps 400 questions and 255 choices)."`
 	RequestSchema  json.RawMessage `json:"request_schema" jsonschema:"The JSON Schema of a decide request."`
 	ResponseSchema json.RawMessage `json:"response_schema" jsonschema:"The JSON Schema of a decide response."`
 }
@@ -152,6 +152,7 @@ type Capabilities struct {
 type ModelInfo struct {
 	Model        string                `json:"model"`
 	AliasOf      string                `json:"alias_of,omitempty" jsonschema:"The served model, for an alias."`
+	Stages       []string              `json:"stages,omitempty" jsonschema:"For a cascade: its stages, asked in turn per question (docs/cascades.md)."`
 	Capabilities decision.Capabilities `json:"capabilities"`
 }
 
@@ -186,7 +187,7 @@ func (g *Gateway) Capabilities(ctx context.Context) *Capabilities {
 	if g.path != nil {
 		for _, m := range g.path.Models() {
 			if m.Limits != nil {
-				c.Models = append(c.Models, ModelInfo{Model: m.ID, AliasOf: m.AliasOf, Capabilities: m.Limits.Capabilities(decision.KindName)})
+				c.Models = append(c.Models, ModelInfo{Model: m.ID, AliasOf: m.AliasOf, Stages: m.Stages, Capabilities: m.Limits.Capabilities(decision.KindName)})
 			}
 		}
 	}

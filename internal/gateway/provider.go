@@ -94,6 +94,10 @@ type reading struct {
 	// Model is the model that answered, as the node reports it, Node the
 	// node and Fingerprint the build it served (answer.Question's).
 	Model, Node, Fingerprint string
+	// Stage and Stages are a cascade's stage that answered and every
+	// stage asked (answer.Question's); empty for another model.
+	Stage  string
+	Stages []string
 	// Refusal, when not nil, is why the answer path will not stand
 	// behind the reading (answer.Refusal): the node declined, the
 	// implicit none option won, or the label mass was under the gate.

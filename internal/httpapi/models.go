@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 
 	"system1/internal/decisionsapi"
 	"system1/internal/fleet"
@@ -35,7 +36,10 @@ func (s *Server) models() []systemone.Model {
 	var models []systemone.Model
 	for _, m := range s.opt.Answer.Models() {
 		desc := "served by " + m.Via
-		if m.AliasOf != "" {
+		switch {
+		case m.Stages != nil:
+			desc = "cascade of " + strings.Join(m.Stages, ", ") + ", asked in turn per question"
+		case m.AliasOf != "":
 			desc = "alias of " + m.AliasOf + ", " + desc
 		}
 		// A local model has no release date, so this is the date this

@@ -152,6 +152,9 @@ func (s *Server) answerNotes(w http.ResponseWriter, r *http.Request, qs []decisi
 	w.Header().Set(StepsHeader, stepsHeader(qs, a.Questions))
 	w.Header().Set(LabelMassHeader, labelMassHeader(qs, a.Questions))
 	w.Header().Set(ServedHeader, servedHeader(qs, a.Questions))
+	if a.Stages != nil {
+		w.Header().Set(EscalatedHeader, escalatedHeader(qs, a.Questions))
+	}
 	if a.Fits != nil { // true only when every answer was calibrated
 		w.Header().Set("X-System1-Calibrated", strconv.FormatBool(a.Calibrated))
 	}
@@ -298,6 +301,23 @@ func servedHeader(qs []decision.Question, as []answer.Question) string {
 	}
 	for i := range items {
 		items[i] = headerName(qs[i].ID) + ": " + items[i]
+	}
+	return headerList(items)
+}
+
+// EscalatedHeader is the response header of both wires saying, for a
+// cascade's answer (docs/cascades.md), per question whether it was
+// escalated past the first stage: "q1=false; q2=true". Which stage
+// answered is in ServedHeader's model. Absent for a model that is not a
+// cascade.
+const EscalatedHeader = "X-System1-Escalated"
+
+// escalatedHeader writes every question's escalation for EscalatedHeader,
+// bounded by the header writer.
+func escalatedHeader(qs []decision.Question, as []answer.Question) string {
+	items := make([]string, len(as))
+	for i, a := range as {
+		items[i] = headerName(qs[i].ID) + "=" + strconv.FormatBool(a.Escalated())
 	}
 	return headerList(items)
 }

@@ -30,6 +30,10 @@ type RefitOptions struct {
 	// TargetError is the error rate each fit's gate keeps under (0:
 	// DefaultTargetError).
 	TargetError float64
+	// EscalationTargets are the target errors of the cascades
+	// (docs/cascades.md): each refitted fit certifies an escalation
+	// threshold at each (calibration.CertifyEscalation).
+	EscalationTargets []float64
 	// Now is the refit's time; zero is time.Now().
 	Now time.Time
 }
@@ -144,6 +148,7 @@ func refit(due []bucketCases, current *calibration.Fits, o RefitOptions) (*calib
 			continue
 		}
 		ft.Sets = sets
+		ft.SetEscalations(s.HeldOut(), o.EscalationTargets)
 		ft.Model, ft.Provider, ft.Kind, ft.Bucket, ft.Fingerprint = b.key.model, "", b.key.kind, b.key.bucket, b.key.fingerprint
 		if idx >= 0 && sameFit(next.Fits[idx], ft) {
 			out = append(out, d)
@@ -189,7 +194,7 @@ func setsOnly(s calibration.Selection, target float64) calibration.Fit {
 func sameFit(a, b calibration.Fit) bool {
 	key := func(f calibration.Fit) string {
 		f.Date, f.N, f.NLLBefore, f.NLLAfter, f.ECEBefore, f.ECEAfter, f.Holdout = "", 0, 0, 0, 0, 0, nil
-		return fmt.Sprintf("%s|%+v|%+v|%+v", f.Calibrator(), f.ConfidenceMap, f.Gate, setsKey(f.Sets))
+		return fmt.Sprintf("%s|%+v|%+v|%+v|%+v", f.Calibrator(), f.ConfidenceMap, f.Gate, setsKey(f.Sets), f.Escalations)
 	}
 	return key(a) == key(b)
 }

@@ -41,6 +41,9 @@ type CalibrationReport struct {
 	// Loop is what the server's learning loop does and waits for; absent
 	// where no server runs one (system1 calibrate --report).
 	Loop *LoopStatus `json:"loop,omitempty"`
+	// Cascades report each configured cascade (ReportCascades); absent
+	// where none is configured.
+	Cascades []CascadeReport `json:"cascades,omitempty"`
 }
 
 // LabelMassGate is one model build's suggested min_label_mass

@@ -1,0 +1,165 @@
+package outcomes
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"time"
+
+	"system1/internal/answer"
+	"system1/internal/calibration"
+	"system1/internal/decisionlog"
+)
+
+// CascadeReport is how a cascade (docs/cascades.md) did on the questions
+// of a window that have outcomes: the share each stage answered, the
+// error of the answers each kept with its bound, and the thresholds the
+// fits certify for each.
+type CascadeReport struct {
+	Model       string  `json:"model"`
+	TargetError float64 `json:"target_error"`
+	// Delta is the risk each bound and certification is wrong.
+	Delta float64 `json:"delta"`
+	// Questions is how many questions with an outcome the cascade
+	// answered in the window.
+	Questions int           `json:"questions"`
+	Stages    []StageReport `json:"stages"`
+	// Certified is set when every stage but the last has a certified
+	// threshold for some build, kind and option bucket, and every stage
+	// but the last kept answers whose bound is at most the target.
+	Certified bool `json:"certified"`
+}
+
+// StageReport is one stage of a CascadeReport.
+type StageReport struct {
+	// Stage is the model as the cascade names it.
+	Stage string `json:"stage"`
+	// Asked is how many of the questions it was asked, Answered how many
+	// it kept (the last stage keeps all it is asked), and Share
+	// Answered over the cascade's Questions.
+	Asked    int     `json:"asked"`
+	Answered int     `json:"answered"`
+	Share    float64 `json:"share"`
+	// Wrong is how many of the answers it kept were wrong, Error their
+	// share, and UpperBound the one-sided Clopper–Pearson bound at 1-Delta
+	// on it (1 with no answer kept).
+	Wrong      int     `json:"wrong"`
+	Error      float64 `json:"error"`
+	UpperBound float64 `json:"upper_bound"`
+	// Thresholds are the escalation thresholds the fits hold for the
+	// stage's model at the cascade's target, per build, kind and bucket.
+	Thresholds []StageThreshold `json:"thresholds"`
+}
+
+// StageThreshold is a stage's escalation threshold for one build, kind
+// and option bucket, as its fit holds it.
+type StageThreshold struct {
+	Fingerprint string `json:"fingerprint,omitempty"`
+	Kind        string `json:"kind"`
+	Bucket      string `json:"bucket"`
+	calibration.Escalation
+}
+
+// ReportCascades reports every cascade on the labelled answers its
+// stages gave between since and until (decisionlog.Log.CascadeLabelled),
+// with the thresholds fits hold for its stages. It reads the window's
+// cascade answers whole: a report, not a request path.
+func ReportCascades(ctx context.Context, log *decisionlog.Log, fits *calibration.Fits, cascades []answer.Cascade, since, until time.Time) ([]CascadeReport, error) {
+	if log == nil || len(cascades) == 0 {
+		return nil, nil
+	}
+	es, err := log.CascadeLabelled(ctx, since, until)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]CascadeReport, 0, len(cascades))
+	for _, c := range cascades {
+		out = append(out, reportCascade(c, es, fits))
+	}
+	return out, nil
+}
+
+// reportCascade is c's report from the entries of every cascade's
+// stages, each with its latest outcome.
+func reportCascade(c answer.Cascade, es []decisionlog.Entry, fits *calibration.Fits) CascadeReport {
+	rep := CascadeReport{Model: c.Model, TargetError: c.TargetError, Delta: calibration.EscalationDelta, Stages: make([]StageReport, len(c.Stages)), Certified: true}
+	type qkey struct{ request, question string }
+	// The last record of each question at each stage: a request id a
+	// caller reused names its last decision, as feedback reads it.
+	last := map[qkey]map[int]decisionlog.Entry{}
+	var order []qkey
+	for _, e := range es {
+		if e.Cascade != c.Model || e.Stage < 0 || e.Stage >= len(c.Stages) || e.Outcome == nil || e.NoOptionFit() {
+			continue
+		}
+		k := qkey{e.RequestID, e.QuestionID}
+		if last[k] == nil {
+			last[k] = map[int]decisionlog.Entry{}
+			order = append(order, k)
+		}
+		last[k][e.Stage] = e
+	}
+	for _, k := range order {
+		stages := last[k]
+		final := -1
+		for s := range stages {
+			final = max(final, s)
+		}
+		rep.Questions++
+		for s := range stages {
+			rep.Stages[s].Asked++
+		}
+		e := stages[final]
+		st := &rep.Stages[final]
+		st.Answered++
+		if d := e.Answered(); len(d) == len(e.Options) && len(d) > 0 {
+			best := 0
+			for i := range d {
+				if d[i] > d[best] {
+					best = i
+				}
+			}
+			if e.Options[best] != e.Outcome.Value {
+				st.Wrong++
+			}
+		}
+	}
+	for i, name := range c.Stages {
+		st := &rep.Stages[i]
+		st.Stage = name
+		st.UpperBound = 1
+		if rep.Questions > 0 {
+			st.Share = float64(st.Answered) / float64(rep.Questions)
+		}
+		if st.Answered > 0 {
+			st.Error = float64(st.Wrong) / float64(st.Answered)
+			st.UpperBound = calibration.ClopperPearsonUpper(st.Wrong, st.Answered, 1-calibration.EscalationDelta)
+		}
+		st.Thresholds = stageThresholds(fits, name, c.TargetError)
+		if i < len(c.Stages)-1 {
+			certified := slices.ContainsFunc(st.Thresholds, func(t StageThreshold) bool { return t.Certified })
+			rep.Certified = rep.Certified && certified && st.UpperBound <= c.TargetError
+		}
+	}
+	return rep
+}
+
+// stageThresholds are the escalations fits hold for model at target.
+func stageThresholds(fits *calibration.Fits, model string, target float64) []StageThreshold {
+	out := []StageThreshold{}
+	if fits == nil {
+		return out
+	}
+	for _, ft := range fits.Fits {
+		if ft.Model != model {
+			continue
+		}
+		if e, ok := ft.EscalationFor(target); ok {
+			out = append(out, StageThreshold{Fingerprint: ft.Fingerprint, Kind: string(ft.Kind), Bucket: ft.Bucket, Escalation: e})
+		}
+	}
+	slices.SortFunc(out, func(a, b StageThreshold) int {
+		return cmp.Or(cmp.Compare(a.Fingerprint, b.Fingerprint), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Bucket, b.Bucket))
+	})
+	return out
+}

@@ -1,0 +1,87 @@
+package outcomes
+
+import (
+	"context"
+	"testing"
+
+	"system1/internal/answer"
+	"system1/internal/calibration"
+	"system1/internal/decisionlog"
+)
+
+// A cascade's report counts each question once, at the last stage that
+// answered it, and bounds each stage's error on the answers it kept.
+func TestReportCascade(t *testing.T) {
+	c := answer.Cascade{Model: "casc", Stages: []string{"small", "large"}, TargetError: 0.05}
+	entry := func(req string, stage int, final []float64, outcome string) decisionlog.Entry {
+		e := decisionlog.Entry{Record: decisionlog.Record{RequestID: req, QuestionID: "q", Cascade: "casc", Stage: stage,
+			Model: c.Stages[stage], Options: []string{"a", "b"}, Final: final}}
+		e.Outcome = &decisionlog.Outcome{Value: outcome}
+		return e
+	}
+	es := []decisionlog.Entry{
+		entry("r1", 0, []float64{0.9, 0.1}, "a"), // kept by small, right
+		entry("r2", 0, []float64{0.9, 0.1}, "b"), // kept by small, wrong
+		entry("r3", 0, []float64{0.6, 0.4}, "b"), // escalated
+		entry("r3", 1, []float64{0.2, 0.8}, "b"), // large, right
+		entry("r4", 0, []float64{0.6, 0.4}, decisionlog.NoneFit),
+		{Record: decisionlog.Record{RequestID: "r5", QuestionID: "q", Cascade: "other", Options: []string{"a", "b"}, Final: []float64{1, 0}},
+			Outcome: &decisionlog.Outcome{Value: "a"}},
+	}
+	fits := &calibration.Fits{Fits: []calibration.Fit{{Model: "small", Fingerprint: "fp", Kind: "choice", Bucket: "2", Temperature: 1,
+		Escalations: []calibration.Escalation{{TargetError: 0.05, Delta: 0.05, Threshold: 0.8, Certified: true}}}}}
+	rep := reportCascade(c, es, fits)
+	tests := []struct {
+		name      string
+		got, want any
+	}{
+		{"questions", rep.Questions, 3},
+		{"small asked", rep.Stages[0].Asked, 3},
+		{"small answered", rep.Stages[0].Answered, 2},
+		{"small wrong", rep.Stages[0].Wrong, 1},
+		{"small error", rep.Stages[0].Error, 0.5},
+		{"small bound", rep.Stages[0].UpperBound, calibration.ClopperPearsonUpper(1, 2, 0.95)},
+		{"large asked", rep.Stages[1].Asked, 1},
+		{"large answered", rep.Stages[1].Answered, 1},
+		{"large share", rep.Stages[1].Share, 1.0 / 3},
+		{"small thresholds", len(rep.Stages[0].Thresholds), 1},
+		{"large thresholds", len(rep.Stages[1].Thresholds), 0},
+		// small's threshold is certified, but its kept answers' bound is
+		// over the target.
+		{"certified", rep.Certified, false},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("%s: %v, want %v", tt.name, tt.got, tt.want)
+		}
+	}
+}
+
+// A refit told the cascades' targets writes, in each fit, the escalation
+// threshold certified at each, learnt on the answers as served.
+func TestRefitCertifiesEscalations(t *testing.T) {
+	l := openLog(t)
+	cs := banking12Like(480, 12)
+	record(t, l, "m", cs, inOrder(len(cs)))
+	f := emptyFits(t)
+	ds, _, err := f.Refit(context.Background(), NewTracker(l), RefitOptions{Seed: 1, EscalationTargets: []float64{0.05, 0.3}})
+	if err != nil || len(ds) != 1 || !ds[0].Written {
+		t.Fatalf("refit: %+v %v", ds, err)
+	}
+	ft := f.Current().Fits[0]
+	if len(ft.Escalations) != 2 {
+		t.Fatalf("escalations %+v", ft.Escalations)
+	}
+	for _, target := range []float64{0.05, 0.3} {
+		e, ok := ft.EscalationFor(target)
+		if !ok || e.N != len(cs) || (e.Certified && e.UpperBound > target) {
+			t.Errorf("at %v: %+v", target, e)
+		}
+	}
+	// A looser target is certified at a threshold no stricter.
+	strict, _ := ft.EscalationFor(0.05)
+	loose, _ := ft.EscalationFor(0.3)
+	if !loose.Certified || (strict.Certified && strict.Threshold < loose.Threshold) {
+		t.Errorf("0.05: %+v; 0.3: %+v", strict, loose)
+	}
+}
