@@ -257,6 +257,12 @@ func (d *drift) build(ctx context.Context, log *decisionlog.Log, from int64) err
 		ids = append(ids, a.ID)
 		d.high = max(d.high, a.ID)
 		d.add(a, sigs)
+		// Only the ids above the last one's driftSlack are kept below;
+		// those under the highest so far never will be, so they go
+		// instead of a whole window's ids staying until the read ends.
+		if len(ids) >= 2*driftSlack {
+			ids = slices.DeleteFunc(ids, func(id int64) bool { return id <= d.high-driftSlack })
+		}
 	})
 	if err != nil {
 		return err
