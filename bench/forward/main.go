@@ -94,7 +94,7 @@ func main() {
 	rate := flag.Float64("rate", 0, "requests per second over all connections (0: each connection sends its next request as soon as it has an answer)")
 	duration := flag.Duration("duration", 5*time.Second, "how long each target is measured in each round")
 	rounds := flag.Int("rounds", 1, "rounds: every target is measured once a round, in an order rotated each round")
-	profile := flag.String("profile", "", "a folder: after the rounds, write NAME.pprof, a CPU profile of each system1 over one more measurement of it")
+	profile := flag.String("profile", "", "a folder: after the rounds, write NAME.pprof, a CPU profile of each system1 over one more measurement of it, and NAME.allocs.pprof, its allocations and heap in use after it")
 	dlog := flag.String("decision-log", "on", "on: each system1 records every answer in its decision log, as serve does by default (SQLite in a temporary state folder); off: decision_log.off; both: each binary twice, NAME and NAME-nolog")
 	reference := flag.String("reference", "", "the system1 target the others' CPU per request is divided by, round by round (default the first)")
 	proxyTo := flag.String("reverse-proxy-to", "", "run as the bare reverse proxy to this URL (how the proxy target is started)")
@@ -253,6 +253,15 @@ func run(bins binaries, logs []bool, ld load, duration time.Duration, rounds int
 	}
 	tw.Flush()
 	ratios(targets, all, rounds, reference)
+	// Each process's peak resident memory over all its rounds (VmHWM),
+	// the figure issue 34 bounds under this load.
+	fmt.Printf("\npeak RSS over the rounds:")
+	for _, t := range targets {
+		if t.pid != 0 {
+			fmt.Printf(" %s %.1f MiB;", t.name, float64(peakRSS(t.pid))/(1<<20))
+		}
+	}
+	fmt.Println()
 	pace := "closed loop"
 	if ld.rate > 0 {
 		pace = fmt.Sprintf("at most %g requests/s", ld.rate)
@@ -501,7 +510,24 @@ func profileDuring(hc *http.Client, t target, ld load, d time.Duration, path str
 	if g.err != nil {
 		return r, g.err
 	}
-	return r, os.WriteFile(path, g.body, 0o644)
+	if err := os.WriteFile(path, g.body, 0o644); err != nil {
+		return r, err
+	}
+	// The allocations since the process started and the heap in use at
+	// the last collection, beside the CPU profile.
+	resp, err := http.Get(t.admin + "/debug/pprof/allocs")
+	if err != nil {
+		return r, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("allocs profile: status %d: %s", resp.StatusCode, b)
+	}
+	if err != nil {
+		return r, err
+	}
+	return r, os.WriteFile(strings.TrimSuffix(path, ".pprof")+".allocs.pprof", b, 0o644)
 }
 
 func post(hc *http.Client, url string) ([]byte, error) {
@@ -583,3 +609,19 @@ func cpuCell(t target, perRequest float64) string {
 func msf(d time.Duration) string { return fmt.Sprintf("%.3f ms", ms(d)) }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// peakRSS is process pid's peak resident memory in bytes (VmHWM in
+// /proc/PID/status), 0 where it cannot be read.
+func peakRSS(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"sync"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
@@ -190,9 +191,23 @@ func (p *priors) needsContentFree(model string, req decision.Request, q decision
 // not divided out of another's answers), the kind, the option count, the instructions (hashed), and
 // the orders asked, since a mean over debiased answers is not one over
 // raw ones.
-func batchSignature(model string, q decision.Question, orders int) string {
+// It is built by hand into one allocation: it is made for every question
+// answered, and fmt took a third of its cost (issue 34).
+func batchSignature(model, fingerprint string, q decision.Question, orders int) string {
 	h := sha256.Sum256(q.Instructions)
-	return fmt.Sprintf("%s\x00%s\x00%d\x00%d\x00%x", model, q.Kind, len(q.Options), orders, h[:16])
+	var buf [160]byte
+	b := append(buf[:0], model...)
+	b = append(b, 0)
+	b = append(b, fingerprint...)
+	b = append(b, 0)
+	b = append(b, q.Kind...)
+	b = append(b, 0)
+	b = strconv.AppendInt(b, int64(len(q.Options)), 10)
+	b = append(b, 0)
+	b = strconv.AppendInt(b, int64(orders), 10)
+	b = append(b, 0)
+	b = hex.AppendEncode(b, h[:16])
+	return string(b)
 }
 
 // observe adds answer a of q to its signature's batch estimate and, when
@@ -200,7 +215,7 @@ func batchSignature(model string, q decision.Question, orders int) string {
 // prior to divide out: the estimate of the answers before this one.
 func (p *priors) observe(req decision.Request, q decision.Question, a *Answered) {
 	orders := max(a.Orders, 1)
-	est, seen := p.batch.observe(batchSignature(a.Model+"\x00"+a.Fingerprint, q, orders), a.Dist)
+	est, seen := p.batch.observe(batchSignature(a.Model, a.Fingerprint, q, orders), a.Dist)
 	if p.mode(req) == decision.PriorBatch && seen >= p.cfg.MinRequests {
 		a.Prior, a.PriorVersion = est, decision.BatchVersion(seen, p.cfg.Window)
 	}

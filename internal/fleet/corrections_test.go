@@ -1,6 +1,9 @@
 package fleet
 
 import (
+	"crypto/sha256"
+	"fmt"
+	"strings"
 	"testing"
 
 	"system1/internal/decision"
@@ -37,5 +40,25 @@ func TestCorrections(t *testing.T) {
 				t.Errorf("orders of a question of 3 options = %d, want %d", got, tc.questionOrders)
 			}
 		})
+	}
+}
+
+// TestBatchSignatureAsFormatted holds the hand-built batch signature to the
+// fmt form it replaced, so that a running estimate keeps its key.
+func TestBatchSignatureAsFormatted(t *testing.T) {
+	for _, c := range []struct {
+		model, fp string
+		q         decision.Question
+		orders    int
+	}{
+		{"m", "", decision.Question{Kind: decision.Choice, Options: make([]decision.Option, 3), Instructions: []byte("Which?")}, 1},
+		{"a-long-model-name:with/odd\x00bytes", "sha256:0123456789abcdef", decision.Question{Kind: decision.Noul, Instructions: []byte(strings.Repeat("long ", 100))}, 12},
+		{"", "", decision.Question{}, 0},
+	} {
+		h := sha256.Sum256(c.q.Instructions)
+		want := fmt.Sprintf("%s\x00%s\x00%d\x00%d\x00%x", c.model+"\x00"+c.fp, c.q.Kind, len(c.q.Options), c.orders, h[:16])
+		if got := batchSignature(c.model, c.fp, c.q, c.orders); got != want {
+			t.Errorf("batchSignature = %q, want %q", got, want)
+		}
 	}
 }

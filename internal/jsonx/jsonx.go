@@ -104,53 +104,127 @@ func DuplicateKey(raw []byte) (path []string, found bool) {
 	if bytes.IndexByte(raw, '{') < 0 { // no object, so no key at all
 		return nil, false
 	}
-	_, path, found = walkKeys(raw, skipSpace(raw, 0), nil)
-	return path, found
+	var steps [16]keyStep // deeper paths grow it
+	w := keyWalker{raw: raw}
+	_, found = w.walk(skipSpace(raw, 0), steps[:0])
+	return w.dup, found
 }
 
-// walkKeys walks the value at raw[i:], returning the index past it and,
-// at the first key an object holds twice, its path.
-func walkKeys(raw []byte, i int, path []string) (end int, dup []string, found bool) {
+// keyWalker is DuplicateKey's walk. Every request body is walked, so it
+// allocates nothing where it finds no duplicate: a key without escapes
+// is compared as the bytes between its quotes, and the path is kept as
+// steps, made strings only for the duplicate found (issue 34).
+type keyWalker struct {
+	raw []byte
+	dup []string // the duplicate's path, once found
+}
+
+// keyStep is an object's key (decoded) or, where key is nil, an array's
+// index.
+type keyStep struct {
+	key   []byte
+	index int
+}
+
+// keyOf is the key quoted in q as readers read it (unquote), without a
+// copy where it has no escapes.
+func keyOf(q []byte) []byte {
+	plain := len(q) >= 2
+	for _, c := range q {
+		plain = plain && c < 0x80 && c != '\\'
+	}
+	if plain {
+		return q[1 : len(q)-1 : len(q)-1]
+	}
+	s, _ := unquote(q)
+	return append([]byte{}, s...) // not nil, even when empty: a key, not an index
+}
+
+// found records the duplicate key's path: path, then key.
+func (w *keyWalker) found(path []keyStep, key []byte) {
+	w.dup = make([]string, 0, len(path)+1)
+	for _, st := range path {
+		if st.key != nil {
+			w.dup = append(w.dup, string(st.key))
+		} else {
+			w.dup = append(w.dup, strconv.Itoa(st.index))
+		}
+	}
+	w.dup = append(w.dup, string(key))
+}
+
+// walk walks the value at raw[i:], the one at path, returning the index
+// past it and whether it holds a key twice (then w.dup is its path).
+func (w *keyWalker) walk(i int, path []keyStep) (end int, found bool) {
+	raw := w.raw
 	if i >= len(raw) {
-		return i, nil, false
+		return i, false
 	}
 	switch raw[i] {
 	case '{':
-		var keys []Member // only the keys: seenKey's small-object search
+		var small [smallObject][]byte // the keys, searched one by one while few, as seenKey does
+		nsmall := 0
 		var seen map[string]bool
 		for i = skipSpace(raw, i+1); i < len(raw) && raw[i] != '}'; {
 			kend := skipString(raw, i)
-			key, _ := unquote(raw[i:kend])
-			if seenKey(keys, &seen, key) {
-				return kend, append(path, key), true
+			key := keyOf(raw[i:kend])
+			if seenKeyBytes(&small, &nsmall, &seen, key) {
+				w.found(path, key)
+				return kend, true
 			}
-			keys = append(keys, Member{Key: key})
 			i = skipSpace(raw, skipSpace(raw, kend)+1)
-			end, dup, found = walkKeys(raw, i, append(path[:len(path):len(path)], key))
+			end, found = w.walk(i, append(path, keyStep{key: key}))
 			if found {
-				return end, dup, true
+				return end, true
 			}
 			i = skipSpace(raw, end)
 			if i < len(raw) && raw[i] == ',' {
 				i = skipSpace(raw, i+1)
 			}
 		}
-		return i + 1, nil, false
+		return i + 1, false
 	case '[':
 		n := 0
 		for i = skipSpace(raw, i+1); i < len(raw) && raw[i] != ']'; n++ {
-			end, dup, found = walkKeys(raw, i, append(path[:len(path):len(path)], strconv.Itoa(n)))
+			end, found = w.walk(i, append(path, keyStep{index: n}))
 			if found {
-				return end, dup, true
+				return end, true
 			}
 			i = skipSpace(raw, end)
 			if i < len(raw) && raw[i] == ',' {
 				i = skipSpace(raw, i+1)
 			}
 		}
-		return i + 1, nil, false
+		return i + 1, false
 	}
-	return skipValue(raw, i), nil, false
+	return skipValue(raw, i), false
+}
+
+// seenKeyBytes is seenKey over keys as bytes: whether key is among the
+// object's keys before it, adding it; the first smallObject are in
+// small[:*n], searched one by one, the rest in a map made then.
+func seenKeyBytes(small *[smallObject][]byte, n *int, seen *map[string]bool, key []byte) bool {
+	if *seen == nil && *n < smallObject {
+		for _, k := range small[:*n] {
+			if bytes.Equal(k, key) {
+				return true
+			}
+		}
+		small[*n] = key
+		*n++
+		return false
+	}
+	if *seen == nil {
+		*seen = make(map[string]bool, 2*smallObject)
+		for _, k := range small {
+			(*seen)[string(k)] = true
+		}
+	}
+	if (*seen)[string(key)] {
+		return true
+	}
+	(*seen)[string(key)] = true
+	return false
 }
 
 // DuplicateKeyError is the error of Members on an object with a key

@@ -234,3 +234,49 @@ func TestDuplicateKey(t *testing.T) {
 		}
 	}
 }
+
+// TestDuplicateKeyAllocatesNothing holds the check every request body
+// gets to no allocation where it finds no duplicate: it walked each key
+// into a new string and a new path before (issue 34: the largest
+// allocator on the forwarding path).
+func TestDuplicateKeyAllocatesNothing(t *testing.T) {
+	body := []byte(`{"model":"m","state":{"ticket":"charged twice","tags":["a","b"],"meta":{"x":1,"y":[{"z":null}]}},"questions":{` +
+		`"dept":{"type":"choice","instructions":"Which department?","criteria":{"billing":null,"technical":null,"sales":null}},` +
+		`"urgent":{"type":"noul","instructions":"Is it urgent?"}}}`)
+	if n := testing.AllocsPerRun(100, func() {
+		if _, found := DuplicateKey(body); found {
+			t.Fatal("found a duplicate in a body without one")
+		}
+	}); n != 0 {
+		t.Errorf("DuplicateKey made %v allocations a call, want 0", n)
+	}
+}
+
+// TestDuplicateKeyLargeObjects covers objects over smallObject keys, where
+// keys are looked up in a map, with escaped keys among them.
+func TestDuplicateKeyLargeObjects(t *testing.T) {
+	keys := func(n int, extra string) string {
+		var b strings.Builder
+		b.WriteString("{")
+		for i := range n {
+			fmt.Fprintf(&b, `"k%d":%d,`, i, i)
+		}
+		b.WriteString(extra + `"last":{"in":[1,2]}}`)
+		return b.String()
+	}
+	for _, tc := range []struct {
+		in   string
+		want []string
+	}{
+		{keys(20, ""), nil},
+		{keys(20, `"k3":0,`), []string{"k3"}},
+		{keys(20, `"\u006b7":0,`), []string{"k7"}},
+		{`[` + keys(9, "") + `,` + keys(12, `"k11":{},`) + `]`, []string{"1", "k11"}},
+		{`{"o":` + keys(10, `"last":1,`) + `}`, []string{"o", "last"}},
+	} {
+		path, found := DuplicateKey([]byte(tc.in))
+		if found != (tc.want != nil) || !slices.Equal(path, tc.want) {
+			t.Errorf("%s: %v %v, want %v", tc.in, path, found, tc.want)
+		}
+	}
+}

@@ -221,9 +221,17 @@ func (d *drift) sync(ctx context.Context, log *decisionlog.Log, from int64) erro
 			if _, ok := d.seen[a.ID]; ok {
 				return
 			}
-			d.seen[a.ID] = struct{}{}
 			d.high = max(d.high, a.ID)
 			d.add(a, sigs)
+			// The next id moves low at once (advance's last step): seen
+			// holds only the ids read out of order, not each of a
+			// minute's records until the read ends (issue 34: a map
+			// grown to a minute's ids never shrinks).
+			if a.ID == d.low+1 {
+				d.low++
+			} else {
+				d.seen[a.ID] = struct{}{}
+			}
 		})
 		if err != nil {
 			return err
@@ -249,6 +257,12 @@ func (d *drift) build(ctx context.Context, log *decisionlog.Log, from int64) err
 		ids = append(ids, a.ID)
 		d.high = max(d.high, a.ID)
 		d.add(a, sigs)
+		// Only the ids above the last one's driftSlack are kept below;
+		// those under the highest so far never will be, so they go
+		// instead of a whole window's ids staying until the read ends.
+		if len(ids) >= 2*driftSlack {
+			ids = slices.DeleteFunc(ids, func(id int64) bool { return id <= d.high-driftSlack })
+		}
 	})
 	if err != nil {
 		return err
@@ -289,10 +303,13 @@ func (d *drift) advance(now time.Time) {
 	}
 	for {
 		if _, ok := d.seen[d.low+1]; !ok {
-			return
+			break
 		}
 		delete(d.seen, d.low+1)
 		d.low++
+	}
+	if len(d.seen) == 0 {
+		d.seen = map[int64]struct{}{} // a map keeps the size it grew to
 	}
 }
 

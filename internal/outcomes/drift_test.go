@@ -341,3 +341,43 @@ func TestDriftForgetsPrunedRecords(t *testing.T) {
 		t.Fatalf("%d answers counted after the prune, %d before", after, before)
 	}
 }
+
+// A first read of more records than twice driftSlack, in no id order,
+// keeps only the ids it needs on its way and still reports what a read of
+// every record does, then counts the records written after it once.
+func TestDriftFirstReadOfManyRecords(t *testing.T) {
+	ctx := context.Background()
+	opt := driftStores[0].opt(t)
+	opt.Linger = -1
+	l, err := decisionlog.Open(ctx, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close(ctx) })
+	r := rand.New(rand.NewPCG(7, 8))
+	until := slotStart(slotOf(time.Now().UnixNano()) - 3)
+	do := DriftOptions{Window: time.Hour, Reference: 24 * time.Hour}
+	logAnswers(t, l, r, 2*driftSlack+5000, func(int) time.Time {
+		return until.Add(-time.Duration(r.Int64N(int64(25 * time.Hour))))
+	})
+	tr := NewTracker(l)
+	for _, what := range []string{"the first read", "answers written since"} {
+		if what != "the first read" {
+			logAnswers(t, l, r, 500, func(int) time.Time { return until.Add(-time.Duration(r.Int64N(int64(time.Hour)))) })
+		}
+		rep, err := tr.Report(ctx, nil, ReportOptions{Since: until.Add(-time.Hour), Until: until, Drift: do})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := reportDriftFull(ctx, l, until, do)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameDrift(t, what, rep.Drift, want)
+		tr.drift.mu.Lock()
+		if n := len(tr.drift.seen); n > driftSlack {
+			t.Errorf("%s: %d ids kept above the low one, want at most driftSlack (%d)", what, n, driftSlack)
+		}
+		tr.drift.mu.Unlock()
+	}
+}
