@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"system1/internal/calibration"
+	"system1/internal/calibration/fitting"
 )
 
 // slackLevel is the probability with which the empirical coverage of a
@@ -15,15 +16,15 @@ const slackLevel = 0.05
 
 // row is one set of distributions measured on the later parts.
 type row struct {
-	calibration.Metrics
+	fitting.Metrics
 	// Gates are each loop's confidence gate (nil where none was
 	// suggested), GateFrom where they came from ("server": GET
 	// /v1/calibration after the refit; "first part":
-	// calibration.SuggestGate on the first part); Selective is how the
+	// fitting.SuggestGate on the first part); Selective is how the
 	// later parts fared at or above their loop's gate.
-	Gates     []*float64            `json:"gates"`
-	GateFrom  string                `json:"gate_from"`
-	Selective calibration.Selective `json:"selective_at_gate"`
+	Gates     []*float64        `json:"gates"`
+	GateFrom  string            `json:"gate_from"`
+	Selective fitting.Selective `json:"selective_at_gate"`
 	// Sets are the split conformal sets each loop fitted on its first
 	// part, measured on its later part, pooled, per method and coverage.
 	Sets []conformal `json:"sets"`
@@ -66,7 +67,7 @@ func measureRow(folds []fold, from string) row {
 		r.Gates = append(r.Gates, f.gate)
 		sel = append(sel, selective(f.later, f.gate))
 	}
-	r.Metrics = calibration.Measure(later)
+	r.Metrics = fitting.Measure(later)
 	r.Bins = nil // the JSON keeps the numbers of the table, not the diagram
 	r.Selective = poolSelective(sel)
 	for _, method := range []string{calibration.ConformalLAC, calibration.ConformalAPS} {
@@ -87,7 +88,7 @@ func measureRow(folds []fold, from string) row {
 					s.Server++
 				} else {
 					var err error
-					if rule, err = calibration.FitConformal(f.first, method, c); err != nil {
+					if rule, err = fitting.FitConformal(f.first, method, c); err != nil {
 						s.Err = err.Error()
 						break
 					}
@@ -134,12 +135,12 @@ func selective(preds []calibration.Prediction, gate *float64) selCount {
 // poolSelective adds the loops' counts up into the accuracy and coverage
 // of the answers let through; the threshold is left 0, since each loop
 // has its own.
-func poolSelective(ss []selCount) calibration.Selective {
+func poolSelective(ss []selCount) fitting.Selective {
 	var sum selCount
 	for _, s := range ss {
 		sum.above, sum.right, sum.total = sum.above+s.above, sum.right+s.right, sum.total+s.total
 	}
-	out := calibration.Selective{N: sum.above}
+	out := fitting.Selective{N: sum.above}
 	if sum.total > 0 {
 		out.Coverage = float64(sum.above) / float64(sum.total)
 	}
@@ -176,9 +177,9 @@ type bounds struct {
 	// vector scaling: in-sample, so better than any fit made on other
 	// cases can expect.
 	OracleT      float64                `json:"oracle_temperature"`
-	OracleTRow   calibration.Metrics    `json:"oracle_temperature_metrics"`
+	OracleTRow   fitting.Metrics        `json:"oracle_temperature_metrics"`
 	OracleVector calibration.Calibrator `json:"oracle_vector"`
-	OracleVecRow calibration.Metrics    `json:"oracle_vector_metrics"`
+	OracleVecRow fitting.Metrics        `json:"oracle_vector_metrics"`
 	// BestECET is the temperature of least ECE on the later part, among
 	// bestECEGrid over FitTemperature's range, and BestECE that ECE.
 	BestECET float64 `json:"best_ece_temperature"`
@@ -202,19 +203,19 @@ const floorDraws = 400
 func measureBounds(r run, seed uint64) bounds {
 	var b bounds
 	laterRaw := r.laterRaw()
-	if t, err := calibration.FitTemperature(laterRaw); err == nil {
-		b.OracleT, b.OracleTRow = t, calibration.Measure(calibration.Temper(laterRaw, t))
+	if t, err := fitting.FitTemperature(laterRaw); err == nil {
+		b.OracleT, b.OracleTRow = t, fitting.Measure(fitting.Temper(laterRaw, t))
 		b.OracleTRow.Bins = nil
 	}
-	if c, err := calibration.FitVector(laterRaw); err == nil {
-		b.OracleVector, b.OracleVecRow = c, calibration.Measure(calibration.Calibrate(laterRaw, c))
+	if c, err := fitting.FitVector(laterRaw); err == nil {
+		b.OracleVector, b.OracleVecRow = c, fitting.Measure(calibration.Calibrate(laterRaw, c))
 		b.OracleVecRow.Bins = nil
 	}
 	b.BestECE = math.Inf(1)
-	lo, hi := math.Log(calibration.MinTemperature), math.Log(calibration.MaxTemperature)
+	lo, hi := math.Log(fitting.MinTemperature), math.Log(fitting.MaxTemperature)
 	for i := range bestECEGrid { // FitTemperature's range, log-spaced
 		t := math.Exp(lo + (hi-lo)*float64(i)/(bestECEGrid-1))
-		if e := calibration.Measure(calibration.Temper(laterRaw, t)).ECE; e < b.BestECE {
+		if e := fitting.Measure(fitting.Temper(laterRaw, t)).ECE; e < b.BestECE {
 			b.BestECE, b.BestECET = e, t
 		}
 	}
@@ -234,7 +235,7 @@ func measureBounds(r run, seed uint64) bounds {
 	return b
 }
 
-// eceFloor is the ECE (calibration.NumBins bins) of answers whose
+// eceFloor is the ECE (fitting.NumBins bins) of answers whose
 // confidences are conf and which are right with exactly that
 // probability: its mean and 95th percentile over draws draws of the
 // outcomes. It is what sampling alone adds to the ECE of a perfectly
@@ -245,15 +246,15 @@ func eceFloor(conf []float64, draws int, seed uint64) (mean, p95 float64) {
 	}
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	eces := make([]float64, draws)
-	count := make([]int, calibration.NumBins)
-	right := make([]int, calibration.NumBins)
-	sum := make([]float64, calibration.NumBins)
+	count := make([]int, fitting.NumBins)
+	right := make([]int, fitting.NumBins)
+	sum := make([]float64, fitting.NumBins)
 	for d := range eces {
 		clear(count)
 		clear(right)
 		clear(sum)
 		for _, c := range conf {
-			b := min(int(math.Floor(c*calibration.NumBins+1e-9)), calibration.NumBins-1)
+			b := min(int(math.Floor(c*fitting.NumBins+1e-9)), fitting.NumBins-1)
 			count[b]++
 			sum[b] += c
 			if rng.Float64() < c {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"system1/internal/calibration"
+	"system1/internal/calibration/fitting"
 )
 
 // report is the whole benchmark's results.
@@ -45,7 +46,7 @@ func (s setResult) verdict(r run) verdict {
 		NotWorse: r.Calibrated.ECE <= r.Raw.ECE,
 		Sets:     true,
 	}
-	for _, o := range []calibration.Metrics{s.Bounds.OracleTRow, s.Bounds.OracleVecRow} {
+	for _, o := range []fitting.Metrics{s.Bounds.OracleTRow, s.Bounds.OracleVecRow} {
 		if o.N == 0 || o.ECE > ECETarget {
 			continue
 		}
@@ -175,7 +176,7 @@ func (s setResult) markdown(b *strings.Builder, r report) {
 		p(" %.3f at %.2f%s", s.Slack[i], c, sep)
 	}
 	p(" Best ECE any temperature reaches on the later part: %.4f (T=%.2f).\n\n", bd.BestECE, bd.BestECET)
-	p("Gate columns: each loop's gate at target error %g (raw: calibration.SuggestGate on its raw first part; calibrated: GET /v1/calibration after the refit), "+
+	p("Gate columns: each loop's gate at target error %g (raw: fitting.SuggestGate on its raw first part; calibrated: GET /v1/calibration after the refit), "+
 		"the later answers at or above it pooled; the gate cell lists the loops' gates.\n\n", r.Options.TargetError)
 	for _, run := range s.Runs {
 		for i, l := range run.Folds {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"system1/internal/calibration"
+	"system1/internal/calibration/fitting"
 	"system1/internal/decision"
 	"system1/internal/decisionlog"
 	"system1/internal/fakeengine"
@@ -160,7 +161,7 @@ func (r *run) measure(o options) {
 		// its rounding.
 		firstRaw := predictions(l.first, rawDist)
 		raw := fold{first: onTheWire(firstRaw, o.Rounding), later: onTheWire(predictions(l.later, rawDist), o.Rounding)}
-		raw.gate = calibration.SuggestGate(raw.first, o.TargetError).Threshold
+		raw.gate = fitting.SuggestGate(raw.first, o.TargetError).Threshold
 		// Prediction sets are of the answers before the calibrator, as
 		// the server makes them: the first part raw, the later raw.
 		cal := fold{first: raw.first, later: predictions(l.later, servedDist), gate: l.ServerGate, fit: l.Fit, raw: raw.later}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"system1/internal/calibration"
+	"system1/internal/calibration/fitting"
 	"system1/internal/decision"
 )
 
@@ -47,7 +48,7 @@ func TestCalibrateWritesGates(t *testing.T) {
 		gated++
 		if !(g.Threshold > 0 && g.Threshold <= 1) || g.TargetError != 0.1 || g.On != calibration.GateOnHeldOut ||
 			f.Holdout == nil || g.N != f.Holdout.N || g.Above < 1 || g.Above > g.N || g.WrongAbove > g.Above || !(g.UpperBound < g.TargetError) ||
-			math.Abs(g.UpperBound-calibration.ClopperPearsonUpper(g.WrongAbove, g.Above, calibration.GateConfidence)) > 1e-12 {
+			math.Abs(g.UpperBound-fitting.ClopperPearsonUpper(g.WrongAbove, g.Above, fitting.GateConfidence)) > 1e-12 {
 			t.Errorf("%s: gate %+v (holdout %+v)", f.Kind, *g, f.Holdout)
 		}
 		if !strings.Contains(stdout, "gate for replay-1.0, "+string(f.Kind)+", bucket "+f.Bucket) {

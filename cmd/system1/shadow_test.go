@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"system1/internal/answer"
-	"system1/internal/calibration"
+	"system1/internal/calibration/fitting"
 	"system1/internal/cases"
 	"system1/internal/config"
 	"system1/internal/decisionlog"
@@ -112,7 +112,7 @@ func TestShadowReportAndReplayFromTheCommandLine(t *testing.T) {
 		s := rep.Signatures[0]
 		t.Logf("%s: %s vs %s: %s: %s", how, s.Model, s.Candidate, s.Recommendation, s.Evidence)
 		if s.Model != "good" || s.Candidate != "worse" || s.N != len(traffic) || s.Labelled != len(traffic) ||
-			s.Recommendation != calibration.RecommendKeep || !strings.Contains(s.Evidence, "the candidate is worse") {
+			s.Recommendation != fitting.RecommendKeep || !strings.Contains(s.Evidence, "the candidate is worse") {
 			t.Fatalf("%s: %+v", how, s)
 		}
 	}

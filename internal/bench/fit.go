@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"system1/internal/calibration"
+	"system1/internal/calibration/fitting"
 	"system1/internal/decision"
 )
 
@@ -107,7 +108,7 @@ type FitOptions struct {
 	// MinCases is the fewest cases a bucket needs to fit on, after the
 	// holdout.
 	MinCases int
-	// Seed picks the held-out cases (calibration.Split).
+	// Seed picks the held-out cases (fitting.Split).
 	Seed uint64
 	// Model and Provider, when set, replace the model and provider the
 	// records name: the fits are keyed by them instead.
@@ -115,7 +116,7 @@ type FitOptions struct {
 	// Date is the day the fits are dated, YYYY-MM-DD.
 	Date string
 	// TargetError is the error rate each fit's suggested gate keeps under
-	// (calibration.Fit.SetGate); 0 is calibration.DefaultTargetError.
+	// (fitting.SetGate); 0 is fitting.DefaultTargetError.
 	TargetError float64
 }
 
@@ -147,16 +148,16 @@ type FitResult struct {
 	// Fitted and Held are, over the fitted buckets together, the
 	// metrics of the fitted and the held-out cases before and after their
 	// fits.
-	FittedBefore, FittedAfter calibration.Metrics
-	HeldBefore, HeldAfter     calibration.Metrics
+	FittedBefore, FittedAfter fitting.Metrics
+	HeldBefore, HeldAfter     fitting.Metrics
 }
 
 // FitRecords fits one temperature per (provider or model, kind,
 // option-count bucket) on the records' answered questions, with
-// calibration.Split and calibration.NewFit: each bucket's cases are split
+// fitting.Split and fitting.NewFit: each bucket's cases are split
 // into a fitting set and a held-out set, each fit gets the gate its
-// calibrated cases suggest (calibration.Fit.SetGate) and prediction sets
-// over all its cases (calibration.FitSets), and a bucket with fewer than
+// calibrated cases suggest (fitting.SetGate) and prediction sets
+// over all its cases (fitting.FitSets), and a bucket with fewer than
 // o.MinCases to fit on is refused, as is one that neither a model nor a
 // provider names (its fit could never be found).
 func FitRecords(records []Record, o FitOptions) FitResult {
@@ -190,8 +191,8 @@ func FitRecords(records []Record, o FitOptions) FitResult {
 	}
 	var fitB, fitA, heldB, heldA []calibration.Prediction
 	for _, src := range order {
-		for _, g := range calibration.Groups(bySource[src]) {
-			fit, held := calibration.Split(g.Preds, o.Holdout, o.Seed)
+		for _, g := range fitting.Groups(bySource[src]) {
+			fit, held := fitting.Split(g.Preds, o.Holdout, o.Seed)
 			b := BucketFit{Provider: src.provider, Model: src.model, Kind: g.Kind, Bucket: g.Bucket,
 				Cases: len(g.Preds), FitN: len(fit), HeldN: len(held)}
 			switch {
@@ -202,29 +203,29 @@ func FitRecords(records []Record, o FitOptions) FitResult {
 					len(fit), len(g.Preds), len(held), o.MinCases)
 			}
 			if b.Refused == "" {
-				f, err := calibration.NewFit(fit, held)
+				f, err := fitting.NewFit(fit, held)
 				if err != nil {
 					b.Refused = err.Error()
 				} else {
 					f.Provider, f.Model, f.Date = src.provider, src.model, o.Date
-					f.SetGate(fit, held, o.TargetError)
+					fitting.SetGate(&f, fit, held, o.TargetError)
 					// Prediction sets over every case of the bucket, before the
 					// calibrator, as a refit writes them: without them decide
 					// could give no set from a fit resting on enough outcomes.
-					f.Sets = calibration.FitSets(g.Preds, calibration.ConformalLAC, calibration.SetCoverages())
+					f.Sets = fitting.FitSets(g.Preds, calibration.ConformalLAC, fitting.SetCoverages())
 					b.Fit = &f
 					res.Fits.Fits = append(res.Fits.Fits, f)
 					fitB = append(fitB, fit...)
-					fitA = append(fitA, calibration.Temper(fit, f.Temperature)...)
+					fitA = append(fitA, fitting.Temper(fit, f.Temperature)...)
 					heldB = append(heldB, held...)
-					heldA = append(heldA, calibration.Temper(held, f.Temperature)...)
+					heldA = append(heldA, fitting.Temper(held, f.Temperature)...)
 				}
 			}
 			res.Buckets = append(res.Buckets, b)
 		}
 	}
-	res.FittedBefore, res.FittedAfter = calibration.Measure(fitB), calibration.Measure(fitA)
-	res.HeldBefore, res.HeldAfter = calibration.Measure(heldB), calibration.Measure(heldA)
+	res.FittedBefore, res.FittedAfter = fitting.Measure(fitB), fitting.Measure(fitA)
+	res.HeldBefore, res.HeldAfter = fitting.Measure(heldB), fitting.Measure(heldA)
 	return res
 }
 

@@ -13,7 +13,7 @@ import (
 	"golang.org/x/image/font/basicfont"
 	"golang.org/x/image/math/fixed"
 
-	"system1/internal/calibration"
+	"system1/internal/calibration/fitting"
 )
 
 // Plot is a reliability diagram: per confidence bin, how often the
@@ -22,7 +22,7 @@ type Plot struct {
 	Title string
 	// Raw are the bins as reported; Calibrated, when not nil, after the
 	// fits, drawn beside them.
-	Raw, Calibrated          []calibration.Bin
+	Raw, Calibrated          []fitting.Bin
 	RawECE, CalibratedECE    float64
 	RawLabel, CalibratedNote string
 }
@@ -33,7 +33,7 @@ const (
 	plotTop    = 64
 	binWidth   = 50
 	plotHeight = 480
-	plotWidth  = calibration.NumBins * binWidth
+	plotWidth  = fitting.NumBins * binWidth
 	imgWidth   = plotLeft + plotWidth + 30
 	imgHeight  = plotTop + plotHeight + 170
 )
@@ -76,12 +76,12 @@ func (p Plot) WritePNG(w io.Writer) error {
 	}
 
 	series := []struct {
-		bins []calibration.Bin
+		bins []fitting.Bin
 		col  color.RGBA
 	}{{p.Raw, rawBlue}}
 	if p.Calibrated != nil {
 		series = append(series, struct {
-			bins []calibration.Bin
+			bins []fitting.Bin
 			col  color.RGBA
 		}{p.Calibrated, calOrange})
 	}

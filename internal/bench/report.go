@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"system1/internal/calibration"
+	"system1/internal/calibration/fitting"
 )
 
 // ReportVersion is the version of the report format this package writes.
@@ -60,7 +61,7 @@ type Summary struct {
 	// Skipped counts answered questions whose distribution could not be
 	// scored (calibration.Prediction.Check); it should be 0.
 	Skipped int `json:"skipped,omitempty"`
-	// Floor, Accuracy, MAE, ECE, Brier and NLL are calibration.Measure's,
+	// Floor, Accuracy, MAE, ECE, Brier and NLL are fitting.Measure's,
 	// over the N questions.
 	Floor    float64  `json:"floor"`
 	Accuracy float64  `json:"accuracy"`
@@ -75,9 +76,9 @@ type Summary struct {
 	// there is none): what acting above that gate would have let through.
 	WrongSurviving map[string]int `json:"wrong_surviving"`
 	// Gate is the gate suggested on these answers at
-	// calibration.DefaultTargetError: the lowest confidence above which
+	// fitting.DefaultTargetError: the lowest confidence above which
 	// the error rate stays under it with 95% confidence.
-	Gate calibration.Gate `json:"gate"`
+	Gate fitting.Gate `json:"gate"`
 	// LatencyMS are percentiles of the latency of the requests that did
 	// not fail, ThroughputRPS how many of them were answered per second:
 	// over the whole run overall, over the span from a set's first
@@ -85,7 +86,7 @@ type Summary struct {
 	LatencyMS     Latency `json:"latency_ms"`
 	ThroughputRPS float64 `json:"throughput_rps"`
 	// Bins are the reliability diagram's 15 confidence bins.
-	Bins []calibration.Bin `json:"bins"`
+	Bins []fitting.Bin `json:"bins"`
 	// Fitted is, in a calibrated summary, how many of the N questions a
 	// fit was found for; the others are measured as they were.
 	Fitted *int `json:"fitted,omitempty"`
@@ -188,12 +189,12 @@ func Summarize(name string, records []Record, wallS float64, fits *calibration.F
 	if span > 0 {
 		s.ThroughputRPS = float64(len(lat)) / span
 	}
-	s.measure(calibration.Measure(preds))
+	s.measure(fitting.Measure(preds))
 	s.gates(preds)
 	if fits != nil {
 		c := s
 		c.Calibrated = nil
-		c.measure(calibration.Measure(tempered))
+		c.measure(fitting.Measure(tempered))
 		c.gates(tempered)
 		c.Fitted = &fitted
 		s.Calibrated = &c
@@ -202,7 +203,7 @@ func Summarize(name string, records []Record, wallS float64, fits *calibration.F
 }
 
 // measure copies calibration's metrics into s.
-func (s *Summary) measure(m calibration.Metrics) {
+func (s *Summary) measure(m fitting.Metrics) {
 	s.N, s.Skipped = m.N, m.Skipped
 	s.Floor, s.Accuracy, s.MAE = m.Floor, m.Accuracy, m.MAE
 	s.ECE, s.Brier, s.NLL = m.ECE, m.Brier, m.NLL
@@ -225,9 +226,9 @@ var surviveAt = []struct {
 func (s *Summary) gates(preds []calibration.Prediction) {
 	s.WrongSurviving = map[string]int{}
 	for _, g := range surviveAt {
-		s.WrongSurviving[g.key] = calibration.WrongAbove(preds, g.t)
+		s.WrongSurviving[g.key] = fitting.WrongAbove(preds, g.t)
 	}
-	s.Gate = calibration.SuggestGate(preds, calibration.DefaultTargetError)
+	s.Gate = fitting.SuggestGate(preds, fitting.DefaultTargetError)
 	s.WrongSurviving["gate"] = s.Gate.WrongAbove
 }
 

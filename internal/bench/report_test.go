@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"system1/internal/calibration"
+	"system1/internal/calibration/fitting"
 	"system1/internal/cases"
 	"system1/internal/decision"
 )
@@ -125,7 +126,7 @@ func TestSummarizeCalibrated(t *testing.T) {
 		t.Fatalf("%+v", c)
 	}
 	tempered := decision.Distribution{0.8, 0.2}.Temper(2)
-	want := calibration.Measure([]calibration.Prediction{
+	want := fitting.Measure([]calibration.Prediction{
 		{Kind: decision.Choice, Dist: tempered, Expected: 0, Options: 2},
 		{Kind: decision.Noul, Dist: decision.Distribution{0.6, 0.4}, Expected: 1, Options: 2},
 	})
@@ -196,8 +197,8 @@ func TestPlotPNG(t *testing.T) {
 		c := 0.3 + 0.7*float64(i)/200
 		preds = append(preds, calibration.Prediction{Kind: decision.Noul, Dist: decision.Distribution{c, 1 - c}, Expected: i % 3 % 2, Options: 2})
 	}
-	m := calibration.Measure(preds)
-	cal := calibration.Measure(calibration.Temper(preds, 2))
+	m := fitting.Measure(preds)
+	cal := fitting.Measure(fitting.Temper(preds, 2))
 	for _, p := range []Plot{
 		{Title: "raw only", Raw: m.Bins, RawECE: m.ECE},
 		{Title: "raw and calibrated", Raw: m.Bins, RawECE: m.ECE, Calibrated: cal.Bins, CalibratedECE: cal.ECE, CalibratedNote: "fits.json"},
@@ -366,7 +367,7 @@ func TestSummarizeWrongAnswersSurvivingGates(t *testing.T) {
 	if s.WrongSurviving["0.8"] != 25 || s.WrongSurviving["0.9"] != 3 || s.WrongSurviving["gate"] != 5 {
 		t.Fatalf("surviving %v", s.WrongSurviving)
 	}
-	if g := s.Gate; g.Threshold == nil || *g.Threshold != 0.85 || g.Above != 1005 || g.TargetError != calibration.DefaultTargetError {
+	if g := s.Gate; g.Threshold == nil || *g.Threshold != 0.85 || g.Above != 1005 || g.TargetError != fitting.DefaultTargetError {
 		t.Fatalf("gate %+v", g)
 	}
 	rep := &Report{Version: ReportVersion, WallS: 1, Cases: recs}

@@ -1,8 +1,11 @@
-// Package calibration measures how well the distributions a model gives
-// match how often it is right, and fits a temperature per question kind and
-// option-count bucket to make them match better. It is pure: it parses
-// and encodes the fits file's bytes (ParseFits, Fits.Encode), but reads
-// and writes no file (package outcomes does) and holds no global state.
+// Package calibration is what a request reads of calibration: the fits
+// file (ParseFits, Fits.Encode), the fit a request's provider, model,
+// kind and option-count bucket finds there (Fits.LookupServed), and what
+// that fit applies: its calibrator, its confidence map and its
+// prediction sets. It is pure: it parses and encodes the fits file's
+// bytes, but reads and writes no file (package outcomes does) and holds
+// no global state. The fitting lab that measures cases and writes fits,
+// package fitting below it, imports this one and never the reverse.
 //
 // Confidence here is always the probability the distribution gives its own
 // predicted answer, the quantity calibration is about; it is not the
@@ -17,13 +20,13 @@ import (
 	"system1/internal/decision"
 )
 
-// edge is how close to a boundary a number may fall through floating-point
+// Edge is how close to a boundary a number may fall through floating-point
 // arithmetic and still count as on it: a score whose expected level is
 // exactly x.5 rounds up, a confidence of exactly 0.7 reaches the threshold
 // 0.7, and a confidence of exactly k/15 falls in bin k, whatever path the
 // arithmetic took. Probabilities are reported to two decimals, so no real
 // case lies this close to a boundary without lying on it.
-const edge = 1e-9
+const Edge = 1e-9
 
 // Prediction is one labelled case: the distribution as reported and the
 // index of the right option.
@@ -81,7 +84,7 @@ func (p Prediction) Predicted() int {
 		}
 		return 1
 	case decision.Score:
-		level := int(math.Floor(decision.ExpectedLevel(p.Dist) + 0.5 + edge))
+		level := int(math.Floor(decision.ExpectedLevel(p.Dist) + 0.5 + Edge))
 		return min(max(level, 0), len(p.Dist)-1)
 	default:
 		return p.Dist.Argmax()

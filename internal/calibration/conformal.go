@@ -2,7 +2,6 @@ package calibration
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -35,10 +34,6 @@ const (
 	MaxCoverage = 0.99
 )
 
-// ErrTooFewForCoverage means there were too few calibration cases for
-// the coverage asked: see ConformalMinCases.
-var ErrTooFewForCoverage = errors.New("too few cases for the coverage")
-
 // setTolerance is how far above the threshold a score may fall through
 // floating-point arithmetic and still count as at it: the same score
 // computed twice the same way is equal, so this only ever adds an option
@@ -62,13 +57,13 @@ type Conformal struct {
 	// calibration cases, in [0, 1].
 	Threshold float64 `json:"threshold"`
 	// Holdout is how sets of the same rule did on cases their threshold
-	// was not fitted on (Selection.Sets: each fold's cases under a
+	// was not fitted on (fitting.Selection.Sets: each fold's cases under a
 	// threshold fitted on the other folds), nil when not measured.
 	Holdout *SetCoverage `json:"holdout,omitempty"`
 	// Calibrator, when set, is what the scores are of: the distribution
 	// before the fit's calibrator, calibrated by this one, which was
 	// fitted on other outcomes than the N the threshold rests on (split
-	// conformal, Selection.Sets), so that the guarantee holds under it.
+	// conformal, fitting.Selection.Sets), so that the guarantee holds under it.
 	// Absent: the distribution before the fit's calibrator, as it came.
 	Calibrator *Calibrator `json:"calibrator,omitempty"`
 }
@@ -82,10 +77,10 @@ func (c Conformal) SetOf(d decision.Distribution) []int {
 	return c.Set(d)
 }
 
-// conformalRank is ceil((n+1) * coverage), the rank of the calibration
+// ConformalRank is ceil((n+1) * coverage), the rank of the calibration
 // score that is the threshold; a product a hair above an integer
 // through rounding counts as that integer.
-func conformalRank(n int, coverage float64) int {
+func ConformalRank(n int, coverage float64) int {
 	return int(math.Ceil(float64(n+1)*coverage - 1e-9))
 }
 
@@ -100,48 +95,15 @@ func ConformalMinCases(coverage float64) int {
 		return -1
 	}
 	n := 1
-	for conformalRank(n, coverage) > n {
+	for ConformalRank(n, coverage) > n {
 		n++
 	}
 	return n
 }
 
-// FitConformal fits a prediction set rule of method at coverage on
-// preds, the bucket's labelled cases over the distributions the rule will
-// be applied to (a fit's sets: before its calibrator, see Selection.Sets;
-// a rule fitted on cases a calibrator was fitted on would not keep its
-// guarantee under that calibrator): the threshold is the ceil((n+1) coverage)-th
-// smallest score of the right options, the finite-sample correction that
-// makes the coverage guarantee hold for n cases. Fewer than
-// ConformalMinCases(coverage) cases are ErrTooFewForCoverage; a case that
-// fails Prediction.Check is an error naming its index.
-func FitConformal(preds []Prediction, method string, coverage float64) (Conformal, error) {
-	if method != ConformalLAC && method != ConformalAPS {
-		return Conformal{}, fmt.Errorf("method %q is not %s or %s", method, ConformalLAC, ConformalAPS)
-	}
-	if !(coverage >= MinCoverage && coverage <= MaxCoverage) {
-		return Conformal{}, fmt.Errorf("coverage %v is not in [%v, %v]", coverage, MinCoverage, MaxCoverage)
-	}
-	scores := make([]float64, len(preds))
-	for i, p := range preds {
-		if err := p.Check(); err != nil {
-			return Conformal{}, fmt.Errorf("case %d: %w", i, err)
-		}
-		scores[i] = conformalScore(method, p.Dist, p.Expected)
-	}
-	n := len(preds)
-	if need := ConformalMinCases(coverage); n < need {
-		return Conformal{}, fmt.Errorf("%w: %d cases; coverage %v needs at least %d", ErrTooFewForCoverage, n, coverage, need)
-	}
-	slices.Sort(scores)
-	c := Conformal{Method: method, Coverage: coverage, N: n, Threshold: scores[conformalRank(n, coverage)-1]}
-	c.Threshold = min(max(c.Threshold, 0), 1)
-	return c, nil
-}
-
-// conformalScore is the score of option y of d: how unlike the right
+// ConformalScore is the score of option y of d: how unlike the right
 // answer it looks.
-func conformalScore(method string, d decision.Distribution, y int) float64 {
+func ConformalScore(method string, d decision.Distribution, y int) float64 {
 	if method == ConformalLAC {
 		return 1 - d[y]
 	}
@@ -271,7 +233,7 @@ func (c Conformal) Evaluate(preds []Prediction) SetCoverage {
 		}
 	}
 	if s.N > 0 {
-		s.Coverage = ratio(s.Covered, s.N)
+		s.Coverage = float64(s.Covered) / float64(s.N)
 		s.MeanSize = float64(size) / float64(s.N)
 	}
 	return s

@@ -74,7 +74,7 @@ type Fit struct {
 	// probability (ConfidenceMap.Apply), the answer itself unchanged.
 	ConfidenceMap *ConfidenceMap `json:"confidence_map,omitempty"`
 	// Sets are split conformal prediction sets of the distributions
-	// before the fit's calibrator (Selection.Sets says why), at most one
+	// before the fit's calibrator (fitting.Selection.Sets says why), at most one
 	// per method and coverage.
 	Sets []Conformal `json:"sets,omitempty"`
 	// N is the number of cases fitted on.
@@ -88,7 +88,7 @@ type Fit struct {
 	// Holdout is how the temperature did on held-out cases, nil when none
 	// were held out.
 	Holdout *Score `json:"holdout,omitempty"`
-	// Gate is the confidence gate suggested with the fit (see SetGate),
+	// Gate is the confidence gate suggested with the fit (see fitting.SetGate),
 	// nil when none was suggested: files written before gates have none,
 	// and too few outcomes pass no bound.
 	Gate *FitGate `json:"gate,omitempty"`
@@ -106,11 +106,11 @@ const (
 	GateOnFitted  = "fitted"   // the fitted cases, where none were held out
 )
 
-// FitGate is the gate SuggestGate found on a fit's own cases, tempered by
+// FitGate is the gate fitting.SuggestGate found on a fit's own cases, tempered by
 // its temperature: the calibrated confidence of the predicted answer (the
 // probability of the option chosen, what a decide answer's confidence
 // is) at or above which the error rate stayed under TargetError with
-// GateConfidence.
+// fitting.GateConfidence.
 type FitGate struct {
 	// Threshold is the gate, in (0, 1].
 	Threshold   float64 `json:"threshold"`
@@ -124,32 +124,6 @@ type FitGate struct {
 	Above      int     `json:"above"`
 	WrongAbove int     `json:"wrong_above"`
 	UpperBound float64 `json:"upper_bound"`
-}
-
-// SetGate suggests f's gate at target (see SuggestGate) on the cases the
-// fit was made from, calibrated by f (Fit.Apply): the held-out ones when
-// there are any, since the calibrator was chosen on the others, else the
-// fitted ones. The gate is on the confidences f serves, its confidence
-// map applied where it has one, since that is what decide grades.
-// Without a threshold that passes the bound, f has no gate.
-func (f *Fit) SetGate(fit, held []Prediction, target float64) {
-	on, preds := GateOnHeldOut, held
-	if len(held) == 0 {
-		on, preds = GateOnFitted, fit
-	}
-	f.Gate = nil
-	var conf []float64
-	var wrong []bool
-	for _, p := range Calibrate(preds, f.Calibrator()) {
-		if p.Check() == nil {
-			conf, wrong = append(conf, p.Confidence()), append(wrong, !p.Correct())
-		}
-	}
-	g := suggestGate(conf, wrong, target)
-	if g.Threshold == nil {
-		return
-	}
-	f.Gate = &FitGate{Threshold: *g.Threshold, TargetError: g.TargetError, On: on, N: len(conf), Above: g.Above, WrongAbove: g.WrongAbove, UpperBound: g.UpperBound}
 }
 
 // Calibrator is the calibrator the fit applies, whole: its temperature,
@@ -491,4 +465,37 @@ func (f *Fits) Apply(provider, model string, kind decision.Kind, d decision.Dist
 		return d, false
 	}
 	return ft.Apply(d), true
+}
+
+// SetFor is the fit's prediction set rule for a request of the given
+// coverage: of its sets, the one of the least coverage at or above it
+// (LAC before APS at the same coverage), so that the guarantee holds
+// for what was asked. It reports false when the fit has none that high:
+// its outcomes were too few (ConformalMinCases).
+func (f Fit) SetFor(coverage float64) (Conformal, bool) {
+	best := -1
+	for i, c := range f.Sets {
+		if c.Check() != nil || c.Coverage < coverage-1e-9 {
+			continue
+		}
+		if best < 0 || c.Coverage < f.Sets[best].Coverage ||
+			(c.Coverage == f.Sets[best].Coverage && c.Method == ConformalLAC && f.Sets[best].Method != ConformalLAC) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return Conformal{}, false
+	}
+	return f.Sets[best], true
+}
+
+// MostSetOutcomes is the most calibration cases any of the fit's sets
+// rests on, 0 when it has none: what a request its sets cannot serve is
+// told the bucket had.
+func (f Fit) MostSetOutcomes() int {
+	n := 0
+	for _, c := range f.Sets {
+		n = max(n, c.N)
+	}
+	return n
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -135,44 +136,60 @@ func TestParseFitsRejectsBadCalibrators(t *testing.T) {
 	}
 }
 
-// SetGate chooses the gate on the confidences the fit serves, its map
-// applied, since those are what decide grades: every answer served at or
-// above the gate keeps the error bound, and without a map it is the
-// calibrator's gate.
-func TestSetGateWithAMap(t *testing.T) {
-	preds := overconfident(3000, 4, 3, 5)
-	var f Fit
-	f.Kind = decision.Choice
-	f.SetCalibrator(TemperatureCalibrator(2))
-	f.SetGate(preds, nil, 0.05)
-	if f.Gate == nil {
-		t.Fatal("no gate without a map")
+// A set's holdout is read back as written, and a key in it that is not
+// one of SetCoverage's is refused, naming it.
+func TestFitsSetHoldoutKeys(t *testing.T) {
+	set := `{"method":"lac","coverage":0.9,"n":10,"threshold":0.8,"holdout":{"n":10,"covered":9,"coverage":0.9,"mean_size":1.2,"empty":0,"singletons":8}}`
+	f, err := ParseFits([]byte(fitsWith(strings.TrimSuffix(fitJSON("1.5"), "}") + `,"sets":[` + set + `]}`)))
+	if err != nil || f.Fits[0].Sets[0].Holdout == nil || f.Fits[0].Sets[0].Holdout.Singletons != 8 {
+		t.Fatalf("%+v %v", f, err)
 	}
-	if g := SuggestGate(Calibrate(preds, TemperatureCalibrator(2)), 0.05); g.Threshold == nil || *g.Threshold != f.Gate.Threshold {
-		t.Errorf("gate %+v without a map, the calibrator's is %+v", f.Gate, g)
+	bad := strings.Replace(set, `"empty":0`, `"Empty":0`, 1)
+	if _, err := ParseFits([]byte(fitsWith(strings.TrimSuffix(fitJSON("1.5"), "}") + `,"sets":[` + bad + `]}`))); err == nil || !strings.Contains(err.Error(), `"Empty"`) {
+		t.Errorf("an unknown holdout key: %v", err)
 	}
-	m, err := FitConfidenceMap(Calibrate(preds, f.Calibrator()))
+	nest := strings.Replace(set, `"covered":9`, `"covered":11`, 1)
+	if _, err := ParseFits([]byte(fitsWith(strings.TrimSuffix(fitJSON("1.5"), "}") + `,"sets":[` + nest + `]}`))); err == nil {
+		t.Error("a holdout covering more cases than it has was taken")
+	}
+}
+
+// A set's own calibrator is read back as written and applied before the
+// threshold (SetOf); one of an unknown key, a map, or no method is
+// refused, naming it.
+func TestFitsSetCalibrator(t *testing.T) {
+	with := func(cal string) string {
+		set := `{"method":"lac","coverage":0.9,"n":10,"threshold":0.5,"calibrator":` + cal + `}`
+		return fitsWith(strings.TrimSuffix(fitJSON("1.5"), "}") + `,"sets":[` + set + `]}`)
+	}
+	f, err := ParseFits([]byte(with(`{"method":"vector","temperature":1,"biases":[-3,0]}`)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.ConfidenceMap = &m
-	// The map is flat over its steps, so a gate on what it serves is
-	// coarser: at 5% none passes on these cases, at 10% one does.
-	f.SetGate(preds, nil, 0.1)
-	served := Calibrate(preds, f.Calibrator())
-	if f.Gate == nil {
-		t.Fatal("no gate with a map")
+	rule := f.Fits[0].Sets[0]
+	// 0.6 and 0.4 as they came: under a pull of 3 nats from the first,
+	// the second alone clears p >= 0.5.
+	d := decision.Distribution{0.6, 0.4}
+	if got, raw := rule.SetOf(d), rule.Set(d); !slices.Equal(got, []int{1}) || !slices.Equal(raw, []int{0}) {
+		t.Errorf("SetOf %v, Set %v", got, raw)
 	}
-	var above, wrong int
-	for _, p := range served {
-		if p.Confidence() >= f.Gate.Threshold {
-			above++
-			if !p.Correct() {
-				wrong++
-			}
+	for _, tc := range []struct{ cal, want string }{
+		{`{"method":"vector","temperature":1,"biases":[0,0],"alpha":1}`, `unknown field "alpha"`},
+		{`{"method":"none","temperature":1}`, "a set's calibrator"},
+		{`{"method":"temperature","temperature":2,"map":{"x":[0.5],"y":[0.5]}}`, "a set's calibrator"},
+		{`{"method":"temperature","temperature":-2}`, "calibrator: temperature -2"},
+	} {
+		if _, err := ParseFits([]byte(with(tc.cal))); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.cal, err, tc.want)
 		}
 	}
-	if above != f.Gate.Above || wrong != f.Gate.WrongAbove || f.Gate.UpperBound >= 0.1 {
-		t.Errorf("gate %+v with a map; served at or above it: %d, %d wrong", f.Gate, above, wrong)
+}
+
+// A level fit of a choice is refused: MethodLevel keeps a score's
+// expected level, which a choice has none of.
+func TestLevelFitOfAChoiceRefused(t *testing.T) {
+	f := Fit{Kind: decision.Choice, Bucket: "11-20", Temperature: 2, Method: MethodLevel}
+	if err := f.validate(); err == nil {
+		t.Error("a level fit of a choice validated")
 	}
 }

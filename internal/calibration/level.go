@@ -1,7 +1,6 @@
 package calibration
 
 import (
-	"fmt"
 	"math"
 
 	"system1/internal/decision"
@@ -15,7 +14,7 @@ import (
 // simulated model answers it, a temperature of 20 took accuracy from
 // 0.254 to 0.221): this one sharpens or flattens the distribution
 // around the answer and leaves the answer, its accuracy and its MAE
-// exactly as they were. It applies to scores only; Select tries it on
+// exactly as they were. It applies to scores only; fitting.Select tries it on
 // score buckets alone.
 const MethodLevel = "level"
 
@@ -96,81 +95,4 @@ func applyLevel(d decision.Distribution, t float64) decision.Distribution {
 		out[i] /= s
 	}
 	return out
-}
-
-// FitLevel fits MethodLevel's temperature on preds, score cases: the T in
-// [MinTemperature, MaxTemperature] of least mean NLL, searched on log T
-// as FitTemperature searches it (a grid, then golden section), 1 when no
-// T does better than 1 by more than 1e-12. An empty set is ErrNoCases; a
-// case that fails Check, or is not a score, is an error naming its
-// index.
-func FitLevel(preds []Prediction) (Calibrator, error) {
-	if len(preds) == 0 {
-		return Calibrator{}, ErrNoCases
-	}
-	for i, p := range preds {
-		if err := p.Check(); err != nil {
-			return Calibrator{}, fmt.Errorf("case %d: %w", i, err)
-		}
-		if p.Kind != decision.Score {
-			return Calibrator{}, fmt.Errorf("case %d is a %s; method %s is for scores", i, p.Kind, MethodLevel)
-		}
-	}
-	return fitLevel(preds), nil
-}
-
-func fitLevel(preds []Prediction) Calibrator {
-	loss := func(u float64) float64 {
-		t := math.Exp(u)
-		var sum float64
-		for _, p := range preds {
-			sum -= math.Log(math.Max(applyLevel(p.Dist, t)[p.Expected], ProbFloor))
-		}
-		return sum / float64(len(preds))
-	}
-	u := minimizeLogT(loss)
-	if u == 0 {
-		return Calibrator{Method: MethodLevel, Temperature: 1}
-	}
-	return Calibrator{Method: MethodLevel, Temperature: math.Exp(u)}
-}
-
-// minimizeLogT is the search over u = ln T that FitTemperature and the
-// level fit share, for any loss:
-// gridPoints points over the range, then golden section around the best
-// to logTTolerance; 0 (T = 1) unless some u does better by more than
-// 1e-12.
-func minimizeLogT(loss func(u float64) float64) float64 {
-	lo, hi := math.Log(MinTemperature), math.Log(MaxTemperature)
-	step := (hi - lo) / (gridPoints - 1)
-	best, bestLoss := 0, math.Inf(1)
-	for i := range gridPoints {
-		if l := loss(lo + float64(i)*step); l < bestLoss {
-			best, bestLoss = i, l
-		}
-	}
-	bestU := lo + float64(best)*step
-	a := lo + float64(max(best-1, 0))*step
-	b := lo + float64(min(best+1, gridPoints-1))*step
-	invPhi := (math.Sqrt(5) - 1) / 2
-	c, d := b-invPhi*(b-a), a+invPhi*(b-a)
-	fc, fd := loss(c), loss(d)
-	for b-a > logTTolerance {
-		if fc <= fd {
-			b, d, fd = d, c, fc
-			c = b - invPhi*(b-a)
-			fc = loss(c)
-		} else {
-			a, c, fc = c, d, fd
-			d = a + invPhi*(b-a)
-			fd = loss(d)
-		}
-	}
-	if u := (a + b) / 2; loss(u) <= bestLoss {
-		bestU, bestLoss = u, loss(u)
-	}
-	if loss(0) <= bestLoss+1e-12 {
-		return 0
-	}
-	return bestU
 }

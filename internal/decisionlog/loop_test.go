@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"system1/internal/calibration"
+	"system1/internal/calibration/fitting"
 	"system1/internal/cases"
 	"system1/internal/decision"
 	"system1/internal/engine"
@@ -64,7 +65,7 @@ func TestLoopFromTheLogLowersECE(t *testing.T) {
 		return out
 	}
 	early, late := traffic[:len(traffic)/2], traffic[len(traffic)/2:]
-	before := calibration.Measure(serve(early, 1, ""))
+	before := fitting.Measure(serve(early, 1, ""))
 	for _, c := range early {
 		q := c.Request.Questions[0]
 		if _, err := l.Outcome(ctx, "req_"+c.ID, q.ID, q.Options[c.Expected[0]].Key); err != nil {
@@ -79,7 +80,7 @@ func TestLoopFromTheLogLowersECE(t *testing.T) {
 	if len(groups) != 1 || groups[0].Kind != decision.Choice || groups[0].Bucket != "3-4" || len(groups[0].Entries) != len(early) {
 		t.Fatalf("groups %+v", groups)
 	}
-	refit, err := calibration.DecideRefit(groups[0].Predictions(Entry.Uncalibrated), 1, 0.2, 1, 30)
+	refit, err := fitting.DecideRefit(groups[0].Predictions(Entry.Uncalibrated), 1, 0.2, 1, 30)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,8 +88,8 @@ func TestLoopFromTheLogLowersECE(t *testing.T) {
 		t.Fatalf("refit not adopted: %+v", refit)
 	}
 
-	lateRaw := calibration.Measure(serve(late, 1, ""))
-	lateCal := calibration.Measure(serve(late, refit.Temperature, "refit-"+strconv.Itoa(1)))
+	lateRaw := fitting.Measure(serve(late, 1, ""))
+	lateCal := fitting.Measure(serve(late, refit.Temperature, "refit-"+strconv.Itoa(1)))
 	t.Logf("early traffic %d: ECE %.3f NLL %.3f; refit T=%.2f (held-out NLL %.3f vs %.3f at T=1); later traffic %d: ECE %.3f -> %.3f, NLL %.3f -> %.3f",
 		len(early), before.ECE, before.NLL, refit.Temperature, refit.HeldNLL, refit.HeldNLLCurrent, len(late), lateRaw.ECE, lateCal.ECE, lateRaw.NLL, lateCal.NLL)
 	if !(lateCal.ECE < lateRaw.ECE) || !(lateCal.NLL < lateRaw.NLL) {

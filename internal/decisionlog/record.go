@@ -224,7 +224,7 @@ func (g Group) Predictions(dist func(Entry) []float64) []calibration.Prediction 
 
 // Groups sorts the entries that have a usable outcome by model, the build
 // that answered (its fingerprint), kind and bucket: models by name, then
-// kinds and buckets in calibration.Groups' order, a model's builds in the
+// kinds and buckets in fitting.Groups' order, a model's builds in the
 // order they first answered.
 func Groups(entries []Entry) []Group {
 	type key struct {

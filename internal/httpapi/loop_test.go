@@ -13,6 +13,7 @@ import (
 
 	"system1/internal/answer"
 	"system1/internal/calibration"
+	"system1/internal/calibration/fitting"
 	"system1/internal/cases"
 	"system1/internal/config"
 	"system1/internal/decisionlog"
@@ -122,7 +123,7 @@ func TestLoopClosesOnTheSimulatedModel(t *testing.T) {
 	if cal != 0 {
 		t.Fatalf("%d answers calibrated before any fit", cal)
 	}
-	before := calibration.Measure(earlyServed)
+	before := fitting.Measure(earlyServed)
 	feedback(early, earlyIDs)
 
 	ds, rev, err := fits.Refit(t.Context(), tracker, outcomes.RefitOptions{Seed: 1, TargetError: 0.4})
@@ -142,7 +143,7 @@ func TestLoopClosesOnTheSimulatedModel(t *testing.T) {
 	// it. The simulated model is right about two times in three, so only
 	// a loose target (40%) is met.
 	held := ds[0].Selection.HeldOut()
-	want := calibration.SuggestGate(held, 0.4)
+	want := fitting.SuggestGate(held, 0.4)
 	if g := onDisk.Fits[0].Gate; want.Threshold == nil || g == nil || g.Threshold != *want.Threshold || g.On != calibration.GateOnHeldOut ||
 		g.N != len(held) || g.N != len(early) || g.Above != want.Above || g.WrongAbove != want.WrongAbove || g.TargetError != 0.4 {
 		t.Errorf("the refit wrote gate %+v; want %+v over %d held-out answers", g, want, len(held))
@@ -170,7 +171,7 @@ func TestLoopClosesOnTheSimulatedModel(t *testing.T) {
 		q := c.Request.Questions[0]
 		lateRaw = append(lateRaw, calibration.Prediction{Kind: q.Kind, Dist: es[0].EngineDist, Expected: c.Expected[0], Options: len(q.Options)})
 	}
-	after, lateUncal := calibration.Measure(lateServed), calibration.Measure(lateRaw)
+	after, lateUncal := fitting.Measure(lateServed), fitting.Measure(lateRaw)
 	t.Logf("simulated model, %d early and %d later answers: early served (no fit) ECE %.4f NLL %.4f; refit %s over %d outcomes, revision %s; "+
 		"later traffic served ECE %.4f NLL %.4f (the same answers uncalibrated: ECE %.4f NLL %.4f)",
 		len(early), len(late), before.ECE, before.NLL, ds[0].Calibrator, ds[0].Outcomes, rev,

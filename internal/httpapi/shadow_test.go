@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"system1/internal/answer"
-	"system1/internal/calibration"
+	"system1/internal/calibration/fitting"
 	"system1/internal/cases"
 	"system1/internal/config"
 	"system1/internal/decisionlog"
@@ -234,7 +234,7 @@ func TestShadowReportSaysTheWorseCandidateIsWorse(t *testing.T) {
 	if s.Model != "good" || s.Candidate != "worse" || s.N != len(cs) || s.Labelled != len(cs) || s.PrimaryScore == nil || s.CandidateScore == nil {
 		t.Fatalf("report: %+v", s)
 	}
-	if s.Recommendation != calibration.RecommendKeep || !strings.Contains(s.Evidence, "the candidate is worse") {
+	if s.Recommendation != fitting.RecommendKeep || !strings.Contains(s.Evidence, "the candidate is worse") {
 		t.Fatalf("the report does not say the candidate is worse: %s: %s", s.Recommendation, s.Evidence)
 	}
 	if !(s.CandidateScore.NLL > s.PrimaryScore.NLL) || !(s.ConfidenceShift > 0) || !(s.Agreement < 1) || !(s.MeanAbsChange > 0) {
@@ -256,7 +256,7 @@ func TestShadowReportOnAnEqualCandidate(t *testing.T) {
 		t.Fatalf("report: %+v", rep)
 	}
 	s := rep.Signatures[0]
-	if s.Recommendation != calibration.RecommendEquivalent || s.Agreement != 1 || s.MeanAbsChange != 0 {
+	if s.Recommendation != fitting.RecommendEquivalent || s.Agreement != 1 || s.MeanAbsChange != 0 {
 		t.Fatalf("an identical candidate: %s: %s (%+v)", s.Recommendation, s.Evidence, s.Comparison)
 	}
 }

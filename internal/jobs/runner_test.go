@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"system1/internal/calibration"
+	"system1/internal/calibration/fitting"
 	"system1/internal/decision"
 	"system1/internal/systemone"
 )
@@ -406,7 +407,7 @@ func TestSummaryMeasuresExpectedOutcomes(t *testing.T) {
 	if s.Rows != 50 || s.Resumed != 25 || len(s.Questions) != 1 || s.Questions[0].ID != "dept" {
 		t.Fatalf("summary %+v", s)
 	}
-	want := calibration.Measure(preds)
+	want := fitting.Measure(preds)
 	got := s.Questions[0].Metrics
 	if got.N != 50 || math.Abs(got.Accuracy-want.Accuracy) > 1e-12 || math.Abs(got.ECE-want.ECE) > 1e-12 || math.Abs(got.NLL-want.NLL) > 1e-12 {
 		t.Fatalf("metrics %+v, want %+v", got, want)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"system1/internal/calibration"
+	"system1/internal/calibration/fitting"
 	"system1/internal/decision"
 	"system1/internal/systemone"
 )
@@ -50,7 +51,7 @@ type Summary struct {
 // answered rows that give its expected outcome.
 type QuestionMetrics struct {
 	ID string `json:"id"`
-	calibration.Metrics
+	fitting.Metrics
 }
 
 // WriteText writes the summary for a person to read.
@@ -172,7 +173,7 @@ func (t *tally) summary() Summary {
 	}
 	for i, ps := range t.preds {
 		if len(ps) > 0 {
-			s.Questions = append(s.Questions, QuestionMetrics{ID: t.job.Questions[i].ID, Metrics: calibration.Measure(ps)})
+			s.Questions = append(s.Questions, QuestionMetrics{ID: t.job.Questions[i].ID, Metrics: fitting.Measure(ps)})
 		}
 	}
 	return s

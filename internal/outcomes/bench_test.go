@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"system1/internal/calibration"
+	"system1/internal/calibration/fitting"
 	"system1/internal/decision"
 	"system1/internal/decisionlog"
 	"system1/internal/testengine"
@@ -241,7 +242,7 @@ func BenchmarkCalibrationLog(b *testing.B) {
 						b.Fatal(err)
 					}
 					for _, g := range decisionlog.Groups(entries) {
-						_ = calibration.Measure(g.Predictions(decisionlog.Entry.Uncalibrated))
+						_ = fitting.Measure(g.Predictions(decisionlog.Entry.Uncalibrated))
 					}
 					records = time.Since(t0)
 				}

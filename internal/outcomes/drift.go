@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"system1/internal/calibration"
+	"system1/internal/calibration/fitting"
 	"system1/internal/decision"
 	"system1/internal/decisionlog"
 )
@@ -28,7 +29,7 @@ type DriftOptions struct {
 	// Window is the current window, ending at the report's end;
 	// Reference the window just before it.
 	Window, Reference time.Duration
-	// Threshold is calibration.MeasureDrift's.
+	// Threshold is fitting.MeasureDrift's.
 	Threshold float64
 }
 
@@ -40,14 +41,14 @@ func (o DriftOptions) withDefaults() DriftOptions {
 		o.Reference = DefaultDriftReference
 	}
 	if !(o.Threshold > 0) {
-		o.Threshold = calibration.DefaultDriftThreshold
+		o.Threshold = fitting.DefaultDriftThreshold
 	}
 	return o
 }
 
 // SignatureDrift is one model and question signature's drift: how its
 // answers in the current window compare with the reference window,
-// without any outcome (calibration.MeasureDrift).
+// without any outcome (fitting.MeasureDrift).
 type SignatureDrift struct {
 	Model     string        `json:"model"`
 	Signature string        `json:"signature"`
@@ -55,7 +56,7 @@ type SignatureDrift struct {
 	Options   []string      `json:"options"`
 	// PSI is the larger of the two statistics.
 	PSI float64 `json:"psi"`
-	calibration.Drift
+	fitting.Drift
 }
 
 // driftSlotWidth is the span of decision time whose answers a drift
@@ -86,7 +87,7 @@ type driftKey struct{ model, sig string }
 type driftCell struct {
 	kind    decision.Kind
 	options []string
-	hist    calibration.DriftHistogram
+	hist    fitting.DriftHistogram
 }
 
 // driftSlot is the answers of one slot of decision time.
@@ -146,11 +147,11 @@ type sigCache map[struct {
 // answerOf is a as drift counts it: its model and signature, and its
 // answer; ok is false for a shadow answer, and a distribution that does
 // not fit its options.
-func answerOf(a decisionlog.Answer, sigs sigCache) (k driftKey, ans calibration.Answer, ok bool) {
+func answerOf(a decisionlog.Answer, sigs sigCache) (k driftKey, ans fitting.Answer, ok bool) {
 	if a.Face == decisionlog.FaceShadow {
 		return k, ans, false
 	}
-	if ans, ok = calibration.AnswerOf(calibration.Prediction{Kind: a.Kind, Dist: a.Dist, Options: len(a.Options)}); !ok {
+	if ans, ok = fitting.AnswerOf(calibration.Prediction{Kind: a.Kind, Dist: a.Dist, Options: len(a.Options)}); !ok {
 		return k, ans, false
 	}
 	if len(a.Options) == 0 {
@@ -364,7 +365,7 @@ func (d *drift) report(ctx context.Context, log *decisionlog.Log, until time.Tim
 	type sides struct {
 		kind     decision.Kind
 		options  []string
-		ref, cur calibration.DriftHistogram
+		ref, cur fitting.DriftHistogram
 	}
 	by := map[driftKey]*sides{}
 	side := func(k driftKey, kind decision.Kind, options []string) *sides {
@@ -423,7 +424,7 @@ func (d *drift) report(ctx context.Context, log *decisionlog.Log, until time.Tim
 	}
 	out := make([]SignatureDrift, 0, len(by))
 	for k, s := range by {
-		m := calibration.MeasureDriftOf(s.ref, s.cur, opt.Threshold)
+		m := fitting.MeasureDriftOf(s.ref, s.cur, opt.Threshold)
 		out = append(out, SignatureDrift{Model: k.model, Signature: k.sig, Kind: s.kind, Options: s.options, PSI: m.PSI(), Drift: m})
 	}
 	slices.SortFunc(out, func(a, b SignatureDrift) int {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"system1/internal/calibration"
+	"system1/internal/calibration/fitting"
 	"system1/internal/decision"
 	"system1/internal/decisionlog"
 	"system1/internal/testengine"
@@ -32,14 +33,14 @@ func reportDriftFull(ctx context.Context, log *decisionlog.Log, until time.Time,
 	type sides struct {
 		kind     decision.Kind
 		options  []string
-		ref, cur []calibration.Answer
+		ref, cur []fitting.Answer
 	}
 	by := map[driftKey]*sides{}
 	for _, e := range es {
 		if e.Face == decisionlog.FaceShadow {
 			continue
 		}
-		a, ok := calibration.AnswerOf(calibration.Prediction{Kind: e.Kind, Dist: e.Uncalibrated(), Options: len(e.Options)})
+		a, ok := fitting.AnswerOf(calibration.Prediction{Kind: e.Kind, Dist: e.Uncalibrated(), Options: len(e.Options)})
 		if !ok {
 			continue
 		}
@@ -57,7 +58,7 @@ func reportDriftFull(ctx context.Context, log *decisionlog.Log, until time.Time,
 	}
 	out := make([]SignatureDrift, 0, len(by))
 	for k, s := range by {
-		d := calibration.MeasureDrift(s.ref, s.cur, opt.Threshold)
+		d := fitting.MeasureDrift(s.ref, s.cur, opt.Threshold)
 		out = append(out, SignatureDrift{Model: k.model, Signature: k.sig, Kind: s.kind, Options: s.options, PSI: d.PSI(), Drift: d})
 	}
 	slices.SortFunc(out, func(a, b SignatureDrift) int {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"system1/internal/calibration"
+	"system1/internal/calibration/fitting"
 )
 
 // DefaultMinOutcomes is the number of outcomes new since a bucket's last
@@ -25,7 +26,7 @@ type RefitOptions struct {
 	// Seed picks the cross-validation folds and bootstrap resamples.
 	Seed uint64
 	// Folds is the number of cross-validation folds (0:
-	// calibration.DefaultFolds).
+	// fitting.DefaultFolds).
 	Folds int
 	// TargetError is the error rate each fit's gate keeps under (0:
 	// DefaultTargetError).
@@ -55,18 +56,18 @@ func (o RefitOptions) withDefaults() RefitOptions {
 }
 
 // Refit refits every bucket the tracker counts MinOutcomes outcomes new
-// for since its last refit (calibration.RefitState), over all of its
+// for since its last refit (fitting.RefitState), over all of its
 // labelled answers in the window, against the fit in use, and writes a
 // new version of the file when a fit changed. It returns each refitted
 // bucket's decision and the new revision ("" when nothing was written).
 // A bucket is not refitted again, adopted or not, until MinOutcomes more
 // outcomes come.
 //
-// Per bucket, calibration.Select chooses the calibrator by K-fold
+// Per bucket, fitting.Select chooses the calibrator by K-fold
 // cross-validation over requests and adopts it only when its gain beats
 // the noise of a paired bootstrap (and does not cost accuracy or a
 // score's MAE); prediction sets are fitted on the bucket's held-out
-// calibrated outcomes at every calibration.SetCoverages level each
+// calibrated outcomes at every fitting.SetCoverages level each
 // refit, whether the calibrator changed or not, since they need no
 // adoption: their guarantee holds at any number of outcomes. A bucket
 // without a fit whose outcomes support sets but no calibrator gets a fit
@@ -122,7 +123,7 @@ func refit(due []bucketCases, current *calibration.Fits, o RefitOptions) (*calib
 			out = append(out, d)
 			continue
 		}
-		s, err := calibration.Select(b.preds, cur, calibration.SelectOptions{Seed: o.Seed, Folds: o.Folds})
+		s, err := fitting.Select(b.preds, cur, fitting.SelectOptions{Seed: o.Seed, Folds: o.Folds})
 		if err != nil {
 			d.Reason = err.Error()
 			out = append(out, d)
@@ -133,7 +134,7 @@ func refit(due []bucketCases, current *calibration.Fits, o RefitOptions) (*calib
 		if s.Map.Adopt || s.Map.Reason != "" {
 			d.Reason += "; " + s.Map.Reason
 		}
-		sets, _ := s.Sets(calibration.ConformalLAC, calibration.SetCoverages()) // LAC is a known method
+		sets, _ := s.Sets(calibration.ConformalLAC, fitting.SetCoverages()) // LAC is a known method
 		var ft calibration.Fit
 		switch adopted, ok := s.AdoptedFit(o.TargetError); {
 		case ok:
@@ -178,11 +179,11 @@ func refit(due []bucketCases, current *calibration.Fits, o RefitOptions) (*calib
 // for its prediction sets: no calibration (temperature 1), measured on
 // every case, with the gate its outcomes suggest (no parameter was
 // fitted on them, so they are held out from the fit).
-func setsOnly(s calibration.Selection, target float64) calibration.Fit {
+func setsOnly(s fitting.Selection, target float64) calibration.Fit {
 	ft := calibration.Fit{Kind: s.Kind, Bucket: s.Bucket, N: s.N}
 	ft.SetCalibrator(calibration.Identity())
 	ft.NLLBefore, ft.NLLAfter, ft.ECEBefore, ft.ECEAfter = s.Raw.NLL, s.Raw.NLL, s.Raw.ECE, s.Raw.ECE
-	g := calibration.SuggestGate(s.HeldOut(), target)
+	g := fitting.SuggestGate(s.HeldOut(), target)
 	if g.Threshold != nil {
 		ft.Gate = &calibration.FitGate{Threshold: *g.Threshold, TargetError: g.TargetError, On: calibration.GateOnHeldOut, N: s.N, Above: g.Above, WrongAbove: g.WrongAbove, UpperBound: g.UpperBound}
 	}
@@ -239,7 +240,7 @@ type RefitDecision struct {
 	// Selection is the evidence: every candidate's out-of-fold measures
 	// and gains with their bounds; nil when the bucket could not be
 	// cross-validated.
-	Selection *calibration.Selection `json:"selection,omitempty"`
+	Selection *fitting.Selection `json:"selection,omitempty"`
 }
 
 // Evidence writes the candidates' out-of-fold NLL, ECE, accuracy and

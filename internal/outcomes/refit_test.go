@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"system1/internal/calibration"
+	"system1/internal/calibration/fitting"
 	"system1/internal/decision"
 	"system1/internal/decisionlog"
 )
@@ -99,11 +100,11 @@ func TestRefitRefusesANoiseGain(t *testing.T) {
 func TestRefitRefusesAScoreCalibratorThatWorsensMAE(t *testing.T) {
 	cs := sst5Like(1100, 5)
 	preds := predictions(cs)
-	tAll, err := calibration.FitTemperature(preds)
+	tAll, err := fitting.FitTemperature(preds)
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, hot := calibration.Measure(preds), calibration.Measure(calibration.Temper(preds, tAll))
+	raw, hot := fitting.Measure(preds), fitting.Measure(fitting.Temper(preds, tAll))
 	if !(hot.NLL < raw.NLL && *hot.MAE > *raw.MAE) {
 		t.Fatalf("the data do not show the failure: NLL %v -> %v, MAE %v -> %v", raw.NLL, hot.NLL, *raw.MAE, *hot.MAE)
 	}
@@ -119,7 +120,7 @@ func TestRefitRefusesAScoreCalibratorThatWorsensMAE(t *testing.T) {
 	if c.Method != calibration.MethodNone && c.Method != calibration.MethodLevel {
 		t.Errorf("the fit written calibrates by %s: %s", c, d.Reason)
 	}
-	cal := calibration.Measure(calibration.Calibrate(preds, c))
+	cal := fitting.Measure(calibration.Calibrate(preds, c))
 	if cal.Accuracy != raw.Accuracy || math.Abs(*cal.MAE-*raw.MAE) > 1e-9 {
 		t.Errorf("%s moved accuracy %v -> %v, MAE %v -> %v", c, raw.Accuracy, cal.Accuracy, *raw.MAE, *cal.MAE)
 	}
@@ -137,9 +138,9 @@ func TestRefitRemovesAFirstLabelBias(t *testing.T) {
 		t.Fatalf("adopted %s: %s", c, d.Reason)
 	}
 	preds := predictions(cs)
-	raw, cal := calibration.Measure(preds), calibration.Measure(calibration.Calibrate(preds, c))
-	tOnly, _ := calibration.FitTemperature(preds)
-	hot := calibration.Measure(calibration.Temper(preds, tOnly))
+	raw, cal := fitting.Measure(preds), fitting.Measure(calibration.Calibrate(preds, c))
+	tOnly, _ := fitting.FitTemperature(preds)
+	hot := fitting.Measure(fitting.Temper(preds, tOnly))
 	t.Logf("%s: accuracy %.3f -> %.3f (a temperature alone, T=%.2f: %.3f), ECE %.4f -> %.4f", c, raw.Accuracy, cal.Accuracy, tOnly, hot.Accuracy, raw.ECE, cal.ECE)
 	if !(cal.Accuracy > raw.Accuracy+0.02) || hot.Accuracy != raw.Accuracy {
 		t.Errorf("accuracy raw %.3f, vector %.3f, temperature %.3f", raw.Accuracy, cal.Accuracy, hot.Accuracy)

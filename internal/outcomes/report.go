@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"system1/internal/calibration"
+	"system1/internal/calibration/fitting"
 	"system1/internal/decisionlog"
 )
 
@@ -47,19 +48,19 @@ type CalibrationReport struct {
 }
 
 // LabelMassGate is one model build's suggested min_label_mass
-// (calibration.SuggestMassGate).
+// (fitting.SuggestMassGate).
 type LabelMassGate struct {
 	Model string `json:"model"`
 	// Fingerprint is the build the answers came from; empty for answers
 	// recorded without one.
 	Fingerprint string `json:"fingerprint,omitempty" jsonschema:"The build of the model the answers came from (its fingerprint); absent for answers recorded without one."`
-	calibration.MassGate
+	fitting.MassGate
 }
 
 // BucketCalibration is one bucket's report: the measures of
-// calibration.BucketReport, and its reliability diagram.
+// fitting.BucketReport, and its reliability diagram.
 type BucketCalibration struct {
-	calibration.BucketReport
+	fitting.BucketReport
 	// Fingerprint is the build of the model the bucket's answers came
 	// from (a model's builds are reported apart); empty for answers
 	// recorded without one.
@@ -97,7 +98,7 @@ type ReportOptions struct {
 	TargetError float64
 	// MaxInScopeLoss is the share of in-scope answers a suggested
 	// min_label_mass may lose; outside (0, 1) is
-	// calibration.DefaultMaxInScopeLoss.
+	// fitting.DefaultMaxInScopeLoss.
 	MaxInScopeLoss float64
 	// Drift are the windows and alarm of the report's drift entry.
 	Drift DriftOptions
@@ -154,7 +155,7 @@ func (t *Tracker) Report(ctx context.Context, fits *calibration.Fits, opt Report
 	}
 	// Label masses pool each build's buckets.
 	type build struct{ model, fingerprint string }
-	masses := map[build]*calibration.MassStats{}
+	masses := map[build]*fitting.MassStats{}
 	var builds []build
 	for _, b := range t.sorted() {
 		t.follow(b, fits)
@@ -163,7 +164,7 @@ func (t *Tracker) Report(ctx context.Context, fits *calibration.Fits, opt Report
 			k := build{b.key.model, b.key.fingerprint}
 			m := masses[k]
 			if m == nil {
-				m = &calibration.MassStats{}
+				m = &fitting.MassStats{}
 				masses[k] = m
 				builds = append(builds, k)
 			}
@@ -172,7 +173,7 @@ func (t *Tracker) Report(ctx context.Context, fits *calibration.Fits, opt Report
 		if w.raw.N == 0 && w.raw.Skipped == 0 {
 			continue
 		}
-		bs := calibration.BucketStats{Calibrator: b.cal, Raw: w.raw, Calibrated: w.cal}
+		bs := fitting.BucketStats{Calibrator: b.cal, Raw: w.raw, Calibrated: w.cal}
 		bc := BucketCalibration{BucketReport: bs.Report(b.key.model, b.key.kind, b.key.bucket, rep.TargetError), Fingerprint: b.key.fingerprint, Reliability: []ReliabilityBin{}}
 		for _, bin := range w.cal.Metrics().Bins {
 			if bin.Count > 0 {

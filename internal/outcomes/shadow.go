@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"system1/internal/calibration"
+	"system1/internal/calibration/fitting"
 	"system1/internal/decision"
 	"system1/internal/decisionlog"
 )
@@ -40,14 +40,14 @@ type ShadowReport struct {
 }
 
 // ShadowSignature is one model, candidate and signature's comparison
-// (calibration.Compare), with its recommendation and evidence.
+// (fitting.Compare), with its recommendation and evidence.
 type ShadowSignature struct {
 	Model     string        `json:"model"`
 	Candidate string        `json:"candidate"`
 	Signature string        `json:"signature"`
 	Kind      decision.Kind `json:"kind"`
 	Options   []string      `json:"options"`
-	calibration.Comparison
+	fitting.Comparison
 }
 
 // ShadowPair is a served answer, as the log holds it with its latest
@@ -63,7 +63,7 @@ type ShadowPair struct {
 func ShadowReportOf(pairs []ShadowPair) []ShadowSignature {
 	type key struct{ model, cand, sig string }
 	groups := map[key]*ShadowSignature{}
-	cases := map[key][]calibration.Pair{}
+	cases := map[key][]fitting.Pair{}
 	for _, p := range pairs {
 		e := p.Served
 		k := key{e.Model, p.Candidate, Signature(e.Kind, e.Options)}
@@ -74,11 +74,11 @@ func ShadowReportOf(pairs []ShadowPair) []ShadowSignature {
 		if e.Outcome != nil {
 			expected = slices.Index(e.Options, e.Outcome.Value)
 		}
-		cases[k] = append(cases[k], calibration.Pair{Kind: e.Kind, Options: len(e.Options), Primary: e.Answered(), Candidate: p.Dist, Expected: expected, Request: e.RequestID})
+		cases[k] = append(cases[k], fitting.Pair{Kind: e.Kind, Options: len(e.Options), Primary: e.Answered(), Candidate: p.Dist, Expected: expected, Request: e.RequestID})
 	}
 	out := make([]ShadowSignature, 0, len(groups))
 	for k, g := range groups {
-		g.Comparison = calibration.Compare(cases[k])
+		g.Comparison = fitting.Compare(cases[k])
 		out = append(out, *g)
 	}
 	slices.SortFunc(out, func(a, b ShadowSignature) int {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"system1/internal/calibration"
+	"system1/internal/calibration/fitting"
 	"system1/internal/decision"
 	"system1/internal/decisionlog"
 )
@@ -121,14 +122,14 @@ type tbucket struct {
 	setsKey string
 	setsRev int
 	since   []setCount
-	refit   calibration.RefitState
+	refit   fitting.RefitState
 }
 
 type tslot struct {
 	cases        map[int64]*tcase
 	minAt, maxAt int64 // bounds of the cases' times; only ever widened
-	raw, cal     calibration.Stats
-	mass         calibration.MassStats
+	raw, cal     fitting.Stats
+	mass         fitting.MassStats
 }
 
 // setCount counts how a set rule did.
@@ -329,7 +330,7 @@ func (t *Tracker) follow(b *tbucket, fits *calibration.Fits) {
 	if k := cal.String(); k != b.calKey {
 		b.cal, b.calKey = cal, k
 		for _, s := range b.slots {
-			s.cal = calibration.Stats{}
+			s.cal = fitting.Stats{}
 			for _, c := range s.cases {
 				if p, ok := c.prediction(); ok {
 					p.Dist = cal.Apply(p.Dist)
@@ -375,8 +376,8 @@ func (t *Tracker) Prepare(fits *calibration.Fits) {
 // window is what a report reads of one bucket: its statistics over the
 // cases whose decision time is in [since, until].
 type window struct {
-	raw, cal calibration.Stats
-	mass     calibration.MassStats
+	raw, cal fitting.Stats
+	mass     fitting.MassStats
 }
 
 func (b *tbucket) window(since, until int64) window {
@@ -409,7 +410,7 @@ func (b *tbucket) window(since, until int64) window {
 }
 
 // sorted is the buckets by model, then kind and bucket in
-// calibration.Groups' order.
+// fitting.Groups' order.
 func (t *Tracker) sorted() []*tbucket {
 	out := make([]*tbucket, 0, len(t.bucket))
 	for _, b := range t.bucket {
@@ -438,7 +439,7 @@ type bucketCases struct {
 	options  int
 	preds    []calibration.Prediction
 	outcomes int // RefitState.Outcomes when taken
-	state    calibration.RefitState
+	state    fitting.RefitState
 }
 
 // due takes the cases of every bucket that has at least minOutcomes

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"system1/internal/calibration"
+	"system1/internal/calibration/fitting"
 	"system1/internal/decision"
 	"system1/internal/decisionlog"
 	"system1/internal/testengine"
@@ -34,7 +35,7 @@ func reference(t *testing.T, l *decisionlog.Log, fits *calibration.Fits, since, 
 		if ft, ok := fits.Lookup("", g.Model, g.Kind, preds[0].Options); ok {
 			c = ft.Calibrator()
 		}
-		var bs calibration.BucketStats
+		var bs fitting.BucketStats
 		bs.Calibrator = c
 		for _, p := range preds {
 			bs.Add(p)
@@ -58,7 +59,7 @@ func reference(t *testing.T, l *decisionlog.Log, fits *calibration.Fits, since, 
 	}
 	slices.Sort(models)
 	for _, m := range models {
-		rep.LabelMass = append(rep.LabelMass, LabelMassGate{Model: m, MassGate: calibration.SuggestMassGate(in[m], out[m], maxLoss)})
+		rep.LabelMass = append(rep.LabelMass, LabelMassGate{Model: m, MassGate: fitting.SuggestMassGate(in[m], out[m], maxLoss)})
 	}
 	return rep
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"system1/internal/calibration"
+	"system1/internal/calibration/fitting"
 	"system1/internal/cases"
 	"system1/internal/decision"
 	"system1/internal/engine"
@@ -79,7 +80,7 @@ func TestDebiasOnSimulatedModel(t *testing.T) {
 					}
 					preds = append(preds, calibration.Prediction{Kind: q.Kind, Dist: o.Dist, Expected: c.Expected[0], Options: n})
 				}
-				met := calibration.Measure(preds)
+				met := fitting.Measure(preds)
 				var mean, worst float64
 				for _, c := range sens {
 					v := orderSensitivity(t, e, c, orders)

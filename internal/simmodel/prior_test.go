@@ -9,6 +9,7 @@ import (
 
 	"system1/internal/answer"
 	"system1/internal/calibration"
+	"system1/internal/calibration/fitting"
 	"system1/internal/cases"
 	"system1/internal/config"
 	"system1/internal/decision"
@@ -103,7 +104,7 @@ func TestPriorOnSimulatedModel(t *testing.T) {
 			for _, mode := range priorModes {
 				r := priorRouter(t, m)
 				preds, corrected := stream(t, r, held, mode)
-				met := calibration.Measure(preds)
+				met := fitting.Measure(preds)
 				var mean, worst float64
 				for _, c := range sens {
 					v := routedSensitivity(t, r, c, mode)
@@ -168,7 +169,7 @@ func TestBatchHurtsOnSkewedStream(t *testing.T) {
 			acc := map[string]float64{}
 			for _, mode := range []priorMode{priorModes[0], priorModes[2]} {
 				preds, _ := stream(t, priorRouter(t, m), skewed, mode)
-				after := calibration.Measure(preds[fleet.DefaultPriorMinRequests:])
+				after := fitting.Measure(preds[fleet.DefaultPriorMinRequests:])
 				acc[mode.name] = after.Accuracy
 				t.Logf("%s skewed stream (%d cases, %.0f%% of the first class; %d after warm-up): %-12s accuracy %.3f ECE %.3f",
 					s.file, len(skewed), 100*float64(len(major))/float64(len(skewed)), len(preds)-fleet.DefaultPriorMinRequests, mode.name, after.Accuracy, after.ECE)

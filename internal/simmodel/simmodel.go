@@ -41,6 +41,7 @@ import (
 	"unicode"
 
 	"system1/internal/calibration"
+	"system1/internal/calibration/fitting"
 	"system1/internal/cases"
 	"system1/internal/decision"
 	"system1/internal/engine"
@@ -246,7 +247,7 @@ func trainCalibrated(es []example, none bool, opt Options) (*Classifier, error) 
 		}
 		preds[i] = calibration.Prediction{Kind: decision.Choice, Dist: d, Expected: calLabels[i], Options: k}
 	}
-	t0, err := calibration.FitTemperature(preds)
+	t0, err := fitting.FitTemperature(preds)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"system1/internal/calibration"
+	"system1/internal/calibration/fitting"
 	"system1/internal/cases"
 	"system1/internal/decision"
 	"system1/internal/engine"
@@ -111,9 +112,9 @@ func TestHeldOutAccuracyIsRealButImperfect(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			own := calibration.Measure(raw(t, m, held))
-			served := calibration.Measure(ask(t, serve(t, m), held))
-			fit, err := calibration.FitTemperature(ask(t, serve(t, m), held))
+			own := fitting.Measure(raw(t, m, held))
+			served := fitting.Measure(ask(t, serve(t, m), held))
+			fit, err := fitting.FitTemperature(ask(t, serve(t, m), held))
 			if err != nil {
 				t.Fatal(err)
 			}

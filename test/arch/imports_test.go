@@ -213,6 +213,7 @@ func TestLayersCatchForbiddenImports(t *testing.T) {
 		{"internal/decision", "os"},
 		{"internal/calibration", "os"},
 		{"internal/calibration", "system1/internal/decisionlog"},
+		{"internal/calibration", "system1/internal/calibration/fitting"},
 		{"internal/engine", "system1/internal/fleet"},
 		{"internal/systemone", "system1/internal/fleet"},
 		{"internal/httpapi", "system1/internal/fakeengine"},

@@ -23,7 +23,13 @@ var policy = []rule{
 		pkgs: []string{"internal/calibration"},
 		may:  []string{"internal/decision", "internal/jsonx"},
 		not:  noIO,
-		why:  "calibration's measures, fitters and gates, and the fits file's bytes (parsed and encoded, never read or written here). Pure",
+		why:  "what a request reads of calibration: the fits file's bytes (parsed and encoded, never read or written here), its lookup, the calibrators and prediction sets it applies. Pure",
+	},
+	{
+		pkgs: []string{"internal/calibration/fitting"},
+		may:  []string{"internal/calibration", "internal/decision"},
+		not:  noIO,
+		why:  "the fitting lab: measures, fitters, selection by cross-validation, gates, running statistics, drift and shadow comparison; writes fits, never read by a request. Pure",
 	},
 	{
 		pkgs: []string{"internal/fingerprint"},
@@ -95,7 +101,7 @@ var policy = []rule{
 	},
 	{
 		pkgs: []string{"internal/outcomes"},
-		may:  []string{"internal/answer", "internal/calibration", "internal/decision", "internal/decisionlog", "internal/jsonx", "internal/tracing"},
+		may:  []string{"internal/answer", "internal/calibration", "internal/calibration/fitting", "internal/decision", "internal/decisionlog", "internal/jsonx", "internal/tracing"},
 		why:  "the learning loop over the decision log: feedback, calibration, drift and shadow reports, refits, the fits file; a replay asks logged questions of a candidate through the answer path",
 	},
 	{
@@ -123,13 +129,13 @@ var policy = []rule{
 	},
 	{
 		pkgs: []string{"internal/bench"},
-		may: []string{"internal/calibration", "internal/cases", "internal/decision", "internal/fleet", "internal/systemone",
-			"golang.org/x/image"},
+		may: []string{"internal/calibration", "internal/calibration/fitting", "internal/cases", "internal/decision", "internal/fleet",
+			"internal/systemone", "golang.org/x/image"},
 		why: "the bench: cases asked of an endpoint or the configuration's fleet, reports, reliability diagrams",
 	},
 	{
 		pkgs: []string{"internal/jobs"},
-		may: []string{"internal/calibration", "internal/cases", "internal/decision", "internal/httpcall", "internal/jsonx",
+		may: []string{"internal/calibration", "internal/calibration/fitting", "internal/cases", "internal/decision", "internal/httpcall", "internal/jsonx",
 			"internal/systemone", "golang.org/x/term"},
 		why: "the job runner of system1 run: rows streamed through a decider (the local answer path or a remote system1), written in input order, resumed exactly",
 	},
@@ -181,7 +187,7 @@ var policy = []rule{
 	},
 	{
 		pkgs: []string{"internal/simmodel"},
-		may:  []string{"internal/calibration", "internal/cases", "internal/decision", "internal/engine", "internal/fakeengine"},
+		may:  []string{"internal/calibration", "internal/calibration/fitting", "internal/cases", "internal/decision", "internal/engine", "internal/fakeengine"},
 		test: true,
 		why:  "test support: a simulated model trained on case files, served by the fake engine",
 	},
@@ -193,8 +199,8 @@ var policy = []rule{
 	},
 	{
 		pkgs: []string{"bench/quality"},
-		may: []string{"internal/calibration", "internal/cases", "internal/decision", "internal/decisionlog", "internal/fakeengine",
-			"internal/outcomes", "internal/simmodel", "internal/systemone", "modernc.org/sqlite"},
+		may: []string{"internal/calibration", "internal/calibration/fitting", "internal/cases", "internal/decision", "internal/decisionlog",
+			"internal/fakeengine", "internal/outcomes", "internal/simmodel", "internal/systemone", "modernc.org/sqlite"},
 		test: true,
 		why:  "the decision-quality benchmark: the simulated model through the real binary, outcomes fed back, the refit measured on held-out answers (read back from the stopped server's SQLite decision log)",
 	},

@@ -1,10 +1,11 @@
-package calibration
+package fitting
 
 import (
 	"math"
 	"math/rand/v2"
 	"testing"
 
+	"system1/internal/calibration"
 	"system1/internal/decision"
 )
 
@@ -80,20 +81,20 @@ func TestClopperPearsonUpper(t *testing.T) {
 
 // cases builds n two-option choices at confidence conf, wrong of them
 // wrong.
-func cases(n, wrong int, conf float64) []Prediction {
-	var out []Prediction
+func cases(n, wrong int, conf float64) []calibration.Prediction {
+	var out []calibration.Prediction
 	for i := range n {
 		exp := 0
 		if i < wrong {
 			exp = 1
 		}
-		out = append(out, Prediction{Kind: decision.Choice, Dist: decision.Distribution{conf, 1 - conf}, Expected: exp, Options: 2})
+		out = append(out, calibration.Prediction{Kind: decision.Choice, Dist: decision.Distribution{conf, 1 - conf}, Expected: exp, Options: 2})
 	}
 	return out
 }
 
 func TestSuggestGateHandComputed(t *testing.T) {
-	var preds []Prediction
+	var preds []calibration.Prediction
 	preds = append(preds, cases(300, 0, 0.95)...) // bound 0.0099 alone
 	preds = append(preds, cases(50, 10, 0.7)...)  // with them 10 of 350: bound 0.047
 	preds = append(preds, cases(10, 10, 0.6)...)
@@ -122,13 +123,13 @@ func TestSuggestGateHandComputed(t *testing.T) {
 
 // checkGate holds a gate to its definition by brute force over every
 // observed confidence.
-func checkGate(t *testing.T, preds []Prediction, target float64) {
+func checkGate(t *testing.T, preds []calibration.Prediction, target float64) {
 	t.Helper()
 	g := SuggestGate(preds, target)
 	qualifies := func(th float64) (bool, int, int) {
 		n, k := 0, 0
 		for _, p := range preds {
-			if p.Confidence() >= th-edge {
+			if p.Confidence() >= th-calibration.Edge {
 				n++
 				if !p.Correct() {
 					k++
@@ -149,7 +150,7 @@ func checkGate(t *testing.T, preds []Prediction, target float64) {
 		}
 		return
 	}
-	if g.Threshold == nil || math.Abs(*g.Threshold-lowest) > edge {
+	if g.Threshold == nil || math.Abs(*g.Threshold-lowest) > calibration.Edge {
 		t.Fatalf("gate %+v, want the lowest qualifying threshold %v", g, lowest)
 	}
 	_, n, k := qualifies(*g.Threshold)
@@ -164,7 +165,7 @@ func TestSuggestGateProperties(t *testing.T) {
 	for trial := range 100 {
 		n := 1 + r.IntN(500)
 		skill := r.Float64()
-		var preds []Prediction
+		var preds []calibration.Prediction
 		for range n {
 			// Confidences on a coarse grid, so ties are common.
 			c := 0.5 + float64(r.IntN(51))/100
@@ -172,7 +173,7 @@ func TestSuggestGateProperties(t *testing.T) {
 			if r.Float64() > c*skill+(1-skill) {
 				exp = 1
 			}
-			preds = append(preds, Prediction{Kind: decision.Choice, Dist: decision.Distribution{c, 1 - c}, Expected: exp, Options: 2})
+			preds = append(preds, calibration.Prediction{Kind: decision.Choice, Dist: decision.Distribution{c, 1 - c}, Expected: exp, Options: 2})
 		}
 		target := []float64{0.01, 0.02, 0.05, 0.2}[trial%4]
 		checkGate(t, preds, target)
@@ -183,10 +184,10 @@ func FuzzSuggestGate(f *testing.F) {
 	f.Add([]byte{200, 0, 180, 1, 255, 0, 255, 0}, uint8(2))
 	f.Add([]byte{128, 1, 128, 0}, uint8(50))
 	f.Fuzz(func(t *testing.T, data []byte, targetPct uint8) {
-		var preds []Prediction
+		var preds []calibration.Prediction
 		for i := 0; i+1 < len(data) && len(preds) < 300; i += 2 {
 			c := 0.5 + float64(data[i])/510
-			preds = append(preds, Prediction{Kind: decision.Noul, Dist: decision.Distribution{c, 1 - c}, Expected: int(data[i+1] & 1), Options: 2})
+			preds = append(preds, calibration.Prediction{Kind: decision.Noul, Dist: decision.Distribution{c, 1 - c}, Expected: int(data[i+1] & 1), Options: 2})
 		}
 		target := float64(targetPct%99+1) / 100 // 0.01..0.99
 		checkGate(t, preds, target)
@@ -219,13 +220,13 @@ func TestNewBucketReport(t *testing.T) {
 func TestDecideRefit(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	// Stated 0.9, right 65% of the time: a temperature above 1 helps.
-	var preds []Prediction
+	var preds []calibration.Prediction
 	for range 400 {
 		exp := 0
 		if r.Float64() > 0.65 {
 			exp = 1
 		}
-		preds = append(preds, Prediction{Kind: decision.Choice, Dist: decision.Distribution{0.9, 0.1}, Expected: exp, Options: 2})
+		preds = append(preds, calibration.Prediction{Kind: decision.Choice, Dist: decision.Distribution{0.9, 0.1}, Expected: exp, Options: 2})
 	}
 	ref, err := DecideRefit(preds, 1, 0.25, 7, 30)
 	if err != nil {
@@ -245,7 +246,7 @@ func TestDecideRefit(t *testing.T) {
 	}
 	// A fit whose training split misleads it (all right there, all wrong
 	// held out) raises held-out NLL and is refused.
-	var skew []Prediction
+	var skew []calibration.Prediction
 	skew = append(skew, cases(100, 0, 0.8)...)
 	train, held := Split(skew, 0.5, 1)
 	_ = train
@@ -279,22 +280,22 @@ func TestFitSetGate(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		temperature float64
-		fit, held   []Prediction
+		fit, held   []calibration.Prediction
 		on          string
 		want        float64 // 0: no gate
 		above, n    int
 	}{
-		{"held out", 1, fitted, held, GateOnHeldOut, 0.95, 300, 350},
-		{"no holdout", 1, fitted, nil, GateOnFitted, 0.9, 1000, 1100},
+		{"held out", 1, fitted, held, calibration.GateOnHeldOut, 0.95, 300, 350},
+		{"no holdout", 1, fitted, nil, calibration.GateOnFitted, 0.9, 1000, 1100},
 		{"too few held out", 1, fitted, cases(100, 0, 0.99), "", 0, 0, 0},
 		// Tempered by T=2, 0.95 over two options becomes
 		// 0.95^0.5/(0.95^0.5+0.05^0.5), about 0.8134: the gate is on the
 		// calibrated confidences.
-		{"tempered", 2, fitted, held, GateOnHeldOut, math.Sqrt(0.95) / (math.Sqrt(0.95) + math.Sqrt(0.05)), 300, 350},
+		{"tempered", 2, fitted, held, calibration.GateOnHeldOut, math.Sqrt(0.95) / (math.Sqrt(0.95) + math.Sqrt(0.05)), 300, 350},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := Fit{Kind: decision.Choice, Bucket: "2", Temperature: tc.temperature, Gate: &FitGate{Threshold: 0.5}}
-			f.SetGate(tc.fit, tc.held, 0.02)
+			f := calibration.Fit{Kind: decision.Choice, Bucket: "2", Temperature: tc.temperature, Gate: &calibration.FitGate{Threshold: 0.5}}
+			SetGate(&f, tc.fit, tc.held, 0.02)
 			if tc.want == 0 {
 				if f.Gate != nil {
 					t.Fatalf("gate %+v, want none", *f.Gate)
@@ -305,9 +306,51 @@ func TestFitSetGate(t *testing.T) {
 			if g == nil || math.Abs(g.Threshold-tc.want) > 1e-9 || g.On != tc.on || g.Above != tc.above || g.N != tc.n || g.TargetError != 0.02 || !(g.UpperBound < 0.02) {
 				t.Fatalf("gate %+v, want %v on %s with %d of %d above", g, tc.want, tc.on, tc.above, tc.n)
 			}
-			if err := g.validate(); err != nil {
+			if err := (&calibration.Fits{Version: calibration.FitsVersion, Fits: []calibration.Fit{f}}).Validate(); err != nil {
 				t.Errorf("a suggested gate fails validation: %v", err)
 			}
 		})
+	}
+}
+
+// SetGate chooses the gate on the confidences the fit serves, its map
+// applied, since those are what decide grades: every answer served at or
+// above the gate keeps the error bound, and without a map it is the
+// calibrator's gate.
+func TestSetGateWithAMap(t *testing.T) {
+	preds := overconfident(3000, 4, 3, 5)
+	var f calibration.Fit
+	f.Kind = decision.Choice
+	f.SetCalibrator(calibration.TemperatureCalibrator(2))
+	SetGate(&f, preds, nil, 0.05)
+	if f.Gate == nil {
+		t.Fatal("no gate without a map")
+	}
+	if g := SuggestGate(calibration.Calibrate(preds, calibration.TemperatureCalibrator(2)), 0.05); g.Threshold == nil || *g.Threshold != f.Gate.Threshold {
+		t.Errorf("gate %+v without a map, the calibrator's is %+v", f.Gate, g)
+	}
+	m, err := FitConfidenceMap(calibration.Calibrate(preds, f.Calibrator()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.ConfidenceMap = &m
+	// The map is flat over its steps, so a gate on what it serves is
+	// coarser: at 5% none passes on these cases, at 10% one does.
+	SetGate(&f, preds, nil, 0.1)
+	served := calibration.Calibrate(preds, f.Calibrator())
+	if f.Gate == nil {
+		t.Fatal("no gate with a map")
+	}
+	var above, wrong int
+	for _, p := range served {
+		if p.Confidence() >= f.Gate.Threshold {
+			above++
+			if !p.Correct() {
+				wrong++
+			}
+		}
+	}
+	if above != f.Gate.Above || wrong != f.Gate.WrongAbove || f.Gate.UpperBound >= 0.1 {
+		t.Errorf("gate %+v with a map; served at or above it: %d, %d wrong", f.Gate, above, wrong)
 	}
 }

@@ -1,8 +1,10 @@
-package calibration
+package fitting
 
 import (
 	"fmt"
 	"math"
+
+	"system1/internal/calibration"
 )
 
 // Label-free drift: whether a model's answers to one question signature
@@ -47,7 +49,7 @@ type Answer struct {
 
 // AnswerOf reads a distribution over options as drift does; ok is false
 // when the distribution does not fit them (Prediction.Check).
-func AnswerOf(p Prediction) (a Answer, ok bool) {
+func AnswerOf(p calibration.Prediction) (a Answer, ok bool) {
 	p.Expected = 0
 	if p.Check() != nil {
 		return Answer{}, false
@@ -117,7 +119,7 @@ type DriftHistogram struct {
 func (h *DriftHistogram) Add(a Answer) {
 	h.N++
 	h.Sum += a.Confidence
-	h.Confidence[min(max(int(math.Floor(a.Confidence*DriftBins+edge)), 0), DriftBins-1)]++
+	h.Confidence[min(max(int(math.Floor(a.Confidence*DriftBins+calibration.Edge)), 0), DriftBins-1)]++
 	top := max(a.Top, 0)
 	for len(h.Top) <= top {
 		h.Top = append(h.Top, 0)

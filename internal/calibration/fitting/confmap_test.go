@@ -1,4 +1,4 @@
-package calibration
+package fitting
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"system1/internal/calibration"
 	"system1/internal/decision"
 )
 
@@ -14,14 +15,14 @@ func TestFitConfidenceMapByHand(t *testing.T) {
 	// Right, wrong, right, right at .6, .7, .8, .9: the first two pool to
 	// 1/2 over two cases, smoothed to (1 + 1/2)/3 = 1/2; the others are 1
 	// over one case each, smoothed to 3/4.
-	var preds []Prediction
+	var preds []calibration.Prediction
 	for i, right := range []bool{true, false, true, true} {
 		c := 0.6 + float64(i)/10
 		exp := 0
 		if !right {
 			exp = 1
 		}
-		preds = append(preds, Prediction{Kind: decision.Noul, Dist: decision.Distribution{c, 1 - c}, Expected: exp, Options: 2})
+		preds = append(preds, calibration.Prediction{Kind: decision.Noul, Dist: decision.Distribution{c, 1 - c}, Expected: exp, Options: 2})
 	}
 	m, err := FitConfidenceMap(preds)
 	if err != nil {
@@ -41,7 +42,7 @@ func TestFitConfidenceMapByHand(t *testing.T) {
 	if _, err := FitConfidenceMap(nil); err != ErrNoCases {
 		t.Errorf("no cases: %v", err)
 	}
-	if _, err := FitConfidenceMap([]Prediction{{Kind: decision.Noul}}); err == nil {
+	if _, err := FitConfidenceMap([]calibration.Prediction{{Kind: decision.Noul}}); err == nil {
 		t.Error("a broken case fitted")
 	}
 }
@@ -53,9 +54,9 @@ func TestFitConfidenceMapByHand(t *testing.T) {
 // top-label ECE down where a temperature cannot. Selection adopts it on
 // top of the calibrator.
 func TestFitConfidenceMapCalibrates(t *testing.T) {
-	flat := func(n int, seed uint64) []Prediction {
+	flat := func(n int, seed uint64) []calibration.Prediction {
 		r := rand.New(rand.NewPCG(seed, 1))
-		out := make([]Prediction, n)
+		out := make([]calibration.Prediction, n)
 		for i := range out {
 			c := 0.4 + 0.59*r.Float64()
 			top := r.IntN(4)
@@ -68,7 +69,7 @@ func TestFitConfidenceMapCalibrates(t *testing.T) {
 			if r.Float64() > 0.8 {
 				exp = (top + 1 + r.IntN(3)) % 4
 			}
-			out[i] = Prediction{Kind: decision.Choice, Dist: d, Expected: exp, Options: 4, Request: fmt.Sprint(i)}
+			out[i] = calibration.Prediction{Kind: decision.Choice, Dist: d, Expected: exp, Options: 4, Request: fmt.Sprint(i)}
 		}
 		return out
 	}
@@ -80,7 +81,7 @@ func TestFitConfidenceMapCalibrates(t *testing.T) {
 	if err := m.Check(); err != nil {
 		t.Fatal(err)
 	}
-	if len(m.X) > MaxMapKnots || m.Y[0] <= 0 || m.Y[len(m.Y)-1] >= 1 {
+	if len(m.X) > calibration.MaxMapKnots || m.Y[0] <= 0 || m.Y[len(m.Y)-1] >= 1 {
 		t.Errorf("%d knots, from %v to %v", len(m.X), m.Y[0], m.Y[len(m.Y)-1])
 	}
 	tc, err := FitTemperature(fit)
@@ -100,7 +101,7 @@ func TestFitConfidenceMapCalibrates(t *testing.T) {
 	if !(byMap < byT/2) {
 		t.Errorf("the map's ECE %.4f is not under half the temperature's %.4f", byMap, byT)
 	}
-	s, err := Select(fit, Identity(), SelectOptions{Seed: 1})
+	s, err := Select(fit, calibration.Identity(), SelectOptions{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +114,7 @@ func TestFitConfidenceMapCalibrates(t *testing.T) {
 	if !ok || f.ConfidenceMap == nil {
 		t.Fatalf("no map in the fit: %+v", f)
 	}
-	if err := (&Fits{Version: FitsVersion, Fits: []Fit{f}}).Validate(); err != nil {
+	if err := (&calibration.Fits{Version: calibration.FitsVersion, Fits: []calibration.Fit{f}}).Validate(); err != nil {
 		t.Error(err)
 	}
 }
@@ -125,11 +126,13 @@ func TestFitConfidenceMapCalibrates(t *testing.T) {
 // just above the tie, and one no tilt of a score's levels can balance
 // moves toward the confidence it had.
 func TestConfidenceMapApply(t *testing.T) {
-	flat := func(y float64) ConfidenceMap { return ConfidenceMap{X: []float64{0, 1}, Y: []float64{y, y}} }
+	flat := func(y float64) calibration.ConfidenceMap {
+		return calibration.ConfidenceMap{X: []float64{0, 1}, Y: []float64{y, y}}
+	}
 	for _, tc := range []struct {
 		name string
 		kind decision.Kind
-		m    ConfidenceMap
+		m    calibration.ConfidenceMap
 		d    decision.Distribution
 		conf float64 // the served confidence wanted; 0: the map's value
 	}{
@@ -148,8 +151,8 @@ func TestConfidenceMapApply(t *testing.T) {
 			if err := got.Check(len(tc.d)); err != nil {
 				t.Fatalf("%v: %v", got, err)
 			}
-			before := Prediction{Kind: tc.kind, Dist: tc.d, Options: len(tc.d)}
-			after := Prediction{Kind: tc.kind, Dist: got, Options: len(got)}
+			before := calibration.Prediction{Kind: tc.kind, Dist: tc.d, Options: len(tc.d)}
+			after := calibration.Prediction{Kind: tc.kind, Dist: got, Options: len(got)}
 			if after.Predicted() != before.Predicted() {
 				t.Fatalf("answer moved from %d to %d: %v", before.Predicted(), after.Predicted(), got)
 			}

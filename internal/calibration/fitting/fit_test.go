@@ -1,4 +1,4 @@
-package calibration
+package fitting
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"system1/internal/calibration"
 	"system1/internal/decision"
 )
 
@@ -14,13 +15,13 @@ import (
 // a temperature of 2: logits z_i ~ N(0, spread²), the answer drawn from
 // softmax(z), the report softmax(z / 0.5) = softmax(2z). Tempering the
 // report by T = 2 gives back softmax(z), the calibrated distribution.
-func overconfident(n, k int, spread float64, seed uint64) []Prediction {
+func overconfident(n, k int, spread float64, seed uint64) []calibration.Prediction {
 	r := rand.New(rand.NewPCG(seed, seed^0x5eed))
 	kind := decision.Choice
 	if k == 2 {
 		kind = decision.Noul
 	}
-	out := make([]Prediction, n)
+	out := make([]calibration.Prediction, n)
 	z := make([]float64, k)
 	for i := range out {
 		for j := range z {
@@ -35,7 +36,7 @@ func overconfident(n, k int, spread float64, seed uint64) []Prediction {
 			}
 			u -= p
 		}
-		out[i] = Prediction{Kind: kind, Dist: softmax(z, 2), Expected: exp, Options: k}
+		out[i] = calibration.Prediction{Kind: kind, Dist: softmax(z, 2), Expected: exp, Options: k}
 	}
 	return out
 }
@@ -104,28 +105,28 @@ func TestFitTemperatureIsAMinimum(t *testing.T) {
 }
 
 func TestFitTemperatureEdges(t *testing.T) {
-	certain := []Prediction{
+	certain := []calibration.Prediction{
 		{Kind: decision.Choice, Dist: decision.Distribution{1, 0}, Expected: 0, Options: 2},
 		{Kind: decision.Choice, Dist: decision.Distribution{0, 1}, Expected: 0, Options: 2},
 	}
 	// Always right at .6: sharper is always better, down to the edge.
-	underconfident := []Prediction{
+	underconfident := []calibration.Prediction{
 		{Kind: decision.Noul, Dist: decision.Distribution{.6, .4}, Expected: 0, Options: 2},
 		{Kind: decision.Noul, Dist: decision.Distribution{.4, .6}, Expected: 1, Options: 2},
 	}
 	// Right half the time at .9: the best is the flat end of the range.
-	coinflip := []Prediction{
+	coinflip := []calibration.Prediction{
 		{Kind: decision.Noul, Dist: decision.Distribution{.9, .1}, Expected: 0, Options: 2},
 		{Kind: decision.Noul, Dist: decision.Distribution{.9, .1}, Expected: 1, Options: 2},
 	}
 	for _, tc := range []struct {
 		name    string
-		preds   []Prediction
+		preds   []calibration.Prediction
 		want    float64
 		wantErr bool
 	}{
 		{"empty", nil, 0, true},
-		{"invalid case", []Prediction{certain[0], {Kind: decision.Choice}}, 0, true},
+		{"invalid case", []calibration.Prediction{certain[0], {Kind: decision.Choice}}, 0, true},
 		{"certain reports keep 1", certain, 1, false},
 		{"underconfident goes to the low edge", underconfident, MinTemperature, false},
 		{"uninformative goes to the high edge", coinflip, MaxTemperature, false},
@@ -176,11 +177,11 @@ func TestTemperCopies(t *testing.T) {
 }
 
 func TestSplit(t *testing.T) {
-	preds := make([]Prediction, 101)
+	preds := make([]calibration.Prediction, 101)
 	for i := range preds {
 		preds[i].Expected = i // an id
 	}
-	ids := func(ps []Prediction) []int {
+	ids := func(ps []calibration.Prediction) []int {
 		out := make([]int, len(ps))
 		for i, p := range ps {
 			out[i] = p.Expected
@@ -227,7 +228,7 @@ func TestSplit(t *testing.T) {
 }
 
 func TestGroups(t *testing.T) {
-	preds := []Prediction{
+	preds := []calibration.Prediction{
 		{Kind: decision.Score, Dist: decision.Distribution{.5, .5}, Expected: 0, Options: 2},
 		{Kind: decision.Choice, Dist: decision.Distribution{.2, .2, .2, .2, .2}, Expected: 0, Options: 5},
 		{Kind: decision.Choice, Dist: decision.Distribution{.5, .5}, Expected: 1, Options: 2},
@@ -269,27 +270,29 @@ func TestNewFit(t *testing.T) {
 		t.Errorf("the fit did not help: %+v, holdout %+v", f, *h)
 	}
 	f.Date = "2025-01-02"
-	if _, err := (&Fits{Version: FitsVersion, Fits: []Fit{f}}).Encode(); err != nil {
+	if _, err := (&calibration.Fits{Version: calibration.FitsVersion, Fits: []calibration.Fit{f}}).Encode(); err != nil {
 		t.Errorf("a fresh fit does not encode: %v", err)
 	}
 	if f, err := NewFit(fit, nil); err != nil || f.Holdout != nil {
 		t.Errorf("no held-out set: %+v, %v", f, err)
 	}
-	noul := Prediction{Kind: decision.Noul, Dist: decision.Distribution{.5, .5}, Expected: 0, Options: 2}
-	wide := Prediction{Kind: decision.Choice, Dist: make(decision.Distribution, 12), Expected: 0, Options: 12}
+	noul := calibration.Prediction{Kind: decision.Noul, Dist: decision.Distribution{.5, .5}, Expected: 0, Options: 2}
+	wide := calibration.Prediction{Kind: decision.Choice, Dist: make(decision.Distribution, 12), Expected: 0, Options: 12}
 	wide.Dist[0] = 1
 	for _, tc := range []struct {
 		name      string
-		fit, held []Prediction
+		fit, held []calibration.Prediction
 	}{
 		{"nothing to fit", nil, held},
-		{"another kind fitted", append([]Prediction{noul}, fit...), nil},
-		{"another kind held out", fit, []Prediction{noul}},
-		{"another bucket held out", fit, []Prediction{wide}},
-		{"invalid case", fit, []Prediction{{Kind: decision.Choice}}},
+		{"another kind fitted", append([]calibration.Prediction{noul}, fit...), nil},
+		{"another kind held out", fit, []calibration.Prediction{noul}},
+		{"another bucket held out", fit, []calibration.Prediction{wide}},
+		{"invalid case", fit, []calibration.Prediction{{Kind: decision.Choice}}},
 	} {
 		if _, err := NewFit(tc.fit, tc.held); err == nil {
 			t.Errorf("%s: no error", tc.name)
 		}
 	}
 }
+
+func near(a, b, tol float64) bool { return a-b <= tol && b-a <= tol }

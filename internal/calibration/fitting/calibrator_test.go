@@ -1,4 +1,4 @@
-package calibration
+package fitting
 
 import (
 	"math"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"system1/internal/calibration"
 	"system1/internal/decision"
 )
 
@@ -15,13 +16,13 @@ import (
 // softmax(sharp * (z + bias*e_0)). Vector scaling with T = sharp and
 // b = (-bias, 0, ...), up to a constant added to every bias, recovers
 // softmax(z) exactly; a temperature alone cannot move the argmax back.
-func biased(n, k int, spread, bias, sharp float64, seed uint64) []Prediction {
+func biased(n, k int, spread, bias, sharp float64, seed uint64) []calibration.Prediction {
 	r := rand.New(rand.NewPCG(seed, seed^0xb1a5))
 	kind := decision.Choice
 	if k == 2 {
 		kind = decision.Noul
 	}
-	out := make([]Prediction, n)
+	out := make([]calibration.Prediction, n)
 	z := make([]float64, k)
 	for i := range out {
 		for j := range z {
@@ -29,7 +30,7 @@ func biased(n, k int, spread, bias, sharp float64, seed uint64) []Prediction {
 		}
 		exp := draw(r, softmax(z, 1))
 		z[0] += bias
-		out[i] = Prediction{Kind: kind, Dist: softmax(z, sharp), Expected: exp, Options: k}
+		out[i] = calibration.Prediction{Kind: kind, Dist: softmax(z, sharp), Expected: exp, Options: k}
 	}
 	return out
 }
@@ -64,7 +65,7 @@ func TestFitVectorRemovesFirstLabelBias(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			fit := biased(3000, tc.k, 1.5, 1.5, 2, tc.seed)
 			held := biased(3000, tc.k, 1.5, 1.5, 2, tc.seed+100)
-			temp, err := FitMethod(MethodTemperature, fit)
+			temp, err := FitMethod(calibration.MethodTemperature, fit)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -72,7 +73,7 @@ func TestFitVectorRemovesFirstLabelBias(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			raw, byT, byV := Measure(held), Measure(Calibrate(held, temp)), Measure(Calibrate(held, vec))
+			raw, byT, byV := Measure(held), Measure(calibration.Calibrate(held, temp)), Measure(calibration.Calibrate(held, vec))
 			// The truth the model would serve without its bias: the
 			// accuracy vector scaling should win back.
 			t.Logf("%s; %s", temp, vec)
@@ -85,7 +86,7 @@ func TestFitVectorRemovesFirstLabelBias(t *testing.T) {
 			if d := vec.Biases[0] - vec.Biases[1]; math.Abs(d+1.5) > 0.25 {
 				t.Errorf("b0 - b1 = %.3f, want -1.5 within 0.25", d)
 			}
-			gapT, gapV := firstGap(Calibrate(held, temp)), firstGap(Calibrate(held, vec))
+			gapT, gapV := firstGap(calibration.Calibrate(held, temp)), firstGap(calibration.Calibrate(held, vec))
 			t.Logf("first-label gap %.4f / %.4f / %.4f", firstGap(held), gapT, gapV)
 			if !(gapV < 0.02) || !(gapT > 0.1) {
 				t.Errorf("first-label gap: vector %.4f, temperature %.4f: the bias is not removed", gapV, gapT)
@@ -109,7 +110,7 @@ func TestFitVectorRemovesFirstLabelBias(t *testing.T) {
 // firstGap is how far the mean probability of the first option is from
 // how often it is the right one: a calibration error per position that
 // the top-label ECE averages away.
-func firstGap(preds []Prediction) float64 {
+func firstGap(preds []calibration.Prediction) float64 {
 	var mean, freq float64
 	for _, p := range preds {
 		mean += p.Dist[0]
@@ -134,7 +135,7 @@ func TestFitVectorNeverWorseThanTemperature(t *testing.T) {
 				preds[i].Dist = decision.Round(preds[i].Dist, 2)
 			}
 		}
-		temp, err := FitMethod(MethodTemperature, preds)
+		temp, err := FitMethod(calibration.MethodTemperature, preds)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,7 +146,7 @@ func TestFitVectorNeverWorseThanTemperature(t *testing.T) {
 		if err := vec.Check(); err != nil {
 			t.Fatalf("trial %d: %v", trial, err)
 		}
-		byT, byV := Measure(Calibrate(preds, temp)).NLL, Measure(Calibrate(preds, vec)).NLL
+		byT, byV := Measure(calibration.Calibrate(preds, temp)).NLL, Measure(calibration.Calibrate(preds, vec)).NLL
 		if byV > byT+1e-9 {
 			t.Errorf("trial %d (n %d, k %d): vector NLL %.6f above the temperature's %.6f", trial, n, k, byV, byT)
 		}
@@ -187,7 +188,7 @@ func TestVectorLossGradient(t *testing.T) {
 }
 
 func TestCalibratorApplyAndCheck(t *testing.T) {
-	vec := Calibrator{Method: MethodVector, Temperature: 2, Biases: []float64{math.Log(3), 0}}
+	vec := calibration.Calibrator{Method: calibration.MethodVector, Temperature: 2, Biases: []float64{math.Log(3), 0}}
 	// ln p / 2 + b: {.5, .5} -> {3, 1}/4; the third position has no bias.
 	got := vec.Apply(decision.Distribution{.5, .5})
 	if math.Abs(got[0]-.75) > 1e-12 || math.Abs(got[1]-.25) > 1e-12 {
@@ -202,7 +203,7 @@ func TestCalibratorApplyAndCheck(t *testing.T) {
 			break
 		}
 	}
-	if got := TemperatureCalibrator(2).Apply(decision.Distribution{.8, .2}); math.Abs(got[0]-decision.Distribution{.8, .2}.Temper(2)[0]) > 1e-15 {
+	if got := calibration.TemperatureCalibrator(2).Apply(decision.Distribution{.8, .2}); math.Abs(got[0]-decision.Distribution{.8, .2}.Temper(2)[0]) > 1e-15 {
 		t.Errorf("temperature calibrator %v differs from Temper", got)
 	}
 	for _, bad := range []decision.Distribution{{math.NaN(), 1}, {0, 0}, {.5, .6}, {}} {
@@ -211,21 +212,21 @@ func TestCalibratorApplyAndCheck(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct {
-		c    Calibrator
+		c    calibration.Calibrator
 		want string
 	}{
-		{Identity(), ""},
-		{TemperatureCalibrator(1.5), ""},
+		{calibration.Identity(), ""},
+		{calibration.TemperatureCalibrator(1.5), ""},
 		{vec, ""},
-		{Calibrator{Method: "platt", Temperature: 1}, "method"},
-		{Calibrator{Method: MethodTemperature}, "temperature 0"},
-		{Calibrator{Method: MethodTemperature, Temperature: math.Inf(1)}, "temperature +Inf"},
-		{Calibrator{Method: MethodNone, Temperature: 2}, "not 1"},
-		{Calibrator{Method: MethodTemperature, Temperature: 1, Biases: []float64{1}}, "has biases"},
-		{Calibrator{Method: MethodVector, Temperature: 1}, "0 biases"},
-		{Calibrator{Method: MethodVector, Temperature: 1, Biases: make([]float64, 256)}, "256 biases"},
-		{Calibrator{Method: MethodVector, Temperature: 1, Biases: []float64{math.NaN()}}, "bias 0 is NaN"},
-		{Calibrator{Method: MethodVector, Temperature: 1, Biases: []float64{0, 21}}, "bias 1 is 21"},
+		{calibration.Calibrator{Method: "platt", Temperature: 1}, "method"},
+		{calibration.Calibrator{Method: calibration.MethodTemperature}, "temperature 0"},
+		{calibration.Calibrator{Method: calibration.MethodTemperature, Temperature: math.Inf(1)}, "temperature +Inf"},
+		{calibration.Calibrator{Method: calibration.MethodNone, Temperature: 2}, "not 1"},
+		{calibration.Calibrator{Method: calibration.MethodTemperature, Temperature: 1, Biases: []float64{1}}, "has biases"},
+		{calibration.Calibrator{Method: calibration.MethodVector, Temperature: 1}, "0 biases"},
+		{calibration.Calibrator{Method: calibration.MethodVector, Temperature: 1, Biases: make([]float64, 256)}, "256 biases"},
+		{calibration.Calibrator{Method: calibration.MethodVector, Temperature: 1, Biases: []float64{math.NaN()}}, "bias 0 is NaN"},
+		{calibration.Calibrator{Method: calibration.MethodVector, Temperature: 1, Biases: []float64{0, 21}}, "bias 1 is 21"},
 	} {
 		err := tc.c.Check()
 		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {

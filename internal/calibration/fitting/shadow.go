@@ -1,9 +1,10 @@
-package calibration
+package fitting
 
 import (
 	"fmt"
 	"math"
 
+	"system1/internal/calibration"
 	"system1/internal/decision"
 )
 
@@ -113,7 +114,7 @@ type Comparison struct {
 // candidate that answers differently has not shown it is right.
 func Compare(pairs []Pair) Comparison {
 	var c Comparison
-	var prim, cand []Prediction
+	var prim, cand []calibration.Prediction
 	type diffs struct {
 		nll, acc float64
 		n        int
@@ -121,8 +122,8 @@ func Compare(pairs []Pair) Comparison {
 	byReq := map[string]*diffs{}
 	var order []string
 	for i, p := range pairs {
-		a := Prediction{Kind: p.Kind, Dist: p.Primary, Options: p.Options}
-		b := Prediction{Kind: p.Kind, Dist: p.Candidate, Options: p.Options}
+		a := calibration.Prediction{Kind: p.Kind, Dist: p.Primary, Options: p.Options}
+		b := calibration.Prediction{Kind: p.Kind, Dist: p.Candidate, Options: p.Options}
 		if a.Check() != nil || b.Check() != nil {
 			c.Skipped++
 			continue
@@ -211,7 +212,9 @@ func (c Comparison) recommend() (string, string) {
 }
 
 // caseNLL is one case's log-loss, as Measure takes it.
-func caseNLL(p Prediction) float64 { return -math.Log(math.Max(p.Dist[p.Expected], ProbFloor)) }
+func caseNLL(p calibration.Prediction) float64 {
+	return -math.Log(math.Max(p.Dist[p.Expected], ProbFloor))
+}
 
 func boolf(b bool) float64 {
 	if b {

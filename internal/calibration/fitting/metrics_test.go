@@ -1,17 +1,18 @@
-package calibration
+package fitting
 
 import (
 	"encoding/json"
 	"math"
 	"testing"
 
+	"system1/internal/calibration"
 	"system1/internal/decision"
 )
 
 // handSet is a small mixed set whose metrics are worked out by hand in
 // TestMeasureByHand.
-func handSet() []Prediction {
-	return []Prediction{
+func handSet() []calibration.Prediction {
+	return []calibration.Prediction{
 		// A: predicts 0 with .7, right.
 		{Kind: decision.Choice, Dist: decision.Distribution{.7, .2, .1}, Expected: 0, Options: 3},
 		// B: predicts 0 with .5, wrong.
@@ -93,10 +94,10 @@ func TestMeasureByHand(t *testing.T) {
 func TestMeasureEmptyAndEncodable(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		preds []Prediction
+		preds []calibration.Prediction
 	}{
 		{"nil", nil},
-		{"only invalid", []Prediction{{Kind: decision.Choice}}},
+		{"only invalid", []calibration.Prediction{{Kind: decision.Choice}}},
 		{"hand set", handSet()},
 		{"no score", handSet()[:4]},
 	} {
@@ -151,7 +152,7 @@ func TestBinEdges(t *testing.T) {
 // A noul reported as P(true) = .3 has confidence 1 - .3, which must reach
 // the 0.7 threshold whatever the floating-point rounding of 1 - .3.
 func TestSelectiveThresholdIsInclusive(t *testing.T) {
-	m := Measure([]Prediction{
+	m := Measure([]calibration.Prediction{
 		{Kind: decision.Noul, Dist: decision.Distribution{.3, .7}, Expected: 1, Options: 2},
 		{Kind: decision.Choice, Dist: decision.Distribution{.9, .1}, Expected: 1, Options: 2},
 		{Kind: decision.Choice, Dist: decision.Distribution{.69, .31}, Expected: 0, Options: 2},
@@ -169,8 +170,8 @@ func TestSelectiveThresholdIsInclusive(t *testing.T) {
 // cases over three options reporting c on option 0, of which exactly
 // 100*c have option 0 as the answer: every confidence is right exactly as
 // often as it says.
-func calibratedSet() []Prediction {
-	var out []Prediction
+func calibratedSet() []calibration.Prediction {
+	var out []calibration.Prediction
 	for step := 8; step <= 20; step++ {
 		c := float64(step) / 20
 		d := decision.Distribution{c, (1 - c) / 2, (1 - c) / 2}
@@ -180,7 +181,7 @@ func calibratedSet() []Prediction {
 			if i >= right {
 				exp = 1 + i%2
 			}
-			out = append(out, Prediction{Kind: decision.Choice, Dist: d, Expected: exp, Options: 3})
+			out = append(out, calibration.Prediction{Kind: decision.Choice, Dist: d, Expected: exp, Options: 3})
 		}
 	}
 	return out

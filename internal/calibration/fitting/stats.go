@@ -1,4 +1,4 @@
-package calibration
+package fitting
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 
+	"system1/internal/calibration"
 	"system1/internal/decision"
 )
 
@@ -62,7 +63,7 @@ func (s *Stats) init() {
 
 // Add counts one case: into Skipped when it fails Prediction.Check.
 // Statistics not of the shape Add gives (read back broken) start over.
-func (s *Stats) Add(p Prediction) {
+func (s *Stats) Add(p calibration.Prediction) {
 	if s.check() != nil {
 		*s = Stats{}
 	}
@@ -85,7 +86,7 @@ func (s *Stats) Add(p Prediction) {
 		s.GateWrong[g]++
 	}
 	for i, t := range selectiveThresholds() {
-		if c >= t.t-edge {
+		if c >= t.t-calibration.Edge {
 			s.SelN[i]++
 			if ok {
 				s.SelRight[i]++
@@ -116,7 +117,7 @@ func (s *Stats) Add(p Prediction) {
 // Prediction.Check takes one from Skipped. Sums lose what they gained,
 // to rounding. Removing what was never added, or from statistics of
 // another shape, does nothing.
-func (s *Stats) Remove(p Prediction) {
+func (s *Stats) Remove(p calibration.Prediction) {
 	if s.check() != nil {
 		return
 	}
@@ -146,7 +147,7 @@ func (s *Stats) Remove(p Prediction) {
 		s.GateWrong[g]--
 	}
 	for i, t := range selectiveThresholds() {
-		if c >= t.t-edge {
+		if c >= t.t-calibration.Edge {
 			s.SelN[i]--
 			if ok {
 				s.SelRight[i]--
@@ -182,7 +183,7 @@ func (s *Stats) Remove(p Prediction) {
 // the last one 1 too, and a confidence within 1e-9 under an edge counts
 // as on it, as everywhere in this package.
 func gateBin(c float64) int {
-	return min(max(int(math.Floor(c*GateBins+edge)), 0), GateBins-1)
+	return min(max(int(math.Floor(c*GateBins+calibration.Edge)), 0), GateBins-1)
 }
 
 // Merge adds o's counts to s: the statistics of both sets of cases.
@@ -348,24 +349,24 @@ func (s Stats) SuggestGate(target float64) Gate {
 // the refit that needed them anyway.
 type BucketStats struct {
 	// Revision is the fits revision of Calibrator, "" for none.
-	Revision   string     `json:"revision"`
-	Calibrator Calibrator `json:"calibrator"`
-	Raw        Stats      `json:"raw"`
-	Calibrated Stats      `json:"calibrated"`
+	Revision   string                 `json:"revision"`
+	Calibrator calibration.Calibrator `json:"calibrator"`
+	Raw        Stats                  `json:"raw"`
+	Calibrated Stats                  `json:"calibrated"`
 }
 
 // NewBucketStats starts a bucket's statistics under calibrator c of
 // fits revision rev; a c that fails Check is Identity.
-func NewBucketStats(c Calibrator, rev string) BucketStats {
+func NewBucketStats(c calibration.Calibrator, rev string) BucketStats {
 	if c.Check() != nil {
-		c = Identity()
+		c = calibration.Identity()
 	}
 	return BucketStats{Revision: rev, Calibrator: c}
 }
 
 // Add counts one case, p with its uncalibrated distribution, raw and
 // calibrated.
-func (b *BucketStats) Add(p Prediction) {
+func (b *BucketStats) Add(p calibration.Prediction) {
 	b.Raw.Add(p)
 	p.Dist = b.Calibrator.Apply(p.Dist)
 	b.Calibrated.Add(p)

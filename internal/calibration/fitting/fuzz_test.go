@@ -1,4 +1,4 @@
-package calibration
+package fitting
 
 import (
 	"encoding/json"
@@ -6,6 +6,7 @@ import (
 	"math"
 	"testing"
 
+	"system1/internal/calibration"
 	"system1/internal/decision"
 )
 
@@ -14,7 +15,7 @@ import (
 // stand for NaN, ±Inf, 0, a huge or a tiny number; the rest are weights,
 // normalised only when the next byte is even) and a byte for the
 // expected index and the request.
-func hostile(data []byte) []Prediction {
+func hostile(data []byte) []calibration.Prediction {
 	if len(data) == 0 {
 		return nil
 	}
@@ -22,7 +23,7 @@ func hostile(data []byte) []Prediction {
 	kind := kinds[int(data[0])%len(kinds)]
 	k := 2 + int(data[0]>>2)%5
 	data = data[1:]
-	var out []Prediction
+	var out []calibration.Prediction
 	for len(data) >= k+2 && len(out) < 200 {
 		d := make(decision.Distribution, k)
 		var sum float64
@@ -49,7 +50,7 @@ func hostile(data []byte) []Prediction {
 			}
 		}
 		e := data[k+1]
-		out = append(out, Prediction{Kind: kind, Dist: d, Expected: int(e%8) - 1, Options: k, Request: fmt.Sprint(e >> 4)})
+		out = append(out, calibration.Prediction{Kind: kind, Dist: d, Expected: int(e%8) - 1, Options: k, Request: fmt.Sprint(e >> 4)})
 		data = data[k+2:]
 	}
 	return out
@@ -75,13 +76,13 @@ func FuzzFitters(f *testing.F) {
 	f.Add([]byte{8, 1, 0, 0, 2, 0, 0, 1, 0, 2, 0, 1, 0, 0, 2, 0, 1, 3, 0, 2, 0, 1, 4, 0, 2, 0, 1, 5, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		preds := hostile(data)
-		var valid []Prediction
+		var valid []calibration.Prediction
 		for _, p := range preds {
 			if p.Check() == nil {
 				valid = append(valid, p)
 			}
 		}
-		for _, m := range Methods() {
+		for _, m := range calibration.Methods() {
 			c, err := FitMethod(m, preds)
 			if err != nil {
 				continue
@@ -89,7 +90,7 @@ func FuzzFitters(f *testing.F) {
 			if err := c.Check(); err != nil {
 				t.Fatalf("%s fitted %+v: %v", m, c, err)
 			}
-			for _, p := range Calibrate(preds, c) {
+			for _, p := range calibration.Calibrate(preds, c) {
 				if p.Check() == nil && !finite(p.Dist...) {
 					t.Fatalf("%s calibrated into %v", m, p.Dist)
 				}
@@ -100,7 +101,7 @@ func FuzzFitters(f *testing.F) {
 				t.Fatalf("map %+v: %v", m, err)
 			}
 		}
-		for _, method := range []string{ConformalLAC, ConformalAPS} {
+		for _, method := range []string{calibration.ConformalLAC, calibration.ConformalAPS} {
 			c, err := FitConformal(preds, method, 0.8)
 			if err != nil {
 				continue
@@ -123,7 +124,7 @@ func FuzzFitters(f *testing.F) {
 		if m := st.Metrics(); !finite(m.NLL, m.ECE, m.Brier, m.Accuracy) || m.N != len(valid) {
 			t.Fatalf("stats measure %+v", m)
 		}
-		s, err := Select(valid, TemperatureCalibrator(1.5), SelectOptions{Folds: 2, Resamples: 20})
+		s, err := Select(valid, calibration.TemperatureCalibrator(1.5), SelectOptions{Folds: 2, Resamples: 20})
 		if err != nil {
 			return
 		}
@@ -132,7 +133,7 @@ func FuzzFitters(f *testing.F) {
 		}
 		if f, ok := s.AdoptedFit(0.05); ok {
 			f.Model = "m"
-			if err := (&Fits{Version: FitsVersion, Fits: []Fit{f}}).Validate(); err != nil {
+			if err := (&calibration.Fits{Version: calibration.FitsVersion, Fits: []calibration.Fit{f}}).Validate(); err != nil {
 				t.Fatalf("the adopted fit fails Validate: %v\n%+v", err, f)
 			}
 		}
@@ -162,8 +163,8 @@ func FuzzStatsJSON(f *testing.F) {
 		s.SuggestGate(0.05)
 		var into Stats
 		_ = into.Merge(s)
-		b := BucketStats{Calibrator: Identity(), Raw: s, Calibrated: s}
+		b := BucketStats{Calibrator: calibration.Identity(), Raw: s, Calibrated: s}
 		b.Report("m", decision.Choice, "2", 0.05)
-		b.Add(Prediction{Kind: decision.Noul, Dist: decision.Distribution{.5, .5}, Options: 2})
+		b.Add(calibration.Prediction{Kind: decision.Noul, Dist: decision.Distribution{.5, .5}, Options: 2})
 	})
 }

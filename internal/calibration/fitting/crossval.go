@@ -1,4 +1,4 @@
-package calibration
+package fitting
 
 import (
 	"cmp"
@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"system1/internal/calibration"
 	"system1/internal/decision"
 )
 
@@ -80,12 +81,12 @@ func (o SelectOptions) withDefaults() (SelectOptions, error) {
 		o.MinGain = DefaultMinGain
 	}
 	if len(o.Methods) == 0 {
-		o.Methods = Methods()
+		o.Methods = calibration.Methods()
 	}
 	seen := map[string]bool{}
 	for _, m := range o.Methods {
-		if !slices.Contains(Methods(), m) {
-			return o, fmt.Errorf("method %q is not one of %v", m, Methods())
+		if !slices.Contains(calibration.Methods(), m) {
+			return o, fmt.Errorf("method %q is not one of %v", m, calibration.Methods())
 		}
 		if seen[m] {
 			return o, fmt.Errorf("method %q is named twice", m)
@@ -94,7 +95,7 @@ func (o SelectOptions) withDefaults() (SelectOptions, error) {
 	}
 	o.Methods = slices.Clone(o.Methods)
 	slices.SortStableFunc(o.Methods, func(a, b string) int {
-		return Calibrator{Method: a}.Complexity() - Calibrator{Method: b}.Complexity()
+		return calibration.Calibrator{Method: a}.Complexity() - calibration.Calibrator{Method: b}.Complexity()
 	})
 	return o, nil
 }
@@ -141,7 +142,7 @@ type Candidate struct {
 	Method string `json:"method"`
 	// Calibrator is the candidate fitted on every case; for the current
 	// one, the calibrator in use.
-	Calibrator Calibrator `json:"calibrator"`
+	Calibrator calibration.Calibrator `json:"calibrator"`
 	// OutOfFold measures each case calibrated by the candidate fitted on
 	// the other folds; the current calibrator, fitted before, is
 	// measured as it is.
@@ -163,8 +164,8 @@ type Candidate struct {
 	// adopted, and for the current calibrator.
 	Refused string `json:"refused,omitempty"`
 
-	folds []Calibrator // fitted per fold, for the confidence map
-	oof   []Prediction // the out-of-fold calibrated cases
+	folds []calibration.Calibrator // fitted per fold, for the confidence map
+	oof   []calibration.Prediction // the out-of-fold calibrated cases
 }
 
 // MapSelection is what cross-validation said of a ConfidenceMap on top
@@ -175,16 +176,16 @@ type MapSelection struct {
 	Adopt bool `json:"adopt"`
 	// Map is fitted on every case, calibrated by the selection's
 	// calibrator; nil unless adopted.
-	Map       *ConfidenceMap `json:"map,omitempty"`
-	NLLBefore float64        `json:"nll_before"`
-	NLLAfter  float64        `json:"nll_after"`
-	ECEBefore float64        `json:"ece_before"`
-	ECEAfter  float64        `json:"ece_after"`
+	Map       *calibration.ConfidenceMap `json:"map,omitempty"`
+	NLLBefore float64                    `json:"nll_before"`
+	NLLAfter  float64                    `json:"nll_after"`
+	ECEBefore float64                    `json:"ece_before"`
+	ECEAfter  float64                    `json:"ece_after"`
 	// Gain is NLLBefore less NLLAfter, with its bounds.
 	Gain   Interval `json:"gain"`
 	Reason string   `json:"reason"`
 
-	oof []Prediction // out of fold under each fold's calibrator and map, when adopted
+	oof []calibration.Prediction // out of fold under each fold's calibrator and map, when adopted
 }
 
 // Selection is Select's decision for one kind and bucket, with the
@@ -217,15 +218,15 @@ type Selection struct {
 	Adopt bool `json:"adopt"`
 	// Calibrator is what to apply from now: Chosen fitted on every case
 	// when adopted, else the current calibrator.
-	Calibrator Calibrator `json:"calibrator"`
+	Calibrator calibration.Calibrator `json:"calibrator"`
 	// Reason says, in a sentence a report can print, why.
 	Reason string `json:"reason"`
 	// Map is the verdict on a confidence map on top of Calibrator.
 	Map MapSelection `json:"confidence_map"`
 
-	preds []Prediction // the cases, in canonical order
-	oof   []Prediction // out-of-fold cases under the selected calibrator
-	fold  []int        // the fold of each case
+	preds []calibration.Prediction // the cases, in canonical order
+	oof   []calibration.Prediction // out-of-fold cases under the selected calibrator
+	fold  []int                    // the fold of each case
 }
 
 // Select chooses a calibrator for one kind and option-count bucket by
@@ -270,7 +271,7 @@ type Selection struct {
 // preds must share one kind and bucket and pass Prediction.Check (an
 // error names the first that does not); fewer requests than folds is
 // ErrTooFewRequests. A current calibrator that fails Check is Identity.
-func Select(preds []Prediction, current Calibrator, opt SelectOptions) (Selection, error) {
+func Select(preds []calibration.Prediction, current calibration.Calibrator, opt SelectOptions) (Selection, error) {
 	opt, err := opt.withDefaults()
 	if err != nil {
 		return Selection{}, err
@@ -278,17 +279,17 @@ func Select(preds []Prediction, current Calibrator, opt SelectOptions) (Selectio
 	if len(preds) == 0 {
 		return Selection{}, ErrNoCases
 	}
-	kind, bucket := preds[0].Kind, Bucket(preds[0].Options)
+	kind, bucket := preds[0].Kind, calibration.Bucket(preds[0].Options)
 	for i, p := range preds {
 		if err := p.Check(); err != nil {
 			return Selection{}, fmt.Errorf("case %d: %w", i, err)
 		}
-		if p.Kind != kind || Bucket(p.Options) != bucket {
+		if p.Kind != kind || calibration.Bucket(p.Options) != bucket {
 			return Selection{}, fmt.Errorf("case %d is %s over %d options, not %s in bucket %s", i, p.Kind, p.Options, kind, bucket)
 		}
 	}
 	if current.Check() != nil {
-		current = Identity()
+		current = calibration.Identity()
 	}
 	cv := newFolds(preds, opt.Folds, opt.Seed)
 	if cv.groups < opt.Folds {
@@ -312,8 +313,8 @@ func Select(preds []Prediction, current Calibrator, opt SelectOptions) (Selectio
 	// outcomes it was fitted on, and a fit made on a partial batch would
 	// look better than any candidate and stick.
 	curOOF := cv.preds
-	var curFolds []Calibrator
-	if m := current.Base().Method; m != MethodNone && slices.Contains(Methods(), m) {
+	var curFolds []calibration.Calibrator
+	if m := current.Base().Method; m != calibration.MethodNone && slices.Contains(calibration.Methods(), m) {
 		c := cv.crossFit(m, temps)
 		curOOF, curFolds = c.oof, c.folds
 	}
@@ -334,7 +335,7 @@ func Select(preds []Prediction, current Calibrator, opt SelectOptions) (Selectio
 	// refused (banking12 lost 3 of 240 answers, 0.950 to 0.938, within
 	// the bootstrap's noise), since a calibrator is adopted for its
 	// probabilities and must not trade answers for them.
-	worse := func(g Interval) bool { return g.Mean < -edge }
+	worse := func(g Interval) bool { return g.Mean < -calibration.Edge }
 	if g := s.Current.AccuracyGainRaw; worse(g) {
 		curHarms = append(curHarms, fmt.Sprintf("lowers accuracy by %s", neg(g)))
 	}
@@ -344,7 +345,7 @@ func Select(preds []Prediction, current Calibrator, opt SelectOptions) (Selectio
 	s.Current.Refused = strings.Join(curHarms, ", and ")
 	var harmed []string // the candidates refused for harm, with why
 	for _, m := range opt.Methods {
-		if m == MethodLevel && kind != decision.Score {
+		if m == calibration.MethodLevel && kind != decision.Score {
 			continue // a level is a score's
 		}
 		c := cv.crossFit(m, temps)
@@ -367,7 +368,7 @@ func Select(preds []Prediction, current Calibrator, opt SelectOptions) (Selectio
 			{"MAE would rise", " levels", "the current calibrator's", c.MAEGain},
 			{"MAE would rise", " levels", "the uncalibrated answers'", c.MAEGainRaw},
 		} {
-			if h.than != "the current calibrator's" && current.Method == MethodNone {
+			if h.than != "the current calibrator's" && current.Method == calibration.MethodNone {
 				continue // the same comparison twice
 			}
 			if h.gain != nil && worse(*h.gain) {
@@ -442,7 +443,7 @@ func Select(preds []Prediction, current Calibrator, opt SelectOptions) (Selectio
 		}
 		c.Refused = fmt.Sprintf("its NLL gain over the current calibrator, %s nats, is %s", c.NLLGain, why(c.NLLGain))
 		b := s.Candidates[best]
-		if c.Method == MethodNone && current.Method == MethodNone {
+		if c.Method == calibration.MethodNone && current.Method == calibration.MethodNone {
 			s.Reason = "keeps no calibration: no candidate that does no harm does better out of fold"
 			if best != chosen {
 				s.Reason = fmt.Sprintf("keeps no calibration: the best candidate, %s (%s), gains %s nats of out-of-fold NLL over none, %s", b.Method, b.Calibrator, b.NLLGain, why(b.NLLGain))
@@ -461,7 +462,7 @@ func Select(preds []Prediction, current Calibrator, opt SelectOptions) (Selectio
 		s.Chosen, s.Adopt, s.Calibrator, sel = c.Method, true, c.Calibrator, c
 		s.Reason = fmt.Sprintf("adopts %s (%s): out-of-fold NLL %s against %s for the current %s, a gain of %s nats at %s confidence",
 			c.Method, c.Calibrator, sig(c.OutOfFold.NLL), sig(s.Current.OutOfFold.NLL), current, c.NLLGain, pct(opt.Confidence))
-		if c.Method == MethodNone {
+		if c.Method == calibration.MethodNone {
 			s.Reason = fmt.Sprintf("drops the current %s: the uncalibrated distributions do better out of fold, NLL %s against %s, a gain of %s nats",
 				current, sig(c.OutOfFold.NLL), sig(s.Current.OutOfFold.NLL), c.NLLGain)
 		}
@@ -481,27 +482,27 @@ func Select(preds []Prediction, current Calibrator, opt SelectOptions) (Selectio
 // target on the out-of-fold confidences: each case calibrated by a fit
 // that did not see it, so the gate is on held-out cases. Provider, Model and Date are left to the caller. It
 // reports false when nothing was adopted.
-func (s *Selection) AdoptedFit(target float64) (Fit, bool) {
+func (s *Selection) AdoptedFit(target float64) (calibration.Fit, bool) {
 	if !s.Adopt && !s.Map.Adopt {
-		return Fit{}, false
+		return calibration.Fit{}, false
 	}
-	f := Fit{Kind: s.Kind, Bucket: s.Bucket, N: s.N}
+	f := calibration.Fit{Kind: s.Kind, Bucket: s.Bucket, N: s.N}
 	cal, oofPreds := s.Calibrator, s.oof
 	if s.Map.Adopt {
 		cal, oofPreds = cal.Base().WithMap(s.Map.Map, s.Kind), s.Map.oof
 	}
 	f.SetCalibrator(cal)
-	after := Measure(Calibrate(s.preds, cal))
+	after := Measure(calibration.Calibrate(s.preds, cal))
 	f.NLLBefore, f.NLLAfter, f.ECEBefore, f.ECEAfter = s.Raw.NLL, after.NLL, s.Raw.ECE, after.ECE
 	oof := Measure(oofPreds)
-	f.Holdout = &Score{N: s.N, NLLBefore: s.Raw.NLL, NLLAfter: oof.NLL, ECEBefore: s.Raw.ECE, ECEAfter: oof.ECE}
+	f.Holdout = &calibration.Score{N: s.N, NLLBefore: s.Raw.NLL, NLLAfter: oof.NLL, ECEBefore: s.Raw.ECE, ECEAfter: oof.ECE}
 	conf := make([]float64, len(oofPreds))
 	for i, p := range oofPreds {
 		conf[i] = p.Confidence()
 	}
 	g := suggestGate(conf, wrongs(oofPreds), target)
 	if g.Threshold != nil {
-		f.Gate = &FitGate{Threshold: *g.Threshold, TargetError: g.TargetError, On: GateOnHeldOut, N: len(oofPreds), Above: g.Above, WrongAbove: g.WrongAbove, UpperBound: g.UpperBound}
+		f.Gate = &calibration.FitGate{Threshold: *g.Threshold, TargetError: g.TargetError, On: calibration.GateOnHeldOut, N: len(oofPreds), Above: g.Above, WrongAbove: g.WrongAbove, UpperBound: g.UpperBound}
 	}
 	return f, true
 }
@@ -509,7 +510,7 @@ func (s *Selection) AdoptedFit(target float64) (Fit, bool) {
 // folds is a bucket's cases in canonical order, with the request group
 // and fold of each.
 type folds struct {
-	preds  []Prediction
+	preds  []calibration.Prediction
 	group  []int // the group of each case, 0..groups-1
 	fold   []int
 	groups int
@@ -520,7 +521,7 @@ type folds struct {
 // content) and assigns each request group a fold: groups are ranked by a
 // hash of the seed and their key and dealt to the folds in turn, so the
 // folds differ by at most one group.
-func newFolds(preds []Prediction, k int, seed uint64) folds {
+func newFolds(preds []calibration.Prediction, k int, seed uint64) folds {
 	type item struct {
 		key     string
 		content uint64
@@ -549,7 +550,7 @@ func newFolds(preds []Prediction, k int, seed uint64) folds {
 	slices.SortStableFunc(items, func(a, b item) int {
 		return cmp.Or(cmp.Compare(keyRank[a.key], keyRank[b.key]), strings.Compare(a.key, b.key), cmp.Compare(a.content, b.content))
 	})
-	f := folds{k: k, preds: make([]Prediction, len(preds)), group: make([]int, len(preds)), fold: make([]int, len(preds))}
+	f := folds{k: k, preds: make([]calibration.Prediction, len(preds)), group: make([]int, len(preds)), fold: make([]int, len(preds))}
 	g := -1
 	for j, it := range items {
 		if j == 0 || it.key != items[j-1].key {
@@ -563,7 +564,7 @@ func newFolds(preds []Prediction, k int, seed uint64) folds {
 
 // contentHash is a hash of what a case says: its kind, distribution,
 // expected index and options; identical cases get one.
-func contentHash(p Prediction) uint64 {
+func contentHash(p calibration.Prediction) uint64 {
 	h := fnv.New64a()
 	h.Write([]byte(p.Kind))
 	var b [8]byte
@@ -583,24 +584,24 @@ func contentHash(p Prediction) uint64 {
 // temperature of each fold's training cases (and, last, of every case),
 // which vector scaling starts from; 0 is not yet fitted.
 func (f folds) crossFit(method string, temps []float64) Candidate {
-	fit := func(preds []Prediction, k int) Calibrator {
-		if method == MethodNone {
-			return Identity()
+	fit := func(preds []calibration.Prediction, k int) calibration.Calibrator {
+		if method == calibration.MethodNone {
+			return calibration.Identity()
 		}
-		if method == MethodLevel {
+		if method == calibration.MethodLevel {
 			return fitLevel(preds)
 		}
 		if temps[k] == 0 {
 			temps[k], _ = FitTemperature(preds) // checked cases, never empty
 		}
-		if method == MethodTemperature {
-			return TemperatureCalibrator(temps[k])
+		if method == calibration.MethodTemperature {
+			return calibration.TemperatureCalibrator(temps[k])
 		}
 		return fitVectorFrom(preds, temps[k])
 	}
-	c := Candidate{Method: method, oof: make([]Prediction, len(f.preds)), folds: make([]Calibrator, f.k)}
+	c := Candidate{Method: method, oof: make([]calibration.Prediction, len(f.preds)), folds: make([]calibration.Calibrator, f.k)}
 	for k := range f.k {
-		var train []Prediction
+		var train []calibration.Prediction
 		for i, p := range f.preds {
 			if f.fold[i] != k {
 				train = append(train, p)
@@ -624,12 +625,12 @@ func (f folds) crossFit(method string, temps []float64) Candidate {
 // adopted), without any map final has: each fold's map is fitted on the
 // other folds calibrated by that fold's calibrator, and composed with it
 // (Calibrator.WithMap), so that what is scored is what would be served.
-func (f folds) selectMap(sel Candidate, final Calibrator, kind decision.Kind, boot sampler, beats func(Interval) bool) MapSelection {
+func (f folds) selectMap(sel Candidate, final calibration.Calibrator, kind decision.Kind, boot sampler, beats func(Interval) bool) MapSelection {
 	final = final.Base()
 	n := len(f.preds)
 	base, mapped := make([]float64, n), make([]float64, n)
 	right, mright := make([]bool, n), make([]bool, n)
-	oof := make([]Prediction, n)
+	oof := make([]calibration.Prediction, n)
 	for k := range f.k {
 		cal := final
 		if sel.folds != nil {
@@ -670,7 +671,7 @@ func (f folds) selectMap(sel Candidate, final Calibrator, kind decision.Kind, bo
 		ms.Reason = fmt.Sprintf("a confidence map would gain %s nats in the log-loss of being right but raise the top-label ECE from %s to %s; confidences stay the calibrator's", ms.Gain, sig(ms.ECEBefore), sig(ms.ECEAfter))
 		return ms
 	}
-	all := Calibrate(f.preds, final)
+	all := calibration.Calibrate(f.preds, final)
 	c, r := make([]float64, n), make([]bool, n)
 	for i, p := range all {
 		c[i], r[i] = p.Confidence(), p.Correct()
@@ -686,7 +687,7 @@ func (f folds) selectMap(sel Candidate, final Calibrator, kind decision.Kind, bo
 // answer, and the MAE term for a score.
 type losses struct{ nll, right, abs []float64 }
 
-func caseLosses(preds []Prediction) losses {
+func caseLosses(preds []calibration.Prediction) losses {
 	l := losses{make([]float64, len(preds)), make([]float64, len(preds)), make([]float64, len(preds))}
 	for i, p := range preds {
 		l.nll[i] = -math.Log(math.Max(p.Dist[p.Expected], ProbFloor))
@@ -740,7 +741,7 @@ func topECE(conf []float64, right []bool) float64 {
 }
 
 // wrongs is whether each case is answered wrong.
-func wrongs(preds []Prediction) []bool {
+func wrongs(preds []calibration.Prediction) []bool {
 	out := make([]bool, len(preds))
 	for i, p := range preds {
 		out[i] = !p.Correct()

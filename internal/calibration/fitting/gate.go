@@ -1,4 +1,4 @@
-package calibration
+package fitting
 
 import (
 	"cmp"
@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 
+	"system1/internal/calibration"
 	"system1/internal/decision"
 )
 
@@ -53,7 +54,7 @@ type Gate struct {
 // near 0, exactly where a gate is chosen. Its bound with no wrong answer,
 // 1-0.05^(1/n) (about 3/n), says a gate at 2% needs at least 149 correct
 // decisions above it.
-func SuggestGate(preds []Prediction, target float64) Gate {
+func SuggestGate(preds []calibration.Prediction, target float64) Gate {
 	var conf []float64
 	var wrong []bool
 	for _, p := range preds {
@@ -84,7 +85,7 @@ func suggestGate(conf []float64, wrong []bool, target float64) Gate {
 	for i := 0; i < len(cs); {
 		// Every case of this confidence is at or above it.
 		t := cs[i].conf
-		for i < len(cs) && cs[i].conf >= t-edge {
+		for i < len(cs) && cs[i].conf >= t-calibration.Edge {
 			above++
 			if cs[i].wrong {
 				nwrong++
@@ -117,10 +118,10 @@ func boundUnder(k, n int, level, target float64) bool {
 
 // WrongAbove counts the cases whose confidence reaches t (within 1e-9)
 // and whose answer is wrong: the wrong answers that survive a gate at t.
-func WrongAbove(preds []Prediction, t float64) int {
+func WrongAbove(preds []calibration.Prediction, t float64) int {
 	n := 0
 	for _, p := range preds {
-		if p.Check() == nil && p.Confidence() >= t-edge && !p.Correct() {
+		if p.Check() == nil && p.Confidence() >= t-calibration.Edge && !p.Correct() {
 			n++
 		}
 	}
@@ -259,10 +260,10 @@ type BucketReport struct {
 // group with their outcomes, raw and tempered by t (a t that is not a
 // positive finite number is 1, which is no calibration), and suggests a gate at target on the
 // tempered confidences: those the caller acts on.
-func NewBucketReport(model string, kind decision.Kind, bucket string, preds []Prediction, t, target float64) BucketReport {
-	c := TemperatureCalibrator(t)
+func NewBucketReport(model string, kind decision.Kind, bucket string, preds []calibration.Prediction, t, target float64) BucketReport {
+	c := calibration.TemperatureCalibrator(t)
 	if !(t > 0) || math.IsInf(t, 0) || t == 1 {
-		c = Identity()
+		c = calibration.Identity()
 	}
 	return NewBucketReportWith(model, kind, bucket, preds, c, target)
 }
@@ -270,15 +271,15 @@ func NewBucketReport(model string, kind decision.Kind, bucket string, preds []Pr
 // NewBucketReportWith is NewBucketReport with any calibrator: preds raw
 // and calibrated by c (a c that fails Check is Identity), the gate on
 // the calibrated confidences.
-func NewBucketReportWith(model string, kind decision.Kind, bucket string, preds []Prediction, c Calibrator, target float64) BucketReport {
+func NewBucketReportWith(model string, kind decision.Kind, bucket string, preds []calibration.Prediction, c calibration.Calibrator, target float64) BucketReport {
 	if c.Check() != nil {
-		c = Identity()
+		c = calibration.Identity()
 	}
-	cal := Calibrate(preds, c)
+	cal := calibration.Calibrate(preds, c)
 	return bucketReport(model, kind, bucket, c, Measure(preds), Measure(cal), SuggestGate(cal, target))
 }
 
-func bucketReport(model string, kind decision.Kind, bucket string, c Calibrator, raw, cal Metrics, gate Gate) BucketReport {
+func bucketReport(model string, kind decision.Kind, bucket string, c calibration.Calibrator, raw, cal Metrics, gate Gate) BucketReport {
 	return BucketReport{
 		Model: model, Kind: kind, Bucket: bucket,
 		Outcomes: raw.N, Accuracy: raw.Accuracy, AccuracyCalibrated: cal.Accuracy,
@@ -315,7 +316,7 @@ var ErrTooFew = errors.New("too few cases to refit")
 // holdout and seed) and scores it against current on the held-out split;
 // it adopts the new temperature only when the held-out NLL is lower. It
 // needs at least minCases cases, and at least one in each split.
-func DecideRefit(preds []Prediction, current, holdout float64, seed uint64, minCases int) (Refit, error) {
+func DecideRefit(preds []calibration.Prediction, current, holdout float64, seed uint64, minCases int) (Refit, error) {
 	if !(current > 0) || math.IsInf(current, 0) {
 		current = 1
 	}
@@ -335,4 +336,30 @@ func DecideRefit(preds []Prediction, current, holdout float64, seed uint64, minC
 	r.HeldNLLCurrent = Measure(Temper(held, current)).NLL
 	r.Adopt = r.HeldNLL < r.HeldNLLCurrent
 	return r, nil
+}
+
+// SetGate suggests f's gate at target (see SuggestGate) on the cases the
+// fit was made from, calibrated by f (Fit.Apply): the held-out ones when
+// there are any, since the calibrator was chosen on the others, else the
+// fitted ones. The gate is on the confidences f serves, its confidence
+// map applied where it has one, since that is what decide grades.
+// Without a threshold that passes the bound, f has no gate.
+func SetGate(f *calibration.Fit, fit, held []calibration.Prediction, target float64) {
+	on, preds := calibration.GateOnHeldOut, held
+	if len(held) == 0 {
+		on, preds = calibration.GateOnFitted, fit
+	}
+	f.Gate = nil
+	var conf []float64
+	var wrong []bool
+	for _, p := range calibration.Calibrate(preds, f.Calibrator()) {
+		if p.Check() == nil {
+			conf, wrong = append(conf, p.Confidence()), append(wrong, !p.Correct())
+		}
+	}
+	g := suggestGate(conf, wrong, target)
+	if g.Threshold == nil {
+		return
+	}
+	f.Gate = &calibration.FitGate{Threshold: *g.Threshold, TargetError: g.TargetError, On: on, N: len(conf), Above: g.Above, WrongAbove: g.WrongAbove, UpperBound: g.UpperBound}
 }

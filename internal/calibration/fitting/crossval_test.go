@@ -1,4 +1,4 @@
-package calibration
+package fitting
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"system1/internal/calibration"
 	"system1/internal/decision"
 )
 
@@ -15,22 +16,22 @@ import (
 // mostly right and too sure by a temperature of 1.9: the intended
 // option's logit is raised by lift, the answer drawn from softmax(z), the
 // report softmax(1.9 z). Each case is a request of its own.
-func banking12Like(n int, lift float64, seed uint64) []Prediction {
+func banking12Like(n int, lift float64, seed uint64) []calibration.Prediction {
 	r := rand.New(rand.NewPCG(seed, 0xba9c))
-	out := make([]Prediction, n)
+	out := make([]calibration.Prediction, n)
 	z := make([]float64, 12)
 	for i := range out {
 		for j := range z {
 			z[j] = r.NormFloat64()
 		}
 		z[r.IntN(12)] += lift
-		out[i] = Prediction{Kind: decision.Choice, Dist: softmax(z, 1.9), Expected: draw(r, softmax(z, 1)), Options: 12, Request: fmt.Sprintf("req-%d", i)}
+		out[i] = calibration.Prediction{Kind: decision.Choice, Dist: softmax(z, 1.9), Expected: draw(r, softmax(z, 1)), Options: 12, Request: fmt.Sprintf("req-%d", i)}
 	}
 	return out
 }
 
-func shuffled(preds []Prediction, seed uint64) []Prediction {
-	out := append([]Prediction(nil), preds...)
+func shuffled(preds []calibration.Prediction, seed uint64) []calibration.Prediction {
+	out := append([]calibration.Prediction(nil), preds...)
 	r := rand.New(rand.NewPCG(seed, 0x5f1e))
 	r.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
 	return out
@@ -59,9 +60,9 @@ func TestSelectAdoptsAHelpfulTemperatureWhateverTheOrder(t *testing.T) {
 		}
 	}
 	t.Logf("DecideRefit refused %d of 20 orders", len(orders)-2)
-	var first Calibrator
+	var first calibration.Calibrator
 	for i, seed := range orders {
-		s, err := Select(shuffled(preds, seed), Identity(), SelectOptions{Seed: 1})
+		s, err := Select(shuffled(preds, seed), calibration.Identity(), SelectOptions{Seed: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,7 +73,7 @@ func TestSelectAdoptsAHelpfulTemperatureWhateverTheOrder(t *testing.T) {
 				t.Logf("  %s %s: out-of-fold NLL %.4f ECE %.4f accuracy %.3f; gain %s; %s", c.Method, c.Calibrator, c.OutOfFold.NLL, c.OutOfFold.ECE, c.OutOfFold.Accuracy, c.NLLGain, c.Refused)
 			}
 		}
-		if !s.Adopt || s.Calibrator.Method != MethodTemperature || math.Abs(s.Calibrator.Temperature-tAll) > 1e-6 {
+		if !s.Adopt || s.Calibrator.Method != calibration.MethodTemperature || math.Abs(s.Calibrator.Temperature-tAll) > 1e-6 {
 			t.Errorf("shuffle %d: %s", seed, s.Reason)
 		}
 		if s.Calibrator.Temperature != first.Temperature {
@@ -80,11 +81,11 @@ func TestSelectAdoptsAHelpfulTemperatureWhateverTheOrder(t *testing.T) {
 		}
 	}
 	for _, foldSeed := range []uint64{2, 3} {
-		s, err := Select(preds, Identity(), SelectOptions{Seed: foldSeed})
+		s, err := Select(preds, calibration.Identity(), SelectOptions{Seed: foldSeed})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !s.Adopt || s.Calibrator.Method != MethodTemperature {
+		if !s.Adopt || s.Calibrator.Method != calibration.MethodTemperature {
 			t.Errorf("fold seed %d: %s", foldSeed, s.Reason)
 		}
 	}
@@ -93,9 +94,9 @@ func TestSelectAdoptsAHelpfulTemperatureWhateverTheOrder(t *testing.T) {
 // nouls draws n nouls whose reports are too sure by a temperature of
 // sharp: P(true) = sigmoid(sharp z), the answer true with chance
 // sigmoid(z), z ~ N(0, 1.2²). A sharp of 1 is calibrated.
-func nouls(n int, sharp float64, seed uint64) []Prediction {
+func nouls(n int, sharp float64, seed uint64) []calibration.Prediction {
 	r := rand.New(rand.NewPCG(seed, 0xb001))
-	out := make([]Prediction, n)
+	out := make([]calibration.Prediction, n)
 	for i := range out {
 		z := 1.2 * r.NormFloat64()
 		p := 1 / (1 + math.Exp(-sharp*z))
@@ -103,7 +104,7 @@ func nouls(n int, sharp float64, seed uint64) []Prediction {
 		if r.Float64() < 1/(1+math.Exp(-z)) {
 			exp = 0
 		}
-		out[i] = Prediction{Kind: decision.Noul, Dist: decision.Distribution{p, 1 - p}, Expected: exp, Options: 2}
+		out[i] = calibration.Prediction{Kind: decision.Noul, Dist: decision.Distribution{p, 1 - p}, Expected: exp, Options: 2}
 	}
 	return out
 }
@@ -123,11 +124,11 @@ func TestSelectRefusesATinyGain(t *testing.T) {
 			adoptedBefore++
 			t.Logf("seed %d: DecideRefit adopted T = %.3f for a held-out gain of %.5f nats", seed, r.Temperature, r.HeldNLLCurrent-r.HeldNLL)
 		}
-		s, err := Select(preds, Identity(), SelectOptions{Seed: seed})
+		s, err := Select(preds, calibration.Identity(), SelectOptions{Seed: seed})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s.Adopt || s.Calibrator.Method != MethodNone {
+		if s.Adopt || s.Calibrator.Method != calibration.MethodNone {
 			t.Errorf("seed %d: %s", seed, s.Reason)
 		}
 		if seed == 0 {
@@ -136,13 +137,13 @@ func TestSelectRefusesATinyGain(t *testing.T) {
 	}
 	t.Logf("DecideRefit adopted on %d of 4 seeds", adoptedBefore)
 	preds := nouls(20000, 1.06, 1)
-	s, err := Select(preds, Identity(), SelectOptions{Seed: 1, Methods: []string{MethodNone, MethodTemperature}})
+	s, err := Select(preds, calibration.Identity(), SelectOptions{Seed: 1, Methods: []string{calibration.MethodNone, calibration.MethodTemperature}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Log(s.Reason)
 	temp := s.Candidates[1]
-	if temp.Method != MethodTemperature || !(temp.NLLGain.Low > 0 && temp.NLLGain.Mean < DefaultMinGain) {
+	if temp.Method != calibration.MethodTemperature || !(temp.NLLGain.Low > 0 && temp.NLLGain.Mean < DefaultMinGain) {
 		t.Fatalf("the temperature's gain is %s, not the tiny real one this test is about", temp.NLLGain)
 	}
 	if s.Adopt || !strings.Contains(s.Reason, "under the least gain worth a change") {
@@ -158,10 +159,10 @@ func TestSelectRefusesATinyGain(t *testing.T) {
 // level and spreads the rest: wrong, it is confidently wrong, so NLL
 // wants a flatter distribution, whose expected level drifts to the
 // middle, costing accuracy and MAE.
-func sst5Like(n int, right float64, seed uint64) []Prediction {
+func sst5Like(n int, right float64, seed uint64) []calibration.Prediction {
 	r := rand.New(rand.NewPCG(seed, 0x555))
 	share := []float64{.13, .26, .19, .26, .16}
-	out := make([]Prediction, n)
+	out := make([]calibration.Prediction, n)
 	for i := range out {
 		level := draw(r, share)
 		said := level
@@ -173,7 +174,7 @@ func sst5Like(n int, right float64, seed uint64) []Prediction {
 			d[j] = 0.025
 		}
 		d[said] = 0.9
-		out[i] = Prediction{Kind: decision.Score, Dist: d, Expected: level, Options: 5, Request: fmt.Sprintf("r%d", i)}
+		out[i] = calibration.Prediction{Kind: decision.Score, Dist: d, Expected: level, Options: 5, Request: fmt.Sprintf("r%d", i)}
 	}
 	return out
 }
@@ -196,7 +197,7 @@ func TestSelectRefusesAScoreCalibratorThatWorsensMAE(t *testing.T) {
 	if r, err := DecideRefit(preds, 1, 0.2, 1, 30); err == nil {
 		t.Logf("DecideRefit: adopt %v, T = %.2f", r.Adopt, r.Temperature)
 	}
-	s, err := Select(preds, Identity(), SelectOptions{Seed: 1})
+	s, err := Select(preds, calibration.Identity(), SelectOptions{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,23 +206,23 @@ func TestSelectRefusesAScoreCalibratorThatWorsensMAE(t *testing.T) {
 		t.Logf("  %s %s: NLL %.3f accuracy %.3f MAE %.3f; NLL gain %s, MAE gain %s; %s", c.Method, c.Calibrator, c.OutOfFold.NLL, c.OutOfFold.Accuracy, *c.OutOfFold.MAE, c.NLLGain, c.MAEGain, c.Refused)
 		// A temperature that keeps the level (MethodLevel) moves no
 		// answer: it cannot worsen MAE.
-		if c.Method != MethodNone && c.Method != MethodLevel && !strings.Contains(c.Refused, "MAE would rise") {
+		if c.Method != calibration.MethodNone && c.Method != calibration.MethodLevel && !strings.Contains(c.Refused, "MAE would rise") {
 			t.Errorf("%s is not refused for MAE: %q", c.Method, c.Refused)
 		}
 	}
-	if m := s.Calibrator.Method; m != MethodNone && m != MethodLevel {
+	if m := s.Calibrator.Method; m != calibration.MethodNone && m != calibration.MethodLevel {
 		t.Errorf("adopted %s: %s", s.Calibrator, s.Reason)
 	}
-	if cal := Measure(Calibrate(preds, s.Calibrator)); cal.Accuracy != raw.Accuracy || math.Abs(*cal.MAE-*raw.MAE) > 1e-9 {
+	if cal := Measure(calibration.Calibrate(preds, s.Calibrator)); cal.Accuracy != raw.Accuracy || math.Abs(*cal.MAE-*raw.MAE) > 1e-9 {
 		t.Errorf("%s moved accuracy %v -> %v, MAE %v -> %v", s.Calibrator, raw.Accuracy, cal.Accuracy, *raw.MAE, *cal.MAE)
 	}
 	// A current calibrator that already harms is replaced by one that
 	// does not (none, or the level-keeping temperature).
-	s, err = Select(preds, TemperatureCalibrator(tAll), SelectOptions{Seed: 1})
+	s, err = Select(preds, calibration.TemperatureCalibrator(tAll), SelectOptions{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m := s.Calibrator.Method; !s.Adopt || (m != MethodNone && m != MethodLevel) {
+	if m := s.Calibrator.Method; !s.Adopt || (m != calibration.MethodNone && m != calibration.MethodLevel) {
 		t.Errorf("from T = %.2f: %s", tAll, s.Reason)
 	}
 	t.Log(s.Reason)
@@ -256,7 +257,7 @@ func TestSelectFoldsAndErrors(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name  string
-		preds []Prediction
+		preds []calibration.Prediction
 		opt   SelectOptions
 		want  string
 	}{
@@ -264,16 +265,16 @@ func TestSelectFoldsAndErrors(t *testing.T) {
 		{"too few requests", preds[:9], SelectOptions{}, "3 requests for 5 folds"},
 		{"one fold", preds, SelectOptions{Folds: 1}, "folds 1"},
 		{"unknown method", preds, SelectOptions{Methods: []string{"platt"}}, `method "platt"`},
-		{"a method twice", preds, SelectOptions{Methods: []string{MethodVector, MethodVector}}, "twice"},
-		{"a broken case", append([]Prediction{{Kind: decision.Choice, Dist: decision.Distribution{math.NaN(), 1}, Options: 2}}, preds...), SelectOptions{}, "case 0"},
-		{"two buckets", append(preds[:10:10], Prediction{Kind: decision.Choice, Dist: decision.Distribution{.5, .5}, Options: 2}), SelectOptions{}, "case 10"},
+		{"a method twice", preds, SelectOptions{Methods: []string{calibration.MethodVector, calibration.MethodVector}}, "twice"},
+		{"a broken case", append([]calibration.Prediction{{Kind: decision.Choice, Dist: decision.Distribution{math.NaN(), 1}, Options: 2}}, preds...), SelectOptions{}, "case 0"},
+		{"two buckets", append(preds[:10:10], calibration.Prediction{Kind: decision.Choice, Dist: decision.Distribution{.5, .5}, Options: 2}), SelectOptions{}, "case 10"},
 	} {
-		_, err := Select(tc.preds, Identity(), tc.opt)
+		_, err := Select(tc.preds, calibration.Identity(), tc.opt)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}
 	}
-	if _, err := Select(preds[:9], Identity(), SelectOptions{}); !errors.Is(err, ErrTooFewRequests) {
+	if _, err := Select(preds[:9], calibration.Identity(), SelectOptions{}); !errors.Is(err, ErrTooFewRequests) {
 		t.Errorf("too few requests: %v is not ErrTooFewRequests", err)
 	}
 }
@@ -282,12 +283,12 @@ func TestSelectFoldsAndErrors(t *testing.T) {
 // temperature, and the fit it writes applies it and passes Validate.
 func TestSelectChoosesVectorForAPositionBias(t *testing.T) {
 	preds := biased(1500, 4, 1.5, 1.5, 2, 21)
-	s, err := Select(preds, Identity(), SelectOptions{Seed: 4})
+	s, err := Select(preds, calibration.Identity(), SelectOptions{Seed: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Log(s.Reason)
-	if !s.Adopt || s.Calibrator.Method != MethodVector {
+	if !s.Adopt || s.Calibrator.Method != calibration.MethodVector {
 		t.Fatalf("chose %s: %s", s.Calibrator, s.Reason)
 	}
 	f, ok := s.AdoptedFit(0.05)
@@ -295,7 +296,7 @@ func TestSelectChoosesVectorForAPositionBias(t *testing.T) {
 		t.Fatal("no fit to write")
 	}
 	f.Model = "m"
-	fits := Fits{Version: FitsVersion, Fits: []Fit{f}}
+	fits := calibration.Fits{Version: calibration.FitsVersion, Fits: []calibration.Fit{f}}
 	if err := fits.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +316,7 @@ func BenchmarkSelect(b *testing.B) {
 		preds := banking12Like(n, 7, 12)
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			for b.Loop() {
-				if _, err := Select(preds, Identity(), SelectOptions{Seed: 1}); err != nil {
+				if _, err := Select(preds, calibration.Identity(), SelectOptions{Seed: 1}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -331,36 +332,36 @@ func BenchmarkSelect(b *testing.B) {
 // bootstrap's noise. It was adopted for its NLL; it is refused, and the
 // temperature, which moves no answer, is adopted instead.
 func TestSelectRefusesASmallAccuracyLoss(t *testing.T) {
-	var preds []Prediction
+	var preds []calibration.Prediction
 	add := func(n, first int, d decision.Distribution) {
 		for i := range n {
 			exp := 1
 			if i < first {
 				exp = 0
 			}
-			preds = append(preds, Prediction{Kind: decision.Choice, Dist: d, Expected: exp, Options: 2, Request: fmt.Sprintf("r%d", len(preds))})
+			preds = append(preds, calibration.Prediction{Kind: decision.Choice, Dist: d, Expected: exp, Options: 2, Request: fmt.Sprintf("r%d", len(preds))})
 		}
 	}
 	add(100, 52, decision.Distribution{0.55, 0.45}) // near even, right 52 in 100
 	add(400, 352, decision.Distribution{0.9, 0.1})  // too sure of the first
 	add(400, 48, decision.Distribution{0.3, 0.7})   // too sure of the second
-	s, err := Select(preds, Identity(), SelectOptions{Seed: 3})
+	s, err := Select(preds, calibration.Identity(), SelectOptions{Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var vec *Candidate
 	for i := range s.Candidates {
-		if s.Candidates[i].Method == MethodVector {
+		if s.Candidates[i].Method == calibration.MethodVector {
 			vec = &s.Candidates[i]
 		}
 	}
 	if vec == nil || !(vec.AccuracyGainRaw.Mean < 0) || !(vec.AccuracyGainRaw.High >= 0) {
 		t.Fatalf("the data do not show a small, insignificant loss: %+v", vec)
 	}
-	if s.Chosen == MethodVector || !strings.Contains(vec.Refused, "accuracy would fall") {
+	if s.Chosen == calibration.MethodVector || !strings.Contains(vec.Refused, "accuracy would fall") {
 		t.Errorf("chose %s (%s); vector: loss %s, refused %q", s.Chosen, s.Calibrator, neg(vec.AccuracyGainRaw), vec.Refused)
 	}
-	if acc := Measure(Calibrate(preds, s.Calibrator)).Accuracy; acc < s.Raw.Accuracy {
+	if acc := Measure(calibration.Calibrate(preds, s.Calibrator)).Accuracy; acc < s.Raw.Accuracy {
 		t.Errorf("adopted %s: accuracy %v under the raw %v", s.Calibrator, acc, s.Raw.Accuracy)
 	}
 }
@@ -376,14 +377,14 @@ func TestSelectRefreshesAPartialBatchFit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := Select(preds, TemperatureCalibrator(full*1.08), SelectOptions{Seed: 1})
+	s, err := Select(preds, calibration.TemperatureCalibrator(full*1.08), SelectOptions{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !s.Adopt || s.Calibrator.Method != MethodTemperature || math.Abs(s.Calibrator.Temperature-full) > 1e-9 {
+	if !s.Adopt || s.Calibrator.Method != calibration.MethodTemperature || math.Abs(s.Calibrator.Temperature-full) > 1e-9 {
 		t.Errorf("kept %s against T=%.4f on every outcome: %s", s.Calibrator, full, s.Reason)
 	}
-	cur := Measure(Calibrate(preds, TemperatureCalibrator(full*1.08)))
+	cur := Measure(calibration.Calibrate(preds, calibration.TemperatureCalibrator(full*1.08)))
 	if s.Current.OutOfFold.NLL == cur.NLL {
 		t.Errorf("the current calibrator was scored as it is, not out of fold")
 	}

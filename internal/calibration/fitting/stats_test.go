@@ -1,4 +1,4 @@
-package calibration
+package fitting
 
 import (
 	"encoding/json"
@@ -6,17 +6,18 @@ import (
 	"reflect"
 	"testing"
 
+	"system1/internal/calibration"
 	"system1/internal/decision"
 )
 
 // mixed is a set of every kind, with cases Check refuses among them.
-func mixed() []Prediction {
+func mixed() []calibration.Prediction {
 	preds := overconfident(400, 4, 1.5, 3)
 	preds = append(preds, nouls(300, 1.5, 4)...)
 	preds = append(preds, sst5Like(300, 0.5, 5)...)
 	preds = append(preds,
-		Prediction{Kind: decision.Choice, Dist: decision.Distribution{math.NaN(), 1}, Options: 2},
-		Prediction{Kind: "rank", Dist: decision.Distribution{.5, .5}, Options: 2},
+		calibration.Prediction{Kind: decision.Choice, Dist: decision.Distribution{math.NaN(), 1}, Options: 2},
+		calibration.Prediction{Kind: "rank", Dist: decision.Distribution{.5, .5}, Options: 2},
 	)
 	return preds
 }
@@ -77,7 +78,7 @@ func TestStatsMatchMeasure(t *testing.T) {
 func TestStatsSuggestGate(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		preds  []Prediction
+		preds  []calibration.Prediction
 		target float64
 	}{
 		{"choices", overconfident(3000, 4, 3, 8), 0.05},
@@ -107,7 +108,7 @@ func TestStatsSuggestGate(t *testing.T) {
 			}
 		}
 		if (lowest < 0) != (got.Threshold == nil) {
-			t.Fatalf("%s: gate %v; the lowest edge that passes is %d", tc.name, got.Threshold, lowest)
+			t.Fatalf("%s: gate %v; the lowest calibration.Edge that passes is %d", tc.name, got.Threshold, lowest)
 		}
 		if lowest < 0 {
 			continue
@@ -126,10 +127,10 @@ func TestStatsSuggestGate(t *testing.T) {
 	}
 }
 
-func countAbove(preds []Prediction, t float64) int {
+func countAbove(preds []calibration.Prediction, t float64) int {
 	n := 0
 	for _, p := range preds {
-		if p.Check() == nil && p.Confidence() >= t-edge {
+		if p.Check() == nil && p.Confidence() >= t-calibration.Edge {
 			n++
 		}
 	}
@@ -154,10 +155,10 @@ func TestBucketStatsReport(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("from statistics\n%+v\nfrom cases\n%+v", got, want)
 	}
-	if !(got.AccuracyCalibrated > got.Accuracy) || got.Method != MethodVector {
+	if !(got.AccuracyCalibrated > got.Accuracy) || got.Method != calibration.MethodVector {
 		t.Errorf("the report does not show the vector fit: %+v", got)
 	}
-	other := NewBucketStats(TemperatureCalibrator(2), "r2")
+	other := NewBucketStats(calibration.TemperatureCalibrator(2), "r2")
 	if err := b.Merge(other); err == nil {
 		t.Error("merged statistics under two fits")
 	}
@@ -166,7 +167,7 @@ func TestBucketStatsReport(t *testing.T) {
 	if err := b.Merge(same); err != nil || b.Raw.N != len(preds)+1 {
 		t.Errorf("merge: %v, n %d", err, b.Raw.N)
 	}
-	if s := NewBucketStats(Calibrator{Method: "x"}, ""); s.Calibrator.Method != MethodNone {
+	if s := NewBucketStats(calibration.Calibrator{Method: "x"}, ""); s.Calibrator.Method != calibration.MethodNone {
 		t.Errorf("a broken calibrator became %+v", s.Calibrator)
 	}
 }
@@ -222,7 +223,7 @@ func TestRefitState(t *testing.T) {
 // with one from its cases, over 100,000 outcomes.
 func BenchmarkBucketReport(b *testing.B) {
 	preds := overconfident(100000, 4, 1.5, 1)
-	c := TemperatureCalibrator(2)
+	c := calibration.TemperatureCalibrator(2)
 	st := NewBucketStats(c, "r")
 	for _, p := range preds {
 		st.Add(p)

@@ -1,14 +1,14 @@
-package calibration
+package fitting
 
 import (
 	"math"
 	"math/rand/v2"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"system1/internal/calibration"
 	"system1/internal/decision"
 )
 
@@ -53,7 +53,7 @@ func TestStatsRemove(t *testing.T) {
 	// What was never added is not taken.
 	var one Stats
 	one.Add(preds[0])
-	one.Remove(Prediction{Kind: preds[0].Kind, Dist: preds[0].Dist, Expected: (preds[0].Expected + 1) % preds[0].Options, Options: preds[0].Options})
+	one.Remove(calibration.Prediction{Kind: preds[0].Kind, Dist: preds[0].Dist, Expected: (preds[0].Expected + 1) % preds[0].Options, Options: preds[0].Options})
 	if one.Metrics().N != 1 {
 		t.Errorf("a case never added was removed: %+v", one.Metrics())
 	}
@@ -127,15 +127,15 @@ func TestSelectionSets(t *testing.T) {
 	for i := range preds {
 		preds[i].Request = "r" + string(rune('a'+i%26)) + string(rune('a'+i/26%26)) + string(rune('a'+i/676))
 	}
-	s, err := Select(preds, Identity(), SelectOptions{Seed: 1})
+	s, err := Select(preds, calibration.Identity(), SelectOptions{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sets, err := s.Sets(ConformalLAC, SetCoverages())
+	sets, err := s.Sets(calibration.ConformalLAC, SetCoverages())
 	if err != nil || len(sets) != len(SetCoverages()) {
 		t.Fatalf("%d sets, %v", len(sets), err)
 	}
-	if !s.Adopt || s.Calibrator.Method == MethodNone {
+	if !s.Adopt || s.Calibrator.Method == calibration.MethodNone {
 		t.Fatalf("no calibrator adopted: %s", s.Reason)
 	}
 	odd := 0
@@ -158,7 +158,7 @@ func TestSelectionSets(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	f := Fit{Sets: sets}
+	f := calibration.Fit{Sets: sets}
 	if c, ok := f.SetFor(0.9); !ok || c.Coverage != 0.9 {
 		t.Errorf("SetFor(0.9) = %+v %v", c, ok)
 	}
@@ -166,15 +166,15 @@ func TestSelectionSets(t *testing.T) {
 		t.Errorf("SetFor(0.905) = %+v %v; want the set at 0.91", c, ok)
 	}
 	// Few cases: no set at a coverage they cannot support.
-	few, err := Select(preds[:40], Identity(), SelectOptions{Seed: 1})
+	few, err := Select(preds[:40], calibration.Identity(), SelectOptions{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	small, _ := few.Sets(ConformalLAC, []float64{0.9, 0.99})
+	small, _ := few.Sets(calibration.ConformalLAC, []float64{0.9, 0.99})
 	if len(small) != 1 || small[0].Coverage != 0.9 {
-		t.Fatalf("40 cases gave sets %+v; want one at 0.9 (0.99 needs %d)", small, ConformalMinCases(0.99))
+		t.Fatalf("40 cases gave sets %+v; want one at 0.9 (0.99 needs %d)", small, calibration.ConformalMinCases(0.99))
 	}
-	if _, ok := (Fit{Sets: small}).SetFor(0.95); ok {
+	if _, ok := (calibration.Fit{Sets: small}).SetFor(0.95); ok {
 		t.Error("a fit without a set at 0.95 or above served one")
 	}
 	if _, err := few.Sets("rank", []float64{0.9}); err == nil {
@@ -182,30 +182,12 @@ func TestSelectionSets(t *testing.T) {
 	}
 }
 
-// A set's holdout is read back as written, and a key in it that is not
-// one of SetCoverage's is refused, naming it.
-func TestFitsSetHoldoutKeys(t *testing.T) {
-	set := `{"method":"lac","coverage":0.9,"n":10,"threshold":0.8,"holdout":{"n":10,"covered":9,"coverage":0.9,"mean_size":1.2,"empty":0,"singletons":8}}`
-	f, err := ParseFits([]byte(fitsWith(strings.TrimSuffix(fitJSON("1.5"), "}") + `,"sets":[` + set + `]}`)))
-	if err != nil || f.Fits[0].Sets[0].Holdout == nil || f.Fits[0].Sets[0].Holdout.Singletons != 8 {
-		t.Fatalf("%+v %v", f, err)
-	}
-	bad := strings.Replace(set, `"empty":0`, `"Empty":0`, 1)
-	if _, err := ParseFits([]byte(fitsWith(strings.TrimSuffix(fitJSON("1.5"), "}") + `,"sets":[` + bad + `]}`))); err == nil || !strings.Contains(err.Error(), `"Empty"`) {
-		t.Errorf("an unknown holdout key: %v", err)
-	}
-	nest := strings.Replace(set, `"covered":9`, `"covered":11`, 1)
-	if _, err := ParseFits([]byte(fitsWith(strings.TrimSuffix(fitJSON("1.5"), "}") + `,"sets":[` + nest + `]}`))); err == nil {
-		t.Error("a holdout covering more cases than it has was taken")
-	}
-}
-
 // scoreMix draws n five-level scores from a model right on a share right
 // of them that reports q on its level and spreads the rest evenly.
-func scoreMix(n int, right, q float64, seed uint64) []Prediction {
+func scoreMix(n int, right, q float64, seed uint64) []calibration.Prediction {
 	r := rand.New(rand.NewPCG(seed, 0x556))
 	share := []float64{.13, .26, .19, .26, .16}
-	out := make([]Prediction, n)
+	out := make([]calibration.Prediction, n)
 	for i := range out {
 		level := draw(r, share)
 		said := level
@@ -217,7 +199,7 @@ func scoreMix(n int, right, q float64, seed uint64) []Prediction {
 			d[j] = (1 - q) / 4
 		}
 		d[said] = q
-		out[i] = Prediction{Kind: decision.Score, Dist: d, Expected: level, Options: 5, Request: "r" + strconv.Itoa(i)}
+		out[i] = calibration.Prediction{Kind: decision.Score, Dist: d, Expected: level, Options: 5, Request: "r" + strconv.Itoa(i)}
 	}
 	return out
 }
@@ -232,12 +214,12 @@ func scoreMix(n int, right, q float64, seed uint64) []Prediction {
 // adopted (a temperature that keeps it may be).
 func TestSelectRefusesAScoreCalibratorThatCostsAccuracy(t *testing.T) {
 	preds := scoreMix(300, 0.2, 0.6, 9)
-	s, err := Select(preds, Identity(), SelectOptions{Seed: 1})
+	s, err := Select(preds, calibration.Identity(), SelectOptions{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range s.Candidates {
-		if c.Method != MethodTemperature {
+		if c.Method != calibration.MethodTemperature {
 			continue
 		}
 		t.Logf("temperature %s: accuracy gain %s, MAE gain %s; %s", c.Calibrator, c.AccuracyGain, *c.MAEGain, c.Refused)
@@ -248,38 +230,7 @@ func TestSelectRefusesAScoreCalibratorThatCostsAccuracy(t *testing.T) {
 			t.Errorf("the temperature was not refused for its accuracy: %q", c.Refused)
 		}
 	}
-	if s.Adopt && s.Calibrator.Method != MethodLevel {
+	if s.Adopt && s.Calibrator.Method != calibration.MethodLevel {
 		t.Errorf("adopted %s: %s", s.Calibrator, s.Reason)
-	}
-}
-
-// A set's own calibrator is read back as written and applied before the
-// threshold (SetOf); one of an unknown key, a map, or no method is
-// refused, naming it.
-func TestFitsSetCalibrator(t *testing.T) {
-	with := func(cal string) string {
-		set := `{"method":"lac","coverage":0.9,"n":10,"threshold":0.5,"calibrator":` + cal + `}`
-		return fitsWith(strings.TrimSuffix(fitJSON("1.5"), "}") + `,"sets":[` + set + `]}`)
-	}
-	f, err := ParseFits([]byte(with(`{"method":"vector","temperature":1,"biases":[-3,0]}`)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rule := f.Fits[0].Sets[0]
-	// 0.6 and 0.4 as they came: under a pull of 3 nats from the first,
-	// the second alone clears p >= 0.5.
-	d := decision.Distribution{0.6, 0.4}
-	if got, raw := rule.SetOf(d), rule.Set(d); !slices.Equal(got, []int{1}) || !slices.Equal(raw, []int{0}) {
-		t.Errorf("SetOf %v, Set %v", got, raw)
-	}
-	for _, tc := range []struct{ cal, want string }{
-		{`{"method":"vector","temperature":1,"biases":[0,0],"alpha":1}`, `unknown field "alpha"`},
-		{`{"method":"none","temperature":1}`, "a set's calibrator"},
-		{`{"method":"temperature","temperature":2,"map":{"x":[0.5],"y":[0.5]}}`, "a set's calibrator"},
-		{`{"method":"temperature","temperature":-2}`, "calibrator: temperature -2"},
-	} {
-		if _, err := ParseFits([]byte(with(tc.cal))); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: %v, want %q", tc.cal, err, tc.want)
-		}
 	}
 }

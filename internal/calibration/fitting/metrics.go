@@ -1,8 +1,9 @@
-package calibration
+package fitting
 
 import (
 	"math"
 
+	"system1/internal/calibration"
 	"system1/internal/decision"
 )
 
@@ -94,7 +95,7 @@ func selectiveThresholds() []struct {
 // Measure computes the metrics of a set of predictions. Cases that fail
 // Prediction.Check are left out and counted in Skipped; the kinds may be
 // mixed, though a fit is made per kind and bucket.
-func Measure(preds []Prediction) Metrics {
+func Measure(preds []calibration.Prediction) Metrics {
 	m := Metrics{Bins: make([]Bin, NumBins), Selective: map[string]Selective{}}
 	sel := selectiveThresholds()
 	selN := make([]int, len(sel))
@@ -121,7 +122,7 @@ func Measure(preds []Prediction) Metrics {
 			rightIn[b]++
 		}
 		for i, s := range sel {
-			if c >= s.t-edge {
+			if c >= s.t-calibration.Edge {
 				selN[i]++
 				if ok {
 					selRight[i]++
@@ -181,7 +182,7 @@ func Measure(preds []Prediction) Metrics {
 
 // bin is the index of the confidence bin holding c.
 func bin(c float64) int {
-	return min(max(int(math.Floor(c*NumBins+edge)), 0), NumBins-1)
+	return min(max(int(math.Floor(c*NumBins+calibration.Edge)), 0), NumBins-1)
 }
 
 // ratio is a/b, 0 when b is 0.

@@ -1,4 +1,4 @@
-package calibration
+package fitting
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 
+	"system1/internal/calibration"
 	"system1/internal/decision"
 )
 
@@ -36,7 +37,7 @@ var ErrNoCases = errors.New("no cases to fit")
 //
 // An empty set is ErrNoCases, and a case that fails Prediction.Check is an
 // error naming its index.
-func FitTemperature(preds []Prediction) (float64, error) {
+func FitTemperature(preds []calibration.Prediction) (float64, error) {
 	if len(preds) == 0 {
 		return 0, ErrNoCases
 	}
@@ -59,7 +60,7 @@ type logCase struct {
 	expected float64
 }
 
-func newLogCase(p Prediction) logCase {
+func newLogCase(p calibration.Prediction) logCase {
 	lc := logCase{expected: math.Inf(-1)}
 	for i, q := range p.Dist {
 		if q > 0 {
@@ -100,8 +101,8 @@ func meanNLL(cases []logCase, beta float64) float64 {
 // Temper returns a copy of preds with every distribution tempered by t, as
 // Distribution.Temper does it. A t of 1, or one that is not a positive
 // finite number, leaves the distributions as they are, shared with preds.
-func Temper(preds []Prediction, t float64) []Prediction {
-	out := make([]Prediction, len(preds))
+func Temper(preds []calibration.Prediction, t float64) []calibration.Prediction {
+	out := make([]calibration.Prediction, len(preds))
 	for i, p := range preds {
 		p.Dist = p.Dist.Temper(t)
 		out[i] = p
@@ -117,7 +118,7 @@ func Temper(preds []Prediction, t float64) []Prediction {
 // cases with the smallest keys are held out. Both sets keep the cases in
 // their order in preds; the distributions are shared with preds, not
 // copied.
-func Split(preds []Prediction, holdout float64, seed uint64) (fit, held []Prediction) {
+func Split(preds []calibration.Prediction, holdout float64, seed uint64) (fit, held []calibration.Prediction) {
 	n := len(preds)
 	h := 0
 	switch {
@@ -169,7 +170,7 @@ func mix(x uint64) uint64 {
 type Group struct {
 	Kind   decision.Kind
 	Bucket string
-	Preds  []Prediction
+	Preds  []calibration.Prediction
 }
 
 // Groups sorts preds into groups by kind and Bucket(Options), keeping the
@@ -177,11 +178,11 @@ type Group struct {
 // score, then any unknown kind by name) and then by bucket, fewest options
 // first; cases of an unknown kind are grouped like the others and will fail
 // to fit.
-func Groups(preds []Prediction) []Group {
+func Groups(preds []calibration.Prediction) []Group {
 	var out []Group
 	at := map[[2]string]int{}
 	for _, p := range preds {
-		k := [2]string{string(p.Kind), Bucket(p.Options)}
+		k := [2]string{string(p.Kind), calibration.Bucket(p.Options)}
 		i, ok := at[k]
 		if !ok {
 			i = len(out)
@@ -211,7 +212,7 @@ func Groups(preds []Prediction) []Group {
 			}
 			return 1
 		}
-		return bucketIndex(a.Bucket) - bucketIndex(b.Bucket)
+		return slices.Index(calibration.Buckets(), a.Bucket) - slices.Index(calibration.Buckets(), b.Bucket)
 	})
 	return out
 }
@@ -221,28 +222,28 @@ func Groups(preds []Prediction) []Group {
 // cases as Holdout. Every case of both sets must pass Prediction.Check and
 // share one kind and bucket, which the fit takes; Provider, Model and Date
 // are left for the caller to fill in.
-func NewFit(fit, held []Prediction) (Fit, error) {
+func NewFit(fit, held []calibration.Prediction) (calibration.Fit, error) {
 	if len(fit) == 0 {
-		return Fit{}, ErrNoCases
+		return calibration.Fit{}, ErrNoCases
 	}
-	f := Fit{Kind: fit[0].Kind, Bucket: Bucket(fit[0].Options), N: len(fit)}
+	f := calibration.Fit{Kind: fit[0].Kind, Bucket: calibration.Bucket(fit[0].Options), N: len(fit)}
 	for _, set := range []struct {
 		name  string
-		preds []Prediction
+		preds []calibration.Prediction
 	}{{"fitted", fit}, {"held-out", held}} {
 		name := set.name
 		for i, p := range set.preds {
 			if err := p.Check(); err != nil {
-				return Fit{}, fmt.Errorf("%s case %d: %w", name, i, err)
+				return calibration.Fit{}, fmt.Errorf("%s case %d: %w", name, i, err)
 			}
-			if p.Kind != f.Kind || Bucket(p.Options) != f.Bucket {
-				return Fit{}, fmt.Errorf("%s case %d is %s over %d options, not %s in bucket %s", name, i, p.Kind, p.Options, f.Kind, f.Bucket)
+			if p.Kind != f.Kind || calibration.Bucket(p.Options) != f.Bucket {
+				return calibration.Fit{}, fmt.Errorf("%s case %d is %s over %d options, not %s in bucket %s", name, i, p.Kind, p.Options, f.Kind, f.Bucket)
 			}
 		}
 	}
 	t, err := FitTemperature(fit)
 	if err != nil {
-		return Fit{}, err
+		return calibration.Fit{}, err
 	}
 	f.Temperature = t
 	s := score(fit, t)
@@ -255,7 +256,7 @@ func NewFit(fit, held []Prediction) (Fit, error) {
 }
 
 // score measures preds before and after tempering by t.
-func score(preds []Prediction, t float64) Score {
+func score(preds []calibration.Prediction, t float64) calibration.Score {
 	before, after := Measure(preds), Measure(Temper(preds, t))
-	return Score{N: before.N, NLLBefore: before.NLL, NLLAfter: after.NLL, ECEBefore: before.ECE, ECEAfter: after.ECE}
+	return calibration.Score{N: before.N, NLLBefore: before.NLL, NLLAfter: after.NLL, ECEBefore: before.ECE, ECEAfter: after.ECE}
 }

@@ -1,4 +1,4 @@
-package calibration
+package fitting
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package calibration
+package fitting
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"system1/internal/calibration"
 	"system1/internal/decision"
 )
 
@@ -24,9 +25,9 @@ import (
 func TestConformalCoverage(t *testing.T) {
 	pool := overconfident(4000, 5, 1.5, 31)
 	const nCal, splits = 500, 50
-	for _, method := range []string{ConformalLAC, ConformalAPS} {
+	for _, method := range []string{calibration.ConformalLAC, calibration.ConformalAPS} {
 		for _, coverage := range []float64{0.8, 0.9, 0.95} {
-			k := float64(conformalRank(nCal, coverage))
+			k := float64(calibration.ConformalRank(nCal, coverage))
 			m := float64(len(pool) - nCal)
 			low := betaQuantile(1e-4, k, nCal+1-k) - 4*math.Sqrt(coverage*(1-coverage)/m)
 			r := rand.New(rand.NewPCG(uint64(coverage*100), 7))
@@ -69,17 +70,17 @@ func TestFitConformal(t *testing.T) {
 		coverage float64
 		want     int
 	}{{0.5, 1}, {0.8, 4}, {0.9, 9}, {0.95, 19}, {0.99, 99}, {0.49, -1}, {0.995, -1}, {math.NaN(), -1}} {
-		if got := ConformalMinCases(tc.coverage); got != tc.want {
+		if got := calibration.ConformalMinCases(tc.coverage); got != tc.want {
 			t.Errorf("ConformalMinCases(%v) = %d, want %d", tc.coverage, got, tc.want)
 		}
 	}
 	// Right options at .9, .8, ..., .1: LAC scores .1 .. .9.
-	var preds []Prediction
+	var preds []calibration.Prediction
 	for i := 1; i <= 9; i++ {
 		p := 1 - float64(i)/10
-		preds = append(preds, Prediction{Kind: decision.Noul, Dist: decision.Distribution{p, 1 - p}, Expected: 0, Options: 2})
+		preds = append(preds, calibration.Prediction{Kind: decision.Noul, Dist: decision.Distribution{p, 1 - p}, Expected: 0, Options: 2})
 	}
-	c, err := FitConformal(preds, ConformalLAC, 0.8)
+	c, err := FitConformal(preds, calibration.ConformalLAC, 0.8)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,23 +103,23 @@ func TestFitConformal(t *testing.T) {
 			t.Errorf("LAC set of %v = %v, want %v", tc.d, got, tc.want)
 		}
 	}
-	if _, err := FitConformal(preds, ConformalLAC, 0.9); err != nil {
+	if _, err := FitConformal(preds, calibration.ConformalLAC, 0.9); err != nil {
 		t.Errorf("9 cases at 0.9: %v", err)
 	}
-	if _, err := FitConformal(preds[:8], ConformalLAC, 0.9); !errors.Is(err, ErrTooFewForCoverage) || !strings.Contains(err.Error(), "at least 9") {
+	if _, err := FitConformal(preds[:8], calibration.ConformalLAC, 0.9); !errors.Is(err, ErrTooFewForCoverage) || !strings.Contains(err.Error(), "at least 9") {
 		t.Errorf("8 cases at 0.9: %v", err)
 	}
 	for _, tc := range []struct {
 		method   string
 		coverage float64
-		preds    []Prediction
+		preds    []calibration.Prediction
 		want     string
 	}{
 		{"raps", 0.9, preds, `method "raps"`},
-		{ConformalAPS, 0.3, preds, "coverage 0.3"},
-		{ConformalAPS, math.NaN(), preds, "coverage NaN"},
-		{ConformalAPS, 0.9, append(slices.Clone(preds), Prediction{Kind: decision.Noul, Dist: decision.Distribution{2, -1}, Options: 2}), "case 9"},
-		{ConformalAPS, 0.9, nil, "0 cases"},
+		{calibration.ConformalAPS, 0.3, preds, "coverage 0.3"},
+		{calibration.ConformalAPS, math.NaN(), preds, "coverage NaN"},
+		{calibration.ConformalAPS, 0.9, append(slices.Clone(preds), calibration.Prediction{Kind: decision.Noul, Dist: decision.Distribution{2, -1}, Options: 2}), "case 9"},
+		{calibration.ConformalAPS, 0.9, nil, "0 cases"},
 	} {
 		if _, err := FitConformal(tc.preds, tc.method, tc.coverage); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s at %v: %v, want %q", tc.method, tc.coverage, err, tc.want)
@@ -126,7 +127,7 @@ func TestFitConformal(t *testing.T) {
 	}
 	// APS: the options by probability, the set a prefix of that order
 	// whose mass reaches no more than the threshold.
-	aps := Conformal{Method: ConformalAPS, Coverage: 0.9, N: 100, Threshold: 0.75}
+	aps := calibration.Conformal{Method: calibration.ConformalAPS, Coverage: 0.9, N: 100, Threshold: 0.75}
 	for _, tc := range []struct {
 		d    decision.Distribution
 		want []int
@@ -139,12 +140,12 @@ func TestFitConformal(t *testing.T) {
 			t.Errorf("APS set of %v = %v, want %v", tc.d, got, tc.want)
 		}
 	}
-	for _, bad := range []Conformal{
+	for _, bad := range []calibration.Conformal{
 		{Method: "x", Coverage: 0.9, N: 100},
-		{Method: ConformalLAC, Coverage: 1, N: 100},
-		{Method: ConformalLAC, Coverage: 0.9, N: 8},
-		{Method: ConformalLAC, Coverage: 0.9, N: 100, Threshold: math.NaN()},
-		{Method: ConformalLAC, Coverage: 0.9, N: 100, Threshold: 1.5},
+		{Method: calibration.ConformalLAC, Coverage: 1, N: 100},
+		{Method: calibration.ConformalLAC, Coverage: 0.9, N: 8},
+		{Method: calibration.ConformalLAC, Coverage: 0.9, N: 100, Threshold: math.NaN()},
+		{Method: calibration.ConformalLAC, Coverage: 0.9, N: 100, Threshold: 1.5},
 	} {
 		if bad.Check() == nil || bad.Set(decision.Distribution{.5, .5}) != nil {
 			t.Errorf("%+v passes Check or gives a set", bad)

@@ -1,8 +1,10 @@
-package calibration
+package fitting
 
 import (
 	"fmt"
 	"slices"
+
+	"system1/internal/calibration"
 )
 
 // SetCoverages are the coverages a refit fits prediction sets at: 0.50
@@ -22,7 +24,7 @@ func SetCoverages() []float64 {
 // calibrated by a calibrator that did not see it: out of fold under the
 // adopted calibrator, or under the current one (fitted before) when
 // none was adopted. A gate is chosen on them.
-func (s *Selection) HeldOut() []Prediction { return slices.Clone(s.oof) }
+func (s *Selection) HeldOut() []calibration.Prediction { return slices.Clone(s.oof) }
 
 // Sets fits split conformal sets of method (ConformalLAC or
 // ConformalAPS) at each coverage on the selection's cases, on the scores
@@ -49,26 +51,26 @@ func (s *Selection) HeldOut() []Prediction { return slices.Clone(s.oof) }
 // none) needs no split: the threshold rests on every case as it came.
 // The confidence map is left out: it moves only the answer's probability
 // and is fitted on the same cases.
-func (s *Selection) Sets(method string, coverages []float64) ([]Conformal, error) {
-	if method != ConformalLAC && method != ConformalAPS {
-		return nil, fmt.Errorf("method %q is not %s or %s", method, ConformalLAC, ConformalAPS)
+func (s *Selection) Sets(method string, coverages []float64) ([]calibration.Conformal, error) {
+	if method != calibration.ConformalLAC && method != calibration.ConformalAPS {
+		return nil, fmt.Errorf("method %q is not %s or %s", method, calibration.ConformalLAC, calibration.ConformalAPS)
 	}
 	cases, fold, use := s.preds, s.fold, func(int) bool { return true }
-	var setCal *Calibrator
-	if base := s.Calibrator.Base(); base.Method != MethodNone {
-		var train []Prediction
+	var setCal *calibration.Calibrator
+	if base := s.Calibrator.Base(); base.Method != calibration.MethodNone {
+		var train []calibration.Prediction
 		for i, p := range s.preds {
 			if s.fold[i]%2 == 0 {
 				train = append(train, p)
 			}
 		}
-		if c, err := FitMethod(base.Method, train); err == nil && c.Method != MethodNone && !(c.Method == MethodTemperature && c.Temperature == 1) {
+		if c, err := FitMethod(base.Method, train); err == nil && c.Method != calibration.MethodNone && !(c.Method == calibration.MethodTemperature && c.Temperature == 1) {
 			setCal = &c
-			cases = Calibrate(s.preds, c)
+			cases = calibration.Calibrate(s.preds, c)
 			use = func(i int) bool { return s.fold[i]%2 == 1 }
 		}
 	}
-	var calib []Prediction
+	var calib []calibration.Prediction
 	for i, p := range cases {
 		if use(i) {
 			calib = append(calib, p)
@@ -83,7 +85,7 @@ func (s *Selection) Sets(method string, coverages []float64) ([]Conformal, error
 	}
 	// Per fold of the cases the rules rest on: the scores of the other
 	// such folds' cases, sorted once, give every coverage's threshold.
-	hold := make([]SetCoverage, len(out))
+	hold := make([]calibration.SetCoverage, len(out))
 	size := make([]int, len(out))
 	ok := make([]bool, len(out))
 	for i := range ok {
@@ -91,14 +93,14 @@ func (s *Selection) Sets(method string, coverages []float64) ([]Conformal, error
 	}
 	for k := range s.Folds {
 		var train []float64
-		var test []Prediction
+		var test []calibration.Prediction
 		for i, p := range cases {
 			switch {
 			case !use(i):
 			case fold[i] == k:
 				test = append(test, p)
 			default:
-				train = append(train, conformalScore(method, p.Dist, p.Expected))
+				train = append(train, calibration.ConformalScore(method, p.Dist, p.Expected))
 			}
 		}
 		if len(test) == 0 {
@@ -106,12 +108,12 @@ func (s *Selection) Sets(method string, coverages []float64) ([]Conformal, error
 		}
 		slices.Sort(train)
 		for j, rule := range out {
-			r := conformalRank(len(train), rule.Coverage)
+			r := calibration.ConformalRank(len(train), rule.Coverage)
 			if r > len(train) {
 				ok[j] = false
 				continue
 			}
-			fr := Conformal{Method: method, Coverage: rule.Coverage, N: len(train), Threshold: min(max(train[r-1], 0), 1)}
+			fr := calibration.Conformal{Method: method, Coverage: rule.Coverage, N: len(train), Threshold: min(max(train[r-1], 0), 1)}
 			h := &hold[j]
 			for _, p := range test {
 				set := fr.Set(p.Dist)
@@ -146,45 +148,12 @@ func (s *Selection) Sets(method string, coverages []float64) ([]Conformal, error
 // rules will be applied to (FitConformal), in the order of coverages,
 // leaving out the coverages preds are too few for; nil when there are
 // none, or for a method that is neither.
-func FitSets(preds []Prediction, method string, coverages []float64) []Conformal {
-	var out []Conformal
+func FitSets(preds []calibration.Prediction, method string, coverages []float64) []calibration.Conformal {
+	var out []calibration.Conformal
 	for _, c := range coverages {
 		if rule, err := FitConformal(preds, method, c); err == nil {
 			out = append(out, rule)
 		}
 	}
 	return out
-}
-
-// SetFor is the fit's prediction set rule for a request of the given
-// coverage: of its sets, the one of the least coverage at or above it
-// (LAC before APS at the same coverage), so that the guarantee holds
-// for what was asked. It reports false when the fit has none that high:
-// its outcomes were too few (ConformalMinCases).
-func (f Fit) SetFor(coverage float64) (Conformal, bool) {
-	best := -1
-	for i, c := range f.Sets {
-		if c.Check() != nil || c.Coverage < coverage-1e-9 {
-			continue
-		}
-		if best < 0 || c.Coverage < f.Sets[best].Coverage ||
-			(c.Coverage == f.Sets[best].Coverage && c.Method == ConformalLAC && f.Sets[best].Method != ConformalLAC) {
-			best = i
-		}
-	}
-	if best < 0 {
-		return Conformal{}, false
-	}
-	return f.Sets[best], true
-}
-
-// MostSetOutcomes is the most calibration cases any of the fit's sets
-// rests on, 0 when it has none: what a request its sets cannot serve is
-// told the bucket had.
-func (f Fit) MostSetOutcomes() int {
-	n := 0
-	for _, c := range f.Sets {
-		n = max(n, c.N)
-	}
-	return n
 }
