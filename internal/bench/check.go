@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"system1/internal/calibration"
+	"system1/internal/calibration/fitting"
 )
 
 // BaselineVersion is the version of the baseline format this package
@@ -54,7 +55,7 @@ func NewBaseline(model, created string, records []Record) (*Baseline, error) {
 		seen[r.ID] = true
 	}
 	b := &Baseline{Version: BaselineVersion, Created: created, Model: model, Builds: builds(records), Cases: records}
-	if c, err := calibration.FitConformal(predictions(records), calibration.ConformalLAC, DefaultSetCoverage); err == nil {
+	if c, err := fitting.FitConformal(predictions(records), calibration.ConformalLAC, DefaultSetCoverage); err == nil {
 		b.Sets = &c
 	}
 	return b, nil
@@ -157,7 +158,7 @@ func (b *Baseline) Compare(records []Record, t Thresholds) ([]Check, error) {
 			}
 		}
 	}
-	was, now := calibration.Measure(predictions(b.Cases)), calibration.Measure(predictions(answered))
+	was, now := fitting.Measure(predictions(b.Cases)), fitting.Measure(predictions(answered))
 	out := []Check{{Name: "failed requests", Baseline: "0", Now: fmt.Sprint(failed), Limit: "0", Held: failed == 0}}
 	if failed > 0 {
 		out[0].Why = fmt.Sprintf("%d of %d cases were not answered; the first, %s", failed, len(records), firstFail)

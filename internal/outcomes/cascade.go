@@ -8,6 +8,7 @@ import (
 
 	"system1/internal/answer"
 	"system1/internal/calibration"
+	"system1/internal/calibration/fitting"
 	"system1/internal/decisionlog"
 )
 
@@ -133,7 +134,7 @@ func reportCascade(c answer.Cascade, es []decisionlog.Entry, fits *calibration.F
 		}
 		if st.Answered > 0 {
 			st.Error = float64(st.Wrong) / float64(st.Answered)
-			st.UpperBound = calibration.ClopperPearsonUpper(st.Wrong, st.Answered, 1-calibration.EscalationDelta)
+			st.UpperBound = fitting.ClopperPearsonUpper(st.Wrong, st.Answered, 1-calibration.EscalationDelta)
 		}
 		st.Thresholds = stageThresholds(fits, name, c.TargetError)
 		if i < len(c.Stages)-1 {

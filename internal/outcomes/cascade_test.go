@@ -6,6 +6,7 @@ import (
 
 	"system1/internal/answer"
 	"system1/internal/calibration"
+	"system1/internal/calibration/fitting"
 	"system1/internal/decisionlog"
 )
 
@@ -40,7 +41,7 @@ func TestReportCascade(t *testing.T) {
 		{"small answered", rep.Stages[0].Answered, 2},
 		{"small wrong", rep.Stages[0].Wrong, 1},
 		{"small error", rep.Stages[0].Error, 0.5},
-		{"small bound", rep.Stages[0].UpperBound, calibration.ClopperPearsonUpper(1, 2, 0.95)},
+		{"small bound", rep.Stages[0].UpperBound, fitting.ClopperPearsonUpper(1, 2, 0.95)},
 		{"large asked", rep.Stages[1].Asked, 1},
 		{"large answered", rep.Stages[1].Answered, 1},
 		{"large share", rep.Stages[1].Share, 1.0 / 3},

@@ -149,7 +149,7 @@ func refit(due []bucketCases, current *calibration.Fits, o RefitOptions) (*calib
 			continue
 		}
 		ft.Sets = sets
-		ft.SetEscalations(s.HeldOut(), o.EscalationTargets)
+		fitting.SetEscalations(&ft, s.HeldOut(), o.EscalationTargets)
 		ft.Model, ft.Provider, ft.Kind, ft.Bucket, ft.Fingerprint = b.key.model, "", b.key.kind, b.key.bucket, b.key.fingerprint
 		if idx >= 0 && sameFit(next.Fits[idx], ft) {
 			out = append(out, d)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"system1/internal/calibration"
+	"system1/internal/calibration/fitting"
 	"system1/internal/cases"
 	"system1/internal/decision"
 )
@@ -65,7 +66,7 @@ type stage struct {
 }
 
 func learn(b *testing.B, fitOn, certifyOn []calibration.Prediction, target float64) stage {
-	t, err := calibration.FitTemperature(fitOn)
+	t, err := fitting.FitTemperature(fitOn)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -74,7 +75,7 @@ func learn(b *testing.B, fitOn, certifyOn []calibration.Prediction, target float
 	for _, p := range calibration.Calibrate(certifyOn, calibration.Calibrator{Temperature: t}) {
 		conf, wrong = append(conf, p.Confidence()), append(wrong, !p.Correct())
 	}
-	e, err := calibration.CertifyEscalation(conf, wrong, target, calibration.EscalationDelta, nil)
+	e, err := fitting.CertifyEscalation(conf, wrong, target, calibration.EscalationDelta, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
