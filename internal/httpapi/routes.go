@@ -37,7 +37,9 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	s.table = nil
 	handle := func(method, path string, needs Scope, h http.Handler) {
-		s.table = append(s.table, Route{Method: method, Path: path, Needs: needs})
+		// The table names a path as the OpenAPI document does: a
+		// wildcard's "..." is the mux's own word.
+		s.table = append(s.table, Route{Method: method, Path: strings.Replace(path, "...}", "}", 1), Needs: needs})
 		mux.Handle(method+" "+path, h)
 	}
 	wires := map[string]wire{} // the API paths'

@@ -63,7 +63,7 @@ func TestAbandonedRequestIs499(t *testing.T) {
 		t.Errorf("no engine call counted as cancelled:\n%s", grep(body, "system1_engine_attempts_total"))
 	}
 	for _, route := range []string{"/v1/systemone", "/v1/decide"} {
-		if !regexp.MustCompile(`system1_requests_total\{code="499",route="[A-Z]* ?` + regexp.QuoteMeta(route) + `"\} 1`).MatchString(body) {
+		if !regexp.MustCompile(`system1_requests_total\{code="499",key="",route="[A-Z]* ?` + regexp.QuoteMeta(route) + `"\} 1`).MatchString(body) {
 			t.Errorf("system1_requests_total has no 499 for %s:\n%s", route, grep(body, "system1_requests_total"))
 		}
 	}

@@ -72,6 +72,7 @@ decision_log:
 		{"GET", "/v1/calibration", "read", systemOne},
 		{"GET", "/v1/shadow", "read", systemOne},
 		{"GET", "/v1/models", "any key", systemOne},
+		{"GET", "/v1/models/{id}", "any key", systemOne},
 		{"GET", "/health", "open", systemOne},
 		{"GET", "/livez", "open", systemOne},
 		{"GET", "/readyz", "open", systemOne},
@@ -176,7 +177,13 @@ nodes:
 		t.Fatalf("the slow key's first request: %d %s", r.Status, r.Body)
 	}
 	r := do(t, c, "GET", s.URL+"/v1/models", "sk-e2e-slow", "")
-	if typ, _ := errorMessage(r.Body); r.Status != http.StatusTooManyRequests || typ != "rate_limit_error" || r.Header.Get("Retry-After") == "" {
+	// /v1/models answers in OpenAI's envelope, with Jev's detail beside it.
+	var jev struct {
+		Detail struct {
+			Type string `json:"error_type"`
+		} `json:"detail"`
+	}
+	if json.Unmarshal(r.Body, &jev); r.Status != http.StatusTooManyRequests || jev.Detail.Type != "rate_limit_error" || r.Header.Get("Retry-After") == "" {
 		t.Fatalf("the slow key's second request: %d %s; want a 429 with Retry-After", r.Status, r.Body)
 	}
 	for i := range 5 {
