@@ -71,12 +71,15 @@ func (l *Log) Uncertain(ctx context.Context) ([]Uncertain, error) {
 // of that node and model, or after the latest such window before it and
 // still stamped with the build that window found replaced (an answer of
 // a process that had not seen the change yet, or that read its build
-// just before it did). ws are by their end, as Uncertain returns them.
+// just before it did). An answer stamped with either build of a window
+// is of its model whatever name it was recorded under (the model id an
+// upstream's answers carry, Ollama's "m" for "m:latest"). ws are by
+// their end, as Uncertain returns them.
 func InUncertain(ws []Uncertain, node, model, fp string, at int64) bool {
 	var before *Uncertain
 	for i := range ws {
 		w := &ws[i]
-		if w.Node != node || w.Model != model {
+		if w.Node != node || (w.Model != model && (fp == "" || fp != w.Was && fp != w.Now)) {
 			continue
 		}
 		if at >= w.From.UnixNano() && at <= w.To.UnixNano() {

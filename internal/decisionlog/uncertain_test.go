@@ -5,10 +5,11 @@ import (
 	"time"
 )
 
-// An answer is uncertain inside a window of its node and model, or after
-// the latest window before it while still stamped with the build that
-// window found replaced; not before, not of another node or model, and
-// not once a later window (a swap back) ended before it.
+// An answer is uncertain inside a window of its node and model (or
+// stamped with either of the window's builds, under another name), or
+// after the latest window before it while still stamped with the build
+// that window found replaced; not before, not of another node or model,
+// and not once a later window (a swap back) ended before it.
 func TestInUncertain(t *testing.T) {
 	at := func(m int) time.Time { return time.Unix(0, 0).Add(time.Duration(m) * time.Minute) }
 	ws := []Uncertain{
@@ -27,7 +28,10 @@ func TestInUncertain(t *testing.T) {
 		{"after, still the old build", "n", "m", "a", 30, true},
 		{"after, the new build", "n", "m", "b", 30, false},
 		{"another node", "x", "m", "a", 15, false},
-		{"another model", "n", "x", "a", 15, false},
+		{"another model", "n", "x", "c", 15, false},
+		{"another model, after", "n", "x", "c", 30, false},
+		{"the model under another name, either build", "n", "m:latest", "b", 15, true},
+		{"the model under another name, after, the old build", "n", "m:latest", "a", 30, true},
 		{"after the swap back, the old build again", "n", "m", "a", 70, false},
 		{"after the swap back, the build it replaced", "n", "m", "b", 70, true},
 	} {
