@@ -204,7 +204,8 @@ type build struct {
 	// confirmed is when the last canary read that found this build
 	// began: answers since may be another's until the next one.
 	confirmed time.Time
-	answers   int // served since canaryAt, for CheckEveryAnswers
+	answers   int       // served since canaryAt, for CheckEveryAnswers
+	suspected time.Time // the last check Suspect started
 	changes   int64
 	change    string // what the last change was, for /health
 	err       string // why the last probe's identity or canary read failed
@@ -485,10 +486,43 @@ func (r *Router) fingerprintNode(ctx context.Context, n *Node, models []string, 
 	}
 }
 
+// Suspect reads again, off the request path, the identity and canary of
+// every build a node serves under model, as when a drift alarm says the
+// answers' raw distributions moved: a swap is then found without waiting
+// for canary_every, and its uncertain window ends there. A build checked
+// on suspicion less than notWithin ago, never probed, or being probed is
+// left alone, so that an alarm that lasts reads each canary once. It
+// returns how many checks it started.
+func (r *Router) Suspect(model string, notWithin time.Duration) int {
+	if r.prints == nil {
+		return 0
+	}
+	now, started := r.now(), 0
+	for _, n := range r.nodes {
+		b, ok := n.Backend.(identifier)
+		if !ok {
+			continue
+		}
+		for _, m := range n.Models() {
+			if !n.sameModel(m, model) {
+				continue
+			}
+			n.mu.Lock()
+			if st := n.builds[m]; st != nil && n.probing[m] == nil && (st.suspected.IsZero() || now.Sub(st.suspected) >= notWithin) {
+				st.suspected = now
+				r.startProbeLocked(n, b, m, true)
+				started++
+			}
+			n.mu.Unlock()
+		}
+	}
+	return started
+}
+
 // fingerprintModel probes the build n serves under model; its canary
-// when due, or at once with back (the node came back from being down, or
-// the answers it served since the last canary reached
-// CheckEveryAnswers).
+// when due, or at once with back (the node came back from being down,
+// the answers it served since the last canary reached CheckEveryAnswers,
+// or Suspect).
 func (r *Router) fingerprintModel(ctx context.Context, n *Node, b identifier, model string, back bool) {
 	fp := r.prints
 	k, tol := fingerprint.Key{Node: n.Name, Model: model}, fp.tolerance(n)

@@ -562,3 +562,54 @@ func TestCheckEveryAnswersBoundsTheUncertainWindow(t *testing.T) {
 		t.Fatalf("windows %+v, want %+v", w.ws, want)
 	}
 }
+
+// A suspicion (a drift alarm) reads the canary of every build served
+// under the model at once, though CanaryEvery has not passed, and finds
+// a swap there; an alarm that lasts reads it again only after notWithin.
+func TestSuspectReadsTheCanaryOnce(t *testing.T) {
+	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Build: "one", Behavior: fakeengine.Behavior{Logprobs: fakeengine.Halving}})
+	t.Cleanup(f.Close)
+	n, err := NewNode(config.Node{Name: "n", URL: f.URL, Dialect: "llamacpp", Models: []string{fakeengine.DefaultModel},
+		Timeout: config.Duration(5 * time.Second)}, func(string) string { return "" }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := &printObserver{calls: map[string]int{}, changes: map[string]int{}}
+	r := New([]*Node{n}, Options{Observer: obs, Fingerprint: FingerprintOptions{CanaryEvery: time.Hour,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}})
+	clock := &lockedClock{t: time.Unix(1e9, 0)}
+	r.now = clock.now
+	w := &windowRecorder{}
+	r.RecordUncertainTo(w)
+	key := "n/" + fakeengine.DefaultModel
+	suspect := func(want int) {
+		t.Helper()
+		if got := r.Suspect(fakeengine.DefaultModel, time.Hour); got != want {
+			t.Fatalf("Suspect started %d checks, want %d", got, want)
+		}
+		n.mu.Lock()
+		done := n.probing[fakeengine.DefaultModel]
+		n.mu.Unlock()
+		if done != nil {
+			<-done
+		}
+	}
+	suspect(0) // never probed: the first probe reads it
+	r.Probe(t.Context())
+	first := n.Fingerprint(fakeengine.DefaultModel)
+	reads := obs.count(obs.calls, key+"/ok")
+
+	f.Set(fakeengine.Behavior{Logprobs: fakeengine.Uniform})
+	clock.advance(time.Minute)
+	suspect(1)
+	if now := n.Fingerprint(fakeengine.DefaultModel); now == first || obs.count(obs.changes, key) != 1 || len(w.ws) != 1 || w.ws[0].was != first {
+		t.Fatalf("the suspicion's check: build %s (was %s), %d changes, windows %+v", now, first, obs.count(obs.changes, key), w.ws)
+	}
+	clock.advance(time.Minute)
+	suspect(0)
+	if got := obs.count(obs.calls, key+"/ok"); got != 2*reads {
+		t.Fatalf("%d canary calls in all, want %d: a lasting alarm read it again", got, 2*reads)
+	}
+	clock.advance(time.Hour)
+	suspect(1)
+}
