@@ -207,7 +207,8 @@ const eceWindow = 24 * time.Hour
 
 // watchECE sets the rolling ECE gauges from the tracker every so often
 // until ctx ends: each time it reads only the outcomes recorded since.
-func watchECE(ctx context.Context, m *metrics.Metrics, tracker *outcomes.Tracker, fits *outcomes.FitsFile, drift outcomes.DriftOptions, every time.Duration, log *slog.Logger) {
+// suspect is told each model whose answers drifted.
+func watchECE(ctx context.Context, m *metrics.Metrics, tracker *outcomes.Tracker, fits *outcomes.FitsFile, drift outcomes.DriftOptions, every time.Duration, suspect func(model string), log *slog.Logger) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -221,7 +222,7 @@ func watchECE(ctx context.Context, m *metrics.Metrics, tracker *outcomes.Tracker
 				points = append(points, metrics.ECE{Model: b.Model, Kind: string(b.Kind), Bucket: b.Bucket, ECE: b.ECECalibrated})
 			}
 			m.SetECE(points)
-			setDrift(m, rep.Drift, log)
+			setDrift(m, rep.Drift, suspect, log)
 		}
 		select {
 		case <-ctx.Done():
@@ -243,14 +244,15 @@ func adopted(ds []outcomes.RefitDecision) int {
 	return n
 }
 
-// setDrift sets the drift gauges from a report's drift entry and logs
-// each signature that alarms.
-func setDrift(m *metrics.Metrics, ds []outcomes.SignatureDrift, log *slog.Logger) {
+// setDrift sets the drift gauges from a report's drift entry, logs each
+// signature that alarms and tells suspect its model.
+func setDrift(m *metrics.Metrics, ds []outcomes.SignatureDrift, suspect func(model string), log *slog.Logger) {
 	points := make([]metrics.Drift, 0, len(ds))
 	for _, d := range ds {
 		points = append(points, metrics.Drift{Model: d.Model, Signature: d.Signature, PSI: d.PSI, Alarm: d.Alarm})
 		if d.Alarm {
 			log.Warn("the answers drifted", "request_id", "-", "model", d.Model, "signature", d.Signature, "reason", d.Reason)
+			suspect(d.Model)
 		}
 	}
 	m.SetDrift(points)

@@ -35,6 +35,9 @@ func answerPathShadowed(cfg *config.Config, router *fleet.Router, file *outcomes
 	}
 	if dlog != nil {
 		o.Recorder = dlog
+		// A swap's uncertain window goes where the answers do, for every
+		// process's refits to leave out.
+		router.RecordUncertainTo(dlog)
 	}
 	return answer.New(o)
 }

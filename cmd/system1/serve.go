@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -214,7 +215,12 @@ func buildServe(ctx context.Context, cfg *config.Config, stateDir string, e env,
 		Tracer:  tr,
 	})
 	if tracker != nil {
-		go watchECE(ctx, m, tracker, fits, driftOptions(cfg.Drift), time.Minute, log)
+		// A drift alarm reads the model's canaries at once, once a drift
+		// window: a swap is found, and its uncertain window closed, without
+		// waiting for canary_every.
+		window := cmp.Or(time.Duration(cfg.Drift.Window), outcomes.DefaultDriftWindow)
+		suspect := func(model string) { router.Suspect(model, window) }
+		go watchECE(ctx, m, tracker, fits, driftOptions(cfg.Drift), time.Minute, suspect, log)
 	}
 	if fits != nil && cfg.Calibration.RefitEvery > 0 {
 		if tracker == nil {

@@ -162,6 +162,12 @@ type Fingerprint struct {
 	// set, else none (each process names builds by its own readings).
 	// Relative to the configuration file.
 	Builds string `yaml:"builds"`
+	// CheckEveryAnswers reads a (node, model)'s identity and canary again
+	// once it has served this many answers since its last canary, so that
+	// the answers a swap leaves uncertain (kept out of both builds'
+	// refits) are about this many at most; 0, the default, never: only
+	// CanaryEvery does.
+	CheckEveryAnswers int `yaml:"check_every_answers"`
 }
 
 // BuildsPath is the builds file of cfg (Fingerprint.Builds), resolved;
@@ -483,6 +489,9 @@ func (c *Config) Check() []error {
 	}
 	if t := c.Fingerprint.Tolerance; !(t >= 0 && t < 1) {
 		bad("fingerprint: tolerance: %v is not 0 (the default) or a probability in (0, 1)", t)
+	}
+	if c.Fingerprint.CheckEveryAnswers < 0 {
+		bad("fingerprint: check_every_answers: %d is not 0 (never) or a count of answers", c.Fingerprint.CheckEveryAnswers)
 	}
 	if c.DebiasOrders < 0 || c.DebiasOrders > MaxOptions {
 		bad("debias_orders: %d is not 0 (the default) or 1..%d", c.DebiasOrders, MaxOptions)

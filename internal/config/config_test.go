@@ -240,6 +240,7 @@ func TestCheck(t *testing.T) {
 		{"fingerprint tolerance", "fingerprint: {tolerance: 0.02}\n", nil},
 		{"fingerprint tolerance 1", "fingerprint: {tolerance: 1}\n", []string{"fingerprint: tolerance: 1 is not 0 (the default) or a probability in (0, 1)"}},
 		{"fingerprint tolerance NaN", "fingerprint: {tolerance: .nan}\n", []string{"fingerprint: tolerance: NaN"}},
+		{"fingerprint check_every_answers negative", "fingerprint: {check_every_answers: -1}\n", []string{"fingerprint: check_every_answers: -1 is not 0 (never) or a count of answers"}},
 		{"a node's fingerprint tolerance", node("    fingerprint_tolerance: 0.05\n"), nil},
 		{"a node's fingerprint tolerance 0: the global one", node("    fingerprint_tolerance: 0\n"), nil},
 		{"a node's fingerprint tolerance negative", node("    fingerprint_tolerance: -0.1\n"),

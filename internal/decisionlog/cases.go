@@ -21,6 +21,7 @@ type Case struct {
 	RequestID   string
 	Face        string
 	Model       string
+	Node        string
 	Fingerprint string
 	Kind        decision.Kind
 	// Options is how many options the question had.
@@ -43,7 +44,7 @@ type Case struct {
 // Case is the entry as EachCase reads it, with its latest outcome (none:
 // Expected is -1).
 func (e Entry) Case() Case {
-	c := Case{ID: e.ID, At: e.Time.UnixNano(), RequestID: e.RequestID, Face: e.Face, Model: e.Model, Fingerprint: e.Fingerprint, Kind: e.Kind}
+	c := Case{ID: e.ID, At: e.Time.UnixNano(), RequestID: e.RequestID, Face: e.Face, Model: e.Model, Node: e.Node, Fingerprint: e.Fingerprint, Kind: e.Kind}
 	if e.LabelMass != nil {
 		c.LabelMass, c.HasLabelMass = *e.LabelMass, true
 	}
@@ -129,7 +130,7 @@ func (s *store) latestOutcomes(ctx context.Context, upTo int64) (map[[2]string]s
 // rows it read and the last one's id.
 func (s *store) casesAfter(ctx context.Context, after int64, limit int, latest map[[2]string]string, cases *[]Case) (n int, last int64, err error) {
 	*cases = (*cases)[:0]
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT id, request_id, question_id, at_ns, face, model, kind, options, engine_dist, steps, label_mass, fingerprint
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT id, request_id, question_id, at_ns, face, model, node, kind, options, engine_dist, steps, label_mass, fingerprint
 		FROM decisions WHERE id > ? ORDER BY id LIMIT ?`), after, limit)
 	if err != nil {
 		return 0, after, err
@@ -140,7 +141,7 @@ func (s *store) casesAfter(ctx context.Context, after int64, limit int, latest m
 	var mass sql.NullFloat64
 	for rows.Next() {
 		var c Case
-		if err := rows.Scan(&c.ID, &c.RequestID, &question, &c.At, &c.Face, &c.Model, &kind, &opts, &eng, &steps, &mass, &c.Fingerprint); err != nil {
+		if err := rows.Scan(&c.ID, &c.RequestID, &question, &c.At, &c.Face, &c.Model, &c.Node, &kind, &opts, &eng, &steps, &mass, &c.Fingerprint); err != nil {
 			return n, last, err
 		}
 		n, last = n+1, c.ID

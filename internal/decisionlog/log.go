@@ -675,11 +675,20 @@ func (l *Log) Oldest(ctx context.Context) (int64, error) {
 }
 
 // Labelled returns Groups of the window's records that have an outcome:
-// what a refit or a report per model, kind and bucket reads.
+// what a refit or a report per model, kind and bucket reads. Records a
+// swap left uncertain (InUncertain) are left out: either build may have
+// answered them.
 func (l *Log) Labelled(ctx context.Context, since, until time.Time, model string) ([]Group, error) {
 	es, err := l.WindowLabelled(ctx, since, until, model)
 	if err != nil {
 		return nil, err
 	}
+	ws, err := l.Uncertain(ctx)
+	if err != nil {
+		return nil, err
+	}
+	es = slices.DeleteFunc(es, func(e Entry) bool {
+		return InUncertain(ws, e.Node, e.Model, e.Fingerprint, e.Time.UnixNano())
+	})
 	return Groups(es), nil
 }

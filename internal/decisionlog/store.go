@@ -85,7 +85,7 @@ func schema(postgres bool) []string {
 		)`,
 		`CREATE INDEX IF NOT EXISTS outcomes_question ON outcomes (request_id, question_id, id)`,
 		`CREATE INDEX IF NOT EXISTS outcomes_at ON outcomes (at_ns)`,
-	}, questionsSchema()...)
+	}, append(questionsSchema(), uncertainSchema()...)...)
 }
 
 // openSQLite opens (creating) the file at path. WAL with synchronous

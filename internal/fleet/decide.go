@@ -108,7 +108,7 @@ func (r *Router) Decide(ctx context.Context, req decision.Request) (*Result, err
 			case <-ctx.Done():
 			}
 		}
-		served := r.served(n, model)
+		served, ok := r.served(n, model), 0
 		for j, got := range answers {
 			i := take[j]
 			a := &res.Questions[i]
@@ -121,6 +121,7 @@ func (r *Router) Decide(ctx context.Context, req decision.Request) (*Result, err
 				a.Fingerprint, a.Since = served.Fingerprint, served.Since
 				a.Price, a.Requests = n.Price, got.requests
 				settled[i] = true
+				ok++
 				continue
 			}
 			a.Err = fmt.Errorf("node %s: %w", n.Name, got.err)
@@ -130,6 +131,7 @@ func (r *Router) Decide(ctx context.Context, req decision.Request) (*Result, err
 				left = n
 			}
 		}
+		r.countServed(n, model, ok)
 		// A call the caller gave up on says nothing about the node.
 		if failure != nil && ctx.Err() == nil {
 			r.blame(n, model, failure)

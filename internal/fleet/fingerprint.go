@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"system1/internal/config"
@@ -50,6 +51,27 @@ type FingerprintOptions struct {
 	// consistent with a build another process named takes its id, and
 	// saved whenever a build is named or its noise first measured.
 	Builds BuildStore
+	// CheckEveryAnswers reads a (node, model)'s identity and canary again
+	// once it has served this many answers since its last canary, off
+	// the request path, so that a swap's uncertain window holds about
+	// that many answers at most, not canary_every's worth; 0 never.
+	CheckEveryAnswers int
+}
+
+// UncertainRecorder keeps the windows in which a node may have served a
+// model from either of two builds where every process's refits read
+// them, such as the decision log (decisionlog.Log.RecordUncertain).
+type UncertainRecorder interface {
+	RecordUncertain(ctx context.Context, node, model string, from, to time.Time, was, now string) error
+}
+
+// uncertainWindow is a change of build's uncertain window: from the
+// last canary that confirmed the old build to the probe that found it
+// changed.
+type uncertainWindow struct {
+	node, model string
+	from, to    time.Time
+	was, now    string
 }
 
 // BuildStore keeps known builds (fingerprint.Build) where every process
@@ -77,6 +99,11 @@ type fingerprints struct {
 	onUse   bool
 	refresh time.Duration // with onUse, how old a probe may be before a request probes again
 	store   BuildStore    // nil: the builds named are this process's alone
+	check   int           // with CheckEveryAnswers, the answers after which a canary is read again
+
+	umu      sync.Mutex        // guards what follows
+	recorder UncertainRecorder // nil: windows wait in pending
+	pending  []uncertainWindow
 }
 
 func newFingerprints(o FingerprintOptions) *fingerprints {
@@ -88,7 +115,7 @@ func newFingerprints(o FingerprintOptions) *fingerprints {
 	}
 	fp := &fingerprints{tracker: fingerprint.NewTracker(), tol: cmp.Or(max(o.Tolerance, 0), fingerprint.DefaultTolerance),
 		every: cmp.Or(max(o.CanaryEvery, 0), DefaultCanaryEvery), log: o.Log, onUse: o.OnUse, refresh: cmp.Or(max(o.ProbeEvery, 0), config.DefaultProbeEvery),
-		store: o.Builds}
+		store: o.Builds, check: max(o.CheckEveryAnswers, 0)}
 	if fp.store != nil {
 		bs, err := fp.store.Load()
 		if err != nil {
@@ -112,6 +139,52 @@ func (fp *fingerprints) save() {
 	}
 }
 
+// RecordUncertainTo has the windows in which a node may have served a
+// model from either of two builds (a swap's, between the last canary
+// that confirmed the old build and the probe that found the new one)
+// kept by u, those found before included, so that no process's refit
+// takes their answers for either build. A router whose fingerprints are
+// off finds none.
+func (r *Router) RecordUncertainTo(u UncertainRecorder) {
+	fp := r.prints
+	if fp == nil || u == nil {
+		return
+	}
+	fp.umu.Lock()
+	fp.recorder = u
+	pending := fp.pending
+	fp.pending = nil
+	fp.umu.Unlock()
+	for _, w := range pending {
+		fp.record(w)
+	}
+}
+
+// uncertain keeps w with the recorder, or until there is one.
+func (fp *fingerprints) uncertain(w uncertainWindow) {
+	fp.log.Info("the answers of a changed build's uncertain window are kept out of both builds' refits",
+		"node", w.node, "model", w.model, "from", w.from, "to", w.to, "was", w.was, "now", w.now)
+	fp.umu.Lock()
+	if fp.recorder == nil {
+		fp.pending = append(fp.pending, w)
+		fp.umu.Unlock()
+		return
+	}
+	fp.umu.Unlock()
+	fp.record(w)
+}
+
+func (fp *fingerprints) record(w uncertainWindow) {
+	fp.umu.Lock()
+	u := fp.recorder
+	fp.umu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := u.RecordUncertain(ctx, w.node, w.model, w.from, w.to, w.was, w.now); err != nil {
+		fp.log.Warn("a changed build's uncertain window could not be kept: its answers may refit either build", "node", w.node, "model", w.model, "err", err)
+	}
+}
+
 // tolerance is what n's canary is held to, its builds' ids are taken
 // with and its changes say: the node's own, else the router's.
 func (fp *fingerprints) tolerance(n *Node) float64 {
@@ -128,9 +201,14 @@ type build struct {
 	since    time.Time // when this build was first seen: its first probe, or the change to it
 	probed   time.Time // the last probe
 	canaryAt time.Time // the last canary read, successful or not
-	changes  int64
-	change   string // what the last change was, for /health
-	err      string // why the last probe's identity or canary read failed
+	// confirmed is when the last canary read that found this build
+	// began: answers since may be another's until the next one.
+	confirmed time.Time
+	answers   int       // served since canaryAt, for CheckEveryAnswers
+	suspected time.Time // the last check Suspect started
+	changes   int64
+	change    string // what the last change was, for /health
+	err       string // why the last probe's identity or canary read failed
 }
 
 // Fingerprint is what the fleet knows of the build one node serves under
@@ -323,23 +401,56 @@ func (r *Router) probeOnUse(n *Node, model string) <-chan struct{} {
 	st := n.buildLocked(model)
 	done := n.probing[model]
 	if done == nil && (st == nil || now.Sub(st.probed) >= fp.refresh) {
-		done = make(chan struct{})
-		if n.probing == nil {
-			n.probing = map[string]chan struct{}{}
-		}
-		n.probing[model] = done
-		go func() {
-			r.fingerprintModel(context.Background(), n, b, model, false)
-			n.mu.Lock()
-			delete(n.probing, model)
-			n.mu.Unlock()
-			close(done)
-		}()
+		done = r.startProbeLocked(n, b, model, false)
 	}
 	if st != nil {
 		return nil
 	}
 	return done
+}
+
+// startProbeLocked probes the build n serves under model off the
+// request path, its canary too when canary is set, and returns a channel
+// closed when it is done. The caller holds n.mu and saw no probe of it
+// running.
+func (r *Router) startProbeLocked(n *Node, b identifier, model string, canary bool) chan struct{} {
+	done := make(chan struct{})
+	if n.probing == nil {
+		n.probing = map[string]chan struct{}{}
+	}
+	n.probing[model] = done
+	go func() {
+		r.fingerprintModel(context.Background(), n, b, model, canary)
+		n.mu.Lock()
+		delete(n.probing, model)
+		n.mu.Unlock()
+		close(done)
+	}()
+	return done
+}
+
+// countServed counts k answers n served under model and, every
+// CheckEveryAnswers of them since its last canary, reads its identity
+// and canary again off the request path: a swap between two canaries is
+// then found within about that many answers, which bounds the uncertain
+// window kept out of the refits in answers, not only in time.
+func (r *Router) countServed(n *Node, model string, k int) {
+	fp := r.prints
+	b, ok := n.Backend.(identifier)
+	if fp == nil || fp.check == 0 || k == 0 || !ok {
+		return
+	}
+	model = n.listedName(model)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	st := n.builds[model]
+	if st == nil {
+		return // never probed: its first probe reads the canary
+	}
+	st.answers += k
+	if st.answers >= fp.check && n.probing[model] == nil {
+		r.startProbeLocked(n, b, model, true)
+	}
 }
 
 // listedName is model as n's models name it, the name its builds are
@@ -375,6 +486,43 @@ func (r *Router) fingerprintNode(ctx context.Context, n *Node, models []string, 
 	}
 }
 
+// Suspect reads again, off the request path, the identity and canary of
+// every build a node serves under model, as when a drift alarm says the
+// answers' raw distributions moved: a swap is then found without waiting
+// for canary_every, and its uncertain window ends there. A build checked
+// on suspicion less than notWithin ago, never probed, or being probed is
+// left alone, so that an alarm that lasts reads each canary once. It
+// returns how many checks it started.
+func (r *Router) Suspect(model string, notWithin time.Duration) int {
+	if r.prints == nil {
+		return 0
+	}
+	now, started := r.now(), 0
+	for _, n := range r.nodes {
+		b, ok := n.Backend.(identifier)
+		if !ok {
+			continue
+		}
+		for _, m := range n.Models() {
+			if !n.sameModel(m, model) {
+				continue
+			}
+			n.mu.Lock()
+			if st := n.builds[m]; st != nil && n.probing[m] == nil && (st.suspected.IsZero() || now.Sub(st.suspected) >= notWithin) {
+				st.suspected = now
+				r.startProbeLocked(n, b, m, true)
+				started++
+			}
+			n.mu.Unlock()
+		}
+	}
+	return started
+}
+
+// fingerprintModel probes the build n serves under model; its canary
+// when due, or at once with back (the node came back from being down,
+// the answers it served since the last canary reached CheckEveryAnswers,
+// or Suspect).
 func (r *Router) fingerprintModel(ctx context.Context, n *Node, b identifier, model string, back bool) {
 	fp := r.prints
 	k, tol := fingerprint.Key{Node: n.Name, Model: model}, fp.tolerance(n)
@@ -396,6 +544,7 @@ func (r *Router) fingerprintModel(ctx context.Context, n *Node, b identifier, mo
 		due = true // a new identity's canary is read with it, so that the new reference has both
 	}
 	p := fingerprint.Print{Identity: id}
+	read := false // a canary was read: the build it finds is confirmed from now
 	if due {
 		reading, use, err := b.canary(engine.WithGate(ctx, gate{n: n}), model)
 		outcome := "ok"
@@ -403,7 +552,7 @@ func (r *Router) fingerprintModel(ctx context.Context, n *Node, b identifier, mo
 			outcome = "failed"
 			errs = append(errs, "canary: "+err.Error())
 		} else {
-			p.Canary = reading
+			p.Canary, read = reading, true
 		}
 		if o, ok := r.obs.(FingerprintObserver); ok {
 			o.Canary(n.Name, model, outcome, use.Calls)
@@ -421,18 +570,25 @@ func (r *Router) fingerprintModel(ctx context.Context, n *Node, b identifier, mo
 		st = &build{since: now}
 		n.builds[model] = st
 	}
-	was := st.id
+	was, from := st.id, cmp.Or(st.confirmed, st.since)
 	st.id, st.probed, st.err = fp.tracker.ID(k), now, strings.Join(errs, "; ")
 	if due {
-		st.canaryAt = now
+		st.canaryAt, st.answers = now, 0
 	}
 	if c.Changed {
 		st.since, st.changes, st.change = now, st.changes+1, c.String()
+		st.confirmed = time.Time{}
+	}
+	if read {
+		st.confirmed = now
 	}
 	is := st.id
 	n.mu.Unlock()
 	fp.save()
 	if c.Changed {
+		// Answers from the last canary that found the old build to now
+		// may be either build's: both builds' refits leave them out.
+		fp.uncertain(uncertainWindow{node: n.Name, model: model, from: from, to: r.now(), was: was, now: is})
 		fp.log.Warn("the build a node serves under a model name changed: fits learnt on the old build no longer apply to its answers",
 			"node", n.Name, "model", model, "change", redact.Text(c.String()), "was", was, "now", is)
 		if o, ok := r.obs.(FingerprintObserver); ok {

@@ -2,7 +2,9 @@ package fleet
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"strings"
@@ -483,4 +485,131 @@ nodes:
 			}
 		})
 	}
+}
+
+// windowRecorder keeps the uncertain windows a router publishes.
+type windowRecorder struct {
+	mu sync.Mutex
+	ws []uncertainWindow
+}
+
+func (w *windowRecorder) RecordUncertain(_ context.Context, node, model string, from, to time.Time, was, now string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.ws = append(w.ws, uncertainWindow{node: node, model: model, from: from, to: to, was: was, now: now})
+	return nil
+}
+
+// Every CheckEveryAnswers answers of a (node, model) its canary is read
+// again, off the request path, though CanaryEvery has not passed; a read
+// that finds the build confirms it, and a read that finds a change
+// publishes the uncertain window from the last confirmation to the
+// detection, to a recorder set later too.
+func TestCheckEveryAnswersBoundsTheUncertainWindow(t *testing.T) {
+	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Build: "one", Behavior: fakeengine.Behavior{Logprobs: fakeengine.Halving}})
+	t.Cleanup(f.Close)
+	n, err := NewNode(config.Node{Name: "n", URL: f.URL, Dialect: "llamacpp", Models: []string{fakeengine.DefaultModel},
+		Timeout: config.Duration(5 * time.Second)}, func(string) string { return "" }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := &printObserver{calls: map[string]int{}, changes: map[string]int{}}
+	r := New([]*Node{n}, Options{Observer: obs, Fingerprint: FingerprintOptions{CanaryEvery: time.Hour, CheckEveryAnswers: 5,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}})
+	clock := &lockedClock{t: time.Unix(1e9, 0)}
+	r.now = clock.now
+	key, req := "n/"+fakeengine.DefaultModel, choiceRequest(fakeengine.DefaultModel, 3)
+	// answer answers k times and waits for the check the last answer
+	// started, if any.
+	answer := func(k int) {
+		t.Helper()
+		for range k {
+			decide(t, r, req)
+		}
+		n.mu.Lock()
+		done := n.probing[fakeengine.DefaultModel]
+		n.mu.Unlock()
+		if done != nil {
+			<-done
+		}
+	}
+	r.Probe(t.Context())
+	first := n.Fingerprint(fakeengine.DefaultModel)
+	reads := obs.count(obs.calls, key+"/ok")
+
+	clock.advance(time.Minute)
+	answer(4)
+	if got := obs.count(obs.calls, key+"/ok"); got != reads {
+		t.Fatalf("4 answers read the canary (%d calls, was %d)", got, reads)
+	}
+	answer(1)
+	confirmed := clock.now()
+	if got := obs.count(obs.calls, key+"/ok"); got != 2*reads {
+		t.Fatalf("the 5th answer's check made %d canary calls in all, want %d", got, 2*reads)
+	}
+
+	f.Set(fakeengine.Behavior{Logprobs: fakeengine.Uniform})
+	clock.advance(time.Minute)
+	answer(5)
+	now := n.Fingerprint(fakeengine.DefaultModel)
+	if now == first || obs.count(obs.changes, key) != 1 {
+		t.Fatalf("the check after the swap: build %s (was %s), %d changes", now, first, obs.count(obs.changes, key))
+	}
+	w := &windowRecorder{}
+	r.RecordUncertainTo(w)
+	want := uncertainWindow{node: "n", model: fakeengine.DefaultModel, from: confirmed, to: clock.now(), was: first, now: now}
+	if len(w.ws) != 1 || w.ws[0] != want {
+		t.Fatalf("windows %+v, want %+v", w.ws, want)
+	}
+}
+
+// A suspicion (a drift alarm) reads the canary of every build served
+// under the model at once, though CanaryEvery has not passed, and finds
+// a swap there; an alarm that lasts reads it again only after notWithin.
+func TestSuspectReadsTheCanaryOnce(t *testing.T) {
+	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Build: "one", Behavior: fakeengine.Behavior{Logprobs: fakeengine.Halving}})
+	t.Cleanup(f.Close)
+	n, err := NewNode(config.Node{Name: "n", URL: f.URL, Dialect: "llamacpp", Models: []string{fakeengine.DefaultModel},
+		Timeout: config.Duration(5 * time.Second)}, func(string) string { return "" }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := &printObserver{calls: map[string]int{}, changes: map[string]int{}}
+	r := New([]*Node{n}, Options{Observer: obs, Fingerprint: FingerprintOptions{CanaryEvery: time.Hour,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}})
+	clock := &lockedClock{t: time.Unix(1e9, 0)}
+	r.now = clock.now
+	w := &windowRecorder{}
+	r.RecordUncertainTo(w)
+	key := "n/" + fakeengine.DefaultModel
+	suspect := func(want int) {
+		t.Helper()
+		if got := r.Suspect(fakeengine.DefaultModel, time.Hour); got != want {
+			t.Fatalf("Suspect started %d checks, want %d", got, want)
+		}
+		n.mu.Lock()
+		done := n.probing[fakeengine.DefaultModel]
+		n.mu.Unlock()
+		if done != nil {
+			<-done
+		}
+	}
+	suspect(0) // never probed: the first probe reads it
+	r.Probe(t.Context())
+	first := n.Fingerprint(fakeengine.DefaultModel)
+	reads := obs.count(obs.calls, key+"/ok")
+
+	f.Set(fakeengine.Behavior{Logprobs: fakeengine.Uniform})
+	clock.advance(time.Minute)
+	suspect(1)
+	if now := n.Fingerprint(fakeengine.DefaultModel); now == first || obs.count(obs.changes, key) != 1 || len(w.ws) != 1 || w.ws[0].was != first {
+		t.Fatalf("the suspicion's check: build %s (was %s), %d changes, windows %+v", now, first, obs.count(obs.changes, key), w.ws)
+	}
+	clock.advance(time.Minute)
+	suspect(0)
+	if got := obs.count(obs.calls, key+"/ok"); got != 2*reads {
+		t.Fatalf("%d canary calls in all, want %d: a lasting alarm read it again", got, 2*reads)
+	}
+	clock.advance(time.Hour)
+	suspect(1)
 }

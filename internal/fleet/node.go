@@ -173,6 +173,7 @@ func FromConfig(cfg *config.Config, o Options) (*Router, error) {
 	o.Debias = Debias{Permute: cfg.Debias == decision.DebiasPermute, Orders: cfg.DebiasOrders}
 	o.Fingerprint.Off, o.Fingerprint.CanaryEvery, o.Fingerprint.Tolerance = cfg.Fingerprint.Off, time.Duration(cfg.Fingerprint.CanaryEvery), cfg.Fingerprint.Tolerance
 	o.Fingerprint.ProbeEvery = cfg.ProbeEvery.Or(config.DefaultProbeEvery)
+	o.Fingerprint.CheckEveryAnswers = cfg.Fingerprint.CheckEveryAnswers
 	if p := cfg.BuildsPath(); p != "" && o.Fingerprint.Builds == nil {
 		o.Fingerprint.Builds = BuildsFile{Path: p}
 	}

@@ -59,6 +59,9 @@ type Tracker struct {
 	pruned time.Time  // when oldest was last read
 	cases  map[int64]*tcase
 	bucket map[bucketKey]*tbucket
+	// unc are the log's uncertain windows (a swap's answers that either
+	// build may have given), by their end; their answers are not counted.
+	unc []decisionlog.Uncertain
 
 	drift drift // the drift report's histograms, under their own lock
 }
@@ -83,6 +86,7 @@ type bucketKey struct {
 type tcase struct {
 	id      int64 // the record's id
 	at      int64 // decision time, ns
+	node    string
 	request string
 	// dist is the distribution before calibration (Entry.Uncalibrated).
 	dist    decision.Distribution
@@ -162,6 +166,9 @@ func (s setCount) coverage() calibration.SetCoverage {
 func (t *Tracker) Sync(ctx context.Context) error {
 	t.syncMu.Lock()
 	defer t.syncMu.Unlock()
+	if err := t.syncUncertain(ctx); err != nil {
+		return err
+	}
 	t.mu.Lock()
 	first := t.after == 0 && len(t.cases) == 0
 	t.mu.Unlock()
@@ -223,9 +230,38 @@ func (t *Tracker) Sync(ctx context.Context) error {
 	t.oldest = oldest
 	for id, c := range t.cases {
 		if id < oldest {
-			t.remove(c)
-			delete(c.s.cases, id)
-			delete(t.cases, id)
+			t.drop(c)
+		}
+	}
+	return nil
+}
+
+// drop takes c out of the statistics and forgets it.
+func (t *Tracker) drop(c *tcase) {
+	t.remove(c)
+	delete(c.s.cases, c.id)
+	delete(t.cases, c.id)
+}
+
+// syncUncertain reads the log's uncertain windows and, when there are
+// new ones, drops the cases counted that they hold: the answers between
+// the last canary that confirmed a build and the probe that found it
+// changed may be either build's, so neither build's statistics nor its
+// refit take them (docs/fingerprints.md, Swap hygiene).
+func (t *Tracker) syncUncertain(ctx context.Context) error {
+	ws, err := t.log.Uncertain(ctx)
+	if err != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(ws) == len(t.unc) {
+		return nil
+	}
+	t.unc = ws
+	for _, c := range t.cases {
+		if decisionlog.InUncertain(ws, c.node, c.b.key.model, c.b.key.fingerprint, c.at) {
+			t.drop(c)
 		}
 	}
 	return nil
@@ -235,6 +271,9 @@ func (t *Tracker) Sync(ctx context.Context) error {
 // of one already counted, which replaces its earlier one.
 func (t *Tracker) apply(e decisionlog.Case) {
 	if e.ID < t.oldest {
+		return
+	}
+	if decisionlog.InUncertain(t.unc, e.Node, e.Model, e.Fingerprint, e.At) {
 		return
 	}
 	key := bucketKey{e.Model, e.Fingerprint, e.Kind, calibration.Bucket(e.Options)}
@@ -254,7 +293,7 @@ func (t *Tracker) apply(e decisionlog.Case) {
 			b.slots[si] = s
 		}
 		s.minAt, s.maxAt = min(s.minAt, at), max(s.maxAt, at)
-		c = &tcase{id: e.ID, at: at, request: e.RequestID, dist: e.Dist, options: e.Options, b: b, s: s}
+		c = &tcase{id: e.ID, at: at, node: e.Node, request: e.RequestID, dist: e.Dist, options: e.Options, b: b, s: s}
 		s.cases[e.ID] = c
 		t.cases[e.ID] = c
 	} else {
