@@ -49,7 +49,7 @@ func TestRecordsKeepTheFingerprint(t *testing.T) {
 	}
 }
 
-// A SQLite log written before fingerprints and cascades opens: its table
+// A SQLite log written before fingerprints, costs and cascades opens: its table
 // gains the columns, its rows read as of an unknown build and no cascade,
 // and new rows keep theirs.
 func TestOldLogGainsTheFingerprintColumn(t *testing.T) {
@@ -61,7 +61,7 @@ func TestOldLogGainsTheFingerprintColumn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := strings.Replace(schema(false)[0], ",\n\t\t\tfingerprint TEXT NOT NULL DEFAULT '',\n\t\t\tcascade_model TEXT NOT NULL DEFAULT '',\n\t\t\tcascade_stage INTEGER NOT NULL DEFAULT 0", "", 1)
+	old := strings.Replace(schema(false)[0], ",\n\t\t\tfingerprint TEXT NOT NULL DEFAULT '',\n\t\t\tcost_picousd BIGINT,\n\t\t\tcascade_model TEXT NOT NULL DEFAULT '',\n\t\t\tcascade_stage INTEGER NOT NULL DEFAULT 0", "", 1)
 	if old == schema(false)[0] {
 		t.Fatal("the old schema still has the column")
 	}
