@@ -93,6 +93,25 @@ type Request struct {
 	// that coverage, in [calibration.MinCoverage, MaxCoverage]
 	// (Question.Set).
 	Coverage float64
+	// Key is the name of the key that asked, for the records (a key's
+	// spend is counted from them); "" takes the one WithKey put in the
+	// context, if any.
+	Key string
+}
+
+type keyCtx struct{}
+
+// WithKey is ctx carrying the name of the key a request came with, for
+// the records of every answer asked under it: a face that authenticates
+// says it once, whatever route answers.
+func WithKey(ctx context.Context, name string) context.Context {
+	return context.WithValue(ctx, keyCtx{}, name)
+}
+
+// keyOf is the key name WithKey put in ctx, "" for none.
+func keyOf(ctx context.Context) string {
+	name, _ := ctx.Value(keyCtx{}).(string)
+	return name
 }
 
 // Answer is a request answered: every question, calibrated, with the
@@ -155,6 +174,9 @@ type Question struct {
 	// request's first question, as its usage does; nil when Node has no
 	// price.
 	Cost *decision.USD
+	// InputTokens and OutputTokens are what Node reported the question
+	// used; 0 on a cache hit.
+	InputTokens, OutputTokens int
 	// Set is the prediction set at the request's Coverage; nil when
 	// none was asked for.
 	Set *Set
@@ -200,6 +222,9 @@ func (s *Service) hit(req Request, k key, fits *calibration.Fits) (*Answer, bool
 // feedback on it works, with the stored answer's node, model and steps;
 // one that arrives while the same request is being asked waits for it.
 func (s *Service) Answer(ctx context.Context, req Request) (a *Answer, err error) {
+	if req.Key == "" {
+		req.Key = keyOf(ctx)
+	}
 	tracing.SetState(ctx, req.State)
 	ctx, qs := tracing.StartQuestions(ctx, req.Questions)
 	defer func() { endQuestions(qs, req.Request, a, err) }()

@@ -49,6 +49,8 @@ func (s *Service) record(req Request, a *Answer) {
 			State:       req.State,
 			Question:    &req.Questions[i],
 			Cost:        got.Cost,
+			Key:         req.Key,
+			InputTokens: got.InputTokens, OutputTokens: got.OutputTokens,
 		}
 		if !req.Start.IsZero() {
 			r.Latency = now.Sub(req.Start)

@@ -465,6 +465,13 @@ func (c *Config) Check() []error {
 		bad("rate_limit.wrong_keys: per_minute must be a finite number >= 0 and burst >= 0")
 	}
 	errs = append(errs, checkKeys(c.Keys)...)
+	for i, k := range c.Keys {
+		if k.Budget != nil && c.DecisionLog.Off {
+			// A budget's spend is read from the log at start and shared
+			// through it: without it a restart would forget it.
+			errs = append(errs, fmt.Errorf("%s: budget: the decision log is off (decision_log.off), and a budget's spend is kept there", k.at(i)))
+		}
+	}
 	if a := c.Admin.Listen; a != "" && (a == c.Listen || a == c.TLS.Listen) {
 		bad("admin.listen: %s is a public listener's address; the admin listener needs its own", a)
 	}

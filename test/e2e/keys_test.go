@@ -71,6 +71,7 @@ decision_log:
 		{"POST", "/v1/feedback", "feedback", systemOne},
 		{"GET", "/v1/calibration", "read", systemOne},
 		{"GET", "/v1/shadow", "read", systemOne},
+		{"GET", "/v1/usage", "read", systemOne},
 		{"GET", "/v1/models", "any key", systemOne},
 		{"GET", "/health", "open", systemOne},
 		{"GET", "/livez", "open", systemOne},

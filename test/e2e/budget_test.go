@@ -1,0 +1,193 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"system1/internal/decision"
+	"system1/internal/fakeengine"
+)
+
+// budgetConfig is a configuration whose node charges 1 dollar a million
+// tokens, so that one answer costs more than a budget of a micro-dollar,
+// with a budgeted key per wire and one without a budget, over the SQLite
+// log at path.
+func budgetConfig(engineURL, path string) string {
+	return fmt.Sprintf(`keys:
+  - {name: jev-spender, key: sk-budget-systemone, scopes: [decide, read], budget: {usd: 0.000001, per: day}}
+  - {name: openai-spender, key: sk-budget-decisions, scopes: [decide], budget: {usd: 0.000001, per: day}}
+  - {name: decide-spender, key: sk-budget-decide, scopes: [decide], budget: {usd: 0.000001, per: month}}
+  - {name: unlimited, key: sk-budget-none, scopes: [decide, read]}
+nodes:
+  - {name: n1, url: %s, dialect: llamacpp, models: [%s], price: {input_per_mtok: 1, output_per_mtok: 1}}
+gateway:
+  threshold: 0
+  chain:
+    - {name: local, model: %s}
+decision_log:
+  path: %s
+`, engineURL, fakeengine.DefaultModel, fakeengine.DefaultModel, path)
+}
+
+// untilReset is how long from now until the next UTC day or month.
+func untilReset(per string, now time.Time) time.Duration {
+	now = now.UTC()
+	start := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
+	next := start.AddDate(0, 0, 1)
+	if per == "month" {
+		start = time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+		next = start.AddDate(0, 1, 0)
+	}
+	return next.Sub(now)
+}
+
+// A key's budget runs out on each wire, through the built binary: its
+// first answer is served (and costs more than the budget), the next is a
+// 429 in the wire's own envelope (System One's insufficient_quota type,
+// OpenAI's insufficient_quota code, decide's over_budget) naming the
+// budget, with Retry-After until the period resets; a key without a
+// budget is served on the same wire. After a restart over the same
+// SQLite log the spent keys are still refused, GET /v1/usage reports
+// each key's spend as the answers' X-System1-Cost summed, and
+// system1_key_spend_usd_total names the keys, never a key.
+func TestBudgetRunsOutOnEachWire(t *testing.T) {
+	f := fakeEngine(t, fakeengine.Behavior{Logprobs: fakeengine.Probs(0.7, 0.2, 0.1)})
+	dir := t.TempDir()
+	cfg := budgetConfig(f.URL, filepath.Join(dir, "decisions.db"))
+	c := client()
+	wires := []struct {
+		name, path, key, per, body string
+		// envelope reads the 429's kind and message.
+		envelope func(body []byte) (kind, msg string)
+		kind     string
+	}{
+		{"jev-spender", "/v1/systemone", "sk-budget-systemone", "day", choice(fakeengine.DefaultModel, "ticket 1"),
+			func(b []byte) (string, string) { return errorMessage(b) }, "insufficient_quota"},
+		{"openai-spender", "/v1/decisions", "sk-budget-decisions", "day",
+			fmt.Sprintf(`{"model":%q,"input":"ticket 2","questions":[{"type":"choice","choices":[{"value":"a"},{"value":"b"},{"value":"c"}]}]}`, fakeengine.DefaultModel),
+			func(b []byte) (string, string) {
+				var e struct {
+					Error struct{ Type, Code, Message string }
+				}
+				_ = json.Unmarshal(b, &e)
+				if e.Error.Type != e.Error.Code {
+					return "type " + e.Error.Type + " code " + e.Error.Code, e.Error.Message
+				}
+				return e.Error.Code, e.Error.Message
+			}, "insufficient_quota"},
+		{"decide-spender", "/v1/decide", "sk-budget-decide", "month", `{"question":"Which team?","options":["billing","technical","sales"]}`,
+			func(b []byte) (string, string) {
+				var e struct {
+					Error struct{ Code, Message string }
+				}
+				_ = json.Unmarshal(b, &e)
+				return e.Error.Code, e.Error.Message
+			}, "over_budget"},
+	}
+	// refused asks w with its key and checks the budget's 429.
+	refused := func(s *server, w int) {
+		t.Helper()
+		wr := wires[w]
+		before := untilReset(wr.per, time.Now())
+		r := do(t, c, http.MethodPost, s.URL+wr.path, wr.key, wr.body)
+		after := untilReset(wr.per, time.Now())
+		if r.Status != http.StatusTooManyRequests {
+			t.Fatalf("%s past its budget: %d %s; want 429", wr.path, r.Status, r.Body)
+		}
+		kind, msg := wr.envelope(r.Body)
+		if kind != wr.kind || !strings.Contains(msg, `"`+wr.name+`"`) || !strings.Contains(msg, "budget of $0.000001 a "+wr.per) {
+			t.Errorf("%s: %s %q; want %s naming %s's budget of $0.000001 a %s", wr.path, kind, msg, wr.kind, wr.name, wr.per)
+		}
+		ra, err := strconv.Atoi(r.Header.Get("Retry-After"))
+		if err != nil || time.Duration(ra)*time.Second < after || time.Duration(ra)*time.Second > before+time.Second {
+			t.Errorf("%s: Retry-After %q; want the %v to %v until the %s resets, in whole seconds", wr.path, r.Header.Get("Retry-After"), after, before, wr.per)
+		}
+		if strings.Contains(string(r.Body), wr.key) {
+			t.Errorf("%s: the 429 shows the key", wr.path)
+		}
+	}
+
+	s := startServe(t, cfg, serveOpts{})
+	spent := map[string]decision.USD{}
+	for w, wr := range wires {
+		r := do(t, c, http.MethodPost, s.URL+wr.path, wr.key, wr.body)
+		if r.Status != http.StatusOK {
+			t.Fatalf("%s, the first answer: %d %s", wr.path, r.Status, r.Body)
+		}
+		cost := r.Header.Get("X-System1-Cost")
+		if wr.path == "/v1/decide" {
+			var res struct{ Cost *string }
+			if err := json.Unmarshal(r.Body, &res); err != nil || res.Cost == nil {
+				t.Fatalf("decide: no cost: %s", r.Body)
+			}
+			cost = *res.Cost
+		}
+		u, err := decision.ParseUSD(cost)
+		if err != nil || u <= 1_000_000 { // a micro-dollar, in pico-dollars
+			t.Fatalf("%s: cost %q (%v): want more than the budget", wr.path, cost, err)
+		}
+		spent[wr.name] = u
+		refused(s, w)
+		if r := do(t, c, http.MethodPost, s.URL+wr.path, "sk-budget-none", wr.body); r.Status != http.StatusOK {
+			t.Errorf("%s with the key without a budget: %d %s", wr.path, r.Status, r.Body)
+		}
+	}
+
+	m := string(do(t, c, http.MethodGet, s.URL+"/metrics", "", "").Body)
+	for name, u := range spent {
+		re := regexp.MustCompile(`(?m)^system1_key_spend_usd_total\{key="` + name + `"\} (\S+)$`)
+		got := re.FindStringSubmatch(m)
+		if got == nil {
+			t.Errorf("no system1_key_spend_usd_total for %s", name)
+			continue
+		}
+		if v, err := strconv.ParseFloat(got[1], 64); err != nil || math.Abs(v-u.Dollars()) > 1e-12 {
+			t.Errorf("system1_key_spend_usd_total{key=%q} %s; want %s", name, got[1], u)
+		}
+	}
+	if strings.Contains(m, "sk-budget-") {
+		t.Error("the metrics show a key")
+	}
+
+	// A restart reads the spend back from the log.
+	s.signal(t, os.Interrupt)
+	if code := s.wait(t, time.Minute); code != 0 {
+		t.Fatalf("serve exited %d", code)
+	}
+	s = startServe(t, cfg, serveOpts{})
+	for w := range wires {
+		refused(s, w)
+	}
+	r := do(t, c, http.MethodGet, s.URL+"/v1/usage?group_by=key", "sk-budget-systemone", "")
+	var rep struct {
+		Groups []struct {
+			Key       string
+			USD       string
+			Decisions int
+		}
+	}
+	if r.Status != http.StatusOK || json.Unmarshal(r.Body, &rep) != nil {
+		t.Fatalf("GET /v1/usage: %d %s", r.Status, r.Body)
+	}
+	got := map[string]string{}
+	for _, g := range rep.Groups {
+		got[g.Key] = g.USD
+	}
+	for name, u := range spent {
+		if got[name] != u.String() {
+			t.Errorf("GET /v1/usage: %s spent %q; want %s: %s", name, got[name], u, r.Body)
+		}
+	}
+	if _, ok := got["unlimited"]; !ok {
+		t.Errorf("GET /v1/usage names no spend of the key without a budget: %s", r.Body)
+	}
+}
