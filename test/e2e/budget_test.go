@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -8,13 +9,16 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"system1/internal/decision"
 	"system1/internal/fakeengine"
+	"system1/internal/testengine"
 )
 
 // budgetConfig is a configuration whose node charges 1 dollar a million
@@ -189,5 +193,133 @@ func TestBudgetRunsOutOnEachWire(t *testing.T) {
 	}
 	if _, ok := got["unlimited"]; !ok {
 		t.Errorf("GET /v1/usage names no spend of the key without a budget: %s", r.Body)
+	}
+}
+
+// budgetLag is the most a replica may take to see what another spent:
+// the stated second between its reads of the log, the writer's 100 ms
+// linger, and room for the write and the read themselves on a busy
+// machine (docs/http-api.md#budgets).
+const budgetLag = 2 * time.Second
+
+// Two replicas over one PostgreSQL log hold one key to one budget:
+// workers on both spend it until each replica refuses them. The
+// answers are put in the order they completed; once their sum passed the
+// budget, no request sent more than budgetLag later was answered, so the
+// overspend is at most what the replicas answered within the lag (the
+// requests in flight at the crossing included). The overspend, the lag
+// seen and the rate are logged.
+func TestReplicasShareABudget(t *testing.T) {
+	pg := testengine.PostgresSchema(t, "e2e_")
+	// Each answer takes 20 ms, so that the budget lasts some of the
+	// replicas' reads of the log rather than less than the first.
+	f := fakeEngine(t, fakeengine.Behavior{Latency: 20 * time.Millisecond})
+	const budget = "0.05"
+	cfg := fmt.Sprintf(`keys:
+  - {name: shared, key: sk-budget-shared, scopes: [decide, read], budget: {usd: %s, per: day}}
+nodes:
+  - {name: n1, url: %s, dialect: llamacpp, models: [%s], price: {input_per_mtok: 1, output_per_mtok: 1}}
+decision_log:
+  url: %q
+`, budget, f.URL, fakeengine.DefaultModel, pg)
+	var a, b *server
+	var wg sync.WaitGroup
+	wg.Go(func() { a = startServe(t, cfg, serveOpts{}) })
+	wg.Go(func() { b = startServe(t, cfg, serveOpts{}) })
+	wg.Wait()
+	limit, _ := decision.ParseUSD(budget)
+
+	type answer struct {
+		sent, done time.Time
+		cost       decision.USD
+		replica    int
+	}
+	var mu sync.Mutex
+	var answers []answer
+	c := client()
+	const workers = 3 // per replica
+	start := time.Now()
+	for r, s := range []*server{a, b} {
+		for w := range workers {
+			wg.Go(func() {
+				for i := 0; ; i++ {
+					sent := time.Now()
+					rep, err := try(c, http.MethodPost, s.URL+"/v1/systemone", "sk-budget-shared", choice(fakeengine.DefaultModel, fmt.Sprintf("r%d w%d ticket %d", r, w, i)))
+					if err != nil {
+						t.Errorf("replica %d: %v", r, err)
+						return
+					}
+					if rep.Status == http.StatusTooManyRequests {
+						return
+					}
+					cost, err := decision.ParseUSD(rep.Header.Get("X-System1-Cost"))
+					if rep.Status != http.StatusOK || err != nil {
+						t.Errorf("replica %d: %d %s (cost %v)", r, rep.Status, rep.Body, err)
+						return
+					}
+					mu.Lock()
+					answers = append(answers, answer{sent, time.Now(), cost, r})
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	end := time.Now()
+	slices.SortFunc(answers, func(x, y answer) int { return x.done.Compare(y.done) })
+	var sum, atCrossing decision.USD
+	var crossed time.Time
+	var late []answer
+	perReplica := [2]int{}
+	for _, an := range answers {
+		sum += an.cost
+		perReplica[an.replica]++
+		if crossed.IsZero() && sum >= limit {
+			crossed, atCrossing = an.done, sum
+		}
+		if !crossed.IsZero() && an.sent.After(crossed.Add(budgetLag)) {
+			late = append(late, an)
+		}
+	}
+	if crossed.IsZero() {
+		t.Fatalf("the replicas refused after $%s of a $%s budget", sum, limit)
+	}
+	if perReplica[0] == 0 || perReplica[1] == 0 {
+		t.Errorf("answers per replica %v: want both to spend", perReplica)
+	}
+	for _, an := range late {
+		t.Errorf("replica %d answered a request sent %v after the budget was spent; want none past %v", an.replica, an.sent.Sub(crossed), budgetLag)
+	}
+	seen := time.Duration(0)
+	for _, an := range answers {
+		if an.done.After(crossed) {
+			seen = max(seen, an.sent.Sub(crossed))
+		}
+	}
+	over := sum - limit
+	rate := sum.Dollars() / end.Sub(start).Seconds()
+	t.Logf("budget $%s: spent $%s by %d answers (%v per replica) in %v, $%.6f/s; overspend $%s (%.1f answers' worth; $%s at the crossing); the last answer was sent %v after the crossing (bound %v: at most $%.6f at this rate)",
+		limit, sum, len(answers), perReplica, end.Sub(start).Round(time.Millisecond), rate, over, over.Dollars()/(sum.Dollars()/float64(len(answers))),
+		atCrossing-limit, seen.Round(time.Millisecond), budgetLag, budgetLag.Seconds()*rate)
+
+	// Stopped, the replicas have written every answer: the log holds
+	// them under the key.
+	for _, s := range []*server{a, b} {
+		s.signal(t, os.Interrupt)
+		if code := s.wait(t, time.Minute); code != 0 {
+			t.Fatalf("serve exited %d", code)
+		}
+	}
+	db, err := sql.Open("pgx", pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var logged int64
+	if err := db.QueryRow("SELECT CAST(SUM(cost_picousd) AS BIGINT) FROM decisions WHERE key_name = 'shared'").Scan(&logged); err != nil {
+		t.Fatal(err)
+	}
+	if decision.USD(logged) != sum {
+		t.Errorf("the log counts $%s spent; the answers' X-System1-Cost sum to $%s", decision.USD(logged), sum)
 	}
 }
