@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"system1/internal/decision"
 )
 
 // full is a configuration with every section, the chain in the old
@@ -521,7 +523,8 @@ func TestHTTPAPIPageKeysExample(t *testing.T) {
 		t.Fatal(errs)
 	}
 	keys, err := c.APIKeys(func(string) string { return "" })
-	if err != nil || len(keys) != 3 || keys[0].Name != "keys[0]" || keys[2].RateLimit == nil {
+	if err != nil || len(keys) != 4 || keys[0].Name != "keys[0]" || keys[2].RateLimit == nil ||
+		keys[3].Budget == nil || decision.USD(*keys[3].Budget.USD).String() != "5" || keys[3].Budget.Per != "day" {
 		t.Fatalf("keys %+v, %v", keys, err)
 	}
 }
