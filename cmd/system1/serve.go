@@ -186,7 +186,7 @@ func buildServe(ctx context.Context, cfg *config.Config, stateDir string, e env,
 		m.WatchCache(cache.Hits, cache.Misses, cache.Bypassed, cache.Coalesced)
 		log.Info("decision cache on", "entries", cfg.Cache.Entries, "ttl", time.Duration(cfg.Cache.TTL))
 	}
-	spend, err := keySpend(ctx, dlog, keys, m)
+	spend, err := keySpend(ctx, dlog, keys, m, log)
 	if err != nil {
 		// The keys' spend could not be read, so no budget could be held.
 		return nil, fmt.Errorf("decision log: reading the keys' spend: %w", err)
@@ -413,15 +413,21 @@ const spendEvery = time.Second
 // keySpend counts the keys' spend (every key's, for the metric; the
 // budgets' periods from the log), refreshed every spendEvery until ctx
 // ends; nil without the decision log or keys.
-func keySpend(ctx context.Context, dlog *decisionlog.Log, keys []config.Key, m *metrics.Metrics) (*decisionlog.Spend, error) {
-	if dlog == nil || len(keys) == 0 {
-		return nil, nil
-	}
+func keySpend(ctx context.Context, dlog *decisionlog.Log, keys []config.Key, m *metrics.Metrics, log *slog.Logger) (*decisionlog.Spend, error) {
 	budgets := map[string]decisionlog.Period{}
 	for _, k := range keys {
 		if k.Budget != nil {
 			budgets[k.Name] = decisionlog.Period(k.Budget.Per)
 		}
+	}
+	if dlog == nil {
+		if len(budgets) > 0 {
+			log.Warn("the keys' budgets are not held: the decision log, where their spend is kept, did not open", "keys", len(budgets))
+		}
+		return nil, nil
+	}
+	if len(keys) == 0 {
+		return nil, nil
 	}
 	sp, err := dlog.Spend(ctx, budgets, m.KeySpent)
 	if err != nil {
