@@ -146,6 +146,22 @@ func TestBudgetRunsOutOnEachWire(t *testing.T) {
 		}
 	}
 
+	// The batches are refused alike, in their routes' shapes.
+	if r := do(t, c, http.MethodPost, s.URL+"/v1/systemone/batch", "sk-budget-systemone",
+		fmt.Sprintf(`{"model":%q,"states":["a","b"],"questions":{"dept":{"type":"choice","criteria":{"billing":null,"technical":null}}}}`, fakeengine.DefaultModel)); r.Status != http.StatusTooManyRequests {
+		t.Errorf("/v1/systemone/batch past the budget: %d %s", r.Status, r.Body)
+	} else if typ, _ := errorMessage(r.Body); typ != "insufficient_quota" {
+		t.Errorf("/v1/systemone/batch past the budget: %s", r.Body)
+	}
+	r := do(t, c, http.MethodPost, s.URL+"/v1/decide/batch", "sk-budget-decide", `{"question":"Which team?","options":["billing","technical"],"contexts":[{"t":"a"}]}`)
+	var batch struct {
+		Error struct{ Code string }
+	}
+	_ = json.Unmarshal(r.Body, &batch)
+	if r.Status != http.StatusTooManyRequests || batch.Error.Code != "over_budget" || r.Header.Get("Retry-After") == "" {
+		t.Errorf("/v1/decide/batch past the budget: %d %s", r.Status, r.Body)
+	}
+
 	m := string(do(t, c, http.MethodGet, s.URL+"/metrics", "", "").Body)
 	for name, u := range spent {
 		re := regexp.MustCompile(`(?m)^system1_key_spend_usd_total\{key="` + name + `"\} (\S+)$`)
@@ -171,7 +187,8 @@ func TestBudgetRunsOutOnEachWire(t *testing.T) {
 	for w := range wires {
 		refused(s, w)
 	}
-	r := do(t, c, http.MethodGet, s.URL+"/v1/usage?group_by=key", "sk-budget-systemone", "")
+	// A key past its budget still reads (its read scope spends nothing).
+	r = do(t, c, http.MethodGet, s.URL+"/v1/usage?group_by=key", "sk-budget-systemone", "")
 	var rep struct {
 		Groups []struct {
 			Key       string
