@@ -165,9 +165,11 @@ func (wr wire) start(w http.ResponseWriter, r *http.Request) {
 
 // api wraps an authenticated, rate-limited API route of wire wr that
 // needs scope: a missing or wrong key is a 401, a key without the scope a
-// 403 naming it, a caller over its rate a 429 with Retry-After, each
-// written as wr writes errors, and the whole request runs under timeout
-// with its body bounded.
+// 403 naming it, a key past its budget (on a route that spends) or a
+// caller over its rate a 429 with Retry-After, each written as wr writes
+// errors; the key's name goes with the request to the answer path's
+// records, and the whole request runs under timeout with its body
+// bounded.
 func (s *Server) api(wr wire, scope Scope, h http.HandlerFunc, timeout time.Duration) http.Handler {
 	errs := wr.errs
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
