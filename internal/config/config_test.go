@@ -479,6 +479,8 @@ func TestKeyEntriesRefused(t *testing.T) {
 		{"a budget per week", "keys:\n  - {name: a, key: sk-a, scopes: [read], budget: {usd: 1, per: week}}\n", `keys[0] (a): line 2: budget: per "week" is not one of day, month`},
 		{"a negative budget", "keys:\n  - {name: a, key: sk-a, scopes: [read], budget: {usd: -1, per: day}}\n", "is negative"},
 		{"a budget without the log", "decision_log: {off: true}\nkeys:\n  - {name: a, key: sk-a, scopes: [read], budget: {usd: 1, per: day}}\n", "keys[0] (a): line 3: budget: the decision log is off"},
+		{"a monthly budget over the default retention", "keys:\n  - {name: a, key: sk-a, scopes: [read], budget: {usd: 1, per: month}}\n", "keys[0] (a): line 2: budget per month: decision_log.retention keeps 720h0m0s of records, less than a month (744h0m0s), so a period's spend would be pruned from the log: set retention to at least 31d"},
+		{"a daily budget over a shorter retention", "decision_log: {retention: 12h}\nkeys:\n  - {name: a, key: sk-a, scopes: [read], budget: {usd: 1, per: day}}\n", "set retention to at least 1d"},
 		{"a budget in words", "keys:\n  - {name: a, key: sk-a, scopes: [read], budget: {usd: lots, per: day}}\n", "is not a decimal number of US dollars"},
 		{"a key given twice in an entry", "keys:\n  - {name: a, key: sk-a, key: sk-b, scopes: [read]}\n", "keys[0].key: line 2: the key appears twice"},
 		{"no name", "keys:\n  - {key: sk-a, scopes: [read]}\n", "keys[0]: line 2: name is required"},

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 	"unicode"
 
 	"go.yaml.in/yaml/v3"
@@ -57,6 +58,10 @@ type Budget struct {
 
 // BudgetPeriods are what a budget's per may be.
 var BudgetPeriods = []string{"day", "month"}
+
+// budgetPeriodMax is the longest each period may be, which the decision
+// log must keep for a budget's spend to be read back.
+var budgetPeriodMax = map[string]time.Duration{"day": 24 * time.Hour, "month": 31 * 24 * time.Hour}
 
 // UnmarshalYAML reads a key as a plain string or as a mapping.
 func (k *Key) UnmarshalYAML(n *yaml.Node) error {

@@ -39,6 +39,7 @@ gateway:
     - {name: local, model: %s}
 decision_log:
   path: %s
+  retention: 31d
 `, engineURL, fakeengine.DefaultModel, fakeengine.DefaultModel, path)
 }
 
