@@ -15,6 +15,7 @@ import (
 
 	"system1/internal/answer"
 	"system1/internal/config"
+	"system1/internal/decision"
 	"system1/internal/decisionlog"
 	"system1/internal/fleet"
 	"system1/internal/gateway"
@@ -187,6 +188,11 @@ func buildServe(ctx context.Context, cfg *config.Config, stateDir string, e env,
 		m.WatchCache(cache.Hits, cache.Misses, cache.Bypassed, cache.Coalesced)
 		log.Info("decision cache on", "entries", cfg.Cache.Entries, "ttl", time.Duration(cfg.Cache.TTL))
 	}
+	spend, err := keySpend(ctx, dlog, keys, m, log)
+	if err != nil {
+		// The keys' spend could not be read, so no budget could be held.
+		return nil, fmt.Errorf("decision log: reading the keys' spend: %w", err)
+	}
 	s.api = httpapi.New(httpapi.Options{
 		Answer:           answerPathShadowed(cfg, router, fits, dlog, false, shadow, m).WithCache(cache),
 		Log:              log,
@@ -201,6 +207,7 @@ func buildServe(ctx context.Context, cfg *config.Config, stateDir string, e env,
 		MaxBodyBytes:     cfg.MaxBodyBytes,
 		Feedback:         outcomes.NewFeedback(dlog),
 		DecisionLog:      dlog,
+		Spend:            spend,
 		Tracker:          tracker,
 		TargetError:      cfg.Calibration.TargetError,
 		Drift:            driftOptions(cfg.Drift),
@@ -405,6 +412,40 @@ func checkNodes(cfg *config.Config) error {
 	return fmt.Errorf("configuration %s: nodes: none configured, so nothing could be answered (every /v1/systemone and /v1/decide request would fail): add a node (see the README's configuration section)", cfg.Path)
 }
 
+// spendEvery is how often a replica reads its keys' spend from the log
+// again, which bounds how long it is blind to what other replicas
+// sharing the log spent (docs/http-api.md#budgets).
+const spendEvery = time.Second
+
+// keySpend counts the keys' spend (every key's, for the metric; the
+// budgets' periods from the log), refreshed every spendEvery until ctx
+// ends; nil without the decision log or keys.
+func keySpend(ctx context.Context, dlog *decisionlog.Log, keys []config.Key, m *metrics.Metrics, log *slog.Logger) (*decisionlog.Spend, error) {
+	budgets := map[string]decisionlog.Period{}
+	for _, k := range keys {
+		if k.Budget != nil {
+			budgets[k.Name] = decisionlog.Period(k.Budget.Per)
+		}
+	}
+	if dlog == nil {
+		if len(budgets) > 0 {
+			log.Warn("the keys' budgets are not held: the decision log, where their spend is kept, did not open", "keys", len(budgets))
+		}
+		return nil, nil
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	sp, err := dlog.Spend(ctx, budgets, m.KeySpent)
+	if err != nil {
+		return nil, err
+	}
+	if len(budgets) > 0 {
+		go sp.Run(ctx, spendEvery)
+	}
+	return sp, nil
+}
+
 // apiKeys are the configuration's keys as the HTTP face takes them.
 func apiKeys(keys []config.Key) []httpapi.Key {
 	out := make([]httpapi.Key, len(keys))
@@ -415,6 +456,9 @@ func apiKeys(keys []config.Key) []httpapi.Key {
 		}
 		if r := k.RateLimit; r != nil {
 			out[i].Rate = &httpapi.Rate{PerSecond: r.PerSecond, Burst: r.Burst}
+		}
+		if b := k.Budget; b != nil {
+			out[i].Budget = &httpapi.Budget{USD: decision.USD(*b.USD), Per: decisionlog.Period(b.Per)}
 		}
 	}
 	return out

@@ -100,6 +100,25 @@ type Request struct {
 	// cascade, and Stage the stage's index in it, for the records.
 	Cascade string
 	Stage   int
+	// Key is the name of the key that asked, for the records (a key's
+	// spend is counted from them); "" takes the one WithKey put in the
+	// context, if any.
+	Key string
+}
+
+type keyCtx struct{}
+
+// WithKey is ctx carrying the name of the key a request came with, for
+// the records of every answer asked under it: a face that authenticates
+// says it once, whatever route answers.
+func WithKey(ctx context.Context, name string) context.Context {
+	return context.WithValue(ctx, keyCtx{}, name)
+}
+
+// keyOf is the key name WithKey put in ctx, "" for none.
+func keyOf(ctx context.Context) string {
+	name, _ := ctx.Value(keyCtx{}).(string)
+	return name
 }
 
 // Answer is a request answered: every question, calibrated, with the
@@ -165,6 +184,9 @@ type Question struct {
 	// request's first question, as its usage does; nil when Node has no
 	// price.
 	Cost *decision.USD
+	// InputTokens and OutputTokens are what Node reported the question
+	// used; 0 on a cache hit.
+	InputTokens, OutputTokens int
 	// Set is the prediction set at the request's Coverage; nil when
 	// none was asked for.
 	Set *Set
@@ -218,6 +240,9 @@ func (s *Service) hit(req Request, k key, fits *calibration.Fits) (*Answer, bool
 // A cascade's name is answered stage by stage (see Cascade), each stage
 // through Answer.
 func (s *Service) Answer(ctx context.Context, req Request) (a *Answer, err error) {
+	if req.Key == "" {
+		req.Key = keyOf(ctx)
+	}
 	if c, ok := s.cascade(req.Model); ok {
 		return s.answerCascade(ctx, req, c)
 	}

@@ -321,6 +321,7 @@ func (a *Answer) replay() *Answer {
 	for i := range out.Questions {
 		out.Questions[i].Attempts = nil
 		out.Questions[i].Cost = free()
+		out.Questions[i].InputTokens, out.Questions[i].OutputTokens = 0, 0
 	}
 	return out
 }

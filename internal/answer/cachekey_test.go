@@ -102,7 +102,7 @@ func TestCacheKeyHoldsEveryField(t *testing.T) {
 // The fields of Request that are who asked, not what: an answer is the
 // same whoever asks it, so they stay out of the key. A stage's answer is
 // its model's, whether a cascade asked it or a caller.
-var notInKey = []string{"Request.Face", "Request.RequestID", "Request.Start", "Request.Cascade", "Request.Stage"}
+var notInKey = []string{"Request.Face", "Request.RequestID", "Request.Start", "Request.Cascade", "Request.Stage", "Request.Key"}
 
 func lastName(path string) string {
 	for i := len(path) - 1; i >= 0; i-- {

@@ -51,6 +51,8 @@ func (s *Service) record(req Request, a *Answer) {
 			Cost:        got.Cost,
 			Cascade:     req.Cascade,
 			Stage:       req.Stage,
+			Key:         req.Key,
+			InputTokens: got.InputTokens, OutputTokens: got.OutputTokens,
 		}
 		if !req.Start.IsZero() {
 			r.Latency = now.Sub(req.Start)

@@ -90,7 +90,7 @@ func report(req Request, res *fleet.Result, fits *calibration.Fits) *Answer {
 		got := res.Questions[i]
 		d := got.Dist
 		out := Question{Engine: d, LabelMass: got.Mass, Model: got.Model, Node: got.Node, Fingerprint: got.Fingerprint, Since: got.Since,
-			Attempts: got.Attempts, Cost: questionCost(got)}
+			Attempts: got.Attempts, Cost: questionCost(got), InputTokens: got.InputTokens, OutputTokens: got.OutputTokens}
 		a.Cost = addCost(a.Cost, out.Cost)
 		if got.Orders > 1 {
 			out.Engine = got.Raw

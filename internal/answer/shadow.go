@@ -185,6 +185,7 @@ func (s *Shadow) ask(j shadowJob) {
 	req.RequestID = decisionlog.ShadowRequestID(j.req.RequestID)
 	req.Start = time.Now()
 	req.Provider = "" // a chain link's fits were learnt on its own model, not the candidate
+	req.Key = ""      // the operator's trial, not the caller's spend
 	a, err := j.svc.ask(ctx, j.svc.fleet, req, j.svc.Fits())
 	if err != nil && s.ctx.Err() != nil {
 		s.dropped.Add(1) // closing, not the candidate's failure

@@ -474,6 +474,24 @@ func (c *Config) Check() []error {
 		bad("rate_limit.wrong_keys: per_minute must be a finite number >= 0 and burst >= 0")
 	}
 	errs = append(errs, checkKeys(c.Keys)...)
+	for i, k := range c.Keys {
+		if k.Budget == nil {
+			continue
+		}
+		// A budget's spend is read from the log's records at start and
+		// shared through them: without them a restart would forget it.
+		if c.DecisionLog.Off {
+			errs = append(errs, fmt.Errorf("%s: budget: the decision log is off (decision_log.off), and a budget's spend is kept there", k.at(i)))
+		}
+		keep := time.Duration(c.DecisionLog.Retention)
+		if keep == 0 {
+			keep = 30 * 24 * time.Hour // decisionlog.DefaultRetention
+		}
+		if need := budgetPeriodMax[k.Budget.Per]; keep < need {
+			errs = append(errs, fmt.Errorf("%s: budget per %s: decision_log.retention keeps %s of records, less than a %s (%s), so a period's spend would be pruned from the log: set retention to at least %dd",
+				k.at(i), k.Budget.Per, keep, k.Budget.Per, need, int(need.Hours()/24)))
+		}
+	}
 	if a := c.Admin.Listen; a != "" && (a == c.Listen || a == c.TLS.Listen) {
 		bad("admin.listen: %s is a public listener's address; the admin listener needs its own", a)
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"system1/internal/decision"
 )
 
 // full is a configuration with every section, the chain in the old
@@ -471,7 +473,16 @@ func TestCheckLimits(t *testing.T) {
 // line, never the key.
 func TestKeyEntriesRefused(t *testing.T) {
 	for _, tc := range []struct{ name, yaml, want string }{
-		{"an unknown key", "keys:\n  - {name: a, key: sk-a, scopes: [read], budget: {usd: 1}}\n", "keys[0].budget: line 2: unknown key (known here: name, key, key_env, scopes, rate_limit)"},
+		{"an unknown key", "keys:\n  - {name: a, key: sk-a, scopes: [read], quota: {usd: 1}}\n", "keys[0].quota: line 2: unknown key (known here: name, key, key_env, scopes, rate_limit, budget)"},
+		{"an unknown key in a budget", "keys:\n  - {name: a, key: sk-a, scopes: [read], budget: {usd: 1, per: day, every: 2}}\n", "keys[0].budget.every: line 2: unknown key (known here: usd, per)"},
+		{"a budget without usd", "keys:\n  - {name: a, key: sk-a, scopes: [read], budget: {per: day}}\n", "keys[0] (a): line 2: budget: usd is required"},
+		{"a budget without per", "keys:\n  - {name: a, key: sk-a, scopes: [read], budget: {usd: 1}}\n", `keys[0] (a): line 2: budget: per "" is not one of day, month`},
+		{"a budget per week", "keys:\n  - {name: a, key: sk-a, scopes: [read], budget: {usd: 1, per: week}}\n", `keys[0] (a): line 2: budget: per "week" is not one of day, month`},
+		{"a negative budget", "keys:\n  - {name: a, key: sk-a, scopes: [read], budget: {usd: -1, per: day}}\n", "is negative"},
+		{"a budget without the log", "decision_log: {off: true}\nkeys:\n  - {name: a, key: sk-a, scopes: [read], budget: {usd: 1, per: day}}\n", "keys[0] (a): line 3: budget: the decision log is off"},
+		{"a monthly budget over the default retention", "keys:\n  - {name: a, key: sk-a, scopes: [read], budget: {usd: 1, per: month}}\n", "keys[0] (a): line 2: budget per month: decision_log.retention keeps 720h0m0s of records, less than a month (744h0m0s), so a period's spend would be pruned from the log: set retention to at least 31d"},
+		{"a daily budget over a shorter retention", "decision_log: {retention: 12h}\nkeys:\n  - {name: a, key: sk-a, scopes: [read], budget: {usd: 1, per: day}}\n", "set retention to at least 1d"},
+		{"a budget in words", "keys:\n  - {name: a, key: sk-a, scopes: [read], budget: {usd: lots, per: day}}\n", "is not a decimal number of US dollars"},
 		{"a key given twice in an entry", "keys:\n  - {name: a, key: sk-a, key: sk-b, scopes: [read]}\n", "keys[0].key: line 2: the key appears twice"},
 		{"no name", "keys:\n  - {key: sk-a, scopes: [read]}\n", "keys[0]: line 2: name is required"},
 		{"no key", "keys:\n  - {name: a, scopes: [read]}\n", "keys[0] (a): line 2: key or key_env is required"},
@@ -515,7 +526,8 @@ func TestHTTPAPIPageKeysExample(t *testing.T) {
 		t.Fatal(errs)
 	}
 	keys, err := c.APIKeys(func(string) string { return "" })
-	if err != nil || len(keys) != 3 || keys[0].Name != "keys[0]" || keys[2].RateLimit == nil {
+	if err != nil || len(keys) != 4 || keys[0].Name != "keys[0]" || keys[2].RateLimit == nil ||
+		keys[3].Budget == nil || decision.USD(*keys[3].Budget.USD).String() != "5" || keys[3].Budget.Per != "day" {
 		t.Fatalf("keys %+v, %v", keys, err)
 	}
 }

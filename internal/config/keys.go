@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 	"unicode"
 
 	"go.yaml.in/yaml/v3"
@@ -20,7 +21,7 @@ var Scopes = []string{"decide", "feedback", "read", "admin"}
 
 // Key is one entry of keys: a bearer key, given in the file (key) or in a
 // variable (key_env), with the name metrics and the log report it by,
-// the scopes it may use and, optionally, its own rate limit. Written as a
+// the scopes it may use and, optionally, its own rate limit and budget. Written as a
 // plain string it is a key with every scope and the default rate, named
 // by its place (keys[0]).
 type Key struct {
@@ -30,6 +31,8 @@ type Key struct {
 	Scopes []string `yaml:"scopes"`
 	// RateLimit replaces rate_limit's per_second and burst for this key.
 	RateLimit *KeyRateLimit `yaml:"rate_limit"`
+	// Budget is what the key may spend a day or a month; nil is no limit.
+	Budget *Budget `yaml:"budget"`
 	// Line is where the entry is written, for its errors.
 	Line int `yaml:"-"`
 	// mapping is set for an entry written as a mapping, which must name
@@ -45,6 +48,20 @@ type KeyRateLimit struct {
 	PerSecond float64 `yaml:"per_second"`
 	Burst     int     `yaml:"burst"`
 }
+
+// Budget is a key's spending limit: usd dollars of answers' cost
+// (decision.USD, as X-System1-Cost says it) per UTC day or month.
+type Budget struct {
+	USD *Dollars `yaml:"usd"`
+	Per string   `yaml:"per"`
+}
+
+// BudgetPeriods are what a budget's per may be.
+var BudgetPeriods = []string{"day", "month"}
+
+// budgetPeriodMax is the longest each period may be, which the decision
+// log must keep for a budget's spend to be read back.
+var budgetPeriodMax = map[string]time.Duration{"day": 24 * time.Hour, "month": 31 * 24 * time.Hour}
 
 // UnmarshalYAML reads a key as a plain string or as a mapping.
 func (k *Key) UnmarshalYAML(n *yaml.Node) error {
@@ -120,6 +137,14 @@ func (k Key) check(i int) []error {
 	}
 	if r := k.RateLimit; r != nil && (!(r.PerSecond >= 0) || math.IsInf(r.PerSecond, 0) || r.Burst < 0) {
 		bad("rate_limit: per_second must be a finite number >= 0 and burst >= 0")
+	}
+	if b := k.Budget; b != nil {
+		if b.USD == nil {
+			bad("budget: usd is required: the US dollars the key may spend each period")
+		}
+		if !slices.Contains(BudgetPeriods, b.Per) {
+			bad("budget: per %q is not one of %s (periods are UTC)", b.Per, strings.Join(BudgetPeriods, ", "))
+		}
 	}
 	return errs
 }

@@ -94,6 +94,9 @@ type Log struct {
 	closed      atomic.Bool
 
 	written, dropped, failed atomic.Uint64
+	// spend counts the keys' spend as records are given, when budgets
+	// are (Log.Spend).
+	spend atomic.Pointer[Spend]
 }
 
 // Open opens the log (creating its schema when missing) and starts its
@@ -164,6 +167,10 @@ func (l *Log) Record(r Record) {
 	}
 	if r.Time.IsZero() {
 		r.Time = l.opt.Now()
+	}
+	// Counted as given, kept or dropped: the answer was paid for.
+	if sp := l.spend.Load(); sp != nil && r.Key != "" && r.Cost != nil {
+		sp.add(r.Key, r.Time, *r.Cost)
 	}
 	select {
 	case l.queue <- r:

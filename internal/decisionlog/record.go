@@ -9,7 +9,7 @@
 // embedded SQLite file (pure Go, no cgo) in WAL mode, or PostgreSQL when a
 // URL is given, so that several replicas share one log.
 //
-// The log never holds a key: a Record has no field for one, and the state
+// The log never holds a key, only its name (Record.Key), and the state
 // is kept only as its SHA-256 unless KeepStates is set.
 package decisionlog
 
@@ -101,6 +101,13 @@ type Record struct {
 	// stored in pico-dollars in cost_picousd; nil, NULL, when the node
 	// that answered has no price.
 	Cost *decision.USD
+	// Key is the name of the key that asked (config keys[].name), never
+	// the key; "" where none did (auth off, the MCP and CLI faces, a
+	// shadow's answer). A key's budget is counted from its records.
+	Key string
+	// InputTokens and OutputTokens are what the node reported answering
+	// the question used.
+	InputTokens, OutputTokens int
 	// Question is the question asked, stored (as JSON, in a table of its
 	// own) only when the log keeps states, so that system1 replay can ask
 	// it again. The log keeps a reference: do not modify it.

@@ -34,9 +34,9 @@ type store struct {
 }
 
 // columns of the decisions table, in insert order.
-const columns = "request_id, question_id, at_ns, face, model, node, kind, options, engine_dist, steps, final_dist, label_mass, latency_us, state_sha256, state, fingerprint, cost_picousd, cascade_model, cascade_stage"
+const columns = "request_id, question_id, at_ns, face, model, node, kind, options, engine_dist, steps, final_dist, label_mass, latency_us, state_sha256, state, fingerprint, cost_picousd, cascade_model, cascade_stage, key_name, input_tokens, output_tokens"
 
-const numColumns = 19
+const numColumns = 22
 
 // rowPlaceholders is one row's parameters in an INSERT.
 var rowPlaceholders = "(" + strings.Repeat("?,", numColumns-1) + "?)"
@@ -72,7 +72,10 @@ func schema(postgres bool) []string {
 			fingerprint TEXT NOT NULL DEFAULT '',
 			cost_picousd BIGINT,
 			cascade_model TEXT NOT NULL DEFAULT '',
-			cascade_stage INTEGER NOT NULL DEFAULT 0
+			cascade_stage INTEGER NOT NULL DEFAULT 0,
+			key_name TEXT NOT NULL DEFAULT '',
+			input_tokens BIGINT NOT NULL DEFAULT 0,
+			output_tokens BIGINT NOT NULL DEFAULT 0
 		)`,
 		`CREATE INDEX IF NOT EXISTS decisions_request ON decisions (request_id, question_id)`,
 		`CREATE INDEX IF NOT EXISTS decisions_at ON decisions (at_ns)`,
@@ -158,17 +161,24 @@ func (s *store) init(ctx context.Context) error {
 	}
 	// Columns added since the table was first made: rows from before
 	// read as answered by an unknown build, at an unknown cost (NULL), of
-	// no cascade.
+	// no cascade, no key and no tokens.
 	for _, col := range []struct{ name, decl string }{
 		{"fingerprint", "TEXT NOT NULL DEFAULT ''"},
 		{"cost_picousd", "BIGINT"},
 		// Not named cascade: a keyword in SQLite and PostgreSQL alike.
 		{"cascade_model", "TEXT NOT NULL DEFAULT ''"},
 		{"cascade_stage", "INTEGER NOT NULL DEFAULT 0"},
+		{"key_name", "TEXT NOT NULL DEFAULT ''"},
+		{"input_tokens", "BIGINT NOT NULL DEFAULT 0"},
+		{"output_tokens", "BIGINT NOT NULL DEFAULT 0"},
 	} {
 		if err := s.addColumn(ctx, tx, col.name, col.decl); err != nil {
 			return err
 		}
+	}
+	// A key's spend this period is read by its name and time (spend.go).
+	if _, err := tx.ExecContext(ctx, "CREATE INDEX IF NOT EXISTS decisions_key_at ON decisions (key_name, at_ns)"); err != nil {
+		return err
 	}
 	return tx.Commit()
 }
@@ -321,9 +331,9 @@ func (s *store) encode(recs []Record, keepStates bool) (args []any, bad int) {
 	s.buf, s.texts = buf, at
 	// A string column's value is boxed in an interface once for the
 	// records in a row that share it (a request's id and state hash; the
-	// face, model, node and kind), not once a record.
-	var last [9]string
-	var boxed [9]any
+	// face, model, node, kind, cascade and key), not once a record.
+	var last [10]string
+	var boxed [10]any
 	box := func(col int, v string) any {
 		if boxed[col] == nil || last[col] != v {
 			last[col], boxed[col] = v, v
@@ -353,7 +363,8 @@ func (s *store) encode(recs []Record, keepStates bool) (args []any, bad int) {
 		}
 		args = append(args, box(0, r.RequestID), box(1, r.QuestionID), r.Time.UnixNano(), box(2, r.Face), box(3, r.Model),
 			box(4, r.Node), box(5, string(r.Kind)), text[t[0][0]:t[0][1]], text[t[1][0]:t[1][1]], text[t[2][0]:t[2][1]],
-			text[t[3][0]:t[3][1]], mass, r.Latency.Microseconds(), box(6, hash), state, box(7, r.Fingerprint), cost, box(8, r.Cascade), r.Stage)
+			text[t[3][0]:t[3][1]], mass, r.Latency.Microseconds(), box(6, hash), state, box(7, r.Fingerprint), cost,
+			box(8, r.Cascade), r.Stage, box(9, r.Key), int64(r.InputTokens), int64(r.OutputTokens))
 	}
 	s.args = args
 	return args, bad
@@ -489,14 +500,16 @@ func scanEntry(rows *sql.Rows, e *Entry, more ...any) error {
 	var mass sql.NullFloat64
 	var state sql.NullString
 	var cost sql.NullInt64
+	var inTok, outTok int64
 	dest := append([]any{&e.ID, &e.RequestID, &e.QuestionID, &atNS, &e.Face, &e.Model, &e.Node, &kind,
-		&opts, &eng, &steps, &fin, &mass, &latUS, &e.StateHash, &state, &e.Fingerprint, &cost, &e.Cascade, &e.Stage}, more...)
+		&opts, &eng, &steps, &fin, &mass, &latUS, &e.StateHash, &state, &e.Fingerprint, &cost, &e.Cascade, &e.Stage, &e.Key, &inTok, &outTok}, more...)
 	if err := rows.Scan(dest...); err != nil {
 		return err
 	}
 	e.Time = time.Unix(0, atNS).UTC()
 	e.Kind = decision.Kind(kind)
 	e.Latency = time.Duration(latUS) * time.Microsecond
+	e.InputTokens, e.OutputTokens = int(inTok), int(outTok)
 	for _, f := range []struct {
 		raw string
 		to  any

@@ -54,6 +54,10 @@ const (
 	CodeModelNotFound         = "model_not_found"
 	CodeContextLengthExceeded = "context_length_exceeded"
 	CodeRateLimitExceeded     = "rate_limit_exceeded"
+	// A key past its budget: OpenAI's type and code for an account out
+	// of credit, a 429 that retrying soon does not cure.
+	TypeInsufficientQuota = "insufficient_quota"
+	CodeInsufficientQuota = "insufficient_quota"
 )
 
 // Error is a reply that is not an answer: an HTTP status and OpenAI's
@@ -150,6 +154,11 @@ func NotServed(msg string) *Error {
 // all asked for a pause.
 func TooManyRequests(msg string, wait time.Duration) *Error {
 	return &Error{Status: http.StatusTooManyRequests, Type: TypeRateLimit, Code: CodeRateLimitExceeded, Message: msg, RetryAfter: wait}
+}
+
+// InsufficientQuota is the 429 for a key past its budget.
+func InsufficientQuota(msg string) *Error {
+	return &Error{Status: http.StatusTooManyRequests, Type: TypeInsufficientQuota, Code: CodeInsufficientQuota, Message: msg}
 }
 
 // ServiceUnavailable is the 503 for a request no node could answer now.

@@ -20,7 +20,7 @@ const MaxBatchContexts = 64
 // own error. Its JSON schema is published (schema/batch-response.json).
 type BatchResponse struct {
 	Results       []*Response `json:"results" jsonschema:"One decide response per context, in the contexts' order, each exactly what POST /v1/decide answers for the request with that context, with a request_id of its own. Empty when the batch was refused."`
-	Error         *Error      `json:"error" jsonschema:"Null, or why the batch was refused as a whole (invalid_request; over HTTP also unauthorized, forbidden or rate_limited): nothing was asked."`
+	Error         *Error      `json:"error" jsonschema:"Null, or why the batch was refused as a whole (invalid_request; over HTTP also unauthorized, forbidden, rate_limited or over_budget): nothing was asked."`
 	SchemaVersion string      `json:"schema_version" jsonschema:"The contract version: \"1\"."`
 	RequestID     string      `json:"request_id" jsonschema:"The batch's own id, as x-typesafe-request-id gives it; each result has its own."`
 }

@@ -60,10 +60,11 @@ const (
 	CodeMalformed       = "malformed_response"
 	// A request refused over HTTP before it was read: its key is
 	// missing or wrong, or lacks the route's scope, or its caller is over
-	// its rate.
+	// its rate, or its key past its budget.
 	CodeUnauthorized = "unauthorized"
 	CodeForbidden    = "forbidden"
 	CodeRateLimited  = "rate_limited"
+	CodeOverBudget   = "over_budget"
 )
 
 // Grades of an answer.
@@ -172,7 +173,7 @@ type Attempt struct {
 
 // Error says why a call failed.
 type Error struct {
-	Code    string `json:"code" jsonschema:"invalid_request, config_error, provider_timeout, provider_error or malformed_response; over HTTP also unauthorized (a key missing or wrong), forbidden (a key without the route's scope) and rate_limited (over the rate: Retry-After says when to come back)."`
+	Code    string `json:"code" jsonschema:"invalid_request, config_error, provider_timeout, provider_error or malformed_response; over HTTP also unauthorized (a key missing or wrong), forbidden (a key without the route's scope) rate_limited (over the rate: Retry-After says when to come back) and over_budget (the key has spent its budget: Retry-After says when its period resets)."`
 	Message string `json:"message" jsonschema:"What went wrong."`
 }
 

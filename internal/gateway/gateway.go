@@ -617,7 +617,7 @@ func Invalid(id, msg string) *Response { return Refused(id, CodeInvalidRequest, 
 
 // Refused is the response to a request refused before anything was
 // asked, for the reason code names: invalid_request (it could not be
-// read), or, over HTTP, unauthorized, forbidden or rate_limited. id is the request
+// read), or, over HTTP, unauthorized, forbidden, rate_limited or over_budget. id is the request
 // id to echo ("" generates one).
 func Refused(id, code, msg string) *Response {
 	if id == "" {

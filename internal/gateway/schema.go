@@ -57,7 +57,7 @@ func ResponseSchema() *jsonschema.Schema {
 	a := p["attempts"].Items.Properties
 	a["outcome"].Enum = []any{OutcomeOK, OutcomeAbstained, OutcomeTimeout, OutcomeError, OutcomeMalformed, OutcomeSkipped}
 	a["latency_ms"].Minimum = ptr(0.0)
-	p["error"].Properties["code"].Enum = []any{CodeInvalidRequest, CodeConfigError, CodeProviderTimeout, CodeProviderError, CodeMalformed, CodeUnauthorized, CodeForbidden, CodeRateLimited}
+	p["error"].Properties["code"].Enum = []any{CodeInvalidRequest, CodeConfigError, CodeProviderTimeout, CodeProviderError, CodeMalformed, CodeUnauthorized, CodeForbidden, CodeRateLimited, CodeOverBudget}
 	p["schema_version"].Enum = []any{SchemaVersion}
 	for _, c := range CacheStates {
 		p["cache"].Enum = append(p["cache"].Enum, c)
@@ -175,7 +175,7 @@ func BatchResponseSchema() *jsonschema.Schema {
 	one := ResponseSchema()
 	one.Schema, one.Title = "", ""
 	s.Properties["results"].Items = one
-	s.Properties["error"].Properties["code"].Enum = []any{CodeInvalidRequest, CodeUnauthorized, CodeForbidden, CodeRateLimited}
+	s.Properties["error"].Properties["code"].Enum = []any{CodeInvalidRequest, CodeUnauthorized, CodeForbidden, CodeRateLimited, CodeOverBudget}
 	s.Properties["schema_version"].Enum = []any{SchemaVersion}
 	return s
 }

@@ -66,6 +66,8 @@ func decideCode(typ string) string {
 		return gateway.CodeRateLimited
 	case systemone.Permission:
 		return gateway.CodeForbidden
+	case systemone.InsufficientQuota:
+		return gateway.CodeOverBudget
 	}
 	return gateway.CodeInvalidRequest
 }

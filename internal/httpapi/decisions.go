@@ -120,6 +120,8 @@ func openAIError(status int, typ, msg string) *decisionsapi.Error {
 		return decisionsapi.Forbidden(msg)
 	case systemone.RateLimit: // Retry-After and Retry-After-Ms are set by then
 		return decisionsapi.TooManyRequests(msg, 0)
+	case systemone.InsufficientQuota: // Retry-After is set by then
+		return decisionsapi.InsufficientQuota(msg)
 	}
 	return &decisionsapi.Error{Status: status, Type: decisionsapi.TypeInvalidRequest, Message: msg}
 }

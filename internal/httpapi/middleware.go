@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"system1/internal/answer"
 	"system1/internal/decision"
 	"system1/internal/decisionlog"
 	"system1/internal/decisionsapi"
@@ -164,9 +165,11 @@ func (wr wire) start(w http.ResponseWriter, r *http.Request) {
 
 // api wraps an authenticated, rate-limited API route of wire wr that
 // needs scope: a missing or wrong key is a 401, a key without the scope a
-// 403 naming it, a caller over its rate a 429 with Retry-After, each
-// written as wr writes errors, and the whole request runs under timeout
-// with its body bounded.
+// 403 naming it, a key past its budget (on a route that spends) or a
+// caller over its rate a 429 with Retry-After, each written as wr writes
+// errors; the key's name goes with the request to the answer path's
+// records, and the whole request runs under timeout with its body
+// bounded.
 func (s *Server) api(wr wire, scope Scope, h http.HandlerFunc, timeout time.Duration) http.Handler {
 	errs := wr.errs
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -196,6 +199,10 @@ func (s *Server) api(wr wire, scope Scope, h http.HandlerFunc, timeout time.Dura
 				writeForbidden(w, r, errs, key.Name, scope)
 				return
 			}
+			if scope == ScopeDecide && !s.withinBudget(w, errs, key.Key) {
+				return
+			}
+			r = r.WithContext(answer.WithKey(r.Context(), key.Name))
 			caller, lim = "key:"+strconv.Itoa(k), key.limiter
 		}
 		if caller == "" && lim != nil {
@@ -217,6 +224,26 @@ func (s *Server) api(wr wire, scope Scope, h http.HandlerFunc, timeout time.Dura
 		defer cancel()
 		h(w, r.WithContext(ctx))
 	})
+}
+
+// withinBudget answers a 429 naming k's budget, with Retry-After until
+// its period resets, when k has spent it; the routes that spend (those
+// of ScopeDecide) ask it. The spend is what the log and this process
+// counted (decisionlog.Spend), so replicas may go past it by what the
+// others spent since the last read (docs/http-api.md#budgets).
+func (s *Server) withinBudget(w http.ResponseWriter, errs errorWriter, k Key) bool {
+	if k.Budget == nil || s.opt.Spend == nil {
+		return true
+	}
+	spent, next, ok := s.opt.Spend.Spent(k.Name)
+	if !ok || spent < k.Budget.USD {
+		return true
+	}
+	secs := setRetryAfter(w.Header(), time.Until(next))
+	errs(w, http.StatusTooManyRequests, systemone.InsufficientQuota,
+		fmt.Sprintf("the key %q has spent $%s of its budget of $%s a %s (UTC); it resets at %s, in %d s",
+			k.Name, spent, k.Budget.USD, k.Budget.Per, next.UTC().Format(time.RFC3339), secs))
+	return false
 }
 
 // checkKey authenticates a request under its address's allowance of

@@ -56,6 +56,7 @@ func (s *Server) routes() http.Handler {
 	api(http.MethodPost, "/v1/feedback", systemOneWire, ScopeFeedback, s.handleFeedback, timeout)
 	api(http.MethodGet, "/v1/calibration", systemOneWire, ScopeRead, s.handleCalibration, timeout)
 	api(http.MethodGet, "/v1/shadow", systemOneWire, ScopeRead, s.handleShadow, timeout)
+	api(http.MethodGet, "/v1/usage", systemOneWire, ScopeRead, s.handleUsage, timeout)
 	if s.opt.Decide != nil {
 		api(http.MethodPost, "/v1/decide", decideWire, ScopeDecide, s.handleDecide, timeout)
 		api(http.MethodPost, "/v1/decide/batch", decideBatchWire, ScopeDecide, s.handleDecideBatch, batch)

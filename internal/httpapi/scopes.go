@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"slices"
 
+	"system1/internal/decision"
+	"system1/internal/decisionlog"
 	"system1/internal/systemone"
 )
 
@@ -54,6 +56,15 @@ type Key struct {
 	// Rate is its own token bucket in place of Options' rate; nil takes
 	// Options'.
 	Rate *Rate
+	// Budget is what it may spend a period; nil is no limit.
+	Budget *Budget
+}
+
+// Budget is a key's spending limit: USD a Per (in UTC), counted by
+// Options.Spend from the answers' cost.
+type Budget struct {
+	USD decision.USD
+	Per decisionlog.Period
 }
 
 // Rate is a token bucket: PerSecond 0 is unlimited.

@@ -72,6 +72,9 @@ type Options struct {
 	// Ready says which conditions of readiness are not met, for GET
 	// /readyz: none (an empty result) is ready. Nil is always ready.
 	Ready func() []NotReady
+	// Spend counts each key's spend in its budget's period; nil (or a
+	// key it does not count) enforces no budget.
+	Spend *decisionlog.Spend
 	// Tracer traces each request (internal/tracing); nil traces
 	// nothing.
 	Tracer *tracing.Tracer

@@ -24,6 +24,7 @@ type Metrics struct {
 	modelChanges   *prometheus.CounterVec
 	canaryCalls    *prometheus.CounterVec
 	cost           *prometheus.CounterVec
+	keySpend       *prometheus.CounterVec
 
 	eceOnce sync.Once
 	ece     *prometheus.GaugeVec
@@ -69,8 +70,11 @@ func New() *Metrics {
 		cost: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "system1_cost_usd_total", Help: "US dollars the answers cost, by model and the node that answered, at the nodes' configured price (nodes without one are not counted); a decision cache hit costs nothing.",
 		}, []string{"model", "node"}),
+		keySpend: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "system1_key_spend_usd_total", Help: "US dollars the answers asked with each key cost, by the key's name (never the key), as its budget counts them; answers of nodes without a price are not counted.",
+		}, []string{"key"}),
 	}
-	reg.MustRegister(m.requests, m.requestSeconds, m.attempts, m.attemptSeconds, m.failovers, m.cooldowns, m.modelChanges, m.canaryCalls, m.cost)
+	reg.MustRegister(m.requests, m.requestSeconds, m.attempts, m.attemptSeconds, m.failovers, m.cooldowns, m.modelChanges, m.canaryCalls, m.cost, m.keySpend)
 	return m
 }
 
@@ -157,6 +161,12 @@ func (m *Metrics) Attempt(node, model, outcome string, d time.Duration) {
 // Spent records what an answer of model by node cost, in US dollars.
 func (m *Metrics) Spent(node, model string, usd float64) {
 	m.cost.WithLabelValues(model, node).Add(usd)
+}
+
+// KeySpent counts what an answer asked with key (its name, never the
+// key) cost: system1_key_spend_usd_total.
+func (m *Metrics) KeySpent(key string, usd float64) {
+	m.keySpend.WithLabelValues(key).Add(usd)
 }
 
 // Failover records a question moving on after a failed node.

@@ -109,11 +109,14 @@ const (
 	Authentication = "authentication_error"
 	Permission     = "permission_error" // a key without the route's scope: 403
 	RateLimit      = "rate_limit_error"
-	NotFound       = "not_found_error"
-	TooLarge       = "request_too_large"
-	Unavailable    = "service_unavailable_error"
-	Overloaded     = "overloaded_error"
-	Internal       = "api_error"
+	// InsufficientQuota is a key past its budget (OpenAI's word for
+	// it): a 429 until the budget's period resets.
+	InsufficientQuota = "insufficient_quota"
+	NotFound          = "not_found_error"
+	TooLarge          = "request_too_large"
+	Unavailable       = "service_unavailable_error"
+	Overloaded        = "overloaded_error"
+	Internal          = "api_error"
 )
 
 // Where a 422's problem is: the first element of its loc, as FastAPI

@@ -8,6 +8,7 @@ import (
 	"math/big"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -1008,6 +1009,58 @@ func TestBrowserDriftAndShadow(t *testing.T) {
 	screenshot(t, ctx, "shadow.png")
 }
 
+// usageReport is a report of the shape GET /v1/usage answers with,
+// grouped by key: answers no key asked, and two keys.
+const usageReport = `{"since":"2026-12-01T00:00:00Z","until":"2026-12-04T12:00:00Z","group_by":["key"],"groups":[
+ {"key":"","usd":"0","unpriced":3,"decisions":3,"input_tokens":120,"output_tokens":3},
+ {"key":"agents","usd":"4.000123456789","unpriced":0,"decisions":5012,"input_tokens":1502000,"output_tokens":5012},
+ {"key":"ci","usd":"0.0005","unpriced":1,"decisions":11,"input_tokens":3300,"output_tokens":11}],
+ "total":{"usd":"4.000623456789","unpriced":4,"decisions":5026,"input_tokens":1505420,"output_tokens":5026}}`
+
+// The dashboard's spend table shows GET /v1/usage's groups by key, in
+// order, each amount as the exact decimal the API writes; without a key
+// it says it needs one.
+func TestBrowserSpendPerKey(t *testing.T) {
+	ctx := browser(t)
+	st := standIn(t)
+	bound(t, ctx, chromedp.Navigate(st.URL+"/#dashboard"), wait(`document.body.dataset.auth === 'locked' && Number(document.body.dataset.refreshed) >= 1`))
+	if note := eval[string](t, ctx, `document.getElementById('usage-note').textContent`); note != "No usage is available (it needs a key)." {
+		t.Errorf("without a key the spend table says %q", note)
+	}
+	bound(t, ctx, chromedp.SendKeys("#key-input", "k"), chromedp.Click("#key-form button[type=submit]"),
+		wait(`document.querySelectorAll('#usage tbody tr').length > 0 || document.getElementById('usage-note').textContent.includes('answered')`))
+	if note := eval[string](t, ctx, `document.getElementById('usage-note').textContent`); note != "" {
+		t.Fatalf("the spend table says %q", note)
+	}
+	rows := eval[[]map[string]string](t, ctx, `[...document.querySelectorAll('#usage tbody tr')].map((r) => Object.fromEntries([...r.cells].map((c) => [c.dataset.col, c.textContent])))`)
+	var rep struct {
+		Groups []struct {
+			Key, USD            string
+			Unpriced, Decisions int
+			InputTokens         int `json:"input_tokens"`
+			OutputTokens        int `json:"output_tokens"`
+		}
+	}
+	if err := json.Unmarshal([]byte(usageReport), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != len(rep.Groups) || len(rows) == 0 {
+		t.Fatalf("%d rows for %d groups: %v", len(rows), len(rep.Groups), rows)
+	}
+	for i, g := range rep.Groups {
+		key := g.Key
+		if key == "" {
+			key = "(no key)"
+		}
+		want := map[string]string{"key": key, "usd": "$" + g.USD, "decisions": strconv.Itoa(g.Decisions),
+			"input_tokens": strconv.Itoa(g.InputTokens), "output_tokens": strconv.Itoa(g.OutputTokens),
+			"unpriced": strconv.Itoa(g.Unpriced)}
+		if fmt.Sprint(rows[i]) != fmt.Sprint(want) {
+			t.Errorf("spend row %d:\n%v\nthe API's:\n%v", i, rows[i], want)
+		}
+	}
+}
+
 // standInHealth is /health with a key as the stand-in answers it: a
 // status of degraded with one node down, and each node's errors,
 // failovers and cooldowns, the fields the dashboard reads from /health.
@@ -1063,6 +1116,15 @@ func standIn(t *testing.T) *httptest.Server {
 	mux.Handle("GET /v1/models", reply(`{"models":[{"name":"qwen2.5-0.5b","description":"served by gpu0","release_date":"2026-12-01"}],"object":"list","data":[]}`))
 	mux.Handle("GET /v1/calibration", reply(calibrationReport))
 	mux.Handle("GET /v1/shadow", reply(shadowReport))
+	mux.HandleFunc("GET /v1/usage", func(w http.ResponseWriter, r *http.Request) {
+		// The page asks this UTC month's spend by key, and nothing else.
+		want := url.Values{"group_by": {"key"}, "since": {time.Now().UTC().Format("2006-01") + "-01"}}
+		if r.URL.Query().Encode() != want.Encode() {
+			w.WriteHeader(http.StatusUnprocessableEntity)
+			return
+		}
+		reply(usageReport)(w, r)
+	})
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte(standInMetrics))
 	})

@@ -121,7 +121,7 @@ func paths() obj {
 				"413": jsonReply("The body is over the server's limit.", "Error"),
 				"415": jsonReply("A Content-Encoding other than gzip.", "Error"),
 				"422": jsonReply("A malformed request: every problem listed; or a question system1 will not stand behind (type refused: the node declined, the none option won, too little label mass), since this wire has no refusal.", "ValidationError"),
-				"429": jsonReply("The caller's key is over its rate, or its address sent too many wrong keys; Retry-After says when to come back.", "Error"),
+				"429": jsonReply("The caller's key is over its rate, or its address sent too many wrong keys; or the key has spent its budget (type insufficient_quota, the message naming the budget); Retry-After says when to come back (for a budget, when its period resets).", "Error"),
 				"503": jsonReply("A question got no answer.", "Error"),
 			},
 		}},
@@ -143,7 +143,7 @@ func paths() obj {
 				"408": jsonReply("The body did not arrive within the server's read timeout.", "OpenAIError"),
 				"413": jsonReply("The body is over the server's limit.", "OpenAIError"),
 				"415": jsonReply("A Content-Encoding other than gzip.", "OpenAIError"),
-				"429": jsonReply("The caller's key is over its rate, or its address sent too many wrong keys (code rate_limit_exceeded); retry-after and retry-after-ms say when to come back.", "OpenAIError"),
+				"429": jsonReply("The caller's key is over its rate, or its address sent too many wrong keys (code rate_limit_exceeded); or the key has spent its budget (type and code insufficient_quota, the message naming the budget); retry-after and retry-after-ms say when to come back (for a budget, when its period resets).", "OpenAIError"),
 				"503": jsonReply("No node answered (type server_error); retry-after and retry-after-ms when a node asked for a pause.", "OpenAIError"),
 			},
 		}},
@@ -169,7 +169,7 @@ func paths() obj {
 				"413": jsonReply("The body is over the server's limit.", "Error"),
 				"415": jsonReply("A Content-Encoding other than gzip.", "Error"),
 				"422": jsonReply("A malformed batch or header: every problem listed.", "ValidationError"),
-				"429": jsonReply("The caller's key is over its rate.", "Error"),
+				"429": jsonReply("The caller's key is over its rate, or has spent its budget (type insufficient_quota; Retry-After: when its period resets).", "Error"),
 				"503": jsonReply("No state was answered: none got an answer.", "Error"),
 			},
 		}},
@@ -210,7 +210,7 @@ func paths() obj {
 				"413": jsonReply("The body is over the server's limit (error.code invalid_request).", "DecideResponse"),
 				"415": jsonReply("A Content-Encoding other than gzip (error.code invalid_request).", "DecideResponse"),
 				"422": jsonReply("invalid_request.", "DecideResponse"),
-				"429": jsonReply("The caller's key is over its rate, or its address sent too many wrong keys (error.code rate_limited); Retry-After says when to come back.", "DecideResponse"),
+				"429": jsonReply("The caller's key is over its rate, or its address sent too many wrong keys (error.code rate_limited); or the key has spent its budget (error.code over_budget, the message naming the budget); Retry-After says when to come back (for a budget, when its period resets).", "DecideResponse"),
 				"502": jsonReply("provider_error or malformed_response.", "DecideResponse"),
 				"503": jsonReply("config_error.", "DecideResponse"),
 				"504": jsonReply("provider_timeout.", "DecideResponse"),
@@ -234,7 +234,7 @@ func paths() obj {
 				"413": jsonReply("The body is over the server's limit (error.code invalid_request).", "DecideBatchResponse"),
 				"415": jsonReply("A Content-Encoding other than gzip (error.code invalid_request).", "DecideBatchResponse"),
 				"422": jsonReply("invalid_request: the batch, refused whole.", "DecideBatchResponse"),
-				"429": jsonReply("The caller's key is over its rate, or its address sent too many wrong keys (error.code rate_limited); Retry-After says when to come back.", "DecideBatchResponse"),
+				"429": jsonReply("The caller's key is over its rate, or its address sent too many wrong keys (error.code rate_limited); or the key has spent its budget (error.code over_budget); Retry-After says when to come back (for a budget, when its period resets).", "DecideBatchResponse"),
 				"502": jsonReply("Every context's result is provider_error or malformed_response.", "DecideBatchResponse"),
 				"503": jsonReply("Every context's result is config_error.", "DecideBatchResponse"),
 				"504": jsonReply("Every context's result is provider_timeout.", "DecideBatchResponse"),
@@ -327,6 +327,26 @@ func paths() obj {
 			"503": jsonReply("The decision log is off or failed.", "Error"),
 		},
 	}}
+	p["/v1/usage"] = obj{"get": obj{
+		"operationId": "usage",
+		"summary":     "Spend, decisions and tokens from the decision log, by key, model and day.",
+		"description": "Sums the answers recorded in [since, until): what they cost (what keys' budgets count), those " +
+			"whose node has no price, the questions answered and the tokens. Keys are named by their names, never the keys. " +
+			"See docs/http-api.md#budgets.",
+		"parameters": []obj{
+			{"name": "since", "in": "query", "schema": obj{"type": "string"}, "description": "The window's start: an RFC 3339 time such as 2026-12-01T00:00:00Z or a UTC date such as 2026-12-01; default 30 days before until."},
+			{"name": "until", "in": "query", "schema": obj{"type": "string"}, "description": "The window's end (exclusive), as since; default now."},
+			{"name": "group_by", "in": "query", "schema": obj{"type": "string"}, "description": "A comma-separated list of key, model and day (UTC); default none: the total alone."},
+		},
+		"responses": obj{
+			"200": jsonReply("The usage, per group and in total.", "UsageReport"),
+			"401": jsonReply("A key is configured and the caller's is missing or wrong.", "Error"),
+			"403": jsonReply("The caller's key does not hold the scope the route needs; the message names it (type permission_error).", "Error"),
+			"422": jsonReply("A query parameter is not valid, or not one of since, until and group_by: loc names it.", "ValidationError"),
+			"429": jsonReply("The caller's key is over its rate.", "Error"),
+			"503": jsonReply("The decision log is off or failed.", "Error"),
+		},
+	}}
 	return p
 }
 
@@ -368,6 +388,7 @@ func schemas() map[string]*jsonschema.Schema {
 		"FeedbackResult":         infer[outcomes.FeedbackResult](),
 		"CalibrationReport":      infer[outcomes.CalibrationReport](),
 		"ShadowReport":           infer[outcomes.ShadowReport](),
+		"UsageReport":            infer[outcomes.UsageReport](),
 		"SystemOneBatchRequest":  systemOneBatchRequest(),
 		"SystemOneBatchResponse": systemOneBatchResponse(),
 	}

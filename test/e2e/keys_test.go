@@ -41,7 +41,10 @@ func TestScopesThroughTheBinary(t *testing.T) {
 		}
 		fmt.Fprintf(&keys, "  - {name: %s, key: %s, scopes: [%s]}\n", k.name, k.secret, k.scope)
 	}
-	s := startServe(t, fmt.Sprintf(`keys:
+	// Each route is asked once without a key: more wrong keys than the
+	// default allowance of one address.
+	s := startServe(t, fmt.Sprintf(`rate_limit: {wrong_keys: {per_minute: 60, burst: 100}}
+keys:
 %snodes:
 %sgateway:
   chain:
@@ -71,6 +74,7 @@ decision_log:
 		{"POST", "/v1/feedback", "feedback", systemOne},
 		{"GET", "/v1/calibration", "read", systemOne},
 		{"GET", "/v1/shadow", "read", systemOne},
+		{"GET", "/v1/usage", "read", systemOne},
 		{"GET", "/v1/models", "any key", systemOne},
 		{"GET", "/v1/models/{id}", "any key", systemOne},
 		{"GET", "/health", "open", systemOne},

@@ -1,6 +1,6 @@
 // The dashboard: the server and its nodes from GET /health, request rates
 // and latency percentiles from GET /metrics, the calibration report with
-// its drift entry, and the shadow rollouts' report.
+// its drift entry, the shadow rollouts' report and the spend per key.
 // Without a key (auth on) it shows /health as a caller without a key sees
 // it and /metrics, which needs none, and asks for nothing else.
 import { api, state } from './app.js';
@@ -8,6 +8,7 @@ import { h, facts } from './dom.js';
 import { parse, histograms, quantile, sum, seriesKey } from './metrics.js';
 import { render as renderCalibration } from './calibration.js';
 import { renderDrift, renderShadow } from './rollouts.js';
+import { renderUsage, usagePath } from './usage.js';
 
 const $ = (id) => document.getElementById(id);
 const EVERY = 5000;
@@ -199,6 +200,7 @@ export async function refresh() {
   renderCalibration($('calibration'), calibration);
   renderDrift($('drift'), $('drift-note'), calibration);
   renderShadow($('shadow'), $('shadow-note'), allowed ? await api('/v1/shadow') : null);
+  renderUsage($('usage'), $('usage-note'), allowed ? await api(usagePath()) : null);
   $('refreshed').textContent = `refreshed ${new Date().toLocaleTimeString()}`;
   document.body.dataset.refreshed = String(Number(document.body.dataset.refreshed || 0) + 1);
 }

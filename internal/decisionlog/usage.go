@@ -1,0 +1,90 @@
+package decisionlog
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"system1/internal/decision"
+)
+
+// UsageGroups are what usage may be grouped by: the key's name, the
+// model that answered and the UTC day.
+var UsageGroups = []string{"key", "model", "day"}
+
+// Usage is one group's use of the log's window: what its answers cost,
+// how many questions were answered and the tokens they used.
+type Usage struct {
+	// Key, Model and Day (YYYY-MM-DD, UTC) name the group, each "" when
+	// not grouped by it (Key is "" too for answers no key asked).
+	Key, Model, Day string
+	// Cost is the sum of the priced answers' cost; Unpriced counts the
+	// answers of nodes without a price, whose cost is not known.
+	Cost      decision.USD
+	Unpriced  int64
+	Decisions int64
+	// InputTokens and OutputTokens are what the nodes reported.
+	InputTokens, OutputTokens int64
+}
+
+const nsPerDay = int64(24 * time.Hour)
+
+// Usage sums the records of [since, until) by the groups of by (of
+// UsageGroups), ordered by them: shadow answers count under no key.
+func (l *Log) Usage(ctx context.Context, since, until time.Time, by []string) ([]Usage, error) {
+	var cols []string
+	for _, g := range by {
+		switch g {
+		case "key":
+			cols = append(cols, "key_name")
+		case "model":
+			cols = append(cols, "model")
+		case "day":
+			cols = append(cols, fmt.Sprintf("at_ns / %d", nsPerDay))
+		default:
+			return nil, fmt.Errorf("usage: group %q is not one of %s", g, strings.Join(UsageGroups, ", "))
+		}
+	}
+	sel := "SELECT " + strings.Join(append(cols, "CAST(COALESCE(SUM(cost_picousd), 0) AS BIGINT)",
+		"CAST(COALESCE(SUM(CASE WHEN cost_picousd IS NULL THEN 1 ELSE 0 END), 0) AS BIGINT)", "COUNT(*)",
+		"CAST(COALESCE(SUM(input_tokens), 0) AS BIGINT)", "CAST(COALESCE(SUM(output_tokens), 0) AS BIGINT)"), ", ") +
+		" FROM decisions WHERE at_ns >= ? AND at_ns < ?"
+	if len(cols) > 0 {
+		sel += " GROUP BY " + strings.Join(cols, ", ") + " ORDER BY " + strings.Join(cols, ", ")
+	}
+	rows, err := l.store.db.QueryContext(ctx, l.store.q(sel), since.UnixNano(), until.UnixNano())
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Usage
+	for rows.Next() {
+		var u Usage
+		var day, cost int64
+		dest := make([]any, 0, len(by)+5)
+		for _, g := range by {
+			switch g {
+			case "key":
+				dest = append(dest, &u.Key)
+			case "model":
+				dest = append(dest, &u.Model)
+			case "day":
+				dest = append(dest, &day)
+			}
+		}
+		if err := rows.Scan(append(dest, &cost, &u.Unpriced, &u.Decisions, &u.InputTokens, &u.OutputTokens)...); err != nil {
+			return nil, err
+		}
+		u.Cost = decision.USD(cost)
+		for _, g := range by {
+			if g == "day" {
+				u.Day = time.Unix(0, day*nsPerDay).UTC().Format(time.DateOnly)
+			}
+		}
+		if u.Decisions > 0 {
+			out = append(out, u)
+		}
+	}
+	return out, rows.Err()
+}
