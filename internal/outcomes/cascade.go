@@ -3,12 +3,14 @@ package outcomes
 import (
 	"cmp"
 	"context"
+	"math/big"
 	"slices"
 	"time"
 
 	"system1/internal/answer"
 	"system1/internal/calibration"
 	"system1/internal/calibration/fitting"
+	"system1/internal/decision"
 	"system1/internal/decisionlog"
 )
 
@@ -23,8 +25,21 @@ type CascadeReport struct {
 	Delta float64 `json:"delta"`
 	// Questions is how many questions with an outcome the cascade
 	// answered in the window.
-	Questions int           `json:"questions"`
+	Questions int `json:"questions"`
+	// Decisions is how many requests (request ids) those questions came in.
+	Decisions int           `json:"decisions"`
 	Stages    []StageReport `json:"stages"`
+	// CostPer1000 is what 1,000 decisions cost, in US dollars as an exact
+	// decimal string (docs/http-api.md#cost): the recorded cost of every
+	// stage asked on the report's questions, over Decisions, times 1,000.
+	// LastStageCostPer1000 estimates the same for always asking the last
+	// stage alone: its mean cost per question it was asked, times the
+	// questions per decision the cascade had, times 1,000 (the questions
+	// it was asked stand for all). Both are nil when any record's cost
+	// is unknown (a node without a price), the estimate also when the
+	// last stage was asked nothing. Each is rounded to the pico-dollar.
+	CostPer1000          *string `json:"cost_per_1000"`
+	LastStageCostPer1000 *string `json:"last_stage_cost_per_1000"`
 	// Certified is set when every stage but the last has a certified
 	// threshold for some build, kind and option bucket, and every stage
 	// but the last kept answers whose bound is at most the target.
@@ -100,13 +115,26 @@ func reportCascade(c answer.Cascade, es []decisionlog.Entry, fits *calibration.F
 		}
 		last[k][e.Stage] = e
 	}
+	lastStage := len(c.Stages) - 1
+	var total, lastTotal decision.USD
+	priced := true
+	requests := map[string]bool{}
 	for _, k := range order {
 		stages := last[k]
 		final := -1
-		for s := range stages {
+		for s, e := range stages {
 			final = max(final, s)
+			if e.Cost == nil {
+				priced = false
+				continue
+			}
+			total += *e.Cost
+			if s == lastStage {
+				lastTotal += *e.Cost
+			}
 		}
 		rep.Questions++
+		requests[k.request] = true
 		for s := range stages {
 			rep.Stages[s].Asked++
 		}
@@ -123,6 +151,13 @@ func reportCascade(c answer.Cascade, es []decisionlog.Entry, fits *calibration.F
 			if e.Options[best] != e.Outcome.Value {
 				st.Wrong++
 			}
+		}
+	}
+	rep.Decisions = len(requests)
+	if priced && rep.Decisions > 0 {
+		rep.CostPer1000 = perThousand(total, 1, rep.Decisions)
+		if asked := rep.Stages[lastStage].Asked; asked > 0 {
+			rep.LastStageCostPer1000 = perThousand(lastTotal, rep.Questions, asked*rep.Decisions)
 		}
 	}
 	for i, name := range c.Stages {
@@ -143,6 +178,17 @@ func reportCascade(c answer.Cascade, es []decisionlog.Entry, fits *calibration.F
 		}
 	}
 	return rep
+}
+
+// perThousand is cost x num / den x 1,000 as a decimal string of
+// dollars, rounded half up to the pico-dollar; in big integers, as a
+// window's cost times 1,000 may pass an int64.
+func perThousand(cost decision.USD, num, den int) *string {
+	n := new(big.Int).Mul(big.NewInt(int64(cost)), big.NewInt(int64(num)*1000))
+	d := big.NewInt(int64(den))
+	n.Add(n, new(big.Int).Rsh(d, 1))
+	s := decision.USD(n.Quo(n, d).Int64()).String()
+	return &s
 }
 
 // stageThresholds are the escalations fits hold for model at target.

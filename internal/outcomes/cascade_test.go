@@ -2,11 +2,13 @@ package outcomes
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"system1/internal/answer"
 	"system1/internal/calibration"
 	"system1/internal/calibration/fitting"
+	"system1/internal/decision"
 	"system1/internal/decisionlog"
 )
 
@@ -84,5 +86,61 @@ func TestRefitCertifiesEscalations(t *testing.T) {
 	loose, _ := ft.EscalationFor(0.3)
 	if !loose.Certified || (strict.Certified && strict.Threshold < loose.Threshold) {
 		t.Errorf("0.05: %+v; 0.3: %+v", strict, loose)
+	}
+}
+
+// A cascade's cost per 1,000 decisions sums every stage's recorded cost
+// over the report's questions; always asking the last stage is its mean
+// cost per question asked times the cascade's questions per decision.
+// An unknown cost leaves both unknown.
+func TestReportCascadeCost(t *testing.T) {
+	c := answer.Cascade{Model: "casc", Stages: []string{"small", "large"}, TargetError: 0.05}
+	small, large := decision.USD(100_000_000), decision.USD(1_000_000_000) // $0.0001, $0.001
+	entry := func(req, q string, stage int, cost *decision.USD) decisionlog.Entry {
+		return decisionlog.Entry{Record: decisionlog.Record{RequestID: req, QuestionID: q, Cascade: "casc", Stage: stage,
+			Model: c.Stages[stage], Options: []string{"a", "b"}, Final: []float64{0.9, 0.1}, Cost: cost},
+			Outcome: &decisionlog.Outcome{Value: "a"}}
+	}
+	// Three decisions of five questions: small asked all five, large two.
+	priced := []decisionlog.Entry{
+		entry("r1", "q", 0, &small),
+		entry("r1", "q2", 0, &small), entry("r1", "q2", 1, &large),
+		entry("r2", "q", 0, &small),
+		entry("r2", "q2", 0, &small),
+		entry("r3", "q", 0, &small), entry("r3", "q", 1, &large),
+	}
+	// A question with no option fitting is not in the report, nor its cost.
+	noneFit := entry("r4", "q", 0, nil)
+	noneFit.Outcome.Value = decisionlog.NoneFit
+	str := func(s string) *string { return &s }
+	tests := []struct {
+		name            string
+		es              []decisionlog.Entry
+		decisions       int
+		cascade, always *string
+	}{
+		// (5 x 0.0001 + 2 x 0.001) / 3 x 1000 = 0.8333…; 0.001 x 5/3 x 1000 = 1.6666…
+		{"priced", append(slices.Clone(priced), noneFit), 3, str("0.833333333333"), str("1.666666666667")},
+		{"an unpriced stage", append(slices.Clone(priced), entry("r5", "q", 0, nil)), 4, nil, nil},
+		// large never asked: 2 x 0.0001 / 2 x 1000 = 0.1.
+		{"last stage not asked", []decisionlog.Entry{entry("r1", "q", 0, &small), entry("r2", "q", 0, &small)}, 2, str("0.1"), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rep := reportCascade(c, tt.es, nil)
+			if rep.Decisions != tt.decisions {
+				t.Errorf("decisions %d, want %d", rep.Decisions, tt.decisions)
+			}
+			show := func(s *string) string {
+				if s == nil {
+					return "nil"
+				}
+				return *s
+			}
+			if show(rep.CostPer1000) != show(tt.cascade) || show(rep.LastStageCostPer1000) != show(tt.always) {
+				t.Errorf("cost per 1,000 %s, always the last stage %s; want %s, %s",
+					show(rep.CostPer1000), show(rep.LastStageCostPer1000), show(tt.cascade), show(tt.always))
+			}
+		})
 	}
 }

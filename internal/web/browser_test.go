@@ -819,7 +819,19 @@ const calibrationReport = `{"buckets":[
   "reference":200,"current":100,"confidence_psi":0.393,"label_psi":0.4091,"mean_confidence":[0.843,0.9487],"noise":[0.12,0.02],"threshold":0.25,
   "alarm":true,"reason":"the confidence moved: PSI 0.393 less noise 0.120 reaches 0.25"},
  {"model":"qwen2.5-0.5b","signature":"noul/2/1b2c3d4e5f60","kind":"noul","options":["true","false"],"psi":0.025,
-  "reference":180,"current":90,"confidence_psi":0.025,"label_psi":0.0123,"mean_confidence":[0.71,0.7049],"noise":[0.135,0.0167],"threshold":0.25,"alarm":false}]}`
+  "reference":180,"current":90,"confidence_psi":0.025,"label_psi":0.0123,"mean_confidence":[0.71,0.7049],"noise":[0.135,0.0167],"threshold":0.25,"alarm":false}],
+ "cascades":[
+ {"model":"triage","target_error":0.05,"delta":0.05,"questions":300,"decisions":120,"certified":false,
+  "cost_per_1000":"0.412500000001","last_stage_cost_per_1000":"1.25",
+  "stages":[
+   {"stage":"qwen2.5-0.5b","asked":300,"answered":210,"share":0.7,"wrong":6,"error":0.02857142857142857,"upper_bound":0.05514,
+    "thresholds":[{"kind":"choice","bucket":"3","target_error":0.05,"delta":0.05,"certified":true,"threshold":0.81,"n":412,"above":250,"wrong_above":4,"upper_bound":0.0398}]},
+   {"stage":"qwen2.5-7b","asked":90,"answered":90,"share":0.3,"wrong":9,"error":0.1,"upper_bound":0.1624,"thresholds":[]}]},
+ {"model":"unpriced","target_error":0.2,"delta":0.05,"questions":40,"decisions":40,"certified":true,
+  "cost_per_1000":null,"last_stage_cost_per_1000":null,
+  "stages":[
+   {"stage":"small","asked":40,"answered":40,"share":1,"wrong":2,"error":0.05,"upper_bound":0.1487,"thresholds":[]},
+   {"stage":"large","asked":0,"answered":0,"share":0,"wrong":0,"error":0,"upper_bound":1,"thresholds":[]}]}]}`
 
 // shadowReport is a report of the shape GET /v1/shadow answers with: one
 // signature with outcomes on both sides, one without.
@@ -1007,6 +1019,72 @@ func TestBrowserDriftAndShadow(t *testing.T) {
 	}
 	bound(t, ctx, chromedp.ScrollIntoView("#shadow"))
 	screenshot(t, ctx, "shadow.png")
+}
+
+// The dashboard's cascades table shows GET /v1/calibration's cascades: a
+// row per stage, in order, with its share answered and its error and
+// bound as the reply gives them (four significant digits), and on each
+// cascade's first row its target, whether it is certified and its two
+// costs per 1,000 decisions as the exact decimals the API writes, a dash
+// where a cost is unknown.
+func TestBrowserCascades(t *testing.T) {
+	ctx := browser(t)
+	st := standIn(t)
+	bound(t, ctx, chromedp.Navigate(st.URL+"/#dashboard"), wait(`document.body.dataset.auth === 'locked' && Number(document.body.dataset.refreshed) >= 1`))
+	if note := eval[string](t, ctx, `document.getElementById('cascades-note').textContent`); note != "No cascade report is available (it needs a key)." {
+		t.Errorf("without a key the cascades table says %q", note)
+	}
+	bound(t, ctx, chromedp.SendKeys("#key-input", "k"), chromedp.Click("#key-form button[type=submit]"),
+		wait(`document.querySelectorAll('#cascades tbody tr').length > 0`))
+	rows := eval[[]map[string]string](t, ctx, `[...document.querySelectorAll('#cascades tbody tr')].map((r) => Object.fromEntries([...r.cells].map((c) => [c.dataset.col, c.textContent])))`)
+	four := func(x float64) string { return strconv.FormatFloat(x, 'g', 4, 64) }
+	var cal struct {
+		Cascades []struct {
+			Model       string
+			TargetError float64 `json:"target_error"`
+			Certified   bool
+			Cost        *string `json:"cost_per_1000"`
+			LastCost    *string `json:"last_stage_cost_per_1000"`
+			Stages      []struct {
+				Stage           string
+				Asked, Answered int
+				Share, Error    float64
+				UpperBound      float64 `json:"upper_bound"`
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(calibrationReport), &cal); err != nil {
+		t.Fatal(err)
+	}
+	usd := func(s *string) string {
+		if s == nil {
+			return "—"
+		}
+		return "$" + *s
+	}
+	var want []map[string]string
+	for _, c := range cal.Cascades {
+		for i, s := range c.Stages {
+			row := map[string]string{"stage": s.Stage, "asked": strconv.Itoa(s.Asked), "answered": strconv.Itoa(s.Answered),
+				"share": four(s.Share), "error": four(s.Error), "upper_bound": four(s.UpperBound)}
+			if i == 0 {
+				row["cascade"], row["target"] = c.Model, four(c.TargetError)
+				row["certified"] = map[bool]string{true: "yes", false: "no"}[c.Certified]
+				row["cost_per_1000"], row["last_stage_cost_per_1000"] = usd(c.Cost), usd(c.LastCost)
+			}
+			want = append(want, row)
+		}
+	}
+	if len(rows) != len(want) || len(want) == 0 {
+		t.Fatalf("%d cascade rows for %d stages: %v", len(rows), len(want), rows)
+	}
+	for i := range want {
+		if fmt.Sprint(rows[i]) != fmt.Sprint(want[i]) {
+			t.Errorf("cascade row %d:\n%v\nthe API's:\n%v", i, rows[i], want[i])
+		}
+	}
+	bound(t, ctx, chromedp.ScrollIntoView("#cascades"))
+	screenshot(t, ctx, "cascades.png")
 }
 
 // usageReport is a report of the shape GET /v1/usage answers with,

@@ -219,6 +219,17 @@ decision_log:
 	if th := cr.Stages[0].Thresholds; len(th) != 1 || th[0].Fingerprint != fp || !th[0].Certified || th[0].Threshold != 0.9 {
 		t.Fatalf("small's thresholds %+v", th)
 	}
+	// Its one decision cost what decide said, both stages asked: 1,000 of
+	// them cost 1,000 times that; always asking large alone, less.
+	if res.Cost == nil || cr.CostPer1000 == nil || cr.LastStageCostPer1000 == nil {
+		t.Fatalf("decide's cost %v, the report's %v and %v", res.Cost, cr.CostPer1000, cr.LastStageCostPer1000)
+	}
+	one, err1 := decision.ParseUSD(*res.Cost)
+	per1000, err2 := decision.ParseUSD(*cr.CostPer1000)
+	always, err3 := decision.ParseUSD(*cr.LastStageCostPer1000)
+	if err1 != nil || err2 != nil || err3 != nil || cr.Decisions != 1 || per1000 != one*1000 || always <= 0 || always >= per1000 {
+		t.Fatalf("decide cost %s; 1,000 decisions %s, always large %s over %d decisions", *res.Cost, *cr.CostPer1000, *cr.LastStageCostPer1000, cr.Decisions)
+	}
 
 	// small's build changes: its certification is gone.
 	small.SetBuild("two")

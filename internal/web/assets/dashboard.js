@@ -1,6 +1,7 @@
 // The dashboard: the server and its nodes from GET /health, request rates
 // and latency percentiles from GET /metrics, the calibration report with
-// its drift entry, the shadow rollouts' report and the spend per key.
+// its drift and cascades entries, the shadow rollouts' report and the
+// spend per key.
 // Without a key (auth on) it shows /health as a caller without a key sees
 // it and /metrics, which needs none, and asks for nothing else.
 import { api, state } from './app.js';
@@ -8,6 +9,7 @@ import { h, facts } from './dom.js';
 import { parse, histograms, quantile, sum, seriesKey } from './metrics.js';
 import { render as renderCalibration } from './calibration.js';
 import { renderDrift, renderShadow } from './rollouts.js';
+import { renderCascades } from './cascades.js';
 import { renderUsage, usagePath } from './usage.js';
 
 const $ = (id) => document.getElementById(id);
@@ -193,12 +195,14 @@ export async function refresh() {
   nodes(health);
   builds(health);
   // /metrics needs no key; the calibration and shadow reports are /v1
-  // routes. The calibration report holds the drift entry too.
+  // routes. The calibration report holds the drift and cascades entries
+  // too.
   metrics(await api('/metrics'), health.json?.nodes);
   const allowed = state.authOn === false || state.authorized;
   const calibration = allowed ? await api('/v1/calibration') : null;
   renderCalibration($('calibration'), calibration);
   renderDrift($('drift'), $('drift-note'), calibration);
+  renderCascades($('cascades'), $('cascades-note'), calibration);
   renderShadow($('shadow'), $('shadow-note'), allowed ? await api('/v1/shadow') : null);
   renderUsage($('usage'), $('usage-note'), allowed ? await api(usagePath()) : null);
   $('refreshed').textContent = `refreshed ${new Date().toLocaleTimeString()}`;
