@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"system1/internal/decision"
 	"system1/internal/fakeengine"
@@ -276,12 +277,25 @@ func TestRunSIGTERMWithAStuckPipe(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Skip("no named pipes here:", err)
 	}
-	// The reader end is held open and never read.
+	// The reader end is held open and never read, the pipe made as small
+	// as Linux allows, so that the answer lines overflow it whatever
+	// their length.
 	r, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
+	const setPipeSize, getPipeSize = 1031, 1032 // F_SETPIPE_SZ, F_GETPIPE_SZ
+	syscall.Syscall(syscall.SYS_FCNTL, r.Fd(), setPipeSize, 4096)
+	size, _, errno := syscall.Syscall(syscall.SYS_FCNTL, r.Fd(), getPipeSize, 0)
+	if errno != 0 {
+		t.Skip("the pipe's size cannot be read here:", errno)
+	}
+	queued := func() int { // bytes written to the pipe and not read (FIONREAD)
+		var n int32
+		syscall.Syscall(syscall.SYS_IOCTL, r.Fd(), syscall.TIOCINQ, uintptr(unsafe.Pointer(&n)))
+		return int(n)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, testbin.Binary(t), "run", "--config", cfg, "--questions", questions, "--in", in, "--out", fifo)
@@ -291,9 +305,13 @@ func TestRunSIGTERMWithAStuckPipe(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// Every row asked: the lines left to write fill the pipe.
-	for asked.Load() < n && ctx.Err() == nil {
+	// The pipe full: the run cannot write the rest of its lines, and
+	// waits on the pipe until the signal.
+	for queued() < int(size) && ctx.Err() == nil {
 		time.Sleep(5 * time.Millisecond)
+	}
+	if asked.Load() == 0 {
+		t.Fatal("the pipe filled before a row was asked")
 	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
