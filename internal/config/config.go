@@ -168,6 +168,12 @@ type Fingerprint struct {
 	// refits) are about this many at most; 0, the default, never: only
 	// CanaryEvery does.
 	CheckEveryAnswers int `yaml:"check_every_answers"`
+	// NoiseTest holds canaries to each node's measured repeat noise as
+	// well as to the tolerance, so that a change under the tolerance (the
+	// same weights re-quantized) is seen; off by default: on real engines
+	// under load, batch noise the quiet reads never showed raised false
+	// alarms (docs/fingerprints.md).
+	NoiseTest bool `yaml:"noise_test"`
 }
 
 // BuildsPath is the builds file of cfg (Fingerprint.Builds), resolved;

@@ -27,6 +27,11 @@ type Build struct {
 // key's own reads. It names builds from the ones it knows. It is safe for
 // concurrent use.
 type Tracker struct {
+	// NoiseTest holds observations to the key's measured repeat noise
+	// as well as to the tolerance (CompareNoise); false, to the tolerance
+	// alone, the noise still measured. Set before the first Observe.
+	NoiseTest bool
+
 	mu     sync.Mutex
 	refs   map[Key]*entry
 	builds []Build
@@ -68,12 +73,12 @@ func (t *Tracker) Observe(k Key, p Print, tol float64) Change {
 		e.id = t.nameLocked(p, tol, Noise{})
 		return Compare(p, p, tol)
 	}
-	c := CompareNoise(e.ref, p, tol, e.noise)
+	c := CompareNoise(e.ref, p, tol, t.tested(e.noise))
 	switch {
 	case c.Changed:
 		e.ref = p
 		e.gen++
-		e.id = t.nameLocked(p, tol, e.noise)
+		e.id = t.nameLocked(p, tol, t.tested(e.noise))
 	default:
 		had := e.ref.Canary.Read() && e.ref.Identity.Known()
 		e.ref = merge(e.ref, p)
@@ -81,13 +86,21 @@ func (t *Tracker) Observe(k Key, p Print, tol float64) Change {
 			e.noise.Add(e.last, p.Canary)
 		}
 		if !had && e.ref.Canary.Read() && e.ref.Identity.Known() {
-			e.id = t.nameLocked(e.ref, tol, e.noise) // the part it lacked joined it
+			e.id = t.nameLocked(e.ref, tol, t.tested(e.noise)) // the part it lacked joined it
 		}
 	}
 	if p.Canary.Read() {
 		e.last = p.Canary
 	}
 	return c
+}
+
+// tested is the noise observations are held to: none unless NoiseTest.
+func (t *Tracker) tested(n Noise) Noise {
+	if !t.NoiseTest {
+		return Noise{}
+	}
+	return n
 }
 
 // nameLocked is the id of the build p observes: the first known build

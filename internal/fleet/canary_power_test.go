@@ -43,7 +43,7 @@ func TestCanaryPower(t *testing.T) {
 			}
 			var logged bytes.Buffer
 			obs := &printObserver{calls: map[string]int{}, changes: map[string]int{}}
-			r := New([]*Node{n}, Options{Observer: obs, Fingerprint: FingerprintOptions{CanaryEvery: 2 * time.Second,
+			r := New([]*Node{n}, Options{Observer: obs, Fingerprint: FingerprintOptions{CanaryEvery: 2 * time.Second, NoiseTest: true,
 				Log: slog.New(slog.NewTextHandler(&logged, nil))}})
 			clock := &lockedClock{t: time.Unix(1e9, 0)}
 			r.now = clock.now

@@ -56,6 +56,9 @@ type FingerprintOptions struct {
 	// the request path, so that a swap's uncertain window holds about
 	// that many answers at most, not canary_every's worth; 0 never.
 	CheckEveryAnswers int
+	// NoiseTest holds canaries to the node's measured repeat noise too
+	// (fingerprint.Tracker.NoiseTest); off, to the tolerance alone.
+	NoiseTest bool
 }
 
 // UncertainRecorder keeps the windows in which a node may have served a
@@ -116,6 +119,7 @@ func newFingerprints(o FingerprintOptions) *fingerprints {
 	fp := &fingerprints{tracker: fingerprint.NewTracker(), tol: cmp.Or(max(o.Tolerance, 0), fingerprint.DefaultTolerance),
 		every: cmp.Or(max(o.CanaryEvery, 0), DefaultCanaryEvery), log: o.Log, onUse: o.OnUse, refresh: cmp.Or(max(o.ProbeEvery, 0), config.DefaultProbeEvery),
 		store: o.Builds, check: max(o.CheckEveryAnswers, 0)}
+	fp.tracker.NoiseTest = o.NoiseTest
 	if fp.store != nil {
 		bs, err := fp.store.Load()
 		if err != nil {
