@@ -200,6 +200,15 @@ func RandomModels(t testing.TB, seeds ...int) []string {
 	return ggufs(t, args...)
 }
 
+// RandomQ8 returns the random-weight model of seed re-quantized to Q8_0
+// by gguf-py's quantizer, written and cached by scripts/random-gguf.sh:
+// the same weights as RandomModels' seed in another precision, under the
+// same metadata but the file type. It skips as RandomModels does.
+func RandomQ8(t testing.TB, seed int) string {
+	t.Helper()
+	return ggufs(t, strconv.Itoa(seed)+"-q8_0")[0]
+}
+
 // StoriesF16 returns the tiny model with its matrices in F16, written and
 // cached by scripts/random-gguf.sh: the same model as another build, as a
 // re-quantized one is. It skips as RandomModels does.

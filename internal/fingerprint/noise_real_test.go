@@ -1,0 +1,159 @@
+package fingerprint_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"system1/internal/engine"
+	"system1/internal/engine/llamacpp"
+	"system1/internal/fingerprint"
+	"system1/internal/testengine"
+)
+
+// The noise test on a real engine (docs/fingerprints.md, "The noise
+// test, measured on real engines"): the canary read again and again from
+// one build, every other stretch of reads beside clients asking other
+// states, is held by a Tracker to the repeat noise it measures from those
+// reads; a re-quantization of the same weights under the same name is
+// caught by the canary alone.
+
+// loadClients is how many clients keep the engine busy beside the canary
+// in a loaded stretch, and stretch how many canaries a stretch lasts.
+const (
+	loadClients = 3
+	stretch     = 25
+)
+
+// busy keeps k clients asking other states of model until stop is called;
+// it returns once every client has had an answer, so that the load is
+// running whatever the engine's speed. Answers that fail are counted in
+// failed.
+func busy(e engine.Engine, model string, k int, failed *atomic.Int64) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg, started sync.WaitGroup
+	started.Add(k)
+	for i := range k {
+		wg.Go(func() {
+			q := fingerprint.Questions()[1]
+			for n := 0; ctx.Err() == nil; n++ {
+				state := json.RawMessage(fmt.Sprintf(`{"ticket":"load %d from client %d: the invoice shows the wrong address"}`, n, i))
+				// An uninformative answer ran the model all the same.
+				if _, err := engine.Ask(ctx, e, model, state, q); err != nil && !engine.Classify(err).Uninformative && ctx.Err() == nil {
+					failed.Add(1)
+				}
+				if n == 0 {
+					started.Done()
+				}
+			}
+		})
+	}
+	started.Wait()
+	return func() { cancel(); wg.Wait() }
+}
+
+func readCanary(t *testing.T, e engine.Engine, model string) fingerprint.Reading {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r, _, err := engine.ReadCanary(ctx, e, model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// falseAlarms reads the canary n+1 times from one build, the stretches
+// of reads alternately quiet and beside loadClients busy clients, each
+// observed by a Tracker (the canary alone, so that only the noise test and
+// the tolerance speak), and fails on any alarm. It logs a row of the
+// false-alarm table and returns the tracker and key, the noise measured.
+func falseAlarms(t *testing.T, eng, build string, e engine.Engine, model string, n int) (*fingerprint.Tracker, fingerprint.Key) {
+	t.Helper()
+	tr, k := fingerprint.NewTracker(), fingerprint.Key{Node: eng, Model: model}
+	var failed atomic.Int64
+	alarms, loaded, tested := 0, 0, 0
+	worst := 0.0
+	var stop func()
+	for i := range n + 1 {
+		switch {
+		case i%(2*stretch) == stretch:
+			stop = busy(e, model, loadClients, &failed)
+		case i%(2*stretch) == 0 && stop != nil:
+			stop()
+			stop = nil
+		}
+		if stop != nil {
+			loaded++
+		}
+		c := tr.Observe(k, fingerprint.Print{Canary: readCanary(t, e, model)}, 0)
+		if c.Changed {
+			alarms++
+			t.Errorf("%s, %s: repeat read %d (under load: %v) alarmed: %s (z %.2f, limit %.2f, sigma %.3g, delta %.3g)",
+				eng, build, i, stop != nil, c, c.Z, c.ZLimit, c.Sigma, c.Delta)
+		}
+		if c.Tested {
+			tested++
+			worst = max(worst, c.Z/c.ZLimit)
+		}
+	}
+	if stop != nil {
+		stop()
+	}
+	if f := failed.Load(); f > 0 {
+		t.Errorf("%s: %d of the load's requests failed", eng, f)
+	}
+	noise := tr.Noise(k)
+	t.Logf("| %s | %s | %d (%d beside %d busy clients) | %d | %d | %.3g | %.2f |",
+		eng, build, n, loaded, loadClients, tested, alarms, noise.Sigma(), worst)
+	return tr, k
+}
+
+// The same random-weight GGUF at F16 and at Q8_0 (gguf-py's quantizer)
+// under one name and one path: the canary, having learnt the node's
+// noise from repeat reads of the F16 build, catches the Q8_0 build alone
+// within a few reads. llama-server's identity changes only in what it
+// reports of the file's type and size.
+func TestRequantizedUnderOneNameOnLlamaServer(t *testing.T) {
+	needs(t, "SYSTEM1_LLAMA_SERVER")
+	f16, q8 := testengine.RandomModels(t, 1)[0], testengine.RandomQ8(t, 1)
+	served := filepath.Join(t.TempDir(), "model.gguf")
+	copyFile(t, f16, served)
+	s := testengine.StartWith(t, testengine.Config{Model: served, Alias: alias, Slots: 4})
+	e := &llamacpp.Engine{BaseURL: s.URL}
+	identity := func() fingerprint.Identity {
+		t.Helper()
+		id, err := e.Identity(context.Background(), alias)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	was := identity()
+	tr, k := falseAlarms(t, "llama-server", "random-1 F16, 4 slots", e, alias, 2*stretch)
+
+	copyFile(t, q8, served)
+	s.Restart(t, testengine.Config{})
+	e = &llamacpp.Engine{BaseURL: s.URL}
+	fields := fingerprint.Compare(fingerprint.Print{Identity: was}, fingerprint.Print{Identity: identity()}, 0).Fields
+	if want := []string{"meta.ftype", "meta.size", "model_ftype"}; fmt.Sprint(fields) != fmt.Sprint(want) {
+		t.Errorf("llama-server's identity of the Q8_0 build under the F16 build's path differs in %v, want %v", fields, want)
+	}
+	const few = 3
+	for i := 1; ; i++ {
+		c := tr.Observe(k, fingerprint.Print{Canary: readCanary(t, e, alias)}, 0)
+		t.Logf("Q8_0 read %d: %s (delta %.3g against tolerance %.3g; z %.1f, limit %.1f, sigma %.3g); the identity differs in %v",
+			i, c, c.Delta, c.Tolerance, c.Z, c.ZLimit, c.Sigma, fields)
+		if c.Changed {
+			break
+		}
+		if i == few {
+			t.Fatalf("the Q8_0 build was not caught by the canary in %d reads", few)
+		}
+	}
+}
