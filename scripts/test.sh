@@ -98,7 +98,9 @@ if [[ -n $unformatted ]]; then
 fi
 
 step "go test -race (scripts/gotest.sh: a line per package, failures in full at the end)"
-SYSTEM1_TEST_COUNTS=$counts scripts/gotest.sh -race -count=1 ./...
+# A package's binary may run 25 minutes: the real-engine measurements of
+# internal/fingerprint read the twelve-question canary on every build.
+SYSTEM1_TEST_COUNTS=$counts scripts/gotest.sh -race -count=1 -timeout 25m ./...
 
 # test/helm is a module of its own: only it compiles the Kubernetes API's
 # types. Without -race, so that vet's build of them serves the tests too
