@@ -227,6 +227,10 @@ type Fingerprint struct {
 	Since time.Time `json:"since,omitzero" jsonschema:"When this build was first seen: the first probe of the model on the node, or the probe that found the change to it."`
 	// Probed is the last probe.
 	Probed time.Time `json:"probed,omitzero"`
+	// Confirmed is when the last canary read that found this build
+	// began: an answer since then may be another build's until the next
+	// read, and is kept out of refits if that read finds a change.
+	Confirmed time.Time `json:"confirmed,omitzero" jsonschema:"When the last canary read that found this build began: answers since may be another build's until the next read, and are kept out of both builds' refits if it finds a change."`
 	// Changes count the changes of build seen since the process started;
 	// Change says what the last one was.
 	Changes int64  `json:"changes" jsonschema:"Times the build served under this name on this node changed since the process started (system1_model_changes_total)."`
@@ -301,7 +305,7 @@ func (n *Node) buildLocked(model string) *build {
 func (n *Node) fingerprintsLocked() []Fingerprint {
 	var out []Fingerprint
 	for m, b := range n.builds {
-		out = append(out, Fingerprint{Model: m, ID: b.id, Since: b.since, Probed: b.probed, Changes: b.changes, Change: b.change, Error: b.err})
+		out = append(out, Fingerprint{Model: m, ID: b.id, Since: b.since, Probed: b.probed, Confirmed: b.confirmed, Changes: b.changes, Change: b.change, Error: b.err})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Model < out[j].Model })
 	return out

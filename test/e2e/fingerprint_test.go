@@ -223,6 +223,16 @@ decision_log:
 	}
 	t.Logf("system1 decide before the swap: build %s, serve's %s", cli.Served.Fingerprint, first.ID)
 
+	// A canary read confirms the build after its last answers, so that
+	// they are not in the window a swap leaves uncertain (kept out of
+	// both builds' refits and reports).
+	lastOld := time.Now()
+	for deadline := time.Now().Add(2 * time.Minute); !s.build(t, model).Confirmed.After(lastOld); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no canary read confirmed the build within 2 minutes: %+v", s.build(t, model))
+		}
+	}
+
 	// The swap, while serve runs.
 	swap()
 	swapped := time.Now()
