@@ -169,23 +169,9 @@ func mapLevel(d decision.Distribution, k int, pk, target float64) decision.Distr
 		}
 		target = a
 	}
-	lambda := levelLambda(logs, (e-target*float64(k))/(1-target))
-	out := make(decision.Distribution, len(d))
-	top := math.Inf(-1)
-	for i, l := range logs {
-		if !math.IsInf(l, -1) {
-			top = math.Max(top, l+lambda*float64(i))
-		}
-	}
-	var s float64
-	for i, l := range logs {
-		if !math.IsInf(l, -1) {
-			out[i] = math.Exp(l + lambda*float64(i) - top)
-			s += out[i]
-		}
-	}
+	out := tilt(logs, levelLambda(logs, (e-target*float64(k))/(1-target)))
 	for i := range out {
-		out[i] *= (1 - target) / s
+		out[i] *= 1 - target
 	}
 	out[k] = target
 	return out

@@ -76,8 +76,13 @@ func applyLevel(d decision.Distribution, t float64) decision.Distribution {
 	if nonzero < 2 {
 		return q
 	}
-	lambda := levelLambda(logs, decision.ExpectedLevel(d))
-	out := make(decision.Distribution, len(q))
+	return tilt(logs, levelLambda(logs, decision.ExpectedLevel(d)))
+}
+
+// tilt is the distribution of log-probabilities logs (-Inf: none) tilted
+// by lambda per level, exp(logs[i] + lambda*i) normalised to sum to 1.
+func tilt(logs []float64, lambda float64) decision.Distribution {
+	out := make(decision.Distribution, len(logs))
 	top := math.Inf(-1)
 	for i, l := range logs {
 		if !math.IsInf(l, -1) {
