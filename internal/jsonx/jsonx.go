@@ -343,6 +343,9 @@ func Text(raw json.RawMessage) string {
 	if len(raw) == 0 {
 		return ""
 	}
+	if s, ok := plainString(raw); ok {
+		return s
+	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		return s
@@ -352,6 +355,26 @@ func Text(raw json.RawMessage) string {
 		return string(raw)
 	}
 	return b.String()
+}
+
+// plainString is a JSON string with nothing to decode (no escape, no
+// control character, valid UTF-8) as its text, without encoding/json: a
+// state is read this way for every prompt laid out over it, and most are
+// such strings. ok is false for anything else, which Text decodes in full.
+func plainString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	body := raw[1 : len(raw)-1]
+	for _, c := range body {
+		if c < 0x20 || c == '"' || c == '\\' {
+			return "", false
+		}
+	}
+	if !utf8.Valid(body) {
+		return "", false
+	}
+	return string(body), true
 }
 
 // TextOK reports whether a JSON string, quotes included, decodes to what

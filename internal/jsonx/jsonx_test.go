@@ -182,6 +182,14 @@ func TestText(t *testing.T) {
 		{` [ "x" ] `, `["x"]`},
 		{`7`, `7`},
 		{`{"broken"`, `{"broken"`},
+		{`"plain, no escape"`, `plain, no escape`},
+		{`"é and 日本"`, `é and 日本`},
+		{`""`, ``},
+		{"\"bad \xff utf-8\"", "bad \ufffd utf-8"},
+		{"\"a\tcontrol\"", "\"a\tcontrol\""},
+		{`"a"b"`, `"a"b"`},
+		{`"unterminated`, `"unterminated`},
+		{` "spaced" `, `spaced`},
 	} {
 		if got := Text(json.RawMessage(tc.raw)); got != tc.want {
 			t.Errorf("Text(%s) = %q, want %q", tc.raw, got, tc.want)
@@ -279,4 +287,21 @@ func TestDuplicateKeyLargeObjects(t *testing.T) {
 			t.Errorf("%s: %v %v, want %v", tc.in, path, found, tc.want)
 		}
 	}
+}
+
+// plainString agrees with encoding/json wherever it reads a string.
+func FuzzPlainString(f *testing.F) {
+	for _, s := range []string{`"x"`, `""`, `"é"`, "\"\xff\"", `"a\"b"`, `"\u00e9"`, "\"\t\"", `7`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		got, ok := plainString(raw)
+		if !ok {
+			return
+		}
+		var want string
+		if err := json.Unmarshal(raw, &want); err != nil || got != want {
+			t.Fatalf("plainString(%q) = %q; encoding/json: %q, %v", raw, got, want, err)
+		}
+	})
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -391,11 +392,15 @@ func (e *Engine) tokens(ctx context.Context) *callTokens {
 
 // Grammar is a GBNF grammar whose language is exactly the labels.
 func Grammar(labels []string) string {
-	alts := make([]string, len(labels))
+	b := make([]byte, 0, 10+6*len(labels))
+	b = append(b, "root ::= "...)
 	for i, l := range labels {
-		alts[i] = fmt.Sprintf("%q", l) // labels are plain ASCII: Go quoting is GBNF quoting
+		if i > 0 {
+			b = append(b, " | "...)
+		}
+		b = strconv.AppendQuote(b, l) // labels are plain ASCII: Go quoting is GBNF quoting
 	}
-	return "root ::= " + strings.Join(alts, " | ")
+	return string(b)
 }
 
 // Models lists the model id and aliases the server answers to.
