@@ -266,6 +266,13 @@ func (rn *runner) batchSize(left int) int {
 func (rn *runner) dispatch(rows rowReader) {
 	inFlight := 0
 	var pending []item
+	// A unit goes to an idle worker when there is one, else to a new
+	// one; workers wait for the next unit rather than end, because the
+	// answer path grows a new goroutine's stack several times over, a
+	// cost per row that a kept goroutine pays once. Closing work ends
+	// the idle ones.
+	work := make(chan []item)
+	defer close(work)
 	// launch starts a unit over pending once a slot is free; false when
 	// the run is stopping.
 	launch := func() bool {
@@ -293,7 +300,11 @@ func (rn *runner) dispatch(rows rowReader) {
 		unit := pending
 		pending = nil
 		rn.units.Add(1)
-		go rn.unit(unit)
+		select {
+		case work <- unit:
+		default:
+			go rn.worker(unit, work)
+		}
 		return true
 	}
 	idx := rn.first
@@ -338,6 +349,13 @@ func (rn *runner) dispatch(rows rowReader) {
 	}
 	if len(pending) > 0 {
 		launch()
+	}
+}
+
+// worker asks unit, then each unit work brings, until work is closed.
+func (rn *runner) worker(unit []item, work <-chan []item) {
+	for ok := true; ok; unit, ok = <-work {
+		rn.unit(unit)
 	}
 }
 
