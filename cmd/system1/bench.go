@@ -76,7 +76,10 @@ func (t *target) asker(ctx context.Context, e env, rep *bench.Report) (bench.Ask
 	if err != nil {
 		return nil, "", fmt.Errorf("configuration %s: nodes: %w", cfg.Path, err)
 	}
-	g := gateway.New(gateway.Options{Config: cfg, ConfigPath: cfg.Path, Answer: answerPath(cfg, router, nil, nil, true), Log: logger(e)})
+	// No decision log, no cache and no fits: the bench measures the
+	// model, every case asked.
+	path := answerPath(cfg, router, nil, nil, true)
+	g := gateway.New(gateway.Options{Config: cfg, ConfigPath: cfg.Path, Answer: path, Log: logger(e)})
 	l, ok := g.Link(t.provider)
 	if !ok {
 		return nil, "", fmt.Errorf("no provider %q in %s (providers: %s)", t.provider, cfg.Path, strings.Join(g.Chain(), ", "))
@@ -87,13 +90,12 @@ func (t *target) asker(ctx context.Context, e env, rep *bench.Report) (bench.Ask
 	}
 	rep.Provider, rep.Config, rep.Model, rep.Endpoint = l.Name, cfg.Path, model, l.Endpoint
 	if len(l.Nodes) > 0 {
-		router = router.Only(l.Nodes)
+		path = path.Only(l.Nodes)
 	}
-	router.Discover(ctx)
-	if len(router.Serving(model)) == 0 {
+	if _, err := path.Admit(ctx, model); err != nil {
 		return nil, "", fmt.Errorf("provider %s: no node of %s serves model %q", l.Name, cfg.Path, model)
 	}
-	return bench.Fleet{Router: router}, model, nil
+	return bench.Fleet{Path: path}, model, nil
 }
 
 // check says what is wrong with the command line's choice of target.

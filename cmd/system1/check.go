@@ -111,11 +111,13 @@ exit status: 0 held (or baseline written), 1 drifted or failed, 2 usage.
 	if err != nil {
 		return fmt.Errorf("configuration %s: nodes: %w", cfg.Path, err)
 	}
-	router.Discover(ctx)
-	if len(router.Serving(*model)) == 0 {
+	// No decision log, no cache and no fits: the check measures the
+	// model, every case asked.
+	path := answerPath(cfg, router, nil, nil, true)
+	if _, err := path.Admit(ctx, *model); err != nil {
 		return fmt.Errorf("no node of %s serves model %q", cfg.Path, *model)
 	}
-	run := bench.Run{Asker: bench.Fleet{Router: router}, Model: *model, Concurrency: *concurrency, Timeout: *timeout}
+	run := bench.Run{Asker: bench.Fleet{Path: path}, Model: *model, Concurrency: *concurrency, Timeout: *timeout}
 	records, wall := run.Do(ctx, cs)
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("interrupted (%w)", err)

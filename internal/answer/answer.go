@@ -204,6 +204,13 @@ type Question struct {
 	Stages []string
 }
 
+// Uncalibrated is q's distribution before its calibrator
+// (decision.Uncalibrated), the one its decision log record gives a refit
+// (decisionlog.Entry.Uncalibrated): the engine's after debias and prior.
+func (q Question) Uncalibrated() decision.Distribution {
+	return decision.Uncalibrated(q.Engine, q.Steps)
+}
+
 // Served is what served q, in the words every face uses (decide's
 // served, /v1/systemone's X-System1-Served): "node=N model=M
 // fingerprint=F", each name written through name (the face's escaping),

@@ -10,15 +10,13 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
+	"system1/internal/answer"
 	"system1/internal/cases"
 	"system1/internal/decision"
-	"system1/internal/fleet"
 	"system1/internal/systemone"
 )
 
@@ -59,29 +57,38 @@ func (e Endpoint) Ask(ctx context.Context, req decision.Request) (Answer, error)
 	return Answer{Model: r.Model, Dists: r.Dists}, nil
 }
 
-// Fleet asks system1's own core, the router over the configured engine
-// nodes, as the gateway's engine providers and /v1/systemone do; the
-// distributions are the engine's, unrounded.
-type Fleet struct{ Router *fleet.Router }
+// Answerer is system1's answer path (answer.Service), what Fleet asks.
+type Answerer interface {
+	Answer(ctx context.Context, req answer.Request) (*answer.Answer, error)
+}
+
+// Fleet asks system1's own answer path, as every face does, checks
+// included: a request some question of which is unanswered, or answered
+// with what is not a distribution over its options, is an error. It
+// keeps each question's distribution before calibration
+// (answer.Question.Uncalibrated), the engine's after debias and prior,
+// unrounded: what a calibration fit is made on, from a bench run as from
+// the decision log, whatever fits the path applies. A question the gate
+// refuses keeps its distribution, as the bench measures the model; one a
+// node declined with no reading is an error. The path should record
+// nothing and cache nothing: answerPath without a decision log or a
+// cache.
+type Fleet struct{ Path Answerer }
 
 // Ask implements Asker.
 func (f Fleet) Ask(ctx context.Context, req decision.Request) (Answer, error) {
-	res, err := f.Router.Decide(ctx, req)
+	a, err := f.Path.Answer(ctx, answer.Request{Request: req})
 	if err != nil {
 		return Answer{}, err
 	}
-	var errs []string
-	out := Answer{Model: res.Model}
-	for i, a := range res.Questions {
-		if a.Err != nil {
-			errs = append(errs, fmt.Sprintf("question %s: %v", req.Questions[i].ID, a.Err))
-			continue
+	out := Answer{Model: a.Model}
+	for i, q := range a.Questions {
+		d := q.Uncalibrated()
+		if d == nil {
+			return Answer{}, fmt.Errorf("question %s: %s", req.Questions[i].ID, q.Refusal)
 		}
-		out.Dists = append(out.Dists, a.Dist)
-		out.Builds = append(out.Builds, a.Fingerprint)
-	}
-	if len(errs) > 0 {
-		return Answer{}, errors.New(strings.Join(errs, "; "))
+		out.Dists = append(out.Dists, d)
+		out.Builds = append(out.Builds, q.Fingerprint)
 	}
 	return out, nil
 }

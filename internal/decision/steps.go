@@ -61,6 +61,21 @@ func CalibrationVersion(fitsVersion int, calibrator, date, revision string) stri
 	return v
 }
 
+// Uncalibrated is the distribution before the first StepTemperature of
+// steps applied to engine: what a temperature fit is made on, from the
+// decision log or a bench run alike. It is engine when no step came
+// before the calibrator.
+func Uncalibrated(engine Distribution, steps []Step) Distribution {
+	prev := engine
+	for _, s := range steps {
+		if s.Name == StepTemperature {
+			return prev
+		}
+		prev = s.Dist
+	}
+	return prev
+}
+
 // StepNames writes steps as "name=version", in order.
 func StepNames(steps []Step) []string {
 	out := make([]string, len(steps))

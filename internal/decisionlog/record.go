@@ -176,18 +176,9 @@ func (e Entry) NoOptionFit() bool {
 	return e.Outcome != nil && e.Outcome.Value == NoneFit && !slices.Contains(e.Options, NoneFit)
 }
 
-// Uncalibrated is the distribution before the first temperature step:
-// what a temperature fit is made on.
-func (e Entry) Uncalibrated() []float64 {
-	prev := e.EngineDist
-	for _, s := range e.Steps {
-		if s.Name == decision.StepTemperature {
-			return prev
-		}
-		prev = s.Dist
-	}
-	return prev
-}
+// Uncalibrated is the distribution before the first temperature step
+// (decision.Uncalibrated): what a temperature fit is made on.
+func (e Entry) Uncalibrated() []float64 { return decision.Uncalibrated(e.EngineDist, e.Steps) }
 
 // Prediction is the entry as a labelled case for package calibration,
 // over dist (Final, Uncalibrated or EngineDist), with the latest outcome

@@ -22,7 +22,7 @@ func TestRealEngineRefusesAPromptOverItsContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := New([]*Node{n}, Options{})
-	r.Discover(t.Context())
+	r.Refresh(t.Context())
 	req := choiceRequest(testengine.Model, 3)
 	state, _ := json.Marshal(strings.Repeat("Once upon a time, there was a little dog. ", 60)) // about 600 tokens
 	req.State = state

@@ -23,7 +23,7 @@ func realRouter(t testing.TB) *Router {
 		t.Fatal(err)
 	}
 	r := New([]*Node{n}, Options{})
-	r.Discover(t.Context())
+	r.Refresh(t.Context())
 	return r
 }
 

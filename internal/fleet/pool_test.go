@@ -68,7 +68,7 @@ func TestPoolPinsNothingToItsMembers(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := New([]*Node{n}, Options{})
-			r.Discover(context.Background())
+			r.Refresh(context.Background())
 			const state = "one ticket, asked about three times over"
 			for range 3 {
 				res, err := r.Decide(context.Background(), manyOptions(state, 4, 3))

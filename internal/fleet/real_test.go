@@ -24,7 +24,7 @@ func TestRealEngineStoppedNodeFailsOver(t *testing.T) {
 	}
 	r := New(nodes, Options{})
 	ctx := context.Background()
-	r.Discover(ctx)
+	r.Refresh(ctx)
 	if got := r.Serving(testengine.Model); len(got) != 2 {
 		t.Fatalf("%d nodes serve %s; both list it", len(got), testengine.Model)
 	}

@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -109,15 +108,6 @@ func (r *Router) Only(names []string) *Router {
 
 // Nodes are the router's nodes, in configured order.
 func (r *Router) Nodes() []*Node { return r.nodes }
-
-// Discover refreshes every node's model list concurrently.
-func (r *Router) Discover(ctx context.Context) {
-	var wg sync.WaitGroup
-	for _, n := range r.nodes {
-		wg.Go(func() { _ = n.Discover(ctx) })
-	}
-	wg.Wait()
-}
 
 // Resolve maps a requested model id through the aliases.
 func (r *Router) Resolve(model string) string {

@@ -41,7 +41,7 @@ func slotRouter(t *testing.T, opt fakeengine.Options, c config.Node) (*Router, *
 		t.Fatal(err)
 	}
 	r := New([]*Node{n}, Options{})
-	r.Discover(context.Background())
+	r.Refresh(context.Background())
 	return r, f
 }
 

@@ -76,7 +76,7 @@ func TestSpreadSlots(t *testing.T) {
 			}
 			r := New([]*Node{n}, Options{})
 			ctx := context.Background()
-			r.Discover(ctx)
+			r.Refresh(ctx)
 			req := manyQuestions(fakeengine.DefaultModel, "a state", 3)
 			for round, want := range []string{"cold", "warm"} {
 				f.Reset()
@@ -146,7 +146,7 @@ func TestRealEngineSpreadPrefillsTheStateOnce(t *testing.T) {
 	}
 	r := New([]*Node{n}, Options{})
 	ctx := context.Background()
-	r.Discover(ctx)
+	r.Refresh(ctx)
 	story := func(name string) string {
 		return strings.Repeat("Once upon a time "+name+" found a red ball in the park and played with it all day. ", 12)
 	}
@@ -197,7 +197,7 @@ func TestLlamaCppTasksAtMostOnePerSlot(t *testing.T) {
 			}
 			r := New([]*Node{n}, Options{})
 			ctx := context.Background()
-			r.Discover(ctx)
+			r.Refresh(ctx)
 			res, err := r.Decide(ctx, manyQuestions(fakeengine.DefaultModel, "a state", 12))
 			if err != nil {
 				t.Fatal(err)

@@ -98,7 +98,7 @@ func TestThroughputHoldsASlotPerState(t *testing.T) {
 	f.Set(fakeengine.Behavior{Latency: 15 * time.Millisecond, Prompted: heldTogether(slots, 0)})
 	r := New([]*Node{n}, Options{})
 	ctx := engine.WithThroughput(context.Background())
-	r.Discover(ctx)
+	r.Refresh(ctx)
 	if got := r.Capacity(ctx, fakeengine.DefaultModel, k); got != slots {
 		t.Errorf("capacity %d, want the %d slots", got, slots)
 	}
@@ -143,7 +143,7 @@ func TestThroughputGoesToAFreeNode(t *testing.T) {
 	b, fb := llamaNode(t, "b", 2)
 	r := New([]*Node{a, b}, Options{})
 	ctx := engine.WithThroughput(context.Background())
-	r.Discover(ctx)
+	r.Refresh(ctx)
 	// The engines' slots are read by the first request to each.
 	if got := r.Capacity(ctx, fakeengine.DefaultModel, 1); got != 4 {
 		t.Fatalf("capacity %d, want 4", got)

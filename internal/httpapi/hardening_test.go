@@ -299,7 +299,7 @@ func serveGateway(t *testing.T, maxBody int64, nodes ...node) (*system1, *gatewa
 		fns = append(fns, fn)
 	}
 	router := fleet.New(fns, fleet.Options{Policy: testPolicy})
-	router.Discover(t.Context())
+	router.Refresh(t.Context())
 	cfg, err := config.Parse([]byte("providers:\n  - {name: local, kind: engine, model: fake}\n"))
 	if err != nil {
 		t.Fatal(err)

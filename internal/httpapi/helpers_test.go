@@ -102,7 +102,7 @@ func serve(t testing.TB, s setup) *system1 {
 		nodes = append(nodes, fn)
 	}
 	router := fleet.New(nodes, fleet.Options{Aliases: s.aliases, Policy: testPolicy, Debias: s.debias, Prior: s.prior, MaxQuestions: s.maxQuestions})
-	router.Discover(t.Context())
+	router.Refresh(t.Context())
 	if s.probe {
 		router.Probe(t.Context())
 	}

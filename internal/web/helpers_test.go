@@ -85,7 +85,7 @@ func serve(t testing.TB, o options) *server {
 	}
 	m := metrics.New()
 	s.router = fleet.New(nodes, fleet.Options{Policy: fleet.Policy{AllowedFails: 1, Window: time.Hour, Cooldown: time.Hour}, Observer: m})
-	s.router.Discover(t.Context())
+	s.router.Refresh(t.Context())
 	g := gateway.New(gateway.Options{Config: cfg, Answer: answer.New(answer.Options{Router: s.router}), Version: "test"})
 	opt := httpapi.Options{
 		Answer:   answer.New(answer.Options{Router: s.router}),

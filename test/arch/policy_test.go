@@ -129,9 +129,9 @@ var policy = []rule{
 	},
 	{
 		pkgs: []string{"internal/bench"},
-		may: []string{"internal/calibration", "internal/calibration/fitting", "internal/cases", "internal/decision", "internal/fleet",
+		may: []string{"internal/answer", "internal/calibration", "internal/calibration/fitting", "internal/cases", "internal/decision",
 			"internal/systemone", "golang.org/x/image"},
-		why: "the bench: cases asked of an endpoint or the configuration's fleet, reports, reliability diagrams",
+		why: "the bench: cases asked of an endpoint or the configuration's answer path, reports, reliability diagrams",
 	},
 	{
 		pkgs: []string{"internal/jobs"},

@@ -100,7 +100,7 @@ func fleetOf(t testing.TB, cfgs []config.Node, obs *observer) (*fleet.Router, *h
 		nodes = append(nodes, n)
 	}
 	r := fleet.New(nodes, fleet.Options{Policy: testPolicy, Observer: obs})
-	r.Discover(context.Background())
+	r.Refresh(context.Background())
 	return r, tr
 }
 

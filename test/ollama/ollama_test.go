@@ -41,7 +41,7 @@ func serve(t *testing.T, node config.Node) *server {
 		t.Fatal(err)
 	}
 	r := fleet.New([]*fleet.Node{n}, fleet.Options{Policy: policy})
-	r.Discover(t.Context())
+	r.Refresh(t.Context())
 	srv := httptest.NewServer(httpapi.New(httpapi.Options{Answer: answer.New(answer.Options{Router: r}), Rounding: 2, Version: "test"}))
 	t.Cleanup(srv.Close)
 	return &server{URL: srv.URL, router: r}
