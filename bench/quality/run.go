@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log"
+	"maps"
 	"math"
 	"net/http"
 	"os"
@@ -376,7 +378,12 @@ decision_log:
 	sent := time.Now()
 	l.Revision, l.Refused, err = srv.waitRefit(ctx, before.FitVersion, len(p.First), o.TargetError, o.Wait)
 	if err != nil {
-		return l, err
+		// The refit counts outcomes per build: say which builds the
+		// first part's records name (seen once in about 40 runs, not
+		// explained; one build with every outcome would clear that).
+		stopped = true
+		_ = srv.stop()
+		return l, fmt.Errorf("%w\nThe first part's records by build: %s", err, builds(dbPath, l.first))
 	}
 	l.RefitSeconds = time.Since(sent).Seconds()
 	if l.Revision != "" {
@@ -452,7 +459,7 @@ func readRaw(path string, parts ...[]answer) error {
 			if len(es) != 1 {
 				return fmt.Errorf("the decision log holds %d records for request %s, not 1", len(es), as[i].RequestID)
 			}
-			as[i].Raw = es[0].Uncalibrated()
+			as[i].Raw, as[i].Build = es[0].Uncalibrated(), es[0].Fingerprint
 			for _, st := range es[0].Steps {
 				if st.Name == decision.StepTemperature {
 					as[i].Version = st.Version
@@ -461,6 +468,23 @@ func readRaw(path string, parts ...[]answer) error {
 		}
 	}
 	return nil
+}
+
+// builds counts the answers' records in the decision log at path by the
+// build (fingerprint) they name, or says why it could not.
+func builds(path string, as []answer) string {
+	if err := readRaw(path, as); err != nil {
+		return err.Error()
+	}
+	n := map[string]int{}
+	for _, a := range as {
+		n[cmp.Or(a.Build, "none")]++
+	}
+	var out []string
+	for _, b := range slices.Sorted(maps.Keys(n)) {
+		out = append(out, fmt.Sprintf("%s %d", b, n[b]))
+	}
+	return strings.Join(out, ", ")
 }
 
 func rawDist(a answer) decision.Distribution    { return a.Raw }

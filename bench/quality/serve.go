@@ -44,8 +44,9 @@ type answer struct {
 	// Calibrated is the X-System1-Calibrated header.
 	Calibrated bool
 	// Version is the decision log's temperature step version ("" for
-	// none): which fits revision calibrated the answer.
-	Version string
+	// none): which fits revision calibrated the answer; Build the
+	// fingerprint its record names.
+	Version, Build string
 	// Set is the server's prediction set (option indices), HasSet
 	// whether it sent one.
 	Set    []int
