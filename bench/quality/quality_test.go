@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"system1/internal/calibration"
 	"system1/internal/cases"
 	"system1/internal/decision"
 )
@@ -142,8 +143,9 @@ func TestECEFloorShrinksWithAnswers(t *testing.T) {
 }
 
 // parseSets reads X-System1-Sets as the server writes it: a question's
-// keys, an empty set, and unavailable; another question's items are
-// skipped, and a key that is not an option is an error.
+// keys, an empty set, a set by position (mask), and unavailable; another
+// question's items are skipped, and a key that is not an option, or a
+// mask of another length, is an error.
 func TestParseSets(t *testing.T) {
 	q := decision.Question{ID: "q2", Options: []decision.Option{{Key: "a"}, {Key: "b"}, {Key: "c"}, {Key: "long_key_that_the_header_cuts"}}}
 	for _, tc := range []struct {
@@ -159,10 +161,40 @@ func TestParseSets(t *testing.T) {
 		{"q1=a", nil, false, true},
 		{"q2=a,long_key_that_the_header_cuts", []int{0, 3}, true, false},
 		{"q2=a,long_key_...", nil, false, false},
+		{"q2=mask:9", []int{0, 3}, true, false},
+		{"q2=mask:0", []int{}, true, false},
+		{"q2=mask:90", nil, false, true},
+		{"q2=mask:g", nil, false, true},
 	} {
 		set, ok, err := parseSets(tc.header, q)
 		if !slices.Equal(set, tc.set) || ok != tc.ok || (err != nil) != tc.err {
 			t.Errorf("%q: %v %v %v", tc.header, set, ok, err)
+		}
+	}
+}
+
+// rawThreshold is the smallest raw-threshold sets that cover as many
+// answers as asked: the threshold is the covered-th largest probability
+// of a right option, and every option at or above it is in the set.
+func TestRawThreshold(t *testing.T) {
+	preds := []calibration.Prediction{
+		{Kind: decision.Noul, Dist: decision.Distribution{0.9, 0.1}, Expected: 0, Options: 2},
+		{Kind: decision.Noul, Dist: decision.Distribution{0.6, 0.4}, Expected: 1, Options: 2},
+		{Kind: decision.Noul, Dist: decision.Distribution{0.3, 0.7}, Expected: 1, Options: 2},
+		{Kind: decision.Noul, Dist: decision.Distribution{0.2, 0.8}, Expected: 0, Options: 2},
+	}
+	for _, tc := range []struct {
+		covered int
+		size    float64 // mean
+	}{
+		{0, 0},    // no option reaches 1
+		{1, 0.25}, // t = 0.9: {0}, {}, {}, {}
+		{2, 0.75}, // t = 0.7: {0}, {}, {1}, {1}
+		{4, 1.75}, // t = 0.2: {0}, {0,1}, {0,1}, {0,1}
+	} {
+		got := rawThreshold(preds, tc.covered)
+		if got.N != len(preds) || got.Covered != tc.covered || math.Abs(got.MeanSize-tc.size) > 1e-12 {
+			t.Errorf("covered %d: %+v, want %d covered, mean size %v", tc.covered, got, tc.covered, tc.size)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -102,6 +103,7 @@ func (r report) markdown() string {
 		p("Only the first %d cases of each file were read (-limit).\n\n", o.Limit)
 	}
 
+	r.servedTable(&b)
 	p("| set | binary | later n | accuracy raw → calibrated | raw ECE | calibrated ECE | oracle ECE (T / vector) | ECE floor of n (mean / p95) | ECE ≤ %.2f | ≤ raw | sets ≥ level − slack |\n", ECETarget)
 	p("|---|---|--:|--:|--:|--:|--:|--:|:-:|:-:|:-:|\n")
 	for _, s := range r.Sets {
@@ -164,9 +166,11 @@ func (s setResult) markdown(b *strings.Builder, r report) {
 	bd := s.Bounds
 	p("| oracle T=%.3f (later part, in-sample) | %.4f | %.4f | %.4f | %.4f |%s\n", bd.OracleT, bd.OracleTRow.Accuracy, bd.OracleTRow.ECE, bd.OracleTRow.NLL, bd.OracleTRow.Brier, blank)
 	p("| oracle vector T=%.3f, %d biases (later part, in-sample) | %.4f | %.4f | %.4f | %.4f |%s\n\n", bd.OracleVector.Temperature, len(bd.OracleVector.Biases), bd.OracleVecRow.Accuracy, bd.OracleVecRow.ECE, bd.OracleVecRow.NLL, bd.OracleVecRow.Brier, blank)
-	p("Set cells: coverage / mean size of split conformal sets fitted on each loop's first part and measured on its later part, pooled, "+
-		"both before any calibrator, as the server makes them (a calibrator fitted on the first part would void the guarantee): "+
-		"for the calibrated rows the server's own LAC rules from its fits file where it has them (marked ˢ), else fitted here the same way; ✗ marks coverage under the level less the slack (under it with probability at most %g for exchangeable answers), which here is",
+	p("Set cells: coverage / mean size of split conformal sets fitted on each loop's first part and measured on its later part, pooled: "+
+		"fitted here on the raw first part, except in the calibrated rows the server's own LAC rules from its fits file where it has them (marked ˢ), "+
+		"applied as the server applies them (to the answer before the fit's calibrator, under the rule's own calibrator where it carries one); "+
+		"✗ marks coverage under the level less the slack of a threshold on the whole first part (under it with probability at most %g for exchangeable answers; "+
+		"a server rule that rests on fewer cases, n in its fits file, has a larger one), which here is",
 		slackLevel)
 	for i, c := range coverages {
 		sep := ","
@@ -243,8 +247,17 @@ func (run run) note(s setResult, r report) string {
 		b.WriteString("every later answer was calibrated by its loop's adopted fits revision.")
 	}
 	if run.ServerSets != nil {
-		ss := run.ServerSets
-		fmt.Fprintf(&b, " Server-side sets at %.2f (%s): coverage %.3f, mean size %.2f over %d answers.", r.Options.Coverage, SetsHeader, ss.Coverage, ss.MeanSize, ss.N)
+		fmt.Fprintf(&b, " Server-side sets (%s), the later part asked at each level:", SetsHeader)
+		for i, ss := range run.ServerSets {
+			sep := ";"
+			if i == len(run.ServerSets)-1 {
+				sep = "."
+			}
+			fmt.Fprintf(&b, " at %.2f coverage %.3f, mean size %.2f over %d of %d answers%s", ss.Level, ss.Sets.Coverage, ss.Sets.MeanSize, ss.Sets.N, ss.Asked, sep)
+		}
+		if bl := run.Baseline; bl != nil {
+			fmt.Fprintf(&b, " A raw-probability threshold covering as many of the answers with a set at %.2f: coverage %.3f, mean size %.2f.", r.Options.Coverage, bl.Coverage, bl.MeanSize)
+		}
 	} else {
 		fmt.Fprintf(&b, " No server-side sets (%s absent, asked with %s: %g): the set columns are computed here.", SetsHeader, CoverageHeader, r.Options.Coverage)
 	}
@@ -311,4 +324,81 @@ func orDefaultF(x float64, def string) string {
 		return def
 	}
 	return fmt.Sprint(x)
+}
+
+// The tolerances of issue 30's table: a set's served ECE within ECEMatch
+// of the adopted calibrator's out-of-fold ECE, and the server's sets'
+// coverage within CoverageTolerance of each level (absolute).
+const (
+	ECEMatch          = 0.005
+	CoverageTolerance = 0.02
+)
+
+// servedTable writes issue 30's table ("served as fitted"): per set and
+// binary, each loop's served ECE against its adopted fit's out-of-fold
+// ECE, whether the served answers are the fit applied offline, accuracy
+// served against raw, the server's sets at -coverage against a raw
+// threshold at the same coverage, and the server's sets' coverage at
+// each level, each with its mark.
+func (r report) servedTable(b *strings.Builder) {
+	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	c := r.Options.Coverage
+	var lv []string
+	for _, x := range levels(r.Options) {
+		lv = append(lv, fmt.Sprintf("%.2f", x))
+	}
+	p("| set | binary | served ECE (loops) | out-of-fold ECE (loops) | ± %.3f | served = fit offline | accuracy raw → served | ≥ raw | sets at %.2f: size (coverage) | raw threshold at that coverage: size (coverage) | ≤ raw | set coverage at %s | ± %.2f |\n",
+		ECEMatch, c, strings.Join(lv, " / "), CoverageTolerance)
+	p("|---|---|--:|--:|:-:|:-:|--:|:-:|--:|--:|:-:|--:|:-:|\n")
+	for _, s := range r.Sets {
+		for _, run := range s.Runs {
+			var served, oof []string
+			match, offline := true, 0.0
+			for _, l := range run.Folds {
+				served = append(served, fmt.Sprintf("%.4f", l.ServedECE))
+				offline = max(offline, l.Offline)
+				if l.OutOfFoldECE == nil {
+					oof, match = append(oof, "–"), false
+					continue
+				}
+				oof = append(oof, fmt.Sprintf("%.4f", *l.OutOfFoldECE))
+				match = match && math.Abs(l.ServedECE-*l.OutOfFoldECE) <= ECEMatch
+			}
+			same := "–"
+			if slices.ContainsFunc(run.Folds, func(l loop) bool { return l.Fit != nil }) {
+				same = fmt.Sprintf("%s (%.0e)", yes(offline <= 1e-9), offline)
+			}
+			setCell, baseCell, smaller, covCell, covered := "–", "–", "–", "–", "–"
+			if run.ServerSets != nil {
+				var covs []string
+				ok := true
+				for _, ss := range run.ServerSets {
+					covs = append(covs, fmt.Sprintf("%.3f", ss.Sets.Coverage))
+					ok = ok && ss.Sets.N == ss.Asked && math.Abs(ss.Sets.Coverage-ss.Level) <= CoverageTolerance
+					if ss.Level == c {
+						setCell = fmt.Sprintf("%.3f (%.3f)", ss.Sets.MeanSize, ss.Sets.Coverage)
+						if ss.Sets.N < ss.Asked {
+							setCell += fmt.Sprintf(", %d of %d", ss.Sets.N, ss.Asked)
+						}
+					}
+				}
+				covCell, covered = strings.Join(covs, " / "), yes(ok)
+			}
+			if bl := run.Baseline; bl != nil {
+				baseCell = fmt.Sprintf("%.3f (%.3f)", bl.MeanSize, bl.Coverage)
+				for _, ss := range run.ServerSets {
+					if ss.Level == c {
+						smaller = yes(ss.Sets.MeanSize <= bl.MeanSize)
+					}
+				}
+			}
+			p("| %s | %s | %s | %s | %s | %s | %.4f → %.4f | %s | %s | %s | %s | %s | %s |\n", s.Set, run.Label, strings.Join(served, ", "), strings.Join(oof, ", "), yes(match), same,
+				run.Raw.Accuracy, run.Calibrated.Accuracy, yes(run.Calibrated.Accuracy >= run.Raw.Accuracy), setCell, baseCell, smaller, covCell, covered)
+		}
+	}
+	p("\nServed ECE: each loop's later part as the server answered it; out-of-fold ECE: the fit each loop adopted, as its refit's selection scored it on the first part "+
+		"(each answer calibrated by the method fitted on the other folds; the fits file's holdout.ece_after); ± %.3f: every loop's two within it. Served = fit offline: the adopted fit "+
+		"applied here to each later answer's raw distribution gives what the server answered (the largest difference in brackets). Sets: the later part asked once per level "+
+		"(%s), read from %s (keys or mask); a raw threshold is one threshold on the raw probabilities of those answers, chosen on them (in sample) to cover as many as the server's sets did "+
+		"at %.2f. ± %.2f: every level's coverage within it, and every answer given a set.\n\n", ECEMatch, CoverageHeader, SetsHeader, c, CoverageTolerance)
 }

@@ -44,8 +44,9 @@ type answer struct {
 	// Calibrated is the X-System1-Calibrated header.
 	Calibrated bool
 	// Version is the decision log's temperature step version ("" for
-	// none): which fits revision calibrated the answer.
-	Version string
+	// none): which fits revision calibrated the answer; Build the
+	// fingerprint its record names.
+	Version, Build string
 	// Set is the server's prediction set (option indices), HasSet
 	// whether it sent one.
 	Set    []int
@@ -222,8 +223,11 @@ func (s *server) askOne(ctx context.Context, c cases.Case, header http.Header) (
 // server writes it (internal/httpapi's SetsHeader): "q=key,key; q2=;
 // q3 unavailable", the option keys of each question's set, an empty set
 // as "q2=", and "unavailable" where the server has no set (too few
-// outcomes for the coverage). It reports false for an unavailable set,
-// and for one too long for the header, which the server cuts ("...").
+// outcomes for the coverage). A set too long to list by key is given by
+// position, "q=mask:c8" (hex digits, one per four options in order, the
+// first of each four the highest bit), as servers since issue 30 write
+// it. It reports false for an unavailable set, and for one an older
+// server cut to fit the header ("...").
 func parseSets(h string, q decision.Question) ([]int, bool, error) {
 	for item := range strings.SplitSeq(h, ";") {
 		item = strings.TrimSpace(item)
@@ -243,6 +247,10 @@ func parseSets(h string, q decision.Question) ([]int, bool, error) {
 		if strings.HasSuffix(keys, "...") {
 			return nil, false, nil // cut: too long for the header; not read
 		}
+		if mask, ok := strings.CutPrefix(keys, "mask:"); ok {
+			set, err := maskSet(mask, len(q.Options))
+			return set, err == nil, err
+		}
 		set := []int{}
 		for k := range strings.SplitSeq(keys, ",") {
 			if k = strings.TrimSpace(k); k == "" {
@@ -258,6 +266,32 @@ func parseSets(h string, q decision.Question) ([]int, bool, error) {
 		return slices.Compact(set), true, nil
 	}
 	return nil, false, fmt.Errorf("no set for question %q in %q", q.ID, h)
+}
+
+// maskSet reads a set given by position: hex digits, one per four
+// options in order, the first of each four the highest bit.
+func maskSet(mask string, n int) ([]int, error) {
+	if len(mask) != (n+3)/4 {
+		return nil, fmt.Errorf("mask %q has %d digits for %d options, want %d", mask, len(mask), n, (n+3)/4)
+	}
+	set := []int{}
+	for j := range len(mask) {
+		d, err := strconv.ParseUint(mask[j:j+1], 16, 8)
+		if err != nil {
+			return nil, fmt.Errorf("mask %q: %q is not a hex digit", mask, mask[j])
+		}
+		for b := range 4 {
+			if d&(8>>b) == 0 {
+				continue
+			}
+			if i := 4*j + b; i < n {
+				set = append(set, i)
+			} else {
+				return nil, fmt.Errorf("mask %q names option %d of %d", mask, i+1, n)
+			}
+		}
+	}
+	return set, nil
 }
 
 // maxFeedback is the most outcomes sent in one /v1/feedback batch (the
