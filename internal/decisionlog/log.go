@@ -97,6 +97,10 @@ type Log struct {
 	// spend counts the keys' spend as records are given, when budgets
 	// are (Log.Spend).
 	spend atomic.Pointer[Spend]
+	// follow are the functions Follow gave; answers is the writer's
+	// buffer of what it gives them.
+	follow  atomic.Pointer[[]*func([]Answer)]
+	answers []Answer
 }
 
 // Open opens the log (creating its schema when missing) and starts its
@@ -374,7 +378,72 @@ func (l *Log) write(ctx context.Context, batch []Record) error {
 		return fmt.Errorf("decision log: %d records not written: %w", len(batch)-bad, err)
 	}
 	l.written.Add(uint64(len(batch) - bad))
+	if fs := l.follow.Load(); fs != nil && len(*fs) > 0 && l.store.lastID > 0 {
+		l.tell(*fs, batch, len(batch)-bad)
+	}
 	return nil
+}
+
+// Follow has fn given, each time this process's writer commits a batch,
+// the Answers of its records with their ids, in id order, so that a
+// reader of the log's tail (outcomes' drift) need not read back what
+// this process wrote, until stop is called. Only on SQLite, where the
+// rows of a transaction take consecutive ids; on PostgreSQL fn is never
+// called (a replica's ids may come between: a follower reads the log by
+// id, as it does for what other processes write). fn runs on the
+// writer: it must be quick, must not use the log, and must not keep the
+// slice (the Answers' Options and Dist it may).
+func (l *Log) Follow(fn func([]Answer)) (stop func()) {
+	f := &fn
+	l.follows(func(fs []*func([]Answer)) []*func([]Answer) { return append(fs, f) })
+	return func() {
+		l.follows(func(fs []*func([]Answer)) []*func([]Answer) {
+			return slices.DeleteFunc(fs, func(g *func([]Answer)) bool { return g == f })
+		})
+	}
+}
+
+// follows replaces the followers with what change makes of a copy.
+func (l *Log) follows(change func([]*func([]Answer)) []*func([]Answer)) {
+	for {
+		old := l.follow.Load()
+		var fs []*func([]Answer)
+		if old != nil {
+			fs = slices.Clone(*old)
+		}
+		fs = change(fs)
+		if l.follow.CompareAndSwap(old, &fs) {
+			return
+		}
+	}
+}
+
+// noOptions is the options of a record without any, as read back (the
+// column holds []).
+var noOptions = []string{}
+
+// tell gives fs the Answers of the written records of batch, n of them,
+// the last of id store.lastID.
+func (l *Log) tell(fs []*func([]Answer), batch []Record, n int) {
+	as := l.answers[:0]
+	id := l.store.lastID - int64(n) + 1
+	for i := range batch {
+		if !l.store.wrote(i) {
+			continue
+		}
+		r := &batch[i]
+		a := Answer{ID: id, At: r.Time.UnixNano(), Face: r.Face, Model: r.Model, Kind: r.Kind, Options: r.Options, Dist: uncalibrated(r.EngineDist, r.Steps)}
+		if a.Options == nil {
+			a.Options = noOptions
+		}
+		as = append(as, a)
+		id++
+	}
+	for _, f := range fs {
+		(*f)(as)
+	}
+	clear(as) // the records' slices are not kept past the batch
+	l.answers = as[:0]
 }
 
 func (l *Log) prune(ctx context.Context) {

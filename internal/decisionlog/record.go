@@ -178,9 +178,11 @@ func (e Entry) NoOptionFit() bool {
 
 // Uncalibrated is the distribution before the first temperature step:
 // what a temperature fit is made on.
-func (e Entry) Uncalibrated() []float64 {
-	prev := e.EngineDist
-	for _, s := range e.Steps {
+func (e Entry) Uncalibrated() []float64 { return uncalibrated(e.EngineDist, e.Steps) }
+
+func uncalibrated(engine []float64, steps []Step) []float64 {
+	prev := engine
+	for _, s := range steps {
 		if s.Name == decision.StepTemperature {
 			return prev
 		}
