@@ -80,8 +80,21 @@ type Log struct {
 	store *store
 	log   *slog.Logger
 
-	queue chan Record
-	// full tells a lingering writer that a batch is queued.
+	// queued are the records waiting for the writer, at most
+	// opt.Queue; spare is the array of the writer's last batch, cleared,
+	// for the next. A slice rather than a channel of opt.Queue records:
+	// a channel's buffer is allocated whole and stays in the live heap,
+	// 3.6 MB at the default, which the collector scans each cycle
+	// (issue 34); this holds what is queued.
+	qmu           sync.Mutex
+	queued, spare []Record
+	// held is how many records the writer took and has not written: at
+	// most opt.Batch more than the queue's bound wait in all, as when it
+	// took them a batch at a time.
+	held int
+	// wake tells the writer that a record is queued; full, lingering,
+	// that a batch is.
+	wake    chan struct{}
 	full    chan struct{}
 	flushes chan chan error
 	stop    chan struct{}
@@ -145,7 +158,7 @@ func Open(ctx context.Context, opt Options) (*Log, error) {
 	}
 	l := &Log{
 		opt: opt, store: s, log: opt.Logger,
-		queue:   make(chan Record, opt.Queue),
+		wake:    make(chan struct{}, 1),
 		full:    make(chan struct{}, 1),
 		flushes: make(chan chan error),
 		stop:    make(chan struct{}),
@@ -176,19 +189,39 @@ func (l *Log) Record(r Record) {
 	if sp := l.spend.Load(); sp != nil && r.Key != "" && r.Cost != nil {
 		sp.add(r.Key, r.Time, *r.Cost)
 	}
-	select {
-	case l.queue <- r:
-		// The writer holds a record while it lingers: with this one a
-		// batch waits. (len is a read; no lock.)
-		if len(l.queue) >= l.opt.Batch-1 {
-			select {
-			case l.full <- struct{}{}:
-			default:
-			}
-		}
-	default:
+	l.qmu.Lock()
+	if len(l.queued) >= l.opt.Queue || len(l.queued)+l.held >= l.opt.Queue+l.opt.Batch {
+		l.qmu.Unlock()
 		l.dropped.Add(1)
+		return
 	}
+	if l.queued == nil {
+		l.queued, l.spare = l.spare, nil
+	}
+	l.queued = append(l.queued, r)
+	n := len(l.queued)
+	l.qmu.Unlock()
+	if n == 1 {
+		signal(l.wake)
+	}
+	if n >= l.opt.Batch {
+		signal(l.full)
+	}
+}
+
+// signal sends on c, of capacity 1, unless a signal waits there.
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// queuedLen is how many records wait.
+func (l *Log) queuedLen() int {
+	l.qmu.Lock()
+	defer l.qmu.Unlock()
+	return len(l.queued)
 }
 
 // Dropped is the number of records dropped so far, for a metric.
@@ -204,7 +237,7 @@ func (l *Log) Stats() Stats {
 	if l == nil {
 		return Stats{}
 	}
-	return Stats{Written: l.written.Load(), Dropped: l.dropped.Load(), Failed: l.failed.Load(), Queued: len(l.queue)}
+	return Stats{Written: l.written.Load(), Dropped: l.dropped.Load(), Failed: l.failed.Load(), Queued: l.queuedLen()}
 }
 
 // Flush waits until every record queued before the call is written (or
@@ -237,14 +270,14 @@ func (l *Log) Close(ctx context.Context) error {
 		select {
 		case <-l.done:
 		case <-ctx.Done():
-			err = fmt.Errorf("decision log: %d records not written: %w", len(l.queue), ctx.Err())
+			err = fmt.Errorf("decision log: %d records not written: %w", l.queuedLen(), ctx.Err())
 			// The writer's batch in flight is cancelled; what is left
 			// is dropped.
 			l.cancelAbort()
 			<-l.done
 		}
 		l.cancelAbort()
-		if n := len(l.queue); n > 0 {
+		if n := l.queuedLen(); n > 0 {
 			l.dropped.Add(uint64(n))
 		}
 		if cerr := l.store.close(); err == nil && cerr != nil {
@@ -260,77 +293,90 @@ func (l *Log) run() {
 	defer close(l.done)
 	tick := time.NewTicker(l.opt.PruneEvery)
 	defer tick.Stop()
-	batch := make([]Record, 0, l.opt.Batch)
-	// drain writes what is queued, up to limit records (or all when
-	// limit < 0), in batches; it returns the first write error.
-	drain := func(ctx context.Context, limit int) error {
-		var first error
-		for limit != 0 {
-			batch = batch[:0]
-		fill:
-			for len(batch) < l.opt.Batch && limit != 0 {
-				select {
-				case r := <-l.queue:
-					batch = append(batch, r)
-					limit--
-				default:
-					break fill
-				}
-			}
-			if len(batch) == 0 {
-				return first
-			}
-			if err := l.write(ctx, batch); err != nil && first == nil {
-				first = err
-			}
-		}
-		return first
-	}
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	for {
 		select {
-		case r := <-l.queue:
+		case <-l.wake:
 			// The first record of a burst wakes the writer; those that
 			// follow within the linger are queued without waking it, and
 			// share its transaction.
-			batch = append(batch[:0], r)
+			recs := l.take(nil)
+			if len(recs) == 0 {
+				continue // written by a flush since
+			}
 			var flush chan error
-			if l.opt.Linger > 0 && len(l.queue) < l.opt.Batch-1 {
+			if l.opt.Linger > 0 && len(recs) < l.opt.Batch {
 				flush = l.linger(timer)
+				recs = l.take(recs)
 			}
-		fill:
-			for len(batch) < l.opt.Batch {
-				select {
-				case r := <-l.queue:
-					batch = append(batch, r)
-				default:
-					break fill
-				}
-			}
-			err := l.write(l.abort, batch)
-			// A backlog of whole batches is written now, not a linger
-			// apart.
-			for len(l.queue) >= l.opt.Batch && l.abort.Err() == nil {
-				if e := drain(l.abort, l.opt.Batch); err == nil {
-					err = e
-				}
-			}
+			// What is queued now, a flush's records included, is
+			// written now, a backlog in whole batches back to back.
+			err := l.writeAll(l.abort, recs)
 			if flush != nil {
-				if e := drain(l.abort, len(l.queue)); err == nil {
-					err = e
-				}
 				flush <- err
 			}
 		case reply := <-l.flushes:
-			reply <- drain(l.abort, len(l.queue))
+			reply <- l.writeAll(l.abort, l.take(nil))
 		case <-tick.C:
 			l.prune(context.Background())
 		case <-l.stop:
-			l.drainOnStop(drain)
+			l.drainOnStop()
 			return
 		}
 	}
+}
+
+// take appends what is queued to recs and empties the queue; the array
+// recs leaves behind goes back to the queue, cleared.
+func (l *Log) take(recs []Record) []Record {
+	l.qmu.Lock()
+	q := l.queued
+	l.queued = nil
+	l.held += len(q)
+	l.qmu.Unlock()
+	if len(recs) == 0 {
+		l.giveBack(recs)
+		return q
+	}
+	recs = append(recs, q...)
+	clear(q)
+	l.giveBack(q)
+	return recs
+}
+
+// giveBack keeps a, empty, for the queue to reuse: the larger of it and
+// the one kept.
+func (l *Log) giveBack(a []Record) {
+	l.qmu.Lock()
+	defer l.qmu.Unlock()
+	if cap(a) > cap(l.spare) {
+		l.spare = a[:0]
+	}
+}
+
+// writeAll writes recs in batches of at most opt.Batch records and
+// returns the first write error. Once ctx ends (Close's deadline) what
+// is left is dropped.
+func (l *Log) writeAll(ctx context.Context, recs []Record) error {
+	var first error
+	for rest := recs; len(rest) > 0; {
+		if ctx.Err() != nil {
+			l.dropped.Add(uint64(len(rest)))
+			break
+		}
+		batch := rest[:min(len(rest), l.opt.Batch)]
+		rest = rest[len(batch):]
+		if err := l.write(ctx, batch); err != nil && first == nil {
+			first = err
+		}
+	}
+	clear(recs) // the records' slices are not kept past their write
+	l.qmu.Lock()
+	l.held -= len(recs)
+	l.qmu.Unlock()
+	l.giveBack(recs)
+	return first
 }
 
 // linger waits, with t, until the linger has passed, a batch is queued,
@@ -352,11 +398,11 @@ func (l *Log) linger(t *time.Timer) (flush chan error) {
 	return flush
 }
 
-// drainOnStop writes what is queued at Close, one batch at a time, until
-// the queue is empty or Close's deadline passes.
-func (l *Log) drainOnStop(drain func(context.Context, int) error) {
-	for len(l.queue) > 0 && l.abort.Err() == nil {
-		_ = drain(l.abort, l.opt.Batch)
+// drainOnStop writes what is queued at Close, until the queue is empty
+// or Close's deadline passes.
+func (l *Log) drainOnStop() {
+	for l.queuedLen() > 0 && l.abort.Err() == nil {
+		_ = l.writeAll(l.abort, l.take(nil))
 	}
 }
 
