@@ -81,13 +81,14 @@ type Log struct {
 	log   *slog.Logger
 
 	// queued are the records waiting for the writer, at most
-	// opt.Queue; spare is the array of the writer's last batch, cleared,
-	// for the next. A slice rather than a channel of opt.Queue records:
+	// opt.Queue; spare is an empty array for the queue's next (take);
+	// own is the writer's. A slice rather than a channel of opt.Queue records:
 	// a channel's buffer is allocated whole and stays in the live heap,
 	// 3.6 MB at the default, which the collector scans each cycle
 	// (issue 34); this holds what is queued.
 	qmu           sync.Mutex
 	queued, spare []Record
+	own           []Record
 	// held is how many records the writer took and has not written: at
 	// most opt.Batch more than the queue's bound wait in all, as when it
 	// took them a batch at a time.
@@ -195,9 +196,6 @@ func (l *Log) Record(r Record) {
 		l.dropped.Add(1)
 		return
 	}
-	if l.queued == nil {
-		l.queued, l.spare = l.spare, nil
-	}
 	l.queued = append(l.queued, r)
 	n := len(l.queued)
 	l.qmu.Unlock()
@@ -301,7 +299,7 @@ func (l *Log) run() {
 			// The first record of a burst wakes the writer; those that
 			// follow within the linger are queued without waking it, and
 			// share its transaction.
-			recs := l.take(nil)
+			recs := l.take(l.own)
 			if len(recs) == 0 {
 				continue // written by a flush since
 			}
@@ -317,7 +315,7 @@ func (l *Log) run() {
 				flush <- err
 			}
 		case reply := <-l.flushes:
-			reply <- l.writeAll(l.abort, l.take(nil))
+			reply <- l.writeAll(l.abort, l.take(l.own))
 		case <-tick.C:
 			l.prune(context.Background())
 		case <-l.stop:
@@ -327,32 +325,23 @@ func (l *Log) run() {
 	}
 }
 
-// take appends what is queued to recs and empties the queue; the array
-// recs leaves behind goes back to the queue, cleared.
+// take appends what is queued to recs, the writer's own array, and
+// empties the queue. The queue's array is swapped for the spare, copied
+// from outside the lock, and kept as the next spare: three arrays go
+// round (the queue's, the spare, the writer's), none grown again once
+// they hold what a linger queues.
 func (l *Log) take(recs []Record) []Record {
 	l.qmu.Lock()
 	q := l.queued
-	l.queued = nil
+	l.queued, l.spare = l.spare[:0], nil
 	l.held += len(q)
 	l.qmu.Unlock()
-	if len(recs) == 0 {
-		l.giveBack(recs)
-		return q
-	}
 	recs = append(recs, q...)
 	clear(q)
-	l.giveBack(q)
-	return recs
-}
-
-// giveBack keeps a, empty, for the queue to reuse: the larger of it and
-// the one kept.
-func (l *Log) giveBack(a []Record) {
 	l.qmu.Lock()
-	defer l.qmu.Unlock()
-	if cap(a) > cap(l.spare) {
-		l.spare = a[:0]
-	}
+	l.spare = q[:0]
+	l.qmu.Unlock()
+	return recs
 }
 
 // writeAll writes recs in batches of at most opt.Batch records and
@@ -375,7 +364,7 @@ func (l *Log) writeAll(ctx context.Context, recs []Record) error {
 	l.qmu.Lock()
 	l.held -= len(recs)
 	l.qmu.Unlock()
-	l.giveBack(recs)
+	l.own = recs[:0]
 	return first
 }
 
@@ -402,7 +391,7 @@ func (l *Log) linger(t *time.Timer) (flush chan error) {
 // or Close's deadline passes.
 func (l *Log) drainOnStop() {
 	for l.queuedLen() > 0 && l.abort.Err() == nil {
-		_ = l.writeAll(l.abort, l.take(nil))
+		_ = l.writeAll(l.abort, l.take(l.own))
 	}
 }
 
