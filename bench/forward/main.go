@@ -21,6 +21,7 @@
 //
 //	forward -system1 before=/tmp/system1-before -system1 after=bin/system1 -rounds 5
 //	forward -system1 bin/system1 -system1 gogc400=bin/system1,GOGC=400
+//	forward -system1 bin/system1 -cache 1024 # a cache hit over HTTP
 package main
 
 import (
@@ -96,6 +97,7 @@ func main() {
 	rounds := flag.Int("rounds", 1, "rounds: every target is measured once a round, in an order rotated each round")
 	profile := flag.String("profile", "", "a folder: after the rounds, write NAME.pprof, a CPU profile of each system1 over one more measurement of it, and NAME.allocs.pprof, its allocations and heap in use after it")
 	dlog := flag.String("decision-log", "on", "on: each system1 records every answer in its decision log, as serve does by default (SQLite in a temporary state folder); off: decision_log.off; both: each binary twice, NAME and NAME-nolog")
+	cache := flag.Int("cache", 0, "cache.entries of each system1: with it on every request after a system1's first is a cache hit (this program asks the same request), so its CPU per request is a hit's over HTTP; 0: off")
 	reference := flag.String("reference", "", "the system1 target the others' CPU per request is divided by, round by round (default the first)")
 	proxyTo := flag.String("reverse-proxy-to", "", "run as the bare reverse proxy to this URL (how the proxy target is started)")
 	flag.Parse()
@@ -121,7 +123,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "forward: -decision-log is on, off or both")
 		os.Exit(2)
 	}
-	if err := run(bins, logs, load{*conns, *rate}, *duration, max(*rounds, 1), *profile, *reference); err != nil {
+	if err := run(bins, logs, *cache, load{*conns, *rate}, *duration, max(*rounds, 1), *profile, *reference); err != nil {
 		fmt.Fprintln(os.Stderr, "forward:", err)
 		os.Exit(1)
 	}
@@ -147,7 +149,7 @@ type load struct {
 	rate  float64
 }
 
-func run(bins binaries, logs []bool, ld load, duration time.Duration, rounds int, profile, reference string) error {
+func run(bins binaries, logs []bool, cache int, ld load, duration time.Duration, rounds int, profile, reference string) error {
 	conns := ld.conns
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -187,7 +189,7 @@ func run(bins binaries, logs []bool, ld load, duration time.Duration, rounds int
 				b.name += "-nolog"
 			}
 			state := filepath.Join(dir, fmt.Sprintf("%d-%t", i, log))
-			t, stop, err := start(b, state, base, log, profile != "")
+			t, stop, err := start(b, state, base, log, cache, profile != "")
 			if err != nil {
 				return fmt.Errorf("%s: %w", b.name, err)
 			}
@@ -323,12 +325,15 @@ func ratios(targets []target, all map[string][]result, rounds int, ref string) {
 
 // start runs one system1 serve in front of the backend at base, its
 // config and state (the decision log, unless it is off) in the folder
-// state, with an admin listener when profiling, and returns it once it
-// listens.
-func start(b binary, state, base string, log, admin bool) (target, func(), error) {
+// state, its decision cache of cache entries (0: off), with an admin
+// listener when profiling, and returns it once it listens.
+func start(b binary, state, base string, log bool, cache int, admin bool) (target, func(), error) {
 	conf := fmt.Sprintf("listen: 127.0.0.1:0\nnodes:\n  - {name: upstream, url: %q, dialect: systemone, models: [jev-stub], max_inflight: 256}\n", base)
 	if !log {
 		conf += "decision_log: {off: true}\n"
+	}
+	if cache > 0 {
+		conf += fmt.Sprintf("cache: {entries: %d}\n", cache)
 	}
 	if admin {
 		conf += "admin: {listen: 127.0.0.2:0}\n"

@@ -80,8 +80,22 @@ type Log struct {
 	store *store
 	log   *slog.Logger
 
-	queue chan Record
-	// full tells a lingering writer that a batch is queued.
+	// queued are the records waiting for the writer, at most
+	// opt.Queue; spare is an empty array for the queue's next (take);
+	// own is the writer's. A slice rather than a channel of opt.Queue records:
+	// a channel's buffer is allocated whole and stays in the live heap,
+	// 3.6 MB at the default, which the collector scans each cycle
+	// (issue 34); this holds what is queued.
+	qmu           sync.Mutex
+	queued, spare []Record
+	own           []Record
+	// held is how many records the writer took and has not written: at
+	// most opt.Batch more than the queue's bound wait in all, as when it
+	// took them a batch at a time.
+	held int
+	// wake tells the writer that a record is queued; full, lingering,
+	// that a batch is.
+	wake    chan struct{}
 	full    chan struct{}
 	flushes chan chan error
 	stop    chan struct{}
@@ -97,6 +111,10 @@ type Log struct {
 	// spend counts the keys' spend as records are given, when budgets
 	// are (Log.Spend).
 	spend atomic.Pointer[Spend]
+	// follow are the functions Follow gave; answers is the writer's
+	// buffer of what it gives them.
+	follow  atomic.Pointer[[]*func([]Answer)]
+	answers []Answer
 }
 
 // Open opens the log (creating its schema when missing) and starts its
@@ -141,7 +159,7 @@ func Open(ctx context.Context, opt Options) (*Log, error) {
 	}
 	l := &Log{
 		opt: opt, store: s, log: opt.Logger,
-		queue:   make(chan Record, opt.Queue),
+		wake:    make(chan struct{}, 1),
 		full:    make(chan struct{}, 1),
 		flushes: make(chan chan error),
 		stop:    make(chan struct{}),
@@ -172,19 +190,36 @@ func (l *Log) Record(r Record) {
 	if sp := l.spend.Load(); sp != nil && r.Key != "" && r.Cost != nil {
 		sp.add(r.Key, r.Time, *r.Cost)
 	}
-	select {
-	case l.queue <- r:
-		// The writer holds a record while it lingers: with this one a
-		// batch waits. (len is a read; no lock.)
-		if len(l.queue) >= l.opt.Batch-1 {
-			select {
-			case l.full <- struct{}{}:
-			default:
-			}
-		}
-	default:
+	l.qmu.Lock()
+	if len(l.queued) >= l.opt.Queue || len(l.queued)+l.held >= l.opt.Queue+l.opt.Batch {
+		l.qmu.Unlock()
 		l.dropped.Add(1)
+		return
 	}
+	l.queued = append(l.queued, r)
+	n := len(l.queued)
+	l.qmu.Unlock()
+	if n == 1 {
+		signal(l.wake)
+	}
+	if n >= l.opt.Batch {
+		signal(l.full)
+	}
+}
+
+// signal sends on c, of capacity 1, unless a signal waits there.
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// queuedLen is how many records wait.
+func (l *Log) queuedLen() int {
+	l.qmu.Lock()
+	defer l.qmu.Unlock()
+	return len(l.queued)
 }
 
 // Dropped is the number of records dropped so far, for a metric.
@@ -200,7 +235,7 @@ func (l *Log) Stats() Stats {
 	if l == nil {
 		return Stats{}
 	}
-	return Stats{Written: l.written.Load(), Dropped: l.dropped.Load(), Failed: l.failed.Load(), Queued: len(l.queue)}
+	return Stats{Written: l.written.Load(), Dropped: l.dropped.Load(), Failed: l.failed.Load(), Queued: l.queuedLen()}
 }
 
 // Flush waits until every record queued before the call is written (or
@@ -233,14 +268,14 @@ func (l *Log) Close(ctx context.Context) error {
 		select {
 		case <-l.done:
 		case <-ctx.Done():
-			err = fmt.Errorf("decision log: %d records not written: %w", len(l.queue), ctx.Err())
+			err = fmt.Errorf("decision log: %d records not written: %w", l.queuedLen(), ctx.Err())
 			// The writer's batch in flight is cancelled; what is left
 			// is dropped.
 			l.cancelAbort()
 			<-l.done
 		}
 		l.cancelAbort()
-		if n := len(l.queue); n > 0 {
+		if n := l.queuedLen(); n > 0 {
 			l.dropped.Add(uint64(n))
 		}
 		if cerr := l.store.close(); err == nil && cerr != nil {
@@ -256,77 +291,81 @@ func (l *Log) run() {
 	defer close(l.done)
 	tick := time.NewTicker(l.opt.PruneEvery)
 	defer tick.Stop()
-	batch := make([]Record, 0, l.opt.Batch)
-	// drain writes what is queued, up to limit records (or all when
-	// limit < 0), in batches; it returns the first write error.
-	drain := func(ctx context.Context, limit int) error {
-		var first error
-		for limit != 0 {
-			batch = batch[:0]
-		fill:
-			for len(batch) < l.opt.Batch && limit != 0 {
-				select {
-				case r := <-l.queue:
-					batch = append(batch, r)
-					limit--
-				default:
-					break fill
-				}
-			}
-			if len(batch) == 0 {
-				return first
-			}
-			if err := l.write(ctx, batch); err != nil && first == nil {
-				first = err
-			}
-		}
-		return first
-	}
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	for {
 		select {
-		case r := <-l.queue:
+		case <-l.wake:
 			// The first record of a burst wakes the writer; those that
 			// follow within the linger are queued without waking it, and
 			// share its transaction.
-			batch = append(batch[:0], r)
+			recs := l.take(l.own)
+			if len(recs) == 0 {
+				continue // written by a flush since
+			}
 			var flush chan error
-			if l.opt.Linger > 0 && len(l.queue) < l.opt.Batch-1 {
+			if l.opt.Linger > 0 && len(recs) < l.opt.Batch {
 				flush = l.linger(timer)
+				recs = l.take(recs)
 			}
-		fill:
-			for len(batch) < l.opt.Batch {
-				select {
-				case r := <-l.queue:
-					batch = append(batch, r)
-				default:
-					break fill
-				}
-			}
-			err := l.write(l.abort, batch)
-			// A backlog of whole batches is written now, not a linger
-			// apart.
-			for len(l.queue) >= l.opt.Batch && l.abort.Err() == nil {
-				if e := drain(l.abort, l.opt.Batch); err == nil {
-					err = e
-				}
-			}
+			// What is queued now, a flush's records included, is
+			// written now, a backlog in whole batches back to back.
+			err := l.writeAll(l.abort, recs)
 			if flush != nil {
-				if e := drain(l.abort, len(l.queue)); err == nil {
-					err = e
-				}
 				flush <- err
 			}
 		case reply := <-l.flushes:
-			reply <- drain(l.abort, len(l.queue))
+			reply <- l.writeAll(l.abort, l.take(l.own))
 		case <-tick.C:
 			l.prune(context.Background())
 		case <-l.stop:
-			l.drainOnStop(drain)
+			l.drainOnStop()
 			return
 		}
 	}
+}
+
+// take appends what is queued to recs, the writer's own array, and
+// empties the queue. The queue's array is swapped for the spare, copied
+// from outside the lock, and kept as the next spare: three arrays go
+// round (the queue's, the spare, the writer's), none grown again once
+// they hold what a linger queues.
+func (l *Log) take(recs []Record) []Record {
+	l.qmu.Lock()
+	q := l.queued
+	l.queued, l.spare = l.spare[:0], nil
+	l.held += len(q)
+	l.qmu.Unlock()
+	recs = append(recs, q...)
+	clear(q)
+	l.qmu.Lock()
+	l.spare = q[:0]
+	l.qmu.Unlock()
+	return recs
+}
+
+// writeAll writes recs in batches of at most opt.Batch records and
+// returns the first write error. Once ctx ends (Close's deadline) what
+// is left is dropped.
+func (l *Log) writeAll(ctx context.Context, recs []Record) error {
+	var first error
+	for rest := recs; len(rest) > 0; {
+		if ctx.Err() != nil {
+			l.dropped.Add(uint64(len(rest)))
+			break
+		}
+		batch := rest[:min(len(rest), l.opt.Batch)]
+		rest = rest[len(batch):]
+		if err := l.write(ctx, batch); err != nil && first == nil {
+			first = err
+		}
+	}
+	clear(recs) // the records' slices are not kept past their write
+	l.qmu.Lock()
+	l.held -= len(recs)
+	l.qmu.Unlock()
+	l.own = recs[:0]
+	return first
 }
 
 // linger waits, with t, until the linger has passed, a batch is queued,
@@ -348,11 +387,11 @@ func (l *Log) linger(t *time.Timer) (flush chan error) {
 	return flush
 }
 
-// drainOnStop writes what is queued at Close, one batch at a time, until
-// the queue is empty or Close's deadline passes.
-func (l *Log) drainOnStop(drain func(context.Context, int) error) {
-	for len(l.queue) > 0 && l.abort.Err() == nil {
-		_ = drain(l.abort, l.opt.Batch)
+// drainOnStop writes what is queued at Close, until the queue is empty
+// or Close's deadline passes.
+func (l *Log) drainOnStop() {
+	for l.queuedLen() > 0 && l.abort.Err() == nil {
+		_ = l.writeAll(l.abort, l.take(l.own))
 	}
 }
 
@@ -374,7 +413,72 @@ func (l *Log) write(ctx context.Context, batch []Record) error {
 		return fmt.Errorf("decision log: %d records not written: %w", len(batch)-bad, err)
 	}
 	l.written.Add(uint64(len(batch) - bad))
+	if fs := l.follow.Load(); fs != nil && len(*fs) > 0 && l.store.lastID > 0 {
+		l.tell(*fs, batch, len(batch)-bad)
+	}
 	return nil
+}
+
+// Follow has fn given, each time this process's writer commits a batch,
+// the Answers of its records with their ids, in id order, so that a
+// reader of the log's tail (outcomes' drift) need not read back what
+// this process wrote, until stop is called. Only on SQLite, where the
+// rows of a transaction take consecutive ids; on PostgreSQL fn is never
+// called (a replica's ids may come between: a follower reads the log by
+// id, as it does for what other processes write). fn runs on the
+// writer: it must be quick, must not use the log, and must not keep the
+// slice (the Answers' Options and Dist it may).
+func (l *Log) Follow(fn func([]Answer)) (stop func()) {
+	f := &fn
+	l.follows(func(fs []*func([]Answer)) []*func([]Answer) { return append(fs, f) })
+	return func() {
+		l.follows(func(fs []*func([]Answer)) []*func([]Answer) {
+			return slices.DeleteFunc(fs, func(g *func([]Answer)) bool { return g == f })
+		})
+	}
+}
+
+// follows replaces the followers with what change makes of a copy.
+func (l *Log) follows(change func([]*func([]Answer)) []*func([]Answer)) {
+	for {
+		old := l.follow.Load()
+		var fs []*func([]Answer)
+		if old != nil {
+			fs = slices.Clone(*old)
+		}
+		fs = change(fs)
+		if l.follow.CompareAndSwap(old, &fs) {
+			return
+		}
+	}
+}
+
+// noOptions is the options of a record without any, as read back (the
+// column holds []).
+var noOptions = []string{}
+
+// tell gives fs the Answers of the written records of batch, n of them,
+// the last of id store.lastID.
+func (l *Log) tell(fs []*func([]Answer), batch []Record, n int) {
+	as := l.answers[:0]
+	id := l.store.lastID - int64(n) + 1
+	for i := range batch {
+		if !l.store.wrote(i) {
+			continue
+		}
+		r := &batch[i]
+		a := Answer{ID: id, At: r.Time.UnixNano(), Face: r.Face, Model: r.Model, Kind: r.Kind, Options: r.Options, Dist: decision.Uncalibrated(r.EngineDist, r.Steps)}
+		if a.Options == nil {
+			a.Options = noOptions
+		}
+		as = append(as, a)
+		id++
+	}
+	for _, f := range fs {
+		(*f)(as)
+	}
+	clear(as) // the records' slices are not kept past the batch
+	l.answers = as[:0]
 }
 
 func (l *Log) prune(ctx context.Context) {

@@ -31,6 +31,10 @@ type store struct {
 	buf   []byte
 	texts [][5][2]int
 	args  []any
+	// lastID is the id of the last row the writer's last insert made, 0
+	// where it is not known (PostgreSQL, or nothing inserted): on SQLite
+	// the rows of one transaction take consecutive ids (Log.Follow).
+	lastID int64
 }
 
 // columns of the decisions table, in insert order.
@@ -219,6 +223,7 @@ func (s *store) q(query string) string {
 // encoded (a NaN in a distribution) is left out and counted in bad, so it
 // does not cost the batch.
 func (s *store) insert(ctx context.Context, recs []Record, keepStates bool) (bad int, err error) {
+	s.lastID = 0
 	args, bad := s.encode(recs, keepStates)
 	defer clear(args) // the batch's text is not kept past its transaction
 	rows := len(args) / numColumns
@@ -244,9 +249,14 @@ func (s *store) insert(ctx context.Context, recs []Record, keepStates bool) (bad
 		return bad, err
 	}
 	defer tx.Rollback()
+	var last int64
 	for _, n := range sizes {
-		if _, err := tx.StmtContext(ctx, s.inserts[n]).ExecContext(ctx, args[:n*numColumns]...); err != nil {
+		res, err := tx.StmtContext(ctx, s.inserts[n]).ExecContext(ctx, args[:n*numColumns]...)
+		if err != nil {
 			return bad, err
+		}
+		if !s.postgres {
+			last, _ = res.LastInsertId()
 		}
 		args = args[n*numColumns:]
 	}
@@ -255,8 +265,16 @@ func (s *store) insert(ctx context.Context, recs []Record, keepStates bool) (bad
 			return bad, err
 		}
 	}
-	return bad, tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return bad, err
+	}
+	s.lastID = last
+	return bad, nil
 }
+
+// wrote reports whether the last insert wrote recs[i] (its distributions
+// are finite).
+func (s *store) wrote(i int) bool { return s.texts[i][0][0] >= 0 }
 
 // insertStmt is the prepared INSERT of n rows.
 func (s *store) insertStmt(ctx context.Context, n int) (*sql.Stmt, error) {

@@ -3,6 +3,8 @@ package outcomes
 import (
 	"cmp"
 	"context"
+	"encoding/binary"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -66,6 +68,16 @@ type SignatureDrift struct {
 // every record (docs/shadow.md, "drift").
 const driftSlotWidth = time.Minute
 
+// driftFineWidth is the span of the finer slots the recent minutes keep
+// besides: a report's window ends now, inside the last minute, whose
+// records it would otherwise read again whole at every report; it reads
+// one second of them instead. driftFineMinutes is how many minutes before
+// the current one keep them.
+const (
+	driftFineWidth   = time.Second
+	driftFineMinutes = 2
+)
+
 // driftGrace is how long a record id under the last one read may still
 // come: on PostgreSQL a process's insert may commit after another's of a
 // larger id. An id still missing after it is taken never to come (its
@@ -90,10 +102,25 @@ type driftCell struct {
 	hist    fitting.DriftHistogram
 }
 
+type driftCells map[driftKey]*driftCell
+
+func (cs driftCells) add(k driftKey, a decisionlog.Answer, ans fitting.Answer) {
+	c := cs[k]
+	if c == nil {
+		c = &driftCell{kind: a.Kind, options: a.Options}
+		cs[k] = c
+	}
+	c.hist.Add(ans)
+}
+
 // driftSlot is the answers of one slot of decision time.
 type driftSlot struct {
 	minID, maxID int64 // of the answers counted
-	cells        map[driftKey]*driftCell
+	cells        driftCells
+	// fine are the same answers by driftFineWidth, kept while the slot is
+	// recent: nil where it was not when first counted, and once it is no
+	// longer (never again then, so that they hold all its answers).
+	fine map[int64]driftCells
 }
 
 // idMark is the last record id read at a time.
@@ -104,17 +131,25 @@ type idMark struct {
 
 // drift keeps the histograms the label-free drift report compares, per
 // slot of decision time, model and signature: built by one read of the
-// records of both windows, then kept up to date by reading, by id, the
-// records written since, by this process or any other sharing the log,
-// each once; slots older than the reference window leave. A report adds
-// up slots instead of reading every record of both windows. Shadow
-// answers are not served ones and are left out; a signature seen in one
-// window only is reported with zero answers in the other.
+// records of both windows, then kept up to date as this process's writer
+// commits its records (decisionlog.Log.Follow, on SQLite) and by reading,
+// by id, the records written since by any other process sharing the log
+// (on PostgreSQL, this process's too), each once; slots older than the
+// reference window leave. A report adds up slots instead of reading every
+// record of both windows. Shadow answers are not served ones and are
+// left out; a signature seen in one window only is reported with zero
+// answers in the other.
 type drift struct {
-	mu    sync.Mutex
-	built bool
-	from  int64 // the first slot kept
-	slots map[int64]*driftSlot
+	// reporting makes one report at a time. mu guards the rest and is
+	// never held while the log is read: the log's writer, which a read's
+	// flush waits for, takes it to count what it wrote.
+	reporting sync.Mutex
+	mu        sync.Mutex
+	unfollow  func() // stops the log's writer giving feed its answers; nil before
+	built     bool
+	from      int64 // the first slot kept
+	fineFrom  int64 // the first slot that keeps fine slots
+	slots     map[int64]*driftSlot
 	// low is the id up to which every record was read or is taken never
 	// to come; seen are the ids above it read, and marks the last id read
 	// by time, for driftGrace.
@@ -124,54 +159,68 @@ type drift struct {
 	high   int64 // the last id read
 	oldest int64 // the oldest record the log keeps, as last read
 	pruned time.Time
+	sigs   sigCache // for the answers the writer gives
 }
 
-func slotOf(ns int64) int64 {
-	s := ns / int64(driftSlotWidth)
-	if ns < 0 && ns%int64(driftSlotWidth) != 0 {
+// floorDiv is the slot of width w of ns, rounded down.
+func floorDiv(ns int64, w time.Duration) int64 {
+	s := ns / int64(w)
+	if ns < 0 && ns%int64(w) != 0 {
 		s--
 	}
 	return s
 }
 
+func slotOf(ns int64) int64 { return floorDiv(ns, driftSlotWidth) }
+
 func slotStart(s int64) time.Time { return time.Unix(0, s*int64(driftSlotWidth)) }
 
-// sigCache is the signatures of the options of one read, by their first
-// option's address and kind: the answers of a read share equal options
-// (decisionlog.Answer).
-type sigCache map[struct {
-	first *string
-	kind  decision.Kind
-}]string
+// sigCache is the signatures of option lists, by kind and options: the
+// same few of them come again and again. Its buffer makes a look-up
+// allocate nothing.
+type sigCache struct {
+	by  map[string]string
+	buf []byte
+}
+
+// sigCacheMost bounds a cache: past it, it starts again empty (hostile
+// requests may each bring other options).
+const sigCacheMost = 4096
+
+func (c *sigCache) signature(kind decision.Kind, options []string) string {
+	b := append(c.buf[:0], kind...)
+	for _, o := range options {
+		b = binary.AppendUvarint(b, uint64(len(o)))
+		b = append(b, o...)
+	}
+	c.buf = b
+	if sig, ok := c.by[string(b)]; ok {
+		return sig
+	}
+	if c.by == nil || len(c.by) >= sigCacheMost {
+		c.by = map[string]string{}
+	}
+	sig := Signature(kind, options)
+	c.by[string(b)] = sig
+	return sig
+}
 
 // answerOf is a as drift counts it: its model and signature, and its
 // answer; ok is false for a shadow answer, and a distribution that does
 // not fit its options.
-func answerOf(a decisionlog.Answer, sigs sigCache) (k driftKey, ans fitting.Answer, ok bool) {
+func answerOf(a decisionlog.Answer, sigs *sigCache) (k driftKey, ans fitting.Answer, ok bool) {
 	if a.Face == decisionlog.FaceShadow {
 		return k, ans, false
 	}
 	if ans, ok = fitting.AnswerOf(calibration.Prediction{Kind: a.Kind, Dist: a.Dist, Options: len(a.Options)}); !ok {
 		return k, ans, false
 	}
-	if len(a.Options) == 0 {
-		return driftKey{a.Model, Signature(a.Kind, a.Options)}, ans, true
-	}
-	ck := struct {
-		first *string
-		kind  decision.Kind
-	}{&a.Options[0], a.Kind}
-	sig, found := sigs[ck]
-	if !found {
-		sig = Signature(a.Kind, a.Options)
-		sigs[ck] = sig
-	}
-	return driftKey{a.Model, sig}, ans, true
+	return driftKey{a.Model, sigs.signature(a.Kind, a.Options)}, ans, true
 }
 
 // add counts a in its slot, when it is counted (answerOf) and of a slot
-// kept.
-func (d *drift) add(a decisionlog.Answer, sigs sigCache) {
+// kept. d.mu is held.
+func (d *drift) add(a decisionlog.Answer, sigs *sigCache) {
 	si := slotOf(a.At)
 	if si < d.from {
 		return
@@ -182,16 +231,77 @@ func (d *drift) add(a decisionlog.Answer, sigs sigCache) {
 	}
 	s := d.slots[si]
 	if s == nil {
-		s = &driftSlot{minID: a.ID, maxID: a.ID, cells: map[driftKey]*driftCell{}}
+		s = &driftSlot{minID: a.ID, maxID: a.ID, cells: driftCells{}}
+		if si >= d.fineFrom {
+			s.fine = map[int64]driftCells{}
+		}
 		d.slots[si] = s
 	}
 	s.minID, s.maxID = min(s.minID, a.ID), max(s.maxID, a.ID)
-	c := s.cells[k]
-	if c == nil {
-		c = &driftCell{kind: a.Kind, options: a.Options}
-		s.cells[k] = c
+	s.cells.add(k, a, ans)
+	if s.fine != nil {
+		fi := floorDiv(a.At, driftFineWidth)
+		cs := s.fine[fi]
+		if cs == nil {
+			cs = driftCells{}
+			s.fine[fi] = cs
+		}
+		cs.add(k, a, ans)
 	}
-	c.hist.Add(ans)
+}
+
+// take counts a unless its record was counted before (by id). d.mu is
+// held.
+func (d *drift) take(a decisionlog.Answer, sigs *sigCache) {
+	if a.ID <= d.low {
+		return
+	}
+	if _, ok := d.seen[a.ID]; ok {
+		return
+	}
+	d.high = max(d.high, a.ID)
+	d.add(a, sigs)
+	// The next id moves low at once, and the ids in a row after it:
+	// seen holds only the ids counted out of order, not each of a
+	// minute's records (issue 34: a map grown to a minute's ids never
+	// shrinks).
+	if a.ID != d.low+1 {
+		d.seen[a.ID] = struct{}{}
+		return
+	}
+	d.low++
+	for {
+		if _, ok := d.seen[d.low+1]; !ok {
+			break
+		}
+		delete(d.seen, d.low+1)
+		d.low++
+	}
+}
+
+// feed counts the answers this process's writer committed (Log.Follow),
+// once the histograms are built; before, and while they are built
+// again, the records are read by id after it.
+func (d *drift) feed(as []decisionlog.Answer) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.built {
+		return
+	}
+	d.fineFrom = slotOf(time.Now().UnixNano()) - driftFineMinutes
+	for _, a := range as {
+		d.take(a, &d.sigs)
+	}
+}
+
+// close stops feed being given the writer's answers, for a tracker
+// made for one report.
+func (d *drift) close() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.unfollow != nil {
+		d.unfollow()
+	}
 }
 
 // driftLeeway is how many minutes before the oldest a report asked for
@@ -201,13 +311,20 @@ const driftLeeway = 5
 
 // sync brings the histograms up to date, keeping the slots from from on
 // (and driftLeeway before): all of them read again when one before those
-// kept is asked for.
+// kept is asked for. d.reporting is held.
 func (d *drift) sync(ctx context.Context, log *decisionlog.Log, from int64) error {
-	if !d.built || from < d.from {
+	d.mu.Lock()
+	if d.unfollow == nil {
+		d.unfollow = log.Follow(d.feed)
+	}
+	rebuild := !d.built || from < d.from
+	d.mu.Unlock()
+	if rebuild {
 		if err := d.build(ctx, log, from-driftLeeway); err != nil {
 			return err
 		}
 	}
+	d.mu.Lock()
 	if keep := from - driftLeeway; keep > d.from {
 		for s := range d.slots {
 			if s < keep {
@@ -216,23 +333,22 @@ func (d *drift) sync(ctx context.Context, log *decisionlog.Log, from int64) erro
 		}
 		d.from = keep
 	}
+	d.fineFrom = slotOf(time.Now().UnixNano()) - driftFineMinutes
+	for si, s := range d.slots {
+		if si < d.fineFrom {
+			s.fine = nil
+		}
+	}
+	after := d.low
+	d.mu.Unlock()
+	// What this process wrote was counted as its writer committed it
+	// (on SQLite): what is read here is what other processes wrote.
 	sigs := sigCache{}
-	for after := d.low; ; {
+	for {
 		last, n, err := log.AnswersAfter(ctx, after, driftBatch, func(a decisionlog.Answer) {
-			if _, ok := d.seen[a.ID]; ok {
-				return
-			}
-			d.high = max(d.high, a.ID)
-			d.add(a, sigs)
-			// The next id moves low at once (advance's last step): seen
-			// holds only the ids read out of order, not each of a
-			// minute's records until the read ends (issue 34: a map
-			// grown to a minute's ids never shrinks).
-			if a.ID == d.low+1 {
-				d.low++
-			} else {
-				d.seen[a.ID] = struct{}{}
-			}
+			d.mu.Lock()
+			d.take(a, &sigs)
+			d.mu.Unlock()
 		})
 		if err != nil {
 			return err
@@ -243,21 +359,30 @@ func (d *drift) sync(ctx context.Context, log *decisionlog.Log, from int64) erro
 		after = last
 	}
 	now := time.Now()
+	d.mu.Lock()
 	d.marks = append(d.marks, idMark{now, d.high})
 	d.advance(now)
+	d.mu.Unlock()
 	return d.prune(ctx, log)
 }
 
-// build reads the records of the slots from from on afresh.
+// build reads the records of the slots from from on afresh. Until it
+// ends, the writer's answers are not counted (feed): they are read by id
+// after it.
 func (d *drift) build(ctx context.Context, log *decisionlog.Log, from int64) error {
+	d.mu.Lock()
 	d.built, d.from, d.high = false, from, 0
+	d.fineFrom = slotOf(time.Now().UnixNano()) - driftFineMinutes
 	d.slots, d.seen = map[int64]*driftSlot{}, map[int64]struct{}{}
+	d.mu.Unlock()
 	sigs := sigCache{}
 	var ids []int64
 	err := log.EachAnswer(ctx, slotStart(from), time.Now().Add(driftSlotWidth), func(a decisionlog.Answer) {
+		d.mu.Lock()
+		defer d.mu.Unlock()
 		ids = append(ids, a.ID)
 		d.high = max(d.high, a.ID)
-		d.add(a, sigs)
+		d.add(a, &sigs)
 		// Only the ids above the last one's driftSlack are kept below;
 		// those under the highest so far never will be, so they go
 		// instead of a whole window's ids staying until the read ends.
@@ -268,6 +393,8 @@ func (d *drift) build(ctx context.Context, log *decisionlog.Log, from int64) err
 	if err != nil {
 		return err
 	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	// Records committed during the read under the last id it saw, and
 	// those of decision times outside it, are read by id from low on.
 	d.low = max(d.high-driftSlack, 0)
@@ -282,7 +409,7 @@ func (d *drift) build(ctx context.Context, log *decisionlog.Log, from int64) err
 }
 
 // advance moves low past the ids read in a row above it, and past those
-// that were under the last id read driftGrace ago.
+// that were under the last id read driftGrace ago. d.mu is held.
 func (d *drift) advance(now time.Time) {
 	low := d.low
 	keep := d.marks[:0]
@@ -316,7 +443,7 @@ func (d *drift) advance(now time.Time) {
 
 // prune drops, once every pruneEvery, the answers of the records the log
 // has pruned: the slots wholly under its oldest record, and the answers
-// of a slot it cuts, which is read again.
+// of a slot it cuts, which is read again. d.reporting is held.
 func (d *drift) prune(ctx context.Context, log *decisionlog.Log) error {
 	if time.Since(d.pruned) < pruneEvery {
 		return nil
@@ -330,25 +457,58 @@ func (d *drift) prune(ctx context.Context, log *decisionlog.Log) error {
 		return nil
 	}
 	d.oldest = oldest
-	sigs := sigCache{}
+	var cut []int64
+	d.mu.Lock()
 	for si, s := range d.slots {
 		switch {
 		case s.maxID < oldest:
 			delete(d.slots, si)
 		case s.minID < oldest:
 			delete(d.slots, si)
-			err := log.EachAnswer(ctx, slotStart(si), slotStart(si+1), func(a decisionlog.Answer) {
-				_, seen := d.seen[a.ID]
-				if a.ID >= oldest && (a.ID <= d.low || seen) {
-					d.add(a, sigs)
-				}
-			})
-			if err != nil {
-				return err
+			cut = append(cut, si)
+		}
+	}
+	d.mu.Unlock()
+	sigs := sigCache{}
+	for _, si := range cut {
+		err := log.EachAnswer(ctx, slotStart(si), slotStart(si+1), func(a decisionlog.Answer) {
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			_, seen := d.seen[a.ID]
+			if a.ID >= oldest && (a.ID <= d.low || seen) {
+				d.add(a, &sigs)
 			}
+		})
+		if err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// driftWindows are a report's edges, in nanoseconds: the reference
+// window is [start, cut), the current one [cut, until].
+type driftWindows struct{ start, cut, until int64 }
+
+// Where a span of decision time falls.
+const (
+	spanOutside = iota
+	spanReference
+	spanCurrent
+	spanCut // by an edge: its records are read again
+)
+
+// side is where the span [from, to) of decision time falls.
+func (w driftWindows) side(from, to int64) int {
+	switch {
+	case to <= w.start || from > w.until:
+		return spanOutside
+	case from >= w.start && to <= w.cut:
+		return spanReference
+	case from >= w.cut && to-1 <= w.until:
+		return spanCurrent
+	}
+	return spanCut
 }
 
 // report compares, per model and signature, the slots of the window
@@ -356,9 +516,9 @@ func (d *drift) prune(ctx context.Context, log *decisionlog.Log) error {
 func (d *drift) report(ctx context.Context, log *decisionlog.Log, until time.Time, opt DriftOptions) ([]SignatureDrift, error) {
 	opt = opt.withDefaults()
 	cut := until.Add(-opt.Window)
-	first, mid, last := slotOf(cut.Add(-opt.Reference).UnixNano()), slotOf(cut.UnixNano()), slotOf(until.UnixNano())
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	first := slotOf(cut.Add(-opt.Reference).UnixNano())
+	d.reporting.Lock()
+	defer d.reporting.Unlock()
 	if err := d.sync(ctx, log, first); err != nil {
 		return nil, err
 	}
@@ -376,43 +536,82 @@ func (d *drift) report(ctx context.Context, log *decisionlog.Log, until time.Tim
 		}
 		return sd
 	}
-	// The minutes inside a window add up; those its edges cut (the last
-	// always: until is inside it) are read again, their answers counted
-	// on their side of the edge.
-	startNs, cutNs, untilNs := cut.Add(-opt.Reference).UnixNano(), cut.UnixNano(), until.UnixNano()
-	cuts := func(si int64) bool {
-		return si == last || si == first && slotStart(si).UnixNano() != startNs || si == mid && slotStart(si).UnixNano() != cutNs
-	}
-	var in []int64 // in order, so that the sums are the same report to report
-	for si := range d.slots {
-		if si >= first && si <= last && !cuts(si) {
-			in = append(in, si)
-		}
-	}
-	slices.Sort(in)
-	for _, si := range in {
-		for k, c := range d.slots[si].cells {
-			if sd := side(k, c.kind, c.options); si < mid {
+	w := driftWindows{cut.Add(-opt.Reference).UnixNano(), cut.UnixNano(), until.UnixNano()}
+	merge := func(cs driftCells, where int) {
+		for k, c := range cs {
+			if sd := side(k, c.kind, c.options); where == spanReference {
 				sd.ref.Merge(c.hist)
 			} else {
 				sd.cur.Merge(c.hist)
 			}
 		}
 	}
-	sigs := sigCache{}
-	for _, si := range slices.Compact([]int64{first, mid, last}) {
-		if !cuts(si) {
-			continue
+	// The minutes inside a window add up; those an edge cuts (the last
+	// always: until is inside it) add up by second where they keep them,
+	// and the spans an edge still cuts are read again, their answers
+	// counted on their side of the edge. In order, so that the sums are
+	// the same report to report.
+	var reread [][2]int64
+	cutMinute := func(si int64) {
+		from, to := slotStart(si).UnixNano(), slotStart(si+1).UnixNano()
+		s := d.slots[si]
+		if s == nil || s.fine == nil {
+			reread = append(reread, [2]int64{from, to})
+			return
 		}
-		err := log.EachAnswer(ctx, slotStart(si), slotStart(si+1), func(a decisionlog.Answer) {
-			if a.At < startNs || a.At > untilNs {
+		fis := slices.Sorted(maps.Keys(s.fine))
+		for _, fi := range fis {
+			f, t := fi*int64(driftFineWidth), (fi+1)*int64(driftFineWidth)
+			switch where := w.side(f, t); where {
+			case spanReference, spanCurrent:
+				merge(s.fine[fi], where)
+			case spanCut:
+				reread = append(reread, [2]int64{f, t})
+			}
+		}
+		// A second cut without an answer counted is read again too: one
+		// may have come since.
+		for _, e := range []int64{w.start, w.cut, w.until + 1} {
+			if fi := floorDiv(e, driftFineWidth); e > from && e < to && e != fi*int64(driftFineWidth) {
+				if _, ok := s.fine[fi]; !ok {
+					reread = append(reread, [2]int64{fi * int64(driftFineWidth), (fi + 1) * int64(driftFineWidth)})
+				}
+			}
+		}
+	}
+	d.mu.Lock()
+	var cutMinutes []int64
+	for _, si := range slices.Sorted(maps.Keys(d.slots)) {
+		switch where := w.side(slotStart(si).UnixNano(), slotStart(si+1).UnixNano()); where {
+		case spanReference, spanCurrent:
+			merge(d.slots[si].cells, where)
+		case spanCut:
+			cutMinutes = append(cutMinutes, si)
+		}
+	}
+	// The minutes an edge cuts that hold no answer counted are read again
+	// too.
+	for _, e := range []int64{w.start, w.cut, w.until} {
+		if si := slotOf(e); w.side(slotStart(si).UnixNano(), slotStart(si+1).UnixNano()) == spanCut && !slices.Contains(cutMinutes, si) {
+			cutMinutes = append(cutMinutes, si)
+		}
+	}
+	slices.Sort(cutMinutes)
+	for _, si := range slices.Compact(cutMinutes) {
+		cutMinute(si)
+	}
+	d.mu.Unlock()
+	sigs := sigCache{}
+	for _, span := range reread {
+		err := log.EachAnswer(ctx, time.Unix(0, span[0]), time.Unix(0, span[1]), func(a decisionlog.Answer) {
+			if a.At < w.start || a.At > w.until {
 				return
 			}
-			k, ans, ok := answerOf(a, sigs)
+			k, ans, ok := answerOf(a, &sigs)
 			if !ok {
 				return
 			}
-			if sd := side(k, a.Kind, a.Options); a.At < cutNs {
+			if sd := side(k, a.Kind, a.Options); a.At < w.cut {
 				sd.ref.Add(ans)
 			} else {
 				sd.cur.Add(ans)

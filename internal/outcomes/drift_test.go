@@ -382,3 +382,58 @@ func TestDriftFirstReadOfManyRecords(t *testing.T) {
 		tr.drift.mu.Unlock()
 	}
 }
+
+// On SQLite the answers this process records are counted as its writer
+// commits them, without the log being read: the id read up to moves past
+// them before any report. The reports after them, whose windows' edges
+// cut the recent minutes (added up by second), are the full read's.
+func TestDriftFedAsAnswersAreRecorded(t *testing.T) {
+	ctx := context.Background()
+	opt := driftStores[0].opt(t)
+	opt.Linger = -1
+	l, err := decisionlog.Open(ctx, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close(ctx) })
+	r := rand.New(rand.NewPCG(9, 10))
+	now := time.Now()
+	recent := func(int) time.Time { return now.Add(-time.Duration(r.Int64N(int64(100 * time.Second)))) }
+	logAnswers(t, l, r, 400, recent)
+	tr := NewTracker(l)
+	do := DriftOptions{Window: 40 * time.Second, Reference: 50 * time.Second}
+	report := func(what string, until time.Time) {
+		t.Helper()
+		rep, err := tr.Report(ctx, nil, ReportOptions{Since: until.Add(-time.Hour), Until: until, Drift: do})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := reportDriftFull(ctx, l, until, do)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameDrift(t, what, rep.Drift, want)
+	}
+	report("the first read", now)
+	counted := func() (low int64, n int) {
+		tr.drift.mu.Lock()
+		defer tr.drift.mu.Unlock()
+		for _, s := range tr.drift.slots {
+			for _, c := range s.cells {
+				n += c.hist.N
+			}
+		}
+		return tr.drift.low, n
+	}
+	low, n := counted()
+
+	const more = 300
+	logAnswers(t, l, r, more, recent)
+	if low2, n2 := counted(); low2 != low+more || n2 <= n {
+		t.Fatalf("after %d answers recorded, before a report: read up to id %d from %d, %d answers counted from %d; want the ids moved past them and more answers", more, low2, low, n2, n)
+	}
+	report("answers fed", now)
+	report("answers fed, edges inside seconds", now.Add(-7*time.Second-300*time.Millisecond))
+	report("answers fed, edges on seconds", now.Truncate(time.Second))
+	report("answers fed, until now", time.Now())
+}

@@ -113,7 +113,9 @@ func ReportCalibrationWith(ctx context.Context, log *decisionlog.Log, fits *cali
 	if log == nil {
 		return emptyReport(fits, opt), fmt.Errorf("the decision log is off")
 	}
-	return NewTracker(log).Report(ctx, fits, opt)
+	t := NewTracker(log)
+	defer t.drift.close()
+	return t.Report(ctx, fits, opt)
 }
 
 func emptyReport(fits *calibration.Fits, opt ReportOptions) CalibrationReport {
