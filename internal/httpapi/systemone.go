@@ -120,7 +120,7 @@ func (s *Server) systemOneResult(r *http.Request, questions, asked []decision.Qu
 			}
 		}
 		noteLog(r.Context(), "refused", refusals(asked, a.Questions))
-		return nil, http.StatusUnprocessableEntity, systemone.AppendValidationErrorIn(nil, systemone.InBody, ps)
+		return nil, http.StatusUnprocessableEntity, systemone.AppendValidationError(nil, systemone.InBody, ps)
 	}
 	out = &systemone.Response{Model: a.Model, Questions: questions,
 		Usage: systemone.Usage{InputTokens: a.Usage.InputTokens, OutputTokens: a.Usage.OutputTokens, Estimated: a.Usage.Estimated}}
@@ -209,7 +209,7 @@ func failureReply(err error, model string) (status int, retryAfter time.Duration
 		for i, p := range f.Problems {
 			problems[i] = decision.Problem{Path: []string{"questions", p.Question}, Msg: p.Message, Type: "value_error"}
 		}
-		return http.StatusUnprocessableEntity, 0, systemone.AppendValidationErrorIn(nil, systemone.InBody, problems)
+		return http.StatusUnprocessableEntity, 0, systemone.AppendValidationError(nil, systemone.InBody, problems)
 	}
 	return http.StatusServiceUnavailable, f.RetryAfter, systemone.AppendError(nil, systemone.Unavailable, f.Error())
 }
