@@ -75,24 +75,19 @@ type Reply struct {
 // as a Reply that a test may change, counting its calls and probes and
 // keeping the last request.
 type endpoint struct {
-	URL string
+	server
 	// Calls counts the answering route's requests; Probes the GETs that
 	// look at the endpoint.
 	Calls, Probes atomic.Int64
+	last          atomic.Value
 
-	srv  *httptest.Server
-	last atomic.Value
-	done chan struct{} // closed by Close: held handlers return
-
-	mu     sync.Mutex
-	r      Reply
-	closed bool
+	mu sync.Mutex
+	r  Reply
 }
 
 func (e *endpoint) start(r Reply, serve http.HandlerFunc) {
-	e.r, e.done = r, make(chan struct{})
-	e.srv = httptest.NewServer(serve)
-	e.URL = e.srv.URL
+	e.r = r
+	e.listen(serve)
 }
 
 // Set changes how the endpoint answers from the next request on: another
@@ -119,26 +114,6 @@ func (e *endpoint) LastRequest() string {
 func (e *endpoint) called(body []byte) {
 	e.Calls.Add(1)
 	e.last.Store(string(body))
-}
-
-// Close stops the server, ending held requests first.
-func (e *endpoint) Close() {
-	e.mu.Lock()
-	closed := e.closed
-	e.closed = true
-	e.mu.Unlock()
-	if !closed {
-		close(e.done)
-		e.srv.Close()
-	}
-}
-
-// block holds a request until its client gives up or the endpoint closes.
-func (e *endpoint) block(r *http.Request) {
-	select {
-	case <-r.Context().Done():
-	case <-e.done:
-	}
 }
 
 // SystemOne is a running fake System One endpoint: it answers POST
