@@ -53,11 +53,14 @@ if [[ ${#todo[@]} -gt 0 ]]; then
 	need_numpy
 	for arg in "${todo[@]}"; do
 		out=$(path "$arg")
-		if [[ $arg == *-q8_0 ]]; then
-			/usr/bin/python3 - "$gguf_py" "$(path "${arg%-q8_0}")" "$out.part" >&2 <<'PY'
-# Copies a GGUF's metadata as it is and re-quantizes its matrices to Q8_0
-# with gguf-py's quantizer where their rows split into Q8_0's blocks (the
-# others stay as they are), declaring the file type Q8_0.
+		if [[ $arg == *-q8_0 || $arg == stories-f16 ]]; then
+			if [[ $arg == stories-f16 ]]; then from=$stories to=f16; else from=$(path "${arg%-q8_0}") to=q8_0; fi
+			/usr/bin/python3 - "$gguf_py" "$from" "$out.part" "$to" >&2 <<'PY'
+# Copies a GGUF's metadata as it is and writes its matrices in another
+# precision, declaring that file type: f16, every matrix as F16, as a
+# converter writing another precision does; q8_0, every matrix whose rows
+# split into Q8_0's blocks re-quantized by gguf-py's own quantizer, as
+# llama-quantize would (the others stay as they are).
 import sys
 sys.path.insert(0, sys.argv[1])
 import numpy as np
@@ -76,44 +79,18 @@ for k, f in r.fields.items():
         w.add_string(k, f.contents())
     else:
         w.add_key_value(k, f.contents(), vt)
-w.add_file_type(LlamaFileType.MOSTLY_Q8_0)
+f16 = sys.argv[4] == "f16"
+w.add_file_type(LlamaFileType.MOSTLY_F16 if f16 else LlamaFileType.MOSTLY_Q8_0)
 q8, block = GGMLQuantizationType.Q8_0, GGML_QUANT_SIZES[GGMLQuantizationType.Q8_0][0]
 for t in r.tensors:
     shape = [int(n) for n in reversed(t.shape)]
     a = np.array(t.data).reshape(shape)
-    if a.ndim == 2 and shape[-1] % block == 0 and t.tensor_type in (GGMLQuantizationType.F16, GGMLQuantizationType.F32):
+    if a.ndim == 2 and f16:
+        w.add_tensor(t.name, a.astype(np.float16))
+    elif a.ndim == 2 and shape[-1] % block == 0 and t.tensor_type in (GGMLQuantizationType.F16, GGMLQuantizationType.F32):
         w.add_tensor(t.name, quantize(a.astype(np.float32), q8), raw_dtype=q8)
     else:
         w.add_tensor(t.name, a)
-w.write_header_to_file()
-w.write_kv_data_to_file()
-w.write_tensors_to_file()
-w.close()
-PY
-		elif [[ $arg == stories-f16 ]]; then
-			/usr/bin/python3 - "$gguf_py" "$stories" "$out.part" >&2 <<'PY'
-# Copies a GGUF's metadata as it is and its matrices as F16, declaring
-# the file type F16, as a converter writing another precision does.
-import sys
-sys.path.insert(0, sys.argv[1])
-import numpy as np
-from gguf import GGUFReader, GGUFWriter, GGUFValueType
-r = GGUFReader(sys.argv[2])
-w = GGUFWriter(sys.argv[3], r.fields["general.architecture"].contents())
-for k, f in r.fields.items():
-    if k.startswith("GGUF.") or k in ("general.architecture", "general.file_type"):
-        continue
-    vt = f.types[0]
-    if vt == GGUFValueType.ARRAY:
-        w.add_array(k, f.contents())
-    elif vt == GGUFValueType.STRING:
-        w.add_string(k, f.contents())
-    else:
-        w.add_key_value(k, f.contents(), vt)
-w.add_file_type(1)  # mostly F16
-for t in r.tensors:
-    a = np.array(t.data).reshape([int(n) for n in reversed(t.shape)])
-    w.add_tensor(t.name, a.astype(np.float16) if a.ndim == 2 else a)
 w.write_header_to_file()
 w.write_kv_data_to_file()
 w.write_tensors_to_file()

@@ -169,8 +169,7 @@ counted and listed.
 		return err
 	}
 	if err := t.check(fs.Args()); err != nil {
-		fmt.Fprintln(e.stderr, "system1 bench:", err)
-		return errUsage
+		return e.usageError("bench", err)
 	}
 	var fits *calibration.Fits
 	if *fitsPath != "" {

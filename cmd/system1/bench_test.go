@@ -48,7 +48,7 @@ func (rp *replay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p := systemone.ParseRequest(body)
 	if ps := p.Validate(cases.Limits()); len(ps) > 0 {
 		w.WriteHeader(http.StatusUnprocessableEntity)
-		w.Write(systemone.AppendValidationError(nil, ps))
+		w.Write(systemone.AppendValidationError(nil, systemone.InBody, ps))
 		return
 	}
 	var state string

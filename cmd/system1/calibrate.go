@@ -59,34 +59,30 @@ cases where none are held out), which decide grades by.
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	usage := func(msg string) error {
-		fmt.Fprintln(e.stderr, "system1 calibrate:", msg)
-		return errUsage
-	}
 	if report.file != "" {
 		*benchReport = report.file
 	}
 	if report.log {
 		if *fromLog || *from != "" || len(fs.Args()) > 0 || t.endpoint != "" {
-			return usage("--report reads the decision log: no --from, --from-log, --endpoint or case files with it")
+			return e.usageError("calibrate", "--report reads the decision log: no --from, --from-log, --endpoint or case files with it")
 		}
 		return calibrationReport(ctx, e, t.config, *stateDir, *window, *targetError)
 	}
 	switch {
 	case *out == "":
-		return usage("--out is required")
+		return e.usageError("calibrate", "--out is required")
 	case !(*holdout >= 0 && *holdout < 1):
-		return usage("--holdout must be in [0, 1)")
+		return e.usageError("calibrate", "--holdout must be in [0, 1)")
 	case *minCases < 1:
-		return usage("--min-cases must be at least 1")
+		return e.usageError("calibrate", "--min-cases must be at least 1")
 	case !(*targetError >= 0 && *targetError < 1):
-		return usage("--target-error must be in [0, 1)")
+		return e.usageError("calibrate", "--target-error must be in [0, 1)")
 	}
 
 	var records []bench.Record
 	if *fromLog {
 		if *from != "" || len(fs.Args()) > 0 || t.endpoint != "" {
-			return usage("--from-log fits the decision log's answers: no --from, case files or --endpoint with it")
+			return e.usageError("calibrate", "--from-log fits the decision log's answers: no --from, case files or --endpoint with it")
 		}
 		var err error
 		if records, err = logRecords(ctx, e, t.config, *stateDir, *window); err != nil {
@@ -94,7 +90,7 @@ cases where none are held out), which decide grades by.
 		}
 	} else if *from != "" {
 		if len(fs.Args()) > 0 || t.endpoint != "" || t.config != "" {
-			return usage("--from fits a saved run: no case files, --endpoint or --config with it")
+			return e.usageError("calibrate", "--from fits a saved run: no case files, --endpoint or --config with it")
 		}
 		data, err := os.ReadFile(*from)
 		if err != nil {
@@ -105,7 +101,7 @@ cases where none are held out), which decide grades by.
 		}
 	} else {
 		if err := t.check(fs.Args()); err != nil {
-			return usage(err.Error())
+			return e.usageError("calibrate", err.Error())
 		}
 		rep, err := runBench(ctx, e, t, fs.Args())
 		if err != nil {

@@ -62,32 +62,28 @@ exit status: 0 held (or baseline written), 1 drifted or failed, 2 usage.
 	if err := parse(set, args); err != nil {
 		return err
 	}
-	usageErr := func(msg string) error {
-		fmt.Fprintln(e.stderr, "system1 check:", msg)
-		return errUsage
-	}
 	switch {
 	case set.NArg() > 0:
-		return usageErr(fmt.Sprintf("unexpected argument %q: case files go after --cases", set.Arg(0)))
+		return e.usageError("check", fmt.Sprintf("unexpected argument %q: case files go after --cases", set.Arg(0)))
 	case *model == "":
-		return usageErr("--model is required")
+		return e.usageError("check", "--model is required")
 	case len(files) == 0:
-		return usageErr("--cases is required")
+		return e.usageError("check", "--cases is required")
 	case *baseline == "":
-		return usageErr("--baseline is required")
+		return e.usageError("check", "--baseline is required")
 	case *concurrency < 1:
-		return usageErr("--concurrency must be at least 1")
+		return e.usageError("check", "--concurrency must be at least 1")
 	}
 	for name, v := range map[string]float64{"--max-accuracy-drop": t.AccuracyDrop, "--max-ece-rise": t.ECERise, "--max-coverage-drop": t.CoverageDrop, "--max-flip-rate": t.FlipRate} {
 		if !(v >= 0 && v <= 1) {
-			return usageErr(fmt.Sprintf("%s %v is not in [0, 1]", name, v))
+			return e.usageError("check", fmt.Sprintf("%s %v is not in [0, 1]", name, v))
 		}
 	}
 	var base *bench.Baseline
 	if !*write {
 		data, err := os.ReadFile(*baseline)
 		if errors.Is(err, fs.ErrNotExist) {
-			return usageErr(fmt.Sprintf("no baseline at %s: write one first with --write-baseline", *baseline))
+			return e.usageError("check", fmt.Sprintf("no baseline at %s: write one first with --write-baseline", *baseline))
 		}
 		if err != nil {
 			return err
@@ -141,7 +137,7 @@ exit status: 0 held (or baseline written), 1 drifted or failed, 2 usage.
 	}
 	checks, err := base.Compare(records, t)
 	if errors.Is(err, bench.ErrCaseSet) {
-		return usageErr(fmt.Sprintf("%v (baseline %s)", err, *baseline))
+		return e.usageError("check", fmt.Sprintf("%v (baseline %s)", err, *baseline))
 	}
 	if err != nil {
 		return err

@@ -38,8 +38,7 @@ func cmdDecide(ctx context.Context, args []string, e env) error {
 	var raw []byte
 	if *request != "" {
 		if fs.NArg() > 0 {
-			fmt.Fprintln(e.stderr, "system1 decide: --request takes the whole request; give no question or options with it")
-			return errUsage
+			return e.usageError("decide", "--request takes the whole request; give no question or options with it")
 		}
 		var err error
 		if *request == "-" {

@@ -143,6 +143,13 @@ func flags(name string, e env) *flag.FlagSet {
 }
 
 // parse parses a command line, mapping a bad one to errUsage.
+// usageError says on stderr what is wrong with a command line, as
+// "system1 CMD: MSG", and returns errUsage.
+func (e env) usageError(cmd string, msg any) error {
+	fmt.Fprintf(e.stderr, "system1 %s: %v\n", cmd, msg)
+	return errUsage
+}
+
 func parse(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -52,17 +52,13 @@ func cmdRun(ctx context.Context, args []string, e env) error {
 	}
 	switch {
 	case fs.NArg() > 0:
-		fmt.Fprintf(e.stderr, "system1 run: unexpected argument %q\n", fs.Arg(0))
-		return errUsage
+		return e.usageError("run", fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
 	case *in == "" || *out == "" || *questions == "":
-		fmt.Fprintln(e.stderr, "system1 run: --in, --out and --questions are required")
-		return errUsage
+		return e.usageError("run", "--in, --out and --questions are required")
 	case (*cfgFlag == "") == (*url == ""):
-		fmt.Fprintln(e.stderr, "system1 run: give exactly one of --config (decide locally) and --url (decide through an endpoint)")
-		return errUsage
+		return e.usageError("run", "give exactly one of --config (decide locally) and --url (decide through an endpoint)")
 	case *keyEnv != "" && *url == "":
-		fmt.Fprintln(e.stderr, "system1 run: --key-env goes with --url")
-		return errUsage
+		return e.usageError("run", "--key-env goes with --url")
 	}
 	qdata, err := os.ReadFile(*questions)
 	if err != nil {

@@ -43,19 +43,15 @@ evidence. See docs/shadow.md.
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	usage := func(msg string) error {
-		fmt.Fprintln(e.stderr, "system1 shadow:", msg)
-		return errUsage
-	}
 	switch {
 	case !*report:
-		return usage("--report is required")
+		return e.usageError("shadow", "--report is required")
 	case len(fs.Args()) > 0:
-		return usage("no arguments are taken")
+		return e.usageError("shadow", "no arguments are taken")
 	case *window <= 0:
-		return usage("--window must be positive")
+		return e.usageError("shadow", "--window must be positive")
 	case *server != "" && (*cfgFlag != "" || *stateDir != ""):
-		return usage("--url reads a server's report: no --config or --state-dir with it")
+		return e.usageError("shadow", "--url reads a server's report: no --config or --state-dir with it")
 	}
 	if *server != "" {
 		return shadowFromServer(ctx, e, *server, e.getenv(*keyEnv), *window)
@@ -146,21 +142,17 @@ docs/shadow.md.
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	usage := func(msg string) error {
-		fmt.Fprintln(e.stderr, "system1 replay:", msg)
-		return errUsage
-	}
 	switch {
 	case !*fromLog:
-		return usage("--from-log is required")
+		return e.usageError("replay", "--from-log is required")
 	case *candidate == "":
-		return usage("--candidate is required")
+		return e.usageError("replay", "--candidate is required")
 	case len(fs.Args()) > 0:
-		return usage("no arguments are taken")
+		return e.usageError("replay", "no arguments are taken")
 	case *window <= 0:
-		return usage("--window must be positive")
+		return e.usageError("replay", "--window must be positive")
 	case *limit < 1:
-		return usage("--limit must be at least 1")
+		return e.usageError("replay", "--limit must be at least 1")
 	}
 	log := logger(e)
 	cfg, l, err := openLogFor(ctx, e, *cfgFlag, *stateDir)

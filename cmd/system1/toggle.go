@@ -35,8 +35,7 @@ func cmdToggle(_ context.Context, args []string, e env) error {
 	verb := "status"
 	for _, a := range fs.Args() {
 		if strings.HasPrefix(a, "-") {
-			fmt.Fprintf(e.stderr, "system1 toggle: flags go before on, off or status: system1 toggle %s %s\n", strings.Join(fs.Args()[1:], " "), fs.Arg(0))
-			return errUsage
+			return e.usageError("toggle", fmt.Sprintf("flags go before on, off or status: system1 toggle %s %s", strings.Join(fs.Args()[1:], " "), fs.Arg(0)))
 		}
 	}
 	switch fs.NArg() {
@@ -44,8 +43,7 @@ func cmdToggle(_ context.Context, args []string, e env) error {
 	case 1:
 		verb = fs.Arg(0)
 	default:
-		fmt.Fprintf(e.stderr, "system1 toggle: one of on, off or status, not %q\n%s\n", strings.Join(fs.Args(), " "), toggleUsage)
-		return errUsage
+		return e.usageError("toggle", fmt.Sprintf("one of on, off or status, not %q\n%s", strings.Join(fs.Args(), " "), toggleUsage))
 	}
 	var s pause.State
 	var err error
@@ -63,8 +61,7 @@ func cmdToggle(_ context.Context, args []string, e env) error {
 			return fmt.Errorf("pause state %s is unreadable", path)
 		}
 	default:
-		fmt.Fprintf(e.stderr, "system1 toggle: %q is not on, off or status\n%s\n", verb, toggleUsage)
-		return errUsage
+		return e.usageError("toggle", fmt.Sprintf("%q is not on, off or status\n%s", verb, toggleUsage))
 	}
 	if err != nil {
 		return fmt.Errorf("pause state %s: %w", path, err)

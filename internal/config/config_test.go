@@ -295,6 +295,16 @@ func TestCheck(t *testing.T) {
 		{"provider without a kind", "providers:\n  - {name: p, model: m}\n", []string{`kind "" is not one of engine, systemone`}},
 		{"provider of an unknown kind", "providers:\n  - {name: p, kind: openai, model: m}\n", []string{`kind "openai"`}},
 		{"provider negative max_options", "providers:\n  - {name: p, kind: engine, model: m, max_options: -1}\n", []string{"providers[0] (p): max_options must not be negative"}},
+		// num_ctx is taken on ollama nodes only (others fix their context
+		// when they start), and neither it nor max_engine_calls may be
+		// negative.
+		{"num_ctx on ollama", "nodes:\n  - {name: a, url: http://h, dialect: ollama, num_ctx: 8192}\n", nil},
+		{"max_engine_calls", "nodes:\n  - {name: a, url: http://h, dialect: openai, max_engine_calls: 1024}\n", nil},
+		{"num_ctx on llamacpp", "nodes:\n  - {name: a, url: http://h, dialect: llamacpp, num_ctx: 256}\n",
+			[]string{"nodes[0].num_ctx (a): only an ollama node takes its context size per request (this one is llamacpp); other engines fix it when they start (llama-server -c"}},
+		{"num_ctx on openai", "nodes:\n  - {name: a, url: http://h, dialect: openai, num_ctx: 256}\n", []string{"(this one is openai)"}},
+		{"negative num_ctx", "nodes:\n  - {name: a, url: http://h, dialect: ollama, num_ctx: -1}\n", []string{"nodes[0].num_ctx (a): -1 is negative"}},
+		{"negative max_engine_calls", "nodes:\n  - {name: a, url: http://h, dialect: ollama, max_engine_calls: -5}\n", []string{"nodes[0].max_engine_calls (a): -5 is negative"}},
 		{"every error at once", "calibration: yes\nrounding: 20\ntls: {cert: c}\ngateway: {threshold: 2}\n" +
 			"nodes:\n  - {url: x, dialect: y, constrain: z, queue: -1, max_options: 300}\n" +
 			"providers:\n  - {kind: k, max_options: -2}\n",

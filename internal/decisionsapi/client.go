@@ -217,7 +217,7 @@ type Client struct {
 // wrapping ErrMalformed (and the *AnswerError, when one answer failed). A refused question is a refusal in the reply,
 // not an error.
 func (c *Client) Ask(ctx context.Context, req decision.Request) (*Reply, error) {
-	data, err := c.do(ctx, http.MethodPost, c.root()+"/decisions", AppendRequest(nil, req))
+	data, err := c.do(ctx, http.MethodPost, c.root()+"/decisions", AppendRequest(nil, req), c.MaxBody)
 	if err != nil {
 		return nil, err
 	}
@@ -230,7 +230,7 @@ func (c *Client) Ask(ctx context.Context, req decision.Request) (*Reply, error) 
 
 // Models lists the endpoint's models from GET /v1/models ({"data": [{"id"}]}).
 func (c *Client) Models(ctx context.Context) ([]string, error) {
-	data, err := c.do(ctx, http.MethodGet, c.root()+"/models", nil)
+	data, err := c.do(ctx, http.MethodGet, c.root()+"/models", nil, c.MaxBody)
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +261,10 @@ func (c *Client) root() string {
 	return u
 }
 
-func (c *Client) do(ctx context.Context, method, url string, body []byte) ([]byte, error) {
+// do sends one request with the bearer key and returns the body of a 200
+// reply of at most maxBody bytes; any other status is a *StatusError read
+// from the endpoint's envelope.
+func (c *Client) do(ctx context.Context, method, url string, body []byte, maxBody int64) ([]byte, error) {
 	hr, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
@@ -270,7 +273,7 @@ func (c *Client) do(ctx context.Context, method, url string, body []byte) ([]byt
 	if body != nil {
 		hr.Header.Set("Content-Type", "application/json")
 	}
-	data, err := httpcall.Do(c.HTTP, hr, c.Key, c.MaxBody)
+	data, err := httpcall.Do(c.HTTP, hr, c.Key, maxBody)
 	var se *httpcall.StatusError
 	switch {
 	case errors.As(err, &se):
@@ -295,24 +298,15 @@ const identitySource = "decisions /v1/models"
 // fingerprint.MaxReply, and the call carries no user data.
 func (c *Client) Identity(ctx context.Context, model string) (fingerprint.Identity, error) {
 	id := fingerprint.Identity{Source: identitySource}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, c.root()+"/models", nil)
-	if err != nil {
-		return id, err
-	}
-	hr.Header.Set("Accept", "application/json")
 	limit := int64(fingerprint.MaxReply)
 	if c.MaxBody > 0 {
 		limit = min(limit, c.MaxBody)
 	}
-	data, err := httpcall.Do(c.HTTP, hr, c.Key, limit)
-	var se *httpcall.StatusError
+	data, err := c.do(ctx, http.MethodGet, c.root()+"/models", nil, limit)
+	var se *StatusError
 	switch {
-	case errors.As(err, &se) && se.Code == http.StatusNotFound:
+	case errors.As(err, &se) && se.Status == http.StatusNotFound:
 		return id, nil
-	case errors.As(err, &se):
-		return id, ParseError(se.Code, se.Body, se.RetryAfter)
-	case errors.Is(err, httpcall.ErrTooLarge):
-		return id, fmt.Errorf("%w: model list: %v", ErrMalformed, err)
 	case err != nil:
 		return id, err
 	}

@@ -4,10 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	"system1/internal/decision"
@@ -24,26 +21,14 @@ import (
 // Abstain (questions answered with a refusal: those named, or all),
 // Status, Message and RetryAfter (a refusal of the request in OpenAI's
 // envelope), Hang, Raw and Model.
-type Decisions struct {
-	URL string
-	// Calls counts POST /v1/decisions requests; Probes counts GET
-	// /v1/models.
-	Calls, Probes atomic.Int64
-
-	srv  *httptest.Server
-	last atomic.Value
-	done chan struct{}
-
-	mu     sync.Mutex
-	r      Reply
-	closed bool
-}
+//
+// Its Calls count POST /v1/decisions requests, its Probes GET /v1/models.
+type Decisions struct{ endpoint }
 
 // NewDecisions starts an endpoint answering as r. Close it when done.
 func NewDecisions(r Reply) *Decisions {
-	d := &Decisions{r: r, done: make(chan struct{})}
-	d.srv = httptest.NewServer(http.HandlerFunc(d.serve))
-	d.URL = d.srv.URL
+	d := &Decisions{}
+	d.start(r, d.serve)
 	return d
 }
 
@@ -53,37 +38,6 @@ func StartDecisions(t testing.TB, r Reply) *Decisions {
 	d := NewDecisions(r)
 	t.Cleanup(d.Close)
 	return d
-}
-
-// Set changes how the endpoint answers from the next request on.
-func (d *Decisions) Set(r Reply) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.r = r
-}
-
-// LastRequest is the last POST /v1/decisions body, or "".
-func (d *Decisions) LastRequest() string {
-	v, _ := d.last.Load().(string)
-	return v
-}
-
-// Close stops the server, ending held requests first.
-func (d *Decisions) Close() {
-	d.mu.Lock()
-	closed := d.closed
-	d.closed = true
-	d.mu.Unlock()
-	if !closed {
-		close(d.done)
-		d.srv.Close()
-	}
-}
-
-func (d *Decisions) reply() Reply {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.r
 }
 
 func (d *Decisions) serve(w http.ResponseWriter, req *http.Request) {
@@ -101,14 +55,10 @@ func (d *Decisions) serve(w http.ResponseWriter, req *http.Request) {
 		writeDecisionsError(w, &decisionsapi.Error{Status: http.StatusNotFound, Type: decisionsapi.TypeInvalidRequest, Message: "no such route"})
 		return
 	}
-	d.Calls.Add(1)
-	d.last.Store(string(body))
+	d.called(body)
 	switch {
 	case r.Hang || r.Fault == Hang:
-		select {
-		case <-req.Context().Done():
-		case <-d.done:
-		}
+		d.block(req)
 		return
 	case r.Status != 0:
 		msg := r.Message

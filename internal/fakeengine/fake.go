@@ -87,17 +87,53 @@ type Request struct {
 // benchmark can run the fake for long.
 const maxRecorded = 4096
 
-// Fake is a running fake engine.
-type Fake struct {
-	active inflight
-	tasks  inflight // the inference requests among active
+// server is a fake's HTTP server. Close ends the requests it holds
+// (done) before it stops.
+type server struct {
 	// URL is the server root, such as http://127.0.0.1:40123; system1's
 	// node configuration takes it as is.
 	URL string
 
+	srv  *httptest.Server
+	done chan struct{} // closed by Close: held handlers return
+
+	closeMu sync.Mutex
+	closed  bool
+}
+
+func (s *server) listen(serve http.HandlerFunc) {
+	s.done = make(chan struct{})
+	s.srv = httptest.NewServer(serve)
+	s.URL = s.srv.URL
+}
+
+// Close stops the server, ending held requests first.
+func (s *server) Close() {
+	s.closeMu.Lock()
+	closed := s.closed
+	s.closed = true
+	s.closeMu.Unlock()
+	if !closed {
+		close(s.done)
+		s.srv.Close()
+	}
+}
+
+// block waits until the client gives up or the fake is closed.
+func (s *server) block(r *http.Request) {
+	select {
+	case <-r.Context().Done():
+	case <-s.done:
+	}
+}
+
+// Fake is a running fake engine.
+type Fake struct {
+	server
+	active inflight
+	tasks  inflight // the inference requests among active
+
 	opt     Options
-	srv     *httptest.Server
-	done    chan struct{} // closed by Close: hung handlers return
 	running chan struct{} // the tasks running, when Options.Parallel bounds them
 
 	mu      sync.Mutex
@@ -105,7 +141,6 @@ type Fake struct {
 	build   string
 	reqs    []Request
 	refused bool
-	closed  bool
 }
 
 // New starts a fake engine. Close it when done.
@@ -116,12 +151,11 @@ func New(opt Options) *Fake {
 	if opt.NVocab == 0 {
 		opt.NVocab = 512
 	}
-	f := &Fake{opt: opt, done: make(chan struct{})}
+	f := &Fake{opt: opt}
 	if opt.Parallel > 0 {
 		f.running = make(chan struct{}, opt.Parallel)
 	}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
-	f.URL = f.srv.URL
+	f.listen(f.serve)
 	f.build = opt.Build
 	f.Set(opt.Behavior)
 	return f
@@ -167,18 +201,6 @@ func (f *Fake) set(b Behavior) {
 		f.refused = true
 		f.srv.Listener.Close()
 		f.srv.CloseClientConnections()
-	}
-}
-
-// Close stops the server, ending hung and stalled requests first.
-func (f *Fake) Close() {
-	f.mu.Lock()
-	closed := f.closed
-	f.closed = true
-	f.mu.Unlock()
-	if !closed {
-		close(f.done)
-		f.srv.Close()
 	}
 }
 
@@ -368,14 +390,6 @@ func (f *Fake) turn(r *http.Request) bool {
 	case <-f.done:
 	}
 	return false
-}
-
-// block waits until the client gives up or the fake is closed.
-func (f *Fake) block(r *http.Request) {
-	select {
-	case <-r.Context().Done():
-	case <-f.done:
-	}
 }
 
 // stall sends the headers, promising the whole body, and half of it.

@@ -71,36 +71,69 @@ type Reply struct {
 	Label int
 }
 
-// SystemOne is a running fake System One endpoint: it answers POST
-// /v1/systemone as its Reply says, counts the calls it gets, and answers
-// GET /health and GET /v1/models for probes. It is the one fake System
-// One endpoint of the tests.
-type SystemOne struct {
-	URL string
-	// Calls counts POST /v1/systemone requests; Probes counts GET /health
-	// and GET /v1/models.
+// endpoint is what the fake hosted endpoints share: a server answering
+// as a Reply that a test may change, counting its calls and probes and
+// keeping the last request.
+type endpoint struct {
+	server
+	// Calls counts the answering route's requests; Probes the GETs that
+	// look at the endpoint.
 	Calls, Probes atomic.Int64
+	last          atomic.Value
+
+	mu sync.Mutex
+	r  Reply
+}
+
+func (e *endpoint) start(r Reply, serve http.HandlerFunc) {
+	e.r = r
+	e.listen(serve)
+}
+
+// Set changes how the endpoint answers from the next request on: another
+// model id in its answers and its model list, other distributions, a
+// fault. A SystemOne reads Refuse only when it starts.
+func (e *endpoint) Set(r Reply) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.r = r
+}
+
+func (e *endpoint) reply() Reply {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.r
+}
+
+// LastRequest is the last body the answering route got, or "".
+func (e *endpoint) LastRequest() string {
+	v, _ := e.last.Load().(string)
+	return v
+}
+
+func (e *endpoint) called(body []byte) {
+	e.Calls.Add(1)
+	e.last.Store(string(body))
+}
+
+// SystemOne is a running fake System One endpoint: it answers POST
+// /v1/systemone as its Reply says, counts the calls it gets (Calls), and
+// answers GET /health and GET /v1/models for probes (Probes). It is the
+// one fake System One endpoint of the tests.
+type SystemOne struct {
+	endpoint
 	// Arrived gets a token per POST /v1/systemone, for a test to wait on.
 	Arrived chan struct{}
 
-	srv     *httptest.Server
-	last    atomic.Value
-	done    chan struct{} // closed by Close: held handlers return
-	release chan struct{} // closed by Release: Late handlers answer
-
-	active inflight
-
-	mu       sync.Mutex
-	r        Reply
-	closed   bool
-	released bool
+	release  chan struct{} // closed by Release: Late handlers answer
+	released bool          // under mu
+	active   inflight
 }
 
 // NewSystemOne starts an endpoint answering as r. Close it when done.
 func NewSystemOne(r Reply) *SystemOne {
-	s := &SystemOne{r: r, done: make(chan struct{}), release: make(chan struct{}), Arrived: make(chan struct{}, 64)}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
-	s.URL = s.srv.URL
+	s := &SystemOne{release: make(chan struct{}), Arrived: make(chan struct{}, 64)}
+	s.start(r, s.serve)
 	if r.Fault == Refuse {
 		s.srv.Listener.Close()
 	}
@@ -124,12 +157,6 @@ func Down(t testing.TB) string {
 	return url
 }
 
-// LastRequest is the last POST /v1/systemone body, or "".
-func (s *SystemOne) LastRequest() string {
-	v, _ := s.last.Load().(string)
-	return v
-}
-
 // Release lets Late requests answer.
 func (s *SystemOne) Release() {
 	s.mu.Lock()
@@ -140,35 +167,8 @@ func (s *SystemOne) Release() {
 	}
 }
 
-// Close stops the server, ending held requests first.
-func (s *SystemOne) Close() {
-	s.mu.Lock()
-	closed := s.closed
-	s.closed = true
-	s.mu.Unlock()
-	if !closed {
-		close(s.done)
-		s.srv.Close()
-	}
-}
-
 // WaitIdle waits until no request is being handled.
 func (s *SystemOne) WaitIdle(ctx context.Context) error { return s.active.wait(ctx) }
-
-// Set changes how the endpoint answers from the next request on: another
-// model id in its answers and its model list, other distributions, a
-// fault. Refuse is only read when the endpoint starts.
-func (s *SystemOne) Set(r Reply) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.r = r
-}
-
-func (s *SystemOne) reply() Reply {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.r
-}
 
 func (r Reply) model() string {
 	if r.Model != "" {
@@ -194,8 +194,7 @@ func (s *SystemOne) serve(w http.ResponseWriter, req *http.Request) {
 		writeBody(w, http.StatusNotFound, `{"detail":"Not Found"}`)
 		return
 	}
-	s.Calls.Add(1)
-	s.last.Store(string(body))
+	s.called(body)
 	select {
 	case s.Arrived <- struct{}{}:
 	default:
@@ -244,13 +243,6 @@ func (s *SystemOne) serve(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	writeBody(w, http.StatusOK, reply)
-}
-
-func (s *SystemOne) block(r *http.Request) {
-	select {
-	case <-r.Context().Done():
-	case <-s.done:
-	}
 }
 
 // dist is a question's distribution over its n options.

@@ -30,10 +30,7 @@ import (
 // The batch counts against the caller's rate as its states do.
 func (s *Server) handleSystemOneBatch(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	if refuseMultipart(w, r) {
-		return
-	}
-	body, ok := s.readBody(w, r)
+	body, ok := s.readSystemOneBody(w, r)
 	if !ok {
 		return
 	}

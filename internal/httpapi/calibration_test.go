@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -46,21 +45,13 @@ func calServe(t *testing.T, fits *calibration.Fits) string {
 // calAsk posts calRequest and reads the reply with every client's checks.
 func calAsk(t *testing.T, url string) (http.Header, *systemone.Reply, decision.Request) {
 	t.Helper()
-	resp, err := http.Post(url+"/v1/systemone", "application/json", strings.NewReader(calRequest))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("%d %s", resp.StatusCode, body)
-	}
+	header, body := okReply(t, http.MethodPost, url+"/v1/systemone", calRequest)
 	req := systemone.ParseRequest([]byte(calRequest)).Request
 	reply, err := systemone.ParseResponse(req, body) // the Jev shape, as every client checks it
 	if err != nil {
 		t.Fatalf("%v\n%s", err, body)
 	}
-	return resp.Header, reply, req
+	return header, reply, req
 }
 
 // engineDists are the distributions the fake engine gives calRequest's

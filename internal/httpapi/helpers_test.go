@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"system1/internal/answer"
+	"system1/internal/cases"
 	"system1/internal/config"
 	"system1/internal/decision"
 	"system1/internal/decisionsapi"
@@ -146,6 +147,30 @@ func (s *system1) do(t testing.TB, method, path, body string, headers ...string)
 	t.Helper()
 	resp, b := testbin.Do(t, s.client, method, s.URL+path, body, headers...)
 	return reply{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+// okReply sends a request through http.DefaultClient (testbin.Do) and
+// returns the reply's header and body, failing t on any status but 200.
+func okReply(t testing.TB, method, url, body string) (http.Header, []byte) {
+	t.Helper()
+	resp, b := testbin.Do(t, http.DefaultClient, method, url, body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s %s: %d %s", method, url, resp.StatusCode, b)
+	}
+	return resp.Header, b
+}
+
+// sendFeedback reports each case's expected outcome of its first
+// question on base's /v1/feedback, for the answer ids[i] names.
+func sendFeedback(t testing.TB, base string, cs []cases.Case, ids []string) {
+	t.Helper()
+	var items []map[string]any
+	for i, c := range cs {
+		q := c.Request.Questions[0]
+		items = append(items, map[string]any{"request_id": ids[i], "question": q.ID, "outcome": q.Options[c.Expected[0]].Key})
+	}
+	body, _ := json.Marshal(map[string]any{"outcomes": items})
+	okReply(t, http.MethodPost, base+"/v1/feedback", string(body))
 }
 
 // ask posts a System One request.

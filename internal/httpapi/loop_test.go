@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -78,44 +77,19 @@ func TestLoopClosesOnTheSimulatedModel(t *testing.T) {
 		for _, c := range cs {
 			req := c.Request
 			req.Model = fakeengine.DefaultModel
-			resp, err := http.Post(srv.URL+"/v1/systemone", "application/json", bytes.NewReader(systemone.AppendRequest(nil, req)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				t.Fatalf("%d %s", resp.StatusCode, body)
-			}
+			header, body := okReply(t, http.MethodPost, srv.URL+"/v1/systemone", string(systemone.AppendRequest(nil, req)))
 			reply, err := systemone.ParseResponse(req, body)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if resp.Header.Get("X-System1-Calibrated") == "true" {
+			if header.Get("X-System1-Calibrated") == "true" {
 				calibrated++
 			}
 			q := req.Questions[0]
 			served = append(served, calibration.Prediction{Kind: q.Kind, Dist: reply.Dists[0], Expected: c.Expected[0], Options: len(q.Options)})
-			ids = append(ids, resp.Header.Get("X-Typesafe-Request-Id"))
+			ids = append(ids, header.Get("X-Typesafe-Request-Id"))
 		}
 		return served, ids, calibrated
-	}
-	feedback := func(cs []cases.Case, ids []string) {
-		var items []map[string]any
-		for i, c := range cs {
-			q := c.Request.Questions[0]
-			items = append(items, map[string]any{"request_id": ids[i], "question": q.ID, "outcome": q.Options[c.Expected[0]].Key})
-		}
-		body, _ := json.Marshal(map[string]any{"outcomes": items})
-		resp, err := http.Post(srv.URL+"/v1/feedback", "application/json", bytes.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("feedback: %d %s", resp.StatusCode, b)
-		}
 	}
 
 	early, late := traffic[:len(traffic)/2], traffic[len(traffic)/2:]
@@ -124,7 +98,7 @@ func TestLoopClosesOnTheSimulatedModel(t *testing.T) {
 		t.Fatalf("%d answers calibrated before any fit", cal)
 	}
 	before := fitting.Measure(earlyServed)
-	feedback(early, earlyIDs)
+	sendFeedback(t, srv.URL, early, earlyIDs)
 
 	ds, rev, err := fits.Refit(t.Context(), tracker, outcomes.RefitOptions{Seed: 1, TargetError: 0.4})
 	if err != nil || rev == "" || len(ds) != 1 || !ds[0].Adopted || !ds[0].Written || ds[0].Selection == nil {
@@ -179,7 +153,7 @@ func TestLoopClosesOnTheSimulatedModel(t *testing.T) {
 	if !(after.ECE < lateUncal.ECE) || !(after.NLL < lateUncal.NLL) || !(after.ECE < before.ECE) {
 		t.Fatalf("the refit did not lower later traffic's ECE and NLL: early %.4f, later %.4f (uncalibrated %.4f)", before.ECE, after.ECE, lateUncal.ECE)
 	}
-	feedback(late, lateIDs)
+	sendFeedback(t, srv.URL, late, lateIDs)
 
 	// The report over both halves, the target error set per request.
 	resp, err := http.Get(srv.URL + "/v1/calibration?target_error=0.05&window=1d")

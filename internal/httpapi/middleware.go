@@ -423,7 +423,7 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 // found in one part of the request (systemone.InBody, InQuery or
 // InHeader).
 func writeInvalid(w http.ResponseWriter, in string, ps ...decision.Problem) {
-	writeJSON(w, http.StatusUnprocessableEntity, systemone.AppendValidationErrorIn(nil, in, ps))
+	writeJSON(w, http.StatusUnprocessableEntity, systemone.AppendValidationError(nil, in, ps))
 }
 
 // writeError is System One's errorWriter. Its 405 is FastAPI's bare

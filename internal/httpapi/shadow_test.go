@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -118,34 +117,15 @@ func newShadowRig(t *testing.T) *shadowRig {
 // on /v1/feedback when feedback is set.
 func (r *shadowRig) ask(t *testing.T, cs []cases.Case, feedback bool) {
 	t.Helper()
-	var items []map[string]any
+	var ids []string
 	for _, c := range cs {
 		req := c.Request
 		req.Model = "good"
-		resp, err := http.Post(r.srv.URL+"/v1/systemone", "application/json", bytes.NewReader(systemone.AppendRequest(nil, req)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("%d %s", resp.StatusCode, body)
-		}
-		q := c.Request.Questions[0]
-		items = append(items, map[string]any{"request_id": resp.Header.Get("X-Typesafe-Request-Id"), "question": q.ID, "outcome": q.Options[c.Expected[0]].Key})
+		header, _ := okReply(t, http.MethodPost, r.srv.URL+"/v1/systemone", string(systemone.AppendRequest(nil, req)))
+		ids = append(ids, header.Get("X-Typesafe-Request-Id"))
 	}
-	if !feedback {
-		return
-	}
-	body, _ := json.Marshal(map[string]any{"outcomes": items})
-	resp, err := http.Post(r.srv.URL+"/v1/feedback", "application/json", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("feedback: %d %s", resp.StatusCode, b)
+	if feedback {
+		sendFeedback(t, r.srv.URL, cs, ids)
 	}
 }
 
@@ -168,15 +148,7 @@ func (r *shadowRig) waitShadow(t *testing.T) answer.ShadowStats {
 
 func getJSON(t *testing.T, url string, v any) {
 	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, body)
-	}
+	_, body := okReply(t, http.MethodGet, url, "")
 	if err := json.Unmarshal(body, v); err != nil {
 		t.Fatalf("GET %s: %v: %s", url, err, body)
 	}
@@ -367,15 +339,7 @@ func TestEveryAnsweringRouteIsShadowed(t *testing.T) {
 	r := &shadowRig{shadow: shadow}
 	var sampled uint64
 	for _, tc := range shadowedRoutes {
-		resp, err := http.Post(srv.URL+tc.route, "application/json", strings.NewReader(tc.body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("POST %s: %d %s", tc.route, resp.StatusCode, body)
-		}
+		okReply(t, http.MethodPost, srv.URL+tc.route, tc.body)
 		st := r.waitShadow(t)
 		if st.Sampled-sampled != tc.states || st.Failed != 0 || st.Dropped != 0 {
 			t.Errorf("POST %s with %d states: the shadow sampled %d more (%+v)", tc.route, tc.states, st.Sampled-sampled, st)

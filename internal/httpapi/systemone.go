@@ -24,10 +24,7 @@ import (
 // images before any engine is asked.
 func (s *Server) handleSystemOne(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	if refuseMultipart(w, r) {
-		return
-	}
-	body, ok := s.readBody(w, r)
+	body, ok := s.readSystemOneBody(w, r)
 	if !ok {
 		return
 	}
@@ -57,14 +54,15 @@ func (s *Server) handleSystemOne(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out.AppendJSON(make([]byte, 0, 512)))
 }
 
-// refuseMultipart refuses a multipart body unread, as hosted Jev does:
-// its parts are images. It reports whether it wrote the 400.
-func refuseMultipart(w http.ResponseWriter, r *http.Request) bool {
-	if !systemone.Multipart(r.Header.Get("Content-Type")) {
-		return false
+// readSystemOneBody reads a System One route's body. As hosted Jev does,
+// it refuses a multipart body unread with a 400: its parts are images. On
+// any problem it writes the reply and ok is false.
+func (s *Server) readSystemOneBody(w http.ResponseWriter, r *http.Request) (body []byte, ok bool) {
+	if systemone.Multipart(r.Header.Get("Content-Type")) {
+		writeJSON(w, http.StatusBadRequest, systemone.AppendUnsupported(nil, "", systemone.Unsupported{Multipart: true}))
+		return nil, false
 	}
-	writeJSON(w, http.StatusBadRequest, systemone.AppendUnsupported(nil, "", systemone.Unsupported{Multipart: true}))
-	return true
+	return s.readBody(w, r)
 }
 
 // openSystemOne is what both System One routes, the request and the
@@ -120,7 +118,7 @@ func (s *Server) systemOneResult(r *http.Request, questions, asked []decision.Qu
 			}
 		}
 		noteLog(r.Context(), "refused", refusals(asked, a.Questions))
-		return nil, http.StatusUnprocessableEntity, systemone.AppendValidationErrorIn(nil, systemone.InBody, ps)
+		return nil, http.StatusUnprocessableEntity, systemone.AppendValidationError(nil, systemone.InBody, ps)
 	}
 	out = &systemone.Response{Model: a.Model, Questions: questions,
 		Usage: systemone.Usage{InputTokens: a.Usage.InputTokens, OutputTokens: a.Usage.OutputTokens, Estimated: a.Usage.Estimated}}
@@ -209,7 +207,7 @@ func failureReply(err error, model string) (status int, retryAfter time.Duration
 		for i, p := range f.Problems {
 			problems[i] = decision.Problem{Path: []string{"questions", p.Question}, Msg: p.Message, Type: "value_error"}
 		}
-		return http.StatusUnprocessableEntity, 0, systemone.AppendValidationErrorIn(nil, systemone.InBody, problems)
+		return http.StatusUnprocessableEntity, 0, systemone.AppendValidationError(nil, systemone.InBody, problems)
 	}
 	return http.StatusServiceUnavailable, f.RetryAfter, systemone.AppendError(nil, systemone.Unavailable, f.Error())
 }

@@ -223,7 +223,7 @@ func (s *jevServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p := systemone.ParseRequest(body)
 		if ps := p.Validate(decision.DefaultLimits()); len(ps) > 0 {
 			w.WriteHeader(http.StatusUnprocessableEntity)
-			_, _ = w.Write(systemone.AppendValidationError(nil, ps))
+			_, _ = w.Write(systemone.AppendValidationError(nil, systemone.InBody, ps))
 			return
 		}
 		_, _ = w.Write(respond(p.Request))
@@ -247,7 +247,7 @@ func (s *jevServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			p := systemone.ParseRequest(fmt.Appendf(nil, `{"model":%s,"state":%s,"questions":%s}`, m, st, b.Questions))
 			if ps := p.Validate(decision.DefaultLimits()); len(ps) > 0 {
 				w.WriteHeader(http.StatusUnprocessableEntity)
-				_, _ = w.Write(systemone.AppendValidationError(nil, ps))
+				_, _ = w.Write(systemone.AppendValidationError(nil, systemone.InBody, ps))
 				return
 			}
 			if i > 0 {

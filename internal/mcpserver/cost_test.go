@@ -9,27 +9,6 @@ import (
 	"system1/internal/gateway"
 )
 
-// price is a node's price as its configuration below writes it.
-func price(t *testing.T, inPerMTok, outPerMTok, perRequest string) decision.Price {
-	t.Helper()
-	var p decision.Price
-	for _, f := range []struct {
-		s     string
-		to    *decision.USD
-		perMT bool
-	}{{inPerMTok, &p.InputPerToken, true}, {outPerMTok, &p.OutputPerToken, true}, {perRequest, &p.PerRequest, false}} {
-		u, err := decision.ParseUSD(f.s)
-		if err == nil && f.perMT {
-			u, err = decision.PerToken(u)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		*f.to = u
-	}
-	return p
-}
-
 // system1_decide says what its answer cost: the tokens and the request
 // the priced hosted endpoint billed at its price; 0 for the cache's
 // repeat; null over a node with no price, never a made-up 0.
@@ -37,7 +16,9 @@ func TestDecideCostOverMCP(t *testing.T) {
 	up := fakeengine.StartSystemOne(t, fakeengine.Reply{})
 	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp})
 	t.Cleanup(f.Close)
-	p := price(t, "1", "2", "0.0005")
+	// The priced node's price below: a dollar and two a million tokens,
+	// and 0.0005 a request, in pico-dollars.
+	p := decision.Price{InputPerToken: 1_000_000, OutputPerToken: 2_000_000, PerRequest: 500_000_000}
 	want := p.Cost(fakeengine.SystemOneInputTokens, fakeengine.SystemOneOutputTokens, 1).String()
 	for _, tc := range []struct {
 		name, node, want string

@@ -184,13 +184,15 @@ func (m *Metrics) Canary(node, model, outcome string, calls int) {
 	m.canaryCalls.WithLabelValues(node, model, outcome).Add(float64(calls))
 }
 
+// counter is a counter read from f at every scrape.
+func counter(name, help string, f func() uint64) prometheus.Collector {
+	return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(f()) })
+}
+
 // WatchDecisionLog exports the decision log's counts: records dropped
 // (the queue was full or the log closing), written, and lost to failed
 // writes. Each function is read at every scrape.
 func (m *Metrics) WatchDecisionLog(dropped, written, failed func() uint64) {
-	counter := func(name, help string, f func() uint64) prometheus.Collector {
-		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(f()) })
-	}
 	m.reg.MustRegister(
 		counter("system1_decision_log_dropped_total", "Decision log records dropped because the queue was full or the log was closing.", dropped),
 		counter("system1_decision_log_written_total", "Decision log records written.", written),
@@ -203,9 +205,6 @@ func (m *Metrics) WatchDecisionLog(dropped, written, failed func() uint64) {
 // kept (bypassed: the batch prior), and the waits for an identical
 // request being asked (coalesced). Each function is read at every scrape.
 func (m *Metrics) WatchCache(hits, misses, bypassed, coalesced func() uint64) {
-	counter := func(name, help string, f func() uint64) prometheus.Collector {
-		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(f()) })
-	}
 	m.reg.MustRegister(
 		counter("system1_cache_hits_total", "Requests answered from the decision cache, no engine asked.", hits),
 		counter("system1_cache_misses_total", "Requests the engines answered with the decision cache on, their answers kept for repeats.", misses),

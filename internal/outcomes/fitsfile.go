@@ -62,9 +62,6 @@ func OpenFitsFile(path string) (*FitsFile, error) {
 	return f, nil
 }
 
-// Path is the file's path.
-func (f *FitsFile) Path() string { return f.path }
-
 // Current returns the fits in use, first reloading the file when it has
 // changed since it was last looked at (at most once a fitsCheckEvery). A
 // file that no longer parses keeps the fits in use. A nil *FitsFile has

@@ -218,7 +218,7 @@ func ParseBatchResponse(req decision.Request, n int, body []byte) (replies []*Re
 // endpoint has no batch route); a reply that is not a batch answer is an
 // error wrapping ErrMalformed.
 func (c *Client) AskBatch(ctx context.Context, req decision.Request, states []json.RawMessage) ([]*Reply, []error, error) {
-	data, err := c.do(ctx, http.MethodPost, c.endpoint()+BatchPath, AppendBatchRequest(nil, req, states))
+	data, err := c.do(ctx, http.MethodPost, c.endpoint()+BatchPath, AppendBatchRequest(nil, req, states), c.MaxBody)
 	if err != nil {
 		return nil, nil, err
 	}

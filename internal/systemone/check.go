@@ -72,7 +72,7 @@ func ParseResponse(req decision.Request, body []byte) (*Reply, error) {
 		if r.Answers[i], r.Dists[i], err = checkAnswer(q, wa); err != nil {
 			return nil, fmt.Errorf("answers.%s: %w", q.ID, err)
 		}
-		r.Abstained[i] = wa.abstained()
+		r.Abstained[i] = abstained(wa.abstention, wa.lowConfidence, wa.threshold)
 	}
 	if w.hasExtra {
 		return nil, fmt.Errorf("answers.%s: an answer to a question that was not asked", w.extra)
@@ -190,21 +190,22 @@ func (s *optionSet) clear() {
 	clear(s.big)
 }
 
-// abstained says why the endpoint marked the answer abstained
-// ("abstention": "abstained" or "low_confidence": true), or "".
-func (a *wireAnswer) abstained() string {
-	if len(a.abstention) == 0 && len(a.lowConfidence) == 0 {
+// abstained says why the endpoint marked an answer abstained, from its
+// "abstention" ("abstained"), "low_confidence" (true) and
+// "abstention_threshold" fields, or "".
+func abstained(abstention, lowConfidence, threshold json.RawMessage) string {
+	if len(abstention) == 0 && len(lowConfidence) == 0 {
 		return "" // no mark sent, the common case: nothing to decode
 	}
 	var mark string
 	var low bool
-	_ = json.Unmarshal(a.abstention, &mark)
-	_ = json.Unmarshal(a.lowConfidence, &low)
+	_ = json.Unmarshal(abstention, &mark)
+	_ = json.Unmarshal(lowConfidence, &low)
 	if mark != "abstained" && !low {
 		return ""
 	}
 	var th float64
-	if json.Unmarshal(a.threshold, &th) == nil && len(a.threshold) > 0 && string(a.threshold) != "null" {
+	if json.Unmarshal(threshold, &th) == nil && len(threshold) > 0 && string(threshold) != "null" {
 		return fmt.Sprintf("the endpoint marked its answer abstained (its confidence was under its own threshold %v)", th)
 	}
 	return "the endpoint marked its answer abstained (low confidence)"

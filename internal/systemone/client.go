@@ -109,7 +109,7 @@ type Client struct {
 	BaseURL string
 	Key     string // bearer key; empty sends none
 	HTTP    *http.Client
-	// MaxBody bounds the response body read.
+	// MaxBody bounds the response body read; 0 is httpcall's default.
 	MaxBody int64
 }
 
@@ -117,7 +117,7 @@ type Client struct {
 // *StatusError; an answer that fails the clients' checks is an error
 // wrapping ErrMalformed.
 func (c *Client) Ask(ctx context.Context, req decision.Request) (*Reply, error) {
-	data, err := c.do(ctx, http.MethodPost, c.endpoint(), AppendRequest(make([]byte, 0, requestSize(req)), req))
+	data, err := c.do(ctx, http.MethodPost, c.endpoint(), AppendRequest(make([]byte, 0, requestSize(req)), req), c.MaxBody)
 	if err != nil {
 		return nil, err
 	}
@@ -129,9 +129,10 @@ func (c *Client) Ask(ctx context.Context, req decision.Request) (*Reply, error) 
 }
 
 // do sends one request with the bearer key and returns the body of a 200
-// reply; any other status is a *StatusError carrying the server's message
-// (with the key redacted, should the server echo it) and Retry-After.
-func (c *Client) do(ctx context.Context, method, url string, body []byte) ([]byte, error) {
+// reply of at most maxBody bytes; any other status is a *StatusError
+// carrying the server's message (with the key redacted, should the server
+// echo it) and Retry-After.
+func (c *Client) do(ctx context.Context, method, url string, body []byte, maxBody int64) ([]byte, error) {
 	hr, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
@@ -139,7 +140,7 @@ func (c *Client) do(ctx context.Context, method, url string, body []byte) ([]byt
 	if body != nil {
 		hr.Header.Set("Content-Type", "application/json")
 	}
-	data, err := httpcall.Do(c.client(), hr, c.Key, c.maxBody())
+	data, err := httpcall.Do(c.HTTP, hr, c.Key, maxBody)
 	var se *httpcall.StatusError
 	switch {
 	case errors.As(err, &se):
@@ -156,20 +157,6 @@ func (c *Client) do(ctx context.Context, method, url string, body []byte) ([]byt
 		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
 	return data, err
-}
-
-func (c *Client) client() *http.Client {
-	if c.HTTP != nil {
-		return c.HTTP
-	}
-	return http.DefaultClient
-}
-
-func (c *Client) maxBody() int64 {
-	if c.MaxBody > 0 {
-		return c.MaxBody
-	}
-	return 8 << 20
 }
 
 // unknownModelPrefix begins hosted Jev's message for a model it does not
@@ -237,8 +224,7 @@ func ErrorMessage(body []byte) string {
 // Models lists the endpoint's models from GET /v1/models, in Jev's shape
 // ({"models": [{"name"}]}) or OpenAI's ({"data": [{"id"}]}).
 func (c *Client) Models(ctx context.Context) ([]string, error) {
-	u := strings.TrimSuffix(strings.TrimRight(c.BaseURL, "/"), "/v1/systemone") + "/v1/models"
-	data, err := c.do(ctx, http.MethodGet, u, nil)
+	data, err := c.do(ctx, http.MethodGet, c.modelsURL(), nil, c.MaxBody)
 	if err != nil {
 		return nil, err
 	}
@@ -265,6 +251,10 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 	return ids, nil
 }
 
+func (c *Client) modelsURL() string {
+	return strings.TrimSuffix(strings.TrimRight(c.BaseURL, "/"), "/v1/systemone") + "/v1/models"
+}
+
 // identitySource names where a System One endpoint's identity is read.
 const identitySource = "systemone /v1/models"
 
@@ -278,20 +268,15 @@ const identitySource = "systemone /v1/models"
 // fingerprint.MaxReply, and the call carries no user data.
 func (c *Client) Identity(ctx context.Context, model string) (fingerprint.Identity, error) {
 	id := fingerprint.Identity{Source: identitySource}
-	u := strings.TrimSuffix(strings.TrimRight(c.BaseURL, "/"), "/v1/systemone") + "/v1/models"
-	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return id, err
+	limit := int64(fingerprint.MaxReply)
+	if c.MaxBody > 0 {
+		limit = min(limit, c.MaxBody)
 	}
-	data, err := httpcall.Do(c.client(), hr, c.Key, min(c.maxBody(), fingerprint.MaxReply))
-	var se *httpcall.StatusError
+	data, err := c.do(ctx, http.MethodGet, c.modelsURL(), nil, limit)
+	var se *StatusError
 	switch {
 	case errors.As(err, &se) && se.Code == http.StatusNotFound:
 		return id, nil
-	case errors.As(err, &se):
-		return id, &StatusError{Code: se.Code, Message: ErrorMessage(se.Body), RetryAfter: se.RetryAfter}
-	case errors.Is(err, httpcall.ErrTooLarge):
-		return id, fmt.Errorf("%w: model list: %v", ErrMalformed, err)
 	case err != nil:
 		return id, err
 	}

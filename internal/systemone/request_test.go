@@ -157,7 +157,7 @@ func TestParseRequestListsEveryProblem(t *testing.T) {
 
 func TestValidationErrorBodyHasBothShapes(t *testing.T) {
 	p := ParseRequest([]byte(`{"model":"m","state":"s","questions":{"q":{"type":"choice"},"r":{"type":"poll"}}}`))
-	b := AppendValidationError(nil, p.Validate(decision.DefaultLimits()))
+	b := AppendValidationError(nil, InBody, p.Validate(decision.DefaultLimits()))
 	var body struct {
 		Error struct {
 			Message, Type string
@@ -200,7 +200,7 @@ func FuzzParseRequest(f *testing.F) {
 				t.Fatalf("problem without a message or type: %+v", pr)
 			}
 		}
-		b := AppendValidationError(nil, ps)
+		b := AppendValidationError(nil, InBody, ps)
 		if !json.Valid(b) {
 			t.Fatalf("422 body is not JSON: %s", b)
 		}

@@ -129,15 +129,10 @@ const (
 
 // AppendValidationError writes a 422 body that both kinds of client parse:
 // an OpenAI-style error naming the first field and listing every problem in
-// its message, and FastAPI's detail list with one entry per problem.
-func AppendValidationError(b []byte, ps []decision.Problem) []byte {
-	return AppendValidationErrorIn(b, InBody, ps)
-}
-
-// AppendValidationErrorIn is AppendValidationError for problems found in
-// one part of the request: the body, the query or the headers (InBody,
-// InQuery, InHeader), which begins each problem's loc.
-func AppendValidationErrorIn(b []byte, in string, ps []decision.Problem) []byte {
+// its message, and FastAPI's detail list with one entry per problem. The
+// problems were found in one part of the request: the body, the query or
+// the headers (InBody, InQuery, InHeader), which begins each problem's loc.
+func AppendValidationError(b []byte, in string, ps []decision.Problem) []byte {
 	msgs := make([]string, len(ps))
 	for i, p := range ps {
 		msgs[i] = param(p.Path) + ": " + p.Msg

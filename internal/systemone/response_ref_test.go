@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
 
 	"system1/internal/decision"
 	"system1/internal/jsonx"
@@ -43,10 +42,10 @@ func parseResponseRef(req decision.Request, body []byte) (*Reply, error) {
 	n := len(req.Questions)
 	r := &Reply{Model: *top.Model, Answers: make([]decision.Answer, 0, n), Dists: make([]decision.Distribution, 0, n), Abstained: make([]string, 0, n)}
 	var err error
-	if r.Usage.InputTokens, err = refTokenCount(top.Usage.Input); err != nil {
+	if r.Usage.InputTokens, err = tokenCount(top.Usage.Input); err != nil {
 		return nil, fmt.Errorf("usage.input_tokens: %w", err)
 	}
-	if r.Usage.OutputTokens, err = refTokenCount(top.Usage.Output); err != nil {
+	if r.Usage.OutputTokens, err = tokenCount(top.Usage.Output); err != nil {
 		return nil, fmt.Errorf("usage.output_tokens: %w", err)
 	}
 	asked := make(map[string]bool, n)
@@ -62,7 +61,7 @@ func parseResponseRef(req decision.Request, body []byte) (*Reply, error) {
 		}
 		r.Answers = append(r.Answers, a)
 		r.Dists = append(r.Dists, d)
-		r.Abstained = append(r.Abstained, wa.abstained())
+		r.Abstained = append(r.Abstained, abstained(wa.Abstention, wa.LowConfidence, wa.Threshold))
 	}
 	for id := range top.Answers {
 		if !asked[id] {
@@ -70,19 +69,6 @@ func parseResponseRef(req decision.Request, body []byte) (*Reply, error) {
 		}
 	}
 	return r, nil
-}
-
-// tokenCount accepts a JSON integer (the Python SDK's strict mode refuses
-// 296.0) or null, read as 0.
-func refTokenCount(raw json.RawMessage) (int, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return 0, nil
-	}
-	n, err := strconv.Atoi(string(raw))
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("%s is not a non-negative JSON integer", raw)
-	}
-	return n, nil
 }
 
 // refWireAnswer is one answer as the wire carries it.
@@ -99,26 +85,6 @@ type refWireAnswer struct {
 	Abstention    json.RawMessage `json:"abstention"`
 	LowConfidence json.RawMessage `json:"low_confidence"`
 	Threshold     json.RawMessage `json:"abstention_threshold"`
-}
-
-// abstained says why the endpoint marked the answer abstained
-// ("abstention": "abstained" or "low_confidence": true), or "".
-func (a *refWireAnswer) abstained() string {
-	if len(a.Abstention) == 0 && len(a.LowConfidence) == 0 {
-		return "" // no mark sent, the common case: nothing to decode
-	}
-	var mark string
-	var low bool
-	_ = json.Unmarshal(a.Abstention, &mark)
-	_ = json.Unmarshal(a.LowConfidence, &low)
-	if mark != "abstained" && !low {
-		return ""
-	}
-	var th float64
-	if json.Unmarshal(a.Threshold, &th) == nil && len(a.Threshold) > 0 && string(a.Threshold) != "null" {
-		return fmt.Sprintf("the endpoint marked its answer abstained (its confidence was under its own threshold %v)", th)
-	}
-	return "the endpoint marked its answer abstained (low confidence)"
 }
 
 func refParseAnswer(q decision.Question, a *refWireAnswer) (decision.Answer, decision.Distribution, error) {

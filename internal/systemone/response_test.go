@@ -112,7 +112,7 @@ func TestErrorMessage(t *testing.T) {
 			t.Errorf("%s: %q, want %q", tc.body, got, tc.want)
 		}
 	}
-	if got := ErrorMessage(AppendValidationError(nil, []decision.Problem{{Path: []string{"model"}, Msg: "Field required", Type: "missing"}})); got != "model: Field required" {
+	if got := ErrorMessage(AppendValidationError(nil, InBody, []decision.Problem{{Path: []string{"model"}, Msg: "Field required", Type: "missing"}})); got != "model: Field required" {
 		t.Errorf("422 message %q", got)
 	}
 }

@@ -98,7 +98,7 @@ func paths() obj {
 				"question; otherwise nothing. Probabilities are rounded by largest remainder so they sum to 1.",
 			"parameters":  gateHeaders(),
 			"requestBody": jsonBody("SystemOneRequest", true),
-			"responses": obj{
+			"responses": keyed(obj{
 				"200": withHeaders(jsonReply("The answers, in question order.", "SystemOneResponse"), obj{
 					"X-System1-Cache": obj{
 						"description": "With the server's decision cache on (cache.entries): hit when the answers are those of an earlier, identical request " +
@@ -114,8 +114,6 @@ func paths() obj {
 						"schema": obj{"type": "string"},
 					},
 				}),
-				"401": jsonReply("A key is configured and the caller's is missing or wrong.", "Error"),
-				"403": jsonReply("The caller's key does not hold the scope the route needs; the message names it (type permission_error).", "Error"),
 				"400": jsonReply("The body could not be read; or hosted Jev's api_usage_error: Jev 1.14's images (a non-empty assets or images, a box question, a multipart body), which this server does not read, refused before any engine call with detail.unsupported naming them; an unknown top-level field; an unknown model.", "Error"),
 				"408": jsonReply("The body did not arrive within the server's read timeout.", "Error"),
 				"413": jsonReply("The body is over the server's limit.", "Error"),
@@ -123,7 +121,7 @@ func paths() obj {
 				"422": jsonReply("A malformed request: every problem listed; or a question system1 will not stand behind (type refused: the node declined, the none option won, too little label mass), since this wire has no refusal.", "ValidationError"),
 				"429": jsonReply("The caller's key is over its rate, or its address sent too many wrong keys; or the key has spent its budget (type insufficient_quota, the message naming the budget); Retry-After says when to come back (for a budget, when its period resets).", "Error"),
 				"503": jsonReply("A question got no answer.", "Error"),
-			},
+			}),
 		}},
 		"/v1/decisions": obj{"post": obj{
 			"operationId": "decisions",
@@ -160,10 +158,8 @@ func paths() obj {
 				"counts against the caller's rate as its states do.", systemone.MaxBatchStates),
 			"parameters":  gateHeaders(),
 			"requestBody": jsonBody("SystemOneBatchRequest", true),
-			"responses": obj{
+			"responses": keyed(obj{
 				"200": withHeaders(jsonReply("Each state's response or error, in the states' order.", "SystemOneBatchResponse"), obj{"X-System1-Cost": costHeader("the states answered (a refused state's included)")}),
-				"401": jsonReply("A key is configured and the caller's is missing or wrong.", "Error"),
-				"403": jsonReply("The caller's key does not hold the scope the route needs; the message names it (type permission_error).", "Error"),
 				"400": jsonReply("The body could not be read; or, as on POST /v1/systemone, Jev 1.14's images, an unknown top-level field or an unknown model, for the whole batch before any engine call.", "Error"),
 				"408": jsonReply("The body did not arrive within the server's read timeout.", "Error"),
 				"413": jsonReply("The body is over the server's limit.", "Error"),
@@ -171,7 +167,7 @@ func paths() obj {
 				"422": jsonReply("A malformed batch or header: every problem listed.", "ValidationError"),
 				"429": jsonReply("The caller's key is over its rate, or has spent its budget (type insufficient_quota; Retry-After: when its period resets).", "Error"),
 				"503": jsonReply("No state was answered: none got an answer.", "Error"),
-			},
+			}),
 		}},
 		"/v1/models": obj{"get": obj{
 			"operationId": "models",
@@ -280,17 +276,14 @@ func paths() obj {
 		"description": "One outcome, or a batch {\"outcomes\": [...]} recorded all or none. The latest outcome " +
 			"for a question wins; earlier ones are kept.",
 		"requestBody": jsonBody("FeedbackRequest", true),
-		"responses": obj{
+		"responses": keyed(obj{
 			"200": jsonReply("Every outcome recorded.", "FeedbackResult"),
-			"401": jsonReply("A key is configured and the caller's is missing or wrong.", "Error"),
-			"403": jsonReply("The caller's key does not hold the scope the route needs; the message names it (type permission_error).", "Error"),
 			"404": jsonReply("No answer was recorded under the request id.", "Error"),
 			"413": jsonReply("The body is over the server's limit.", "Error"),
 			"415": jsonReply("A Content-Encoding other than gzip.", "Error"),
 			"422": jsonReply("Not valid: loc names the field (outcome, question, request_id, outcomes.N.field).", "ValidationError"),
-			"429": jsonReply("The caller's key is over its rate.", "Error"),
 			"503": jsonReply("The decision log is off or failed.", "Error"),
-		},
+		}),
 	}}
 	p["/v1/calibration"] = obj{"get": obj{
 		"operationId": "calibration",
@@ -300,14 +293,11 @@ func paths() obj {
 			{"name": "target_error", "in": "query", "schema": obj{"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1}, "description": "The share of wrong decisions above the gate to stay under; default the configuration's (0.02)."},
 			{"name": "max_in_scope_loss", "in": "query", "schema": obj{"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1}, "description": "The share of in-scope answers (outcome one of the options, not none) a suggested min_label_mass may abstain on; default 0.05."},
 		},
-		"responses": obj{
+		"responses": keyed(obj{
 			"200": jsonReply("The report, per model, kind and option bucket.", "CalibrationReport"),
-			"401": jsonReply("A key is configured and the caller's is missing or wrong.", "Error"),
-			"403": jsonReply("The caller's key does not hold the scope the route needs; the message names it (type permission_error).", "Error"),
 			"422": jsonReply("A query parameter is not valid.", "ValidationError"),
-			"429": jsonReply("The caller's key is over its rate.", "Error"),
 			"503": jsonReply("The decision log is off or failed.", "Error"),
-		},
+		}),
 	}}
 	p["/v1/shadow"] = obj{"get": obj{
 		"operationId": "shadow",
@@ -318,14 +308,11 @@ func paths() obj {
 		"parameters": []obj{
 			{"name": "window", "in": "query", "schema": obj{"type": "string"}, "description": "How far back: a duration such as 24h, or days such as 7d; default 7d."},
 		},
-		"responses": obj{
+		"responses": keyed(obj{
 			"200": jsonReply("The report, per served model, candidate and question signature.", "ShadowReport"),
-			"401": jsonReply("A key is configured and the caller's is missing or wrong.", "Error"),
-			"403": jsonReply("The caller's key does not hold the scope the route needs; the message names it (type permission_error).", "Error"),
 			"422": jsonReply("A query parameter is not valid.", "ValidationError"),
-			"429": jsonReply("The caller's key is over its rate.", "Error"),
 			"503": jsonReply("The decision log is off or failed.", "Error"),
-		},
+		}),
 	}}
 	p["/v1/usage"] = obj{"get": obj{
 		"operationId": "usage",
@@ -338,16 +325,25 @@ func paths() obj {
 			{"name": "until", "in": "query", "schema": obj{"type": "string"}, "description": "The window's end (exclusive), as since; default now."},
 			{"name": "group_by", "in": "query", "schema": obj{"type": "string"}, "description": "A comma-separated list of key, model and day (UTC); default none: the total alone."},
 		},
-		"responses": obj{
+		"responses": keyed(obj{
 			"200": jsonReply("The usage, per group and in total.", "UsageReport"),
-			"401": jsonReply("A key is configured and the caller's is missing or wrong.", "Error"),
-			"403": jsonReply("The caller's key does not hold the scope the route needs; the message names it (type permission_error).", "Error"),
 			"422": jsonReply("A query parameter is not valid, or not one of since, until and group_by: loc names it.", "ValidationError"),
-			"429": jsonReply("The caller's key is over its rate.", "Error"),
 			"503": jsonReply("The decision log is off or failed.", "Error"),
-		},
+		}),
 	}}
 	return p
+}
+
+// keyed adds to a route's replies, in Jev's envelope, those of the key
+// check (401, 403) and, where the route says nothing more of it, the
+// rate limit's (429).
+func keyed(replies obj) obj {
+	replies["401"] = jsonReply("A key is configured and the caller's is missing or wrong.", "Error")
+	replies["403"] = jsonReply("The caller's key does not hold the scope the route needs; the message names it (type permission_error).", "Error")
+	if replies["429"] == nil {
+		replies["429"] = jsonReply("The caller's key is over its rate.", "Error")
+	}
+	return replies
 }
 
 func jsonBody(schema string, required bool) obj {

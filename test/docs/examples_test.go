@@ -30,20 +30,15 @@ type block struct {
 func indented(t *testing.T) []block {
 	t.Helper()
 	var out []block
-	for _, f := range pages(t) {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rel, _ := filepath.Rel(root, f)
+	for _, p := range pages(t) {
 		in := false
-		for n, l := range strings.Split(string(b), "\n") {
+		for n, l := range strings.Split(p.text, "\n") {
 			if fenceLine.MatchString(l) {
 				in = !in
 				continue
 			}
 			if !in && strings.HasPrefix(l, "    ") && strings.TrimSpace(l) != "" {
-				out = append(out, block{file: rel, lang: "indented", text: strings.TrimSpace(l) + "\n", line: n})
+				out = append(out, block{file: p.file, lang: "indented", text: strings.TrimSpace(l) + "\n", line: n})
 			}
 		}
 	}
@@ -54,13 +49,8 @@ func indented(t *testing.T) []block {
 func blocks(t *testing.T) []block {
 	t.Helper()
 	var out []block
-	for _, f := range pages(t) {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rel, _ := filepath.Rel(root, f)
-		out = append(out, fenced(rel, string(b))...)
+	for _, p := range pages(t) {
+		out = append(out, fenced(p.file, p.text)...)
 	}
 	return out
 }
@@ -254,18 +244,13 @@ type transcript struct {
 func transcripts(t *testing.T) []transcript {
 	t.Helper()
 	var out []transcript
-	for _, f := range pages(t) {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rel, _ := filepath.Rel(root, f)
-		lines := strings.Split(string(b), "\n")
+	for _, p := range pages(t) {
+		lines := strings.Split(p.text, "\n")
 		for i := 0; i < len(lines); i++ {
 			if !strings.HasPrefix(lines[i], "    $ ") {
 				continue
 			}
-			tr := transcript{at: fmt.Sprintf("%s:%d", rel, i+1)}
+			tr := transcript{at: fmt.Sprintf("%s:%d", p.file, i+1)}
 			cmd := strings.TrimPrefix(lines[i], "    $ ")
 			for strings.HasSuffix(cmd, "\\") && i+1 < len(lines) {
 				i++

@@ -17,13 +17,17 @@ import (
 // root is the repository, from this package's folder.
 var root = filepath.Join("..", "..")
 
+// page is a Markdown page: its path from the repository and its text.
+type page struct{ file, text string }
+
 // pages are README.md and every Markdown file under docs/.
-func pages(t *testing.T) []string {
+func pages(t *testing.T) []page {
 	t.Helper()
-	out := []string{filepath.Join(root, "README.md")}
+	out := []page{{"README.md", pageText(t, "README.md")}}
 	err := filepath.WalkDir(filepath.Join(root, "docs"), func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".md") {
-			out = append(out, p)
+			rel, _ := filepath.Rel(root, p)
+			out = append(out, page{rel, pageText(t, rel)})
 		}
 		return err
 	})
@@ -34,21 +38,16 @@ func pages(t *testing.T) []string {
 }
 
 func TestDocsLinksResolve(t *testing.T) {
-	files := pages(t)
-	if len(files) < 10 {
-		t.Fatalf("found only %d pages: %v", len(files), files)
+	ps := pages(t)
+	if len(ps) < 10 {
+		t.Fatalf("found only %d pages", len(ps))
 	}
 	n := 0
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rel, _ := filepath.Rel(root, f)
-		for _, l := range links(string(b)) {
+	for _, p := range ps {
+		for _, l := range links(p.text) {
 			n++
-			if err := resolve(f, l); err != nil {
-				t.Errorf("%s: link %s: %v", rel, l, err)
+			if err := resolve(filepath.Join(root, p.file), l); err != nil {
+				t.Errorf("%s: link %s: %v", p.file, l, err)
 			}
 		}
 	}

@@ -80,9 +80,9 @@ func TestDocsExpectedStatus(t *testing.T) {
 func requests(t *testing.T) []request {
 	t.Helper()
 	var out []request
-	for _, f := range pages(t) {
-		rel, _ := filepath.Rel(root, f)
-		bs := fenced(rel, pageText(t, rel))
+	for _, p := range pages(t) {
+		rel := p.file
+		bs := fenced(rel, p.text)
 		for i, b := range bs {
 			if !slices.Contains([]string{"sh", "bash", "console", "shell", ""}, b.lang) {
 				continue
@@ -127,9 +127,9 @@ func TestDocsRequestsRun(t *testing.T) {
 		ran[r.at] = true
 	}
 	listed := map[string]bool{}
-	for _, f := range pages(t) {
-		rel, _ := filepath.Rel(root, f)
-		for n, l := range strings.Split(pageText(t, rel), "\n") {
+	for _, p := range pages(t) {
+		rel := p.file
+		for n, l := range strings.Split(p.text, "\n") {
 			if !curlLine.MatchString(l) {
 				continue
 			}

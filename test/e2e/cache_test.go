@@ -16,13 +16,11 @@ import (
 	"system1/internal/gateway"
 )
 
-// writeFits writes a fits file of one revision tempering the decide
-// question below, as a refit would: whole, then renamed into place.
-func writeFits(t *testing.T, path, revision string, temperature float64) {
+// writeFitsFile writes a fits file of one revision, as a refit would:
+// whole, then renamed into place.
+func writeFitsFile(t *testing.T, path, revision string, fits ...calibration.Fit) {
 	t.Helper()
-	f := calibration.Fits{Version: calibration.FitsVersion, Created: time.Now().UTC().Format(time.RFC3339), Revision: revision,
-		Fits: []calibration.Fit{{Model: fakeengine.DefaultModel, Kind: decision.Choice, Bucket: calibration.Bucket(3), Temperature: temperature, N: 50}}}
-	b, err := json.Marshal(f)
+	b, err := json.Marshal(calibration.Fits{Version: calibration.FitsVersion, Created: time.Now().UTC().Format(time.RFC3339), Revision: revision, Fits: fits})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,6 +28,13 @@ func writeFits(t *testing.T, path, revision string, temperature float64) {
 	if err := os.Rename(path+".tmp", path); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// writeFits writes a fits file of one revision tempering the decide
+// question below.
+func writeFits(t *testing.T, path, revision string, temperature float64) {
+	t.Helper()
+	writeFitsFile(t, path, revision, calibration.Fit{Model: fakeengine.DefaultModel, Kind: decision.Choice, Bucket: calibration.Bucket(3), Temperature: temperature, N: 50})
 }
 
 // The decision cache through the built binary: with cache: set, a repeat

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -49,17 +48,8 @@ func cascadeFakes(t *testing.T) (small, large *fakeengine.Fake) {
 // fingerprint at threshold 0.9 for the cascade's target error.
 func writeEscalation(t *testing.T, path, fingerprint string) {
 	t.Helper()
-	f := calibration.Fits{Version: calibration.FitsVersion, Created: time.Now().UTC().Format(time.RFC3339), Revision: "r-" + fingerprint,
-		Fits: []calibration.Fit{{Model: "small", Fingerprint: fingerprint, Kind: decision.Choice, Bucket: calibration.Bucket(3), Temperature: 1, N: 300,
-			Escalations: []calibration.Escalation{{TargetError: 0.05, Delta: calibration.EscalationDelta, Threshold: 0.9, Certified: true, N: 300, Kept: 200, WrongKept: 2, UpperBound: 0.03}}}}}
-	b, err := json.Marshal(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, path+".tmp", string(b))
-	if err := os.Rename(path+".tmp", path); err != nil {
-		t.Fatal(err)
-	}
+	writeFitsFile(t, path, "r-"+fingerprint, calibration.Fit{Model: "small", Fingerprint: fingerprint, Kind: decision.Choice, Bucket: calibration.Bucket(3), Temperature: 1, N: 300,
+		Escalations: []calibration.Escalation{{TargetError: 0.05, Delta: calibration.EscalationDelta, Threshold: 0.9, Certified: true, N: 300, Kept: 200, WrongKept: 2, UpperBound: 0.03}}})
 }
 
 // A cascade through the built binary: on /v1/systemone each question is

@@ -2,12 +2,9 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -29,18 +26,7 @@ import (
 // models.retrieve and the routes' own 404 and 405 (models.test.mjs). The engine is the real
 // llama-server with the tiny model when it is here, else the fake.
 func TestDecisionsJSClients(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		skipJS(t, "node is not installed")
-	}
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(root, "test", "js-decisions")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "openai", "package.json")); err != nil {
-		skipJS(t, "test/js-decisions/node_modules is missing: run npm ci in test/js-decisions")
-	}
+	js := jsProject(t, "js-decisions", "openai")
 	bin := testbin.Binary(t)
 	model, url, _ := startEngine(t)
 	no := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{"not-served"},
@@ -60,15 +46,9 @@ nodes:
 	writeFile(t, limitedCfg, nodes+"rate_limit: {per_second: 0.001, burst: 1}\n")
 	limited := serve(t, bin, limitedCfg)
 
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "--test", "--test-concurrency=1", "decisions.test.mjs", "models.test.mjs")
-	cmd.Dir = dir
-	cmd.Env = append(env("SYSTEM1_", "OPENAI_"), "SYSTEM1_URL="+base, "SYSTEM1_MODEL="+model, "SYSTEM1_API_KEY="+key,
+	out, err := js.test(t, 3*time.Minute, append(env("SYSTEM1_", "OPENAI_"), "SYSTEM1_URL="+base, "SYSTEM1_MODEL="+model, "SYSTEM1_API_KEY="+key,
 		"SYSTEM1_REFUSAL_HEADER=X-System1-Min-Label-Mass: 0.99", "SYSTEM1_DOWN_MODEL=gone", "SYSTEM1_NOT_SERVED_MODEL=not-served",
-		"SYSTEM1_LIMITED_URL="+limited)
-	out, err := cmd.CombinedOutput()
-	t.Logf("node --test decisions.test.mjs models.test.mjs:\n%s", out)
+		"SYSTEM1_LIMITED_URL="+limited), "--test-concurrency=1", "decisions.test.mjs", "models.test.mjs")
 	if err != nil {
 		t.Fatalf("the Decisions clients' test failed: %v", err)
 	}
@@ -87,18 +67,7 @@ nodes:
 // with an assets map and a box question is the SDK's BadRequestError,
 // and the engine is never called.
 func TestJSClientImages(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		skipJS(t, "node is not installed")
-	}
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(root, "test", "js")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@typesafe-ai", "sdk", "package.json")); err != nil {
-		skipJS(t, "test/js/node_modules is missing: run npm ci in test/js")
-	}
+	js := jsProject(t, "js", "@typesafe-ai/sdk")
 	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp})
 	t.Cleanup(f.Close)
 	const key = "e2e-key"
@@ -106,13 +75,7 @@ func TestJSClientImages(t *testing.T) {
 	writeFile(t, cfg, fmt.Sprintf("keys: [%s]\naliases: {jev-latest: %s}\nnodes:\n  - {name: engine, url: %s, dialect: llamacpp, models: [%s]}\n",
 		key, fakeengine.DefaultModel, f.URL, fakeengine.DefaultModel))
 	base := serve(t, testbin.Binary(t), cfg)
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "--test", "--test-name-pattern=images", "sdk.test.mjs")
-	cmd.Dir = dir
-	cmd.Env = append(env("TYPESAFE_"), "TYPESAFE_BASE_URL="+base, "TYPESAFE_API_KEY="+key)
-	out, err := cmd.CombinedOutput()
-	t.Logf("node --test sdk.test.mjs (images):\n%s", out)
+	out, err := js.test(t, 2*time.Minute, append(env("TYPESAFE_"), "TYPESAFE_BASE_URL="+base, "TYPESAFE_API_KEY="+key), "--test-name-pattern=images", "sdk.test.mjs")
 	if err != nil || !bytes.Contains(out, []byte("# pass 1")) || !bytes.Contains(out, []byte("# fail 0")) {
 		t.Fatalf("the JS SDK's images test: %v", err)
 	}

@@ -26,19 +26,7 @@ import (
 // here, else the fake engine, whose numbers the script then checks
 // exactly.
 func TestJSClient(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		skipJS(t, "node is not installed")
-	}
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(root, "test", "js")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@typesafe-ai", "sdk", "package.json")); err != nil {
-		skipJS(t, "test/js/node_modules is missing: run npm ci in test/js")
-	}
-
+	js := jsProject(t, "js", "@typesafe-ai/sdk")
 	bin := testbin.Binary(t)
 	model, url, expect := startEngine(t)
 	const key = "e2e-key"
@@ -54,19 +42,49 @@ nodes:
 `, key, model, url, model))
 	base := serve(t, bin, cfg)
 
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "--test", "sdk.test.mjs")
-	cmd.Dir = dir
-	cmd.Env = append(env("TYPESAFE_"), "TYPESAFE_BASE_URL="+base, "TYPESAFE_API_KEY="+key, "SYSTEM1_EXPECT="+expect)
-	out, err := cmd.CombinedOutput()
-	t.Logf("node --test sdk.test.mjs (SYSTEM1_EXPECT=%s):\n%s", expect, out)
+	out, err := js.test(t, 2*time.Minute, append(env("TYPESAFE_"), "TYPESAFE_BASE_URL="+base, "TYPESAFE_API_KEY="+key, "SYSTEM1_EXPECT="+expect), "sdk.test.mjs")
 	if err != nil {
 		t.Fatalf("the JS SDK test failed: %v", err)
 	}
 	if !bytes.Contains(out, []byte("# pass 5")) || !bytes.Contains(out, []byte("# fail 0")) {
 		t.Fatal("node --test did not report 5 passing tests and no failures")
 	}
+}
+
+// nodeProject is a JS project of test/ to run with node --test.
+type nodeProject struct{ node, dir string }
+
+// jsProject is the project test/<name>, whose dependencies (pkg among
+// them) npm ci installed; it skips (skipJS) when node or they are
+// missing.
+func jsProject(t *testing.T, name, pkg string) nodeProject {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		skipJS(t, "node is not installed")
+	}
+	dir, err := filepath.Abs(filepath.Join("..", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", pkg, "package.json")); err != nil {
+		skipJS(t, fmt.Sprintf("test/%s/node_modules is missing: run npm ci in test/%s", name, name))
+	}
+	return nodeProject{node, dir}
+}
+
+// test runs node --test with args in the project, for at most limit, with
+// env as its environment, and returns its output, which it logs.
+func (p nodeProject) test(t *testing.T, limit time.Duration, env []string, args ...string) ([]byte, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, p.node, append([]string{"--test"}, args...)...)
+	cmd.Dir = p.dir
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	t.Logf("node --test %s:\n%s", strings.Join(args, " "), out)
+	return out, err
 }
 
 // skipJS skips for a missing JS toolchain, unless SYSTEM1_REQUIRE_JS is
