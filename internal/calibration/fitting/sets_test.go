@@ -138,14 +138,21 @@ func TestSelectionSets(t *testing.T) {
 	if !s.Adopt || s.Calibrator.Method == calibration.MethodNone {
 		t.Fatalf("no calibrator adopted: %s", s.Reason)
 	}
-	odd := 0
+	// A temperature's refit takes the first fold (1500 cases give it
+	// about 300), the threshold the other four.
+	if s.Calibrator.Method != calibration.MethodTemperature {
+		t.Fatalf("adopted %s; the test wants a temperature", s.Calibrator.Method)
+	}
+	rest := 0
 	for _, k := range s.fold {
-		odd += k % 2
+		if k > 0 {
+			rest++
+		}
 	}
 	fresh := overconfident(3000, 6, 1.5, 42)
 	for _, c := range sets {
-		if c.N != odd || c.Holdout == nil || c.Holdout.N != odd || c.Calibrator == nil || c.Calibrator.Method != s.Calibrator.Method {
-			t.Fatalf("set %+v (calibrator %v), want %d cases under a %s", c, c.Calibrator, odd, s.Calibrator.Method)
+		if c.N != rest || c.Holdout == nil || c.Holdout.N != rest || c.Calibrator == nil || c.Calibrator.Method != s.Calibrator.Method {
+			t.Fatalf("set %+v (calibrator %v), want %d cases under a %s", c, c.Calibrator, rest, s.Calibrator.Method)
 		}
 		if got, slack := c.Evaluate(fresh).Coverage, 4*math.Sqrt(c.Coverage*(1-c.Coverage)/float64(c.N)); got < c.Coverage-slack {
 			t.Errorf("at %v fresh answers are covered %.4f of the time, under %.4f", c.Coverage, got, c.Coverage-slack)
@@ -179,6 +186,37 @@ func TestSelectionSets(t *testing.T) {
 	}
 	if _, err := few.Sets("rank", []float64{0.9}); err == nil {
 		t.Error("an unknown method was taken")
+	}
+}
+
+func TestSetFolds(t *testing.T) {
+	vector := func(biases int) calibration.Calibrator {
+		return calibration.Calibrator{Method: calibration.MethodVector, Temperature: 1, Biases: make([]float64, biases)}
+	}
+	for _, tc := range []struct {
+		name  string
+		c     calibration.Calibrator
+		sizes []int // cases per fold
+		want  int
+	}{
+		{"temperature, one fold enough", calibration.TemperatureCalibrator(2), []int{30, 30, 30, 30, 30}, 1},
+		{"level, one fold enough", calibration.Calibrator{Method: calibration.MethodLevel, Temperature: 2}, []int{20, 30, 30, 30, 30}, 1},
+		{"temperature, small folds", calibration.TemperatureCalibrator(2), []int{8, 8, 8, 8, 8}, 3},
+		{"vector of 4 options, 100 cases", vector(4), []int{60, 60, 60, 60, 60}, 2},
+		{"vector of 4 options, large folds", vector(4), []int{100, 60, 60, 60, 60}, 1},
+		{"vector of 4 options, small folds", vector(4), []int{30, 30, 30, 30, 30}, 3},
+		{"vector of 77 options: today's cap", vector(77), []int{200, 200, 200, 200, 200}, 3},
+		{"two folds", vector(12), []int{30, 30}, 1},
+	} {
+		var fold []int
+		for k, n := range tc.sizes {
+			for range n {
+				fold = append(fold, k)
+			}
+		}
+		if got := setFolds(tc.c, fold, len(tc.sizes)); got != tc.want {
+			t.Errorf("%s: %d folds, want %d", tc.name, got, tc.want)
+		}
 	}
 }
 
