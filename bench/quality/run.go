@@ -357,6 +357,9 @@ decision_log:
 		}
 	}()
 	ctx := context.Background()
+	if err := srv.waitBuild(ctx, fakeengine.DefaultModel, 30*time.Second); err != nil {
+		return l, err
+	}
 	before, err := srv.calibrationReport(ctx, o.TargetError)
 	if err != nil {
 		return l, err

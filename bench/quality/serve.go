@@ -109,6 +109,44 @@ func startServe(bin, cfg, dir string, concurrency int) (*server, error) {
 	return nil, fmt.Errorf("system1 serve did not listen within 30s:\n%s", s.log())
 }
 
+// waitBuild waits until the server's background probe has named the
+// build of model (GET /health): an answer served before it names no
+// build, and its outcome then counts toward no build's refit, so a first
+// part of n answers would leave the refit short of min_outcomes n.
+func (s *server) waitBuild(ctx context.Context, model string, within time.Duration) error {
+	var health struct {
+		Nodes []struct {
+			Fingerprints []struct {
+				Model string `json:"model"`
+				ID    string `json:"fingerprint"`
+			} `json:"fingerprints"`
+		} `json:"nodes"`
+	}
+	deadline := time.Now().Add(within)
+	for {
+		_, body, err := s.call(ctx, http.MethodGet, "/health", nil, nil)
+		if json.Unmarshal(body, &health) == nil { // a 503 while starting still says the nodes
+			for _, n := range health.Nodes {
+				for _, f := range n.Fingerprints {
+					if f.Model == model && f.ID != "" {
+						return nil
+					}
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("GET /health named no build of %s within %s (last: %v %s):\n%s", model, within, err, head(body, 600), s.log())
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.exited:
+			return fmt.Errorf("system1 serve exited before it named a build:\n%s", s.log())
+		case <-time.After(20 * time.Millisecond): // the probe is the server's own; nothing to wait on but its reply
+		}
+	}
+}
+
 // log is what the server has written to stderr so far.
 func (s *server) log() []byte {
 	b, _ := os.ReadFile(s.logPath)
