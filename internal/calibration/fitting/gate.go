@@ -256,29 +256,8 @@ type BucketReport struct {
 	Gate        Gate      `json:"gate"`
 }
 
-// NewBucketReport measures preds, the uncalibrated distributions of one
-// group with their outcomes, raw and tempered by t (a t that is not a
-// positive finite number is 1, which is no calibration), and suggests a gate at target on the
-// tempered confidences: those the caller acts on.
-func NewBucketReport(model string, kind decision.Kind, bucket string, preds []calibration.Prediction, t, target float64) BucketReport {
-	c := calibration.TemperatureCalibrator(t)
-	if !(t > 0) || math.IsInf(t, 0) || t == 1 {
-		c = calibration.Identity()
-	}
-	return NewBucketReportWith(model, kind, bucket, preds, c, target)
-}
-
-// NewBucketReportWith is NewBucketReport with any calibrator: preds raw
-// and calibrated by c (a c that fails Check is Identity), the gate on
-// the calibrated confidences.
-func NewBucketReportWith(model string, kind decision.Kind, bucket string, preds []calibration.Prediction, c calibration.Calibrator, target float64) BucketReport {
-	if c.Check() != nil {
-		c = calibration.Identity()
-	}
-	cal := calibration.Calibrate(preds, c)
-	return bucketReport(model, kind, bucket, c, Measure(preds), Measure(cal), SuggestGate(cal, target))
-}
-
+// bucketReport is the report of one bucket measured raw and calibrated
+// by c, with gate suggested on the calibrated confidences.
 func bucketReport(model string, kind decision.Kind, bucket string, c calibration.Calibrator, raw, cal Metrics, gate Gate) BucketReport {
 	return BucketReport{
 		Model: model, Kind: kind, Bucket: bucket,

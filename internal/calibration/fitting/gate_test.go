@@ -194,10 +194,10 @@ func FuzzSuggestGate(f *testing.F) {
 	})
 }
 
-func TestNewBucketReport(t *testing.T) {
+func TestBucketReport(t *testing.T) {
 	// Over-confident: 0.95 stated, 70% right.
 	preds := append(cases(70, 0, 0.95), cases(30, 30, 0.95)...)
-	r := NewBucketReport("m", decision.Choice, "2", preds, 0.3, 0.02)
+	r := caseReport(preds, calibration.TemperatureCalibrator(0.3), 0.02)
 	if r.Outcomes != 100 || r.Accuracy != 0.7 || math.Abs(r.ECE-0.25) > 1e-9 || r.Temperature != 0.3 {
 		t.Fatalf("report %+v", r)
 	}
@@ -205,15 +205,12 @@ func TestNewBucketReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	good := NewBucketReport("m", decision.Choice, "2", preds, fit, 0.02)
+	good := caseReport(preds, calibration.TemperatureCalibrator(fit), 0.02)
 	if !(good.ECECalibrated < 0.01 && good.NLLCalibrated < good.NLL) {
 		t.Errorf("the fitted temperature %v: ECE %v -> %v, NLL %v -> %v", fit, good.ECE, good.ECECalibrated, good.NLL, good.NLLCalibrated)
 	}
 	if good.Gate.Threshold != nil {
 		t.Errorf("a gate over 30%% wrong at one confidence: %+v", good.Gate)
-	}
-	if NewBucketReport("m", decision.Choice, "2", preds, math.NaN(), 0).Temperature != 1 {
-		t.Error("a NaN temperature is not 1")
 	}
 }
 
