@@ -33,7 +33,7 @@ func reportDriftFull(ctx context.Context, log *decisionlog.Log, until time.Time,
 	type sides struct {
 		kind     decision.Kind
 		options  []string
-		ref, cur []fitting.Answer
+		ref, cur fitting.DriftHistogram
 	}
 	by := map[driftKey]*sides{}
 	for _, e := range es {
@@ -51,14 +51,14 @@ func reportDriftFull(ctx context.Context, log *decisionlog.Log, until time.Time,
 			by[k] = s
 		}
 		if e.Time.Before(cut) {
-			s.ref = append(s.ref, a)
+			s.ref.Add(a)
 		} else {
-			s.cur = append(s.cur, a)
+			s.cur.Add(a)
 		}
 	}
 	out := make([]SignatureDrift, 0, len(by))
 	for k, s := range by {
-		d := fitting.MeasureDrift(s.ref, s.cur, opt.Threshold)
+		d := fitting.MeasureDriftOf(s.ref, s.cur, opt.Threshold)
 		out = append(out, SignatureDrift{Model: k.model, Signature: k.sig, Kind: s.kind, Options: s.options, PSI: d.PSI(), Drift: d})
 	}
 	slices.SortFunc(out, func(a, b SignatureDrift) int {
