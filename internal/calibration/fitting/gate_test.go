@@ -326,9 +326,9 @@ func TestSetGateWithAMap(t *testing.T) {
 	if g := SuggestGate(calibration.Calibrate(preds, calibration.TemperatureCalibrator(2)), 0.05); g.Threshold == nil || *g.Threshold != f.Gate.Threshold {
 		t.Errorf("gate %+v without a map, the calibrator's is %+v", f.Gate, g)
 	}
-	m, err := FitConfidenceMap(calibration.Calibrate(preds, f.Calibrator()))
-	if err != nil {
-		t.Fatal(err)
+	m, ok := mapOf(calibration.Calibrate(preds, f.Calibrator()))
+	if !ok {
+		t.Fatal("no map")
 	}
 	f.ConfidenceMap = &m
 	// The map is flat over its steps, so a gate on what it serves is
