@@ -214,60 +214,6 @@ func TestBucketReport(t *testing.T) {
 	}
 }
 
-func TestDecideRefit(t *testing.T) {
-	r := rand.New(rand.NewPCG(3, 4))
-	// Stated 0.9, right 65% of the time: a temperature above 1 helps.
-	var preds []calibration.Prediction
-	for range 400 {
-		exp := 0
-		if r.Float64() > 0.65 {
-			exp = 1
-		}
-		preds = append(preds, calibration.Prediction{Kind: decision.Choice, Dist: decision.Distribution{0.9, 0.1}, Expected: exp, Options: 2})
-	}
-	ref, err := DecideRefit(preds, 1, 0.25, 7, 30)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !ref.Adopt || !(ref.HeldNLL < ref.HeldNLLCurrent) || ref.Temperature <= 1 || ref.Train+ref.Held != 400 || ref.Held != 100 {
-		t.Fatalf("refit %+v", ref)
-	}
-	// Against the temperature it just found, a refit on the same data is
-	// no better: refused.
-	again, err := DecideRefit(preds, ref.Temperature, 0.25, 7, 30)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if again.Adopt || again.HeldNLL < again.HeldNLLCurrent {
-		t.Fatalf("a refit that does not lower held-out NLL was adopted: %+v", again)
-	}
-	// A fit whose training split misleads it (all right there, all wrong
-	// held out) raises held-out NLL and is refused.
-	var skew []calibration.Prediction
-	skew = append(skew, cases(100, 0, 0.8)...)
-	train, held := Split(skew, 0.5, 1)
-	_ = train
-	heldSet := map[*float64]bool{}
-	for i := range held {
-		heldSet[&held[i].Dist[0]] = true
-	}
-	for i := range skew {
-		if heldSet[&skew[i].Dist[0]] {
-			skew[i].Expected = 1
-		}
-	}
-	bad, err := DecideRefit(skew, 1, 0.5, 1, 30)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if bad.Adopt || !(bad.HeldNLL > bad.HeldNLLCurrent) {
-		t.Fatalf("refit %+v: want a refused fit that raises held-out NLL", bad)
-	}
-	if _, err := DecideRefit(preds[:10], 1, 0.25, 7, 30); err == nil {
-		t.Error("10 cases refitted with a minimum of 30")
-	}
-}
-
 // A fit's gate is SuggestGate's on its own cases after its temperature:
 // the held-out ones where there are, else the fitted ones; none where no
 // threshold passes the bound.
