@@ -12,7 +12,7 @@ import (
 )
 
 // MaxMapKnots bounds the knots of a ConfidenceMap, in a fits file and
-// from fitting.FitConfidenceMap, which keeps evenly spaced ones of a longer fit.
+// from fitting.Select, which keeps evenly spaced ones of a longer fit.
 const MaxMapKnots = 128
 
 // ConfidenceMap is a monotone map of the confidence of the predicted

@@ -2,7 +2,6 @@ package decisionlog
 
 import (
 	"database/sql"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,26 +14,9 @@ import (
 // as NULL; a log written before costs gains the column, its rows' cost
 // unknown.
 func TestCostColumn(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "decisions.db")
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open(sqliteDriver, "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := strings.Replace(schema(false)[0], ",\n\t\t\tcost_picousd BIGINT", "", 1)
-	if old == schema(false)[0] {
-		t.Fatal("the old schema still has the column")
-	}
-	if _, err := db.Exec(old); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`INSERT INTO decisions (request_id, question_id, at_ns, face, model, node, kind, options, engine_dist, steps, final_dist, latency_us, state_sha256)
-		VALUES ('old', 'q', ?, 'systemone', 'm1', 'n1', 'choice', '["a","b"]', '[0.6,0.4]', '[]', '[0.6,0.4]', 1, '')`, time.Now().UnixNano()); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+	path := oldLog(t, ",\n\t\t\tcost_picousd BIGINT",
+		`INSERT INTO decisions (request_id, question_id, at_ns, face, model, node, kind, options, engine_dist, steps, final_dist, latency_us, state_sha256)
+		VALUES ('old', 'q', ?, 'systemone', 'm1', 'n1', 'choice', '["a","b"]', '[0.6,0.4]', '[]', '[0.6,0.4]', 1, '')`, time.Now().UnixNano())
 	cost, err := decision.ParseUSD("0.000123456789")
 	if err != nil {
 		t.Fatal(err)
@@ -61,4 +43,28 @@ func TestCostColumn(t *testing.T) {
 	if err := l.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// oldLog writes a SQLite log at a new path as an older build made it: the
+// table without the columns strip names (as the schema spells them), with
+// one row inserted by insert; it returns the path.
+func oldLog(t *testing.T, strip, insert string, args ...any) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "decisions.db")
+	db, err := sql.Open(sqliteDriver, "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	old := strings.Replace(schema(false)[0], strip, "", 1)
+	if old == schema(false)[0] {
+		t.Fatal("the old schema still has the columns")
+	}
+	if _, err := db.Exec(old); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(insert, args...); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

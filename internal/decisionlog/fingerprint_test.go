@@ -1,9 +1,6 @@
 package decisionlog
 
 import (
-	"database/sql"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -53,26 +50,9 @@ func TestRecordsKeepTheFingerprint(t *testing.T) {
 // gains the columns, its rows read as of an unknown build and no cascade,
 // and new rows keep theirs.
 func TestOldLogGainsTheFingerprintColumn(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "decisions.db")
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open(sqliteDriver, "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := strings.Replace(schema(false)[0], ",\n\t\t\tfingerprint TEXT NOT NULL DEFAULT '',\n\t\t\tcost_picousd BIGINT,\n\t\t\tcascade_model TEXT NOT NULL DEFAULT '',\n\t\t\tcascade_stage INTEGER NOT NULL DEFAULT 0", "", 1)
-	if old == schema(false)[0] {
-		t.Fatal("the old schema still has the column")
-	}
-	if _, err := db.Exec(old); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`INSERT INTO decisions (request_id, question_id, at_ns, face, model, node, kind, options, engine_dist, steps, final_dist, latency_us, state_sha256)
-		VALUES ('old', 'q', ?, 'systemone', 'm1', 'n1', 'choice', '["a","b"]', '[0.6,0.4]', '[]', '[0.6,0.4]', 1, '')`, time.Now().UnixNano()); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+	path := oldLog(t, ",\n\t\t\tfingerprint TEXT NOT NULL DEFAULT '',\n\t\t\tcost_picousd BIGINT,\n\t\t\tcascade_model TEXT NOT NULL DEFAULT '',\n\t\t\tcascade_stage INTEGER NOT NULL DEFAULT 0",
+		`INSERT INTO decisions (request_id, question_id, at_ns, face, model, node, kind, options, engine_dist, steps, final_dist, latency_us, state_sha256)
+		VALUES ('old', 'q', ?, 'systemone', 'm1', 'n1', 'choice', '["a","b"]', '[0.6,0.4]', '[]', '[0.6,0.4]', 1, '')`, time.Now().UnixNano())
 	for range 2 { // and again, once the column is there
 		l := openLog(t, Options{Path: path})
 		ctx := ctxT(t)

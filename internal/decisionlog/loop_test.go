@@ -80,18 +80,19 @@ func TestLoopFromTheLogLowersECE(t *testing.T) {
 	if len(groups) != 1 || groups[0].Kind != decision.Choice || groups[0].Bucket != "3-4" || len(groups[0].Entries) != len(early) {
 		t.Fatalf("groups %+v", groups)
 	}
-	refit, err := fitting.DecideRefit(groups[0].Predictions(Entry.Uncalibrated), 1, 0.2, 1, 30)
+	sel, err := fitting.Select(groups[0].Predictions(Entry.Uncalibrated), calibration.Identity(), fitting.SelectOptions{Seed: 1, Methods: []string{calibration.MethodNone, calibration.MethodTemperature}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !refit.Adopt {
-		t.Fatalf("refit not adopted: %+v", refit)
+	if !sel.Adopt || sel.Calibrator.Method != calibration.MethodTemperature {
+		t.Fatalf("refit not adopted: %s", sel.Reason)
 	}
+	temp := sel.Calibrator.Temperature
 
 	lateRaw := fitting.Measure(serve(late, 1, ""))
-	lateCal := fitting.Measure(serve(late, refit.Temperature, "refit-"+strconv.Itoa(1)))
-	t.Logf("early traffic %d: ECE %.3f NLL %.3f; refit T=%.2f (held-out NLL %.3f vs %.3f at T=1); later traffic %d: ECE %.3f -> %.3f, NLL %.3f -> %.3f",
-		len(early), before.ECE, before.NLL, refit.Temperature, refit.HeldNLL, refit.HeldNLLCurrent, len(late), lateRaw.ECE, lateCal.ECE, lateRaw.NLL, lateCal.NLL)
+	lateCal := fitting.Measure(serve(late, temp, "refit-"+strconv.Itoa(1)))
+	t.Logf("early traffic %d: ECE %.3f NLL %.3f; refit T=%.2f (%s); later traffic %d: ECE %.3f -> %.3f, NLL %.3f -> %.3f",
+		len(early), before.ECE, before.NLL, temp, sel.Reason, len(late), lateRaw.ECE, lateCal.ECE, lateRaw.NLL, lateCal.NLL)
 	if !(lateCal.ECE < lateRaw.ECE) || !(lateCal.NLL < lateRaw.NLL) {
 		t.Fatalf("the refit did not help later traffic: ECE %.3f -> %.3f, NLL %.3f -> %.3f", lateRaw.ECE, lateCal.ECE, lateRaw.NLL, lateCal.NLL)
 	}

@@ -14,8 +14,6 @@
 package decisionlog
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -123,12 +121,6 @@ type Record struct {
 // DecideQuestion is the question id under which a decide request's
 // single question is stored.
 const DecideQuestion = "decision"
-
-// HashState is the hex SHA-256 of a state's JSON.
-func HashState(state []byte) string {
-	h := sha256.Sum256(state)
-	return hex.EncodeToString(h[:])
-}
 
 // Answered is the distribution answered: Final, or the last step's, or
 // EngineDist.

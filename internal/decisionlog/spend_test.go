@@ -2,10 +2,7 @@ package decisionlog
 
 import (
 	"context"
-	"database/sql"
-	"path/filepath"
 	"reflect"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -176,24 +173,10 @@ func TestUsage(t *testing.T) {
 // A log made before records named their key gains key_name and the
 // token columns, its rows under no key.
 func TestKeyColumnsAdded(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "decisions.db")
-	db, err := sql.Open(sqliteDriver, "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := strings.Replace(schema(false)[0], ",\n\t\t\tkey_name TEXT NOT NULL DEFAULT '',\n\t\t\tinput_tokens BIGINT NOT NULL DEFAULT 0,\n\t\t\toutput_tokens BIGINT NOT NULL DEFAULT 0", "", 1)
-	if old == schema(false)[0] {
-		t.Fatal("the old schema still has the columns")
-	}
-	if _, err := db.Exec(old); err != nil {
-		t.Fatal(err)
-	}
 	at := time.Now()
-	if _, err := db.Exec(`INSERT INTO decisions (request_id, question_id, at_ns, face, model, node, kind, options, engine_dist, steps, final_dist, latency_us, state_sha256, cost_picousd)
-		VALUES ('old', 'q', ?, 'systemone', 'm1', 'n1', 'choice', '["a","b"]', '[0.6,0.4]', '[]', '[0.6,0.4]', 1, '', 9)`, at.UnixNano()); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+	path := oldLog(t, ",\n\t\t\tkey_name TEXT NOT NULL DEFAULT '',\n\t\t\tinput_tokens BIGINT NOT NULL DEFAULT 0,\n\t\t\toutput_tokens BIGINT NOT NULL DEFAULT 0",
+		`INSERT INTO decisions (request_id, question_id, at_ns, face, model, node, kind, options, engine_dist, steps, final_dist, latency_us, state_sha256, cost_picousd)
+		VALUES ('old', 'q', ?, 'systemone', 'm1', 'n1', 'choice', '["a","b"]', '[0.6,0.4]', '[]', '[0.6,0.4]', 1, '', 9)`, at.UnixNano())
 	l := openLog(t, Options{Path: path})
 	ctx := ctxT(t)
 	l.Record(priced("a", at, 5))

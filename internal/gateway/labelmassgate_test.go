@@ -76,7 +76,7 @@ func TestLabelMassGateFromOutcomes(t *testing.T) {
 	// The default target, 5%: with about 80 in-scope outcomes the bound
 	// allows none lost, so the gate is the least in-scope mass seen.
 	until := time.Now().Add(time.Second)
-	def, err := outcomes.ReportCalibration(t.Context(), dlog, nil, since, until, 0)
+	def, err := outcomes.ReportCalibrationWith(t.Context(), dlog, nil, outcomes.ReportOptions{Since: since, Until: until})
 	if err != nil || len(def.LabelMass) != 1 {
 		t.Fatalf("report %+v, %v", def.LabelMass, err)
 	}

@@ -31,7 +31,7 @@ type DriftOptions struct {
 	// Window is the current window, ending at the report's end;
 	// Reference the window just before it.
 	Window, Reference time.Duration
-	// Threshold is fitting.MeasureDrift's.
+	// Threshold is fitting.MeasureDriftOf's.
 	Threshold float64
 }
 
@@ -50,7 +50,7 @@ func (o DriftOptions) withDefaults() DriftOptions {
 
 // SignatureDrift is one model and question signature's drift: how its
 // answers in the current window compare with the reference window,
-// without any outcome (fitting.MeasureDrift).
+// without any outcome (fitting.MeasureDriftOf).
 type SignatureDrift struct {
 	Model     string        `json:"model"`
 	Signature string        `json:"signature"`

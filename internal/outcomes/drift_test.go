@@ -33,7 +33,7 @@ func reportDriftFull(ctx context.Context, log *decisionlog.Log, until time.Time,
 	type sides struct {
 		kind     decision.Kind
 		options  []string
-		ref, cur []fitting.Answer
+		ref, cur fitting.DriftHistogram
 	}
 	by := map[driftKey]*sides{}
 	for _, e := range es {
@@ -51,14 +51,14 @@ func reportDriftFull(ctx context.Context, log *decisionlog.Log, until time.Time,
 			by[k] = s
 		}
 		if e.Time.Before(cut) {
-			s.ref = append(s.ref, a)
+			s.ref.Add(a)
 		} else {
-			s.cur = append(s.cur, a)
+			s.cur.Add(a)
 		}
 	}
 	out := make([]SignatureDrift, 0, len(by))
 	for k, s := range by {
-		d := fitting.MeasureDrift(s.ref, s.cur, opt.Threshold)
+		d := fitting.MeasureDriftOf(s.ref, s.cur, opt.Threshold)
 		out = append(out, SignatureDrift{Model: k.model, Signature: k.sig, Kind: s.kind, Options: s.options, PSI: d.PSI(), Drift: d})
 	}
 	slices.SortFunc(out, func(a, b SignatureDrift) int {
@@ -117,6 +117,22 @@ func logAnswers(t *testing.T, l *decisionlog.Log, r *rand.Rand, n int, at func(i
 	if err := l.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// checkDrift holds the tracker's drift report at until to the full
+// read's, and returns it.
+func checkDrift(t *testing.T, tr *Tracker, l *decisionlog.Log, what string, until time.Time, do DriftOptions) []SignatureDrift {
+	t.Helper()
+	rep, err := tr.Report(t.Context(), nil, ReportOptions{Since: until.Add(-time.Hour), Until: until, Drift: do})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := reportDriftFull(t.Context(), l, until, do)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameDrift(t, what, rep.Drift, want)
+	return rep.Drift
 }
 
 // sameDrift fails unless got is want, but for the mean confidences,
@@ -185,16 +201,7 @@ func TestDriftReportEqualsTheFullRead(t *testing.T) {
 			tr := NewTracker(l)
 			check := func(what string, until time.Time) []SignatureDrift {
 				t.Helper()
-				rep, err := tr.Report(ctx, nil, ReportOptions{Since: until.Add(-time.Hour), Until: until, Drift: do})
-				if err != nil {
-					t.Fatal(err)
-				}
-				want, err := reportDriftFull(ctx, l, until, do)
-				if err != nil {
-					t.Fatal(err)
-				}
-				sameDrift(t, what, rep.Drift, want)
-				return rep.Drift
+				return checkDrift(t, tr, l, what, until, do)
 			}
 			first := check("the first read", until)
 			check("the first read, at a time inside a minute", odd)
@@ -318,17 +325,8 @@ func TestDriftForgetsPrunedRecords(t *testing.T) {
 	tr := NewTracker(l)
 	report := func(what string) int {
 		t.Helper()
-		rep, err := tr.Report(ctx, nil, ReportOptions{Since: until.Add(-time.Hour), Until: until, Drift: do})
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := reportDriftFull(ctx, l, until, do)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sameDrift(t, what, rep.Drift, want)
 		n := 0
-		for _, d := range rep.Drift {
+		for _, d := range checkDrift(t, tr, l, what, until, do) {
 			n += d.Reference + d.Current
 		}
 		return n
@@ -366,15 +364,7 @@ func TestDriftFirstReadOfManyRecords(t *testing.T) {
 		if what != "the first read" {
 			logAnswers(t, l, r, 500, func(int) time.Time { return until.Add(-time.Duration(r.Int64N(int64(time.Hour)))) })
 		}
-		rep, err := tr.Report(ctx, nil, ReportOptions{Since: until.Add(-time.Hour), Until: until, Drift: do})
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := reportDriftFull(ctx, l, until, do)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sameDrift(t, what, rep.Drift, want)
+		checkDrift(t, tr, l, what, until, do)
 		tr.drift.mu.Lock()
 		if n := len(tr.drift.seen); n > driftSlack {
 			t.Errorf("%s: %d ids kept above the low one, want at most driftSlack (%d)", what, n, driftSlack)
@@ -404,15 +394,7 @@ func TestDriftFedAsAnswersAreRecorded(t *testing.T) {
 	do := DriftOptions{Window: 40 * time.Second, Reference: 50 * time.Second}
 	report := func(what string, until time.Time) {
 		t.Helper()
-		rep, err := tr.Report(ctx, nil, ReportOptions{Since: until.Add(-time.Hour), Until: until, Drift: do})
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := reportDriftFull(ctx, l, until, do)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sameDrift(t, what, rep.Drift, want)
+		checkDrift(t, tr, l, what, until, do)
 	}
 	report("the first read", now)
 	counted := func() (low int64, n int) {

@@ -80,15 +80,6 @@ type ReliabilityBin struct {
 	Count      int     `json:"count"`
 }
 
-// ReportCalibration reports on the log's answers with outcomes from since to
-// until, both included (until is the report's end, usually now: never
-// later than the report was made), each bucket calibrated by the fit fits
-// hold for its model (none where none does), with a gate suggested at
-// target (0 or less: DefaultTargetError).
-func ReportCalibration(ctx context.Context, log *decisionlog.Log, fits *calibration.Fits, since, until time.Time, target float64) (CalibrationReport, error) {
-	return ReportCalibrationWith(ctx, log, fits, ReportOptions{Since: since, Until: until, TargetError: target})
-}
-
 // ReportOptions are the window a calibration report reads and what its
 // suggestions aim at.
 type ReportOptions struct {
@@ -107,8 +98,10 @@ type ReportOptions struct {
 	Loop *LoopOptions
 }
 
-// ReportCalibrationWith is ReportCalibration with every option. It reads
-// the whole log once; a server keeps a Tracker and asks it instead.
+// ReportCalibrationWith reports on the log's answers with outcomes in
+// opt's window, each bucket calibrated by the fit fits hold for its model
+// (none where none does). It reads the whole log once; a server keeps a
+// Tracker and asks it instead.
 func ReportCalibrationWith(ctx context.Context, log *decisionlog.Log, fits *calibration.Fits, opt ReportOptions) (CalibrationReport, error) {
 	if log == nil {
 		return emptyReport(fits, opt), fmt.Errorf("the decision log is off")

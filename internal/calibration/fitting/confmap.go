@@ -2,40 +2,11 @@ package fitting
 
 import (
 	"cmp"
-	"fmt"
 	"math"
 	"slices"
 
 	"system1/internal/calibration"
 )
-
-// FitConfidenceMap fits a ConfidenceMap to preds: the confidence of each
-// case's predicted answer against whether it was right. Pool adjacent
-// violators finds the non-decreasing step function of least squares
-// (cases of one confidence pooled first); each step's share right is
-// then smoothed to (right + 1/2) / (n + 1), so that no step says 0 or 1
-// from finite counts (a log-loss of a wrong answer at 1 would be
-// infinite), and pooled again, weighted by n + 1, where the smoothing
-// broke the order. Each step gives a knot at its lowest and its highest
-// confidence. A fit of more than MaxMapKnots knots keeps evenly spaced
-// ones, the first and last included: still monotone, a little coarser.
-//
-// An empty set is ErrNoCases, and a case that fails Prediction.Check an
-// error naming its index.
-func FitConfidenceMap(preds []calibration.Prediction) (calibration.ConfidenceMap, error) {
-	if len(preds) == 0 {
-		return calibration.ConfidenceMap{}, ErrNoCases
-	}
-	conf := make([]float64, len(preds))
-	right := make([]bool, len(preds))
-	for i, p := range preds {
-		if err := p.Check(); err != nil {
-			return calibration.ConfidenceMap{}, fmt.Errorf("case %d: %w", i, err)
-		}
-		conf[i], right[i] = p.Confidence(), p.Correct()
-	}
-	return fitMap(conf, right), nil
-}
 
 // mapBlock is a run of cases pooled into one step.
 type mapBlock struct {
@@ -45,8 +16,16 @@ type mapBlock struct {
 	n      int
 }
 
-// fitMap is FitConfidenceMap on confidences (each in [0, 1]) and
-// whether each was right.
+// fitMap fits a ConfidenceMap to cases given by their confidence (each
+// in [0, 1]) and whether each was right. Pool adjacent violators finds
+// the non-decreasing step function of least squares (cases of one
+// confidence pooled first); each step's share right is then smoothed to
+// (right + 1/2) / (n + 1), so that no step says 0 or 1 from finite counts
+// (a log-loss of a wrong answer at 1 would be infinite), and pooled
+// again, weighted by n + 1, where the smoothing broke the order. Each
+// step gives a knot at its lowest and its highest confidence. A fit of
+// more than MaxMapKnots knots keeps evenly spaced ones, the first and
+// last included: still monotone, a little coarser.
 func fitMap(conf []float64, right []bool) calibration.ConfidenceMap {
 	idx := make([]int, len(conf))
 	for i := range idx {

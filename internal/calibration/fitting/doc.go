@@ -4,7 +4,7 @@
 // option-count bucket (FitTemperature, FitMethod, FitConformal), chooses
 // among them by cross-validation (Select), suggests gates (SuggestGate,
 // SuggestMassGate), and compares answers over time and between models
-// (MeasureDrift, Compare). What it fits is written to a fits file of
+// (MeasureDriftOf, Compare). What it fits is written to a fits file of
 // package calibration, which the request path reads; nothing on the
 // request path imports this package. It is pure: no I/O, no global state.
 package fitting

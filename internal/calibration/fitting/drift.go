@@ -83,21 +83,6 @@ type Drift struct {
 // PSI is the largest of the two statistics.
 func (d Drift) PSI() float64 { return math.Max(d.ConfidencePSI, d.LabelPSI) }
 
-// MeasureDrift compares the current answers cur with the reference ref,
-// alarming at threshold (0 or less: DefaultDriftThreshold). The answers
-// are of one signature, so of one option count; the label histogram has
-// as many bins as the most options either holds.
-func MeasureDrift(ref, cur []Answer, threshold float64) Drift {
-	var r, c DriftHistogram
-	for _, a := range ref {
-		r.Add(a)
-	}
-	for _, a := range cur {
-		c.Add(a)
-	}
-	return MeasureDriftOf(r, c, threshold)
-}
-
 // DriftHistogram is a window's answers as drift compares them: the
 // counts of their confidence bins and top answers, and the sum of their
 // confidences. Histograms of the same bins add up (Merge), so a window's
@@ -144,8 +129,11 @@ func (h *DriftHistogram) Merge(o DriftHistogram) {
 	h.Labels = max(h.Labels, o.Labels)
 }
 
-// MeasureDriftOf is MeasureDrift of the answers the histograms ref and
-// cur count.
+// MeasureDriftOf compares the current answers the histogram cur counts
+// with the reference ref counts, alarming at threshold (0 or less:
+// DefaultDriftThreshold). The answers are of one signature, so of one
+// option count; the label histogram has as many bins as the most options
+// either holds.
 func MeasureDriftOf(ref, cur DriftHistogram, threshold float64) Drift {
 	if !(threshold > 0) {
 		threshold = DefaultDriftThreshold

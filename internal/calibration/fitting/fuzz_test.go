@@ -96,7 +96,7 @@ func FuzzFitters(f *testing.F) {
 				}
 			}
 		}
-		if m, err := FitConfidenceMap(preds); err == nil {
+		if m, ok := mapOf(preds); ok {
 			if err := m.Check(); err != nil {
 				t.Fatalf("map %+v: %v", m, err)
 			}

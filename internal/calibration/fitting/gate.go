@@ -2,8 +2,6 @@ package fitting
 
 import (
 	"cmp"
-	"errors"
-	"fmt"
 	"math"
 	"slices"
 
@@ -256,29 +254,8 @@ type BucketReport struct {
 	Gate        Gate      `json:"gate"`
 }
 
-// NewBucketReport measures preds, the uncalibrated distributions of one
-// group with their outcomes, raw and tempered by t (a t that is not a
-// positive finite number is 1, which is no calibration), and suggests a gate at target on the
-// tempered confidences: those the caller acts on.
-func NewBucketReport(model string, kind decision.Kind, bucket string, preds []calibration.Prediction, t, target float64) BucketReport {
-	c := calibration.TemperatureCalibrator(t)
-	if !(t > 0) || math.IsInf(t, 0) || t == 1 {
-		c = calibration.Identity()
-	}
-	return NewBucketReportWith(model, kind, bucket, preds, c, target)
-}
-
-// NewBucketReportWith is NewBucketReport with any calibrator: preds raw
-// and calibrated by c (a c that fails Check is Identity), the gate on
-// the calibrated confidences.
-func NewBucketReportWith(model string, kind decision.Kind, bucket string, preds []calibration.Prediction, c calibration.Calibrator, target float64) BucketReport {
-	if c.Check() != nil {
-		c = calibration.Identity()
-	}
-	cal := calibration.Calibrate(preds, c)
-	return bucketReport(model, kind, bucket, c, Measure(preds), Measure(cal), SuggestGate(cal, target))
-}
-
+// bucketReport is the report of one bucket measured raw and calibrated
+// by c, with gate suggested on the calibrated confidences.
 func bucketReport(model string, kind decision.Kind, bucket string, c calibration.Calibrator, raw, cal Metrics, gate Gate) BucketReport {
 	return BucketReport{
 		Model: model, Kind: kind, Bucket: bucket,
@@ -290,52 +267,6 @@ func bucketReport(model string, kind decision.Kind, bucket string, c calibration
 		Temperature: c.Temperature, Method: c.Method, Biases: c.Biases,
 		Gate: gate,
 	}
-}
-
-// Refit is a decision on a new temperature for one group.
-type Refit struct {
-	// Temperature is the one fitted on the training split, Current the
-	// one in use (1: none).
-	Temperature float64 `json:"temperature"`
-	Current     float64 `json:"current"`
-	// Train and Held are the sizes of the two splits.
-	Train int `json:"train"`
-	Held  int `json:"held"`
-	// HeldNLL is the held-out NLL under Temperature, HeldNLLCurrent under
-	// Current.
-	HeldNLL        float64 `json:"held_nll"`
-	HeldNLLCurrent float64 `json:"held_nll_current"`
-	// Adopt is true when the new temperature lowers held-out NLL.
-	Adopt bool `json:"adopt"`
-}
-
-// ErrTooFew means there were fewer cases than a refit needs.
-var ErrTooFew = errors.New("too few cases to refit")
-
-// DecideRefit fits a temperature on a training split of preds (Split with
-// holdout and seed) and scores it against current on the held-out split;
-// it adopts the new temperature only when the held-out NLL is lower. It
-// needs at least minCases cases, and at least one in each split.
-func DecideRefit(preds []calibration.Prediction, current, holdout float64, seed uint64, minCases int) (Refit, error) {
-	if !(current > 0) || math.IsInf(current, 0) {
-		current = 1
-	}
-	if len(preds) < max(minCases, 2) {
-		return Refit{}, fmt.Errorf("%w: %d of %d", ErrTooFew, len(preds), max(minCases, 2))
-	}
-	train, held := Split(preds, holdout, seed)
-	if len(train) == 0 || len(held) == 0 {
-		return Refit{}, fmt.Errorf("%w: a split of %d and %d (holdout %v)", ErrTooFew, len(train), len(held), holdout)
-	}
-	t, err := FitTemperature(train)
-	if err != nil {
-		return Refit{}, err
-	}
-	r := Refit{Temperature: t, Current: current, Train: len(train), Held: len(held)}
-	r.HeldNLL = Measure(Temper(held, t)).NLL
-	r.HeldNLLCurrent = Measure(Temper(held, current)).NLL
-	r.Adopt = r.HeldNLL < r.HeldNLLCurrent
-	return r, nil
 }
 
 // SetGate suggests f's gate at target (see SuggestGate) on the cases the

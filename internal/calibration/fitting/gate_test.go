@@ -194,10 +194,10 @@ func FuzzSuggestGate(f *testing.F) {
 	})
 }
 
-func TestNewBucketReport(t *testing.T) {
+func TestBucketReport(t *testing.T) {
 	// Over-confident: 0.95 stated, 70% right.
 	preds := append(cases(70, 0, 0.95), cases(30, 30, 0.95)...)
-	r := NewBucketReport("m", decision.Choice, "2", preds, 0.3, 0.02)
+	r := caseReport(preds, calibration.TemperatureCalibrator(0.3), 0.02)
 	if r.Outcomes != 100 || r.Accuracy != 0.7 || math.Abs(r.ECE-0.25) > 1e-9 || r.Temperature != 0.3 {
 		t.Fatalf("report %+v", r)
 	}
@@ -205,69 +205,12 @@ func TestNewBucketReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	good := NewBucketReport("m", decision.Choice, "2", preds, fit, 0.02)
+	good := caseReport(preds, calibration.TemperatureCalibrator(fit), 0.02)
 	if !(good.ECECalibrated < 0.01 && good.NLLCalibrated < good.NLL) {
 		t.Errorf("the fitted temperature %v: ECE %v -> %v, NLL %v -> %v", fit, good.ECE, good.ECECalibrated, good.NLL, good.NLLCalibrated)
 	}
 	if good.Gate.Threshold != nil {
 		t.Errorf("a gate over 30%% wrong at one confidence: %+v", good.Gate)
-	}
-	if NewBucketReport("m", decision.Choice, "2", preds, math.NaN(), 0).Temperature != 1 {
-		t.Error("a NaN temperature is not 1")
-	}
-}
-
-func TestDecideRefit(t *testing.T) {
-	r := rand.New(rand.NewPCG(3, 4))
-	// Stated 0.9, right 65% of the time: a temperature above 1 helps.
-	var preds []calibration.Prediction
-	for range 400 {
-		exp := 0
-		if r.Float64() > 0.65 {
-			exp = 1
-		}
-		preds = append(preds, calibration.Prediction{Kind: decision.Choice, Dist: decision.Distribution{0.9, 0.1}, Expected: exp, Options: 2})
-	}
-	ref, err := DecideRefit(preds, 1, 0.25, 7, 30)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !ref.Adopt || !(ref.HeldNLL < ref.HeldNLLCurrent) || ref.Temperature <= 1 || ref.Train+ref.Held != 400 || ref.Held != 100 {
-		t.Fatalf("refit %+v", ref)
-	}
-	// Against the temperature it just found, a refit on the same data is
-	// no better: refused.
-	again, err := DecideRefit(preds, ref.Temperature, 0.25, 7, 30)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if again.Adopt || again.HeldNLL < again.HeldNLLCurrent {
-		t.Fatalf("a refit that does not lower held-out NLL was adopted: %+v", again)
-	}
-	// A fit whose training split misleads it (all right there, all wrong
-	// held out) raises held-out NLL and is refused.
-	var skew []calibration.Prediction
-	skew = append(skew, cases(100, 0, 0.8)...)
-	train, held := Split(skew, 0.5, 1)
-	_ = train
-	heldSet := map[*float64]bool{}
-	for i := range held {
-		heldSet[&held[i].Dist[0]] = true
-	}
-	for i := range skew {
-		if heldSet[&skew[i].Dist[0]] {
-			skew[i].Expected = 1
-		}
-	}
-	bad, err := DecideRefit(skew, 1, 0.5, 1, 30)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if bad.Adopt || !(bad.HeldNLL > bad.HeldNLLCurrent) {
-		t.Fatalf("refit %+v: want a refused fit that raises held-out NLL", bad)
-	}
-	if _, err := DecideRefit(preds[:10], 1, 0.25, 7, 30); err == nil {
-		t.Error("10 cases refitted with a minimum of 30")
 	}
 }
 
@@ -329,9 +272,9 @@ func TestSetGateWithAMap(t *testing.T) {
 	if g := SuggestGate(calibration.Calibrate(preds, calibration.TemperatureCalibrator(2)), 0.05); g.Threshold == nil || *g.Threshold != f.Gate.Threshold {
 		t.Errorf("gate %+v without a map, the calibrator's is %+v", f.Gate, g)
 	}
-	m, err := FitConfidenceMap(calibration.Calibrate(preds, f.Calibrator()))
-	if err != nil {
-		t.Fatal(err)
+	m, ok := mapOf(calibration.Calibrate(preds, f.Calibrator()))
+	if !ok {
+		t.Fatal("no map")
 	}
 	f.ConfidenceMap = &m
 	// The map is flat over its steps, so a gate on what it serves is

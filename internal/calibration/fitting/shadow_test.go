@@ -104,7 +104,7 @@ func TestMeasureDrift(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			d := MeasureDrift(tc.ref, tc.cur, 0)
+			d := measureDrift(tc.ref, tc.cur, 0)
 			if d.Alarm != tc.alarm || !strings.Contains(d.Reason, tc.reason) || d.Threshold != DefaultDriftThreshold {
 				t.Fatalf("%+v", d)
 			}
@@ -116,7 +116,7 @@ func TestMeasureDrift(t *testing.T) {
 	// With no change, the PSI is near what sampling alone gives: two
 	// halves of one population do not alarm.
 	all := answers(400, func(i int) float64 { return 0.3 + 0.7*math.Mod(float64(i)*0.618034, 1) }, func(i int) int { return (i * 7) % 4 })
-	if d := MeasureDrift(all[:200], all[200:], 0); d.Alarm || !(d.ConfidencePSI < 3*d.Noise[0]) {
+	if d := measureDrift(all[:200], all[200:], 0); d.Alarm || !(d.ConfidencePSI < 3*d.Noise[0]) {
 		t.Fatalf("two halves of one population: %+v", d)
 	}
 }
@@ -124,7 +124,7 @@ func TestMeasureDrift(t *testing.T) {
 // Histograms kept by parts and merged measure the drift of the answers
 // they count: the counts, PSIs and noise exactly, the means to rounding;
 // answers of more options, or a top past them, widen the label bins as
-// MeasureDrift does.
+// measureDrift does.
 func TestMeasureDriftOfMergedHistograms(t *testing.T) {
 	answers := func(n int, seed float64, options int) []Answer {
 		out := make([]Answer, n)
@@ -145,7 +145,7 @@ func TestMeasureDriftOfMergedHistograms(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			want := MeasureDrift(tc.ref, tc.cur, 0.3)
+			want := measureDrift(tc.ref, tc.cur, 0.3)
 			// Each side counted in parts of 7 answers, then merged.
 			parts := func(as []Answer) DriftHistogram {
 				var all DriftHistogram
@@ -185,4 +185,16 @@ func TestPSI(t *testing.T) {
 	if p := psi([]float64{10, 0}, []float64{0, 10}); math.IsInf(p, 0) || math.IsNaN(p) || p <= 0 {
 		t.Fatalf("disjoint histograms: %v", p)
 	}
+}
+
+// measureDrift is MeasureDriftOf of histograms counting ref and cur.
+func measureDrift(ref, cur []Answer, threshold float64) Drift {
+	var r, c DriftHistogram
+	for _, a := range ref {
+		r.Add(a)
+	}
+	for _, a := range cur {
+		c.Add(a)
+	}
+	return MeasureDriftOf(r, c, threshold)
 }

@@ -343,25 +343,12 @@ func (s Stats) SuggestGate(target float64) Gate {
 
 // BucketStats are one bucket's statistics as outcomes arrive: raw (the
 // cases as the engine answered, before calibration) and calibrated by
-// the bucket's current fit, named by the fits revision it came from.
-// When the fit changes the calibrated statistics no longer hold: start
-// new ones with NewBucketStats and add the stored cases again, once, at
-// the refit that needed them anyway.
+// the bucket's current fit, Calibrator. When the fit changes the
+// calibrated statistics no longer hold.
 type BucketStats struct {
-	// Revision is the fits revision of Calibrator, "" for none.
-	Revision   string                 `json:"revision"`
 	Calibrator calibration.Calibrator `json:"calibrator"`
 	Raw        Stats                  `json:"raw"`
 	Calibrated Stats                  `json:"calibrated"`
-}
-
-// NewBucketStats starts a bucket's statistics under calibrator c of
-// fits revision rev; a c that fails Check is Identity.
-func NewBucketStats(c calibration.Calibrator, rev string) BucketStats {
-	if c.Check() != nil {
-		c = calibration.Identity()
-	}
-	return BucketStats{Revision: rev, Calibrator: c}
 }
 
 // Add counts one case, p with its uncalibrated distribution, raw and
@@ -372,28 +359,9 @@ func (b *BucketStats) Add(p calibration.Prediction) {
 	b.Calibrated.Add(p)
 }
 
-// Merge adds o's statistics to b's. Both must be under the same fit
-// revision and calibrator: the calibrated statistics of two fits do not
-// add up.
-func (b *BucketStats) Merge(o BucketStats) error {
-	if o.Revision != b.Revision || o.Calibrator.String() != b.Calibrator.String() {
-		return fmt.Errorf("merge: statistics under fit %q (%s) and %q (%s)", b.Revision, b.Calibrator, o.Revision, o.Calibrator)
-	}
-	if err := o.Raw.check(); err != nil {
-		return fmt.Errorf("merge raw: %w", err)
-	}
-	if err := o.Calibrated.check(); err != nil {
-		return fmt.Errorf("merge calibrated: %w", err)
-	}
-	if err := b.Raw.Merge(o.Raw); err != nil {
-		return err
-	}
-	return b.Calibrated.Merge(o.Calibrated)
-}
-
-// Report is the bucket's report from its statistics alone, as
-// NewBucketReportWith would give it from the cases, but for the gate,
-// chosen among the gate bins' edges (Stats.SuggestGate).
+// Report is the bucket's report from its statistics alone, as Measure
+// and SuggestGate would give it from the cases, but for the gate, chosen
+// among the gate bins' edges (Stats.SuggestGate).
 func (b BucketStats) Report(model string, kind decision.Kind, bucket string, target float64) BucketReport {
 	return bucketReport(model, kind, bucket, b.Calibrator, b.Raw.Metrics(), b.Calibrated.Metrics(), b.Calibrated.SuggestGate(target))
 }

@@ -137,20 +137,15 @@ func countAbove(preds []calibration.Prediction, t float64) int {
 	return n
 }
 
-// A bucket's statistics report what NewBucketReportWith reports from
-// its cases, but for the gate; statistics under two fits do not merge.
+// A bucket's statistics report what its cases report, but for the gate.
 func TestBucketStatsReport(t *testing.T) {
 	preds := biased(2000, 4, 1.5, 1, 2, 6)
 	c, err := FitVector(preds)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := NewBucketStats(c, "r1")
-	for _, p := range preds {
-		b.Add(p)
-	}
-	got := b.Report("m", decision.Choice, "3-4", 0.05)
-	want := NewBucketReportWith("m", decision.Choice, "3-4", preds, c, 0.05)
+	got := bucketStats(preds, c).Report("m", decision.Choice, "3-4", 0.05)
+	want := caseReport(preds, c, 0.05)
 	got.Gate, want.Gate = Gate{}, Gate{}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("from statistics\n%+v\nfrom cases\n%+v", got, want)
@@ -158,18 +153,22 @@ func TestBucketStatsReport(t *testing.T) {
 	if !(got.AccuracyCalibrated > got.Accuracy) || got.Method != calibration.MethodVector {
 		t.Errorf("the report does not show the vector fit: %+v", got)
 	}
-	other := NewBucketStats(calibration.TemperatureCalibrator(2), "r2")
-	if err := b.Merge(other); err == nil {
-		t.Error("merged statistics under two fits")
+}
+
+// bucketStats counts preds raw and calibrated by c.
+func bucketStats(preds []calibration.Prediction, c calibration.Calibrator) BucketStats {
+	b := BucketStats{Calibrator: c}
+	for _, p := range preds {
+		b.Add(p)
 	}
-	same := NewBucketStats(c, "r1")
-	same.Add(preds[0])
-	if err := b.Merge(same); err != nil || b.Raw.N != len(preds)+1 {
-		t.Errorf("merge: %v, n %d", err, b.Raw.N)
-	}
-	if s := NewBucketStats(calibration.Calibrator{Method: "x"}, ""); s.Calibrator.Method != calibration.MethodNone {
-		t.Errorf("a broken calibrator became %+v", s.Calibrator)
-	}
+	return b
+}
+
+// caseReport is a bucket's report from its cases, raw and calibrated by
+// c: what BucketStats.Report gives from statistics, but for the gate.
+func caseReport(preds []calibration.Prediction, c calibration.Calibrator, target float64) BucketReport {
+	cal := calibration.Calibrate(preds, c)
+	return bucketReport("m", decision.Choice, "3-4", c, Measure(preds), Measure(cal), SuggestGate(cal, target))
 }
 
 // Statistics read back broken are refused by Merge and measure as empty;
@@ -224,10 +223,7 @@ func TestRefitState(t *testing.T) {
 func BenchmarkBucketReport(b *testing.B) {
 	preds := overconfident(100000, 4, 1.5, 1)
 	c := calibration.TemperatureCalibrator(2)
-	st := NewBucketStats(c, "r")
-	for _, p := range preds {
-		st.Add(p)
-	}
+	st := bucketStats(preds, c)
 	b.Run("stats", func(b *testing.B) {
 		for b.Loop() {
 			st.Report("m", decision.Choice, "3-4", 0.05)
@@ -235,7 +231,7 @@ func BenchmarkBucketReport(b *testing.B) {
 	})
 	b.Run("cases", func(b *testing.B) {
 		for b.Loop() {
-			NewBucketReportWith("m", decision.Choice, "3-4", preds, c, 0.05)
+			caseReport(preds, c, 0.05)
 		}
 	})
 }
