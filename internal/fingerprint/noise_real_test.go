@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -82,48 +83,78 @@ func readCanary(t *testing.T, e engine.Engine, model string) fingerprint.Reading
 	return r
 }
 
-// falseAlarms reads the canary of one build once quiet, as a process
-// starting beside an idle engine takes its reference, and then n times
-// beside loadClients busy clients, each read observed by a Tracker with
-// the noise test (the canary alone, so that only the noise test and the
-// tolerance speak), and fails on any alarm. It logs its count every 50
-// reads and a row of the false-alarm table at the end, and returns the
-// tracker and key, the noise measured.
-func falseAlarms(t *testing.T, eng, build string, e engine.Engine, model string, n int) (*fingerprint.Tracker, fingerprint.Key) {
+// falseAlarms reads the canary of one build from readers concurrent
+// readers, each its own key of one Tracker with the noise test (the
+// canary alone, so that only the noise test and the tolerance speak), as
+// processes reading one node: each reads once quiet, as a process
+// starting beside an idle engine takes its reference, and then beside
+// loadClients busy clients and the other readers, n reads in all. It
+// fails on any alarm, logs the count every 50 reads and a row of the
+// false-alarm table at the end, and returns the tracker and the first
+// reader's key.
+func falseAlarms(t *testing.T, eng, build string, e engine.Engine, model string, n, readers int) (*fingerprint.Tracker, fingerprint.Key) {
 	t.Helper()
-	tr, k := fingerprint.NewTracker(), fingerprint.Key{Node: eng, Model: model}
+	tr := fingerprint.NewTracker()
 	tr.NoiseTest = true
-	tr.Observe(k, fingerprint.Print{Canary: readCanary(t, e, model)}, 0)
+	key := func(r int) fingerprint.Key {
+		return fingerprint.Key{Node: fmt.Sprintf("%s reader %d", eng, r), Model: model}
+	}
+	for r := range readers {
+		tr.Observe(key(r), fingerprint.Print{Canary: readCanary(t, e, model)}, 0)
+	}
 	var failed atomic.Int64
 	stop := busy(e, model, loadClients, &failed)
 	defer stop()
-	alarms, suspect, tested := 0, 0, 0
-	worst := 0.0
-	for i := 1; i <= n; i++ {
-		c := tr.Observe(k, fingerprint.Print{Canary: readCanary(t, e, model)}, 0)
-		if c.Changed {
-			alarms++
-			t.Errorf("%s, %s: repeat read %d alarmed: %s (z %.2f, limit %.2f, sigma %.3g, delta %.3g)",
-				eng, build, i, c, c.Z, c.ZLimit, c.Sigma, c.Delta)
-		}
-		if c.Suspect > 0 && !c.Changed {
-			suspect++
-		}
-		if c.Tested {
-			tested++
-			worst = max(worst, c.Z/c.ZLimit)
-		}
-		if i%50 == 0 || i == n {
-			t.Logf("%s, %s: %d reads beside %d busy clients: %d alarms, %d suspect reads not confirmed, noise %.3g, largest z / limit %.2f (%s)",
-				eng, build, i, loadClients, alarms, suspect, tr.Noise(k).Sigma(), worst, time.Now().UTC().Format(time.DateTime))
-		}
+	var (
+		mu                             sync.Mutex
+		reads, alarms, suspect, tested int
+		worst                          float64
+		wg                             sync.WaitGroup
+	)
+	for r := range readers {
+		wg.Go(func() {
+			for range n / readers {
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				reading, _, err := engine.ReadCanary(ctx, e, model)
+				cancel()
+				if err != nil {
+					t.Errorf("%s, reader %d: %v", eng, r, err)
+					return
+				}
+				c := tr.Observe(key(r), fingerprint.Print{Canary: reading}, 0)
+				mu.Lock()
+				reads++
+				if c.Changed {
+					alarms++
+					t.Errorf("%s, %s: reader %d's read %d alarmed: %s (z %.2f, limit %.2f, sigma %.3g, delta %.3g)",
+						eng, build, r, reads, c, c.Z, c.ZLimit, c.Sigma, c.Delta)
+				}
+				if c.Suspect > 0 && !c.Changed {
+					suspect++
+				}
+				if c.Tested {
+					tested++
+					worst = max(worst, c.Z/c.ZLimit)
+				}
+				if reads%50 == 0 {
+					t.Logf("%s, %s: %d reads: %d alarms, %d suspect reads not confirmed, largest z / limit %.2f (%s)",
+						eng, build, reads, alarms, suspect, worst, time.Now().UTC().Format(time.DateTime))
+				}
+				mu.Unlock()
+			}
+		})
 	}
+	wg.Wait()
 	if f := failed.Load(); f > 0 {
 		t.Errorf("%s: %d of the load's requests failed", eng, f)
 	}
-	t.Logf("| %s | %s | %d beside %d busy clients | %d | %d | %d | %.3g | %.2f |",
-		eng, build, n, loadClients, tested, suspect, alarms, tr.Noise(k).Sigma(), worst)
-	return tr, k
+	var noise []string
+	for r := range readers {
+		noise = append(noise, fmt.Sprintf("%.3g", tr.Noise(key(r)).Sigma()))
+	}
+	t.Logf("| %s | %s | %d by %d readers beside %d busy clients | %d | %d | %d | %s | %.2f |",
+		eng, build, reads, readers, loadClients, tested, suspect, alarms, strings.Join(noise, ", "), worst)
+	return tr, key(0)
 }
 
 // Repeat reads of one build never alarm: the canary read measuredReads
@@ -135,7 +166,7 @@ func TestNoiseFalseAlarmsOnLlamaServer(t *testing.T) {
 	}
 	needs(t, "SYSTEM1_LLAMA_SERVER")
 	s := testengine.StartWith(t, testengine.Config{Alias: alias, Slots: 4})
-	falseAlarms(t, "llama-server", "stories260K (F32), 4 slots", &llamacpp.Engine{BaseURL: s.URL}, alias, measuredReads(t))
+	falseAlarms(t, "llama-server", "stories260K (F32), 4 slots", &llamacpp.Engine{BaseURL: s.URL}, alias, measuredReads(t), 2)
 }
 
 // The same on Ollama, 4 parallel requests.
@@ -145,7 +176,7 @@ func TestNoiseFalseAlarmsOnOllama(t *testing.T) {
 	}
 	needs(t, "SYSTEM1_OLLAMA")
 	o := testengine.StartOllamaWith(t, testengine.OllamaConfig{Parallel: 4})
-	falseAlarms(t, "ollama", "stories260K (F32), 4 parallel", &ollama.Engine{BaseURL: o.URL}, testengine.OllamaModel, measuredReads(t))
+	falseAlarms(t, "ollama", "stories260K (F32), 4 parallel", &ollama.Engine{BaseURL: o.URL}, testengine.OllamaModel, measuredReads(t), 2)
 }
 
 // The same random-weight GGUF at F16 and at Q8_0 (gguf-py's quantizer)
@@ -174,7 +205,7 @@ func TestRequantizedUnderOneNameOnLlamaServer(t *testing.T) {
 		return id
 	}
 	was := identity()
-	tr, k := falseAlarms(t, "llama-server", "random-1 F16, 4 slots", e, alias, 20)
+	tr, k := falseAlarms(t, "llama-server", "random-1 F16, 4 slots", e, alias, 20, 1)
 
 	copyFile(t, q8, served)
 	s.Restart(t, testengine.Config{})
