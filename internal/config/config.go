@@ -170,9 +170,9 @@ type Fingerprint struct {
 	CheckEveryAnswers int `yaml:"check_every_answers"`
 	// NoiseTest holds canaries to each node's measured repeat noise as
 	// well as to the tolerance, so that a change under the tolerance (the
-	// same weights re-quantized) is seen; off by default: on real engines
-	// under load, batch noise the quiet reads never showed raised false
-	// alarms (docs/fingerprints.md).
+	// same weights re-quantized) is seen; off by default until its
+	// measurement on real engines under load reaches 1,000 reads without
+	// a false alarm (docs/fingerprints.md).
 	NoiseTest bool `yaml:"noise_test"`
 }
 

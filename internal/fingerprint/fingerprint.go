@@ -146,21 +146,35 @@ type Change struct {
 	// Was and Now are the identities compared.
 	Was, Now Identity
 	// Tested is set when the canary was held to the node's measured
-	// repeat noise instead of the tolerance (CompareNoise): Z is the
-	// largest difference of a value's log-probability in units of the
-	// noise's Sigma, ZLimit what it may reach at FalseAlarm, and
-	// Structural whether a question was answered in one reading and
-	// uninformative in the other.
+	// repeat noise as well as the tolerance (CompareNoise): RMS is the
+	// root mean square of the differences of the values' log-probabilities,
+	// Z that in units of the noise's Sigma, ZLimit what it may reach at
+	// FalseAlarm, and Structural whether a question was answered in one
+	// reading and uninformative in the other.
 	Tested     bool
 	Structural bool
-	Z, ZLimit  float64
+	RMS, Z     float64
+	ZLimit     float64
 	Sigma      float64
+	// Suspect counts the reads in a row, this one included, that the
+	// noise test alone found moved (a Tracker's): under Confirm, the read
+	// is no change yet; at Confirm, the change they confirm.
+	Suspect int
 }
 
 // CanaryMoved reports whether the canary moved beyond the tolerance or,
 // once the node's repeat noise is measured, beyond what it explains.
 func (c Change) CanaryMoved() bool {
-	return c.Delta > c.Tolerance || c.Tested && (c.Structural || c.Z > c.ZLimit)
+	return c.Delta > c.Tolerance || c.noiseMoved()
+}
+
+// noiseMoved reports whether the noise test found the canary moved.
+func (c Change) noiseMoved() bool { return c.Tested && (c.Structural || c.Z > c.ZLimit) }
+
+// noiseAlone reports whether the change is the noise test's alone: no
+// identity field, answered model or move beyond the tolerance.
+func (c Change) noiseAlone() bool {
+	return c.Changed && len(c.Fields) == 0 && !(c.Delta > c.Tolerance) && c.noiseMoved()
 }
 
 // String says what changed, for a log line or an alarm's detail.
@@ -184,8 +198,11 @@ func (c Change) String() string {
 	case c.Structural:
 		why = append(why, "the canary's questions answered changed")
 	default:
-		why = append(why, fmt.Sprintf("the canary moved by %.4g (%.1f times the node's repeat noise %.2g, limit %.1f at false-alarm rate %g)",
-			c.Delta, c.Z, c.Sigma, c.ZLimit, FalseAlarm))
+		why = append(why, fmt.Sprintf("the canary moved by %.4g (RMS %.2g of log-probability, %.1f times the node's repeat noise %.2g, limit %.2f at false-alarm rate %g)",
+			c.Delta, c.RMS, c.Z, c.Sigma, c.ZLimit, FalseAlarm))
+	}
+	if c.Suspect > 1 {
+		why = append(why, fmt.Sprintf("in %d reads in a row", c.Suspect))
 	}
 	return strings.Join(why, "; ")
 }

@@ -4,75 +4,91 @@ import (
 	"math"
 )
 
-// FalseAlarm is the chance that a canary read of an unchanged build is
-// taken for a change, once the node's repeat noise is measured: 1e-6 a
-// canary, at the default canary_every (10 minutes) one false alarm in
-// about 19 years per (node, model), if the noise is as measured
-// (docs/fingerprints.md).
+// FalseAlarm is the chance that one canary read of an unchanged build is
+// taken for suspect, once the node's repeat noise is measured, if the
+// noise is as measured (docs/fingerprints.md). A change needs Confirm
+// suspect reads in a row, so a false alarm is rarer still where reads
+// are independent.
 const FalseAlarm = 1e-6
 
-// NoiseFloor is the smallest repeat noise the test assumes, as a standard
-// deviation of a value's log-probability between two reads: a build read
-// bit-identically (the CPU engines' cold reads) measures 0, and a move of
-// 2e-4 in log-probability (1e-4 in probability at 1/2) is below anything
-// a decision or a fit can tell. The CPU engines' batch noise (0.0004 at
-// most, docs/fingerprints.md) stays under the test's limit over it, and
-// the same weights in F16 instead of F32 (0.0012) above.
-const NoiseFloor = 2e-4
+// Confirm is how many canary reads in a row must each be suspect (moved
+// beyond the noise) before the build counts as changed: a change of
+// weights moves every read to a new place, while a busy engine's batches
+// move some reads and not the next. The cost of a canary stays its
+// questions' calls; a change under the tolerance is reported at the
+// Confirm-th canary after it.
+const Confirm = 3
 
-// MinNoiseValues is how many repeat differences the noise must be
-// measured on before the test replaces the tolerance: one repeat read
-// of the canary gives more.
-const MinNoiseValues = 20
+// NoiseFloor is the smallest repeat noise the test assumes, as the root
+// mean square of the differences of a value's log-probability between a
+// read and the reference: a build read bit-identically (the CPU engines'
+// quiet reads) measures 0, and the first reads beside other requests
+// move by up to 5.4e-4 on llama-server (docs/fingerprints.md), so that
+// the first loaded read of a node measured quiet is held to this floor
+// and not alarmed on; the same weights in Q8_0 instead of F16 moved by
+// 1e-3 or more there.
+const NoiseFloor = 5e-4
 
 // minProb is the smallest probability compared in log space: a value
 // under it in both reads says nothing, and one under it in a single read
 // is compared as if it were minProb.
 const minProb = 1e-4
 
-// Noise is a node's repeat noise, measured from its own reads: the sum of
-// squares and the count of the differences in log-probability between
-// each value of two consecutive reads of one build.
+// Noise is a node's repeat noise, measured from its own reads: the
+// largest root mean square move (RMS) of a read of an unchanged build
+// from its reference, over every such read, reads beside the node's load
+// included, and the count of reads measured. The largest, not a mean:
+// a busy engine's batches put reads in a few discrete states, and a
+// mean over many quiet, identical reads would hide them.
 type Noise struct {
-	SumSq float64 `json:"sum_sq"`
-	N     int     `json:"n"`
+	Max float64 `json:"max"`
+	N   int     `json:"n"`
 }
 
-// Add measures the differences between two reads of one build; readings
+// Add measures next, a read of the build whose reference is ref; readings
 // rounded to a step (an upstream's two decimals) are not measured: their
 // values move by steps, not noise, and the tolerance holds them.
-func (n *Noise) Add(a, b Reading) {
-	if a.Step > 0 || b.Step > 0 {
+func (n *Noise) Add(ref, next Reading) {
+	if ref.Step > 0 || next.Step > 0 {
 		return
 	}
-	for _, d := range logDiffs(a, b) {
-		n.SumSq += d * d
+	if d := logDiffs(ref, next); len(d) > 0 {
+		n.Max = max(n.Max, rms(d))
 		n.N++
 	}
 }
 
-// Measured reports whether enough differences were measured for the
-// test.
-func (n Noise) Measured() bool { return n.N >= MinNoiseValues }
+// Measured reports whether a read was measured: the test holds reads
+// from then on.
+func (n Noise) Measured() bool { return n.N > 0 }
 
-// Sigma is the standard deviation of a value's difference between two
-// reads, at least NoiseFloor.
-func (n Noise) Sigma() float64 {
-	if n.N == 0 {
-		return NoiseFloor
-	}
-	return max(math.Sqrt(n.SumSq/float64(n.N)), NoiseFloor)
-}
+// Sigma is the noise the test holds a read to: the largest RMS move
+// measured, at least NoiseFloor.
+func (n Noise) Sigma() float64 { return max(n.Max, NoiseFloor) }
 
-// ZLimit is the largest standardised difference among m compared values
-// that the test holds to be noise at false-alarm rate alpha: with each
-// difference normal with the measured sigma, the chance that any of m
-// exceeds it is at most alpha (Bonferroni).
+// ZLimit is how many times sigma the RMS of m compared values may reach
+// and still be held to be noise at false-alarm rate alpha: with each
+// difference normal with standard deviation sigma, m times the squared
+// ratio is chi-square with m degrees of freedom, and the limit is the
+// square root of its 1-alpha quantile over m (Wilson and Hilferty's
+// approximation, within a percent at m >= 10). About 1.61 for the 35
+// values at 1e-6.
 func ZLimit(m int, alpha float64) float64 {
 	if m < 1 {
 		return math.Inf(1)
 	}
-	return math.Sqrt2 * math.Erfcinv(alpha/float64(m))
+	z := math.Sqrt2 * math.Erfcinv(2*alpha) // the standard normal's 1-alpha quantile
+	v := 2 / (9 * float64(m))
+	return math.Pow(max(1-v+z*math.Sqrt(v), 0), 1.5)
+}
+
+// rms is the root mean square of d.
+func rms(d []float64) float64 {
+	var s float64
+	for _, x := range d {
+		s += x * x
+	}
+	return math.Sqrt(s / float64(len(d)))
 }
 
 // logDiffs are the differences ln a - ln b of every value of the
@@ -123,7 +139,8 @@ func (c *Change) test(ref, next Reading, noise Noise, alpha float64) {
 	c.Tested, c.Structural = true, structural(ref, next)
 	diffs := logDiffs(ref, next)
 	c.Sigma, c.ZLimit = noise.Sigma(), ZLimit(len(diffs), alpha)
-	for _, d := range diffs {
-		c.Z = math.Max(c.Z, math.Abs(d)/c.Sigma)
+	if len(diffs) > 0 {
+		c.RMS = rms(diffs)
+		c.Z = c.RMS / c.Sigma
 	}
 }

@@ -2,24 +2,68 @@ package fingerprint_test
 
 import (
 	"math"
+	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"system1/internal/decision"
 	"system1/internal/fingerprint"
 )
 
-// The noise test's limit is the Bonferroni bound of a normal difference:
-// about 5.5 standard deviations over the canary's values at 1e-6, higher
-// for more values or a rarer false alarm.
+// The noise test's limit is the chi-square quantile of the RMS of normal
+// differences: the share of RMS values of m standard normals beyond
+// ZLimit(m, alpha) is alpha (checked where a sample can see it, 1%), and
+// the limit is higher for a rarer false alarm and lower for more values.
 func TestZLimit(t *testing.T) {
-	z := fingerprint.ZLimit(35, fingerprint.FalseAlarm)
-	// P(|N(0,1)| > z) = erfc(z/sqrt2) must be alpha/m.
-	if got := math.Erfc(z/math.Sqrt2) * 35; math.Abs(got-fingerprint.FalseAlarm)/fingerprint.FalseAlarm > 1e-6 || z < 5 || z > 6 {
-		t.Errorf("ZLimit(35, 1e-6) = %v: the chance over 35 values is %v", z, got)
+	const m, alpha, draws = 35, 0.01, 20_000
+	rng := rand.New(rand.NewPCG(1, 2))
+	lim := fingerprint.ZLimit(m, alpha)
+	beyond := 0
+	for range draws {
+		var s float64
+		for range m {
+			x := rng.NormFloat64()
+			s += x * x
+		}
+		if math.Sqrt(s/m) > lim {
+			beyond++
+		}
 	}
-	if fingerprint.ZLimit(70, 1e-6) <= z || fingerprint.ZLimit(35, 1e-9) <= z || !math.IsInf(fingerprint.ZLimit(0, 1e-6), 1) {
-		t.Error("ZLimit does not grow with the values compared and a rarer false alarm")
+	// 1% of 20,000 draws: 200, with a standard deviation of about 14.
+	if beyond < 150 || beyond > 250 {
+		t.Errorf("%d of %d RMS values of %d normals beyond ZLimit(%d, %v) = %.4f, want about %d", beyond, draws, m, m, alpha, lim, int(alpha*draws))
 	}
+	z := fingerprint.ZLimit(m, fingerprint.FalseAlarm)
+	if z < 1.5 || z > 1.7 || fingerprint.ZLimit(70, fingerprint.FalseAlarm) >= z || fingerprint.ZLimit(m, 1e-9) <= z || !math.IsInf(fingerprint.ZLimit(0, 1e-6), 1) {
+		t.Errorf("ZLimit(35, 1e-6) = %v, or it does not grow with a rarer false alarm and shrink with more values", z)
+	}
+}
+
+// moved is r with every value's log-probability moved by eps, up and
+// down in turn, each distribution renormalised: an RMS move of about
+// eps.
+func moved(t *testing.T, r fingerprint.Reading, eps float64) fingerprint.Reading {
+	t.Helper()
+	dists := make([]decision.Distribution, len(r.Dists))
+	for i, d := range r.Dists {
+		if d == nil {
+			continue
+		}
+		nd, sum := make(decision.Distribution, len(d)), 0.0
+		for j, p := range d {
+			nd[j] = p * math.Exp(eps*float64(1-2*((i+j)%2)))
+			sum += nd[j]
+		}
+		for j := range nd {
+			nd[j] /= sum
+		}
+		dists[i] = nd
+	}
+	out, err := fingerprint.NewReading(dists, r.Model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // Once the node's noise is measured, a move under the tolerance is a
@@ -29,38 +73,30 @@ func TestZLimit(t *testing.T) {
 // rounded to a step are held to the tolerance alone.
 func TestCompareNoise(t *testing.T) {
 	u := decision.Distribution{0.6123, 0.3877}
-	at := func(p float64) decision.Distribution { return decision.Distribution{p, 1 - p} }
 	base := reading(t, "m", u, choice, score)
-	// Two reads whose first value differs by a factor e^0.001: sigma
-	// about 0.001 / sqrt(35) per value, floored at NoiseFloor.
 	var quiet, loud fingerprint.Noise
-	quiet.Add(base, reading(t, "m", at(0.6123*math.Exp(0.0002)), choice, score))
-	for range 3 {
-		loud.Add(base, reading(t, "m", at(0.6123*math.Exp(0.004)), choice, score))
-	}
-	if !quiet.Measured() || quiet.Sigma() != fingerprint.NoiseFloor || loud.Sigma() <= fingerprint.NoiseFloor {
+	quiet.Add(base, moved(t, base, 1e-4))
+	loud.Add(base, moved(t, base, 0.003))
+	if !quiet.Measured() || quiet.Sigma() != fingerprint.NoiseFloor || loud.Sigma() < 0.0025 {
 		t.Fatalf("noise: quiet %+v sigma %v, loud %+v sigma %v", quiet, quiet.Sigma(), loud, loud.Sigma())
 	}
-	small := reading(t, "m", at(0.6123*math.Exp(0.003)), choice, score) // 0.0018 in probability
+	small := moved(t, base, 0.002) // about 0.001 in probability
 	for _, tc := range []struct {
 		name    string
+		ref     fingerprint.Reading
 		next    fingerprint.Reading
 		noise   fingerprint.Noise
 		changed bool
 	}{
-		{"a small move, noise not measured", small, fingerprint.Noise{}, false},
-		{"a small move far beyond a quiet node's noise", small, quiet, true},
-		{"a small move within a loud node's noise", small, loud, false},
-		{"a question answered in one alone", reading(t, "m", u, nil, score), quiet, true},
-		{"beyond the tolerance, however loud", reading(t, "m", at(0.65), choice, score), loud, true},
-		{"rounded readings", reading(t, "m", decision.Distribution{0.61, 0.39}, choice, score), quiet, false},
+		{"a small move, noise not measured", base, small, fingerprint.Noise{}, false},
+		{"a small move far beyond a quiet node's noise", base, small, quiet, true},
+		{"a small move within a loud node's noise", base, small, loud, false},
+		{"a question answered in one alone", base, reading(t, "m", u, nil, score), quiet, true},
+		{"beyond the tolerance, however loud", base, reading(t, "m", decision.Distribution{0.65, 0.35}, choice, score), loud, true},
+		{"rounded readings", reading(t, "m", decision.Distribution{0.6, 0.4}, choice, score), reading(t, "m", decision.Distribution{0.61, 0.39}, choice, score), quiet, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ref := base
-			if tc.name == "rounded readings" {
-				ref = reading(t, "m", decision.Distribution{0.6, 0.4}, choice, score)
-			}
-			c := fingerprint.CompareNoise(fingerprint.Print{Canary: ref}, fingerprint.Print{Canary: tc.next}, 0.01, tc.noise)
+			c := fingerprint.CompareNoise(fingerprint.Print{Canary: tc.ref}, fingerprint.Print{Canary: tc.next}, 0.01, tc.noise)
 			if c.Changed != tc.changed || c.Changed == (c.String() == "unchanged") {
 				t.Fatalf("%+v: %s", c, c)
 			}
@@ -68,55 +104,52 @@ func TestCompareNoise(t *testing.T) {
 	}
 }
 
-// A tracker that learnt another's builds names a reading consistent with
-// one of them by its id, though the reading falls in another cell of the
-// tolerance's grid; a reading beyond the tolerance, or of another
-// identity, is another build.
-func TestTrackerLearn(t *testing.T) {
-	at := func(p float64) fingerprint.Print {
-		return fingerprint.Print{Identity: id("digest", "a"), Canary: reading(t, "m", decision.Distribution{p, 1 - p}, choice, score)}
-	}
-	k := fingerprint.Key{Node: "n", Model: "m"}
-	first := fingerprint.NewTracker()
-	first.Observe(k, at(0.6099), 0)
-	bs, grown := first.Builds()
-	if len(bs) != 1 || !grown || bs[0].ID != first.ID(k) {
-		t.Fatalf("builds %+v, grown %v, id %s", bs, grown, first.ID(k))
-	}
-	if _, again := first.Builds(); again {
-		t.Error("Builds says grown twice for one build")
-	}
-	// A build whose canary is not this canary's reading is not learnt: it
-	// would compare with nothing, and so match anything.
-	stale := fingerprint.NewTracker()
-	old := bs[0]
-	old.Print.Canary.Dists = old.Print.Canary.Dists[:3]
-	stale.Learn([]fingerprint.Build{old})
-	stale.Observe(k, at(0.7), 0)
-	if stale.ID(k) == first.ID(k) {
-		t.Errorf("a reading beyond the tolerance took the id %s of a build whose canary has 3 questions", first.ID(k))
-	}
+// A Tracker with the noise test takes a move beyond the node's noise for
+// a change only when Confirm reads in a row make it: batch noise that
+// moves fewer reads in a row is learnt as the node's noise, and is then
+// no suspect; a failed read says nothing and breaks no run; a move
+// beyond the tolerance needs no confirmation.
+func TestTrackerConfirms(t *testing.T) {
+	base := reading(t, "m", decision.Distribution{0.6123, 0.3877}, choice, score)
+	batch, requant := moved(t, base, 0.0015), moved(t, base, 0.004)
+	var failed fingerprint.Reading
+	far := reading(t, "m", decision.Distribution{0.65, 0.35}, choice, score)
 	for _, tc := range []struct {
-		name string
-		p    fingerprint.Print
-		same bool
+		name  string
+		reads []fingerprint.Reading // after the reference and one repeat
+		at    int                   // the read that is a change, -1 none
 	}{
-		{"across the grid's edge", at(0.6101), true},
-		{"beyond the tolerance", at(0.63), false},
-		{"another identity", fingerprint.Print{Identity: id("digest", "b"), Canary: at(0.6099).Canary}, false},
+		{"batch noise in runs shorter than Confirm", []fingerprint.Reading{batch, batch, base, batch, batch, batch, batch, batch}, -1},
+		{"a change confirmed", []fingerprint.Reading{requant, requant, requant}, 2},
+		{"a failed read in a run", []fingerprint.Reading{requant, failed, requant, requant}, 3},
+		{"a run broken, then a change", []fingerprint.Reading{requant, base, moved(t, base, 0.02), moved(t, base, 0.02), moved(t, base, 0.02)}, 4},
+		{"beyond the tolerance", []fingerprint.Reading{far}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			second := fingerprint.NewTracker()
-			second.Learn(bs)
-			second.Observe(k, tc.p, 0)
-			if (second.ID(k) == first.ID(k)) != tc.same {
-				t.Errorf("named %s, the known build %s: the same %v, want %v", second.ID(k), first.ID(k), !tc.same, tc.same)
-			}
-			if alone := fingerprint.NewTracker(); tc.same {
-				alone.Observe(k, tc.p, 0)
-				if alone.ID(k) == first.ID(k) {
-					t.Errorf("without the known build the reading was named %s too: the test shows nothing", alone.ID(k))
+			tr, k := fingerprint.NewTracker(), fingerprint.Key{Node: "n", Model: "m"}
+			tr.NoiseTest = true
+			for _, r := range []fingerprint.Reading{base, base} {
+				if c := tr.Observe(k, fingerprint.Print{Canary: r}, 0); c.Changed {
+					t.Fatalf("a repeat of the reference: %s", c)
 				}
+			}
+			at := -1
+			for i, r := range tc.reads {
+				c := tr.Observe(k, fingerprint.Print{Canary: r}, 0)
+				if c.Suspect > fingerprint.Confirm || c.Changed && c.Suspect != 0 && c.Suspect != fingerprint.Confirm {
+					t.Fatalf("read %d: %d suspect reads in a row, changed %v", i, c.Suspect, c.Changed)
+				}
+				if c.Changed {
+					if c.Suspect == fingerprint.Confirm && !strings.Contains(c.String(), "reads in a row") {
+						t.Errorf("read %d: %q does not say the reads that confirmed it", i, c)
+					}
+					if at < 0 {
+						at = i
+					}
+				}
+			}
+			if at != tc.at {
+				t.Errorf("the change came at read %d, want %d (noise %+v)", at, tc.at, tr.Noise(k))
 			}
 		})
 	}

@@ -39,13 +39,14 @@ type Tracker struct {
 }
 
 // entry is one key's reference, its build's id, how many changes it has
-// seen, its last canary read and the repeat noise measured on it.
+// seen, the repeat noise measured on it and the suspect reads in a row
+// since its last unsuspect one.
 type entry struct {
-	ref   Print
-	id    string
-	gen   uint64
-	last  Reading
-	noise Noise
+	ref     Print
+	id      string
+	gen     uint64
+	noise   Noise
+	suspect []Reading
 }
 
 // NewTracker returns an empty tracker.
@@ -55,42 +56,55 @@ func NewTracker() *Tracker { return &Tracker{refs: map[Key]*entry{}} }
 // DefaultTolerance) and the key's repeat noise, as CompareNoise does, and
 // returns the change. The caller gives a key the same tolerance each
 // time: its node's. The first observation of k becomes its reference and
-// is no change. A change makes p, as it is, the new reference, so that
-// one swap is reported once and nothing of the old build is kept for the
-// new one; otherwise the reference keeps its first reading, so that a
-// slow drift adds up against it instead of following it, parts it lacked
-// (an identity or a canary whose first read failed) are filled from p,
-// and the difference between p's canary and the last one read is
-// measured as the node's repeat noise. The noise is the node's, so it is
-// kept across a change.
+// is no change. A read that the noise test alone finds moved is suspect
+// (Change.Suspect) and no change until Confirm reads in a row are; a
+// read that is not ends the run, and the suspect reads before it are
+// measured as the node's noise, as it is: a busy engine's batch noise is
+// learnt from the reads it moved. A change makes p, as it is, the new
+// reference, so that one swap is reported once and nothing of the old
+// build is kept for the new one; otherwise the reference keeps its first
+// reading, so that a slow drift adds up against it instead of following
+// it, and parts it lacked (an identity or a canary whose first read
+// failed) are filled from p. The noise is the node's, so it is kept
+// across a change.
 func (t *Tracker) Observe(k Key, p Print, tol float64) Change {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e, ok := t.refs[k]
 	if !ok {
-		e = &entry{ref: p, last: p.Canary}
+		e = &entry{ref: p}
 		t.refs[k] = e
 		e.id = t.nameLocked(p, tol, Noise{})
 		return Compare(p, p, tol)
 	}
 	c := CompareNoise(e.ref, p, tol, t.tested(e.noise))
+	if c.noiseAlone() {
+		e.suspect = append(e.suspect, p.Canary)
+		c.Suspect = len(e.suspect)
+		if c.Suspect < Confirm {
+			c.Changed = false
+			return c
+		}
+	}
 	switch {
 	case c.Changed:
 		e.ref = p
 		e.gen++
+		e.suspect = nil
 		e.id = t.nameLocked(p, tol, t.tested(e.noise))
 	default:
 		had := e.ref.Canary.Read() && e.ref.Identity.Known()
-		e.ref = merge(e.ref, p)
-		if p.Canary.Read() {
-			e.noise.Add(e.last, p.Canary)
+		if e.ref.Canary.Read() && p.Canary.Read() {
+			for _, s := range e.suspect {
+				e.noise.Add(e.ref.Canary, s)
+			}
+			e.suspect = nil
+			e.noise.Add(e.ref.Canary, p.Canary)
 		}
+		e.ref = merge(e.ref, p)
 		if !had && e.ref.Canary.Read() && e.ref.Identity.Known() {
 			e.id = t.nameLocked(e.ref, tol, t.tested(e.noise)) // the part it lacked joined it
 		}
-	}
-	if p.Canary.Read() {
-		e.last = p.Canary
 	}
 	return c
 }
