@@ -6,7 +6,10 @@
 # sources without the headers under its vendor/ folder, so they come
 # from the llama.cpp source bundle in the npm package node-llama-cpp@3.21.1
 # (see ../shared/docs/local-engine.md, "Alternative B"). Without -O3
-# -march=native the engine is about 35 times slower.
+# -march=native the engine is about 35 times slower. AMX is left out: on
+# a CPU that has it, -march=native makes ggml-cpu.cpp call the AMX
+# buffer type, whose source the module's cgo build does not compile, and
+# the link fails.
 #
 # A lock keeps two runs at once (two worktrees, CI and a developer) from
 # building into the same folder: the second waits and then finds the
@@ -36,7 +39,8 @@ logged "$build_log" npm i -E --omit=optional --ignore-scripts --no-audit --no-fu
 logged "$build_log" git clone -q node_modules/node-llama-cpp/llama/gitRelease.bundle llama.cpp
 log "building ollama $version (about 6 minutes on 2 cores; log: $build_log)"
 CGO_CPPFLAGS="-I$work/llama.cpp/vendor" \
-	CGO_CFLAGS="-O3 -march=native" CGO_CXXFLAGS="-O3 -march=native" \
+	CGO_CFLAGS="-O3 -march=native -mno-amx-tile -mno-amx-int8 -mno-amx-bf16" \
+	CGO_CXXFLAGS="-O3 -march=native -mno-amx-tile -mno-amx-int8 -mno-amx-bf16" \
 	GOBIN="$work/bin" logged "$build_log" go install "github.com/ollama/ollama@v$version"
 cp "$work/bin/ollama" "$bin.tmp"
 mv "$bin.tmp" "$bin"
