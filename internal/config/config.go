@@ -170,11 +170,14 @@ type Fingerprint struct {
 	CheckEveryAnswers int `yaml:"check_every_answers"`
 	// NoiseTest holds canaries to each node's measured repeat noise as
 	// well as to the tolerance, so that a change under the tolerance (the
-	// same weights re-quantized) is seen; off by default until its
-	// measurement on real engines under load reaches 1,000 reads without
-	// a false alarm (docs/fingerprints.md).
-	NoiseTest bool `yaml:"noise_test"`
+	// same weights re-quantized) is seen; nil is the default, on, as
+	// measured on real engines under load (docs/fingerprints.md).
+	NoiseTest *bool `yaml:"noise_test"`
 }
+
+// NoiseTested says whether canaries are held to each node's measured
+// repeat noise (Fingerprint.NoiseTest, on unless set false).
+func (f Fingerprint) NoiseTested() bool { return f.NoiseTest == nil || *f.NoiseTest }
 
 // BuildsPath is the builds file of cfg (Fingerprint.Builds), resolved;
 // "" when there is none.

@@ -127,6 +127,27 @@ func TestParseEmptyIsEmptyConfig(t *testing.T) {
 	}
 }
 
+// The noise test is on unless the configuration turns it off.
+func TestNoiseTestOnByDefault(t *testing.T) {
+	for _, tc := range []struct {
+		yaml string
+		want bool
+	}{
+		{"", true},
+		{"fingerprint: {canary_every: 2s}", true},
+		{"fingerprint: {noise_test: true}", true},
+		{"fingerprint: {noise_test: false}", false},
+	} {
+		c, err := Parse([]byte(tc.yaml))
+		if err != nil {
+			t.Fatalf("%q: %v", tc.yaml, err)
+		}
+		if got := c.Fingerprint.NoiseTested(); got != tc.want {
+			t.Errorf("%q: noise test %v, want %v", tc.yaml, got, tc.want)
+		}
+	}
+}
+
 // Unknown keys anywhere are errors, so that a typo does not silently fall
 // back to a default; so are values of the wrong type.
 func TestParseRejects(t *testing.T) {

@@ -174,7 +174,7 @@ func FromConfig(cfg *config.Config, o Options) (*Router, error) {
 	o.Fingerprint.Off, o.Fingerprint.CanaryEvery, o.Fingerprint.Tolerance = cfg.Fingerprint.Off, time.Duration(cfg.Fingerprint.CanaryEvery), cfg.Fingerprint.Tolerance
 	o.Fingerprint.ProbeEvery = cfg.ProbeEvery.Or(config.DefaultProbeEvery)
 	o.Fingerprint.CheckEveryAnswers = cfg.Fingerprint.CheckEveryAnswers
-	o.Fingerprint.NoiseTest = cfg.Fingerprint.NoiseTest
+	o.Fingerprint.NoiseTest = cfg.Fingerprint.NoiseTested()
 	if p := cfg.BuildsPath(); p != "" && o.Fingerprint.Builds == nil {
 		o.Fingerprint.Builds = BuildsFile{Path: p}
 	}
