@@ -38,9 +38,8 @@ logged "$build_log" npm init -y
 logged "$build_log" npm i -E --omit=optional --ignore-scripts --no-audit --no-fund "node-llama-cpp@$npm_version"
 logged "$build_log" git clone -q node_modules/node-llama-cpp/llama/gitRelease.bundle llama.cpp
 log "building ollama $version (about 6 minutes on 2 cores; log: $build_log)"
-CGO_CPPFLAGS="-I$work/llama.cpp/vendor" \
-	CGO_CFLAGS="-O3 -march=native -mno-amx-tile -mno-amx-int8 -mno-amx-bf16" \
-	CGO_CXXFLAGS="-O3 -march=native -mno-amx-tile -mno-amx-int8 -mno-amx-bf16" \
+flags="-O3 -march=native -mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+CGO_CPPFLAGS="-I$work/llama.cpp/vendor" CGO_CFLAGS="$flags" CGO_CXXFLAGS="$flags" \
 	GOBIN="$work/bin" logged "$build_log" go install "github.com/ollama/ollama@v$version"
 cp "$work/bin/ollama" "$bin.tmp"
 mv "$bin.tmp" "$bin"
