@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"system1/internal/calibration"
+	"system1/internal/fakeengine"
 	"system1/internal/fleet"
 	"system1/internal/gateway"
 	"system1/internal/mcpserver"
@@ -553,4 +554,74 @@ func mcpDecide(t *testing.T, path, dir string) gateway.Response {
 		t.Fatalf("system1 mcp %s: %v, error %v: %s", mcpserver.ToolDecide, err, res.IsError, data)
 	}
 	return out
+}
+
+// The noise test is on by default, as a user of serve meets it: the same
+// weights re-quantized (every logit of the fake engine moved by a fixed
+// pseudo-random amount of up to 0.02, identity unchanged, the canary
+// moving under the tolerance) is a change of build in /health within a
+// few canaries; with noise_test: false the same move goes unseen over as
+// many canaries and more, held to the tolerance alone.
+func TestSubToleranceChangeSeenByDefault(t *testing.T) {
+	const unseen = 6 // canaries after the shift the tolerance alone must miss
+	for _, tc := range []struct {
+		name, setting string
+		caught        bool
+	}{
+		{"default", "", true},
+		{"noise_test false", ", noise_test: false", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Build: "one"})
+			t.Cleanup(f.Close)
+			model := fakeengine.DefaultModel
+			s := startServe(t, fmt.Sprintf(`nodes:
+%sprobe_every: 100ms
+fingerprint: {canary_every: 500ms%s}
+gateway:
+  chain:
+    - {name: local, model: %s}
+decision_log: {off: true}
+`, engineNode("n1", f.URL, model, ""), tc.setting, model), serveOpts{})
+			// await returns the build once ok holds of it; a canary read
+			// is one that confirms the build after the last.
+			await := func(what string, ok func(fleet.Fingerprint) bool) fleet.Fingerprint {
+				t.Helper()
+				for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
+					if b := s.build(t, model); ok(b) {
+						return b
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("%s: not within 2 minutes: %+v", what, s.build(t, model))
+					}
+				}
+			}
+			reads := func(n int, from fleet.Fingerprint) fleet.Fingerprint {
+				t.Helper()
+				b := from
+				for range n {
+					last := b.Confirmed
+					b = await("the next canary", func(b fleet.Fingerprint) bool { return b.Changes > from.Changes || b.Confirmed.After(last) })
+				}
+				return b
+			}
+			// A first read and two more, so that the node's noise is measured.
+			first := reads(2, await("a first canary", func(b fleet.Fingerprint) bool { return b.ID != "" && !b.Confirmed.IsZero() }))
+			if first.Changes != 0 {
+				t.Fatalf("an unchanged build changed: %+v", first)
+			}
+			f.Set(fakeengine.Behavior{Shift: 0.02, ShiftSeed: 7})
+			after := reads(unseen, first)
+			if !tc.caught {
+				if after.Changes != 0 || after.ID != first.ID {
+					t.Fatalf("with noise_test false a move under the tolerance was a change: %+v", after)
+				}
+				return
+			}
+			if after.Changes != 1 || after.ID == first.ID || !strings.Contains(after.Change, "times the node's repeat noise") {
+				t.Fatalf("after %d canaries of the shifted weights: %+v (first %s)", unseen, after, first.ID)
+			}
+			t.Logf("seen: %s", after.Change)
+		})
+	}
 }
