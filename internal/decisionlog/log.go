@@ -94,7 +94,7 @@ type Log struct {
 	// took them a batch at a time.
 	held int
 	// wake tells the writer that a record is queued; full, lingering,
-	// that a batch is.
+	// that what it holds and what is queued make a batch.
 	wake    chan struct{}
 	full    chan struct{}
 	flushes chan chan error
@@ -197,12 +197,12 @@ func (l *Log) Record(r Record) {
 		return
 	}
 	l.queued = append(l.queued, r)
-	n := len(l.queued)
+	n, held := len(l.queued), l.held
 	l.qmu.Unlock()
 	if n == 1 {
 		signal(l.wake)
 	}
-	if n >= l.opt.Batch {
+	if n+held >= l.opt.Batch {
 		signal(l.full)
 	}
 }
@@ -368,13 +368,21 @@ func (l *Log) writeAll(ctx context.Context, recs []Record) error {
 	return first
 }
 
-// linger waits, with t, until the linger has passed, a batch is queued,
-// a Flush asks (whose reply it returns, to be answered once what is
-// queued is written) or Close.
+// linger waits, with t, until the linger has passed, what the writer
+// holds and what is queued make a batch, a Flush asks (whose reply it
+// returns, to be answered once what is queued is written) or Close.
 func (l *Log) linger(t *time.Timer) (flush chan error) {
 	select {
-	case <-l.full: // stale: the batch it announced was taken
+	case <-l.full: // perhaps stale: counted afresh below
 	default:
+	}
+	// Records queued before the drain announced nothing still waiting;
+	// those queued after it signal full again.
+	l.qmu.Lock()
+	whole := len(l.queued)+l.held >= l.opt.Batch
+	l.qmu.Unlock()
+	if whole {
+		return nil
 	}
 	t.Reset(l.opt.Linger)
 	defer t.Stop()
