@@ -156,9 +156,11 @@ type Change struct {
 	RMS, Z     float64
 	ZLimit     float64
 	Sigma      float64
-	// Suspect counts the reads in a row, this one included, that the
-	// noise test alone found moved (a Tracker's): under Confirm, the read
-	// is no change yet; at Confirm, the change they confirm.
+	// Suspect counts the reads in a row, this one included, that moved
+	// beyond the largest repeat noise measured, the noise test alone
+	// speaking (a Tracker's): under Confirm, the read is no change yet; at
+	// Confirm, RMS, Z and ZLimit are the run's pooled test (confirm), and
+	// Changed its verdict.
 	Suspect int
 }
 
@@ -171,10 +173,12 @@ func (c Change) CanaryMoved() bool {
 // noiseMoved reports whether the noise test found the canary moved.
 func (c Change) noiseMoved() bool { return c.Tested && (c.Structural || c.Z > c.ZLimit) }
 
-// noiseAlone reports whether the change is the noise test's alone: no
-// identity field, answered model or move beyond the tolerance.
-func (c Change) noiseAlone() bool {
-	return c.Changed && len(c.Fields) == 0 && !(c.Delta > c.Tolerance) && c.noiseMoved()
+// suspect reports whether the noise test alone found the canary moved
+// beyond the largest repeat noise measured (Z > 1, or a question answered
+// in one reading alone), with no identity field, answered model or move
+// beyond the tolerance to say more.
+func (c Change) suspect() bool {
+	return c.Tested && len(c.Fields) == 0 && !(c.Delta > c.Tolerance) && (c.Structural || c.Z > 1)
 }
 
 // String says what changed, for a log line or an alarm's detail.

@@ -11,12 +11,14 @@ import (
 // are independent.
 const FalseAlarm = 1e-6
 
-// Confirm is how many canary reads in a row must each be suspect (moved
-// beyond the noise) before the build counts as changed: a change of
-// weights moves every read to a new place, while a busy engine's batches
-// move some reads and not the next. The cost of a canary stays its
-// questions' calls; a change under the tolerance is reported at the
-// Confirm-th canary after it.
+// Confirm is how many canary reads in a row must each move beyond the
+// largest repeat noise measured (suspect) before they are tested as one:
+// a change of weights moves every read to a new place, while a busy
+// engine's batches move some reads and not the next. The Confirm reads'
+// differences are pooled into one test at FalseAlarm, whose limit falls
+// with the values compared (ZLimit), so a move too small for one read's
+// test is seen in three at no extra cost per canary; a change under the
+// tolerance is reported at the Confirm-th canary after it.
 const Confirm = 3
 
 // NoiseFloor is the smallest repeat noise the test assumes, as the root
@@ -114,9 +116,9 @@ func logDiffs(a, b Reading) []float64 {
 	return out
 }
 
-// structural reports whether the readings differ in which questions were
+// isStructural reports whether the readings differ in which questions were
 // answered: a question uninformative in one and answered in the other.
-func structural(a, b Reading) bool {
+func isStructural(a, b Reading) bool {
 	if len(a.Dists) != len(b.Dists) {
 		return true
 	}
@@ -128,6 +130,28 @@ func structural(a, b Reading) bool {
 	return false
 }
 
+// confirm holds run, the Confirm suspect reads in a row ending with the
+// one c compared, against ref as one test: their differences pooled,
+// their RMS in units of the noise's Sigma against the limit for as many
+// values. The change is confirmed when the pooled move is beyond that
+// limit or every read of the run answered other questions than ref.
+func (c *Change) confirm(ref Reading, run []Reading, noise Noise, alpha float64) {
+	var diffs []float64
+	structural := true
+	for _, r := range run {
+		diffs = append(diffs, logDiffs(ref, r)...)
+		structural = structural && isStructural(ref, r)
+	}
+	c.Structural = structural
+	c.Sigma, c.ZLimit = noise.Sigma(), ZLimit(len(diffs), alpha)
+	c.RMS, c.Z = 0, 0
+	if len(diffs) > 0 {
+		c.RMS = rms(diffs)
+		c.Z = c.RMS / c.Sigma
+	}
+	c.Changed = c.noiseMoved()
+}
+
 // test holds next's canary against ref's with the node's noise, filling
 // the change's test fields; it does nothing when either was not read,
 // either is rounded, or the noise is not measured yet (the tolerance
@@ -136,7 +160,7 @@ func (c *Change) test(ref, next Reading, noise Noise, alpha float64) {
 	if !ref.Read() || !next.Read() || ref.Step > 0 || next.Step > 0 || !noise.Measured() {
 		return
 	}
-	c.Tested, c.Structural = true, structural(ref, next)
+	c.Tested, c.Structural = true, isStructural(ref, next)
 	diffs := logDiffs(ref, next)
 	c.Sigma, c.ZLimit = noise.Sigma(), ZLimit(len(diffs), alpha)
 	if len(diffs) > 0 {

@@ -104,14 +104,43 @@ func TestCompareNoise(t *testing.T) {
 	}
 }
 
+// atZ is base moved so that the noise test, against the noise floor,
+// finds it z times the noise.
+func atZ(t *testing.T, base fingerprint.Reading, z float64) fingerprint.Reading {
+	t.Helper()
+	var floor fingerprint.Noise
+	floor.Add(base, base)
+	const eps = 1e-3
+	c := fingerprint.CompareNoise(fingerprint.Print{Canary: base}, fingerprint.Print{Canary: moved(t, base, eps)}, 0.01, floor)
+	r := moved(t, base, eps*z/c.Z)
+	if c := fingerprint.CompareNoise(fingerprint.Print{Canary: base}, fingerprint.Print{Canary: r}, 0.01, floor); math.Abs(c.Z-z) > 0.02*z {
+		t.Fatalf("moved to z %.3f, want %.3f", c.Z, z)
+	}
+	return r
+}
+
 // A Tracker with the noise test takes a move beyond the node's noise for
-// a change only when Confirm reads in a row make it: batch noise that
-// moves fewer reads in a row is learnt as the node's noise, and is then
-// no suspect; a failed read says nothing and breaks no run; a move
-// beyond the tolerance needs no confirmation.
+// a change only when Confirm reads in a row make it and their pooled test
+// confirms it: batch noise that moves fewer reads in a row, or Confirm
+// reads within the pooled limit, is learnt as the node's noise, and is
+// then no suspect; a move too small for one read's test is a change in
+// Confirm; a failed read says nothing and breaks no run; a move beyond
+// the tolerance needs no confirmation.
 func TestTrackerConfirms(t *testing.T) {
 	base := reading(t, "m", decision.Distribution{0.6123, 0.3877}, choice, score)
 	batch, requant := moved(t, base, 0.0015), moved(t, base, 0.004)
+	// The limits of one read's test and of Confirm reads pooled, for the
+	// values the reading compares.
+	one := fingerprint.CompareNoise(fingerprint.Print{Canary: base}, fingerprint.Print{Canary: requant}, 0.01, fingerprint.Noise{N: 1}).ZLimit
+	values := 1
+	for fingerprint.ZLimit(values, fingerprint.FalseAlarm) != one {
+		values++
+	}
+	pooled := fingerprint.ZLimit(fingerprint.Confirm*values, fingerprint.FalseAlarm)
+	small, within := atZ(t, base, (one+pooled)/2), atZ(t, base, (1+pooled)/2)
+	if pooled >= one-0.2 || (1+pooled)/2 < 1.05 {
+		t.Fatalf("limits %.3f for one read and %.3f pooled over %d values leave no room between them", one, pooled, values)
+	}
 	var failed fingerprint.Reading
 	far := reading(t, "m", decision.Distribution{0.65, 0.35}, choice, score)
 	for _, tc := range []struct {
@@ -124,6 +153,8 @@ func TestTrackerConfirms(t *testing.T) {
 		{"a failed read in a run", []fingerprint.Reading{requant, failed, requant, requant}, 3},
 		{"a run broken, then a change", []fingerprint.Reading{requant, base, moved(t, base, 0.02), moved(t, base, 0.02), moved(t, base, 0.02)}, 4},
 		{"beyond the tolerance", []fingerprint.Reading{far}, 0},
+		{"a move each read's test misses, confirmed pooled", []fingerprint.Reading{small, small, small}, 2},
+		{"beyond the noise, pooled within the limit: learnt", []fingerprint.Reading{within, within, within, within, within, within, small, small, small}, -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr, k := fingerprint.NewTracker(), fingerprint.Key{Node: "n", Model: "m"}

@@ -56,11 +56,12 @@ func NewTracker() *Tracker { return &Tracker{refs: map[Key]*entry{}} }
 // DefaultTolerance) and the key's repeat noise, as CompareNoise does, and
 // returns the change. The caller gives a key the same tolerance each
 // time: its node's. The first observation of k becomes its reference and
-// is no change. A read that the noise test alone finds moved is suspect
-// (Change.Suspect) and no change until Confirm reads in a row are; a
-// read that is not ends the run, and the suspect reads before it are
-// measured as the node's noise, as it is: a busy engine's batch noise is
-// learnt from the reads it moved. A change makes p, as it is, the new
+// is no change. A read that the noise test alone finds moved beyond the
+// largest noise measured is suspect (Change.Suspect) and no change until
+// Confirm reads in a row are and their pooled test confirms it; a read
+// that is not suspect, or a run the pooled test holds to be noise, ends
+// the run, and its suspect reads are measured as the node's noise, as it
+// is: a busy engine's batch noise is learnt from the reads it moved. A change makes p, as it is, the new
 // reference, so that one swap is reported once and nothing of the old
 // build is kept for the new one; otherwise the reference keeps its first
 // reading, so that a slow drift adds up against it instead of following
@@ -78,13 +79,15 @@ func (t *Tracker) Observe(k Key, p Print, tol float64) Change {
 		return Compare(p, p, tol)
 	}
 	c := CompareNoise(e.ref, p, tol, t.tested(e.noise))
-	if c.noiseAlone() {
+	if c.suspect() {
 		e.suspect = append(e.suspect, p.Canary)
 		c.Suspect = len(e.suspect)
 		if c.Suspect < Confirm {
 			c.Changed = false
 			return c
 		}
+		c.confirm(e.ref.Canary, e.suspect, t.tested(e.noise), FalseAlarm)
+		e.suspect = e.suspect[:len(e.suspect)-1] // p is measured below, if it is noise
 	}
 	switch {
 	case c.Changed:
