@@ -14,6 +14,16 @@ commit=80fb11a
 cache="${SYSTEM1_CACHE:-$HOME/.cache/system1}"
 dir="$cache/llama-server-$commit"
 bin="$dir/llama-server"
+# llama.cpp's AMX kernels, which -march=native turns on where the CPU has
+# AMX (Sapphire Rapids and later Xeons), segfault in
+# ggml_backend_amx_mul_mat as a Q8_0 model loads (random-1-q8_0 on this
+# project's machine, in gdb): the build leaves AMX out. A binary cached
+# with other flags, or before they were kept, is built again.
+cflags="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+if [[ -x $bin && $(cat "$dir/cflags" 2>/dev/null) != "$cflags" ]]; then
+	echo "llama-server.sh: $bin was built with other compiler flags than '$cflags': building it again" >&2
+	rm -f "$bin"
+fi
 
 # One build at a time per cache: a second llama-server.sh (run.sh and
 # test.sh in two terminals) waits for the first and reuses its binary,
@@ -34,6 +44,7 @@ fi
 work="$cache/build-$commit"
 rm -rf "$work"
 mkdir -p "$work" "$dir"
+echo "$cflags" >"$dir/cflags" # before the binary is in place: a script that finds it finds its flags
 cd "$work"
 if [[ -n ${SYSTEM1_LLAMA_BUILD:-} ]]; then
 	# A stand-in for the fetch and compile below, for the tests of this
@@ -50,7 +61,8 @@ else
 	log "building llama-server (9 to 16 minutes on 2 cores; log: $build_log)"
 	logged "$build_log" cmake -S llama.cpp -B llama.cpp/build -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
 		-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
-		-DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF -DGGML_CCACHE=OFF
+		-DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF -DGGML_CCACHE=OFF \
+		-DCMAKE_C_FLAGS="$cflags" -DCMAKE_CXX_FLAGS="$cflags"
 	logged "$build_log" cmake --build llama.cpp/build --target llama-server -j"$(nproc)"
 	cp llama.cpp/build/bin/llama-server "$bin.tmp"
 	mv "$bin.tmp" "$bin"
@@ -58,6 +70,7 @@ else
 	# random-weight model around a real tokenizer from them.
 	mkdir -p "$dir/vocab"
 	cp llama.cpp/models/ggml-vocab-*.gguf "$dir/vocab/" 2>/dev/null || true
+	rm -rf "$dir/gguf-py"
 	cp -r llama.cpp/gguf-py "$dir/gguf-py"
 fi
 cd /

@@ -243,6 +243,31 @@ func TestRunCannotDownloadTheDefaultModel(t *testing.T) {
 	}
 }
 
+// A llama-server cached with other compiler flags (before AMX was left
+// out, whose kernels crash on Q8_0 models) is built again, once: the
+// flags are kept beside the binary, and a binary with the same flags is
+// reused. The compile is a stand-in that counts its runs.
+func TestLlamaServerBuiltAgainForOtherFlags(t *testing.T) {
+	dir := t.TempDir()
+	stub, runs := filepath.Join(dir, "build"), filepath.Join(dir, "runs")
+	os.WriteFile(stub, []byte("#!/bin/sh\necho run >>"+runs+"\nprintf '#!/bin/sh\\n' >\"$2\" && chmod +x \"$2\"\n"), 0o755)
+	cache := filepath.Join(dir, "cache")
+	bin := filepath.Join(cache, "llama-server-80fb11a", "llama-server")
+	os.MkdirAll(filepath.Dir(bin), 0o755)
+	os.WriteFile(bin, []byte("#!/bin/sh\n# built before the flags were kept\n"), 0o755)
+	env := []string{"SYSTEM1_CACHE=" + cache, "SYSTEM1_LLAMA_BUILD=" + stub}
+	for i, want := range []string{"run\n", "run\n"} {
+		code, out, errOut := script(t, env, "llama-server.sh")
+		got, _ := os.ReadFile(runs)
+		if code != 0 || out != bin+"\n" || string(got) != want {
+			t.Fatalf("call %d: exit %d, printed %q, builds %q, want %q\n%s", i, code, out, got, want, errOut)
+		}
+		if flags, _ := os.ReadFile(filepath.Join(filepath.Dir(bin), "cflags")); !strings.Contains(string(flags), "-mno-amx-int8") {
+			t.Fatalf("call %d: the kept flags %q do not leave AMX out", i, flags)
+		}
+	}
+}
+
 // A build waiting on another's lock is not one line and then silence (a
 // newcomer's first run.sh waited 16 minutes so): every few seconds it
 // says how long it has waited, where the other build logs and that log's
