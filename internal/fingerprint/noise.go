@@ -4,11 +4,10 @@ import (
 	"math"
 )
 
-// FalseAlarm is the chance that one canary read of an unchanged build is
-// taken for suspect, once the node's repeat noise is measured, if the
-// noise is as measured (docs/fingerprints.md). A change needs Confirm
-// suspect reads in a row, so a false alarm is rarer still where reads
-// are independent.
+// FalseAlarm is the chance that a test of an unchanged build finds it
+// moved, once the node's repeat noise is measured, if the noise is as
+// measured (docs/fingerprints.md): a Tracker's test of Confirm suspect
+// reads pooled, or CompareNoise's of one read.
 const FalseAlarm = 1e-6
 
 // Confirm is how many canary reads in a row must each move beyond the

@@ -61,11 +61,11 @@ func NewTracker() *Tracker { return &Tracker{refs: map[Key]*entry{}} }
 // Confirm reads in a row are and their pooled test confirms it; a read
 // that is not suspect, or a run the pooled test holds to be noise, ends
 // the run, and its suspect reads are measured as the node's noise, as it
-// is: a busy engine's batch noise is learnt from the reads it moved. A change makes p, as it is, the new
-// reference, so that one swap is reported once and nothing of the old
-// build is kept for the new one; otherwise the reference keeps its first
-// reading, so that a slow drift adds up against it instead of following
-// it, and parts it lacked (an identity or a canary whose first read
+// is: a busy engine's batch noise is learnt from the reads it moved. A
+// change makes p, as it is, the new reference, so that one swap is
+// reported once and nothing of the old build is kept for the new one;
+// otherwise the reference keeps its first reading, so that a slow drift
+// adds up against it instead of following it, and parts it lacked (an identity or a canary whose first read
 // failed) are filled from p. The noise is the node's, so it is kept
 // across a change.
 func (t *Tracker) Observe(k Key, p Print, tol float64) Change {
