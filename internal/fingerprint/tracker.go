@@ -65,9 +65,9 @@ func NewTracker() *Tracker { return &Tracker{refs: map[Key]*entry{}} }
 // change makes p, as it is, the new reference, so that one swap is
 // reported once and nothing of the old build is kept for the new one;
 // otherwise the reference keeps its first reading, so that a slow drift
-// adds up against it instead of following it, and parts it lacked (an identity or a canary whose first read
-// failed) are filled from p. The noise is the node's, so it is kept
-// across a change.
+// adds up against it instead of following it, and parts it lacked (an
+// identity or a canary whose first read failed) are filled from p. The
+// noise is the node's, so it is kept across a change.
 func (t *Tracker) Observe(k Key, p Print, tol float64) Change {
 	t.mu.Lock()
 	defer t.mu.Unlock()
