@@ -134,7 +134,9 @@ func TestTrackerConfirms(t *testing.T) {
 	one := fingerprint.CompareNoise(fingerprint.Print{Canary: base}, fingerprint.Print{Canary: requant}, 0.01, fingerprint.Noise{N: 1}).ZLimit
 	values := 1
 	for fingerprint.ZLimit(values, fingerprint.FalseAlarm) != one {
-		values++
+		if values++; values > 1000 {
+			t.Fatalf("no count of values up to 1,000 has one read's limit %v", one)
+		}
 	}
 	pooled := fingerprint.ZLimit(fingerprint.Confirm*values, fingerprint.FalseAlarm)
 	small, within := atZ(t, base, (one+pooled)/2), atZ(t, base, (1+pooled)/2)
