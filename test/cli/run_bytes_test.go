@@ -271,8 +271,18 @@ func TestRunSIGTERMWithAStuckPipe(t *testing.T) {
 		return byTopic(r)
 	}
 	_, cfg := fakeNode(t, fakeengine.Behavior{Prompted: counting}, "decision_log: {off: true}\n")
-	const n = 2000 // far more answer lines than a pipe holds
-	questions, in := rowsFile(t, n)
+	// Each answer line is longer than the pipe (its id is): a write of
+	// up to PIPE_BUF bytes is all or nothing, so lines short enough to be
+	// flushed a few at a time could leave the run blocked on a pipe not
+	// yet full (CI saw it wait two minutes at 67 rows); a longer write
+	// fills what room there is, and the pipe fills whole.
+	const n = 200
+	var rows strings.Builder
+	for i := range n {
+		fmt.Fprintf(&rows, `{"id":"t-%d-%s","state":{"body":"ticket %d about %s"}}`+"\n", i, strings.Repeat("x", 8192), i, []string{"billing", "tech"}[i%2])
+	}
+	dir := writeFiles(t, map[string]string{"q.json": runQuestions, "rows.jsonl": rows.String()})
+	questions, in := filepath.Join(dir, "q.json"), filepath.Join(dir, "rows.jsonl")
 	fifo := filepath.Join(t.TempDir(), "answers")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Skip("no named pipes here:", err)
