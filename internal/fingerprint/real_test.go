@@ -30,12 +30,12 @@ import (
 // under one name. The test holds the tolerance between the two: every
 // repeat read within a fifth of it, every two builds with other weights
 // beyond three times it. (A tenth held until llama-server was built
-// without AMX: its F16 build read under load moved by 0.00144 in every
-// run since, 0 to 0.00085 before; docs/fingerprints.md.) Two pairs are reported and not held: the same
-// weights in F32 and F16, which move the canary by 0.001 to 0.002, a change
-// the tolerance counts as none (the identity tells them apart); and two
-// builds that are uninformative on every question (random weights on
-// Ollama), which the canary cannot tell apart at all.
+// without AMX: its F16 build read under load has moved by 0.00144 in
+// every run since, 0 to 0.00085 before.) Two pairs are reported and not
+// held: the same weights in F32 and F16, which move the canary by 0.001
+// to 0.002, a change the tolerance counts as none (the identity tells
+// them apart); and two builds that are uninformative on every question
+// (random weights on Ollama), which the canary cannot tell apart at all.
 
 // alias is the one name every build is served under.
 const alias = "canary-model"
