@@ -142,13 +142,20 @@ func (c *Change) confirm(ref Reading, run []Reading, noise Noise, alpha float64)
 		structural = structural && isStructural(ref, r)
 	}
 	c.Structural = structural
+	c.hold(diffs, noise, alpha)
+	c.Changed = c.noiseMoved()
+}
+
+// hold fills c's test figures from diffs, the log-probability differences
+// compared: their RMS, that in units of the noise's Sigma, and the limit
+// for as many values at false-alarm rate alpha.
+func (c *Change) hold(diffs []float64, noise Noise, alpha float64) {
 	c.Sigma, c.ZLimit = noise.Sigma(), ZLimit(len(diffs), alpha)
 	c.RMS, c.Z = 0, 0
 	if len(diffs) > 0 {
 		c.RMS = rms(diffs)
 		c.Z = c.RMS / c.Sigma
 	}
-	c.Changed = c.noiseMoved()
 }
 
 // test holds next's canary against ref's with the node's noise, filling
@@ -160,10 +167,5 @@ func (c *Change) test(ref, next Reading, noise Noise, alpha float64) {
 		return
 	}
 	c.Tested, c.Structural = true, isStructural(ref, next)
-	diffs := logDiffs(ref, next)
-	c.Sigma, c.ZLimit = noise.Sigma(), ZLimit(len(diffs), alpha)
-	if len(diffs) > 0 {
-		c.RMS = rms(diffs)
-		c.Z = c.RMS / c.Sigma
-	}
+	c.hold(logDiffs(ref, next), noise, alpha)
 }
