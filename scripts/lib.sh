@@ -20,6 +20,14 @@ apt_install() {
 		as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@"
 }
 
+# no_amx are the compiler flags that leave AMX out of a -march=native
+# build of ggml, llama-server's and Ollama's: on a CPU that has it (a
+# Sapphire Rapids Xeon, as this project's machine), llama.cpp's AMX
+# kernels segfaulted in ggml_backend_amx_mul_mat as a Q8_0 model loaded,
+# and Ollama's cgo build, which never compiles their source, failed to
+# link.
+no_amx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+
 # need_numpy installs Debian's python3-numpy when the system's python3
 # cannot import numpy, for the model writers (gen_random_gguf.py, gguf-py).
 need_numpy() {

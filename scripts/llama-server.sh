@@ -14,12 +14,9 @@ commit=80fb11a
 cache="${SYSTEM1_CACHE:-$HOME/.cache/system1}"
 dir="$cache/llama-server-$commit"
 bin="$dir/llama-server"
-# llama.cpp's AMX kernels, which -march=native turns on where the CPU has
-# AMX (Sapphire Rapids and later Xeons), segfault in
-# ggml_backend_amx_mul_mat as a Q8_0 model loads (random-1-q8_0 on this
-# project's machine, in gdb): the build leaves AMX out. A binary cached
-# with other flags, or before they were kept, is built again.
-cflags="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+# The build leaves AMX out (lib.sh's no_amx). A binary cached with other
+# flags, or before they were kept, is built again.
+cflags=$no_amx
 if [[ -x $bin && $(cat "$dir/cflags" 2>/dev/null) != "$cflags" ]]; then
 	echo "llama-server.sh: $bin was built with other compiler flags than '$cflags': building it again" >&2
 	rm -f "$bin"

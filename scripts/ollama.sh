@@ -6,10 +6,8 @@
 # sources without the headers under its vendor/ folder, so they come
 # from the llama.cpp source bundle in the npm package node-llama-cpp@3.21.1
 # (see ../shared/docs/local-engine.md, "Alternative B"). Without -O3
-# -march=native the engine is about 35 times slower. AMX is left out: on
-# a CPU that has it, -march=native makes ggml-cpu.cpp call the AMX
-# buffer type, whose source the module's cgo build does not compile, and
-# the link fails.
+# -march=native the engine is about 35 times slower. AMX is left out
+# (lib.sh's no_amx).
 #
 # A lock keeps two runs at once (two worktrees, CI and a developer) from
 # building into the same folder: the second waits and then finds the
@@ -38,7 +36,7 @@ logged "$build_log" npm init -y
 logged "$build_log" npm i -E --omit=optional --ignore-scripts --no-audit --no-fund "node-llama-cpp@$npm_version"
 logged "$build_log" git clone -q node_modules/node-llama-cpp/llama/gitRelease.bundle llama.cpp
 log "building ollama $version (about 6 minutes on 2 cores; log: $build_log)"
-flags="-O3 -march=native -mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+flags="-O3 -march=native $no_amx"
 CGO_CPPFLAGS="-I$work/llama.cpp/vendor" CGO_CFLAGS="$flags" CGO_CXXFLAGS="$flags" \
 	GOBIN="$work/bin" logged "$build_log" go install "github.com/ollama/ollama@v$version"
 cp "$work/bin/ollama" "$bin.tmp"
