@@ -212,13 +212,13 @@ func TestRunStateLimitOnEveryPath(t *testing.T) {
 	}
 }
 
-// rowsFile writes n JSONL rows about billing or tech and the questions,
-// and returns their paths.
-func rowsFile(t *testing.T, n int) (questions, in string) {
+// rowsFile writes n JSONL rows about billing or tech, each id t-<i>
+// followed by idTail, and the questions, and returns their paths.
+func rowsFile(t *testing.T, n int, idTail string) (questions, in string) {
 	t.Helper()
 	var rows strings.Builder
 	for i := range n {
-		fmt.Fprintf(&rows, `{"id":"t-%d","state":{"body":"ticket %d about %s"}}`+"\n", i, i, []string{"billing", "tech"}[i%2])
+		fmt.Fprintf(&rows, `{"id":"t-%d%s","state":{"body":"ticket %d about %s"}}`+"\n", i, idTail, i, []string{"billing", "tech"}[i%2])
 	}
 	dir := writeFiles(t, map[string]string{"q.json": runQuestions, "rows.jsonl": rows.String()})
 	return filepath.Join(dir, "q.json"), filepath.Join(dir, "rows.jsonl")
@@ -232,7 +232,7 @@ func rowsFile(t *testing.T, n int) (questions, in string) {
 func TestRunOutNotARegularFile(t *testing.T) {
 	_, cfg := fakeNode(t, fakeengine.Behavior{Prompted: byTopic}, "decision_log: {off: true}\n")
 	const n = 50
-	questions, in := rowsFile(t, n)
+	questions, in := rowsFile(t, n, "")
 	t.Run("stdout", func(t *testing.T) {
 		code, stdout, stderr := system1(t, nil, "run", "--config", cfg, "--questions", questions, "--in", in, "--out", "/dev/stdout")
 		lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
@@ -277,12 +277,7 @@ func TestRunSIGTERMWithAStuckPipe(t *testing.T) {
 	// yet full (CI saw it wait two minutes at 67 rows); a longer write
 	// fills what room there is, and the pipe fills whole.
 	const n = 200
-	var rows strings.Builder
-	for i := range n {
-		fmt.Fprintf(&rows, `{"id":"t-%d-%s","state":{"body":"ticket %d about %s"}}`+"\n", i, strings.Repeat("x", 8192), i, []string{"billing", "tech"}[i%2])
-	}
-	dir := writeFiles(t, map[string]string{"q.json": runQuestions, "rows.jsonl": rows.String()})
-	questions, in := filepath.Join(dir, "q.json"), filepath.Join(dir, "rows.jsonl")
+	questions, in := rowsFile(t, n, "-"+strings.Repeat("x", 8192))
 	fifo := filepath.Join(t.TempDir(), "answers")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Skip("no named pipes here:", err)
