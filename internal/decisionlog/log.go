@@ -197,15 +197,19 @@ func (l *Log) Record(r Record) {
 		return
 	}
 	l.queued = append(l.queued, r)
-	n, held := len(l.queued), l.held
+	n, whole := len(l.queued), l.wholeLocked()
 	l.qmu.Unlock()
 	if n == 1 {
 		signal(l.wake)
 	}
-	if n+held >= l.opt.Batch {
+	if whole {
 		signal(l.full)
 	}
 }
+
+// wholeLocked reports whether what the writer holds and what is queued
+// make a batch. The caller holds l.qmu.
+func (l *Log) wholeLocked() bool { return len(l.queued)+l.held >= l.opt.Batch }
 
 // signal sends on c, of capacity 1, unless a signal waits there.
 func signal(c chan struct{}) {
@@ -376,10 +380,11 @@ func (l *Log) linger(t *time.Timer) (flush chan error) {
 	case <-l.full: // perhaps stale: counted afresh below
 	default:
 	}
-	// Records queued before the drain announced nothing still waiting;
-	// those queued after it signal full again.
+	// A signal drained above may have been sent for records still
+	// queued: they are counted here, and those queued from now on
+	// signal again.
 	l.qmu.Lock()
-	whole := len(l.queued)+l.held >= l.opt.Batch
+	whole := l.wholeLocked()
 	l.qmu.Unlock()
 	if whole {
 		return nil
