@@ -6,11 +6,12 @@ import (
 	"runtime/metrics"
 )
 
-// gcFloor is the least heap target serve lets the collector aim for. A
-// forwarding server's live heap is a few MiB, so Go's default (collect
-// when the heap reaches twice the live one) collected every few dozen
-// requests and the collector took a fifth of the CPU at saturation
-// (docs/benchmarks.md, issue 34). With the floor, a live heap of 1 to 3
+// gcFloor is the least heap target serve and run let the collector aim
+// for. A forwarding server's live heap is a few MiB, so Go's default
+// (collect when the heap reaches twice the live one) collected every few
+// dozen requests and the collector took a fifth of the CPU at saturation
+// (docs/benchmarks.md, issue 34); a run's is 3 to 4 MiB, collected every
+// hundred rows. With the floor, a live heap of 1 to 3
 // MiB is collected at 16 MiB, about five times less often; a live heap
 // over about half the floor is collected at twice its size, as by
 // default, so the floor costs at most its own size in memory, never a
