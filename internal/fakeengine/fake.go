@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -99,6 +100,7 @@ type server struct {
 
 	closeMu sync.Mutex
 	closed  bool
+	held    *heldPort // the port refuse keeps, released by Close
 }
 
 func (s *server) listen(serve http.HandlerFunc) {
@@ -116,7 +118,22 @@ func (s *server) Close() {
 	if !closed {
 		close(s.done)
 		s.srv.Close()
+		if s.held != nil {
+			s.held.Close()
+		}
 	}
+}
+
+// refuse closes the listener and every connection, and keeps the port
+// bound, not listening, until Close: connections are refused, and no
+// other server takes the port. Tests run in parallel start many servers,
+// and one that took a closed listener's port answered the refusing
+// node's requests with its own 404s (a flake of test/faults).
+func (s *server) refuse() {
+	port := s.srv.Listener.Addr().(*net.TCPAddr).Port
+	s.srv.Listener.Close()
+	s.srv.CloseClientConnections()
+	s.held, _ = holdPort(port) // where it cannot be held, it is refused as free
 }
 
 // block waits until the client gives up or the fake is closed.
@@ -199,8 +216,7 @@ func (f *Fake) set(b Behavior) {
 	f.b = b
 	if b.Fault == Refuse && !f.refused {
 		f.refused = true
-		f.srv.Listener.Close()
-		f.srv.CloseClientConnections()
+		f.refuse()
 	}
 }
 

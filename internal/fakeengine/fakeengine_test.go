@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
+	neturl "net/url"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -289,5 +292,46 @@ func TestParallelAndPeakTasks(t *testing.T) {
 	}
 	if got := f.PeakTasks(); got != tasks {
 		t.Errorf("peak tasks %d, want the %d sent", got, tasks)
+	}
+}
+
+// A refusing fake, of each kind, and Down refuse connections and keep
+// their ports until the test ends: a server started meanwhile, as tests
+// in parallel start many, cannot take the port and answer in their place.
+func TestRefusedPortsAreHeld(t *testing.T) {
+	for name, url := range map[string]func(t *testing.T) string{
+		"engine, refusing from the start": func(t *testing.T) string {
+			return start(t, fakeengine.Options{Behavior: fakeengine.Behavior{Fault: fakeengine.Refuse}}).URL
+		},
+		"engine, refusing once set after an answer": func(t *testing.T) string {
+			f := start(t, fakeengine.Options{Dialect: fakeengine.Ollama})
+			// A connection it served lingers in TIME_WAIT on its port.
+			if _, err := (&ollama.Engine{BaseURL: f.URL}).Models(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			f.Set(fakeengine.Behavior{Fault: fakeengine.Refuse})
+			return f.URL
+		},
+		"System One endpoint": func(t *testing.T) string {
+			return fakeengine.StartSystemOne(t, fakeengine.Reply{Fault: fakeengine.Refuse}).URL
+		},
+		"Down": func(t *testing.T) string { return fakeengine.Down(t) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			u, err := neturl.Parse(url(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c, err := net.Dial("tcp", u.Host); !errors.Is(err, syscall.ECONNREFUSED) {
+				if c != nil {
+					c.Close()
+				}
+				t.Errorf("dialling %s: %v, want connection refused", u.Host, err)
+			}
+			if ln, err := net.Listen("tcp", u.Host); err == nil {
+				ln.Close()
+				t.Errorf("another server could listen on %s", u.Host)
+			}
+		})
 	}
 }

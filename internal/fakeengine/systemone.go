@@ -135,7 +135,7 @@ func NewSystemOne(r Reply) *SystemOne {
 	s := &SystemOne{release: make(chan struct{}), Arrived: make(chan struct{}, 64)}
 	s.start(r, s.serve)
 	if r.Fault == Refuse {
-		s.srv.Listener.Close()
+		s.refuse()
 	}
 	return s
 }
@@ -148,10 +148,16 @@ func StartSystemOne(t testing.TB, r Reply) *SystemOne {
 	return s
 }
 
-// Down returns a URL where nothing listens.
+// Down returns a URL where nothing listens until the test ends: its port
+// is held, bound and not listening, so that connections are refused and
+// no other server takes it.
 func Down(t testing.TB) string {
 	t.Helper()
-	s := httptest.NewServer(http.NotFoundHandler())
+	if h, err := holdPort(0); err == nil {
+		t.Cleanup(func() { h.Close() })
+		return fmt.Sprintf("http://127.0.0.1:%d", h.Port())
+	}
+	s := httptest.NewServer(http.NotFoundHandler()) // no port can be held: one free now
 	url := s.URL
 	s.Close()
 	return url
