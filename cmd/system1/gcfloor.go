@@ -11,12 +11,12 @@ import (
 // (collect when the heap reaches twice the live one) collected every few
 // dozen requests and the collector took a fifth of the CPU at saturation
 // (docs/benchmarks.md, issue 34); a run's is 3 to 4 MiB, collected every
-// hundred rows. With the floor, a live heap of 1 to 3
-// MiB is collected at 16 MiB, about five times less often; a live heap
-// over about half the floor is collected at twice its size, as by
-// default, so the floor costs at most its own size in memory, never a
-// multiple of the live heap. 16 MiB keeps a forwarding server with the
-// decision log off under 45 MiB of RSS (20 MiB gave 46).
+// hundred rows. With the floor, a live heap of 1 to 3 MiB is collected
+// at 16 MiB, about five times less often; a live heap over about half
+// the floor is collected at twice its size, as by default, so the floor
+// costs at most its own size in memory, never a multiple of the live
+// heap. 16 MiB keeps a forwarding server with the decision log off under
+// 45 MiB of RSS (20 MiB gave 46).
 const gcFloor = 16 << 20
 
 // gcPercentFor is the GOGC that puts the heap target at floor where the
