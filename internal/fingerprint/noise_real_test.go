@@ -276,10 +276,41 @@ func TestNearTiesAndTheMoveOfABuild(t *testing.T) {
 		s.Restart(t, testengine.Config{})
 		to := readBuild()
 		t.Logf("%s, %d reads of each beside %d clients: question, margin, move (RMS of the mean log-probabilities' change), repeat noise (SD of a read's log-probabilities)", p.name, reads, loadClients)
-		for _, q := range questionMoves(from, to) {
+		moves := questionMoves(from, to)
+		for _, q := range moves {
 			t.Logf("  %-9s %.3f  %.2e  %.2e", q.id, q.margin, q.move, q.noise)
 		}
+		near, wide := medianMove(moves[:4]), medianMove(moves[len(moves)-4:])
+		t.Logf("%s: rank correlation of move with margin %.2f; median move of the 4 nearest ties %.2g, of the 4 widest margins %.2g",
+			p.name, rankCorrelation(moves), near, wide)
 	}
+}
+
+// rankCorrelation is Spearman's rank correlation of the moves with the
+// margins, by which moves is sorted (ties ranked in order).
+func rankCorrelation(moves []questionMove) float64 {
+	byMove := slices.Clone(moves)
+	slices.SortStableFunc(byMove, func(a, b questionMove) int { return cmp.Compare(a.move, b.move) })
+	n := float64(len(moves))
+	var d2 float64
+	for i, q := range moves {
+		d := float64(i - slices.Index(byMove, q))
+		d2 += d * d
+	}
+	return 1 - 6*d2/(n*(n*n-1))
+}
+
+// medianMove is the median of the moves.
+func medianMove(moves []questionMove) float64 {
+	m := make([]float64, len(moves))
+	for i, q := range moves {
+		m[i] = q.move
+	}
+	slices.Sort(m)
+	if len(m)%2 == 1 {
+		return m[len(m)/2]
+	}
+	return (m[len(m)/2-1] + m[len(m)/2]) / 2
 }
 
 type questionMove struct {
@@ -293,7 +324,7 @@ func questionMoves(from, to []fingerprint.Reading) []questionMove {
 	logs := func(rs []fingerprint.Reading, q, j int) []float64 {
 		out := make([]float64, len(rs))
 		for i, r := range rs {
-			out[i] = math.Log(max(r.Dists[q][j], 1e-4))
+			out[i] = math.Log(max(r.Dists[q][j], fingerprint.MinProb))
 		}
 		return out
 	}
