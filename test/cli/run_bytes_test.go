@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -389,5 +390,42 @@ func TestRunOutcomesWithTheLogOff(t *testing.T) {
 	if code != 0 || !regexp.MustCompile(`(?m)^dept\s+2\s+0\.500\s`).MatchString(stdout) ||
 		!strings.Contains(stdout, "0 outcomes recorded, then no more: the decision log is off") {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+}
+
+// system1 run keeps serve's floor under the collector's heap target: a
+// run's live heap is a few MiB, and Go's default collected it every
+// hundred rows. Read from the runtime's own trace of each collection
+// (GODEBUG=gctrace=1, on stderr): once the floor is set, after the first
+// collection, the goal is at least its 16 MiB; a GOGC in the environment
+// turns it off, and the goal follows the live heap, under it.
+func TestRunKeepsTheCollectorFloor(t *testing.T) {
+	_, cfg := fakeNode(t, fakeengine.Behavior{Prompted: byTopic}, "decision_log: {off: true}\n")
+	questions, in := rowsFile(t, 5000, "")
+	goal := regexp.MustCompile(`(?m)^gc \d+ .* (\d+) MB goal`)
+	for _, tc := range []struct {
+		env   []string
+		floor bool
+	}{
+		{env: []string{"GODEBUG=gctrace=1"}, floor: true},
+		{env: []string{"GODEBUG=gctrace=1", "GOGC=100"}, floor: false},
+	} {
+		t.Run(strings.Join(tc.env, " "), func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "answers.jsonl")
+			code, _, stderr := system1(t, tc.env, "run", "--config", cfg, "--questions", questions, "--in", in, "--out", out)
+			if code != 0 {
+				t.Fatalf("exit %d\n%s", code, stderr)
+			}
+			goals := goal.FindAllStringSubmatch(stderr, -1)
+			// The floor is set after the first collection; the last is
+			// one after it.
+			if len(goals) < 2 {
+				t.Fatalf("%d collections over 5,000 rows, want 2 or more to see the floor:\n%s", len(goals), stderr)
+			}
+			last, _ := strconv.Atoi(goals[len(goals)-1][1])
+			if got := last >= 16; got != tc.floor {
+				t.Errorf("the last collection's heap goal %d MB (of %d collections); at least the 16 MiB floor: %v, want %v", last, len(goals), got, tc.floor)
+			}
+		})
 	}
 }
