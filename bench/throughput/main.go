@@ -85,6 +85,8 @@ func main() {
 	rows := flag.Int("rows", 16, "rows per way and round")
 	rounds := flag.Int("rounds", 3, "rounds, each running every way once")
 	fakeRows := flag.String("fake-rows", "", "row counts for the fake engine's part, comma-separated (10000,100000); empty skips it")
+	fakeSlots := flag.Int("fake-slots", 8, "the fake engine's slots")
+	perCall := flag.String("prompts-per-call", "0", "the node's prompts_per_call in the fake engine's part, each measured in turn, comma-separated (0,32)")
 	flag.Parse()
 	dir, err := os.MkdirTemp("", "system1-throughput")
 	if err != nil {
@@ -101,19 +103,32 @@ func main() {
 		}
 	}
 	if *fakeRows != "" {
-		var counts []int
-		for _, f := range strings.Split(*fakeRows, ",") {
-			n, err := strconv.Atoi(f)
-			if err != nil || n < 1 {
-				fail(fmt.Errorf("-fake-rows: %q is not a row count", f))
-			}
-			counts = append(counts, n)
+		counts, err := numbers("-fake-rows", *fakeRows, 1)
+		if err != nil {
+			fail(err)
 		}
-		if err := fake(*bin, dir, counts); err != nil {
+		pers, err := numbers("-prompts-per-call", *perCall, 0)
+		if err != nil {
+			fail(err)
+		}
+		if err := fake(*bin, dir, counts, *fakeSlots, pers); err != nil {
 			fail(err)
 		}
 	}
 	fmt.Printf("\nload average at the end %s\n", loadavg())
+}
+
+// numbers reads a flag's comma-separated list of numbers of at least least.
+func numbers(flag, list string, least int) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(f)
+		if err != nil || n < least {
+			return nil, fmt.Errorf("%s: %q is not a number of at least %d", flag, f, least)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 func fail(err error) {
@@ -146,7 +161,7 @@ func engine(bin, llama, model, dir string, rows, rounds int) error {
 		return err
 	}
 	cfg := filepath.Join(dir, "engine.yaml")
-	if err := writeConfig(cfg, llama, model); err != nil {
+	if err := writeConfig(cfg, llama, model, 0); err != nil {
 		return err
 	}
 	base, _, stop, err := testbin.Serve(bin, time.Minute, "--config", cfg, "--state-dir", filepath.Join(dir, "state-serve"))
@@ -228,11 +243,17 @@ func median(ms []measured, f func(measured) float64) float64 {
 	return v[len(v)/2]
 }
 
-func writeConfig(path, url, model string) error {
+// writeConfig writes a configuration of one llama.cpp node; a
+// promptsPerCall of 0 leaves the key out, as builds before it need.
+func writeConfig(path, url, model string, promptsPerCall int) error {
+	per := ""
+	if promptsPerCall > 0 {
+		per = fmt.Sprintf(", prompts_per_call: %d", promptsPerCall)
+	}
 	return os.WriteFile(path, fmt.Appendf(nil, `timeouts: {request: 300s, write: 310s}
 nodes:
-  - {name: llama, url: %q, dialect: llamacpp, models: [%s], timeout: 300s}
-`, url, model), 0o644)
+  - {name: llama, url: %q, dialect: llamacpp, models: [%s], timeout: 300s%s}
+`, url, model, per), 0o644)
 }
 
 // captured are the requests system1 made to llama-server for the rows of
@@ -273,7 +294,7 @@ func captureRequests(bin, llama, model, dir string, rows int) (captured, error) 
 	}))
 	defer srv.Close()
 	cfg := filepath.Join(dir, "capture.yaml")
-	if err := writeConfig(cfg, srv.URL, model); err != nil {
+	if err := writeConfig(cfg, srv.URL, model, 0); err != nil {
 		return nil, err
 	}
 	base, _, stop, err := testbin.Serve(bin, time.Minute, "--config", cfg, "--state-dir", filepath.Join(dir, "state-capture"))
@@ -375,7 +396,7 @@ func run(bin, cfg, dir string, states []string) (int, error) {
 	}
 	_ = os.Remove(out)
 	cmd := exec.Command(bin, "run", "--config", cfg, "--state-dir", filepath.Join(dir, "state-run"),
-		"--questions", filepath.Join(dir, "questions.json"), "--in", in, "--out", out)
+		"--questions", filepath.Join(filepath.Dir(dir), "questions.json"), "--in", in, "--out", out)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	// Exit 3 is a run that wrote every row, some as error rows: the rows
@@ -560,8 +581,8 @@ func loadavg() string {
 // fake measures system1's own cost per row against the fake engine,
 // which answers at once: system1 run's and the batch route's CPU time
 // per row and peak resident memory, at each row count.
-func fake(bin, dir string, counts []int) error {
-	eng := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Slots: 8})
+func fake(bin, dir string, counts []int, slots int, pers []int) error {
+	eng := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Slots: slots})
 	defer eng.Close()
 	// The fake keeps every request it was sent; this run sends millions.
 	ctx, cancel := context.WithCancel(context.Background())
@@ -571,55 +592,76 @@ func fake(bin, dir string, counts []int) error {
 			eng.Reset()
 		}
 	}()
-	cfg := filepath.Join(dir, "fake.yaml")
-	if err := writeConfig(cfg, eng.URL, fakeengine.DefaultModel); err != nil {
-		return err
+	// Each way runs with each prompts_per_call: 0 (the default) sends each
+	// question in an engine call of its own.
+	cfgs := map[int]string{}
+	for _, per := range pers {
+		cfgs[per] = filepath.Join(dir, fmt.Sprintf("fake-%d.yaml", per))
+		if err := writeConfig(cfgs[per], eng.URL, fakeengine.DefaultModel, per); err != nil {
+			return err
+		}
 	}
 	if err := os.WriteFile(filepath.Join(dir, "questions.json"), []byte(`{"model":"`+fakeengine.DefaultModel+`","questions":`+questions+`}`), 0o644); err != nil {
 		return err
 	}
-	fmt.Printf("\nsystem1's own cost against the fake engine (llama.cpp dialect, instant, 8 slots), %d questions a row, the decision log on\n\n", k)
-	fmt.Println("| way | rows | rows/s | CPU per row (µs) | peak RSS (MiB) |")
-	fmt.Println("|---|---|---|---|---|")
+	fmt.Printf("\nsystem1's own cost against the fake engine (llama.cpp dialect, instant, %d slots), %d questions a row, the decision log on\n\n", slots, k)
+	fmt.Println("| way | prompts_per_call | rows | rows/s | CPU per row (µs) | peak RSS (MiB) |")
+	fmt.Println("|---|--:|---|---|---|---|")
 	for _, n := range counts {
-		states := make([]string, n)
-		for i := range states {
-			states[i] = state(fmt.Sprintf("fake-%d", i), i)
+		for _, per := range pers {
+			if err := fakeRows(bin, dir, cfgs[per], per, n); err != nil {
+				return err
+			}
 		}
-		in, out := filepath.Join(dir, "fake-rows.jsonl"), filepath.Join(dir, "fake-answers.jsonl")
-		if err := writeRows(in, states); err != nil {
-			return err
-		}
-		_ = os.Remove(out)
-		cmd := exec.Command(bin, "run", "--config", cfg, "--state-dir", filepath.Join(dir, "state-fake-run"),
-			"--questions", filepath.Join(dir, "questions.json"), "--in", in, "--out", out)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		start := time.Now()
-		if err := cmd.Start(); err != nil {
-			return fmt.Errorf("system1 run: %v", err)
-		}
-		runPeak := watchPeak(cmd.Process.Pid)
-		if err := cmd.Wait(); err != nil {
-			return fmt.Errorf("system1 run: %v\n%s", err, stderr.String())
-		}
-		wall := time.Since(start)
-		got, err := answeredLines(out)
-		if err != nil || got != n {
-			return fmt.Errorf("system1 run answered %d of %d rows (%v)\n%s", got, n, err, stderr.String())
-		}
-		ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-		cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-		fmt.Printf("| `system1 run --config` | %d | %.0f | %.0f | %.1f |\n", n, float64(n)/wall.Seconds(),
-			float64(cpu.Microseconds())/float64(n), runPeak())
-
-		wall, cpu, peak, err := serveBatches(bin, cfg, dir, states)
-		if err != nil {
-			return err
-		}
-		fmt.Printf("| `POST /v1/systemone/batch` (system1 serve) | %d | %.0f | %.0f | %.1f |\n", n, float64(n)/wall.Seconds(),
-			float64(cpu.Microseconds())/float64(n), peak)
 	}
+	return nil
+}
+
+// fakeRows runs n rows through system1 run and the batch route, with the
+// configuration at cfg, and prints their rows of the table.
+func fakeRows(bin, dir, cfg string, per, n int) error {
+	// Each configuration keeps a state folder of its own.
+	dir = filepath.Join(dir, fmt.Sprintf("fake-%d", per))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	states := make([]string, n)
+	for i := range states {
+		states[i] = state(fmt.Sprintf("fake-%d", i), i)
+	}
+	in, out := filepath.Join(dir, "fake-rows.jsonl"), filepath.Join(dir, "fake-answers.jsonl")
+	if err := writeRows(in, states); err != nil {
+		return err
+	}
+	_ = os.Remove(out)
+	cmd := exec.Command(bin, "run", "--config", cfg, "--state-dir", filepath.Join(dir, "state-fake-run"),
+		"--questions", filepath.Join(filepath.Dir(dir), "questions.json"), "--in", in, "--out", out)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("system1 run: %v", err)
+	}
+	runPeak := watchPeak(cmd.Process.Pid)
+	if err := cmd.Wait(); err != nil {
+		return fmt.Errorf("system1 run: %v\n%s", err, stderr.String())
+	}
+	wall := time.Since(start)
+	got, err := answeredLines(out)
+	if err != nil || got != n {
+		return fmt.Errorf("system1 run answered %d of %d rows (%v)\n%s", got, n, err, stderr.String())
+	}
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	fmt.Printf("| `system1 run --config` | %d | %d | %.0f | %.0f | %.1f |\n", per, n, float64(n)/wall.Seconds(),
+		float64(cpu.Microseconds())/float64(n), runPeak())
+
+	wall, cpu, peak, err := serveBatches(bin, cfg, dir, states)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("| `POST /v1/systemone/batch` (system1 serve) | %d | %d | %.0f | %.0f | %.1f |\n", per, n, float64(n)/wall.Seconds(),
+		float64(cpu.Microseconds())/float64(n), peak)
 	return nil
 }
 

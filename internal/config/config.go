@@ -272,6 +272,12 @@ type Node struct {
 	// evaluated in one batch; false runs them one after another on the
 	// state's slot.
 	SpreadSlots *bool `yaml:"spread_slots"`
+	// PromptsPerCall, on a llamacpp node, sends questions that wait for
+	// the node at the same time together, up to this many in one call
+	// (llama-server's /completion takes a list of prompts), so that one
+	// exchange carries several; 0 or 1 sends each alone. The server then
+	// gives each prompt a slot, so it turns pin_slots off.
+	PromptsPerCall int `yaml:"prompts_per_call"`
 	// Constrain is how an openai node holds the first token to the labels:
 	// structured_outputs (vLLM >= 0.12), guided_choice (older vLLM,
 	// SGLang), or none (hosted APIs; the default).

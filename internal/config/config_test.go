@@ -325,6 +325,17 @@ func TestCheck(t *testing.T) {
 			[]string{"nodes[0].num_ctx (a): only an ollama node takes its context size per request (this one is llamacpp); other engines fix it when they start (llama-server -c"}},
 		{"num_ctx on openai", "nodes:\n  - {name: a, url: http://h, dialect: openai, num_ctx: 256}\n", []string{"(this one is openai)"}},
 		{"negative num_ctx", "nodes:\n  - {name: a, url: http://h, dialect: ollama, num_ctx: -1}\n", []string{"nodes[0].num_ctx (a): -1 is negative"}},
+		// prompts_per_call is llama.cpp's /completion list, whose prompts
+		// the server gives slots: no pinning with it.
+		{"prompts_per_call on llamacpp", "nodes:\n  - {name: a, url: http://h, dialect: llamacpp, prompts_per_call: 16}\n", nil},
+		{"prompts_per_call unpinned", "nodes:\n  - {name: a, url: http://h, dialect: llamacpp, prompts_per_call: 16, pin_slots: false}\n", nil},
+		{"prompts_per_call on openai", "nodes:\n  - {name: a, url: http://h, dialect: openai, prompts_per_call: 16}\n",
+			[]string{"nodes[0].prompts_per_call (a): only a llamacpp node takes several prompts in one call (this one is openai)"}},
+		{"prompts_per_call pinned", "nodes:\n  - {name: a, url: http://h, dialect: llamacpp, prompts_per_call: 16, pin_slots: true}\n",
+			[]string{"nodes[0].prompts_per_call (a): the server gives the prompts of one call their slots"}},
+		{"prompts_per_call spread", "nodes:\n  - {name: a, url: http://h, dialect: llamacpp, prompts_per_call: 2, spread_slots: true}\n",
+			[]string{"nodes[0].prompts_per_call (a): the server gives the prompts of one call their slots"}},
+		{"negative prompts_per_call", "nodes:\n  - {name: a, url: http://h, dialect: llamacpp, prompts_per_call: -1}\n", []string{"nodes[0].prompts_per_call (a): -1 is negative"}},
 		{"negative max_engine_calls", "nodes:\n  - {name: a, url: http://h, dialect: ollama, max_engine_calls: -5}\n", []string{"nodes[0].max_engine_calls (a): -5 is negative"}},
 		{"every error at once", "calibration: yes\nrounding: 20\ntls: {cert: c}\ngateway: {threshold: 2}\n" +
 			"nodes:\n  - {url: x, dialect: y, constrain: z, queue: -1, max_options: 300}\n" +

@@ -11,7 +11,8 @@ import "fmt"
 // max_engine_calls with it.
 const DefaultMaxEngineCalls = 4096
 
-// checkEngineLimits checks a node's context size and call budget; at
+// checkEngineLimits checks a node's context size, prompts per call and
+// call budget; at
 // names the node in the file.
 func (n Node) checkEngineLimits(at string) []error {
 	var errs []error
@@ -19,6 +20,14 @@ func (n Node) checkEngineLimits(at string) []error {
 		errs = append(errs, fmt.Errorf("%s.num_ctx (%s): %d is negative", at, n.Name, n.NumCtx))
 	} else if n.NumCtx > 0 && n.Dialect != "ollama" {
 		errs = append(errs, fmt.Errorf("%s.num_ctx (%s): only an ollama node takes its context size per request (this one is %s); other engines fix it when they start (llama-server -c, vLLM --max-model-len, SGLang --context-length)", at, n.Name, n.Dialect))
+	}
+	switch {
+	case n.PromptsPerCall < 0:
+		errs = append(errs, fmt.Errorf("%s.prompts_per_call (%s): %d is negative", at, n.Name, n.PromptsPerCall))
+	case n.PromptsPerCall > 1 && n.Dialect != "llamacpp":
+		errs = append(errs, fmt.Errorf("%s.prompts_per_call (%s): only a llamacpp node takes several prompts in one call (this one is %s)", at, n.Name, n.Dialect))
+	case n.PromptsPerCall > 1 && (n.PinSlots != nil && *n.PinSlots || n.SpreadSlots != nil && *n.SpreadSlots):
+		errs = append(errs, fmt.Errorf("%s.prompts_per_call (%s): the server gives the prompts of one call their slots, so a slot cannot be pinned; leave pin_slots and spread_slots out", at, n.Name))
 	}
 	if n.MaxEngineCalls < 0 {
 		errs = append(errs, fmt.Errorf("%s.max_engine_calls (%s): %d is negative", at, n.Name, n.MaxEngineCalls))

@@ -275,7 +275,20 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 	_, _ = body.ReadFrom(r.Body)
 	rec := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body.Bytes()}
 	infer := r.Method == http.MethodPost && r.URL.Path == f.opt.Dialect.InferencePath()
-	task := infer || (r.Method == http.MethodPost && r.URL.Path == "/completion")
+	completion := r.Method == http.MethodPost && r.URL.Path == "/completion" && f.opt.Dialect == LlamaCpp
+	task := infer || completion
+	// A /completion prompt list asks as many inferences, each recorded as
+	// one; a lone prompt is a task that reads nothing (Prime's).
+	var list []Request
+	var l completionList
+	if completion && json.Unmarshal(rec.Body, &l) == nil && len(l.Prompt) > 0 {
+		var ok bool
+		if list, ok = l.requests(rec); !ok {
+			f.record(rec)
+			writeError(w, f.opt.Dialect, http.StatusBadRequest, "a prompt is not the chat template's rendering")
+			return
+		}
+	}
 	if task {
 		defer f.tasks.enter()()
 	}
@@ -292,14 +305,19 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	b, build := f.b, f.build
 	f.mu.Unlock()
-	if len(rec.Labels) == 0 && infer {
+	if len(rec.Labels) == 0 && infer || slices.ContainsFunc(list, func(r Request) bool { return len(r.Labels) == 0 }) {
 		f.record(rec)
 		writeError(w, f.opt.Dialect, http.StatusBadRequest, "cannot tell the labels from the grammar or the prompt")
 		return
 	}
-	f.record(rec)
+	if list == nil {
+		f.record(rec)
+	}
+	for _, r := range list {
+		f.record(r)
+	}
 
-	if !infer && !b.Everywhere {
+	if !infer && list == nil && !b.Everywhere {
 		b = Behavior{}
 	}
 	if task && f.running != nil {
@@ -338,6 +356,14 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case infer:
 		reply = f.answer(rec, b)
+	case list != nil:
+		reply = f.completions(list, b)
+	case r.Method == http.MethodPost && r.URL.Path == "/apply-template" && f.opt.Dialect == LlamaCpp:
+		var ok bool
+		if reply, ok = applyTemplate(rec.Body); !ok {
+			writeError(w, f.opt.Dialect, http.StatusBadRequest, "request is not JSON")
+			return
+		}
 	case r.Method == http.MethodGet && r.URL.Path == "/health":
 		reply = []byte(`{"status":"ok"}`)
 	case r.Method == http.MethodGet && r.URL.Path == "/" && f.opt.Dialect == Ollama:

@@ -49,8 +49,9 @@ var literals = map[Fault]string{NaN: "NaN", PosInf: "Infinity", NegInf: "-Infini
 
 func placeholder(lit string) string { return "\x00" + lit }
 
-// answer builds the reply to an inference request.
-func (f *Fake) answer(rec Request, b Behavior) []byte {
+// firstToken is the token an inference request generates, with its top
+// log-probabilities as the Behavior has them.
+func (f *Fake) firstToken(rec Request, b Behavior) (chosen entry, content []entry) {
 	lps := b.logprobs(rec)
 	masked := rec.Constrained && !b.IgnoreConstraint
 	if masked {
@@ -83,7 +84,7 @@ func (f *Fake) answer(rec Request, b Behavior) []byte {
 		// token generated either.
 		top = slices.Delete(top, at, at+1)
 	}
-	chosen := f.entry(filler, 0)
+	chosen = f.entry(filler, 0)
 	for _, e := range top { // the sampled token is the likeliest label, as under a grammar
 		if e.Token != filler {
 			chosen = e
@@ -107,8 +108,31 @@ func (f *Fake) answer(rec Request, b Behavior) []byte {
 		}
 	}
 	chosen.TopLogprobs = top
-	content := []entry{chosen}
+	return chosen, []entry{chosen}
+}
 
+// completions builds the reply to a /completion prompt list: an entry
+// per prompt, in llama-server's shape, each read as answer reads one.
+func (f *Fake) completions(recs []Request, b Behavior) []byte {
+	out := make([]map[string]any, len(recs))
+	for i, rec := range recs {
+		chosen, content := f.firstToken(rec, b)
+		m := map[string]any{"index": i, "content": chosen.Token, "model": rec.Model, "stop": true,
+			"tokens_predicted": 1, "tokens_evaluated": rec.InputTokens}
+		if b.Fault != NoLogprobs {
+			m["completion_probabilities"] = content
+		}
+		out[i] = m
+	}
+	if len(out) == 1 { // llama-server answers a list of one with its entry
+		return marshalReply(out[0])
+	}
+	return marshalReply(out)
+}
+
+// answer builds the reply to an inference request.
+func (f *Fake) answer(rec Request, b Behavior) []byte {
+	chosen, content := f.firstToken(rec, b)
 	var logprobs any = map[string]any{"content": content}
 	switch b.Fault {
 	case NoLogprobs:
@@ -163,6 +187,11 @@ func (f *Fake) answer(rec Request, b Behavior) []byte {
 		}
 		reply = m
 	}
+	return marshalReply(reply)
+}
+
+// marshalReply writes a reply, with the literals JSON has not.
+func marshalReply(reply any) []byte {
 	out, err := json.Marshal(reply)
 	if err != nil {
 		panic(err) // every value above marshals

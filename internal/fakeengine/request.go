@@ -1,17 +1,15 @@
 package fakeengine
 
 import (
+	"encoding/json"
 	"regexp"
 	"strings"
 )
 
 // chatRequest is an inference request in any of the three dialects.
 type chatRequest struct {
-	Model    string `json:"model"`
-	Messages []struct {
-		Role    string `json:"role"`
-		Content string `json:"content"`
-	} `json:"messages"`
+	Model              string          `json:"model"`
+	Messages           []message       `json:"messages"`
 	MaxTokens          *int            `json:"max_tokens"`
 	Temperature        *float64        `json:"temperature"`
 	Logprobs           bool            `json:"logprobs"`
@@ -29,6 +27,11 @@ type chatRequest struct {
 		Choice []string `json:"choice"`
 	} `json:"structured_outputs"`
 	GuidedChoice []string `json:"guided_choice"`
+}
+
+type message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
 }
 
 var (
@@ -84,4 +87,57 @@ func (c *chatRequest) fill(r *Request) {
 		}
 	}
 	r.InputTokens = len(strings.Fields(r.System)) + len(strings.Fields(r.User))
+}
+
+// The fake's chat template, ChatML as stories260K's: /apply-template
+// renders with it, and a /completion prompt list is read back through it.
+const (
+	chatHead   = "<|im_start|>system\n"
+	chatMiddle = "<|im_end|>\n<|im_start|>user\n"
+	chatTail   = "<|im_end|>\n<|im_start|>assistant\n"
+)
+
+// applyTemplate answers llama.cpp's POST /apply-template: the prompt the
+// chat endpoint would evaluate for the messages.
+func applyTemplate(body []byte) ([]byte, bool) {
+	var c chatRequest
+	if json.Unmarshal(body, &c) != nil {
+		return nil, false
+	}
+	var r Request
+	c.fill(&r)
+	out, _ := json.Marshal(map[string]string{"prompt": chatHead + r.System + chatMiddle + r.User + chatTail})
+	return out, true
+}
+
+// completionList is llama.cpp's POST /completion with a list of prompts,
+// each the chat template's rendering of a system and a user message.
+type completionList struct {
+	Model       string   `json:"model"`
+	Prompt      []string `json:"prompt"`
+	NProbs      int      `json:"n_probs"`
+	Grammar     string   `json:"grammar"`
+	CachePrompt bool     `json:"cache_prompt"`
+	Temperature *float64 `json:"temperature"`
+	NPredict    int      `json:"n_predict"`
+}
+
+// requests reads each prompt back as the chat request it renders; false
+// when one is not the template's.
+func (l completionList) requests(base Request) ([]Request, bool) {
+	out := make([]Request, len(l.Prompt))
+	for i, text := range l.Prompt {
+		rest, ok := strings.CutPrefix(text, chatHead)
+		rest, ok2 := strings.CutSuffix(rest, chatTail)
+		system, user, ok3 := strings.Cut(rest, chatMiddle)
+		if !ok || !ok2 || !ok3 {
+			return nil, false
+		}
+		c := chatRequest{Model: l.Model, Messages: []message{{"system", system}, {"user", user}},
+			Temperature: l.Temperature, Logprobs: true, TopLogprobs: l.NProbs, Grammar: l.Grammar, CachePrompt: l.CachePrompt, MaxTokens: &l.NPredict}
+		out[i] = base
+		out[i].Inference = true
+		c.fill(&out[i])
+	}
+	return out, true
 }

@@ -103,13 +103,14 @@ func NewNode(c config.Node, getenv func(string) string, hc *http.Client) (*Node,
 	switch c.Dialect {
 	case "llamacpp":
 		// A pool's llama-servers each have their own slots, and its
-		// router picks the server: no slot is pinned through it.
-		pin := !c.Pool && (c.PinSlots == nil || *c.PinSlots)
+		// router picks the server; the prompts of one call the server
+		// gives slots itself: no slot is pinned through either.
+		pin := !c.Pool && c.PromptsPerCall <= 1 && (c.PinSlots == nil || *c.PinSlots)
 		spread := pin && (c.SpreadSlots == nil || *c.SpreadSlots)
 		// Pinned to one slot, a state's questions run one after another
 		// after the first; unpinned, they would each take a slot and
 		// prefill; spread, they wait for the first's prefill, then load it.
-		n.Backend = &engineBackend{e: &llamacpp.Engine{BaseURL: c.URL, Key: key, HTTP: hc, PerCall: c.MaxLabels, PinSlots: pin, SpreadSlots: spread, Pool: c.Pool},
+		n.Backend = &engineBackend{e: &llamacpp.Engine{BaseURL: c.URL, Key: key, HTTP: hc, PerCall: c.MaxLabels, PinSlots: pin, SpreadSlots: spread, Pool: c.Pool, PromptsPerCall: c.PromptsPerCall},
 			leadFirst: !pin || spread, spread: spread}
 	case "ollama":
 		// llama.cpp's slots underneath, no pinning: the first goes alone.

@@ -429,3 +429,60 @@ func TestRunKeepsTheCollectorFloor(t *testing.T) {
 		})
 	}
 }
+
+// With prompts_per_call, the questions that wait for the node together
+// go in llama.cpp's /completion calls of several prompts, and every row
+// is answered as it is with each question in a call of its own.
+func TestRunPromptsPerCall(t *testing.T) {
+	eng := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Slots: 16,
+		Behavior: fakeengine.Behavior{Prompted: byTopic, Latency: 5 * time.Millisecond}})
+	t.Cleanup(eng.Close)
+	const n = 200
+	questions, in := rowsFile(t, n, "")
+	answers := map[int][]string{}
+	for _, per := range []int{0, 8} {
+		dir := t.TempDir()
+		cfg := filepath.Join(dir, "config.yaml")
+		yaml := fmt.Sprintf("decision_log: {off: true}\nnodes:\n  - {name: local, url: %q, dialect: llamacpp, models: [fake], prompts_per_call: %d}\n", eng.URL, per)
+		if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, "answers.jsonl")
+		if code, _, stderr := system1(t, nil, "run", "--config", cfg, "--questions", questions, "--in", in, "--out", out); code != 0 {
+			t.Fatalf("prompts_per_call %d: exit %d\n%s", per, code, stderr)
+		}
+		data, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		latency := regexp.MustCompile(`"latency_ms":\d+`)
+		for l := range strings.Lines(string(data)) {
+			answers[per] = append(answers[per], latency.ReplaceAllString(l, ""))
+		}
+		slices.Sort(answers[per])
+		calls, listed, alone := map[string]bool{}, 0, 0
+		for _, r := range eng.Inferences() {
+			if !strings.Contains(r.User, `"body":"ticket`) { // the fingerprint's canary, not a row
+				continue
+			}
+			switch r.Path {
+			case "/completion":
+				listed++
+				calls[string(r.Body)] = true
+			case fakeengine.LlamaCpp.InferencePath():
+				alone++
+			}
+		}
+		eng.Reset()
+		switch {
+		case per == 0 && (listed != 0 || alone != 2*n):
+			t.Errorf("prompts_per_call 0: %d prompts in lists and %d chat calls, want 0 and %d", listed, alone, 2*n)
+		// Reads go alone only while the first learns the template.
+		case per > 0 && (listed < n || len(calls) >= listed):
+			t.Errorf("prompts_per_call %d: %d prompts in %d calls and %d chat calls, want most of %d prompts in fewer calls", per, listed, len(calls), alone, 2*n)
+		}
+	}
+	if len(answers[0]) != n || !slices.Equal(answers[0], answers[8]) {
+		t.Errorf("answers differ:\n%s\n%s", strings.Join(answers[0][:3], ""), strings.Join(answers[8][:3], ""))
+	}
+}

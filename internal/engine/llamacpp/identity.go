@@ -103,6 +103,7 @@ func (e *Engine) seen(model string, id fingerprint.Identity) {
 	if changed {
 		maps.DeleteFunc(e.ids, func(k tokenKey, _ int) bool { return k.model == model })
 		delete(e.stats, model)
+		delete(e.templates, model)
 		e.calls = nil
 	}
 	e.mu.Unlock()

@@ -53,6 +53,10 @@ type Engine struct {
 	// (the node's max_inflight bounds the pool), and no task is pinned
 	// to a slot (PinSlots is off).
 	Pool bool
+	// PromptsPerCall, above 1, lets reads that wait at the same time go
+	// together, up to this many in one call (see together.go). It applies
+	// with PinSlots off: the server gives a call's prompts its slots.
+	PromptsPerCall int
 
 	mu    sync.Mutex
 	ids   map[tokenKey]int // label -> token id, or -1 when not one token, per model
@@ -73,6 +77,11 @@ type Engine struct {
 	// replaced when one is given back (guarded by mu).
 	held     map[int]bool
 	released chan struct{}
+
+	// templates are the chat templates learnt, and queues the reads
+	// waiting for a call, per model (guarded by mu).
+	templates map[string]*templateState
+	queues    map[callKey]*callQueue
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -175,13 +184,22 @@ func worthAgain(r engine.Reading, floor float64) bool {
 }
 
 func (e *Engine) read(ctx context.Context, model string, p engine.Prompt, labels []openai.Label, topK int) (engine.Reading, float64, error) {
+	grammar := Grammar(p.Asked())
+	if e.PromptsPerCall > 1 && !e.PinSlots {
+		if t, ok := e.templateFor(ctx, model, p); ok {
+			r, floor, alone, err := e.readTogether(ctx, callKey{model, grammar, topK}, t.render(p.System, p.User()), labels)
+			if !alone {
+				return r, floor, err
+			}
+		}
+	}
 	req := openai.ChatRequest{
 		Model:              model,
 		Messages:           []openai.Message{{Role: "system", Content: p.System}, {Role: "user", Content: p.User()}},
 		MaxTokens:          1,
 		Logprobs:           true,
 		TopLogprobs:        topK,
-		Grammar:            Grammar(p.Asked()),
+		Grammar:            grammar,
 		CachePrompt:        true,
 		ChatTemplateKwargs: map[string]any{"enable_thinking": false},
 	}

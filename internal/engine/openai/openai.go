@@ -191,22 +191,47 @@ func logAdd(a, b float64) float64 {
 // failure for the router. maxBody bounds what is read; see Do for the
 // defaults.
 func Post(ctx context.Context, hc *http.Client, url, key string, req, reply any, maxBody int64) error {
+	data, err := PostBody(ctx, hc, url, key, req, maxBody)
+	return decode(data, err, reply)
+}
+
+// PostBody is Post for a caller that decodes the reply itself: it
+// returns the reply's body.
+func PostBody(ctx context.Context, hc *http.Client, url, key string, req any, maxBody int64) ([]byte, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
-		return &engine.Failure{Kind: engine.Rejected, Err: err}
+		return nil, &engine.Failure{Kind: engine.Rejected, Err: err}
 	}
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		return &engine.Failure{Kind: engine.Rejected, Err: err}
+		return nil, &engine.Failure{Kind: engine.Rejected, Err: err}
 	}
 	hr.Header.Set("Content-Type", "application/json")
-	return Do(hc, hr, key, reply, maxBody)
+	return send(hc, hr, key, maxBody)
 }
 
 // Do sends hr with the bearer key and decodes a JSON reply into reply,
 // classifying what went wrong as an engine failure. A nil hc is
 // http.DefaultClient; a maxBody of 0 or less is DefaultMaxBody.
 func Do(hc *http.Client, hr *http.Request, key string, reply any, maxBody int64) error {
+	data, err := send(hc, hr, key, maxBody)
+	return decode(data, err, reply)
+}
+
+// decode decodes a reply's body unless sending it failed.
+func decode(data []byte, err error, reply any) error {
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, reply); err != nil {
+		return &engine.Failure{Kind: engine.Malformed, Status: http.StatusOK, Err: fmt.Errorf("reply is not the expected JSON: %v", err)}
+	}
+	return nil
+}
+
+// send sends hr and returns the body of a successful reply, classifying
+// what went wrong as an engine failure.
+func send(hc *http.Client, hr *http.Request, key string, maxBody int64) ([]byte, error) {
 	if maxBody <= 0 {
 		maxBody = DefaultMaxBody
 	}
@@ -214,16 +239,13 @@ func Do(hc *http.Client, hr *http.Request, key string, reply any, maxBody int64)
 	var se *httpcall.StatusError
 	switch {
 	case errors.As(err, &se):
-		return engine.StatusFailure(se.Code, se.RetryAfter, errorText(se.Body))
+		return nil, engine.StatusFailure(se.Code, se.RetryAfter, errorText(se.Body))
 	case errors.Is(err, httpcall.ErrTooLarge):
-		return &engine.Failure{Kind: engine.Malformed, Err: err}
+		return nil, &engine.Failure{Kind: engine.Malformed, Err: err}
 	case err != nil:
-		return engine.Classify(err)
+		return nil, engine.Classify(err)
 	}
-	if err := json.Unmarshal(data, reply); err != nil {
-		return &engine.Failure{Kind: engine.Malformed, Status: http.StatusOK, Err: fmt.Errorf("reply is not the expected JSON: %v", err)}
-	}
-	return nil
+	return data, nil
 }
 
 // errorText pulls the message out of an OpenAI-style error body.
@@ -318,22 +340,33 @@ func Reading(reply *ChatResponse, labels []Label, preMask bool) (engine.Reading,
 	if err != nil {
 		return engine.Reading{}, &engine.Failure{Kind: engine.Malformed, Err: err}
 	}
+	r, err := TokenReading(tok, labels, preMask)
+	if err != nil {
+		return r, err
+	}
+	r.Model = reply.Model
+	// Counts that are not counts (a negative completion_tokens) are not
+	// passed on: they would make system1's own usage report invalid.
+	if reply.Usage != nil && reply.Usage.PromptTokens > 0 && reply.Usage.CompletionTokens >= 0 {
+		r.InputTokens, r.OutputTokens, r.Counted = reply.Usage.PromptTokens, reply.Usage.CompletionTokens, true
+	}
+	return r, nil
+}
+
+// TokenReading reads labels from the first generated token's entry, of a
+// chat reply or of one prompt of llama.cpp's /completion.
+func TokenReading(tok *TokenLogprob, labels []Label, preMask bool) (engine.Reading, error) {
 	lp, found, err := Read(tok, labels)
 	if err != nil {
 		return engine.Reading{}, &engine.Failure{Kind: engine.Malformed, Err: err}
 	}
-	r := engine.Reading{Logprobs: lp, Found: found, PreMask: preMask, Model: reply.Model}
+	r := engine.Reading{Logprobs: lp, Found: found, PreMask: preMask}
 	// A constrained engine that generated a token that is no label did not
 	// hold the constraint (vLLM >= 0.12 ignores guided_choice with only a
 	// log warning): its values are from before any mask, so they are read
 	// as such, the label mass with them, and the answer says so.
 	if !preMask && !generatedLabel(tok, labels) {
 		r.PreMask, r.ConstraintFailed = true, true
-	}
-	// Counts that are not counts (a negative completion_tokens) are not
-	// passed on: they would make system1's own usage report invalid.
-	if reply.Usage != nil && reply.Usage.PromptTokens > 0 && reply.Usage.CompletionTokens >= 0 {
-		r.InputTokens, r.OutputTokens, r.Counted = reply.Usage.PromptTokens, reply.Usage.CompletionTokens, true
 	}
 	return r, nil
 }

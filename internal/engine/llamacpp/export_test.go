@@ -1,0 +1,29 @@
+package llamacpp
+
+// holdCalls keeps the reads of key waiting, as if a call of theirs were
+// out, until post sends them; waiting is how many wait.
+func (e *Engine) holdCalls(key callKey) (waiting func() int, post func()) {
+	e.mu.Lock()
+	if e.queues == nil {
+		e.queues = map[callKey]*callQueue{}
+	}
+	q := e.queues[key]
+	if q == nil {
+		q = &callQueue{}
+		e.queues[key] = q
+	}
+	q.posters = 1 << 30 // none posts
+	e.mu.Unlock()
+	waiting = func() int {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return len(q.waiting)
+	}
+	return waiting, func() {
+		e.mu.Lock()
+		q.posters = 1 // this one
+		e.mu.Unlock()
+		for e.postNext(key, q) {
+		}
+	}
+}
