@@ -1,6 +1,6 @@
 // Command throughput measures how close system1 gets to an engine's own
 // throughput with every slot busy, on row-wise work: the same questions
-// over many states. Against a llama-server it runs four ways side by
+// over many states. Against a llama-server it runs five ways side by
 // side, rotating their order every round, each over rows of its own (a
 // nonce opens every state, so no way reuses another's prompt cache):
 //
@@ -10,6 +10,7 @@
 //	            slot pinned to it, a row's questions one after another
 //	            on its worker's slot
 //	(b) run     system1 run --config over the rows, as a user runs it
+//	(b2) together  the same with prompts_per_call at half the slots
 //	(c) batch   POST /v1/systemone/batch, up to 64 states a call
 //	(d) single  one POST /v1/systemone per row, as many in flight as
 //	            the engine has slots
@@ -19,8 +20,9 @@
 // plus tokens it generated, from its /metrics), with each way's ratio to
 // (a). With -fake-rows it then measures system1's own cost per row
 // against the fake engine (an instant llama.cpp dialect): system1 run and
-// the batch route over 10,000 and 100,000 rows, their CPU time per row
-// and peak resident memory. Run it through bench/throughput.sh.
+// the batch route over 10,000 and 100,000 rows, with each of
+// -prompts-per-call, their CPU time per row and peak resident memory.
+// Run it through bench/throughput.sh.
 package main
 
 import (
@@ -140,8 +142,8 @@ func fail(err error) {
 // an earlier run left in the engine's prompt cache.
 var session = strconv.FormatInt(time.Now().UnixNano()%(1<<24), 36)
 
-// ways are the four ways, in the order of the first round.
-var ways = []string{"engine", "run", "batch", "single"}
+// ways are the ways, in the order of the first round.
+var ways = []string{"engine", "run", "together", "batch", "single"}
 
 // measured is one way's run: the questions answered, the tokens the
 // engine evaluated, and how long it took.
@@ -160,8 +162,13 @@ func engine(bin, llama, model, dir string, rows, rounds int) error {
 	if err != nil {
 		return err
 	}
-	cfg := filepath.Join(dir, "engine.yaml")
+	cfg, cfgTogether := filepath.Join(dir, "engine.yaml"), filepath.Join(dir, "together.yaml")
 	if err := writeConfig(cfg, llama, model, 0); err != nil {
+		return err
+	}
+	// Half the slots a call: one call runs while the next gathers.
+	per := max(2, slots/2)
+	if err := writeConfig(cfgTogether, llama, model, per); err != nil {
 		return err
 	}
 	base, _, stop, err := testbin.Serve(bin, time.Minute, "--config", cfg, "--state-dir", filepath.Join(dir, "state-serve"))
@@ -199,6 +206,8 @@ func engine(bin, llama, model, dir string, rows, rounds int) error {
 				answered, err = direct(llama, capture, nonce, rows, slots)
 			case "run":
 				answered, err = run(bin, cfg, dir, states)
+			case "together":
+				answered, err = run(bin, cfgTogether, dir, states)
 			case "batch":
 				answered, err = batch(base, model, states, 1)
 			case "single":
@@ -221,7 +230,8 @@ func engine(bin, llama, model, dir string, rows, rounds int) error {
 		}
 	}
 	names := map[string]string{"engine": "(a) llama-server directly", "run": "(b) `system1 run --config`",
-		"batch": "(c) `POST /v1/systemone/batch`", "single": fmt.Sprintf("(d) `POST /v1/systemone`, %d in flight", slots)}
+		"together": fmt.Sprintf("(b2) `system1 run --config`, prompts_per_call %d", per),
+		"batch":    "(c) `POST /v1/systemone/batch`", "single": fmt.Sprintf("(d) `POST /v1/systemone`, %d in flight", slots)}
 	a := median(got["engine"], measured.qps)
 	fmt.Println()
 	fmt.Println("| way | questions/s | of (a) | evaluated tokens/s | tokens per question |")
@@ -396,7 +406,7 @@ func run(bin, cfg, dir string, states []string) (int, error) {
 	}
 	_ = os.Remove(out)
 	cmd := exec.Command(bin, "run", "--config", cfg, "--state-dir", filepath.Join(dir, "state-run"),
-		"--questions", filepath.Join(filepath.Dir(dir), "questions.json"), "--in", in, "--out", out)
+		"--questions", filepath.Join(dir, "questions.json"), "--in", in, "--out", out)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	// Exit 3 is a run that wrote every row, some as error rows: the rows

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -169,6 +170,17 @@ type callQueue struct {
 	posters int
 }
 
+// completionFields are the names of completion's fields, which a call
+// asks llama-server to answer with alone.
+var completionFields = func() []string {
+	t := reflect.TypeFor[completion]()
+	out := make([]string, t.NumField())
+	for i := range out {
+		out[i] = t.Field(i).Tag.Get("json")
+	}
+	return out
+}()
+
 // completion is one prompt's entry of /completion's reply.
 type completion struct {
 	Index           int                   `json:"index"`
@@ -293,7 +305,10 @@ func (e *Engine) post(key callKey, call []*waiter) {
 		NProbs      int      `json:"n_probs"`
 		Grammar     string   `json:"grammar"`
 		CachePrompt bool     `json:"cache_prompt"`
-	}{key.model, prompts, 1, 0, key.topK, key.grammar, true}
+		// Only what is read: an entry otherwise echoes its prompt and
+		// the call's settings, some 2 KB more a prompt to decode.
+		ResponseFields []string `json:"response_fields"`
+	}{key.model, prompts, 1, 0, key.topK, key.grammar, true, completionFields}
 	raw, err := openai.PostBody(ctx, e.HTTP, e.url("/completion"), e.Key, req, e.MaxBody)
 	if f := (*engine.Failure)(nil); errors.As(err, &f) && f.Kind == engine.Rejected {
 		for _, w := range call {
