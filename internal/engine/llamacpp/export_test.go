@@ -4,14 +4,7 @@ package llamacpp
 // out, until post sends them; waiting is how many wait.
 func (e *Engine) holdCalls(key callKey) (waiting func() int, post func()) {
 	e.mu.Lock()
-	if e.queues == nil {
-		e.queues = map[callKey]*callQueue{}
-	}
-	q := e.queues[key]
-	if q == nil {
-		q = &callQueue{}
-		e.queues[key] = q
-	}
+	q := e.queue(key)
 	q.posters = 1 << 30 // none posts
 	e.mu.Unlock()
 	waiting = func() int {

@@ -207,14 +207,7 @@ func (e *Engine) readTogether(ctx context.Context, key callKey, text string, lab
 	}
 	w := &waiter{ctx: ctx, prompt: text, done: make(chan completed, 1)}
 	e.mu.Lock()
-	if e.queues == nil {
-		e.queues = map[callKey]*callQueue{}
-	}
-	q := e.queues[key]
-	if q == nil {
-		q = &callQueue{}
-		e.queues[key] = q
-	}
+	q := e.queue(key)
 	q.waiting = append(q.waiting, w)
 	post := q.posters < e.callsOut(t)
 	if post {
@@ -246,6 +239,19 @@ func (e *Engine) readTogether(ctx context.Context, key callKey, text string, lab
 		r.InputTokens, r.OutputTokens, r.Counted = c.c.TokensEvaluated, c.c.TokensPredicted, true
 	}
 	return r, openai.Floor(tok), false, nil
+}
+
+// queue is key's queue, made on first use; e.mu is held.
+func (e *Engine) queue(key callKey) *callQueue {
+	q := e.queues[key]
+	if q == nil {
+		if e.queues == nil {
+			e.queues = map[callKey]*callQueue{}
+		}
+		q = &callQueue{}
+		e.queues[key] = q
+	}
+	return q
 }
 
 // callsOut is how many calls of one key may be out at once: as many as
