@@ -44,12 +44,12 @@ func (t chatTemplate) render(system, user string) string {
 }
 
 // templateState is what is known of a model's template: learnt and
-// checked (usable), being learnt, or not usable until retry.
+// checked (usable), being learnt (busy), rendering otherwise than the
+// server (refused), or not read, to be tried again at retry.
 type templateState struct {
-	t      chatTemplate
-	usable bool
-	busy   bool
-	retry  time.Time
+	t                     chatTemplate
+	usable, busy, refused bool
+	retry                 time.Time
 }
 
 // Stand-ins for the two messages, which no template changes.
@@ -74,7 +74,7 @@ func (e *Engine) templateFor(ctx context.Context, model string, p engine.Prompt)
 		st = &templateState{}
 		e.templates[model] = st
 	}
-	if st.usable || st.busy || time.Now().Before(st.retry) {
+	if st.usable || st.busy || st.refused || time.Now().Before(st.retry) {
 		defer e.mu.Unlock()
 		return st.t, st.usable
 	}
@@ -88,15 +88,15 @@ func (e *Engine) templateFor(ctx context.Context, model string, p engine.Prompt)
 	switch {
 	case err == nil:
 		st.t, st.usable = t, true
-	case err == errTemplateRewrites:
-		st.retry = time.Now().Add(100 * 365 * 24 * time.Hour)
+	case errors.Is(err, errTemplateRewrites):
+		st.refused = true
 	default:
 		st.retry = time.Now().Add(time.Minute)
 	}
 	return st.t, st.usable
 }
 
-var errTemplateRewrites = fmt.Errorf("the chat template does not render the messages as given")
+var errTemplateRewrites = errors.New("the chat template does not render the messages as given")
 
 func (e *Engine) learnTemplate(ctx context.Context, model string, p engine.Prompt) (chatTemplate, error) {
 	text, err := e.applyTemplate(ctx, model, standInSystem, standInUser)
