@@ -125,7 +125,11 @@ func buildServe(ctx context.Context, cfg *config.Config, stateDir string, e env,
 	m.WatchNodes(func() []metrics.Node {
 		var out []metrics.Node
 		for _, s := range router.States() {
-			out = append(out, metrics.Node{Name: s.Name, Healthy: s.Healthy, InFlight: s.InFlight, Queued: s.Queued, Constraint: s.Constraint.State})
+			n := metrics.Node{Name: s.Name, Healthy: s.Healthy, InFlight: s.InFlight, Queued: s.Queued, Constraint: s.Constraint.State}
+			if l := s.PromptLists; l != nil {
+				n.Listed, n.ListCalls, n.ListPrompts = true, l.Calls, l.Prompts
+			}
+			out = append(out, n)
 		}
 		return out
 	})

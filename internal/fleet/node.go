@@ -275,6 +275,9 @@ type State struct {
 	Errors    int64 `json:"errors" jsonschema:"Engine calls to the node that failed, since the process started (calls the caller gave up on are not counted)."`
 	Failovers int64 `json:"failovers" jsonschema:"Times questions that failed on the node moved on to another node, since the process started."`
 	Cooldowns int64 `json:"cooldowns" jsonschema:"Times the node was cooled down, since the process started."`
+	// PromptLists counts the calls of several prompts a llamacpp node
+	// with prompts_per_call was sent; nil on any other node.
+	PromptLists *PromptLists `json:"prompt_lists,omitempty" jsonschema:"On a llamacpp node with prompts_per_call: the calls of several prompts it was sent since the process started, and the prompts they carried."`
 	// Fingerprints are the builds it serves, by model, as the background
 	// probes last saw them (docs/fingerprints.md).
 	Fingerprints []Fingerprint `json:"fingerprints,omitempty" jsonschema:"The builds the node serves, by model, as the background probes last saw them: fingerprint, since when, and the changes seen."`
@@ -315,10 +318,38 @@ func (n *Node) State(now time.Time) State {
 	if n.discoverErr != nil {
 		s.Error = n.discoverErr.Error()
 	}
+	if l, ok := n.Backend.(lister); ok {
+		if calls, prompts, on := l.Lists(); on {
+			s.PromptLists = &PromptLists{Calls: calls, Prompts: prompts}
+		}
+	}
 	s.ModelCooldowns = n.modelCooldowns(now)
 	s.Constraint = n.constraintLocked()
 	s.Fingerprints = n.fingerprintsLocked()
 	return s
+}
+
+// PromptLists are the calls of several prompts a node was sent, and the
+// prompts they carried.
+type PromptLists struct {
+	Calls   int64 `json:"calls"`
+	Prompts int64 `json:"prompts"`
+}
+
+// lister is an engine, or a backend over one, that sends several prompts
+// in a call (the llamacpp dialect's prompts_per_call) and counts them.
+type lister interface {
+	Lists() (calls, prompts int64, on bool)
+}
+
+var _ lister = (*llamacpp.Engine)(nil)
+
+// Lists are its engine's, where it sends several prompts in a call.
+func (b *engineBackend) Lists() (calls, prompts int64, on bool) {
+	if l, ok := b.e.(lister); ok {
+		return l.Lists()
+	}
+	return 0, 0, false
 }
 
 // modelCooldown is a (node, model) pair resting: the node is fine, this

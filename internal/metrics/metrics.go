@@ -87,6 +87,10 @@ type Node struct {
 	// Constraint is whether the node holds its constraint (holds,
 	// failed, unprobed or not_constrained); empty reports none.
 	Constraint string
+	// Lists are the calls of several prompts it was sent and the prompts
+	// they carried; reported where Listed (prompts_per_call).
+	Listed                 bool
+	ListCalls, ListPrompts int64
 }
 
 // ConstraintStates are the values system1_node_constraint's state label
@@ -101,10 +105,12 @@ func (m *Metrics) WatchNodes(states func() []Node) {
 }
 
 var (
-	upDesc         = prometheus.NewDesc("system1_node_up", "1 when the node is healthy, 0 while it cools down.", []string{"node"}, nil)
-	inFlightDesc   = prometheus.NewDesc("system1_node_in_flight", "Engine calls in flight per node.", []string{"node"}, nil)
-	queuedDesc     = prometheus.NewDesc("system1_node_queue_depth", "Engine calls waiting for a slot per node.", []string{"node"}, nil)
-	constraintDesc = prometheus.NewDesc("system1_node_constraint",
+	upDesc          = prometheus.NewDesc("system1_node_up", "1 when the node is healthy, 0 while it cools down.", []string{"node"}, nil)
+	inFlightDesc    = prometheus.NewDesc("system1_node_in_flight", "Engine calls in flight per node.", []string{"node"}, nil)
+	queuedDesc      = prometheus.NewDesc("system1_node_queue_depth", "Engine calls waiting for a slot per node.", []string{"node"}, nil)
+	listCallsDesc   = prometheus.NewDesc("system1_node_list_calls_total", "Engine calls of several prompts per node (llamacpp prompts_per_call).", []string{"node"}, nil)
+	listPromptsDesc = prometheus.NewDesc("system1_node_list_prompts_total", "Prompts the engine calls of several prompts carried, per node: over system1_node_list_calls_total, the prompts a call.", []string{"node"}, nil)
+	constraintDesc  = prometheus.NewDesc("system1_node_constraint",
 		"1 for the state of the node's constraint of the first token to the labels (holds, failed, unprobed, not_constrained), 0 for the others.", []string{"node", "state"}, nil)
 )
 
@@ -114,6 +120,8 @@ func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- upDesc
 	ch <- inFlightDesc
 	ch <- queuedDesc
+	ch <- listCallsDesc
+	ch <- listPromptsDesc
 	ch <- constraintDesc
 }
 
@@ -126,6 +134,10 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, up, n.Name)
 		ch <- prometheus.MustNewConstMetric(inFlightDesc, prometheus.GaugeValue, float64(n.InFlight), n.Name)
 		ch <- prometheus.MustNewConstMetric(queuedDesc, prometheus.GaugeValue, float64(n.Queued), n.Name)
+		if n.Listed {
+			ch <- prometheus.MustNewConstMetric(listCallsDesc, prometheus.CounterValue, float64(n.ListCalls), n.Name)
+			ch <- prometheus.MustNewConstMetric(listPromptsDesc, prometheus.CounterValue, float64(n.ListPrompts), n.Name)
+		}
 		if n.Constraint == "" {
 			continue
 		}

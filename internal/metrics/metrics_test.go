@@ -16,7 +16,8 @@ func TestExposition(t *testing.T) {
 	m.Failover("tiny")
 	m.Cooldown("remote")
 	m.WatchNodes(func() []Node {
-		return []Node{{Name: "local", Healthy: true, InFlight: 2, Queued: 1, Constraint: "not_constrained"}, {Name: "remote", Constraint: "failed"}, {Name: "bare"}}
+		return []Node{{Name: "local", Healthy: true, InFlight: 2, Queued: 1, Constraint: "not_constrained"}, {Name: "remote", Constraint: "failed"}, {Name: "bare"},
+			{Name: "lists", Listed: true, ListCalls: 3, ListPrompts: 20}}
 	})
 	w := httptest.NewRecorder()
 	m.Handler().ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
@@ -35,6 +36,8 @@ func TestExposition(t *testing.T) {
 		`system1_node_constraint{node="local",state="holds"} 0`,
 		`system1_node_constraint{node="remote",state="failed"} 1`,
 		`system1_node_constraint{node="remote",state="unprobed"} 0`,
+		`system1_node_list_calls_total{node="lists"} 3`,
+		`system1_node_list_prompts_total{node="lists"} 20`,
 		`go_goroutines `,
 		`process_resident_memory_bytes `,
 	} {
@@ -44,5 +47,8 @@ func TestExposition(t *testing.T) {
 	}
 	if strings.Contains(string(body), `system1_node_constraint{node="bare"`) {
 		t.Error("a node with no constraint state has constraint series")
+	}
+	if strings.Contains(string(body), `system1_node_list_calls_total{node="local"`) {
+		t.Error("a node that sends no prompt lists has their series")
 	}
 }

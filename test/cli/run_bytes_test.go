@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -484,5 +486,62 @@ func TestRunPromptsPerCall(t *testing.T) {
 	}
 	if len(answers[0]) != n || !slices.Equal(answers[0], answers[8]) {
 		t.Errorf("answers differ:\n%s\n%s", strings.Join(answers[0][:3], ""), strings.Join(answers[8][:3], ""))
+	}
+}
+
+// A serving node with prompts_per_call reports the calls of several
+// prompts it was sent, and the prompts they carried, on /health and
+// /metrics: the counts of what the engine got.
+func TestServeReportsPromptLists(t *testing.T) {
+	eng := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Slots: 8,
+		Behavior: fakeengine.Behavior{Prompted: byTopic, Latency: 5 * time.Millisecond}})
+	t.Cleanup(eng.Close)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	// No canary: only the requests' questions reach the engine.
+	yaml := fmt.Sprintf("decision_log: {off: true}\nfingerprint: {off: true}\nnodes:\n  - {name: local, url: %q, dialect: llamacpp, models: [fake], prompts_per_call: 4}\n", eng.URL)
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base, _, stop, err := testbin.Serve(testbin.Binary(t), time.Minute, "--config", cfg, "--state-dir", filepath.Join(dir, "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	var wg sync.WaitGroup
+	for i := range 40 {
+		wg.Go(func() {
+			body := fmt.Sprintf(`{"model":"fake","state":{"body":"ticket %d about billing"},"questions":{"dept":{"type":"choice","instructions":"Which team?","criteria":{"billing":null,"tech":null}},"urgent":{"type":"noul","instructions":"Today?"}}}`, i)
+			if resp, data := testbin.Do(t, http.DefaultClient, http.MethodPost, base+"/v1/systemone", body); resp.StatusCode != http.StatusOK {
+				t.Errorf("%d %s", resp.StatusCode, data)
+			}
+		})
+	}
+	wg.Wait()
+	calls, prompts := map[string]bool{}, 0
+	for _, r := range eng.Inferences() {
+		if r.Path == "/completion" {
+			prompts++
+			calls[string(r.Body)] = true
+		}
+	}
+	_, data := testbin.Do(t, http.DefaultClient, http.MethodGet, base+"/health", "")
+	var health struct {
+		Nodes []struct {
+			PromptLists *struct{ Calls, Prompts int } `json:"prompt_lists"`
+		} `json:"nodes"`
+	}
+	if err := json.Unmarshal(data, &health); err != nil || len(health.Nodes) != 1 || health.Nodes[0].PromptLists == nil {
+		t.Fatalf("/health: %v\n%s", err, data)
+	}
+	got := *health.Nodes[0].PromptLists
+	if got.Calls != len(calls) || got.Prompts != prompts || prompts == 0 {
+		t.Errorf("/health says %d calls of %d prompts; the engine got %d calls of %d", got.Calls, got.Prompts, len(calls), prompts)
+	}
+	_, data = testbin.Do(t, http.DefaultClient, http.MethodGet, base+"/metrics", "")
+	for _, want := range []string{fmt.Sprintf(`system1_node_list_calls_total{node="local"} %d`, got.Calls), fmt.Sprintf(`system1_node_list_prompts_total{node="local"} %d`, got.Prompts)} {
+		if !strings.Contains(string(data), want+"\n") {
+			t.Errorf("/metrics lacks %q", want)
+		}
 	}
 }

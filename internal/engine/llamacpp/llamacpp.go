@@ -82,6 +82,9 @@ type Engine struct {
 	// waiting for a call, per model (guarded by mu).
 	templates map[string]*templateState
 	queues    map[callKey]*callQueue
+	// listCalls and listPrompts count the calls of prompt lists and the
+	// prompts they carried (Lists).
+	listCalls, listPrompts atomic.Int64
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -185,7 +188,7 @@ func worthAgain(r engine.Reading, floor float64) bool {
 
 func (e *Engine) read(ctx context.Context, model string, p engine.Prompt, labels []openai.Label, topK int) (engine.Reading, float64, error) {
 	grammar := Grammar(p.Asked())
-	if e.PromptsPerCall > 1 && !e.PinSlots {
+	if e.together() {
 		if t, ok := e.templateFor(ctx, model, p); ok {
 			r, floor, alone, err := e.readTogether(ctx, callKey{model, grammar, topK}, t.render(p.System, p.User()), labels)
 			if !alone {

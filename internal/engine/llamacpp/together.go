@@ -254,6 +254,16 @@ func (e *Engine) queue(key callKey) *callQueue {
 	return q
 }
 
+// Lists counts the calls of prompt lists made since the engine started,
+// and the prompts they carried; ok is false unless PromptsPerCall sends
+// several prompts in a call.
+func (e *Engine) Lists() (calls, prompts int64, ok bool) {
+	return e.listCalls.Load(), e.listPrompts.Load(), e.together()
+}
+
+// together is set when reads may go several in a call.
+func (e *Engine) together() bool { return e.PromptsPerCall > 1 && !e.PinSlots }
+
 // callsOut is how many calls of one key may be out at once: as many as
 // the server's slots hold at PromptsPerCall a call, or two where it has
 // not said its slots.
@@ -303,6 +313,8 @@ func (e *Engine) post(key callKey, call []*waiter) {
 	for i, w := range call {
 		prompts[i] = w.prompt
 	}
+	e.listCalls.Add(1)
+	e.listPrompts.Add(int64(len(call)))
 	req := struct {
 		Model       string   `json:"model"`
 		Prompt      []string `json:"prompt"`
