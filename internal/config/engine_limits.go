@@ -12,8 +12,7 @@ import "fmt"
 const DefaultMaxEngineCalls = 4096
 
 // checkEngineLimits checks a node's context size, prompts per call and
-// call budget; at
-// names the node in the file.
+// call budget; at names the node in the file.
 func (n Node) checkEngineLimits(at string) []error {
 	var errs []error
 	if n.NumCtx < 0 {
