@@ -88,6 +88,7 @@ func main() {
 	rounds := flag.Int("rounds", 3, "rounds, each running every way once")
 	fakeRows := flag.String("fake-rows", "", "row counts for the fake engine's part, comma-separated (10000,100000); empty skips it")
 	fakeSlots := flag.Int("fake-slots", 8, "the fake engine's slots")
+	fakeLatency := flag.Duration("fake-latency", 0, "how long the fake engine takes to answer a call (0: at once)")
 	perCall := flag.String("prompts-per-call", "0", "the node's prompts_per_call in the fake engine's part, each measured in turn, comma-separated (0,32)")
 	flag.Parse()
 	dir, err := os.MkdirTemp("", "system1-throughput")
@@ -113,7 +114,7 @@ func main() {
 		if err != nil {
 			fail(err)
 		}
-		if err := fake(*bin, dir, counts, *fakeSlots, pers); err != nil {
+		if err := fake(*bin, dir, counts, *fakeSlots, *fakeLatency, pers); err != nil {
 			fail(err)
 		}
 	}
@@ -591,8 +592,8 @@ func loadavg() string {
 // fake measures system1's own cost per row against the fake engine,
 // which answers at once: system1 run's and the batch route's CPU time
 // per row and peak resident memory, at each row count.
-func fake(bin, dir string, counts []int, slots int, pers []int) error {
-	eng := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Slots: slots})
+func fake(bin, dir string, counts []int, slots int, latency time.Duration, pers []int) error {
+	eng := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Slots: slots, Behavior: fakeengine.Behavior{Latency: latency}})
 	defer eng.Close()
 	// The fake keeps every request it was sent; this run sends millions.
 	ctx, cancel := context.WithCancel(context.Background())
@@ -614,7 +615,7 @@ func fake(bin, dir string, counts []int, slots int, pers []int) error {
 	if err := os.WriteFile(filepath.Join(dir, "questions.json"), []byte(`{"model":"`+fakeengine.DefaultModel+`","questions":`+questions+`}`), 0o644); err != nil {
 		return err
 	}
-	fmt.Printf("\nsystem1's own cost against the fake engine (llama.cpp dialect, instant, %d slots), %d questions a row, the decision log on\n\n", slots, k)
+	fmt.Printf("\nsystem1's own cost against the fake engine (llama.cpp dialect, answering in %v, %d slots), %d questions a row, the decision log on\n\n", latency, slots, k)
 	fmt.Println("| way | prompts_per_call | rows | rows/s | CPU per row (µs) | peak RSS (MiB) |")
 	fmt.Println("|---|--:|---|---|---|---|")
 	for _, n := range counts {
