@@ -15,8 +15,9 @@
 #                          K = 1..8, one slot against spread over slots),
 #                          bench/questions (1 to 1,000 questions) and
 #                          bench/throughput (rows at the engine's own
-#                          speed: direct, system1 run, the batch route,
-#                          one request a state), and leaves the tables and
+#                          speed: direct, system1 run, the same with
+#                          prompts_per_call, the batch route, one request
+#                          a state), and leaves the tables and
 #                          logs in $OUT (or bench/out)
 #
 # The run step needs nvcc, cmake, ninja and python3 with numpy, which the
