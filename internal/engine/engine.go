@@ -67,6 +67,15 @@ type Reading struct {
 	Counted                   bool
 }
 
+// SetCounts keeps the engine's own token counts where they are counts.
+// A prompt of no tokens or a negative completion is not passed on: it
+// would make system1's own usage report invalid, so Counted stays false.
+func (r *Reading) SetCounts(input, output int) {
+	if input > 0 && output >= 0 {
+		r.InputTokens, r.OutputTokens, r.Counted = input, output, true
+	}
+}
+
 // FailureKind classifies why a node did not answer, which decides what the
 // router does next.
 type FailureKind int

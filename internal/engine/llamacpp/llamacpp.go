@@ -344,27 +344,50 @@ func (e *Engine) prime(ctx context.Context, slot *int) error {
 // starts once the task has its server slot, so that it bounds the task,
 // not its turn.
 func (e *Engine) infer(ctx context.Context, path string, slot *int, req, reply any) error {
-	t := e.tokens(ctx)
-	done, err := engine.Admit(ctx)
+	_, release, err := e.turn(ctx, slot)
 	if err != nil {
 		return err
 	}
-	defer done()
-	if t != nil {
-		if slot != nil && *slot < len(t.slots) {
-			if err := acquire(ctx, t.slots[*slot]); err != nil {
-				return err
-			}
-			defer func() { <-t.slots[*slot] }()
-		}
-		if err := acquire(ctx, t.calls); err != nil {
-			return err
-		}
-		defer func() { <-t.calls }()
-	}
+	defer release()
 	ctx, cancel := engine.Bound(ctx)
 	defer cancel()
 	return openai.Post(ctx, e.HTTP, e.url(path), e.Key, req, reply, e.MaxBody)
+}
+
+// turn takes what a task waits for before it runs, in infer's order: the
+// node's admission, then its server slot when slot is not nil, then one
+// of the server's calls; release gives them back. t is the server's
+// callTokens, nil while it has not said its slots.
+func (e *Engine) turn(ctx context.Context, slot *int) (t *callTokens, release func(), err error) {
+	t = e.tokens(ctx)
+	done, err := engine.Admit(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	var held [2]chan struct{} // what was taken after the admission, in order
+	n := 0
+	release = func() {
+		for i := n - 1; i >= 0; i-- {
+			<-held[i]
+		}
+		done()
+	}
+	if t == nil {
+		return nil, release, nil
+	}
+	if slot != nil && *slot < len(t.slots) {
+		if err := acquire(ctx, t.slots[*slot]); err != nil {
+			release()
+			return nil, nil, err
+		}
+		held[n], n = t.slots[*slot], n+1
+	}
+	if err := acquire(ctx, t.calls); err != nil {
+		release()
+		return nil, nil, err
+	}
+	held[n], n = t.calls, n+1
+	return t, release, nil
 }
 
 func acquire(ctx context.Context, c chan struct{}) error {

@@ -193,18 +193,11 @@ type completion struct {
 // readTogether reads p rendered as text, in a call with the reads of the
 // same key that wait with it; alone is set when it must be read by itself.
 func (e *Engine) readTogether(ctx context.Context, key callKey, text string, labels []openai.Label) (r engine.Reading, floor float64, alone bool, err error) {
-	t := e.tokens(ctx)
-	done, err := engine.Admit(ctx)
+	t, release, err := e.turn(ctx, nil)
 	if err != nil {
 		return r, 0, false, err
 	}
-	defer done()
-	if t != nil {
-		if err := acquire(ctx, t.calls); err != nil {
-			return r, 0, false, err
-		}
-		defer func() { <-t.calls }()
-	}
+	defer release()
 	w := &waiter{ctx: ctx, prompt: text, done: make(chan completed, 1)}
 	e.mu.Lock()
 	q := e.queue(key)
@@ -235,9 +228,7 @@ func (e *Engine) readTogether(ctx context.Context, key callKey, text string, lab
 		return r, 0, false, err
 	}
 	r.Model = c.c.Model
-	if c.c.TokensEvaluated > 0 && c.c.TokensPredicted >= 0 {
-		r.InputTokens, r.OutputTokens, r.Counted = c.c.TokensEvaluated, c.c.TokensPredicted, true
-	}
+	r.SetCounts(c.c.TokensEvaluated, c.c.TokensPredicted)
 	return r, openai.Floor(tok), false, nil
 }
 
@@ -335,17 +326,13 @@ func (e *Engine) post(key callKey, call []*waiter) {
 		return
 	}
 	var parts []*completion
-	var perr error
 	if err == nil {
-		parts, perr = byIndex(raw, len(call))
+		parts, err = byIndex(raw, len(call))
 	}
 	for i, w := range call {
-		switch {
-		case err != nil:
+		if err != nil {
 			w.done <- completed{err: err}
-		case perr != nil:
-			w.done <- completed{err: perr}
-		default:
+		} else {
 			w.done <- completed{c: parts[i]}
 		}
 	}

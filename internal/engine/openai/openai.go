@@ -345,10 +345,8 @@ func Reading(reply *ChatResponse, labels []Label, preMask bool) (engine.Reading,
 		return r, err
 	}
 	r.Model = reply.Model
-	// Counts that are not counts (a negative completion_tokens) are not
-	// passed on: they would make system1's own usage report invalid.
-	if reply.Usage != nil && reply.Usage.PromptTokens > 0 && reply.Usage.CompletionTokens >= 0 {
-		r.InputTokens, r.OutputTokens, r.Counted = reply.Usage.PromptTokens, reply.Usage.CompletionTokens, true
+	if reply.Usage != nil {
+		r.SetCounts(reply.Usage.PromptTokens, reply.Usage.CompletionTokens)
 	}
 	return r, nil
 }
