@@ -48,7 +48,7 @@ type CalibrationReport struct {
 }
 
 // LabelMassGate is one model build's suggested min_label_mass
-// (fitting.SuggestMassGate).
+// (fitting.MassStats.SuggestMassGate).
 type LabelMassGate struct {
 	Model string `json:"model"`
 	// Fingerprint is the build the answers came from; empty for answers

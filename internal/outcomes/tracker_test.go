@@ -59,7 +59,15 @@ func reference(t *testing.T, l *decisionlog.Log, fits *calibration.Fits, since, 
 	}
 	slices.Sort(models)
 	for _, m := range models {
-		rep.LabelMass = append(rep.LabelMass, LabelMassGate{Model: m, MassGate: fitting.SuggestMassGate(in[m], out[m], maxLoss)})
+		// fitting's tests hold MassStats to the gate on the masses themselves.
+		var ms fitting.MassStats
+		for _, x := range in[m] {
+			ms.Add(x, true)
+		}
+		for _, x := range out[m] {
+			ms.Add(x, false)
+		}
+		rep.LabelMass = append(rep.LabelMass, LabelMassGate{Model: m, MassGate: ms.SuggestMassGate(maxLoss)})
 	}
 	return rep
 }

@@ -3,7 +3,7 @@
 // Stats), fits calibrators and prediction sets per question kind and
 // option-count bucket (FitTemperature, FitMethod, FitConformal), chooses
 // among them by cross-validation (Select), suggests gates (SuggestGate,
-// SuggestMassGate), and compares answers over time and between models
+// MassStats.SuggestMassGate), and compares answers over time and between models
 // (MeasureDriftOf, Compare). What it fits is written to a fits file of
 // package calibration, which the request path reads; nothing on the
 // request path imports this package. It is pure: no I/O, no global state.

@@ -41,62 +41,6 @@ type MassGate struct {
 	Flagged *float64 `json:"flagged"`
 }
 
-// SuggestMassGate finds the highest label-mass gate g such that the
-// one-sided 95% Clopper–Pearson upper bound on the share of in-scope
-// answers with mass under g is under maxLoss. inScope are the label
-// masses of answers whose outcome was one of their options, outOfScope
-// those of answers none of whose options fit; values that are not in
-// [0,1] are left out. Candidates are the in-scope masses observed: a gate
-// at one of them keeps it. A maxLoss not in (0, 1) is
-// DefaultMaxInScopeLoss. With no mistake allowed the bound is
-// 1-0.05^(1/n), so a gate at 5% needs at least 59 in-scope outcomes.
-func SuggestMassGate(inScope, outOfScope []float64, maxLoss float64) MassGate {
-	if !(maxLoss > 0 && maxLoss < 1) {
-		maxLoss = DefaultMaxInScopeLoss
-	}
-	valid := func(xs []float64) []float64 {
-		var out []float64
-		for _, x := range xs {
-			if x >= 0 && x <= 1 {
-				out = append(out, x)
-			}
-		}
-		slices.Sort(out)
-		return out
-	}
-	in, out := valid(inScope), valid(outOfScope)
-	g := MassGate{MaxInScopeLoss: maxLoss, InScope: len(in), OutOfScope: len(out)}
-	best := -1
-	for k := range in {
-		// A gate at in[k] loses the answers strictly under it; the bound
-		// grows with k, so the first to fail ends the search.
-		if !boundUnder(countUnder(in, in[k]), len(in), GateConfidence, maxLoss) {
-			break
-		}
-		best = k
-	}
-	if best < 0 {
-		g.UpperBound = ClopperPearsonUpper(0, len(in), GateConfidence)
-		return g
-	}
-	gate := FloorSignificant(in[best], MassGateDigits)
-	g.MinLabelMass = &gate
-	// The floor can only keep more: count again at the gate served.
-	g.InScopeLost = countUnder(in, gate)
-	g.UpperBound = ClopperPearsonUpper(g.InScopeLost, len(in), GateConfidence)
-	if len(out) > 0 {
-		f := float64(countUnder(out, gate)) / float64(len(out))
-		g.Flagged = &f
-	}
-	return g
-}
-
-// countUnder counts the sorted xs under x.
-func countUnder(xs []float64, x float64) int {
-	n, _ := slices.BinarySearch(xs, x)
-	return n
-}
-
 // FloorSignificant rounds x toward zero to digits significant digits
 // (at least 1): 0.000665123 to 0.000665 at three, 0.98765 to 0.987. The
 // result is never above x for a positive x: it is x's shortest decimal
@@ -125,13 +69,13 @@ func FloorSignificant(x float64, digits int) float64 {
 	return f
 }
 
-// MassStats are the sufficient statistics of SuggestMassGate: how many
-// in-scope and out-of-scope label masses fell at each value floored to
-// MassGateDigits significant digits. A gate SuggestMassGate suggests is
-// one of those floors, and whether a mass lies under a floor depends
-// only on its own floor, so the statistics give the same gate, counts
-// and bound as the masses themselves, in a few thousand numbers however
-// many answers there were. The zero value is empty and ready.
+// MassStats count how many in-scope and out-of-scope label masses fell
+// at each value floored to MassGateDigits significant digits. The gate
+// suggested on the masses (see SuggestMassGate) is one of those floors,
+// and whether a mass lies under a floor depends only on its own floor,
+// so the counts give the same gate, counts and bound as the masses
+// themselves, in a few thousand numbers however many answers there
+// were. The zero value is empty and ready.
 type MassStats struct {
 	in, out map[float64]int
 	nIn     int
@@ -140,7 +84,7 @@ type MassStats struct {
 
 // Add counts one answer's label mass, in scope (its outcome was one of
 // its options) or not (none fit). A mass that is not in [0, 1] is left
-// out, as SuggestMassGate leaves it.
+// out.
 func (m *MassStats) Add(mass float64, inScope bool) { m.add(mass, inScope, 1) }
 
 // Remove takes back one answer Add counted (an outcome corrected, a
@@ -183,8 +127,14 @@ func (m *MassStats) Merge(o MassStats) {
 func (m MassStats) InScope() int    { return m.nIn }
 func (m MassStats) OutOfScope() int { return m.nOut }
 
-// SuggestMassGate is SuggestMassGate over the masses counted: the same
-// gate, counts, bound and share flagged.
+// SuggestMassGate finds the highest label-mass gate g such that the
+// one-sided 95% Clopper–Pearson upper bound on the share of in-scope
+// answers with mass under g is under maxLoss. Candidates are the
+// in-scope masses counted, floored to MassGateDigits significant digits
+// (0.000665, never 0.000: a gate floored to decimals can fall to 0 and
+// gate nothing); a gate at one keeps it. A maxLoss not in (0, 1) is
+// DefaultMaxInScopeLoss. With no mistake allowed the bound is
+// 1-0.05^(1/n), so a gate at 5% needs at least 59 in-scope outcomes.
 func (m MassStats) SuggestMassGate(maxLoss float64) MassGate {
 	if !(maxLoss > 0 && maxLoss < 1) {
 		maxLoss = DefaultMaxInScopeLoss
@@ -196,8 +146,8 @@ func (m MassStats) SuggestMassGate(maxLoss float64) MassGate {
 	}
 	slices.Sort(keys)
 	// The first mass at a floor has every mass under the floor under it,
-	// and no other: the candidates of SuggestMassGate reduce to the
-	// floors, each with the count of the floors below it.
+	// and no other: the candidates reduce to the floors, each with the
+	// count of the floors below it.
 	best, lost, under := -1, 0, 0
 	for i, k := range keys {
 		if !boundUnder(under, m.nIn, GateConfidence, maxLoss) {

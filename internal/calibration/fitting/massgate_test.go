@@ -4,9 +4,68 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
+
+// SuggestMassGate is the rule MassStats.SuggestMassGate keeps, over the
+// masses themselves: the reference its counts are checked against. It
+// finds the highest label-mass gate g such that the
+// one-sided 95% Clopper–Pearson upper bound on the share of in-scope
+// answers with mass under g is under maxLoss. inScope are the label
+// masses of answers whose outcome was one of their options, outOfScope
+// those of answers none of whose options fit; values that are not in
+// [0,1] are left out. Candidates are the in-scope masses observed: a gate
+// at one of them keeps it. A maxLoss not in (0, 1) is
+// DefaultMaxInScopeLoss. With no mistake allowed the bound is
+// 1-0.05^(1/n), so a gate at 5% needs at least 59 in-scope outcomes.
+func SuggestMassGate(inScope, outOfScope []float64, maxLoss float64) MassGate {
+	if !(maxLoss > 0 && maxLoss < 1) {
+		maxLoss = DefaultMaxInScopeLoss
+	}
+	valid := func(xs []float64) []float64 {
+		var out []float64
+		for _, x := range xs {
+			if x >= 0 && x <= 1 {
+				out = append(out, x)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	in, out := valid(inScope), valid(outOfScope)
+	g := MassGate{MaxInScopeLoss: maxLoss, InScope: len(in), OutOfScope: len(out)}
+	best := -1
+	for k := range in {
+		// A gate at in[k] loses the answers strictly under it; the bound
+		// grows with k, so the first to fail ends the search.
+		if !boundUnder(countUnder(in, in[k]), len(in), GateConfidence, maxLoss) {
+			break
+		}
+		best = k
+	}
+	if best < 0 {
+		g.UpperBound = ClopperPearsonUpper(0, len(in), GateConfidence)
+		return g
+	}
+	gate := FloorSignificant(in[best], MassGateDigits)
+	g.MinLabelMass = &gate
+	// The floor can only keep more: count again at the gate served.
+	g.InScopeLost = countUnder(in, gate)
+	g.UpperBound = ClopperPearsonUpper(g.InScopeLost, len(in), GateConfidence)
+	if len(out) > 0 {
+		f := float64(countUnder(out, gate)) / float64(len(out))
+		g.Flagged = &f
+	}
+	return g
+}
+
+// countUnder counts the sorted xs under x.
+func countUnder(xs []float64, x float64) int {
+	n, _ := slices.BinarySearch(xs, x)
+	return n
+}
 
 // spread is n masses evenly from lo to hi.
 func spread(n int, lo, hi float64) []float64 {
