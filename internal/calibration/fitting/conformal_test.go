@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"gonum.org/v1/gonum/mathext"
+
 	"system1/internal/calibration"
 	"system1/internal/decision"
 )
@@ -29,7 +31,7 @@ func TestConformalCoverage(t *testing.T) {
 		for _, coverage := range []float64{0.8, 0.9, 0.95} {
 			k := float64(calibration.ConformalRank(nCal, coverage))
 			m := float64(len(pool) - nCal)
-			low := betaQuantile(1e-4, k, nCal+1-k) - 4*math.Sqrt(coverage*(1-coverage)/m)
+			low := mathext.InvRegIncBeta(k, nCal+1-k, 1e-4) - 4*math.Sqrt(coverage*(1-coverage)/m)
 			r := rand.New(rand.NewPCG(uint64(coverage*100), 7))
 			var sum, size, worst float64
 			worst = 1

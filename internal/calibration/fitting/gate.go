@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 
+	"gonum.org/v1/gonum/mathext"
+
 	"system1/internal/calibration"
 	"system1/internal/decision"
 )
@@ -108,10 +110,13 @@ func suggestGate(conf []float64, wrong []bool, target float64) Gate {
 // bound is under target exactly when I_target(k+1, n-k) > level. One
 // evaluation instead of a search, per candidate threshold.
 func boundUnder(k, n int, level, target float64) bool {
-	if n <= 0 || k >= n {
+	switch {
+	case n <= 0 || k >= n || !(target > 0):
 		return false
+	case target >= 1: // the bound is under 1 wherever k < n
+		return true
 	}
-	return RegIncBeta(target, float64(k+1), float64(n-k)) > level
+	return mathext.RegIncBeta(float64(max(k, 0)+1), float64(n-max(k, 0)), target) > level
 }
 
 // WrongAbove counts the cases whose confidence reaches t (within 1e-9)
@@ -128,98 +133,21 @@ func WrongAbove(preds []calibration.Prediction, t float64) int {
 
 // ClopperPearsonUpper is the one-sided upper confidence bound, at level
 // (such as 0.95), on a binomial rate after k events in n trials: the p at
-// which seeing k or fewer has probability 1-level. It is 1 for n = 0 and
-// for k >= n, and otherwise the level quantile of Beta(k+1, n-k).
+// which seeing k or fewer has probability 1-level. It is 1 for n = 0, for
+// k >= n and for a level that is not under 1, and otherwise the level
+// quantile of Beta(k+1, n-k).
 func ClopperPearsonUpper(k, n int, level float64) float64 {
-	if n <= 0 || k >= n {
+	switch {
+	case n <= 0 || k >= n || !(level < 1):
 		return 1
+	case !(level > 0):
+		return 0
 	}
 	k = max(k, 0)
 	if k == 0 { // closed form: (1-p)^n = 1-level
 		return 1 - math.Pow(1-level, 1/float64(n))
 	}
-	return betaQuantile(level, float64(k+1), float64(n-k))
-}
-
-// betaQuantile is the x with RegIncBeta(x; a, b) = q, by bisection: the
-// function increases in x, and 200 halvings reach the float64 limit.
-func betaQuantile(q, a, b float64) float64 {
-	lo, hi := 0.0, 1.0
-	for range 200 {
-		mid := (lo + hi) / 2
-		if mid == lo || mid == hi {
-			break
-		}
-		if RegIncBeta(mid, a, b) < q {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	return (lo + hi) / 2
-}
-
-// RegIncBeta is the regularized incomplete beta function I_x(a, b) for
-// a, b > 0 and x in [0, 1], by the continued fraction of Numerical
-// Recipes (Lentz's method), using the symmetry I_x(a,b) = 1 - I_{1-x}(b,a)
-// where the fraction converges slowly.
-func RegIncBeta(x, a, b float64) float64 {
-	switch {
-	case x <= 0:
-		return 0
-	case x >= 1:
-		return 1
-	}
-	la, _ := math.Lgamma(a + b)
-	lb, _ := math.Lgamma(a)
-	lc, _ := math.Lgamma(b)
-	front := math.Exp(la - lb - lc + a*math.Log(x) + b*math.Log1p(-x))
-	if x < (a+1)/(a+b+2) {
-		return front * betaCF(x, a, b) / a
-	}
-	return 1 - front*betaCF(1-x, b, a)/b
-}
-
-func betaCF(x, a, b float64) float64 {
-	const tiny, eps = 1e-300, 1e-15
-	qab, qap, qam := a+b, a+1, a-1
-	c, d := 1.0, 1-qab*x/qap
-	if math.Abs(d) < tiny {
-		d = tiny
-	}
-	d = 1 / d
-	h := d
-	for m := 1; m <= 10000; m++ {
-		fm := float64(m)
-		m2 := 2 * fm
-		aa := fm * (b - fm) * x / ((qam + m2) * (a + m2))
-		d = 1 + aa*d
-		if math.Abs(d) < tiny {
-			d = tiny
-		}
-		c = 1 + aa/c
-		if math.Abs(c) < tiny {
-			c = tiny
-		}
-		d = 1 / d
-		h *= d * c
-		aa = -(a + fm) * (qab + fm) * x / ((a + m2) * (qap + m2))
-		d = 1 + aa*d
-		if math.Abs(d) < tiny {
-			d = tiny
-		}
-		c = 1 + aa/c
-		if math.Abs(c) < tiny {
-			c = tiny
-		}
-		d = 1 / d
-		del := d * c
-		h *= del
-		if math.Abs(del-1) < eps {
-			break
-		}
-	}
-	return h
+	return mathext.InvRegIncBeta(float64(k+1), float64(n-k), level)
 }
 
 // BucketReport is how one model, kind and option-count bucket fares over

@@ -9,29 +9,6 @@ import (
 	"system1/internal/decision"
 )
 
-func TestRegIncBetaClosedForms(t *testing.T) {
-	for _, x := range []float64{0.001, 0.1, 0.3, 0.5, 0.77, 0.999} {
-		for _, c := range []struct {
-			a, b, want float64
-		}{
-			{1, 1, x},
-			{3, 1, math.Pow(x, 3)},
-			{1, 4, 1 - math.Pow(1-x, 4)},
-			{2, 2, x * x * (3 - 2*x)},
-		} {
-			if got := RegIncBeta(x, c.a, c.b); math.Abs(got-c.want) > 1e-12 {
-				t.Errorf("I_%v(%v,%v) = %v, want %v", x, c.a, c.b, got, c.want)
-			}
-		}
-		if got := RegIncBeta(x, 7.5, 2.25) + RegIncBeta(1-x, 2.25, 7.5); math.Abs(got-1) > 1e-12 {
-			t.Errorf("symmetry at %v: %v", x, got)
-		}
-	}
-	if got := RegIncBeta(0.5, 40, 40); math.Abs(got-0.5) > 1e-12 {
-		t.Errorf("I_0.5(40,40) = %v", got)
-	}
-}
-
 // binomCDF is P(X <= k) for X ~ Binomial(n, p), summed term by term: an
 // independent check of the bound, which goes through the beta function.
 func binomCDF(k, n int, p float64) float64 {
@@ -76,6 +53,24 @@ func TestClopperPearsonUpper(t *testing.T) {
 	}
 	if ClopperPearsonUpper(0, 0, 0.95) != 1 || ClopperPearsonUpper(5, 5, 0.95) != 1 {
 		t.Error("no trials or all events must bound at 1")
+	}
+	// Out of the beta function's domain, an answer and no panic.
+	for _, c := range []struct {
+		k, n         int
+		level, bound float64
+	}{{3, 10, 1, 1}, {3, 10, math.NaN(), 1}, {3, 10, 0, 0}, {3, 10, -2, 0}, {-4, 10, 0.95, ClopperPearsonUpper(0, 10, 0.95)}} {
+		if got := ClopperPearsonUpper(c.k, c.n, c.level); got != c.bound {
+			t.Errorf("%d of %d at %v: %v, want %v", c.k, c.n, c.level, got, c.bound)
+		}
+	}
+	for _, c := range []struct {
+		k, n   int
+		target float64
+		under  bool
+	}{{3, 10, 0, false}, {3, 10, math.NaN(), false}, {3, 10, 1.5, true}, {-1, 200, 0.02, true}, {0, 100, 0.02, false}, {0, 148, 0.02, false}, {0, 150, 0.02, true}} {
+		if got := boundUnder(c.k, c.n, 0.95, c.target); got != c.under {
+			t.Errorf("boundUnder(%d, %d, 0.95, %v) = %v, want %v", c.k, c.n, c.target, got, c.under)
+		}
 	}
 }
 
