@@ -3,6 +3,7 @@ package llamacpp
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"testing"
 
@@ -104,6 +105,68 @@ func FuzzReading(f *testing.F) {
 		if d, err := decision.FromLogprobs(r.Logprobs, r.Found); err == nil {
 			if err := d.Check(len(labels)); err != nil {
 				t.Fatalf("logprobs %v found %v: %v", r.Logprobs, r.Found, err)
+			}
+		}
+	})
+}
+
+// FuzzCompletionList feeds llama-server's reply to a /completion call of n
+// prompts, any bytes, through what a call of prompts together does with
+// it: byIndex, then each entry's first token read as openai.TokenReading
+// reads it and its token counts kept. It must never panic and fail only
+// as Malformed. A reply it accepts has each prompt's entry once, at the
+// prompt's index, each with a first token; a reading it accepts has a
+// log-probability for each label it found and counts that are not
+// negative.
+func FuzzCompletionList(f *testing.F) {
+	entry := func(index int, logprob string) string {
+		return `{"index":` + fmt.Sprint(index) + `,"model":"stories260k","tokens_evaluated":57,"tokens_predicted":1,"completion_probabilities":[` +
+			`{"id":1065,"token":"A","logprob":` + logprob + `,"top_logprobs":[{"id":1065,"token":"A","logprob":` + logprob + `},{"id":1066,"token":"B","logprob":-2.5}]}]}`
+	}
+	f.Add([]byte(`[`+entry(1, "-0.2")+`,`+entry(0, "-1.0")+`]`), uint8(2), []byte("AB"))
+	f.Add([]byte(entry(0, "-0.2")), uint8(1), []byte("AB")) // a list of one is answered as its entry
+	f.Add([]byte(`[`+entry(0, "-0.2")+`,`+entry(0, "-1.0")+`]`), uint8(2), []byte("AB"))
+	f.Add([]byte(`[`+entry(2, "-0.2")+`,`+entry(0, "-1.0")+`]`), uint8(2), []byte("AB"))
+	f.Add([]byte(`[`+entry(0, "null")+`]`), uint8(1), []byte("A"))
+	f.Add([]byte(`[{"index":0,"tokens_evaluated":-5,"tokens_predicted":-1,"completion_probabilities":[{"id":1065,"token":"A","logprob":-0.1}]}]`), uint8(1), []byte("A"))
+	f.Add([]byte(`[{"index":0,"completion_probabilities":[]}]`), uint8(1), []byte("A"))
+	f.Fuzz(func(t *testing.T, body []byte, n uint8, labelBytes []byte) {
+		labels := idLabels(labelBytes)
+		malformed := func(err error) {
+			t.Helper()
+			var f *engine.Failure
+			if !errors.As(err, &f) || f.Kind != engine.Malformed {
+				t.Fatalf("error %v is not a Malformed failure", err)
+			}
+		}
+		entries, err := byIndex(body, int(n))
+		if err != nil {
+			malformed(err)
+			return
+		}
+		if len(entries) != int(n) {
+			t.Fatalf("%d entries for %d prompts", len(entries), n)
+		}
+		for i, c := range entries {
+			if c == nil || c.Index != i || len(c.Probabilities) == 0 {
+				t.Fatalf("prompt %d's entry: %+v", i, c)
+			}
+			r, err := openai.TokenReading(&c.Probabilities[0], labels, true)
+			if err != nil {
+				malformed(err)
+				continue
+			}
+			r.SetCounts(c.TokensEvaluated, c.TokensPredicted)
+			if len(r.Logprobs) != len(labels) || len(r.Found) != len(labels) {
+				t.Fatalf("reading %+v for %d labels", r, len(labels))
+			}
+			for j := range labels {
+				if r.Found[j] && (math.IsNaN(r.Logprobs[j]) || r.Logprobs[j] > 1e-4) {
+					t.Fatalf("label %q found with %v, not a log-probability", labels[j].Text, r.Logprobs[j])
+				}
+			}
+			if r.InputTokens < 0 || r.OutputTokens < 0 {
+				t.Fatalf("token counts %d, %d", r.InputTokens, r.OutputTokens)
 			}
 		}
 	})
