@@ -98,7 +98,7 @@ func paths() obj {
 				"question; otherwise nothing. Probabilities are rounded by largest remainder so they sum to 1.",
 			"parameters":  gateHeaders(),
 			"requestBody": jsonBody("SystemOneRequest", true),
-			"responses": keyed(obj{
+			"responses": keyed(bodyRead("", "Error", obj{
 				"200": withHeaders(jsonReply("The answers, in question order.", "SystemOneResponse"), obj{
 					"X-System1-Cache": obj{
 						"description": "With the server's decision cache on (cache.entries): hit when the answers are those of an earlier, identical request " +
@@ -115,13 +115,10 @@ func paths() obj {
 					},
 				}),
 				"400": jsonReply("The body could not be read; or hosted Jev's api_usage_error: Jev 1.14's images (a non-empty assets or images, a box question, a multipart body), which this server does not read, refused before any engine call with detail.unsupported naming them; an unknown top-level field; an unknown model.", "Error"),
-				"408": jsonReply("The body did not arrive within the server's read timeout.", "Error"),
-				"413": jsonReply("The body is over the server's limit.", "Error"),
-				"415": jsonReply("A Content-Encoding other than gzip.", "Error"),
 				"422": jsonReply("A malformed request: every problem listed; or a question system1 will not stand behind (type refused: the node declined, the none option won, too little label mass), since this wire has no refusal.", "ValidationError"),
 				"429": jsonReply("The caller's key is over its rate, or its address sent too many wrong keys; or the key has spent its budget (type insufficient_quota, the message naming the budget); Retry-After says when to come back (for a budget, when its period resets).", "Error"),
 				"503": jsonReply("A question got no answer.", "Error"),
-			}),
+			})),
 		}},
 		"/v1/decisions": obj{"post": obj{
 			"operationId": "decisions",
@@ -132,18 +129,15 @@ func paths() obj {
 				"Errors are OpenAI's envelope; x-request-id is on every reply.",
 			"parameters":  gateHeaders(),
 			"requestBody": jsonBody("DecisionsRequest", true),
-			"responses": obj{
+			"responses": bodyRead("", "OpenAIError", obj{
 				"200": withHeaders(jsonReply("The answers, in question order.", "DecisionsResponse"), obj{"X-System1-Cost": costHeader("the answers")}),
 				"400": jsonReply("A problem with the request (param names the first, message lists all; code unsupported_input for an image), a header holding nonsense, or an engine that refused the request (param model for an engine that cannot serve decisions).", "OpenAIError"),
 				"401": jsonReply("A key is configured and the caller's is missing or wrong (code invalid_api_key).", "OpenAIError"),
 				"403": jsonReply("The caller's key does not hold the scope the route needs; the message names it (code missing_scope).", "OpenAIError"),
 				"404": jsonReply("No node serves the model (code model_not_found, param model).", "OpenAIError"),
-				"408": jsonReply("The body did not arrive within the server's read timeout.", "OpenAIError"),
-				"413": jsonReply("The body is over the server's limit.", "OpenAIError"),
-				"415": jsonReply("A Content-Encoding other than gzip.", "OpenAIError"),
 				"429": jsonReply("The caller's key is over its rate, or its address sent too many wrong keys (code rate_limit_exceeded); or the key has spent its budget (type and code insufficient_quota, the message naming the budget); retry-after and retry-after-ms say when to come back (for a budget, when its period resets).", "OpenAIError"),
 				"503": jsonReply("No node answered (type server_error); retry-after and retry-after-ms when a node asked for a pause.", "OpenAIError"),
-			},
+			}),
 		}},
 		"/v1/systemone/batch": obj{"post": obj{
 			"operationId": "systemOneBatch",
@@ -158,16 +152,13 @@ func paths() obj {
 				"counts against the caller's rate as its states do.", systemone.MaxBatchStates),
 			"parameters":  gateHeaders(),
 			"requestBody": jsonBody("SystemOneBatchRequest", true),
-			"responses": keyed(obj{
+			"responses": keyed(bodyRead("", "Error", obj{
 				"200": withHeaders(jsonReply("Each state's response or error, in the states' order.", "SystemOneBatchResponse"), obj{"X-System1-Cost": costHeader("the states answered (a refused state's included)")}),
 				"400": jsonReply("The body could not be read; or, as on POST /v1/systemone, Jev 1.14's images, an unknown top-level field or an unknown model, for the whole batch before any engine call.", "Error"),
-				"408": jsonReply("The body did not arrive within the server's read timeout.", "Error"),
-				"413": jsonReply("The body is over the server's limit.", "Error"),
-				"415": jsonReply("A Content-Encoding other than gzip.", "Error"),
 				"422": jsonReply("A malformed batch or header: every problem listed.", "ValidationError"),
 				"429": jsonReply("The caller's key is over its rate, or has spent its budget (type insufficient_quota; Retry-After: when its period resets).", "Error"),
 				"503": jsonReply("No state was answered: none got an answer.", "Error"),
-			}),
+			})),
 		}},
 		"/v1/models": obj{"get": obj{
 			"operationId": "models",
@@ -197,20 +188,17 @@ func paths() obj {
 			"description": "The same request and response as the MCP tool system1_decide. The status says the " +
 				"outcome; the body is the response either way. Served when the gateway is configured.",
 			"requestBody": jsonBody("DecideRequest", true),
-			"responses": obj{
+			"responses": bodyRead(" (error.code invalid_request)", "DecideResponse", obj{
 				"200": jsonReply("Decided or abstained.", "DecideResponse"),
 				"401": jsonReply("A key is configured and the caller's is missing or wrong (error.code unauthorized).", "DecideResponse"),
 				"403": jsonReply("The caller's key does not hold the scope the route needs; the message names it (error.code forbidden).", "DecideResponse"),
 				"400": jsonReply("The body could not be read (error.code invalid_request).", "DecideResponse"),
-				"408": jsonReply("The body did not arrive within the server's read timeout (error.code invalid_request).", "DecideResponse"),
-				"413": jsonReply("The body is over the server's limit (error.code invalid_request).", "DecideResponse"),
-				"415": jsonReply("A Content-Encoding other than gzip (error.code invalid_request).", "DecideResponse"),
 				"422": jsonReply("invalid_request.", "DecideResponse"),
 				"429": jsonReply("The caller's key is over its rate, or its address sent too many wrong keys (error.code rate_limited); or the key has spent its budget (error.code over_budget, the message naming the budget); Retry-After says when to come back (for a budget, when its period resets).", "DecideResponse"),
 				"502": jsonReply("provider_error or malformed_response.", "DecideResponse"),
 				"503": jsonReply("config_error.", "DecideResponse"),
 				"504": jsonReply("provider_timeout.", "DecideResponse"),
-			},
+			}),
 		}},
 		"/v1/decide/batch": obj{"post": obj{
 			"operationId": "decideBatch",
@@ -221,20 +209,17 @@ func paths() obj {
 				"request_id of its own. The status is what every result's would be when they agree, else 200. It counts "+
 				"against the caller's rate as its contexts do. Served when the gateway is configured.", gateway.MaxBatchContexts),
 			"requestBody": jsonBody("DecideBatchRequest", true),
-			"responses": obj{
+			"responses": bodyRead(" (error.code invalid_request)", "DecideBatchResponse", obj{
 				"200": jsonReply("Each context's response, in the contexts' order.", "DecideBatchResponse"),
 				"401": jsonReply("A key is configured and the caller's is missing or wrong (error.code unauthorized).", "DecideBatchResponse"),
 				"403": jsonReply("The caller's key does not hold the scope the route needs; the message names it (error.code forbidden).", "DecideBatchResponse"),
 				"400": jsonReply("The body could not be read (error.code invalid_request).", "DecideBatchResponse"),
-				"408": jsonReply("The body did not arrive within the server's read timeout (error.code invalid_request).", "DecideBatchResponse"),
-				"413": jsonReply("The body is over the server's limit (error.code invalid_request).", "DecideBatchResponse"),
-				"415": jsonReply("A Content-Encoding other than gzip (error.code invalid_request).", "DecideBatchResponse"),
 				"422": jsonReply("invalid_request: the batch, refused whole.", "DecideBatchResponse"),
 				"429": jsonReply("The caller's key is over its rate, or its address sent too many wrong keys (error.code rate_limited); or the key has spent its budget (error.code over_budget); Retry-After says when to come back (for a budget, when its period resets).", "DecideBatchResponse"),
 				"502": jsonReply("Every context's result is provider_error or malformed_response.", "DecideBatchResponse"),
 				"503": jsonReply("Every context's result is config_error.", "DecideBatchResponse"),
 				"504": jsonReply("Every context's result is provider_timeout.", "DecideBatchResponse"),
-			},
+			}),
 		}},
 		"/health": obj{"get": obj{
 			"operationId": "health",
@@ -276,14 +261,12 @@ func paths() obj {
 		"description": "One outcome, or a batch {\"outcomes\": [...]} recorded all or none. The latest outcome " +
 			"for a question wins; earlier ones are kept.",
 		"requestBody": jsonBody("FeedbackRequest", true),
-		"responses": keyed(obj{
+		"responses": keyed(bodyRead("", "Error", obj{
 			"200": jsonReply("Every outcome recorded.", "FeedbackResult"),
 			"404": jsonReply("No answer was recorded under the request id.", "Error"),
-			"413": jsonReply("The body is over the server's limit.", "Error"),
-			"415": jsonReply("A Content-Encoding other than gzip.", "Error"),
 			"422": jsonReply("Not valid: loc names the field (outcome, question, request_id, outcomes.N.field).", "ValidationError"),
 			"503": jsonReply("The decision log is off or failed.", "Error"),
-		}),
+		})),
 	}}
 	p["/v1/calibration"] = obj{"get": obj{
 		"operationId": "calibration",
@@ -343,6 +326,17 @@ func keyed(replies obj) obj {
 	if replies["429"] == nil {
 		replies["429"] = jsonReply("The caller's key is over its rate.", "Error")
 	}
+	return replies
+}
+
+// bodyRead adds to a route's replies those of a body refused before it
+// is read: too slow (408), too large (413), in an encoding the server does
+// not read (415). They are in schema's envelope, each description ending
+// in note.
+func bodyRead(note, schema string, replies obj) obj {
+	replies["408"] = jsonReply("The body did not arrive within the server's read timeout"+note+".", schema)
+	replies["413"] = jsonReply("The body is over the server's limit"+note+".", schema)
+	replies["415"] = jsonReply("A Content-Encoding other than gzip"+note+".", schema)
 	return replies
 }
 

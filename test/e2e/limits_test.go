@@ -132,7 +132,7 @@ func dribble(t *testing.T, base, head string, piece func(i int) string) []byte {
 // each well within any read deadline but never finishing, is cut off by
 // timeouts.read_header: the connection is closed by the server, long
 // before timeouts.read (60 s) could have done it. One that sends its
-// headers and then dribbles the body (to /v1/systemone or /v1/decide) is
+// headers and then dribbles the body (to /v1/systemone, /v1/decide or /v1/feedback) is
 // cut off by timeouts.read, with a 408 if anything is answered at all. Durations are not asserted beyond
 // the generous bound that tells a close from a hang.
 func TestSlowClients(t *testing.T) {
@@ -153,7 +153,7 @@ func TestSlowClients(t *testing.T) {
 
 	t.Run("body", func(t *testing.T) {
 		s := startServe(t, "timeouts: {read_header: 500ms, read: 1s}\n"+nodes, serveOpts{})
-		for _, path := range []string{"/v1/systemone", "/v1/decide"} {
+		for _, path := range []string{"/v1/systemone", "/v1/decide", "/v1/feedback"} {
 			head := "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n"
 			got := dribble(t, s.URL, head, func(int) string { return "x" })
 			if len(got) > 0 && !strings.HasPrefix(string(got), "HTTP/1.1 408") {
