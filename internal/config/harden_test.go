@@ -91,11 +91,11 @@ func TestMaxOptionsBelowTwo(t *testing.T) {
 
 // Aliases read as before: plain, quoted, anchored and merged values.
 func TestAliasesRead(t *testing.T) {
-	c, err := Parse([]byte("models: &m big\naliases:\n  small: tiny\n  'q: x': \"y\"\n  ref: *m\n  \"0\": zero\n"))
+	_, err := Parse([]byte("models: &m big\naliases:\n  small: tiny\n  'q: x': \"y\"\n  ref: *m\n  \"0\": zero\n"))
 	if err == nil {
 		t.Fatal("an unknown top-level key was accepted")
 	}
-	c, err = Parse([]byte("listen: &m big\naliases:\n  small: tiny\n  'q: x': \"y\"\n  ref: *m\n  \"0\": zero\n  1: one\n"))
+	c, err := Parse([]byte("listen: &m big\naliases:\n  small: tiny\n  'q: x': \"y\"\n  ref: *m\n  \"0\": zero\n  1: one\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

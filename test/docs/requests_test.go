@@ -304,7 +304,10 @@ func serveAsRunSh(t *testing.T) string {
 	t.Helper()
 	script := pageText(t, filepath.Join("scripts", "run.sh"))
 	_, doc, ok := strings.Cut(script, "cat >\"$config\" <<YAML\n")
-	if doc, _, ok = strings.Cut(doc, "\nYAML\n"); !ok {
+	if ok {
+		doc, _, ok = strings.Cut(doc, "\nYAML\n")
+	}
+	if !ok {
 		t.Fatal(`scripts/run.sh no longer writes its configuration with cat >"$config" <<YAML`)
 	}
 	const model = "stories260k" // what run.sh names ../shared/models/stories260K.gguf
