@@ -305,13 +305,39 @@ func Select(preds []calibration.Prediction, current calibration.Calibrator, opt 
 	}
 	boot := sampler{group: cv.group, groups: cv.groups, resamples: s.Resamples, seed: opt.Seed, confidence: opt.Confidence}
 	s.Raw = measures(Measure(cv.preds))
+	beats := func(g Interval) bool { return g.Low > 0 && g.Mean >= opt.MinGain }
 
 	temps := make([]float64, opt.Folds+1) // per fold, then on every case: FitTemperature's, once
-	// The calibrator in use is scored on the same out-of-fold outcomes as
-	// every candidate: its method fitted on every fold but one, scoring
-	// that one. Scored as it is, it would be scored partly on the
-	// outcomes it was fitted on, and a fit made on a partial batch would
-	// look better than any candidate and stick.
+	curLoss, rawLoss := s.scoreCurrent(cv, current, boot, temps)
+	harmed := s.scoreCandidates(cv, opt.Methods, current, curLoss, rawLoss, boot, temps)
+	best, chosen := s.rank(boot, beats)
+	sel := s.conclude(current, best, chosen, opt, beats)
+	if len(harmed) > 0 {
+		s.Reason += "; refused for harm: " + strings.Join(harmed, "; ")
+	}
+	s.oof = sel.oof
+	s.Map = cv.selectMap(sel, s.Calibrator, kind, boot, beats)
+	return s, nil
+}
+
+// worse is the harm rule: any mean loss of accuracy (or MAE) out of fold
+// larger than the fold noise of an identity calibrator, which is none: it
+// fits nothing, so its out-of-fold answers are the raw ones exactly, on
+// every fold. A loss need not be significant to be refused (banking12
+// lost 3 of 240 answers, 0.950 to 0.938, within the bootstrap's noise),
+// since a calibrator is adopted for its probabilities and must not trade
+// answers for them.
+func worse(g Interval) bool { return g.Mean < -calibration.Edge }
+
+// scoreCurrent scores the calibrator in use on the same out-of-fold
+// outcomes as every candidate: its method fitted on every fold but one,
+// scoring that one. Scored as it is, it would be scored partly on the
+// outcomes it was fitted on, and a fit made on a partial batch would
+// look better than any candidate and stick. It is held to the same
+// standard: one that does worse than the uncalibrated answers is
+// replaced, gain or none. It returns the current's and the raw answers'
+// losses per case.
+func (s *Selection) scoreCurrent(cv folds, current calibration.Calibrator, boot sampler, temps []float64) (curLoss, rawLoss losses) {
 	curOOF := cv.preds
 	var curFolds []calibration.Calibrator
 	if m := current.Base().Method; m != calibration.MethodNone && slices.Contains(calibration.Methods(), m) {
@@ -319,33 +345,29 @@ func Select(preds []calibration.Prediction, current calibration.Calibrator, opt 
 		curOOF, curFolds = c.oof, c.folds
 	}
 	s.Current = Candidate{Method: "current", Calibrator: current, OutOfFold: measures(Measure(curOOF)), oof: curOOF, folds: curFolds}
-	curLoss, rawLoss := caseLosses(curOOF), caseLosses(cv.preds)
-	// The current calibrator is held to the same standard: one that does
-	// worse than the uncalibrated answers is replaced, gain or none.
+	curLoss, rawLoss = caseLosses(curOOF), caseLosses(cv.preds)
 	s.Current.AccuracyGainRaw = boot.interval(diff(curLoss.right, rawLoss.right))
-	if kind == decision.Score {
+	if s.Kind == decision.Score {
 		g := boot.interval(diff(rawLoss.abs, curLoss.abs))
 		s.Current.MAEGainRaw = &g
 	}
-	var curHarms []string
-	// worse is the harm rule: any mean loss of accuracy (or MAE) out of
-	// fold larger than the fold noise of an identity calibrator, which is
-	// none: it fits nothing, so its out-of-fold answers are the raw ones
-	// exactly, on every fold. A loss need not be significant to be
-	// refused (banking12 lost 3 of 240 answers, 0.950 to 0.938, within
-	// the bootstrap's noise), since a calibrator is adopted for its
-	// probabilities and must not trade answers for them.
-	worse := func(g Interval) bool { return g.Mean < -calibration.Edge }
+	var harms []string
 	if g := s.Current.AccuracyGainRaw; worse(g) {
-		curHarms = append(curHarms, fmt.Sprintf("lowers accuracy by %s", neg(g)))
+		harms = append(harms, fmt.Sprintf("lowers accuracy by %s", neg(g)))
 	}
 	if g := s.Current.MAEGainRaw; g != nil && worse(*g) {
-		curHarms = append(curHarms, fmt.Sprintf("raises MAE by %s levels", neg(*g)))
+		harms = append(harms, fmt.Sprintf("raises MAE by %s levels", neg(*g)))
 	}
-	s.Current.Refused = strings.Join(curHarms, ", and ")
-	var harmed []string // the candidates refused for harm, with why
-	for _, m := range opt.Methods {
-		if m == calibration.MethodLevel && kind != decision.Score {
+	s.Current.Refused = strings.Join(harms, ", and ")
+	return curLoss, rawLoss
+}
+
+// scoreCandidates fits and scores each method out of fold, against the
+// current calibrator and the raw answers, refusing those that would do
+// harm; it returns the refused, each with why.
+func (s *Selection) scoreCandidates(cv folds, methods []string, current calibration.Calibrator, curLoss, rawLoss losses, boot sampler, temps []float64) (harmed []string) {
+	for _, m := range methods {
+		if m == calibration.MethodLevel && s.Kind != decision.Score {
 			continue // a level is a score's
 		}
 		c := cv.crossFit(m, temps)
@@ -354,7 +376,7 @@ func Select(preds []calibration.Prediction, current calibration.Calibrator, opt 
 		c.NLLGain = boot.interval(diff(curLoss.nll, l.nll))
 		c.AccuracyGain = boot.interval(diff(l.right, curLoss.right))
 		c.AccuracyGainRaw = boot.interval(diff(l.right, rawLoss.right))
-		if kind == decision.Score {
+		if s.Kind == decision.Score {
 			g, gr := boot.interval(diff(curLoss.abs, l.abs)), boot.interval(diff(rawLoss.abs, l.abs))
 			c.MAEGain, c.MAEGainRaw = &g, &gr
 		}
@@ -381,15 +403,21 @@ func Select(preds []calibration.Prediction, current calibration.Calibrator, opt 
 		}
 		s.Candidates = append(s.Candidates, c)
 	}
-	beats := func(g Interval) bool { return g.Low > 0 && g.Mean >= opt.MinGain }
+	return harmed
+}
 
-	best := -1
+// rank finds the candidate not refused with the least out-of-fold NLL
+// (best) and the first, in the order of the methods (simplest first),
+// that the best does not beat beyond noise (chosen); -1 where none is
+// left. The candidates after the chosen one are refused for it.
+func (s *Selection) rank(boot sampler, beats func(Interval) bool) (best, chosen int) {
+	best = -1
 	for i, c := range s.Candidates {
 		if c.Refused == "" && (best < 0 || c.OutOfFold.NLL < s.Candidates[best].OutOfFold.NLL) {
 			best = i
 		}
 	}
-	chosen := -1
+	chosen = -1
 	if best >= 0 {
 		s.Best = s.Candidates[best].Method
 		bestLoss := caseLosses(s.Candidates[best].oof).nll
@@ -413,6 +441,13 @@ func Select(preds []calibration.Prediction, current calibration.Calibrator, opt 
 			chosen = i
 		}
 	}
+	return best, chosen
+}
+
+// conclude sets what the selection serves (Chosen, Adopt, Calibrator)
+// and says why, from the ranked candidates; it returns the candidate whose
+// out-of-fold answers the confidence map is chosen on.
+func (s *Selection) conclude(current calibration.Calibrator, best, chosen int, opt SelectOptions, beats func(Interval) bool) Candidate {
 	s.Calibrator = current
 	sel := s.Current
 	switch {
@@ -467,12 +502,7 @@ func Select(preds []calibration.Prediction, current calibration.Calibrator, opt 
 				current, sig(c.OutOfFold.NLL), sig(s.Current.OutOfFold.NLL), c.NLLGain)
 		}
 	}
-	if len(harmed) > 0 {
-		s.Reason += "; refused for harm: " + strings.Join(harmed, "; ")
-	}
-	s.oof = sel.oof
-	s.Map = cv.selectMap(sel, s.Calibrator, kind, boot, beats)
-	return s, nil
+	return sel
 }
 
 // AdoptedFit is the fit to write when the selection adopted a calibrator
