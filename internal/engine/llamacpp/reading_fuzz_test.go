@@ -1,7 +1,6 @@
 package llamacpp
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -55,7 +54,7 @@ func FuzzReading(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body, labelBytes []byte) {
 		labels := idLabels(labelBytes)
 		var reply openai.ChatResponse
-		if json.Unmarshal(body, &reply) != nil {
+		if openai.Unmarshal(body, &reply) != nil {
 			return // Do's Malformed failure
 		}
 		r, err := openai.Reading(&reply, labels, true)

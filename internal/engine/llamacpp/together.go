@@ -3,7 +3,6 @@ package llamacpp
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -345,9 +344,9 @@ func byIndex(raw []byte, n int) ([]*completion, error) {
 	var err error
 	if bytes.HasPrefix(bytes.TrimLeft(raw, " \t\r\n"), []byte("{")) {
 		reply = make([]completion, 1)
-		err = json.Unmarshal(raw, &reply[0])
+		err = openai.Unmarshal(raw, &reply[0])
 	} else {
-		err = json.Unmarshal(raw, &reply)
+		err = openai.Unmarshal(raw, &reply)
 	}
 	if err != nil {
 		return nil, &engine.Failure{Kind: engine.Malformed, Err: fmt.Errorf("/completion answered no list of entries: %v", err)}

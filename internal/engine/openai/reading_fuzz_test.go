@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"encoding/json"
 	"errors"
 	"math"
 	"strings"
@@ -45,7 +44,7 @@ func FuzzReading(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte, labelSet string, preMask bool) {
 		labels := textLabels(labelSet)
 		var reply ChatResponse
-		if json.Unmarshal(body, &reply) != nil {
+		if Unmarshal(body, &reply) != nil {
 			return // Do's Malformed failure
 		}
 		r, err := Reading(&reply, labels, preMask)
