@@ -116,7 +116,8 @@ func boundUnder(k, n int, level, target float64) bool {
 	case target >= 1: // the bound is under 1 wherever k < n
 		return true
 	}
-	return mathext.RegIncBeta(float64(max(k, 0)+1), float64(n-max(k, 0)), target) > level
+	k = max(k, 0)
+	return mathext.RegIncBeta(float64(k+1), float64(n-k), target) > level
 }
 
 // WrongAbove counts the cases whose confidence reaches t (within 1e-9)
