@@ -196,16 +196,8 @@ func (e *Engine) read(ctx context.Context, model string, p engine.Prompt, labels
 			}
 		}
 	}
-	req := openai.ChatRequest{
-		Model:              model,
-		Messages:           []openai.Message{{Role: "system", Content: p.System}, {Role: "user", Content: p.User()}},
-		MaxTokens:          1,
-		Logprobs:           true,
-		TopLogprobs:        topK,
-		Grammar:            grammar,
-		CachePrompt:        true,
-		ChatTemplateKwargs: map[string]any{"enable_thinking": false},
-	}
+	req := openai.Chat(model, p.System, p.User())
+	req.MaxTokens, req.Logprobs, req.TopLogprobs, req.Grammar, req.CachePrompt = 1, true, topK, grammar, true
 	if e.PinSlots {
 		if n := e.slots(ctx); n > 0 {
 			slot := int(p.Prefix() % uint64(n))

@@ -121,11 +121,7 @@ func (e *Engine) learnTemplate(ctx context.Context, model string, p engine.Promp
 // applyTemplate is the text the chat endpoint would evaluate for the two
 // messages; the server runs no model for it, so it takes no slot.
 func (e *Engine) applyTemplate(ctx context.Context, model, system, user string) (string, error) {
-	req := openai.ChatRequest{
-		Model:              model,
-		Messages:           []openai.Message{{Role: "system", Content: system}, {Role: "user", Content: user}},
-		ChatTemplateKwargs: map[string]any{"enable_thinking": false},
-	}
+	req := openai.Chat(model, system, user)
 	var reply struct {
 		Prompt *string `json:"prompt"`
 	}

@@ -71,7 +71,7 @@ type chatResponse struct {
 func (e *Engine) Read(ctx context.Context, model string, p engine.Prompt) (engine.Reading, error) {
 	req := chatRequest{
 		Model:       model,
-		Messages:    []openai.Message{{Role: "system", Content: p.System}, {Role: "user", Content: p.User()}},
+		Messages:    openai.Messages(p.System, p.User()),
 		Logprobs:    true,
 		TopLogprobs: topLogprobs,
 		Options:     options{Temperature: 0, NumPredict: 1, NumCtx: e.NumCtx},

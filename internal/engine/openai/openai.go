@@ -27,6 +27,20 @@ type Message struct {
 	Content string `json:"content"`
 }
 
+// Messages are the conversation system1 sends for a prompt: one system
+// and one user message.
+func Messages(system, user string) []Message {
+	return []Message{{Role: "system", Content: system}, {Role: "user", Content: user}}
+}
+
+// Chat is the chat request for the two messages with the template's
+// thinking off. Every chat call starts from it, and llama.cpp's
+// /apply-template is asked with it, so that the template learnt renders
+// what the chat endpoint evaluates.
+func Chat(model, system, user string) ChatRequest {
+	return ChatRequest{Model: model, Messages: Messages(system, user), ChatTemplateKwargs: map[string]any{"enable_thinking": false}}
+}
+
 // ChatRequest is a chat completion request asking for one token with its
 // log-probabilities. The fields after Stream are extensions, sent only by
 // dialects whose engine accepts them.
@@ -313,14 +327,8 @@ func (e *Engine) url(path string) string {
 // Read asks for one token at temperature 0 with thinking off, as one
 // engine call (engine.Call).
 func (e *Engine) Read(ctx context.Context, model string, p engine.Prompt) (engine.Reading, error) {
-	req := ChatRequest{
-		Model:              model,
-		Messages:           []Message{{Role: "system", Content: p.System}, {Role: "user", Content: p.User()}},
-		MaxTokens:          1,
-		Logprobs:           true,
-		TopLogprobs:        e.topLogprobs(),
-		ChatTemplateKwargs: map[string]any{"enable_thinking": false},
-	}
+	req := Chat(model, p.System, p.User())
+	req.MaxTokens, req.Logprobs, req.TopLogprobs = 1, true, e.topLogprobs()
 	asked := p.Asked()
 	switch e.Constrain {
 	case "structured_outputs":
