@@ -8,7 +8,7 @@ import "time"
 func (e *Engine) holdCalls(key callKey) (waiting func() int, post func()) {
 	for {
 		e.mu.Lock()
-		q := e.queue(key)
+		q := entry(&e.queues, key)
 		if q.posters == 0 {
 			q.posters = 1 << 30 // none posts
 			e.mu.Unlock()
@@ -20,11 +20,11 @@ func (e *Engine) holdCalls(key callKey) (waiting func() int, post func()) {
 	waiting = func() int {
 		e.mu.Lock()
 		defer e.mu.Unlock()
-		return len(e.queue(key).waiting)
+		return len(entry(&e.queues, key).waiting)
 	}
 	return waiting, func() {
 		e.mu.Lock()
-		q := e.queue(key)
+		q := entry(&e.queues, key)
 		q.posters = 1 // this one
 		e.mu.Unlock()
 		for e.postNext(key, q) {

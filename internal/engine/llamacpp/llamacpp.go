@@ -155,14 +155,7 @@ func (e *Engine) Read(ctx context.Context, model string, p engine.Prompt) (engin
 func (e *Engine) count(model string, again bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.stats == nil {
-		e.stats = map[string]*readStats{}
-	}
-	st := e.stats[model]
-	if st == nil {
-		st = &readStats{}
-		e.stats[model] = st
-	}
+	st := entry(&e.stats, model)
 	if st.reads++; again {
 		st.again++
 	}
@@ -380,6 +373,20 @@ func (e *Engine) turn(ctx context.Context, slot *int) (t *callTokens, release fu
 	}
 	held[n], n = t.calls, n+1
 	return t, release, nil
+}
+
+// entry is *m's value for k, made, with *m, on first use: the engine's
+// maps by model are made as models are asked. The caller holds e.mu.
+func entry[K comparable, V any](m *map[K]*V, k K) *V {
+	if *m == nil {
+		*m = map[K]*V{}
+	}
+	v := (*m)[k]
+	if v == nil {
+		v = new(V)
+		(*m)[k] = v
+	}
+	return v
 }
 
 func acquire(ctx context.Context, c chan struct{}) error {

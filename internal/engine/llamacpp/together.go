@@ -65,14 +65,7 @@ const (
 // that rewrites the messages) is never used.
 func (e *Engine) templateFor(ctx context.Context, model string, p engine.Prompt) (chatTemplate, bool) {
 	e.mu.Lock()
-	st := e.templates[model]
-	if st == nil {
-		if e.templates == nil {
-			e.templates = map[string]*templateState{}
-		}
-		st = &templateState{}
-		e.templates[model] = st
-	}
+	st := entry(&e.templates, model)
 	if st.usable || st.busy || st.refused || time.Now().Before(st.retry) {
 		defer e.mu.Unlock()
 		return st.t, st.usable
@@ -195,7 +188,7 @@ func (e *Engine) readTogether(ctx context.Context, key callKey, text string, lab
 	defer release()
 	w := &waiter{ctx: ctx, prompt: text, done: make(chan completed, 1)}
 	e.mu.Lock()
-	q := e.queue(key)
+	q := entry(&e.queues, key)
 	q.waiting = append(q.waiting, w)
 	post := q.posters < e.callsOut(t)
 	if post {
@@ -225,19 +218,6 @@ func (e *Engine) readTogether(ctx context.Context, key callKey, text string, lab
 	r.Model = c.c.Model
 	r.SetCounts(c.c.TokensEvaluated, c.c.TokensPredicted)
 	return r, openai.Floor(tok), false, nil
-}
-
-// queue is key's queue, made on first use; e.mu is held.
-func (e *Engine) queue(key callKey) *callQueue {
-	q := e.queues[key]
-	if q == nil {
-		if e.queues == nil {
-			e.queues = map[callKey]*callQueue{}
-		}
-		q = &callQueue{}
-		e.queues[key] = q
-	}
-	return q
 }
 
 // Lists counts the calls of prompt lists made since the engine started,
