@@ -75,8 +75,10 @@ func TestCompareNoise(t *testing.T) {
 	u := decision.Distribution{0.6123, 0.3877}
 	base := reading(t, "m", u, choice, score)
 	var quiet, loud fingerprint.Noise
-	quiet.Add(base, moved(t, base, 1e-4))
-	loud.Add(base, moved(t, base, 0.003))
+	for range fingerprint.NoiseReads {
+		quiet.Add(base, moved(t, base, 1e-4))
+		loud.Add(base, moved(t, base, 0.003))
+	}
 	if !quiet.Measured() || quiet.Sigma() != fingerprint.NoiseFloor || loud.Sigma() < 0.0025 {
 		t.Fatalf("noise: quiet %+v sigma %v, loud %+v sigma %v", quiet, quiet.Sigma(), loud, loud.Sigma())
 	}
@@ -108,8 +110,7 @@ func TestCompareNoise(t *testing.T) {
 // finds it z times the noise.
 func atZ(t *testing.T, base fingerprint.Reading, z float64) fingerprint.Reading {
 	t.Helper()
-	var floor fingerprint.Noise
-	floor.Add(base, base)
+	floor := fingerprint.Noise{N: fingerprint.NoiseReads}
 	const eps = 1e-3
 	c := fingerprint.CompareNoise(fingerprint.Print{Canary: base}, fingerprint.Print{Canary: moved(t, base, eps)}, 0.01, floor)
 	r := moved(t, base, eps*z/c.Z)
@@ -131,7 +132,7 @@ func TestTrackerConfirms(t *testing.T) {
 	batch, requant := moved(t, base, 0.0015), moved(t, base, 0.004)
 	// The limits of one read's test and of Confirm reads pooled, for the
 	// values the reading compares.
-	one := fingerprint.CompareNoise(fingerprint.Print{Canary: base}, fingerprint.Print{Canary: requant}, 0.01, fingerprint.Noise{N: 1}).ZLimit
+	one := fingerprint.CompareNoise(fingerprint.Print{Canary: base}, fingerprint.Print{Canary: requant}, 0.01, fingerprint.Noise{N: fingerprint.NoiseReads}).ZLimit
 	values := 1
 	for fingerprint.ZLimit(values, fingerprint.FalseAlarm) != one {
 		if values++; values > 1000 {
@@ -147,7 +148,7 @@ func TestTrackerConfirms(t *testing.T) {
 	far := reading(t, "m", decision.Distribution{0.65, 0.35}, choice, score)
 	for _, tc := range []struct {
 		name  string
-		reads []fingerprint.Reading // after the reference and one repeat
+		reads []fingerprint.Reading // after the reference and NoiseReads repeats
 		at    int                   // the read that is a change, -1 none
 	}{
 		{"batch noise in runs shorter than Confirm", []fingerprint.Reading{batch, batch, base, batch, batch, batch, batch, batch}, -1},
@@ -161,8 +162,8 @@ func TestTrackerConfirms(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tr, k := fingerprint.NewTracker(), fingerprint.Key{Node: "n", Model: "m"}
 			tr.NoiseTest = true
-			for _, r := range []fingerprint.Reading{base, base} {
-				if c := tr.Observe(k, fingerprint.Print{Canary: r}, 0); c.Changed {
+			for range fingerprint.NoiseReads + 1 {
+				if c := tr.Observe(k, fingerprint.Print{Canary: base}, 0); c.Changed {
 					t.Fatalf("a repeat of the reference: %s", c)
 				}
 			}
@@ -185,5 +186,37 @@ func TestTrackerConfirms(t *testing.T) {
 				t.Errorf("the change came at read %d, want %d (noise %+v)", at, tc.at, tr.Noise(k))
 			}
 		})
+	}
+}
+
+// Until NoiseReads reads are measured the noise test holds no read: the
+// largest of fewer reads is too often below the node's noise. Reads
+// that move further than the first repeat, and would be confirmed
+// against it, are measured as the node's noise instead, and so are no
+// suspect once the test holds reads; a move beyond them, under the
+// tolerance, still is.
+func TestTrackerMeasuresBeforeTesting(t *testing.T) {
+	base := reading(t, "m", decision.Distribution{0.6123, 0.3877}, choice, score)
+	tr, k := fingerprint.NewTracker(), fingerprint.Key{Node: "n", Model: "m"}
+	tr.NoiseTest = true
+	reads := []fingerprint.Reading{base, moved(t, base, 0.001)}
+	for range 2 * fingerprint.NoiseReads {
+		reads = append(reads, moved(t, base, 0.004))
+	}
+	for i, r := range reads {
+		c := tr.Observe(k, fingerprint.Print{Canary: r}, 0)
+		if c.Changed || c.Suspect != 0 {
+			t.Fatalf("read %d of an unchanged build (noise %+v): %+v", i, tr.Noise(k), c)
+		}
+		if tested := i > fingerprint.NoiseReads; c.Tested != tested {
+			t.Fatalf("read %d tested %v, want %v (noise %+v)", i, c.Tested, tested, tr.Noise(k))
+		}
+	}
+	var c fingerprint.Change
+	for range fingerprint.Confirm {
+		c = tr.Observe(k, fingerprint.Print{Canary: moved(t, base, 0.012)}, 0)
+	}
+	if !c.Changed || c.Suspect != fingerprint.Confirm {
+		t.Errorf("three times the noise measured (%+v), under the tolerance: %+v", tr.Noise(k), c)
 	}
 }

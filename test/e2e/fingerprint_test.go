@@ -20,6 +20,7 @@ import (
 
 	"system1/internal/calibration"
 	"system1/internal/fakeengine"
+	"system1/internal/fingerprint"
 	"system1/internal/fleet"
 	"system1/internal/gateway"
 	"system1/internal/mcpserver"
@@ -605,8 +606,8 @@ decision_log: {off: true}
 				}
 				return b
 			}
-			// A first read and two more, so that the node's noise is measured.
-			first := reads(2, await("a first canary", func(b fleet.Fingerprint) bool { return b.ID != "" && !b.Confirmed.IsZero() }))
+			// A first read and as many more as the node's noise is measured from.
+			first := reads(fingerprint.NoiseReads, await("a first canary", func(b fleet.Fingerprint) bool { return b.ID != "" && !b.Confirmed.IsZero() }))
 			if first.Changes != 0 {
 				t.Fatalf("an unchanged build changed: %+v", first)
 			}
