@@ -297,36 +297,20 @@ const identitySource = "decisions /v1/models"
 // the same id shows only in the canary. The reply is bounded by
 // fingerprint.MaxReply, and the call carries no user data.
 func (c *Client) Identity(ctx context.Context, model string) (fingerprint.Identity, error) {
-	id := fingerprint.Identity{Source: identitySource}
-	limit := int64(fingerprint.MaxReply)
-	if c.MaxBody > 0 {
-		limit = min(limit, c.MaxBody)
-	}
-	data, err := c.do(ctx, http.MethodGet, c.root()+"/models", nil, limit)
+	data, err := c.do(ctx, http.MethodGet, c.root()+"/models", nil, fingerprint.ReplyLimit(c.MaxBody))
 	var se *StatusError
 	switch {
 	case errors.As(err, &se) && se.Status == http.StatusNotFound:
-		return id, nil
+		return fingerprint.Identity{Source: identitySource}, nil
 	case err != nil:
-		return id, err
+		return fingerprint.Identity{Source: identitySource}, err
 	}
 	var list struct {
 		Data []map[string]json.RawMessage `json:"data"`
 	}
 	if err := json.Unmarshal(data, &list); err != nil {
-		return id, fmt.Errorf("%w: model list: %v", ErrMalformed, err)
+		return fingerprint.Identity{Source: identitySource}, fmt.Errorf("%w: model list: %v", ErrMalformed, err)
 	}
-	for _, m := range list.Data {
-		if fingerprint.FieldText(m["id"]) != model {
-			continue
-		}
-		id.Fields = map[string]string{}
-		for _, k := range []string{"owned_by", "root", "parent", "max_model_len"} {
-			if v, ok := m[k]; ok {
-				id.Fields[k] = fingerprint.FieldText(v)
-			}
-		}
-		break
-	}
+	id, _ := fingerprint.Listed(identitySource, list.Data, "id", model, "owned_by", "root", "parent", "max_model_len")
 	return id, nil
 }

@@ -12,6 +12,37 @@ import (
 // server's properties, never a model's weights or vocabulary.
 const MaxReply = 1 << 20
 
+// ReplyLimit is the bound of an identity read from a node whose replies
+// are bounded by maxBody (0 or less: unbounded): MaxReply, or maxBody
+// where it is smaller.
+func ReplyLimit(maxBody int64) int64 {
+	if maxBody > 0 {
+		return min(MaxReply, maxBody)
+	}
+	return MaxReply
+}
+
+// Listed is the identity a model list gives model: the entry whose key
+// names it, its fields named in fields as FieldText (those it has), from
+// source; and whether an entry named it. A model the list leaves out has
+// no fields.
+func Listed(source string, entries []map[string]json.RawMessage, key, model string, fields ...string) (Identity, bool) {
+	id := Identity{Source: source}
+	for _, m := range entries {
+		if FieldText(m[key]) != model {
+			continue
+		}
+		id.Fields = map[string]string{}
+		for _, k := range fields {
+			if v, ok := m[k]; ok {
+				id.Fields[k] = FieldText(v)
+			}
+		}
+		return id, true
+	}
+	return id, false
+}
+
 // FieldText is a JSON value as an identity field: a string as itself,
 // anything else as its compact JSON text, "" for null or nothing.
 func FieldText(raw json.RawMessage) string {

@@ -267,46 +267,24 @@ const identitySource = "systemone /v1/models"
 // canary are what speak for the build. The reply is bounded by
 // fingerprint.MaxReply, and the call carries no user data.
 func (c *Client) Identity(ctx context.Context, model string) (fingerprint.Identity, error) {
-	id := fingerprint.Identity{Source: identitySource}
-	limit := int64(fingerprint.MaxReply)
-	if c.MaxBody > 0 {
-		limit = min(limit, c.MaxBody)
-	}
-	data, err := c.do(ctx, http.MethodGet, c.modelsURL(), nil, limit)
+	data, err := c.do(ctx, http.MethodGet, c.modelsURL(), nil, fingerprint.ReplyLimit(c.MaxBody))
 	var se *StatusError
 	switch {
 	case errors.As(err, &se) && se.Code == http.StatusNotFound:
-		return id, nil
+		return fingerprint.Identity{Source: identitySource}, nil
 	case err != nil:
-		return id, err
+		return fingerprint.Identity{Source: identitySource}, err
 	}
 	var list struct {
 		Models []map[string]json.RawMessage `json:"models"`
 		Data   []map[string]json.RawMessage `json:"data"`
 	}
 	if err := json.Unmarshal(data, &list); err != nil {
-		return id, fmt.Errorf("%w: model list: %v", ErrMalformed, err)
+		return fingerprint.Identity{Source: identitySource}, fmt.Errorf("%w: model list: %v", ErrMalformed, err)
 	}
-	for _, set := range []struct {
-		entries    []map[string]json.RawMessage
-		key        string
-		identifies []string
-	}{
-		{list.Models, "name", []string{"description", "release_date"}},
-		{list.Data, "id", []string{"owned_by", "root"}},
-	} {
-		for _, m := range set.entries {
-			if fingerprint.FieldText(m[set.key]) != model {
-				continue
-			}
-			id.Fields = map[string]string{}
-			for _, k := range set.identifies {
-				if v, ok := m[k]; ok {
-					id.Fields[k] = fingerprint.FieldText(v)
-				}
-			}
-			return id, nil
-		}
+	if id, ok := fingerprint.Listed(identitySource, list.Models, "name", model, "description", "release_date"); ok {
+		return id, nil
 	}
+	id, _ := fingerprint.Listed(identitySource, list.Data, "id", model, "owned_by", "root")
 	return id, nil
 }

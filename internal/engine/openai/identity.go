@@ -81,9 +81,5 @@ func GetIdentity(ctx context.Context, hc *http.Client, url, key string, maxBody 
 	if err != nil {
 		return err
 	}
-	limit := int64(fingerprint.MaxReply)
-	if maxBody > 0 {
-		limit = min(limit, maxBody)
-	}
-	return Do(hc, hr, key, reply, limit)
+	return Do(hc, hr, key, reply, fingerprint.ReplyLimit(maxBody))
 }
