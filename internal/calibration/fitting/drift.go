@@ -1,8 +1,12 @@
 package fitting
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
+
+	"gonum.org/v1/gonum/mathext"
 
 	"system1/internal/calibration"
 )
@@ -24,8 +28,10 @@ import (
 // chi-square with bins-1 degrees of freedom, where 1/n = 1/n_r + 1/n_c,
 // so its expectation is (bins-1) * (1/n_r + 1/n_c). A Drift reports that
 // expectation as Noise and alarms when a PSI less its noise reaches the
-// threshold, so that a quiet signature with few answers does not alarm
-// on its own scatter.
+// threshold and the two histograms differ by a test at DriftAlpha, so
+// that a quiet signature with few answers does not alarm on its own
+// scatter: the mean alone left a wide spread, and with 30 to 60 answers
+// an unchanged signature alarmed in up to a seventh of its reports.
 
 // DriftBins is the number of confidence bins of a drift histogram.
 const DriftBins = 10
@@ -37,6 +43,20 @@ const DefaultDriftThreshold = 0.25
 // MinDriftAnswers is the least answers each window must hold for a
 // signature's drift to alarm.
 const MinDriftAnswers = 30
+
+// DriftAlpha is the level of the test a statistic's histograms must fail
+// besides the PSI's threshold to alarm: Pearson's chi-square test that
+// both windows draw from one distribution (homogeneity), about the
+// chance that an unchanged signature's statistic alarms in a report.
+const DriftAlpha = 1e-3
+
+// driftMinExpected is the fewest answers of the smaller window each bin
+// of the homogeneity test must expect: bins expecting fewer are pooled.
+// At 5, the textbook rule, a window of 30 answers against a day's
+// reference kept too few bins to see a large move; at 2, unchanged
+// signatures of 30 to 100 answers alarmed in at most 0.25% of reports
+// (docs/shadow.md).
+const driftMinExpected = 2
 
 // Answer is one answer as drift reads it: its confidence
 // (Prediction.Confidence) and predicted option (Prediction.Predicted),
@@ -72,10 +92,15 @@ type Drift struct {
 	// Noise is the PSI sampling alone gives on average, per statistic:
 	// confidence first, then label.
 	Noise [2]float64 `json:"noise"`
+	// PValue is each statistic's homogeneity test (DriftAlpha): the
+	// chance that sampling alone sets the two windows' histograms as far
+	// apart; 1 where too few answers leave two bins to compare.
+	PValue [2]float64 `json:"p_value"`
 	// Threshold is the PSI over the noise that alarms.
 	Threshold float64 `json:"threshold"`
 	// Alarm is set when both windows hold at least MinDriftAnswers and a
-	// PSI less its noise reaches the threshold; Reason says which.
+	// PSI less its noise reaches the threshold, its test's p-value under
+	// DriftAlpha; Reason says which.
 	Alarm  bool   `json:"alarm"`
 	Reason string `json:"reason,omitempty"`
 }
@@ -156,24 +181,61 @@ func MeasureDriftOf(ref, cur DriftHistogram, threshold float64) Drift {
 	rc, rt, rm := hist(ref)
 	cc, ct, cm := hist(cur)
 	d.MeanConfidence = [2]float64{rm, cm}
+	d.PValue = [2]float64{1, 1}
 	if ref.N == 0 || cur.N == 0 {
 		return d
 	}
 	d.ConfidencePSI, d.LabelPSI = psi(rc, cc), psi(rt, ct)
 	inv := 1/float64(ref.N) + 1/float64(cur.N)
 	d.Noise = [2]float64{float64(DriftBins-1) * inv, float64(labels-1) * inv}
+	d.PValue = [2]float64{homogeneity(rc, cc), homogeneity(rt, ct)}
 	if ref.N < MinDriftAnswers || cur.N < MinDriftAnswers {
 		return d
 	}
 	switch {
-	case d.ConfidencePSI-d.Noise[0] >= threshold:
+	case d.ConfidencePSI-d.Noise[0] >= threshold && d.PValue[0] < DriftAlpha:
 		d.Alarm = true
-		d.Reason = fmt.Sprintf("the confidences moved: PSI %.3f (noise %.3f) from a mean of %.3f to %.3f", d.ConfidencePSI, d.Noise[0], rm, cm)
-	case d.LabelPSI-d.Noise[1] >= threshold:
+		d.Reason = fmt.Sprintf("the confidences moved: PSI %.3f (noise %.3f, p %.2g) from a mean of %.3f to %.3f", d.ConfidencePSI, d.Noise[0], d.PValue[0], rm, cm)
+	case d.LabelPSI-d.Noise[1] >= threshold && d.PValue[1] < DriftAlpha:
 		d.Alarm = true
-		d.Reason = fmt.Sprintf("the top answers moved: PSI %.3f (noise %.3f)", d.LabelPSI, d.Noise[1])
+		d.Reason = fmt.Sprintf("the top answers moved: PSI %.3f (noise %.3f, p %.2g)", d.LabelPSI, d.Noise[1], d.PValue[1])
 	}
 	return d
+}
+
+// homogeneity is the p-value of Pearson's chi-square test that ref and
+// cur, counts over the same bins, draw from one distribution: the bins
+// pooled, the least answered first, until each expects driftMinExpected
+// of the smaller window's answers; 1 where fewer than two bins are left.
+// The pooling reads both windows' counts together, never how they split
+// between the windows, so the test keeps its level.
+func homogeneity(ref, cur []float64) float64 {
+	type bin struct{ r, c float64 }
+	var bins []bin
+	var nr, nc float64
+	for i := range ref {
+		nr, nc = nr+ref[i], nc+cur[i]
+		if ref[i]+cur[i] > 0 {
+			bins = append(bins, bin{ref[i], cur[i]})
+		}
+	}
+	n := nr + nc
+	least := func(a, b bin) int { return cmp.Compare(a.r+a.c, b.r+b.c) }
+	slices.SortFunc(bins, least)
+	for len(bins) > 1 && (bins[0].r+bins[0].c)/n*min(nr, nc) < driftMinExpected {
+		bins[1].r, bins[1].c = bins[1].r+bins[0].r, bins[1].c+bins[0].c
+		bins = bins[1:]
+		slices.SortFunc(bins, least)
+	}
+	if len(bins) < 2 {
+		return 1
+	}
+	var x2 float64
+	for _, b := range bins {
+		er, ec := (b.r+b.c)*nr/n, (b.r+b.c)*nc/n
+		x2 += (b.r-er)*(b.r-er)/er + (b.c-ec)*(b.c-ec)/ec
+	}
+	return mathext.GammaIncRegComp(float64(len(bins)-1)/2, x2/2) // the chi-square's upper tail
 }
 
 // psi is the population stability index of two histograms of counts

@@ -3,6 +3,7 @@ package fitting
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -197,4 +198,80 @@ func measureDrift(ref, cur []Answer, threshold float64) Drift {
 		c.Add(a)
 	}
 	return MeasureDriftOf(r, c, threshold)
+}
+
+// The homogeneity test is Pearson's: R's chisq.test(matrix(c(10, 20,
+// 20, 10), 2), correct = FALSE) gives X-squared 6.6667, df 1, p-value
+// 0.009823; bins expecting too few of the smaller window's answers are
+// pooled, and one bin left compares nothing.
+func TestHomogeneity(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		ref, cur []float64
+		p        float64
+	}{
+		{"R's 2 by 2", []float64{10, 20}, []float64{20, 10}, 0.009823},
+		{"the same shares", []float64{30, 60, 90}, []float64{10, 20, 30}, 1},
+		// The first and third bins expect a third of an answer each of the
+		// 30: both are pooled into the second, leaving (30, 11) against
+		// (30, 19), X-squared 1.4335, df 1.
+		{"rare bins pooled", []float64{1, 29, 0, 30}, []float64{0, 10, 1, 19}, 0.2312},
+		{"one bin", []float64{40, 0}, []float64{30, 0}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if p := homogeneity(tc.ref, tc.cur); math.Abs(p-tc.p) > 5e-4 {
+				t.Errorf("p %v, want %v", p, tc.p)
+			}
+		})
+	}
+}
+
+// An unchanged signature's drift alarms on its own scatter only at about
+// DriftAlpha's rate, however few its answers; held to the PSI's
+// threshold alone it alarmed in up to an eighth of its reports at 30
+// answers. A large move still alarms at 30.
+func TestDriftAlarmsBeyondSampling(t *testing.T) {
+	const reports = 2000
+	rng := rand.New(rand.NewPCG(3, 4))
+	uniform := func(labels int) func() float64 {
+		return func() float64 { return 1/float64(labels) + (1-1/float64(labels))*rng.Float64() }
+	}
+	confident := func() float64 { return 1 - 0.15*rng.Float64()*rng.Float64() }
+	window := func(n, labels int, conf func() float64) DriftHistogram {
+		var h DriftHistogram
+		for range n {
+			h.Add(Answer{Confidence: conf(), Top: rng.IntN(labels), Options: labels})
+		}
+		return h
+	}
+	for _, tc := range []struct {
+		name                 string
+		labels, ref, cur     int
+		refConf, curConf     func() float64
+		most, least, thresh0 int // alarms of reports: at most, at least; at least held to the threshold alone
+	}{
+		{"5 options, 30 against 30, unchanged", 5, 30, 30, uniform(5), uniform(5), 10, 0, 150},
+		{"12 options, 60 against 60, unchanged", 12, 60, 60, uniform(12), uniform(12), 10, 0, 100},
+		{"12 options, 30 against a day's 720, unchanged", 12, 720, 30, uniform(12), uniform(12), 10, 0, 40},
+		{"77 options, 30 against 30, unchanged", 77, 30, 30, uniform(77), uniform(77), 10, 0, 100},
+		{"5 options, 30 against a day's 720, confidences moved", 5, 720, 30, confident, uniform(5), reports, reports * 99 / 100, reports},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			alarms, alone := 0, 0
+			for range reports {
+				ref, cur := window(tc.ref, tc.labels, tc.refConf), window(tc.cur, tc.labels, tc.curConf)
+				d := MeasureDriftOf(ref, cur, 0)
+				if d.Alarm {
+					alarms++
+				}
+				if d.ConfidencePSI-d.Noise[0] >= d.Threshold || d.LabelPSI-d.Noise[1] >= d.Threshold {
+					alone++
+				}
+			}
+			t.Logf("%d of %d reports alarmed; %d held to the threshold alone", alarms, reports, alone)
+			if alarms > tc.most || alarms < tc.least || alone < tc.thresh0 {
+				t.Errorf("%d of %d reports alarmed (want %d to %d); %d held to the threshold alone (want at least %d)", alarms, reports, tc.least, tc.most, alone, tc.thresh0)
+			}
+		})
+	}
 }
