@@ -6,8 +6,8 @@ import (
 	"runtime/metrics"
 )
 
-// gcFloor is the least heap target serve and run let the collector aim
-// for. A forwarding server's live heap is a few MiB, so Go's default
+// gcFloor is the least heap target serve lets the collector aim for
+// (run's is runGCFloor). A forwarding server's live heap is a few MiB, so Go's default
 // (collect when the heap reaches twice the live one) collected every few
 // dozen requests and the collector took a fifth of the CPU at saturation
 // (docs/benchmarks.md, issue 34); a run's is 3 to 4 MiB, collected every
@@ -18,6 +18,13 @@ import (
 // heap. 16 MiB keeps a forwarding server with the decision log off under
 // 45 MiB of RSS (20 MiB gave 46).
 const gcFloor = 16 << 20
+
+// runGCFloor is run's: a bulk job is no server kept small beside others,
+// and at twice serve's floor the collector runs half as often. Side by
+// side on the fake engine it took a tenth to a seventh off a row's CPU
+// for 15 MiB more resident (docs/benchmarks.md); at 64 MiB, about the
+// same CPU for 47 MiB more.
+const runGCFloor = 32 << 20
 
 // gcPercentFor is the GOGC that puts the heap target at floor where the
 // default's (100) would be under it, and the default elsewhere. The

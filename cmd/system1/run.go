@@ -65,7 +65,7 @@ func cmdRun(ctx context.Context, args []string, e env) error {
 		return fmt.Errorf("--questions: %w", err)
 	}
 	log := logger(e)
-	keepGCFloor(e.getenv, gcFloor)
+	keepGCFloor(e.getenv, runGCFloor)
 	var decider jobs.Decider
 	var local *localDecider
 	if *url != "" {
