@@ -68,7 +68,21 @@ default_url=${SYSTEM1_MODEL_URL:-https://huggingface.co/Qwen/Qwen2.5-0.5B-Instru
 
 say() { echo "run.sh: $*" >&2; }
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+# cleanup stops what run.sh started: asked to stop, then, after 10 s,
+# killed, so that an engine stuck in its shutdown cannot hold the exit.
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for _ in $(seq 100); do
+		alive=
+		for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+		[[ -z $alive ]] && break
+		sleep 0.1
+	done
+	if [[ -n $alive ]]; then
+		for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+	fi
+	wait 2>/dev/null || true
+}
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
@@ -97,7 +111,7 @@ wait_ok() {
 			tail -n 15 "$4" >&2 || true
 			exit 1
 		fi
-		curl -fs -o /dev/null "$1" && return 0
+		curl -fs --max-time 2 -o /dev/null "$1" && return 0
 		sleep 0.1
 	done
 	say "no answer from $1 after $2 s; see $4"
@@ -198,7 +212,7 @@ pids+=($!)
 wait_ok "http://127.0.0.1:$port/health" 30 "$!" "$serve_log" "system1 serve"
 
 say "a first decision: POST /v1/systemone"
-curl -fsS "http://127.0.0.1:$port/v1/systemone" -H 'Content-Type: application/json' -d '{
+if ! curl -fsS --max-time 180 "http://127.0.0.1:$port/v1/systemone" -H 'Content-Type: application/json' -d '{
   "model": "jev-latest",
   "state": {"ticket": "I was charged twice for my subscription this month and want my money back."},
   "questions": {
@@ -207,7 +221,11 @@ curl -fsS "http://127.0.0.1:$port/v1/systemone" -H 'Content-Type: application/js
     "urgent": {"type": "noul", "instructions": "Does this need action today?"},
     "frustration": {"type": "score", "criteria": ["calm", "annoyed", "angry"]}
   }
-}'
+}'; then
+	say "the first decision failed or took over 180 s. system1 serve's log, $serve_log, ends:"
+	tail -n 15 "$serve_log" >&2 || true
+	exit 1
+fi
 echo
 if [[ -n $once ]]; then exit 0; fi
 say "serving on http://127.0.0.1:$port (POST /v1/systemone, POST /v1/decide, GET /v1/models); Ctrl-C stops"

@@ -6,11 +6,13 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -66,7 +68,7 @@ func commandWithin(t *testing.T, guard time.Duration, env []string, path string,
 	cmd.Env = append(os.Environ(), env...)
 	code, stdout, stderr, err := testbin.Run(cmd)
 	if ctx.Err() != nil {
-		t.Fatalf("%s %v hung:\n%s", path, args, stderr)
+		t.Fatalf("%s %v hung:\n%s\nstdout:\n%s%s", path, args, stderr, stdout, logTails(stderr))
 	}
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
@@ -332,4 +334,20 @@ func TestWaitingOnAnotherBuildSaysHowItGoes(t *testing.T) {
 	if err := cmd.Wait(); err != nil || stdout.String() != bin+"\n" {
 		t.Errorf("exit %v, printed %q, want %q", err, stdout.String(), bin+"\n")
 	}
+}
+
+// logTails is the end of each log a script's stderr names as "(log:
+// PATH)": where a hung run stopped, which its own lines do not say.
+func logTails(stderr string) string {
+	var b strings.Builder
+	for _, m := range regexp.MustCompile(`\(log: ([^)]+)\)`).FindAllStringSubmatch(stderr, -1) {
+		data, err := os.ReadFile(m[1])
+		if err != nil {
+			fmt.Fprintf(&b, "\n%s: %v", m[1], err)
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		fmt.Fprintf(&b, "\n%s ends:\n%s", m[1], strings.Join(lines[max(0, len(lines)-30):], "\n"))
+	}
+	return b.String()
 }
