@@ -4,10 +4,12 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+
+	"system1/internal/answer"
 )
 
 // gcFloor is the least heap target serve lets the collector aim for
-// (run's is runGCFloor). A forwarding server's live heap is a few MiB, so Go's default
+// while no batch runs (then bulkGCFloor). A forwarding server's live heap is a few MiB, so Go's default
 // (collect when the heap reaches twice the live one) collected every few
 // dozen requests and the collector took a fifth of the CPU at saturation
 // (docs/benchmarks.md, issue 34); a run's is 3 to 4 MiB, collected every
@@ -19,12 +21,22 @@ import (
 // 45 MiB of RSS (20 MiB gave 46).
 const gcFloor = 16 << 20
 
-// runGCFloor is run's: a bulk job is no server kept small beside others,
-// and at twice serve's floor the collector runs half as often. Side by
-// side on the fake engine it took a tenth to a seventh off a row's CPU
-// for 15 MiB more resident (docs/benchmarks.md); at 64 MiB, about the
-// same CPU for 47 MiB more.
-const runGCFloor = 32 << 20
+// bulkGCFloor is the floor of bulk work: run's, and serve's while a
+// batch route's fan-out runs (answer.Bulk). At twice gcFloor the
+// collector runs half as often; side by side on the fake engine it took
+// a tenth to a sixth off a row's CPU, in run and on the batch route, for
+// 15 MiB more resident (docs/benchmarks.md); at 64 MiB, about the same
+// CPU for 47 MiB more. A forwarding server runs no batch, so its
+// resident memory is gcFloor's.
+const bulkGCFloor = 32 << 20
+
+// serveFloor is serve's floor now: bulkGCFloor while a batch runs.
+func serveFloor() uint64 {
+	if answer.Bulk() {
+		return bulkGCFloor
+	}
+	return gcFloor
+}
 
 // gcPercentFor is the GOGC that puts the heap target at floor where the
 // default's (100) would be under it, and the default elsewhere. The
@@ -49,12 +61,12 @@ func gcPercentFor(live, roots, floor uint64) int {
 // (runtime.defaultHeapMinimum).
 const heapMinimum = 4 << 20
 
-// keepGCFloor keeps the collector's heap target at least floor bytes,
+// keepGCFloor keeps the collector's heap target at least floor() bytes,
 // setting GOGC after each collection from the live heap it left
-// (gcPercentFor). It does nothing where GOGC is set in the environment:
+// (gcPercentFor) and the floor then. It does nothing where GOGC is set in the environment:
 // the operator's choice stands. GOMEMLIMIT, set or not, still caps the
 // heap as the runtime documents.
-func keepGCFloor(getenv func(string) string, floor uint64) {
+func keepGCFloor(getenv func(string) string, floor func() uint64) {
 	if getenv("GOGC") != "" {
 		return
 	}
@@ -64,7 +76,7 @@ func keepGCFloor(getenv func(string) string, floor uint64) {
 	tune = func() {
 		metrics.Read(s)
 		if s[0].Value.Kind() == metrics.KindUint64 && s[1].Value.Kind() == metrics.KindUint64 && s[2].Value.Kind() == metrics.KindUint64 {
-			if p := gcPercentFor(s[0].Value.Uint64(), s[1].Value.Uint64()+s[2].Value.Uint64(), floor); p != last {
+			if p := gcPercentFor(s[0].Value.Uint64(), s[1].Value.Uint64()+s[2].Value.Uint64(), floor()); p != last {
 				debug.SetGCPercent(p)
 				last = p
 			}

@@ -65,7 +65,7 @@ func cmdRun(ctx context.Context, args []string, e env) error {
 		return fmt.Errorf("--questions: %w", err)
 	}
 	log := logger(e)
-	keepGCFloor(e.getenv, runGCFloor)
+	keepGCFloor(e.getenv, func() uint64 { return bulkGCFloor })
 	var decider jobs.Decider
 	var local *localDecider
 	if *url != "" {

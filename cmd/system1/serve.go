@@ -61,7 +61,7 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 		return errUsage
 	}
 	log := logger(e)
-	keepGCFloor(e.getenv, gcFloor)
+	keepGCFloor(e.getenv, serveFloor)
 	cfg, err := serveConfig(ctx, configPath(*cfgFlag, e.getenv), *listen, log)
 	if cfg == nil {
 		return err // nil too when a signal stopped the reading

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"system1/internal/engine"
@@ -42,6 +43,15 @@ func (s *Service) AnswerBatch(ctx context.Context, b Batch) (answers []*Answer, 
 	return answers, errs
 }
 
+// fanOuts counts the fan-outs (Each) running in this process.
+var fanOuts atomic.Int64
+
+// Bulk reports whether a fan-out (Each: a batch route's) is running in
+// this process, whichever service runs it: bulk work, for which the
+// program may let the heap grow, as the collector's heap is the
+// process's too (serve's floor, cmd/system1/gcfloor.go).
+func Bulk() bool { return fanOuts.Load() > 0 }
+
 // Each calls do for each of n rows, requests of k questions over model,
 // as row-wise work (Throughput), asking at most as many at once as the
 // nodes serving the model run with every slot busy (Capacity), and at
@@ -51,6 +61,8 @@ func (s *Service) AnswerBatch(ctx context.Context, b Batch) (answers []*Answer, 
 // its chain). rowTimeout, when not 0, bounds the whole by as many as the
 // rows take waves.
 func (s *Service) Each(ctx context.Context, model string, k, n int, rowTimeout time.Duration, do func(ctx context.Context, i int)) {
+	fanOuts.Add(1)
+	defer fanOuts.Add(-1)
 	ctx = Throughput(ctx)
 	parallel := min(n, max(1, s.Capacity(ctx, model, k)))
 	if rowTimeout > 0 && n > 0 {

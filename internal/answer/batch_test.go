@@ -14,7 +14,7 @@ import (
 )
 
 // Each, the fan-out of both batch routes, calls every row once as
-// row-wise work, as many at once as the nodes serving the model run with
+// row-wise work, bulk work while it runs (Bulk), as many at once as the nodes serving the model run with
 // every slot busy and no more; one at a time for a model no node serves.
 // Each row holds until as many rows as expected are in, so the test
 // reaches the peak whatever the machine's speed.
@@ -43,9 +43,15 @@ func TestEachFillsTheSlots(t *testing.T) {
 			in, peak, released := 0, 0, false
 			full := make(chan struct{})
 			calls := make([]int, tc.rows)
+			if answer.Bulk() {
+				t.Fatal("bulk work before any fan-out")
+			}
 			svc.Each(t.Context(), tc.model, 1, tc.rows, 0, func(ctx context.Context, i int) {
 				if !engine.Throughput(ctx) {
 					t.Errorf("row %d not asked as row-wise work", i)
+				}
+				if !answer.Bulk() {
+					t.Errorf("row %d: no bulk work while it is asked", i)
 				}
 				mu.Lock()
 				calls[i]++
@@ -63,6 +69,9 @@ func TestEachFillsTheSlots(t *testing.T) {
 			})
 			if peak != tc.parallel {
 				t.Errorf("%d rows at once, want %d", peak, tc.parallel)
+			}
+			if answer.Bulk() {
+				t.Error("bulk work after the fan-out returned")
 			}
 			for i, c := range calls {
 				if c != 1 {
