@@ -297,19 +297,20 @@ const identitySource = "decisions /v1/models"
 // the same id shows only in the canary. The reply is bounded by
 // fingerprint.MaxReply, and the call carries no user data.
 func (c *Client) Identity(ctx context.Context, model string) (fingerprint.Identity, error) {
+	unknown := fingerprint.Identity{Source: identitySource}
 	data, err := c.do(ctx, http.MethodGet, c.root()+"/models", nil, fingerprint.ReplyLimit(c.MaxBody))
 	var se *StatusError
 	switch {
 	case errors.As(err, &se) && se.Status == http.StatusNotFound:
-		return fingerprint.Identity{Source: identitySource}, nil
+		return unknown, nil
 	case err != nil:
-		return fingerprint.Identity{Source: identitySource}, err
+		return unknown, err
 	}
 	var list struct {
 		Data []map[string]json.RawMessage `json:"data"`
 	}
 	if err := json.Unmarshal(data, &list); err != nil {
-		return fingerprint.Identity{Source: identitySource}, fmt.Errorf("%w: model list: %v", ErrMalformed, err)
+		return unknown, fmt.Errorf("%w: model list: %v", ErrMalformed, err)
 	}
 	id, _ := fingerprint.Listed(identitySource, list.Data, "id", model, "owned_by", "root", "parent", "max_model_len")
 	return id, nil

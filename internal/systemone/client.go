@@ -267,20 +267,21 @@ const identitySource = "systemone /v1/models"
 // canary are what speak for the build. The reply is bounded by
 // fingerprint.MaxReply, and the call carries no user data.
 func (c *Client) Identity(ctx context.Context, model string) (fingerprint.Identity, error) {
+	unknown := fingerprint.Identity{Source: identitySource}
 	data, err := c.do(ctx, http.MethodGet, c.modelsURL(), nil, fingerprint.ReplyLimit(c.MaxBody))
 	var se *StatusError
 	switch {
 	case errors.As(err, &se) && se.Code == http.StatusNotFound:
-		return fingerprint.Identity{Source: identitySource}, nil
+		return unknown, nil
 	case err != nil:
-		return fingerprint.Identity{Source: identitySource}, err
+		return unknown, err
 	}
 	var list struct {
 		Models []map[string]json.RawMessage `json:"models"`
 		Data   []map[string]json.RawMessage `json:"data"`
 	}
 	if err := json.Unmarshal(data, &list); err != nil {
-		return fingerprint.Identity{Source: identitySource}, fmt.Errorf("%w: model list: %v", ErrMalformed, err)
+		return unknown, fmt.Errorf("%w: model list: %v", ErrMalformed, err)
 	}
 	if id, ok := fingerprint.Listed(identitySource, list.Models, "name", model, "description", "release_date"); ok {
 		return id, nil
