@@ -70,8 +70,7 @@ type Request struct {
 	Logprobs    bool
 	TopLogprobs int
 	Stream      bool
-	Grammar     string // llama.cpp
-	CachePrompt bool   // llama.cpp
+	CachePrompt bool // llama.cpp
 	// Constrained is set when vLLM's structured_outputs or guided_choice
 	// named the labels; the fake then answers as vLLM does, with values
 	// after the constraint: over the labels alone, summing to 1.
@@ -307,7 +306,7 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 	f.mu.Unlock()
 	if len(rec.Labels) == 0 && infer || slices.ContainsFunc(list, func(r Request) bool { return len(r.Labels) == 0 }) {
 		f.record(rec)
-		writeError(w, f.opt.Dialect, http.StatusBadRequest, "cannot tell the labels from the grammar or the prompt")
+		writeError(w, f.opt.Dialect, http.StatusBadRequest, "cannot tell the labels from the constraint or the prompt")
 		return
 	}
 	if list == nil {

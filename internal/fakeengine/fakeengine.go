@@ -5,11 +5,10 @@
 // records what it was sent, and misbehaves on command.
 //
 // The fake reads the labels from the request the way an engine would have
-// to: from the constraint where one is sent (llama.cpp's GBNF grammar
-// root ::= "A" | "B", vLLM's structured_outputs or guided_choice), else
-// from the labelled option lines ("A. billing") that follow the question
-// in the prompt system1 writes. It answers with the log-
-// probabilities of Behavior.Logprobs, Halving by default, and gives the
+// to: from the constraint where one is sent (vLLM's structured_outputs or
+// guided_choice), else from the labelled option lines ("A. billing") that
+// follow the question in the prompt system1 writes. It answers with the
+// log-probabilities of Behavior.Logprobs, Halving by default, and gives the
 // mass left over to a token that is not a label, as an engine reporting
 // values from before its constraint does (llama.cpp, Ollama, an
 // unconstrained OpenAI API); under a vLLM constraint it reports values

@@ -15,7 +15,6 @@ type chatRequest struct {
 	Logprobs           bool            `json:"logprobs"`
 	TopLogprobs        int             `json:"top_logprobs"`
 	Stream             bool            `json:"stream"`
-	Grammar            string          `json:"grammar"`
 	CachePrompt        bool            `json:"cache_prompt"`
 	ChatTemplateKwargs map[string]bool `json:"chat_template_kwargs"`
 	Think              *bool           `json:"think"`
@@ -34,10 +33,7 @@ type message struct {
 	Content string `json:"content"`
 }
 
-var (
-	grammarLabel = regexp.MustCompile(`"([^"]*)"`)
-	optionLine   = regexp.MustCompile(`(?m)^([A-Za-z0-9]{1,2})\. `)
-)
+var optionLine = regexp.MustCompile(`(?m)^([A-Za-z0-9]{1,2})\. `)
 
 func (c *chatRequest) fill(r *Request) {
 	r.Model = c.Model
@@ -50,7 +46,7 @@ func (c *chatRequest) fill(r *Request) {
 		}
 	}
 	r.Temperature, r.Logprobs, r.TopLogprobs, r.Stream = c.Temperature, c.Logprobs, c.TopLogprobs, c.Stream
-	r.Grammar, r.CachePrompt = c.Grammar, c.CachePrompt
+	r.CachePrompt = c.CachePrompt
 	if c.MaxTokens != nil {
 		r.MaxTokens = *c.MaxTokens
 	}
@@ -69,10 +65,6 @@ func (c *chatRequest) fill(r *Request) {
 		}
 	}
 	switch {
-	case strings.HasPrefix(c.Grammar, "root ::= "):
-		for _, m := range grammarLabel.FindAllStringSubmatch(c.Grammar, -1) {
-			r.Labels = append(r.Labels, m[1])
-		}
 	case c.StructuredOutputs != nil:
 		r.Labels, r.Constrained = c.StructuredOutputs.Choice, true
 	case c.GuidedChoice != nil:
@@ -116,7 +108,6 @@ type completionList struct {
 	Model       string   `json:"model"`
 	Prompt      []string `json:"prompt"`
 	NProbs      int      `json:"n_probs"`
-	Grammar     string   `json:"grammar"`
 	CachePrompt bool     `json:"cache_prompt"`
 	Temperature *float64 `json:"temperature"`
 	NPredict    int      `json:"n_predict"`
@@ -134,7 +125,7 @@ func (l completionList) requests(base Request) ([]Request, bool) {
 			return nil, false
 		}
 		c := chatRequest{Model: l.Model, Messages: []message{{"system", system}, {"user", user}},
-			Temperature: l.Temperature, Logprobs: true, TopLogprobs: l.NProbs, Grammar: l.Grammar, CachePrompt: l.CachePrompt, MaxTokens: &l.NPredict}
+			Temperature: l.Temperature, Logprobs: true, TopLogprobs: l.NProbs, CachePrompt: l.CachePrompt, MaxTokens: &l.NPredict}
 		out[i] = base
 		out[i].Inference = true
 		c.fill(&out[i])

@@ -1,7 +1,12 @@
 // Package llamacpp speaks to llama.cpp's llama-server: its chat endpoint
-// with a GBNF grammar over the labels, the prompt cache and full-vocabulary
-// log-probabilities, and its tokenizer to prove that each label is one
-// token and to match it by id.
+// with the prompt cache and full-vocabulary log-probabilities, and its
+// tokenizer to prove that each label is one token and to match it by id.
+//
+// It sends no grammar. llama-server reports log-probabilities from before
+// any grammar, so one would change nothing read, and it costs the server a
+// pass of the grammar over the whole vocabulary whenever the likeliest
+// token is no label: on one thread that every slot shares, the most of a
+// call on a GPU (docs/benchmarks.md).
 package llamacpp
 
 import (
@@ -11,7 +16,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -89,8 +93,8 @@ type Engine struct {
 
 var _ engine.Engine = (*Engine)(nil)
 
-// Caps: any number of labels per call unless capped, and the grammar holds
-// a call to any subset of them.
+// Caps: any number of labels per call unless capped, and any subset of
+// them: the values are the whole vocabulary's, read at the labels asked.
 func (e *Engine) Caps() engine.Caps { return engine.Caps{PerCall: e.PerCall, Subsets: true} }
 
 type tokenKey struct{ model, label string }
@@ -117,10 +121,9 @@ const negligible = 0.01
 // a window that halves as it fills.
 type readStats struct{ reads, again int }
 
-// Read asks for one token under a grammar that allows only the labels.
-// llama-server reports log-probabilities from before the grammar (the raw
-// softmax over the vocabulary), so they are renormalised over the labels'
-// token ids, and the mass outside the labels is a real signal.
+// Read asks for one token and reads the labels' log-probabilities: the raw
+// softmax over the vocabulary, renormalised over the labels' token ids, so
+// the mass outside the labels is a real signal.
 func (e *Engine) Read(ctx context.Context, model string, p engine.Prompt) (engine.Reading, error) {
 	asked := p.Asked()
 	labels := make([]openai.Label, len(asked))
@@ -180,17 +183,16 @@ func worthAgain(r engine.Reading, floor float64) bool {
 }
 
 func (e *Engine) read(ctx context.Context, model string, p engine.Prompt, labels []openai.Label, topK int) (engine.Reading, float64, error) {
-	grammar := Grammar(p.Asked())
 	if e.together() {
 		if t, ok := e.templateFor(ctx, model, p); ok {
-			r, floor, alone, err := e.readTogether(ctx, callKey{model, grammar, topK}, t.render(p.System, p.User()), labels)
+			r, floor, alone, err := e.readTogether(ctx, callKey{model, topK}, t.render(p.System, p.User()), labels)
 			if !alone {
 				return r, floor, err
 			}
 		}
 	}
 	req := openai.Chat(model, p.System, p.User())
-	req.MaxTokens, req.Logprobs, req.TopLogprobs, req.Grammar, req.CachePrompt = 1, true, topK, grammar, true
+	req.MaxTokens, req.Logprobs, req.TopLogprobs, req.CachePrompt = 1, true, topK, true
 	if e.PinSlots {
 		if n := e.slots(ctx); n > 0 {
 			slot := int(p.Prefix() % uint64(n))
@@ -431,19 +433,6 @@ func (e *Engine) tokens(ctx context.Context) *callTokens {
 		}
 	}
 	return e.calls
-}
-
-// Grammar is a GBNF grammar whose language is exactly the labels.
-func Grammar(labels []string) string {
-	b := make([]byte, 0, 10+6*len(labels))
-	b = append(b, "root ::= "...)
-	for i, l := range labels {
-		if i > 0 {
-			b = append(b, " | "...)
-		}
-		b = strconv.AppendQuote(b, l) // labels are plain ASCII: Go quoting is GBNF quoting
-	}
-	return string(b)
 }
 
 // Models lists the model id and aliases the server answers to.
