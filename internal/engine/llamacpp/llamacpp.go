@@ -105,8 +105,11 @@ type tokenKey struct{ model, label string }
 // then, and llama-server sorts the whole vocabulary for any number, so the
 // second call costs a decode step and a larger reply. A label below the
 // 1024th token holds no probability a decision turns on, and is reported as
-// missing. A model whose labels are often missing (a second call on more
-// than one read in five) is asked for maxK from the start.
+// missing. A model whose labels are often missing (more than one read in
+// five needs a second call) is asked for maxK from the start. Such a read
+// is counted as the read of the top firstK it holds would have been, so a
+// model stays asked for maxK while its labels stay out of its top firstK,
+// instead of paying a second call every few reads to find out.
 const (
 	firstK = 64
 	maxK   = 1024
@@ -146,9 +149,9 @@ func (e *Engine) Read(ctx context.Context, model string, p engine.Prompt) (engin
 		k = min(vocab, maxK)
 	}
 	r, floor, err := e.read(ctx, model, p, labels, k)
-	again := err == nil && k < min(vocab, maxK) && worthAgain(r, floor)
-	e.count(model, again)
-	if !again {
+	needs := err == nil && worthAgain(r, floor)
+	e.count(model, needs)
+	if !needs || k >= min(vocab, maxK) {
 		return r, err
 	}
 	r, _, err = e.read(ctx, model, p, labels, min(vocab, maxK))
@@ -167,13 +170,15 @@ func (e *Engine) count(model string, again bool) {
 	}
 }
 
-// worthAgain reports whether missing labels could hold more than a
-// negligible share of the labels' mass.
+// worthAgain reports whether the labels missing from a read of the top
+// firstK, whose lowest value is floor, could hold more than a negligible
+// share of the labels' mass. A label found below floor is one such a read
+// would have missed.
 func worthAgain(r engine.Reading, floor float64) bool {
 	var found float64
 	missing := 0
 	for i, ok := range r.Found {
-		if ok {
+		if ok && r.Logprobs[i] >= floor {
 			found += math.Exp(r.Logprobs[i])
 		} else {
 			missing++
@@ -182,6 +187,8 @@ func worthAgain(r engine.Reading, floor float64) bool {
 	return missing > 0 && float64(missing)*math.Exp(floor) > negligible*found
 }
 
+// read makes one call for the top topK alternatives and returns its
+// reading and the firstK-th highest value reported (see worthAgain).
 func (e *Engine) read(ctx context.Context, model string, p engine.Prompt, labels []openai.Label, topK int) (engine.Reading, float64, error) {
 	if e.together() {
 		if t, ok := e.templateFor(ctx, model, p); ok {
@@ -213,7 +220,7 @@ func (e *Engine) read(ctx context.Context, model string, p engine.Prompt, labels
 		return r, 0, err
 	}
 	tok, _ := reply.FirstToken() // Reading checked it
-	return r, openai.Floor(tok), nil
+	return r, openai.Floor(tok, firstK), nil
 }
 
 // Prime readies the slots a request's other questions over state go to

@@ -69,7 +69,7 @@ func FuzzReading(f *testing.F) {
 		if err != nil {
 			t.Fatalf("a reading of a reply without a first token: %v", err)
 		}
-		_ = worthAgain(r, openai.Floor(tok))
+		_ = worthAgain(r, openai.Floor(tok, firstK))
 
 		if len(r.Logprobs) != len(labels) || len(r.Found) != len(labels) || !r.PreMask {
 			t.Fatalf("reading %+v for %d labels", r, len(labels))

@@ -52,6 +52,47 @@ func TestReadsWidenOnlyWhenLabelsGoMissing(t *testing.T) {
 	}
 }
 
+// A model whose labels stay out of its top 64 is asked for the wide top
+// once per read, not again for the top 64 every few reads to find out; once
+// its labels are back among its top 64, it is asked for those again.
+func TestWideReadsStayWideWhileLabelsStayOut(t *testing.T) {
+	q := decision.Question{ID: "q", Kind: decision.Choice, Options: []decision.Option{{Key: "a", Name: "a"}, {Key: "b", Name: "b"}, {Key: "c", Name: "c"}}}
+	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Behavior: fakeengine.Behavior{Fault: fakeengine.MissingLabel, Label: 1}})
+	defer f.Close()
+	e := &Engine{BaseURL: f.URL}
+	ask := func() []int {
+		t.Helper()
+		if _, err := engine.Ask(context.Background(), e, fakeengine.DefaultModel, []byte(`"s"`), q); err != nil {
+			t.Fatal(err)
+		}
+		var got []int
+		for _, r := range f.Inferences() {
+			got = append(got, r.TopLogprobs)
+		}
+		f.Reset()
+		return got
+	}
+	if got := ask(); !slices.Equal(got, []int{64, 512}) {
+		t.Fatalf("first read: calls asked for %v alternatives, want [64 512]", got)
+	}
+	for i := 2; i <= 300; i++ {
+		if got := ask(); !slices.Equal(got, []int{512}) {
+			t.Fatalf("read %d: calls asked for %v alternatives, want [512]", i, got)
+		}
+	}
+	f.Set(fakeengine.Behavior{})
+	for i := 1; ; i++ {
+		got := ask()
+		if slices.Equal(got, []int{64}) {
+			t.Logf("asked for the top 64 again at the %d-th read after the labels came back", i)
+			return
+		}
+		if !slices.Equal(got, []int{512}) || i == 300 {
+			t.Fatalf("read %d after the labels came back: calls asked for %v alternatives", i, got)
+		}
+	}
+}
+
 // Prime readies the slots the other k-1 questions go to, one pinned task
 // each, at most one per other slot; with no other question it sends
 // nothing, whatever k.

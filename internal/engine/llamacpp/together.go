@@ -216,7 +216,7 @@ func (e *Engine) readTogether(ctx context.Context, key callKey, text string, lab
 	}
 	r.Model = c.c.Model
 	r.SetCounts(c.c.TokensEvaluated, c.c.TokensPredicted)
-	return r, openai.Floor(tok), false, nil
+	return r, openai.Floor(tok, firstK), false, nil
 }
 
 // Lists counts the calls of prompt lists made since the engine started,

@@ -178,10 +178,22 @@ func Read(tok *TokenLogprob, labels []Label) (lp []float64, found []bool, err er
 	return lp, found, nil
 }
 
-// Floor is the smallest log-probability among a token's alternatives: a
-// label that is not among them has a log-probability below it. -Inf when
-// there are none.
-func Floor(tok *TokenLogprob) float64 {
+// Floor is the n-th highest log-probability among a token's alternatives,
+// the smallest when n or fewer are reported: a label not among the top n
+// has a log-probability below it. -Inf when there are none.
+func Floor(tok *TokenLogprob, n int) float64 {
+	if len(tok.TopLogprobs) > n && n > 0 {
+		top := make([]float64, 0, len(tok.TopLogprobs))
+		for _, t := range tok.TopLogprobs {
+			if t.Logprob != nil {
+				top = append(top, *t.Logprob)
+			}
+		}
+		if len(top) > n {
+			slices.Sort(top)
+			return top[len(top)-n]
+		}
+	}
 	floor := math.Inf(1)
 	for _, t := range tok.TopLogprobs {
 		if t.Logprob != nil {
