@@ -136,9 +136,10 @@ func (b *engineBackend) ask(c *caller, req decision.Request) []answer {
 		first = 1
 		// A node that failed the first question (down, hung, busy, asking
 		// for a pause, answering garbage) is not sent the rest: they go on
-		// to the next node at once. Only a question the engine refused as
-		// a bad request says nothing of the others.
-		if f := out[0].err; f != nil && f.Kind != engine.Rejected {
+		// to the next node at once. A question the engine refused as a bad
+		// request, or one the model ranked no label of, says nothing of
+		// the others.
+		if f := out[0].err; f != nil && f.Kind != engine.Rejected && !f.Uninformative {
 			for j := 1; j < len(out); j++ {
 				out[j].err = f
 			}

@@ -216,10 +216,15 @@ var systemOneRows = []systemOneRow{
 		status: 200, attempts: "bad:malformed good:ok", badCalls: 1},
 	// The engine's own way to answer outside the options: no label in its
 	// top-k, only a token that is none of them.
-	{name: "no label in the top-k", on: []target{openai, ollama}, bad: B{Logprobs: fakeengine.Probs()},
+	{name: "no label in the top-k", on: []target{openai}, bad: B{Logprobs: fakeengine.Probs()},
 		status: 200, attempts: "bad:malformed good:ok", badCalls: 1},
-	{name: "no label in the top-k", on: []target{llamacpp}, bad: B{Logprobs: fakeengine.Probs()}, // the first question asked again for the top 1024, the second not sent
+	// Ollama gets a request's first question alone (leadFirst); one the
+	// model ranked no label of says nothing of the node, so the second
+	// is sent too.
+	{name: "no label in the top-k", on: []target{ollama}, bad: B{Logprobs: fakeengine.Probs()},
 		status: 200, attempts: "bad:malformed good:ok", badCalls: 2},
+	{name: "no label in the top-k", on: []target{llamacpp}, bad: B{Logprobs: fakeengine.Probs()}, // the first question asked again for the top 1024, the second (the model now wide) for the top 1024 at once
+		status: 200, attempts: "bad:malformed good:ok", badCalls: 3},
 	{name: "every node down", on: everywhere, bad: B{Fault: fakeengine.Refuse}, alone: true,
 		status: 503, errType: systemone.Unavailable, errHas: []string{"unavailable"}, attempts: "bad:unavailable bad2:unavailable", badCalls: 0, cooled: true},
 	{name: "answers after system1 gave up", on: everywhere, bad: B{Fault: Late}, timeout: brief,
