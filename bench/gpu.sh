@@ -106,7 +106,7 @@ run() {
 	start_system1 spread true
 	# Throughput first: a lease that runs out keeps what came before.
 	echo
-	"$bin/throughput" -system1 "$bin/system1" -llama "http://127.0.0.1:$port" -model rand-qwen2 -rows 256 -rounds 3
+	"$bin/throughput" -system1 "$bin/system1" -llama "http://127.0.0.1:$port" -model rand-qwen2 -rows 128 -rounds 3
 	echo
 	"$bin/kquestions" -url "$url" -serial-url "$serial" -engine "http://127.0.0.1:$port" -model rand-qwen2 -reps 3
 	echo

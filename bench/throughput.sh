@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Row-wise throughput against the engine's own: the same two questions
 # over many states, on llama-server serving a random-weight model of
-# Qwen2.5-0.5B's shape with 8 slots, four ways side by side in one run
+# Qwen2.5-0.5B's shape with 8 slots, six ways side by side in one run
 # (bench/throughput/main.go): (a) llama-server driven directly at its
-# best, (b) system1 run, (c) POST /v1/systemone/batch, (d) one POST
-# /v1/systemone per state, 8 in flight; then system1's own cost per row
+# best, (b) system1 run, (b2) the same with prompts_per_call, (c) POST
+# /v1/systemone/batch, (d) one POST /v1/systemone per state, 8 in flight,
+# (d2) the same with spread_slots off; then system1's own cost per row
 # against the instant fake engine at 10,000 and 100,000 rows.
 #
 #   bench/throughput.sh [-rows N] [-rounds N] [-fake-rows 10000,100000]

@@ -1,6 +1,6 @@
 // Command throughput measures how close system1 gets to an engine's own
 // throughput with every slot busy, on row-wise work: the same questions
-// over many states. Against a llama-server it runs five ways side by
+// over many states. Against a llama-server it runs six ways side by
 // side, rotating their order every round, each over rows of its own (a
 // nonce opens every state, so no way reuses another's prompt cache):
 //
@@ -14,6 +14,9 @@
 //	(c) batch   POST /v1/systemone/batch, up to 64 states a call
 //	(d) single  one POST /v1/systemone per row, as many in flight as
 //	            the engine has slots
+//	(d2) serial the same with spread_slots off: a row's questions one
+//	            after another on its state's slot, with no priming task
+//	            (on a GPU a task's own cost can outweigh a prefill)
 //
 // and reports, per way, the median over rounds of questions per second
 // and of evaluated tokens per second (prompt tokens llama-server computed
@@ -144,7 +147,7 @@ func fail(err error) {
 var session = strconv.FormatInt(time.Now().UnixNano()%(1<<24), 36)
 
 // ways are the ways, in the order of the first round.
-var ways = []string{"engine", "run", "together", "batch", "single"}
+var ways = []string{"engine", "run", "together", "batch", "single", "serial"}
 
 // measured is one way's run: the questions answered, the tokens the
 // engine evaluated, and how long it took.
@@ -157,19 +160,22 @@ type measured struct {
 func (m measured) qps() float64 { return float64(m.questions) / m.wall.Seconds() }
 func (m measured) tps() float64 { return m.tokens / m.wall.Seconds() }
 
-// engine runs the four ways against llama-server and prints the table.
+// engine runs the ways against llama-server and prints the table.
 func engine(bin, llama, model, dir string, rows, rounds int) error {
 	slots, err := totalSlots(llama)
 	if err != nil {
 		return err
 	}
-	cfg, cfgTogether := filepath.Join(dir, "engine.yaml"), filepath.Join(dir, "together.yaml")
-	if err := writeConfig(cfg, llama, model, 0); err != nil {
+	cfg, cfgTogether, cfgSerial := filepath.Join(dir, "engine.yaml"), filepath.Join(dir, "together.yaml"), filepath.Join(dir, "serial.yaml")
+	if err := writeConfig(cfg, llama, model, ""); err != nil {
 		return err
 	}
 	// Half the slots a call: one call runs while the next gathers.
 	per := max(2, slots/2)
-	if err := writeConfig(cfgTogether, llama, model, per); err != nil {
+	if err := writeConfig(cfgTogether, llama, model, fmt.Sprintf(", prompts_per_call: %d", per)); err != nil {
+		return err
+	}
+	if err := writeConfig(cfgSerial, llama, model, ", spread_slots: false"); err != nil {
 		return err
 	}
 	base, _, stop, err := testbin.Serve(bin, time.Minute, "--config", cfg, "--state-dir", filepath.Join(dir, "state-serve"))
@@ -177,9 +183,16 @@ func engine(bin, llama, model, dir string, rows, rounds int) error {
 		return err
 	}
 	defer stop()
+	serialBase, _, stopSerial, err := testbin.Serve(bin, time.Minute, "--config", cfgSerial, "--state-dir", filepath.Join(dir, "state-serial"))
+	if err != nil {
+		return err
+	}
+	defer stopSerial()
 	// The labels' tokens, the connections: what a warm server has.
-	if _, err := single(base, model, []string{state("warm", 0)}, 1); err != nil {
-		return fmt.Errorf("warming up: %w", err)
+	for _, b := range []string{base, serialBase} {
+		if _, err := single(b, model, []string{state("warm", 0)}, 1); err != nil {
+			return fmt.Errorf("warming up: %w", err)
+		}
 	}
 	capture, err := captureRequests(bin, llama, model, dir, rows)
 	if err != nil {
@@ -213,6 +226,8 @@ func engine(bin, llama, model, dir string, rows, rounds int) error {
 				answered, err = batch(base, model, states, 1)
 			case "single":
 				answered, err = single(base, model, states, slots)
+			case "serial":
+				answered, err = single(serialBase, model, states, slots)
 			}
 			wall := time.Since(start)
 			if err != nil {
@@ -232,7 +247,8 @@ func engine(bin, llama, model, dir string, rows, rounds int) error {
 	}
 	names := map[string]string{"engine": "(a) llama-server directly", "run": "(b) `system1 run --config`",
 		"together": fmt.Sprintf("(b2) `system1 run --config`, prompts_per_call %d", per),
-		"batch":    "(c) `POST /v1/systemone/batch`", "single": fmt.Sprintf("(d) `POST /v1/systemone`, %d in flight", slots)}
+		"batch":    "(c) `POST /v1/systemone/batch`", "single": fmt.Sprintf("(d) `POST /v1/systemone`, %d in flight", slots),
+		"serial": fmt.Sprintf("(d2) `POST /v1/systemone`, %d in flight, spread_slots off", slots)}
 	a := median(got["engine"], measured.qps)
 	fmt.Println()
 	fmt.Println("| way | questions/s | of (a) | evaluated tokens/s | tokens per question |")
@@ -254,17 +270,14 @@ func median(ms []measured, f func(measured) float64) float64 {
 	return v[len(v)/2]
 }
 
-// writeConfig writes a configuration of one llama.cpp node; a
-// promptsPerCall of 0 leaves the key out, as builds before it need.
-func writeConfig(path, url, model string, promptsPerCall int) error {
-	per := ""
-	if promptsPerCall > 0 {
-		per = fmt.Sprintf(", prompts_per_call: %d", promptsPerCall)
-	}
+// writeConfig writes a configuration of one llama.cpp node, with the
+// node's keys extra (", spread_slots: false") after its own; builds before
+// a key need it left out.
+func writeConfig(path, url, model, extra string) error {
 	return os.WriteFile(path, fmt.Appendf(nil, `timeouts: {request: 300s, write: 310s}
 nodes:
   - {name: llama, url: %q, dialect: llamacpp, models: [%s], timeout: 300s%s}
-`, url, model, per), 0o644)
+`, url, model, extra), 0o644)
 }
 
 // captured are the requests system1 made to llama-server for the rows of
@@ -305,7 +318,7 @@ func captureRequests(bin, llama, model, dir string, rows int) (captured, error) 
 	}))
 	defer srv.Close()
 	cfg := filepath.Join(dir, "capture.yaml")
-	if err := writeConfig(cfg, srv.URL, model, 0); err != nil {
+	if err := writeConfig(cfg, srv.URL, model, ""); err != nil {
 		return nil, err
 	}
 	base, _, stop, err := testbin.Serve(bin, time.Minute, "--config", cfg, "--state-dir", filepath.Join(dir, "state-capture"))
@@ -608,7 +621,11 @@ func fake(bin, dir string, counts []int, slots int, latency time.Duration, pers 
 	cfgs := map[int]string{}
 	for _, per := range pers {
 		cfgs[per] = filepath.Join(dir, fmt.Sprintf("fake-%d.yaml", per))
-		if err := writeConfig(cfgs[per], eng.URL, fakeengine.DefaultModel, per); err != nil {
+		extra := "" // the key left out, as builds before it need
+		if per > 0 {
+			extra = fmt.Sprintf(", prompts_per_call: %d", per)
+		}
+		if err := writeConfig(cfgs[per], eng.URL, fakeengine.DefaultModel, extra); err != nil {
 			return err
 		}
 	}
