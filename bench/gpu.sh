@@ -7,14 +7,17 @@
 #   bench/gpu.sh prepare   here: writes .device-bench/ (llama.cpp's source
 #                          at the bundled commit, the Qwen2 vocabulary,
 #                          the weight generator and static x86-64 builds
-#                          of system1 and the three benchmarks), ~26 MB
+#                          of system1, of system1 at d2e3073 and of the
+#                          three benchmarks), ~34 MB
 #   bench/gpu.sh run       there, from the repository root with
 #                          .device-bench carried: builds llama-server for
 #                          the GPU it finds (sm_90 on an H100 or H200),
 #                          writes the model, runs bench/throughput (rows
 #                          at the engine's own speed: direct, system1
 #                          run, the same with prompts_per_call, the batch
-#                          route, one request a state), bench/kquestions
+#                          route, one request a state with and without
+#                          spread_slots; then the same through system1
+#                          at d2e3073), bench/kquestions
 #                          (cold and warm K = 1..8, one slot against
 #                          spread over slots) and bench/questions (1 to
 #                          1,000 questions), and leaves the tables and
@@ -33,6 +36,8 @@ cd "$(dirname "$0")/.."
 dir=.device-bench
 commit=80fb11a
 version=3.21.1
+# The commit issue 34's figures are ratios against.
+base=d2e3073
 
 prepare() {
 	rm -rf "$dir"
@@ -57,6 +62,9 @@ prepare() {
 	for cmd in cmd/system1 bench/kquestions bench/questions bench/throughput; do
 		CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -ldflags "-s -w" -o "$work/bin/$(basename "$cmd")" "./$cmd"
 	done
+	mkdir "$work/base"
+	git archive "$base" | tar -x -C "$work/base"
+	(cd "$work/base" && CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -ldflags "-s -w" -o "$work/bin/system1-base" ./cmd/system1)
 	tar -C "$work/bin" -cf - . | xz -T0 -6 >"$dir/bin.tar.xz"
 	du -sh "$dir"
 }
@@ -107,6 +115,10 @@ run() {
 	# Throughput first: a lease that runs out keeps what came before.
 	echo
 	"$bin/throughput" -system1 "$bin/system1" -llama "http://127.0.0.1:$port" -model rand-qwen2 -rows 128 -rounds 3
+	echo
+	echo "The same rows through $base's system1 (it has no prompts_per_call), for the ratios against it:"
+	"$bin/throughput" -system1 "$bin/system1-base" -llama "http://127.0.0.1:$port" -model rand-qwen2 -rows 128 -rounds 3 \
+		-ways engine,run,batch,single,serial
 	echo
 	"$bin/kquestions" -url "$url" -serial-url "$serial" -engine "http://127.0.0.1:$port" -model rand-qwen2 -reps 3
 	echo

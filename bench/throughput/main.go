@@ -89,11 +89,22 @@ func main() {
 	model := flag.String("model", "rand-qwen2", "the model id llama-server serves")
 	rows := flag.Int("rows", 16, "rows per way and round")
 	rounds := flag.Int("rounds", 3, "rounds, each running every way once")
+	only := flag.String("ways", strings.Join(ways, ","), "the ways to run against llama-server, comma-separated (an older build: without together, which needs prompts_per_call)")
 	fakeRows := flag.String("fake-rows", "", "row counts for the fake engine's part, comma-separated (10000,100000); empty skips it")
 	fakeSlots := flag.Int("fake-slots", 8, "the fake engine's slots")
 	fakeLatency := flag.Duration("fake-latency", 0, "how long the fake engine takes to answer a call (0: at once)")
 	perCall := flag.String("prompts-per-call", "0", "the node's prompts_per_call in the fake engine's part, each measured in turn, comma-separated (0,32)")
 	flag.Parse()
+	chosen := strings.Split(*only, ",")
+	for _, w := range chosen {
+		if !slices.Contains(ways, w) {
+			fail(fmt.Errorf("-ways: %q is none of %s", w, strings.Join(ways, ", ")))
+		}
+	}
+	if !slices.Contains(chosen, "engine") {
+		fail(errors.New("-ways: engine, the way the others are measured against, is missing"))
+	}
+	ways = slices.DeleteFunc(ways, func(w string) bool { return !slices.Contains(chosen, w) })
 	dir, err := os.MkdirTemp("", "system1-throughput")
 	if err != nil {
 		fail(err)
