@@ -85,7 +85,7 @@ func (f *Fake) firstToken(rec Request, b Behavior) (chosen entry, content []entr
 		top = slices.Delete(top, at, at+1)
 	}
 	chosen = f.entry(filler, 0)
-	for _, e := range top { // the sampled token is the likeliest label, as under a grammar
+	for _, e := range top { // the sampled token is the likeliest label, as under a constraint (unread where none is sent)
 		if e.Token != filler {
 			chosen = e
 			break

@@ -17,8 +17,9 @@ import (
 // Several prompts per call (Engine.PromptsPerCall). A chat call takes one
 // conversation; llama-server's /completion takes a list of prompts, as
 // text, in one call, and runs each as a task of its own on its slots. So
-// reads that wait at the same time, of one model and top-k, go together: the chat template is applied here, learnt from the
-// server's /apply-template and checked against it once per model. One
+// reads that wait at the same time, of one model and top-k, go together:
+// the chat template is applied here, learnt from the server's
+// /apply-template and checked against it once per model. One
 // exchange then carries several questions, which is what an engine that
 // answers in a few milliseconds needs of its caller.
 //
