@@ -15,10 +15,9 @@ var ConstraintStates = []string{ConstraintHolds, ConstraintFailed, ConstraintUnp
 // The states of a node's constraint, as health reports them.
 const (
 	// ConstraintNone: the node holds no first token to the labels, so
-	// there is nothing to hold: llama.cpp and Ollama are sent no
-	// constraint (their values would be from before it), an openai node
-	// without constrain reads them unmasked, a System One upstream reads
-	// for itself.
+	// there is nothing to hold: llama.cpp and Ollama report values from
+	// before their grammar, an openai node without constrain reads them
+	// unmasked, a System One upstream reads for itself.
 	ConstraintNone = "not_constrained"
 	// ConstraintUnprobed: a constrained node not yet probed (not used
 	// yet, its probe under way or failed to get an answer, or back after
@@ -36,7 +35,7 @@ const (
 type ConstraintState struct {
 	// State is ConstraintNone, ConstraintUnprobed, ConstraintHolds or
 	// ConstraintFailed.
-	State string `json:"state" jsonschema:"holds (the probe's token was a label), failed (the node generated a token that is no label: it ignores its constraint, and its answers are read as before it), unprobed (not used yet, probe under way or unanswered, or back after being down) or not_constrained (nothing to hold: llama.cpp and Ollama are sent no constraint, and would report values from before it)."`
+	State string `json:"state" jsonschema:"holds (the probe's token was a label), failed (the node generated a token that is no label: it ignores its constraint, and its answers are read as before it), unprobed (not used yet, probe under way or unanswered, or back after being down) or not_constrained (nothing to hold: llama.cpp and Ollama report values before their grammar)."`
 	// Method is the node's constrain setting (structured_outputs or
 	// guided_choice); empty when not constrained.
 	Method string `json:"method,omitempty" jsonschema:"The node's constrain setting: structured_outputs or guided_choice."`

@@ -2,11 +2,14 @@
 // with the prompt cache and full-vocabulary log-probabilities, and its
 // tokenizer to prove that each label is one token and to match it by id.
 //
-// It sends no grammar. llama-server reports log-probabilities from before
-// any grammar, so one would change nothing read, and it costs the server a
-// pass of the grammar over the whole vocabulary whenever the likeliest
-// token is no label: on one thread that every slot shares, the most of a
-// call on a GPU (docs/benchmarks.md).
+// A read of the top firstK sends no grammar. llama-server reports
+// log-probabilities from before any grammar, so there one changes nothing
+// read, and costs the server a pass over the whole vocabulary whenever the
+// likeliest token is no label: on the one thread every slot shares, most
+// of a call on a GPU (docs/benchmarks.md). A wide read (maxK) carries a
+// grammar over the labels: its generated token is then a label, whose own
+// value llama-server reports even below the top maxK, so a model whose
+// labels are all out of its top still gives the likeliest of them.
 package llamacpp
 
 import (
@@ -16,6 +19,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -187,19 +191,24 @@ func worthAgain(r engine.Reading, floor float64) bool {
 	return missing > 0 && float64(missing)*math.Exp(floor) > negligible*found
 }
 
-// read makes one call for the top topK alternatives and returns its
-// reading and the firstK-th highest value reported (see worthAgain).
+// read makes one call for the top topK alternatives, under a grammar over
+// the labels when topK is wider than firstK, and returns its reading and
+// the firstK-th highest value reported (see worthAgain).
 func (e *Engine) read(ctx context.Context, model string, p engine.Prompt, labels []openai.Label, topK int) (engine.Reading, float64, error) {
+	grammar := ""
+	if topK > firstK {
+		grammar = Grammar(p.Asked())
+	}
 	if e.together() {
 		if t, ok := e.templateFor(ctx, model, p); ok {
-			r, floor, alone, err := e.readTogether(ctx, callKey{model, topK}, t.render(p.System, p.User()), labels)
+			r, floor, alone, err := e.readTogether(ctx, callKey{model, grammar, topK}, t.render(p.System, p.User()), labels)
 			if !alone {
 				return r, floor, err
 			}
 		}
 	}
 	req := openai.Chat(model, p.System, p.User())
-	req.MaxTokens, req.Logprobs, req.TopLogprobs, req.CachePrompt = 1, true, topK, true
+	req.MaxTokens, req.Logprobs, req.TopLogprobs, req.Grammar, req.CachePrompt = 1, true, topK, grammar, true
 	if e.PinSlots {
 		if n := e.slots(ctx); n > 0 {
 			slot := int(p.Prefix() % uint64(n))
@@ -440,6 +449,19 @@ func (e *Engine) tokens(ctx context.Context) *callTokens {
 		}
 	}
 	return e.calls
+}
+
+// Grammar is a GBNF grammar whose language is exactly the labels.
+func Grammar(labels []string) string {
+	b := make([]byte, 0, 10+6*len(labels))
+	b = append(b, "root ::= "...)
+	for i, l := range labels {
+		if i > 0 {
+			b = append(b, " | "...)
+		}
+		b = strconv.AppendQuote(b, l) // labels are plain ASCII: Go quoting is GBNF quoting
+	}
+	return string(b)
 }
 
 // Models lists the model id and aliases the server answers to.

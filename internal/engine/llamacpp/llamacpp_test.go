@@ -192,3 +192,19 @@ func TestRealEngineServes255Options(t *testing.T) {
 	}
 	t.Logf("255 options in %d rounds; %d labels below the engine's alternatives, flagged", o.Rounds, len(o.Missing))
 }
+
+// The grammar's language is exactly the labels, each quoted as GBNF reads it.
+func TestGrammar(t *testing.T) {
+	for _, tc := range []struct {
+		labels []string
+		want   string
+	}{
+		{[]string{"A", "B"}, `root ::= "A" | "B"`},
+		{[]string{"0", "1", "2"}, `root ::= "0" | "1" | "2"`},
+		{[]string{"AB"}, `root ::= "AB"`},
+	} {
+		if got := Grammar(tc.labels); got != tc.want {
+			t.Errorf("Grammar(%q) = %s, want %s", tc.labels, got, tc.want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package llamacpp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"slices"
@@ -13,13 +14,18 @@ import (
 
 // A read asks for the top 64; a second call for the top of the vocabulary
 // only when a missing label could matter, and a model whose labels are
-// often missing is asked for it from the start.
+// often missing is asked for it from the start. Only such a wide read
+// carries a grammar over the labels.
 func TestReadsWidenOnlyWhenLabelsGoMissing(t *testing.T) {
 	q := decision.Question{ID: "q", Kind: decision.Choice, Options: []decision.Option{{Key: "a", Name: "a"}, {Key: "b", Name: "b"}, {Key: "c", Name: "c"}}}
 	topLogprobs := func(f *fakeengine.Fake) []int {
 		var out []int
 		for _, r := range f.Inferences() {
 			out = append(out, r.TopLogprobs)
+			grammar := bytes.Contains(r.Body, []byte(`"grammar":"root ::= \"A\" | \"B\" | \"C\""`))
+			if wide := r.TopLogprobs > 64; grammar != wide {
+				t.Errorf("a call for the top %d sent a grammar: %v; want %v", r.TopLogprobs, grammar, wide)
+			}
 		}
 		f.Reset()
 		return out

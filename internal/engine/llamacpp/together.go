@@ -17,11 +17,11 @@ import (
 // Several prompts per call (Engine.PromptsPerCall). A chat call takes one
 // conversation; llama-server's /completion takes a list of prompts, as
 // text, in one call, and runs each as a task of its own on its slots. So
-// reads that wait at the same time, of one model and top-k, go together:
-// the chat template is applied here, learnt from the server's
-// /apply-template and checked against it once per model. One
-// exchange then carries several questions, which is what an engine that
-// answers in a few milliseconds needs of its caller.
+// reads that wait at the same time, of one model, top-k and grammar (a
+// wide read's), go together: the chat template is applied here, learnt
+// from the server's /apply-template and checked against it once per
+// model. One exchange then carries several questions, which is what an
+// engine that answers in a few milliseconds needs of its caller.
 //
 // The reads group themselves as they come (a group commit): a read that
 // finds fewer calls out than the server's slots hold at PromptsPerCall a
@@ -131,8 +131,8 @@ func (e *Engine) applyTemplate(ctx context.Context, model, system, user string) 
 
 // callKey is what the prompts of one call share.
 type callKey struct {
-	model string
-	topK  int
+	model, grammar string
+	topK           int
 }
 
 // waiter is a read waiting to go in a call.
@@ -287,11 +287,12 @@ func (e *Engine) post(key callKey, call []*waiter) {
 		NPredict    int      `json:"n_predict"`
 		Temperature float64  `json:"temperature"`
 		NProbs      int      `json:"n_probs"`
+		Grammar     string   `json:"grammar,omitempty"`
 		CachePrompt bool     `json:"cache_prompt"`
 		// Only what is read: an entry otherwise echoes its prompt and
 		// the call's settings, some 2 KB more a prompt to decode.
 		ResponseFields []string `json:"response_fields"`
-	}{key.model, prompts, 1, 0, key.topK, true, completionFields}
+	}{key.model, prompts, 1, 0, key.topK, key.grammar, true, completionFields}
 	raw, err := openai.PostBody(ctx, e.HTTP, e.url("/completion"), e.Key, req, e.MaxBody)
 	if f := (*engine.Failure)(nil); errors.As(err, &f) && f.Kind == engine.Rejected {
 		for _, w := range call {

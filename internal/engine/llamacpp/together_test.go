@@ -61,7 +61,7 @@ func together(t *testing.T, e *Engine, model string, n int, then func()) (prompt
 		t.Fatal(err)
 	}
 	then()
-	waiting, post := e.holdCalls(callKey{model, min(e.vocab(ctx), firstK)})
+	waiting, post := e.holdCalls(callKey{model, "", min(e.vocab(ctx), firstK)})
 	readings, errs = make([]engine.Reading, n), make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {

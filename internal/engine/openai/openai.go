@@ -53,9 +53,11 @@ type ChatRequest struct {
 	TopLogprobs int       `json:"top_logprobs,omitempty"`
 	Stream      bool      `json:"stream"`
 
-	// llama.cpp: reuse of the cached prompt prefix, and the slot to run in.
-	CachePrompt bool `json:"cache_prompt,omitempty"`
-	IDSlot      *int `json:"id_slot,omitempty"`
+	// llama.cpp: a GBNF grammar, reuse of the cached prompt prefix, and
+	// the slot to run in.
+	Grammar     string `json:"grammar,omitempty"`
+	CachePrompt bool   `json:"cache_prompt,omitempty"`
+	IDSlot      *int   `json:"id_slot,omitempty"`
 	// vLLM (>= 0.12): constrain the output to one of the strings.
 	StructuredOutputs *StructuredOutputs `json:"structured_outputs,omitempty"`
 	// vLLM before 0.12 and SGLang's older releases.
@@ -163,7 +165,7 @@ func Read(tok *TokenLogprob, labels []Label) (lp []float64, found []bool, err er
 		return nil, nil, fmt.Errorf("top logprobs sum to probability %.4f > 1", mass)
 	}
 	// The generated token's own value is reported even when it is not among
-	// the alternatives (a constraint can force a label the model ranks low);
+	// the alternatives (a grammar or constraint can force a label the model ranks low);
 	// it is the same raw value, so it counts as reported.
 	if tok.Logprob != nil && !math.IsNaN(*tok.Logprob) {
 		for i, l := range labels {
