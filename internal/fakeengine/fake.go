@@ -71,6 +71,10 @@ type Request struct {
 	TopLogprobs int
 	Stream      bool
 	CachePrompt bool // llama.cpp
+	// Grammar is set when llama.cpp was sent a grammar: its generated
+	// token is then the likeliest label, in the top or not, as
+	// llama-server samples under one, and the reply gives its value.
+	Grammar bool
 	// Constrained is set when vLLM's structured_outputs or guided_choice
 	// named the labels; the fake then answers as vLLM does, with values
 	// after the constraint: over the labels alone, summing to 1.

@@ -95,7 +95,7 @@ func TestFaultsAsSystem1SeesThem(t *testing.T) {
 	for _, tc := range []struct {
 		b    fakeengine.Behavior
 		want engine.FailureKind
-		ok   bool // answered, with label A missing
+		ok   bool // answered, with label A missing (llama.cpp: read from its wide read's grammar)
 	}{
 		{b: fakeengine.Behavior{Fault: fakeengine.Refuse}, want: engine.Unavailable},
 		{b: fakeengine.Behavior{Fault: fakeengine.Hang}, want: engine.Timeout},
@@ -139,6 +139,21 @@ func TestFaultsAsSystem1SeesThem(t *testing.T) {
 				defer cancel()
 				if err := f.WaitIdle(wait); err != nil {
 					t.Fatalf("a handler is still running after the client gave up: %v", err)
+				}
+				if tc.ok && d == fakeengine.LlamaCpp {
+					// The wide read's grammar makes llama-server generate the
+					// likeliest label, a, and report its value though it is
+					// out of the top: the Halving distribution whole.
+					want := decision.Distribution{4.0 / 7, 2.0 / 7, 1.0 / 7}
+					if err != nil || len(out.Missing) != 0 || len(out.Dist) != 3 || math.Abs(out.Mass-0.875) > 1e-12 {
+						t.Fatalf("outcome %+v, %v; want label a read from the generated token, mass 0.875", out, err)
+					}
+					for i := range want {
+						if math.Abs(out.Dist[i]-want[i]) > 1e-12 {
+							t.Fatalf("distribution %v, want %v", out.Dist, want)
+						}
+					}
+					return
 				}
 				if tc.ok {
 					if err != nil || !slices.Equal(out.Missing, []string{"a"}) {

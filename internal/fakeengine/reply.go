@@ -79,16 +79,24 @@ func (f *Fake) firstToken(rec Request, b Behavior) (chosen entry, content []entr
 		}
 		return slices.IndexFunc(top, func(e entry) bool { return e.Token == rec.Labels[b.Label] })
 	}
+	// The sampled token is the likeliest label, as under a constraint
+	// (unread where none is sent).
+	likeliest := func() entry {
+		for _, e := range top {
+			if e.Token != filler {
+				return e
+			}
+		}
+		return f.entry(filler, 0)
+	}
+	chosen = likeliest()
 	if at := hit(); at >= 0 && b.Fault == MissingLabel {
 		// Left out before sampling: a label outside the top is not the
-		// token generated either.
+		// token generated either, but under llama.cpp's grammar, which
+		// samples among the labels whatever their rank.
 		top = slices.Delete(top, at, at+1)
-	}
-	chosen = f.entry(filler, 0)
-	for _, e := range top { // the sampled token is the likeliest label, as under a constraint (unread where none is sent)
-		if e.Token != filler {
-			chosen = e
-			break
+		if !rec.Grammar {
+			chosen = likeliest()
 		}
 	}
 	if rec.Constrained && b.IgnoreConstraint && len(top) > 0 {

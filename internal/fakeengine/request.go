@@ -15,6 +15,7 @@ type chatRequest struct {
 	Logprobs           bool            `json:"logprobs"`
 	TopLogprobs        int             `json:"top_logprobs"`
 	Stream             bool            `json:"stream"`
+	Grammar            string          `json:"grammar"`
 	CachePrompt        bool            `json:"cache_prompt"`
 	ChatTemplateKwargs map[string]bool `json:"chat_template_kwargs"`
 	Think              *bool           `json:"think"`
@@ -46,7 +47,7 @@ func (c *chatRequest) fill(r *Request) {
 		}
 	}
 	r.Temperature, r.Logprobs, r.TopLogprobs, r.Stream = c.Temperature, c.Logprobs, c.TopLogprobs, c.Stream
-	r.CachePrompt = c.CachePrompt
+	r.Grammar, r.CachePrompt = c.Grammar != "", c.CachePrompt
 	if c.MaxTokens != nil {
 		r.MaxTokens = *c.MaxTokens
 	}
@@ -108,6 +109,7 @@ type completionList struct {
 	Model       string   `json:"model"`
 	Prompt      []string `json:"prompt"`
 	NProbs      int      `json:"n_probs"`
+	Grammar     string   `json:"grammar"`
 	CachePrompt bool     `json:"cache_prompt"`
 	Temperature *float64 `json:"temperature"`
 	NPredict    int      `json:"n_predict"`
@@ -125,7 +127,7 @@ func (l completionList) requests(base Request) ([]Request, bool) {
 			return nil, false
 		}
 		c := chatRequest{Model: l.Model, Messages: []message{{"system", system}, {"user", user}},
-			Temperature: l.Temperature, Logprobs: true, TopLogprobs: l.NProbs, CachePrompt: l.CachePrompt, MaxTokens: &l.NPredict}
+			Temperature: l.Temperature, Logprobs: true, TopLogprobs: l.NProbs, Grammar: l.Grammar, CachePrompt: l.CachePrompt, MaxTokens: &l.NPredict}
 		out[i] = base
 		out[i].Inference = true
 		c.fill(&out[i])

@@ -191,6 +191,12 @@ var systemOneRows = []systemOneRow{
 		status: 200, attempts: "bad:ok", badCalls: 2, answers: &missingAnswers, warn: missingWarning},
 	{name: "label missing from the top-k: answered, reported 0, flagged", on: []target{llamacpp}, bad: B{Fault: fakeengine.MissingLabel, Label: 2},
 		status: 200, attempts: "bad:ok", badCalls: 3, answers: &missingAnswers, warn: missingWarning},
+	// The likeliest label out of the top: llama.cpp's wide read carries a
+	// grammar, under which the server generates that label and reports
+	// its value, so nothing is missing (each question's first read misses
+	// it; the second question is read wide at once).
+	{name: "likeliest label missing from the top-k: read from the wide read's generated token", on: []target{llamacpp}, bad: B{Fault: fakeengine.MissingLabel, Label: 0},
+		status: 200, attempts: "bad:ok", badCalls: 3, answers: &halvingAnswers},
 	// A System One reply must carry every option: one without is unusable.
 	{name: "option missing from a System One reply", on: []target{systemOne}, bad: B{Fault: fakeengine.MissingLabel, Label: 2},
 		status: 200, attempts: "bad:malformed good:ok", badCalls: 1},
