@@ -11,7 +11,8 @@ import (
 // gcFloor is the least heap target serve lets the collector aim for
 // while no batch runs (then bulkGCFloor). A forwarding server's live
 // heap is a few MiB, so Go's default (collect when the heap reaches
-// twice the live one) collected every few dozen requests and the collector took a fifth of the CPU at saturation
+// twice the live one) collected every few dozen requests and the
+// collector took a fifth of the CPU at saturation
 // (docs/benchmarks.md, issue 34); a run's is 3 to 4 MiB, collected every
 // hundred rows. With the floor, a live heap of 1 to 3 MiB is collected
 // at 16 MiB, about five times less often; a live heap over about half
@@ -64,8 +65,8 @@ const heapMinimum = 4 << 20
 // keepGCFloor keeps the collector's heap target at least floor() bytes,
 // setting GOGC after each collection from the live heap it left and the
 // floor then (gcPercentFor). It does nothing where GOGC is set in the
-// environment: the operator's choice stands. GOMEMLIMIT, set or not, still caps the
-// heap as the runtime documents.
+// environment: the operator's choice stands. GOMEMLIMIT, set or not,
+// still caps the heap as the runtime documents.
 func keepGCFloor(getenv func(string) string, floor func() uint64) {
 	if getenv("GOGC") != "" {
 		return
