@@ -183,12 +183,14 @@ func newLocalDecider(ctx context.Context, cfg *config.Config, stateDir string, e
 }
 
 // Decide answers one row. A row the fleet refuses as the caller's (a
-// state over a limit, a context too long) is the row's error, as a 422;
-// an answer that fails the checks is the row's malformed reply. When the
-// fleet cannot answer now (the nodes are down, busy or cooling down, or
-// none serves the model) the row is tried again after the pause a node
-// asked for, else a growing one, a bounded number of times: then no row
-// can be answered, and the run stops there to be resumed.
+// state over a limit, a context too long) is the row's error, as a 422,
+// and so is one with a question system1 will not stand behind (one the
+// model ranked no label of on every node); an answer that fails the
+// checks is the row's malformed reply. When the fleet cannot answer now
+// (the nodes are down, busy or cooling down, or none serves the model)
+// the row is tried again after the pause a node asked for, else a
+// growing one, a bounded number of times: then no row can be answered,
+// and the run stops there to be resumed.
 func (d *localDecider) Decide(ctx context.Context, req decision.Request) (jobs.Result, error) {
 	// The state is held to the limits POST /v1/systemone holds it to, so
 	// that --config refuses what --url does, with the same 422.
@@ -251,8 +253,12 @@ func malformed(f *answer.Failure) bool {
 }
 
 // result is an answer as a job's row gets it: the questions' answers as
-// /v1/systemone reports them.
+// /v1/systemone reports them, or its 422 where system1 will not stand
+// behind one of them.
 func (d *localDecider) result(req decision.Request, a *answer.Answer) (jobs.Result, error) {
+	if a.Refused() {
+		return jobs.Result{}, &systemone.StatusError{Code: http.StatusUnprocessableEntity, Message: systemone.ValidationMessage(systemone.InBody, a.Refusals(req.Questions))}
+	}
 	res := jobs.Result{Model: a.Model, Usage: systemone.Usage{InputTokens: a.Usage.InputTokens, OutputTokens: a.Usage.OutputTokens, Estimated: a.Usage.Estimated}}
 	for i, q := range req.Questions {
 		ans, err := decision.NewAnswer(q, a.Questions[i].Dist, d.rounding)

@@ -308,14 +308,11 @@ func (s *Service) ask(ctx context.Context, router *fleet.Router, req Request, fi
 	if err != nil {
 		return nil, s.refused(req.Model, err)
 	}
+	declined := s.declined(ctx, res)
 	if f := s.unanswered(req.Request, res); f != nil {
 		return nil, f
 	}
 	a := report(req, res, fits)
-	declined := make([]string, len(res.Questions))
-	for i, q := range res.Questions {
-		declined[i] = q.Abstain
-	}
 	if f := s.check(req.Request, declined, a); f != nil {
 		return nil, f
 	}

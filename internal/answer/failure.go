@@ -160,11 +160,11 @@ func (s *Service) unanswered(req decision.Request, res *fleet.Result) *Failure {
 // probability per option, each in [0,1], summing to 1) before anything
 // is recorded, whatever the node: one that fails is malformed. A question
 // the node declined outright has none to check.
-func (s *Service) check(req decision.Request, declined []string, a *Answer) *Failure {
+func (s *Service) check(req decision.Request, declined []*Refusal, a *Answer) *Failure {
 	var ps []Problem
 	for i, q := range req.Questions {
 		got := a.Questions[i]
-		if got.Dist == nil && declined[i] != "" {
+		if got.Dist == nil && declined[i] != nil {
 			continue
 		}
 		if err := got.Dist.Check(len(q.Options)); err != nil {

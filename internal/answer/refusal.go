@@ -1,10 +1,14 @@
 package answer
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math"
 
 	"system1/internal/decision"
+	"system1/internal/engine"
+	"system1/internal/fleet"
 )
 
 // Gate is what a question's answer must clear for the service to stand
@@ -36,13 +40,20 @@ const (
 	// RefusedLabelMass: the engine put less than the gate's
 	// MinLabelMass on the labels.
 	RefusedLabelMass Reason = "label_mass"
+	// RefusedUnranked: every node asked gave a reading in which the model
+	// ranked none of the labels where the engine reports (or none of the
+	// anchor's), so there is no number to give (engine.Failure's
+	// Uninformative). Asking again reads the same, so it is a refusal,
+	// not a failure to retry.
+	RefusedUnranked Reason = "unranked"
 )
 
 // Refusal says why the service will not stand behind a question's
 // answer.
 type Refusal struct {
 	Reason Reason
-	// Detail is the node's own words, for RefusedUpstream.
+	// Detail is the node's own words, for RefusedUpstream; the reading's
+	// failure, for RefusedUnranked.
 	Detail string
 	// None is the implicit option's probability, for RefusedNone.
 	None float64
@@ -60,6 +71,8 @@ func (r *Refusal) String() string {
 		return fmt.Sprintf("no option seemed to fit: the implicit option %q won at probability %.2f", decision.NoneOption, r.None)
 	case RefusedLabelMass:
 		return fmt.Sprintf("no option seemed to fit: the model put only %.3f of its probability on the options at all, under the requested minimum label mass %v", r.LabelMass, r.MinLabelMass)
+	case RefusedUnranked:
+		return "the model gave no reading of it: " + r.Detail
 	}
 	return string(r.Reason)
 }
@@ -75,8 +88,24 @@ func (r *Refusal) Short() string {
 		return fmt.Sprintf("none of these won at %.2f", r.None)
 	case RefusedLabelMass:
 		return fmt.Sprintf("label mass %.3f < %v", r.LabelMass, r.MinLabelMass)
+	case RefusedUnranked:
+		return "no label ranked"
 	}
 	return string(r.Reason)
+}
+
+// Refusals are the problems of a request whose questions qs were
+// answered by a, one for each refused question, as the wires without a
+// refusal answer (/v1/systemone, its batches, system1 run) give them in
+// a 422.
+func (a *Answer) Refusals(qs []decision.Question) []decision.Problem {
+	var ps []decision.Problem
+	for i, q := range qs {
+		if rf := a.Questions[i].Refusal; rf != nil {
+			ps = append(ps, decision.Problem{Path: []string{"questions", q.ID}, Msg: "system1 will not stand behind this answer: " + rf.String(), Type: "refused"})
+		}
+	}
+	return ps
 }
 
 // Refused reports whether any question of a was refused.
@@ -89,17 +118,38 @@ func (a *Answer) Refused() bool {
 	return false
 }
 
+// declined is each question's refusal that the nodes gave (nil for
+// none): a node's own abstention, or a reading in which the model ranked
+// no label, when that is what the last node asked gave. The latter is
+// turned from the question's failure into a refusal by the node that
+// read it, unless the caller gave up meanwhile.
+func (s *Service) declined(ctx context.Context, res *fleet.Result) []*Refusal {
+	out := make([]*Refusal, len(res.Questions))
+	for i := range res.Questions {
+		q := &res.Questions[i]
+		var f *engine.Failure
+		switch {
+		case q.Abstain != "":
+			out[i] = &Refusal{Reason: RefusedUpstream, Detail: q.Abstain}
+		case q.Err != nil && ctx.Err() == nil && errors.As(q.Err, &f) && f.Uninformative && len(q.Attempts) > 0:
+			q.Err, q.Node = nil, q.Attempts[len(q.Attempts)-1].Node
+			out[i] = &Refusal{Reason: RefusedUnranked, Detail: s.text("node " + q.Node + ": " + f.Err.Error())}
+		}
+	}
+	return out
+}
+
 // refuse gives each question of a that the gate, or the node, will not
-// stand behind its Refusal: first a node's own, then the implicit none
-// option winning, then too little label mass (only where the engine can
-// tell). It is the one rule every face's refusals and abstentions come
-// from.
-func refuse(req Request, declined []string, a *Answer) {
+// stand behind its Refusal: first the nodes' own (declined), then the
+// implicit none option winning, then too little label mass (only where
+// the engine can tell). It is the one rule every face's refusals and
+// abstentions come from.
+func refuse(req Request, declined []*Refusal, a *Answer) {
 	for i, q := range req.Questions {
 		got := &a.Questions[i]
 		switch d := got.Dist; {
-		case declined[i] != "":
-			got.Refusal = &Refusal{Reason: RefusedUpstream, Detail: declined[i]}
+		case declined[i] != nil:
+			got.Refusal = declined[i]
 		case req.Gate.None && q.Kind == decision.Choice && len(d) > 1 && len(d) == len(q.Options) && q.Options[len(d)-1].Key == decision.NoneOption &&
 			d[len(d)-1] >= d[:len(d)-1][d[:len(d)-1].Argmax()]:
 			got.Refusal = &Refusal{Reason: RefusedNone, None: d[len(d)-1]}

@@ -7,38 +7,42 @@ import (
 	"system1/internal/decision"
 )
 
-// The one rule of refusals: a node's own first, then the implicit none
-// option winning (ties refuse), then too little label mass where the
-// engine can tell; a gate left zero refuses nothing.
+// The one rule of refusals: the nodes' own first (an abstention, or no
+// label ranked), then the implicit none option winning (ties refuse),
+// then too little label mass where the engine can tell; a gate left zero
+// refuses nothing.
 func TestRefuseRule(t *testing.T) {
 	choice := decision.Question{ID: "c", Kind: decision.Choice, Options: []decision.Option{{Key: "a"}, {Key: "b"}, {Key: decision.NoneOption}}}
 	plain := decision.Question{ID: "p", Kind: decision.Choice, Options: []decision.Option{{Key: "a"}, {Key: "b"}, {Key: "c"}}}
 	noul := decision.Question{ID: "n", Kind: decision.Noul, Options: decision.NoulOptions(nil, nil)}
+	no := &Refusal{Reason: RefusedUpstream, Detail: "no"}
+	unranked := &Refusal{Reason: RefusedUnranked, Detail: "node n: the model ranked none of the labels"}
 	for _, tc := range []struct {
 		name     string
 		q        decision.Question
 		gate     Gate
 		dist     decision.Distribution
 		mass     float64
-		declined string
+		declined *Refusal
 		want     Reason
 	}{
-		{"nothing asked", choice, Gate{}, decision.Distribution{0.2, 0.2, 0.6}, 0.1, "", ""},
-		{"declined", plain, Gate{}, nil, math.NaN(), "no", RefusedUpstream},
-		{"declined before the gate", choice, Gate{None: true, MinLabelMass: 0.9}, decision.Distribution{0.1, 0.1, 0.8}, 0.1, "no", RefusedUpstream},
-		{"none wins", choice, Gate{None: true}, decision.Distribution{0.3, 0.2, 0.5}, 0.9, "", RefusedNone},
-		{"none ties", choice, Gate{None: true}, decision.Distribution{0.4, 0.2, 0.4}, 0.9, "", RefusedNone},
-		{"none loses", choice, Gate{None: true}, decision.Distribution{0.5, 0.2, 0.3}, 0.9, "", ""},
-		{"a none option the gate did not add", choice, Gate{}, decision.Distribution{0.3, 0.2, 0.5}, 0.9, "", ""},
-		{"a last option that is not none", plain, Gate{None: true}, decision.Distribution{0.3, 0.2, 0.5}, 0.9, "", ""},
-		{"none before mass", choice, Gate{None: true, MinLabelMass: 0.5}, decision.Distribution{0.3, 0.2, 0.5}, 0.1, "", RefusedNone},
-		{"mass under", noul, Gate{MinLabelMass: 0.5}, decision.Distribution{0.7, 0.3}, 0.49, "", RefusedLabelMass},
-		{"mass at", noul, Gate{MinLabelMass: 0.5}, decision.Distribution{0.7, 0.3}, 0.5, "", ""},
-		{"mass unknown", noul, Gate{MinLabelMass: 0.5}, decision.Distribution{0.7, 0.3}, math.NaN(), "", ""},
+		{"nothing asked", choice, Gate{}, decision.Distribution{0.2, 0.2, 0.6}, 0.1, nil, ""},
+		{"declined", plain, Gate{}, nil, math.NaN(), no, RefusedUpstream},
+		{"declined before the gate", choice, Gate{None: true, MinLabelMass: 0.9}, decision.Distribution{0.1, 0.1, 0.8}, 0.1, no, RefusedUpstream},
+		{"no label ranked", plain, Gate{MinLabelMass: 0.5}, nil, math.NaN(), unranked, RefusedUnranked},
+		{"none wins", choice, Gate{None: true}, decision.Distribution{0.3, 0.2, 0.5}, 0.9, nil, RefusedNone},
+		{"none ties", choice, Gate{None: true}, decision.Distribution{0.4, 0.2, 0.4}, 0.9, nil, RefusedNone},
+		{"none loses", choice, Gate{None: true}, decision.Distribution{0.5, 0.2, 0.3}, 0.9, nil, ""},
+		{"a none option the gate did not add", choice, Gate{}, decision.Distribution{0.3, 0.2, 0.5}, 0.9, nil, ""},
+		{"a last option that is not none", plain, Gate{None: true}, decision.Distribution{0.3, 0.2, 0.5}, 0.9, nil, ""},
+		{"none before mass", choice, Gate{None: true, MinLabelMass: 0.5}, decision.Distribution{0.3, 0.2, 0.5}, 0.1, nil, RefusedNone},
+		{"mass under", noul, Gate{MinLabelMass: 0.5}, decision.Distribution{0.7, 0.3}, 0.49, nil, RefusedLabelMass},
+		{"mass at", noul, Gate{MinLabelMass: 0.5}, decision.Distribution{0.7, 0.3}, 0.5, nil, ""},
+		{"mass unknown", noul, Gate{MinLabelMass: 0.5}, decision.Distribution{0.7, 0.3}, math.NaN(), nil, ""},
 	} {
 		req := Request{Request: decision.Request{Questions: []decision.Question{tc.q}}, Gate: tc.gate}
 		a := &Answer{Questions: []Question{{Dist: tc.dist, LabelMass: tc.mass}}}
-		refuse(req, []string{tc.declined}, a)
+		refuse(req, []*Refusal{tc.declined}, a)
 		got := a.Questions[0].Refusal
 		switch {
 		case tc.want == "" && got != nil:

@@ -48,7 +48,11 @@ func TestCheckRefusesWhatIsNotADistribution(t *testing.T) {
 		{nil, "the endpoint refused to answer it", true}, {nil, "", false},
 		{decision.Distribution{0.5, 0.4}, "declined, but its reading is still checked", false}} {
 		d := c.d
-		f := s.check(req, []string{c.declined}, &Answer{Questions: []Question{{Dist: d, Node: "n"}}})
+		var declined *Refusal
+		if c.declined != "" {
+			declined = &Refusal{Reason: RefusedUpstream, Detail: c.declined}
+		}
+		f := s.check(req, []*Refusal{declined}, &Answer{Questions: []Question{{Dist: d, Node: "n"}}})
 		if (f == nil) != c.good || (f != nil && (f.Class != NoAnswer || f.Problems[0].Class != Malformed || !strings.Contains(f.Error(), "node n: the answer failed the checks"))) {
 			t.Errorf("%v: %+v", d, f)
 		}

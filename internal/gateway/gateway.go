@@ -288,11 +288,18 @@ func (g *Gateway) Decide(ctx context.Context, raw []byte, defaultID string) *Res
 }
 
 // run asks the chain in order until a provider decides, abstains, or
-// refuses the request as the caller's error.
+// refuses the request as the caller's error. A provider whose model
+// ranked none of the options passes the question on; where no later one
+// answers, its abstention is the answer.
 func (g *Gateway) run(ctx context.Context, log *slog.Logger, q query, gt gate, res *Response, who answer.Request) {
 	n := q.asked()
 	var limits []string // providers skipped for the option count
 	var last *failure
+	// unread is the first link whose model ranked none of the options,
+	// and its reading: its refusal is the answer only when no later link
+	// gives a reading, since a stronger model may rank them.
+	var unread *link
+	var unreadReading reading
 	tried := 0
 	for i, p := range g.links {
 		if ctx.Err() != nil {
@@ -363,8 +370,20 @@ func (g *Gateway) run(ctx context.Context, log *slog.Logger, q query, gt gate, r
 			last = f
 			continue
 		}
+		if r.Refusal != nil && r.Refusal.Reason == answer.RefusedUnranked {
+			at.Outcome, at.Detail = OutcomeAbstained, r.Refusal.Detail
+			res.Attempts = append(res.Attempts, at)
+			if unread == nil {
+				unread, unreadReading = p, r
+			}
+			continue
+		}
 		g.answer(q, p, r, gt, &at, res)
 		res.Attempts = append(res.Attempts, at)
+		return
+	}
+	if unread != nil {
+		g.answer(q, unread, unreadReading, gt, &Attempt{}, res) // its attempt is listed already
 		return
 	}
 	if tried == 0 && len(limits) > 0 {
@@ -418,6 +437,9 @@ func (g *Gateway) answer(q query, p *link, r reading, gt gate, at *Attempt, res 
 		res.Calibration = &Steps{Steps: []CalibrationStep{}}
 		at.Outcome, at.Detail = OutcomeAbstained, r.Refusal.Detail
 		res.Rationale = fmt.Sprintf("System 1 abstained: provider %q declined to decide (%s) and gave no probabilities. There is no decision. Reason this through yourself.", name, r.Refusal.Detail)
+		if r.Refusal.Reason == answer.RefusedUnranked {
+			res.Rationale = fmt.Sprintf("System 1 abstained: the model of provider %q ranked none of the options among its likeliest answers (%s), so there are no probabilities. There is no decision. Reason this through yourself, or offer options that fit.", name, r.Refusal.Detail)
+		}
 		return
 	}
 	d := r.Dist

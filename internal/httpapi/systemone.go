@@ -111,14 +111,8 @@ func (s *Server) openSystemOne(w http.ResponseWriter, r *http.Request, p *system
 // 422 naming each such question, since the wire has no refusal.
 func (s *Server) systemOneResult(r *http.Request, questions, asked []decision.Question, gate answer.Gate, a *answer.Answer) (out *systemone.Response, status int, body []byte) {
 	if a.Refused() { // no 200 with a reading system1 will not stand behind
-		var ps []decision.Problem
-		for i, q := range questions {
-			if rf := a.Questions[i].Refusal; rf != nil {
-				ps = append(ps, decision.Problem{Path: []string{"questions", q.ID}, Msg: "system1 will not stand behind this answer: " + rf.String(), Type: "refused"})
-			}
-		}
 		noteLog(r.Context(), "refused", refusals(asked, a.Questions))
-		return nil, http.StatusUnprocessableEntity, systemone.AppendValidationError(nil, systemone.InBody, ps)
+		return nil, http.StatusUnprocessableEntity, systemone.AppendValidationError(nil, systemone.InBody, a.Refusals(questions))
 	}
 	out = &systemone.Response{Model: a.Model, Questions: questions,
 		Usage: systemone.Usage{InputTokens: a.Usage.InputTokens, OutputTokens: a.Usage.OutputTokens, Estimated: a.Usage.Estimated}}

@@ -127,12 +127,9 @@ const (
 	InHeader = "header"
 )
 
-// AppendValidationError writes a 422 body that both kinds of client parse:
-// an OpenAI-style error naming the first field and listing every problem in
-// its message, and FastAPI's detail list with one entry per problem. The
-// problems were found in one part of the request: the body, the query or
-// the headers (InBody, InQuery, InHeader), which begins each problem's loc.
-func AppendValidationError(b []byte, in string, ps []decision.Problem) []byte {
+// ValidationMessage is a 422's error.message: every problem, each after
+// the field it names (or the part of the request, in).
+func ValidationMessage(in string, ps []decision.Problem) string {
 	msgs := make([]string, len(ps))
 	for i, p := range ps {
 		msgs[i] = param(p.Path) + ": " + p.Msg
@@ -140,8 +137,17 @@ func AppendValidationError(b []byte, in string, ps []decision.Problem) []byte {
 			msgs[i] = in + ": " + p.Msg
 		}
 	}
+	return strings.Join(msgs, "; ")
+}
+
+// AppendValidationError writes a 422 body that both kinds of client parse:
+// an OpenAI-style error naming the first field and listing every problem in
+// its message, and FastAPI's detail list with one entry per problem. The
+// problems were found in one part of the request: the body, the query or
+// the headers (InBody, InQuery, InHeader), which begins each problem's loc.
+func AppendValidationError(b []byte, in string, ps []decision.Problem) []byte {
 	b = append(b, `{"error":{"message":`...)
-	b = appendString(b, strings.Join(msgs, "; "))
+	b = appendString(b, ValidationMessage(in, ps))
 	b = append(b, `,"type":"invalid_request_error","param":`...)
 	if len(ps) > 0 && len(ps[0].Path) > 0 {
 		b = appendString(b, param(ps[0].Path))

@@ -218,3 +218,39 @@ func TestRunKilledResumes(t *testing.T) {
 	}
 	checkRun(t, readLines(t, out), n, bad)
 }
+
+// A row whose question the model ranked no label of is that row's 422,
+// as POST /v1/systemone refuses it, and the run goes on: asking again
+// would read the same.
+func TestRunUnrankedRowIsItsRefusal(t *testing.T) {
+	const n, unranked = 6, 3
+	cfg, questions, in := runJob(t, fakeengine.Behavior{Prompted: func(r fakeengine.Request) []float64 {
+		if p, _ := fakeengine.ParsePrompt(r.User); strings.Contains(p.State, fmt.Sprintf("ticket %d ", unranked)) {
+			lp := make([]float64, len(r.Labels))
+			for i := range lp {
+				lp[i] = math.Inf(-1) // out of the top log-probabilities
+			}
+			return lp
+		}
+		return byTopic(r)
+	}}, n, -1)
+	out := filepath.Join(t.TempDir(), "answers.jsonl")
+	code, stdout, stderr := system1(t, nil, "run", "--config", cfg, "--questions", questions, "--in", in, "--out", out)
+	if code != 3 { // an error row
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) != n {
+		t.Fatalf("%d lines for %d rows:\n%s", len(lines), n, data)
+	}
+	for i, l := range lines {
+		refused := strings.Contains(l, `"status":422`) && strings.Contains(l, "questions.dept: system1 will not stand behind this answer: the model gave no reading of it")
+		if refused != (i == unranked) || (i != unranked && !strings.Contains(l, `"answers"`)) {
+			t.Errorf("line %d: %s", i+1, l)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"system1/internal/fakeengine"
 	"system1/internal/fleet"
 	"system1/internal/gateway"
+	"system1/internal/httpapi"
 	"system1/internal/mcpserver"
 )
 
@@ -121,5 +122,59 @@ func TestRefusalIsTheCallersOnBothFaces(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A model that ranks none of a question's labels, on every node that
+// serves it, gives no reading to retry for: each wire refuses the
+// question in its own way, as the gate's refusals are. /v1/decisions
+// answers it with a refusal (200, X-System1-Refused naming it), the
+// batch route gives the state /v1/systemone's 422; nothing is recorded
+// as an answer, and no node is blamed.
+func TestUnrankedIsARefusalOnEveryWire(t *testing.T) {
+	for _, tg := range []target{llamacpp, openai, ollama} {
+		t.Run(string(tg), func(t *testing.T) {
+			t.Parallel()
+			bad := startNode(t, "bad", tg, B{Logprobs: fakeengine.Probs()}, long)
+			s := serve(t, []*node{bad}, nil, long, nil)
+
+			r := s.mustPost(t, "/v1/decisions", `{"model":"fake","input":"Ticket: I was charged twice.","questions":[`+
+				`{"type":"predicate","name":"urgent","instructions":"Is it urgent?"},`+
+				`{"type":"choice","name":"dept","choices":[{"value":"billing"},{"value":"technical"},{"value":"sales"}]}]}`)
+			var got struct {
+				Answers []map[string]any
+			}
+			if err := json.Unmarshal(r.body, &got); err != nil || r.status != http.StatusOK || len(got.Answers) != 2 {
+				t.Fatalf("/v1/decisions: %s (%v)", r, err)
+			}
+			for i, name := range []string{"urgent", "dept"} {
+				if a := got.Answers[i]; a["type"] != "refusal" || a["name"] != name || len(a) != 2 {
+					t.Errorf("/v1/decisions: answer %d %v, want a refusal named %s", i, a, name)
+				}
+			}
+			if h := r.header.Get(httpapi.RefusedHeader); !strings.Contains(h, "urgent: no label ranked") || !strings.Contains(h, "dept: no label ranked") {
+				t.Errorf("%s %q", httpapi.RefusedHeader, h)
+			}
+
+			r = s.mustPost(t, "/v1/systemone/batch", `{"model":"fake","states":["a","b"],"questions":{"urgent":{"type":"noul","instructions":"Is it urgent?"}}}`)
+			var batch struct {
+				Results []struct {
+					Status int
+					Error  struct{ Message, Type string }
+				}
+			}
+			if err := json.Unmarshal(r.body, &batch); err != nil || r.status != http.StatusOK || len(batch.Results) != 2 {
+				t.Fatalf("/v1/systemone/batch: %s (%v)", r, err)
+			}
+			for i, res := range batch.Results {
+				if res.Status != http.StatusUnprocessableEntity || res.Error.Type != "invalid_request_error" ||
+					!strings.Contains(res.Error.Message, "questions.urgent: system1 will not stand behind this answer: the model gave no reading of it") {
+					t.Errorf("/v1/systemone/batch: state %d %+v, want its 422 refusal", i, res)
+				}
+			}
+			if !state(t, s.router, "bad").Healthy {
+				t.Error("the node is cooling down for its model's reading")
+			}
+		})
 	}
 }

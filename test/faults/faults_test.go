@@ -231,6 +231,14 @@ var systemOneRows = []systemOneRow{
 		status: 200, attempts: "bad:malformed good:ok", badCalls: 2},
 	{name: "no label in the top-k", on: []target{llamacpp}, bad: B{Logprobs: fakeengine.Probs()}, // the first question asked again for the top 1024, the second (the model now wide) for the top 1024 at once
 		status: 200, attempts: "bad:malformed good:ok", badCalls: 3},
+	// Where every node reads so, the question is refused, not failed:
+	// asking again reads the same, so it is no 503 for a client to retry.
+	{name: "no label in the top-k on every node: refused", on: []target{openai}, bad: B{Logprobs: fakeengine.Probs()}, alone: true,
+		status: 422, errType: systemone.InvalidRequest, errHas: []string{"will not stand behind", "ranked none of the labels"}, attempts: "bad:malformed bad2:malformed", badCalls: 1},
+	{name: "no label in the top-k on every node: refused", on: []target{ollama}, bad: B{Logprobs: fakeengine.Probs()}, alone: true,
+		status: 422, errType: systemone.InvalidRequest, errHas: []string{"will not stand behind", "ranked none of the labels"}, attempts: "bad:malformed bad2:malformed", badCalls: 2},
+	{name: "no label in the top-k on every node: refused", on: []target{llamacpp}, bad: B{Logprobs: fakeengine.Probs()}, alone: true,
+		status: 422, errType: systemone.InvalidRequest, errHas: []string{"will not stand behind", "ranked none of the labels"}, attempts: "bad:malformed bad2:malformed", badCalls: 3},
 	{name: "every node down", on: everywhere, bad: B{Fault: fakeengine.Refuse}, alone: true,
 		status: 503, errType: systemone.Unavailable, errHas: []string{"unavailable"}, attempts: "bad:unavailable bad2:unavailable", badCalls: 0, cooled: true},
 	{name: "answers after system1 gave up", on: everywhere, bad: B{Fault: Late}, timeout: brief,
@@ -366,7 +374,11 @@ func checkSystemOne(t *testing.T, row systemOneRow, r reply) {
 		if e.Error.Type != row.errType {
 			t.Errorf("error type %q, want %s", e.Error.Type, row.errType)
 		}
-		for _, s := range append([]string{`"dept"`, `"urgent"`}, row.errHas...) {
+		names := []string{`"dept"`, `"urgent"`}
+		if r.status == http.StatusUnprocessableEntity { // named by their path
+			names = []string{"questions.dept", "questions.urgent"}
+		}
+		for _, s := range append(names, row.errHas...) {
 			if !strings.Contains(e.Error.Message, s) {
 				t.Errorf("message %q does not mention %s", e.Error.Message, s)
 			}
@@ -443,7 +455,9 @@ var (
 // attempts as provider:outcome in order, words the first attempt's
 // detail holds, the inference requests the faulty fake got, and for a
 // decision its exact numbers (nil: fallbackDecided). An error must carry
-// no decision, no confidence and no probabilities. honour, again, late
+// no decision, no confidence and no probabilities; an abstention no
+// decision and no probabilities, graded escalate, its rationale giving
+// the detail too. honour, again, late
 // and hangUp are as on systemOneRow, with providers for nodes (an
 // engine provider's pause is its node's).
 type decideRow struct {
@@ -526,10 +540,17 @@ var decideRows = []decideRow{
 		status: gateway.Decided, attempts: "primary:error fallback:ok", detail: "404", badCalls: 1},
 	{name: "answers a choice outside the options", on: []target{systemOne}, bad: B{Fault: OutsideOptions},
 		status: gateway.Decided, attempts: "primary:malformed fallback:ok", detail: `choice "refunds" is not one of the options`, badCalls: 1, mcp: true},
+	// A model that ranks none of the options abstains, and the next
+	// provider, which may rank them, is asked; where none does, the first
+	// one's abstention is the answer.
 	{name: "no label in the top-k", on: []target{openai, ollama}, bad: B{Logprobs: fakeengine.Probs()},
-		status: gateway.Decided, attempts: "primary:malformed fallback:ok", detail: "no label has any probability", badCalls: 1},
+		status: gateway.Decided, attempts: "primary:abstained fallback:ok", detail: "no label has any probability", badCalls: 1},
 	{name: "no label in the top-k", on: []target{llamacpp}, bad: B{Logprobs: fakeengine.Probs()}, // asked again for the top 1024
-		status: gateway.Decided, attempts: "primary:malformed fallback:ok", detail: "no label has any probability", badCalls: 2},
+		status: gateway.Decided, attempts: "primary:abstained fallback:ok", detail: "no label has any probability", badCalls: 2},
+	{name: "no label in the top-k of any provider", on: []target{openai, ollama}, bad: B{Logprobs: fakeengine.Probs()}, alone: true,
+		status: gateway.Abstained, attempts: "primary:abstained secondary:abstained", detail: "no label has any probability", badCalls: 1, mcp: true},
+	{name: "no label in the top-k of any provider", on: []target{llamacpp}, bad: B{Logprobs: fakeengine.Probs()}, alone: true,
+		status: gateway.Abstained, attempts: "primary:abstained secondary:abstained", detail: "no label has any probability", badCalls: 2},
 	{name: "every provider down", on: everywhere, bad: B{Fault: fakeengine.Refuse}, alone: true,
 		status: gateway.Failed, httpStatus: 502, code: gateway.CodeProviderError, attempts: "primary:error secondary:error", badCalls: 0, mcp: true},
 	{name: "every provider answers garbage", on: everywhere, bad: B{Fault: fakeengine.NotJSON}, alone: true,
@@ -713,6 +734,14 @@ func checkDecide(t *testing.T, row decideRow, raw []byte) *gateway.Response {
 		}
 		if res.Error == nil || res.Error.Code != row.code {
 			t.Errorf("error %+v, want code %s", res.Error, row.code)
+		}
+		return &res
+	}
+	if res.Status == gateway.Abstained {
+		_, p := top["probabilities"]
+		if p || string(top["decision"]) != "null" || string(top["error"]) != "null" || res.Grade != gateway.GradeEscalate ||
+			!strings.Contains(res.Rationale, row.detail) || !strings.Contains(res.Rationale, "Reason this through yourself") {
+			t.Errorf("an abstention with numbers, a decision, an error, another grade or a rationale without %q: %s", row.detail, raw)
 		}
 		return &res
 	}
