@@ -19,9 +19,10 @@ import (
 	"system1/internal/outcomes"
 )
 
-// cascadeFakes are a weak stage, "small", sure of an "easy" state and
-// unsure of any other, and a strong one, "large", that always answers
-// technical: which stage answered shows in the answer itself.
+// cascadeFakes are a weak stage, "small", sure of an "easy" state,
+// ranking no label of a "blank" one and unsure of any other, and a
+// strong one, "large", that always answers technical: which stage
+// answered shows in the answer itself.
 func cascadeFakes(t *testing.T) (small, large *fakeengine.Fake) {
 	logs := func(p ...float64) []float64 {
 		out := make([]float64, len(p))
@@ -34,6 +35,9 @@ func cascadeFakes(t *testing.T) (small, large *fakeengine.Fake) {
 		Prompted: func(r fakeengine.Request) []float64 {
 			if strings.Contains(r.User, "easy") {
 				return logs(0.96, 0.02, 0.02)
+			}
+			if strings.Contains(r.User, "blank") {
+				return logs(0, 0, 0) // out of the top log-probabilities
 			}
 			return logs(0.5, 0.3, 0.2)
 		}}})
@@ -174,6 +178,11 @@ decision_log:
 	}
 	if res := decide("easy: which team?"); res.Served.Stage != "small" || strings.Join(res.Served.Stages, ",") != "small" || *res.Decision != "billing" {
 		t.Fatalf("decide, easy: %+v", res.Served)
+	}
+	// A question the first stage ranked no label of is the next stage's,
+	// as one under its threshold is.
+	if res := decide("blank: which team?"); res.Served.Stage != "large" || strings.Join(res.Served.Stages, ",") != "small,large" || *res.Decision != "technical" {
+		t.Fatalf("decide, blank: %+v", res.Served)
 	}
 	res := decide("hard: which team?")
 	if res.Served.Stage != "large" || strings.Join(res.Served.Stages, ",") != "small,large" || *res.Decision != "technical" {
