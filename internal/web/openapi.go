@@ -115,7 +115,7 @@ func paths() obj {
 					},
 				}),
 				"400": jsonReply("The body could not be read; or hosted Jev's api_usage_error: Jev 1.14's images (a non-empty assets or images, a box question, a multipart body), which this server does not read, refused before any engine call with detail.unsupported naming them; an unknown top-level field; an unknown model.", "Error"),
-				"422": jsonReply("A malformed request: every problem listed; or a question system1 will not stand behind (type refused: the node declined, the none option won, too little label mass), since this wire has no refusal.", "ValidationError"),
+				"422": jsonReply("A malformed request: every problem listed; or a question system1 will not stand behind (type refused: the node declined, the model ranked none of its labels on every node, the none option won, too little label mass), since this wire has no refusal.", "ValidationError"),
 				"429": jsonReply("The caller's key is over its rate, or its address sent too many wrong keys; or the key has spent its budget (type insufficient_quota, the message naming the budget); Retry-After says when to come back (for a budget, when its period resets).", "Error"),
 				"503": jsonReply("A question got no answer.", "Error"),
 			})),
