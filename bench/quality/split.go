@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"math"
 	"slices"
 
+	"system1/internal/calibration/fitting"
 	"system1/internal/cases"
 )
 
@@ -37,36 +39,10 @@ func keyOrder(cs []cases.Case, seed uint64) []int {
 	keys := make([]uint64, len(cs))
 	for i, c := range cs {
 		order[i] = i
-		keys[i] = mix(seed ^ fnv64(c.ID))
+		keys[i] = fitting.Rank(seed, c.ID)
 	}
-	slices.SortFunc(order, func(a, b int) int {
-		switch {
-		case keys[a] < keys[b]:
-			return -1
-		case keys[a] > keys[b]:
-			return 1
-		}
-		return a - b
-	})
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(keys[a], keys[b]) })
 	return order
-}
-
-// fnv64 is the 64-bit FNV-1a hash of s.
-func fnv64(s string) uint64 {
-	h := uint64(14695981039346656037)
-	for i := range len(s) {
-		h ^= uint64(s[i])
-		h *= 1099511628211
-	}
-	return h
-}
-
-// mix is SplitMix64's finaliser: it scatters nearby inputs.
-func mix(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
-	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
-	return x ^ (x >> 31)
 }
 
 // part is one loop's traffic: the first part, whose outcomes the server

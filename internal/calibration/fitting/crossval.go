@@ -566,15 +566,10 @@ func newFolds(preds []calibration.Prediction, k int, seed uint64) folds {
 		}
 		items[i] = item{key, c, i}
 	}
-	rank := func(key string) uint64 {
-		h := fnv.New64a()
-		h.Write([]byte(key))
-		return mix(seed ^ h.Sum64())
-	}
 	keyRank := map[string]uint64{}
 	for _, it := range items {
 		if _, ok := keyRank[it.key]; !ok {
-			keyRank[it.key] = rank(it.key)
+			keyRank[it.key] = Rank(seed, it.key)
 		}
 	}
 	slices.SortStableFunc(items, func(a, b item) int {

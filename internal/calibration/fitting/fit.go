@@ -1,8 +1,10 @@
 package fitting
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"slices"
 
@@ -133,15 +135,7 @@ func Split(preds []calibration.Prediction, holdout float64, seed uint64) (fit, h
 		order[i] = i
 		keys[i] = mix(seed ^ mix(uint64(i)))
 	}
-	slices.SortFunc(order, func(a, b int) int {
-		switch {
-		case keys[a] < keys[b]:
-			return -1
-		case keys[a] > keys[b]:
-			return 1
-		}
-		return a - b
-	})
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(keys[a], keys[b]) })
 	isHeld := make([]bool, n)
 	for _, i := range order[:h] {
 		isHeld[i] = true
@@ -154,6 +148,15 @@ func Split(preds []calibration.Prediction, holdout float64, seed uint64) (fit, h
 		}
 	}
 	return fit, held
+}
+
+// Rank is a fixed pseudo-random rank of id under seed: the same id and
+// seed always give the same rank, and ranks of nearby ids scatter. Folds
+// are dealt by it, and a benchmark can split cases by it alike.
+func Rank(seed uint64, id string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	return mix(seed ^ h.Sum64())
 }
 
 // mix is the finaliser of SplitMix64, a fixed bijection of 64-bit integers
