@@ -308,7 +308,7 @@ func (s *Service) ask(ctx context.Context, router *fleet.Router, req Request, fi
 	if err != nil {
 		return nil, s.refused(req.Model, err)
 	}
-	declined := s.declined(ctx, res)
+	declined := s.declined(ctx, res, router.Resolve(req.Model))
 	if f := s.unanswered(req.Request, res); f != nil {
 		return nil, f
 	}

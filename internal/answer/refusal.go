@@ -122,8 +122,8 @@ func (a *Answer) Refused() bool {
 // none): a node's own abstention, or a reading in which the model ranked
 // no label, when that is what the last node asked gave. The latter is
 // turned from the question's failure into a refusal by the node that
-// read it, unless the caller gave up meanwhile.
-func (s *Service) declined(ctx context.Context, res *fleet.Result) []*Refusal {
+// read it, of model (the one asked), unless the caller gave up meanwhile.
+func (s *Service) declined(ctx context.Context, res *fleet.Result, model string) []*Refusal {
 	out := make([]*Refusal, len(res.Questions))
 	for i := range res.Questions {
 		q := &res.Questions[i]
@@ -132,7 +132,7 @@ func (s *Service) declined(ctx context.Context, res *fleet.Result) []*Refusal {
 		case q.Abstain != "":
 			out[i] = &Refusal{Reason: RefusedUpstream, Detail: q.Abstain}
 		case q.Err != nil && ctx.Err() == nil && errors.As(q.Err, &f) && f.Uninformative && len(q.Attempts) > 0:
-			q.Err, q.Node = nil, q.Attempts[len(q.Attempts)-1].Node
+			q.Err, q.Node, q.Model = nil, q.Attempts[len(q.Attempts)-1].Node, model
 			out[i] = &Refusal{Reason: RefusedUnranked, Detail: s.text("node " + q.Node + ": " + f.Err.Error())}
 		}
 	}

@@ -155,6 +155,9 @@ func TestUnrankedIsARefusalOnEveryWire(t *testing.T) {
 			if h := r.header.Get(httpapi.RefusedHeader); !strings.Contains(h, "urgent: no label ranked") || !strings.Contains(h, "dept: no label ranked") {
 				t.Errorf("%s %q", httpapi.RefusedHeader, h)
 			}
+			if h := r.header.Get(httpapi.ServedHeader); h != "node=bad model=fake fingerprint=unknown" {
+				t.Errorf("%s %q: the node and model that read it", httpapi.ServedHeader, h)
+			}
 
 			r = s.mustPost(t, "/v1/systemone/batch", `{"model":"fake","states":["a","b"],"questions":{"urgent":{"type":"noul","instructions":"Is it urgent?"}}}`)
 			var batch struct {
