@@ -169,18 +169,19 @@ func TestLiveOllamaMissingModelCoolsOnlyThatModel(t *testing.T) {
 
 // The tiny story model never ranks a digit among its top 20 after
 // system1's prompt, so a score question (levels labelled 0, 1, 2) gets no
-// number: the question fails naming the labels the model never ranked.
-// That is the model's limit, not the node's fault: three such questions in
-// a row do not cool the node, and an unrelated question still answers.
+// number: the question is refused (a 422, not a 503 to retry: a repeat
+// reads the same) naming the labels the model never ranked. That is the
+// model's limit, not the node's fault: three such questions in a row do
+// not cool the node, and an unrelated question still answers.
 func TestLiveOllamaUnrankedLabelsDoNotCoolTheNode(t *testing.T) {
 	o := testengine.StartOllama(t)
 	s := serve(t, ollamaNode(o, nil))
 	const mood = `{"mood":{"type":"score","instructions":"How happy is the dog?","criteria":["sad","fine","happy"]}}`
 	for i := range fleet.DefaultPolicy.AllowedFails {
 		r := s.ask(t, tagged, "Once upon a time, there was a little dog.", mood)
-		if r.status != http.StatusServiceUnavailable || !strings.Contains(r.body, "no label has any probability") ||
+		if r.status != http.StatusUnprocessableEntity || !strings.Contains(r.body, "questions.mood: system1 will not stand behind this answer") ||
 			!strings.Contains(r.body, `ranked none of the labels \"0\" (\"0\"), \"1\" (\"1\"), \"2\" (\"2\")`) {
-			t.Fatalf("score, try %d: %d %.600s; want a 503 naming the unranked labels", i+1, r.status, r.body)
+			t.Fatalf("score, try %d: %d %.600s; want a 422 refusal naming the unranked labels", i+1, r.status, r.body)
 		}
 		if h := s.node(t); !h.Healthy {
 			t.Fatalf("after %d unranked readings the node cooled: %+v", i+1, h)
