@@ -23,12 +23,12 @@ func answerPath(cfg *config.Config, router *fleet.Router, file *outcomes.FitsFil
 }
 
 // answerPathShadowed is answerPath whose answered requests shadow may
-// sample for a candidate too, telling spend (none when nil) what each
-// answer cost.
-func answerPathShadowed(cfg *config.Config, router *fleet.Router, file *outcomes.FitsFile, dlog *decisionlog.Log, local bool, shadow *answer.Shadow, spend answer.Spender) *answer.Service {
+// sample for a candidate too, telling meter (none when nil) what each
+// answer cost and which questions were refused.
+func answerPathShadowed(cfg *config.Config, router *fleet.Router, file *outcomes.FitsFile, dlog *decisionlog.Log, local bool, shadow *answer.Shadow, meter answer.Meter) *answer.Service {
 	o := answer.Options{Router: router, Local: local, Shadow: shadow, Cascades: cascades(cfg)}
-	if spend != nil {
-		o.Spender = spend
+	if meter != nil {
+		o.Meter = meter
 	}
 	if file != nil {
 		o.Fits = file.Current

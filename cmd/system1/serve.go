@@ -29,7 +29,7 @@ import (
 var (
 	_ fleet.Observer            = (*metrics.Metrics)(nil)
 	_ fleet.FingerprintObserver = (*metrics.Metrics)(nil)
-	_ answer.Spender            = (*metrics.Metrics)(nil)
+	_ answer.Meter              = (*metrics.Metrics)(nil)
 )
 
 const serveUsage = `usage: system1 serve [flags]

@@ -31,9 +31,9 @@ type Options struct {
 	// Shadow, when set, draws answered requests to ask a candidate
 	// model too, off the request path (see Shadow).
 	Shadow *Shadow
-	// Spender, when set, is told what each answered question cost (see
-	// Spender).
-	Spender Spender
+	// Meter, when set, is told what each answered question cost and
+	// which were refused (see Meter).
+	Meter Meter
 	// Cascades are models made of others (see Cascade), answered to by
 	// their names.
 	Cascades []Cascade
@@ -317,5 +317,6 @@ func (s *Service) ask(ctx context.Context, router *fleet.Router, req Request, fi
 		return nil, f
 	}
 	refuse(req, declined, a)
+	s.countRefusals(req.Model, a)
 	return a, nil
 }

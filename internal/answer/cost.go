@@ -5,14 +5,17 @@ import (
 	"system1/internal/fleet"
 )
 
-// Spender is told what each question the fleet answered cost, by the
-// node that answered it and the model asked (resolved, as the fleet's
-// metrics name it): system1_cost_usd_total. It is told of every
-// answer the fleet billed, those of a request that failed on another
-// question and a shadow's included, and never of a cache hit, which
-// asked nothing. It must not block.
-type Spender interface {
+// Meter is told what each question the fleet answered cost, by the node
+// that answered it and the model asked (resolved, as the fleet's metrics
+// name it): system1_cost_usd_total; and of each question the service
+// refused, by that model and the refusal's Reason:
+// system1_refusals_total. It is told of every answer the fleet gave,
+// those of a request that failed on another question and a shadow's
+// included, and never of a cache hit, which asked nothing. It must not
+// block.
+type Meter interface {
 	Spent(node, model string, usd float64)
+	Refused(model, reason string)
 }
 
 // questionCost is what the fleet's answer got cost, priced by the node
@@ -38,10 +41,10 @@ func addCost(a, b *decision.USD) *decision.USD {
 	return &c
 }
 
-// spend tells the spender what every question the fleet answered in res
+// spend tells the meter what every question the fleet answered in res
 // cost on its node, whether or not the request as a whole is answered.
 func (s *Service) spend(model string, res *fleet.Result) {
-	if s.opt.Spender == nil || res == nil {
+	if s.opt.Meter == nil || res == nil {
 		return
 	}
 	model = s.opt.Router.Resolve(model)
@@ -50,7 +53,7 @@ func (s *Service) spend(model string, res *fleet.Result) {
 			continue
 		}
 		if c := questionCost(got); c != nil {
-			s.opt.Spender.Spent(got.Node, model, c.Dollars())
+			s.opt.Meter.Spent(got.Node, model, c.Dollars())
 		}
 	}
 }

@@ -18,6 +18,8 @@ type spent struct {
 	usd map[string]float64 // by node
 }
 
+func (s *spent) Refused(model, reason string) {}
+
 func (s *spent) Spent(node, model string, usd float64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -62,7 +64,7 @@ func TestCostOfAFailover(t *testing.T) {
 	}
 	var rec records
 	var sp spent
-	svc := answer.New(answer.Options{Router: fleet.New(nodes, fleet.Options{}), Recorder: &rec, Spender: &sp})
+	svc := answer.New(answer.Options{Router: fleet.New(nodes, fleet.Options{}), Recorder: &rec, Meter: &sp})
 	a, err := svc.Answer(t.Context(), twoQuestions("m"))
 	if err != nil {
 		t.Fatal(err)

@@ -108,6 +108,20 @@ func (a *Answer) Refusals(qs []decision.Question) []decision.Problem {
 	return ps
 }
 
+// countRefusals tells the meter of each question of a, asked of model,
+// that was refused.
+func (s *Service) countRefusals(model string, a *Answer) {
+	if s.opt.Meter == nil || !a.Refused() {
+		return
+	}
+	model = s.opt.Router.Resolve(model)
+	for _, q := range a.Questions {
+		if q.Refusal != nil {
+			s.opt.Meter.Refused(model, string(q.Refusal.Reason))
+		}
+	}
+}
+
 // Refused reports whether any question of a was refused.
 func (a *Answer) Refused() bool {
 	for _, q := range a.Questions {

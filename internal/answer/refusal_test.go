@@ -1,7 +1,15 @@
 package answer
 
 import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"math"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
 	"testing"
 
 	"system1/internal/decision"
@@ -55,5 +63,39 @@ func TestRefuseRule(t *testing.T) {
 		if a.Refused() != (tc.want != "") {
 			t.Errorf("%s: Refused() = %v", tc.name, a.Refused())
 		}
+	}
+}
+
+// docs/http-api.md names every reason system1_refusals_total counts by,
+// and no other: the Reason constants, read from this package's source.
+func TestRefusalReasonsDocumented(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "refusal.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, d := range f.Decls {
+		if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.CONST {
+			for _, spec := range g.Specs {
+				if v := spec.(*ast.ValueSpec); v.Type != nil && fmt.Sprint(v.Type) == "Reason" {
+					want = append(want, strings.Trim(v.Values[0].(*ast.BasicLit).Value, `"`))
+				}
+			}
+		}
+	}
+	doc, err := os.ReadFile("../../docs/http-api.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(doc), "`system1_refusals_total{model,reason}` counts them")
+	para, _, _ := strings.Cut(after, "\n\n")
+	var got []string
+	for _, m := range regexp.MustCompile("`([a-z_]+)`").FindAllStringSubmatch(para, -1) {
+		got = append(got, m[1])
+	}
+	slices.Sort(want)
+	slices.Sort(got)
+	if !ok || len(want) < 4 || !slices.Equal(got, want) {
+		t.Errorf("docs/http-api.md lists the reasons %v; the code has %v", got, want)
 	}
 }

@@ -24,6 +24,7 @@ type Metrics struct {
 	modelChanges   *prometheus.CounterVec
 	canaryCalls    *prometheus.CounterVec
 	cost           *prometheus.CounterVec
+	refusals       *prometheus.CounterVec
 	keySpend       *prometheus.CounterVec
 
 	eceOnce sync.Once
@@ -70,11 +71,14 @@ func New() *Metrics {
 		cost: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "system1_cost_usd_total", Help: "US dollars the answers cost, by model and the node that answered, at the nodes' configured price (nodes without one are not counted); a decision cache hit costs nothing.",
 		}, []string{"model", "node"}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "system1_refusals_total", Help: "Questions answered with a refusal (a 422 on the System One wire, a refusal on the Decisions wire, an abstention on decide), by model and reason (why system1 would not stand behind the answer: docs/http-api.md); a decision cache hit is not counted.",
+		}, []string{"model", "reason"}),
 		keySpend: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "system1_key_spend_usd_total", Help: "US dollars the answers asked with each key cost, by the key's name (never the key), as its budget counts them; answers of nodes without a price are not counted.",
 		}, []string{"key"}),
 	}
-	reg.MustRegister(m.requests, m.requestSeconds, m.attempts, m.attemptSeconds, m.failovers, m.cooldowns, m.modelChanges, m.canaryCalls, m.cost, m.keySpend)
+	reg.MustRegister(m.requests, m.requestSeconds, m.attempts, m.attemptSeconds, m.failovers, m.cooldowns, m.modelChanges, m.canaryCalls, m.cost, m.refusals, m.keySpend)
 	return m
 }
 
@@ -173,6 +177,11 @@ func (m *Metrics) Attempt(node, model, outcome string, d time.Duration) {
 // Spent records what an answer of model by node cost, in US dollars.
 func (m *Metrics) Spent(node, model string, usd float64) {
 	m.cost.WithLabelValues(model, node).Add(usd)
+}
+
+// Refused counts a question of model refused for reason.
+func (m *Metrics) Refused(model, reason string) {
+	m.refusals.WithLabelValues(model, reason).Inc()
 }
 
 // KeySpent counts what an answer asked with key (its name, never the
