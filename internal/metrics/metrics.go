@@ -72,7 +72,7 @@ func New() *Metrics {
 			Name: "system1_cost_usd_total", Help: "US dollars the answers cost, by model and the node that answered, at the nodes' configured price (nodes without one are not counted); a decision cache hit costs nothing.",
 		}, []string{"model", "node"}),
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "system1_refusals_total", Help: "Questions answered with a refusal (a 422 on the System One wire, a refusal on the Decisions wire, an abstention on decide), by model and reason (why system1 would not stand behind the answer: docs/http-api.md); a decision cache hit is not counted.",
+			Name: "system1_refusals_total", Help: "Questions whose answer system1 would not stand behind (a 422 on the System One wire, a refusal on the Decisions wire, an abstention on decide), by the model asked and the reason (docs/http-api.md); a cascade's stage counts its own, which the next stage may answer; a decision cache hit is not counted.",
 		}, []string{"model", "reason"}),
 		keySpend: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "system1_key_spend_usd_total", Help: "US dollars the answers asked with each key cost, by the key's name (never the key), as its budget counts them; answers of nodes without a price are not counted.",
