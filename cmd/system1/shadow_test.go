@@ -62,6 +62,10 @@ func TestShadowReportAndReplayFromTheCommandLine(t *testing.T) {
 		}
 		nodes = append(nodes, n)
 	}
+	// A candidate that ranks none of the labels refuses every question.
+	blank := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{"blank"}, Behavior: fakeengine.Behavior{Logprobs: fakeengine.Probs()}})
+	t.Cleanup(blank.Close)
+	cfgText += fmt.Sprintf("  - {name: blank, url: %q, dialect: llamacpp, models: [blank]}\n", blank.URL)
 	cfgPath := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o600); err != nil {
 		t.Fatal(err)
@@ -127,6 +131,12 @@ func TestShadowReportAndReplayFromTheCommandLine(t *testing.T) {
 		t.Fatalf("replay: %v\n%s", err, stderr)
 	}
 	check("replay --from-log", stdout, "replay")
+	// A candidate that gave no reading of any question has nothing to
+	// compare: the replay says so.
+	if stdout, stderr, err := cli(t, "replay", "--from-log", "--candidate", "blank", "--config", cfgPath); err == nil ||
+		!strings.Contains(err.Error(), "the candidate refused all 200 questions replayed") || !strings.Contains(err.Error(), "ranked none of the labels") {
+		t.Fatalf("replay of a candidate that ranks no label: %v\n%s%s", err, stdout, stderr)
+	}
 
 	// The same report from a server over the log.
 	l, err = decisionlog.Open(t.Context(), decisionlog.Options{Path: db})

@@ -20,7 +20,9 @@ const FaceReplay = "replay"
 // Replay asks candidate, through svc, the questions logged from since to
 // until whose states and questions were kept, request by request, the
 // latest first, at most limit questions, and reports its answers against
-// the ones served.
+// the ones served. A question the candidate refused with no reading (one
+// its model ranked no label of) is left out, as a shadow records none;
+// a candidate that refused them all is an error saying so.
 func Replay(ctx context.Context, svc *answer.Service, l *decisionlog.Log, candidate string, since, until time.Time, limit int) (ShadowReport, error) {
 	rep := ShadowReport{Since: since.UTC(), Until: until.UTC(), Source: FaceReplay, Signatures: []ShadowSignature{}}
 	es, err := l.Window(ctx, since, until.Add(time.Nanosecond), "")
@@ -61,8 +63,9 @@ func Replay(ctx context.Context, svc *answer.Service, l *decisionlog.Log, candid
 		g.req.Questions = append(g.req.Questions, q)
 	}
 	var pairs []ShadowPair
-	asked, failed := 0, 0
+	asked, failed, refused := 0, 0, 0
 	var firstErr error
+	var firstRefusal *answer.Refusal
 	for i := len(order) - 1; i >= 0 && asked < limit; i-- {
 		g := byReq[order[i]]
 		if asked+len(g.req.Questions) > limit {
@@ -79,13 +82,22 @@ func Replay(ctx context.Context, svc *answer.Service, l *decisionlog.Log, candid
 			continue
 		}
 		for j, e := range g.entries {
-			pairs = append(pairs, ShadowPair{Served: e, Candidate: candidate, Dist: a.Questions[j].Dist})
+			q := a.Questions[j]
+			if q.Dist == nil { // refused with no reading to compare, as a shadow records none
+				refused++
+				firstRefusal = cmp.Or(firstRefusal, q.Refusal)
+				continue
+			}
+			pairs = append(pairs, ShadowPair{Served: e, Candidate: candidate, Dist: q.Dist})
 		}
 	}
 	if asked == 0 {
 		return rep, errors.New("the decision log holds no question to replay in the window: replay needs decision_log.keep_states: true, which keeps each state and question")
 	}
-	if len(pairs) == 0 {
+	switch {
+	case len(pairs) == 0 && failed == 0:
+		return rep, fmt.Errorf("the candidate refused all %d questions replayed, with no reading to compare (the first: %s)", refused, firstRefusal)
+	case len(pairs) == 0:
 		return rep, fmt.Errorf("the candidate answered none of the %d requests replayed: %w", failed, firstErr)
 	}
 	rep.Signatures = ShadowReportOf(pairs)
