@@ -66,18 +66,7 @@ cache: {entries: 100}
 		`system1_refusals_total{model="good",reason="label_mass"} 1`,
 	} {
 		if !strings.Contains(m, want+"\n") {
-			t.Errorf("/metrics has no %q:\n%s", want, grepLines(m, "system1_refusals_total"))
+			t.Errorf("/metrics has no %q:\n%s", want, grep(m, "system1_refusals_total"))
 		}
 	}
-}
-
-// grepLines is the lines of s that hold sub.
-func grepLines(s, sub string) string {
-	var out []string
-	for _, l := range strings.Split(s, "\n") {
-		if strings.Contains(l, sub) {
-			out = append(out, l)
-		}
-	}
-	return strings.Join(out, "\n")
 }
