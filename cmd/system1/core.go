@@ -26,10 +26,7 @@ func answerPath(cfg *config.Config, router *fleet.Router, file *outcomes.FitsFil
 // sample for a candidate too, telling meter (none when nil) what each
 // answer cost and which questions were refused.
 func answerPathShadowed(cfg *config.Config, router *fleet.Router, file *outcomes.FitsFile, dlog *decisionlog.Log, local bool, shadow *answer.Shadow, meter answer.Meter) *answer.Service {
-	o := answer.Options{Router: router, Local: local, Shadow: shadow, Cascades: cascades(cfg)}
-	if meter != nil {
-		o.Meter = meter
-	}
+	o := answer.Options{Router: router, Local: local, Shadow: shadow, Cascades: cascades(cfg), Meter: meter}
 	if file != nil {
 		o.Fits = file.Current
 	}

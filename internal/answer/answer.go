@@ -304,11 +304,12 @@ func (s *Service) Answer(ctx context.Context, req Request) (a *Answer, err error
 // asked by them too.
 func (s *Service) ask(ctx context.Context, router *fleet.Router, req Request, fits *calibration.Fits) (*Answer, error) {
 	res, err := router.Decide(ctx, req.Request)
-	s.spend(req.Model, res) // what the nodes billed, answered in the end or not
+	model := router.Resolve(req.Model) // as the fleet's metrics name it
+	s.spend(model, res)                // what the nodes billed, answered in the end or not
 	if err != nil {
 		return nil, s.refused(req.Model, err)
 	}
-	declined := s.declined(ctx, res, router.Resolve(req.Model))
+	declined := s.declined(ctx, res, model)
 	if f := s.unanswered(req.Request, res); f != nil {
 		return nil, f
 	}
@@ -317,6 +318,6 @@ func (s *Service) ask(ctx context.Context, router *fleet.Router, req Request, fi
 		return nil, f
 	}
 	refuse(req, declined, a)
-	s.countRefusals(req.Model, a)
+	s.countRefusals(model, a)
 	return a, nil
 }

@@ -42,12 +42,12 @@ func addCost(a, b *decision.USD) *decision.USD {
 }
 
 // spend tells the meter what every question the fleet answered in res
-// cost on its node, whether or not the request as a whole is answered.
+// cost on its node, asked of model (resolved), whether or not the
+// request as a whole is answered.
 func (s *Service) spend(model string, res *fleet.Result) {
 	if s.opt.Meter == nil || res == nil {
 		return
 	}
-	model = s.opt.Router.Resolve(model)
 	for _, got := range res.Questions {
 		if got.Err != nil {
 			continue

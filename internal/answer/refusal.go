@@ -108,13 +108,12 @@ func (a *Answer) Refusals(qs []decision.Question) []decision.Problem {
 	return ps
 }
 
-// countRefusals tells the meter of each question of a, asked of model,
-// that was refused.
+// countRefusals tells the meter of each question of a, asked of model
+// (resolved), that was refused.
 func (s *Service) countRefusals(model string, a *Answer) {
-	if s.opt.Meter == nil || !a.Refused() {
+	if s.opt.Meter == nil {
 		return
 	}
-	model = s.opt.Router.Resolve(model)
 	for _, q := range a.Questions {
 		if q.Refusal != nil {
 			s.opt.Meter.Refused(model, string(q.Refusal.Reason))
