@@ -194,13 +194,18 @@ func engine(bin, llama, model, dir string, rows, rounds int) error {
 		return err
 	}
 	defer stop()
-	serialBase, _, stopSerial, err := testbin.Serve(bin, time.Minute, "--config", cfgSerial, "--state-dir", filepath.Join(dir, "state-serial"))
-	if err != nil {
-		return err
+	warm := []string{base}
+	var serialBase string
+	if slices.Contains(ways, "serial") {
+		var stopSerial func()
+		if serialBase, _, stopSerial, err = testbin.Serve(bin, time.Minute, "--config", cfgSerial, "--state-dir", filepath.Join(dir, "state-serial")); err != nil {
+			return err
+		}
+		defer stopSerial()
+		warm = append(warm, serialBase)
 	}
-	defer stopSerial()
 	// The labels' tokens, the connections: what a warm server has.
-	for _, b := range []string{base, serialBase} {
+	for _, b := range warm {
 		if _, err := single(b, model, []string{state("warm", 0)}, 1); err != nil {
 			return fmt.Errorf("warming up: %w", err)
 		}
