@@ -20,13 +20,17 @@ const (
 	DefaultMaxRows    = 1_000_000
 	DefaultPruneEvery = 10 * time.Minute
 	// DefaultBatch and DefaultLinger make a transaction of what arrives
-	// within a tenth of a second, up to 2,048 records. A transaction costs
+	// within a tenth of a second, up to 512 records. A transaction costs
 	// about 80 µs of CPU besides its records (its WAL pages, the commit),
 	// so the writer's CPU per record falls with the batch: about 50 µs at
-	// 2 records, 17 at 16, 10 at 512 (BenchmarkInsert). A process killed
-	// meanwhile loses what is queued, as before (a Flush, a Lookup or
-	// Close writes it at once).
-	DefaultBatch  = 2048
+	// 2 records, 17 at 16, 10 at 512 (BenchmarkInsert). Past 512 it falls
+	// no further than the larger arrays cost: at 2,048, a server at
+	// saturation kept three arrays of 2,048 records (0.7 MB each) for the
+	// collector to scan, and a cache hit took a tenth more CPU
+	// (docs/decision-log.md).
+	// A process killed meanwhile loses what is queued, as before (a Flush,
+	// a Lookup or Close writes it at once).
+	DefaultBatch  = 512
 	DefaultLinger = 100 * time.Millisecond
 )
 
