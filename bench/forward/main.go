@@ -40,11 +40,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
+
+	"system1/internal/procstat"
 )
 
 // request asks one choice and one noul; reply is the stand-in's answer,
@@ -212,7 +213,7 @@ func run(bins binaries, logs []bool, cache int, ld load, duration time.Duration,
 		}
 	}
 
-	loadBefore := loadavg()
+	loadBefore := procstat.LoadAverage()
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "round\ttarget\trequests\terrors\treq/s\tp50\tp99\tadded p50\tadded p99\tCPU per request\t\n")
 	all := make(map[string][]result)
@@ -233,7 +234,7 @@ func run(bins binaries, logs []bool, cache int, ld load, duration time.Duration,
 		}
 	}
 	tw.Flush()
-	loadAfter := loadavg()
+	loadAfter := procstat.LoadAverage()
 
 	fmt.Printf("\nover %d round(s): median [min, max]\n", rounds)
 	tw = tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -260,7 +261,8 @@ func run(bins binaries, logs []bool, cache int, ld load, duration time.Duration,
 	fmt.Printf("\npeak RSS over the rounds:")
 	for _, t := range targets {
 		if t.pid != 0 {
-			fmt.Printf(" %s %.1f MiB;", t.name, float64(peakRSS(t.pid))/(1<<20))
+			peak, _ := procstat.Memory(t.pid, "VmHWM")
+			fmt.Printf(" %s %.1f MiB;", t.name, procstat.MiB(peak))
 		}
 	}
 	fmt.Println()
@@ -426,7 +428,7 @@ type result struct {
 	elapsed            time.Duration
 	p50, p99           time.Duration
 	addedP50, addedP99 time.Duration // over the direct call in the same round
-	cpu                float64       // CPU seconds system1 spent during the measurement
+	cpu                time.Duration // CPU system1 spent during the measurement
 }
 
 func (r result) rate() float64 { return float64(r.ok) / r.elapsed.Seconds() }
@@ -435,13 +437,13 @@ func (r result) cpuPerRequest() float64 {
 	if r.ok == 0 {
 		return 0
 	}
-	return r.cpu / float64(r.ok)
+	return r.cpu.Seconds() / float64(r.ok)
 }
 
 func measure(hc *http.Client, t target, ld load, d time.Duration) result {
-	var before float64
+	var before time.Duration
 	if t.pid != 0 {
-		before = cpuSeconds(t.pid)
+		before, _ = procstat.CPU(t.pid)
 	}
 	var pace <-chan time.Time // a request may go at each tick; ticks nobody takes are dropped
 	if ld.rate > 0 {
@@ -478,7 +480,8 @@ func measure(hc *http.Client, t target, ld load, d time.Duration) result {
 	wg.Wait()
 	r := result{ok: len(lat), errors: errs, elapsed: time.Since(start)}
 	if t.pid != 0 {
-		r.cpu = cpuSeconds(t.pid) - before
+		after, _ := procstat.CPU(t.pid)
+		r.cpu = after - before
 	}
 	slices.Sort(lat)
 	if len(lat) > 0 {
@@ -548,33 +551,6 @@ func post(hc *http.Client, url string) ([]byte, error) {
 	return body, err
 }
 
-// cpuSeconds reads a process's user plus system CPU time from
-// /proc/PID/stat, in clock ticks of 1/100 s.
-func cpuSeconds(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// Fields after the command name, which is in parentheses.
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
-	utime, _ := strconv.ParseFloat(f[11], 64)
-	stime, _ := strconv.ParseFloat(f[12], 64)
-	return (utime + stime) / 100
-}
-
-// loadavg is the machine's load average over 1, 5 and 15 minutes.
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
-}
-
 // spread is the median of f over rs and its range, "m [lo, hi]".
 func spread(rs []result, f func(result) float64, format string) string {
 	v := make([]float64, len(rs))
@@ -614,19 +590,3 @@ func cpuCell(t target, perRequest float64) string {
 func msf(d time.Duration) string { return fmt.Sprintf("%.3f ms", ms(d)) }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-// peakRSS is process pid's peak resident memory in bytes (VmHWM in
-// /proc/PID/status), 0 where it cannot be read.
-func peakRSS(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for line := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
-}

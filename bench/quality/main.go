@@ -48,6 +48,7 @@ import (
 
 	"system1/internal/calibration"
 	"system1/internal/cases"
+	"system1/internal/procstat"
 	"system1/internal/simmodel"
 )
 
@@ -175,7 +176,7 @@ func main() {
 		}
 		bins[i].Path = p
 	}
-	rep := report{Date: time.Now().UTC(), Load: loadAverage(), CPUs: runtime.NumCPU(), Command: commandLine(), Options: o, Binaries: bins}
+	rep := report{Date: time.Now().UTC(), Load: procstat.LoadAverage(), CPUs: runtime.NumCPU(), Command: commandLine(), Options: o, Binaries: bins}
 	start := time.Now()
 	for _, name := range o.Sets {
 		log.Printf("%s: training the simulated model and running %d binary(ies)", name, len(bins))
@@ -282,18 +283,4 @@ func commandLine() string {
 		args = append(args, a)
 	}
 	return strings.Join(args, " ")
-}
-
-// loadAverage is /proc/loadavg's first three numbers, "" where there is
-// none.
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return ""
-	}
-	return strings.Join(f[:3], " ")
 }

@@ -19,11 +19,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"system1/internal/fakeengine"
+	"system1/internal/procstat"
 	"system1/internal/testbin"
 )
 
@@ -95,7 +94,7 @@ nodes:
 	if _, err := ask(base, body(model, 1, -1)); err != nil { // the labels' tokens, connections
 		return 0, 0, 0, err
 	}
-	before, err := vm(pid, "VmRSS")
+	before, err := procstat.Memory(pid, "VmRSS")
 	if err != nil {
 		return 0, 0, 0, err
 	}
@@ -107,9 +106,9 @@ nodes:
 		}
 		lat = append(lat, d)
 	}
-	peak, err := vm(pid, "VmHWM")
+	peak, err := procstat.Memory(pid, "VmHWM")
 	slices.Sort(lat)
-	return lat[len(lat)/2], before, peak, err
+	return lat[len(lat)/2], procstat.MiB(before), procstat.MiB(peak), err
 }
 
 // body is n choice questions over a state that is new each time.
@@ -153,21 +152,6 @@ func ask(base string, b []byte) (time.Duration, error) {
 		return 0, fmt.Errorf("%d answers for %d questions", len(reply.Answers), len(req.Questions))
 	}
 	return d, nil
-}
-
-// vm reads a field of /proc/pid/status in MiB.
-func vm(pid int, field string) (float64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-			return kb / 1024, err
-		}
-	}
-	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

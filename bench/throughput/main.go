@@ -54,6 +54,7 @@ import (
 	"time"
 
 	"system1/internal/fakeengine"
+	"system1/internal/procstat"
 	"system1/internal/testbin"
 )
 
@@ -113,7 +114,7 @@ func main() {
 	if err := os.WriteFile(filepath.Join(dir, "questions.json"), []byte(`{"model":"`+*model+`","questions":`+questions+`}`), 0o644); err != nil {
 		fail(err)
 	}
-	fmt.Printf("%s, load average %s\n", time.Now().UTC().Format(time.RFC3339), loadavg())
+	fmt.Printf("%s, load average %s\n", time.Now().UTC().Format(time.RFC3339), procstat.LoadAverage())
 	if *llama != "" {
 		if err := engine(*bin, *llama, *model, dir, *rows, *rounds); err != nil {
 			fail(err)
@@ -132,7 +133,7 @@ func main() {
 			fail(err)
 		}
 	}
-	fmt.Printf("\nload average at the end %s\n", loadavg())
+	fmt.Printf("\nload average at the end %s\n", procstat.LoadAverage())
 }
 
 // numbers reads a flag's comma-separated list of numbers of at least least.
@@ -609,15 +610,6 @@ func metrics(base string) (map[string]float64, error) {
 	return out, nil
 }
 
-func loadavg() string {
-	b, _ := os.ReadFile("/proc/loadavg")
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
-}
-
 // fake measures system1's own cost per row against the fake engine,
 // which answers at once: system1 run's and the batch route's CPU time
 // per row and peak resident memory, at each row count.
@@ -722,7 +714,7 @@ func serveBatches(bin, cfg, dir string, states []string) (time.Duration, time.Du
 	if _, err := single(base, fakeengine.DefaultModel, states[:1], 1); err != nil {
 		return 0, 0, 0, err
 	}
-	before, err := cpuTime(pid)
+	before, err := procstat.CPU(pid)
 	if err != nil {
 		return 0, 0, 0, err
 	}
@@ -732,37 +724,12 @@ func serveBatches(bin, cfg, dir string, states []string) (time.Duration, time.Du
 	if err != nil || got != len(states) {
 		return 0, 0, 0, fmt.Errorf("the batch route answered %d of %d states (%v)", got, len(states), err)
 	}
-	after, err := cpuTime(pid)
+	after, err := procstat.CPU(pid)
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	peak, err := vmHWM(pid)
-	return wall, after - before, peak, err
-}
-
-// cpuTime is a process's user and system time so far, from
-// /proc/pid/stat.
-func cpuTime(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// The fields after the command's name, which is in parentheses.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, errors.New("/proc/pid/stat: no command name")
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0, errors.New("/proc/pid/stat: too few fields")
-	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err := cmpErr(err1, err2); err != nil {
-		return 0, err
-	}
-	const ticks = 100 // USER_HZ on Linux
-	return time.Duration(utime+stime) * time.Second / ticks, nil
+	peak, err := procstat.Memory(pid, "VmHWM")
+	return wall, after - before, procstat.MiB(peak), err
 }
 
 // watchPeak reads process pid's peak resident memory (VmHWM) every 20 ms
@@ -779,13 +746,13 @@ func watchPeak(pid int) (stop func() float64) {
 	)
 	go func() {
 		for {
-			mib, err := vmHWM(pid)
+			mem, err := procstat.Memory(pid, "VmHWM")
 			mu.Lock()
 			if err != nil || stopped { // gone, or reaped and its pid free again
 				mu.Unlock()
 				return
 			}
-			peak = mib
+			peak = procstat.MiB(mem)
 			mu.Unlock()
 			time.Sleep(20 * time.Millisecond)
 		}
@@ -796,19 +763,4 @@ func watchPeak(pid int) (stop func() float64) {
 		stopped = true
 		return peak
 	}
-}
-
-// vmHWM is a process's peak resident memory in MiB.
-func vmHWM(pid int) (float64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-			return kb / 1024, err
-		}
-	}
-	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
 }

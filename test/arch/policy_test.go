@@ -192,15 +192,20 @@ var policy = []rule{
 		why:  "test support: a simulated model trained on case files, served by the fake engine",
 	},
 	{
+		pkgs: []string{"internal/procstat"},
+		test: true,
+		why:  "benchmark support: a process's CPU time and memory and the machine's load, read from /proc",
+	},
+	{
 		pkgs: []string{"bench/forward", "bench/kquestions", "bench/load", "bench/overhead", "bench/questions", "bench/throughput"},
-		may:  []string{"internal/fakeengine", "internal/testbin"},
+		may:  []string{"internal/fakeengine", "internal/procstat", "internal/testbin"},
 		test: true,
 		why:  "benchmark programs, which build the real binary and drive it against fakes",
 	},
 	{
 		pkgs: []string{"bench/quality"},
 		may: []string{"internal/calibration", "internal/calibration/fitting", "internal/cases", "internal/decision", "internal/decisionlog",
-			"internal/fakeengine", "internal/outcomes", "internal/simmodel", "internal/systemone", "modernc.org/sqlite"},
+			"internal/fakeengine", "internal/outcomes", "internal/procstat", "internal/simmodel", "internal/systemone", "modernc.org/sqlite"},
 		test: true,
 		why:  "the decision-quality benchmark: the simulated model through the real binary, outcomes fed back, the refit measured on held-out answers (read back from the stopped server's SQLite decision log)",
 	},

@@ -16,6 +16,7 @@ import (
 
 	"system1/cmd/system1/tracesdk"
 	"system1/internal/fakeengine"
+	"system1/internal/procstat"
 	"system1/internal/testbin"
 	"system1/internal/testjaeger"
 	"system1/internal/tracing"
@@ -279,26 +280,15 @@ func operations(t *testing.T, j *testjaeger.Jaeger, service string) []string {
 }
 
 // childCPU is the CPU a process has used, user and system, in
-// nanoseconds, from /proc/PID/stat (in clock ticks: 10 ms at the usual
-// 100 Hz, which a benchmark's thousands of requests make small).
+// nanoseconds (/proc's clock ticks: 10 ms, which a benchmark's thousands
+// of requests make small).
 func childCPU(b *testing.B, pid int) int64 {
 	b.Helper()
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	d, err := procstat.CPU(pid)
 	if err != nil {
 		b.Skipf("no /proc here: %v", err)
 	}
-	// The fields after the command's closing parenthesis; utime and stime
-	// are the 14th and 15th of the whole line.
-	fields := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
-	var utime, stime int64
-	if _, err := fmt.Sscan(fields[11], &utime); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := fmt.Sscan(fields[12], &stime); err != nil {
-		b.Fatal(err)
-	}
-	const ticks = 100 // sysconf(_SC_CLK_TCK) on Linux
-	return (utime + stime) * int64(time.Second) / ticks
+	return d.Nanoseconds()
 }
 
 // BenchmarkBinary is one /v1/systemone request of 1 and of 8 questions
