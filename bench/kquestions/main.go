@@ -24,6 +24,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"system1/internal/testbin"
 )
 
 // story is about 400 tokens of state.
@@ -131,28 +133,6 @@ func main() {
 	}
 }
 
-// metrics reads llama-server's Prometheus counters.
-func metrics(base string) map[string]float64 {
-	resp, err := http.Get(base + "/metrics")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "kquestions:", err)
-		os.Exit(1)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	out := map[string]float64{}
-	for _, line := range strings.Split(string(b), "\n") {
-		name, v, ok := strings.Cut(line, " ")
-		if !ok || strings.HasPrefix(line, "#") {
-			continue
-		}
-		if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
-			out[name] = f
-		}
-	}
-	return out
-}
-
 // ask sends the first k questions over state, with suffix added to each
 // question's instructions.
 func ask(url, model, state string, k int, suffix string) time.Duration {
@@ -184,3 +164,13 @@ func median(v []float64) float64 {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// metrics reads llama-server's Prometheus counters, or ends the program.
+func metrics(base string) map[string]float64 {
+	m, err := testbin.Metrics(base)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kquestions:", err)
+		os.Exit(1)
+	}
+	return m
+}

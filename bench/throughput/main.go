@@ -226,7 +226,7 @@ func engine(bin, llama, model, dir string, rows, rounds int) error {
 			for i := range states {
 				states[i] = state(fmt.Sprintf("%s-%03d", nonce, i), i)
 			}
-			before, err := metrics(llama)
+			before, err := testbin.Metrics(llama)
 			if err != nil {
 				return err
 			}
@@ -250,7 +250,7 @@ func engine(bin, llama, model, dir string, rows, rounds int) error {
 			if err != nil {
 				return fmt.Errorf("round %d, %s: %w", r, way, err)
 			}
-			after, err := metrics(llama)
+			after, err := testbin.Metrics(llama)
 			if err != nil {
 				return err
 			}
@@ -584,30 +584,6 @@ func totalSlots(llama string) (int, error) {
 		return 0, fmt.Errorf("llama-server's /props gives no total_slots (%v)", err)
 	}
 	return p.TotalSlots, nil
-}
-
-// metrics reads llama-server's Prometheus counters.
-func metrics(base string) (map[string]float64, error) {
-	resp, err := http.Get(base + "/metrics")
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("llama-server's /metrics: status %d (start it with --metrics)", resp.StatusCode)
-	}
-	out := map[string]float64{}
-	for _, line := range strings.Split(string(b), "\n") {
-		name, v, ok := strings.Cut(line, " ")
-		if !ok || strings.HasPrefix(line, "#") {
-			continue
-		}
-		if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
-			out[name] = f
-		}
-	}
-	return out, nil
 }
 
 // fake measures system1's own cost per row against the fake engine,

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -209,4 +210,34 @@ func Do(t testing.TB, c *http.Client, method, url, body string, headers ...strin
 		t.Fatal(err)
 	}
 	return resp, b
+}
+
+// Metrics reads a server's Prometheus samples at base/metrics, by name
+// with its labels as written (llamacpp:prompt_tokens_total,
+// system1_engine_attempts_total{node="a",outcome="ok"}).
+func Metrics(base string) (map[string]float64, error) {
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s/metrics: status %d", base, resp.StatusCode)
+	}
+	out := map[string]float64{}
+	for line := range strings.Lines(string(b)) {
+		line = strings.TrimSpace(line)
+		i := strings.LastIndexByte(line, ' ') // a label's value may hold spaces; no sample here has a timestamp
+		if i < 0 || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if f, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+			out[line[:i]] = f
+		}
+	}
+	return out, nil
 }

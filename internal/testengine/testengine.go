@@ -7,7 +7,6 @@ package testengine
 import (
 	"bytes"
 	"cmp"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -163,18 +162,15 @@ func (s *Server) run(t testing.TB) {
 // prompt caching counts.
 func (s *Server) PromptTokens(t testing.TB) int {
 	t.Helper()
-	_, b := testbin.Do(t, http.DefaultClient, http.MethodGet, s.URL+"/metrics", "")
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "llamacpp:prompt_tokens_total "); ok {
-			n, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			if err != nil {
-				t.Fatalf("llama-server's metrics: %q: %v", line, err)
-			}
-			return int(n)
-		}
+	m, err := testbin.Metrics(s.URL)
+	if err != nil {
+		t.Fatalf("llama-server's metrics: %v", err)
 	}
-	t.Fatalf("llama-server's metrics have no llamacpp:prompt_tokens_total:\n%s", b)
-	return 0
+	n, ok := m["llamacpp:prompt_tokens_total"]
+	if !ok {
+		t.Fatalf("llama-server's metrics have no llamacpp:prompt_tokens_total: %v", m)
+	}
+	return int(n)
 }
 
 // Stop kills the server and waits for it; stopping twice is fine.
