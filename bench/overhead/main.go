@@ -29,7 +29,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -39,6 +38,7 @@ import (
 	"time"
 
 	"system1/internal/fakeengine"
+	"system1/internal/testbin"
 )
 
 func main() {
@@ -304,48 +304,14 @@ func closedLoop(t target, workers int, d time.Duration) *result {
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.3f ms", float64(d.Microseconds())/1000) }
 
-var listening = regexp.MustCompile(`msg=listening url=(http://\S+)`)
-
-// serve starts system1 serve on a free loopback port, returning its URL
-// once it logs that it listens, and a function that stops it. Its log goes
-// straight to system1.log in dir, not through a pipe, so that logging a
-// line per request wakes nothing in the measuring process; the file is
-// read for the URL before the measurement starts.
+// serve starts system1 serve on a free loopback port, its log in dir,
+// returning its URL once it listens and a function that stops it.
 func serve(bin, cfg, dir string) (string, func(), error) {
-	logf, err := os.Create(filepath.Join(dir, "system1.log"))
+	cmd := exec.Command(bin, "serve", "--config", cfg, "--listen", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+dir, "XDG_CONFIG_HOME="+dir)
+	base, exited, err := testbin.Listen(cmd, filepath.Join(dir, "system1.log"), 30*time.Second)
 	if err != nil {
 		return "", nil, err
 	}
-	cmd := exec.Command(bin, "serve", "--config", cfg, "--listen", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+dir, "XDG_CONFIG_HOME="+dir)
-	cmd.Stderr = logf
-	if err := cmd.Start(); err != nil {
-		return "", nil, err
-	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	stop := func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		<-exited
-		logf.Close()
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		log, _ := os.ReadFile(logf.Name())
-		if m := listening.FindSubmatch(log); m != nil {
-			return string(m[1]), stop, nil
-		}
-		select {
-		case <-exited:
-			logf.Close()
-			return "", nil, fmt.Errorf("system1 serve exited:\n%s", log)
-		case <-time.After(10 * time.Millisecond): // polling a file: no channel reaches into another process
-		}
-	}
-	_ = cmd.Process.Kill()
-	stop()
-	return "", nil, errors.New("system1 serve did not listen within 30s")
+	return base, func() { _ = cmd.Process.Signal(os.Interrupt); <-exited }, nil
 }

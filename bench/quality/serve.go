@@ -23,6 +23,7 @@ import (
 	"system1/internal/decision"
 	"system1/internal/fakeengine"
 	"system1/internal/systemone"
+	"system1/internal/testbin"
 )
 
 // Headers of the server-side prediction sets: a later request asks for
@@ -63,50 +64,23 @@ func (a answer) prediction(dist decision.Distribution) calibration.Prediction {
 type server struct {
 	base    string
 	cmd     *exec.Cmd
-	exited  chan struct{}
+	exited  <-chan struct{}
 	logPath string
 	hc      *http.Client
 }
 
-var listening = regexp.MustCompile(`msg=listening url=(http://\S+)`)
-
 // startServe runs bin serve with the configuration at cfg on a free
 // loopback port, its state and log in dir, and waits until it listens.
 func startServe(bin, cfg, dir string, concurrency int) (*server, error) {
+	cmd := exec.Command(bin, "serve", "--config", cfg, "--listen", "127.0.0.1:0", "--state-dir", dir)
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+dir, "XDG_CONFIG_HOME="+dir)
 	logPath := filepath.Join(dir, "serve.log")
-	logf, err := os.Create(logPath)
+	base, exited, err := testbin.Listen(cmd, logPath, 30*time.Second)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "serve", "--config", cfg, "--listen", "127.0.0.1:0", "--state-dir", dir)
-	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+dir, "XDG_CONFIG_HOME="+dir)
-	cmd.Stderr = logf
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return nil, err
-	}
-	s := &server{cmd: cmd, exited: make(chan struct{}), logPath: logPath,
-		hc: &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: concurrency + 2}}}
-	go func() {
-		_ = cmd.Wait()
-		logf.Close()
-		close(s.exited)
-	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if m := listening.FindSubmatch(s.log()); m != nil {
-			s.base = string(m[1])
-			return s, nil
-		}
-		select {
-		case <-s.exited:
-			return nil, fmt.Errorf("system1 serve exited before it listened:\n%s", s.log())
-		case <-time.After(20 * time.Millisecond): // polling a file: no channel reaches into another process
-		}
-	}
-	_ = cmd.Process.Kill()
-	<-s.exited
-	return nil, fmt.Errorf("system1 serve did not listen within 30s:\n%s", s.log())
+	return &server{base: base, cmd: cmd, exited: exited, logPath: logPath,
+		hc: &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: concurrency + 2}}}, nil
 }
 
 // waitBuild waits until the server's background probe has named the

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -154,6 +155,51 @@ func Run(cmd *exec.Cmd) (code int, stdout, stderr string, err error) {
 		code, err = ee.ExitCode(), nil
 	}
 	return code, out.String(), errOut.String(), err
+}
+
+// listening is the line system1 serve logs once it listens.
+var listening = regexp.MustCompile(`msg=listening url=(http://\S+)`)
+
+// Listen starts cmd, a system1 serve on port 0, with its log written to
+// a new file at logPath rather than through a pipe (so that a line logged
+// per request wakes nothing in the measuring process), and waits, up to
+// within, until the log says where it listens. It returns that URL and a
+// channel closed once the process has exited; on an error the process is
+// stopped and the log quoted.
+func Listen(cmd *exec.Cmd, logPath string, within time.Duration) (base string, exited <-chan struct{}, err error) {
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return "", nil, err
+	}
+	cmd.Stderr = logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return "", nil, err
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		logf.Close()
+		close(done)
+	}()
+	deadline := time.Now().Add(within)
+	for {
+		log, _ := os.ReadFile(logPath)
+		if m := listening.FindSubmatch(log); m != nil {
+			return string(m[1]), done, nil
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			<-done
+			return "", nil, fmt.Errorf("system1 serve did not listen within %s:\n%s", within, log)
+		}
+		select {
+		case <-done:
+			log, _ = os.ReadFile(logPath)
+			return "", nil, fmt.Errorf("system1 serve exited before it listened:\n%s", log)
+		case <-time.After(10 * time.Millisecond): // polling a file: no channel reaches into another process
+		}
+	}
 }
 
 // Serve runs bin serve with args on a free loopback address (--listen)

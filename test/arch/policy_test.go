@@ -205,7 +205,7 @@ var policy = []rule{
 	{
 		pkgs: []string{"bench/quality"},
 		may: []string{"internal/calibration", "internal/calibration/fitting", "internal/cases", "internal/decision", "internal/decisionlog",
-			"internal/fakeengine", "internal/outcomes", "internal/procstat", "internal/simmodel", "internal/systemone", "modernc.org/sqlite"},
+			"internal/fakeengine", "internal/outcomes", "internal/procstat", "internal/simmodel", "internal/systemone", "internal/testbin", "modernc.org/sqlite"},
 		test: true,
 		why:  "the decision-quality benchmark: the simulated model through the real binary, outcomes fed back, the refit measured on held-out answers (read back from the stopped server's SQLite decision log)",
 	},
