@@ -131,6 +131,5 @@ func isBox(raw json.RawMessage) bool {
 		return false
 	}
 	t, ok := jsonx.Lookup(ms, "type")
-	var typ string
-	return ok && json.Unmarshal(t, &typ) == nil && typ == FeatureBox
+	return ok && jsonx.Kind(t) == "string" && jsonx.Text(t) == FeatureBox
 }

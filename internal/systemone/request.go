@@ -136,7 +136,7 @@ func parseRequest(body []byte) *Parsed {
 	case jsonx.Kind(raw) != "string":
 		fail("string_type", "model must be a string", "model")
 	default:
-		_ = json.Unmarshal(raw, &p.Model)
+		p.Model = jsonx.Text(raw)
 	}
 
 	state, ok := field("state")
@@ -202,16 +202,15 @@ func parseQuestion(id string, raw json.RawMessage) (decision.Question, []decisio
 	field := func(key string) (json.RawMessage, bool) { return jsonx.Lookup(fs, key) }
 
 	t, ok := field("type")
-	var kind string
 	switch {
 	case !ok:
 		fail("union_tag_not_found", "Field required: type (choice, noul or score)", "type")
 		return q, ps
-	case jsonx.Kind(t) != "string" || json.Unmarshal(t, &kind) != nil || !decision.Kind(kind).Valid():
+	case jsonx.Kind(t) != "string" || !decision.Kind(jsonx.Text(t)).Valid():
 		fail("union_tag_invalid", fmt.Sprintf("type %s is not one of choice, noul, score", bytes.TrimSpace(t)), "type")
 		return q, ps
 	}
-	q.Kind = decision.Kind(kind)
+	q.Kind = decision.Kind(jsonx.Text(t))
 
 	if in, ok := field("instructions"); ok {
 		switch jsonx.Kind(in) {
