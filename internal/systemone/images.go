@@ -123,13 +123,3 @@ func empty(raw json.RawMessage) bool {
 	}
 	return false
 }
-
-// isBox reports whether a question is a box question ("type": "box").
-func isBox(raw json.RawMessage) bool {
-	ms, err := jsonx.Members(raw)
-	if err != nil {
-		return false
-	}
-	t, ok := jsonx.Lookup(ms, "type")
-	return ok && jsonx.Kind(t) == "string" && jsonx.Text(t) == FeatureBox
-}

@@ -171,10 +171,10 @@ func parseRequest(body []byte) *Parsed {
 		fail("too_short", "questions must hold at least one question", "questions")
 	}
 	for _, m := range qs {
-		if isBox(m.Value) {
+		q, probs := parseQuestion(m.Key, m.Value)
+		if q.Kind == FeatureBox {
 			p.Images.Box = append(p.Images.Box, m.Key)
 		}
-		q, probs := parseQuestion(m.Key, m.Value)
 		for _, pr := range probs {
 			fail(pr.Type, pr.Msg, pr.Path...)
 		}
@@ -208,6 +208,9 @@ func parseQuestion(id string, raw json.RawMessage) (decision.Question, []decisio
 		return q, ps
 	case jsonx.Kind(t) != "string" || !decision.Kind(jsonx.Text(t)).Valid():
 		fail("union_tag_invalid", fmt.Sprintf("type %s is not one of choice, noul, score", bytes.TrimSpace(t)), "type")
+		if jsonx.Kind(t) == "string" && jsonx.Text(t) == FeatureBox {
+			q.Kind = FeatureBox // Jev 1.14's box question, which the caller refuses as an image
+		}
 		return q, ps
 	}
 	q.Kind = decision.Kind(jsonx.Text(t))
