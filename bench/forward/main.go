@@ -33,8 +33,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,6 +44,7 @@ import (
 	"time"
 
 	"system1/internal/procstat"
+	"system1/internal/testbin"
 )
 
 // request asks one choice and one noul; reply is the stand-in's answer,
@@ -103,7 +102,7 @@ func main() {
 	proxyTo := flag.String("reverse-proxy-to", "", "run as the bare reverse proxy to this URL (how the proxy target is started)")
 	flag.Parse()
 	if *proxyTo != "" {
-		if err := reverseProxy(*proxyTo); err != nil {
+		if err := testbin.ReverseProxy(*proxyTo); err != nil {
 			fmt.Fprintln(os.Stderr, "forward:", err)
 			os.Exit(1)
 		}
@@ -178,12 +177,12 @@ func run(bins binaries, logs []bool, cache int, ld load, duration time.Duration,
 	}
 	defer os.RemoveAll(dir)
 	targets := []target{{name: "direct", url: base + "/v1/systemone"}}
-	pt, stop, err := startProxy(base)
+	pu, proxy, stop, err := testbin.StartReverseProxy(dir, "-reverse-proxy-to", base)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	targets = append(targets, pt)
+	targets = append(targets, target{name: proxyName, url: pu + "/v1/systemone", pid: proxy.Process.Pid})
 	for i, b := range bins {
 		for _, log := range logs {
 			if !log && len(logs) > 1 {
@@ -383,44 +382,6 @@ func launch(cmd *exec.Cmd) (io.Reader, func(), error) {
 		return nil, nil, err
 	}
 	return stderr, func() { cmd.Process.Kill(); cmd.Wait() }, nil
-}
-
-// reverseProxy serves a bare reverse proxy to to on a free loopback
-// port, with as many idle connections to it as system1 keeps, and says
-// where it listens on stderr as system1 does.
-func reverseProxy(to string) error {
-	u, err := url.Parse(to)
-	if err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	rp.Transport = &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256}
-	fmt.Fprintf(os.Stderr, "msg=listening url=http://%s\n", ln.Addr())
-	return http.Serve(ln, rp)
-}
-
-// startProxy runs this program again as the bare reverse proxy to base.
-func startProxy(base string) (target, func(), error) {
-	self, err := os.Executable()
-	if err != nil {
-		return target{}, nil, err
-	}
-	cmd := exec.Command(self, "-reverse-proxy-to", base)
-	stderr, stop, err := launch(cmd)
-	if err != nil {
-		return target{}, nil, err
-	}
-	line, err := bufio.NewReader(stderr).ReadString('\n')
-	u, ok := strings.CutPrefix(strings.TrimSpace(line), "msg=listening url=")
-	if err != nil || !ok {
-		stop()
-		return target{}, nil, fmt.Errorf("the bare proxy did not start: %v %q", err, line)
-	}
-	return target{name: proxyName, url: u + "/v1/systemone", pid: cmd.Process.Pid}, stop, nil
 }
 
 type result struct {

@@ -15,23 +15,18 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log"
-	"net"
 	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"text/tabwriter"
@@ -53,7 +48,7 @@ func main() {
 	proxyTo := flag.String("proxy", "", "run as the bare reverse proxy to this URL (used by -control)")
 	flag.Parse()
 	if *proxyTo != "" {
-		log.Fatal(proxy(*proxyTo))
+		log.Fatal(testbin.ReverseProxy(*proxyTo))
 	}
 	if *bin == "" || *rate <= 0 {
 		flag.Usage()
@@ -124,7 +119,7 @@ func run(bin string, d fakeengine.Dialect, rate int, duration, latency, saturate
 	direct := target{name: "direct", url: fake.URL + d.InferencePath(), body: calls[len(calls)-1].Body, hc: client()}
 	targets := []target{direct, via}
 	if control {
-		url, stop, err := startProxy(fake.URL)
+		url, _, stop, err := testbin.StartReverseProxy(dir, "-proxy", fake.URL)
 		if err != nil {
 			return err
 		}
@@ -170,46 +165,6 @@ func run(bin string, d fakeengine.Dialect, rate int, duration, latency, saturate
 		w.Flush()
 	}
 	return nil
-}
-
-// proxy serves a bare reverse proxy to target on a free loopback port,
-// writing its URL on stdout.
-func proxy(to string) error {
-	u, err := url.Parse(to)
-	if err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	rp.Transport = &http.Transport{MaxIdleConns: 512, MaxIdleConnsPerHost: 512}
-	fmt.Printf("http://%s\n", ln.Addr())
-	return http.Serve(ln, rp)
-}
-
-// startProxy runs this program again as a bare reverse proxy to target.
-func startProxy(target string) (string, func(), error) {
-	self, err := os.Executable()
-	if err != nil {
-		return "", nil, err
-	}
-	cmd := exec.Command(self, "-proxy", target)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return "", nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return "", nil, err
-	}
-	stop := func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		stop()
-		return "", nil, fmt.Errorf("the bare proxy did not start: %w", err)
-	}
-	return strings.TrimSpace(line), stop, nil
 }
 
 // result is one target's latencies over a phase.

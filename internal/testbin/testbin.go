@@ -10,6 +10,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -160,10 +162,10 @@ func Run(cmd *exec.Cmd) (code int, stdout, stderr string, err error) {
 // listening is the line system1 serve logs once it listens.
 var listening = regexp.MustCompile(`msg=listening url=(http://\S+)`)
 
-// Listen starts cmd, a system1 serve on port 0, with its log written to
-// a new file at logPath rather than through a pipe (so that a line logged
-// per request wakes nothing in the measuring process), and waits, up to
-// within, until the log says where it listens. It returns that URL and a
+// Listen starts cmd, a system1 serve on port 0 or a ReverseProxy, with
+// its log written to a new file at logPath rather than through a pipe (so
+// that a line logged per request wakes nothing in the measuring process),
+// and waits, up to within, until the log says where it listens. It returns that URL and a
 // channel closed once the process has exited; on an error the process is
 // stopped and the log quoted.
 func Listen(cmd *exec.Cmd, logPath string, within time.Duration) (base string, exited <-chan struct{}, err error) {
@@ -191,15 +193,52 @@ func Listen(cmd *exec.Cmd, logPath string, within time.Duration) (base string, e
 		if time.Now().After(deadline) {
 			_ = cmd.Process.Kill()
 			<-done
-			return "", nil, fmt.Errorf("system1 serve did not listen within %s:\n%s", within, log)
+			return "", nil, fmt.Errorf("%s did not listen within %s:\n%s", cmd.Path, within, log)
 		}
 		select {
 		case <-done:
 			log, _ = os.ReadFile(logPath)
-			return "", nil, fmt.Errorf("system1 serve exited before it listened:\n%s", log)
+			return "", nil, fmt.Errorf("%s exited before it listened:\n%s", cmd.Path, log)
 		case <-time.After(10 * time.Millisecond): // polling a file: no channel reaches into another process
 		}
 	}
+}
+
+// ReverseProxy serves a bare reverse proxy (net/http/httputil) to the URL
+// to on a free loopback port, and logs where it listens on stderr as
+// system1 serve does, for Listen to read: the least any gateway process
+// adds, which the benchmarks measure system1 beside. It keeps more idle
+// connections to to than their loads open, so that it never dials
+// mid-measurement. It returns only when serving fails.
+func ReverseProxy(to string) error {
+	u, err := url.Parse(to)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.Transport = &http.Transport{MaxIdleConns: 512, MaxIdleConnsPerHost: 512}
+	fmt.Fprintf(os.Stderr, "msg=listening url=http://%s\n", ln.Addr())
+	return http.Serve(ln, rp)
+}
+
+// StartReverseProxy runs this program again with args, which make it
+// call ReverseProxy, its log in dir, and returns where it listens, its
+// process, and stop, which kills it and waits.
+func StartReverseProxy(dir string, args ...string) (base string, cmd *exec.Cmd, stop func(), err error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", nil, nil, err
+	}
+	cmd = exec.Command(self, args...)
+	base, exited, err := Listen(cmd, filepath.Join(dir, "reverse-proxy.log"), 30*time.Second)
+	if err != nil {
+		return "", nil, nil, fmt.Errorf("the bare reverse proxy: %w", err)
+	}
+	return base, cmd, func() { _ = cmd.Process.Kill(); <-exited }, nil
 }
 
 // Serve runs bin serve with args on a free loopback address (--listen)
