@@ -202,18 +202,19 @@ func parseQuestion(id string, raw json.RawMessage) (decision.Question, []decisio
 	field := func(key string) (json.RawMessage, bool) { return jsonx.Lookup(fs, key) }
 
 	t, ok := field("type")
+	kind := decision.Kind(jsonx.Text(t)) // a value that is not a string reads as its JSON, never a kind
 	switch {
 	case !ok:
 		fail("union_tag_not_found", "Field required: type (choice, noul or score)", "type")
 		return q, ps
-	case jsonx.Kind(t) != "string" || !decision.Kind(jsonx.Text(t)).Valid():
+	case jsonx.Kind(t) != "string" || !kind.Valid():
 		fail("union_tag_invalid", fmt.Sprintf("type %s is not one of choice, noul, score", bytes.TrimSpace(t)), "type")
-		if jsonx.Kind(t) == "string" && jsonx.Text(t) == FeatureBox {
-			q.Kind = FeatureBox // Jev 1.14's box question, which the caller refuses as an image
+		if kind == FeatureBox {
+			q.Kind = kind // Jev 1.14's box question, which the caller refuses as an image
 		}
 		return q, ps
 	}
-	q.Kind = decision.Kind(jsonx.Text(t))
+	q.Kind = kind
 
 	if in, ok := field("instructions"); ok {
 		switch jsonx.Kind(in) {
