@@ -228,7 +228,7 @@ func engine(bin, llama, model, dir string, rows, rounds int) error {
 			}
 			before, err := testbin.Metrics(llama)
 			if err != nil {
-				return err
+				return fmt.Errorf("llama-server's counters (start it with --metrics): %w", err)
 			}
 			start := time.Now()
 			var answered int
