@@ -159,7 +159,7 @@ func Run(cmd *exec.Cmd) (code int, stdout, stderr string, err error) {
 	return code, out.String(), errOut.String(), err
 }
 
-// listening is the line system1 serve logs once it listens.
+// listening is the line system1 serve, and ReverseProxy, log once they listen.
 var listening = regexp.MustCompile(`msg=listening url=(http://\S+)`)
 
 // Listen starts cmd, a system1 serve on port 0 or a ReverseProxy, with
