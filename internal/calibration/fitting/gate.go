@@ -85,6 +85,13 @@ func suggestGate(conf []float64, wrong []bool, target float64) Gate {
 	for i := 0; i < len(cs); {
 		// Every case of this confidence is at or above it.
 		t := cs[i].conf
+		if t <= 0 {
+			// A gate at 0 gates nothing, and a fit's is in (0, 1]: what
+			// is left are answers whose predicted option got no
+			// probability (a score's rounded mean level can fall
+			// between two modes).
+			break
+		}
 		for i < len(cs) && cs[i].conf >= t-calibration.Edge {
 			above++
 			if cs[i].wrong {

@@ -3,6 +3,7 @@ package fitting
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"system1/internal/calibration"
@@ -106,6 +107,15 @@ func TestSuggestGateHandComputed(t *testing.T) {
 	if g.Threshold == nil || *g.Threshold != 0.9 || g.WrongAbove != 5 || g.TargetError != DefaultTargetError {
 		t.Fatalf("gate %+v", g)
 	}
+	// A score whose mean level falls between two modes predicts a level
+	// given no probability: confidence 0. Right or not, such answers
+	// never make the gate 0, which would gate nothing (a fit's gate is in
+	// (0, 1]); here all 500 are right, and the gate stays at 0.95.
+	between := calibration.Prediction{Kind: decision.Score, Dist: decision.Distribution{0.5, 0, 0.5}, Expected: 1, Options: 3}
+	g = SuggestGate(append(cases(300, 0, 0.95), slices.Repeat([]calibration.Prediction{between}, 200)...), 0.02)
+	if between.Confidence() != 0 || !between.Correct() || g.Threshold == nil || *g.Threshold != 0.95 || g.Above != 300 {
+		t.Fatalf("gate over answers of confidence 0: %+v", g)
+	}
 	// Too few to say anything: no gate.
 	g = SuggestGate(cases(100, 0, 0.99), 0.02)
 	if g.Threshold != nil || g.Coverage != 0 || g.WrongAbove != 0 {
@@ -135,7 +145,7 @@ func checkGate(t *testing.T, preds []calibration.Prediction, target float64) {
 	}
 	lowest := math.Inf(1)
 	for _, p := range preds {
-		if ok, _, _ := qualifies(p.Confidence()); ok {
+		if ok, _, _ := qualifies(p.Confidence()); ok && p.Confidence() > 0 { // a gate is in (0, 1]
 			lowest = math.Min(lowest, p.Confidence())
 		}
 	}
