@@ -3,7 +3,6 @@ package answer
 import (
 	"crypto/sha256"
 	"encoding/binary"
-	"hash"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -145,37 +144,37 @@ func (s *Service) cacheKey(req Request, fits *calibration.Fits) lookup {
 	if corr.Prior == decision.PriorBatch {
 		return lookup{ok: true, bypass: true}
 	}
-	h := keyHash{h: sha256.New()}
+	h := keyHash{b: make([]byte, 0, keySize(req))}
 	h.str("system1 answer cache v1")
 	h.str(req.Model)
 	h.str(req.Provider)
 	// The steps: debias (whether, and how many orders at most), the prior
 	// (off or content_free: the reading over an empty state, which does
 	// not move), and the fits that temper.
-	h.str(strconv.FormatBool(corr.Permute))
+	h.bool(corr.Permute)
 	if corr.Permute {
-		h.str(strconv.Itoa(corr.Orders))
+		h.int(corr.Orders)
 	}
 	h.str(corr.Prior)
 	if fits == nil {
 		h.str("no fits")
 	} else {
 		h.str("fits")
-		h.str(strconv.Itoa(fits.Version))
+		h.int(fits.Version)
 		h.str(fits.Revision)
 	}
 	// The gate: what it refuses is part of the answer stored.
-	h.str(strconv.FormatFloat(req.Gate.MinLabelMass, 'g', -1, 64))
-	h.str(strconv.FormatBool(req.Gate.None))
+	h.float(req.Gate.MinLabelMass)
+	h.bool(req.Gate.None)
 	// The prediction sets asked for are part of the answer.
-	h.str(strconv.FormatFloat(req.Coverage, 'g', -1, 64))
+	h.float(req.Coverage)
 	h.raw(req.State)
-	h.str(strconv.Itoa(len(req.Questions)))
+	h.int(len(req.Questions))
 	for _, q := range req.Questions {
 		h.str(q.ID)
 		h.str(string(q.Kind))
 		h.raw(q.Instructions)
-		h.str(strconv.Itoa(len(q.Options)))
+		h.int(len(q.Options))
 		for _, o := range q.Options {
 			h.str(o.Key)
 			h.str(o.Name)
@@ -183,8 +182,7 @@ func (s *Service) cacheKey(req Request, fits *calibration.Fits) lookup {
 			h.raw(o.Legend)
 		}
 	}
-	c := lookup{ok: true}
-	h.h.Sum(c.content[:0])
+	c := lookup{ok: true, content: h.sum()}
 	c.key = c.content.with(identity)
 	return c
 }
@@ -207,12 +205,10 @@ func (s *Service) rekey(req Request, c lookup) lookup {
 // with is the key of content asked of the model whose identity is
 // identity (ModelIdentity).
 func (content key) with(identity string) key {
-	h := keyHash{h: sha256.New()}
+	h := keyHash{b: make([]byte, 0, 9+len(identity)+len(content))}
 	h.str(identity)
-	h.h.Write(content[:])
-	var k key
-	h.h.Sum(k[:0])
-	return k
+	h.b = append(h.b, content[:]...)
+	return h.sum()
 }
 
 // ModelIdentity is the identity part of a cache key: what would answer a
@@ -242,16 +238,28 @@ func ModelIdentity(r *fleet.Router, model string) (id string, ok bool) {
 	return string(b), true
 }
 
-// keyHash writes fields into a hash, each prefixed with its length so
-// that no two sequences of fields write the same bytes.
-type keyHash struct {
-	h hash.Hash
-	n [9]byte
+// keyHash gathers fields, each prefixed with its length so that no two
+// sequences of fields write the same bytes, and hashes them at once: a
+// hash written field by field cost a cache hit a call and an allocation
+// each.
+type keyHash struct{ b []byte }
+
+// keySize is about the length of req's fields, so that they are
+// gathered in one allocation.
+func keySize(req Request) int {
+	n := 256 + len(req.Model) + len(req.Provider) + len(req.State)
+	for _, q := range req.Questions {
+		n += 64 + len(q.ID) + len(q.Instructions)
+		for _, o := range q.Options {
+			n += 64 + len(o.Key) + len(o.Name) + len(o.Text) + len(o.Legend)
+		}
+	}
+	return n
 }
 
 func (k *keyHash) str(s string) {
 	k.prefix(0, len(s))
-	k.h.Write([]byte(s))
+	k.b = append(k.b, s...)
 }
 
 // raw writes verbatim JSON, telling absent (nil) from present.
@@ -261,14 +269,36 @@ func (k *keyHash) raw(b []byte) {
 		return
 	}
 	k.prefix(2, len(b))
-	k.h.Write(b)
+	k.b = append(k.b, b...)
+}
+
+// int, float and bool write a number or a flag as its text, as str would.
+func (k *keyHash) int(n int) {
+	var b [32]byte
+	k.text(strconv.AppendInt(b[:0], int64(n), 10))
+}
+
+func (k *keyHash) float(f float64) {
+	var b [32]byte
+	k.text(strconv.AppendFloat(b[:0], f, 'g', -1, 64))
+}
+
+func (k *keyHash) bool(v bool) {
+	var b [8]byte
+	k.text(strconv.AppendBool(b[:0], v))
+}
+
+func (k *keyHash) text(t []byte) {
+	k.prefix(0, len(t))
+	k.b = append(k.b, t...)
 }
 
 func (k *keyHash) prefix(tag byte, n int) {
-	k.n[0] = tag
-	binary.BigEndian.PutUint64(k.n[1:], uint64(n))
-	k.h.Write(k.n[:])
+	k.b = append(k.b, tag)
+	k.b = binary.BigEndian.AppendUint64(k.b, uint64(n))
 }
+
+func (k *keyHash) sum() key { return sha256.Sum256(k.b) }
 
 // clone is a copy of a that shares nothing a caller may change.
 func (a *Answer) clone() *Answer {
