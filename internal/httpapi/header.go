@@ -28,7 +28,11 @@ func headerText(s string, n int) string { return escapeCut(s, n, true) }
 // escapeCut is headerText, doubling backslashes or not: text escaped once
 // (a warning made of headerName's) is kept as it is.
 func escapeCut(s string, n int, backslash bool) string {
+	if len(s) <= n && asIs(s, backslash) {
+		return s // most ids and names: no copy, built byte by byte
+	}
 	var b strings.Builder
+	b.Grow(min(len(s), n) + 4)
 	cut := -1 // where the text ends if it must be cut: the last whole escape within n-3
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
@@ -50,6 +54,16 @@ func escapeCut(s string, n int, backslash bool) string {
 		return b.String()
 	}
 	return b.String()[:max(cut, 0)] + "..."
+}
+
+// asIs reports whether escapeCut keeps every byte of s as it is.
+func asIs(s string, backslash bool) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || (c == '\\' && backslash) {
+			return false
+		}
+	}
+	return true
 }
 
 // headerList joins items into one header value of at most maxHeaderValue
