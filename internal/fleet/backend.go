@@ -393,11 +393,12 @@ func traced(a answer, o engine.Outcome, model string) tracing.Attempt {
 // fails the clients' checks as malformed (provoked by the question when
 // only an answer failed them), anything else by engine.Classify.
 func failure(err error) *engine.Failure {
+	if err == nil {
+		return nil // before the targets of errors.As, which live on the heap
+	}
 	var se *systemone.StatusError
 	var de *decisionsapi.StatusError
 	switch {
-	case err == nil:
-		return nil
 	case errors.As(err, &se):
 		return engine.StatusFailure(se.Code, se.RetryAfter, se.Message)
 	case errors.As(err, &de):

@@ -177,12 +177,13 @@ func (p *priors) keepContentFree(key string, d decision.Distribution) {
 }
 
 // needsContentFree reports whether q of req, asked over orders, needs a
-// content-free reading that is not cached: one asking of q more.
-func (p *priors) needsContentFree(model string, req decision.Request, q decision.Question, orders int) bool {
+// content-free reading of model on n that is not cached: one asking of q
+// more.
+func (p *priors) needsContentFree(n *Node, model string, req decision.Request, q decision.Question, orders int) bool {
 	if p.mode(req) != decision.PriorContentFree {
 		return false
 	}
-	_, ok := p.contentFree(contentFreeKey(model, q, orders))
+	_, ok := p.contentFree(contentFreeKey(n.priorModel(model), q, orders))
 	return !ok
 }
 

@@ -222,7 +222,7 @@ func (n *Node) requestCost(model string, req decision.Request, take []int, d Deb
 func (n *Node) questionCost(model string, req decision.Request, q decision.Question, d Debias, p *priors) (cost, orders, extra int) {
 	orders = d.orders(req, q)
 	calls := n.Backend.calls(model, q)
-	if p.needsContentFree(n.priorModel(model), req, q, orders) {
+	if p.needsContentFree(n, model, req, q, orders) {
 		extra = calls * orders
 	}
 	return calls*orders + extra, orders, extra
