@@ -144,7 +144,7 @@ func (s *Service) cacheKey(req Request, fits *calibration.Fits) lookup {
 	if corr.Prior == decision.PriorBatch {
 		return lookup{ok: true, bypass: true}
 	}
-	h := keyHash{b: make([]byte, 0, keySize(req))}
+	h := newKeyHash()
 	h.str("system1 answer cache v1")
 	h.str(req.Model)
 	h.str(req.Provider)
@@ -205,7 +205,7 @@ func (s *Service) rekey(req Request, c lookup) lookup {
 // with is the key of content asked of the model whose identity is
 // identity (ModelIdentity).
 func (content key) with(identity string) key {
-	h := keyHash{b: make([]byte, 0, 9+len(identity)+len(content))}
+	h := newKeyHash()
 	h.str(identity)
 	h.b = append(h.b, content[:]...)
 	return h.sum()
@@ -241,20 +241,21 @@ func ModelIdentity(r *fleet.Router, model string) (id string, ok bool) {
 // keyHash gathers fields, each prefixed with its length so that no two
 // sequences of fields write the same bytes, and hashes them at once: a
 // hash written field by field cost a cache hit a call and an allocation
-// each.
-type keyHash struct{ b []byte }
+// each. The buffer is a pooled one, returned by sum.
+type keyHash struct {
+	b    []byte
+	pool *[]byte
+}
 
-// keySize is about the length of req's fields, so that they are
-// gathered in one allocation.
-func keySize(req Request) int {
-	n := 256 + len(req.Model) + len(req.Provider) + len(req.State)
-	for _, q := range req.Questions {
-		n += 64 + len(q.ID) + len(q.Instructions)
-		for _, o := range q.Options {
-			n += 64 + len(o.Key) + len(o.Name) + len(o.Text) + len(o.Legend)
-		}
-	}
-	return n
+// keyBuffers are the buffers of keys being built. One grown past
+// maxPooledKey (a large state's) is left to the collector.
+var keyBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledKey = 64 << 10
+
+func newKeyHash() keyHash {
+	p := keyBuffers.Get().(*[]byte)
+	return keyHash{b: (*p)[:0], pool: p}
 }
 
 func (k *keyHash) str(s string) {
@@ -298,7 +299,15 @@ func (k *keyHash) prefix(tag byte, n int) {
 	k.b = binary.BigEndian.AppendUint64(k.b, uint64(n))
 }
 
-func (k *keyHash) sum() key { return sha256.Sum256(k.b) }
+// sum is the key of the fields written; k is not used after it.
+func (k *keyHash) sum() key {
+	sum := sha256.Sum256(k.b)
+	if cap(k.b) <= maxPooledKey {
+		*k.pool = k.b
+		keyBuffers.Put(k.pool)
+	}
+	return sum
+}
 
 // clone is a copy of a that shares nothing a caller may change.
 func (a *Answer) clone() *Answer {
