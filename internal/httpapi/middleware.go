@@ -18,6 +18,7 @@ import (
 	"system1/internal/decision"
 	"system1/internal/decisionlog"
 	"system1/internal/decisionsapi"
+	"system1/internal/httpcall"
 	"system1/internal/redact"
 	"system1/internal/systemone"
 	"system1/internal/tracing"
@@ -356,7 +357,7 @@ func gzipError(err error) error {
 // readBody reads a request body, answering 413 when it is over the limit
 // and 408 when it did not arrive within the server's read timeout.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	body, err := io.ReadAll(r.Body)
+	body, err := httpcall.ReadAll(r.Body, r.ContentLength)
 	if err != nil {
 		status, msg := bodyError(err)
 		typ := systemone.InvalidRequest

@@ -58,7 +58,7 @@ func Do(hc *http.Client, hr *http.Request, key string, maxBody int64) ([]byte, e
 		return nil, err
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	data, err := ReadAll(io.LimitReader(resp.Body, maxBody+1), resp.ContentLength)
 	if err != nil {
 		return nil, fmt.Errorf("reading the reply: %w", err)
 	}
@@ -70,6 +70,34 @@ func Do(hc *http.Client, hr *http.Request, key string, maxBody int64) ([]byte, e
 	}
 	return data, nil
 }
+
+// ReadAll reads r to its end as io.ReadAll does, into one buffer when
+// declared, the length its sender declared (a Content-Length), is known
+// and at most maxPresized: io.ReadAll's growth made four to six
+// allocations of a 2 KB body, a third of a forwarded request's bytes. A
+// larger declared length is not trusted with an allocation up front;
+// one the body overruns is finished by io.ReadAll.
+func ReadAll(r io.Reader, declared int64) ([]byte, error) {
+	if declared <= 0 || declared > maxPresized {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, 0, declared+1) // one byte over, to read EOF without growing
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		switch {
+		case err == io.EOF:
+			return b, nil
+		case err != nil:
+			return b, err
+		case len(b) == cap(b):
+			rest, err := io.ReadAll(r)
+			return append(b, rest...), err
+		}
+	}
+}
+
+const maxPresized = 64 << 10
 
 // Redact replaces key in body with [redacted].
 func Redact(body []byte, key string) []byte {

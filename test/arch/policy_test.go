@@ -119,8 +119,8 @@ var policy = []rule{
 	{
 		pkgs: []string{"internal/httpapi"},
 		may: []string{"internal/answer", "internal/decision", "internal/decisionlog", "internal/decisionsapi", "internal/fleet", "internal/gateway",
-			"internal/metrics", "internal/outcomes", "internal/redact", "internal/systemone", "internal/tracing", "internal/web", "golang.org/x/time"},
-		why: "the HTTP face: auth, rate limits, body limits, one log line a request; parses, calls the core and writes in each wire's shapes (System One, OpenAI's Decisions); no engine",
+			"internal/httpcall", "internal/metrics", "internal/outcomes", "internal/redact", "internal/systemone", "internal/tracing", "internal/web", "golang.org/x/time"},
+		why: "the HTTP face: auth, rate limits, body limits, one log line a request; parses, calls the core and writes in each wire's shapes (System One, OpenAI's Decisions); bodies read as httpcall reads replies; no engine",
 	},
 	{
 		pkgs: []string{"internal/mcpserver"},
