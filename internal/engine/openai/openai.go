@@ -154,7 +154,9 @@ func Read(tok *TokenLogprob, labels []Label) (lp []float64, found []bool, err er
 				lp[i], found[i] = v, true
 			case l.ID < 0 && t.Token == l.Text:
 				if found[i] {
-					lp[i] = logAdd(lp[i], v)
+					// At most 1: a sum the tolerance lets over it is
+					// rounding.
+					lp[i] = math.Min(logAdd(lp[i], v), 0)
 				} else {
 					lp[i], found[i] = v, true
 				}
