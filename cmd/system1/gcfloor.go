@@ -15,12 +15,13 @@ import (
 // collector took a fifth of the CPU at saturation
 // (docs/benchmarks.md, issue 34); a run's is 3 to 4 MiB, collected every
 // hundred rows. With the floor, a live heap of 1 to 3 MiB is collected
-// at 16 MiB, about five times less often; a live heap over about half
-// the floor is collected at twice its size, as by default, so the floor
+// at 10 MiB, several times less often; a live heap over about half the
+// floor is collected at twice its size, as by default, so the floor
 // costs at most its own size in memory, never a multiple of the live
-// heap. 16 MiB keeps a forwarding server with the decision log off under
-// 45 MiB of RSS (20 MiB gave 46).
-const gcFloor = 16 << 20
+// heap. 10 MiB keeps a forwarding server with the decision log on under
+// 45 MiB of RSS; 16 cost 8 MiB more for no CPU measurable once a request
+// allocated less (docs/benchmarks.md).
+const gcFloor = 10 << 20
 
 // bulkGCFloor is the floor of bulk work: run's, and serve's while a
 // batch route's fan-out runs (answer.Bulk). At twice gcFloor the

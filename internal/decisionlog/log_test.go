@@ -103,6 +103,10 @@ func TestSQLiteFileSurvivesReopen(t *testing.T) {
 	if err := l2.store.db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
 		t.Errorf("journal_mode %q, %v; want wal", mode, err)
 	}
+	var cache int
+	if err := l2.store.db.QueryRow("PRAGMA cache_size").Scan(&cache); err != nil || cache != -512 {
+		t.Errorf("cache_size %d, %v; want -512 (KiB)", cache, err)
+	}
 }
 
 func TestOutcomesLatestWinsEarlierKept(t *testing.T) {
