@@ -29,7 +29,7 @@ func headerText(s string, n int) string { return escapeCut(s, n, true) }
 // (a warning made of headerName's) is kept as it is.
 func escapeCut(s string, n int, backslash bool) string {
 	if len(s) <= n && asIs(s, backslash) {
-		return s // most ids and names: no copy, built byte by byte
+		return s // most ids and names: kept as they are, not rebuilt byte by byte
 	}
 	var b strings.Builder
 	b.Grow(min(len(s), n) + 4)
