@@ -28,7 +28,11 @@ func headerText(s string, n int) string { return escapeCut(s, n, true) }
 // escapeCut is headerText, doubling backslashes or not: text escaped once
 // (a warning made of headerName's) is kept as it is.
 func escapeCut(s string, n int, backslash bool) string {
-	if len(s) <= n && asIs(s, backslash) {
+	same := len(s) <= n
+	for i := 0; same && i < len(s); i++ {
+		same = kept(s[i], backslash)
+	}
+	if same {
 		return s // most ids and names: kept as they are, not rebuilt byte by byte
 	}
 	var b strings.Builder
@@ -36,10 +40,10 @@ func escapeCut(s string, n int, backslash bool) string {
 	cut := -1 // where the text ends if it must be cut: the last whole escape within n-3
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
-		case c == '\\' && backslash:
-			b.WriteString(`\\`)
-		case c >= 0x20 && c < 0x7f:
+		case kept(c, backslash):
 			b.WriteByte(c)
+		case c == '\\':
+			b.WriteString(`\\`)
 		default:
 			b.WriteString(`\x` + strconv.FormatUint(uint64(c)|0x100, 16)[1:])
 		}
@@ -56,14 +60,10 @@ func escapeCut(s string, n int, backslash bool) string {
 	return b.String()[:max(cut, 0)] + "..."
 }
 
-// asIs reports whether escapeCut keeps every byte of s as it is.
-func asIs(s string, backslash bool) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || (c == '\\' && backslash) {
-			return false
-		}
-	}
-	return true
+// kept reports whether escapeCut writes c as it is: printable ASCII, a
+// backslash only where backslashes are not doubled.
+func kept(c byte, backslash bool) bool {
+	return c >= 0x20 && c < 0x7f && (c != '\\' || !backslash)
 }
 
 // headerList joins items into one header value of at most maxHeaderValue
