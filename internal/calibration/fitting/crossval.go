@@ -715,12 +715,12 @@ type losses struct{ nll, right, abs []float64 }
 func caseLosses(preds []calibration.Prediction) losses {
 	l := losses{make([]float64, len(preds)), make([]float64, len(preds)), make([]float64, len(preds))}
 	for i, p := range preds {
-		l.nll[i] = -math.Log(math.Max(p.Dist[p.Expected], ProbFloor))
+		l.nll[i] = caseNLL(p)
 		if p.Correct() {
 			l.right[i] = 1
 		}
 		if p.Kind == decision.Score {
-			l.abs[i] = math.Abs(decision.ExpectedLevel(p.Dist) - float64(p.Expected))
+			l.abs[i] = levelErr(p)
 		}
 	}
 	return l

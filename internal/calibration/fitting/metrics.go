@@ -96,88 +96,23 @@ func selectiveThresholds() []struct {
 // Prediction.Check are left out and counted in Skipped; the kinds may be
 // mixed, though a fit is made per kind and bucket.
 func Measure(preds []calibration.Prediction) Metrics {
-	m := Metrics{Bins: make([]Bin, NumBins), Selective: map[string]Selective{}}
-	sel := selectiveThresholds()
-	selN := make([]int, len(sel))
-	selRight := make([]int, len(sel))
-	var right, scores int
-	var brier, nll, mae float64
-	confSum := make([]float64, NumBins)
-	rightIn := make([]int, NumBins)
-	freq := map[int]int{}
+	var s Stats
+	s.init()
 	for _, p := range preds {
-		if p.Check() != nil {
-			m.Skipped++
-			continue
-		}
-		m.N++
-		c, ok := p.Confidence(), p.Correct()
-		if ok {
-			right++
-		}
-		b := bin(c)
-		m.Bins[b].Count++
-		confSum[b] += c
-		if ok {
-			rightIn[b]++
-		}
-		for i, s := range sel {
-			if c >= s.t-calibration.Edge {
-				selN[i]++
-				if ok {
-					selRight[i]++
-				}
-			}
-		}
-		for i, q := range p.Dist {
-			y := 0.0
-			if i == p.Expected {
-				y = 1
-			}
-			brier += (q - y) * (q - y)
-		}
-		nll += -math.Log(math.Max(p.Dist[p.Expected], ProbFloor))
-		if p.Kind == decision.Score {
-			scores++
-			mae += math.Abs(decision.ExpectedLevel(p.Dist) - float64(p.Expected))
-		}
-		freq[p.Expected]++
+		s.count(p)
 	}
-	for i := range m.Bins {
-		b := &m.Bins[i]
-		b.Lo, b.Hi = float64(i)/NumBins, float64(i+1)/NumBins
-		if b.Count > 0 {
-			b.Accuracy = float64(rightIn[i]) / float64(b.Count)
-			b.Confidence = confSum[i] / float64(b.Count)
-			m.ECE += float64(b.Count) * math.Abs(b.Accuracy-b.Confidence)
-		}
-	}
-	for i, s := range sel {
-		out := Selective{Threshold: s.t, N: selN[i], Coverage: ratio(selN[i], m.N)}
-		if selN[i] > 0 {
-			acc := ratio(selRight[i], selN[i])
-			out.Accuracy = &acc
-		}
-		m.Selective[s.key] = out
-	}
-	if scores > 0 {
-		mae /= float64(scores)
-		m.MAE = &mae
-	}
-	if m.N == 0 {
-		return m
-	}
-	n := float64(m.N)
-	m.Accuracy = ratio(right, m.N)
-	m.ECE /= n
-	m.Brier = brier / n
-	m.NLL = nll / n
-	most := 0
-	for _, k := range freq {
-		most = max(most, k)
-	}
-	m.Floor = ratio(most, m.N)
-	return m
+	return s.metrics()
+}
+
+// caseNLL is one case's log-loss, the term of Metrics.NLL.
+func caseNLL(p calibration.Prediction) float64 {
+	return -math.Log(math.Max(p.Dist[p.Expected], ProbFloor))
+}
+
+// levelErr is one score case's distance of the expected level from the
+// right one, the term of Metrics.MAE.
+func levelErr(p calibration.Prediction) float64 {
+	return math.Abs(decision.ExpectedLevel(p.Dist) - float64(p.Expected))
 }
 
 // bin is the index of the confidence bin holding c.

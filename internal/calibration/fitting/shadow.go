@@ -211,11 +211,6 @@ func (c Comparison) recommend() (string, string) {
 	return RecommendKeep, fmt.Sprintf("the candidate answers differently and has not shown it is right: %s; %d questions have outcomes, fewer than the %d that would measure which is right", agree, c.Labelled, MinCompareOutcomes)
 }
 
-// caseNLL is one case's log-loss, as Measure takes it.
-func caseNLL(p calibration.Prediction) float64 {
-	return -math.Log(math.Max(p.Dist[p.Expected], ProbFloor))
-}
-
 func boolf(b bool) float64 {
 	if b {
 		return 1

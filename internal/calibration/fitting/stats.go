@@ -68,28 +68,40 @@ func (s *Stats) Add(p calibration.Prediction) {
 		*s = Stats{}
 	}
 	s.init()
+	s.count(p)
+}
+
+// count adds p, or counts it in Skipped when it fails Prediction.Check,
+// to s, which has Add's shape.
+func (s *Stats) count(p calibration.Prediction) {
 	if p.Check() != nil {
 		s.Skipped++
 		return
 	}
-	s.N++
+	s.add(p, 1)
+}
+
+// add adds p, which passes Prediction.Check, to every statistic, or takes
+// it out again for a sign of -1.
+func (s *Stats) add(p calibration.Prediction, sign int) {
+	d := float64(sign)
 	c, ok := p.Confidence(), p.Correct()
-	b := bin(c)
-	s.BinCount[b]++
-	s.BinConf[b] += c
-	g := gateBin(c)
-	s.GateN[g]++
+	b, g := bin(c), gateBin(c)
+	s.N += sign
+	s.BinCount[b] += sign
+	s.BinConf[b] += d * c
+	s.GateN[g] += sign
 	if ok {
-		s.Right++
-		s.BinRight[b]++
+		s.Right += sign
+		s.BinRight[b] += sign
 	} else {
-		s.GateWrong[g]++
+		s.GateWrong[g] += sign
 	}
 	for i, t := range selectiveThresholds() {
 		if c >= t.t-calibration.Edge {
-			s.SelN[i]++
+			s.SelN[i] += sign
 			if ok {
-				s.SelRight[i]++
+				s.SelRight[i] += sign
 			}
 		}
 	}
@@ -98,17 +110,17 @@ func (s *Stats) Add(p calibration.Prediction) {
 		if i == p.Expected {
 			y = 1
 		}
-		s.Brier += (q - y) * (q - y)
+		s.Brier += d * (q - y) * (q - y)
 	}
-	s.NLL += -math.Log(math.Max(p.Dist[p.Expected], ProbFloor))
+	s.NLL += d * caseNLL(p)
 	if p.Kind == decision.Score {
-		s.Scores++
-		s.AbsErr += math.Abs(decision.ExpectedLevel(p.Dist) - float64(p.Expected))
+		s.Scores += sign
+		s.AbsErr += d * levelErr(p)
 	}
 	if p.Expected >= len(s.Expected) {
 		s.Expected = append(s.Expected, make([]int, p.Expected+1-len(s.Expected))...)
 	}
-	s.Expected[p.Expected]++
+	s.Expected[p.Expected] += sign
 }
 
 // Remove takes back one case Add counted: the same p, so that an
@@ -136,37 +148,7 @@ func (s *Stats) Remove(p calibration.Prediction) {
 		(ok && (s.Right == 0 || s.BinRight[b] == 0)) || (!ok && s.GateWrong[g] == 0) || (p.Kind == decision.Score && s.Scores == 0) {
 		return // not a case of these statistics
 	}
-	s.N--
-	s.BinCount[b]--
-	s.BinConf[b] -= c
-	s.GateN[g]--
-	if ok {
-		s.Right--
-		s.BinRight[b]--
-	} else {
-		s.GateWrong[g]--
-	}
-	for i, t := range selectiveThresholds() {
-		if c >= t.t-calibration.Edge {
-			s.SelN[i]--
-			if ok {
-				s.SelRight[i]--
-			}
-		}
-	}
-	for i, q := range p.Dist {
-		y := 0.0
-		if i == p.Expected {
-			y = 1
-		}
-		s.Brier -= (q - y) * (q - y)
-	}
-	s.NLL -= -math.Log(math.Max(p.Dist[p.Expected], ProbFloor))
-	if p.Kind == decision.Score {
-		s.Scores--
-		s.AbsErr -= math.Abs(decision.ExpectedLevel(p.Dist) - float64(p.Expected))
-	}
-	s.Expected[p.Expected]--
+	s.add(p, -1)
 	if s.N == 0 {
 		// Nothing left: no rounding is left behind either.
 		*s = Stats{Skipped: s.Skipped}
@@ -266,31 +248,35 @@ func (s Stats) check() error {
 // and to rounding after a Merge. Stats that are not of the shape Add
 // gives (read back broken) measure as empty.
 func (s Stats) Metrics() Metrics {
+	if s.check() != nil || s.BinCount == nil {
+		s = Stats{Skipped: s.Skipped}
+		s.init()
+	}
+	return s.metrics()
+}
+
+// metrics is Metrics of s, which has Add's shape.
+func (s Stats) metrics() Metrics {
 	m := Metrics{Bins: make([]Bin, NumBins), Selective: map[string]Selective{}, Skipped: s.Skipped}
-	valid := s.check() == nil && s.BinCount != nil
-	sel := selectiveThresholds()
 	for i := range m.Bins {
 		b := &m.Bins[i]
 		b.Lo, b.Hi = float64(i)/NumBins, float64(i+1)/NumBins
-		if valid && s.BinCount[i] > 0 {
+		if s.BinCount[i] > 0 {
 			b.Count = s.BinCount[i]
 			b.Accuracy = float64(s.BinRight[i]) / float64(b.Count)
 			b.Confidence = s.BinConf[i] / float64(b.Count)
 			m.ECE += float64(b.Count) * math.Abs(b.Accuracy-b.Confidence)
 		}
 	}
-	for i, t := range sel {
-		out := Selective{Threshold: t.t}
-		if valid {
-			out.N, out.Coverage = s.SelN[i], ratio(s.SelN[i], s.N)
-			if s.SelN[i] > 0 {
-				acc := ratio(s.SelRight[i], s.SelN[i])
-				out.Accuracy = &acc
-			}
+	for i, t := range selectiveThresholds() {
+		out := Selective{Threshold: t.t, N: s.SelN[i], Coverage: ratio(s.SelN[i], s.N)}
+		if s.SelN[i] > 0 {
+			acc := ratio(s.SelRight[i], s.SelN[i])
+			out.Accuracy = &acc
 		}
 		m.Selective[t.key] = out
 	}
-	if !valid || s.N == 0 {
+	if s.N == 0 {
 		m.ECE = 0
 		return m
 	}
