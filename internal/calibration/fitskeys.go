@@ -23,116 +23,95 @@ func exactKeys(data []byte) error {
 	if !json.Valid(data) {
 		return nil
 	}
-	top, err := jsonx.Members(data)
-	if errors.Is(err, jsonx.ErrNotObject) {
-		return nil
-	}
+	top, err := objectKeys(data, reflect.TypeFor[Fits]())
 	if err != nil {
 		return fmt.Errorf("fits: %w", err)
 	}
-	if err := knownKeys(top, reflect.TypeFor[Fits]()); err != nil {
-		return fmt.Errorf("fits: %w", err)
-	}
-	for _, m := range top {
-		if m.Key != "fits" {
-			continue
-		}
-		var items []json.RawMessage
-		if json.Unmarshal(m.Value, &items) != nil {
-			return nil
-		}
-		for i, item := range items {
-			if err := fitKeys(item); err != nil {
-				return fmt.Errorf("fits: fit %d: %w", i, err)
-			}
+	if v, ok := jsonx.Lookup(top, "fits"); ok {
+		if err := eachItem(v, "fit", fitKeys); err != nil {
+			return fmt.Errorf("fits: %w", err)
 		}
 	}
 	return nil
 }
 
 func fitKeys(item json.RawMessage) error {
-	ms, err := jsonx.Members(item)
-	if errors.Is(err, jsonx.ErrNotObject) {
-		return nil
-	}
+	ms, err := objectKeys(item, reflect.TypeFor[Fit]())
 	if err != nil {
 		return err
 	}
-	if err := knownKeys(ms, reflect.TypeFor[Fit]()); err != nil {
-		return err
-	}
 	for _, m := range ms {
-		var t reflect.Type
+		var err error
 		switch m.Key {
 		case "holdout":
-			t = reflect.TypeFor[Score]()
+			_, err = objectKeys(m.Value, reflect.TypeFor[Score]())
 		case "gate":
-			t = reflect.TypeFor[FitGate]()
+			_, err = objectKeys(m.Value, reflect.TypeFor[FitGate]())
 		case "confidence_map":
-			t = reflect.TypeFor[ConfidenceMap]()
+			_, err = objectKeys(m.Value, reflect.TypeFor[ConfidenceMap]())
 		case "escalations":
-			var items []json.RawMessage
-			if json.Unmarshal(m.Value, &items) != nil {
-				continue
+			if err := eachItem(m.Value, "escalation", func(e json.RawMessage) error {
+				_, err := objectKeys(e, reflect.TypeFor[Escalation]())
+				return err
+			}); err != nil {
+				return err
 			}
-			for i, item := range items {
-				if err := objectKeys(item, reflect.TypeFor[Escalation]()); err != nil {
-					return fmt.Errorf("escalation %d: %w", i, err)
-				}
-			}
-			continue
 		case "sets":
-			var items []json.RawMessage
-			if json.Unmarshal(m.Value, &items) != nil {
-				continue
+			if err := eachItem(m.Value, "set", setKeys); err != nil {
+				return err
 			}
-			for i, item := range items {
-				if err := objectKeys(item, reflect.TypeFor[Conformal]()); err != nil {
-					return fmt.Errorf("set %d: %w", i, err)
-				}
-				if err := nestedKeys(item, "holdout", reflect.TypeFor[SetCoverage]()); err != nil {
-					return fmt.Errorf("set %d: %w", i, err)
-				}
-				if err := nestedKeys(item, "calibrator", reflect.TypeFor[Calibrator]()); err != nil {
-					return fmt.Errorf("set %d: calibrator: %w", i, err)
-				}
-			}
-			continue
-		default:
-			continue
 		}
-		if err := objectKeys(m.Value, t); err != nil {
+		if err != nil {
 			return fmt.Errorf("%s: %w", m.Key, err)
 		}
 	}
 	return nil
 }
 
-// nestedKeys checks the keys of data's member key, when data is an
-// object that has it, against t's.
-func nestedKeys(data json.RawMessage, key string, t reflect.Type) error {
-	ms, err := jsonx.Members(data)
+func setKeys(item json.RawMessage) error {
+	ms, err := objectKeys(item, reflect.TypeFor[Conformal]())
 	if err != nil {
-		return nil // not an object: the decoder names it
+		return err
 	}
-	if v, ok := jsonx.Lookup(ms, key); ok {
-		if err := objectKeys(v, t); err != nil {
-			return fmt.Errorf("%s: %w", key, err)
+	if v, ok := jsonx.Lookup(ms, "holdout"); ok {
+		if _, err := objectKeys(v, reflect.TypeFor[SetCoverage]()); err != nil {
+			return fmt.Errorf("holdout: %w", err)
+		}
+	}
+	if v, ok := jsonx.Lookup(ms, "calibrator"); ok {
+		if _, err := objectKeys(v, reflect.TypeFor[Calibrator]()); err != nil {
+			return fmt.Errorf("calibrator: calibrator: %w", err)
 		}
 	}
 	return nil
 }
 
-// objectKeys checks the keys of data, when it is an object, against t's.
-func objectKeys(data json.RawMessage, t reflect.Type) error {
+// eachItem checks each element of data, when it is an array, with check,
+// naming what failed by what and its index.
+func eachItem(data json.RawMessage, what string, check func(json.RawMessage) error) error {
+	var items []json.RawMessage
+	if json.Unmarshal(data, &items) != nil {
+		return nil // not an array: the decoder names it
+	}
+	for i, item := range items {
+		if err := check(item); err != nil {
+			return fmt.Errorf("%s %d: %w", what, i, err)
+		}
+	}
+	return nil
+}
+
+// objectKeys checks the keys of data, when it is an object, against t's,
+// and returns its members (none when it is not an object).
+func objectKeys(data json.RawMessage, t reflect.Type) ([]jsonx.Member, error) {
 	ms, err := jsonx.Members(data)
 	if errors.Is(err, jsonx.ErrNotObject) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return knownKeys(ms, t)
+	return ms, knownKeys(ms, t)
 }
 
 // knownKeys checks every key is exactly one of t's JSON names.
