@@ -97,49 +97,50 @@ func (c Calibrator) Complexity() int {
 // its own length, returns d unchanged, as fitting.Temper does with a temperature
 // that is not positive and finite.
 func (c Calibrator) Apply(d decision.Distribution) decision.Distribution {
-	if c.Check() != nil {
+	switch {
+	case c.Check() != nil:
 		return d
-	}
-	if c.Map != nil {
+	case c.Map != nil:
 		return c.Map.Apply(c.Kind, c.Base().Apply(d))
-	}
-	switch c.Method {
-	case MethodTemperature:
+	case c.Method == MethodTemperature:
 		return d.Temper(c.Temperature)
-	case MethodLevel:
-		if d.Check(len(d)) != nil {
-			return d
-		}
+	case c.Method == MethodNone || d.Check(len(d)) != nil:
+		return d
+	case c.Method == MethodLevel:
 		return applyLevel(d, c.Temperature)
-	case MethodVector:
-		if d.Check(len(d)) != nil {
-			return d
-		}
-		z := make([]float64, len(d))
-		top := math.Inf(-1)
-		for i, p := range d {
-			if p > 0 {
-				z[i] = math.Log(p)/c.Temperature + c.bias(i)
-				top = math.Max(top, z[i])
-			}
-		}
-		if math.IsInf(top, -1) {
-			return d
-		}
-		out := make(decision.Distribution, len(d))
-		var sum float64
-		for i, p := range d {
-			if p > 0 {
-				out[i] = math.Exp(z[i] - top)
-				sum += out[i]
-			}
-		}
-		for i := range out {
-			out[i] /= sum
-		}
+	}
+	z := make([]float64, len(d))
+	for i, p := range d {
+		z[i] = math.Log(p)/c.Temperature + c.bias(i) // -Inf where p is 0
+	}
+	if out := softmax(z); out != nil {
 		return out
 	}
 	return d
+}
+
+// softmax is exp(z_i) normalised to sum to 1, 0 where z_i is -Inf; nil
+// when every z_i is.
+func softmax(z []float64) decision.Distribution {
+	top := math.Inf(-1)
+	for _, v := range z {
+		top = math.Max(top, v)
+	}
+	if math.IsInf(top, -1) {
+		return nil
+	}
+	out := make(decision.Distribution, len(z))
+	var sum float64
+	for i, v := range z {
+		if !math.IsInf(v, -1) {
+			out[i] = math.Exp(v - top)
+			sum += out[i]
+		}
+	}
+	for i := range out {
+		out[i] /= sum
+	}
+	return out
 }
 
 // bias is the bias of position i, 0 past the end.

@@ -67,9 +67,8 @@ func applyLevel(d decision.Distribution, t float64) decision.Distribution {
 	logs := make([]float64, len(q))
 	nonzero := 0
 	for i, p := range q {
-		logs[i] = math.Inf(-1)
+		logs[i] = math.Log(p) // -Inf where p is 0
 		if p > 0 {
-			logs[i] = math.Log(p)
 			nonzero++
 		}
 	}
@@ -82,22 +81,9 @@ func applyLevel(d decision.Distribution, t float64) decision.Distribution {
 // tilt is the distribution of log-probabilities logs (-Inf: none) tilted
 // by lambda per level, exp(logs[i] + lambda*i) normalised to sum to 1.
 func tilt(logs []float64, lambda float64) decision.Distribution {
-	out := make(decision.Distribution, len(logs))
-	top := math.Inf(-1)
+	z := make([]float64, len(logs))
 	for i, l := range logs {
-		if !math.IsInf(l, -1) {
-			top = math.Max(top, l+lambda*float64(i))
-		}
+		z[i] = l + lambda*float64(i)
 	}
-	var s float64
-	for i, l := range logs {
-		if !math.IsInf(l, -1) {
-			out[i] = math.Exp(l + lambda*float64(i) - top)
-			s += out[i]
-		}
-	}
-	for i := range out {
-		out[i] /= s
-	}
-	return out
+	return softmax(z)
 }
