@@ -79,10 +79,10 @@ func FitVector(preds []calibration.Prediction) (calibration.Calibrator, error) {
 // have passed Check.
 func fitVectorFrom(preds []calibration.Prediction, t float64) calibration.Calibrator {
 	k := 0
-	cases := make([]vecCase, len(preds))
+	cases := make([]logCase, len(preds))
 	for i, p := range preds {
 		k = max(k, len(p.Dist))
-		cases[i] = newVecCase(p)
+		cases[i] = newLogCase(p)
 	}
 	x := make([]float64, k+1) // x[0] = ln beta, x[1:] the biases
 	x[0] = -math.Log(t)
@@ -172,35 +172,11 @@ func fitVectorFrom(preds []calibration.Prediction, t float64) calibration.Calibr
 	return calibration.Calibrator{Method: calibration.MethodVector, Temperature: math.Exp(-x[0]), Biases: x[1:]}
 }
 
-// vecCase is a case reduced to what the vector loss needs: the positions
-// and logs of its non-zero probabilities, and which of them is the
-// expected option (-1 when that one is zero and costs the floor
-// whatever the parameters).
-type vecCase struct {
-	pos      []int
-	logs     []float64
-	expected int
-}
-
-func newVecCase(p calibration.Prediction) vecCase {
-	c := vecCase{expected: -1}
-	for i, q := range p.Dist {
-		if q > 0 {
-			if i == p.Expected {
-				c.expected = len(c.pos)
-			}
-			c.pos = append(c.pos, i)
-			c.logs = append(c.logs, math.Log(q))
-		}
-	}
-	return c
-}
-
 // vectorLoss is the penalised loss of FitVector at x = (ln beta, b), its
 // gradient written to grad. A case whose calibrated expected probability
 // is under the floor costs -ln ProbFloor and adds nothing to the
 // gradient: the loss is flat there.
-func vectorLoss(cases []vecCase, x, grad []float64) float64 {
+func vectorLoss(cases []logCase, x, grad []float64) float64 {
 	clear(grad)
 	beta := math.Exp(x[0])
 	floor := -math.Log(ProbFloor)

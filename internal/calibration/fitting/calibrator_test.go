@@ -167,9 +167,9 @@ func TestFitVectorNeverWorseThanTemperature(t *testing.T) {
 // agree with it.
 func TestVectorLossGradient(t *testing.T) {
 	preds := biased(50, 5, 1, 1, 2, 4)
-	cases := make([]vecCase, len(preds))
+	cases := make([]logCase, len(preds))
 	for i, p := range preds {
-		cases[i] = newVecCase(p)
+		cases[i] = newLogCase(p)
 	}
 	x := []float64{0.3, 0.5, -0.2, 0.1, 0, -0.4}
 	g := make([]float64, len(x))

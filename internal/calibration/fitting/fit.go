@@ -54,25 +54,28 @@ func FitTemperature(preds []calibration.Prediction) (float64, error) {
 	return math.Exp(minimizeLogT(loss)), nil
 }
 
-// logCase is a case reduced to what its loss needs: the logs of its
-// non-zero probabilities, and the log of the expected option's, -Inf when
-// that is zero.
+// logCase is a case reduced to what its loss needs: the positions and
+// logs of its non-zero probabilities, and which of them is the expected
+// option (-1 when that one is zero and costs the floor whatever the
+// calibrator).
 type logCase struct {
+	pos      []int
 	logs     []float64
-	expected float64
+	expected int
 }
 
 func newLogCase(p calibration.Prediction) logCase {
-	lc := logCase{expected: math.Inf(-1)}
+	c := logCase{expected: -1}
 	for i, q := range p.Dist {
 		if q > 0 {
-			lc.logs = append(lc.logs, math.Log(q))
 			if i == p.Expected {
-				lc.expected = math.Log(q)
+				c.expected = len(c.pos)
 			}
+			c.pos = append(c.pos, i)
+			c.logs = append(c.logs, math.Log(q))
 		}
 	}
-	return lc
+	return c
 }
 
 // meanNLL is the mean over cases of -ln max(p'[expected], ProbFloor), where
@@ -83,7 +86,7 @@ func meanNLL(cases []logCase, beta float64) float64 {
 	floor := math.Log(ProbFloor)
 	var sum float64
 	for _, lc := range cases {
-		if math.IsInf(lc.expected, -1) {
+		if lc.expected < 0 {
 			sum -= floor
 			continue
 		}
@@ -95,7 +98,7 @@ func meanNLL(cases []logCase, beta float64) float64 {
 		for _, l := range lc.logs {
 			s += math.Exp(beta*l - top)
 		}
-		sum -= math.Max(beta*lc.expected-top-math.Log(s), floor)
+		sum -= math.Max(beta*lc.logs[lc.expected]-top-math.Log(s), floor)
 	}
 	return sum / float64(len(cases))
 }
@@ -104,12 +107,7 @@ func meanNLL(cases []logCase, beta float64) float64 {
 // Distribution.Temper does it. A t of 1, or one that is not a positive
 // finite number, leaves the distributions as they are, shared with preds.
 func Temper(preds []calibration.Prediction, t float64) []calibration.Prediction {
-	out := make([]calibration.Prediction, len(preds))
-	for i, p := range preds {
-		p.Dist = p.Dist.Temper(t)
-		out[i] = p
-	}
-	return out
+	return calibration.Calibrate(preds, calibration.TemperatureCalibrator(t))
 }
 
 // Split divides preds into a set to fit on and a held-out set to score the
@@ -206,16 +204,8 @@ func Groups(preds []calibration.Prediction) []Group {
 		return 3
 	}
 	slices.SortFunc(out, func(a, b Group) int {
-		if ra, rb := rank(a.Kind), rank(b.Kind); ra != rb {
-			return ra - rb
-		}
-		if a.Kind != b.Kind {
-			if a.Kind < b.Kind {
-				return -1
-			}
-			return 1
-		}
-		return slices.Index(calibration.Buckets(), a.Bucket) - slices.Index(calibration.Buckets(), b.Bucket)
+		return cmp.Or(cmp.Compare(rank(a.Kind), rank(b.Kind)), cmp.Compare(a.Kind, b.Kind),
+			cmp.Compare(slices.Index(calibration.Buckets(), a.Bucket), slices.Index(calibration.Buckets(), b.Bucket)))
 	})
 	return out
 }

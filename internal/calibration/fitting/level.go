@@ -38,11 +38,7 @@ func fitLevel(preds []calibration.Prediction) calibration.Calibrator {
 		}
 		return sum / float64(len(preds))
 	}
-	u := minimizeLogT(loss)
-	if u == 0 {
-		return calibration.Calibrator{Method: calibration.MethodLevel, Temperature: 1}
-	}
-	return calibration.Calibrator{Method: calibration.MethodLevel, Temperature: math.Exp(u)}
+	return calibration.Calibrator{Method: calibration.MethodLevel, Temperature: math.Exp(minimizeLogT(loss))}
 }
 
 // minimizeLogT is the search over u = ln T that FitTemperature and the
