@@ -526,14 +526,11 @@ func (s *Selection) AdoptedFit(target float64) (calibration.Fit, bool) {
 	f.NLLBefore, f.NLLAfter, f.ECEBefore, f.ECEAfter = s.Raw.NLL, after.NLL, s.Raw.ECE, after.ECE
 	oof := Measure(oofPreds)
 	f.Holdout = &calibration.Score{N: s.N, NLLBefore: s.Raw.NLL, NLLAfter: oof.NLL, ECEBefore: s.Raw.ECE, ECEAfter: oof.ECE}
-	conf := make([]float64, len(oofPreds))
+	conf, wrong := make([]float64, len(oofPreds)), make([]bool, len(oofPreds))
 	for i, p := range oofPreds {
-		conf[i] = p.Confidence()
+		conf[i], wrong[i] = p.Confidence(), !p.Correct()
 	}
-	g := suggestGate(conf, wrongs(oofPreds), target)
-	if g.Threshold != nil {
-		f.Gate = &calibration.FitGate{Threshold: *g.Threshold, TargetError: g.TargetError, On: calibration.GateOnHeldOut, N: len(oofPreds), Above: g.Above, WrongAbove: g.WrongAbove, UpperBound: g.UpperBound}
-	}
+	f.Gate = fitGate(conf, wrong, target, calibration.GateOnHeldOut)
 	return f, true
 }
 
@@ -763,15 +760,6 @@ func topECE(conf []float64, right []bool) float64 {
 		return 0
 	}
 	return e / float64(len(conf))
-}
-
-// wrongs is whether each case is answered wrong.
-func wrongs(preds []calibration.Prediction) []bool {
-	out := make([]bool, len(preds))
-	for i, p := range preds {
-		out[i] = !p.Correct()
-	}
-	return out
 }
 
 // diff is a - b, element by element.

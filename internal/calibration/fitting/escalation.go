@@ -73,13 +73,7 @@ func CertifyEscalation(conf []float64, wrong []bool, target, delta float64, grid
 // did not see it (Selection.HeldOut), as a gate is chosen.
 func SetEscalations(f *calibration.Fit, served []calibration.Prediction, targets []float64) {
 	f.Escalations = nil
-	var conf []float64
-	var wrong []bool
-	for _, p := range served {
-		if p.Check() == nil {
-			conf, wrong = append(conf, p.Confidence()), append(wrong, !p.Correct())
-		}
-	}
+	conf, wrong := outcomes(served)
 	for _, t := range targets {
 		if e, err := CertifyEscalation(conf, wrong, t, calibration.EscalationDelta, nil); err == nil {
 			f.Escalations = append(f.Escalations, e)

@@ -55,14 +55,19 @@ type Gate struct {
 // 1-0.05^(1/n) (about 3/n), says a gate at 2% needs at least 149 correct
 // decisions above it.
 func SuggestGate(preds []calibration.Prediction, target float64) Gate {
-	var conf []float64
-	var wrong []bool
+	conf, wrong := outcomes(preds)
+	return suggestGate(conf, wrong, target)
+}
+
+// outcomes are the confidence of each case that passes Prediction.Check
+// and whether its answer is wrong.
+func outcomes(preds []calibration.Prediction) (conf []float64, wrong []bool) {
 	for _, p := range preds {
 		if p.Check() == nil {
 			conf, wrong = append(conf, p.Confidence()), append(wrong, !p.Correct())
 		}
 	}
-	return suggestGate(conf, wrong, target)
+	return conf, wrong
 }
 
 // suggestGate is SuggestGate on confidences and whether each answer was
@@ -216,17 +221,16 @@ func SetGate(f *calibration.Fit, fit, held []calibration.Prediction, target floa
 	if len(held) == 0 {
 		on, preds = calibration.GateOnFitted, fit
 	}
-	f.Gate = nil
-	var conf []float64
-	var wrong []bool
-	for _, p := range calibration.Calibrate(preds, f.Calibrator()) {
-		if p.Check() == nil {
-			conf, wrong = append(conf, p.Confidence()), append(wrong, !p.Correct())
-		}
-	}
+	conf, wrong := outcomes(calibration.Calibrate(preds, f.Calibrator()))
+	f.Gate = fitGate(conf, wrong, target, on)
+}
+
+// fitGate is the gate suggestGate finds at target, as a fit keeps it
+// with where it was chosen; nil without one.
+func fitGate(conf []float64, wrong []bool, target float64, on string) *calibration.FitGate {
 	g := suggestGate(conf, wrong, target)
 	if g.Threshold == nil {
-		return
+		return nil
 	}
-	f.Gate = &calibration.FitGate{Threshold: *g.Threshold, TargetError: g.TargetError, On: on, N: len(conf), Above: g.Above, WrongAbove: g.WrongAbove, UpperBound: g.UpperBound}
+	return &calibration.FitGate{Threshold: *g.Threshold, TargetError: g.TargetError, On: on, N: len(conf), Above: g.Above, WrongAbove: g.WrongAbove, UpperBound: g.UpperBound}
 }
