@@ -743,7 +743,7 @@ func topECE(conf []float64, right []bool) float64 {
 	var count, hits [NumBins]float64
 	var sum [NumBins]float64
 	for i, c := range conf {
-		b := bin(c)
+		b := bin(c, NumBins)
 		count[b]++
 		sum[b] += c
 		if right[i] {

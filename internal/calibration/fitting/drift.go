@@ -129,7 +129,7 @@ type DriftHistogram struct {
 func (h *DriftHistogram) Add(a Answer) {
 	h.N++
 	h.Sum += a.Confidence
-	h.Confidence[min(max(int(math.Floor(a.Confidence*DriftBins+calibration.Edge)), 0), DriftBins-1)]++
+	h.Confidence[bin(a.Confidence, DriftBins)]++
 	top := max(a.Top, 0)
 	for len(h.Top) <= top {
 		h.Top = append(h.Top, 0)

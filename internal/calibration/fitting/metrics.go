@@ -115,9 +115,11 @@ func levelErr(p calibration.Prediction) float64 {
 	return math.Abs(decision.ExpectedLevel(p.Dist) - float64(p.Expected))
 }
 
-// bin is the index of the confidence bin holding c.
-func bin(c float64) int {
-	return min(max(int(math.Floor(c*NumBins+calibration.Edge)), 0), NumBins-1)
+// bin is the index of c's bin among n equal-width bins of [0, 1]: bin i
+// holds [i, i+1)/n, the last one 1 too, and a confidence within Edge
+// under an edge counts as on it.
+func bin(c float64, n int) int {
+	return min(max(int(math.Floor(c*float64(n)+calibration.Edge)), 0), n-1)
 }
 
 // ratio is a/b, 0 when b is 0.

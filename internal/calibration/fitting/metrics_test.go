@@ -133,7 +133,7 @@ func TestMeasureEmptyAndEncodable(t *testing.T) {
 
 func TestBinEdges(t *testing.T) {
 	for k := range NumBins {
-		if got := bin(float64(k) / NumBins); got != k {
+		if got := bin(float64(k)/NumBins, NumBins); got != k {
 			t.Errorf("bin(%d/15) = %d", k, got)
 		}
 	}
@@ -143,7 +143,7 @@ func TestBinEdges(t *testing.T) {
 	}{
 		{0, 0}, {.06, 0}, {.2, 3}, {.4, 6}, {.6, 9}, {.8, 12}, {.93, 13}, {.94, 14}, {.99, 14}, {1, 14},
 	} {
-		if got := bin(tc.c); got != tc.want {
+		if got := bin(tc.c, NumBins); got != tc.want {
 			t.Errorf("bin(%v) = %d, want %d", tc.c, got, tc.want)
 		}
 	}

@@ -86,7 +86,7 @@ func (s *Stats) count(p calibration.Prediction) {
 func (s *Stats) add(p calibration.Prediction, sign int) {
 	d := float64(sign)
 	c, ok := p.Confidence(), p.Correct()
-	b, g := bin(c), gateBin(c)
+	b, g := bin(c, NumBins), bin(c, GateBins)
 	s.N += sign
 	s.BinCount[b] += sign
 	s.BinConf[b] += d * c
@@ -143,7 +143,7 @@ func (s *Stats) Remove(p calibration.Prediction) {
 		return
 	}
 	c, ok := p.Confidence(), p.Correct()
-	b, g := bin(c), gateBin(c)
+	b, g := bin(c, NumBins), bin(c, GateBins)
 	if s.N == 0 || s.BinCount[b] == 0 || s.GateN[g] == 0 || p.Expected >= len(s.Expected) || s.Expected[p.Expected] == 0 ||
 		(ok && (s.Right == 0 || s.BinRight[b] == 0)) || (!ok && s.GateWrong[g] == 0) || (p.Kind == decision.Score && s.Scores == 0) {
 		return // not a case of these statistics
@@ -159,13 +159,6 @@ func (s *Stats) Remove(p calibration.Prediction) {
 	if s.BinCount[b] == 0 {
 		s.BinConf[b] = 0
 	}
-}
-
-// gateBin is the gate bin of confidence c: bin i holds [i, i+1)/GateBins,
-// the last one 1 too, and a confidence within 1e-9 under an edge counts
-// as on it, as everywhere in this package.
-func gateBin(c float64) int {
-	return min(max(int(math.Floor(c*GateBins+calibration.Edge)), 0), GateBins-1)
 }
 
 // Merge adds o's counts to s: the statistics of both sets of cases.

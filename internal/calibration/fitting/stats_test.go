@@ -95,7 +95,7 @@ func TestStatsSuggestGate(t *testing.T) {
 		// confidence seen, a lower edge gates nothing more.
 		held := map[int]bool{}
 		for _, p := range tc.preds {
-			held[gateBin(p.Confidence())] = true
+			held[bin(p.Confidence(), GateBins)] = true
 		}
 		lowest := -1
 		for i := GateBins - 1; i >= 0; i-- {
