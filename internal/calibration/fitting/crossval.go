@@ -807,13 +807,7 @@ func (s sampler) interval(d []float64) Interval {
 	m := total / float64(len(d))
 	if s.resamples == 0 {
 		// The delta-method variance of a ratio of group sums.
-		var ss float64
-		for g := range sum {
-			r := sum[g] - m*cnt[g]
-			ss += r * r
-		}
-		g := float64(s.groups)
-		se := math.Sqrt(g/(g-1)*ss) / float64(len(d))
+		se := clusterSE(sum, cnt, m)
 		z := normalQuantile(s.confidence)
 		return Interval{Mean: m, Low: m - z*se, High: m + z*se}
 	}

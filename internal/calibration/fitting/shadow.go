@@ -116,8 +116,7 @@ func Compare(pairs []Pair) Comparison {
 	var c Comparison
 	var prim, cand []calibration.Prediction
 	type diffs struct {
-		nll, acc float64
-		n        int
+		nll, acc, n float64
 	}
 	byReq := map[string]*diffs{}
 	var order []string
@@ -169,7 +168,7 @@ func Compare(pairs []Pair) Comparison {
 		c.PrimaryScore = &Side{Accuracy: mp.Accuracy, ECE: mp.ECE, NLL: mp.NLL}
 		c.CandidateScore = &Side{Accuracy: mc.Accuracy, ECE: mc.ECE, NLL: mc.NLL}
 		c.NLLDiff, c.AccuracyDiff = mc.NLL-mp.NLL, mc.Accuracy-mp.Accuracy
-		nll, acc, sizes := make([]float64, len(order)), make([]float64, len(order)), make([]int, len(order))
+		nll, acc, sizes := make([]float64, len(order)), make([]float64, len(order)), make([]float64, len(order))
 		for i, k := range order {
 			nll[i], acc[i], sizes[i] = byReq[k].nll, byReq[k].acc, byReq[k].n
 		}
@@ -223,17 +222,16 @@ func boolf(b bool) float64 {
 // sqrt(k/(k-1) * sum_j (s_j - mean*n_j)^2) / n over k clusters and n
 // cases. It is 0 with fewer than two clusters, which Compare does not
 // decide on.
-func clusterSE(sums []float64, sizes []int, mean float64) float64 {
+func clusterSE(sums, sizes []float64, mean float64) float64 {
 	k := len(sums)
 	if k < 2 {
 		return 0
 	}
-	var ss float64
-	n := 0
+	var ss, n float64
 	for j, s := range sums {
-		d := s - mean*float64(sizes[j])
+		d := s - mean*sizes[j]
 		ss += d * d
 		n += sizes[j]
 	}
-	return math.Sqrt(float64(k)/float64(k-1)*ss) / float64(n)
+	return math.Sqrt(float64(k)/float64(k-1)*ss) / n
 }
