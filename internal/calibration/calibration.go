@@ -16,6 +16,7 @@ package calibration
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"system1/internal/decision"
 )
@@ -133,11 +134,4 @@ func Buckets() []string {
 
 // bucketIndex is the position of name among Buckets, or -1 when it is not
 // one of them.
-func bucketIndex(name string) int {
-	for i, b := range Buckets() {
-		if b == name {
-			return i
-		}
-	}
-	return -1
-}
+func bucketIndex(name string) int { return slices.Index(Buckets(), name) }

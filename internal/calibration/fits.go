@@ -274,17 +274,12 @@ func (f *Fits) Validate() error {
 	if f.Version != FitsVersion {
 		return fmt.Errorf("fits: version %d; only %d is known", f.Version, FitsVersion)
 	}
-	type key struct {
-		provider, model, fingerprint string
-		kind                         decision.Kind
-		bucket                       string
-	}
-	seen := map[key]int{}
+	seen := map[[5]string]int{}
 	for i, ft := range f.Fits {
 		if err := ft.validate(); err != nil {
 			return fmt.Errorf("fits: fit %d: %w", i, err)
 		}
-		k := key{ft.Provider, ft.Model, ft.Fingerprint, ft.Kind, ft.Bucket}
+		k := [5]string{ft.Provider, ft.Model, ft.Fingerprint, string(ft.Kind), ft.Bucket}
 		if j, ok := seen[k]; ok {
 			return fmt.Errorf("fits: fit %d repeats fit %d (provider %q, model %q, fingerprint %q, %s, bucket %s)", i, j, ft.Provider, ft.Model, ft.Fingerprint, ft.Kind, ft.Bucket)
 		}
