@@ -115,11 +115,9 @@ type Comparison struct {
 func Compare(pairs []Pair) Comparison {
 	var c Comparison
 	var prim, cand []calibration.Prediction
-	type diffs struct {
-		nll, acc, n float64
-	}
-	byReq := map[string]*diffs{}
-	var order []string
+	// Per request with outcomes: the summed differences and the cases.
+	at := map[string]int{}
+	var nll, acc, sizes []float64
 	for i, p := range pairs {
 		a := calibration.Prediction{Kind: p.Kind, Dist: p.Primary, Options: p.Options}
 		b := calibration.Prediction{Kind: p.Kind, Dist: p.Candidate, Options: p.Options}
@@ -146,15 +144,15 @@ func Compare(pairs []Pair) Comparison {
 		if key == "" {
 			key = fmt.Sprintf("\x00%d", i)
 		}
-		d := byReq[key]
-		if d == nil {
-			d = &diffs{}
-			byReq[key] = d
-			order = append(order, key)
+		j, ok := at[key]
+		if !ok {
+			j = len(nll)
+			at[key] = j
+			nll, acc, sizes = append(nll, 0), append(acc, 0), append(sizes, 0)
 		}
-		d.nll += caseNLL(b) - caseNLL(a)
-		d.acc += boolf(b.Correct()) - boolf(a.Correct())
-		d.n++
+		nll[j] += caseNLL(b) - caseNLL(a)
+		acc[j] += boolf(b.Correct()) - boolf(a.Correct())
+		sizes[j]++
 	}
 	if c.N > 0 {
 		n := float64(c.N)
@@ -168,13 +166,9 @@ func Compare(pairs []Pair) Comparison {
 		c.PrimaryScore = &Side{Accuracy: mp.Accuracy, ECE: mp.ECE, NLL: mp.NLL}
 		c.CandidateScore = &Side{Accuracy: mc.Accuracy, ECE: mc.ECE, NLL: mc.NLL}
 		c.NLLDiff, c.AccuracyDiff = mc.NLL-mp.NLL, mc.Accuracy-mp.Accuracy
-		nll, acc, sizes := make([]float64, len(order)), make([]float64, len(order)), make([]float64, len(order))
-		for i, k := range order {
-			nll[i], acc[i], sizes[i] = byReq[k].nll, byReq[k].acc, byReq[k].n
-		}
 		// The requests are the independent draws: the questions of one
 		// share a state.
-		c.LabelledRequests = len(order)
+		c.LabelledRequests = len(nll)
 		c.NLLDiffSE = clusterSE(nll, sizes, c.NLLDiff)
 		c.AccuracyDiffSE = clusterSE(acc, sizes, c.AccuracyDiff)
 	}
