@@ -280,13 +280,8 @@ func Select(preds []calibration.Prediction, current calibration.Calibrator, opt 
 		return Selection{}, ErrNoCases
 	}
 	kind, bucket := preds[0].Kind, calibration.Bucket(preds[0].Options)
-	for i, p := range preds {
-		if err := p.Check(); err != nil {
-			return Selection{}, fmt.Errorf("case %d: %w", i, err)
-		}
-		if p.Kind != kind || calibration.Bucket(p.Options) != bucket {
-			return Selection{}, fmt.Errorf("case %d is %s over %d options, not %s in bucket %s", i, p.Kind, p.Options, kind, bucket)
-		}
+	if err := checkGroup(preds, "case", kind, bucket); err != nil {
+		return Selection{}, err
 	}
 	if current.Check() != nil {
 		current = calibration.Identity()

@@ -220,19 +220,11 @@ func NewFit(fit, held []calibration.Prediction) (calibration.Fit, error) {
 		return calibration.Fit{}, ErrNoCases
 	}
 	f := calibration.Fit{Kind: fit[0].Kind, Bucket: calibration.Bucket(fit[0].Options), N: len(fit)}
-	for _, set := range []struct {
-		name  string
-		preds []calibration.Prediction
-	}{{"fitted", fit}, {"held-out", held}} {
-		name := set.name
-		for i, p := range set.preds {
-			if err := p.Check(); err != nil {
-				return calibration.Fit{}, fmt.Errorf("%s case %d: %w", name, i, err)
-			}
-			if p.Kind != f.Kind || calibration.Bucket(p.Options) != f.Bucket {
-				return calibration.Fit{}, fmt.Errorf("%s case %d is %s over %d options, not %s in bucket %s", name, i, p.Kind, p.Options, f.Kind, f.Bucket)
-			}
-		}
+	if err := checkGroup(fit, "fitted case", f.Kind, f.Bucket); err != nil {
+		return calibration.Fit{}, err
+	}
+	if err := checkGroup(held, "held-out case", f.Kind, f.Bucket); err != nil {
+		return calibration.Fit{}, err
 	}
 	t, err := FitTemperature(fit)
 	if err != nil {
@@ -246,6 +238,20 @@ func NewFit(fit, held []calibration.Prediction) (calibration.Fit, error) {
 		f.Holdout = &h
 	}
 	return f, nil
+}
+
+// checkGroup reports the first of preds, named by what and its index,
+// that fails Prediction.Check or is not of kind and bucket.
+func checkGroup(preds []calibration.Prediction, what string, kind decision.Kind, bucket string) error {
+	for i, p := range preds {
+		if err := p.Check(); err != nil {
+			return fmt.Errorf("%s %d: %w", what, i, err)
+		}
+		if p.Kind != kind || calibration.Bucket(p.Options) != bucket {
+			return fmt.Errorf("%s %d is %s over %d options, not %s in bucket %s", what, i, p.Kind, p.Options, kind, bucket)
+		}
+	}
+	return nil
 }
 
 // score measures preds before and after tempering by t.
