@@ -88,10 +88,7 @@ func (s *Selection) Sets(method string, coverages []float64) ([]calibration.Conf
 	// such folds' cases, sorted once, give every coverage's threshold.
 	hold := make([]calibration.SetCoverage, len(out))
 	size := make([]int, len(out))
-	ok := make([]bool, len(out))
-	for i := range ok {
-		ok[i] = true
-	}
+	short := make([]bool, len(out)) // some fold's complement is too few for the rule
 	for k := range s.Folds {
 		var train []float64
 		var test []calibration.Prediction
@@ -111,7 +108,7 @@ func (s *Selection) Sets(method string, coverages []float64) ([]calibration.Conf
 		for j, rule := range out {
 			r := calibration.ConformalRank(len(train), rule.Coverage)
 			if r > len(train) {
-				ok[j] = false
+				short[j] = true
 				continue
 			}
 			fr := calibration.Conformal{Method: method, Coverage: rule.Coverage, N: len(train), Threshold: min(max(train[r-1], 0), 1)}
@@ -133,7 +130,7 @@ func (s *Selection) Sets(method string, coverages []float64) ([]calibration.Conf
 		}
 	}
 	for j := range out {
-		if !ok[j] || hold[j].N == 0 {
+		if short[j] || hold[j].N == 0 {
 			continue
 		}
 		h := hold[j]
