@@ -180,13 +180,11 @@ func mapLevel(d decision.Distribution, k int, pk, target float64) decision.Distr
 // key names m in a step's version: the start of a hash of its knots,
 // so that two maps are told apart without writing every knot.
 func (m ConfidenceMap) key() string {
-	h := fnv.New64a()
-	var b [8]byte
-	for _, v := range [][]float64{m.X, m.Y} {
-		for _, x := range v {
-			binary.LittleEndian.PutUint64(b[:], math.Float64bits(x))
-			h.Write(b[:])
-		}
+	var b []byte
+	for _, x := range slices.Concat(m.X, m.Y) {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x))
 	}
+	h := fnv.New64a()
+	h.Write(b)
 	return fmt.Sprintf("%08x", h.Sum64()>>32)
 }

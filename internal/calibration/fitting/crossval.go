@@ -545,9 +545,9 @@ type folds struct {
 // folds differ by at most one group.
 func newFolds(preds []calibration.Prediction, k int, seed uint64) folds {
 	type item struct {
-		key     string
-		content uint64
-		i       int
+		key           string
+		rank, content uint64
+		i             int
 	}
 	items := make([]item, len(preds))
 	for i, p := range preds {
@@ -556,16 +556,10 @@ func newFolds(preds []calibration.Prediction, k int, seed uint64) folds {
 		if key == "" {
 			key = "\x00" + strconv.FormatUint(c, 16)
 		}
-		items[i] = item{key, c, i}
-	}
-	keyRank := map[string]uint64{}
-	for _, it := range items {
-		if _, ok := keyRank[it.key]; !ok {
-			keyRank[it.key] = Rank(seed, it.key)
-		}
+		items[i] = item{key, Rank(seed, key), c, i}
 	}
 	slices.SortStableFunc(items, func(a, b item) int {
-		return cmp.Or(cmp.Compare(keyRank[a.key], keyRank[b.key]), strings.Compare(a.key, b.key), cmp.Compare(a.content, b.content))
+		return cmp.Or(cmp.Compare(a.rank, b.rank), strings.Compare(a.key, b.key), cmp.Compare(a.content, b.content))
 	})
 	f := folds{k: k, preds: make([]calibration.Prediction, len(preds)), group: make([]int, len(preds)), fold: make([]int, len(preds))}
 	g := -1
@@ -582,17 +576,13 @@ func newFolds(preds []calibration.Prediction, k int, seed uint64) folds {
 // contentHash is a hash of what a case says: its kind, distribution,
 // expected index and options; identical cases get one.
 func contentHash(p calibration.Prediction) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(p.Kind))
-	var b [8]byte
-	for _, v := range []uint64{uint64(p.Expected), uint64(p.Options)} {
-		binary.LittleEndian.PutUint64(b[:], v)
-		h.Write(b[:])
-	}
+	b := binary.LittleEndian.AppendUint64([]byte(p.Kind), uint64(p.Expected))
+	b = binary.LittleEndian.AppendUint64(b, uint64(p.Options))
 	for _, q := range p.Dist {
-		binary.LittleEndian.PutUint64(b[:], math.Float64bits(q))
-		h.Write(b[:])
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(q))
 	}
+	h := fnv.New64a()
+	h.Write(b)
 	return h.Sum64()
 }
 
