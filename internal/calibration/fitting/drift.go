@@ -142,15 +142,11 @@ func (h *DriftHistogram) Add(a Answer) {
 func (h *DriftHistogram) Merge(o DriftHistogram) {
 	h.N += o.N
 	h.Sum += o.Sum
-	for i, n := range o.Confidence {
-		h.Confidence[i] += n
-	}
+	addTo(h.Confidence[:], o.Confidence[:])
 	for len(h.Top) < len(o.Top) {
 		h.Top = append(h.Top, 0)
 	}
-	for i, n := range o.Top {
-		h.Top[i] += n
-	}
+	addTo(h.Top, o.Top)
 	h.Labels = max(h.Labels, o.Labels)
 }
 

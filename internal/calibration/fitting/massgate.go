@@ -1,6 +1,7 @@
 package fitting
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -140,11 +141,7 @@ func (m MassStats) SuggestMassGate(maxLoss float64) MassGate {
 		maxLoss = DefaultMaxInScopeLoss
 	}
 	g := MassGate{MaxInScopeLoss: maxLoss, InScope: m.nIn, OutOfScope: m.nOut}
-	keys := make([]float64, 0, len(m.in))
-	for k := range m.in {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	keys := slices.Sorted(maps.Keys(m.in))
 	// The first mass at a floor has every mass under the floor under it,
 	// and no other: the candidates reduce to the floors, each with the
 	// count of the floors below it.

@@ -183,23 +183,22 @@ func (s *Stats) Merge(o Stats) error {
 	s.Brier += o.Brier
 	s.Scores += o.Scores
 	s.AbsErr += o.AbsErr
-	addInts(s.BinCount, o.BinCount)
-	addInts(s.BinRight, o.BinRight)
-	for i := range s.BinConf {
-		s.BinConf[i] += o.BinConf[i]
-	}
-	addInts(s.SelN, o.SelN)
-	addInts(s.SelRight, o.SelRight)
-	addInts(s.GateN, o.GateN)
-	addInts(s.GateWrong, o.GateWrong)
+	addTo(s.BinCount, o.BinCount)
+	addTo(s.BinRight, o.BinRight)
+	addTo(s.BinConf, o.BinConf)
+	addTo(s.SelN, o.SelN)
+	addTo(s.SelRight, o.SelRight)
+	addTo(s.GateN, o.GateN)
+	addTo(s.GateWrong, o.GateWrong)
 	if len(o.Expected) > len(s.Expected) {
 		s.Expected = append(s.Expected, make([]int, len(o.Expected)-len(s.Expected))...)
 	}
-	addInts(s.Expected, o.Expected)
+	addTo(s.Expected, o.Expected)
 	return nil
 }
 
-func addInts(dst, src []int) {
+// addTo adds src to dst, element by element.
+func addTo[T int | float64](dst, src []T) {
 	for i, v := range src {
 		dst[i] += v
 	}
