@@ -335,7 +335,7 @@ func worse(g Interval) bool { return g.Mean < -calibration.Edge }
 func (s *Selection) scoreCurrent(cv folds, current calibration.Calibrator, boot sampler, temps []float64) (curLoss, rawLoss losses) {
 	curOOF := cv.preds
 	var curFolds []calibration.Calibrator
-	if m := current.Base().Method; m != calibration.MethodNone && slices.Contains(calibration.Methods(), m) {
+	if m := current.Base().Method; m != calibration.MethodNone { // Select made current pass Check
 		c := cv.crossFit(m, temps)
 		curOOF, curFolds = c.oof, c.folds
 	}

@@ -127,19 +127,15 @@ func Split(preds []calibration.Prediction, holdout float64, seed uint64) (fit, h
 	case holdout > 0:
 		h = int(math.Round(holdout * float64(n)))
 	}
-	order := make([]int, n)
 	keys := make([]uint64, n)
-	for i := range order {
-		order[i] = i
+	for i := range keys {
 		keys[i] = mix(seed ^ mix(uint64(i)))
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(keys[a], keys[b]) })
-	isHeld := make([]bool, n)
-	for _, i := range order[:h] {
-		isHeld[i] = true
-	}
+	// mix is a bijection, so the keys differ: the h smallest are those
+	// up to the h-th.
+	sorted := slices.Sorted(slices.Values(keys))
 	for i, p := range preds {
-		if isHeld[i] {
+		if h > 0 && keys[i] <= sorted[h-1] {
 			held = append(held, p)
 		} else {
 			fit = append(fit, p)
