@@ -3,6 +3,7 @@ package calibration
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -162,9 +163,7 @@ func (c Calibrator) Check() error {
 			return fmt.Errorf("confidence map: %w", err)
 		}
 	}
-	switch c.Method {
-	case MethodNone, MethodTemperature, MethodLevel, MethodVector:
-	default:
+	if !slices.Contains(Methods(), c.Method) {
 		return fmt.Errorf("method %q is not %s, %s, %s or %s", c.Method, MethodNone, MethodTemperature, MethodLevel, MethodVector)
 	}
 	if !(c.Temperature > 0) || math.IsInf(c.Temperature, 1) {
