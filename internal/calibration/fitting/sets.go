@@ -55,7 +55,7 @@ func (s *Selection) Sets(method string, coverages []float64) ([]calibration.Conf
 	if method != calibration.ConformalLAC && method != calibration.ConformalAPS {
 		return nil, fmt.Errorf("method %q is not %s or %s", method, calibration.ConformalLAC, calibration.ConformalAPS)
 	}
-	cases, fold, use := s.preds, s.fold, func(int) bool { return true }
+	cases, from := s.preds, 0 // the rules rest on the folds from on
 	var setCal *calibration.Calibrator
 	if base := s.Calibrator.Base(); base.Method != calibration.MethodNone {
 		m := setFolds(base, s.fold, s.Folds)
@@ -68,12 +68,12 @@ func (s *Selection) Sets(method string, coverages []float64) ([]calibration.Conf
 		if c, err := FitMethod(base.Method, train); err == nil && c.Method != calibration.MethodNone && !(c.Method == calibration.MethodTemperature && c.Temperature == 1) {
 			setCal = &c
 			cases = calibration.Calibrate(s.preds, c)
-			use = func(i int) bool { return s.fold[i] >= m }
+			from = m
 		}
 	}
 	var calib []calibration.Prediction
 	for i, p := range cases {
-		if use(i) {
+		if s.fold[i] >= from {
 			calib = append(calib, p)
 		}
 	}
@@ -94,8 +94,8 @@ func (s *Selection) Sets(method string, coverages []float64) ([]calibration.Conf
 		var test []calibration.Prediction
 		for i, p := range cases {
 			switch {
-			case !use(i):
-			case fold[i] == k:
+			case s.fold[i] < from:
+			case s.fold[i] == k:
 				test = append(test, p)
 			default:
 				train = append(train, calibration.ConformalScore(method, p.Dist, p.Expected))
