@@ -105,8 +105,7 @@ func suggestGate(conf []float64, wrong []bool, target float64) Gate {
 			i++
 		}
 		if boundUnder(nwrong, above, GateConfidence, target) {
-			tt := t
-			g.Threshold, g.Above, g.WrongAbove = &tt, above, nwrong
+			g.Threshold, g.Above, g.WrongAbove = &t, above, nwrong
 			g.Coverage = float64(above) / float64(len(cs))
 		}
 	}
