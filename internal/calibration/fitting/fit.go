@@ -189,15 +189,10 @@ func Groups(preds []calibration.Prediction) []Group {
 		out[i].Preds = append(out[i].Preds, p)
 	}
 	rank := func(k decision.Kind) int {
-		switch k {
-		case decision.Choice:
-			return 0
-		case decision.Noul:
-			return 1
-		case decision.Score:
-			return 2
+		if r := slices.Index([]decision.Kind{decision.Choice, decision.Noul, decision.Score}, k); r >= 0 {
+			return r
 		}
-		return 3
+		return 3 // an unknown kind, after the known ones
 	}
 	slices.SortFunc(out, func(a, b Group) int {
 		return cmp.Or(cmp.Compare(rank(a.Kind), rank(b.Kind)), cmp.Compare(a.Kind, b.Kind),
