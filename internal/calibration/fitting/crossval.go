@@ -83,15 +83,13 @@ func (o SelectOptions) withDefaults() (SelectOptions, error) {
 	if len(o.Methods) == 0 {
 		o.Methods = calibration.Methods()
 	}
-	seen := map[string]bool{}
-	for _, m := range o.Methods {
+	for i, m := range o.Methods {
 		if !slices.Contains(calibration.Methods(), m) {
 			return o, fmt.Errorf("method %q is not one of %v", m, calibration.Methods())
 		}
-		if seen[m] {
+		if slices.Index(o.Methods, m) < i {
 			return o, fmt.Errorf("method %q is named twice", m)
 		}
-		seen[m] = true
 	}
 	o.Methods = slices.Clone(o.Methods)
 	slices.SortStableFunc(o.Methods, func(a, b string) int {
