@@ -125,6 +125,7 @@ func TestParseFitsRejectsBadCalibrators(t *testing.T) {
 		{"a set of huge n", with(`"sets":[{"method":"lac","coverage":0.95,"n":1e30,"threshold":0.5}]`), "cannot unmarshal"},
 		{"a set twice", with(`"sets":[{"method":"lac","coverage":0.9,"n":100,"threshold":0.5},{"method":"lac","coverage":0.9,"n":50,"threshold":0.6}]`), "set 1 repeats set 0"},
 		{"a set with an unknown key", with(`"sets":[{"method":"lac","coverage":0.9,"n":100,"threshold":0.5,"alpha":0.1}]`), `set 0: unknown field "alpha"`},
+		{"a set's calibrator with an unknown key", with(`"sets":[{"method":"lac","coverage":0.9,"n":100,"threshold":0.5,"calibrator":{"method":"temperature","temperature":1,"alpha":1}}]`), `set 0: calibrator: unknown field "alpha"`},
 		{"sets not a list", with(`"sets":{}`), "cannot unmarshal"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -80,7 +80,7 @@ func setKeys(item json.RawMessage) error {
 	}
 	if v, ok := jsonx.Lookup(ms, "calibrator"); ok {
 		if _, err := objectKeys(v, reflect.TypeFor[Calibrator]()); err != nil {
-			return fmt.Errorf("calibrator: calibrator: %w", err)
+			return fmt.Errorf("calibrator: %w", err)
 		}
 	}
 	return nil
