@@ -460,7 +460,7 @@ func (c *Config) Check() []error {
 		if u, err := url.Parse(n.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			bad("%s (%s): url %q is not an http(s) URL", at, n.Name, n.URL)
 		}
-		if !oneOf(n.Dialect, Dialects) {
+		if !slices.Contains(Dialects, n.Dialect) {
 			bad("%s (%s): dialect %q is not one of %s", at, n.Name, n.Dialect, strings.Join(Dialects, ", "))
 		}
 		if n.Constrain != "" && n.Constrain != "none" && n.Constrain != "structured_outputs" && n.Constrain != "guided_choice" {
@@ -554,8 +554,8 @@ func (c *Config) Check() []error {
 		bad("gateway.threshold: %v is not in [0,1]", *t)
 	}
 	errs = append(errs, c.translation...)
-	errs = append(errs, c.DecisionLog.check()...)
-	errs = append(errs, c.Tracing.check()...)
+	errs = append(errs, c.DecisionLog.Check()...)
+	errs = append(errs, c.Tracing.Check()...)
 	errs = append(errs, c.Cache.check()...)
 	errs = append(errs, checkShadow(c.Shadow)...)
 	errs = append(errs, c.checkCascades()...)
@@ -609,13 +609,4 @@ func (c *Config) Check() []error {
 		}
 	}
 	return errs
-}
-
-func oneOf(s string, set []string) bool {
-	for _, x := range set {
-		if s == x {
-			return true
-		}
-	}
-	return false
 }

@@ -64,9 +64,7 @@ func (d DecisionLog) File(stateDir string, getenv func(string) string) string {
 }
 
 // Check lists what is wrong with the section alone, as Config.Check does.
-func (d DecisionLog) Check() []error { return d.check() }
-
-func (d DecisionLog) check() []error {
+func (d DecisionLog) Check() []error {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	for _, k := range []struct {

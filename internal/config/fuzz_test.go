@@ -2,6 +2,7 @@ package config
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -72,14 +73,14 @@ func FuzzParse(f *testing.F) {
 			}
 			seen := map[string]bool{}
 			for _, n := range c.Nodes {
-				if n.Name == "" || seen[n.Name] || !oneOf(n.Dialect, Dialects) || n.MaxOptions < 0 || n.MaxOptions == 1 || n.MaxOptions > MaxOptions ||
+				if n.Name == "" || seen[n.Name] || !slices.Contains(Dialects, n.Dialect) || n.MaxOptions < 0 || n.MaxOptions == 1 || n.MaxOptions > MaxOptions ||
 					n.MaxLabels < 0 || n.MaxInFlight < 0 || n.Queue < 0 {
 					t.Fatalf("accepted node %+v", n)
 				}
 				seen[n.Name] = true
 			}
 			for _, p := range c.Providers {
-				if p.Name == "" || !oneOf(p.Kind, ProviderKinds) || p.Model == "" || p.MaxOptions < 0 || p.MaxOptions == 1 {
+				if p.Name == "" || !slices.Contains(ProviderKinds, p.Kind) || p.Model == "" || p.MaxOptions < 0 || p.MaxOptions == 1 {
 					t.Fatalf("accepted provider %+v", p)
 				}
 			}

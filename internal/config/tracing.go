@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"slices"
 	"strings"
 	"unicode"
 )
@@ -70,9 +71,7 @@ func TakesRatio(sampler string) bool { return strings.HasSuffix(sampler, "tracei
 const maxServiceName = 255
 
 // Check lists what is wrong with the section alone, as Config.Check does.
-func (t Tracing) Check() []error { return t.check() }
-
-func (t Tracing) check() []error {
+func (t Tracing) Check() []error {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	if t.Endpoint != "" {
@@ -92,10 +91,10 @@ func (t Tracing) check() []error {
 			bad("tracing.endpoint: a collector's URL has no query or fragment")
 		}
 	}
-	if t.Protocol != "" && !oneOf(t.Protocol, TracingProtocols) {
+	if t.Protocol != "" && !slices.Contains(TracingProtocols, t.Protocol) {
 		bad("tracing.protocol: %q is not one of %s", t.Protocol, strings.Join(TracingProtocols, ", "))
 	}
-	if t.Sampler != "" && !oneOf(t.Sampler, TracingSamplers) {
+	if t.Sampler != "" && !slices.Contains(TracingSamplers, t.Sampler) {
 		bad("tracing.sampler: %q is not one of %s", t.Sampler, strings.Join(TracingSamplers, ", "))
 	}
 	if r := t.SampleRatio; r != nil {

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 
 	"go.opentelemetry.io/otel"
@@ -134,10 +135,8 @@ func protocolOf(cfg config.Tracing, getenv func(string) string) (string, error) 
 	}
 	for _, name := range []string{EnvTracesProtocol, EnvProtocol} {
 		if v := strings.TrimSpace(getenv(name)); v != "" {
-			for _, p := range config.TracingProtocols {
-				if v == p {
-					return p, nil
-				}
+			if slices.Contains(config.TracingProtocols, v) {
+				return v, nil
 			}
 			return "", fmt.Errorf("tracing: %s=%q is not one of %s", name, v, strings.Join(config.TracingProtocols, ", "))
 		}
