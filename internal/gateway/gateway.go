@@ -152,7 +152,7 @@ func New(o Options) *Gateway {
 		l := &link{name: lc.Name, model: lc.Model, kind: "engine", timeout: lc.Timeout.Or(g.timeout), maxOptions: lc.MaxOptions, answer: o.Answer}
 		if len(lc.Nodes) > 0 {
 			l.answer, l.nodes = o.Answer.Only(lc.Nodes), lc.Nodes
-			l.kind, l.url = "systemone", ""
+			l.kind = "systemone"
 			for _, n := range cfg.Nodes {
 				if slices.Contains(lc.Nodes, n.Name) {
 					if n.Dialect != "systemone" {
@@ -263,7 +263,7 @@ func (g *Gateway) Decide(ctx context.Context, raw []byte, defaultID string) *Res
 	if len(g.errs) > 0 {
 		msg := strings.Join(g.errs, "; ")
 		res.fail(CodeConfigError, msg, "System 1 is not configured correctly, so no model was asked: "+msg+
-			". Reason this through yourself, and tell the user that System 1's configuration ("+g.configName()+") needs fixing; "+g.opt.Wording.health()+" shows the details.")
+			". Reason this through yourself, and tell the user that System 1's configuration ("+cmp.Or(g.opt.ConfigPath, "its configuration file")+") needs fixing; "+g.opt.Wording.health()+" shows the details.")
 		return res
 	}
 	threshold := g.threshold
@@ -275,11 +275,11 @@ func (g *Gateway) Decide(ctx context.Context, raw []byte, defaultID string) *Res
 	if req.MinLabelMass != nil {
 		minMass = *req.MinLabelMass
 	}
-	q := query{Question: req.Question, Options: req.Options, Context: req.Context, Debias: req.Debias, Prior: req.Prior, None: req.NoneOption}
+	q := query(req)
 	ctx, cancel := context.WithTimeout(ctx, g.deadline)
 	defer cancel()
 	who := answer.Request{Face: g.opt.Face, RequestID: res.RequestID, Start: start,
-		Gate: answer.Gate{MinLabelMass: minMass, None: q.None}}
+		Gate: answer.Gate{MinLabelMass: minMass, None: q.NoneOption}}
 	if req.Coverage != nil {
 		who.Coverage = *req.Coverage
 	}
@@ -411,8 +411,6 @@ func (g *Gateway) run(ctx context.Context, log *slog.Logger, q query, gt gate, r
 	res.fail(code, msg, "No provider could answer, so there is no decision and no probability: "+strings.Join(why, "; ")+". Reason this through yourself.")
 }
 
-// answer turns a provider's reading into the response: calibrated, then
-// decided or abstained.
 // gate is what an answer must clear to be a decision.
 type gate struct {
 	threshold float64
@@ -420,19 +418,17 @@ type gate struct {
 	minMass float64
 }
 
+// answer turns a provider's reading into the response: calibrated, then
+// decided or abstained.
 func (g *Gateway) answer(q query, p *link, r reading, gt gate, at *Attempt, res *Response) {
 	threshold := gt.threshold
 	answers := q.Answers()
-	model := r.Model
-	if r.Cost != nil { // paid for even when the node declined
-		c := r.Cost.String()
+	model, name := cmp.Or(r.Model, p.model), p.name
+	if r.answer.Cost != nil { // paid for even when the node declined
+		c := r.answer.Cost.String()
 		res.Cost = &c
 	}
-	if model == "" {
-		model = p.model
-	}
 	if r.Dist == nil { // the node declined outright: there is no reading to report
-		name := p.name
 		res.Status, res.Provider, res.Grade = Abstained, &name, GradeEscalate
 		res.Calibration = &Steps{Steps: []CalibrationStep{}}
 		at.Outcome, at.Detail = OutcomeAbstained, r.Refusal.Detail
@@ -445,14 +441,14 @@ func (g *Gateway) answer(q query, p *link, r reading, gt gate, at *Attempt, res 
 	}
 	d := r.Dist
 	var none float64
-	if q.None { // the implicit option is last
+	if q.NoneOption { // the implicit option is last
 		none, d = d[len(d)-1], d[:len(d)-1]
 		rn := decision.Round(decision.Distribution{none}, decimals)[0]
 		res.NoneProbability = &rn
 	}
-	res.Calibrated = r.Calibrated
-	res.FitVersion = r.FitVersion
-	res.Cache = r.Cache
+	res.Calibrated = r.answer.Calibrated
+	res.FitVersion = r.answer.FitVersion
+	res.Cache = r.answer.Cache
 	if !math.IsNaN(r.LabelMass) {
 		// Significant digits, not decimals: a mass of 0.000665 is not 0.
 		m := decision.RoundSignificant(r.LabelMass, decision.LabelMassDigits)
@@ -470,7 +466,6 @@ func (g *Gateway) answer(q query, p *link, r reading, gt gate, at *Attempt, res 
 	}
 	conf := reported[best]
 	res.Confidence = &conf
-	name := p.name
 	res.Provider = &name
 	cal := "uncalibrated"
 	if res.Calibrated {
@@ -484,7 +479,7 @@ func (g *Gateway) answer(q query, p *link, r reading, gt gate, at *Attempt, res 
 		}
 	}
 	res.Served = &Served{Node: r.Node, Model: model, Fingerprint: r.Fingerprint, Stage: r.Stage, Stages: r.Stages}
-	gg := gradeGate(r.fits, name, model, r.Fingerprint, q.Kind(), len(r.Dist), threshold)
+	gg := gradeGate(r.answer.Fits, name, model, r.Fingerprint, q.Kind(), len(r.Dist), threshold)
 	res.Gate = &gg
 	var why string // why the grade is not act, in the rationale's words
 	res.Grade, why = grade(conf, second, gg.Value)
@@ -497,32 +492,23 @@ func (g *Gateway) answer(q query, p *link, r reading, gt gate, at *Attempt, res 
 	if r.Set != nil {
 		res.Grade, why = setGrade(res, r.Set, q, best, res.Grade, why)
 	}
+	res.Status = Abstained
+	at.Outcome, at.Detail = OutcomeOK, r.Detail
 	switch {
 	case reason == answer.RefusedUpstream:
-		res.Status = Abstained
-		at.Outcome = OutcomeAbstained
-		at.Detail = r.Refusal.Detail
+		at.Outcome, at.Detail = OutcomeAbstained, r.Refusal.Detail
 		res.Grade = GradeEscalate
 		res.Rationale = fmt.Sprintf("System 1 abstained: provider %q declined to decide (%s). Its best guess was %q at probability %.*f (%s), but there is no decision. Reason this through yourself.",
 			name, r.Refusal.Detail, choice, decimals, conf, cal)
 	case reason == answer.RefusedNone:
-		res.Status = Abstained
-		at.Outcome = OutcomeOK
-		at.Detail = r.Detail
 		res.Grade = GradeEscalate
 		res.Rationale = fmt.Sprintf("System 1 abstained: no option seemed to fit. The implicit option %q won at probability %.*f (%s); the best of yours was %q at %.*f. There is no decision. Reason this through yourself, or offer an option that fits.",
 			decision.NoneOption, decimals, none, cal, choice, decimals, conf)
 	case reason == answer.RefusedLabelMass:
-		res.Status = Abstained
-		at.Outcome = OutcomeOK
-		at.Detail = r.Detail
 		res.Grade = GradeEscalate
 		res.Rationale = fmt.Sprintf("System 1 abstained: no option seemed to fit. The model put only %s of its probability on the options at all (under min_label_mass %v); among them its best guess was %q at %.*f (%s), but there is no decision. Reason this through yourself, or offer an option that fits.",
 			decision.FormatLabelMass(r.LabelMass), gt.minMass, choice, decimals, conf, cal)
 	case conf < threshold:
-		res.Status = Abstained
-		at.Outcome = OutcomeOK
-		at.Detail = r.Detail
 		res.Rationale = fmt.Sprintf("System 1 is not confident enough to decide: its best guess %q has probability %.*f (%s), under the threshold %v. There is no decision. Reason this through yourself.",
 			choice, decimals, conf, cal, threshold)
 		// A fit's gate may be under the threshold: an answer between them
@@ -534,8 +520,6 @@ func (g *Gateway) answer(q query, p *link, r reading, gt gate, at *Attempt, res 
 	default:
 		res.Status = Decided
 		res.Decision = &choice
-		at.Outcome = OutcomeOK
-		at.Detail = r.Detail
 		// The rationale says what the grade says: act on it only when it
 		// is graded act.
 		decided := fmt.Sprintf("System 1 decided %q with probability %.*f (%s; threshold %v), from provider %q (model %s)", choice, decimals, conf, cal, threshold, name, model)
@@ -622,13 +606,6 @@ func (res *Response) fail(code, msg, rationale string) {
 	res.PredictionSet, res.SetCoverage, res.SetOutcomes, res.SetNote = nil, nil, nil, ""
 	res.Error = &Error{Code: code, Message: msg}
 	res.Rationale = rationale
-}
-
-func (g *Gateway) configName() string {
-	if g.opt.ConfigPath != "" {
-		return g.opt.ConfigPath
-	}
-	return "its configuration file"
 }
 
 func since(t time.Time) int64 { return time.Since(t).Milliseconds() }

@@ -62,8 +62,7 @@ func (l *link) ask(ctx context.Context, q query, who answer.Request) (reading, e
 	for _, w := range a.Warnings {
 		detail += "; " + w.String()
 	}
-	return reading{Dist: aq.Dist, Calibrated: a.Calibrated, FitVersion: a.FitVersion, Model: aq.Model, Node: aq.Node, Fingerprint: aq.Fingerprint, Stage: aq.Stage, Stages: aq.Stages, Refusal: aq.Refusal, Detail: detail,
-		Steps: aq.Steps, Engine: aq.Engine, LabelMass: aq.LabelMass, Set: aq.Set, fits: a.Fits, Cache: a.Cache, Cost: a.Cost}, nil
+	return reading{Question: aq, answer: a, Detail: detail}, nil
 }
 
 // tried names each attempt: "node n1: timeout".

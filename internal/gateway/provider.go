@@ -4,33 +4,17 @@ import (
 	"encoding/json"
 
 	"system1/internal/answer"
-	"system1/internal/calibration"
 	"system1/internal/decision"
 )
 
-// query is one decision as a link of the chain asks it.
-type query struct {
-	Question string
-	// Options are the answers to choose from; nil asks yes or no.
-	Options []string
-	// Context is a JSON object, or nil.
-	Context json.RawMessage
-	// Debias is the request's order debiasing: "permute", "off", or empty
-	// for the configured one.
-	Debias string
-	// Prior is the request's prior correction: "batch", "content_free",
-	// "off", or empty for the configured one.
-	Prior string
-	// None adds the implicit option decision.NoneOption after the
-	// caller's: its win is an abstention, never one of the caller's
-	// options.
-	None bool
-}
+// query is one decision as a link of the chain asks it: the request's
+// question, options, context, debias, prior and none_option.
+type query Request
 
 // asked is how many options the model is asked over: the answers, and
 // the implicit one when none_option is set.
 func (q query) asked() int {
-	if q.None {
+	if q.NoneOption {
 		return len(q.Answers()) + 1
 	}
 	return len(q.Answers())
@@ -64,7 +48,7 @@ func (q query) request(model string) decision.Request {
 		for _, o := range q.Options {
 			dq.Options = append(dq.Options, decision.Option{Key: o, Name: o})
 		}
-		if q.None {
+		if q.NoneOption {
 			dq.Options = append(dq.Options, decision.Option{Key: decision.NoneOption, Name: decision.NoneOption})
 		}
 	}
@@ -83,46 +67,14 @@ func (q query) Kind() decision.Kind {
 	return decision.Choice
 }
 
-// reading is a link's answer to a query.
+// reading is a link's answer to a query: the answer path's answer and its
+// one question, whose Dist is over q.Answers() (the implicit option last)
+// and nil when the node declined without a reading (Refusal says why).
 type reading struct {
-	// Dist is over q.Answers(), in that order, after calibration when
-	// Calibrated is set.
-	Dist       decision.Distribution
-	Calibrated bool
-	// FitVersion is the revision of the fits applied, "" when none was.
-	FitVersion string
-	// Model is the model that answered, as the node reports it, Node the
-	// node and Fingerprint the build it served (answer.Question's).
-	Model, Node, Fingerprint string
-	// Stage and Stages are a cascade's stage that answered and every
-	// stage asked (answer.Question's); empty for another model.
-	Stage  string
-	Stages []string
-	// Refusal, when not nil, is why the answer path will not stand
-	// behind the reading (answer.Refusal): the node declined, the
-	// implicit none option won, or the label mass was under the gate.
-	// Dist is nil when the node declined without a reading.
-	Refusal *answer.Refusal
+	answer.Question
+	answer *answer.Answer
 	// Detail is a note for the attempt's record.
 	Detail string
-	// Steps are the steps applied to the engine's reading, in order
-	// (the answer's), and Engine the reading before them.
-	Steps  []decision.Step
-	Engine decision.Distribution
-	// LabelMass is the probability the engine put on the labels at all;
-	// NaN where it cannot know.
-	LabelMass float64
-	// Set is the prediction set asked for, over q.Answers() and the
-	// implicit option last; nil when none was asked.
-	Set *answer.Set
-	// fits are the fits the reading was calibrated with, whose gate
-	// grades it; nil when none were loaded.
-	fits *calibration.Fits
-	// Cache is what the answer path's cache made of the request
-	// (answer.CacheHit, ...); "" without one.
-	Cache string
-	// Cost is what the answer cost (answer.Answer's); nil when unknown.
-	Cost *decision.USD
 }
 
 // failure is a link's failure to answer.
