@@ -18,6 +18,7 @@ import (
 	"system1/internal/bench"
 	"system1/internal/calibration"
 	"system1/internal/cases"
+	"system1/internal/config"
 	"system1/internal/gateway"
 	"system1/internal/outcomes"
 	"system1/internal/systemone"
@@ -63,12 +64,9 @@ func (t *target) asker(ctx context.Context, e env, rep *bench.Report) (bench.Ask
 		rep.Endpoint, rep.Model, rep.Provider = t.endpoint, t.model, t.provider
 		return bench.Endpoint{Client: &systemone.Client{BaseURL: t.endpoint, Key: key, HTTP: hc}}, t.model, nil
 	}
-	cfg, err := loadConfig(ctx, configPath(t.config, e.getenv))
+	cfg, err := loadConfig(ctx, t.config, e.getenv, (*config.Config).Check)
 	if err != nil {
 		return nil, "", err
-	}
-	if errs := cfg.Check(); len(errs) > 0 {
-		return nil, "", fmt.Errorf("configuration %s: %w", cfg.Path, errors.Join(errs...))
 	}
 	// The chain's links are built where every face builds them: by the
 	// gateway, over the fleet of the configuration's nodes.
@@ -225,11 +223,7 @@ func writeBenchOutputs(e env, rep *bench.Report, out, plot, preds string) error 
 		}
 	}
 	if preds != "" {
-		var b bytes.Buffer
-		if err := bench.WritePredictions(&b, rep.Cases); err != nil {
-			return err
-		}
-		if err := os.WriteFile(preds, b.Bytes(), 0o644); err != nil {
+		if err := writeFile(preds, func(w io.Writer) error { return bench.WritePredictions(w, rep.Cases) }); err != nil {
 			return err
 		}
 	}
@@ -243,15 +237,20 @@ func writeBenchOutputs(e env, rep *bench.Report, out, plot, preds string) error 
 			p.Calibrated, p.CalibratedECE = c.Bins, c.ECE
 			p.CalibratedNote = fmt.Sprintf("calibrated with %s: a fit was found for %d of %d answers", filepath.Base(rep.Fits), *c.Fitted, c.N)
 		}
-		var b bytes.Buffer
-		if err := p.WritePNG(&b); err != nil {
-			return err
-		}
-		if err := os.WriteFile(plot, b.Bytes(), 0o644); err != nil {
+		if err := writeFile(plot, p.WritePNG); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// writeFile writes what write makes to the file at path, once it is whole.
+func writeFile(path string, write func(io.Writer) error) error {
+	var b bytes.Buffer
+	if err := write(&b); err != nil {
+		return err
+	}
+	return os.WriteFile(path, b.Bytes(), 0o644)
 }
 
 func orNone(s string) string {

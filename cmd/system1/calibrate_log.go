@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -37,12 +36,9 @@ func (r *reportFlag) IsBoolFlag() bool { return true }
 
 // openLogFor opens the decision log of the configuration at path.
 func openLogFor(ctx context.Context, e env, cfgFlag, stateDir string) (*config.Config, *decisionlog.Log, error) {
-	cfg, err := loadConfig(ctx, configPath(cfgFlag, e.getenv))
+	cfg, err := loadConfig(ctx, cfgFlag, e.getenv, checkLog)
 	if err != nil {
 		return nil, nil, err
-	}
-	if errs := cfg.DecisionLog.Check(); len(errs) > 0 {
-		return nil, nil, fmt.Errorf("configuration %s: %w", cfg.Path, errors.Join(errs...))
 	}
 	l := openDecisionLog(ctx, cfg.DecisionLog, stateDir, e, logger(e), nil)
 	if l == nil {
@@ -101,10 +97,5 @@ func calibrationReport(ctx context.Context, e env, cfgFlag, stateDir string, win
 	if err != nil {
 		return err
 	}
-	data, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(e.stdout, string(data))
-	return nil
+	return printJSON(e, rep)
 }

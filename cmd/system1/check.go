@@ -1,11 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"strings"
@@ -13,6 +13,7 @@ import (
 
 	"system1/internal/bench"
 	"system1/internal/cases"
+	"system1/internal/config"
 )
 
 // fileList is a flag that may be given more than once.
@@ -96,12 +97,9 @@ exit status: 0 held (or baseline written), 1 drifted or failed, 2 usage.
 	if err != nil {
 		return err
 	}
-	cfg, err := loadConfig(ctx, configPath(*cfgPath, e.getenv))
+	cfg, err := loadConfig(ctx, *cfgPath, e.getenv, (*config.Config).Check)
 	if err != nil {
 		return err
-	}
-	if errs := cfg.Check(); len(errs) > 0 {
-		return fmt.Errorf("configuration %s: %w", cfg.Path, errors.Join(errs...))
 	}
 	router, err := localRouter(cfg, e.getenv, logger(e))
 	if err != nil {
@@ -147,11 +145,7 @@ exit status: 0 held (or baseline written), 1 drifted or failed, 2 usage.
 		return err
 	}
 	if *junit != "" {
-		var b bytes.Buffer
-		if err := bench.WriteJUnit(&b, "system1 check "+*model, checks); err != nil {
-			return err
-		}
-		if err := os.WriteFile(*junit, b.Bytes(), 0o644); err != nil {
+		if err := writeFile(*junit, func(w io.Writer) error { return bench.WriteJUnit(w, "system1 check "+*model, checks) }); err != nil {
 			return err
 		}
 	}

@@ -25,10 +25,12 @@ scripts/run.sh writes one for the engine it starts: ` + runConfig + `
 To write your own, see "Configuration" in the README and docs/plugin.md.`
 }
 
-// loadConfig reads the configuration at path for a command of the command
-// line. A missing file is explained (whereConfig), not reported as a bare
-// "no such file".
-func loadConfig(ctx context.Context, path string) (*config.Config, error) {
+// loadConfig reads the configuration a command of the command line names
+// (configPath) and holds it to check: the whole of it, or the section the
+// command reads (checkLog). A missing file is explained (whereConfig),
+// not reported as a bare "no such file".
+func loadConfig(ctx context.Context, flagValue string, getenv func(string) string, check func(*config.Config) []error) (*config.Config, error) {
+	path := configPath(flagValue, getenv)
 	cfg, err := config.LoadContext(ctx, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("no configuration at %s.\n\n%s", path, whereConfig(path))
@@ -36,5 +38,12 @@ func loadConfig(ctx context.Context, path string) (*config.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the configuration: %w", err)
 	}
+	if errs := check(cfg); len(errs) > 0 {
+		return nil, fmt.Errorf("configuration %s: %w", cfg.Path, errors.Join(errs...))
+	}
 	return cfg, nil
 }
+
+// checkLog holds a configuration to its decision log section alone, for
+// the commands that read nothing else of it.
+func checkLog(c *config.Config) []error { return c.DecisionLog.Check() }

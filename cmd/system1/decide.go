@@ -91,11 +91,9 @@ func cmdDecide(ctx context.Context, args []string, e env) error {
 	tracing.EndCall(span, failed)
 	closeLogAndTracer(dlog, tr, log)
 	if *asJSON {
-		out, err := json.MarshalIndent(res, "", "  ")
-		if err != nil {
+		if err := printJSON(e, res); err != nil {
 			return err
 		}
-		fmt.Fprintln(e.stdout, string(out))
 	} else if res.Status == gateway.Failed {
 		fmt.Fprintln(e.stderr, failure(res, cfg))
 	} else {

@@ -79,13 +79,9 @@ func cmdFeedback(ctx context.Context, args []string, e env) error {
 	log := logger(e)
 	where := "" // the decision log asked, for an unknown request id's hint
 	if res == nil {
-		path := configPath(*cfgFlag, e.getenv)
-		cfg, err := loadConfig(ctx, path)
+		cfg, err := loadConfig(ctx, *cfgFlag, e.getenv, checkLog)
 		if err != nil {
 			return err
-		}
-		if errs := cfg.DecisionLog.Check(); len(errs) > 0 {
-			return fmt.Errorf("configuration %s: %w", cfg.Path, errors.Join(errs...))
 		}
 		dlog := openDecisionLog(ctx, cfg.DecisionLog, *stateDir, e, log, nil)
 		res = outcomes.NewFeedback(dlog).Record(ctx, items)
@@ -96,11 +92,9 @@ func cmdFeedback(ctx context.Context, args []string, e env) error {
 			}
 		}
 	}
-	out, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
+	if err := printJSON(e, res); err != nil {
 		return err
 	}
-	fmt.Fprintln(e.stdout, string(out))
 	if res.Error == nil {
 		return nil
 	}

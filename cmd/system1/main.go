@@ -6,7 +6,9 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -132,6 +134,16 @@ func cmdHelp(_ context.Context, _ []string, e env) error {
 	return nil
 }
 
+// printJSON prints v on stdout as indented JSON.
+func printJSON(e env, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, string(data))
+	return nil
+}
+
 // flags makes a command's flag set, printing errors and help to stderr.
 func flags(name string, e env) *flag.FlagSet {
 	fs := flag.NewFlagSet("system1 "+name, flag.ContinueOnError)
@@ -142,7 +154,6 @@ func flags(name string, e env) *flag.FlagSet {
 	return fs
 }
 
-// parse parses a command line, mapping a bad one to errUsage.
 // usageError says on stderr what is wrong with a command line, as
 // "system1 CMD: MSG", and returns errUsage.
 func (e env) usageError(cmd string, msg any) error {
@@ -150,6 +161,7 @@ func (e env) usageError(cmd string, msg any) error {
 	return errUsage
 }
 
+// parse parses a command line, mapping a bad one to errUsage.
 func parse(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -166,13 +178,19 @@ func parse(fs *flag.FlagSet, args []string) error {
 // started (runConfigPath) where there is one: a newcomer's plugin and
 // command line then work beside run.sh with nothing else set up.
 func configPath(flagValue string, getenv func(string) string) string {
-	p := userConfigPath(flagValue, getenv)
-	if flagValue == "" && getenv("SYSTEM1_CONFIG") == "" {
-		if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
-			if r := runConfigPath(getenv); r != "" {
-				if _, err := os.Stat(r); err == nil {
-					return r
-				}
+	if p := cmp.Or(flagValue, getenv("SYSTEM1_CONFIG")); p != "" {
+		return p
+	}
+	p := "system1.yaml"
+	if dir := getenv("XDG_CONFIG_HOME"); dir != "" {
+		p = filepath.Join(dir, "system1", "config.yaml")
+	} else if home := getenv("HOME"); home != "" {
+		p = filepath.Join(home, ".config", "system1", "config.yaml")
+	}
+	if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+		if r := runConfigPath(getenv); r != "" {
+			if _, err := os.Stat(r); err == nil {
+				return r
 			}
 		}
 	}
@@ -192,30 +210,7 @@ func runConfigPath(getenv func(string) string) string {
 		}
 		cache = filepath.Join(home, ".cache", "system1")
 	}
-	port := getenv("SYSTEM1_PORT")
-	if port == "" {
-		port = "3000"
-	}
-	return filepath.Join(cache, "run", "config-"+port+".yaml")
-}
-
-// userConfigPath is configPath without run.sh's file.
-func userConfigPath(flagValue string, getenv func(string) string) string {
-	if flagValue != "" {
-		return flagValue
-	}
-	if p := getenv("SYSTEM1_CONFIG"); p != "" {
-		return p
-	}
-	dir := getenv("XDG_CONFIG_HOME")
-	if dir == "" {
-		home := getenv("HOME")
-		if home == "" {
-			return "system1.yaml"
-		}
-		dir = filepath.Join(home, ".config")
-	}
-	return filepath.Join(dir, "system1", "config.yaml")
+	return filepath.Join(cache, "run", "config-"+cmp.Or(getenv("SYSTEM1_PORT"), "3000")+".yaml")
 }
 
 // logger writes text logs to stderr; stdout may carry a protocol. The

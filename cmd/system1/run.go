@@ -77,12 +77,9 @@ func cmdRun(ctx context.Context, args []string, e env) error {
 		}
 		decider = &jobs.RemoteDecider{URL: *url, Key: key}
 	} else {
-		cfg, err := loadConfig(ctx, configPath(*cfgFlag, e.getenv))
+		cfg, err := loadConfig(ctx, *cfgFlag, e.getenv, (*config.Config).Check)
 		if err != nil {
 			return err
-		}
-		if errs := cfg.Check(); len(errs) > 0 {
-			return fmt.Errorf("configuration %s: %w", cfg.Path, errors.Join(errs...))
 		}
 		var closeLocal func()
 		if local, closeLocal, err = newLocalDecider(ctx, cfg, *stateDir, e); err != nil {

@@ -102,15 +102,6 @@ func shadowFromServer(ctx context.Context, e env, base, key string, window time.
 	return printJSON(e, rep)
 }
 
-func printJSON(e env, v any) error {
-	data, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(e.stdout, string(data))
-	return nil
-}
-
 // DefaultReplayLimit bounds the questions one replay asks.
 const DefaultReplayLimit = 1000
 

@@ -33,24 +33,20 @@ func setupTracing(ctx context.Context, c config.Tracing, log *slog.Logger) (*tra
 	return tr, nil
 }
 
-// closeTracer sends the tracer's last spans, for at most
-// traceCloseTimeout, and closes it.
-func closeTracer(tr *tracing.Tracer, log *slog.Logger) {
-	if !tr.Enabled() {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), traceCloseTimeout)
-	defer cancel()
-	if err := tr.Shutdown(ctx); err != nil {
-		log.Warn("tracing: the last spans were not all sent", "request_id", "-", "err", err)
-	}
-}
-
 // closeLogAndTracer closes the decision log and the tracer at once, each
-// within its own bound.
+// within its own bound: the tracer sends its last spans for at most
+// traceCloseTimeout.
 func closeLogAndTracer(dlog *decisionlog.Log, tr *tracing.Tracer, log *slog.Logger) {
 	var wg sync.WaitGroup
-	wg.Go(func() { closeTracer(tr, log) })
+	if tr.Enabled() {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), traceCloseTimeout)
+			defer cancel()
+			if err := tr.Shutdown(ctx); err != nil {
+				log.Warn("tracing: the last spans were not all sent", "request_id", "-", "err", err)
+			}
+		})
+	}
 	closeDecisionLog(dlog, log)
 	wg.Wait()
 }
