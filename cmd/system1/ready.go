@@ -30,10 +30,6 @@ type readiness struct {
 	draining   atomic.Bool
 }
 
-func newReadiness(cfg *config.Config, router *fleet.Router, log *slog.Logger) *readiness {
-	return &readiness{router: router, models: configuredModels(cfg), log: log}
-}
-
 // configuredModels are the models the configuration names callers
 // served, each once: the nodes' models, then the chain's, a cascade's by
 // its stages. A model named only as a shadow's candidate (itself or

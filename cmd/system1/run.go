@@ -155,8 +155,6 @@ type localDecider struct {
 	maxWait time.Duration
 }
 
-var _ jobs.Decider = (*localDecider)(nil)
-
 // newLocalDecider builds the decider over cfg, and what closes it (the
 // decision log, written to the end).
 func newLocalDecider(ctx context.Context, cfg *config.Config, stateDir string, e env) (*localDecider, func(), error) {

@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"system1/internal/answer"
 	"system1/internal/config"
 	"system1/internal/decision"
 	"system1/internal/decisionlog"
@@ -25,12 +24,9 @@ import (
 	"system1/internal/pause"
 )
 
-// The metrics count what the fleet does.
-var (
-	_ fleet.Observer            = (*metrics.Metrics)(nil)
-	_ fleet.FingerprintObserver = (*metrics.Metrics)(nil)
-	_ answer.Meter              = (*metrics.Metrics)(nil)
-)
+// The metrics are told of the builds the fleet finds too: the fleet asks
+// its observer for that at run time.
+var _ fleet.FingerprintObserver = (*metrics.Metrics)(nil)
 
 const serveUsage = `usage: system1 serve [flags]
 
@@ -133,7 +129,7 @@ func buildServe(ctx context.Context, cfg *config.Config, stateDir string, e env,
 		}
 		return out
 	})
-	ready := newReadiness(cfg, router, log)
+	ready := &readiness{router: router, models: configuredModels(cfg), log: log}
 	go probe(ctx, router, cfg.ProbeEvery.Or(config.DefaultProbeEvery), func() { ready.nodes() })
 
 	// With the decision log on, the loop learns from outcomes unless the
@@ -147,8 +143,10 @@ func buildServe(ctx context.Context, cfg *config.Config, stateDir string, e env,
 	if err != nil {
 		return nil, fmt.Errorf("configuration %s: %w", cfg.Path, err)
 	}
-	if err := checkNodes(cfg); err != nil {
-		return nil, err
+	// No nodes is a mistake to say at start-up, not in each 503. (The old
+	// form's systemone providers are nodes by now.)
+	if len(cfg.Nodes) == 0 {
+		return nil, fmt.Errorf("configuration %s: nodes: none configured, so nothing could be answered (every /v1/systemone and /v1/decide request would fail): add a node (see the README's configuration section)", cfg.Path)
 	}
 	// As keys_env's keys: a variable that holds no usable URL stops the
 	// start, as a bad decision_log.url does, rather than leave a replica
@@ -404,16 +402,6 @@ func probe(ctx context.Context, r *fleet.Router, every time.Duration, after func
 		case <-t.C:
 		}
 	}
-}
-
-// checkNodes refuses a configuration with no nodes: every request would
-// fail, which is a mistake to say at start-up, not in each 503. (The old
-// form's systemone providers are nodes by now.)
-func checkNodes(cfg *config.Config) error {
-	if len(cfg.Nodes) > 0 {
-		return nil
-	}
-	return fmt.Errorf("configuration %s: nodes: none configured, so nothing could be answered (every /v1/systemone and /v1/decide request would fail): add a node (see the README's configuration section)", cfg.Path)
 }
 
 // spendEvery is how often a replica reads its keys' spend from the log

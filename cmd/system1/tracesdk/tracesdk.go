@@ -7,6 +7,7 @@
 package tracesdk
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -145,13 +146,7 @@ func protocolOf(cfg config.Tracing, getenv func(string) string) (string, error) 
 }
 
 func serviceName(cfg config.Tracing, getenv func(string) string) string {
-	if cfg.ServiceName != "" {
-		return cfg.ServiceName
-	}
-	if v := strings.TrimSpace(getenv(EnvServiceName)); v != "" {
-		return v
-	}
-	return DefaultServiceName
+	return cmp.Or(cfg.ServiceName, strings.TrimSpace(getenv(EnvServiceName)), DefaultServiceName)
 }
 
 // newExporter builds the OTLP exporter. With no endpoint in the block,
