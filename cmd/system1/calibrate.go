@@ -201,31 +201,22 @@ func servingFits(cfg *config.Config, log *slog.Logger) (*outcomes.FitsFile, erro
 // eceWindow is the window of the rolling ECE gauge.
 const eceWindow = 24 * time.Hour
 
-// watchECE sets the rolling ECE gauges from the tracker every so often
-// until ctx ends: each time it reads only the outcomes recorded since.
-// suspect is told each model whose answers drifted.
-func watchECE(ctx context.Context, m *metrics.Metrics, tracker *outcomes.Tracker, fits *outcomes.FitsFile, drift outcomes.DriftOptions, every time.Duration, suspect func(model string), log *slog.Logger) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		now := time.Now()
-		rep, err := tracker.Report(ctx, fits.Current(), outcomes.ReportOptions{Since: now.Add(-eceWindow), Until: now, Drift: drift})
-		if err != nil && ctx.Err() == nil {
-			log.Warn("rolling ECE: reading the decision log failed", "request_id", "-", "err", err)
-		} else {
-			points := make([]metrics.ECE, 0, len(rep.Buckets))
-			for _, b := range rep.Buckets {
-				points = append(points, metrics.ECE{Model: b.Model, Kind: string(b.Kind), Bucket: b.Bucket, ECE: b.ECECalibrated})
-			}
-			m.SetECE(points)
-			setDrift(m, rep.Drift, suspect, log)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+// watchECE sets the rolling ECE gauges from the tracker, which reads
+// only the outcomes recorded since it was last asked. suspect is told
+// each model whose answers drifted.
+func watchECE(ctx context.Context, m *metrics.Metrics, tracker *outcomes.Tracker, fits *outcomes.FitsFile, drift outcomes.DriftOptions, suspect func(model string), log *slog.Logger) {
+	now := time.Now()
+	rep, err := tracker.Report(ctx, fits.Current(), outcomes.ReportOptions{Since: now.Add(-eceWindow), Until: now, Drift: drift})
+	if err != nil && ctx.Err() == nil {
+		log.Warn("rolling ECE: reading the decision log failed", "request_id", "-", "err", err)
+		return
 	}
+	points := make([]metrics.ECE, 0, len(rep.Buckets))
+	for _, b := range rep.Buckets {
+		points = append(points, metrics.ECE{Model: b.Model, Kind: string(b.Kind), Bucket: b.Bucket, ECE: b.ECECalibrated})
+	}
+	m.SetECE(points)
+	setDrift(m, rep.Drift, suspect, log)
 }
 
 // adopted counts the refit decisions that adopted a calibrator or a

@@ -27,17 +27,16 @@ func openDecisionLog(ctx context.Context, c config.DecisionLog, stateDir string,
 		return nil
 	}
 	opt, err := decisionlog.OptionsFrom(c, stateDir, e.getenv)
-	if err != nil {
-		// Never a file of this replica's own instead of the shared log.
-		log.Error("decision log unavailable: answers are not recorded and feedback is refused", "request_id", "-", "err", err)
-		return nil
+	var l *decisionlog.Log
+	if err == nil {
+		opt.Logger = log
+		octx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		l, err = decisionlog.Open(octx, opt)
 	}
-	opt.Logger = log
-	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	l, err := decisionlog.Open(octx, opt)
 	if err != nil {
-		// The error never repeats a PostgreSQL URL.
+		// Never a file of this replica's own instead of the shared log;
+		// the error never repeats a PostgreSQL URL.
 		log.Error("decision log unavailable: answers are not recorded and feedback is refused", "request_id", "-", "err", err)
 		return nil
 	}

@@ -130,7 +130,10 @@ func buildServe(ctx context.Context, cfg *config.Config, stateDir string, e env,
 		return out
 	})
 	ready := &readiness{router: router, models: configuredModels(cfg), log: log}
-	go probe(ctx, router, cfg.ProbeEvery.Or(config.DefaultProbeEvery), func() { ready.nodes() })
+	go every(ctx, cfg.ProbeEvery.Or(config.DefaultProbeEvery), func() {
+		router.Probe(ctx)
+		ready.nodes()
+	})
 
 	// With the decision log on, the loop learns from outcomes unless the
 	// configuration says otherwise.
@@ -229,7 +232,7 @@ func buildServe(ctx context.Context, cfg *config.Config, stateDir string, e env,
 		// waiting for canary_every.
 		window := cmp.Or(time.Duration(cfg.Drift.Window), outcomes.DefaultDriftWindow)
 		suspect := func(model string) { router.Suspect(model, window) }
-		go watchECE(ctx, m, tracker, fits, driftOptions(cfg.Drift), time.Minute, suspect, log)
+		go every(ctx, time.Minute, func() { watchECE(ctx, m, tracker, fits, driftOptions(cfg.Drift), suspect, log) })
 	}
 	if fits != nil && cfg.Calibration.RefitEvery > 0 {
 		if tracker == nil {
@@ -388,14 +391,12 @@ func shutdown(servers []*http.Server, drain time.Duration, cancelRequests func()
 	return fmt.Errorf("shutdown: the drain timeout of %s passed with requests in flight; they were cancelled", drain)
 }
 
-// probe checks the nodes now and every so often until ctx ends, calling
-// after once each round is done.
-func probe(ctx context.Context, r *fleet.Router, every time.Duration, after func()) {
-	t := time.NewTicker(every)
+// every calls f now and every d after until ctx ends.
+func every(ctx context.Context, d time.Duration, f func()) {
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
-		r.Probe(ctx)
-		after()
+		f()
 		select {
 		case <-ctx.Done():
 			return
