@@ -135,9 +135,7 @@ func New(o Options) *Gateway {
 	}
 	g.timeout = gw.Timeout.Or(DefaultTimeout)
 	g.deadline = gw.Deadline.Or(DefaultDeadline)
-	if gw.Fits != "" {
-		g.fitsPath = cfg.Resolve(gw.Fits)
-	}
+	g.fitsPath = cfg.Resolve(gw.Fits)
 	if len(cfg.Gateway.Chain) == 0 {
 		g.errs = append(g.errs, "no chain is configured: add gateway.chain (the models to ask, in order) to the configuration")
 	}

@@ -149,12 +149,9 @@ func (l *link) info(ctx context.Context) ProviderInfo {
 	}
 	info := ProviderInfo{Name: l.name, Kind: l.kind, Model: l.model, URL: l.url, TimeoutMS: l.timeout.Milliseconds(), Capabilities: k.Capabilities}
 	info.Capabilities.Note = ""
-	n, err := l.limit(ctx)
-	if err != nil {
+	var err error
+	if info.Capabilities.MaxOptions, err = l.limit(ctx); err != nil {
 		info.Problem = err.Error()
-		info.Capabilities.MaxOptions = 0
-	} else {
-		info.Capabilities.MaxOptions = n
 	}
 	return info
 }

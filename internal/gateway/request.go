@@ -63,9 +63,26 @@ func ParseRequest(raw []byte) (Request, []string) {
 		v, ok := fields[k]
 		return v, ok && string(v) != "null"
 	}
+	// read decodes field k into dst where it is given; false when it is
+	// given but not a JSON value of kind.
+	read := func(k, kind string, dst any) bool {
+		v, ok := present(k)
+		return !ok || jsonx.Kind(v) == kind && json.Unmarshal(v, dst) == nil
+	}
+	// number reads field k, nil where it is not given; false when it is
+	// given but not a number that valid (nil: any) accepts.
+	number := func(k string, valid func(float64) bool) (*float64, bool) {
+		var f float64
+		if v, ok := present(k); !ok {
+			return nil, true
+		} else if jsonx.Kind(v) != "number" || json.Unmarshal(v, &f) != nil || valid != nil && !valid(f) {
+			return nil, false
+		}
+		return &f, true
+	}
 
 	typed := map[string]bool{} // fields with a type problem: Check has nothing to add
-	if v, ok := present("question"); ok && (jsonx.Kind(v) != "string" || json.Unmarshal(v, &req.Question) != nil) {
+	if !read("question", "string", &req.Question) {
 		bad("question must be a string")
 		typed["question"] = true
 	}
@@ -94,13 +111,9 @@ func ParseRequest(raw []byte) (Request, []string) {
 			req.Context = v
 		}
 	}
-	if v, ok := present("min_confidence"); ok {
-		var f float64
-		if jsonx.Kind(v) != "number" || json.Unmarshal(v, &f) != nil {
-			bad("min_confidence must be a number in [0,1]")
-		} else {
-			req.MinConfidence = &f
-		}
+	var ok bool
+	if req.MinConfidence, ok = number("min_confidence", nil); !ok { // its range is Check's
+		bad("min_confidence must be a number in [0,1]")
 	}
 	if v, ok := present("request_id"); ok {
 		if jsonx.Kind(v) != "string" || json.Unmarshal(v, &req.RequestID) != nil {
@@ -109,31 +122,17 @@ func ParseRequest(raw []byte) (Request, []string) {
 			bad("request_id must not be empty; leave it out to have one generated")
 		}
 	}
-	if v, ok := present("schema_version"); ok {
-		if jsonx.Kind(v) != "string" || json.Unmarshal(v, &req.SchemaVersion) != nil {
-			bad("schema_version must be the string %q", SchemaVersion)
-		}
+	if !read("schema_version", "string", &req.SchemaVersion) {
+		bad("schema_version must be the string %q", SchemaVersion)
 	}
-	if v, ok := present("none_option"); ok {
-		if jsonx.Kind(v) != "boolean" || json.Unmarshal(v, &req.NoneOption) != nil {
-			bad("none_option must be true or false")
-		}
+	if !read("none_option", "boolean", &req.NoneOption) {
+		bad("none_option must be true or false")
 	}
-	if v, ok := present("min_label_mass"); ok {
-		var f float64
-		if jsonx.Kind(v) != "number" || json.Unmarshal(v, &f) != nil || !(f >= 0 && f <= 1) {
-			bad("min_label_mass must be a number in [0,1]")
-		} else {
-			req.MinLabelMass = &f
-		}
+	if req.MinLabelMass, ok = number("min_label_mass", func(f float64) bool { return f >= 0 && f <= 1 }); !ok {
+		bad("min_label_mass must be a number in [0,1]")
 	}
-	if v, ok := present("coverage"); ok {
-		var f float64
-		if jsonx.Kind(v) != "number" || json.Unmarshal(v, &f) != nil || answer.CheckCoverage(f) != nil {
-			bad("%v", answer.CheckCoverage(-1))
-		} else {
-			req.Coverage = &f
-		}
+	if req.Coverage, ok = number("coverage", func(f float64) bool { return answer.CheckCoverage(f) == nil }); !ok {
+		bad("%v", answer.CheckCoverage(-1))
 	}
 	if v, ok := present("debias"); ok {
 		if jsonx.Kind(v) != "string" || json.Unmarshal(v, &req.Debias) != nil || req.Debias == "" || !decision.ValidDebias(req.Debias) {

@@ -59,9 +59,7 @@ func ResponseSchema() *jsonschema.Schema {
 	a["latency_ms"].Minimum = ptr(0.0)
 	p["error"].Properties["code"].Enum = []any{CodeInvalidRequest, CodeConfigError, CodeProviderTimeout, CodeProviderError, CodeMalformed, CodeUnauthorized, CodeForbidden, CodeRateLimited, CodeOverBudget}
 	p["schema_version"].Enum = []any{SchemaVersion}
-	for _, c := range CacheStates {
-		p["cache"].Enum = append(p["cache"].Enum, c)
-	}
+	p["cache"].Enum = anys(CacheStates)
 	return s
 }
 
@@ -70,7 +68,7 @@ func HealthSchema() *jsonschema.Schema {
 	s := infer[Health]()
 	s.Properties["status"].Enum = []any{HealthOK, HealthDegraded, HealthDown, HealthPaused}
 	s.Properties["providers"].Items.Properties["role"].Enum = []any{RolePrimary, RoleFallback}
-	s.Properties["nodes"].Items.Properties["constraint"].Properties["state"].Enum = constraintStates()
+	s.Properties["nodes"].Items.Properties["constraint"].Properties["state"].Enum = anys(fleet.ConstraintStates)
 	return s
 }
 
@@ -198,10 +196,11 @@ func FeedbackSchema() *jsonschema.Schema {
 	return s
 }
 
-func constraintStates() []any {
-	out := make([]any, len(fleet.ConstraintStates))
-	for i, st := range fleet.ConstraintStates {
-		out[i] = st
+// anys are xs as a schema's enum takes them.
+func anys[T any](xs []T) []any {
+	out := make([]any, len(xs))
+	for i, x := range xs {
+		out[i] = x
 	}
 	return out
 }
