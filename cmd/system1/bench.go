@@ -144,14 +144,7 @@ func runBench(ctx context.Context, e env, t *target, files []string) (*bench.Rep
 }
 
 func cmdBench(ctx context.Context, args []string, e env) error {
-	fs := flags("bench", e)
-	t := targetFlags(fs)
-	fitsPath := fs.String("fits", "", "fits file: report calibrated numbers beside the raw ones")
-	out := fs.String("out", "", "write the JSON report here (it keeps every case's distribution)")
-	plot := fs.String("plot", "", "write a reliability diagram here (PNG)")
-	preds := fs.String("save-predictions", "", "also write every case's distribution here, as JSON Lines")
-	fs.Usage = func() {
-		fmt.Fprint(e.stderr, `usage: system1 bench --endpoint URL --model ID [--key-env VAR] [flags] CASEFILE...
+	fs := flags("bench", e, `usage: system1 bench --endpoint URL --model ID [--key-env VAR] [flags] CASEFILE...
        system1 bench --provider NAME [--config FILE] [flags] CASEFILE...
 
 Asks every case of the case files (JSON Lines: id, set, state, questions,
@@ -161,8 +154,11 @@ latency and throughput; a Markdown table on stdout. Failed requests are
 counted and listed.
 
 `)
-		fs.PrintDefaults()
-	}
+	t := targetFlags(fs)
+	fitsPath := fs.String("fits", "", "fits file: report calibrated numbers beside the raw ones")
+	out := fs.String("out", "", "write the JSON report here (it keeps every case's distribution)")
+	plot := fs.String("plot", "", "write a reliability diagram here (PNG)")
+	preds := fs.String("save-predictions", "", "also write every case's distribution here, as JSON Lines")
 	if err := parse(fs, args); err != nil {
 		return err
 	}

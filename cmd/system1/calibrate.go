@@ -22,22 +22,7 @@ import (
 const DefaultMinCases = 30
 
 func cmdCalibrate(ctx context.Context, args []string, e env) error {
-	fs := flags("calibrate", e)
-	t := targetFlags(fs)
-	from := fs.String("from", "", "fit from this bench report or predictions file, without asking any model")
-	out := fs.String("out", "", "write the fits file here (required)")
-	holdout := fs.Float64("holdout", 0.2, "share of each bucket's cases kept apart to score the fit on")
-	minCases := fs.Int("min-cases", DefaultMinCases, "fewest cases a bucket needs to fit on, after the holdout")
-	seed := fs.Uint64("seed", 1, "seed of the holdout split")
-	benchReport := fs.String("bench-report", "", "when asking the cases: also write the bench report here")
-	var report reportFlag
-	fs.Var(&report, "report", "print the calibration report of the decision log's answers with outcomes (as GET /v1/calibration); --report=FILE is --bench-report FILE")
-	fromLog := fs.Bool("from-log", false, "fit from the decision log's answers with outcomes (no model is asked), with the buckets, --min-cases and --holdout of --from")
-	window := fs.Duration("window", 7*24*time.Hour, "with --from-log or --report: how far back the decision log is read")
-	targetError := fs.Float64("target-error", 0, "the target error of the suggested gates: those written with each fit (default 0.02), and with --report those of the report (default the configuration's, else 0.02)")
-	stateDir := fs.String("state-dir", "", "with --from-log or --report: folder of the decision log (default $CLAUDE_PLUGIN_DATA, else $XDG_STATE_HOME/system1, else ~/.local/state/system1)")
-	fs.Usage = func() {
-		fmt.Fprintf(e.stderr, `usage: system1 calibrate --from REPORT.json --out FITS.json [--holdout 0.2] [--min-cases %d] [--model ID] [--provider NAME]
+	fs := flags("calibrate", e, fmt.Sprintf(`usage: system1 calibrate --from REPORT.json --out FITS.json [--holdout 0.2] [--min-cases %d] [--model ID] [--provider NAME]
        system1 calibrate --from-log [--config FILE] [--window 168h] [flags] --out FITS.json
        system1 calibrate --report [--config FILE] [--window 168h] [--target-error 0.02]
        system1 calibrate --endpoint URL --model ID [--key-env VAR] [flags] --out FITS.json CASEFILE...
@@ -53,9 +38,20 @@ cases are asked first, as system1 bench asks them. Each fit carries the
 gate its calibrated held-out cases suggest at --target-error (the fitted
 cases where none are held out), which decide grades by.
 
-`, DefaultMinCases)
-		fs.PrintDefaults()
-	}
+`, DefaultMinCases))
+	t := targetFlags(fs)
+	from := fs.String("from", "", "fit from this bench report or predictions file, without asking any model")
+	out := fs.String("out", "", "write the fits file here (required)")
+	holdout := fs.Float64("holdout", 0.2, "share of each bucket's cases kept apart to score the fit on")
+	minCases := fs.Int("min-cases", DefaultMinCases, "fewest cases a bucket needs to fit on, after the holdout")
+	seed := fs.Uint64("seed", 1, "seed of the holdout split")
+	benchReport := fs.String("bench-report", "", "when asking the cases: also write the bench report here")
+	var report reportFlag
+	fs.Var(&report, "report", "print the calibration report of the decision log's answers with outcomes (as GET /v1/calibration); --report=FILE is --bench-report FILE")
+	fromLog := fs.Bool("from-log", false, "fit from the decision log's answers with outcomes (no model is asked), with the buckets, --min-cases and --holdout of --from")
+	window := fs.Duration("window", 7*24*time.Hour, "with --from-log or --report: how far back the decision log is read")
+	targetError := fs.Float64("target-error", 0, "the target error of the suggested gates: those written with each fit (default 0.02), and with --report those of the report (default the configuration's, else 0.02)")
+	stateDir := fs.String("state-dir", "", "with --from-log or --report: folder of the decision log (default $CLAUDE_PLUGIN_DATA, else $XDG_STATE_HOME/system1, else ~/.local/state/system1)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}

@@ -28,7 +28,18 @@ func (l *fileList) Set(v string) error {
 // cmdCheck asks a locked case set of the configuration's nodes and holds
 // the answers against a baseline: a drift gate for CI (docs/check.md).
 func cmdCheck(ctx context.Context, args []string, e env) error {
-	set := flags("check", e)
+	set := flags("check", e, `usage: system1 check --config FILE --model ID --cases FILE --baseline FILE [--write-baseline] [--junit FILE] [flags]
+
+Asks every case of the case files of the configuration's nodes and holds
+the answers against the baseline: failed requests, accuracy, ECE, the
+coverage of prediction sets fitted on the baseline, the flip rate (the
+share of cases whose top answer changed) and the build that answered
+(its fingerprint) against the baseline's. Prints a table on stdout.
+With --write-baseline it writes the baseline instead.
+
+exit status: 0 held (or baseline written), 1 drifted or failed, 2 usage.
+
+`)
 	cfgPath := set.String("config", "", "configuration file whose nodes are asked (default $SYSTEM1_CONFIG, else ~/.config/system1/config.yaml)")
 	model := set.String("model", "", "model to ask (required)")
 	var files fileList
@@ -45,21 +56,6 @@ func cmdCheck(ctx context.Context, args []string, e env) error {
 	set.BoolVar(&t.AllowBuild, "allow-build-change", false, "hold even when another build than the baseline's answered")
 	concurrency := set.Int("concurrency", 4, "requests in flight at once")
 	timeout := set.Duration("timeout", 30*time.Second, "bound on one request")
-	set.Usage = func() {
-		fmt.Fprint(e.stderr, `usage: system1 check --config FILE --model ID --cases FILE --baseline FILE [--write-baseline] [--junit FILE] [flags]
-
-Asks every case of the case files of the configuration's nodes and holds
-the answers against the baseline: failed requests, accuracy, ECE, the
-coverage of prediction sets fitted on the baseline, the flip rate (the
-share of cases whose top answer changed) and the build that answered
-(its fingerprint) against the baseline's. Prints a table on stdout.
-With --write-baseline it writes the baseline instead.
-
-exit status: 0 held (or baseline written), 1 drifted or failed, 2 usage.
-
-`)
-		set.PrintDefaults()
-	}
 	if err := parse(set, args); err != nil {
 		return err
 	}

@@ -20,7 +20,7 @@ import (
 // --json the response itself. Its exit status tells the outcomes apart
 // (decideExits): a script can branch on an abstention without parsing.
 func cmdDecide(ctx context.Context, args []string, e env) error {
-	fs := flags("decide", e)
+	fs := flags("decide", e, "usage: system1 decide [flags] QUESTION [OPTION OPTION...]\n\nWithout options the question is answered yes or no.\n\n"+decideExits+"\nflags:\n")
 	cfgFlag := fs.String("config", "", "configuration file (default $SYSTEM1_CONFIG, else ~/.config/system1/config.yaml)")
 	stateDir := fs.String("state-dir", "", "folder of the pause state file and the decision log (default $CLAUDE_PLUGIN_DATA, else $XDG_STATE_HOME/system1, else ~/.local/state/system1)")
 	asJSON := fs.Bool("json", false, "print the response as JSON, exactly as system1_decide returns it")
@@ -28,10 +28,6 @@ func cmdDecide(ctx context.Context, args []string, e env) error {
 	minConf := fs.Float64("min-confidence", -1, "abstain under this probability (default: the configured threshold)")
 	reqID := fs.String("request-id", "", "request id to echo (default: generated)")
 	request := fs.String("request", "", `read the whole request as JSON from this file ("-" for stdin) instead of the arguments`)
-	fs.Usage = func() {
-		fmt.Fprintln(e.stderr, "usage: system1 decide [flags] QUESTION [OPTION OPTION...]\n\nWithout options the question is answered yes or no.\n\n"+decideExits+"\nflags:")
-		fs.PrintDefaults()
-	}
 	if err := parse(fs, args); err != nil {
 		return err
 	}

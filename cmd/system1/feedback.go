@@ -45,8 +45,7 @@ var (
 )
 
 func cmdFeedback(ctx context.Context, args []string, e env) error {
-	fs := flags("feedback", e)
-	fs.Usage = func() { fmt.Fprint(e.stderr, feedbackUsage); fs.PrintDefaults() }
+	fs := flags("feedback", e, feedbackUsage)
 	cfgFlag := fs.String("config", "", "configuration file (default $SYSTEM1_CONFIG, else ~/.config/system1/config.yaml)")
 	stateDir := fs.String("state-dir", "", "folder of the decision log (default $CLAUDE_PLUGIN_DATA, else $XDG_STATE_HOME/system1, else ~/.local/state/system1)")
 	question := fs.String("question", "", "the question's id within the request; leave out for a decide result")

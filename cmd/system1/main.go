@@ -144,10 +144,12 @@ func printJSON(e env, v any) error {
 	return nil
 }
 
-// flags makes a command's flag set, printing errors and help to stderr.
-func flags(name string, e env) *flag.FlagSet {
+// flags makes a command's flag set, printing errors and help to stderr:
+// usage, then the flags.
+func flags(name string, e env, usage string) *flag.FlagSet {
 	fs := flag.NewFlagSet("system1 "+name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
+	fs.Usage = func() { fmt.Fprint(e.stderr, usage); fs.PrintDefaults() }
 	if e.verbose != nil {
 		fs.BoolVar(e.verbose, "v", false, "verbose: log what the command does to stderr (info lines; debug for serve and mcp); $SYSTEM1_LOG_LEVEL overrides")
 	}

@@ -24,13 +24,7 @@ import (
 // tool call; a broken configuration does not stop it: health and
 // capabilities report it, and decide answers config_error.
 func cmdMCP(ctx context.Context, args []string, e env) error {
-	fs := flags("mcp", e)
-	cfgFlag := fs.String("config", "", "configuration file (default $SYSTEM1_CONFIG, else ~/.config/system1/config.yaml)")
-	maxLine := fs.Int("max-line-bytes", mcpserver.DefaultMaxLineBytes, "longest line read from stdin, in bytes (0 or less: the default); a longer one is answered with a JSON-RPC error, not read into memory")
-	drain := fs.Duration("drain-grace", mcpserver.DefaultDrainGrace, "after stdin closes, how long the requests already read are still answered before the server exits (0: the default; negative: not at all); a request still running then gets a JSON-RPC error")
-	stateDir := fs.String("state-dir", "", "folder of the pause state file (default $CLAUDE_PLUGIN_DATA, else $XDG_STATE_HOME/system1, else ~/.local/state/system1)")
-	fs.Usage = func() {
-		fmt.Fprint(e.stderr, `usage: system1 mcp [flags]
+	fs := flags("mcp", e, `usage: system1 mcp [flags]
 
 Serves the System 1 gateway as an MCP server over stdio (tools system1_decide, system1_feedback,
 system1_health, system1_capabilities; docs/plugin.md) until stdin closes: stdout carries the
@@ -38,8 +32,10 @@ protocol, the log goes to stderr.
 
 flags:
 `)
-		fs.PrintDefaults()
-	}
+	cfgFlag := fs.String("config", "", "configuration file (default $SYSTEM1_CONFIG, else ~/.config/system1/config.yaml)")
+	maxLine := fs.Int("max-line-bytes", mcpserver.DefaultMaxLineBytes, "longest line read from stdin, in bytes (0 or less: the default); a longer one is answered with a JSON-RPC error, not read into memory")
+	drain := fs.Duration("drain-grace", mcpserver.DefaultDrainGrace, "after stdin closes, how long the requests already read are still answered before the server exits (0: the default; negative: not at all); a request still running then gets a JSON-RPC error")
+	stateDir := fs.String("state-dir", "", "folder of the pause state file (default $CLAUDE_PLUGIN_DATA, else $XDG_STATE_HOME/system1, else ~/.local/state/system1)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}

@@ -26,7 +26,11 @@ import (
 // The runner is internal/jobs; this only parses flags, builds the decider
 // and prints.
 func cmdRun(ctx context.Context, args []string, e env) error {
-	fs := flags("run", e)
+	fs := flags("run", e, "usage: system1 run --in ROWS --out ANSWERS --questions QUESTIONS.json [--model M] [--outcome QUESTION=COLUMN]... (--config FILE | --url URL [--key-env VAR])\n\n"+
+		"Asks the questions about every row and writes one answer line per row, in order; a run\n"+
+		"stopped or killed resumes where it left off when started again (docs/run.md).\n\n"+
+		"exit status: 0 every row answered, 1 stopped before the end (run again to resume),\n"+
+		"2 usage, 3 every row has its line but some are error rows.\n\nflags:\n")
 	in := fs.String("in", "", "the rows: JSON Lines, or CSV when the name ends in .csv (required)")
 	out := fs.String("out", "", "the answers, JSON Lines in input order; an existing file is resumed (required)")
 	questions := fs.String("questions", "", "a JSON file of the questions: a Jev questions map, or a /v1/systemone body without its state (required)")
@@ -39,14 +43,6 @@ func cmdRun(ctx context.Context, args []string, e env) error {
 	stateDir := fs.String("state-dir", "", "with --config: folder of the decision log (default $CLAUDE_PLUGIN_DATA, else $XDG_STATE_HOME/system1, else ~/.local/state/system1)")
 	outcomeCols := outcomeFlag{}
 	fs.Var(outcomeCols, "outcome", "QUESTION=COLUMN: the column (JSONL: the row's key) holding the question's outcome, kept out of the state, measured in the summary and, with --config, recorded as feedback in the decision log (repeatable)")
-	fs.Usage = func() {
-		fmt.Fprintln(e.stderr, "usage: system1 run --in ROWS --out ANSWERS --questions QUESTIONS.json [--model M] [--outcome QUESTION=COLUMN]... (--config FILE | --url URL [--key-env VAR])\n\n"+
-			"Asks the questions about every row and writes one answer line per row, in order; a run\n"+
-			"stopped or killed resumes where it left off when started again (docs/run.md).\n\n"+
-			"exit status: 0 every row answered, 1 stopped before the end (run again to resume),\n"+
-			"2 usage, 3 every row has its line but some are error rows.\n\nflags:")
-		fs.PrintDefaults()
-	}
 	if err := parse(fs, args); err != nil {
 		return err
 	}

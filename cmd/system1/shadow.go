@@ -19,15 +19,7 @@ const maxShadowReply = 64 << 20
 // cmdShadow prints the shadow rollouts' report: from the decision log the
 // configuration names, or from a running server's GET /v1/shadow.
 func cmdShadow(ctx context.Context, args []string, e env) error {
-	fs := flags("shadow", e)
-	report := fs.Bool("report", false, "print the report (the only action for now)")
-	cfgFlag := fs.String("config", "", "configuration file whose decision log is read (default $SYSTEM1_CONFIG, else ~/.config/system1/config.yaml)")
-	server := fs.String("url", "", "read GET /v1/shadow of the system1 server at this base URL instead of the log")
-	keyEnv := fs.String("key-env", "SYSTEM1_API_KEY", "with --url: the variable holding the server's bearer key, if it needs one")
-	window := fs.Duration("window", outcomes.DefaultShadowWindow, "how far back the shadow answers are read")
-	stateDir := fs.String("state-dir", "", "folder of the decision log (default $CLAUDE_PLUGIN_DATA, else $XDG_STATE_HOME/system1, else ~/.local/state/system1)")
-	fs.Usage = func() {
-		fmt.Fprint(e.stderr, `usage: system1 shadow --report [--config FILE] [--window 168h]
+	fs := flags("shadow", e, `usage: system1 shadow --report [--config FILE] [--window 168h]
        system1 shadow --report --url http://HOST:PORT [--key-env VAR] [--window 168h]
 
 Compares, per served model, candidate and question signature, the answers
@@ -38,8 +30,12 @@ accuracy, ECE and log-loss of each side, with a recommendation and its
 evidence. See docs/shadow.md.
 
 `)
-		fs.PrintDefaults()
-	}
+	report := fs.Bool("report", false, "print the report (the only action for now)")
+	cfgFlag := fs.String("config", "", "configuration file whose decision log is read (default $SYSTEM1_CONFIG, else ~/.config/system1/config.yaml)")
+	server := fs.String("url", "", "read GET /v1/shadow of the system1 server at this base URL instead of the log")
+	keyEnv := fs.String("key-env", "SYSTEM1_API_KEY", "with --url: the variable holding the server's bearer key, if it needs one")
+	window := fs.Duration("window", outcomes.DefaultShadowWindow, "how far back the shadow answers are read")
+	stateDir := fs.String("state-dir", "", "folder of the decision log (default $CLAUDE_PLUGIN_DATA, else $XDG_STATE_HOME/system1, else ~/.local/state/system1)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -109,15 +105,7 @@ const DefaultReplayLimit = 1000
 // decision_log.keep_states) of a candidate model and prints the shadow
 // report of its answers against the ones served.
 func cmdReplay(ctx context.Context, args []string, e env) error {
-	fs := flags("replay", e)
-	fromLog := fs.Bool("from-log", false, "replay the decision log's questions (the only source for now)")
-	candidate := fs.String("candidate", "", "the model to ask: one the configuration's nodes serve (required)")
-	cfgFlag := fs.String("config", "", "configuration file: its nodes, fits and decision log (default $SYSTEM1_CONFIG, else ~/.config/system1/config.yaml)")
-	window := fs.Duration("window", outcomes.DefaultShadowWindow, "how far back the logged questions are read")
-	limit := fs.Int("limit", DefaultReplayLimit, "the most questions asked, the latest first")
-	stateDir := fs.String("state-dir", "", "folder of the decision log (default $CLAUDE_PLUGIN_DATA, else $XDG_STATE_HOME/system1, else ~/.local/state/system1)")
-	fs.Usage = func() {
-		fmt.Fprint(e.stderr, `usage: system1 replay --from-log --candidate MODEL [--config FILE] [--window 168h] [--limit 1000]
+	fs := flags("replay", e, `usage: system1 replay --from-log --candidate MODEL [--config FILE] [--window 168h] [--limit 1000]
 
 Asks the questions the decision log kept (decision_log.keep_states: true
 keeps each state and question) of a candidate model, through the same
@@ -128,8 +116,12 @@ reported, which side is right more often. Nothing is recorded. See
 docs/shadow.md.
 
 `)
-		fs.PrintDefaults()
-	}
+	fromLog := fs.Bool("from-log", false, "replay the decision log's questions (the only source for now)")
+	candidate := fs.String("candidate", "", "the model to ask: one the configuration's nodes serve (required)")
+	cfgFlag := fs.String("config", "", "configuration file: its nodes, fits and decision log (default $SYSTEM1_CONFIG, else ~/.config/system1/config.yaml)")
+	window := fs.Duration("window", outcomes.DefaultShadowWindow, "how far back the logged questions are read")
+	limit := fs.Int("limit", DefaultReplayLimit, "the most questions asked, the latest first")
+	stateDir := fs.String("state-dir", "", "folder of the decision log (default $CLAUDE_PLUGIN_DATA, else $XDG_STATE_HOME/system1, else ~/.local/state/system1)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}

@@ -22,12 +22,8 @@ a change takes effect at once. In Claude Code: /system1:toggle on|off|status.`
 // The state file is written atomically and read by every gateway face on
 // each call, so the change takes effect at once.
 func cmdToggle(_ context.Context, args []string, e env) error {
-	fs := flags("toggle", e)
+	fs := flags("toggle", e, toggleUsage+"\n\nflags:\n")
 	stateDir := fs.String("state-dir", "", "folder of the pause state file (default $CLAUDE_PLUGIN_DATA, else $XDG_STATE_HOME/system1, else ~/.local/state/system1)")
-	fs.Usage = func() {
-		fmt.Fprintln(e.stderr, toggleUsage+"\n\nflags:")
-		fs.PrintDefaults()
-	}
 	if err := parse(fs, args); err != nil {
 		return err
 	}
