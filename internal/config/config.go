@@ -4,6 +4,7 @@
 package config
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -498,10 +499,7 @@ func (c *Config) Check() []error {
 		if c.DecisionLog.Off {
 			errs = append(errs, fmt.Errorf("%s: budget: the decision log is off (decision_log.off), and a budget's spend is kept there", k.at(i)))
 		}
-		keep := time.Duration(c.DecisionLog.Retention)
-		if keep == 0 {
-			keep = 30 * 24 * time.Hour // decisionlog.DefaultRetention
-		}
+		keep := cmp.Or(time.Duration(c.DecisionLog.Retention), 30*24*time.Hour) // decisionlog.DefaultRetention
 		if need := budgetPeriodMax[k.Budget.Per]; keep < need {
 			errs = append(errs, fmt.Errorf("%s: budget per %s: decision_log.retention keeps %s of records, less than a %s (%s), so a period's spend would be pruned from the log: set retention to at least %dd",
 				k.at(i), k.Budget.Per, keep, k.Budget.Per, need, int(need.Hours()/24)))

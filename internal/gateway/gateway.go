@@ -105,9 +105,7 @@ func New(o Options) *Gateway {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	if o.Face == "" {
-		o.Face = decisionlog.FaceDecide
-	}
+	o.Face = cmp.Or(o.Face, decisionlog.FaceDecide)
 	g := &Gateway{opt: o, threshold: DefaultThreshold, timeout: DefaultTimeout, deadline: DefaultDeadline, log: o.Log}
 	for _, err := range o.ConfigErrors {
 		g.errs = append(g.errs, err.Error())
