@@ -18,7 +18,6 @@ import (
 	"system1/internal/bench"
 	"system1/internal/calibration"
 	"system1/internal/cases"
-	"system1/internal/config"
 	"system1/internal/gateway"
 	"system1/internal/outcomes"
 	"system1/internal/systemone"
@@ -40,7 +39,7 @@ func targetFlags(fs *flag.FlagSet) *target {
 	fs.StringVar(&t.endpoint, "endpoint", "", "System One endpoint to ask: a base URL (/v1/systemone is added) or the full route")
 	fs.StringVar(&t.model, "model", "", "model id to send (required with --endpoint; default the provider's model with --provider)")
 	fs.StringVar(&t.keyEnv, "key-env", "", "environment variable holding the endpoint's bearer key (none sent without it)")
-	fs.StringVar(&t.config, "config", "", "configuration file whose providers --provider names (default $SYSTEM1_CONFIG, else ~/.config/system1/config.yaml)")
+	fs.StringVar(&t.config, "config", "", "configuration file whose providers --provider names "+configDefault)
 	fs.StringVar(&t.provider, "provider", "", "ask this provider of the configuration's chain; with --endpoint, label the cases as this provider's (fits are found and made by it)")
 	fs.IntVar(&t.concurrency, "concurrency", 4, "requests in flight at once")
 	fs.DurationVar(&t.timeout, "timeout", 30*time.Second, "bound on one request")
@@ -64,19 +63,12 @@ func (t *target) asker(ctx context.Context, e env, rep *bench.Report) (bench.Ask
 		rep.Endpoint, rep.Model, rep.Provider = t.endpoint, t.model, t.provider
 		return bench.Endpoint{Client: &systemone.Client{BaseURL: t.endpoint, Key: key, HTTP: hc}}, t.model, nil
 	}
-	cfg, err := loadConfig(ctx, t.config, e.getenv, (*config.Config).Check)
+	cfg, path, err := measuredPath(ctx, t.config, e, nil)
 	if err != nil {
 		return nil, "", err
 	}
 	// The chain's links are built where every face builds them: by the
 	// gateway, over the fleet of the configuration's nodes.
-	router, err := localRouter(cfg, e.getenv, nil)
-	if err != nil {
-		return nil, "", fmt.Errorf("configuration %s: nodes: %w", cfg.Path, err)
-	}
-	// No decision log, no cache and no fits: the bench measures the
-	// model, every case asked.
-	path := answerPath(cfg, router, nil, nil, true)
 	g := gateway.New(gateway.Options{Config: cfg, ConfigPath: cfg.Path, Answer: path, Log: logger(e)})
 	l, ok := g.Link(t.provider)
 	if !ok {

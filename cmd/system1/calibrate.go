@@ -51,7 +51,7 @@ cases where none are held out), which decide grades by.
 	fromLog := fs.Bool("from-log", false, "fit from the decision log's answers with outcomes (no model is asked), with the buckets, --min-cases and --holdout of --from")
 	window := fs.Duration("window", 7*24*time.Hour, "with --from-log or --report: how far back the decision log is read")
 	targetError := fs.Float64("target-error", 0, "the target error of the suggested gates: those written with each fit (default 0.02), and with --report those of the report (default the configuration's, else 0.02)")
-	stateDir := fs.String("state-dir", "", "with --from-log or --report: folder of the decision log (default $CLAUDE_PLUGIN_DATA, else $XDG_STATE_HOME/system1, else ~/.local/state/system1)")
+	stateDir := fs.String("state-dir", "", "with --from-log or --report: folder of the decision log "+stateDirDefault)
 	if err := parse(fs, args); err != nil {
 		return err
 	}

@@ -13,7 +13,6 @@ import (
 
 	"system1/internal/bench"
 	"system1/internal/cases"
-	"system1/internal/config"
 )
 
 // fileList is a flag that may be given more than once.
@@ -40,7 +39,7 @@ With --write-baseline it writes the baseline instead.
 exit status: 0 held (or baseline written), 1 drifted or failed, 2 usage.
 
 `)
-	cfgPath := set.String("config", "", "configuration file whose nodes are asked (default $SYSTEM1_CONFIG, else ~/.config/system1/config.yaml)")
+	cfgPath := set.String("config", "", "configuration file whose nodes are asked "+configDefault)
 	model := set.String("model", "", "model to ask (required)")
 	var files fileList
 	set.Var(&files, "cases", "case file (JSON Lines, bench's format); may be given more than once (required)")
@@ -93,17 +92,10 @@ exit status: 0 held (or baseline written), 1 drifted or failed, 2 usage.
 	if err != nil {
 		return err
 	}
-	cfg, err := loadConfig(ctx, *cfgPath, e.getenv, (*config.Config).Check)
+	cfg, path, err := measuredPath(ctx, *cfgPath, e, logger(e))
 	if err != nil {
 		return err
 	}
-	router, err := localRouter(cfg, e.getenv, logger(e))
-	if err != nil {
-		return fmt.Errorf("configuration %s: nodes: %w", cfg.Path, err)
-	}
-	// No decision log, no cache and no fits: the check measures the
-	// model, every case asked.
-	path := answerPath(cfg, router, nil, nil, true)
 	if _, err := path.Admit(ctx, *model); err != nil {
 		return fmt.Errorf("no node of %s serves model %q", cfg.Path, *model)
 	}

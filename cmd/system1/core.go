@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"time"
@@ -106,6 +107,22 @@ func chainPath(cfg *config.Config, getenv func(string) string, dlog *decisionlog
 		errs = append(errs, err)
 	}
 	return answerPath(cfg, router, fits, dlog, true).WithCache(decisionCache(cfg)), errs
+}
+
+// measuredPath is the answer path bench and check measure a model
+// through, over the nodes of the configuration cfgFlag names: no decision
+// log, no cache and no fits, so that every case is asked and its reading
+// is the model's. log is localRouter's.
+func measuredPath(ctx context.Context, cfgFlag string, e env, log *slog.Logger) (*config.Config, *answer.Service, error) {
+	cfg, err := loadConfig(ctx, cfgFlag, e.getenv, (*config.Config).Check)
+	if err != nil {
+		return nil, nil, err
+	}
+	router, err := localRouter(cfg, e.getenv, log)
+	if err != nil {
+		return nil, nil, fmt.Errorf("configuration %s: nodes: %w", cfg.Path, err)
+	}
+	return cfg, answerPath(cfg, router, nil, nil, true), nil
 }
 
 // localRouter is the router of a face that runs no background probe (mcp,

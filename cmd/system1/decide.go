@@ -21,8 +21,8 @@ import (
 // (decideExits): a script can branch on an abstention without parsing.
 func cmdDecide(ctx context.Context, args []string, e env) error {
 	fs := flags("decide", e, "usage: system1 decide [flags] QUESTION [OPTION OPTION...]\n\nWithout options the question is answered yes or no.\n\n"+decideExits+"\nflags:\n")
-	cfgFlag := fs.String("config", "", "configuration file (default $SYSTEM1_CONFIG, else ~/.config/system1/config.yaml)")
-	stateDir := fs.String("state-dir", "", "folder of the pause state file and the decision log (default $CLAUDE_PLUGIN_DATA, else $XDG_STATE_HOME/system1, else ~/.local/state/system1)")
+	cfgFlag := fs.String("config", "", "configuration file "+configDefault)
+	stateDir := fs.String("state-dir", "", "folder of the pause state file and the decision log "+stateDirDefault)
 	asJSON := fs.Bool("json", false, "print the response as JSON, exactly as system1_decide returns it")
 	ctxFlag := fs.String("context", "", "context object, as JSON")
 	minConf := fs.Float64("min-confidence", -1, "abstain under this probability (default: the configured threshold)")

@@ -46,8 +46,8 @@ var (
 
 func cmdFeedback(ctx context.Context, args []string, e env) error {
 	fs := flags("feedback", e, feedbackUsage)
-	cfgFlag := fs.String("config", "", "configuration file (default $SYSTEM1_CONFIG, else ~/.config/system1/config.yaml)")
-	stateDir := fs.String("state-dir", "", "folder of the decision log (default $CLAUDE_PLUGIN_DATA, else $XDG_STATE_HOME/system1, else ~/.local/state/system1)")
+	cfgFlag := fs.String("config", "", "configuration file "+configDefault)
+	stateDir := fs.String("state-dir", "", "folder of the decision log "+stateDirDefault)
 	question := fs.String("question", "", "the question's id within the request; leave out for a decide result")
 	file := fs.String("file", "", "read a /v1/feedback body (one outcome or {\"outcomes\": [...]}) from this file; - is stdin")
 	if err := parse(fs, args); err != nil {

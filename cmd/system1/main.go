@@ -144,6 +144,13 @@ func printJSON(e env, v any) error {
 	return nil
 }
 
+// The defaults of --config and --state-dir, as every command's help says
+// them (configPath, pause.Dir).
+const (
+	configDefault   = "(default $SYSTEM1_CONFIG, else ~/.config/system1/config.yaml)"
+	stateDirDefault = "(default $CLAUDE_PLUGIN_DATA, else $XDG_STATE_HOME/system1, else ~/.local/state/system1)"
+)
+
 // flags makes a command's flag set, printing errors and help to stderr:
 // usage, then the flags.
 func flags(name string, e env, usage string) *flag.FlagSet {

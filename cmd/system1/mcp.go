@@ -32,10 +32,10 @@ protocol, the log goes to stderr.
 
 flags:
 `)
-	cfgFlag := fs.String("config", "", "configuration file (default $SYSTEM1_CONFIG, else ~/.config/system1/config.yaml)")
+	cfgFlag := fs.String("config", "", "configuration file "+configDefault)
 	maxLine := fs.Int("max-line-bytes", mcpserver.DefaultMaxLineBytes, "longest line read from stdin, in bytes (0 or less: the default); a longer one is answered with a JSON-RPC error, not read into memory")
 	drain := fs.Duration("drain-grace", mcpserver.DefaultDrainGrace, "after stdin closes, how long the requests already read are still answered before the server exits (0: the default; negative: not at all); a request still running then gets a JSON-RPC error")
-	stateDir := fs.String("state-dir", "", "folder of the pause state file (default $CLAUDE_PLUGIN_DATA, else $XDG_STATE_HOME/system1, else ~/.local/state/system1)")
+	stateDir := fs.String("state-dir", "", "folder of the pause state file "+stateDirDefault)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -80,7 +80,6 @@ func newGatewayLogged(ctx context.Context, path, stateDir string, e env, log *sl
 			}
 		}
 		errs = append(errs, err)
-		cfg = nil
 	}
 	var dlog *decisionlog.Log
 	var svc *answer.Service
@@ -95,7 +94,6 @@ func newGatewayLogged(ctx context.Context, path, stateDir string, e env, log *sl
 				cfg.Gateway.Fits = learnt.Gateway.Fits
 			}
 		}
-		var err error
 		if tr, err = setupTracing(ctx, cfg.Tracing, log); err != nil {
 			errs = append(errs, err)
 		}

@@ -40,7 +40,7 @@ func cmdRun(ctx context.Context, args []string, e env) error {
 	keyEnv := fs.String("key-env", "", "with --url: the variable holding the endpoint's key")
 	format := fs.String("format", "", "jsonl or csv (default: by the input's name)")
 	concurrency := fs.Int("concurrency", 0, "calls kept in flight when the decider cannot tell its capacity (default 4)")
-	stateDir := fs.String("state-dir", "", "with --config: folder of the decision log (default $CLAUDE_PLUGIN_DATA, else $XDG_STATE_HOME/system1, else ~/.local/state/system1)")
+	stateDir := fs.String("state-dir", "", "with --config: folder of the decision log "+stateDirDefault)
 	outcomeCols := outcomeFlag{}
 	fs.Var(outcomeCols, "outcome", "QUESTION=COLUMN: the column (JSONL: the row's key) holding the question's outcome, kept out of the state, measured in the summary and, with --config, recorded as feedback in the decision log (repeatable)")
 	if err := parse(fs, args); err != nil {

@@ -44,9 +44,9 @@ flags:
 // it, served until a signal, then drained.
 func cmdServe(ctx context.Context, args []string, e env) error {
 	fs := flags("serve", e, serveUsage)
-	cfgFlag := fs.String("config", "", "configuration file (default $SYSTEM1_CONFIG, else ~/.config/system1/config.yaml)")
+	cfgFlag := fs.String("config", "", "configuration file "+configDefault)
 	listen := fs.String("listen", "", "address to listen on, overriding the config's listen")
-	stateDir := fs.String("state-dir", "", "folder of the pause state file and the decision log (default $CLAUDE_PLUGIN_DATA, else $XDG_STATE_HOME/system1, else ~/.local/state/system1)")
+	stateDir := fs.String("state-dir", "", "folder of the pause state file and the decision log "+stateDirDefault)
 	if err := parse(fs, args); err != nil {
 		return err
 	}

@@ -31,11 +31,11 @@ evidence. See docs/shadow.md.
 
 `)
 	report := fs.Bool("report", false, "print the report (the only action for now)")
-	cfgFlag := fs.String("config", "", "configuration file whose decision log is read (default $SYSTEM1_CONFIG, else ~/.config/system1/config.yaml)")
+	cfgFlag := fs.String("config", "", "configuration file whose decision log is read "+configDefault)
 	server := fs.String("url", "", "read GET /v1/shadow of the system1 server at this base URL instead of the log")
 	keyEnv := fs.String("key-env", "SYSTEM1_API_KEY", "with --url: the variable holding the server's bearer key, if it needs one")
 	window := fs.Duration("window", outcomes.DefaultShadowWindow, "how far back the shadow answers are read")
-	stateDir := fs.String("state-dir", "", "folder of the decision log (default $CLAUDE_PLUGIN_DATA, else $XDG_STATE_HOME/system1, else ~/.local/state/system1)")
+	stateDir := fs.String("state-dir", "", "folder of the decision log "+stateDirDefault)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -118,10 +118,10 @@ docs/shadow.md.
 `)
 	fromLog := fs.Bool("from-log", false, "replay the decision log's questions (the only source for now)")
 	candidate := fs.String("candidate", "", "the model to ask: one the configuration's nodes serve (required)")
-	cfgFlag := fs.String("config", "", "configuration file: its nodes, fits and decision log (default $SYSTEM1_CONFIG, else ~/.config/system1/config.yaml)")
+	cfgFlag := fs.String("config", "", "configuration file: its nodes, fits and decision log "+configDefault)
 	window := fs.Duration("window", outcomes.DefaultShadowWindow, "how far back the logged questions are read")
 	limit := fs.Int("limit", DefaultReplayLimit, "the most questions asked, the latest first")
-	stateDir := fs.String("state-dir", "", "folder of the decision log (default $CLAUDE_PLUGIN_DATA, else $XDG_STATE_HOME/system1, else ~/.local/state/system1)")
+	stateDir := fs.String("state-dir", "", "folder of the decision log "+stateDirDefault)
 	if err := parse(fs, args); err != nil {
 		return err
 	}

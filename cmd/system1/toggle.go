@@ -23,7 +23,7 @@ a change takes effect at once. In Claude Code: /system1:toggle on|off|status.`
 // each call, so the change takes effect at once.
 func cmdToggle(_ context.Context, args []string, e env) error {
 	fs := flags("toggle", e, toggleUsage+"\n\nflags:\n")
-	stateDir := fs.String("state-dir", "", "folder of the pause state file (default $CLAUDE_PLUGIN_DATA, else $XDG_STATE_HOME/system1, else ~/.local/state/system1)")
+	stateDir := fs.String("state-dir", "", "folder of the pause state file "+stateDirDefault)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
