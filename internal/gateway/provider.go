@@ -72,6 +72,8 @@ func (q query) Kind() decision.Kind {
 // and nil when the node declined without a reading (Refusal says why).
 type reading struct {
 	answer.Question
+	// answer is the whole answer: its Cost, calibration, fits and cache
+	// state are the request's, not the question's.
 	answer *answer.Answer
 	// Detail is a note for the attempt's record.
 	Detail string

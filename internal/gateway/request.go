@@ -134,17 +134,13 @@ func ParseRequest(raw []byte) (Request, []string) {
 	if req.Coverage, ok = number("coverage", func(f float64) bool { return answer.CheckCoverage(f) == nil }); !ok {
 		bad("%v", answer.CheckCoverage(-1))
 	}
-	if v, ok := present("debias"); ok {
-		if jsonx.Kind(v) != "string" || json.Unmarshal(v, &req.Debias) != nil || req.Debias == "" || !decision.ValidDebias(req.Debias) {
-			bad("debias must be \"permute\" or \"off\"")
-			req.Debias = ""
-		}
+	if _, ok := present("debias"); ok && (!read("debias", "string", &req.Debias) || req.Debias == "" || !decision.ValidDebias(req.Debias)) {
+		bad("debias must be \"permute\" or \"off\"")
+		req.Debias = ""
 	}
-	if v, ok := present("prior"); ok {
-		if jsonx.Kind(v) != "string" || json.Unmarshal(v, &req.Prior) != nil || req.Prior == "" || !decision.ValidPrior(req.Prior) {
-			bad("prior must be \"batch\", \"content_free\" or \"off\"")
-			req.Prior = ""
-		}
+	if _, ok := present("prior"); ok && (!read("prior", "string", &req.Prior) || req.Prior == "" || !decision.ValidPrior(req.Prior)) {
+		bad("prior must be \"batch\", \"content_free\" or \"off\"")
+		req.Prior = ""
 	}
 	for _, p := range req.Check() {
 		field, _, _ := strings.Cut(p, " ")
