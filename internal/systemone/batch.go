@@ -58,13 +58,7 @@ type BatchParsed struct {
 func ParseBatchRequest(body []byte) *BatchParsed {
 	p := &BatchParsed{Parsed: *ParseRequest(body)}
 	// ParseRequest reads a "state"; a batch has "states" instead.
-	kept := p.Problems[:0]
-	for _, pr := range p.Problems {
-		if len(pr.Path) != 1 || pr.Path[0] != "state" {
-			kept = append(kept, pr)
-		}
-	}
-	p.Problems = kept
+	p.Problems = slices.DeleteFunc(p.Problems, func(pr decision.Problem) bool { return len(pr.Path) == 1 && pr.Path[0] == "state" })
 	// Nor is "states" a field the batch does not define.
 	p.Unknown = slices.DeleteFunc(p.Unknown, func(f string) bool { return f == "states" })
 	top, err := jsonx.Members(body)
@@ -153,14 +147,9 @@ func AppendBatchResponse(b []byte, results [][]byte, ids []string, usage Usage) 
 		}
 		b = appendString(b, id)
 	}
-	b = append(b, `],"usage":{"input_tokens":`...)
-	b = strconv.AppendInt(b, int64(usage.InputTokens), 10)
-	b = append(b, `,"output_tokens":`...)
-	b = strconv.AppendInt(b, int64(usage.OutputTokens), 10)
-	if usage.Estimated {
-		b = append(b, `,"estimated":true`...)
-	}
-	return append(b, "}}"...)
+	b = append(b, `],"usage":`...)
+	b = usage.appendJSON(b)
+	return append(b, '}')
 }
 
 // AppendBatchError writes a batch result for a state that was not

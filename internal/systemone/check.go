@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -292,12 +293,7 @@ func checkAnswer(q decision.Question, a *wireAnswer) (decision.Answer, decision.
 func unit(x float64) bool { return !math.IsNaN(x) && x >= 0 && x <= 1 }
 
 func optionIndex(q decision.Question, key string) int {
-	for i, o := range q.Options {
-		if o.Key == key {
-			return i
-		}
-	}
-	return -1
+	return slices.IndexFunc(q.Options, func(o decision.Option) bool { return o.Key == key })
 }
 
 // replyReader reads a reply body in one pass, checking its syntax as

@@ -36,16 +36,7 @@ func (r *replyReader) object(member func(key []byte, plain bool) error) error {
 	if r.peek() != '{' {
 		return r.syntax("looking for an object")
 	}
-	if r.depth++; r.depth > maxDepth {
-		return errors.New("exceeded max depth")
-	}
-	r.i++
-	if r.peek() == '}' {
-		r.i++
-		r.depth--
-		return nil
-	}
-	for {
+	return r.container('}', "after an object member", func() error {
 		r.space()
 		key, plain, err := r.stringToken()
 		if err != nil {
@@ -56,45 +47,35 @@ func (r *replyReader) object(member func(key []byte, plain bool) error) error {
 		}
 		r.i++
 		r.space()
-		if err := member(key, plain); err != nil {
-			return err
-		}
-		switch r.peek() {
-		case ',':
-			r.i++
-		case '}':
-			r.i++
-			r.depth--
-			return nil
-		default:
-			return r.syntax("after an object member")
-		}
-	}
+		return member(key, plain)
+	})
 }
 
-func (r *replyReader) array() error {
+// container reads an object or an array from its opening byte at r.i:
+// elements read by elem, separated by commas, up to end.
+func (r *replyReader) container(end byte, after string, elem func() error) error {
 	if r.depth++; r.depth > maxDepth {
 		return errors.New("exceeded max depth")
 	}
-	r.i++ // [
-	if r.peek() == ']' {
+	r.i++
+	if r.peek() == end {
 		r.i++
 		r.depth--
 		return nil
 	}
 	for {
-		if err := r.skip(); err != nil {
+		if err := elem(); err != nil {
 			return err
 		}
 		switch r.peek() {
 		case ',':
 			r.i++
-		case ']':
+		case end:
 			r.i++
 			r.depth--
 			return nil
 		default:
-			return r.syntax("after an array element")
+			return r.syntax(after)
 		}
 	}
 }
@@ -105,7 +86,7 @@ func (r *replyReader) skip() error {
 	case c == '{':
 		return r.object(func([]byte, bool) error { return r.skip() })
 	case c == '[':
-		return r.array()
+		return r.container(']', "after an array element", r.skip)
 	case c == '"':
 		_, _, err := r.stringToken()
 		return err

@@ -88,34 +88,31 @@ func parseRequest(body []byte) *Parsed {
 			p.broken["questions/"+path[1]] = true
 		}
 	}
-	if !json.Valid(body) {
-		fail("json_invalid", "body is not valid JSON")
+	// A body that cannot be read leaves every field unread.
+	unread := func(typ, msg string, path ...string) *Parsed {
+		fail(typ, msg, path...)
 		p.broken["model"], p.broken["state"], p.broken["questions"] = true, true, true
 		return p
+	}
+	if !json.Valid(body) {
+		return unread("json_invalid", "body is not valid JSON")
 	}
 	if path, isKey, bad := jsonx.InvalidText(body); bad {
 		// Decoding would replace it with U+FFFD: an id would come back
 		// changed, a state would not be what was sent.
 		if isKey {
 			key := path[len(path)-1]
-			fail("string_unicode", fmt.Sprintf("the key \"%s\" is not valid UTF-8 (or holds an unpaired surrogate escape); send UTF-8 text", strconvQuoteInner(key)), path[:len(path)-1]...)
-		} else {
-			fail("string_unicode", "the string is not valid UTF-8 (or holds an unpaired surrogate escape); send UTF-8 text", path...)
+			return unread("string_unicode", fmt.Sprintf("the key \"%s\" is not valid UTF-8 (or holds an unpaired surrogate escape); send UTF-8 text", strconvQuoteInner(key)), path[:len(path)-1]...)
 		}
-		p.broken["model"], p.broken["state"], p.broken["questions"] = true, true, true
-		return p
+		return unread("string_unicode", "the string is not valid UTF-8 (or holds an unpaired surrogate escape); send UTF-8 text", path...)
 	}
 	top, err := jsonx.Members(body)
 	var dup *jsonx.DuplicateKeyError
 	switch {
 	case errors.As(err, &dup):
-		fail("duplicate_key", fmt.Sprintf("the key %q appears twice; send each field once", dup.Key), dup.Key)
-		p.broken["model"], p.broken["state"], p.broken["questions"] = true, true, true
-		return p
+		return unread("duplicate_key", fmt.Sprintf("the key %q appears twice; send each field once", dup.Key), dup.Key)
 	case err != nil:
-		fail("model_attributes_type", "body must be a JSON object")
-		p.broken["model"], p.broken["state"], p.broken["questions"] = true, true, true
-		return p
+		return unread("model_attributes_type", "body must be a JSON object")
 	}
 	field := func(key string) (json.RawMessage, bool) { return jsonx.Lookup(top, key) }
 	for _, m := range top {

@@ -41,15 +41,23 @@ func (r *Response) AppendJSON(b []byte) []byte {
 		b = append(b, ':')
 		b = appendAnswer(b, q, r.Answers[i])
 	}
-	b = append(b, `},"usage":{"input_tokens":`...)
-	b = strconv.AppendInt(b, int64(r.Usage.InputTokens), 10)
+	b = append(b, `},"usage":`...)
+	b = r.Usage.appendJSON(b)
+	b = append(b, `,"latency_ms":`...)
+	b = strconv.AppendInt(b, r.Latency.Milliseconds(), 10)
+	return append(b, '}')
+}
+
+// appendJSON writes the usage object: token counts as JSON integers,
+// and "estimated" only when they were.
+func (u Usage) appendJSON(b []byte) []byte {
+	b = append(b, `{"input_tokens":`...)
+	b = strconv.AppendInt(b, int64(u.InputTokens), 10)
 	b = append(b, `,"output_tokens":`...)
-	b = strconv.AppendInt(b, int64(r.Usage.OutputTokens), 10)
-	if r.Usage.Estimated {
+	b = strconv.AppendInt(b, int64(u.OutputTokens), 10)
+	if u.Estimated {
 		b = append(b, `,"estimated":true`...)
 	}
-	b = append(b, `},"latency_ms":`...)
-	b = strconv.AppendInt(b, r.Latency.Milliseconds(), 10)
 	return append(b, '}')
 }
 
@@ -78,11 +86,7 @@ func appendAnswer(b []byte, q decision.Question, a decision.Answer) []byte {
 			}
 			b = appendString(b, o.Key)
 			b = append(b, ':')
-			if len(o.Legend) == 0 {
-				b = append(b, "null"...)
-			} else {
-				b = append(b, o.Legend...)
-			}
+			b = appendRaw(b, o.Legend)
 		}
 		b = append(b, '}')
 		b = appendProbabilities(b, q, a)
