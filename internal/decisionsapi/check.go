@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
 	"system1/internal/decision"
@@ -353,10 +354,5 @@ func count(ms []jsonx.Member, key string) (int, error) {
 }
 
 func optionIndex(q decision.Question, key string) int {
-	for i, o := range q.Options {
-		if o.Key == key {
-			return i
-		}
-	}
-	return -1
+	return slices.IndexFunc(q.Options, func(o decision.Option) bool { return o.Key == key })
 }

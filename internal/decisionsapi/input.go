@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"system1/internal/jsonx"
@@ -36,14 +37,10 @@ var (
 // other mix as an array of the parts' values in order (text as strings).
 // No parts is the empty string.
 func render(ps []piece) json.RawMessage {
-	allText := true
-	for _, pc := range ps {
-		allText = allText && pc.data == nil
-	}
 	switch {
 	case len(ps) == 1 && ps[0].data != nil:
 		return ps[0].data
-	case allText:
+	case !slices.ContainsFunc(ps, func(pc piece) bool { return pc.data != nil }): // all text
 		texts := make([]string, len(ps))
 		for i, pc := range ps {
 			texts[i] = pc.text
@@ -322,15 +319,8 @@ func (p *Parsed) breakpoint(at string, ms []jsonx.Member) {
 // readJSONData checks an input_json part's data: an object or an array of
 // objects, within the wire's size, depth and value limits, no key twice.
 func (p *Parsed) readJSONData(at string, raw json.RawMessage) bool {
-	k := jsonx.Kind(raw)
-	ok := k == "object"
-	if k == "array" {
-		ok = true
-		for _, e := range elements(raw) {
-			ok = ok && jsonx.Kind(e) == "object"
-		}
-	}
-	if !ok {
+	notObject := func(e json.RawMessage) bool { return jsonx.Kind(e) != "object" }
+	if k := jsonx.Kind(raw); k != "object" && (k != "array" || slices.ContainsFunc(elements(raw), notObject)) {
 		p.fail(at, "data must be a JSON object or an array of objects")
 		return false
 	}

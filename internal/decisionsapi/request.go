@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -196,11 +197,7 @@ func (p *Parsed) object(at string, raw json.RawMessage) ([]jsonx.Member, bool) {
 func (p *Parsed) only(at string, ms []jsonx.Member, what string, allowed ...string) bool {
 	ok := true
 	for _, m := range ms {
-		found := false
-		for _, a := range allowed {
-			found = found || m.Key == a
-		}
-		if !found {
+		if !slices.Contains(allowed, m.Key) {
 			p.fail(param(at, m.Key), fmt.Sprintf("unknown field; %s takes %s", what, list(allowed)))
 			ok = false
 		}
@@ -243,17 +240,16 @@ func (p *Parsed) optionalString(at string, raw json.RawMessage) (string, bool) {
 
 func (p *Parsed) readModel(raw json.RawMessage) {
 	var s string
-	if jsonx.Kind(raw) != "string" || json.Unmarshal(raw, &s) != nil {
+	switch {
+	case jsonx.Kind(raw) != "string" || json.Unmarshal(raw, &s) != nil:
 		p.fail("model", "model must be a string")
-		p.broken["model"] = true
-		return
-	}
-	if s == "" {
+	case s == "":
 		p.fail("model", "model must not be empty")
-		p.broken["model"] = true
+	default:
+		p.Model = s
 		return
 	}
-	p.Model = s
+	p.broken["model"] = true
 }
 
 func (p *Parsed) readCacheOptions(raw json.RawMessage) {
@@ -281,7 +277,6 @@ var questionKinds = map[string]decision.Kind{
 	"score":     decision.Score,
 }
 
-// wireType is the inverse of questionKinds.
 // Limits are a server's limits for a model on this wire: the wire's own
 // (MaxQuestions, MaxChoices) where they are stricter.
 func Limits(lim decision.Limits) decision.Limits {
@@ -296,15 +291,11 @@ func Capabilities(lim decision.Limits) decision.Capabilities {
 	return Limits(lim).Capabilities(TypeName)
 }
 
-// TypeName is a question kind's type on this wire: a noul is a predicate.
+// TypeName is a question kind's type on this wire: a noul is a
+// predicate; choice and score keep the domain's names.
 func TypeName(k decision.Kind) string {
-	switch k {
-	case decision.Noul:
+	if k == decision.Noul {
 		return "predicate"
-	case decision.Choice:
-		return "choice"
-	case decision.Score:
-		return "score"
 	}
 	return string(k)
 }
