@@ -3,6 +3,7 @@ package answer
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -37,7 +38,7 @@ const (
 // be shared by several Services: the key holds everything an answer
 // depends on, the nodes and fits among it.
 type Cache struct {
-	lru                               *expirable.LRU[key, *stored]
+	lru                               *expirable.LRU[key, *Answer] // never handed out themselves (see replay)
 	hits, misses, bypassed, coalesced atomic.Uint64
 
 	// asking are the misses being asked of the fleet now, by key, each
@@ -50,11 +51,6 @@ type Cache struct {
 // key is a cache key: a SHA-256 of everything an answer depends on.
 type key [sha256.Size]byte
 
-// stored is an answer kept, never handed out itself (see replay).
-type stored struct {
-	a *Answer
-}
-
 // NewCache returns a cache of at most entries answers, each served for
 // ttl after it was made (0: until it is evicted); nil, no cache, when
 // entries is not positive.
@@ -62,7 +58,7 @@ func NewCache(entries int, ttl time.Duration) *Cache {
 	if entries <= 0 {
 		return nil
 	}
-	return &Cache{lru: expirable.NewLRU[key, *stored](entries, nil, max(ttl, 0))}
+	return &Cache{lru: expirable.NewLRU[key, *Answer](entries, nil, max(ttl, 0))}
 }
 
 // Hits counts the requests answered from the cache.
@@ -86,11 +82,11 @@ func (c *Cache) Len() int { return c.lru.Len() }
 // An answer made with another snapshot of the fits (a reload that kept
 // the revision) is not served.
 func (c *Cache) get(k key, fits *calibration.Fits) (*Answer, bool) {
-	e, ok := c.lru.Get(k)
-	if !ok || e.a.Fits != fits {
+	a, ok := c.lru.Get(k)
+	if !ok || a.Fits != fits {
 		return nil, false
 	}
-	return e.a.replay(), true
+	return a.replay(), true
 }
 
 // ask registers the caller as the one asking the fleet for key k, and
@@ -117,7 +113,7 @@ func (c *Cache) ask(k key) (done func(), wait <-chan struct{}) {
 }
 
 // put stores a copy of a under k.
-func (c *Cache) put(k key, a *Answer) { c.lru.Add(k, &stored{a: a.clone()}) }
+func (c *Cache) put(k key, a *Answer) { c.lru.Add(k, a.clone()) }
 
 // lookup is what the cache makes of a request: its key, and whether the
 // answer may be stored at all. ok is false when the request is not
@@ -314,38 +310,23 @@ func (a *Answer) clone() *Answer {
 	out := *a
 	out.Questions = make([]Question, len(a.Questions))
 	for i, q := range a.Questions {
-		q.Dist = cloneDist(q.Dist)
-		q.Engine = cloneDist(q.Engine)
-		if q.Steps != nil {
-			steps := make([]decision.Step, len(q.Steps))
-			for j, st := range q.Steps {
-				st.Dist = cloneDist(st.Dist)
-				steps[j] = st
-			}
-			q.Steps = steps
+		q.Dist, q.Engine = slices.Clone(q.Dist), slices.Clone(q.Engine)
+		q.Steps = slices.Clone(q.Steps)
+		for j := range q.Steps {
+			q.Steps[j].Dist = slices.Clone(q.Steps[j].Dist)
 		}
-		q.Attempts = append([]fleet.Attempt(nil), q.Attempts...)
+		q.Attempts = slices.Clone(q.Attempts)
 		if q.Cost != nil {
 			c := *q.Cost
 			q.Cost = &c
 		}
 		out.Questions[i] = q
 	}
-	if a.Warnings != nil {
-		out.Warnings = make([]Warning, len(a.Warnings))
-		for i, w := range a.Warnings {
-			w.Missing = append([]string(nil), w.Missing...)
-			out.Warnings[i] = w
-		}
+	out.Warnings = slices.Clone(a.Warnings)
+	for i := range out.Warnings {
+		out.Warnings[i].Missing = slices.Clone(out.Warnings[i].Missing)
 	}
 	return &out
-}
-
-func cloneDist(d decision.Distribution) decision.Distribution {
-	if d == nil {
-		return nil
-	}
-	return append(decision.Distribution(nil), d...)
 }
 
 // replay is a stored answer as a hit returns it: a copy, marked a hit,

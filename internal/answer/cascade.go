@@ -122,6 +122,7 @@ func (s *Service) answerCascade(ctx context.Context, req Request, c Cascade) (*A
 		out.Fits = a.Fits
 		last := si == len(c.Stages)-1
 		var next []int
+		kept := map[string]bool{}
 		for j, qi := range pending {
 			q := a.Questions[j]
 			asked[qi] = append(asked[qi], stage)
@@ -132,12 +133,7 @@ func (s *Service) answerCascade(ctx context.Context, req Request, c Cascade) (*A
 			}
 			q.Stage, q.Stages, q.Cost = stage, asked[qi], costs[qi]
 			out.Questions[qi] = q
-		}
-		kept := map[string]bool{}
-		for _, qi := range pending {
-			if !slices.Contains(next, qi) {
-				kept[req.Questions[qi].ID] = true
-			}
+			kept[req.Questions[qi].ID] = true
 		}
 		for _, w := range a.Warnings {
 			if kept[w.Question] {

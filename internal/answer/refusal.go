@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"system1/internal/decision"
 	"system1/internal/engine"
@@ -123,12 +124,7 @@ func (s *Service) countRefusals(model string, a *Answer) {
 
 // Refused reports whether any question of a was refused.
 func (a *Answer) Refused() bool {
-	for _, q := range a.Questions {
-		if q.Refusal != nil {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(a.Questions, func(q Question) bool { return q.Refusal != nil })
 }
 
 // declined is each question's refusal that the nodes gave (nil for
