@@ -3,6 +3,7 @@ package httpapi
 import (
 	"io"
 	"net/http"
+	"slices"
 	"time"
 
 	"system1/internal/answer"
@@ -84,7 +85,9 @@ func (s *Server) handleSystemOneBatch(w http.ResponseWriter, r *http.Request) {
 		out.Latency = time.Since(start)
 		results[i] = out.AppendJSON(make([]byte, 0, 512))
 	}
-	if answered == 0 && !callersError(statuses) {
+	// A state that failed as the caller's error (a 422 of its own) is one a
+	// retry of the whole batch would not mend.
+	if answered == 0 && !slices.Contains(statuses, http.StatusUnprocessableEntity) {
 		writeFailure(w, errs[0], p.Model)
 		return
 	}
@@ -110,17 +113,6 @@ func (s *Server) batchTimeout() time.Duration {
 	return s.opt.RequestTimeout * systemone.MaxBatchStates
 }
 
-// callersError reports whether some state failed as the caller's error
-// (a 422 of its own), which a retry of the whole batch would not mend.
-func callersError(statuses []int) bool {
-	for _, status := range statuses {
-		if status == http.StatusUnprocessableEntity {
-			return true
-		}
-	}
-	return false
-}
-
 // handleDecideBatch serves POST /v1/decide/batch: one decide question over
 // 1 to gateway.MaxBatchContexts contexts, each decided as POST /v1/decide
 // decides it alone (gateway.DecideBatch). A batch that cannot be read or
@@ -129,7 +121,6 @@ func callersError(statuses []int) bool {
 // is a 503 for each), else 200, and each result carries its own.
 func (s *Server) handleDecideBatch(w http.ResponseWriter, r *http.Request) {
 	id := RequestID(r.Context())
-	var res *gateway.BatchResponse
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		status, msg := bodyError(err)
@@ -137,7 +128,7 @@ func (s *Server) handleDecideBatch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.batchTimeout() + 10*time.Second))
-	res = s.opt.Decide.DecideBatch(r.Context(), body, id)
+	res := s.opt.Decide.DecideBatch(r.Context(), body, id)
 	s.chargeBatch(r, len(res.Results))
 	status := http.StatusOK
 	switch {

@@ -24,14 +24,11 @@ const maxReportWindow = 366 * 24 * time.Hour
 // (0, 1); default 0.05).
 func (s *Server) handleCalibration(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	bad := func(param, msg string) {
-		writeInvalid(w, systemone.InQuery, decision.Problem{Path: []string{param}, Msg: msg, Type: "value_error"})
-	}
 	// Which of a parameter given twice would win is nowhere written, so
 	// neither does.
 	for _, name := range []string{"window", "target_error", "max_in_scope_loss"} {
 		if len(q[name]) > 1 {
-			bad(name, name+" is given twice; send it once")
+			badQuery(w, name, name+" is given twice; send it once")
 			return
 		}
 	}
@@ -39,7 +36,7 @@ func (s *Server) handleCalibration(w http.ResponseWriter, r *http.Request) {
 	if v := q.Get("window"); v != "" {
 		d, err := parseWindow(v)
 		if err != nil || d <= 0 || d > maxReportWindow {
-			bad("window", "window must be a positive duration such as 24h or 7d, at most 366d")
+			badQuery(w, "window", "window must be a positive duration such as 24h or 7d, at most 366d")
 			return
 		}
 		window = d
@@ -48,7 +45,7 @@ func (s *Server) handleCalibration(w http.ResponseWriter, r *http.Request) {
 	if v := q.Get("target_error"); v != "" {
 		t, err := strconv.ParseFloat(v, 64)
 		if err != nil || !(t > 0 && t < 1) {
-			bad("target_error", "target_error must be a number in (0, 1), such as 0.02")
+			badQuery(w, "target_error", "target_error must be a number in (0, 1), such as 0.02")
 			return
 		}
 		target = t
@@ -57,7 +54,7 @@ func (s *Server) handleCalibration(w http.ResponseWriter, r *http.Request) {
 	if v := q.Get("max_in_scope_loss"); v != "" {
 		l, err := strconv.ParseFloat(v, 64)
 		if err != nil || !(l > 0 && l < 1) {
-			bad("max_in_scope_loss", "max_in_scope_loss must be a number in (0, 1), such as 0.05")
+			badQuery(w, "max_in_scope_loss", "max_in_scope_loss must be a number in (0, 1), such as 0.05")
 			return
 		}
 		maxLoss = l
@@ -73,6 +70,11 @@ func (s *Server) handleCalibration(w http.ResponseWriter, r *http.Request) {
 		rep.Cascades, err = outcomes.ReportCascades(r.Context(), s.opt.DecisionLog, s.opt.Answer.Fits(), s.opt.Answer.Cascades(), now.Add(-window), now)
 	}
 	writeReport(w, rep, err)
+}
+
+// badQuery answers a 422 naming the query parameter at fault.
+func badQuery(w http.ResponseWriter, param, msg string) {
+	writeInvalid(w, systemone.InQuery, decision.Problem{Path: []string{param}, Msg: msg, Type: "value_error"})
 }
 
 // parseWindow reads "Nd" or a Go duration.

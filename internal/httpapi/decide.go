@@ -17,19 +17,16 @@ import (
 // the request id of x-typesafe-request-id unless the request names one.
 func (s *Server) handleDecide(w http.ResponseWriter, r *http.Request) {
 	id := RequestID(r.Context())
-	var res *gateway.Response
-	status := http.StatusOK
-	if body, err := io.ReadAll(r.Body); err != nil {
-		var msg string
-		status, msg = bodyError(err)
-		res = gateway.Invalid(id, msg)
-	} else {
-		// The gateway's answer path takes the nodes' addresses out of
-		// what it reports (answer.Options.Local is off for serve).
-		res = s.opt.Decide.Decide(r.Context(), body, id)
-		status = decideStatus(res)
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		status, msg := bodyError(err)
+		writeDecide(w, status, gateway.Invalid(id, msg))
+		return
 	}
-	writeDecide(w, status, res)
+	// The gateway's answer path takes the nodes' addresses out of what it
+	// reports (answer.Options.Local is off for serve).
+	res := s.opt.Decide.Decide(r.Context(), body, id)
+	writeDecide(w, decideStatus(res), res)
 }
 
 // writeDecide writes a decide response, or a batch's.

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"errors"
 	"io"
 	"net/http"
@@ -53,12 +54,9 @@ func (s *Server) handleDecisions(w http.ResponseWriter, r *http.Request) {
 		writeDecisionsError(w, decisionsFailure(err, p))
 		return
 	}
-	out := decisionsapi.Response{Model: a.Model, Request: p, Dists: make([]decision.Distribution, len(p.Questions)),
+	out := decisionsapi.Response{Model: cmp.Or(a.Model, p.Model), Request: p, Dists: make([]decision.Distribution, len(p.Questions)),
 		Refused: make([]bool, len(p.Questions)),
 		Usage:   decisionsapi.Usage{InputTokens: a.Usage.InputTokens, OutputTokens: a.Usage.OutputTokens}}
-	if out.Model == "" {
-		out.Model = p.Model
-	}
 	for i, q := range p.Questions {
 		out.Refused[i] = a.Questions[i].Refusal != nil
 		if d := a.Questions[i].Dist; d != nil {

@@ -128,7 +128,10 @@ func (l *limiter) attempt(caller string, now time.Time) (failed func(), ok bool,
 // clientKey is the address a caller is limited by: its IP, or its /64
 // for IPv6, since one host commonly holds a whole /64.
 func clientKey(remoteAddr string) string {
-	h := host(remoteAddr)
+	h, _, err := net.SplitHostPort(remoteAddr)
+	if err != nil {
+		h = remoteAddr
+	}
 	ip := net.ParseIP(h)
 	if ip == nil || ip.To4() != nil {
 		return h

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"compress/gzip"
 	"context"
 	"encoding/json"
@@ -89,10 +90,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		ctx, span := tr.StartRequest(r.Context(), r, ri.id)
 		r = r.WithContext(context.WithValue(ctx, requestKey, ri))
 		next.ServeHTTP(rec, r)
-		if rec.status == 0 {
-			rec.status = http.StatusOK
-		}
-		status := rec.status
+		status := cmp.Or(rec.status, http.StatusOK) // a handler that wrote nothing sent a 200
 		if Abandoned(r.Context()) {
 			status = StatusClientClosedRequest
 		}
@@ -185,7 +183,9 @@ func (s *Server) api(wr wire, scope Scope, h http.HandlerFunc, timeout time.Dura
 		if s.AuthOn() {
 			k, ok, wait := s.checkKey(r)
 			if !ok {
-				writeGuessLimited(w, wait, errs)
+				secs := setRetryAfter(w.Header(), wait)
+				errs(w, http.StatusTooManyRequests, systemone.RateLimit,
+					fmt.Sprintf("too many wrong API keys from this address; retry after %d s", secs))
 				return
 			}
 			if k < 0 {
@@ -261,14 +261,6 @@ func (s *Server) checkKey(r *http.Request) (k int, ok bool, wait time.Duration) 
 		failed()
 	}
 	return k, true, 0
-}
-
-// writeGuessLimited answers a client address over its allowance of wrong
-// keys.
-func writeGuessLimited(w http.ResponseWriter, wait time.Duration, errs errorWriter) {
-	secs := setRetryAfter(w.Header(), wait)
-	errs(w, http.StatusTooManyRequests, systemone.RateLimit,
-		fmt.Sprintf("too many wrong API keys from this address; retry after %d s", secs))
 }
 
 // setRetryAfter says when to come back in both headers clients read
@@ -384,13 +376,6 @@ func bodyError(err error) (status int, msg string) {
 		return http.StatusRequestTimeout, "the request body did not arrive within the server's read timeout"
 	}
 	return http.StatusBadRequest, "reading the request body: " + redact.Text(err.Error())
-}
-
-func host(addr string) string {
-	if h, _, err := net.SplitHostPort(addr); err == nil {
-		return h
-	}
-	return addr
 }
 
 // writeOK answers v as JSON; a value that does not encode (a NaN) is a

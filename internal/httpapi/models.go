@@ -100,7 +100,7 @@ func (s *Server) showDetail(r *http.Request) bool {
 	if !s.AuthOn() {
 		return true
 	}
-	if !presentsKey(r) {
+	if r.Header.Get("Authorization") == "" && r.Header.Get("X-Api-Key") == "" { // no credentials
 		return false
 	}
 	k, ok, _ := s.checkKey(r)

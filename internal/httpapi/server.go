@@ -191,8 +191,3 @@ func bearer(h string) (string, bool) {
 	}
 	return strings.Trim(token, " \t"), true
 }
-
-// presentsKey reports whether a request carries any credentials.
-func presentsKey(r *http.Request) bool {
-	return r.Header.Get("Authorization") != "" || r.Header.Get("X-Api-Key") != ""
-}

@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"time"
 
-	"system1/internal/decision"
 	"system1/internal/outcomes"
 	"system1/internal/systemone"
 )
@@ -16,18 +15,15 @@ import (
 // (a duration such as 24h, or days such as 7d; default 7d).
 func (s *Server) handleShadow(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	bad := func(msg string) {
-		writeInvalid(w, systemone.InQuery, decision.Problem{Path: []string{"window"}, Msg: msg, Type: "value_error"})
-	}
 	if len(q["window"]) > 1 {
-		bad("window is given twice; send it once")
+		badQuery(w, "window", "window is given twice; send it once")
 		return
 	}
 	window := outcomes.DefaultShadowWindow
 	if v := q.Get("window"); v != "" {
 		d, err := parseWindow(v)
 		if err != nil || d <= 0 || d > maxReportWindow {
-			bad("window must be a positive duration such as 24h or 7d, at most 366d")
+			badQuery(w, "window", "window must be a positive duration such as 24h or 7d, at most 366d")
 			return
 		}
 		window = d

@@ -159,11 +159,7 @@ func (s *Server) answerNotes(w http.ResponseWriter, r *http.Request, qs []decisi
 // wire does not define: hosted Jev refuses them ("Invalid request."),
 // and so does system1, naming them, rather than drop what a caller sent.
 func unknownFields(fields []string, takes string) string {
-	q := make([]string, len(fields))
-	for i, f := range fields {
-		q[i] = strconv.Quote(f)
-	}
-	return "Invalid request: unknown top-level field(s) " + strings.Join(q, ", ") + "; " + takes + "."
+	return "Invalid request: unknown top-level field(s) " + strings.Join(quoted(fields), ", ") + "; " + takes + "."
 }
 
 // unknownModel is the 400's message for a model no node serves, hosted
@@ -207,12 +203,14 @@ func failureReply(err error, model string) (status int, retryAfter time.Duration
 }
 
 // quotedList writes names each quoted, comma-separated, for the log.
-func quotedList(names []string) string {
+func quotedList(names []string) string { return strings.Join(quoted(names), ",") }
+
+func quoted(names []string) []string {
 	q := make([]string, len(names))
 	for i, n := range names {
 		q[i] = strconv.Quote(n)
 	}
-	return strings.Join(q, ",")
+	return q
 }
 
 // CacheHeader is the response header of /v1/systemone that says, with
@@ -246,30 +244,25 @@ const StepsHeader = "X-System1-Steps"
 // stepsHeader writes the steps of every question for StepsHeader, with
 // the header writer's escaping and bounds.
 func stepsHeader(qs []decision.Question, as []answer.Question) string {
-	steps := make([][]decision.Step, len(as))
-	for i, a := range as {
-		steps[i] = a.Steps
-	}
-	names := make([]string, len(steps))
+	names := make([]string, len(as))
 	same := true
-	for i, st := range steps {
-		names[i] = strings.Join(decision.StepNames(st), ", ")
+	for i, a := range as {
+		names[i] = strings.Join(decision.StepNames(a.Steps), ", ")
 		if names[i] == "" {
 			names[i] = "none"
 		}
 		same = same && names[i] == names[0]
 	}
 	switch {
-	case same && len(steps) > 0 && len(steps[0]) == 0:
+	case same && len(as) > 0 && len(as[0].Steps) == 0:
 		return "none"
-	case same && len(steps) > 0:
-		return headerList(decision.StepNames(steps[0]))
+	case same && len(as) > 0:
+		return headerList(decision.StepNames(as[0].Steps))
 	}
-	items := make([]string, len(steps))
-	for i := range steps {
-		items[i] = headerName(qs[i].ID) + ": " + headerText(names[i], maxHeaderItem)
+	for i := range names {
+		names[i] = headerName(qs[i].ID) + ": " + headerText(names[i], maxHeaderItem)
 	}
-	return headerList(items)
+	return headerList(names)
 }
 
 // ServedHeader is the response header of /v1/systemone naming what served

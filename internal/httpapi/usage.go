@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"system1/internal/decision"
 	"system1/internal/decisionlog"
 	"system1/internal/outcomes"
 	"system1/internal/systemone"
@@ -26,9 +25,6 @@ var usageParams = []string{"since", "until", "group_by"}
 // comma-separated list of key, model, day; default none).
 func (s *Server) handleUsage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	bad := func(param, msg string) {
-		writeInvalid(w, systemone.InQuery, decision.Problem{Path: []string{param}, Msg: msg, Type: "value_error"})
-	}
 	names := make([]string, 0, len(q))
 	for name := range q {
 		names = append(names, name)
@@ -36,11 +32,11 @@ func (s *Server) handleUsage(w http.ResponseWriter, r *http.Request) {
 	slices.Sort(names)
 	for _, name := range names {
 		if !slices.Contains(usageParams, name) {
-			bad(name, fmt.Sprintf("%s is not a parameter of /v1/usage, which takes %s", name, strings.Join(usageParams, ", ")))
+			badQuery(w, name, fmt.Sprintf("%s is not a parameter of /v1/usage, which takes %s", name, strings.Join(usageParams, ", ")))
 			return
 		}
 		if len(q[name]) > 1 {
-			bad(name, name+" is given twice; send it once")
+			badQuery(w, name, name+" is given twice; send it once")
 			return
 		}
 	}
@@ -48,19 +44,19 @@ func (s *Server) handleUsage(w http.ResponseWriter, r *http.Request) {
 	until, ok := now, true
 	if v := q.Get("until"); v != "" {
 		if until, ok = parseInstant(v); !ok {
-			bad("until", "until must be an RFC 3339 time such as 2026-12-01T00:00:00Z or a UTC date such as 2026-12-01")
+			badQuery(w, "until", "until must be an RFC 3339 time such as 2026-12-01T00:00:00Z or a UTC date such as 2026-12-01")
 			return
 		}
 	}
 	since := until.Add(-defaultUsageWindow)
 	if v := q.Get("since"); v != "" {
 		if since, ok = parseInstant(v); !ok {
-			bad("since", "since must be an RFC 3339 time such as 2026-12-01T00:00:00Z or a UTC date such as 2026-12-01")
+			badQuery(w, "since", "since must be an RFC 3339 time such as 2026-12-01T00:00:00Z or a UTC date such as 2026-12-01")
 			return
 		}
 	}
 	if !since.Before(until) {
-		bad("until", "until must be after since")
+		badQuery(w, "until", "until must be after since")
 		return
 	}
 	by := []string{}
@@ -68,10 +64,10 @@ func (s *Server) handleUsage(w http.ResponseWriter, r *http.Request) {
 		for g := range strings.SplitSeq(v, ",") {
 			switch {
 			case !slices.Contains(decisionlog.UsageGroups, g):
-				bad("group_by", fmt.Sprintf("group_by %q is not one of %s (comma-separated)", g, strings.Join(decisionlog.UsageGroups, ", ")))
+				badQuery(w, "group_by", fmt.Sprintf("group_by %q is not one of %s (comma-separated)", g, strings.Join(decisionlog.UsageGroups, ", ")))
 				return
 			case slices.Contains(by, g):
-				bad("group_by", fmt.Sprintf("group_by names %s twice", g))
+				badQuery(w, "group_by", fmt.Sprintf("group_by names %s twice", g))
 				return
 			}
 			by = append(by, g)
