@@ -101,9 +101,8 @@ func (s *Server) handleSystemOneBatch(w http.ResponseWriter, r *http.Request) {
 // requests: the one its admission took, and n-1 more taken into debt, so
 // that a batch is no way around the rate limit.
 func (s *Server) chargeBatch(r *http.Request, n int) {
-	if ri, ok := r.Context().Value(requestKey).(*requestInfo); ok {
-		ri.limiter.charge(ri.caller, n-1, time.Now())
-	}
+	ri := info(r.Context())
+	ri.limiter.charge(ri.caller, n-1, time.Now())
 }
 
 // batchTimeout bounds a whole batch request: as many request timeouts as

@@ -112,7 +112,6 @@ func headerNames(names []string) string {
 
 // noteLog adds an attribute to the request's log line (see observe).
 func noteLog(ctx context.Context, key string, value any) {
-	if ri, ok := ctx.Value(requestKey).(*requestInfo); ok {
-		ri.notes = append(ri.notes, slog.Any(key, value))
-	}
+	ri := info(ctx)
+	ri.notes = append(ri.notes, slog.Any(key, value))
 }

@@ -43,14 +43,18 @@ type requestInfo struct {
 	key string
 }
 
+// info is observe's requestInfo of the request under ctx, or an empty
+// one, kept nowhere, outside observe (a handler called alone).
+func info(ctx context.Context) *requestInfo {
+	if ri, ok := ctx.Value(requestKey).(*requestInfo); ok {
+		return ri
+	}
+	return &requestInfo{}
+}
+
 // RequestID returns the request's id, as sent in the wire's request-id
 // header.
-func RequestID(ctx context.Context) string {
-	if ri, ok := ctx.Value(requestKey).(*requestInfo); ok {
-		return ri.id
-	}
-	return ""
-}
+func RequestID(ctx context.Context) string { return info(ctx).id }
 
 // recorder remembers the status a handler wrote.
 type recorder struct {
@@ -173,10 +177,7 @@ func (s *Server) api(wr wire, scope Scope, h http.HandlerFunc, timeout time.Dura
 	errs := wr.errs
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		wr.start(w, r)
-		ri, ok := r.Context().Value(requestKey).(*requestInfo) // observe's, as every route is
-		if !ok {
-			ri = &requestInfo{}
-		}
+		ri := info(r.Context())
 		// Whom the rate limit counts, in which bucket: the key, else the
 		// address.
 		caller, lim := "", s.limiter

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -25,12 +26,7 @@ var usageParams = []string{"since", "until", "group_by"}
 // comma-separated list of key, model, day; default none).
 func (s *Server) handleUsage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	names := make([]string, 0, len(q))
-	for name := range q {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(q)) {
 		if !slices.Contains(usageParams, name) {
 			badQuery(w, name, fmt.Sprintf("%s is not a parameter of /v1/usage, which takes %s", name, strings.Join(usageParams, ", ")))
 			return
