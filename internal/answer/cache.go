@@ -38,7 +38,7 @@ const (
 // be shared by several Services: the key holds everything an answer
 // depends on, the nodes and fits among it.
 type Cache struct {
-	lru                               *expirable.LRU[key, *Answer] // never handed out themselves (see replay)
+	lru                               *expirable.LRU[key, *Answer] // never handed out themselves: get replays them
 	hits, misses, bypassed, coalesced atomic.Uint64
 
 	// asking are the misses being asked of the fleet now, by key, each
