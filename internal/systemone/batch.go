@@ -29,9 +29,7 @@ func AppendBatchRequest(b []byte, req decision.Request, states []json.RawMessage
 	b = appendString(b, req.Model)
 	b = append(b, `,"states":[`...)
 	for i, s := range states {
-		if i > 0 {
-			b = append(b, ',')
-		}
+		b = comma(b, i)
 		b = append(b, s...)
 	}
 	b = append(b, ']')
@@ -135,16 +133,12 @@ func (p *BatchParsed) Validate(lim decision.Limits) []decision.Problem {
 func AppendBatchResponse(b []byte, results [][]byte, ids []string, usage Usage) []byte {
 	b = append(b, `{"results":[`...)
 	for i, r := range results {
-		if i > 0 {
-			b = append(b, ',')
-		}
+		b = comma(b, i)
 		b = append(b, r...)
 	}
 	b = append(b, `],"request_ids":[`...)
 	for i, id := range ids {
-		if i > 0 {
-			b = append(b, ',')
-		}
+		b = comma(b, i)
 		b = appendString(b, id)
 	}
 	b = append(b, `],"usage":`...)

@@ -32,9 +32,7 @@ func AppendRequest(b []byte, req decision.Request) []byte {
 func appendQuestions(b []byte, qs []decision.Question) []byte {
 	b = append(b, `,"questions":{`...)
 	for i, q := range qs {
-		if i > 0 {
-			b = append(b, ',')
-		}
+		b = comma(b, i)
 		b = appendString(b, q.ID)
 		b = append(b, `:{"type":`...)
 		b = appendString(b, string(q.Kind))
@@ -44,9 +42,7 @@ func appendQuestions(b []byte, qs []decision.Question) []byte {
 		if q.Kind == decision.Score && (len(q.Options) == 0 || q.Options[0].Name == "") {
 			b = append(b, '[')
 			for j, o := range q.Options {
-				if j > 0 {
-					b = append(b, ',')
-				}
+				b = comma(b, j)
 				b = appendRaw(b, o.Text)
 			}
 			b = append(b, ']')
@@ -55,9 +51,7 @@ func appendQuestions(b []byte, qs []decision.Question) []byte {
 			// objects whose key order is the option order.
 			b = append(b, '{')
 			for j, o := range q.Options {
-				if j > 0 {
-					b = append(b, ',')
-				}
+				b = comma(b, j)
 				b = appendString(b, o.Name)
 				b = append(b, ':')
 				b = appendRaw(b, o.Text)

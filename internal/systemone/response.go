@@ -34,9 +34,7 @@ func (r *Response) AppendJSON(b []byte) []byte {
 	b = appendString(b, r.Model)
 	b = append(b, `,"answers":{`...)
 	for i, q := range r.Questions {
-		if i > 0 {
-			b = append(b, ',')
-		}
+		b = comma(b, i)
 		b = appendString(b, q.ID)
 		b = append(b, ':')
 		b = appendAnswer(b, q, r.Answers[i])
@@ -81,9 +79,7 @@ func appendAnswer(b []byte, q decision.Question, a decision.Answer) []byte {
 		b = appendFloat(b, a.Confidence)
 		b = append(b, `,"legend":{`...)
 		for i, o := range q.Options {
-			if i > 0 {
-				b = append(b, ',')
-			}
+			b = comma(b, i)
 			b = appendString(b, o.Key)
 			b = append(b, ':')
 			b = appendRaw(b, o.Legend)
@@ -97,9 +93,7 @@ func appendAnswer(b []byte, q decision.Question, a decision.Answer) []byte {
 func appendProbabilities(b []byte, q decision.Question, a decision.Answer) []byte {
 	b = append(b, `,"probabilities":{`...)
 	for i, o := range q.Options {
-		if i > 0 {
-			b = append(b, ',')
-		}
+		b = comma(b, i)
 		b = appendString(b, o.Key)
 		b = append(b, ':')
 		b = appendFloat(b, a.Probabilities[i])
@@ -160,9 +154,7 @@ func AppendValidationError(b []byte, in string, ps []decision.Problem) []byte {
 	}
 	b = append(b, `},"detail":[`...)
 	for i, p := range ps {
-		if i > 0 {
-			b = append(b, ',')
-		}
+		b = comma(b, i)
 		b = append(b, `{"loc":[`...)
 		b = appendString(b, in)
 		for _, s := range p.Path {
