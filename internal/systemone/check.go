@@ -545,12 +545,7 @@ func (r *replyReader) question(q []byte, plain bool) int {
 		return -1
 	}
 	id := decodeString(q, plain)
-	for i := range qs {
-		if id == qs[i].ID {
-			return i
-		}
-	}
-	return -1
+	return slices.IndexFunc(qs, func(asked decision.Question) bool { return asked.ID == id })
 }
 
 // option is the index of q's option whose key is the key k, or -1,
@@ -590,17 +585,10 @@ func field(q []byte, plain bool, names []string) int {
 		return -1
 	}
 	k := decodeString(q, plain)
-	for i, n := range names {
-		if k == n {
-			return i
-		}
+	if i := slices.Index(names, k); i >= 0 {
+		return i
 	}
-	for i, n := range names {
-		if strings.EqualFold(k, n) {
-			return i
-		}
-	}
-	return -1
+	return slices.IndexFunc(names, func(n string) bool { return strings.EqualFold(k, n) })
 }
 
 // str reads a string, or null.
