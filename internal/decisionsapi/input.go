@@ -262,19 +262,16 @@ func (p *Parsed) readParts(at string, raw json.RawMessage, specs []partSpec) ([]
 			p.unsupported(pat, "images are not supported: this server reads text and JSON only")
 			continue
 		}
-		var spec *partSpec
-		names := make([]string, len(specs))
-		for i := range specs {
-			names[i] = specs[i].typ
-			if specs[i].typ == typ {
-				spec = &specs[i]
+		i := slices.IndexFunc(specs, func(s partSpec) bool { return s.typ == typ })
+		if i < 0 {
+			names := make([]string, len(specs))
+			for j, s := range specs {
+				names[j] = s.typ
 			}
-		}
-		if spec == nil {
 			p.fail(pat+".type", fmt.Sprintf("part type %q is not taken here; this place takes %s", typ, list(names)))
 			continue
 		}
-		if !p.only(pat, ms, "an "+typ+" part", spec.fields...) {
+		if !p.only(pat, ms, "an "+typ+" part", specs[i].fields...) {
 			continue
 		}
 		p.breakpoint(pat, ms)

@@ -156,10 +156,8 @@ func (p *Parsed) domainParam(path []string, index map[string]int) (string, bool)
 	}
 	at += "." + p.wants[i]
 	if len(path) > 3 {
-		for j, o := range p.Questions[i].Options {
-			if o.Key == path[3] {
-				return fmt.Sprintf("%s[%d]", at, j), true
-			}
+		if j := optionIndex(p.Questions[i], path[3]); j >= 0 {
+			return fmt.Sprintf("%s[%d]", at, j), true
 		}
 	}
 	return at, true
