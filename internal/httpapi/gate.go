@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -72,11 +73,9 @@ func answerHeaders(r *http.Request, req *decision.Request) (answer.Gate, *decisi
 		if q.Kind != decision.Choice {
 			continue
 		}
-		for _, o := range q.Options {
-			if o.Key == decision.NoneOption {
-				return g, &decision.Problem{Path: []string{NoneOptionHeader}, Type: "value_error",
-					Msg: "question " + strconv.Quote(q.ID) + " already has the option " + strconv.Quote(decision.NoneOption) + ", which the header " + NoneOptionHeader + " adds; leave it out or drop the header"}
-			}
+		if slices.ContainsFunc(q.Options, func(o decision.Option) bool { return o.Key == decision.NoneOption }) {
+			return g, &decision.Problem{Path: []string{NoneOptionHeader}, Type: "value_error",
+				Msg: "question " + strconv.Quote(q.ID) + " already has the option " + strconv.Quote(decision.NoneOption) + ", which the header " + NoneOptionHeader + " adds; leave it out or drop the header"}
 		}
 		qs[i].Options = append(append([]decision.Option(nil), q.Options...), decision.Option{Key: decision.NoneOption, Name: decision.NoneOption})
 	}
