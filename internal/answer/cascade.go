@@ -91,12 +91,9 @@ func (s *Service) answerCascade(ctx context.Context, req Request, c Cascade) (*A
 	n := len(req.Questions)
 	out := &Answer{Model: c.Model, Questions: make([]Question, n), Calibrated: true, Cost: free()}
 	costs := make([]*decision.USD, n) // each question's, over every stage that asked it
-	for i := range costs {
-		costs[i] = free()
-	}
 	pending := make([]int, n)
-	for i := range pending {
-		pending[i] = i
+	for i := range n {
+		costs[i], pending[i] = free(), i
 	}
 	asked := make([][]string, n)
 	for si, stage := range c.Stages {
