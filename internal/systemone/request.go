@@ -214,19 +214,13 @@ func parseQuestion(id string, raw json.RawMessage) (decision.Question, []decisio
 	q.Kind = kind
 
 	if in, ok := field("instructions"); ok {
-		switch jsonx.Kind(in) {
-		case "null":
-		case "string", "object", "array":
-			q.Instructions = in
-		default:
+		if q.Instructions, ok = entry(in); !ok {
 			fail("union_type", "instructions must be a string, an object, an array or null", "instructions")
 		}
 	}
 
 	crit, hasCrit := field("criteria")
-	if hasCrit && jsonx.Kind(crit) == "null" {
-		hasCrit = false
-	}
+	hasCrit = hasCrit && jsonx.Kind(crit) != "null"
 	switch q.Kind {
 	case decision.Choice:
 		if !hasCrit {
@@ -274,8 +268,8 @@ func parseQuestion(id string, raw json.RawMessage) (decision.Question, []decisio
 				break
 			}
 			for _, m := range ms {
-				i := map[string]int{"true": 0, "false": 1}[m.Key]
-				if m.Key != "true" && m.Key != "false" {
+				i, side := map[string]int{"true": 0, "false": 1}[m.Key]
+				if !side {
 					fail("extra_forbidden", fmt.Sprintf("noul criteria take only the sides true and false, not %q", m.Key), "criteria", m.Key)
 					continue
 				}
@@ -292,8 +286,8 @@ func parseQuestion(id string, raw json.RawMessage) (decision.Question, []decisio
 	return q, ps
 }
 
-// entry accepts a criterion's description: a string, object or array, or
-// null for none.
+// entry accepts a question's instructions or a criterion's description:
+// a string, object or array, or null for none.
 func entry(raw json.RawMessage) (json.RawMessage, bool) {
 	switch jsonx.Kind(raw) {
 	case "null":
