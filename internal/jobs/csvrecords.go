@@ -30,10 +30,6 @@ type csvRecords struct {
 	ends []int  // where each field ends in out
 }
 
-func newCSVRecords(f *os.File, br *bufio.Reader, off int64) *csvRecords {
-	return &csvRecords{f: f, br: br, off: off}
-}
-
 // csvRecord is one record: its fields, or why it cannot be read.
 type csvRecord struct {
 	Line   int // the line it starts on
@@ -224,16 +220,4 @@ func (r *csvRecords) split(text []byte) ([]string, error) {
 		prev = end
 	}
 	return fields, nil
-}
-
-// csvHeader is a CSV header's names: the first record.
-func (r *csvRecords) header() ([]string, error) {
-	rec, err := r.next(0)
-	if err != nil {
-		return nil, err
-	}
-	if rec.Err != nil {
-		return nil, rec.Err
-	}
-	return rec.Fields, nil
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -211,7 +212,7 @@ func parseJSONRow(text []byte, line int, qs []decision.Question, ids bool, outco
 		row.Err = fmt.Errorf("line %d: %v", line, err)
 		return row
 	}
-	row.Expected = noneExpected(len(qs))
+	row.Expected = slices.Repeat([]int{-1}, len(qs))
 	if exp, ok := jsonx.Lookup(ms, "expected"); ok && jsonx.Kind(exp) != "null" {
 		if err := readExpected(exp, qs, row.Expected); err != nil {
 			row.Err = fmt.Errorf("line %d: %v", line, err)
@@ -242,27 +243,14 @@ func checkState(state json.RawMessage) (json.RawMessage, error) {
 	body = append(body, '}')
 	p := systemone.ParseRequest(body)
 	for _, pr := range p.Problems {
-		if len(pr.Path) == 0 || pr.Path[0] == "state" {
-			return nil, fmt.Errorf("%s: %s", strings.Join(append([]string{"state"}, pathTail(pr.Path)...), "."), pr.Msg)
+		switch {
+		case len(pr.Path) == 0:
+			return nil, fmt.Errorf("state: %s", pr.Msg)
+		case pr.Path[0] == "state":
+			return nil, fmt.Errorf("%s: %s", strings.Join(pr.Path, "."), pr.Msg)
 		}
 	}
 	return p.State, nil
-}
-
-// pathTail is a problem's path below "state".
-func pathTail(path []string) []string {
-	if len(path) > 0 && path[0] == "state" {
-		return path[1:]
-	}
-	return path
-}
-
-func noneExpected(n int) []int {
-	e := make([]int, n)
-	for i := range e {
-		e[i] = -1
-	}
-	return e
 }
 
 // readExpected reads a row's {"<question id>": outcome} into out.
@@ -284,12 +272,7 @@ func readExpected(raw json.RawMessage, qs []decision.Question, out []int) error 
 }
 
 func questionIndex(qs []decision.Question, id string) int {
-	for i, q := range qs {
-		if q.ID == id {
-			return i
-		}
-	}
-	return -1
+	return slices.IndexFunc(qs, func(q decision.Question) bool { return q.ID == id })
 }
 
 // expectedIndex reads one expected outcome of q as bench's case files
@@ -337,11 +320,15 @@ type csvColumn struct {
 // newCSVReader reads the header of the CSV in f, whose reader br is at
 // offset off.
 func newCSVReader(f *os.File, br *bufio.Reader, off int64, qs []decision.Question, ids bool, outcomes map[string]int) (*csvReader, error) {
-	recs := newCSVRecords(f, br, off)
-	header, err := recs.header()
+	recs := &csvRecords{f: f, br: br, off: off}
+	rec, err := recs.next(0)
 	if errors.Is(err, io.EOF) {
 		return nil, errors.New("the CSV has no header (it needs an id column)")
 	}
+	if err == nil {
+		err = rec.Err
+	}
+	header := rec.Fields
 	if err != nil {
 		return nil, fmt.Errorf("the CSV header: %w", err)
 	}
@@ -435,7 +422,7 @@ func (r *csvReader) Next() (inputRow, error) {
 		state = jsonx.AppendString(state, cell)
 	}
 	row.State = append(state, '}')
-	row.Expected = noneExpected(len(r.qs))
+	row.Expected = slices.Repeat([]int{-1}, len(r.qs))
 	for _, c := range r.exp {
 		k, err := expectedCell(r.qs[c.question], rec[c.col])
 		if err != nil {
@@ -484,14 +471,12 @@ func scanInput(ctx context.Context, path, fmtName string, qs []decision.Question
 // idKey is an id as compared for duplicates: a string's text, a number's
 // digits.
 func idKey(id json.RawMessage) string {
-	if id[0] == '"' && bytes.IndexByte(id, '\\') >= 0 {
-		var s string
-		if json.Unmarshal(id, &s) == nil {
-			return "s" + s
-		}
+	if id[0] != '"' {
+		return "n" + string(id)
 	}
-	if id[0] == '"' {
-		return "s" + string(id[1:len(id)-1])
+	var s string
+	if bytes.IndexByte(id, '\\') < 0 || json.Unmarshal(id, &s) != nil {
+		s = string(id[1 : len(id)-1])
 	}
-	return "n" + string(id)
+	return "s" + s
 }

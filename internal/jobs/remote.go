@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -264,11 +265,11 @@ type nodeLoad struct {
 func capacity(nodes []nodeLoad, model string, k, mine int, batches bool) int {
 	serving := false
 	for _, n := range nodes {
-		serving = serving || (n.Healthy && contains(n.Models, model))
+		serving = serving || (n.Healthy && slices.Contains(n.Models, model))
 	}
 	var rows, slots, busy int
 	for _, n := range nodes {
-		if !n.Healthy || (serving && !contains(n.Models, model)) {
+		if !n.Healthy || (serving && !slices.Contains(n.Models, model)) {
 			continue
 		}
 		if n.Slots <= 0 {
@@ -289,13 +290,4 @@ func capacity(nodes []nodeLoad, model string, k, mine int, batches bool) int {
 	per := float64(slots) / float64(rows)
 	others := max(0, float64(busy)-float64(mine)*per)
 	return max(1, rows-int(others/per))
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -128,7 +128,7 @@ type runner struct {
 	total   int
 	first   int // the index of the first row to ask: those before were resumed
 	ctx     context.Context
-	cancel  context.CancelCauseFunc
+	cancel  context.CancelCauseFunc // ends the run; the first cause stays
 
 	// window holds a token for each row read and not yet written, so that
 	// at most opt.Window rows are ever held.
@@ -212,9 +212,6 @@ func newRunner(ctx context.Context, opt Options, total, done int) *runner {
 	rn.ctx, rn.cancel = context.WithCancelCause(ctx)
 	return rn
 }
-
-// stop ends the run for err; the first cause stays.
-func (rn *runner) stop(err error) { rn.cancel(err) }
 
 // readCapacity sets the limit from the decider's capacity, or from
 // Options.Concurrency when it cannot tell.
@@ -333,7 +330,7 @@ func (rn *runner) dispatch(rows rowReader) {
 			break
 		}
 		if err != nil {
-			rn.stop(fmt.Errorf("reading %s: %w", rn.opt.In, err))
+			rn.cancel(fmt.Errorf("reading %s: %w", rn.opt.In, err))
 			return
 		}
 		it := item{idx: idx, row: row}
@@ -413,8 +410,8 @@ func (rn *runner) settle(it item, res Result, err error, lat time.Duration) *out
 	case it.row.Err != nil:
 		e := classify(it.row, it.row.Err)
 		o.line, o.errType = appendErrorLine(nil, it.row.ID, e), e.Type
-	case err != nil && errors.Is(err, ErrUnavailable):
-		rn.stop(fmt.Errorf("row at line %d: %w", it.row.Line, err))
+	case errors.Is(err, ErrUnavailable):
+		rn.cancel(fmt.Errorf("row at line %d: %w", it.row.Line, err))
 	case err != nil && rn.ctx.Err() != nil:
 		// abandoned: the run is stopping
 	case err != nil:
@@ -455,7 +452,7 @@ func (rn *runner) write(out *os.File, stream bool, next int, t *tally, prog *pro
 			return
 		}
 		if _, werr = out.Write(buf); werr != nil {
-			rn.stop(werr)
+			rn.cancel(werr)
 		}
 		buf = buf[:0]
 	}
@@ -523,7 +520,7 @@ func (rn *runner) write(out *os.File, stream bool, next int, t *tally, prog *pro
 			if werr == nil {
 				if err := sync(); err != nil {
 					werr = err
-					rn.stop(err)
+					rn.cancel(err)
 				}
 			}
 		}
