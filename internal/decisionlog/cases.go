@@ -79,7 +79,7 @@ func (l *Log) EachCase(ctx context.Context, fn func(Case)) (upTo int64, err erro
 
 // eachCase is EachCase reading batch records at a time.
 func (l *Log) eachCase(ctx context.Context, batch int, fn func(Case)) (upTo int64, err error) {
-	upTo, err = l.store.lastOutcome(ctx)
+	upTo, err = l.store.id(ctx, "SELECT MAX(id) FROM outcomes")
 	if err != nil {
 		return 0, fmt.Errorf("decision log: outcomes: %w", err)
 	}

@@ -547,6 +547,11 @@ func (l *Log) Lookup(ctx context.Context, requestID string) ([]Entry, error) {
 	if err := l.Flush(ctx); err != nil {
 		return nil, err
 	}
+	return l.stored(ctx, requestID)
+}
+
+// stored is Lookup without waiting for what is queued.
+func (l *Log) stored(ctx context.Context, requestID string) ([]Entry, error) {
 	es, err := l.store.entries(ctx, "WHERE d.request_id = ? ORDER BY d.id", requestID)
 	if err != nil {
 		return nil, fmt.Errorf("decision log: lookup: %w", err)
@@ -584,10 +589,7 @@ func (l *Log) lookupRecent(ctx context.Context, requestID string) ([]Entry, erro
 			return nil, ctx.Err()
 		case <-time.After(25 * time.Millisecond):
 		}
-		if es, err = l.store.entries(ctx, "WHERE d.request_id = ? ORDER BY d.id", requestID); err != nil || len(es) > 0 {
-			if err != nil {
-				err = fmt.Errorf("decision log: lookup: %w", err)
-			}
+		if es, err = l.stored(ctx, requestID); err != nil || len(es) > 0 {
 			return es, err
 		}
 	}
@@ -665,9 +667,9 @@ func (l *Log) Check(ctx context.Context, requestID, questionID, outcome string) 
 		}
 		return l.resolve(es, requestID, questionID, outcome)
 	}
-	es, err := l.store.entries(ctx, "WHERE d.request_id = ? ORDER BY d.id", requestID)
+	es, err := l.stored(ctx, requestID)
 	if err != nil {
-		return Entry{}, fmt.Errorf("decision log: lookup: %w", err)
+		return Entry{}, err
 	}
 	e, err := l.resolve(es, requestID, questionID, outcome)
 	if errors.Is(err, ErrUnknownRequest) || errors.Is(err, ErrUnknownQuestion) {
@@ -795,7 +797,7 @@ func (l *Log) OutcomesAfter(ctx context.Context, after int64, limit int) (out []
 // records under it were pruned (retention, max_rows), and a reader's
 // statistics of them should go too.
 func (l *Log) Oldest(ctx context.Context) (int64, error) {
-	id, err := l.store.oldest(ctx)
+	id, err := l.store.id(ctx, "SELECT MIN(id) FROM decisions")
 	if err != nil {
 		return 0, fmt.Errorf("decision log: oldest: %w", err)
 	}

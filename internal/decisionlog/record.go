@@ -20,6 +20,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"system1/internal/calibration"
@@ -124,10 +125,7 @@ const DecideQuestion = "decision"
 
 // Answered is the distribution answered: Final, or the last step's, or
 // EngineDist.
-func (r *Record) Answered() []float64 { return r.final() }
-
-// final is the distribution answered.
-func (r *Record) final() []float64 {
+func (r *Record) Answered() []float64 {
 	switch {
 	case r.Final != nil:
 		return r.Final
@@ -225,7 +223,7 @@ func Groups(entries []Entry) []Group {
 	at := map[key]int{}
 	var out []Group
 	for _, e := range entries {
-		if _, ok := e.Prediction(e.final()); !ok {
+		if _, ok := e.Prediction(e.Answered()); !ok {
 			continue
 		}
 		k := key{e.Model, e.Fingerprint, e.Kind, calibration.Bucket(len(e.Options))}
@@ -244,10 +242,7 @@ func Groups(entries []Entry) []Group {
 	}
 	slices.SortStableFunc(out, func(a, b Group) int {
 		if a.Model != b.Model {
-			if a.Model < b.Model {
-				return -1
-			}
-			return 1
+			return strings.Compare(a.Model, b.Model)
 		}
 		if a.Kind != b.Kind {
 			return kindRank[a.Kind] - kindRank[b.Kind]

@@ -327,7 +327,7 @@ func (s *store) encode(recs []Record, keepStates bool) (args []any, bad int) {
 		buf, fine = appendSteps(buf, r.Steps)
 		ok = ok && fine
 		t[2][1], t[3][0] = len(buf), len(buf)
-		buf, fine = appendFloats(buf, r.final())
+		buf, fine = appendFloats(buf, r.Answered())
 		ok = ok && fine
 		t[3][1] = len(buf)
 		if !ok {
@@ -599,19 +599,11 @@ func (s *store) outcomeBound(ctx context.Context, after int64, n int) (int64, er
 	return id.Int64, nil
 }
 
-// lastOutcome is the id of the last outcome recorded, 0 when none is.
-func (s *store) lastOutcome(ctx context.Context) (int64, error) {
+// id is the id query selects, such as the last outcome's or the least
+// decision kept: 0 when there is none.
+func (s *store) id(ctx context.Context, query string) (int64, error) {
 	var id sql.NullInt64
-	if err := s.db.QueryRowContext(ctx, "SELECT MAX(id) FROM outcomes").Scan(&id); err != nil {
-		return 0, err
-	}
-	return id.Int64, nil
-}
-
-// oldest is the least decision id kept, 0 when none is.
-func (s *store) oldest(ctx context.Context) (int64, error) {
-	var id sql.NullInt64
-	if err := s.db.QueryRowContext(ctx, "SELECT MIN(id) FROM decisions").Scan(&id); err != nil {
+	if err := s.db.QueryRowContext(ctx, query).Scan(&id); err != nil {
 		return 0, err
 	}
 	return id.Int64, nil

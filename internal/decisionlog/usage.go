@@ -3,6 +3,7 @@ package decisionlog
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,19 +34,24 @@ const nsPerDay = int64(24 * time.Hour)
 // Usage sums the records of [since, until) by the groups of by (of
 // UsageGroups), ordered by them: shadow answers count under no key.
 func (l *Log) Usage(ctx context.Context, since, until time.Time, by []string) ([]Usage, error) {
+	// Each row is scanned into u, its groups' columns first.
+	var u Usage
+	var day, cost int64
 	var cols []string
+	var dest []any
 	for _, g := range by {
 		switch g {
 		case "key":
-			cols = append(cols, "key_name")
+			cols, dest = append(cols, "key_name"), append(dest, &u.Key)
 		case "model":
-			cols = append(cols, "model")
+			cols, dest = append(cols, "model"), append(dest, &u.Model)
 		case "day":
-			cols = append(cols, fmt.Sprintf("at_ns / %d", nsPerDay))
+			cols, dest = append(cols, fmt.Sprintf("at_ns / %d", nsPerDay)), append(dest, &day)
 		default:
 			return nil, fmt.Errorf("usage: group %q is not one of %s", g, strings.Join(UsageGroups, ", "))
 		}
 	}
+	dest = append(dest, &cost, &u.Unpriced, &u.Decisions, &u.InputTokens, &u.OutputTokens)
 	sel := "SELECT " + strings.Join(append(cols, "CAST(COALESCE(SUM(cost_picousd), 0) AS BIGINT)",
 		"CAST(COALESCE(SUM(CASE WHEN cost_picousd IS NULL THEN 1 ELSE 0 END), 0) AS BIGINT)", "COUNT(*)",
 		"CAST(COALESCE(SUM(input_tokens), 0) AS BIGINT)", "CAST(COALESCE(SUM(output_tokens), 0) AS BIGINT)"), ", ") +
@@ -60,27 +66,13 @@ func (l *Log) Usage(ctx context.Context, since, until time.Time, by []string) ([
 	defer rows.Close()
 	var out []Usage
 	for rows.Next() {
-		var u Usage
-		var day, cost int64
-		dest := make([]any, 0, len(by)+5)
-		for _, g := range by {
-			switch g {
-			case "key":
-				dest = append(dest, &u.Key)
-			case "model":
-				dest = append(dest, &u.Model)
-			case "day":
-				dest = append(dest, &day)
-			}
-		}
-		if err := rows.Scan(append(dest, &cost, &u.Unpriced, &u.Decisions, &u.InputTokens, &u.OutputTokens)...); err != nil {
+		u = Usage{}
+		if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}
 		u.Cost = decision.USD(cost)
-		for _, g := range by {
-			if g == "day" {
-				u.Day = time.Unix(0, day*nsPerDay).UTC().Format(time.DateOnly)
-			}
+		if slices.Contains(by, "day") {
+			u.Day = time.Unix(0, day*nsPerDay).UTC().Format(time.DateOnly)
 		}
 		if u.Decisions > 0 {
 			out = append(out, u)
