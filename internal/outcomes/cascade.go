@@ -141,16 +141,8 @@ func reportCascade(c answer.Cascade, es []decisionlog.Entry, fits *calibration.F
 		e := stages[final]
 		st := &rep.Stages[final]
 		st.Answered++
-		if d := e.Answered(); len(d) == len(e.Options) && len(d) > 0 {
-			best := 0
-			for i := range d {
-				if d[i] > d[best] {
-					best = i
-				}
-			}
-			if e.Options[best] != e.Outcome.Value {
-				st.Wrong++
-			}
+		if d := decision.Distribution(e.Answered()); len(d) == len(e.Options) && len(d) > 0 && e.Options[d.Argmax()] != e.Outcome.Value {
+			st.Wrong++
 		}
 	}
 	rep.Decisions = len(requests)

@@ -270,9 +270,14 @@ func (d *drift) take(a decisionlog.Answer, sigs *sigCache) {
 		return
 	}
 	d.low++
+	d.climb()
+}
+
+// climb moves low past the ids seen in a row above it. d.mu is held.
+func (d *drift) climb() {
 	for {
 		if _, ok := d.seen[d.low+1]; !ok {
-			break
+			return
 		}
 		delete(d.seen, d.low+1)
 		d.low++
@@ -429,13 +434,7 @@ func (d *drift) advance(now time.Time) {
 		}
 		d.low = low
 	}
-	for {
-		if _, ok := d.seen[d.low+1]; !ok {
-			break
-		}
-		delete(d.seen, d.low+1)
-		d.low++
-	}
+	d.climb()
 	if len(d.seen) == 0 {
 		d.seen = map[int64]struct{}{} // a map keeps the size it grew to
 	}

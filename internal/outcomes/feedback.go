@@ -193,11 +193,10 @@ func unknownField(ms []jsonx.Member, known []string) string {
 			unknown = append(unknown, m.Key)
 		}
 	}
-	slices.Sort(unknown)
-	if len(unknown) > 0 {
-		return unknown[0]
+	if len(unknown) == 0 {
+		return ""
 	}
-	return ""
+	return slices.Min(unknown)
 }
 
 // parseItem reads one outcome's fields, at path in the body.

@@ -1,8 +1,9 @@
 package outcomes
 
 import (
+	"cmp"
 	"context"
-	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -379,23 +380,12 @@ func (t *Tracker) follow(b *tbucket, fits *calibration.Fits) {
 		}
 	}
 	sets := make([]calibration.Conformal, len(ReportCoverages()))
-	var keys []string
 	for i, cov := range ReportCoverages() {
 		if ok {
-			if rule, found := ft.SetFor(cov); found {
-				sets[i] = rule
-				cal := "-"
-				if rule.Calibrator != nil {
-					cal = rule.Calibrator.String() // by value: a pointer prints its address
-				}
-				rule.Holdout, rule.Calibrator = nil, nil
-				keys = append(keys, fmt.Sprintf("%+v/%s", rule, cal))
-				continue
-			}
+			sets[i], _ = ft.SetFor(cov) // a missing one is Method ""
 		}
-		keys = append(keys, "-")
 	}
-	if k := strings.Join(keys, "|"); k != b.setsKey {
+	if k := setsKey(sets); k != b.setsKey {
 		b.sets, b.setsKey = sets, k
 		b.setsRev++
 		b.since = make([]setCount, len(sets))
@@ -451,17 +441,11 @@ func (b *tbucket) window(since, until int64) window {
 // sorted is the buckets by model, then kind and bucket in
 // fitting.Groups' order.
 func (t *Tracker) sorted() []*tbucket {
-	out := make([]*tbucket, 0, len(t.bucket))
-	for _, b := range t.bucket {
-		out = append(out, b)
-	}
+	out := slices.Collect(maps.Values(t.bucket))
 	kindRank := map[decision.Kind]int{decision.Choice: 0, decision.Noul: 1, decision.Score: 2}
 	slices.SortFunc(out, func(a, b *tbucket) int {
-		if a.key.model != b.key.model {
-			return strings.Compare(a.key.model, b.key.model)
-		}
-		if a.key.fingerprint != b.key.fingerprint {
-			return strings.Compare(a.key.fingerprint, b.key.fingerprint)
+		if c := cmp.Or(strings.Compare(a.key.model, b.key.model), strings.Compare(a.key.fingerprint, b.key.fingerprint)); c != 0 {
+			return c
 		}
 		if a.key.kind != b.key.kind {
 			return kindRank[a.key.kind] - kindRank[b.key.kind]
