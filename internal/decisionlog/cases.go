@@ -212,77 +212,50 @@ func parseCase(c *Case, opts, eng, steps []byte, outcome string) bool {
 // and NoneFit are among them.
 func parseOptions(b []byte, outcome string) (n, expected int, noneOption, none, ok bool) {
 	expected = -1
-	i := skipSpace(b, 0)
-	if i >= len(b) || b[i] != '[' {
-		return
-	}
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == ']' {
-		return 0, -1, false, false, skipSpace(b, i+1) == len(b)
-	}
-	for {
+	end, ok := array(b, skipSpace(b, 0), func(b []byte, i int) (int, bool) {
 		s, end, fine := plainString(b, i)
-		if !fine {
-			return
+		if fine {
+			if expected < 0 && string(s) == outcome {
+				expected = n
+			}
+			noneOption = noneOption || string(s) == decision.NoneOption
+			none = none || string(s) == NoneFit
+			n++
 		}
-		if expected < 0 && string(s) == outcome {
-			expected = n
-		}
-		noneOption = noneOption || string(s) == decision.NoneOption
-		none = none || string(s) == NoneFit
-		n++
-		i = skipSpace(b, end)
-		if i >= len(b) {
-			return
-		}
-		switch b[i] {
-		case ',':
-			i = skipSpace(b, i+1)
-		case ']':
-			return n, expected, noneOption, none, skipSpace(b, i+1) == len(b)
-		default:
-			return
-		}
-	}
+		return end, fine
+	})
+	return n, expected, noneOption, none, ok && skipSpace(b, end) == len(b)
 }
 
 // parseSteps reads a JSON array of steps and returns the JSON of the
 // distribution before the first temperature step (Entry.Uncalibrated):
 // the last step's before it, nil for the engine's.
 func parseSteps(b []byte) (dist []byte, ok bool) {
-	i := skipSpace(b, 0)
-	if i >= len(b) || b[i] != '[' {
-		return nil, false
-	}
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == ']' {
-		return nil, skipSpace(b, i+1) == len(b)
-	}
 	found := false // the first temperature step
-	for {
+	end, ok := array(b, skipSpace(b, 0), func(b []byte, i int) (int, bool) {
 		if i >= len(b) || b[i] != '{' {
-			return nil, false
+			return i, false
 		}
 		var name []byte
 		for k, key := range []string{"name", "version", "dist"} {
 			i = skipSpace(b, i+1) // past '{' or ','
 			s, end, fine := plainString(b, i)
 			if !fine || string(s) != key {
-				return nil, false
+				return i, false
 			}
 			if i = skipSpace(b, end); i >= len(b) || b[i] != ':' {
-				return nil, false
+				return i, false
 			}
 			i = skipSpace(b, i+1)
 			if k < 2 {
 				if s, end, fine = plainString(b, i); !fine {
-					return nil, false
+					return i, false
 				}
 				if k == 0 {
 					name = s
 				}
 			} else if end, fine = floatsEnd(b, i); !fine {
-				return nil, false
+				return i, false
 			} else if !found {
 				if string(name) == decision.StepTemperature {
 					found = true
@@ -291,22 +264,15 @@ func parseSteps(b []byte) (dist []byte, ok bool) {
 				}
 			}
 			if i = skipSpace(b, end); i >= len(b) || b[i] != ",}"[k/2] {
-				return nil, false
+				return i, false
 			}
 		}
-		i = skipSpace(b, i+1)
-		if i >= len(b) {
-			return nil, false
-		}
-		switch b[i] {
-		case ',':
-			i = skipSpace(b, i+1)
-		case ']':
-			return dist, skipSpace(b, i+1) == len(b)
-		default:
-			return nil, false
-		}
+		return i + 1, true
+	})
+	if !ok || skipSpace(b, end) != len(b) {
+		return nil, false
 	}
+	return dist, true
 }
 
 // floatsEnd checks the JSON array of numbers, or null, at b[i] and
@@ -315,6 +281,12 @@ func floatsEnd(b []byte, i int) (int, bool) {
 	if i+4 <= len(b) && string(b[i:i+4]) == "null" {
 		return i + 4, true
 	}
+	return array(b, i, numberEnd)
+}
+
+// array checks the JSON array at b[i], of elements elem checks from where
+// each starts, and returns where it ends.
+func array(b []byte, i int, elem func(b []byte, i int) (end int, ok bool)) (int, bool) {
 	if i >= len(b) || b[i] != '[' {
 		return i, false
 	}
@@ -323,7 +295,7 @@ func floatsEnd(b []byte, i int) (int, bool) {
 		return i + 1, true
 	}
 	for {
-		end, ok := numberEnd(b, i)
+		end, ok := elem(b, i)
 		if !ok {
 			return i, false
 		}

@@ -499,8 +499,7 @@ func (l *Log) tell(fs []*func([]Answer), batch []Record, n int) {
 }
 
 func (l *Log) prune(ctx context.Context) {
-	cutoff := l.opt.Now().Add(-l.opt.Retention)
-	if _, err := l.store.prune(ctx, cutoff, l.opt.MaxRows); err != nil {
+	if _, err := l.Prune(ctx); err != nil {
 		l.log.Error("decision log: pruning failed", "err", err)
 	}
 }
