@@ -20,11 +20,8 @@ import (
 // whole into memory, never more than MaxLineBytes of it: a quoted field
 // still open past that is its first line's error.
 type csvRecords struct {
-	f   *os.File
-	br  *bufio.Reader
-	off int64 // the offset in f of br's next byte
-	// line is the number of the last line read, from 1.
-	line int
+	f *os.File
+	lineReader
 	buf  []byte // the record's text, lines joined by "\n"
 	out  []byte // the record's fields, unquoted, back to back
 	ends []int  // where each field ends in out
@@ -98,10 +95,18 @@ func (r *csvRecords) broken(startLine int, next int64, err error) (csvRecord, er
 	return csvRecord{Line: startLine, Err: fmt.Errorf("line %d: %w (the record from this line on is skipped; the lines after it are read as rows)", startLine, err)}, nil
 }
 
+// lineReader reads a file's physical lines, for either format.
+type lineReader struct {
+	br  *bufio.Reader
+	off int64 // the offset in the file of br's next byte
+	// line is the number of the last line read, from 1.
+	line int
+}
+
 // readLine returns the next line without its line ending, valid until
 // the next call, and how many bytes it took with its ending; tooLong when
 // it is longer than MaxLineBytes (its bytes are skipped, not kept).
-func (r *csvRecords) readLine() (text []byte, n int, tooLong bool, err error) {
+func (r *lineReader) readLine() (text []byte, n int, tooLong bool, err error) {
 	var long []byte
 	skipped := false
 	for {

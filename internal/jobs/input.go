@@ -94,70 +94,33 @@ func openRows(path, fmtName string, qs []decision.Question, ids bool, outcomes m
 		}
 		return r, nil
 	}
-	return &jsonlReader{f: f, br: br, qs: qs, ids: ids, outcomes: outcomes}, nil
+	return &jsonlReader{f: f, lineReader: lineReader{br: br, off: off}, qs: qs, ids: ids, outcomes: outcomes}, nil
 }
 
 // jsonlReader reads rows of JSON Lines: {"id", "state", "expected"}.
 type jsonlReader struct {
-	f        *os.File
-	br       *bufio.Reader
+	f *os.File
+	lineReader
 	qs       []decision.Question
 	ids      bool
 	outcomes map[string]int
-	line     int
-	buf      []byte
 }
 
 func (r *jsonlReader) Close() error { return r.f.Close() }
 
 func (r *jsonlReader) Next() (inputRow, error) {
 	for {
-		text, tooLong, err := r.readLine()
+		text, n, tooLong, err := r.readLine()
 		if err != nil {
 			return inputRow{}, err
 		}
-		if tooLong {
+		if tooLong || n > MaxLineBytes { // a JSONL line's bound counts its ending
 			return inputRow{Line: r.line, Err: fmt.Errorf("line %d is longer than %d bytes", r.line, MaxLineBytes)}, nil
 		}
 		if len(bytes.TrimSpace(text)) == 0 {
 			continue // an empty line is no row
 		}
 		return parseJSONRow(text, r.line, r.qs, r.ids, r.outcomes), nil
-	}
-}
-
-// readLine returns the next line without its line ending, valid until the
-// next call; tooLong when it was longer than MaxLineBytes (its bytes are
-// skipped, not kept).
-func (r *jsonlReader) readLine() (text []byte, tooLong bool, err error) {
-	r.buf = r.buf[:0]
-	long := false
-	for first := true; ; first = false {
-		chunk, err := r.br.ReadSlice('\n')
-		if first && err == nil {
-			// The common case: the whole line in the reader's buffer.
-			r.line++
-			return trimEOL(chunk), false, nil
-		}
-		if !long && len(r.buf)+len(chunk) <= MaxLineBytes {
-			r.buf = append(r.buf, chunk...)
-		} else {
-			long, r.buf = true, r.buf[:0]
-		}
-		switch {
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case errors.Is(err, io.EOF):
-			if len(r.buf) == 0 && !long {
-				return nil, false, io.EOF
-			}
-			r.line++
-			return trimEOL(r.buf), long, nil // a last line without a newline
-		case err != nil:
-			return nil, false, err
-		}
-		r.line++
-		return trimEOL(r.buf), long, nil
 	}
 }
 
@@ -171,33 +134,31 @@ func trimEOL(b []byte) []byte {
 // that the error row carries it.
 func parseJSONRow(text []byte, line int, qs []decision.Question, ids bool, outcomes map[string]int) inputRow {
 	row := inputRow{Line: line}
+	fail := func(format string, a ...any) inputRow {
+		row.Err = fmt.Errorf(format, a...)
+		return row
+	}
 	if !json.Valid(text) {
 		var v json.RawMessage
 		err := json.Unmarshal(text, &v)
-		row.Err = fmt.Errorf("line %d is not valid JSON: %v", line, err)
-		return row
+		return fail("line %d is not valid JSON: %v", line, err)
 	}
 	ms, err := jsonx.Members(text)
 	var dup *jsonx.DuplicateKeyError
 	switch {
 	case errors.As(err, &dup):
-		row.Err = fmt.Errorf("line %d: the key %q appears twice", line, dup.Key)
-		return row
+		return fail("line %d: the key %q appears twice", line, dup.Key)
 	case err != nil:
-		row.Err = fmt.Errorf("line %d: a row must be a JSON object {\"id\", \"state\"}", line)
-		return row
+		return fail("line %d: a row must be a JSON object {\"id\", \"state\"}", line)
 	}
 	id, ok := jsonx.Lookup(ms, "id")
 	switch k := jsonx.Kind(id); {
 	case !ok:
-		row.Err = fmt.Errorf("line %d: id: required", line)
-		return row
+		return fail("line %d: id: required", line)
 	case k != "string" && k != "number":
-		row.Err = fmt.Errorf("line %d: id: a string or a number is required, got %s", line, k)
-		return row
+		return fail("line %d: id: a string or a number is required, got %s", line, k)
 	case k == "string" && !jsonx.TextOK(id):
-		row.Err = fmt.Errorf("line %d: id: not valid UTF-8", line)
-		return row
+		return fail("line %d: id: not valid UTF-8", line)
 	}
 	row.ID = bytes.Clone(id)
 	if ids {
@@ -205,18 +166,15 @@ func parseJSONRow(text []byte, line int, qs []decision.Question, ids bool, outco
 	}
 	state, ok := jsonx.Lookup(ms, "state")
 	if !ok {
-		row.Err = fmt.Errorf("line %d: state: required", line)
-		return row
+		return fail("line %d: state: required", line)
 	}
 	if row.State, err = checkState(state); err != nil {
-		row.Err = fmt.Errorf("line %d: %v", line, err)
-		return row
+		return fail("line %d: %v", line, err)
 	}
 	row.Expected = slices.Repeat([]int{-1}, len(qs))
 	if exp, ok := jsonx.Lookup(ms, "expected"); ok && jsonx.Kind(exp) != "null" {
 		if err := readExpected(exp, qs, row.Expected); err != nil {
-			row.Err = fmt.Errorf("line %d: %v", line, err)
-			return row
+			return fail("line %d: %v", line, err)
 		}
 	}
 	for key, q := range outcomes {
@@ -225,8 +183,7 @@ func parseJSONRow(text []byte, line int, qs []decision.Question, ids bool, outco
 			continue // this row's outcome is not known
 		}
 		if row.Expected[q], err = expectedIndex(qs[q], v); err != nil {
-			row.Err = fmt.Errorf("line %d: %s (the outcome of %s): %v", line, key, qs[q].ID, err)
-			return row
+			return fail("line %d: %s (the outcome of %s): %v", line, key, qs[q].ID, err)
 		}
 	}
 	return row
@@ -320,7 +277,7 @@ type csvColumn struct {
 // newCSVReader reads the header of the CSV in f, whose reader br is at
 // offset off.
 func newCSVReader(f *os.File, br *bufio.Reader, off int64, qs []decision.Question, ids bool, outcomes map[string]int) (*csvReader, error) {
-	recs := &csvRecords{f: f, br: br, off: off}
+	recs := &csvRecords{f: f, lineReader: lineReader{br: br, off: off}}
 	rec, err := recs.next(0)
 	if errors.Is(err, io.EOF) {
 		return nil, errors.New("the CSV has no header (it needs an id column)")
