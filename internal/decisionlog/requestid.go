@@ -2,6 +2,7 @@ package decisionlog
 
 import (
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"strings"
 	"time"
@@ -20,10 +21,7 @@ const MaxRequestIDChars = 128
 // records then writes a few pages, not one per record.
 func NewRequestID() string {
 	var b [16]byte
-	ms := uint64(time.Now().UnixMilli())
-	for i := range 6 {
-		b[i] = byte(ms >> (8 * (5 - i)))
-	}
+	binary.BigEndian.PutUint64(b[:8], uint64(time.Now().UnixMilli())<<16)
 	_, _ = rand.Read(b[6:]) // crypto/rand.Read never fails
 	return "req_" + hex.EncodeToString(b[:])
 }
@@ -39,9 +37,5 @@ func requestIDTime(id string) (time.Time, bool) {
 	if err != nil {
 		return time.Time{}, false
 	}
-	var ms uint64
-	for _, c := range b[:6] {
-		ms = ms<<8 | uint64(c)
-	}
-	return time.UnixMilli(int64(ms)), true
+	return time.UnixMilli(int64(binary.BigEndian.Uint64(b[:8]) >> 16)), true
 }

@@ -285,15 +285,8 @@ func (s *store) insertStmt(ctx context.Context, n int) (*sql.Stmt, error) {
 	if st, ok := s.inserts[n]; ok {
 		return st, nil
 	}
-	var b strings.Builder
-	b.WriteString("INSERT INTO decisions (" + columns + ") VALUES ")
-	for i := range n {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(rowPlaceholders)
-	}
-	st, err := s.db.PrepareContext(ctx, s.q(b.String()))
+	values := strings.TrimSuffix(strings.Repeat(rowPlaceholders+",", n), ",")
+	st, err := s.db.PrepareContext(ctx, s.q("INSERT INTO decisions ("+columns+") VALUES "+values))
 	if err != nil {
 		return nil, err
 	}
@@ -638,17 +631,12 @@ func (s *store) addOutcomes(ctx context.Context, batch []Checked, at time.Time) 
 	for len(batch) > 0 {
 		chunk := batch[:min(len(batch), outcomesPerInsert)]
 		batch = batch[len(chunk):]
-		var b strings.Builder
-		b.WriteString("INSERT INTO outcomes (request_id, question_id, outcome, at_ns) VALUES ")
+		values := strings.TrimSuffix(strings.Repeat("(?,?,?,?),", len(chunk)), ",")
 		args := make([]any, 0, 4*len(chunk))
-		for i, c := range chunk {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteString("(?,?,?,?)")
+		for _, c := range chunk {
 			args = append(args, c.Entry.RequestID, c.Entry.QuestionID, c.Outcome, at.UnixNano())
 		}
-		if _, err := tx.ExecContext(ctx, s.q(b.String()), args...); err != nil {
+		if _, err := tx.ExecContext(ctx, s.q("INSERT INTO outcomes (request_id, question_id, outcome, at_ns) VALUES "+values), args...); err != nil {
 			return err
 		}
 	}
