@@ -55,7 +55,7 @@ type fileStamp struct {
 // OpenFitsFile loads the fits file at path.
 func OpenFitsFile(path string) (*FitsFile, error) {
 	f := &FitsFile{path: path}
-	if err := f.load(); err != nil {
+	if err := f.loadLocked(); err != nil {
 		return nil, err
 	}
 	f.checked.Store(time.Now().UnixNano())
@@ -95,12 +95,7 @@ func (f *FitsFile) Reload() (bool, error) {
 	return true, nil
 }
 
-func (f *FitsFile) load() error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.loadLocked()
-}
-
+// loadLocked reads the file; f.mu is held, or f is not shared yet.
 func (f *FitsFile) loadLocked() error {
 	st, err := os.Stat(f.path)
 	if err != nil {

@@ -106,7 +106,8 @@ func refit(due []bucketCases, current *calibration.Fits, o RefitOptions) (*calib
 	var out []RefitDecision
 	changed := false
 	for _, b := range due {
-		d := RefitDecision{Model: b.key.model, Fingerprint: b.key.fingerprint, Kind: string(b.key.kind), Bucket: b.key.bucket, Outcomes: len(b.preds), New: b.state.New()}
+		out = append(out, RefitDecision{Model: b.key.model, Fingerprint: b.key.fingerprint, Kind: string(b.key.kind), Bucket: b.key.bucket, Outcomes: len(b.preds), New: b.state.New()})
+		d := &out[len(out)-1]
 		idx := slices.IndexFunc(next.Fits, func(f calibration.Fit) bool {
 			// Each build of a model has fits of its own: answers of another
 			// build neither refit nor replace them.
@@ -120,13 +121,11 @@ func refit(due []bucketCases, current *calibration.Fits, o RefitOptions) (*calib
 		d.Calibrator = d.Current
 		if len(b.preds) == 0 {
 			d.Reason = "no labelled answer in the window"
-			out = append(out, d)
 			continue
 		}
 		s, err := fitting.Select(b.preds, cur, fitting.SelectOptions{Seed: o.Seed, Folds: o.Folds})
 		if err != nil {
 			d.Reason = err.Error()
-			out = append(out, d)
 			continue
 		}
 		d.Selection = &s
@@ -145,14 +144,12 @@ func refit(due []bucketCases, current *calibration.Fits, o RefitOptions) (*calib
 		case len(sets) > 0:
 			ft = setsOnly(s, o.TargetError)
 		default:
-			out = append(out, d)
 			continue
 		}
 		ft.Sets = sets
 		fitting.SetEscalations(&ft, s.HeldOut(), o.EscalationTargets)
 		ft.Model, ft.Provider, ft.Kind, ft.Bucket, ft.Fingerprint = b.key.model, "", b.key.kind, b.key.bucket, b.key.fingerprint
 		if idx >= 0 && sameFit(next.Fits[idx], ft) {
-			out = append(out, d)
 			continue
 		}
 		ft.Date = o.Now.UTC().Format("2006-01-02")
@@ -165,7 +162,6 @@ func refit(due []bucketCases, current *calibration.Fits, o RefitOptions) (*calib
 			next.Fits = append(next.Fits, ft)
 		}
 		changed = true
-		out = append(out, d)
 	}
 	if !changed {
 		return nil, out
