@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -149,10 +150,7 @@ func retryable(code int) bool {
 // retry runs call until it succeeds, fails for good, or the retries are
 // spent (the decider is then unavailable).
 func (d *RemoteDecider) retry(ctx context.Context, batch bool, call func() error) error {
-	retries := d.Retries
-	if retries == 0 {
-		retries = 4
-	}
+	retries := cmp.Or(d.Retries, 4)
 	for attempt := 0; ; attempt++ {
 		err := call()
 		if err == nil || ctx.Err() != nil {

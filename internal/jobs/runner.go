@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -112,10 +113,8 @@ func Run(ctx context.Context, opt Options) (Summary, error) {
 	case ctx.Err() != nil:
 		return s, fmt.Errorf("interrupted after %d of %d rows; run again to resume: %w", next, total, context.Cause(ctx))
 	}
-	cause := context.Cause(rn.ctx)
-	if cause == nil {
-		cause = errors.New("the run ended early") // cannot happen: every row is written or a cause is set
-	}
+	// The default cannot happen: every row is written or a cause is set.
+	cause := cmp.Or(context.Cause(rn.ctx), errors.New("the run ended early"))
 	return s, fmt.Errorf("stopped after %d of %d rows; run again to resume: %w", next, total, cause)
 }
 
