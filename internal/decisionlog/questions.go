@@ -1,6 +1,7 @@
 package decisionlog
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -46,11 +47,7 @@ func (s *store) insertQuestions(ctx context.Context, tx *sql.Tx, recs []Record) 
 			}
 			defer st.Close()
 		}
-		qid := r.QuestionID
-		if qid == "" {
-			qid = DecideQuestion
-		}
-		if _, err := st.ExecContext(ctx, r.RequestID, qid, r.Time.UnixNano(), string(q)); err != nil {
+		if _, err := st.ExecContext(ctx, r.RequestID, cmp.Or(r.QuestionID, DecideQuestion), r.Time.UnixNano(), string(q)); err != nil {
 			return err
 		}
 	}

@@ -1,6 +1,7 @@
 package decisionlog
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"database/sql"
@@ -362,10 +363,7 @@ func (s *store) encode(recs []Record, keepStates bool) (args []any, bad int) {
 			continue // not finite
 		}
 		r := &recs[i]
-		hash := r.StateHash
-		if hash == "" {
-			hash = text[t[4][0]:t[4][1]]
-		}
+		hash := cmp.Or(r.StateHash, text[t[4][0]:t[4][1]])
 		var mass, state, cost any
 		if r.LabelMass != nil {
 			mass = *r.LabelMass
@@ -654,16 +652,13 @@ func (s *store) prune(ctx context.Context, cutoff time.Time, maxRows int64) (int
 	if _, err := s.db.ExecContext(ctx, s.q("DELETE FROM outcomes WHERE at_ns < ?"), cutoff.UnixNano()); err != nil {
 		return n, err
 	}
-	if maxRows > 0 {
-		res, err := s.db.ExecContext(ctx, s.q(
-			"DELETE FROM decisions WHERE id <= (SELECT id FROM decisions ORDER BY id DESC LIMIT 1 OFFSET ?)"), maxRows)
-		if err != nil {
-			return n, err
-		}
-		m, _ := res.RowsAffected()
-		n += m
+	res, err = s.db.ExecContext(ctx, s.q(
+		"DELETE FROM decisions WHERE id <= (SELECT id FROM decisions ORDER BY id DESC LIMIT 1 OFFSET ?)"), maxRows)
+	if err != nil {
+		return n, err
 	}
-	return n, s.pruneQuestions(ctx, cutoff)
+	m, _ := res.RowsAffected()
+	return n + m, s.pruneQuestions(ctx, cutoff)
 }
 
 func (s *store) close() error {
