@@ -60,8 +60,6 @@ type keySpend struct {
 	base, added, mark decision.USD
 }
 
-func (k *keySpend) total() decision.USD { return k.base + k.added - k.mark }
-
 // roll starts the period that holds now when it is not k's.
 func (k *keySpend) roll(now time.Time) {
 	if start, _ := k.per.Bounds(now); !start.Equal(k.start) {
@@ -117,7 +115,7 @@ func (s *Spend) Spent(key string) (spent decision.USD, next time.Time, ok bool) 
 	}
 	k.roll(s.now())
 	_, next = k.per.Bounds(k.start)
-	return k.total(), next, true
+	return k.base + k.added - k.mark, next, true
 }
 
 // Refresh reads each key's spend in its current period from the log: one
