@@ -657,28 +657,25 @@ func (l *Log) Outcomes(ctx context.Context, batch []Checked) ([]Entry, error) {
 // for, or the error Outcome would return. A batch of outcomes is checked
 // whole before any is written.
 func (l *Log) Check(ctx context.Context, requestID, questionID, outcome string) (Entry, error) {
-	if questionID == "" {
-		// Whether the request has one question is only known once none
-		// of its records is queued.
-		es, err := l.lookupRecent(ctx, requestID)
+	// Whether the request has one question is only known once none of its
+	// records is queued; a question named is looked for first in what is
+	// stored.
+	if questionID != "" {
+		es, err := l.stored(ctx, requestID)
 		if err != nil {
 			return Entry{}, err
 		}
-		return l.resolve(es, requestID, questionID, outcome)
+		e, err := l.resolve(es, requestID, questionID, outcome)
+		if !errors.Is(err, ErrUnknownRequest) && !errors.Is(err, ErrUnknownQuestion) {
+			return e, err
+		}
+		// Its records may still be queued, here or by another replica.
 	}
-	es, err := l.stored(ctx, requestID)
+	es, err := l.lookupRecent(ctx, requestID)
 	if err != nil {
 		return Entry{}, err
 	}
-	e, err := l.resolve(es, requestID, questionID, outcome)
-	if errors.Is(err, ErrUnknownRequest) || errors.Is(err, ErrUnknownQuestion) {
-		// Its records may still be queued, here or by another replica.
-		if es, err = l.lookupRecent(ctx, requestID); err != nil {
-			return Entry{}, err
-		}
-		e, err = l.resolve(es, requestID, questionID, outcome)
-	}
-	return e, err
+	return l.resolve(es, requestID, questionID, outcome)
 }
 
 func (l *Log) resolve(es []Entry, requestID, questionID, outcome string) (Entry, error) {
