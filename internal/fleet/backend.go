@@ -15,6 +15,7 @@ import (
 	"system1/internal/engine/llamacpp"
 	"system1/internal/engine/ollama"
 	"system1/internal/engine/openai"
+	"system1/internal/fingerprint"
 	"system1/internal/systemone"
 	"system1/internal/tracing"
 )
@@ -31,7 +32,7 @@ type Backend interface {
 	ask(c *caller, req decision.Request) []answer
 	// calls is how many engine calls of its own reading question q of
 	// model once (one order of its options) costs: its rounds on an
-	// engine, none where the request's one call carries it (budget.go).
+	// engine, none where the request's one call carries it (requestCost).
 	calls(model string, q decision.Question) int
 	// spends says how the backend spends engine calls, for the refusal of
 	// a request over budget: "reads 20 labels a call".
@@ -59,7 +60,16 @@ func EngineBackend(e engine.Engine, leadFirst bool) Backend {
 
 // UpstreamBackend is a backend over a System One endpoint: a request's
 // questions go to it in one forwarded request.
-func UpstreamBackend(c *systemone.Client) Backend { return &upstreamBackend{c: c} }
+func UpstreamBackend(c *systemone.Client) Backend {
+	return &upstreamBackend{c, func(ctx context.Context, req decision.Request) (*forwarded, error) {
+		reply, err := c.Ask(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		return &forwarded{dists: reply.Dists, declined: reply.Abstained, model: reply.Model,
+			input: reply.Usage.InputTokens, output: reply.Usage.OutputTokens}, nil
+	}}
+}
 
 type engineBackend struct {
 	e         engine.Engine
@@ -232,7 +242,19 @@ func (b *engineBackend) spends() string {
 	return "reads any number of labels a call"
 }
 
-type upstreamBackend struct{ c *systemone.Client }
+// upstreamClient is what a backend needs of an upstream's client besides
+// its answers: the models it serves and the identity of what it serves.
+type upstreamClient interface {
+	Models(ctx context.Context) ([]string, error)
+	Identity(ctx context.Context, model string) (fingerprint.Identity, error)
+}
+
+// upstreamBackend is a backend over an upstream, a System One or a
+// Decisions endpoint: send asks it a request's questions in one call.
+type upstreamBackend struct {
+	c    upstreamClient
+	send func(context.Context, decision.Request) (*forwarded, error)
+}
 
 func (b *upstreamBackend) Models(ctx context.Context) ([]string, error) {
 	models, err := b.c.Models(ctx)
@@ -240,17 +262,6 @@ func (b *upstreamBackend) Models(ctx context.Context) ([]string, error) {
 		return nil, f
 	}
 	return models, nil
-}
-
-func (b *upstreamBackend) ask(c *caller, req decision.Request) []answer {
-	return forward(c, req, func(ctx context.Context) (*forwarded, error) {
-		reply, err := b.c.Ask(ctx, req)
-		if err != nil {
-			return nil, err
-		}
-		return &forwarded{dists: reply.Dists, declined: reply.Abstained, model: reply.Model,
-			input: reply.Usage.InputTokens, output: reply.Usage.OutputTokens}, nil
-	})
 }
 
 // forwarded is what an upstream's one call for a request's questions
@@ -264,19 +275,16 @@ type forwarded struct {
 	input, output int
 }
 
-// forward asks an upstream (a System One or a Decisions endpoint) a
-// request's questions in one call, made by ask through the request's
+// ask sends a request's questions in one call through the request's
 // gate, as one engine attempt: traced under the request, not one
 // question, with the node, model, tokens and outcome any engine attempt
 // has.
-func forward(c *caller, req decision.Request, ask func(context.Context) (*forwarded, error)) []answer {
+func (b *upstreamBackend) ask(c *caller, req decision.Request) []answer {
 	start := c.now()
 	actx, span := tracing.StartAttempt(c.ctx, c.n.Name, req.Model, c.n.Dialect)
-	ac := *c
-	ac.ctx = actx
 	var reply *forwarded
-	err := ac.call(func(ctx context.Context) (err error) {
-		reply, err = ask(ctx)
+	err := engine.Call(actx, func(ctx context.Context) (err error) {
+		reply, err = b.send(ctx, req)
 		return err
 	})
 	out := make([]answer, len(req.Questions))
@@ -353,10 +361,6 @@ type caller struct {
 }
 
 func (c *caller) now() time.Time { return c.r.now() }
-
-// call runs f as one engine call through the request's gate, for a
-// backend whose client knows no gate (a System One upstream).
-func (c *caller) call(f func(context.Context) error) error { return engine.Call(c.ctx, f) }
 
 // result records one question's attempt on the node.
 func (c *caller) result(start time.Time, o engine.Outcome, abstain string, err error) answer {

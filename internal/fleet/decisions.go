@@ -15,27 +15,9 @@ import (
 // come back into the domain. A question the endpoint refuses stays a
 // refusal: it is answered with the endpoint's words and no reading, and
 // never asked of another node.
-func DecisionsBackend(c *decisionsapi.Client) Backend { return &decisionsBackend{c: c} }
-
-var _ Backend = (*decisionsBackend)(nil)
-
-type decisionsBackend struct{ c *decisionsapi.Client }
-
-// refusedByEndpoint is what a question the endpoint refused is declined
-// with: the wire gives no reason.
-const refusedByEndpoint = "the Decisions endpoint refused to answer it"
-
-func (b *decisionsBackend) Models(ctx context.Context) ([]string, error) {
-	models, err := b.c.Models(ctx)
-	if f := failure(err); f != nil {
-		return nil, f
-	}
-	return models, nil
-}
-
-func (b *decisionsBackend) ask(c *caller, req decision.Request) []answer {
-	return forward(c, req, func(ctx context.Context) (*forwarded, error) {
-		reply, err := b.c.Ask(ctx, req)
+func DecisionsBackend(c *decisionsapi.Client) Backend {
+	return &upstreamBackend{c, func(ctx context.Context, req decision.Request) (*forwarded, error) {
+		reply, err := c.Ask(ctx, req)
 		if err != nil {
 			return nil, err
 		}
@@ -47,11 +29,9 @@ func (b *decisionsBackend) ask(c *caller, req decision.Request) []answer {
 		}
 		return &forwarded{dists: reply.Dists, declined: declined, model: reply.Model,
 			input: reply.Usage.InputTokens, output: reply.Usage.OutputTokens}, nil
-	})
+	}}
 }
 
-// A Decisions endpoint takes a request's questions in one call, which
-// the request pays (see requestCost): a question costs none of its own.
-func (b *decisionsBackend) calls(string, decision.Question) int { return 0 }
-
-func (b *decisionsBackend) spends() string { return "forwards a request in one call" }
+// refusedByEndpoint is what a question the endpoint refused is declined
+// with: the wire gives no reason.
+const refusedByEndpoint = "the Decisions endpoint refused to answer it"

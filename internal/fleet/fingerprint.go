@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"system1/internal/config"
-	"system1/internal/decision"
 	"system1/internal/engine"
 	"system1/internal/fingerprint"
 	"system1/internal/redact"
@@ -321,7 +320,6 @@ type identifier interface {
 var (
 	_ identifier = (*engineBackend)(nil)
 	_ identifier = (*upstreamBackend)(nil)
-	_ identifier = (*decisionsBackend)(nil)
 )
 
 func (b *engineBackend) identity(ctx context.Context, model string) (fingerprint.Identity, error) {
@@ -339,52 +337,20 @@ func (b *upstreamBackend) identity(ctx context.Context, model string) (fingerpri
 	return b.c.Identity(ctx, model)
 }
 
+// canary asks an upstream the canary in one call through the node's
+// gate. A question a Decisions endpoint refused has no distribution and
+// is read as uninformative, as an engine's question whose labels the
+// model ranked none of.
 func (b *upstreamBackend) canary(ctx context.Context, model string) (fingerprint.Reading, engine.CanaryUsage, error) {
-	return askCanary(ctx, model, func(ctx context.Context) (canaryReply, error) {
-		reply, err := b.c.Ask(ctx, fingerprint.Request(model))
-		if err != nil {
-			return canaryReply{}, err
-		}
-		return canaryReply{reply.Dists, reply.Model, reply.Usage.InputTokens, reply.Usage.OutputTokens}, nil
-	})
-}
-
-func (b *decisionsBackend) identity(ctx context.Context, model string) (fingerprint.Identity, error) {
-	return b.c.Identity(ctx, model)
-}
-
-// canary asks a Decisions endpoint the canary in one request; a question
-// it refused has no distribution and is read as uninformative, as an
-// engine's question whose labels the model ranked none of.
-func (b *decisionsBackend) canary(ctx context.Context, model string) (fingerprint.Reading, engine.CanaryUsage, error) {
-	return askCanary(ctx, model, func(ctx context.Context) (canaryReply, error) {
-		reply, err := b.c.Ask(ctx, fingerprint.Request(model))
-		if err != nil {
-			return canaryReply{}, err
-		}
-		return canaryReply{reply.Dists, reply.Model, reply.Usage.InputTokens, reply.Usage.OutputTokens}, nil
-	})
-}
-
-// canaryReply is what an upstream's answer to the canary gives a reading.
-type canaryReply struct {
-	dists                     []decision.Distribution
-	model                     string
-	inputTokens, outputTokens int
-}
-
-// askCanary asks an upstream the canary in one call through the node's
-// gate and reads its answer.
-func askCanary(ctx context.Context, model string, ask func(context.Context) (canaryReply, error)) (fingerprint.Reading, engine.CanaryUsage, error) {
-	var reply canaryReply
+	var reply *forwarded
 	err := engine.Call(ctx, func(ctx context.Context) (err error) {
-		reply, err = ask(ctx)
+		reply, err = b.send(ctx, fingerprint.Request(model))
 		return err
 	})
 	if err != nil {
 		return fingerprint.Reading{}, engine.CanaryUsage{Calls: 1}, err
 	}
-	use := engine.CanaryUsage{Calls: 1, InputTokens: reply.inputTokens, OutputTokens: reply.outputTokens}
+	use := engine.CanaryUsage{Calls: 1, InputTokens: reply.input, OutputTokens: reply.output}
 	r, err := fingerprint.NewReading(reply.dists, reply.model)
 	return r, use, err
 }
