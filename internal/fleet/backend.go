@@ -116,7 +116,7 @@ func (b *engineBackend) ask(c *caller, req decision.Request) []answer {
 			out[j].prior, out[j].priorVersion = prior, decision.ContentFreeVersion
 		}
 	}
-	if h := b.holder(); h != nil && engine.Throughput(c.ctx) {
+	if h, ok := b.e.(holder); ok && engine.Throughput(c.ctx) {
 		// Row-wise work: the state holds a slot of its own and its
 		// questions go there one after another, the state prefilled
 		// once, while other states keep the other slots busy.

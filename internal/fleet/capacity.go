@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 
+	"system1/internal/engine"
 	"system1/internal/engine/llamacpp"
 )
 
@@ -17,35 +18,19 @@ type slotCounter interface {
 
 var _ slotCounter = (*llamacpp.Engine)(nil)
 
-// sized is a backend that says what its engine runs at once: an engine
-// dialect's (engineBackend). Any other backend is bounded by its node's
-// max_inflight alone.
-type sized interface {
-	// slotCounter is the engine's count of its calls at once, nil when
-	// it keeps none.
-	slotCounter() slotCounter
-	// holder is the engine when it holds slots for states, else nil.
-	holder() holder
-}
-
-var _ sized = (*engineBackend)(nil)
-
-func (b *engineBackend) slotCounter() slotCounter {
-	e, _ := b.e.(slotCounter)
-	return e
-}
-
-func (b *engineBackend) holder() holder {
-	h, _ := b.e.(holder)
-	return h
-}
-
-// counter is n's engine's slot counter, nil when it keeps none.
-func (n *Node) counter() slotCounter {
-	if b, ok := n.Backend.(sized); ok {
-		return b.slotCounter()
+// engineOf is n's engine, nil for a node over an upstream.
+func (n *Node) engineOf() engine.Engine {
+	if b, ok := n.Backend.(*engineBackend); ok {
+		return b.e
 	}
 	return nil
+}
+
+// counter is n's engine's slot counter, nil when it keeps none: any other
+// node is bounded by its max_inflight alone.
+func (n *Node) counter() slotCounter {
+	e, _ := n.engineOf().(slotCounter)
+	return e
 }
 
 // knownSlots is how many engine calls n runs at once, as far as it is
@@ -106,10 +91,8 @@ func (r *Router) Capacity(ctx context.Context, model string, k int) int {
 
 // holder is n's engine when it holds slots for states, else nil.
 func (n *Node) holder() holder {
-	if b, ok := n.Backend.(sized); ok {
-		return b.holder()
-	}
-	return nil
+	h, _ := n.engineOf().(holder)
+	return h
 }
 
 // held is how many of n's slots states hold now (row-wise work).

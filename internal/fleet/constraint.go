@@ -33,17 +33,11 @@ const (
 // ConstraintState is what is known of whether a node holds its
 // constraint.
 type ConstraintState struct {
-	// State is ConstraintNone, ConstraintUnprobed, ConstraintHolds or
-	// ConstraintFailed.
-	State string `json:"state" jsonschema:"holds (the probe's token was a label), failed (the node generated a token that is no label: it ignores its constraint, and its answers are read as before it), unprobed (not used yet, probe under way or unanswered, or back after being down) or not_constrained (nothing to hold: llama.cpp and Ollama report values before their grammar)."`
-	// Method is the node's constrain setting (structured_outputs or
-	// guided_choice); empty when not constrained.
-	Method string `json:"method,omitempty" jsonschema:"The node's constrain setting: structured_outputs or guided_choice."`
-	// Model is the model the state was learnt from, and At when.
-	Model string    `json:"model,omitempty" jsonschema:"The model the state was learnt from."`
-	At    time.Time `json:"at,omitzero" jsonschema:"When it was learnt."`
-	// Detail says how it was learnt, or why the probe got no answer.
-	Detail string `json:"detail,omitempty" jsonschema:"How it was learnt (the probe or an answer), or why the probe got no answer."`
+	State  string    `json:"state" jsonschema:"holds (the probe's token was a label), failed (the node generated a token that is no label: it ignores its constraint, and its answers are read as before it), unprobed (not used yet, probe under way or unanswered, or back after being down) or not_constrained (nothing to hold: llama.cpp and Ollama report values before their grammar)."`
+	Method string    `json:"method,omitempty" jsonschema:"The node's constrain setting: structured_outputs or guided_choice."`
+	Model  string    `json:"model,omitempty" jsonschema:"The model the state was learnt from."`
+	At     time.Time `json:"at,omitzero" jsonschema:"When it was learnt."`
+	Detail string    `json:"detail,omitempty" jsonschema:"How it was learnt (the probe or an answer), or why the probe got no answer."`
 }
 
 // ConstraintProbe is the prompt a constrained node is probed with. It

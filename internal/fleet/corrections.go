@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -112,28 +113,15 @@ type priors struct {
 }
 
 func newPriors(p Prior) *priors {
-	if p.MinRequests <= 0 {
-		p.MinRequests = DefaultPriorMinRequests
-	}
-	if p.Window <= 0 {
-		p.Window = DefaultPriorWindow
-	}
-	if p.Signatures <= 0 {
-		p.Signatures = DefaultPriorSignatures
-	}
+	p.MinRequests = cmp.Or(max(p.MinRequests, 0), DefaultPriorMinRequests)
+	p.Window = cmp.Or(max(p.Window, 0), DefaultPriorWindow)
+	p.Signatures = cmp.Or(max(p.Signatures, 0), DefaultPriorSignatures)
 	return &priors{cfg: p, batch: newBatchPrior(p.Window, p.Signatures), free: newLRU[decision.Distribution](p.Signatures)}
 }
 
 // mode is the prior correction req asks for: its own, else the router's.
 func (p *priors) mode(req decision.Request) string {
-	m := req.Prior
-	if m == "" {
-		m = p.cfg.Mode
-	}
-	if m == "" {
-		m = decision.PriorOff
-	}
-	return m
+	return cmp.Or(req.Prior, p.cfg.Mode, decision.PriorOff)
 }
 
 // emptyState is the content-free state: a JSON empty string.

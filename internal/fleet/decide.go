@@ -198,9 +198,10 @@ func (r *Router) overBudget(serving []*Node, model string, req decision.Request,
 	n := cheapest
 	for i, q := range req.Questions {
 		qc, orders, extra := n.questionCost(model, req, q, r.debias, r.prior)
+		note, advice := costNotes(orders, extra)
 		res.Questions[i].Err = &engine.Failure{Kind: engine.Rejected, Status: http.StatusUnprocessableEntity, Err: fmt.Errorf(
-			"the request costs %d engine calls on node %s (%s, which %s; this question costs %d%s%s), over its budget of %d calls a request (max_engine_calls); ask fewer questions or give them fewer options%s%s",
-			cost, n.Name, n.Dialect, n.Backend.spends(), qc, ordersNote(orders), priorNote(extra), n.budget(), ordersAdvice(orders), priorAdvice(extra))}
+			"the request costs %d engine calls on node %s (%s, which %s; this question costs %d%s), over its budget of %d calls a request (max_engine_calls); ask fewer questions or give them fewer options%s",
+			cost, n.Name, n.Dialect, n.Backend.spends(), qc, note, n.budget(), advice)}
 	}
 	return true
 }
@@ -236,36 +237,18 @@ func (n *Node) budget() int {
 	return config.DefaultMaxEngineCalls
 }
 
-// ordersNote says that a question's cost counts its orders.
-func ordersNote(orders int) string {
-	if orders <= 1 {
-		return ""
+// costNotes say what a question's cost counts besides one reading (its
+// orders, its content-free reading), and the other ways to cut them.
+func costNotes(orders, extra int) (note, advice string) {
+	if orders > 1 {
+		note += fmt.Sprintf(", over %d orders of its options for debias permute", orders)
+		advice += ", or ask with debias off"
 	}
-	return fmt.Sprintf(", over %d orders of its options for debias permute", orders)
-}
-
-// ordersAdvice names the other way to cut a debiased request's cost.
-func ordersAdvice(orders int) string {
-	if orders <= 1 {
-		return ""
+	if extra > 0 {
+		note += fmt.Sprintf(", %d of them for the content-free reading of prior content_free", extra)
+		advice += ", or ask with prior off or batch"
 	}
-	return ", or ask with debias off"
-}
-
-// priorNote says that a question's cost counts its content-free reading.
-func priorNote(extra int) string {
-	if extra == 0 {
-		return ""
-	}
-	return fmt.Sprintf(", %d of them for the content-free reading of prior content_free", extra)
-}
-
-// priorAdvice names the other way to cut a content-free request's cost.
-func priorAdvice(extra int) string {
-	if extra == 0 {
-		return ""
-	}
-	return ", or ask with prior off or batch"
+	return note, advice
 }
 
 // withModel leaves out of nodes those on which model rests.

@@ -220,20 +220,13 @@ type Fingerprint struct {
 	Model string `json:"model"`
 	// ID is the build's fingerprint (fingerprint.Tracker.ID): what
 	// answers served by it and fits learnt on it carry.
-	ID string `json:"fingerprint" jsonschema:"The build's fingerprint: a hash of what the backend reports of the build (a digest, a model file and its metadata) and of its canary's answers. Answers it serves and calibration fits learnt on it carry it. Empty until it is first probed."`
-	// Since is when this build was first seen: the first probe, or the
-	// probe that found the change to it.
+	ID    string    `json:"fingerprint" jsonschema:"The build's fingerprint: a hash of what the backend reports of the build (a digest, a model file and its metadata) and of its canary's answers. Answers it serves and calibration fits learnt on it carry it. Empty until it is first probed."`
 	Since time.Time `json:"since,omitzero" jsonschema:"When this build was first seen: the first probe of the model on the node, or the probe that found the change to it."`
 	// Probed is the last probe.
-	Probed time.Time `json:"probed,omitzero"`
-	// Confirmed is when the last canary read that found this build
-	// began: an answer since then may be another build's until the next
-	// read, and is kept out of refits if that read finds a change.
+	Probed    time.Time `json:"probed,omitzero"`
 	Confirmed time.Time `json:"confirmed,omitzero" jsonschema:"When the last canary read that found this build began: answers since may be another build's until the next read, and are kept out of both builds' refits if it finds a change."`
-	// Changes count the changes of build seen since the process started;
-	// Change says what the last one was.
-	Changes int64  `json:"changes" jsonschema:"Times the build served under this name on this node changed since the process started (system1_model_changes_total)."`
-	Change  string `json:"change,omitempty" jsonschema:"What the last change was: the identity fields that differ, or how far the canary moved."`
+	Changes   int64     `json:"changes" jsonschema:"Times the build served under this name on this node changed since the process started (system1_model_changes_total)."`
+	Change    string    `json:"change,omitempty" jsonschema:"What the last change was: the identity fields that differ, or how far the canary moved."`
 	// Error is why the last probe could not read the identity or the
 	// canary: the build is unknown that time, not changed.
 	Error string `json:"error,omitempty"`

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -88,7 +89,7 @@ func NewNode(c config.Node, getenv func(string) string, hc *http.Client) (*Node,
 	n := &Node{
 		Name:       c.Name,
 		Dialect:    c.Dialect,
-		MaxOptions: c.MaxOptions,
+		MaxOptions: cmp.Or(c.MaxOptions, config.MaxOptions),
 		Timeout:    c.Timeout.Or(DefaultTimeout),
 		Priority:   c.Priority,
 		Pool:       c.Pool,
@@ -97,9 +98,6 @@ func NewNode(c config.Node, getenv func(string) string, hc *http.Client) (*Node,
 	}
 	n.MaxEngineCalls, n.FingerprintTolerance = c.MaxEngineCalls, c.FingerprintTolerance
 	n.Price = c.Price.Decision()
-	if n.MaxOptions == 0 {
-		n.MaxOptions = config.MaxOptions
-	}
 	switch c.Dialect {
 	case "llamacpp":
 		// A pool's llama-servers each have their own slots, and its
@@ -116,14 +114,10 @@ func NewNode(c config.Node, getenv func(string) string, hc *http.Client) (*Node,
 		// llama.cpp's slots underneath, no pinning: the first goes alone.
 		n.Backend = EngineBackend(&ollama.Engine{BaseURL: c.URL, Key: key, HTTP: hc, NumCtx: c.NumCtx}, true)
 	case "openai":
-		labels := c.MaxLabels
-		if labels == 0 {
-			labels = DefaultLabels
-		}
 		// Behind a pool's prefix-aware router, a state's first question
 		// goes alone, so that the router has placed its prefix on one
 		// engine before the rest follow it there.
-		n.Backend = EngineBackend(&openai.Engine{BaseURL: c.URL, Key: key, HTTP: hc, Constrain: c.Constrain, TopLogprobs: labels}, c.Pool)
+		n.Backend = EngineBackend(&openai.Engine{BaseURL: c.URL, Key: key, HTTP: hc, Constrain: c.Constrain, TopLogprobs: cmp.Or(c.MaxLabels, DefaultLabels)}, c.Pool)
 		if c.Constrain == "structured_outputs" || c.Constrain == "guided_choice" {
 			n.constrained(c.Constrain)
 		}
@@ -198,17 +192,6 @@ func (n *Node) Models() []string {
 // a tag is the one tagged latest, as Ollama itself reads it.
 func (n *Node) Serves(model string) bool { return n.servesName(n.Models(), model) }
 
-// ollamaName is a model name as Ollama resolves it: a name without a tag
-// is the one tagged latest, so "stories" and "stories:latest" are one
-// model. The tag follows the last colon after the last slash; a colon
-// before it is a registry's port ("host:5000/model").
-func ollamaName(name string) string {
-	if !strings.Contains(name[strings.LastIndex(name, "/")+1:], ":") {
-		return name + ":latest"
-	}
-	return name
-}
-
 // servesName reports whether models holds model, read as the node's
 // engine reads names (sameModel).
 func (n *Node) servesName(models []string, model string) bool {
@@ -218,7 +201,7 @@ func (n *Node) servesName(models []string, model string) bool {
 // sameModel reports whether a and b name one model as the node's engine
 // reads names: exactly, and on Ollama with its implicit :latest.
 func (n *Node) sameModel(a, b string) bool {
-	return a == b || (n.Dialect == "ollama" && a != "" && b != "" && ollamaName(a) == ollamaName(b))
+	return a == b || (n.Dialect == "ollama" && ollama.Tagged(a) == ollama.Tagged(b))
 }
 
 // list asks the node for its models: a cheap call that carries no user
@@ -248,17 +231,13 @@ func (n *Node) Discover(ctx context.Context) error {
 // State is a node's health and load as the router sees it: the one view
 // of a node that /health, system1_health, the page and the metrics show.
 type State struct {
-	Name     string   `json:"name"`
-	Dialect  string   `json:"dialect" jsonschema:"llamacpp, ollama, openai, systemone or decisions."`
-	Models   []string `json:"models" jsonschema:"The models it serves: those its configuration names, else those it last listed."`
-	Priority int      `json:"priority"`
-	// Healthy is false while the node cools down: after failures, or a
-	// health probe that found it down.
-	Healthy  bool `json:"healthy" jsonschema:"False while the node cools down after failures, or after a health probe found it down (cool_reason says which)."`
-	InFlight int  `json:"in_flight"`
-	Queued   int  `json:"queued"`
-	// Slots is how many engine calls the node runs at once: its
-	// max_inflight, or fewer where its engine said it runs fewer.
+	Name       string    `json:"name"`
+	Dialect    string    `json:"dialect" jsonschema:"llamacpp, ollama, openai, systemone or decisions."`
+	Models     []string  `json:"models" jsonschema:"The models it serves: those its configuration names, else those it last listed."`
+	Priority   int       `json:"priority"`
+	Healthy    bool      `json:"healthy" jsonschema:"False while the node cools down after failures, or after a health probe found it down (cool_reason says which)."`
+	InFlight   int       `json:"in_flight"`
+	Queued     int       `json:"queued"`
 	Slots      int       `json:"slots" jsonschema:"How many engine calls the node runs at once: its max_inflight, or fewer where its engine said it runs fewer (llama-server's slots, once read). A client keeping the node busy keeps this many calls in flight."`
 	CoolUntil  time.Time `json:"cool_until,omitzero"`
 	CoolReason string    `json:"cool_reason,omitempty"`
@@ -266,17 +245,13 @@ type State struct {
 	// ModelCooldowns are models resting on the node while it serves the
 	// others: a 404 for one model is that model's problem.
 	ModelCooldowns []ModelCooldown `json:"model_cooldowns,omitempty"`
-	// Constraint is whether the node holds its constraint of the first
-	// token to the labels, probed at its first use.
-	Constraint ConstraintState `json:"constraint" jsonschema:"Whether the node holds its constraint of the first token to the labels, probed once at its first use (no user data is sent) and again when it comes back after being down."`
+	Constraint     ConstraintState `json:"constraint" jsonschema:"Whether the node holds its constraint of the first token to the labels, probed once at its first use (no user data is sent) and again when it comes back after being down."`
 	// Errors, Failovers and Cooldowns count since the process started;
 	// the metrics count the same by node (system1_engine_attempts_total,
 	// system1_cooldowns_total) or by model (system1_failovers_total).
-	Errors    int64 `json:"errors" jsonschema:"Engine calls to the node that failed, since the process started (calls the caller gave up on are not counted)."`
-	Failovers int64 `json:"failovers" jsonschema:"Times questions that failed on the node moved on to another node, since the process started."`
-	Cooldowns int64 `json:"cooldowns" jsonschema:"Times the node was cooled down, since the process started."`
-	// PromptLists counts the calls of several prompts a llamacpp node
-	// with prompts_per_call was sent; nil on any other node.
+	Errors      int64        `json:"errors" jsonschema:"Engine calls to the node that failed, since the process started (calls the caller gave up on are not counted)."`
+	Failovers   int64        `json:"failovers" jsonschema:"Times questions that failed on the node moved on to another node, since the process started."`
+	Cooldowns   int64        `json:"cooldowns" jsonschema:"Times the node was cooled down, since the process started."`
 	PromptLists *PromptLists `json:"prompt_lists,omitempty" jsonschema:"On a llamacpp node with prompts_per_call: the calls of several prompts it was sent since the process started, and the prompts they carried."`
 	// Fingerprints are the builds it serves, by model, as the background
 	// probes last saw them (docs/fingerprints.md).
@@ -318,7 +293,7 @@ func (n *Node) State(now time.Time) State {
 	if n.discoverErr != nil {
 		s.Error = n.discoverErr.Error()
 	}
-	if l, ok := n.Backend.(lister); ok {
+	if l, ok := n.engineOf().(lister); ok {
 		if calls, prompts, on := l.Lists(); on {
 			s.PromptLists = &PromptLists{Calls: calls, Prompts: prompts}
 		}
@@ -336,21 +311,13 @@ type PromptLists struct {
 	Prompts int64 `json:"prompts"`
 }
 
-// lister is an engine, or a backend over one, that sends several prompts
-// in a call (the llamacpp dialect's prompts_per_call) and counts them.
+// lister is an engine that sends several prompts in a call (the
+// llamacpp dialect's prompts_per_call) and counts them.
 type lister interface {
 	Lists() (calls, prompts int64, on bool)
 }
 
 var _ lister = (*llamacpp.Engine)(nil)
-
-// Lists are its engine's, where it sends several prompts in a call.
-func (b *engineBackend) Lists() (calls, prompts int64, on bool) {
-	if l, ok := b.e.(lister); ok {
-		return l.Lists()
-	}
-	return 0, 0, false
-}
 
 // modelCooldown is a (node, model) pair resting: the node is fine, this
 // model on it is not.

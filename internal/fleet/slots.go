@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -22,14 +23,9 @@ type slots struct {
 	inFlight, queued int
 }
 
-func newSlots(max, queue int, wait time.Duration) *slots {
-	if max <= 0 {
-		max = DefaultMaxInFlight
-	}
-	if queue <= 0 {
-		queue = DefaultQueue
-	}
-	return &slots{sem: make(chan struct{}, max), queue: queue, wait: wait}
+func newSlots(inFlight, queue int, wait time.Duration) *slots {
+	return &slots{sem: make(chan struct{}, cmp.Or(max(inFlight, 0), DefaultMaxInFlight)),
+		queue: cmp.Or(max(queue, 0), DefaultQueue), wait: wait}
 }
 
 // acquire takes a slot, waiting in the queue if there is room; release

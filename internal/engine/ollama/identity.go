@@ -47,9 +47,9 @@ func (e *Engine) Identity(ctx context.Context, model string) (fingerprint.Identi
 	if err := openai.GetIdentity(ctx, e.HTTP, e.url("/api/version"), e.Key, e.MaxBody, &version); err != nil {
 		return fingerprint.Identity{}, fmt.Errorf("reading /api/version: %w", err)
 	}
-	want := tagged(model)
+	want := Tagged(model)
 	for _, m := range tags.Models {
-		if tagged(m.Name) != want && tagged(m.Model) != want {
+		if Tagged(m.Name) != want && Tagged(m.Model) != want {
 			continue
 		}
 		if m.Digest == "" {
@@ -72,9 +72,11 @@ func (e *Engine) Identity(ctx context.Context, model string) (fingerprint.Identi
 	return fingerprint.Identity{}, &engine.Failure{Kind: engine.Unavailable, Err: fmt.Errorf("model %q is not among the %d models of /api/tags", model, len(tags.Models))}
 }
 
-// tagged is a model name with its tag, ":latest" when it has none: the
-// part after the last "/" (a registry host may have a port) holds the tag.
-func tagged(name string) string {
+// Tagged is a model name as Ollama resolves it, with its tag, ":latest"
+// when it has none, so that "stories" and "stories:latest" are one model:
+// the part after the last "/" (a registry host may have a port) holds the
+// tag.
+func Tagged(name string) string {
 	if name == "" || strings.Contains(name[strings.LastIndex(name, "/")+1:], ":") {
 		return name
 	}

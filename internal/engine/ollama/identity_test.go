@@ -92,8 +92,8 @@ func TestTagged(t *testing.T) {
 		"registry.local:5000/org/m:1": "registry.local:5000/org/m:1",
 		"":                            "",
 	} {
-		if got := tagged(in); got != want {
-			t.Errorf("tagged(%q) = %q, want %q", in, got, want)
+		if got := Tagged(in); got != want {
+			t.Errorf("Tagged(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
