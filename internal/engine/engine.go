@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"time"
 )
@@ -184,10 +185,5 @@ var contextRefusals = []string{
 // longer than the model's context.
 func contextRefusal(msg string) bool {
 	msg = strings.ToLower(msg)
-	for _, r := range contextRefusals {
-		if strings.Contains(msg, r) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(contextRefusals, func(r string) bool { return strings.Contains(msg, r) })
 }

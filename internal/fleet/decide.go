@@ -108,7 +108,8 @@ func (r *Router) Decide(ctx context.Context, req decision.Request) (*Result, err
 			case <-ctx.Done():
 			}
 		}
-		served, ok := r.served(n, model), 0
+		fingerprint, since := n.served(model)
+		ok := 0
 		for j, got := range answers {
 			i := take[j]
 			a := &res.Questions[i]
@@ -118,7 +119,7 @@ func (r *Router) Decide(ctx context.Context, req decision.Request) (*Result, err
 			if got.err == nil {
 				a.Outcome, a.Abstain, a.Node, a.Err = got.outcome, got.abstain, n.Name, nil
 				a.Prior, a.PriorVersion = got.prior, got.priorVersion
-				a.Fingerprint, a.Since = served.Fingerprint, served.Since
+				a.Fingerprint, a.Since = fingerprint, since
 				a.Price, a.Requests = n.Price, got.requests
 				settled[i] = true
 				ok++
@@ -459,11 +460,7 @@ func (r *Router) noNode(ctx context.Context, serving []*Node, model string, opti
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	big := true
-	for _, n := range serving {
-		big = big && n.MaxOptions < options
-	}
-	if big {
+	if !slices.ContainsFunc(serving, func(n *Node) bool { return n.MaxOptions >= options }) {
 		return &engine.Failure{Kind: engine.Rejected, Err: fmt.Errorf("%d options exceed every node's option cap", options)}
 	}
 	now := r.now()

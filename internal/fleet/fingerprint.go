@@ -159,7 +159,7 @@ func (r *Router) RecordUncertainTo(u UncertainRecorder) {
 	fp.pending = nil
 	fp.umu.Unlock()
 	for _, w := range pending {
-		fp.record(w)
+		fp.record(u, w)
 	}
 }
 
@@ -168,19 +168,17 @@ func (fp *fingerprints) uncertain(w uncertainWindow) {
 	fp.log.Info("the answers of a changed build's uncertain window are kept out of both builds' refits",
 		"node", w.node, "model", w.model, "from", w.from, "to", w.to, "was", w.was, "now", w.now)
 	fp.umu.Lock()
-	if fp.recorder == nil {
+	u := fp.recorder
+	if u == nil {
 		fp.pending = append(fp.pending, w)
-		fp.umu.Unlock()
-		return
 	}
 	fp.umu.Unlock()
-	fp.record(w)
+	if u != nil {
+		fp.record(u, w)
+	}
 }
 
-func (fp *fingerprints) record(w uncertainWindow) {
-	fp.umu.Lock()
-	u := fp.recorder
-	fp.umu.Unlock()
+func (fp *fingerprints) record(u UncertainRecorder, w uncertainWindow) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := u.RecordUncertain(ctx, w.node, w.model, w.from, w.to, w.was, w.now); err != nil {
@@ -232,37 +230,23 @@ type Fingerprint struct {
 	Error string `json:"error,omitempty"`
 }
 
-// served is the build a node serves under a model: its fingerprint (""
-// when fingerprints are off or it was not probed yet) and since when.
-type served struct {
-	Fingerprint string
-	Since       time.Time
-}
-
-// served reports the build n serves under model now.
-func (r *Router) served(n *Node, model string) served {
-	var s served
-	if r.prints == nil {
-		return s
-	}
+// served reports the build n serves under model now, as the background
+// probes last saw it: its fingerprint ("" when it was not probed, or
+// fingerprints are off) and since when.
+func (n *Node) served(model string) (fingerprint string, since time.Time) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if b := n.buildLocked(model); b != nil {
-		s.Fingerprint, s.Since = b.id, b.since
+		return b.id, b.since
 	}
-	return s
+	return "", time.Time{}
 }
 
-// Fingerprint is the fingerprint of the build n serves under model, as
-// the background probes last saw it; "" when it was not probed, or
-// fingerprints are off.
+// Fingerprint is the fingerprint of the build n serves under model (see
+// served).
 func (n *Node) Fingerprint(model string) string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if b := n.buildLocked(model); b != nil {
-		return b.id
-	}
-	return ""
+	id, _ := n.served(model)
+	return id
 }
 
 // priorModel is model as the label priors key it: with the fingerprint

@@ -190,12 +190,8 @@ func (n *Node) Models() []string {
 
 // Serves reports whether the node serves model. On Ollama a name without
 // a tag is the one tagged latest, as Ollama itself reads it.
-func (n *Node) Serves(model string) bool { return n.servesName(n.Models(), model) }
-
-// servesName reports whether models holds model, read as the node's
-// engine reads names (sameModel).
-func (n *Node) servesName(models []string, model string) bool {
-	return slices.ContainsFunc(models, func(m string) bool { return n.sameModel(m, model) })
+func (n *Node) Serves(model string) bool {
+	return slices.ContainsFunc(n.Models(), func(m string) bool { return n.sameModel(m, model) })
 }
 
 // sameModel reports whether a and b name one model as the node's engine

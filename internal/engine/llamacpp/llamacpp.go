@@ -210,7 +210,7 @@ func (e *Engine) read(ctx context.Context, model string, p engine.Prompt, labels
 	req := openai.Chat(model, p.System, p.User())
 	req.MaxTokens, req.Logprobs, req.TopLogprobs, req.Grammar, req.CachePrompt = 1, true, topK, grammar, true
 	if e.PinSlots {
-		if n := e.slots(ctx); n > 0 {
+		if n := e.Slots(ctx); n > 0 {
 			slot := int(p.Prefix() % uint64(n))
 			if h, ok := ctx.Value(heldKey{}).(int); ok && h < n {
 				slot = h
@@ -246,7 +246,7 @@ func (e *Engine) read(ctx context.Context, model string, p engine.Prompt, labels
 func (e *Engine) Prime(ctx context.Context, state json.RawMessage, k int) error {
 	n := 0
 	if e.PinSlots && e.SpreadSlots {
-		n = e.slots(ctx)
+		n = e.Slots(ctx)
 	}
 	if n <= 1 {
 		return e.prime(ctx, nil)
@@ -277,7 +277,7 @@ type heldKey struct{}
 func (e *Engine) Hold(ctx context.Context, state json.RawMessage) (held context.Context, release func(), err error) {
 	n := 0
 	if e.PinSlots {
-		n = e.slots(ctx)
+		n = e.Slots(ctx)
 	}
 	if n <= 0 {
 		return ctx, func() {}, nil
@@ -436,7 +436,7 @@ func (e *Engine) tokens(ctx context.Context) *callTokens {
 	if t != nil {
 		return t
 	}
-	n := e.slots(ctx)
+	n := e.Slots(ctx)
 	if n <= 0 {
 		return nil
 	}
@@ -491,17 +491,13 @@ func (e *Engine) vocab(ctx context.Context) int {
 	return n
 }
 
-// Slots is how many tasks the server runs at once: its slots (-np), from
-// /props; 0 when it does not say.
-func (e *Engine) Slots(ctx context.Context) int { return e.slots(ctx) }
-
 // KnownSlots is Slots as last read, without a call: 0 before the first
 // read, or when the server did not say.
 func (e *Engine) KnownSlots() int { return e.nSlots.peek() }
 
-// slots is the server's number of slots, from /props; 0 when it does not
-// say.
-func (e *Engine) slots(ctx context.Context) int {
+// Slots is how many tasks the server runs at once: its slots (-np), from
+// /props; 0 when it does not say.
+func (e *Engine) Slots(ctx context.Context) int {
 	n, _ := e.nSlots.get(ctx, func(ctx context.Context) (int, error) {
 		var props struct {
 			TotalSlots int `json:"total_slots"`
@@ -512,16 +508,9 @@ func (e *Engine) slots(ctx context.Context) int {
 	return n
 }
 
-// get reads one of the server's facts, a call bounded by the node's
-// timeout (engine.Bound) that runs no model, so takes no slot.
+// get reads one of the server's facts (openai.Get).
 func (e *Engine) get(ctx context.Context, path string, reply any) error {
-	ctx, cancel := engine.Bound(ctx)
-	defer cancel()
-	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, e.url(path), nil)
-	if err != nil {
-		return err
-	}
-	return openai.Do(e.HTTP, hr, e.Key, reply, e.MaxBody)
+	return openai.Get(ctx, e.HTTP, e.url(path), e.Key, e.MaxBody, reply)
 }
 
 // fact is a number read once from the server, such as its vocabulary
@@ -612,10 +601,9 @@ func (e *Engine) tokenID(ctx context.Context, label string) (id int, single bool
 			} `json:"tokens"`
 		}
 		req := map[string]any{"content": text, "add_special": false, "with_pieces": true}
-		// The tokenizer runs no model: bounded by the node's timeout, no
-		// slot, so that a new model's hundreds of candidates do not each
-		// wait for one.
-		if err := e.tokenize(ctx, req, &reply); err != nil {
+		// The tokenizer runs no model: no slot, so that a new model's
+		// hundreds of candidates do not each wait for one.
+		if err := e.query(ctx, "/tokenize", req, &reply); err != nil {
 			return 0, false, fmt.Errorf("tokenizing %q: %w", label, err)
 		}
 		var rest []int
@@ -631,10 +619,12 @@ func (e *Engine) tokenID(ctx context.Context, label string) (id int, single bool
 	return 0, false, nil
 }
 
-func (e *Engine) tokenize(ctx context.Context, req, reply any) error {
+// query posts a request that runs no model, bounded by the node's
+// timeout (engine.Bound) without taking a slot.
+func (e *Engine) query(ctx context.Context, path string, req, reply any) error {
 	ctx, cancel := engine.Bound(ctx)
 	defer cancel()
-	return openai.Post(ctx, e.HTTP, e.url("/tokenize"), e.Key, req, reply, e.MaxBody)
+	return openai.Post(ctx, e.HTTP, e.url(path), e.Key, req, reply, e.MaxBody)
 }
 
 func (e *Engine) url(path string) string { return strings.TrimRight(e.BaseURL, "/") + path }

@@ -118,9 +118,7 @@ func (e *Engine) applyTemplate(ctx context.Context, model, system, user string) 
 	var reply struct {
 		Prompt *string `json:"prompt"`
 	}
-	ctx, cancel := engine.Bound(ctx)
-	defer cancel()
-	if err := openai.Post(ctx, e.HTTP, e.url("/apply-template"), e.Key, req, &reply, e.MaxBody); err != nil {
+	if err := e.query(ctx, "/apply-template", req, &reply); err != nil {
 		return "", err
 	}
 	if reply.Prompt == nil {

@@ -91,14 +91,14 @@ func (e *Engine) Read(ctx context.Context, model string, p engine.Prompt) (engin
 	for i, l := range asked {
 		labels[i] = openai.Label{Text: l, ID: -1}
 	}
-	lp, found, err := openai.Read(&reply.Logprobs[0], labels)
+	r, err := openai.TokenReading(&reply.Logprobs[0], labels, true)
 	if err != nil {
-		return engine.Reading{}, &engine.Failure{Kind: engine.Malformed, Err: err}
+		return engine.Reading{}, err
 	}
 	if err := uncut(reply.PromptEvalCount, e.NumCtx); err != nil {
 		return engine.Reading{}, err
 	}
-	r := engine.Reading{Logprobs: lp, Found: found, PreMask: true, Model: reply.Model}
+	r.Model = reply.Model
 	// Negative counts are not counts: they are left out rather than
 	// passed on into system1's own usage report.
 	if reply.PromptEvalCount != nil && *reply.PromptEvalCount >= 0 && (reply.EvalCount == nil || *reply.EvalCount >= 0) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"system1/internal/engine"
@@ -23,37 +24,31 @@ const identitySource = "openai /v1/models+/version"
 // time of the request. A hosted API that serves a new snapshot under the
 // same id reports nothing different here; only the canary can see that.
 func (e *Engine) Identity(ctx context.Context, model string) (fingerprint.Identity, error) {
+	type entry struct {
+		ID          string  `json:"id"`
+		OwnedBy     *string `json:"owned_by"`
+		Root        *string `json:"root"`
+		Parent      *string `json:"parent"`
+		MaxModelLen *int64  `json:"max_model_len"`
+	}
 	var list struct {
-		Data []struct {
-			ID          string  `json:"id"`
-			OwnedBy     *string `json:"owned_by"`
-			Root        *string `json:"root"`
-			Parent      *string `json:"parent"`
-			MaxModelLen *int64  `json:"max_model_len"`
-		} `json:"data"`
+		Data []entry `json:"data"`
 	}
 	if err := GetIdentity(ctx, e.HTTP, e.url("/models"), e.Key, e.MaxBody, &list); err != nil {
 		return fingerprint.Identity{}, fmt.Errorf("reading /v1/models: %w", err)
 	}
-	f := map[string]string{}
-	found := false
-	for _, m := range list.Data {
-		if m.ID != model {
-			continue
-		}
-		found = true
-		for name, v := range map[string]*string{"owned_by": m.OwnedBy, "root": m.Root, "parent": m.Parent} {
-			if v != nil {
-				f[name] = *v
-			}
-		}
-		if m.MaxModelLen != nil {
-			f["max_model_len"] = fmt.Sprint(*m.MaxModelLen)
-		}
-		break
-	}
-	if !found {
+	at := slices.IndexFunc(list.Data, func(m entry) bool { return m.ID == model })
+	if at < 0 {
 		return fingerprint.Identity{}, &engine.Failure{Kind: engine.Unavailable, Err: fmt.Errorf("model %q is not among the %d models of /v1/models", model, len(list.Data))}
+	}
+	m, f := list.Data[at], map[string]string{}
+	for name, v := range map[string]*string{"owned_by": m.OwnedBy, "root": m.Root, "parent": m.Parent} {
+		if v != nil {
+			f[name] = *v
+		}
+	}
+	if m.MaxModelLen != nil {
+		f["max_model_len"] = fmt.Sprint(*m.MaxModelLen)
 	}
 	var version struct {
 		Version string `json:"version"`
@@ -70,16 +65,9 @@ func (e *Engine) Identity(ctx context.Context, model string) (fingerprint.Identi
 	return fingerprint.Identity{Source: identitySource, Fields: f}, nil
 }
 
-// GetIdentity reads url with GET for an identity (engine.Identifier): a
-// call that runs no model, bounded by the node's timeout (engine.Bound)
-// and its reply by fingerprint.MaxReply, or by maxBody when that is
-// smaller and positive.
+// GetIdentity is Get for an identity (engine.Identifier): its reply is
+// bounded by fingerprint.MaxReply, or by maxBody when that is smaller and
+// positive.
 func GetIdentity(ctx context.Context, hc *http.Client, url, key string, maxBody int64, reply any) error {
-	ctx, cancel := engine.Bound(ctx)
-	defer cancel()
-	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	return Do(hc, hr, key, reply, fingerprint.ReplyLimit(maxBody))
+	return Get(ctx, hc, url, key, fingerprint.ReplyLimit(maxBody), reply)
 }

@@ -240,6 +240,18 @@ func PostBody(ctx context.Context, hc *http.Client, url, key string, req any, ma
 	return send(hc, hr, key, maxBody)
 }
 
+// Get reads url with GET into reply: a call that runs no model, bounded
+// by the node's timeout (engine.Bound) without taking a slot.
+func Get(ctx context.Context, hc *http.Client, url, key string, maxBody int64, reply any) error {
+	ctx, cancel := engine.Bound(ctx)
+	defer cancel()
+	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	return Do(hc, hr, key, reply, maxBody)
+}
+
 // Do sends hr with the bearer key and decodes a JSON reply into reply,
 // classifying what went wrong as an engine failure. A nil hc is
 // http.DefaultClient; a maxBody of 0 or less is DefaultMaxBody.
