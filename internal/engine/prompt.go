@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"encoding/json"
 	"hash/fnv"
 	"strings"
@@ -57,39 +58,28 @@ func statePart(state json.RawMessage) string { return "State:\n" + jsonx.Text(st
 const system = "You are a fast, careful judge. You read a state and answer one question about it " +
 	"by picking exactly one of the labelled options. Reply with the option's label alone."
 
+// kinds are each kind's question when the caller gives no instructions,
+// and the heading of its options.
+var kinds = map[decision.Kind]struct{ ask, options string }{
+	decision.Choice: {"Which option fits the state best?", "Options:"},
+	decision.Noul:   {"Is this true of the state?", "Options:"},
+	decision.Score:  {"Which level fits the state best?", "Levels, from lowest to highest:"},
+}
+
 // Layout lays question q out over state with the given labels, one per
 // option in option order.
 func Layout(state json.RawMessage, q decision.Question, labels []string) Prompt {
 	var b strings.Builder
-	instr := jsonx.Text(q.Instructions)
-	switch q.Kind {
-	case decision.Choice:
-		if instr == "" {
-			instr = "Which option fits the state best?"
-		}
-		b.WriteString("Question: " + instr + "\nOptions:\n")
-	case decision.Noul:
-		if instr == "" {
-			instr = "Is this true of the state?"
-		}
-		b.WriteString("Question: " + instr + "\nOptions:\n")
-	case decision.Score:
-		if instr == "" {
-			instr = "Which level fits the state best?"
-		}
-		b.WriteString("Question: " + instr + "\nLevels, from lowest to highest:\n")
+	if k, ok := kinds[q.Kind]; ok {
+		b.WriteString("Question: " + cmp.Or(jsonx.Text(q.Instructions), k.ask) + "\n" + k.options + "\n")
 	}
 	for i, o := range q.Options {
-		b.WriteString(labels[i] + ". ")
 		name, desc := o.Name, jsonx.Text(o.Text)
-		switch {
-		case name != "" && desc != "":
-			b.WriteString(name + ": " + desc)
-		case name != "":
-			b.WriteString(name)
-		default:
-			b.WriteString(desc)
+		b.WriteString(labels[i] + ". " + name)
+		if name != "" && desc != "" {
+			b.WriteString(": ")
 		}
+		b.WriteString(desc)
 		b.WriteByte('\n')
 	}
 	return Prompt{

@@ -19,6 +19,11 @@ type BuildsFile struct{ Path string }
 
 var _ BuildStore = BuildsFile{}
 
+// buildsDoc is the file's JSON.
+type buildsDoc struct {
+	Builds []fingerprint.Build `json:"builds"`
+}
+
 // maxBuildsBytes bounds the file read: a build is a few kilobytes.
 const maxBuildsBytes = 16 << 20
 
@@ -39,9 +44,7 @@ func (f BuildsFile) Load() ([]fingerprint.Build, error) {
 	if len(data) > maxBuildsBytes {
 		return nil, fmt.Errorf("%s: over %d bytes", f.Path, maxBuildsBytes)
 	}
-	var doc struct {
-		Builds []fingerprint.Build `json:"builds"`
-	}
+	var doc buildsDoc
 	if err := json.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("%s: %w", f.Path, err)
 	}
@@ -63,9 +66,7 @@ func (f BuildsFile) Save(bs []fingerprint.Build) error {
 			bs = append(bs, b)
 		}
 	}
-	data, err := json.MarshalIndent(struct {
-		Builds []fingerprint.Build `json:"builds"`
-	}{bs}, "", "  ")
+	data, err := json.MarshalIndent(buildsDoc{bs}, "", "  ")
 	if err != nil {
 		return err
 	}

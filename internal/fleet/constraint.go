@@ -132,8 +132,7 @@ func (r *Router) probeConstraint(n *Node, model string) {
 			c.State, c.Model, c.At = ConstraintHolds, model, at
 			c.Detail = "the probe's generated token was one of its labels"
 		default:
-			c.State, c.Model, c.At = ConstraintFailed, model, at
-			c.Detail = "the probe's generated token was no label: the engine ignores " + c.Method + ", so its answers are read as before the constraint"
+			c.failed(model, at, "the probe's")
 		}
 	}()
 }
@@ -145,11 +144,16 @@ func (r *Router) constraintFailed(n *Node, model string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	c := &n.constraint
-	if c.State == "" || c.State == ConstraintFailed {
-		return
+	if c.State != "" && c.State != ConstraintFailed {
+		c.failed(model, r.now(), "an answer's")
 	}
-	c.State, c.Model, c.At = ConstraintFailed, model, r.now()
-	c.Detail = "an answer's generated token was no label: the engine ignores " + c.Method + ", so its answers are read as before the constraint"
+}
+
+// failed records that whose (the probe's, an answer's) generated token,
+// of model at at, was no label.
+func (c *constraint) failed(model string, at time.Time, whose string) {
+	c.State, c.Model, c.At = ConstraintFailed, model, at
+	c.Detail = whose + " generated token was no label: the engine ignores " + c.Method + ", so its answers are read as before the constraint"
 }
 
 // constraintUnknown forgets what was learnt of a node's constraint when

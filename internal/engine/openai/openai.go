@@ -102,6 +102,15 @@ type Label struct {
 	ID   int
 }
 
+// matches reports whether t is label l: by id where l has one, else by
+// its text.
+func (l Label) matches(t *TokenLogprob) bool {
+	if l.ID >= 0 {
+		return t.ID != nil && *t.ID == l.ID
+	}
+	return t.Token == l.Text
+}
+
 // FirstToken returns the first generated token's entry.
 func (r *ChatResponse) FirstToken() (*TokenLogprob, error) {
 	if len(r.Choices) == 0 {
@@ -147,19 +156,14 @@ func Read(tok *TokenLogprob, labels []Label) (lp []float64, found []bool, err er
 		mass += math.Exp(math.Min(v, 0))
 		for i, l := range labels {
 			switch {
-			case l.ID >= 0 && t.ID != nil && *t.ID == l.ID:
-				if found[i] {
-					return nil, nil, fmt.Errorf("label %q (token %d) appears twice in the top logprobs", l.Text, l.ID)
-				}
+			case !l.matches(&t):
+			case !found[i]:
 				lp[i], found[i] = v, true
-			case l.ID < 0 && t.Token == l.Text:
-				if found[i] {
-					// At most 1: a sum the tolerance lets over it is
-					// rounding.
-					lp[i] = math.Min(logAdd(lp[i], v), 0)
-				} else {
-					lp[i], found[i] = v, true
-				}
+			case l.ID >= 0:
+				return nil, nil, fmt.Errorf("label %q (token %d) appears twice in the top logprobs", l.Text, l.ID)
+			default:
+				// At most 1: a sum the tolerance lets over it is rounding.
+				lp[i] = math.Min(logAdd(lp[i], v), 0)
 			}
 		}
 	}
@@ -171,7 +175,7 @@ func Read(tok *TokenLogprob, labels []Label) (lp []float64, found []bool, err er
 	// it is the same raw value, so it counts as reported.
 	if tok.Logprob != nil && !math.IsNaN(*tok.Logprob) {
 		for i, l := range labels {
-			if !found[i] && (l.ID >= 0 && tok.ID != nil && *tok.ID == l.ID || l.ID < 0 && tok.Token == l.Text) {
+			if !found[i] && l.matches(tok) {
 				if *tok.Logprob > maxLogprob {
 					return nil, nil, fmt.Errorf("token %q has logprob %v, not a log-probability", tok.Token, *tok.Logprob)
 				}
@@ -406,21 +410,10 @@ func TokenReading(tok *TokenLogprob, labels []Label, preMask bool) (engine.Readi
 	// hold the constraint (vLLM >= 0.12 ignores guided_choice with only a
 	// log warning): its values are from before any mask, so they are read
 	// as such, the label mass with them, and the answer says so.
-	if !preMask && !generatedLabel(tok, labels) {
+	if !preMask && !slices.ContainsFunc(labels, func(l Label) bool { return l.matches(tok) }) {
 		r.PreMask, r.ConstraintFailed = true, true
 	}
 	return r, nil
-}
-
-// generatedLabel reports whether the generated token is one of the
-// labels: by id where both have one, else by its text.
-func generatedLabel(tok *TokenLogprob, labels []Label) bool {
-	for _, l := range labels {
-		if (l.ID >= 0 && tok.ID != nil && *tok.ID == l.ID) || (l.ID < 0 && tok.Token == l.Text) {
-			return true
-		}
-	}
-	return false
 }
 
 // Models lists the ids of GET /v1/models.
