@@ -59,12 +59,7 @@ func (d Debias) permute(req decision.Request) bool {
 }
 
 // most is the most shifts asked of one question.
-func (d Debias) most() int {
-	if d.Orders <= 0 {
-		return decision.DefaultDebiasOrders
-	}
-	return d.Orders
-}
+func (d Debias) most() int { return cmp.Or(max(d.Orders, 0), decision.DefaultDebiasOrders) }
 
 // orders is how many orders of q's options a request asks: 1 without
 // permutation, else every shift up to the configured number.

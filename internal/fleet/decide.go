@@ -231,12 +231,7 @@ func (n *Node) questionCost(model string, req decision.Request, q decision.Quest
 }
 
 // budget is the most engine calls one request may cost on the node.
-func (n *Node) budget() int {
-	if n.MaxEngineCalls > 0 {
-		return n.MaxEngineCalls
-	}
-	return config.DefaultMaxEngineCalls
-}
+func (n *Node) budget() int { return cmp.Or(max(n.MaxEngineCalls, 0), config.DefaultMaxEngineCalls) }
 
 // costNotes say what a question's cost counts besides one reading (its
 // orders, its content-free reading), and the other ways to cut them.

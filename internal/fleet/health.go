@@ -112,16 +112,13 @@ func (r *Router) probe(ctx context.Context, n *Node) ([]string, error) {
 	}
 	n.mu.Lock()
 	if n.claimed == nil {
-		n.discoverErr = err
-		if err == nil {
-			n.discovered = models
-		}
-	}
-	if err == nil && n.probeFailed {
-		n.coolUntil, n.coolReason, n.probeFailed = time.Time{}, "", false
+		n.listedLocked(models, err)
 	}
 	if err == nil {
 		n.answered = true
+		if n.probeFailed {
+			n.coolUntil, n.coolReason, n.probeFailed = time.Time{}, "", false
+		}
 	}
 	n.mu.Unlock()
 	if f := failure(err); f != nil && ctx.Err() == nil {
@@ -139,7 +136,12 @@ func (r *Router) Refresh(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, n := range r.nodes {
 		if n.claimed == nil && n.Models() == nil {
-			wg.Go(func() { _ = n.Discover(ctx) })
+			wg.Go(func() {
+				models, err := n.list(ctx)
+				n.mu.Lock()
+				n.listedLocked(models, err)
+				n.mu.Unlock()
+			})
 		}
 	}
 	wg.Wait()

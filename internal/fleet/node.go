@@ -208,20 +208,13 @@ func (n *Node) list(ctx context.Context) ([]string, error) {
 	return n.Backend.Models(ctx)
 }
 
-// Discover refreshes the node's model list from the node itself, unless
-// the config lists its models.
-func (n *Node) Discover(ctx context.Context) error {
-	if n.claimed != nil {
-		return nil
-	}
-	models, err := n.list(ctx)
-	n.mu.Lock()
-	defer n.mu.Unlock()
+// listedLocked records what a node whose config names no models listed,
+// or why it did not; the caller holds n.mu.
+func (n *Node) listedLocked(models []string, err error) {
 	n.discoverErr = err
 	if err == nil {
 		n.discovered = models
 	}
-	return err
 }
 
 // State is a node's health and load as the router sees it: the one view
