@@ -117,8 +117,9 @@ func NewNode(c config.Node, getenv func(string) string, hc *http.Client) (*Node,
 		// Behind a pool's prefix-aware router, a state's first question
 		// goes alone, so that the router has placed its prefix on one
 		// engine before the rest follow it there.
-		n.Backend = EngineBackend(&openai.Engine{BaseURL: c.URL, Key: key, HTTP: hc, Constrain: c.Constrain, TopLogprobs: cmp.Or(c.MaxLabels, DefaultLabels)}, c.Pool)
-		if c.Constrain == "structured_outputs" || c.Constrain == "guided_choice" {
+		e := &openai.Engine{BaseURL: c.URL, Key: key, HTTP: hc, Constrain: c.Constrain, TopLogprobs: cmp.Or(c.MaxLabels, DefaultLabels)}
+		n.Backend = EngineBackend(e, c.Pool)
+		if e.Caps().Subsets { // held to the labels
 			n.constrained(c.Constrain)
 		}
 	case "systemone":

@@ -557,35 +557,26 @@ func (f *fact) get(ctx context.Context, read func(context.Context) (int, error))
 // own vocabulary, asking the server's tokenizer once per candidate and
 // caching the answer, with the token id that replies are matched on.
 func (e *Engine) Labels(ctx context.Context, model string, candidates []string, want int) ([]string, error) {
-	var out []string
-	for _, c := range candidates {
-		if len(out) == want {
-			break
+	for {
+		labels, unknown := e.known(model, candidates, want)
+		if unknown < 0 {
+			return labels, nil
+		}
+		c := candidates[unknown]
+		id, single, err := e.tokenID(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		if !single {
+			id = -1
 		}
 		e.mu.Lock()
-		id, ok := e.ids[tokenKey{model, c}]
+		if e.ids == nil {
+			e.ids = map[tokenKey]int{}
+		}
+		e.ids[tokenKey{model, c}] = id
 		e.mu.Unlock()
-		if !ok {
-			var single bool
-			var err error
-			if id, single, err = e.tokenID(ctx, c); err != nil {
-				return nil, err
-			}
-			if !single {
-				id = -1
-			}
-			e.mu.Lock()
-			if e.ids == nil {
-				e.ids = map[tokenKey]int{}
-			}
-			e.ids[tokenKey{model, c}] = id
-			e.mu.Unlock()
-		}
-		if id >= 0 {
-			out = append(out, c)
-		}
 	}
-	return out, nil
 }
 
 // tokenID finds the token whose text is exactly label. A tokenizer may put

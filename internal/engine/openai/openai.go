@@ -6,6 +6,7 @@ package openai
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -475,12 +476,7 @@ func (e *Engine) Caps() engine.Caps {
 	return engine.Caps{PerCall: e.topLogprobs(), Subsets: e.constrained()}
 }
 
-func (e *Engine) topLogprobs() int {
-	if e.TopLogprobs > 0 {
-		return e.TopLogprobs
-	}
-	return 20
-}
+func (e *Engine) topLogprobs() int { return cmp.Or(max(e.TopLogprobs, 0), 20) }
 
 func (e *Engine) constrained() bool {
 	return e.Constrain == "structured_outputs" || e.Constrain == "guided_choice"
