@@ -227,12 +227,12 @@ func rounds(ctx context.Context, e Engine, model string, state json.RawMessage, 
 	results := make([]reading, len(groups))
 	prompts := make([]Prompt, len(groups))
 	prompts[0] = prompt(groups[0])
-	first, err := read(ctx, e, model, prompts[0], optionKeys(q, groups[0]))
-	if err != nil {
+	var err error
+	if results[0], err = read(ctx, e, model, prompts[0], optionKeys(q, groups[0])); err != nil {
 		return Outcome{}, err
 	}
-	results[0] = first
-	anchor := groups[0][first.dist.Argmax()]
+	first := results[0].dist.Argmax()
+	anchor := groups[0][first]
 	for i := 1; i < len(groups); i++ {
 		groups[i] = append([]int{anchor}, groups[i]...)
 		prompts[i] = prompt(groups[i])
@@ -256,7 +256,7 @@ func rounds(ctx context.Context, e Engine, model string, state json.RawMessage, 
 		d := results[i].dist
 		a := 0 // the anchor is first in every later round
 		if i == 0 {
-			a = first.dist.Argmax()
+			a = first
 		}
 		if !(d[a] > 0) {
 			return Outcome{}, &Failure{Kind: Malformed, Uninformative: true, Err: fmt.Errorf("round %d gave the anchor option %q no probability; the rounds cannot be stitched", i+1, q.Options[anchor].Key)}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 
 	"system1/internal/decision"
 )
@@ -80,10 +79,7 @@ func AskOrders(ctx context.Context, e Engine, model string, state json.RawMessag
 	if err := out.Dist.Check(n); err != nil {
 		return Outcome{}, &Failure{Kind: Malformed, Err: fmt.Errorf("averaging %d orders: %w", orders, err)}
 	}
-	out.Mass = math.NaN()
-	if !math.IsNaN(mass) {
-		out.Mass = mass / float64(orders)
-	}
+	out.Mass = mass / float64(orders) // NaN when any order's was
 	for _, o := range q.Options {
 		if missing[o.Key] {
 			out.Missing = append(out.Missing, o.Key)

@@ -418,11 +418,10 @@ func (w *warmStates) add(node string, state uint64, now time.Time) {
 // keep the node down for every other model. A reading in which the model
 // ranked none of the labels is honest and well-formed, and an upstream's
 // answer that fails the checks is a shape the question provoked: neither
-// counts against anything. On a pool, an error status its router answered with (a 5xx)
-// is one engine's failure behind a router that still routes: it counts
-// toward a cooldown, as a timeout does, rather than cooling the whole
-// pool at once. Everything else is the node's, by the policy (see
-// failed).
+// counts against anything. On a pool, an error status its router answered
+// with (a 5xx) is one engine's failure behind a router that still routes:
+// it counts toward a cooldown, as a timeout does, rather than cooling the
+// whole pool. Everything else is the node's, by the policy (failed).
 func (r *Router) blame(n *Node, model string, f *engine.Failure) {
 	switch {
 	case f.Uninformative || f.Provoked:

@@ -137,14 +137,13 @@ func NewNode(c config.Node, getenv func(string) string, hc *http.Client) (*Node,
 	return n, nil
 }
 
-// FromConfig builds the router cfg describes: its nodes, and its
-// aliases, debias, prior, max_questions and fingerprint settings (its builds file too, unless o
-// gives a store), which replace o's; o gives
-// the rest (Getenv, Observer, Policy, Fingerprint.Log). It is the one place a configured
-// router is built: serve, mcp, decide and bench all call it. It
-// normalizes cfg first (config.Config.Normalize). Calls share
-// one HTTP client whose connections are kept alive per node for reuse,
-// and closed after 30 s idle; every call is bounded by its node's timeout.
+// FromConfig builds the router cfg describes, the one place a configured
+// router is built (serve, mcp, decide and bench): its nodes, and its
+// aliases, debias, prior, max_questions and fingerprint settings (its
+// builds file too, unless o gives a store), which replace o's; o gives the
+// rest (Getenv, Observer, Policy, Fingerprint.Log). It normalizes cfg
+// first. Calls share one HTTP client whose connections are kept alive per
+// node, closed after 30 s idle; each is bounded by its node's timeout.
 func FromConfig(cfg *config.Config, o Options) (*Router, error) {
 	cfg.Normalize() // the old providers: form names nodes too
 	if o.Getenv == nil {
