@@ -266,12 +266,7 @@ func (r *Router) withModel(nodes []*Node, model string) []*Node {
 // than wait for one on its own node.
 func (r *Router) order(serving []*Node, state []byte, bulk bool) []*Node {
 	now := r.now()
-	var out []*Node
-	for _, n := range serving {
-		if n.State(now).Healthy {
-			out = append(out, n)
-		}
-	}
+	out := slices.DeleteFunc(slices.Clone(serving), func(n *Node) bool { return !n.State(now).Healthy })
 	load := func(n *Node) int {
 		in, q := n.slots.load()
 		if bulk {
@@ -425,20 +420,18 @@ func (w *warmStates) add(node string, state uint64, now time.Time) {
 func (r *Router) blame(n *Node, model string, f *engine.Failure) {
 	switch {
 	case f.Uninformative || f.Provoked:
-		return
 	case f.Kind == engine.Unavailable && f.Status == http.StatusNotFound:
-		r.coolModel(n, model, r.policy.Cooldown, f.Error())
-		return
+		r.coolModel(n, model, f.Error())
 	case n.Pool && f.Kind == engine.Unavailable && f.Status != 0:
 		r.count(n, f)
-		return
+	default:
+		r.failed(n, f)
 	}
-	r.failed(n, f)
 }
 
-// coolModel rests model on n for d.
-func (r *Router) coolModel(n *Node, model string, d time.Duration, why string) {
-	until := r.now().Add(d)
+// coolModel rests model on n for the policy's cooldown.
+func (r *Router) coolModel(n *Node, model, why string) {
+	until := r.now().Add(r.policy.Cooldown)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.modelCool == nil {

@@ -415,21 +415,21 @@ func (n *Node) listedName(model string) string {
 	return model
 }
 
-// fingerprintNode probes the builds n serves, one model after another:
-// each model's identity (calls that run no model) at every probe, and its
-// canary when it is first probed, every CanaryEvery, at once when its
-// identity changed, and when the node came back from being down (back),
-// since a swap needs a restart. The canary's calls go through the node's
+// fingerprintNode probes the builds n serves under the names requests use
+// (Models), one model after another: each model's identity (calls that run
+// no model) at every probe, and its canary when it is first probed, every
+// CanaryEvery, at once when its identity changed, and when the node came
+// back from being down (back), since a swap needs a restart. The canary's calls go through the node's
 // gate like any engine call (a slot each, the node's timeout), from the
 // background probe, never a request's path. A change is logged, counted
 // and shown in the node's state; fits learnt on the old build stop
 // applying, since answers now carry the new fingerprint.
-func (r *Router) fingerprintNode(ctx context.Context, n *Node, models []string, back bool) {
+func (r *Router) fingerprintNode(ctx context.Context, n *Node, back bool) {
 	b, ok := n.Backend.(identifier)
 	if r.prints == nil || !ok {
 		return
 	}
-	for _, m := range models {
+	for _, m := range n.Models() {
 		if ctx.Err() != nil {
 			return
 		}

@@ -29,18 +29,17 @@ func (r *Router) failed(n *Node, f *engine.Failure) {
 	now := r.now()
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	switch {
-	case f.Kind == engine.Rejected || f.Kind == engine.Busy || f.Kind == engine.Canceled:
-		return // the request's fault, a full queue or a caller gone: not the node's health
-	case f.Kind == engine.RateLimited:
+	switch f.Kind {
+	case engine.Rejected, engine.Busy, engine.Canceled:
+		// the request's fault, a full queue or a caller gone: not the node's health
+	case engine.RateLimited:
 		r.coolLocked(n, now, max(f.RetryAfter, time.Second), f.Error())
-		return
-	case f.Kind == engine.Unavailable:
+	case engine.Unavailable:
 		r.coolLocked(n, now, r.policy.Cooldown, f.Error()) // down, or a ghost claim
 		n.constraintUnknown(f.Error())
-		return
+	default:
+		r.countLocked(n, f, now)
 	}
-	r.countLocked(n, f, now)
 }
 
 // count records a failure of n that cools it only as one of
@@ -87,10 +86,8 @@ func (r *Router) Probe(ctx context.Context) {
 			n.mu.Lock()
 			wasDown := n.probeFailed
 			n.mu.Unlock()
-			// The models fingerprinted are those the node serves under
-			// the names requests use: its configured ones, else its list.
 			if _, err := r.probe(ctx, n); err == nil {
-				r.fingerprintNode(ctx, n, n.Models(), wasDown)
+				r.fingerprintNode(ctx, n, wasDown)
 			}
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -244,9 +245,8 @@ func (e *Engine) callsOut(t *callTokens) int {
 func (e *Engine) postNext(key callKey, q *callQueue) (posted bool) {
 	e.mu.Lock()
 	n := min(len(q.waiting), max(e.PromptsPerCall, 1))
-	call := make([]*waiter, n)
-	copy(call, q.waiting)
-	q.waiting = append(q.waiting[:0], q.waiting[n:]...)
+	call := slices.Clone(q.waiting[:n])
+	q.waiting = slices.Delete(q.waiting, 0, n)
 	if n == 0 {
 		q.posters--
 	}
