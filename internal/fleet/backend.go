@@ -85,7 +85,7 @@ func (b *engineBackend) ask(c *caller, req decision.Request) []answer {
 	// A constrained node's first use probes its constraint once the
 	// request's own calls are done, so the probe never takes a slot
 	// they need.
-	defer c.r.probeConstraint(c.n, req.Model)
+	defer c.r.probeConstraint(c.n, b, req.Model)
 	out := make([]answer, len(req.Questions))
 	ask := func(ctx context.Context, j int) {
 		start := c.now()
@@ -116,7 +116,7 @@ func (b *engineBackend) ask(c *caller, req decision.Request) []answer {
 			out[j].prior, out[j].priorVersion = prior, decision.ContentFreeVersion
 		}
 	}
-	if h, ok := b.e.(holder); ok && engine.Throughput(c.ctx) {
+	if h, ok := b.e.(*llamacpp.Engine); ok && engine.Throughput(c.ctx) {
 		// Row-wise work: the state holds a slot of its own and its
 		// questions go there one after another, the state prefilled
 		// once, while other states keep the other slots busy.
@@ -172,24 +172,6 @@ func (b *engineBackend) ask(c *caller, req decision.Request) []answer {
 	return out
 }
 
-// holder is an engine that can give a state one of its slots for
-// row-wise work (the llamacpp dialect's Hold).
-type holder interface {
-	Hold(ctx context.Context, state json.RawMessage) (held context.Context, release func(), err error)
-	// HeldSlots is how many slots states hold now.
-	HeldSlots() int
-}
-
-var _ holder = (*llamacpp.Engine)(nil)
-
-// primer is an engine that can copy a state's slot where a request's
-// other questions load it (the llamacpp dialect's Prime).
-type primer interface {
-	Prime(ctx context.Context, state json.RawMessage, k int) error
-}
-
-var _ primer = (*llamacpp.Engine)(nil)
-
 // prime, on a backend that spreads a state's k questions over slots, has
 // the engine copy its idle slots into its prompt cache and ready the
 // slots the questions go to, before they go, through the request's gate
@@ -197,7 +179,7 @@ var _ primer = (*llamacpp.Engine)(nil)
 // A failed prime costs only the sharing: each question then prefills the
 // state on its own slot, so its error is not the questions'.
 func (b *engineBackend) prime(c *caller, state json.RawMessage, k int) {
-	p, ok := b.e.(primer)
+	p, ok := b.e.(*llamacpp.Engine)
 	if !b.spread || !ok {
 		return
 	}

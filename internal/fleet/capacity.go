@@ -3,34 +3,18 @@ package fleet
 import (
 	"context"
 
-	"system1/internal/engine"
 	"system1/internal/engine/llamacpp"
 )
 
-// slotCounter is an engine that says how many calls it runs at once:
-// llama-server, whose slots (-np) bound it below the node's max_inflight.
-type slotCounter interface {
-	// Slots reads the engine's number, 0 when it does not say.
-	Slots(ctx context.Context) int
-	// KnownSlots is the number as last read, without a call.
-	KnownSlots() int
-}
-
-var _ slotCounter = (*llamacpp.Engine)(nil)
-
-// engineOf is n's engine, nil for a node over an upstream.
-func (n *Node) engineOf() engine.Engine {
+// llama is n's llama-server, nil for any other node. Only llama-server
+// says how many calls it runs at once (its slots, -np, which bound it
+// below the node's max_inflight), and only it holds slots for states.
+func (n *Node) llama() *llamacpp.Engine {
 	if b, ok := n.Backend.(*engineBackend); ok {
-		return b.e
+		e, _ := b.e.(*llamacpp.Engine)
+		return e
 	}
 	return nil
-}
-
-// counter is n's engine's slot counter, nil when it keeps none: any other
-// node is bounded by its max_inflight alone.
-func (n *Node) counter() slotCounter {
-	e, _ := n.engineOf().(slotCounter)
-	return e
 }
 
 // knownSlots is how many engine calls n runs at once, as far as it is
@@ -38,7 +22,7 @@ func (n *Node) counter() slotCounter {
 // it runs fewer.
 func (n *Node) knownSlots() int {
 	s := cap(n.slots.sem)
-	if e := n.counter(); e != nil {
+	if e := n.llama(); e != nil {
 		if k := e.KnownSlots(); k > 0 {
 			s = min(s, k)
 		}
@@ -49,7 +33,7 @@ func (n *Node) knownSlots() int {
 // readSlots is knownSlots after asking the engine, when it has not said
 // yet.
 func (n *Node) readSlots(ctx context.Context) int {
-	if e := n.counter(); e != nil && e.KnownSlots() == 0 {
+	if e := n.llama(); e != nil && e.KnownSlots() == 0 {
 		ctx, cancel := context.WithTimeout(ctx, n.Timeout)
 		defer cancel()
 		_ = e.Slots(ctx)
@@ -79,7 +63,7 @@ func (r *Router) Capacity(ctx context.Context, model string, k int) int {
 			continue
 		}
 		s := n.readSlots(ctx)
-		if n.holder() != nil {
+		if n.llama() != nil {
 			rows += s
 			continue
 		}
@@ -89,16 +73,10 @@ func (r *Router) Capacity(ctx context.Context, model string, k int) int {
 	return rows
 }
 
-// holder is n's engine when it holds slots for states, else nil.
-func (n *Node) holder() holder {
-	h, _ := n.engineOf().(holder)
-	return h
-}
-
 // held is how many of n's slots states hold now (row-wise work).
 func (n *Node) held() int {
-	if h := n.holder(); h != nil {
-		return h.HeldSlots()
+	if e := n.llama(); e != nil {
+		return e.HeldSlots()
 	}
 	return 0
 }

@@ -58,15 +58,8 @@ type constraint struct {
 	retryAt time.Time // a probe that got no answer is not retried before
 }
 
-// constraintProber is a backend whose engine can be held to the labels.
-type constraintProber interface {
-	// holds asks the constraint probe of model and reports whether the
-	// generated token was one of its labels.
-	holds(ctx context.Context, model string) (bool, error)
-}
-
-var _ constraintProber = (*engineBackend)(nil)
-
+// holds asks the constraint probe of model and reports whether the
+// generated token was one of its labels.
 func (b *engineBackend) holds(ctx context.Context, model string) (bool, error) {
 	r, err := b.e.Read(ctx, model, ConstraintProbe)
 	if err != nil {
@@ -102,11 +95,7 @@ func (n *Node) constraintLocked() ConstraintState {
 // any engine call, and is bounded by the node's timeout (nodes[].timeout),
 // whatever the caller's deadline. A probe that gets no answer (the node
 // busy, down or slow) is sent again on a use after the policy's cooldown.
-func (r *Router) probeConstraint(n *Node, model string) {
-	p, ok := n.Backend.(constraintProber)
-	if !ok {
-		return
-	}
+func (r *Router) probeConstraint(n *Node, b *engineBackend, model string) {
 	now := r.now()
 	n.mu.Lock()
 	c := &n.constraint
@@ -117,7 +106,7 @@ func (r *Router) probeConstraint(n *Node, model string) {
 	c.probing = true
 	n.mu.Unlock()
 	go func() {
-		held, err := p.holds(engine.WithGate(context.Background(), gate{n: n}), model)
+		held, err := b.holds(engine.WithGate(context.Background(), gate{n: n}), model)
 		at := r.now()
 		n.mu.Lock()
 		defer n.mu.Unlock()

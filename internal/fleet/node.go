@@ -282,8 +282,8 @@ func (n *Node) State(now time.Time) State {
 	if n.discoverErr != nil {
 		s.Error = n.discoverErr.Error()
 	}
-	if l, ok := n.engineOf().(lister); ok {
-		if calls, prompts, on := l.Lists(); on {
+	if e := n.llama(); e != nil {
+		if calls, prompts, on := e.Lists(); on {
 			s.PromptLists = &PromptLists{Calls: calls, Prompts: prompts}
 		}
 	}
@@ -299,14 +299,6 @@ type PromptLists struct {
 	Calls   int64 `json:"calls"`
 	Prompts int64 `json:"prompts"`
 }
-
-// lister is an engine that sends several prompts in a call (the
-// llamacpp dialect's prompts_per_call) and counts them.
-type lister interface {
-	Lists() (calls, prompts int64, on bool)
-}
-
-var _ lister = (*llamacpp.Engine)(nil)
 
 // modelCooldown is a (node, model) pair resting: the node is fine, this
 // model on it is not.
