@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -75,7 +74,7 @@ type engineBackend struct {
 	e         engine.Engine
 	leadFirst bool
 	// spread gives a request's questions over one state a slot each, next
-	// to the state's, primed first (see prime): llama.cpp's spread_slots.
+	// to the state's, primed first: llama.cpp's spread_slots.
 	spread bool
 }
 
@@ -116,11 +115,12 @@ func (b *engineBackend) ask(c *caller, req decision.Request) []answer {
 			out[j].prior, out[j].priorVersion = prior, decision.ContentFreeVersion
 		}
 	}
-	if h, ok := b.e.(*llamacpp.Engine); ok && engine.Throughput(c.ctx) {
+	llama, _ := b.e.(*llamacpp.Engine)
+	if llama != nil && engine.Throughput(c.ctx) {
 		// Row-wise work: the state holds a slot of its own and its
 		// questions go there one after another, the state prefilled
 		// once, while other states keep the other slots busy.
-		ctx, release, err := h.Hold(c.ctx, req.State)
+		ctx, release, err := llama.Hold(c.ctx, req.State)
 		if err != nil { // the request ended while it waited: no call was made
 			for j := range out {
 				out[j] = answer{err: failure(err)}
@@ -156,8 +156,12 @@ func (b *engineBackend) ask(c *caller, req decision.Request) []answer {
 			return out
 		}
 	}
-	if len(out) > 1 {
-		b.prime(c, req.State, len(out))
+	if llama != nil && b.spread && len(out) > 1 {
+		// The engine copies its idle slots into its prompt cache and
+		// readies the slots the questions go to, before they go, through
+		// the request's gate like any call. A failed prime costs only the
+		// sharing: each question then prefills the state on its own slot.
+		_ = llama.Prime(c.ctx, req.State, len(out))
 	}
 	// The last question is asked on this goroutine: a lone question, the
 	// common case, then needs no goroutine handoff.
@@ -170,20 +174,6 @@ func (b *engineBackend) ask(c *caller, req decision.Request) []answer {
 	}
 	wg.Wait()
 	return out
-}
-
-// prime, on a backend that spreads a state's k questions over slots, has
-// the engine copy its idle slots into its prompt cache and ready the
-// slots the questions go to, before they go, through the request's gate
-// so that each priming task holds one of the node's slots like any call.
-// A failed prime costs only the sharing: each question then prefills the
-// state on its own slot, so its error is not the questions'.
-func (b *engineBackend) prime(c *caller, state json.RawMessage, k int) {
-	p, ok := b.e.(*llamacpp.Engine)
-	if !b.spread || !ok {
-		return
-	}
-	_ = p.Prime(c.ctx, state, k)
 }
 
 // labelKnower is an engine that can say which labels it would give a

@@ -253,10 +253,8 @@ func (n *Node) Fingerprint(model string) string {
 // of the build n serves under it, so that a content-free reading of one
 // build is never divided out of another's answers.
 func (n *Node) priorModel(model string) string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if b := n.buildLocked(model); b != nil && b.id != "" {
-		return model + "\x00" + b.id
+	if id, _ := n.served(model); id != "" {
+		return model + "\x00" + id
 	}
 	return model
 }
