@@ -13,6 +13,7 @@
 package llamacpp
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -472,7 +473,7 @@ func (e *Engine) Models(ctx context.Context) ([]string, error) {
 // vocab is the model's vocabulary size, from /v1/models; maxK when the
 // server does not say.
 func (e *Engine) vocab(ctx context.Context) int {
-	n, ok := e.nVocab.get(ctx, func(ctx context.Context) (int, error) {
+	n := e.nVocab.get(ctx, func(ctx context.Context) (int, error) {
 		var list struct {
 			Data []struct {
 				Meta struct {
@@ -485,10 +486,7 @@ func (e *Engine) vocab(ctx context.Context) int {
 		}
 		return list.Data[0].Meta.NVocab, nil
 	})
-	if !ok {
-		return maxK
-	}
-	return n
+	return cmp.Or(n, maxK)
 }
 
 // KnownSlots is Slots as last read, without a call: 0 before the first
@@ -498,14 +496,13 @@ func (e *Engine) KnownSlots() int { return e.nSlots.peek() }
 // Slots is how many tasks the server runs at once: its slots (-np), from
 // /props; 0 when it does not say.
 func (e *Engine) Slots(ctx context.Context) int {
-	n, _ := e.nSlots.get(ctx, func(ctx context.Context) (int, error) {
+	return e.nSlots.get(ctx, func(ctx context.Context) (int, error) {
 		var props struct {
 			TotalSlots int `json:"total_slots"`
 		}
 		err := e.get(ctx, "/props", &props)
 		return props.TotalSlots, err
 	})
-	return n
 }
 
 // get reads one of the server's facts (openai.Get).
@@ -517,40 +514,36 @@ func (e *Engine) get(ctx context.Context, path string, reply any) error {
 // size. A failed read is tried again only after a minute, so that a server
 // without the endpoint costs no extra call per request.
 type fact struct {
-	mu    sync.Mutex
-	value int
+	mu    sync.Mutex   // held through a read: one caller reads, the others wait for it
+	value atomic.Int64 // 0 until read
 	retry time.Time
-	known atomic.Int64 // value, for peek
 }
 
 // reset forgets the value, for a server that now serves another model.
 func (f *fact) reset() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.value, f.retry = 0, time.Time{}
-	f.known.Store(0)
+	f.value.Store(0)
+	f.retry = time.Time{}
 }
 
 // peek is the value read, 0 when none was; it never waits for a read.
-func (f *fact) peek() int { return int(f.known.Load()) }
+func (f *fact) peek() int { return int(f.value.Load()) }
 
-func (f *fact) get(ctx context.Context, read func(context.Context) (int, error)) (int, bool) {
+// get is the value, read on first use; 0 while the server does not say.
+func (f *fact) get(ctx context.Context, read func(context.Context) (int, error)) int {
 	f.mu.Lock()
-	defer f.mu.Unlock() // held through the read: one caller reads, the others wait for it
-	if f.value > 0 {
-		return f.value, true
-	}
-	if time.Now().Before(f.retry) {
-		return 0, false
+	defer f.mu.Unlock()
+	if v := f.peek(); v > 0 || time.Now().Before(f.retry) {
+		return v
 	}
 	v, err := read(ctx)
 	if err != nil || v <= 0 {
 		f.retry = time.Now().Add(time.Minute)
-		return 0, false
+		return 0
 	}
-	f.value = v
-	f.known.Store(int64(v))
-	return v, true
+	f.value.Store(int64(v))
+	return v
 }
 
 // Labels keeps the first want candidates that are one token of the model's
