@@ -159,11 +159,8 @@ func (r *Router) Decide(ctx context.Context, req decision.Request) (*Result, err
 			r.prior.observe(req, req.Questions[i], a)
 		}
 	}
-	for _, a := range res.Questions {
-		if a.Err == nil {
-			res.Model = a.Model
-			break
-		}
+	if i := slices.IndexFunc(res.Questions, func(a Answered) bool { return a.Err == nil }); i >= 0 {
+		res.Model = res.Questions[i].Model
 	}
 	return res, nil
 }
@@ -349,11 +346,8 @@ func (r *Router) answer(ctx context.Context, n *Node, model string, req decision
 	key := affinity(req.State)
 	ctx = engine.WithGate(ctx, gate{n: n, share: n.slots.share()})
 	out := n.Backend.ask(&caller{ctx: ctx, r: r, n: n, model: model, warm: r.warm.seen(n.Name, key, r.now()), debias: r.debias}, sub)
-	for _, a := range out {
-		if a.err == nil {
-			r.warm.add(n.Name, key, r.now())
-			break
-		}
+	if slices.ContainsFunc(out, func(a answer) bool { return a.err == nil }) {
+		r.warm.add(n.Name, key, r.now())
 	}
 	return out
 }

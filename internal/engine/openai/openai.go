@@ -320,10 +320,7 @@ func errorText(data []byte) string {
 		}
 	}
 	s := strings.TrimSpace(string(data))
-	if len(s) > 300 {
-		s = s[:300]
-	}
-	return s
+	return s[:min(len(s), 300)]
 }
 
 // Engine is a node serving the OpenAI-compatible chat API: vLLM, SGLang,
