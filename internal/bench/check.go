@@ -310,7 +310,7 @@ func predictions(records []Record) []calibration.Prediction {
 			continue
 		}
 		for _, q := range r.Questions {
-			out = append(out, calibration.Prediction{Kind: q.Kind, Dist: q.Dist, Expected: q.Expected, Options: q.Options})
+			out = append(out, q.prediction())
 		}
 	}
 	return out

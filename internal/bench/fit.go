@@ -178,7 +178,7 @@ func FitRecords(records []Record, o FitOptions) FitResult {
 			src.model = o.Model
 		}
 		for _, q := range r.Questions {
-			p := calibration.Prediction{Kind: q.Kind, Dist: q.Dist, Expected: q.Expected, Options: q.Options}
+			p := q.prediction()
 			if p.Check() != nil {
 				res.Unusable++
 				continue

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"image"
 	"image/color"
@@ -70,20 +71,18 @@ func (p Plot) WritePNG(w io.Writer) error {
 	for i := 0; i < plotWidth; i++ {
 		if (i/6)%2 == 0 {
 			v := float64(i) / plotWidth
-			set(img, x(v), y(v), diagGray)
-			set(img, x(v), y(v)-1, diagGray)
+			img.SetRGBA(x(v), y(v), diagGray)
+			img.SetRGBA(x(v), y(v)-1, diagGray)
 		}
 	}
 
-	series := []struct {
+	type bars struct {
 		bins []fitting.Bin
 		col  color.RGBA
-	}{{p.Raw, rawBlue}}
+	}
+	series := []bars{{p.Raw, rawBlue}}
 	if p.Calibrated != nil {
-		series = append(series, struct {
-			bins []fitting.Bin
-			col  color.RGBA
-		}{p.Calibrated, calOrange})
+		series = append(series, bars{p.Calibrated, calOrange})
 	}
 	barW := (binWidth - 8) / len(series)
 	for s, se := range series {
@@ -131,7 +130,7 @@ func (p Plot) WritePNG(w io.Writer) error {
 		text(img, lx+20, ly, label, black)
 		lx += 20 + width(label) + 24
 	}
-	key(rawBlue, fmt.Sprintf("%s accuracy, ECE %.3f", orDefault(p.RawLabel, "raw"), p.RawECE))
+	key(rawBlue, fmt.Sprintf("%s accuracy, ECE %.3f", cmp.Or(p.RawLabel, "raw"), p.RawECE))
 	if p.Calibrated != nil {
 		key(calOrange, fmt.Sprintf("calibrated accuracy, ECE %.3f", p.CalibratedECE))
 	}
@@ -142,15 +141,6 @@ func (p Plot) WritePNG(w io.Writer) error {
 	}
 	return png.Encode(w, img)
 }
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}
-
-func set(img *image.RGBA, x, y int, c color.RGBA) { img.SetRGBA(x, y, c) }
 
 func hline(img *image.RGBA, x0, x1, y int, c color.RGBA) {
 	for x := x0; x <= x1; x++ {

@@ -169,7 +169,7 @@ func Summarize(name string, records []Record, wallS float64, fits *calibration.F
 		first = math.Min(first, rec.StartMS)
 		last = math.Max(last, rec.StartMS+rec.LatencyMS)
 		for _, q := range rec.Questions {
-			p := calibration.Prediction{Kind: q.Kind, Dist: q.Dist, Expected: q.Expected, Options: q.Options}
+			p := q.prediction()
 			preds = append(preds, p)
 			if fits != nil {
 				if d, ok := fits.Apply(rec.Provider, rec.Model, q.Kind, q.Dist); ok {
@@ -214,19 +214,12 @@ func (s *Summary) measure(m fitting.Metrics) {
 	}
 }
 
-// surviveAt are the fixed gates WrongSurviving reports beside the
-// suggested one.
-var surviveAt = []struct {
-	key string
-	t   float64
-}{{"0.8", 0.8}, {"0.9", 0.9}}
-
-// gates fills the wrong answers surviving each gate and the suggested
-// gate.
+// gates fills the wrong answers surviving the fixed gates and the
+// suggested one, and the suggested gate.
 func (s *Summary) gates(preds []calibration.Prediction) {
 	s.WrongSurviving = map[string]int{}
-	for _, g := range surviveAt {
-		s.WrongSurviving[g.key] = fitting.WrongAbove(preds, g.t)
+	for _, t := range []float64{0.8, 0.9} {
+		s.WrongSurviving[fmt.Sprint(t)] = fitting.WrongAbove(preds, t)
 	}
 	s.Gate = fitting.SuggestGate(preds, fitting.DefaultTargetError)
 	s.WrongSurviving["gate"] = s.Gate.WrongAbove
@@ -249,13 +242,8 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
 	}
 	row(head)
-	sep := make([]string, len(head))
-	for i := range sep {
-		sep[i] = "---"
-		if i > 0 {
-			sep[i] = "--:"
-		}
-	}
+	sep := slices.Repeat([]string{"--:"}, len(head))
+	sep[0] = "---"
 	if calibrated {
 		sep[1] = "---"
 	}

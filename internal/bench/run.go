@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"system1/internal/answer"
+	"system1/internal/calibration"
 	"system1/internal/cases"
 	"system1/internal/decision"
 	"system1/internal/systemone"
@@ -128,6 +129,11 @@ type Question struct {
 	// Build is the fingerprint of the build that answered, when the asker
 	// knows it (system1's own fleet does, an endpoint does not).
 	Build string `json:"build,omitempty"`
+}
+
+// prediction is the question answered, for the metrics.
+func (q Question) prediction() calibration.Prediction {
+	return calibration.Prediction{Kind: q.Kind, Dist: q.Dist, Expected: q.Expected, Options: q.Options}
 }
 
 // Failed reports whether the request failed.
