@@ -31,6 +31,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -383,49 +384,18 @@ func num(v any) float64 {
 // worker per slot, each pinned to its slot and asking its rows'
 // questions one after another; it returns the rows answered.
 func direct(llama string, c captured, nonce string, rows, slots int) (int, error) {
-	work := make(chan int)
-	var answered int
-	var mu sync.Mutex
-	var firstErr error
-	var wg sync.WaitGroup
-	for w := range slots {
-		wg.Go(func() {
-			for i := range work {
-				ok := true
-				for _, m := range c[i] {
-					m := maps.Clone(m)
-					m["id_slot"] = w
-					b, _ := json.Marshal(m)
-					b = bytes.ReplaceAll(b, []byte("["+captureNonce(i)+"]"), []byte(fmt.Sprintf("[%s-%03d]", nonce, i)))
-					if err := post(llama+"/v1/chat/completions", b, nil); err != nil {
-						mu.Lock()
-						firstErr = cmpErr(firstErr, err)
-						mu.Unlock()
-						ok = false
-						break
-					}
-				}
-				if ok {
-					mu.Lock()
-					answered++
-					mu.Unlock()
-				}
+	return fanOut(rows, slots, func(w, i int) (int, error) {
+		for _, m := range c[i] {
+			m := maps.Clone(m)
+			m["id_slot"] = w
+			b, _ := json.Marshal(m)
+			b = bytes.ReplaceAll(b, []byte("["+captureNonce(i)+"]"), []byte(fmt.Sprintf("[%s-%03d]", nonce, i)))
+			if err := post(llama+"/v1/chat/completions", b, nil); err != nil {
+				return 0, err
 			}
-		})
-	}
-	for i := range rows {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	return answered, firstErr
-}
-
-func cmpErr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
+		}
+		return 1, nil
+	})
 }
 
 // run writes the states as a rows file and runs system1 run over them;
@@ -479,14 +449,9 @@ func answeredLines(path string) (int, error) {
 // batch asks the states through the batch route, 64 a call, inFlight
 // calls at once; it returns the states answered.
 func batch(base, model string, states []string, inFlight int) (int, error) {
-	var chunks [][]string
-	for len(states) > 0 {
-		n := min(len(states), 64)
-		chunks = append(chunks, states[:n])
-		states = states[n:]
-	}
-	return fanOut(chunks, inFlight, func(c []string) (int, error) {
-		ss, _ := json.Marshal(c)
+	chunks := slices.Collect(slices.Chunk(states, 64))
+	return fanOut(len(chunks), inFlight, func(_, i int) (int, error) {
+		ss, _ := json.Marshal(chunks[i])
 		body := fmt.Sprintf(`{"model":%q,"states":%s,"questions":%s}`, model, ss, questions)
 		var reply struct {
 			Results []struct {
@@ -507,8 +472,8 @@ func batch(base, model string, states []string, inFlight int) (int, error) {
 // single asks each state in a POST /v1/systemone of its own, inFlight at
 // once; it returns the states answered.
 func single(base, model string, states []string, inFlight int) (int, error) {
-	return fanOut(states, inFlight, func(s string) (int, error) {
-		st, _ := json.Marshal(s)
+	return fanOut(len(states), inFlight, func(_, i int) (int, error) {
+		st, _ := json.Marshal(states[i])
 		body := fmt.Sprintf(`{"model":%q,"state":%s,"questions":%s}`, model, st, questions)
 		var reply struct {
 			Answers map[string]json.RawMessage `json:"answers"`
@@ -521,27 +486,28 @@ func single(base, model string, states []string, inFlight int) (int, error) {
 	})
 }
 
-// fanOut calls ask on every item, inFlight at once, and returns the sum
-// of the states each call answered and the first error.
-func fanOut[T any](items []T, inFlight int, ask func(T) (int, error)) (int, error) {
-	work := make(chan T)
+// fanOut calls ask on items 0 to n-1, by inFlight workers (ask is told
+// which), and returns the sum of the states each call answered and the
+// first error.
+func fanOut(n, inFlight int, ask func(worker, item int) (int, error)) (int, error) {
+	work := make(chan int)
 	var mu sync.Mutex
 	answered := 0
 	var firstErr error
 	var wg sync.WaitGroup
-	for range inFlight {
+	for w := range inFlight {
 		wg.Go(func() {
-			for it := range work {
-				n, err := ask(it)
+			for i := range work {
+				got, err := ask(w, i)
 				mu.Lock()
-				answered += n
-				firstErr = cmpErr(firstErr, err)
+				answered += got
+				firstErr = cmp.Or(firstErr, err)
 				mu.Unlock()
 			}
 		})
 	}
-	for _, it := range items {
-		work <- it
+	for i := range n {
+		work <- i
 	}
 	close(work)
 	wg.Wait()
