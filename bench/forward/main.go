@@ -229,7 +229,8 @@ func run(bins binaries, logs []bool, cache int, ld load, duration time.Duration,
 			r.addedP50, r.addedP99 = r.p50-got["direct"].p50, r.p99-got["direct"].p99
 			all[t.name] = append(all[t.name], r)
 			fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t\n", round+1, t.name, r.ok, r.errors, r.rate(),
-				msf(r.p50), msf(r.p99), added(t, r.addedP50), added(t, r.addedP99), cpuCell(t, r.cpuPerRequest()))
+				msf(r.p50), msf(r.p99), procCell(t, "%+.3f ms", ms(r.addedP50)), procCell(t, "%+.3f ms", ms(r.addedP99)),
+				procCell(t, "%.3f ms", r.cpuPerRequest()*1000))
 		}
 	}
 	tw.Flush()
@@ -348,10 +349,14 @@ func start(b binary, state, base string, log bool, cache int, admin bool) (targe
 	}
 	cmd := exec.Command(b.path, "serve", "--config", cfg, "--state-dir", state)
 	cmd.Env = append(os.Environ(), b.env...)
-	stderr, stop, err := launch(cmd)
+	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return target{}, nil, err
 	}
+	if err := cmd.Start(); err != nil {
+		return target{}, nil, err
+	}
+	stop := func() { cmd.Process.Kill(); cmd.Wait() }
 	t := target{name: b.name, pid: cmd.Process.Pid, bin: b.path}
 	sc := bufio.NewScanner(stderr)
 	re := regexp.MustCompile(`msg="?(listening|admin listening)"? url=(http://\S+)`)
@@ -370,18 +375,6 @@ func start(b binary, state, base string, log bool, cache int, admin bool) (targe
 	}
 	go io.Copy(io.Discard, stderr) // the request log lines, written as in production
 	return t, stop, nil
-}
-
-// launch starts cmd and returns its stderr and how to stop it.
-func launch(cmd *exec.Cmd) (io.Reader, func(), error) {
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, nil, err
-	}
-	return stderr, func() { cmd.Process.Kill(); cmd.Wait() }, nil
 }
 
 type result struct {
@@ -534,18 +527,13 @@ func median(v []float64, format string) string {
 	return fmt.Sprintf(format+" ["+format+", "+format+"]", med, v[0], v[len(v)-1])
 }
 
-func added(t target, d time.Duration) string {
+// procCell is v in format, or "-" for the backend, which is no process
+// of its own.
+func procCell(t target, format string, v float64) string {
 	if t.pid == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%+.3f ms", ms(d))
-}
-
-func cpuCell(t target, perRequest float64) string {
-	if t.pid == 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.3f ms", perRequest*1000)
+	return fmt.Sprintf(format, v)
 }
 
 func msf(d time.Duration) string { return fmt.Sprintf("%.3f ms", ms(d)) }
