@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"os"
@@ -98,7 +99,7 @@ func (r report) markdown() string {
 		"(the rest trains the model), %s. Server: calibration apply, refit_every %s, min_outcomes %s, "+
 		"holdout %s, target_error %g, rounding %d; the first part sent one request at a time, the later part %d at a time.\n\n",
 		strings.Join(bins, ", "), o.Model.Temperature, o.Model.FirstBias, o.Traffic, split, o.RefitEvery,
-		orDefault(o.MinOutcomes, "the first part's size"), orDefaultF(o.Holdout, "the default (0.2)"), o.TargetError, o.Rounding, o.Concurrency)
+		orDefault(o.MinOutcomes, "the first part's size"), orDefault(o.Holdout, "the default (0.2)"), o.TargetError, o.Rounding, o.Concurrency)
 	if o.Limit > 0 {
 		p("Only the first %d cases of each file were read (-limit).\n\n", o.Limit)
 	}
@@ -210,16 +211,12 @@ func (l loop) note() string {
 		fmt.Fprintf(&b, "no fit adopted (%s, after %.1f s); its calibrated answers are raw.", l.Refused, l.RefitSeconds)
 	} else {
 		f := l.Fit
-		method := f.Method
-		if method == "" {
-			method = calibration.MethodTemperature
-		}
 		if f.Calibrator().Method == calibration.MethodNone {
 			fmt.Fprintf(&b, "adopted no calibrator (none did better than the raw answers out of fold) over %d outcomes, fits revision %s, reported %.1f s after the last outcome",
 				f.N, l.Revision, l.RefitSeconds)
 		} else {
 			fmt.Fprintf(&b, "adopted %s %s fitted on %d outcomes, fits revision %s, reported %.1f s after the last outcome",
-				method, f.Calibrator(), f.N, l.Revision, l.RefitSeconds)
+				cmp.Or(f.Method, calibration.MethodTemperature), f.Calibrator(), f.N, l.Revision, l.RefitSeconds)
 		}
 		if h := f.Holdout; h != nil {
 			fmt.Fprintf(&b, "; held-out NLL %.4f → %.4f over %d", h.NLLBefore, h.NLLAfter, h.N)
@@ -312,14 +309,7 @@ func yes(ok bool) string {
 	return "no"
 }
 
-func orDefault(n int, def string) string {
-	if n == 0 {
-		return def
-	}
-	return fmt.Sprint(n)
-}
-
-func orDefaultF(x float64, def string) string {
+func orDefault[T int | float64](x T, def string) string {
 	if x == 0 {
 		return def
 	}

@@ -363,19 +363,15 @@ func (s *server) calibrationReport(ctx context.Context, target float64) (serverR
 	return rep, nil
 }
 
-// refused matches the server's log line for a refit it refused over n
-// outcomes (not one refused for too few).
-func refused(n int) *regexp.Regexp {
-	return regexp.MustCompile(`msg="refit refused".* outcomes=` + strconv.Itoa(n) + ` .*why=("[^"]*"|\S+)`)
-}
-
 // waitRefit waits until the server reports a fits revision other than
 // before, or logs that it refused a refit over all n outcomes, or within
 // passes. It returns the new revision ("" when refused) and why a refit
 // was refused.
 func (s *server) waitRefit(ctx context.Context, before string, n int, target float64, within time.Duration) (rev, why string, err error) {
 	deadline := time.Now().Add(within)
-	re := refused(n)
+	// The server's log line for a refit it refused over the n outcomes
+	// (not one refused for too few).
+	re := regexp.MustCompile(`msg="refit refused".* outcomes=` + strconv.Itoa(n) + ` .*why=("[^"]*"|\S+)`)
 	for {
 		rep, err := s.calibrationReport(ctx, target)
 		if err != nil {
