@@ -202,7 +202,20 @@ const floorDraws = 400
 // floor at their confidences as r's loops calibrated them.
 func measureBounds(r run, seed uint64) bounds {
 	var b bounds
-	laterRaw := r.laterRaw()
+	var laterRaw []calibration.Prediction
+	var conf []float64 // the later answers' confidences as their loops calibrated them
+	for _, l := range r.Folds {
+		cal := predictions(l.later, rawDist)
+		laterRaw = append(laterRaw, cal...)
+		if l.Fit != nil {
+			cal = calibration.Calibrate(cal, l.Fit.Calibrator())
+		}
+		for _, p := range cal {
+			if p.Check() == nil {
+				conf = append(conf, p.Confidence())
+			}
+		}
+	}
 	if t, err := fitting.FitTemperature(laterRaw); err == nil {
 		b.OracleT, b.OracleTRow = t, fitting.Measure(fitting.Temper(laterRaw, t))
 		b.OracleTRow.Bins = nil
@@ -217,18 +230,6 @@ func measureBounds(r run, seed uint64) bounds {
 		t := math.Exp(lo + (hi-lo)*float64(i)/(bestECEGrid-1))
 		if e := fitting.Measure(fitting.Temper(laterRaw, t)).ECE; e < b.BestECE {
 			b.BestECE, b.BestECET = e, t
-		}
-	}
-	var conf []float64
-	for _, l := range r.Folds {
-		cal := predictions(l.later, rawDist)
-		if l.Fit != nil {
-			cal = calibration.Calibrate(cal, l.Fit.Calibrator())
-		}
-		for _, p := range cal {
-			if p.Check() == nil {
-				conf = append(conf, p.Confidence())
-			}
 		}
 	}
 	b.FloorMean, b.FloorP95 = eceFloor(conf, floorDraws, seed)

@@ -289,15 +289,6 @@ func onTheWire(preds []calibration.Prediction, places int) []calibration.Predict
 	return out
 }
 
-// laterRaw is every loop's later answers, raw.
-func (r run) laterRaw() []calibration.Prediction {
-	var out []calibration.Prediction
-	for _, l := range r.Folds {
-		out = append(out, predictions(l.later, rawDist)...)
-	}
-	return out
-}
-
 // runLoop runs one binary's loop over one part on a fresh server with an
 // empty fits file, and returns what it adopted and its answers with
 // their raw distributions.

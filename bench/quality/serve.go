@@ -333,18 +333,11 @@ func (s *server) feedback(ctx context.Context, as []answer) error {
 type serverReport struct {
 	FitVersion string `json:"fit_version"`
 	Buckets    []struct {
-		Model         string        `json:"model"`
-		Kind          decision.Kind `json:"kind"`
-		Bucket        string        `json:"bucket"`
-		Outcomes      int           `json:"outcomes"`
-		ECE           float64       `json:"ece"`
-		ECECalibrated float64       `json:"ece_calibrated"`
-		Temperature   float64       `json:"temperature"`
-		Method        string        `json:"method"`
-		Gate          struct {
-			Threshold   *float64 `json:"threshold"`
-			TargetError float64  `json:"target_error"`
-			Coverage    float64  `json:"coverage"`
+		Model  string        `json:"model"`
+		Kind   decision.Kind `json:"kind"`
+		Bucket string        `json:"bucket"`
+		Gate   struct {
+			Threshold *float64 `json:"threshold"`
 		} `json:"gate"`
 	} `json:"buckets"`
 }
