@@ -132,7 +132,7 @@ func (b *Baseline) Compare(records []Record, t Thresholds) ([]Check, error) {
 		return nil, fmt.Errorf("%w: %d cases, the baseline has %d", ErrCaseSet, len(records), len(base))
 	}
 	var answered []Record
-	failed, flipped, both := 0, 0, 0
+	failed, flipped := 0, 0
 	var firstFail string
 	for _, r := range records {
 		was, ok := base[r.ID]
@@ -150,7 +150,6 @@ func (b *Baseline) Compare(records []Record, t Thresholds) ([]Check, error) {
 			continue
 		}
 		answered = append(answered, r)
-		both++
 		for i, q := range r.Questions {
 			if q.Dist.Argmax() != was.Questions[i].Dist.Argmax() {
 				flipped++
@@ -186,7 +185,7 @@ func (b *Baseline) Compare(records []Record, t Thresholds) ([]Check, error) {
 		out = append(out, Check{Name: "set coverage", Baseline: "–", Now: "–", Limit: "not measured", Held: true,
 			Why: fmt.Sprintf("the baseline has too few cases for a set rule (%d needed)", calibration.ConformalMinCases(DefaultSetCoverage))})
 	}
-	flip := 0.0
+	flip, both := 0.0, len(answered)
 	if both > 0 {
 		flip = float64(flipped) / float64(both)
 	}
