@@ -401,15 +401,10 @@ func direct(llama string, c captured, nonce string, rows, slots int) (int, error
 // run writes the states as a rows file and runs system1 run over them;
 // it returns the rows answered.
 func run(bin, cfg, dir string, states []string) (int, error) {
-	in, out := filepath.Join(dir, "rows.jsonl"), filepath.Join(dir, "answers.jsonl")
-	if err := writeRows(in, states); err != nil {
+	cmd, stderr, out, err := runCommand(bin, cfg, dir, filepath.Join(dir, "questions.json"), "", states)
+	if err != nil {
 		return 0, err
 	}
-	_ = os.Remove(out)
-	cmd := exec.Command(bin, "run", "--config", cfg, "--state-dir", filepath.Join(dir, "state-run"),
-		"--questions", filepath.Join(dir, "questions.json"), "--in", in, "--out", out)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
 	// Exit 3 is a run that wrote every row, some as error rows: the rows
 	// answered are still the count.
 	if err := cmd.Run(); err != nil && cmd.ProcessState.ExitCode() != 3 {
@@ -418,13 +413,25 @@ func run(bin, cfg, dir string, states []string) (int, error) {
 	return answeredLines(out)
 }
 
-func writeRows(path string, states []string) error {
-	var b bytes.Buffer
+// runCommand writes the states as a rows file in dir and returns a
+// system1 run over them with the configuration cfg, its stderr kept, and
+// the path of its answers; prefix starts the names of its files there.
+func runCommand(bin, cfg, dir, questions, prefix string, states []string) (*exec.Cmd, *bytes.Buffer, string, error) {
+	var rows bytes.Buffer
 	for i, s := range states {
 		st, _ := json.Marshal(s)
-		fmt.Fprintf(&b, `{"id":%d,"state":%s}`+"\n", i, st)
+		fmt.Fprintf(&rows, `{"id":%d,"state":%s}`+"\n", i, st)
 	}
-	return os.WriteFile(path, b.Bytes(), 0o644)
+	in, out := filepath.Join(dir, prefix+"rows.jsonl"), filepath.Join(dir, prefix+"answers.jsonl")
+	if err := os.WriteFile(in, rows.Bytes(), 0o644); err != nil {
+		return nil, nil, "", err
+	}
+	_ = os.Remove(out)
+	cmd := exec.Command(bin, "run", "--config", cfg, "--state-dir", filepath.Join(dir, "state-"+prefix+"run"),
+		"--questions", questions, "--in", in, "--out", out)
+	stderr := new(bytes.Buffer)
+	cmd.Stderr = stderr
+	return cmd, stderr, out, nil
 }
 
 // answeredLines counts the answer lines (not error lines) of a run's
@@ -607,15 +614,10 @@ func fakeRows(bin, dir, cfg string, per, n int) error {
 	for i := range states {
 		states[i] = state(fmt.Sprintf("fake-%d", i), i)
 	}
-	in, out := filepath.Join(dir, "fake-rows.jsonl"), filepath.Join(dir, "fake-answers.jsonl")
-	if err := writeRows(in, states); err != nil {
+	cmd, stderr, out, err := runCommand(bin, cfg, dir, filepath.Join(filepath.Dir(dir), "questions.json"), "fake-", states)
+	if err != nil {
 		return err
 	}
-	_ = os.Remove(out)
-	cmd := exec.Command(bin, "run", "--config", cfg, "--state-dir", filepath.Join(dir, "state-fake-run"),
-		"--questions", filepath.Join(filepath.Dir(dir), "questions.json"), "--in", in, "--out", out)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("system1 run: %v", err)
