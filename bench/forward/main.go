@@ -241,16 +241,17 @@ func run(bins binaries, logs []bool, cache int, ld load, duration time.Duration,
 	fmt.Fprintf(tw, "target\treq/s\tp50 (ms)\tp99 (ms)\tadded p50 (ms)\tadded p99 (ms)\tCPU per request (ms)\t\n")
 	for _, t := range targets {
 		rs := all[t.name]
+		n := len(rs)
 		cells := []string{
-			spread(rs, func(r result) float64 { return r.rate() }, "%.0f"),
-			spread(rs, func(r result) float64 { return ms(r.p50) }, "%.3f"),
-			spread(rs, func(r result) float64 { return ms(r.p99) }, "%.3f"),
+			spread(n, func(i int) float64 { return rs[i].rate() }, "%.0f"),
+			spread(n, func(i int) float64 { return ms(rs[i].p50) }, "%.3f"),
+			spread(n, func(i int) float64 { return ms(rs[i].p99) }, "%.3f"),
 			"-", "-", "-",
 		}
 		if t.pid != 0 {
-			cells[3] = spread(rs, func(r result) float64 { return ms(r.addedP50) }, "%+.3f")
-			cells[4] = spread(rs, func(r result) float64 { return ms(r.addedP99) }, "%+.3f")
-			cells[5] = spread(rs, func(r result) float64 { return r.cpuPerRequest() * 1000 }, "%.3f")
+			cells[3] = spread(n, func(i int) float64 { return ms(rs[i].addedP50) }, "%+.3f")
+			cells[4] = spread(n, func(i int) float64 { return ms(rs[i].addedP99) }, "%+.3f")
+			cells[5] = spread(n, func(i int) float64 { return rs[i].cpuPerRequest() * 1000 }, "%.3f")
 		}
 		fmt.Fprintf(tw, "%s\t%s\t\n", t.name, strings.Join(cells, "\t"))
 	}
@@ -309,18 +310,12 @@ func ratios(targets []target, all map[string][]result, rounds int, ref string) {
 			continue
 		}
 		rs, first := all[t.name], all[ref]
-		each := func(f func(i int) float64, format string) string {
-			v := make([]float64, len(rs))
-			for i := range rs {
-				v[i] = f(i)
-			}
-			return median(v, format)
-		}
+		n := len(rs)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", t.name,
-			each(func(i int) float64 { return rs[i].cpuPerRequest() / first[i].cpuPerRequest() }, "%.2f"),
-			each(func(i int) float64 { return rs[i].cpuPerRequest() / proxy[i].cpuPerRequest() }, "%.2f"),
-			each(func(i int) float64 { return rs[i].rate() / proxy[i].rate() }, "%.2f"),
-			each(func(i int) float64 { return ms(rs[i].addedP50 - proxy[i].addedP50) }, "%+.3f"))
+			spread(n, func(i int) float64 { return rs[i].cpuPerRequest() / first[i].cpuPerRequest() }, "%.2f"),
+			spread(n, func(i int) float64 { return rs[i].cpuPerRequest() / proxy[i].cpuPerRequest() }, "%.2f"),
+			spread(n, func(i int) float64 { return rs[i].rate() / proxy[i].rate() }, "%.2f"),
+			spread(n, func(i int) float64 { return ms(rs[i].addedP50 - proxy[i].addedP50) }, "%+.3f"))
 	}
 	tw.Flush()
 }
@@ -505,11 +500,12 @@ func post(hc *http.Client, url string) ([]byte, error) {
 	return body, err
 }
 
-// spread is the median of f over rs and its range, "m [lo, hi]".
-func spread(rs []result, f func(result) float64, format string) string {
-	v := make([]float64, len(rs))
-	for i, r := range rs {
-		v[i] = f(r)
+// spread is the median of f over rounds 0 to n-1 and its range,
+// "m [lo, hi]".
+func spread(n int, f func(round int) float64, format string) string {
+	v := make([]float64, n)
+	for i := range v {
+		v[i] = f(i)
 	}
 	return median(v, format)
 }
