@@ -201,25 +201,24 @@ func FitRecords(records []Record, o FitOptions) FitResult {
 			case len(fit) < o.MinCases:
 				b.Refused = fmt.Sprintf("%d cases to fit on (%d in the bucket, %d held out); at least %d are needed (--min-cases)",
 					len(fit), len(g.Preds), len(held), o.MinCases)
-			}
-			if b.Refused == "" {
+			default:
 				f, err := fitting.NewFit(fit, held)
 				if err != nil {
 					b.Refused = err.Error()
-				} else {
-					f.Provider, f.Model, f.Date = src.provider, src.model, o.Date
-					fitting.SetGate(&f, fit, held, o.TargetError)
-					// Prediction sets over every case of the bucket, before the
-					// calibrator, as a refit writes them: without them decide
-					// could give no set from a fit resting on enough outcomes.
-					f.Sets = fitting.FitSets(g.Preds, calibration.ConformalLAC, fitting.SetCoverages())
-					b.Fit = &f
-					res.Fits.Fits = append(res.Fits.Fits, f)
-					fitB = append(fitB, fit...)
-					fitA = append(fitA, fitting.Temper(fit, f.Temperature)...)
-					heldB = append(heldB, held...)
-					heldA = append(heldA, fitting.Temper(held, f.Temperature)...)
+					break
 				}
+				f.Provider, f.Model, f.Date = src.provider, src.model, o.Date
+				fitting.SetGate(&f, fit, held, o.TargetError)
+				// Prediction sets over every case of the bucket, before the
+				// calibrator, as a refit writes them: without them decide
+				// could give no set from a fit resting on enough outcomes.
+				f.Sets = fitting.FitSets(g.Preds, calibration.ConformalLAC, fitting.SetCoverages())
+				b.Fit = &f
+				res.Fits.Fits = append(res.Fits.Fits, f)
+				fitB = append(fitB, fit...)
+				fitA = append(fitA, fitting.Temper(fit, f.Temperature)...)
+				heldB = append(heldB, held...)
+				heldA = append(heldA, fitting.Temper(held, f.Temperature)...)
 			}
 			res.Buckets = append(res.Buckets, b)
 		}

@@ -79,10 +79,11 @@ func (p Plot) WritePNG(w io.Writer) error {
 	type bars struct {
 		bins []fitting.Bin
 		col  color.RGBA
+		n    string // the label of its counts
 	}
-	series := []bars{{p.Raw, rawBlue}}
+	series := []bars{{p.Raw, rawBlue, "n raw"}}
 	if p.Calibrated != nil {
-		series = append(series, bars{p.Calibrated, calOrange})
+		series = append(series, bars{p.Calibrated, calOrange, "n cal"})
 	}
 	barW := (binWidth - 8) / len(series)
 	for s, se := range series {
@@ -111,11 +112,7 @@ func (p Plot) WritePNG(w io.Writer) error {
 	// Counts under each bin.
 	rowY := plotTop + plotHeight + 56
 	for s, se := range series {
-		name := "n raw"
-		if s == 1 {
-			name = "n cal"
-		}
-		text(img, 8, rowY+s*16, name, se.col)
+		text(img, 8, rowY+s*16, se.n, se.col)
 		for i, b := range se.bins {
 			c := fmt.Sprint(b.Count)
 			text(img, plotLeft+i*binWidth+binWidth/2-width(c)/2, rowY+s*16, c, black)
