@@ -173,13 +173,11 @@ func (s setResult) markdown(b *strings.Builder, r report) {
 		"✗ marks coverage under the level less the slack of a threshold on the whole first part (under it with probability at most %g for exchangeable answers; "+
 		"a server rule that rests on fewer cases, n in its fits file, has a larger one), which here is",
 		slackLevel)
+	var slack []string
 	for i, c := range coverages {
-		sep := ","
-		if i == len(coverages)-1 {
-			sep = "."
-		}
-		p(" %.3f at %.2f%s", s.Slack[i], c, sep)
+		slack = append(slack, fmt.Sprintf(" %.3f at %.2f", s.Slack[i], c))
 	}
+	p("%s.", strings.Join(slack, ","))
 	p(" Best ECE any temperature reaches on the later part: %.4f (T=%.2f).\n\n", bd.BestECE, bd.BestECET)
 	p("Gate columns: each loop's gate at target error %g (raw: fitting.SuggestGate on its raw first part; calibrated: GET /v1/calibration after the refit), "+
 		"the later answers at or above it pooled; the gate cell lists the loops' gates.\n\n", r.Options.TargetError)
@@ -244,14 +242,11 @@ func (run run) note(s setResult, r report) string {
 		b.WriteString("every later answer was calibrated by its loop's adopted fits revision.")
 	}
 	if run.ServerSets != nil {
-		fmt.Fprintf(&b, " Server-side sets (%s), the later part asked at each level:", SetsHeader)
-		for i, ss := range run.ServerSets {
-			sep := ";"
-			if i == len(run.ServerSets)-1 {
-				sep = "."
-			}
-			fmt.Fprintf(&b, " at %.2f coverage %.3f, mean size %.2f over %d of %d answers%s", ss.Level, ss.Sets.Coverage, ss.Sets.MeanSize, ss.Sets.N, ss.Asked, sep)
+		var at []string
+		for _, ss := range run.ServerSets {
+			at = append(at, fmt.Sprintf(" at %.2f coverage %.3f, mean size %.2f over %d of %d answers", ss.Level, ss.Sets.Coverage, ss.Sets.MeanSize, ss.Sets.N, ss.Asked))
 		}
+		fmt.Fprintf(&b, " Server-side sets (%s), the later part asked at each level:%s.", SetsHeader, strings.Join(at, ";"))
 		if bl := run.Baseline; bl != nil {
 			fmt.Fprintf(&b, " A raw-probability threshold covering as many of the answers with a set at %.2f: coverage %.3f, mean size %.2f.", r.Options.Coverage, bl.Coverage, bl.MeanSize)
 		}
