@@ -178,9 +178,8 @@ func (b *Baseline) Compare(records []Record, t Thresholds) ([]Check, error) {
 	out = append(out, drop("accuracy", was.Accuracy, now.Accuracy, t.AccuracyDrop, false),
 		drop("ECE", was.ECE, now.ECE, t.ECERise, true))
 	if b.Sets != nil {
-		c := drop(fmt.Sprintf("set coverage (%.2f)", b.Sets.Coverage), b.Sets.Evaluate(predictions(b.Cases)).Coverage,
-			b.Sets.Evaluate(predictions(answered)).Coverage, t.CoverageDrop, false)
-		out = append(out, c)
+		out = append(out, drop(fmt.Sprintf("set coverage (%.2f)", b.Sets.Coverage), b.Sets.Evaluate(predictions(b.Cases)).Coverage,
+			b.Sets.Evaluate(predictions(answered)).Coverage, t.CoverageDrop, false))
 	} else {
 		out = append(out, Check{Name: "set coverage", Baseline: "–", Now: "–", Limit: "not measured", Held: true,
 			Why: fmt.Sprintf("the baseline has too few cases for a set rule (%d needed)", calibration.ConformalMinCases(DefaultSetCoverage))})

@@ -258,11 +258,12 @@ func (res FitResult) WriteMarkdown(w io.Writer) error {
 		if bk.Fit == nil {
 			continue
 		}
+		who := orDash(cmp.Or(bk.Model, bk.Provider))
 		if g := bk.Fit.Gate; g != nil {
 			fmt.Fprintf(&b, "gate for %s, %s, bucket %s: %.3f (target error %v; %d of %d %s cases at or above it, %d wrong, bound %.4f)\n",
-				orDash(cmp.Or(bk.Model, bk.Provider)), bk.Kind, bk.Bucket, g.Threshold, g.TargetError, g.Above, g.N, strings.ReplaceAll(g.On, "_", "-"), g.WrongAbove, g.UpperBound)
+				who, bk.Kind, bk.Bucket, g.Threshold, g.TargetError, g.Above, g.N, strings.ReplaceAll(g.On, "_", "-"), g.WrongAbove, g.UpperBound)
 		} else {
-			fmt.Fprintf(&b, "no gate for %s, %s, bucket %s: too few cases pass the bound; decide grades by its threshold\n", orDash(cmp.Or(bk.Model, bk.Provider)), bk.Kind, bk.Bucket)
+			fmt.Fprintf(&b, "no gate for %s, %s, bucket %s: too few cases pass the bound; decide grades by its threshold\n", who, bk.Kind, bk.Bucket)
 		}
 	}
 	if res.Failed > 0 || res.Unusable > 0 {
