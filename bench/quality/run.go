@@ -194,8 +194,7 @@ func (r *run) measure(o options) {
 		}
 		// Raw is as the server would have answered without a fit, at
 		// its rounding.
-		firstRaw := predictions(l.first, rawDist)
-		raw := fold{first: onTheWire(firstRaw, o.Rounding), later: onTheWire(predictions(l.later, rawDist), o.Rounding)}
+		raw := fold{first: onTheWire(predictions(l.first, rawDist), o.Rounding), later: onTheWire(predictions(l.later, rawDist), o.Rounding)}
 		raw.gate = fitting.SuggestGate(raw.first, o.TargetError).Threshold
 		// Prediction sets are of the answers before the calibrator, as
 		// the server makes them: the first part raw, the later raw.
