@@ -59,7 +59,7 @@ func (p Plot) WritePNG(w io.Writer) error {
 	x := func(v float64) int { return plotLeft + int(math.Round(v*plotWidth)) }
 	y := func(v float64) int { return plotTop + plotHeight - int(math.Round(v*plotHeight)) }
 
-	for i := 0; i <= 5; i++ {
+	for i := range 6 {
 		v := float64(i) / 5
 		hline(img, plotLeft, plotLeft+plotWidth, y(v), gridGray)
 		vline(img, x(v), plotTop, plotTop+plotHeight, gridGray)
@@ -68,7 +68,7 @@ func (p Plot) WritePNG(w io.Writer) error {
 		text(img, plotLeft-8-width(label), y(v)+4, label, black)
 	}
 	// The diagonal, dashed.
-	for i := 0; i < plotWidth; i++ {
+	for i := range plotWidth {
 		if (i/6)%2 == 0 {
 			v := float64(i) / plotWidth
 			img.SetRGBA(x(v), y(v), diagGray)
