@@ -1,6 +1,7 @@
 package fakeengine
 
 import (
+	"cmp"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -25,17 +26,11 @@ import (
 // Its Calls count POST /v1/decisions requests, its Probes GET /v1/models.
 type Decisions struct{ endpoint }
 
-// NewDecisions starts an endpoint answering as r. Close it when done.
-func NewDecisions(r Reply) *Decisions {
-	d := &Decisions{}
-	d.start(r, d.serve)
-	return d
-}
-
 // StartDecisions runs an endpoint answering as r until the test ends.
 func StartDecisions(t testing.TB, r Reply) *Decisions {
 	t.Helper()
-	d := NewDecisions(r)
+	d := &Decisions{}
+	d.start(r, d.serve)
 	t.Cleanup(d.Close)
 	return d
 }
@@ -61,14 +56,10 @@ func (d *Decisions) serve(w http.ResponseWriter, req *http.Request) {
 		d.block(req)
 		return
 	case r.Status != 0:
-		msg := r.Message
-		if msg == "" {
-			msg = http.StatusText(r.Status)
-		}
 		if r.RetryAfter != "" {
 			w.Header().Set("Retry-After", r.RetryAfter)
 		}
-		writeDecisionsError(w, &decisionsapi.Error{Status: r.Status, Type: decisionsapi.TypeServer, Message: msg})
+		writeDecisionsError(w, &decisionsapi.Error{Status: r.Status, Type: decisionsapi.TypeServer, Message: cmp.Or(r.Message, http.StatusText(r.Status))})
 		return
 	case r.Raw != "":
 		writeBody(w, http.StatusOK, r.Raw)

@@ -102,12 +102,11 @@ func tokenize(body []byte, pairs bool) []byte {
 			toks = append(toks, token{TokenID("\n"), "\n"})
 		}
 		toks = append(toks, token{TokenID(word), word})
-		out, _ := json.Marshal(map[string]any{"tokens": toks})
-		return out
-	}
-	for i := range len(req.Content) {
-		p := req.Content[i : i+1]
-		toks = append(toks, token{TokenID(p), p})
+	} else {
+		for i := range len(req.Content) {
+			p := req.Content[i : i+1]
+			toks = append(toks, token{TokenID(p), p})
+		}
 	}
 	out, _ := json.Marshal(map[string]any{"tokens": toks})
 	return out

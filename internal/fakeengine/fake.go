@@ -2,6 +2,7 @@ package fakeengine
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -98,12 +99,10 @@ type server struct {
 	// node configuration takes it as is.
 	URL string
 
-	srv  *httptest.Server
-	done chan struct{} // closed by Close: held handlers return
-
-	closeMu sync.Mutex
-	closed  bool
-	held    *heldPort // the port refuse keeps, released by Close
+	srv       *httptest.Server
+	done      chan struct{} // closed by Close: held handlers return
+	closeOnce sync.Once
+	held      *heldPort // the port refuse keeps, released by Close
 }
 
 func (s *server) listen(serve http.HandlerFunc) {
@@ -114,17 +113,13 @@ func (s *server) listen(serve http.HandlerFunc) {
 
 // Close stops the server, ending held requests first.
 func (s *server) Close() {
-	s.closeMu.Lock()
-	closed := s.closed
-	s.closed = true
-	s.closeMu.Unlock()
-	if !closed {
+	s.closeOnce.Do(func() {
 		close(s.done)
 		s.srv.Close()
 		if s.held != nil {
 			s.held.Close()
 		}
-	}
+	})
 }
 
 // refuse closes the listener and every connection, and keeps the port
@@ -233,13 +228,7 @@ func (f *Fake) Requests() []Request {
 // Inferences returns the inference requests received so far, oldest
 // first.
 func (f *Fake) Inferences() []Request {
-	var out []Request
-	for _, r := range f.Requests() {
-		if r.Inference {
-			out = append(out, r)
-		}
-	}
-	return out
+	return slices.DeleteFunc(f.Requests(), func(r Request) bool { return !r.Inference })
 }
 
 // WaitIdle waits until no request is being handled, such as a hung one
@@ -344,10 +333,7 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 		if b.Status == http.StatusNotFound {
 			msg = fmt.Sprintf("model %q not found", rec.Model)
 		}
-		if b.Message != "" {
-			msg = b.Message
-		}
-		writeError(w, f.opt.Dialect, b.Status, msg)
+		writeError(w, f.opt.Dialect, b.Status, cmp.Or(b.Message, msg))
 		return
 	case NotJSON:
 		w.Header().Set("Content-Type", "text/html")
@@ -438,13 +424,11 @@ func (f *Fake) turn(r *http.Request) bool {
 }
 
 // stall sends the headers, promising the whole body, and half of it.
-func (f *Fake) stall(w http.ResponseWriter, r *http.Request, reply []byte) {
+func (s *server) stall(w http.ResponseWriter, r *http.Request, reply []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(reply)))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(reply[:len(reply)/2])
-	if fl, ok := w.(http.Flusher); ok {
-		fl.Flush()
-	}
-	f.block(r)
+	w.(http.Flusher).Flush()
+	s.block(r)
 }

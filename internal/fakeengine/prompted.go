@@ -59,7 +59,8 @@ type Prompt struct {
 	Order []string
 }
 
-var optionLineText = regexp.MustCompile(`(?m)^([A-Za-z0-9]{1,2})\. (.*)$`)
+// optionLine is a labelled option line: its label, then its text.
+var optionLine = regexp.MustCompile(`(?m)^([A-Za-z0-9]{1,2})\. (.*)$`)
 
 // ParsePrompt takes apart the user turn system1 writes (internal/engine's
 // Layout): "State:\n<state>\n\nQuestion: <instructions>\n<heading>:\n" and
@@ -84,7 +85,7 @@ func ParsePrompt(user string) (Prompt, bool) {
 	if _, list, ok = strings.Cut(list, ":\n"); !ok { // "Options:" or "Levels, from lowest to highest:"
 		return Prompt{}, false
 	}
-	for _, m := range optionLineText.FindAllStringSubmatch(list, -1) {
+	for _, m := range optionLine.FindAllStringSubmatch(list, -1) {
 		if _, dup := p.Options[m[1]]; !dup {
 			p.Order = append(p.Order, m[1])
 		}
@@ -102,7 +103,6 @@ func ParsePrompt(user string) (Prompt, bool) {
 func Leaning(r Request) []float64 {
 	p, _ := ParsePrompt(r.User)
 	ws := make([]float64, len(r.Labels))
-	total := 0.0
 	for i, l := range r.Labels {
 		ws[i] = 1
 		if name := p.Options[l]; p.State != "" && strings.Contains(p.State, "about "+name) {
@@ -111,12 +111,8 @@ func Leaning(r Request) []float64 {
 		if len(p.Order) > 0 && p.Order[0] == l {
 			ws[i] *= 4
 		}
-		total += ws[i]
 	}
-	for i := range ws {
-		ws[i] = math.Log(ws[i] / total)
-	}
-	return ws
+	return logShares(ws)
 }
 
 // FirstBiased answers as Behavior.Prompted, liking the options by name
@@ -127,13 +123,20 @@ func FirstBiased(r Request) []float64 {
 	p, _ := ParsePrompt(r.User)
 	weight := map[string]float64{"alpha": 1, "beta": 2, "gamma": 3, "true": 1, "false": 1}
 	ws := make([]float64, len(r.Labels))
-	var total float64
 	for i, l := range r.Labels {
 		ws[i] = weight[p.Options[l]]
 		if len(p.Order) > 0 && p.Order[0] == l {
 			ws[i] *= 5
 		}
-		total += ws[i]
+	}
+	return logShares(ws)
+}
+
+// logShares turns weights, in place, into the log of each one's share.
+func logShares(ws []float64) []float64 {
+	var total float64
+	for _, w := range ws {
+		total += w
 	}
 	for i := range ws {
 		ws[i] = math.Log(ws[i] / total)

@@ -2,6 +2,7 @@ package fakeengine
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"math"
 	"slices"
@@ -43,11 +44,9 @@ func (e entry) MarshalJSON() ([]byte, error) {
 	}{plain(e), bs})
 }
 
-// Non-JSON literals are written as placeholders and replaced after
-// marshalling, since encoding/json refuses to write them.
+// Non-JSON literals are written as placeholders ("\x00" and the literal)
+// and replaced after marshalling, since encoding/json refuses to write them.
 var literals = map[Fault]string{NaN: "NaN", PosInf: "Infinity", NegInf: "-Infinity"}
-
-func placeholder(lit string) string { return "\x00" + lit }
 
 // firstToken is the token an inference request generates, with its top
 // log-probabilities as the Behavior has them.
@@ -69,7 +68,7 @@ func (f *Fake) firstToken(rec Request, b Behavior) (chosen entry, content []entr
 	if rest > 1e-12 && !masked {
 		top = append(top, f.entry(filler, math.Log(rest)))
 	}
-	slices.SortStableFunc(top, func(a, b entry) int { return -cmpFloat(a.Logprob.(float64), b.Logprob.(float64)) })
+	slices.SortStableFunc(top, func(a, b entry) int { return cmp.Compare(b.Logprob.(float64), a.Logprob.(float64)) })
 	if k := rec.TopLogprobs; k > 0 && len(top) > k {
 		top = top[:k]
 	}
@@ -108,7 +107,7 @@ func (f *Fake) firstToken(rec Request, b Behavior) (chosen entry, content []entr
 		case NullLogprob:
 			top[at].Logprob = nil
 		case NaN, PosInf, NegInf:
-			top[at].Logprob = placeholder(literals[b.Fault])
+			top[at].Logprob = "\x00" + literals[b.Fault]
 		case Positive:
 			top[at].Logprob = 0.5
 		case DuplicateLabel:
@@ -231,14 +230,4 @@ func (f *Fake) entry(token string, lp float64) entry {
 		e.ID = &id
 	}
 	return e
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

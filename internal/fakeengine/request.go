@@ -2,7 +2,6 @@ package fakeengine
 
 import (
 	"encoding/json"
-	"regexp"
 	"strings"
 )
 
@@ -33,8 +32,6 @@ type message struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
 }
-
-var optionLine = regexp.MustCompile(`(?m)^([A-Za-z0-9]{1,2})\. `)
 
 func (c *chatRequest) fill(r *Request) {
 	r.Model = c.Model

@@ -1,6 +1,7 @@
 package fakeengine
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -176,12 +177,7 @@ func (s *SystemOne) Release() {
 // WaitIdle waits until no request is being handled.
 func (s *SystemOne) WaitIdle(ctx context.Context) error { return s.active.wait(ctx) }
 
-func (r Reply) model() string {
-	if r.Model != "" {
-		return r.Model
-	}
-	return "fake-1"
-}
+func (r Reply) model() string { return cmp.Or(r.Model, "fake-1") }
 
 func (s *SystemOne) serve(w http.ResponseWriter, req *http.Request) {
 	defer s.active.enter()()
@@ -219,11 +215,7 @@ func (s *SystemOne) serve(w http.ResponseWriter, req *http.Request) {
 		if r.RetryAfter != "" {
 			w.Header().Set("Retry-After", r.RetryAfter)
 		}
-		msg := r.Message
-		if msg == "" {
-			msg = http.StatusText(r.Status)
-		}
-		writeBody(w, r.Status, fmt.Sprintf(`{"detail":%q}`, msg))
+		writeBody(w, r.Status, fmt.Sprintf(`{"detail":%q}`, cmp.Or(r.Message, http.StatusText(r.Status))))
 		return
 	case r.Fault == NotJSON:
 		w.Header().Set("Content-Type", "text/html")
@@ -240,12 +232,7 @@ func (s *SystemOne) serve(w http.ResponseWriter, req *http.Request) {
 	}
 	reply := r.answer(p.Request)
 	if r.Fault == Stall {
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Content-Length", strconv.Itoa(len(reply)))
-		w.WriteHeader(http.StatusOK)
-		_, _ = io.WriteString(w, reply[:len(reply)/2])
-		w.(http.Flusher).Flush()
-		s.block(req)
+		s.stall(w, req, []byte(reply))
 		return
 	}
 	writeBody(w, http.StatusOK, reply)
@@ -296,12 +283,8 @@ func (r Reply) answer(req decision.Request) string {
 				v := num(d[i])
 				if i == hit {
 					switch f {
-					case NaN:
-						v = "NaN"
-					case PosInf:
-						v = "Infinity"
-					case NegInf:
-						v = "-Infinity"
+					case NaN, PosInf, NegInf:
+						v = literals[f]
 					case NullLogprob:
 						v = "null"
 					case Positive:
