@@ -22,6 +22,7 @@ package fakeengine
 
 import (
 	"math"
+	"slices"
 	"time"
 )
 
@@ -123,11 +124,7 @@ func Halving(labels []string) []float64 {
 
 // Uniform gives every label the same probability, 1/n.
 func Uniform(labels []string) []float64 {
-	lp := make([]float64, len(labels))
-	for i := range lp {
-		lp[i] = -math.Log(float64(len(labels)))
-	}
-	return lp
+	return slices.Repeat([]float64{-math.Log(float64(len(labels)))}, len(labels))
 }
 
 // Probs returns a distribution giving the i-th label probability p[i]

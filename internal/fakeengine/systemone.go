@@ -126,9 +126,9 @@ type SystemOne struct {
 	// Arrived gets a token per POST /v1/systemone, for a test to wait on.
 	Arrived chan struct{}
 
-	release  chan struct{} // closed by Release: Late handlers answer
-	released bool          // under mu
-	active   inflight
+	release     chan struct{} // closed by Release: Late handlers answer
+	releaseOnce sync.Once
+	active      inflight
 }
 
 // NewSystemOne starts an endpoint answering as r. Close it when done.
@@ -165,14 +165,7 @@ func Down(t testing.TB) string {
 }
 
 // Release lets Late requests answer.
-func (s *SystemOne) Release() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.released {
-		s.released = true
-		close(s.release)
-	}
-}
+func (s *SystemOne) Release() { s.releaseOnce.Do(func() { close(s.release) }) }
 
 // WaitIdle waits until no request is being handled.
 func (s *SystemOne) WaitIdle(ctx context.Context) error { return s.active.wait(ctx) }
