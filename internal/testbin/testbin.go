@@ -23,28 +23,23 @@ import (
 	"time"
 )
 
-var (
-	once sync.Once
-	dir  string
-	path string
-	err  error
-)
+// dir holds the built binary, which Cleanup removes.
+var dir string
 
 // Path returns the system1 binary, built on the first call into a
 // temporary folder that Cleanup removes.
-func Path() (string, error) {
-	once.Do(func() {
-		if dir, err = os.MkdirTemp("", "system1-bin-"); err != nil {
-			return
-		}
-		path = filepath.Join(dir, "system1")
-		cmd := exec.Command("go", "build", "-o", path, "system1/cmd/system1")
-		if out, e := cmd.CombinedOutput(); e != nil {
-			err = fmt.Errorf("go build system1/cmd/system1: %v\n%s", e, out)
-		}
-	})
-	return path, err
-}
+func Path() (string, error) { return build() }
+
+var build = sync.OnceValues(func() (path string, err error) {
+	if dir, err = os.MkdirTemp("", "system1-bin-"); err != nil {
+		return "", err
+	}
+	path = filepath.Join(dir, "system1")
+	if out, err := exec.Command("go", "build", "-o", path, "system1/cmd/system1").CombinedOutput(); err != nil {
+		return path, fmt.Errorf("go build system1/cmd/system1: %v\n%s", err, out)
+	}
+	return path, nil
+})
 
 // Binary returns the binary that Path builds, failing t when it does not
 // build.
@@ -325,4 +320,29 @@ func Metrics(base string) (map[string]float64, error) {
 		}
 	}
 	return out, nil
+}
+
+// Tool returns the program $SYSTEM1_<NAME> names (env), checking that it
+// and files exist; without them the test skips with the reason and the
+// script that builds the program, or fails where SYSTEM1_REQUIRE_<NAME>=1.
+func Tool(t testing.TB, what, env, script string, files ...string) string {
+	t.Helper()
+	bin := os.Getenv(env)
+	missing := env + " is not set"
+	if bin != "" {
+		missing = ""
+		for _, f := range append([]string{bin}, files...) {
+			if _, err := os.Stat(f); err != nil {
+				missing = err.Error()
+			}
+		}
+	}
+	if missing != "" {
+		msg := fmt.Sprintf("%s unavailable: %s (build it with %s and set %s to the path it prints)", what, missing, script, env)
+		if os.Getenv("SYSTEM1_REQUIRE_"+strings.TrimPrefix(env, "SYSTEM1_")) == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return bin
 }

@@ -2,7 +2,6 @@ package testengine
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,25 +49,8 @@ func StartOllama(t testing.TB) *Ollama {
 // StartOllamaWith is StartOllama as cfg says.
 func StartOllamaWith(t testing.TB, cfg OllamaConfig) *Ollama {
 	t.Helper()
-	bin, model := os.Getenv("SYSTEM1_OLLAMA"), ModelPath()
-	missing := ""
-	switch {
-	case bin == "":
-		missing = "SYSTEM1_OLLAMA is not set"
-	default:
-		for _, f := range []string{bin, model} {
-			if _, err := os.Stat(f); err != nil {
-				missing = err.Error()
-			}
-		}
-	}
-	if missing != "" {
-		msg := fmt.Sprintf("live Ollama unavailable: %s (build it with scripts/ollama.sh and set SYSTEM1_OLLAMA to the path it prints)", missing)
-		if os.Getenv("SYSTEM1_REQUIRE_OLLAMA") == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	model := ModelPath()
+	bin := testbin.Tool(t, "live Ollama", "SYSTEM1_OLLAMA", "scripts/ollama.sh", model)
 	dir := t.TempDir()
 	host := testbin.LoopbackAddr(t)
 	o := &Ollama{URL: "http://" + host, Log: filepath.Join(dir, "ollama.log"), bin: bin, dir: dir}
@@ -180,12 +162,4 @@ func (o *Ollama) Stop() {
 	}
 	_ = syscall.Kill(-o.cmd.Process.Pid, syscall.SIGKILL)
 	_ = o.cmd.Wait()
-}
-
-// StartContext runs llama-server like Start but with a context of ctx
-// tokens per slot, smaller than the model's, for tests of prompts that do
-// not fit.
-func StartContext(t testing.TB, slots, ctx int) *Server {
-	t.Helper()
-	return StartWith(t, Config{Slots: slots, Ctx: ctx})
 }

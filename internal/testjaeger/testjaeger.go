@@ -80,32 +80,11 @@ exporters:
     trace_storage: memstore
 `
 
-// Binary is $SYSTEM1_JAEGER; without it (or when it is not there) the
-// test skips with the reason, or fails when SYSTEM1_REQUIRE_JAEGER=1.
-func Binary(t testing.TB) string {
-	t.Helper()
-	bin := os.Getenv("SYSTEM1_JAEGER")
-	missing := ""
-	if bin == "" {
-		missing = "SYSTEM1_JAEGER is not set"
-	} else if _, err := os.Stat(bin); err != nil {
-		missing = err.Error()
-	}
-	if missing != "" {
-		msg := fmt.Sprintf("Jaeger unavailable: %s (build it with scripts/jaeger.sh and set SYSTEM1_JAEGER to the path it prints)", missing)
-		if os.Getenv("SYSTEM1_REQUIRE_JAEGER") == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return bin
-}
-
 // Start runs Jaeger until the test ends, and returns once its query API
 // answers and both OTLP receivers take connections.
 func Start(t testing.TB) *Jaeger {
 	t.Helper()
-	bin := Binary(t)
+	bin := testbin.Tool(t, "Jaeger", "SYSTEM1_JAEGER", "scripts/jaeger.sh")
 	dir := t.TempDir()
 	addr := func() string { return testbin.LoopbackAddr(t) }
 	query, queryGRPC, otlpGRPC, otlpHTTP := addr(), addr(), addr(), addr()
