@@ -16,7 +16,7 @@ import (
 // rejected as the caller's, never answered, not tried elsewhere, and the
 // node is not cooled for it.
 func TestRealEngineRefusesAPromptOverItsContext(t *testing.T) {
-	srv := testengine.StartContext(t, 1, 256)
+	srv := testengine.StartWith(t, testengine.Config{Slots: 1, Ctx: 256})
 	n, err := NewNode(config.Node{Name: "small", URL: srv.URL, Dialect: "llamacpp"}, func(string) string { return "" }, http.DefaultClient)
 	if err != nil {
 		t.Fatal(err)
