@@ -99,6 +99,7 @@ type server struct {
 	// node configuration takes it as is.
 	URL string
 
+	active    inflight
 	srv       *httptest.Server
 	done      chan struct{} // closed by Close: held handlers return
 	closeOnce sync.Once
@@ -107,9 +108,17 @@ type server struct {
 
 func (s *server) listen(serve http.HandlerFunc) {
 	s.done = make(chan struct{})
-	s.srv = httptest.NewServer(serve)
+	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer s.active.enter()()
+		serve(w, r)
+	}))
 	s.URL = s.srv.URL
 }
+
+// WaitIdle waits until no request is being handled, such as a hung one
+// whose client gave up; it returns ctx's error if that does not happen
+// first.
+func (s *server) WaitIdle(ctx context.Context) error { return s.active.wait(ctx) }
 
 // Close stops the server, ending held requests first.
 func (s *server) Close() {
@@ -145,8 +154,7 @@ func (s *server) block(r *http.Request) {
 // Fake is a running fake engine.
 type Fake struct {
 	server
-	active inflight
-	tasks  inflight // the inference requests among active
+	tasks inflight // the inference requests among active
 
 	opt     Options
 	running chan struct{} // the tasks running, when Options.Parallel bounds them
@@ -231,11 +239,6 @@ func (f *Fake) Inferences() []Request {
 	return slices.DeleteFunc(f.Requests(), func(r Request) bool { return !r.Inference })
 }
 
-// WaitIdle waits until no request is being handled, such as a hung one
-// whose client gave up; it returns ctx's error if that does not happen
-// first.
-func (f *Fake) WaitIdle(ctx context.Context) error { return f.active.wait(ctx) }
-
 // PeakTasks is the most tasks (inference requests, and llama.cpp's
 // POST /completion) the fake has handled at once since it started,
 // running or waiting for their turn (Options.Parallel): the engine calls
@@ -262,7 +265,6 @@ func (d Dialect) InferencePath() string {
 }
 
 func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
-	defer f.active.enter()()
 	var body bytes.Buffer
 	_, _ = body.ReadFrom(r.Body)
 	rec := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body.Bytes()}

@@ -140,7 +140,15 @@ func (f *Fake) completions(recs []Request, b Behavior) []byte {
 // answer builds the reply to an inference request.
 func (f *Fake) answer(rec Request, b Behavior) []byte {
 	chosen, content := f.firstToken(rec, b)
+	// Ollama's logprobs are the list OpenAI's hold under "content", and
+	// its empty choices an empty list.
 	var logprobs any = map[string]any{"content": content}
+	if f.opt.Dialect == Ollama {
+		logprobs = content
+		if b.Fault == EmptyChoices {
+			logprobs = []entry{}
+		}
+	}
 	switch b.Fault {
 	case NoLogprobs:
 		logprobs = nil
@@ -148,53 +156,41 @@ func (f *Fake) answer(rec Request, b Behavior) []byte {
 		logprobs = json.RawMessage("null")
 	}
 	input := rec.InputTokens
-	var reply any
+	message := map[string]string{"role": "assistant", "content": chosen.Token}
 	if f.opt.Dialect == Ollama {
 		m := map[string]any{
 			"model":       rec.Model,
 			"created_at":  time.Now().UTC().Format(time.RFC3339Nano),
-			"message":     map[string]string{"role": "assistant", "content": chosen.Token},
+			"message":     message,
 			"done":        true,
 			"done_reason": "length",
+		}
+		if logprobs != nil {
+			m["logprobs"] = logprobs
 		}
 		if !b.NoUsage {
 			m["prompt_eval_count"], m["eval_count"] = input, 1
 		}
-		switch b.Fault {
-		case NoLogprobs:
-		case NullLogprobs:
-			m["logprobs"] = json.RawMessage("null")
-		case EmptyChoices:
-			m["logprobs"] = []entry{}
-		default:
-			m["logprobs"] = content
-		}
-		reply = m
-	} else {
-		choice := map[string]any{
-			"index":         0,
-			"finish_reason": "length",
-			"message":       map[string]string{"role": "assistant", "content": chosen.Token},
-		}
-		if logprobs != nil {
-			choice["logprobs"] = logprobs
-		}
-		m := map[string]any{
-			"id":      "chatcmpl-fake",
-			"object":  "chat.completion",
-			"created": time.Now().Unix(),
-			"model":   rec.Model,
-			"choices": []any{choice},
-		}
-		if b.Fault == EmptyChoices {
-			m["choices"] = []any{}
-		}
-		if !b.NoUsage {
-			m["usage"] = map[string]int{"prompt_tokens": input, "completion_tokens": 1, "total_tokens": input + 1}
-		}
-		reply = m
+		return marshalReply(m)
 	}
-	return marshalReply(reply)
+	choice := map[string]any{"index": 0, "finish_reason": "length", "message": message}
+	if logprobs != nil {
+		choice["logprobs"] = logprobs
+	}
+	m := map[string]any{
+		"id":      "chatcmpl-fake",
+		"object":  "chat.completion",
+		"created": time.Now().Unix(),
+		"model":   rec.Model,
+		"choices": []any{choice},
+	}
+	if b.Fault == EmptyChoices {
+		m["choices"] = []any{}
+	}
+	if !b.NoUsage {
+		m["usage"] = map[string]int{"prompt_tokens": input, "completion_tokens": 1, "total_tokens": input + 1}
+	}
+	return marshalReply(m)
 }
 
 // marshalReply writes a reply, with the literals JSON has not.

@@ -2,7 +2,6 @@ package fakeengine
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -128,7 +127,6 @@ type SystemOne struct {
 
 	release     chan struct{} // closed by Release: Late handlers answer
 	releaseOnce sync.Once
-	active      inflight
 }
 
 // NewSystemOne starts an endpoint answering as r. Close it when done.
@@ -167,13 +165,9 @@ func Down(t testing.TB) string {
 // Release lets Late requests answer.
 func (s *SystemOne) Release() { s.releaseOnce.Do(func() { close(s.release) }) }
 
-// WaitIdle waits until no request is being handled.
-func (s *SystemOne) WaitIdle(ctx context.Context) error { return s.active.wait(ctx) }
-
 func (r Reply) model() string { return cmp.Or(r.Model, "fake-1") }
 
 func (s *SystemOne) serve(w http.ResponseWriter, req *http.Request) {
-	defer s.active.enter()()
 	body, _ := io.ReadAll(req.Body)
 	r := s.reply()
 	switch {
