@@ -72,11 +72,9 @@ func (f *Fake) firstToken(rec Request, b Behavior) (chosen entry, content []entr
 	if k := rec.TopLogprobs; k > 0 && len(top) > k {
 		top = top[:k]
 	}
-	hit := func() int {
-		if b.Label < 0 || b.Label >= len(rec.Labels) {
-			return -1
-		}
-		return slices.IndexFunc(top, func(e entry) bool { return e.Token == rec.Labels[b.Label] })
+	at := -1 // the entry a per-label fault hits
+	if b.Label >= 0 && b.Label < len(rec.Labels) {
+		at = slices.IndexFunc(top, func(e entry) bool { return e.Token == rec.Labels[b.Label] })
 	}
 	// The sampled token is the likeliest label, as under a constraint
 	// (unread where none is sent).
@@ -89,7 +87,7 @@ func (f *Fake) firstToken(rec Request, b Behavior) (chosen entry, content []entr
 		return f.entry(filler, 0)
 	}
 	chosen = likeliest()
-	if at := hit(); at >= 0 && b.Fault == MissingLabel {
+	if at >= 0 && b.Fault == MissingLabel {
 		// Left out before sampling: a label outside the top is not the
 		// token generated either, but under llama.cpp's grammar, which
 		// samples among the labels whatever their rank.
@@ -101,8 +99,7 @@ func (f *Fake) firstToken(rec Request, b Behavior) (chosen entry, content []entr
 	if rec.Constrained && b.IgnoreConstraint && len(top) > 0 {
 		chosen = top[0] // no mask: the likeliest token of all
 	}
-
-	if at := hit(); at >= 0 {
+	if at >= 0 {
 		switch b.Fault {
 		case NullLogprob:
 			top[at].Logprob = nil

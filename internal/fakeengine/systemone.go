@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -241,11 +242,8 @@ func (r Reply) dist(q decision.Question) decision.Distribution {
 	if len(r.Probs) == n {
 		return decision.Distribution(r.Probs)
 	}
-	d := make(decision.Distribution, n)
+	d := slices.Repeat(decision.Distribution{0.1 / float64(n-1)}, n)
 	d[0] = 0.9
-	for i := 1; i < n; i++ {
-		d[i] = 0.1 / float64(n-1)
-	}
 	return d
 }
 
