@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
-	"time"
 
 	"system1/internal/testbin"
 )
@@ -79,20 +78,12 @@ func (o *Ollama) run(t testing.TB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer logf.Close()
-	cmd := exec.Command(o.bin, "serve")
-	cmd.Env, cmd.Stdout, cmd.Stderr = o.env, logf, logf
+	o.cmd = exec.Command(o.bin, "serve")
+	o.cmd.Env = o.env
 	// Its own process group: ollama serve starts a runner process per
 	// model, which Stop ends with it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", o.bin, err)
-	}
-	o.cmd = cmd
-	if err := testbin.WaitOK(o.URL+"/api/version", nil, time.Minute); err != nil {
-		log, _ := os.ReadFile(o.Log)
-		t.Fatalf("ollama: %v:\n%s", err, log)
-	}
+	o.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	launch(t, "ollama", o.cmd, logf, o.URL+"/api/version")
 }
 
 // Restart stops the server and starts it again on the same port and

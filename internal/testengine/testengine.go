@@ -77,7 +77,6 @@ type Server struct {
 	URL string
 	cmd *exec.Cmd
 	cfg Config
-	log string
 }
 
 // Config says how StartWith runs llama-server.
@@ -137,23 +136,29 @@ func (s *Server) Restart(t testing.TB, cfg Config) {
 // is healthy.
 func (s *Server) run(t testing.TB) {
 	t.Helper()
-	bin, cfg := Binary(), s.cfg
+	cfg := s.cfg
 	port := s.URL[strings.LastIndex(s.URL, ":")+1:]
-	cmd := exec.Command(bin, "-m", cfg.Model, "--host", "127.0.0.1", "--port", port,
-		"-c", strconv.Itoa(cfg.Ctx*cfg.Slots), "-np", strconv.Itoa(cfg.Slots), "-t", "2", "-a", cfg.Alias, "--no-webui", "--metrics")
 	logf, err := os.CreateTemp(t.TempDir(), "llama-server-*.log")
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.cmd = exec.Command(Binary(), "-m", cfg.Model, "--host", "127.0.0.1", "--port", port,
+		"-c", strconv.Itoa(cfg.Ctx*cfg.Slots), "-np", strconv.Itoa(cfg.Slots), "-t", "2", "-a", cfg.Alias, "--no-webui", "--metrics")
+	launch(t, "llama-server", s.cmd, logf, s.URL+"/health")
+}
+
+// launch starts cmd, its output going to logf, and waits until GET url
+// answers 200; where it does not, it fails t quoting the log.
+func launch(t testing.TB, name string, cmd *exec.Cmd, logf *os.File, url string) {
+	t.Helper()
 	defer logf.Close()
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", bin, err)
+		t.Fatalf("starting %s: %v", cmd.Args[0], err)
 	}
-	s.cmd, s.log = cmd, logf.Name()
-	if err := testbin.WaitHealthy(s.URL, nil, time.Minute); err != nil {
-		log, _ := os.ReadFile(s.log)
-		t.Fatalf("llama-server: %v:\n%s", err, log)
+	if err := testbin.WaitOK(url, nil, time.Minute); err != nil {
+		log, _ := os.ReadFile(logf.Name())
+		t.Fatalf("%s: %v:\n%s", name, err, log)
 	}
 }
 
