@@ -29,8 +29,8 @@ type Decisions struct{ endpoint }
 // StartDecisions runs an endpoint answering as r until the test ends.
 func StartDecisions(t testing.TB, r Reply) *Decisions {
 	t.Helper()
-	d := &Decisions{}
-	d.start(r, d.serve)
+	d := &Decisions{endpoint{r: r}}
+	d.listen(d.serve)
 	t.Cleanup(d.Close)
 	return d
 }

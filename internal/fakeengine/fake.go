@@ -174,12 +174,11 @@ func New(opt Options) *Fake {
 	if opt.NVocab == 0 {
 		opt.NVocab = 512
 	}
-	f := &Fake{opt: opt}
+	f := &Fake{opt: opt, build: opt.Build}
 	if opt.Parallel > 0 {
 		f.running = make(chan struct{}, opt.Parallel)
 	}
 	f.listen(f.serve)
-	f.build = opt.Build
 	f.Set(opt.Behavior)
 	return f
 }
@@ -402,10 +401,8 @@ func (f *Fake) wait(r *http.Request, d time.Duration) bool {
 	if d <= 0 {
 		return true
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-time.After(d):
 		return true
 	case <-r.Context().Done():
 	case <-f.done:

@@ -86,11 +86,6 @@ type endpoint struct {
 	r  Reply
 }
 
-func (e *endpoint) start(r Reply, serve http.HandlerFunc) {
-	e.r = r
-	e.listen(serve)
-}
-
 // Set changes how the endpoint answers from the next request on: another
 // model id in its answers and its model list, other distributions, a
 // fault. A SystemOne reads Refuse only when it starts.
@@ -132,8 +127,8 @@ type SystemOne struct {
 
 // NewSystemOne starts an endpoint answering as r. Close it when done.
 func NewSystemOne(r Reply) *SystemOne {
-	s := &SystemOne{release: make(chan struct{}), Arrived: make(chan struct{}, 64)}
-	s.start(r, s.serve)
+	s := &SystemOne{endpoint: endpoint{r: r}, release: make(chan struct{}), Arrived: make(chan struct{}, 64)}
+	s.listen(s.serve)
 	if r.Fault == Refuse {
 		s.refuse()
 	}
