@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -202,12 +203,11 @@ type Process struct {
 
 // Tag returns the value of the span's attribute key.
 func (s Span) Tag(key string) (any, bool) {
-	for _, t := range s.Tags {
-		if t.Key == key {
-			return t.Value, true
-		}
+	i := slices.IndexFunc(s.Tags, func(t Tag) bool { return t.Key == key })
+	if i < 0 {
+		return nil, false
 	}
-	return nil, false
+	return s.Tags[i].Value, true
 }
 
 // Parent is the span id of the span's CHILD_OF reference, "" for a root.
@@ -222,13 +222,7 @@ func (s Span) Parent() string {
 
 // Named returns the trace's spans named name.
 func (tr *Trace) Named(name string) []Span {
-	var out []Span
-	for _, s := range tr.Spans {
-		if s.OperationName == name {
-			out = append(out, s)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(tr.Spans), func(s Span) bool { return s.OperationName != name })
 }
 
 // ErrNotYet is what Get says of a trace Jaeger does not hold yet.
