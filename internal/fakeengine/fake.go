@@ -1,11 +1,11 @@
 package fakeengine
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -264,9 +264,8 @@ func (d Dialect) InferencePath() string {
 }
 
 func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
-	var body bytes.Buffer
-	_, _ = body.ReadFrom(r.Body)
-	rec := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body.Bytes()}
+	body, _ := io.ReadAll(r.Body)
+	rec := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
 	infer := r.Method == http.MethodPost && r.URL.Path == f.opt.Dialect.InferencePath()
 	completion := r.Method == http.MethodPost && r.URL.Path == "/completion" && f.opt.Dialect == LlamaCpp
 	task := infer || completion
@@ -372,7 +371,7 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 		reply = tokenize(rec.Body, f.opt.PairTokens)
 	case r.Method == http.MethodGet && r.URL.Path == "/props" && f.opt.Dialect == LlamaCpp && (f.opt.Slots > 0 || build != ""):
 		reply = f.props(build)
-	case r.Method == http.MethodPost && r.URL.Path == "/completion" && f.opt.Dialect == LlamaCpp:
+	case completion:
 		reply = []byte(`{"content":" ","stop":true}`)
 	default:
 		writeError(w, f.opt.Dialect, http.StatusNotFound, "File Not Found")
