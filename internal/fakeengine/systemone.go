@@ -278,11 +278,7 @@ func (r Reply) answer(req decision.Request) string {
 			if q.Kind == decision.Score {
 				legend := make([]string, len(q.Options))
 				for i, o := range q.Options {
-					l := string(o.Legend)
-					if l == "" {
-						l = "null"
-					}
-					legend[i] = fmt.Sprintf("%q:%s", o.Key, l)
+					legend[i] = fmt.Sprintf("%q:%s", o.Key, cmp.Or(string(o.Legend), "null"))
 				}
 				a = fmt.Sprintf(`{"type":"score","score":%s,"confidence":%s,"legend":{%s},"probabilities":{%s}`,
 					num(decision.ExpectedLevel(d)), num(decision.ScoreConfidence(d)), strings.Join(legend, ","), strings.Join(ps, ","))
