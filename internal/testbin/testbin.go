@@ -323,8 +323,8 @@ func Metrics(base string) (map[string]float64, error) {
 }
 
 // Tool returns the program $SYSTEM1_<NAME> names (env), checking that it
-// and files exist; without them the test skips with the reason and the
-// script that builds the program, or fails where SYSTEM1_REQUIRE_<NAME>=1.
+// and files exist; without them the test skips saying what is unavailable,
+// why, and the script that builds it, or fails where SYSTEM1_REQUIRE_<NAME>=1.
 func Tool(t testing.TB, what, env, script string, files ...string) string {
 	t.Helper()
 	bin := os.Getenv(env)
