@@ -1,6 +1,6 @@
 // Package testbin builds the system1 binary for tests that drive it as its
-// users do, once per test process, and waits for a server it runs to be
-// healthy.
+// users do, once per test process, waits for a server it runs to be
+// healthy, and finds the external programs tests run (Tool).
 package testbin
 
 import (
