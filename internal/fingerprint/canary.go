@@ -23,12 +23,7 @@ var canaryState = json.RawMessage(`{"ticket":"My parcel came two weeks late and 
 // were checked to be non-degenerate on the tiny stories260K and on
 // random-weight models (docs/fingerprints.md).
 var canary = []decision.Question{
-	{
-		ID:           "refund",
-		Kind:         decision.Noul,
-		Instructions: json.RawMessage(`"Does the customer ask for a refund?"`),
-		Options:      decision.NoulOptions(nil, nil),
-	},
+	noul("refund", "Does the customer ask for a refund?"),
 	{
 		ID:           "topic",
 		Kind:         decision.Choice,

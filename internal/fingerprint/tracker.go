@@ -185,49 +185,41 @@ func (t *Tracker) Builds() ([]Build, bool) {
 	return slices.Clone(t.builds), grown
 }
 
-// ID is the id of the build k's reference is of; "" when k was not
-// observed or nothing of it is known.
-func (t *Tracker) ID(k Key) string {
+// lookup returns a copy of k's entry, if k was observed.
+func (t *Tracker) lookup(k Key) (entry, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if e, ok := t.refs[k]; ok {
-		return e.id
+		return *e, true
 	}
-	return ""
+	return entry{}, false
+}
+
+// ID is the id of the build k's reference is of; "" when k was not
+// observed or nothing of it is known.
+func (t *Tracker) ID(k Key) string {
+	e, _ := t.lookup(k)
+	return e.id
 }
 
 // Noise is the repeat noise measured on k's reads.
 func (t *Tracker) Noise(k Key) Noise {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if e, ok := t.refs[k]; ok {
-		return e.noise
-	}
-	return Noise{}
+	e, _ := t.lookup(k)
+	return e.noise
 }
 
 // Reference returns k's reference print, if k was observed.
 func (t *Tracker) Reference(k Key) (Print, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	e, ok := t.refs[k]
-	if !ok {
-		return Print{}, false
-	}
-	return e.ref, true
+	e, ok := t.lookup(k)
+	return e.ref, ok
 }
 
 // Generation counts the changes k has seen since it was first observed:
 // 0 for the first build. A fit made while k was at one generation is a fit
 // of that build; one recorded at another is not.
 func (t *Tracker) Generation(k Key) (gen uint64, ok bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	e, ok := t.refs[k]
-	if !ok {
-		return 0, false
-	}
-	return e.gen, true
+	e, ok := t.lookup(k)
+	return e.gen, ok
 }
 
 // Forget drops k's reference, generation and noise: its next observation
