@@ -3,9 +3,9 @@ package web
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
-	"sort"
 	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -500,7 +500,15 @@ func text(desc string) *jsonschema.Schema {
 }
 
 func unitNumber() *jsonschema.Schema {
-	return &jsonschema.Schema{Type: "number", Minimum: ptr(0.0), Maximum: ptr(1.0)}
+	return &jsonschema.Schema{Type: "number", Minimum: new(0.0), Maximum: new(1.0)}
+}
+
+// constant is the schema of the one value v.
+func constant(v string) *jsonschema.Schema { return &jsonschema.Schema{Const: new(any(v))} }
+
+// allRequired is an object schema of props, every one required.
+func allRequired(props map[string]*jsonschema.Schema) *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "object", Required: slices.Sorted(maps.Keys(props)), Properties: props}
 }
 
 // anyJSON is any JSON value of the listed types.
@@ -552,26 +560,25 @@ func kib(n int) string {
 // option cap (max_options).
 func systemOneRequest() *jsonschema.Schema {
 	lim := decision.DefaultLimits()
-	kind := func(k string) *jsonschema.Schema { return &jsonschema.Schema{Const: jsonschema.Ptr[any](k)} }
 	instr := anyJSON(fmt.Sprintf("What to decide, shown to the model; at most %s as JSON.", kib(lim.MaxInstructionBytes)), "string", "object", "array", "null")
 	question := func(k, desc string, criteria *jsonschema.Schema, required ...string) *jsonschema.Schema {
 		return &jsonschema.Schema{Type: "object", Description: desc, Required: append([]string{"type"}, required...),
-			Properties: map[string]*jsonschema.Schema{"type": kind(k), "instructions": instr, "criteria": criteria}}
+			Properties: map[string]*jsonschema.Schema{"type": constant(k), "instructions": instr, "criteria": criteria}}
 	}
 	choice := question("choice", fmt.Sprintf("One of the criteria's keys, %d to %d of them (as a node's max_options allows), in the order the model sees them.",
 		lim.MinChoiceOptions, gateway.MaxOptions),
-		&jsonschema.Schema{Type: "object", MinProperties: ptr(lim.MinChoiceOptions), MaxProperties: ptr(gateway.MaxOptions), AdditionalProperties: entry()}, "criteria")
+		&jsonschema.Schema{Type: "object", MinProperties: new(lim.MinChoiceOptions), MaxProperties: new(gateway.MaxOptions), AdditionalProperties: entry()}, "criteria")
 	noul := question("noul", "P(true).", &jsonschema.Schema{Types: []string{"object", "null"},
 		Properties: map[string]*jsonschema.Schema{"true": entry(), "false": entry()}, AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}}})
 	score := question("score", fmt.Sprintf("The expected level of an ordered rubric, lowest first, %d to %d levels.", lim.MinScoreLevels, lim.MaxScoreLevels),
-		&jsonschema.Schema{Type: "array", MinItems: ptr(lim.MinScoreLevels), MaxItems: ptr(lim.MaxScoreLevels), Items: entry()}, "criteria")
+		&jsonschema.Schema{Type: "array", MinItems: new(lim.MinScoreLevels), MaxItems: new(lim.MaxScoreLevels), Items: entry()}, "criteria")
 	return &jsonschema.Schema{
 		Type:     "object",
 		Required: []string{"model", "state", "questions"},
 		Properties: map[string]*jsonschema.Schema{
 			"model": text("A model id from GET /v1/models, or a configured alias."),
 			"state": anyJSON(fmt.Sprintf("What the questions are about: text or JSON, at most %s as JSON.", kib(lim.MaxStateBytes)), "string", "object", "array"),
-			"questions": {Type: "object", MinProperties: ptr(1), MaxProperties: ptr(lim.MaxQuestions),
+			"questions": {Type: "object", MinProperties: new(1), MaxProperties: new(lim.MaxQuestions),
 				Description:          fmt.Sprintf("Questions by the caller's ids, answered in this order; at most %d unless the server's max_questions says otherwise.", lim.MaxQuestions),
 				AdditionalProperties: &jsonschema.Schema{OneOf: []*jsonschema.Schema{choice, noul, score}}},
 		},
@@ -581,13 +588,8 @@ func systemOneRequest() *jsonschema.Schema {
 func systemOneResponse() *jsonschema.Schema {
 	probs := &jsonschema.Schema{Type: "object", AdditionalProperties: unitNumber(), Description: "Per option (per level for a score), in order, summing to 1."}
 	answer := func(k string, props map[string]*jsonschema.Schema) *jsonschema.Schema {
-		props["type"] = &jsonschema.Schema{Const: jsonschema.Ptr[any](k)}
-		req := []string{}
-		for name := range props {
-			req = append(req, name)
-		}
-		sort.Strings(req)
-		return &jsonschema.Schema{Type: "object", Required: req, Properties: props}
+		props["type"] = constant(k)
+		return allRequired(props)
 	}
 	return &jsonschema.Schema{
 		Type:     "object",
@@ -598,15 +600,15 @@ func systemOneResponse() *jsonschema.Schema {
 				AdditionalProperties: &jsonschema.Schema{OneOf: []*jsonschema.Schema{
 					answer("choice", map[string]*jsonschema.Schema{"choice": text("The most probable key."), "confidence": unitNumber(), "probabilities": probs}),
 					answer("noul", map[string]*jsonschema.Schema{"noul": unitNumber()}),
-					answer("score", map[string]*jsonschema.Schema{"score": {Type: "number", Minimum: ptr(0.0)}, "confidence": unitNumber(),
+					answer("score", map[string]*jsonschema.Schema{"score": {Type: "number", Minimum: new(0.0)}, "confidence": unitNumber(),
 						"legend": {Type: "object", Description: "Each level's criterion, as sent, by its level."}, "probabilities": probs}),
 				}}},
 			"usage": {Type: "object", Required: []string{"input_tokens", "output_tokens"}, Properties: map[string]*jsonschema.Schema{
-				"input_tokens":  {Type: "integer", Minimum: ptr(0.0)},
-				"output_tokens": {Type: "integer", Minimum: ptr(0.0)},
+				"input_tokens":  {Type: "integer", Minimum: new(0.0)},
+				"output_tokens": {Type: "integer", Minimum: new(0.0)},
 				"estimated":     {Type: "boolean", Description: "Present (true) when an engine reported no counts."},
 			}},
-			"latency_ms": {Type: "integer", Minimum: ptr(0.0)},
+			"latency_ms": {Type: "integer", Minimum: new(0.0)},
 		},
 	}
 }
@@ -617,7 +619,6 @@ func systemOneResponse() *jsonschema.Schema {
 func decisionsRequest() *jsonschema.Schema {
 	lim := decisionsapi.Limits(decision.DefaultLimits())
 	lim.MaxChoiceOptions = decisionsapi.MaxChoices
-	kind := func(k string) *jsonschema.Schema { return &jsonschema.Schema{Const: jsonschema.Ptr[any](k)} }
 	closed := &jsonschema.Schema{Not: &jsonschema.Schema{}}
 	part := &jsonschema.Schema{Type: "object", Required: []string{"type"}, Description: "input_text {text}, input_json {data} or input_image (refused: code unsupported_input).",
 		Properties: map[string]*jsonschema.Schema{"type": {Type: "string"}}, AdditionalProperties: &jsonschema.Schema{}}
@@ -625,7 +626,7 @@ func decisionsRequest() *jsonschema.Schema {
 		AnyOf: []*jsonschema.Schema{{Type: "string"}, {Type: "array", Items: part}, {Type: "null"}}}
 	name := &jsonschema.Schema{Types: []string{"string", "null"}, Description: "Unique; answered as sent, or null when left out."}
 	question := func(k, desc string, extra map[string]*jsonschema.Schema, required ...string) *jsonschema.Schema {
-		props := map[string]*jsonschema.Schema{"type": kind(k), "name": name, "instructions": instr}
+		props := map[string]*jsonschema.Schema{"type": constant(k), "name": name, "instructions": instr}
 		for f, sc := range extra {
 			props[f] = sc
 		}
@@ -637,10 +638,10 @@ func decisionsRequest() *jsonschema.Schema {
 	}
 	predicate := question("predicate", "P(true).", nil)
 	choice := question("choice", fmt.Sprintf("One of the values, %d to %d of them (as a node's max_options allows), unique by type and value.", lim.MinChoiceOptions, lim.MaxChoiceOptions),
-		map[string]*jsonschema.Schema{"choices": {Type: "array", MinItems: ptr(lim.MinChoiceOptions), MaxItems: ptr(lim.MaxChoiceOptions),
+		map[string]*jsonschema.Schema{"choices": {Type: "array", MinItems: new(lim.MinChoiceOptions), MaxItems: new(lim.MaxChoiceOptions),
 			Items: described("value", &jsonschema.Schema{Types: []string{"string", "boolean"}, Description: "Given back typed: true and \"true\" are two choices."})}}, "choices")
 	score := question("score", fmt.Sprintf("The expected level of an ordered rubric, lowest first, %d to %d levels.", lim.MinScoreLevels, lim.MaxScoreLevels),
-		map[string]*jsonschema.Schema{"levels": {Type: "array", MinItems: ptr(lim.MinScoreLevels), MaxItems: ptr(lim.MaxScoreLevels), Items: described("label", &jsonschema.Schema{Type: "string"})}}, "levels")
+		map[string]*jsonschema.Schema{"levels": {Type: "array", MinItems: new(lim.MinScoreLevels), MaxItems: new(lim.MaxScoreLevels), Items: described("label", &jsonschema.Schema{Type: "string"})}}, "levels")
 	return &jsonschema.Schema{
 		Type:                 "object",
 		Required:             []string{"model", "input", "questions"},
@@ -650,12 +651,12 @@ func decisionsRequest() *jsonschema.Schema {
 			"model": text("A model id from GET /v1/models, or a configured alias."),
 			"input": {Description: fmt.Sprintf("What the questions are about: a string, or items (messages of text and JSON parts, tool calls and their outputs), read into the state; at most %s. An image anywhere is a 400 (unsupported_input).", kib(lim.MaxStateBytes)),
 				AnyOf: []*jsonschema.Schema{{Type: "string"}, {Type: "array", Items: &jsonschema.Schema{Type: "object", AdditionalProperties: &jsonschema.Schema{}}}}},
-			"questions": {Type: "array", MinItems: ptr(1), MaxItems: ptr(lim.MaxQuestions),
+			"questions": {Type: "array", MinItems: new(1), MaxItems: new(lim.MaxQuestions),
 				Description: fmt.Sprintf("Answered in this order; at most %d, or the server's max_questions where lower.", lim.MaxQuestions),
 				Items:       &jsonschema.Schema{OneOf: []*jsonschema.Schema{predicate, choice, score}}},
 			"prompt_cache_key":     {Types: []string{"string", "null"}, Description: "Accepted and ignored."},
 			"prompt_cache_options": {Types: []string{"object", "null"}, Description: "Accepted and ignored.", AdditionalProperties: &jsonschema.Schema{}},
-			"safety_identifier":    {Types: []string{"string", "null"}, MaxLength: ptr(decisionsapi.MaxSafetyIdentifier), Description: "Accepted and ignored."},
+			"safety_identifier":    {Types: []string{"string", "null"}, MaxLength: new(decisionsapi.MaxSafetyIdentifier), Description: "Accepted and ignored."},
 		},
 	}
 }
@@ -663,20 +664,11 @@ func decisionsRequest() *jsonschema.Schema {
 // decisionsResponse is POST /v1/decisions's 200.
 func decisionsResponse() *jsonschema.Schema {
 	name := &jsonschema.Schema{Types: []string{"string", "null"}, Description: "The question's name, null when unnamed."}
-	closedObject := func(props map[string]*jsonschema.Schema) *jsonschema.Schema {
-		req := []string{}
-		for n := range props {
-			req = append(req, n)
-		}
-		sort.Strings(req)
-		return &jsonschema.Schema{Type: "object", Required: req, Properties: props}
-	}
 	answer := func(k string, props map[string]*jsonschema.Schema) *jsonschema.Schema {
-		props["type"] = &jsonschema.Schema{Const: jsonschema.Ptr[any](k)}
-		props["name"] = name
-		return closedObject(props)
+		props["type"], props["name"] = constant(k), name
+		return allRequired(props)
 	}
-	counter := &jsonschema.Schema{Type: "integer", Minimum: ptr(0.0)}
+	counter := &jsonschema.Schema{Type: "integer", Minimum: new(0.0)}
 	return &jsonschema.Schema{
 		Type:     "object",
 		Required: []string{"model", "answers", "usage"},
@@ -686,17 +678,17 @@ func decisionsResponse() *jsonschema.Schema {
 				answer("predicate", map[string]*jsonschema.Schema{"probability": unitNumber()}),
 				answer("choice", map[string]*jsonschema.Schema{"choice": {Types: []string{"string", "boolean"}, Description: "The most probable value, typed as asked."},
 					"confidence": unitNumber(), "probabilities": {Type: "array", Description: "Every value, in request order, summing to 1.",
-						Items: closedObject(map[string]*jsonschema.Schema{"value": {Types: []string{"string", "boolean"}}, "probability": unitNumber()})}}),
-				answer("score", map[string]*jsonschema.Schema{"score": {Type: "number", Minimum: ptr(0.0)}, "confidence": unitNumber(),
+						Items: allRequired(map[string]*jsonschema.Schema{"value": {Types: []string{"string", "boolean"}}, "probability": unitNumber()})}}),
+				answer("score", map[string]*jsonschema.Schema{"score": {Type: "number", Minimum: new(0.0)}, "confidence": unitNumber(),
 					"probabilities": {Type: "array", Description: "Every level, lowest first, summing to 1.",
-						Items: closedObject(map[string]*jsonschema.Schema{"value": {Type: "integer", Minimum: ptr(0.0)}, "label": {Type: "string"}, "probability": unitNumber()})}}),
+						Items: allRequired(map[string]*jsonschema.Schema{"value": {Type: "integer", Minimum: new(0.0)}, "label": {Type: "string"}, "probability": unitNumber()})}}),
 				answer("refusal", map[string]*jsonschema.Schema{}),
 			}}},
-			"usage": closedObject(map[string]*jsonschema.Schema{
+			"usage": allRequired(map[string]*jsonschema.Schema{
 				"input_tokens":          counter,
-				"input_tokens_details":  closedObject(map[string]*jsonschema.Schema{"cached_tokens": counter, "cache_write_tokens": counter}),
+				"input_tokens_details":  allRequired(map[string]*jsonschema.Schema{"cached_tokens": counter, "cache_write_tokens": counter}),
 				"output_tokens":         counter,
-				"output_tokens_details": closedObject(map[string]*jsonschema.Schema{"reasoning_tokens": counter}),
+				"output_tokens_details": allRequired(map[string]*jsonschema.Schema{"reasoning_tokens": counter}),
 				"total_tokens":          counter,
 			}),
 		},
@@ -710,7 +702,7 @@ func systemOneBatchRequest() *jsonschema.Schema {
 	st := s.Properties["state"]
 	delete(s.Properties, "state")
 	st.Description = "One state: " + st.Description
-	s.Properties["states"] = &jsonschema.Schema{Type: "array", Items: st, MinItems: ptr(1), MaxItems: ptr(systemone.MaxBatchStates),
+	s.Properties["states"] = &jsonschema.Schema{Type: "array", Items: st, MinItems: new(1), MaxItems: new(systemone.MaxBatchStates),
 		Description: fmt.Sprintf("What the questions are about, 1 to %d states, each asked the questions.", systemone.MaxBatchStates)}
 	s.Required = []string{"model", "states", "questions"}
 	return s
@@ -721,7 +713,7 @@ func systemOneBatchResponse() *jsonschema.Schema {
 	failed := &jsonschema.Schema{Type: "object", Required: []string{"status", "error"},
 		Description: "A state not answered: the error body its own POST /v1/systemone would have got, with that status.",
 		Properties: map[string]*jsonschema.Schema{
-			"status": {Type: "integer", Minimum: ptr(400.0), Maximum: ptr(599.0)},
+			"status": {Type: "integer", Minimum: new(400.0), Maximum: new(599.0)},
 			"error":  errorSchema().Properties["error"],
 			"detail": anyJSON("As in that error body: an object, or a 422's list of problems.", "object", "array"),
 		}}
@@ -807,8 +799,6 @@ func feedbackRequest() *jsonschema.Schema {
 	return &jsonschema.Schema{AnyOf: []*jsonschema.Schema{item, {
 		Type:       "object",
 		Required:   []string{"outcomes"},
-		Properties: map[string]*jsonschema.Schema{"outcomes": {Type: "array", Items: item, MinItems: ptr(1), MaxItems: ptr(outcomes.MaxFeedbackOutcomes)}},
+		Properties: map[string]*jsonschema.Schema{"outcomes": {Type: "array", Items: item, MinItems: new(1), MaxItems: new(outcomes.MaxFeedbackOutcomes)}},
 	}}}
 }
-
-func ptr[T any](v T) *T { return &v }

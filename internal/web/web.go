@@ -11,9 +11,10 @@ import (
 	"embed"
 	"encoding/hex"
 	"io/fs"
+	"maps"
 	"net/http"
 	"path"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -71,8 +72,7 @@ func load() map[string]*file {
 		case "docs.html":
 			url = "/docs"
 		}
-		sum := sha256.Sum256(body)
-		out[url] = &file{name: name, contentType: contentType(name), etag: `"` + hex.EncodeToString(sum[:8]) + `"`, body: body}
+		out[url] = &file{name: name, contentType: contentType(name), etag: etag(body), body: body}
 		return nil
 	})
 	if err != nil {
@@ -100,12 +100,7 @@ func contentType(name string) string {
 // asset under GET /ui/, and GET /openapi.json. All are public, like Jev's
 // /docs and /openapi.json: none carries data.
 func Register(mux *http.ServeMux) {
-	urls := make([]string, 0, len(files))
-	for u := range files {
-		urls = append(urls, u)
-	}
-	sort.Strings(urls)
-	for _, u := range urls {
+	for _, u := range slices.Sorted(maps.Keys(files)) {
 		pattern := "GET " + u
 		if u == "/" {
 			pattern = "GET /{$}"
