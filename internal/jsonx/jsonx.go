@@ -44,10 +44,7 @@ func Members(raw json.RawMessage) ([]Member, error) {
 			return nil, &DuplicateKeyError{Key: key}
 		}
 		out = append(out, Member{key, raw[i:end]})
-		i = skipSpace(raw, end)
-		if i < len(raw) && raw[i] == ',' {
-			i = skipSpace(raw, i+1)
-		}
+		i = next(raw, end)
 	}
 	return out, nil
 }
@@ -129,11 +126,7 @@ type keyStep struct {
 // keyOf is the key quoted in q as readers read it (unquote), without a
 // copy where it has no escapes.
 func keyOf(q []byte) []byte {
-	plain := len(q) >= 2
-	for _, c := range q {
-		plain = plain && c < 0x80 && c != '\\'
-	}
-	if plain {
+	if plain(q) {
 		return q[1 : len(q)-1 : len(q)-1]
 	}
 	s, _ := unquote(q)
@@ -177,10 +170,7 @@ func (w *keyWalker) walk(i int, path []keyStep) (end int, found bool) {
 			if found {
 				return end, true
 			}
-			i = skipSpace(raw, end)
-			if i < len(raw) && raw[i] == ',' {
-				i = skipSpace(raw, i+1)
-			}
+			i = next(raw, end)
 		}
 		return i + 1, false
 	case '[':
@@ -190,10 +180,7 @@ func (w *keyWalker) walk(i int, path []keyStep) (end int, found bool) {
 			if found {
 				return end, true
 			}
-			i = skipSpace(raw, end)
-			if i < len(raw) && raw[i] == ',' {
-				i = skipSpace(raw, i+1)
-			}
+			i = next(raw, end)
 		}
 		return i + 1, false
 	}
@@ -242,11 +229,7 @@ var ErrInvalidText = errors.New("a key is not valid UTF-8")
 // not valid UTF-8 is an error, not a key with U+FFFD in it, so that a key
 // is always read as it was sent.
 func unquote(q []byte) (string, error) {
-	plain := len(q) >= 2
-	for _, c := range q {
-		plain = plain && c < 0x80 && c != '\\'
-	}
-	if plain {
+	if plain(q) {
 		return string(q[1 : len(q)-1]), nil
 	}
 	if !TextOK(q) {
@@ -255,6 +238,27 @@ func unquote(q []byte) (string, error) {
 	var s string
 	err := json.Unmarshal(q, &s)
 	return s, err
+}
+
+// next is the index of what follows a member or element ending at end:
+// past its comma, if any.
+func next(b []byte, end int) int {
+	i := skipSpace(b, end)
+	if i < len(b) && b[i] == ',' {
+		i = skipSpace(b, i+1)
+	}
+	return i
+}
+
+// plain reports whether the quoted string q is ASCII without escapes:
+// its text is the bytes between its quotes.
+func plain(q []byte) bool {
+	for _, c := range q {
+		if c >= 0x80 || c == '\\' {
+			return false
+		}
+	}
+	return len(q) >= 2
 }
 
 func skipSpace(b []byte, i int) int {
@@ -474,10 +478,7 @@ func walkText(raw []byte, i int, path []string) (end int, bad []string, isKey, f
 			if found {
 				return end, bad, isKey, true
 			}
-			i = skipSpace(raw, end)
-			if i < len(raw) && raw[i] == ',' {
-				i = skipSpace(raw, i+1)
-			}
+			i = next(raw, end)
 		}
 		return i + 1, nil, false, false
 	case '[':
@@ -487,10 +488,7 @@ func walkText(raw []byte, i int, path []string) (end int, bad []string, isKey, f
 			if found {
 				return end, bad, isKey, true
 			}
-			i = skipSpace(raw, end)
-			if i < len(raw) && raw[i] == ',' {
-				i = skipSpace(raw, i+1)
-			}
+			i = next(raw, end)
 		}
 		return i + 1, nil, false, false
 	}
