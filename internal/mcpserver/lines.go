@@ -223,10 +223,7 @@ func (c *lineConn) giveUp() {
 	c.gaveUp = true
 	msg := fmt.Sprintf("stdin closed and this request was not answered within the drain grace (%v, system1 mcp --drain-grace)", c.grace)
 	for id := range c.pending {
-		raw, err := json.Marshal(id.Raw())
-		if err != nil { // an id the transport itself read as a string or an integer
-			raw = nil
-		}
+		raw, _ := json.Marshal(id.Raw()) // an id the transport itself read as a string or an integer
 		c.log.Warn("request unanswered when the drain grace ran out", "request_id", "-", "id", id.Raw(), "grace", c.grace)
 		_ = c.writeLine(rejection(raw, jsonrpc.CodeInternalError, msg))
 		delete(c.pending, id)
@@ -346,9 +343,7 @@ func (l *lineReader) next() (line []byte, tooLong bool, err error) {
 			continue
 		}
 		line := bytes.TrimSuffix(bytes.TrimSuffix(l.buf, []byte("\n")), []byte("\r"))
-		if !tooLong && len(line) > l.max {
-			tooLong = true
-		}
+		tooLong = tooLong || len(line) > l.max
 		if tooLong {
 			line = nil
 		}
@@ -453,11 +448,8 @@ func checkID(raw json.RawMessage) string {
 		}
 		return ""
 	case "number":
-		if !integerID.Match(raw) {
-			return fmt.Sprintf(`"id" must be a string or an integer of at most %d`, int64(maxExactID))
-		}
 		var n int64
-		if err := json.Unmarshal(raw, &n); err != nil || n > maxExactID || n < -maxExactID {
+		if !integerID.Match(raw) || json.Unmarshal(raw, &n) != nil || n > maxExactID || n < -maxExactID {
 			return fmt.Sprintf(`"id" must be a string or an integer of at most %d`, int64(maxExactID))
 		}
 		return ""

@@ -17,23 +17,22 @@ import (
 // Inspector's --strict check warns on it. Only the MCP face needs this:
 // the published contract in schema/ keeps the inferred form.
 func singleTyped(s *jsonschema.Schema) *jsonschema.Schema {
-	data, err := json.Marshal(s)
-	if err != nil {
-		panic(fmt.Sprintf("mcpserver: schema does not marshal: %v", err)) // our own schema: a bug
-	}
 	var generic any
-	if err := json.Unmarshal(data, &generic); err != nil {
-		panic(fmt.Sprintf("mcpserver: schema does not unmarshal: %v", err))
-	}
-	data, err = json.Marshal(splitTypes(generic))
-	if err != nil {
-		panic(fmt.Sprintf("mcpserver: schema does not marshal: %v", err))
-	}
+	recode(s, &generic)
 	out := new(jsonschema.Schema)
-	if err := json.Unmarshal(data, out); err != nil {
-		panic(fmt.Sprintf("mcpserver: rewritten schema does not unmarshal: %v", err))
-	}
+	recode(splitTypes(generic), out)
 	return out
+}
+
+// recode copies in into out through its JSON.
+func recode(in, out any) {
+	data, err := json.Marshal(in)
+	if err == nil {
+		err = json.Unmarshal(data, out)
+	}
+	if err != nil {
+		panic(fmt.Sprintf("mcpserver: recoding a schema: %v", err)) // our own schema: a bug
+	}
 }
 
 // dataKeys hold instance values, not schemas: they are left as they are.
