@@ -35,6 +35,7 @@ package simmodel
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"slices"
 	"strings"
@@ -143,10 +144,7 @@ func examples(cs []cases.Case) ([]example, error) {
 			if !ok {
 				return nil, fmt.Errorf("simmodel: case %s: the prompt does not parse", c.ID)
 			}
-			opts := make([]string, len(p.Order))
-			for j, l := range p.Order {
-				opts[j] = p.Options[l]
-			}
+			opts := optionLines(p)
 			e := example{signature: strings.Join(opts, "\n"), options: opts, state: p.State}
 			if i < len(c.Expected) { // out-of-scope cases need none
 				e.expected = c.Expected[i]
@@ -155,6 +153,15 @@ func examples(cs []cases.Case) ([]example, error) {
 		}
 	}
 	return out, nil
+}
+
+// optionLines are a prompt's option lines, in the order it lists them.
+func optionLines(p fakeengine.Prompt) []string {
+	out := make([]string, len(p.Order))
+	for i, l := range p.Order {
+		out[i] = p.Options[l]
+	}
+	return out
 }
 
 // Train fits one classifier per question signature of cs.
@@ -489,10 +496,7 @@ func (m *Model) Logprobs(r fakeengine.Request) []float64 {
 	if !ok {
 		return lps
 	}
-	opts := make([]string, len(p.Order))
-	for i, l := range p.Order {
-		opts[i] = p.Options[l]
-	}
+	opts := optionLines(p)
 	// A question asked with its options in another order (order
 	// debiasing) is the same question to the classifier; the first-label
 	// bias follows the position, as a real model's does.
@@ -528,12 +532,9 @@ func (m *Model) Behavior() fakeengine.Behavior {
 // falls on the same side whatever else is in the file.
 func Split(cs []cases.Case, held float64) (train, test []cases.Case) {
 	for _, c := range cs {
-		h := uint64(14695981039346656037)
-		for i := range len(c.ID) {
-			h ^= uint64(c.ID[i])
-			h *= 1099511628211
-		}
-		if float64(h%10000)/10000 < held {
+		h := fnv.New64a()
+		h.Write([]byte(c.ID))
+		if float64(h.Sum64()%10000)/10000 < held {
 			test = append(test, c)
 		} else {
 			train = append(train, c)
