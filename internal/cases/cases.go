@@ -23,6 +23,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -84,16 +85,9 @@ func ParseLine(line []byte, set string) (Case, error) {
 		return Case{}, fmt.Errorf("a case must be a JSON object: %v", err)
 	}
 	var top struct{ ID, Set, Expected json.RawMessage }
-	for _, m := range ms {
-		switch m.Key {
-		case "id":
-			top.ID = m.Value
-		case "set":
-			top.Set = m.Value
-		case "expected":
-			top.Expected = m.Value
-		}
-	}
+	top.ID, _ = jsonx.Lookup(ms, "id")
+	top.Set, _ = jsonx.Lookup(ms, "set")
+	top.Expected, _ = jsonx.Lookup(ms, "expected")
 	c := Case{Set: set}
 	if len(top.ID) == 0 || jsonx.Kind(top.ID) != "string" {
 		return Case{}, errors.New(`"id" must be a non-empty string`)
@@ -180,10 +174,8 @@ func ExpectedIndex(q decision.Question, raw json.RawMessage) (int, error) {
 		if jsonx.Kind(raw) != "string" || json.Unmarshal(raw, &key) != nil {
 			return 0, fmt.Errorf("%s is not a choice key: a choice's expected answer is one of its criteria keys, as a string", short(raw))
 		}
-		for i, o := range q.Options {
-			if o.Key == key {
-				return i, nil
-			}
+		if i := slices.IndexFunc(q.Options, func(o decision.Option) bool { return o.Key == key }); i >= 0 {
+			return i, nil
 		}
 		keys := make([]string, len(q.Options))
 		for i, o := range q.Options {
