@@ -81,12 +81,7 @@ func ParseUSD(s string) (USD, error) {
 }
 
 func digits(s string) bool {
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
+	return !strings.ContainsFunc(s, func(c rune) bool { return c < '0' || c > '9' })
 }
 
 // Price is what a node charges: per input and output token (its price

@@ -131,11 +131,7 @@ func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, n := range c() {
-		up := 0.0
-		if n.Healthy {
-			up = 1
-		}
-		ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, up, n.Name)
+		ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, one(n.Healthy), n.Name)
 		ch <- prometheus.MustNewConstMetric(inFlightDesc, prometheus.GaugeValue, float64(n.InFlight), n.Name)
 		ch <- prometheus.MustNewConstMetric(queuedDesc, prometheus.GaugeValue, float64(n.Queued), n.Name)
 		if n.Listed {
@@ -146,13 +142,17 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 			continue
 		}
 		for _, st := range ConstraintStates {
-			v := 0.0
-			if st == n.Constraint {
-				v = 1
-			}
-			ch <- prometheus.MustNewConstMetric(constraintDesc, prometheus.GaugeValue, v, n.Name, st)
+			ch <- prometheus.MustNewConstMetric(constraintDesc, prometheus.GaugeValue, one(st == n.Constraint), n.Name, st)
 		}
 	}
+}
+
+// one is a gauge's value for b: 1 when true, 0 when false.
+func one(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Handler serves the metrics in the Prometheus text format.

@@ -65,10 +65,6 @@ func (m *Metrics) SetDrift(points []Drift) {
 	m.driftAlarmed.Reset()
 	for _, p := range points {
 		m.driftPSI.WithLabelValues(p.Model, p.Signature).Set(p.PSI)
-		a := 0.0
-		if p.Alarm {
-			a = 1
-		}
-		m.driftAlarmed.WithLabelValues(p.Model, p.Signature).Set(a)
+		m.driftAlarmed.WithLabelValues(p.Model, p.Signature).Set(one(p.Alarm))
 	}
 }

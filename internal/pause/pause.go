@@ -125,15 +125,14 @@ func Write(path string, paused bool, now time.Time) (State, error) {
 		return State{}, err
 	}
 	defer os.Remove(tmp.Name()) // gone after the rename; cleans up on failure
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
-		tmp.Close()
-		return State{}, err
+	_, err = tmp.Write(append(data, '\n'))
+	if err == nil {
+		err = tmp.Sync()
 	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return State{}, err
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
 	}
-	if err := tmp.Close(); err != nil {
+	if err != nil {
 		return State{}, err
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
