@@ -30,17 +30,18 @@ func Members(raw json.RawMessage) ([]Member, error) {
 		return nil, ErrNotObject
 	}
 	out := make([]Member, 0, 4) // most objects have a few members: one allocation
-	var seen map[string]bool    // past smallObject members; below, out is searched
+	var keys keySet
 	for i = skipSpace(raw, i+1); i < len(raw) && raw[i] != '}'; {
 		end := skipString(raw, i)
 		key, err := unquote(raw[i:end])
 		if err != nil {
 			return nil, err
 		}
+		dup := keys.seen(keyOf(raw[i:end]))
 		i = skipSpace(raw, end)
 		i = skipSpace(raw, i+1) // the colon
 		end = skipValue(raw, i)
-		if seenKey(out, &seen, key) {
+		if dup {
 			return nil, &DuplicateKeyError{Key: key}
 		}
 		out = append(out, Member{key, raw[i:end]})
@@ -49,34 +50,10 @@ func Members(raw json.RawMessage) ([]Member, error) {
 	return out, nil
 }
 
-// smallObject is how many members Members compares keys with one by one
-// before it keeps them in a map: most objects (a question, its criteria)
-// have a few, and a map for them costs more than the comparisons.
+// smallObject is how many keys a keySet compares one by one before it
+// keeps them in a map: most objects (a question, its criteria) have a
+// few, and a map for them costs more than the comparisons.
 const smallObject = 8
-
-// seenKey reports whether key is one of the members so far, out, keeping
-// their keys in *seen once there are more than smallObject of them.
-func seenKey(out []Member, seen *map[string]bool, key string) bool {
-	if *seen == nil && len(out) < smallObject {
-		for _, m := range out {
-			if m.Key == key {
-				return true
-			}
-		}
-		return false
-	}
-	if *seen == nil {
-		*seen = make(map[string]bool, 2*len(out))
-		for _, m := range out {
-			(*seen)[m.Key] = true
-		}
-	}
-	if (*seen)[key] {
-		return true
-	}
-	(*seen)[key] = true
-	return false
-}
 
 // Lookup returns the value of the member named key, and whether there is
 // one: the members of an object that Members read, so each key once.
@@ -155,13 +132,11 @@ func (w *keyWalker) walk(i int, path []keyStep) (end int, found bool) {
 	}
 	switch raw[i] {
 	case '{':
-		var small [smallObject][]byte // the keys, searched one by one while few, as seenKey does
-		nsmall := 0
-		var seen map[string]bool
+		var keys keySet
 		for i = skipSpace(raw, i+1); i < len(raw) && raw[i] != '}'; {
 			kend := skipString(raw, i)
 			key := keyOf(raw[i:kend])
-			if seenKeyBytes(&small, &nsmall, &seen, key) {
+			if keys.seen(key) {
 				w.found(path, key)
 				return kend, true
 			}
@@ -187,30 +162,36 @@ func (w *keyWalker) walk(i int, path []keyStep) (end int, found bool) {
 	return skipValue(raw, i), false
 }
 
-// seenKeyBytes is seenKey over keys as bytes: whether key is among the
-// object's keys before it, adding it; the first smallObject are in
-// small[:*n], searched one by one, the rest in a map made then.
-func seenKeyBytes(small *[smallObject][]byte, n *int, seen *map[string]bool, key []byte) bool {
-	if *seen == nil && *n < smallObject {
-		for _, k := range small[:*n] {
+// keySet holds an object's keys, decoded: the first smallObject in
+// small, searched one by one, the rest in a map made then.
+type keySet struct {
+	small [smallObject][]byte
+	n     int
+	more  map[string]bool
+}
+
+// seen reports whether key is in the set, adding it.
+func (ks *keySet) seen(key []byte) bool {
+	if ks.more == nil && ks.n < smallObject {
+		for _, k := range ks.small[:ks.n] {
 			if bytes.Equal(k, key) {
 				return true
 			}
 		}
-		small[*n] = key
-		*n++
+		ks.small[ks.n] = key
+		ks.n++
 		return false
 	}
-	if *seen == nil {
-		*seen = make(map[string]bool, 2*smallObject)
-		for _, k := range small {
-			(*seen)[string(k)] = true
+	if ks.more == nil {
+		ks.more = make(map[string]bool, 2*smallObject)
+		for _, k := range ks.small {
+			ks.more[string(k)] = true
 		}
 	}
-	if (*seen)[string(key)] {
+	if ks.more[string(key)] {
 		return true
 	}
-	(*seen)[string(key)] = true
+	ks.more[string(key)] = true
 	return false
 }
 
