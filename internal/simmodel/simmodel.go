@@ -386,20 +386,25 @@ func (c *Classifier) LogProbs(text string) []float64 {
 	fs := append(features(c.vocab, text), len(c.vocab))
 	p := make([]float64, len(c.w))
 	c.softmax(fs, p)
-	top := math.Inf(-1)
 	for k := range p {
 		p[k] = math.Log(p[k]) / c.T0
-		top = math.Max(top, p[k])
 	}
-	var sum float64
-	for _, v := range p {
-		sum += math.Exp(v - top)
-	}
-	lse := top + math.Log(sum)
+	lse := logSumExp(p)
 	for k := range p {
 		p[k] -= lse
 	}
 	return p
+}
+
+// logSumExp is log(sum exp(x)) over xs, shifted by the largest so that
+// nothing overflows.
+func logSumExp(xs []float64) float64 {
+	top := slices.Max(xs)
+	var sum float64
+	for _, v := range xs {
+		sum += math.Exp(v - top)
+	}
+	return top + math.Log(sum)
 }
 
 // Served are the log-probabilities the model serves over a question's
@@ -422,24 +427,17 @@ func (m *Model) Served(c *Classifier, text string) []float64 {
 // share of Mass goes to tokens that are not labels.
 func (m *Model) serve(s, hidden []float64) []float64 {
 	z := make([]float64, len(s))
-	top := math.Inf(-1)
 	for k, v := range s {
 		if k == 0 {
 			v += m.FirstBias
 		}
 		z[k] = v / m.Temperature
-		top = math.Max(top, z[k])
 	}
 	h := make([]float64, len(hidden))
 	for k, v := range hidden {
 		h[k] = v / m.Temperature
-		top = math.Max(top, h[k])
 	}
-	var sum float64
-	for _, v := range slices.Concat(z, h) {
-		sum += math.Exp(v - top)
-	}
-	lse := top + math.Log(sum)
+	lse := logSumExp(slices.Concat(z, h))
 	for k := range z {
 		z[k] += math.Log(m.Mass) - lse
 	}
