@@ -232,7 +232,9 @@ func CompareNoise(ref, next Print, tol float64, noise Noise) Change {
 	c := Change{Was: ref.Identity, Now: next.Identity, Delta: Delta(ref.Canary, next.Canary)}
 	c.Tolerance = tol + math.Max(ref.Canary.Step, next.Canary.Step)
 	if ref.Identity.Known() && next.Identity.Known() {
-		for _, k := range slices.Sorted(maps.Keys(union(ref.Identity.Fields, next.Identity.Fields))) {
+		names := maps.Clone(ref.Identity.Fields)
+		maps.Copy(names, next.Identity.Fields)
+		for _, k := range slices.Sorted(maps.Keys(names)) {
 			a, inA := ref.Identity.Fields[k]
 			b, inB := next.Identity.Fields[k]
 			if inA != inB || a != b {
@@ -246,12 +248,6 @@ func CompareNoise(ref, next Print, tol float64, noise Noise) Change {
 	c.test(ref.Canary, next.Canary, noise, FalseAlarm)
 	c.Changed = len(c.Fields) > 0 || c.CanaryMoved()
 	return c
-}
-
-func union(a, b map[string]string) map[string]string {
-	out := maps.Clone(a)
-	maps.Copy(out, b)
-	return out
 }
 
 // merge fills what ref lacks from p: the reference's parts stay as first
