@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -66,20 +67,14 @@ var _ mcp.Transport = (*LineTransport)(nil)
 func (t *LineTransport) Connect(context.Context) (mcp.Connection, error) {
 	c := &lineConn{
 		w:        t.Writer,
-		log:      t.Log,
+		log:      cmp.Or(t.Log, slog.New(slog.DiscardHandler)),
 		incoming: make(chan jsonrpc.Message),
 		done:     make(chan struct{}),
 		closed:   make(chan struct{}),
 		initIDs:  map[jsonrpc.ID]bool{},
 		pending:  map[jsonrpc.ID]bool{},
 		answered: make(chan struct{}, 1),
-		grace:    t.DrainGrace,
-	}
-	if c.grace == 0 {
-		c.grace = DefaultDrainGrace
-	}
-	if c.log == nil {
-		c.log = slog.New(slog.DiscardHandler)
+		grace:    cmp.Or(t.DrainGrace, DefaultDrainGrace), // a negative grace stays: no wait
 	}
 	max := t.MaxLineBytes
 	if max <= 0 {

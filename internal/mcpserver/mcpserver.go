@@ -5,6 +5,7 @@
 package mcpserver
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -80,9 +81,7 @@ type Options struct {
 // New builds the MCP server. It contacts no provider: that happens on the
 // first tool call.
 func New(o Options) *mcp.Server {
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
+	o.Log = cmp.Or(o.Log, slog.New(slog.DiscardHandler))
 	s := mcp.NewServer(&mcp.Implementation{Name: "system1", Title: "System 1", Version: o.Version}, &mcp.ServerOptions{
 		Instructions: instructions,
 		Logger:       o.Log.With("request_id", "-"),
