@@ -47,7 +47,7 @@ flags:
 	for _, msg := range g.ConfigErrors() {
 		log.Warn("configuration error; system1_decide answers config_error until it is fixed", "request_id", "-", "err", msg)
 	}
-	err := mcpserver.Run(ctx, mcpserver.Options{Gateway: g, Feedback: outcomes.NewFeedback(dlog), Log: log, Tracer: tr, Version: version},
+	err := mcpserver.New(mcpserver.Options{Gateway: g, Feedback: outcomes.NewFeedback(dlog), Log: log, Tracer: tr, Version: version}).Run(ctx,
 		&mcpserver.LineTransport{Reader: e.stdin, Writer: e.stdout, MaxLineBytes: *maxLine, DrainGrace: *drain, Log: log})
 	switch {
 	case ctx.Err() != nil:

@@ -203,9 +203,3 @@ func forTool(s *jsonschema.Schema) *jsonschema.Schema {
 	c.Schema = ""
 	return c
 }
-
-// Run serves over t until the client closes the connection (stdin, for
-// stdio) or ctx ends.
-func Run(ctx context.Context, o Options, t mcp.Transport) error {
-	return New(o).Run(ctx, t)
-}
