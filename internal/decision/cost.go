@@ -31,8 +31,7 @@ func (u USD) String() string {
 	}
 	s := strconv.FormatInt(int64(u/picoPerUSD), 10)
 	if frac := int64(u % picoPerUSD); frac != 0 {
-		f := strings.TrimRight(fmt.Sprintf("%012d", frac), "0")
-		s += "." + f
+		s += "." + strings.TrimRight(fmt.Sprintf("%012d", frac), "0")
 	}
 	if neg {
 		s = "-" + s

@@ -627,9 +627,7 @@ func decisionsRequest() *jsonschema.Schema {
 	name := &jsonschema.Schema{Types: []string{"string", "null"}, Description: "Unique; answered as sent, or null when left out."}
 	question := func(k, desc string, extra map[string]*jsonschema.Schema, required ...string) *jsonschema.Schema {
 		props := map[string]*jsonschema.Schema{"type": constant(k), "name": name, "instructions": instr}
-		for f, sc := range extra {
-			props[f] = sc
-		}
+		maps.Copy(props, extra)
 		return &jsonschema.Schema{Type: "object", Description: desc, Required: append([]string{"type"}, required...), Properties: props, AdditionalProperties: closed}
 	}
 	described := func(key string, value *jsonschema.Schema) *jsonschema.Schema {
