@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"system1/internal/atomicfile"
 	"system1/internal/fingerprint"
 )
 
@@ -73,17 +74,5 @@ func (f BuildsFile) Save(bs []fingerprint.Build) error {
 	if err := os.MkdirAll(filepath.Dir(f.Path), 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(f.Path), ".builds-*.json")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), f.Path)
+	return atomicfile.Write(f.Path, ".builds-*.json", append(data, '\n'))
 }

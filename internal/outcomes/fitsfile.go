@@ -3,11 +3,11 @@ package outcomes
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"system1/internal/atomicfile"
 	"system1/internal/calibration"
 )
 
@@ -119,23 +119,7 @@ func (f *FitsFile) Write(fits *calibration.Fits) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	tmp, err := os.CreateTemp(filepath.Dir(f.path), ".fits-*.json")
-	if err != nil {
-		return fmt.Errorf("writing fits: %w", err)
-	}
-	defer os.Remove(tmp.Name()) // gone after the rename; left only on failure
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing fits: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing fits: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing fits: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), f.path); err != nil {
+	if err := atomicfile.Write(f.path, ".fits-*.json", data); err != nil {
 		return fmt.Errorf("writing fits: %w", err)
 	}
 	return f.loadLocked()

@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"system1/internal/atomicfile"
 )
 
 // FileName is the state file's name inside the state folder.
@@ -120,22 +122,7 @@ func Write(path string, paused bool, now time.Time) (State, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return State{}, err
 	}
-	tmp, err := os.CreateTemp(dir, ".state-*.json")
-	if err != nil {
-		return State{}, err
-	}
-	defer os.Remove(tmp.Name()) // gone after the rename; cleans up on failure
-	_, err = tmp.Write(append(data, '\n'))
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return State{}, err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := atomicfile.Write(path, ".state-*.json", append(data, '\n')); err != nil {
 		return State{}, err
 	}
 	return s, nil

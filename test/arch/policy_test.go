@@ -38,8 +38,13 @@ var policy = []rule{
 		why:  "what identifies a served model's build: an identity's fields, the canary's questions and readings, the rule that says a build changed. Pure",
 	},
 	{
-		pkgs: []string{"internal/redact", "internal/retryafter", "internal/pause"},
-		why:  "small helpers with one job each: addresses out of text, a server's Retry-After read, the pause switch's state file",
+		pkgs: []string{"internal/redact", "internal/retryafter", "internal/atomicfile"},
+		why:  "small helpers with one job each: addresses out of text, a server's Retry-After read, a file replaced whole",
+	},
+	{
+		pkgs: []string{"internal/pause"},
+		may:  []string{"internal/atomicfile"},
+		why:  "the pause switch's state file",
 	},
 	{
 		pkgs: []string{"internal/config"},
@@ -84,7 +89,7 @@ var policy = []rule{
 	{
 		pkgs: []string{"internal/fleet"},
 		may: []string{"internal/config", "internal/decision", "internal/engine", "internal/engine/llamacpp", "internal/engine/ollama",
-			"internal/engine/openai", "internal/decisionsapi", "internal/fingerprint", "internal/redact", "internal/systemone", "internal/tracing", "github.com/hashicorp/golang-lru/v2"},
+			"internal/engine/openai", "internal/atomicfile", "internal/decisionsapi", "internal/fingerprint", "internal/redact", "internal/systemone", "internal/tracing", "github.com/hashicorp/golang-lru/v2"},
 		why: "the only package that talks to engines and upstreams: a node has one Backend (an engine dialect, a System One upstream or a Decisions endpoint), so every node fails over, cools and honours Retry-After by one rule; debias and prior read there; each engine attempt a span; the fingerprints of the builds the nodes serve",
 	},
 	{
@@ -101,7 +106,7 @@ var policy = []rule{
 	},
 	{
 		pkgs: []string{"internal/outcomes"},
-		may:  []string{"internal/answer", "internal/calibration", "internal/calibration/fitting", "internal/decision", "internal/decisionlog", "internal/jsonx", "internal/tracing"},
+		may:  []string{"internal/answer", "internal/atomicfile", "internal/calibration", "internal/calibration/fitting", "internal/decision", "internal/decisionlog", "internal/jsonx", "internal/tracing"},
 		why:  "the learning loop over the decision log: feedback, calibration, drift and shadow reports, refits, the fits file; a replay asks logged questions of a candidate through the answer path",
 	},
 	{
