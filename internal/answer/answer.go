@@ -268,6 +268,11 @@ func (s *Service) Answer(ctx context.Context, req Request) (a *Answer, err error
 		// (the first failed: failures are not kept) asks for itself.
 		if done, wait := s.opt.Cache.ask(c.key); done != nil {
 			defer done()
+			// The one asking before may have stored its answer and
+			// finished between the miss above and this registration.
+			if a, ok := s.hit(req, c.key, fits); ok {
+				return a, nil
+			}
 		} else {
 			s.opt.Cache.coalesced.Add(1)
 			select {
