@@ -104,17 +104,26 @@ func ConformalMinCases(coverage float64) int {
 // ConformalScore is the score of option y of d: how unlike the right
 // answer it looks.
 func ConformalScore(method string, d decision.Distribution, y int) float64 {
+	return conformalScores(method, d)[y]
+}
+
+// conformalScores is the score of every option of d, in option order.
+// An APS score is the running sum along apsOrder, which never falls, so
+// the options at or under a threshold are a prefix of that order.
+func conformalScores(method string, d decision.Distribution) []float64 {
+	out := make([]float64, len(d))
 	if method == ConformalLAC {
-		return 1 - d[y]
+		for i, p := range d {
+			out[i] = 1 - p
+		}
+		return out
 	}
 	var cum float64
 	for _, i := range apsOrder(d) {
 		cum += d[i]
-		if i == y {
-			break
-		}
+		out[i] = cum
 	}
-	return cum
+	return out
 }
 
 // apsOrder is the options of d by probability, most probable first, the
@@ -138,23 +147,11 @@ func (c Conformal) Set(d decision.Distribution) []int {
 		return nil
 	}
 	out := []int{}
-	if c.Method == ConformalLAC {
-		for i, p := range d {
-			if 1-p <= c.Threshold+setTolerance {
-				out = append(out, i)
-			}
+	for i, s := range conformalScores(c.Method, d) {
+		if s <= c.Threshold+setTolerance {
+			out = append(out, i)
 		}
-		return out
 	}
-	var cum float64
-	for _, i := range apsOrder(d) {
-		cum += d[i]
-		if cum > c.Threshold+setTolerance {
-			break
-		}
-		out = append(out, i)
-	}
-	slices.Sort(out)
 	return out
 }
 
