@@ -73,40 +73,56 @@ func outcomes(preds []calibration.Prediction) (conf []float64, wrong []bool) {
 // suggestGate is SuggestGate on confidences and whether each answer was
 // wrong.
 func suggestGate(conf []float64, wrong []bool, target float64) Gate {
-	if !(target > 0 && target < 1) {
-		target = DefaultTargetError
+	cases := make([]gateStep, len(conf))
+	for i, c := range conf {
+		cases[i] = gateStep{t: c, n: 1}
+		if wrong[i] {
+			cases[i].wrong = 1
+		}
 	}
-	g := Gate{TargetError: target}
-	type cw struct {
-		conf  float64
-		wrong bool
-	}
-	cs := make([]cw, len(conf))
-	for i := range conf {
-		cs[i] = cw{conf[i], wrong[i]}
-	}
-	slices.SortFunc(cs, func(a, b cw) int { return cmp.Compare(b.conf, a.conf) })
-	above, nwrong := 0, 0
-	for i := 0; i < len(cs); {
-		// Every case of this confidence is at or above it.
-		t := cs[i].conf
-		if t <= 0 {
+	slices.SortFunc(cases, func(a, b gateStep) int { return cmp.Compare(b.t, a.t) })
+	var steps []gateStep
+	for _, c := range cases {
+		if c.t <= 0 {
 			// A gate at 0 gates nothing, and a fit's is in (0, 1]: what
 			// is left are answers whose predicted option got no
 			// probability (a score's rounded mean level can fall
 			// between two modes).
 			break
 		}
-		for i < len(cs) && cs[i].conf >= t-calibration.Edge {
-			above++
-			if cs[i].wrong {
-				nwrong++
-			}
-			i++
+		// Every case within Edge under a step's confidence is at it.
+		if k := len(steps) - 1; k >= 0 && c.t >= steps[k].t-calibration.Edge {
+			steps[k].n++
+			steps[k].wrong += c.wrong
+			continue
 		}
-		if boundUnder(nwrong, above, GateConfidence, target) {
-			g.Threshold, g.Above, g.WrongAbove = &t, above, nwrong
-			g.Coverage = float64(above) / float64(len(cs))
+		steps = append(steps, c)
+	}
+	return lowestGate(target, len(conf), steps)
+}
+
+// gateStep is a candidate threshold t with the n cases, wrong of them
+// wrong, that it adds to the stricter candidates before it.
+type gateStep struct {
+	t        float64
+	n, wrong int
+}
+
+// lowestGate is the gate at target over total cases: of the candidate
+// steps, strictest first, the last whose cases at or above it pass the
+// bound. A target that is not in (0, 1) is DefaultTargetError.
+func lowestGate(target float64, total int, steps []gateStep) Gate {
+	if !(target > 0 && target < 1) {
+		target = DefaultTargetError
+	}
+	g := Gate{TargetError: target}
+	above, wrong := 0, 0
+	for _, s := range steps {
+		above += s.n
+		wrong += s.wrong
+		if boundUnder(wrong, above, GateConfidence, target) {
+			g.Threshold, g.Above, g.WrongAbove = &s.t, above, wrong
+			g.Coverage = float64(above) / float64(total)
 		}
 	}
 	if g.Threshold != nil {

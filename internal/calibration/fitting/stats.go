@@ -293,30 +293,15 @@ func (s Stats) metrics() Metrics {
 // lowest such edge that passes the bound; it can differ from the one found on the cases
 // themselves, which may pass at a confidence between two edges.
 func (s Stats) SuggestGate(target float64) Gate {
-	if !(target > 0 && target < 1) {
-		target = DefaultTargetError
-	}
-	g := Gate{TargetError: target}
-	if s.check() != nil || s.BinCount == nil || s.N == 0 {
-		return g
-	}
-	above, wrong := 0, 0
-	for i := GateBins - 1; i >= 0; i-- {
-		if s.GateN[i] == 0 {
-			continue
-		}
-		above += s.GateN[i]
-		wrong += s.GateWrong[i]
-		if boundUnder(wrong, above, GateConfidence, target) {
-			t := float64(i) / GateBins
-			g.Threshold, g.Above, g.WrongAbove = &t, above, wrong
-			g.Coverage = float64(above) / float64(s.N)
+	var steps []gateStep
+	if s.check() == nil && s.BinCount != nil {
+		for i := GateBins - 1; i >= 0; i-- {
+			if s.GateN[i] > 0 {
+				steps = append(steps, gateStep{float64(i) / GateBins, s.GateN[i], s.GateWrong[i]})
+			}
 		}
 	}
-	if g.Threshold != nil {
-		g.UpperBound = ClopperPearsonUpper(g.WrongAbove, g.Above, GateConfidence)
-	}
-	return g
+	return lowestGate(target, s.N, steps)
 }
 
 // BucketStats are one bucket's statistics as outcomes arrive: raw (the
