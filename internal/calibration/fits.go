@@ -177,15 +177,6 @@ func (f Fit) Apply(d decision.Distribution) decision.Distribution {
 	return f.Calibrator().Apply(d)
 }
 
-// MapConfidence is the probability right of an answer whose calibrated
-// confidence is c, by f's confidence map; c itself without one.
-func (f Fit) MapConfidence(c float64) float64 {
-	if f.ConfidenceMap == nil {
-		return c
-	}
-	return f.ConfidenceMap.Map(c)
-}
-
 func (g *FitGate) validate() error {
 	switch {
 	case !(g.Threshold > 0 && g.Threshold <= 1):

@@ -194,3 +194,13 @@ func TestLevelFitOfAChoiceRefused(t *testing.T) {
 		t.Error("a level fit of a choice validated")
 	}
 }
+
+// MapConfidence is the probability right of an answer whose calibrated
+// confidence is c, by f's confidence map; c itself without one. Only the
+// tests read a map this way: served answers go through Fit.Apply.
+func (f Fit) MapConfidence(c float64) float64 {
+	if f.ConfidenceMap == nil {
+		return c
+	}
+	return f.ConfidenceMap.Map(c)
+}
