@@ -354,6 +354,3 @@ func (r RefitState) New() int { return max(r.Outcomes-r.AtLastRefit, 0) }
 // Due reports whether at least minOutcomes (at least 1) outcomes have
 // come since the last refit.
 func (r RefitState) Due(minOutcomes int) bool { return r.New() >= max(minOutcomes, 1) }
-
-// Refitted records a refit of every outcome seen, adopted or refused.
-func (r *RefitState) Refitted() { r.AtLastRefit = r.Outcomes }

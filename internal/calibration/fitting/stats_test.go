@@ -235,3 +235,8 @@ func BenchmarkBucketReport(b *testing.B) {
 		}
 	})
 }
+
+// Refitted records a refit of every outcome seen, adopted or refused.
+// Only the tests record one so: the tracker records the outcomes there
+// were when a refit's cases were taken.
+func (r *RefitState) Refitted() { r.AtLastRefit = r.Outcomes }
