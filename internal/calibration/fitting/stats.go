@@ -139,14 +139,11 @@ func (s *Stats) Remove(p calibration.Prediction) {
 		}
 		return
 	}
-	if s.BinCount == nil {
-		return
-	}
 	c, ok := p.Confidence(), p.Correct()
 	b, g := bin(c, NumBins), bin(c, GateBins)
 	if s.N == 0 || s.BinCount[b] == 0 || s.GateN[g] == 0 || p.Expected >= len(s.Expected) || s.Expected[p.Expected] == 0 ||
 		(ok && (s.Right == 0 || s.BinRight[b] == 0)) || (!ok && s.GateWrong[g] == 0) || (p.Kind == decision.Score && s.Scores == 0) {
-		return // not a case of these statistics
+		return // not a case of these statistics; without bins, check leaves N at 0
 	}
 	s.add(p, -1)
 	if s.N == 0 {
