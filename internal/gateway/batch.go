@@ -46,13 +46,13 @@ func (g *Gateway) DecideBatch(ctx context.Context, raw []byte, id string) *Batch
 	}
 	out.Results = make([]*Response, len(bodies))
 	decide := func(ctx context.Context, i int) { out.Results[i] = g.Decide(ctx, bodies[i], "") }
-	if g.path == nil || len(g.links) == 0 { // decide answers config_error at once
+	if len(g.links) == 0 { // decide answers config_error at once
 		for i := range bodies {
 			decide(answer.Throughput(ctx), i)
 		}
 		return out
 	}
-	g.path.Each(ctx, g.links[0].model, 1, len(bodies), 0, decide)
+	g.opt.Answer.Each(ctx, g.links[0].model, 1, len(bodies), 0, decide)
 	return out
 }
 

@@ -93,9 +93,6 @@ type Gateway struct {
 	deadline     time.Duration
 	fitsPath     string
 	log          *slog.Logger
-	// path is the answer path the chain asks, over the whole fleet;
-	// nil when none could be built.
-	path *answer.Service
 }
 
 // New builds a gateway from its configuration, over the answer path it
@@ -143,7 +140,6 @@ func New(o Options) *Gateway {
 		}
 		return g
 	}
-	g.path = o.Answer
 	for _, lc := range cfg.Gateway.Chain {
 		l := &link{name: lc.Name, model: lc.Model, kind: "engine", timeout: lc.Timeout.Or(g.timeout), maxOptions: lc.MaxOptions, answer: o.Answer}
 		if len(lc.Nodes) > 0 {

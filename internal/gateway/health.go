@@ -73,8 +73,8 @@ func (g *Gateway) Health(ctx context.Context) *Health {
 	}
 	wg.Wait()
 	var ignored []string
-	if g.path != nil {
-		h.Nodes = g.path.States()
+	if g.opt.Answer != nil {
+		h.Nodes = g.opt.Answer.States()
 		for _, s := range h.Nodes {
 			if s.Constraint.State == fleet.ConstraintFailed {
 				ignored = append(ignored, fmt.Sprintf("%s (%s)", s.Name, s.Constraint.Method))
@@ -184,8 +184,8 @@ func (g *Gateway) Capabilities(ctx context.Context) *Capabilities {
 		RequestSchema: schemaJSON(RequestSchema()), ResponseSchema: schemaJSON(ResponseSchema())}
 	c.Paused, _ = g.paused(g.log)
 	c.Models = []ModelInfo{}
-	if g.path != nil {
-		for _, m := range g.path.Models() {
+	if g.opt.Answer != nil {
+		for _, m := range g.opt.Answer.Models() {
 			if m.Limits != nil {
 				c.Models = append(c.Models, ModelInfo{Model: m.ID, AliasOf: m.AliasOf, Stages: m.Stages, Capabilities: m.Limits.Capabilities(decision.KindName)})
 			}

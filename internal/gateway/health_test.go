@@ -48,7 +48,7 @@ func TestHealthHasOneViewOfANode(t *testing.T) {
 			t.Errorf("node %s is down without why: %+v", n.Name, n)
 		}
 	}
-	if got := fleet.FleetStatus(g.path.States()); got != fleet.FleetDegraded {
+	if got := fleet.FleetStatus(g.opt.Answer.States()); got != fleet.FleetDegraded {
 		t.Errorf("the fleet's status %s, want %s", got, fleet.FleetDegraded)
 	}
 }
