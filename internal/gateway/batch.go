@@ -36,15 +36,13 @@ type BatchResponse struct {
 // (answer.Throughput), at most as many at once as the chain's first
 // model runs with every slot busy.
 func (g *Gateway) DecideBatch(ctx context.Context, raw []byte, id string) *BatchResponse {
-	out := &BatchResponse{Results: []*Response{}, SchemaVersion: SchemaVersion, RequestID: id}
 	bodies, problems := splitBatch(raw)
 	if len(problems) > 0 {
 		msg := strings.Join(problems, "; ")
-		out.Error = &Error{Code: CodeInvalidRequest, Message: msg}
 		g.log.Info("decide batch", "request_id", id, "error", CodeInvalidRequest, "message", msg)
-		return out
+		return RefusedBatch(id, CodeInvalidRequest, msg)
 	}
-	out.Results = make([]*Response, len(bodies))
+	out := &BatchResponse{Results: make([]*Response, len(bodies)), SchemaVersion: SchemaVersion, RequestID: id}
 	decide := func(ctx context.Context, i int) { out.Results[i] = g.Decide(ctx, bodies[i], "") }
 	if len(g.links) == 0 { // decide answers config_error at once
 		for i := range bodies {

@@ -602,15 +602,11 @@ func (res *Response) fail(code, msg, rationale string) {
 
 func since(t time.Time) int64 { return time.Since(t).Milliseconds() }
 
-// Invalid is the response to a request that could not even be read (too
-// large, too slow, cut off): invalid_request, nothing asked. id is the
-// request id to echo ("" generates one).
-func Invalid(id, msg string) *Response { return Refused(id, CodeInvalidRequest, msg) }
-
 // Refused is the response to a request refused before anything was
-// asked, for the reason code names: invalid_request (it could not be
-// read), or, over HTTP, unauthorized, forbidden, rate_limited or over_budget. id is the request
-// id to echo ("" generates one).
+// asked, for the reason code names: invalid_request (it could not even
+// be read: too large, too slow, cut off), or, over HTTP, unauthorized,
+// forbidden, rate_limited or over_budget. id is the request id to echo
+// ("" generates one).
 func Refused(id, code, msg string) *Response {
 	if id == "" {
 		id = decisionlog.NewRequestID()

@@ -20,7 +20,7 @@ func (s *Server) handleDecide(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		status, msg := bodyError(err)
-		writeDecide(w, status, gateway.Invalid(id, msg))
+		writeDecide(w, status, gateway.Refused(id, gateway.CodeInvalidRequest, msg))
 		return
 	}
 	// The gateway's answer path takes the nodes' addresses out of what it
