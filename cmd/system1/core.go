@@ -14,20 +14,14 @@ import (
 	"system1/internal/outcomes"
 )
 
-// answerPath is the answer path over router, with cfg's cascades, applying the fits of file
-// (none when nil) and recording in dlog (nothing when nil). local keeps
-// the nodes' addresses in failures: for the faces whose caller runs
-// system1 itself (mcp over stdio, the command line), never for serve's.
-// Its WithCache adds the process's decision cache.
-func answerPath(cfg *config.Config, router *fleet.Router, file *outcomes.FitsFile, dlog *decisionlog.Log, local bool) *answer.Service {
-	return answerPathShadowed(cfg, router, file, dlog, local, nil, nil)
-}
-
-// answerPathShadowed is answerPath whose answered requests shadow may
-// sample for a candidate too, telling meter (none when nil) what each
-// answer cost and which questions were refused.
-func answerPathShadowed(cfg *config.Config, router *fleet.Router, file *outcomes.FitsFile, dlog *decisionlog.Log, local bool, shadow *answer.Shadow, meter answer.Meter) *answer.Service {
-	o := answer.Options{Router: router, Local: local, Shadow: shadow, Cascades: cascades(cfg), Meter: meter}
+// answerPath is the answer path o describes, over o.Router, with cfg's
+// cascades, applying the fits of file (none when nil) and recording in
+// dlog (nothing when nil). o.Local, which keeps the nodes' addresses in
+// failures, is for the faces whose caller runs system1 itself (mcp over
+// stdio, the command line), never for serve's. Its WithCache adds the
+// process's decision cache.
+func answerPath(cfg *config.Config, file *outcomes.FitsFile, dlog *decisionlog.Log, o answer.Options) *answer.Service {
+	o.Cascades = cascades(cfg)
 	if file != nil {
 		o.Fits = file.Current
 	}
@@ -35,7 +29,7 @@ func answerPathShadowed(cfg *config.Config, router *fleet.Router, file *outcomes
 		o.Recorder = dlog
 		// A swap's uncertain window goes where the answers do, for every
 		// process's refits to leave out.
-		router.RecordUncertainTo(dlog)
+		o.Router.RecordUncertainTo(dlog)
 	}
 	return answer.New(o)
 }
@@ -106,7 +100,7 @@ func chainPath(cfg *config.Config, getenv func(string) string, dlog *decisionlog
 	if err != nil {
 		errs = append(errs, err)
 	}
-	return answerPath(cfg, router, fits, dlog, true).WithCache(decisionCache(cfg)), errs
+	return answerPath(cfg, fits, dlog, answer.Options{Router: router, Local: true}).WithCache(decisionCache(cfg)), errs
 }
 
 // measuredPath is the answer path bench and check measure a model
@@ -122,7 +116,7 @@ func measuredPath(ctx context.Context, cfgFlag string, e env, log *slog.Logger) 
 	if err != nil {
 		return nil, nil, fmt.Errorf("configuration %s: nodes: %w", cfg.Path, err)
 	}
-	return cfg, answerPath(cfg, router, nil, nil, true), nil
+	return cfg, answerPath(cfg, nil, nil, answer.Options{Router: router, Local: true}), nil
 }
 
 // localRouter is the router of a face that runs no background probe (mcp,

@@ -168,7 +168,7 @@ func newLocalDecider(ctx context.Context, cfg *config.Config, stateDir string, e
 	if cfg.Rounding != nil {
 		rounding = *cfg.Rounding
 	}
-	d := &localDecider{answer: answerPath(cfg, router, fits, dlog, true), feedback: logFeedback{outcomes.NewFeedback(dlog)},
+	d := &localDecider{answer: answerPath(cfg, fits, dlog, answer.Options{Router: router, Local: true}), feedback: logFeedback{outcomes.NewFeedback(dlog)},
 		timeout: cfg.Timeouts.Request.Or(httpapi.DefaultRequestTimeout), rounding: rounding, retries: 4, maxWait: 30 * time.Second}
 	return d, func() { closeDecisionLog(dlog, log) }, nil
 }

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"system1/internal/answer"
 	"system1/internal/config"
 	"system1/internal/decision"
 	"system1/internal/decisionlog"
@@ -198,7 +199,7 @@ func buildServe(ctx context.Context, cfg *config.Config, stateDir string, e env,
 		return nil, fmt.Errorf("decision log: reading the keys' spend: %w", err)
 	}
 	s.api = httpapi.New(httpapi.Options{
-		Answer:           answerPathShadowed(cfg, router, fits, dlog, false, shadow, m).WithCache(cache),
+		Answer:           answerPath(cfg, fits, dlog, answer.Options{Router: router, Shadow: shadow, Meter: m}).WithCache(cache),
 		Log:              log,
 		Metrics:          m,
 		Keys:             apiKeys(keys),
@@ -219,7 +220,7 @@ func buildServe(ctx context.Context, cfg *config.Config, stateDir string, e env,
 		// POST /v1/decide: the gateway over the same fleet and decision
 		// log.
 		Decide: gateway.New(gateway.Options{Config: cfg, ConfigPath: cfg.Path, ConfigErrors: decideErrs,
-			Answer: answerPathShadowed(cfg, router, dfits, dlog, false, shadow, m).WithCache(cache), Log: log, StatePath: pause.Path(stateDir, e.getenv),
+			Answer: answerPath(cfg, dfits, dlog, answer.Options{Router: router, Shadow: shadow, Meter: m}).WithCache(cache), Log: log, StatePath: pause.Path(stateDir, e.getenv),
 			Version: version, Face: decisionlog.FaceDecide}),
 		Version: version,
 		Ready:   ready.check,

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"system1/internal/answer"
 	"system1/internal/outcomes"
 )
 
@@ -156,7 +157,7 @@ docs/shadow.md.
 		return err
 	}
 	now := time.Now()
-	rep, err := outcomes.Replay(ctx, answerPath(cfg, router, fits, nil, true), l, *candidate, now.Add(-*window), now, *limit)
+	rep, err := outcomes.Replay(ctx, answerPath(cfg, fits, nil, answer.Options{Router: router, Local: true}), l, *candidate, now.Add(-*window), now, *limit)
 	if err != nil {
 		return err
 	}
