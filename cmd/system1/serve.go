@@ -91,12 +91,7 @@ func serveConfig(ctx context.Context, path, listen string, log *slog.Logger) (*c
 	if errs := cfg.Check(); len(errs) > 0 {
 		return nil, fmt.Errorf("configuration %s: %w", cfg.Path, errors.Join(errs...))
 	}
-	if listen != "" {
-		cfg.Listen = listen
-	}
-	if cfg.Listen == "" {
-		cfg.Listen = "127.0.0.1:3000"
-	}
+	cfg.Listen = cmp.Or(listen, cfg.Listen, "127.0.0.1:3000")
 	return cfg, nil
 }
 
@@ -259,15 +254,19 @@ func serveHTTP(ctx context.Context, cfg *config.Config, s *serving, log *slog.Lo
 	// (httpapi.Abandoned), which is logged and counted as a 499.
 	cancelRequests := func() { cancelBase(errDrainPassed) }
 	defer cancelRequests()
-	srv := &http.Server{
-		Handler:           s.api,
-		BaseContext:       func(net.Listener) context.Context { return base },
-		ReadHeaderTimeout: cfg.Timeouts.ReadHeader.Or(5 * time.Second),
-		ReadTimeout:       cfg.Timeouts.Read.Or(30 * time.Second),
-		WriteTimeout:      cfg.Timeouts.Write.Or(cfg.Timeouts.Request.Or(httpapi.DefaultRequestTimeout) + 10*time.Second),
-		IdleTimeout:       cfg.Timeouts.Idle.Or(120 * time.Second),
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	// The HTTPS listener's server is another of the same.
+	newServer := func() *http.Server {
+		return &http.Server{
+			Handler:           s.api,
+			BaseContext:       func(net.Listener) context.Context { return base },
+			ReadHeaderTimeout: cfg.Timeouts.ReadHeader.Or(5 * time.Second),
+			ReadTimeout:       cfg.Timeouts.Read.Or(30 * time.Second),
+			WriteTimeout:      cfg.Timeouts.Write.Or(cfg.Timeouts.Request.Or(httpapi.DefaultRequestTimeout) + 10*time.Second),
+			IdleTimeout:       cfg.Timeouts.Idle.Or(120 * time.Second),
+			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		}
 	}
+	srv := newServer()
 	servers := []*http.Server{srv}
 	errc := make(chan error, 3)
 	ln, err := net.Listen("tcp", cfg.Listen)
@@ -281,7 +280,7 @@ func serveHTTP(ctx context.Context, cfg *config.Config, s *serving, log *slog.Lo
 	go func() { errc <- srv.Serve(ln) }()
 
 	if cfg.TLS.Cert != "" {
-		tsrv, err := startTLS(cfg, srv, errc, log)
+		tsrv, err := startTLS(cfg, newServer(), errc, log)
 		if err != nil {
 			return err
 		}
@@ -314,28 +313,15 @@ func serveHTTP(ctx context.Context, cfg *config.Config, s *serving, log *slog.Lo
 	return shutdown(servers, cfg.Timeouts.Drain.Or(30*time.Second), cancelRequests, log)
 }
 
-// startTLS serves srv's handler over HTTPS on cfg's tls listener, with
-// srv's timeouts; Serve's end goes to errc.
-func startTLS(cfg *config.Config, srv *http.Server, errc chan<- error, log *slog.Logger) (*http.Server, error) {
+// startTLS serves tsrv over HTTPS on cfg's tls listener; Serve's end
+// goes to errc.
+func startTLS(cfg *config.Config, tsrv *http.Server, errc chan<- error, log *slog.Logger) (*http.Server, error) {
 	cert, err := tls.LoadX509KeyPair(cfg.Resolve(cfg.TLS.Cert), cfg.Resolve(cfg.TLS.Key))
 	if err != nil {
 		return nil, fmt.Errorf("tls: %w", err)
 	}
-	tsrv := &http.Server{
-		Handler:           srv.Handler,
-		BaseContext:       srv.BaseContext,
-		ReadHeaderTimeout: srv.ReadHeaderTimeout,
-		ReadTimeout:       srv.ReadTimeout,
-		WriteTimeout:      srv.WriteTimeout,
-		IdleTimeout:       srv.IdleTimeout,
-		ErrorLog:          srv.ErrorLog,
-		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
-	}
-	addr := cfg.TLS.Listen
-	if addr == "" {
-		addr = "127.0.0.1:3443"
-	}
-	tln, err := net.Listen("tcp", addr)
+	tsrv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	tln, err := net.Listen("tcp", cmp.Or(cfg.TLS.Listen, "127.0.0.1:3443"))
 	if err != nil {
 		return nil, err
 	}
