@@ -164,12 +164,8 @@ func newLocalDecider(ctx context.Context, cfg *config.Config, stateDir string, e
 		return nil, nil, err
 	}
 	dlog := openDecisionLog(ctx, cfg.DecisionLog, stateDir, e, log, nil)
-	rounding := 2
-	if cfg.Rounding != nil {
-		rounding = *cfg.Rounding
-	}
 	d := &localDecider{answer: answerPath(cfg, fits, dlog, answer.Options{Router: router, Local: true}), feedback: logFeedback{outcomes.NewFeedback(dlog)},
-		timeout: cfg.Timeouts.Request.Or(httpapi.DefaultRequestTimeout), rounding: rounding, retries: 4, maxWait: 30 * time.Second}
+		timeout: cfg.Timeouts.Request.Or(httpapi.DefaultRequestTimeout), rounding: cfg.Decimals(), retries: 4, maxWait: 30 * time.Second}
 	return d, func() { closeDecisionLog(dlog, log) }, nil
 }
 

@@ -170,10 +170,6 @@ func buildServe(ctx context.Context, cfg *config.Config, stateDir string, e env,
 	if dlog != nil {
 		tracker = outcomes.NewTracker(dlog)
 	}
-	rounding := 2
-	if cfg.Rounding != nil {
-		rounding = *cfg.Rounding
-	}
 	// /v1/systemone applies the fits only with calibration: apply, decide
 	// applies gateway.fits whenever it is set (one file, reloaded once,
 	// when both do); while it does not load, decide answers config_error.
@@ -202,7 +198,7 @@ func buildServe(ctx context.Context, cfg *config.Config, stateDir string, e env,
 		Burst:            cfg.RateLimit.Burst,
 		GuessesPerMinute: cfg.RateLimit.WrongKeys.PerMinute,
 		GuessBurst:       cfg.RateLimit.WrongKeys.Burst,
-		Rounding:         rounding,
+		Rounding:         cfg.Decimals(),
 		RequestTimeout:   cfg.Timeouts.Request.Or(httpapi.DefaultRequestTimeout),
 		MaxBodyBytes:     cfg.MaxBodyBytes,
 		Feedback:         outcomes.NewFeedback(dlog),

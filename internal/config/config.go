@@ -427,6 +427,15 @@ func Parse(data []byte) (*Config, error) { return ParseContext(context.Backgroun
 // relative file names in it (fits, certificates) resolve beside it.
 func Load(path string) (*Config, error) { return LoadContext(context.Background(), path) }
 
+// Decimals is the number of decimals /v1/systemone reports: Rounding,
+// else Jev's 2.
+func (c *Config) Decimals() int {
+	if c.Rounding == nil {
+		return 2
+	}
+	return *c.Rounding
+}
+
 // Resolve makes a file name from the configuration relative to the
 // configuration file's folder.
 func (c *Config) Resolve(name string) string {
