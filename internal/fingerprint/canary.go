@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 
 	"system1/internal/decision"
 )
@@ -35,54 +36,48 @@ var canary = []decision.Question{
 			{Key: "other", Name: "other", Text: nil},
 		},
 	},
-	{
-		ID:           "urgency",
-		Kind:         decision.Score,
-		Instructions: json.RawMessage(`"How urgent is the ticket?"`),
-		Options: []decision.Option{
-			{Key: "0", Text: json.RawMessage(`"low"`), Legend: json.RawMessage(`"low"`)},
-			{Key: "1", Text: json.RawMessage(`"medium"`), Legend: json.RawMessage(`"medium"`)},
-			{Key: "2", Text: json.RawMessage(`"high"`), Legend: json.RawMessage(`"high"`)},
-		},
-	},
+	score("urgency", "How urgent is the ticket?", "low", "medium", "high"),
 	noul("damaged", "Was the parcel damaged?"),
 	noul("late", "Did the parcel arrive on time?"),
 	noul("angry", "Is the customer angry?"),
 	noul("escalate", "Should a manager handle the ticket?"),
 	noul("loyal", "Has the customer ordered before?"),
-	{
-		ID:           "offer",
-		Kind:         decision.Choice,
-		Instructions: json.RawMessage(`"What should we offer?"`),
-		Options: []decision.Option{
-			{Key: "refund", Name: "refund"}, {Key: "replacement", Name: "replacement"},
-			{Key: "voucher", Name: "voucher"}, {Key: "apology", Name: "apology"},
-		},
-	},
-	{
-		ID:           "reply",
-		Kind:         decision.Choice,
-		Instructions: json.RawMessage(`"How should we reply?"`),
-		Options:      []decision.Option{{Key: "email", Name: "email"}, {Key: "phone", Name: "phone"}, {Key: "letter", Name: "letter"}},
-	},
-	{
-		ID:           "mood",
-		Kind:         decision.Score,
-		Instructions: json.RawMessage(`"How satisfied is the customer?"`),
-		Options: []decision.Option{
-			{Key: "0", Text: json.RawMessage(`"very unhappy"`), Legend: json.RawMessage(`"very unhappy"`)},
-			{Key: "1", Text: json.RawMessage(`"unhappy"`), Legend: json.RawMessage(`"unhappy"`)},
-			{Key: "2", Text: json.RawMessage(`"neutral"`), Legend: json.RawMessage(`"neutral"`)},
-			{Key: "3", Text: json.RawMessage(`"happy"`), Legend: json.RawMessage(`"happy"`)},
-		},
-	},
+	choice("offer", "What should we offer?", "refund", "replacement", "voucher", "apology"),
+	choice("reply", "How should we reply?", "email", "phone", "letter"),
+	score("mood", "How satisfied is the customer?", "very unhappy", "unhappy", "neutral", "happy"),
 	noul("fraud", "Could the claim be fraudulent?"),
+}
+
+// question is a canary question of kind over options.
+func question(id string, kind decision.Kind, text string, options []decision.Option) decision.Question {
+	b, _ := json.Marshal(text)
+	return decision.Question{ID: id, Kind: kind, Instructions: b, Options: options}
 }
 
 // noul is a yes/no canary question.
 func noul(id, text string) decision.Question {
-	b, _ := json.Marshal(text)
-	return decision.Question{ID: id, Kind: decision.Noul, Instructions: b, Options: decision.NoulOptions(nil, nil)}
+	return question(id, decision.Noul, text, decision.NoulOptions(nil, nil))
+}
+
+// choice is a choice canary question whose options are named by their
+// keys.
+func choice(id, text string, keys ...string) decision.Question {
+	var options []decision.Option
+	for _, k := range keys {
+		options = append(options, decision.Option{Key: k, Name: k})
+	}
+	return question(id, decision.Choice, text, options)
+}
+
+// score is a score canary question whose levels, from 0, read as their
+// legends.
+func score(id, text string, legends ...string) decision.Question {
+	var options []decision.Option
+	for i, l := range legends {
+		b, _ := json.Marshal(l)
+		options = append(options, decision.Option{Key: strconv.Itoa(i), Text: b, Legend: b})
+	}
+	return question(id, decision.Score, text, options)
 }
 
 // Questions returns the canary's questions, in the order a Reading's
