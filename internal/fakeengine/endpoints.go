@@ -11,7 +11,7 @@ import (
 )
 
 // models answers GET /v1/models: llama-server's shape, with both lists,
-// aliases and the vocabulary size, or OpenAI's; with a build, llama.cpp's
+// aliases and a vocabulary of 512, or OpenAI's; with a build, llama.cpp's
 // meta has the build's counts and OpenAI's entries vLLM's root.
 func (f *Fake) models(build string) []byte {
 	var data []map[string]any
@@ -20,7 +20,7 @@ func (f *Fake) models(build string) []byte {
 		m := map[string]any{"id": id, "object": "model", "created": time.Now().Unix(), "owned_by": "fake"}
 		if f.opt.Dialect == LlamaCpp {
 			m["owned_by"] = "llamacpp"
-			meta := map[string]any{"n_vocab": f.opt.NVocab}
+			meta := map[string]any{"n_vocab": 512}
 			if build != "" {
 				n := buildNumber(build)
 				meta["n_ctx"], meta["n_ctx_train"], meta["n_params"], meta["size"], meta["ftype"] = 2048, 2048, n, 2*n, "F16"

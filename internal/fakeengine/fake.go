@@ -22,8 +22,6 @@ type Options struct {
 	Models []string
 	// Aliases are the llama.cpp aliases of the first model.
 	Aliases []string
-	// NVocab is the vocabulary size llama.cpp reports; 0 is 512.
-	NVocab int
 	// Behavior is how the fake answers until Set changes it.
 	Behavior Behavior
 	// Slots, on llama.cpp, is the total_slots GET /props reports; 0
@@ -170,9 +168,6 @@ type Fake struct {
 func New(opt Options) *Fake {
 	if opt.Models == nil {
 		opt.Models = []string{DefaultModel}
-	}
-	if opt.NVocab == 0 {
-		opt.NVocab = 512
 	}
 	f := &Fake{opt: opt, build: opt.Build}
 	if opt.Parallel > 0 {
