@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"cmp"
 	"fmt"
 	"image"
 	"image/color"
@@ -23,9 +22,9 @@ type Plot struct {
 	Title string
 	// Raw are the bins as reported; Calibrated, when not nil, after the
 	// fits, drawn beside them.
-	Raw, Calibrated          []fitting.Bin
-	RawECE, CalibratedECE    float64
-	RawLabel, CalibratedNote string
+	Raw, Calibrated       []fitting.Bin
+	RawECE, CalibratedECE float64
+	CalibratedNote        string
 }
 
 // The diagram's geometry, in pixels.
@@ -127,7 +126,7 @@ func (p Plot) WritePNG(w io.Writer) error {
 		text(img, lx+20, ly, label, black)
 		lx += 20 + width(label) + 24
 	}
-	key(rawBlue, fmt.Sprintf("%s accuracy, ECE %.3f", cmp.Or(p.RawLabel, "raw"), p.RawECE))
+	key(rawBlue, fmt.Sprintf("raw accuracy, ECE %.3f", p.RawECE))
 	if p.Calibrated != nil {
 		key(calOrange, fmt.Sprintf("calibrated accuracy, ECE %.3f", p.CalibratedECE))
 	}
