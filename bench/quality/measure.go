@@ -355,7 +355,7 @@ func setSlack(first, later []int, folds int, coverage float64, seed uint64) floa
 		runs = append(runs, r)
 		at += m
 	}
-	return poolSlack(n, runs, []float64{coverage}, slackLevel, slackDraws, seed)[0]
+	return poolSlack(n, runs, coverage, slackLevel, slackDraws, seed)
 }
 
 // simRun is one loop of a simulated pool: the indices of its first
@@ -363,7 +363,7 @@ func setSlack(first, later []int, folds int, coverage float64, seed uint64) floa
 type simRun struct{ first, later []int }
 
 // poolSlack is the slack of the pooled coverage of split conformal sets
-// over runs, at each coverage, by simulation: the coverage of such sets
+// over runs at coverage, by simulation: the coverage of such sets
 // depends on the cases only through the ranks of their scores, which for
 // exchangeable cases with distinct scores are a uniformly random
 // permutation. Each of draws draws one, fits each run's threshold on its
@@ -371,16 +371,13 @@ type simRun struct{ first, later []int }
 // later cases at or under it; the slack is coverage less the level-
 // quantile of the pooled share covered. Ties (two-decimal answers) only
 // raise the coverage.
-func poolSlack(n int, runs []simRun, covs []float64, level float64, draws int, seed uint64) []float64 {
+func poolSlack(n int, runs []simRun, coverage, level float64, draws int, seed uint64) float64 {
 	rng := rand.New(rand.NewPCG(seed, 0x51ac))
 	total := 0
 	for _, r := range runs {
 		total += len(r.later)
 	}
-	covered := make([][]int, len(covs))
-	for i := range covered {
-		covered[i] = make([]int, draws)
-	}
+	covered := make([]int, draws)
 	var scores []int
 	for d := range draws {
 		rank := rng.Perm(n)
@@ -390,26 +387,20 @@ func poolSlack(n int, runs []simRun, covs []float64, level float64, draws int, s
 				scores = append(scores, rank[i])
 			}
 			slices.Sort(scores)
-			for ci, c := range covs {
-				k := int(math.Ceil(float64(len(scores)+1)*c - 1e-9))
-				if k > len(scores) {
-					covered[ci][d] += len(r.later) // only the set of every option covers
-					continue
-				}
-				t := scores[k-1]
-				for _, i := range r.later {
-					if rank[i] <= t {
-						covered[ci][d]++
-					}
+			k := int(math.Ceil(float64(len(scores)+1)*coverage - 1e-9))
+			if k > len(scores) {
+				covered[d] += len(r.later) // only the set of every option covers
+				continue
+			}
+			t := scores[k-1]
+			for _, i := range r.later {
+				if rank[i] <= t {
+					covered[d]++
 				}
 			}
 		}
 	}
-	out := make([]float64, len(covs))
-	for ci, c := range covs {
-		slices.Sort(covered[ci])
-		q := covered[ci][max(int(math.Ceil(level*float64(draws)))-1, 0)]
-		out[ci] = c - float64(q)/float64(total)
-	}
-	return out
+	slices.Sort(covered)
+	q := covered[max(int(math.Ceil(level*float64(draws)))-1, 0)]
+	return coverage - float64(q)/float64(total)
 }

@@ -104,7 +104,7 @@ func TestSlack(t *testing.T) {
 				run.later = append(run.later, i)
 			}
 		}
-		sim := poolSlack(tc.n+tc.m, []simRun{run}, []float64{tc.c}, slackLevel, 5000, 1)[0]
+		sim := poolSlack(tc.n+tc.m, []simRun{run}, tc.c, slackLevel, 5000, 1)
 		t.Logf("n %d, m %d, coverage %.2f: slack %.4f exact, %.4f simulated", tc.n, tc.m, tc.c, exact, sim)
 		if !(exact > 0 && exact < 0.2) || math.Abs(sim-exact) > 1.5/float64(tc.m) {
 			t.Errorf("n %d, m %d, coverage %.2f: slack %.4f exact, %.4f simulated", tc.n, tc.m, tc.c, exact, sim)
