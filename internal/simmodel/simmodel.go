@@ -407,24 +407,12 @@ func logSumExp(xs []float64) float64 {
 	return top + math.Log(sum)
 }
 
-// Served are the log-probabilities the model serves over a question's
-// options for a state: the classifier's log-probabilities s, with
-// FirstBias added to the first option's, divided by Temperature, then
-// normalised to sum to Mass, less the none class's share where the
-// classifier has one (it is not shown). Over two options i and j,
-// Temperature * (served_i - served_j) = s_i - s_j + FirstBias*([i=0] - [j=0]).
-func (m *Model) Served(c *Classifier, text string) []float64 {
-	s := c.LogProbs(text)
-	if c.None {
-		return m.serve(s[:len(c.Options)], s[len(c.Options):])
-	}
-	return m.serve(s, nil)
-}
-
 // serve biases, tempers and scales scores given in the order the prompt
 // shows the options (the bias goes to whichever option is shown first),
 // over them and the hidden scores together, which are not served: their
-// share of Mass goes to tokens that are not labels.
+// share of Mass goes to tokens that are not labels. Over two options i
+// and j, Temperature * (served_i - served_j) = s_i - s_j +
+// FirstBias*([i=0] - [j=0]).
 func (m *Model) serve(s, hidden []float64) []float64 {
 	z := make([]float64, len(s))
 	for k, v := range s {
@@ -442,12 +430,6 @@ func (m *Model) serve(s, hidden []float64) []float64 {
 		z[k] += math.Log(m.Mass) - lse
 	}
 	return z
-}
-
-// Classifier is the classifier for a question whose options, as the
-// prompt lists them, are options; nil when none was trained for it.
-func (m *Model) Classifier(options []string) *Classifier {
-	return m.bySignature[strings.Join(options, "\n")]
 }
 
 // reordered is the classifier trained on the options in any order, and
@@ -479,12 +461,13 @@ func (m *Model) reordered(options []string) (*Classifier, []int) {
 }
 
 // Logprobs answers an engine request, as fakeengine.Behavior.Prompted: it
-// reads the state and the options from the prompt and serves Served for
-// the labels asked, the none class on NoneOption's label where the prompt
-// lists it. A question no classifier was trained for, or a prompt
-// that does not parse, gets no label reported at all (every entry -Inf),
-// so system1 reports the engine as not answering rather than read a
-// made-up distribution.
+// reads the state and the options from the prompt and serves the
+// classifier's log-probabilities, as serve makes them, for the labels
+// asked, the none class on NoneOption's label where the prompt lists it.
+// A question no classifier was trained for, or a prompt that does not
+// parse, gets no label reported at all (every entry -Inf), so system1
+// reports the engine as not answering rather than read a made-up
+// distribution.
 func (m *Model) Logprobs(r fakeengine.Request) []float64 {
 	lps := make([]float64, len(r.Labels))
 	for i := range lps {
