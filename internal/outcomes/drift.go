@@ -579,25 +579,19 @@ func (d *drift) report(ctx context.Context, log *decisionlog.Log, until time.Tim
 		}
 	}
 	d.mu.Lock()
-	var cutMinutes []int64
 	for _, si := range slices.Sorted(maps.Keys(d.slots)) {
-		switch where := w.side(slotStart(si).UnixNano(), slotStart(si+1).UnixNano()); where {
-		case spanReference, spanCurrent:
+		if where := w.side(slotStart(si).UnixNano(), slotStart(si+1).UnixNano()); where == spanReference || where == spanCurrent {
 			merge(d.slots[si].cells, where)
-		case spanCut:
-			cutMinutes = append(cutMinutes, si)
 		}
 	}
-	// The minutes an edge cuts that hold no answer counted are read again
-	// too.
+	// A minute is cut only by an edge inside it: the minutes of the
+	// edges, in order, are all that are cut, kept or not.
+	var cutMinutes []int64
 	for _, e := range []int64{w.start, w.cut, w.until} {
 		if si := slotOf(e); w.side(slotStart(si).UnixNano(), slotStart(si+1).UnixNano()) == spanCut && !slices.Contains(cutMinutes, si) {
 			cutMinutes = append(cutMinutes, si)
+			cutMinute(si)
 		}
-	}
-	slices.Sort(cutMinutes)
-	for _, si := range slices.Compact(cutMinutes) {
-		cutMinute(si)
 	}
 	d.mu.Unlock()
 	sigs := sigCache{}
