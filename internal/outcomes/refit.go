@@ -83,7 +83,7 @@ func (f *FitsFile) Refit(ctx context.Context, t *Tracker, o RefitOptions) ([]Ref
 	}
 	next, ds := refit(due, f.Current(), o)
 	for _, b := range due {
-		t.refitted(b.key, b.outcomes)
+		t.refitted(b.key, b.state.Outcomes)
 	}
 	if next == nil {
 		return ds, "", nil

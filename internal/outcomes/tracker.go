@@ -458,11 +458,9 @@ func (t *Tracker) sorted() []*tbucket {
 // bucketCases are one bucket's cases for a refit, with what the bucket's
 // refit state said when they were taken.
 type bucketCases struct {
-	key      bucketKey
-	options  int
-	preds    []calibration.Prediction
-	outcomes int // RefitState.Outcomes when taken
-	state    fitting.RefitState
+	key   bucketKey
+	preds []calibration.Prediction
+	state fitting.RefitState
 }
 
 // due takes the cases of every bucket that has at least minOutcomes
@@ -476,7 +474,7 @@ func (t *Tracker) due(minOutcomes int, since time.Time) []bucketCases {
 		if !b.refit.Due(minOutcomes) {
 			continue
 		}
-		bc := bucketCases{key: b.key, options: b.options, outcomes: b.refit.Outcomes, state: b.refit}
+		bc := bucketCases{key: b.key, state: b.refit}
 		for _, s := range b.slots {
 			if s.maxAt < from {
 				continue
