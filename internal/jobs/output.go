@@ -103,13 +103,13 @@ func checkResult(job decision.Request, res Result) error {
 }
 
 // resume reads the answers already in out against the input's rows,
-// which it consumes as far as they go, and tallies them. It returns how
-// many bytes of out are whole lines and how many rows they answer. The
-// part after the last newline is a line torn by a crash: it is not
-// counted, and the caller truncates it. A line that is not the answer to
-// its row (another id, another job's questions) refuses the resume, so
-// that a run never appends to another input's answers.
-func resume(ctx context.Context, out io.Reader, rows rowReader, job decision.Request, t *tally) (size int64, done int, err error) {
+// which it consumes as far as they go, and tallies them in t against its
+// job. It returns how many bytes of out are whole lines and how many rows
+// they answer. The part after the last newline is a line torn by a crash:
+// it is not counted, and the caller truncates it. A line that is not the
+// answer to its row (another id, another job's questions) refuses the
+// resume, so that a run never appends to another input's answers.
+func resume(ctx context.Context, out io.Reader, rows rowReader, t *tally) (size int64, done int, err error) {
 	br := bufio.NewReaderSize(out, 64<<10)
 	var buf []byte
 	for {
@@ -140,7 +140,7 @@ func resume(ctx context.Context, out io.Reader, rows rowReader, job decision.Req
 		if rerr != nil {
 			return 0, 0, rerr
 		}
-		if err := t.resumed(buf, row, job); err != nil {
+		if err := t.resumed(buf, row); err != nil {
 			return 0, 0, fmt.Errorf("line %d: %w", n, err)
 		}
 		size += int64(len(buf))

@@ -69,7 +69,7 @@ func Run(ctx context.Context, opt Options) (Summary, error) {
 		defer context.AfterFunc(ctx, func() { _ = out.SetWriteDeadline(time.Now().Add(time.Second)) })()
 	} else {
 		var size int64
-		if size, done, err = resume(ctx, out, rows, opt.Job, t); err != nil {
+		if size, done, err = resume(ctx, out, rows, t); err != nil {
 			return Summary{}, fmt.Errorf("resuming %s: %w", opt.Out, err)
 		}
 		// A line torn by a crash is cut off; nothing else is changed.

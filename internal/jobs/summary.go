@@ -133,8 +133,8 @@ func (t *tally) failed(typ string) {
 
 // resumed counts a line written by an earlier run, checking that it is
 // row's.
-func (t *tally) resumed(line []byte, row inputRow, job decision.Request) error {
-	reply, typ, err := resumedLine(line, row, job)
+func (t *tally) resumed(line []byte, row inputRow) error {
+	reply, typ, err := resumedLine(line, row, t.job)
 	if err != nil {
 		return err
 	}
