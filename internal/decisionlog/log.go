@@ -82,7 +82,6 @@ type Stats struct {
 type Log struct {
 	opt   Options
 	store *store
-	log   *slog.Logger
 
 	// queued are the records waiting for the writer, at most
 	// opt.Queue; spare is an empty array for the queue's next (take);
@@ -162,7 +161,7 @@ func Open(ctx context.Context, opt Options) (*Log, error) {
 		return nil, err
 	}
 	l := &Log{
-		opt: opt, store: s, log: opt.Logger,
+		opt: opt, store: s,
 		wake:    make(chan struct{}, 1),
 		full:    make(chan struct{}, 1),
 		flushes: make(chan chan error),
@@ -422,11 +421,11 @@ func (l *Log) write(ctx context.Context, batch []Record) error {
 	bad, err := l.store.insert(ctx, batch, l.opt.KeepStates)
 	if bad > 0 {
 		l.failed.Add(uint64(bad))
-		l.log.Error("decision log: records left out: a distribution is not finite", "records", bad)
+		l.opt.Logger.Error("decision log: records left out: a distribution is not finite", "records", bad)
 	}
 	if err != nil {
 		l.failed.Add(uint64(len(batch) - bad))
-		l.log.Error("decision log: write failed", "records", len(batch)-bad, "err", err)
+		l.opt.Logger.Error("decision log: write failed", "records", len(batch)-bad, "err", err)
 		return fmt.Errorf("decision log: %d records not written: %w", len(batch)-bad, err)
 	}
 	l.written.Add(uint64(len(batch) - bad))
@@ -500,7 +499,7 @@ func (l *Log) tell(fs []*func([]Answer), batch []Record, n int) {
 
 func (l *Log) prune(ctx context.Context) {
 	if _, err := l.Prune(ctx); err != nil {
-		l.log.Error("decision log: pruning failed", "err", err)
+		l.opt.Logger.Error("decision log: pruning failed", "err", err)
 	}
 }
 

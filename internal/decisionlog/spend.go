@@ -170,7 +170,7 @@ func (s *Spend) Run(ctx context.Context, every time.Duration) {
 			return
 		case <-t.C:
 			if err := s.Refresh(ctx); err != nil && ctx.Err() == nil {
-				s.log.log.Warn("decision log: reading the keys' spend", "err", err)
+				s.log.opt.Logger.Warn("decision log: reading the keys' spend", "err", err)
 			}
 		}
 	}
