@@ -103,7 +103,8 @@ func (r *answerReader) read(ctx context.Context, s *store, where string, args []
 			r.opts[string(opts)] = a.Options
 		}
 		// The distribution before the first temperature step, read as
-		// parseCase reads it where the columns are in the writer's form.
+		// parseCase reads it where the columns are in the writer's form,
+		// else as decodeCase does.
 		dist, ok := parseSteps(steps)
 		if dist == nil {
 			dist = eng
@@ -111,14 +112,11 @@ func (r *answerReader) read(ctx context.Context, s *store, where string, args []
 		if end, fine := floatsEnd(dist, skipSpace(dist, 0)); ok && fine && skipSpace(dist, end) == len(dist) {
 			a.Dist = parseFloats(dist)
 		} else {
-			var e Entry
-			if err := json.Unmarshal(eng, &e.EngineDist); err != nil {
+			var c Case
+			if err := decodeCase(&c, opts, eng, steps, ""); err != nil {
 				return fmt.Errorf("row %d: %w", a.ID, err)
 			}
-			if err := json.Unmarshal(steps, &e.Steps); err != nil {
-				return fmt.Errorf("row %d: %w", a.ID, err)
-			}
-			a.Dist = e.Uncalibrated()
+			a.Dist = c.Dist
 		}
 		fn(a)
 	}
