@@ -73,9 +73,6 @@ func UpstreamBackend(c *systemone.Client) Backend {
 type engineBackend struct {
 	e         engine.Engine
 	leadFirst bool
-	// spread gives a request's questions over one state a slot each, next
-	// to the state's, primed first: llama.cpp's spread_slots.
-	spread bool
 }
 
 func (b *engineBackend) Models(ctx context.Context) ([]string, error) { return b.e.Models(ctx) }
@@ -156,11 +153,13 @@ func (b *engineBackend) ask(c *caller, req decision.Request) []answer {
 			return out
 		}
 	}
-	if llama != nil && b.spread && len(out) > 1 {
-		// The engine copies its idle slots into its prompt cache and
-		// readies the slots the questions go to, before they go, through
-		// the request's gate like any call. A failed prime costs only the
-		// sharing: each question then prefills the state on its own slot.
+	if llama != nil && llama.SpreadSlots && len(out) > 1 {
+		// Spread (spread_slots), each question has a slot of its own next
+		// to the state's: the engine copies its idle slots into its prompt
+		// cache and readies the slots the questions go to, before they go,
+		// through the request's gate like any call. A failed prime costs
+		// only the sharing: each question then prefills the state on its
+		// own slot.
 		_ = llama.Prime(c.ctx, req.State, len(out))
 	}
 	// The last question is asked on this goroutine: a lone question, the

@@ -108,8 +108,8 @@ func NewNode(c config.Node, getenv func(string) string, hc *http.Client) (*Node,
 		// Pinned to one slot, a state's questions run one after another
 		// after the first; unpinned, they would each take a slot and
 		// prefill; spread, they wait for the first's prefill, then load it.
-		n.Backend = &engineBackend{e: &llamacpp.Engine{BaseURL: c.URL, Key: key, HTTP: hc, PerCall: c.MaxLabels, PinSlots: pin, SpreadSlots: spread, Pool: c.Pool, PromptsPerCall: c.PromptsPerCall},
-			leadFirst: !pin || spread, spread: spread}
+		e := &llamacpp.Engine{BaseURL: c.URL, Key: key, HTTP: hc, PerCall: c.MaxLabels, PinSlots: pin, SpreadSlots: spread, Pool: c.Pool, PromptsPerCall: c.PromptsPerCall}
+		n.Backend = EngineBackend(e, !pin || spread)
 	case "ollama":
 		// llama.cpp's slots underneath, no pinning: the first goes alone.
 		n.Backend = EngineBackend(&ollama.Engine{BaseURL: c.URL, Key: key, HTTP: hc, NumCtx: c.NumCtx}, true)
