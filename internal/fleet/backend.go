@@ -90,7 +90,7 @@ func (b *engineBackend) ask(c *caller, req decision.Request) []answer {
 		actx, span := tracing.StartAttempt(tracing.ForQuestion(ctx, req.Questions[j].ID), c.n.Name, req.Model, c.n.Dialect)
 		ac := *c
 		ac.ctx = actx
-		orders := c.debias.orders(req, req.Questions[j])
+		orders := c.r.debias.orders(req, req.Questions[j])
 		// Each of the question's engine calls (its rounds, its orders)
 		// takes a slot of its own while it runs (see caller).
 		o, err := engine.AskOrders(engine.WithSpread(ac.ctx, j), b.e, req.Model, req.State, req.Questions[j], orders)
@@ -327,8 +327,6 @@ type caller struct {
 	model string
 	// warm is set when the node answered a request over this state lately.
 	warm bool
-	// debias is the router's order debiasing.
-	debias Debias
 }
 
 func (c *caller) now() time.Time { return c.r.now() }

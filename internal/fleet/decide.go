@@ -345,7 +345,7 @@ func (r *Router) answer(ctx context.Context, n *Node, model string, req decision
 	}
 	key := affinity(req.State)
 	ctx = engine.WithGate(ctx, gate{n: n, share: n.slots.share()})
-	out := n.Backend.ask(&caller{ctx: ctx, r: r, n: n, model: model, warm: r.warm.seen(n.Name, key, r.now()), debias: r.debias}, sub)
+	out := n.Backend.ask(&caller{ctx: ctx, r: r, n: n, model: model, warm: r.warm.seen(n.Name, key, r.now())}, sub)
 	if slices.ContainsFunc(out, func(a answer) bool { return a.err == nil }) {
 		r.warm.add(n.Name, key, r.now())
 	}
