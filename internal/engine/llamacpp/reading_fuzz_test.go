@@ -22,7 +22,7 @@ func idLabels(b []byte) []openai.Label {
 }
 
 // FuzzReading feeds a llama-server chat reply, any bytes, through what
-// Engine.read does with it (decoding as openai.Do does, openai.Reading with
+// Engine.read does with it (decoding as openai.Post does, openai.Reading with
 // labels matched by token id, the floor and the second-call test). It must
 // never panic, and a reading it accepts must match labels by id exactly:
 // a label whose id appears twice among the alternatives fails the reading;

@@ -112,16 +112,12 @@ func (e *Engine) Read(ctx context.Context, model string, p engine.Prompt) (engin
 
 // Models lists the names of GET /api/tags.
 func (e *Engine) Models(ctx context.Context) ([]string, error) {
-	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, e.url("/api/tags"), nil)
-	if err != nil {
-		return nil, &engine.Failure{Kind: engine.Rejected, Err: err}
-	}
 	var list struct {
 		Models []struct {
 			Name string `json:"name"`
 		} `json:"models"`
 	}
-	if err := openai.Do(e.HTTP, hr, e.Key, &list, e.MaxBody); err != nil {
+	if err := openai.Get(ctx, e.HTTP, e.url("/api/tags"), e.Key, e.MaxBody, &list); err != nil {
 		return nil, err
 	}
 	names := make([]string, len(list.Models))

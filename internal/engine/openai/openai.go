@@ -223,8 +223,8 @@ func logAdd(a, b float64) float64 {
 }
 
 // Post sends a JSON request and decodes a JSON reply, classifying every
-// failure for the router. maxBody bounds what is read; see Do for the
-// defaults.
+// failure for the router. A nil hc is http.DefaultClient; maxBody bounds
+// what is read, 0 or less being DefaultMaxBody.
 func Post(ctx context.Context, hc *http.Client, url, key string, req, reply any, maxBody int64) error {
 	data, err := PostBody(ctx, hc, url, key, req, maxBody)
 	return decode(data, err, reply)
@@ -254,13 +254,6 @@ func Get(ctx context.Context, hc *http.Client, url, key string, maxBody int64, r
 	if err != nil {
 		return err
 	}
-	return Do(hc, hr, key, reply, maxBody)
-}
-
-// Do sends hr with the bearer key and decodes a JSON reply into reply,
-// classifying what went wrong as an engine failure. A nil hc is
-// http.DefaultClient; a maxBody of 0 or less is DefaultMaxBody.
-func Do(hc *http.Client, hr *http.Request, key string, reply any, maxBody int64) error {
 	data, err := send(hc, hr, key, maxBody)
 	return decode(data, err, reply)
 }
@@ -419,19 +412,15 @@ func (e *Engine) Models(ctx context.Context) ([]string, error) {
 	return ListModels(ctx, e.HTTP, e.url("/models"), e.Key, e.MaxBody)
 }
 
-// ListModels reads an OpenAI-style model list.
+// ListModels reads an OpenAI-style model list (Get).
 func ListModels(ctx context.Context, hc *http.Client, url, key string, maxBody int64) ([]string, error) {
-	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
 	var list struct {
 		Data []struct {
 			ID      string   `json:"id"`
 			Aliases []string `json:"aliases"` // llama.cpp
 		} `json:"data"`
 	}
-	if err := Do(hc, hr, key, &list, maxBody); err != nil {
+	if err := Get(ctx, hc, url, key, maxBody, &list); err != nil {
 		return nil, err
 	}
 	var ids []string
