@@ -94,14 +94,10 @@ type FingerprintObserver interface {
 // fingerprints is the router's state of the served builds, shared by
 // every router Only makes of it.
 type fingerprints struct {
+	// FingerprintOptions are the router's, the defaults filled in; a nil
+	// Builds keeps the builds named this process's alone.
+	FingerprintOptions
 	tracker *fingerprint.Tracker
-	tol     float64 // a node's tolerance unless it sets its own
-	every   time.Duration
-	log     *slog.Logger
-	onUse   bool
-	refresh time.Duration // with onUse, how old a probe may be before a request probes again
-	store   BuildStore    // nil: the builds named are this process's alone
-	check   int           // with CheckEveryAnswers, the answers after which a canary is read again
 
 	umu      sync.Mutex        // guards what follows
 	recorder UncertainRecorder // nil: windows wait in pending
@@ -115,14 +111,16 @@ func newFingerprints(o FingerprintOptions) *fingerprints {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	fp := &fingerprints{tracker: fingerprint.NewTracker(), tol: cmp.Or(max(o.Tolerance, 0), fingerprint.DefaultTolerance),
-		every: cmp.Or(max(o.CanaryEvery, 0), DefaultCanaryEvery), log: o.Log, onUse: o.OnUse, refresh: cmp.Or(max(o.ProbeEvery, 0), config.DefaultProbeEvery),
-		store: o.Builds, check: max(o.CheckEveryAnswers, 0)}
+	o.Tolerance = cmp.Or(max(o.Tolerance, 0), fingerprint.DefaultTolerance)
+	o.CanaryEvery = cmp.Or(max(o.CanaryEvery, 0), DefaultCanaryEvery)
+	o.ProbeEvery = cmp.Or(max(o.ProbeEvery, 0), config.DefaultProbeEvery)
+	o.CheckEveryAnswers = max(o.CheckEveryAnswers, 0)
+	fp := &fingerprints{FingerprintOptions: o, tracker: fingerprint.NewTracker()}
 	fp.tracker.NoiseTest = o.NoiseTest
-	if fp.store != nil {
-		bs, err := fp.store.Load()
+	if fp.Builds != nil {
+		bs, err := fp.Builds.Load()
 		if err != nil {
-			fp.log.Warn("the known builds could not be read: builds are named by this process's own readings", "err", err)
+			fp.Log.Warn("the known builds could not be read: builds are named by this process's own readings", "err", err)
 		}
 		fp.tracker.Learn(bs)
 	}
@@ -132,12 +130,12 @@ func newFingerprints(o FingerprintOptions) *fingerprints {
 // save writes the known builds when a build was named or its noise
 // first measured since the last save.
 func (fp *fingerprints) save() {
-	if fp.store == nil {
+	if fp.Builds == nil {
 		return
 	}
 	if bs, grown := fp.tracker.Builds(); grown {
-		if err := fp.store.Save(bs); err != nil {
-			fp.log.Warn("the known builds could not be saved: other processes name them by their own readings", "err", err)
+		if err := fp.Builds.Save(bs); err != nil {
+			fp.Log.Warn("the known builds could not be saved: other processes name them by their own readings", "err", err)
 		}
 	}
 }
@@ -165,7 +163,7 @@ func (r *Router) RecordUncertainTo(u UncertainRecorder) {
 
 // uncertain keeps w with the recorder, or until there is one.
 func (fp *fingerprints) uncertain(w uncertainWindow) {
-	fp.log.Info("the answers of a changed build's uncertain window are kept out of both builds' refits",
+	fp.Log.Info("the answers of a changed build's uncertain window are kept out of both builds' refits",
 		"node", w.node, "model", w.model, "from", w.from, "to", w.to, "was", w.was, "now", w.now)
 	fp.umu.Lock()
 	u := fp.recorder
@@ -182,7 +180,7 @@ func (fp *fingerprints) record(u UncertainRecorder, w uncertainWindow) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := u.RecordUncertain(ctx, w.node, w.model, w.from, w.to, w.was, w.now); err != nil {
-		fp.log.Warn("a changed build's uncertain window could not be kept: its answers may refit either build", "node", w.node, "model", w.model, "err", err)
+		fp.Log.Warn("a changed build's uncertain window could not be kept: its answers may refit either build", "node", w.node, "model", w.model, "err", err)
 	}
 }
 
@@ -192,7 +190,7 @@ func (fp *fingerprints) tolerance(n *Node) float64 {
 	if n.FingerprintTolerance > 0 {
 		return n.FingerprintTolerance
 	}
-	return fp.tol
+	return fp.Tolerance
 }
 
 // build is what a node knows of the build it serves under one model
@@ -340,7 +338,7 @@ func (b *upstreamBackend) canary(ctx context.Context, model string) (fingerprint
 func (r *Router) probeOnUse(n *Node, model string) <-chan struct{} {
 	fp := r.prints
 	b, ok := n.Backend.(identifier)
-	if fp == nil || !fp.onUse || !ok {
+	if fp == nil || !fp.OnUse || !ok {
 		return nil
 	}
 	model = n.listedName(model)
@@ -349,7 +347,7 @@ func (r *Router) probeOnUse(n *Node, model string) <-chan struct{} {
 	defer n.mu.Unlock()
 	st := n.buildLocked(model)
 	done := n.probing[model]
-	if done == nil && (st == nil || now.Sub(st.probed) >= fp.refresh) {
+	if done == nil && (st == nil || now.Sub(st.probed) >= fp.ProbeEvery) {
 		done = r.startProbeLocked(n, b, model, false)
 	}
 	if st != nil {
@@ -386,7 +384,7 @@ func (r *Router) startProbeLocked(n *Node, b identifier, model string, canary bo
 func (r *Router) countServed(n *Node, model string, k int) {
 	fp := r.prints
 	b, ok := n.Backend.(identifier)
-	if fp == nil || fp.check == 0 || k == 0 || !ok {
+	if fp == nil || fp.CheckEveryAnswers == 0 || k == 0 || !ok {
 		return
 	}
 	model = n.listedName(model)
@@ -397,7 +395,7 @@ func (r *Router) countServed(n *Node, model string, k int) {
 		return // never probed: its first probe reads the canary
 	}
 	st.answers += k
-	if st.answers >= fp.check && n.probing[model] == nil {
+	if st.answers >= fp.CheckEveryAnswers && n.probing[model] == nil {
 		r.startProbeLocked(n, b, model, true)
 	}
 }
@@ -486,7 +484,7 @@ func (r *Router) fingerprintModel(ctx context.Context, n *Node, b identifier, mo
 	now := r.now()
 	n.mu.Lock()
 	st := n.builds[model]
-	due := back || st == nil || now.Sub(st.canaryAt) >= fp.every
+	due := back || st == nil || now.Sub(st.canaryAt) >= fp.CanaryEvery
 	n.mu.Unlock()
 	ref, seen := fp.tracker.Reference(k)
 	if seen && fingerprint.Compare(ref, fingerprint.Print{Identity: id}, tol).Changed {
@@ -538,7 +536,7 @@ func (r *Router) fingerprintModel(ctx context.Context, n *Node, b identifier, mo
 		// Answers from the last canary that found the old build to now
 		// may be either build's: both builds' refits leave them out.
 		fp.uncertain(uncertainWindow{node: n.Name, model: model, from: from, to: r.now(), was: was, now: is})
-		fp.log.Warn("the build a node serves under a model name changed: fits learnt on the old build no longer apply to its answers",
+		fp.Log.Warn("the build a node serves under a model name changed: fits learnt on the old build no longer apply to its answers",
 			"node", n.Name, "model", model, "change", redact.Text(c.String()), "was", was, "now", is)
 		if o, ok := r.obs.(FingerprintObserver); ok {
 			o.ModelChanged(n.Name, model)
