@@ -74,13 +74,6 @@ func (n *Node) constrained(method string) {
 	n.constraint = constraint{ConstraintState: ConstraintState{State: ConstraintUnprobed, Method: method, Detail: "not probed yet: the probe is sent when the node is first used"}}
 }
 
-// ConstraintState reports what is known of the node's constraint.
-func (n *Node) ConstraintState() ConstraintState {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.constraintLocked()
-}
-
 func (n *Node) constraintLocked() ConstraintState {
 	if n.constraint.State == "" {
 		return ConstraintState{State: ConstraintNone}

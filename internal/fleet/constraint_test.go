@@ -60,6 +60,14 @@ func constrainedRouter(t *testing.T, dialect fakeengine.Dialect, constrain strin
 	return r, f, c
 }
 
+// ConstraintState reports what is known of the node's constraint, as its
+// State does.
+func (n *Node) ConstraintState() ConstraintState {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.constraintLocked()
+}
+
 // settled waits for the node's constraint to leave unprobed, or for its
 // probe to end without an answer.
 func settled(t *testing.T, n *Node) ConstraintState {
