@@ -91,8 +91,8 @@ func New(nodes []*Node, o Options) *Router {
 }
 
 // Only is a router over the named nodes alone, in configured order, that
-// shares their state (load, cooldowns, model lists) with r. It
-// substitutes no aliases: whoever names the nodes names the model they
+// shares their state (load, cooldowns, model lists), the settings, the
+// priors and the fingerprints with r. It substitutes no aliases: whoever names the nodes names the model they
 // serve. Names that match no node are left out.
 func (r *Router) Only(names []string) *Router {
 	var nodes []*Node
@@ -101,9 +101,8 @@ func (r *Router) Only(names []string) *Router {
 			nodes = append(nodes, n)
 		}
 	}
-	o := New(nodes, Options{Policy: r.policy, Observer: r.obs, Debias: r.debias, MaxQuestions: r.maxQuestions})
-	o.now, o.prior, o.prints = r.now, r.prior, r.prints
-	return o
+	return &Router{nodes: nodes, policy: r.policy, obs: r.obs, now: r.now,
+		debias: r.debias, prior: r.prior, prints: r.prints, maxQuestions: r.maxQuestions}
 }
 
 // Nodes are the router's nodes, in configured order.
