@@ -89,7 +89,7 @@ func (r *Router) Decide(ctx context.Context, req decision.Request) (*Result, err
 				take = append(take, i)
 			}
 		}
-		if len(take) == 0 || n.requestCost(model, req, take, r.debias, r.prior) > n.budget() {
+		if len(take) == 0 || r.requestCost(n, model, req, take) > n.budget() {
 			continue
 		}
 		if tried {
@@ -182,7 +182,7 @@ func (r *Router) overBudget(serving []*Node, model string, req decision.Request,
 	var cheapest *Node
 	cost := 0
 	for _, n := range serving {
-		c := n.requestCost(model, req, all, r.debias, r.prior)
+		c := r.requestCost(n, model, req, all)
 		if c <= n.budget() {
 			return false
 		}
@@ -195,7 +195,7 @@ func (r *Router) overBudget(serving []*Node, model string, req decision.Request,
 	}
 	n := cheapest
 	for i, q := range req.Questions {
-		qc, orders, extra := n.questionCost(model, req, q, r.debias, r.prior)
+		qc, orders, extra := r.questionCost(n, model, req, q)
 		note, advice := costNotes(orders, extra)
 		res.Questions[i].Err = &engine.Failure{Kind: engine.Rejected, Status: http.StatusUnprocessableEntity, Err: fmt.Errorf(
 			"the request costs %d engine calls on node %s (%s, which %s; this question costs %d%s), over its budget of %d calls a request (max_engine_calls); ask fewer questions or give them fewer options%s",
@@ -206,22 +206,22 @@ func (r *Router) overBudget(serving []*Node, model string, req decision.Request,
 
 // requestCost is what the questions at take of req cost on node n: the
 // sum of their costs, and at least the one call that carries them.
-func (n *Node) requestCost(model string, req decision.Request, take []int, d Debias, p *priors) int {
+func (r *Router) requestCost(n *Node, model string, req decision.Request, take []int) int {
 	cost := 0
 	for _, i := range take {
-		c, _, _ := n.questionCost(model, req, req.Questions[i], d, p)
+		c, _, _ := r.questionCost(n, model, req, req.Questions[i])
 		cost += c
 	}
 	return max(cost, 1)
 }
 
 // questionCost is what question q of req costs on node n: its calls once
-// per order of its options that d asks, and extra more for a content-free
-// reading p does not have yet.
-func (n *Node) questionCost(model string, req decision.Request, q decision.Question, d Debias, p *priors) (cost, orders, extra int) {
-	orders = d.orders(req, q)
+// per order of its options that the debiasing asks, and extra more for a
+// content-free reading the priors do not have yet.
+func (r *Router) questionCost(n *Node, model string, req decision.Request, q decision.Question) (cost, orders, extra int) {
+	orders = r.debias.orders(req, q)
 	calls := n.Backend.calls(model, q)
-	if p.needsContentFree(n, model, req, q, orders) {
+	if r.prior.needsContentFree(n, model, req, q, orders) {
 		extra = calls * orders
 	}
 	return calls*orders + extra, orders, extra
