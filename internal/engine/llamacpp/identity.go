@@ -67,16 +67,12 @@ func (e *Engine) Identity(ctx context.Context, model string) (fingerprint.Identi
 		return fingerprint.Identity{}, &engine.Failure{Kind: engine.Unavailable, Err: fmt.Errorf("model %q is not among the %d models of /v1/models", model, len(list.Data))}
 	}
 	f := map[string]string{}
-	set := func(name string, v *string) {
+	for name, v := range map[string]*string{"model_path": p.ModelPath, "build_info": p.BuildInfo,
+		"model_ftype": p.ModelFtype, "bos_token": p.BOSToken, "eos_token": p.EOSToken} {
 		if v != nil {
 			f[name] = *v
 		}
 	}
-	set("model_path", p.ModelPath)
-	set("build_info", p.BuildInfo)
-	set("model_ftype", p.ModelFtype)
-	set("bos_token", p.BOSToken)
-	set("eos_token", p.EOSToken)
 	if p.ChatTemplate != nil {
 		f["chat_template_sha256"] = fingerprint.TextHash(*p.ChatTemplate)
 	}
