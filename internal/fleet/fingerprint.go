@@ -486,11 +486,11 @@ func (r *Router) fingerprintModel(ctx context.Context, n *Node, b identifier, mo
 	st := n.builds[model]
 	due := back || st == nil || now.Sub(st.canaryAt) >= fp.CanaryEvery
 	n.mu.Unlock()
+	p := fingerprint.Print{Identity: id}
 	ref, seen := fp.tracker.Reference(k)
-	if seen && fingerprint.Compare(ref, fingerprint.Print{Identity: id}, tol).Changed {
+	if seen && fingerprint.Compare(ref, p, tol).Changed {
 		due = true // a new identity's canary is read with it, so that the new reference has both
 	}
-	p := fingerprint.Print{Identity: id}
 	read := false // a canary was read: the build it finds is confirmed from now
 	if due {
 		reading, use, err := b.canary(engine.WithGate(ctx, gate{n: n}), model)
