@@ -92,8 +92,9 @@ func New(nodes []*Node, o Options) *Router {
 
 // Only is a router over the named nodes alone, in configured order, that
 // shares their state (load, cooldowns, model lists), the settings, the
-// priors and the fingerprints with r. It substitutes no aliases: whoever names the nodes names the model they
-// serve. Names that match no node are left out.
+// priors and the fingerprints with r. It substitutes no aliases: whoever
+// names the nodes names the model they serve. Names that match no node
+// are left out.
 func (r *Router) Only(names []string) *Router {
 	var nodes []*Node
 	for _, n := range r.nodes {
