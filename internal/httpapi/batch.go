@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"io"
 	"net/http"
 	"slices"
 	"time"
@@ -9,7 +8,6 @@ import (
 	"system1/internal/answer"
 	"system1/internal/decision"
 	"system1/internal/decisionlog"
-	"system1/internal/gateway"
 	"system1/internal/systemone"
 )
 
@@ -31,7 +29,7 @@ import (
 // The batch counts against the caller's rate as its states do.
 func (s *Server) handleSystemOneBatch(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	body, ok := s.readSystemOneBody(w, r)
+	body, ok := readSystemOneBody(w, r)
 	if !ok {
 		return
 	}
@@ -119,15 +117,12 @@ func (s *Server) batchTimeout() time.Duration {
 // what every result's would be when they agree (the gateway misconfigured
 // is a 503 for each), else 200, and each result carries its own.
 func (s *Server) handleDecideBatch(w http.ResponseWriter, r *http.Request) {
-	id := RequestID(r.Context())
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		status, msg := bodyError(err)
-		writeDecide(w, status, gateway.RefusedBatch(id, gateway.CodeInvalidRequest, msg))
+	body, ok := readBody(w, r, writeDecideBatchError)
+	if !ok {
 		return
 	}
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.batchTimeout() + 10*time.Second))
-	res := s.opt.Decide.DecideBatch(r.Context(), body, id)
+	res := s.opt.Decide.DecideBatch(r.Context(), body, RequestID(r.Context()))
 	s.chargeBatch(r, len(res.Results))
 	status := http.StatusOK
 	switch {

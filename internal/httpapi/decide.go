@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 
 	"system1/internal/gateway"
@@ -16,16 +15,13 @@ import (
 // malformed_response); the body is the decide response either way, with
 // the request id of x-typesafe-request-id unless the request names one.
 func (s *Server) handleDecide(w http.ResponseWriter, r *http.Request) {
-	id := RequestID(r.Context())
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		status, msg := bodyError(err)
-		writeDecide(w, status, gateway.Refused(id, gateway.CodeInvalidRequest, msg))
+	body, ok := readBody(w, r, writeDecideError)
+	if !ok {
 		return
 	}
 	// The gateway's answer path takes the nodes' addresses out of what it
 	// reports (answer.Options.Local is off for serve).
-	res := s.opt.Decide.Decide(r.Context(), body, id)
+	res := s.opt.Decide.Decide(r.Context(), body, RequestID(r.Context()))
 	writeDecide(w, decideStatus(res), res)
 }
 

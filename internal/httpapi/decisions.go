@@ -3,7 +3,6 @@ package httpapi
 import (
 	"cmp"
 	"errors"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -26,10 +25,8 @@ import (
 // envelope; x-request-id is on every reply (decisionsWire).
 func (s *Server) handleDecisions(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		status, msg := bodyError(err)
-		writeDecisionsError(w, &decisionsapi.Error{Status: status, Type: decisionsapi.TypeInvalidRequest, Message: msg})
+	body, ok := readBody(w, r, writeDecisionsAPIError)
+	if !ok {
 		return
 	}
 	p := decisionsapi.ParseRequest(body)

@@ -16,7 +16,7 @@ import (
 // question the request does not have or that was needed); 404 for a
 // request id no answer was recorded under; 503 when the log is off.
 func (s *Server) handleFeedback(w http.ResponseWriter, r *http.Request) {
-	body, ok := s.readBody(w, r)
+	body, ok := readBody(w, r, writeError)
 	if !ok {
 		return
 	}

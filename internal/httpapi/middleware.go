@@ -347,36 +347,26 @@ func gzipError(err error) error {
 	return fmt.Errorf("the body is not valid gzip (Content-Encoding: gzip): %w", err)
 }
 
-// readBody reads a request body, answering 413 when it is over the limit
-// and 408 when it did not arrive within the server's read timeout.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+// readBody reads a request body, every route's, writing a failure as
+// errs writes the route's errors: 413 over the limit, 408 when it did not
+// arrive within the server's read timeout, else 400 with the reader's
+// error, any address taken out.
+func readBody(w http.ResponseWriter, r *http.Request, errs errorWriter) ([]byte, bool) {
 	body, err := httpcall.ReadAll(r.Body, r.ContentLength)
-	if err != nil {
-		status, msg := bodyError(err)
-		typ := systemone.InvalidRequest
-		if status == http.StatusRequestEntityTooLarge {
-			typ = systemone.TooLarge
-		}
-		writeError(w, status, typ, msg)
-		return nil, false
-	}
-	return body, true
-}
-
-// bodyError says why a request body could not be read, for every route
-// that reads one: 413 over the limit, 408 when it did not arrive within
-// the server's read timeout, else 400 with the reader's error, any
-// address taken out.
-func bodyError(err error) (status int, msg string) {
 	var tooBig *http.MaxBytesError
 	var ne net.Error
 	switch {
+	case err == nil:
+		return body, true
 	case errors.As(err, &tooBig):
-		return http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is over the limit of %d bytes (max_body_bytes; a gzip body counts as it decompresses)", tooBig.Limit)
+		errs(w, http.StatusRequestEntityTooLarge, systemone.TooLarge,
+			fmt.Sprintf("the request body is over the limit of %d bytes (max_body_bytes; a gzip body counts as it decompresses)", tooBig.Limit))
 	case errors.As(err, &ne) && ne.Timeout():
-		return http.StatusRequestTimeout, "the request body did not arrive within the server's read timeout"
+		errs(w, http.StatusRequestTimeout, systemone.InvalidRequest, "the request body did not arrive within the server's read timeout")
+	default:
+		errs(w, http.StatusBadRequest, systemone.InvalidRequest, "reading the request body: "+redact.Text(err.Error()))
 	}
-	return http.StatusBadRequest, "reading the request body: " + redact.Text(err.Error())
+	return nil, false
 }
 
 // writeOK answers v as JSON; a value that does not encode (a NaN) is a

@@ -24,7 +24,7 @@ import (
 // images before any engine is asked.
 func (s *Server) handleSystemOne(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	body, ok := s.readSystemOneBody(w, r)
+	body, ok := readSystemOneBody(w, r)
 	if !ok {
 		return
 	}
@@ -57,12 +57,12 @@ func (s *Server) handleSystemOne(w http.ResponseWriter, r *http.Request) {
 // readSystemOneBody reads a System One route's body. As hosted Jev does,
 // it refuses a multipart body unread with a 400: its parts are images. On
 // any problem it writes the reply and ok is false.
-func (s *Server) readSystemOneBody(w http.ResponseWriter, r *http.Request) (body []byte, ok bool) {
+func readSystemOneBody(w http.ResponseWriter, r *http.Request) (body []byte, ok bool) {
 	if systemone.Multipart(r.Header.Get("Content-Type")) {
 		writeJSON(w, http.StatusBadRequest, systemone.AppendUnsupported(nil, "", systemone.Unsupported{Multipart: true}))
 		return nil, false
 	}
-	return s.readBody(w, r)
+	return readBody(w, r, writeError)
 }
 
 // openSystemOne is what both System One routes, the request and the
