@@ -3,6 +3,7 @@ package httpapi
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -32,14 +33,9 @@ func (s *Server) handleCalibration(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	window := outcomes.DefaultReportWindow
-	if v := q.Get("window"); v != "" {
-		d, err := parseWindow(v)
-		if err != nil || d <= 0 || d > maxReportWindow {
-			badQuery(w, "window", "window must be a positive duration such as 24h or 7d, at most 366d")
-			return
-		}
-		window = d
+	window, ok := queryWindow(w, q, outcomes.DefaultReportWindow)
+	if !ok {
+		return
 	}
 	target := s.opt.TargetError
 	if v := q.Get("target_error"); v != "" {
@@ -75,6 +71,27 @@ func (s *Server) handleCalibration(w http.ResponseWriter, r *http.Request) {
 // badQuery answers a 422 naming the query parameter at fault.
 func badQuery(w http.ResponseWriter, param, msg string) {
 	writeInvalid(w, systemone.InQuery, decision.Problem{Path: []string{param}, Msg: msg, Type: "value_error"})
+}
+
+// queryWindow reads a report's window query parameter: def when absent,
+// else a duration such as 24h or days such as 7d, at most
+// maxReportWindow. Given twice or out of bounds, it answers the 422 and
+// ok is false.
+func queryWindow(w http.ResponseWriter, q url.Values, def time.Duration) (window time.Duration, ok bool) {
+	if len(q["window"]) > 1 {
+		badQuery(w, "window", "window is given twice; send it once")
+		return 0, false
+	}
+	v := q.Get("window")
+	if v == "" {
+		return def, true
+	}
+	d, err := parseWindow(v)
+	if err != nil || d <= 0 || d > maxReportWindow {
+		badQuery(w, "window", "window must be a positive duration such as 24h or 7d, at most 366d")
+		return 0, false
+	}
+	return d, true
 }
 
 // parseWindow reads "Nd" or a Go duration.

@@ -14,19 +14,9 @@ import (
 // recommendation and its evidence (outcomes.ReportShadow). Query: window
 // (a duration such as 24h, or days such as 7d; default 7d).
 func (s *Server) handleShadow(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	if len(q["window"]) > 1 {
-		badQuery(w, "window", "window is given twice; send it once")
+	window, ok := queryWindow(w, r.URL.Query(), outcomes.DefaultShadowWindow)
+	if !ok {
 		return
-	}
-	window := outcomes.DefaultShadowWindow
-	if v := q.Get("window"); v != "" {
-		d, err := parseWindow(v)
-		if err != nil || d <= 0 || d > maxReportWindow {
-			badQuery(w, "window", "window must be a positive duration such as 24h or 7d, at most 366d")
-			return
-		}
-		window = d
 	}
 	if s.opt.DecisionLog == nil {
 		writeError(w, http.StatusServiceUnavailable, systemone.Unavailable, "the decision log is off (decision_log in the configuration), so no shadow answers are kept")
