@@ -108,10 +108,8 @@ func (s *Service) answerCascade(ctx context.Context, req Request, c Cascade) (*A
 			return nil, err
 		}
 		out.Stages = append(out.Stages, StageCall{Stage: stage, Questions: slices.Clone(pending), Usage: a.Usage, Cache: a.Cache, Cost: a.Cost})
-		out.Cost = addCost(out.Cost, a.Cost) // every stage asked is billed, kept or not
-		out.Usage.InputTokens += a.Usage.InputTokens
-		out.Usage.OutputTokens += a.Usage.OutputTokens
-		out.Usage.Estimated = out.Usage.Estimated || a.Usage.Estimated
+		out.Cost = AddCost(out.Cost, a.Cost) // every stage asked is billed, kept or not
+		out.Usage = out.Usage.Add(a.Usage)
 		out.Calibrated = out.Calibrated && a.Calibrated
 		if a.FitVersion != "" {
 			out.FitVersion = a.FitVersion
@@ -123,7 +121,7 @@ func (s *Service) answerCascade(ctx context.Context, req Request, c Cascade) (*A
 		for j, qi := range pending {
 			q := a.Questions[j]
 			asked[qi] = append(asked[qi], stage)
-			costs[qi] = addCost(costs[qi], q.Cost)
+			costs[qi] = AddCost(costs[qi], q.Cost)
 			if !last && !c.keeps(q, req.Questions[qi].Kind, a.Fits, req.Provider) {
 				next = append(next, qi)
 				continue

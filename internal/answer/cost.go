@@ -32,8 +32,8 @@ func questionCost(got fleet.Answered) *decision.USD {
 	return &c
 }
 
-// addCost is a+b, unknown (nil) when either is.
-func addCost(a, b *decision.USD) *decision.USD {
+// AddCost is a+b, unknown (nil) when either is.
+func AddCost(a, b *decision.USD) *decision.USD {
 	if a == nil || b == nil {
 		return nil
 	}

@@ -19,6 +19,11 @@ type Usage struct {
 	Estimated bool
 }
 
+// Add is u and v summed: their tokens, estimated when either's were.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{InputTokens: u.InputTokens + v.InputTokens, OutputTokens: u.OutputTokens + v.OutputTokens, Estimated: u.Estimated || v.Estimated}
+}
+
 // Warning is what a caller should know of one answered question. Its
 // words are the core's, the same on every face; a face only chooses how
 // names are written (escaped for a header, quoted for a log).
@@ -91,7 +96,7 @@ func report(req Request, res *fleet.Result, fits *calibration.Fits) *Answer {
 		d := got.Dist
 		out := Question{Engine: d, LabelMass: got.Mass, Model: got.Model, Node: got.Node, Fingerprint: got.Fingerprint, Since: got.Since,
 			Attempts: got.Attempts, Cost: questionCost(got), InputTokens: got.InputTokens, OutputTokens: got.OutputTokens}
-		a.Cost = addCost(a.Cost, out.Cost)
+		a.Cost = AddCost(a.Cost, out.Cost)
 		if got.Orders > 1 {
 			out.Engine = got.Raw
 			out.Steps = append(out.Steps, decision.Step{Name: decision.StepDebias, Version: decision.DebiasVersion(got.Orders), Dist: d})
@@ -128,9 +133,7 @@ func report(req Request, res *fleet.Result, fits *calibration.Fits) *Answer {
 		}
 		out.Dist = d
 		a.Questions[i] = out
-		a.Usage.InputTokens += got.InputTokens
-		a.Usage.OutputTokens += got.OutputTokens
-		a.Usage.Estimated = a.Usage.Estimated || got.Estimated
+		a.Usage = a.Usage.Add(Usage{InputTokens: got.InputTokens, OutputTokens: got.OutputTokens, Estimated: got.Estimated})
 		if got.ConstraintFailed {
 			a.Warnings = append(a.Warnings, Warning{Question: q.ID, ConstraintFailed: true})
 		}

@@ -54,7 +54,7 @@ func (s *Server) handleSystemOneBatch(w http.ResponseWriter, r *http.Request) {
 
 	results := make([][]byte, len(p.States))
 	statuses := make([]int, len(p.States))
-	var usage systemone.Usage
+	var usage answer.Usage
 	cost := new(decision.USD) // unknown (nil) once an answered state's is
 	answered := 0
 	for i, a := range answers {
@@ -66,14 +66,8 @@ func (s *Server) handleSystemOneBatch(w http.ResponseWriter, r *http.Request) {
 		}
 		// A state system1 refuses is its own 422, as its request alone
 		// would be; its tokens were still spent.
-		usage.InputTokens += a.Usage.InputTokens
-		usage.OutputTokens += a.Usage.OutputTokens
-		usage.Estimated = usage.Estimated || a.Usage.Estimated
-		if cost != nil && a.Cost != nil {
-			*cost += *a.Cost
-		} else {
-			cost = nil
-		}
+		usage = usage.Add(a.Usage)
+		cost = answer.AddCost(cost, a.Cost)
 		answered++
 		out, status, body := s.systemOneResult(r, p.Questions, req.Questions, gate, a)
 		if out == nil {
@@ -92,7 +86,7 @@ func (s *Server) handleSystemOneBatch(w http.ResponseWriter, r *http.Request) {
 	noteLog(r.Context(), "states", len(p.States))
 	noteLog(r.Context(), "answered", answered)
 	setCost(w.Header(), cost)
-	writeJSON(w, http.StatusOK, systemone.AppendBatchResponse(make([]byte, 0, 64+len(results)*512), results, ids, usage))
+	writeJSON(w, http.StatusOK, systemone.AppendBatchResponse(make([]byte, 0, 64+len(results)*512), results, ids, systemone.Usage(usage)))
 }
 
 // chargeBatch counts a batch of n against its caller's rate as n
