@@ -119,12 +119,22 @@ func (r *Router) probe(ctx context.Context, n *Node) ([]string, error) {
 	}
 	n.mu.Unlock()
 	if f := failure(err); f != nil && ctx.Err() == nil {
-		r.failed(n, &engine.Failure{Kind: engine.Unavailable, Status: f.Status, Err: fmt.Errorf("health probe: %w", f)})
+		r.failed(n, &engine.Failure{Kind: engine.Unavailable, Status: f.Status, Err: probeCause(f)})
 		n.mu.Lock()
 		n.probeFailed = true
 		n.mu.Unlock()
 	}
 	return models, err
+}
+
+// probeCause is why a probe found a node down, for the cooldown it
+// starts: the failure's own words once, its status being the
+// cooldown's, and its kind where it is not the cooldown's unavailable.
+func probeCause(f *engine.Failure) error {
+	if f.Kind == engine.Unavailable {
+		return fmt.Errorf("health probe: %w", f.Err)
+	}
+	return fmt.Errorf("health probe: %s: %w", f.Kind, f.Err)
 }
 
 // Refresh re-lists the models of nodes that have never listed them, for a

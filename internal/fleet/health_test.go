@@ -30,6 +30,9 @@ func TestPingIsTheNodesState(t *testing.T) {
 	if len(p) != 1 || p[0].Err == nil || p[0].Healthy || s.Healthy || s.Cooldowns != 1 || !strings.Contains(s.CoolReason, "health probe") || p[0].CoolReason != s.CoolReason {
 		t.Fatalf("a ping that found the node down: %+v; state %+v", p, s)
 	}
+	if want := "unavailable (HTTP 503): health probe: down"; !strings.HasPrefix(s.CoolReason, want) {
+		t.Errorf("cool reason %q, want it to start %q: the probe's failure said once", s.CoolReason, want)
+	}
 	down.Store(false)
 	p = r.Ping(context.Background(), "m")
 	if s := n.State(r.now()); len(p) != 1 || p[0].Err != nil || !p[0].Healthy || !s.Healthy || s.Cooldowns != 1 {
