@@ -246,7 +246,7 @@ func (d *localDecider) result(req decision.Request, a *answer.Answer) (jobs.Resu
 	if a.Refused() {
 		return jobs.Result{}, &systemone.StatusError{Code: http.StatusUnprocessableEntity, Message: systemone.ValidationMessage(systemone.InBody, a.Refusals(req.Questions))}
 	}
-	res := jobs.Result{Model: a.Model, Usage: systemone.Usage{InputTokens: a.Usage.InputTokens, OutputTokens: a.Usage.OutputTokens, Estimated: a.Usage.Estimated}}
+	res := jobs.Result{Model: a.Model, Usage: systemone.Usage(a.Usage)}
 	for i, q := range req.Questions {
 		ans, err := decision.NewAnswer(q, a.Questions[i].Dist, d.rounding)
 		if err != nil { // the answer passed the core's checks: a bug
