@@ -155,10 +155,17 @@ func TestReadsTogether(t *testing.T) {
 
 // On llama-server the prompts of one /completion call, the template
 // applied by system1, read as each does alone through the chat endpoint:
-// the same input tokens and model, and log-probabilities within the 1e-3
-// that llama.cpp's batch shapes move them (see
-// TestRealEngineReadsLabelLogprobs).
+// the same input tokens and model exactly, and log-probabilities within
+// what llama.cpp's batch shapes move them on the machine's CPU kernels.
+// The alone reads find their prompts cached by the call before them, so
+// they evaluate a few tokens where the call evaluated the whole prompt:
+// on the hosts of earlier runs the two differed by 2e-6, on an AMD EPYC host
+// by 2.7e-3, where llama-server itself, asked directly, moved a 103-token
+// prompt's top log-probabilities by 1.7e-3 between a cold read and a warm
+// one, and one token of that prompt changed (a digit, a space) moved
+// them by 0.03 to 0.04: the bound still tells another prompt apart.
 func TestRealEngineReadsTogetherAsAlone(t *testing.T) {
+	const batchShapes = 5e-3
 	const n = 4
 	srv := testengine.Start(t, n)
 	calls := &paths{}
@@ -179,7 +186,7 @@ func TestRealEngineReadsTogetherAsAlone(t *testing.T) {
 		}
 		for j := range single.Logprobs {
 			d := math.Abs(readings[i].Logprobs[j] - single.Logprobs[j])
-			if most = max(most, d); d > 1e-3 {
+			if most = max(most, d); d > batchShapes {
 				t.Errorf("read %d label %d: together %v, alone %v", i, j, readings[i].Logprobs[j], single.Logprobs[j])
 			}
 		}
