@@ -83,18 +83,18 @@ func suggestGate(conf []float64, wrong []bool, target float64) Gate {
 	slices.SortFunc(cases, func(a, b gateStep) int { return cmp.Compare(b.t, a.t) })
 	var steps []gateStep
 	for _, c := range cases {
+		// Every case within Edge under a step's confidence is at it.
+		if k := len(steps) - 1; k >= 0 && c.t >= steps[k].t-calibration.Edge {
+			steps[k].n++
+			steps[k].wrong += c.wrong
+			continue
+		}
 		if c.t <= 0 {
 			// A gate at 0 gates nothing, and a fit's is in (0, 1]: what
 			// is left are answers whose predicted option got no
 			// probability (a score's rounded mean level can fall
 			// between two modes).
 			break
-		}
-		// Every case within Edge under a step's confidence is at it.
-		if k := len(steps) - 1; k >= 0 && c.t >= steps[k].t-calibration.Edge {
-			steps[k].n++
-			steps[k].wrong += c.wrong
-			continue
 		}
 		steps = append(steps, c)
 	}

@@ -116,6 +116,14 @@ func TestSuggestGateHandComputed(t *testing.T) {
 	if between.Confidence() != 0 || !between.Correct() || g.Threshold == nil || *g.Threshold != 0.95 || g.Above != 300 {
 		t.Fatalf("gate over answers of confidence 0: %+v", g)
 	}
+	// Answers of confidence 0 within Edge under a step's confidence are
+	// at that step, as any others are: a gate at 5e-10 counts them.
+	tiny := calibration.Prediction{Kind: decision.Score, Dist: decision.Distribution{0.5 - 2.5e-10, 5e-10, 0.5 - 2.5e-10}, Expected: 1, Options: 3}
+	atTiny := append(slices.Repeat([]calibration.Prediction{tiny}, 200), slices.Repeat([]calibration.Prediction{between}, 200)...)
+	if tiny.Confidence() != 5e-10 || !tiny.Correct() {
+		t.Fatalf("confidence %v, correct %v", tiny.Confidence(), tiny.Correct())
+	}
+	checkGate(t, atTiny, 0.02)
 	// Too few to say anything: no gate.
 	g = SuggestGate(cases(100, 0, 0.99), 0.02)
 	if g.Threshold != nil || g.Coverage != 0 || g.WrongAbove != 0 {
