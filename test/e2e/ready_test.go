@@ -83,8 +83,26 @@ func TestNotReadyUntilANodeAnswers(t *testing.T) {
 		!strings.Contains(r.NotReady[0].Detail, "model fake: no node serving it has answered a health probe yet (nodes: engine)") {
 		t.Fatalf("/readyz with the node down: %d %+v", r.code, r)
 	}
-	if h := do(t, c, http.MethodGet, s.URL+"/health", "", ""); h.Status != http.StatusOK {
-		t.Errorf("/health with the node down: %d", h.Status)
+	// /health names why: the probe's failure, said once.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		h := do(t, c, http.MethodGet, s.URL+"/health", "", "")
+		var health struct {
+			Nodes []struct {
+				CoolReason string `json:"cool_reason"`
+			} `json:"nodes"`
+		}
+		if err := json.Unmarshal(h.Body, &health); err != nil || h.Status != http.StatusOK || len(health.Nodes) != 1 {
+			t.Fatalf("/health with the node down: %d %s", h.Status, h.Body)
+		}
+		if why := health.Nodes[0].CoolReason; why != "" {
+			if !strings.HasPrefix(why, "unavailable: health probe: ") || strings.Count(why, "unavailable") != 1 {
+				t.Errorf("the node's cool reason %q: want the probe's failure said once", why)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no probe cooled the node within a minute: %s", h.Body)
+		}
 	}
 
 	l, err := net.Listen("tcp", addr)
