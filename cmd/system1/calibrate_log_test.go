@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -73,5 +74,41 @@ func TestCalibrateFromTheLog(t *testing.T) {
 	}
 	if _, stderr, err := cli(t, "calibrate", "--report", "--from-log", "--config", cfgPath); err == nil || !strings.Contains(stderr, "--report") {
 		t.Errorf("--report with --from-log: %v %s", err, stderr)
+	}
+}
+
+// calibrate --report without --target-error takes the configuration's
+// calibration.target_error, as GET /v1/calibration does and its help says.
+func TestCalibrateReportTargetError(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "decisions.db")
+	cfgPath := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfgPath, []byte("decision_log:\n  path: "+db+"\ncalibration:\n  target_error: 0.05\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		args   []string
+		target float64 // 0: a usage error naming --target-error
+	}{
+		{"configured", nil, 0.05},
+		{"flag", []string{"--target-error", "0.1"}, 0.1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			stdout, stderr, err := cli(t, append([]string{"calibrate", "--report", "--config", cfgPath}, c.args...)...)
+			if c.target == 0 {
+				if !errors.Is(err, errUsage) || !strings.Contains(stderr, "--target-error") {
+					t.Fatalf("err %v, stderr %q, stdout %s", err, stderr, stdout)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("%v\n%s", err, stderr)
+			}
+			var rep outcomes.CalibrationReport
+			if err := json.Unmarshal([]byte(stdout), &rep); err != nil || rep.TargetError != c.target {
+				t.Fatalf("target_error %v, want %v (%v)", rep.TargetError, c.target, err)
+			}
+		})
 	}
 }
