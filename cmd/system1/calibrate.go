@@ -58,6 +58,13 @@ cases where none are held out), which decide grades by.
 	if report.file != "" {
 		*benchReport = report.file
 	}
+	// Checked before --report too, which reads both.
+	switch {
+	case !(*targetError >= 0 && *targetError < 1):
+		return e.usageError("calibrate", "--target-error must be in [0, 1)")
+	case *window <= 0:
+		return e.usageError("calibrate", "--window must be positive")
+	}
 	if report.log {
 		if *fromLog || *from != "" || len(fs.Args()) > 0 || t.endpoint != "" {
 			return e.usageError("calibrate", "--report reads the decision log: no --from, --from-log, --endpoint or case files with it")
@@ -71,8 +78,6 @@ cases where none are held out), which decide grades by.
 		return e.usageError("calibrate", "--holdout must be in [0, 1)")
 	case *minCases < 1:
 		return e.usageError("calibrate", "--min-cases must be at least 1")
-	case !(*targetError >= 0 && *targetError < 1):
-		return e.usageError("calibrate", "--target-error must be in [0, 1)")
 	}
 
 	var records []bench.Record

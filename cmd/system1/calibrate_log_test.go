@@ -78,7 +78,9 @@ func TestCalibrateFromTheLog(t *testing.T) {
 }
 
 // calibrate --report without --target-error takes the configuration's
-// calibration.target_error, as GET /v1/calibration does and its help says.
+// calibration.target_error, as GET /v1/calibration does and its help says;
+// a --target-error outside [0, 1) or a --window not positive is a usage
+// error naming the flag, with --report as with --from-log.
 func TestCalibrateReportTargetError(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "decisions.db")
@@ -89,15 +91,20 @@ func TestCalibrateReportTargetError(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		args   []string
-		target float64 // 0: a usage error naming --target-error
+		target float64 // 0: a usage error naming the flag
 	}{
 		{"configured", nil, 0.05},
 		{"flag", []string{"--target-error", "0.1"}, 0.1},
+		{"over 1", []string{"--target-error", "1.5"}, 0},
+		{"negative", []string{"--target-error", "-0.1"}, 0},
+		{"window 0", []string{"--window", "0s"}, 0},
+		{"window negative", []string{"--window", "-1h"}, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			stdout, stderr, err := cli(t, append([]string{"calibrate", "--report", "--config", cfgPath}, c.args...)...)
 			if c.target == 0 {
-				if !errors.Is(err, errUsage) || !strings.Contains(stderr, "--target-error") {
+				flag := c.args[0]
+				if !errors.Is(err, errUsage) || !strings.Contains(stderr, flag) {
 					t.Fatalf("err %v, stderr %q, stdout %s", err, stderr, stdout)
 				}
 				return
