@@ -153,10 +153,24 @@ func summary(r *gateway.Response) string {
 		b.WriteString("System 1 is paused, so no model was asked. `system1 toggle on` resumes it.")
 	case r.Confidence != nil && r.Threshold != nil && *r.Confidence < *r.Threshold:
 		fmt.Fprintf(&b, "Not confident enough to decide: the best guess is under the threshold %v (lower it with --min-confidence).", *r.Threshold)
-	default:
+	case declined(r):
 		b.WriteString("The provider declined to decide; there is no decision.")
+	default:
+		// Refused for another reason (too little probability on the
+		// options, the implicit none option won): the gateway's words.
+		b.WriteString(r.Rationale)
 	}
 	return b.String()
+}
+
+// declined reports whether the provider that answered r declined to.
+func declined(r *gateway.Response) bool {
+	for _, a := range r.Attempts {
+		if r.Provider != nil && a.Provider == *r.Provider && a.Outcome == gateway.OutcomeAbstained {
+			return true
+		}
+	}
+	return false
 }
 
 // failure says, for a person at a terminal, why nothing was decided and
