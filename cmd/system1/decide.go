@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 
@@ -60,7 +62,14 @@ func cmdDecide(ctx context.Context, args []string, e env) error {
 				return errors.New("--context is not valid JSON")
 			}
 		}
-		if *minConf >= 0 {
+		// Any value given is the request's, for the gateway to check as
+		// it checks system1_decide's: -1, the default, is none.
+		set := false
+		fs.Visit(func(f *flag.Flag) { set = set || f.Name == "min-confidence" })
+		if set {
+			if math.IsNaN(*minConf) || math.IsInf(*minConf, 0) {
+				return e.usageError("decide", fmt.Sprintf("--min-confidence %v is not a number in [0, 1]", *minConf))
+			}
 			req.MinConfidence = minConf
 		}
 		// Without HTML escaping, which json.Marshal applies inside the

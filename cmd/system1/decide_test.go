@@ -1,7 +1,11 @@
 package main
 
 import (
+	"encoding/json"
+	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -48,6 +52,37 @@ func TestDecideSummaryAbstentions(t *testing.T) {
 			got := summary(&c.res)
 			if !strings.Contains(got, c.want) || c.not != "" && strings.Contains(got, c.not) {
 				t.Errorf("summary:\n%s\nwant %q, not %q", got, c.want, c.not)
+			}
+		})
+	}
+}
+
+// decide's --min-confidence is the request's min_confidence whatever it
+// is: one outside [0, 1] is refused as system1_decide refuses it, naming
+// min_confidence (exit 1), never dropped for the configured threshold;
+// one JSON cannot carry is a usage error naming the flag.
+func TestDecideMinConfidenceOutOfRange(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfg, []byte("decision_log: {off: true}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		value string
+		usage bool
+	}{{"-0.5", false}, {"1.5", false}, {"NaN", true}, {"-Inf", true}} {
+		t.Run(c.value, func(t *testing.T) {
+			stdout, stderr, err := cli(t, "decide", "--config", cfg, "--state-dir", dir, "--json", "--min-confidence", c.value, "Ship it?")
+			if c.usage {
+				if !errors.Is(err, errUsage) || !strings.Contains(stderr, "--min-confidence") {
+					t.Fatalf("err %v, stderr %q, stdout %s", err, stderr, stdout)
+				}
+				return
+			}
+			var res gateway.Response
+			if jerr := json.Unmarshal([]byte(stdout), &res); jerr != nil || !errors.Is(err, errReported) ||
+				res.Error == nil || res.Error.Code != gateway.CodeInvalidRequest || !strings.Contains(res.Error.Message, "min_confidence") {
+				t.Fatalf("err %v, response %s (%v)", err, stdout, jerr)
 			}
 		})
 	}
