@@ -613,6 +613,9 @@ func (c *Config) Check() []error {
 			if l.MaxOptions < 0 || l.MaxOptions > MaxOptions {
 				bad("%s (%s): max_options must be 0 to %d", at, l.Name, MaxOptions)
 			}
+			if l.MaxOptions == 1 { // as a node's and a provider's: every choice would be skipped
+				bad("%s (%s): max_options 1: a choice needs at least 2 options (0 takes the nodes' cap)", at, l.Name)
+			}
 		}
 	}
 	return errs

@@ -309,6 +309,8 @@ func TestCheck(t *testing.T) {
 		{"provider name twice", "providers:\n  - {name: p, kind: engine, model: m}\n  - {name: p, kind: engine, model: n}\n", []string{`providers[1]: name "p" is used twice`}},
 		{"link name twice", "gateway:\n  chain:\n    - {name: l, model: m}\n    - {name: l, model: n}\n", []string{`gateway.chain[1]: name "l" is used twice`}},
 		{"link without a name", "gateway:\n  chain:\n    - {model: m}\n", []string{"gateway.chain[0]: name is required"}},
+		{"link max_options 1", "gateway:\n  chain:\n    - {name: l, model: m, max_options: 1}\n", []string{"gateway.chain[0] (l): max_options 1: a choice needs at least 2 options"}},
+		{"link max_options 2", "gateway:\n  chain:\n    - {name: l, model: m, max_options: 2}\n", nil},
 		{"engine provider without a model", "providers:\n  - {name: p, kind: engine}\n", []string{"an engine provider needs a model"}},
 		{"systemone provider without a url", "providers:\n  - {name: p, kind: systemone, model: m}\n", []string{`providers[0] (p): url "" is not an http(s) URL`}},
 		{"systemone provider url not http", "providers:\n  - {name: p, kind: systemone, url: 'ws://h', model: m}\n", []string{"not an http(s) URL"}},
