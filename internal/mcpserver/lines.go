@@ -381,7 +381,7 @@ func Classify(line []byte) (jsonrpc.Message, []byte) {
 	}
 	members, err := jsonx.Members(line)
 	if err != nil {
-		return nil, rejection(nil, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
+		return nil, rejection(duplicateKeyID(line, err), jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
 	}
 	m := make(map[string]json.RawMessage, len(members))
 	for _, mb := range members {
@@ -427,6 +427,24 @@ func Classify(line []byte) (jsonrpc.Message, []byte) {
 		return bad(err.Error())
 	}
 	return msg, nil
+}
+
+// duplicateKeyID is the id of a line Members refused for a key given
+// twice, when that key is not "id" and the id is a valid one (else nil):
+// the id is then the line's one, and its reply can carry it.
+func duplicateKeyID(line []byte, err error) json.RawMessage {
+	var dup *jsonx.DuplicateKeyError
+	if !errors.As(err, &dup) || dup.Key == "id" {
+		return nil
+	}
+	var m map[string]json.RawMessage // exact keys, unlike a struct's
+	if json.Unmarshal(line, &m) != nil {
+		return nil
+	}
+	if id, ok := m["id"]; ok && checkID(id) == "" {
+		return id
+	}
+	return nil
 }
 
 // checkID says what is wrong with a request id ("" when nothing is):

@@ -191,3 +191,27 @@ func TestLongLineBoundedMemory(t *testing.T) {
 		t.Error("a line of max+1 bytes is not too long")
 	}
 }
+
+// A line with a key given twice is refused -32600 with its id where the
+// id is not the key given twice, as docs/plugin.md says (the line's id
+// when it could be read): a client waiting on that id gets its answer.
+func TestDuplicateKeyReplyKeepsTheID(t *testing.T) {
+	for _, c := range []struct{ line, id string }{
+		{`{"jsonrpc":"2.0","id":5,"method":"tools/list","method":"tools/call"}`, `5`},
+		{`{"jsonrpc":"2.0","jsonrpc":"2.0","id":"a","method":"tools/list"}`, `"a"`},
+		{`{"jsonrpc":"2.0","id":5,"ID":6,"params":{},"params":{},"method":"x"}`, `5`},
+		{`{"jsonrpc":"2.0","id":4,"id":5,"method":"tools/list"}`, `null`},                   // which one?
+		{`{"jsonrpc":"2.0","id":1.5,"method":"tools/list","method":"x"}`, `null`},           // not an MCP id
+		{`{"jsonrpc":"2.0","method":"notifications/x","method":"notifications/y"}`, `null`}, // none
+	} {
+		msg, reply := Classify([]byte(c.line))
+		var r struct {
+			ID    json.RawMessage `json:"id"`
+			Error struct{ Code int64 }
+		}
+		if msg != nil || json.Unmarshal(reply, &r) != nil || string(r.ID) != c.id || r.Error.Code != jsonrpc.CodeInvalidRequest {
+			t.Errorf("%s: reply %s; want id %s, code -32600", c.line, reply, c.id)
+		}
+		checkReply(t, reply)
+	}
+}
