@@ -22,8 +22,9 @@ score), or none for a choice none of whose options was right. Prints the result 
 
 Exit status: 0 recorded; 1 the decision log is off or failed (nothing
 of the batch is recorded: run it again); 2 a bad command line; 4 not
-recorded: the outcome or question does not fit the answer (the error's
-param names which); 5 no answer was recorded under the request id.
+recorded: the --file body is not valid, or the outcome or question does
+not fit the answer (the error's param names which); 5 no answer was
+recorded under the request id.
 
 flags:
 `

@@ -265,6 +265,17 @@ func TestDecideThenFeedback(t *testing.T) {
 			t.Errorf("feedback of an unknown id does not say %q:\n%s", want, errOut)
 		}
 	}
+
+	// A --file body that is not valid is not recorded either: exit 4,
+	// as its help says, with the wire's error.
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	if err := os.WriteFile(bad, []byte("{bad"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ = system1(t, nil, "feedback", "--config", cfg, "--state-dir", state, "--file", bad)
+	if code != 4 || !strings.Contains(out, "invalid_request") {
+		t.Errorf("feedback of a body that is not valid: exit %d (want 4)\nstdout: %s", code, out)
+	}
 }
 
 // The README names everything each face offers: every path of the HTTP
