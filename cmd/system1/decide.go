@@ -38,6 +38,15 @@ func cmdDecide(ctx context.Context, args []string, e env) error {
 		if fs.NArg() > 0 {
 			return e.usageError("decide", "--request takes the whole request; give no question or options with it")
 		}
+		var parts []string // of the request, which it would leave unread
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "context" || f.Name == "min-confidence" || f.Name == "request-id" {
+				parts = append(parts, "--"+f.Name)
+			}
+		})
+		if len(parts) > 0 {
+			return e.usageError("decide", "--request takes the whole request; give "+strings.Join(parts, ", ")+" in it instead")
+		}
 		var err error
 		if *request == "-" {
 			raw, err = io.ReadAll(e.stdin)

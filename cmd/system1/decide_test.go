@@ -87,3 +87,36 @@ func TestDecideMinConfidenceOutOfRange(t *testing.T) {
 		})
 	}
 }
+
+// decide --request reads the whole request from its file: a flag that
+// would set a part of it is a usage error naming that flag, never left
+// unread while the file's request is asked.
+func TestDecideRequestRefusesItsParts(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	req := filepath.Join(dir, "request.json")
+	for file, data := range map[string]string{cfg: "decision_log: {off: true}\n", req: `{"question": "Ship it?"}`} {
+		if err := os.WriteFile(file, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, flags := range [][]string{
+		{"--min-confidence", "0.9"},
+		{"--context", `{"a": 1}`},
+		{"--request-id", "r1"},
+		{"--request-id", "r1", "--min-confidence", "0.9"},
+	} {
+		t.Run(strings.Join(flags, " "), func(t *testing.T) {
+			args := append([]string{"decide", "--config", cfg, "--state-dir", dir, "--json", "--request", req}, flags...)
+			stdout, stderr, err := cli(t, args...)
+			if !errors.Is(err, errUsage) {
+				t.Fatalf("err %v, stderr %q, stdout %s", err, stderr, stdout)
+			}
+			for i := 0; i < len(flags); i += 2 {
+				if !strings.Contains(stderr, flags[i]) {
+					t.Errorf("stderr %q does not name %s", stderr, flags[i])
+				}
+			}
+		})
+	}
+}
