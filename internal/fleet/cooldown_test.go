@@ -2,11 +2,15 @@ package fleet
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
 	"time"
 
+	"system1/internal/decision"
 	"system1/internal/engine"
 )
 
@@ -102,5 +106,63 @@ func TestUnrankedLabelsDoNotCoolTheNode(t *testing.T) {
 	}
 	if a := decide(t, r, choiceRequest("other", 3)); a.Err != nil || a.Node != "multi" {
 		t.Fatalf("an unrelated question: node %q, %v", a.Node, a.Err)
+	}
+}
+
+// questionEngine fails each question by its instructions: a question
+// whose prompt holds a key of fail gets that failure.
+type questionEngine struct {
+	fakeEngine
+	fail map[string]error
+}
+
+func (e *questionEngine) Read(ctx context.Context, model string, p engine.Prompt) (engine.Reading, error) {
+	for k, err := range e.fail {
+		if strings.Contains(p.Question, k) {
+			e.fakeEngine.Read(ctx, model, p) // counted
+			return engine.Reading{}, err
+		}
+	}
+	return e.fakeEngine.Read(ctx, model, p)
+}
+
+// A node's failure on one question of a request cools it as the policy
+// says whatever the request's other questions did: a question the engine
+// rejected as the caller's, or one the model ranked no label of, says
+// nothing of the node, and neither hides another question's failure,
+// before or after it.
+func TestCooldownWhateverTheQuestionOrder(t *testing.T) {
+	down := engine.StatusFailure(500, 0, "boom")
+	for _, tc := range []struct {
+		name  string
+		other error
+	}{
+		{"rejected", engine.StatusFailure(400, 0, "the request exceeds the available context size")},
+		{"unranked", &engine.Failure{Kind: engine.Malformed, Uninformative: true, Err: errors.New("no label has any probability")}},
+	} {
+		for _, downFirst := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s, down first %v", tc.name, downFirst), func(t *testing.T) {
+				e := &questionEngine{fail: map[string]error{"crash": down, "other": tc.other}}
+				n := &Node{Name: "n", Backend: EngineBackend(e, false), MaxOptions: 20, Timeout: time.Second, claimed: []string{"m"}}
+				r := New([]*Node{n}, Options{})
+				clk := &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+				r.now = clk.now
+				req := choiceRequest("m", 3)
+				q := req.Questions[0]
+				crash, other := q, q
+				crash.ID, crash.Instructions = "crash", json.RawMessage(`"crash"`)
+				other.ID, other.Instructions = "other", json.RawMessage(`"other"`)
+				req.Questions = []decision.Question{other, crash}
+				if downFirst {
+					req.Questions = []decision.Question{crash, other}
+				}
+				if _, err := r.Decide(context.Background(), req); err != nil {
+					t.Fatal(err)
+				}
+				if s := n.State(clk.now()); s.Healthy {
+					t.Fatalf("the node answered a question with HTTP 500 and is still healthy: %+v", s)
+				}
+			})
+		}
 	}
 }

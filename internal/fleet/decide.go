@@ -127,7 +127,13 @@ func (r *Router) Decide(ctx context.Context, req decision.Request) (*Result, err
 			}
 			a.Err = fmt.Errorf("node %s: %w", n.Name, got.err)
 			settled[i] = got.err.Kind == engine.Rejected
-			failure = got.err
+			// The failure blamed is one that speaks of the node, whatever
+			// the order of the questions: a question rejected as the
+			// caller's or one no label was ranked for must not hide
+			// another's 5xx or timeout.
+			if failure == nil || speaks(got.err) {
+				failure = got.err
+			}
 			if !settled[i] {
 				left = n
 			}
@@ -421,6 +427,19 @@ func (r *Router) blame(n *Node, model string, f *engine.Failure) {
 	default:
 		r.failed(n, f)
 	}
+}
+
+// speaks reports whether f says anything of the node that blame would
+// act on: not the caller's request, a full queue, a caller gone, a
+// reading of no label or a provoked answer.
+func speaks(f *engine.Failure) bool {
+	switch {
+	case f.Uninformative || f.Provoked:
+		return false
+	case f.Kind == engine.Rejected, f.Kind == engine.Busy, f.Kind == engine.Canceled:
+		return false
+	}
+	return true
 }
 
 // coolModel rests model on n for the policy's cooldown.
