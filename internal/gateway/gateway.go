@@ -432,11 +432,15 @@ func (g *Gateway) answer(q query, p *link, r reading, gt gate, at *Attempt, res 
 		return
 	}
 	d := r.Dist
+	// The options and the implicit one are one distribution, rounded as
+	// one so that they sum to 1: rounded apart, each part's units left
+	// over went one to every value (0.1 read 0.101).
+	reported := decision.Round(d, decimals)
 	var none float64
 	if q.NoneOption { // the implicit option is last
 		none, d = d[len(d)-1], d[:len(d)-1]
-		rn := decision.Round(decision.Distribution{none}, decimals)[0]
-		res.NoneProbability = &rn
+		rn := reported[len(reported)-1]
+		res.NoneProbability, reported = &rn, reported[:len(reported)-1]
 	}
 	res.Calibrated = r.answer.Calibrated
 	res.FitVersion = r.answer.FitVersion
@@ -450,7 +454,6 @@ func (g *Gateway) answer(q query, p *link, r reading, gt gate, at *Attempt, res 
 	for _, st := range r.Steps {
 		res.Calibration.Steps = append(res.Calibration.Steps, CalibrationStep{Name: st.Name, Version: st.Version})
 	}
-	reported := decision.Round(d, decimals)
 	best := decision.ReportedArgmax(reported, d)
 	res.Probabilities = make(Probabilities, len(answers))
 	for i, a := range answers {

@@ -3,6 +3,7 @@ package gateway
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -141,6 +142,33 @@ func TestDecideDecisionsNodeRefusal(t *testing.T) {
 			!strings.Contains(res.Rationale, `provider "openai" declined to decide (the Decisions endpoint refused to answer it) and gave no probabilities`) ||
 			len(res.Attempts) != 1 || res.Attempts[0].Outcome != OutcomeAbstained) {
 			t.Errorf("a refusal: %+v", res)
+		}
+	}
+}
+
+// With none_option the options' probabilities and none_probability are
+// one distribution rounded: they sum to 1 and each is its value to three
+// decimals, where each was rounded apart and a one-value rounding gave
+// its value one unit more (0.1 read 0.101, 0.7 read 0.701).
+func TestDecideNoneOptionRoundsAsOne(t *testing.T) {
+	for _, tc := range []struct {
+		probs []float64
+		want  []float64 // the options', then none's
+	}{
+		{[]float64{0.7, 0.2, 0.1}, []float64{0.7, 0.2, 0.1}},
+		{[]float64{0.1, 0.2, 0.7}, []float64{0.1, 0.2, 0.7}},
+		{[]float64{0.3335, 0.3335, 0.333}, []float64{0.334, 0.333, 0.333}},
+	} {
+		f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{"tiny"}, Behavior: fakeengine.Behavior{Logprobs: fakeengine.Probs(tc.probs...)}})
+		t.Cleanup(f.Close)
+		g := gatewayFor(t, fmt.Sprintf("gateway:\n  threshold: 0.5\nnodes:\n  - {name: n1, url: %s, dialect: llamacpp, models: [tiny]}\nproviders:\n  - {name: local, kind: engine, model: tiny}\n", f.URL))
+		res := decide(t, g, `{"question":"Which?","options":["a","b"],"none_option":true}`)
+		if res.NoneProbability == nil || len(res.Probabilities) != 2 {
+			t.Fatalf("%v: none %v, probabilities %v (%s)", tc.probs, deref(res.NoneProbability), res.Probabilities, res.Rationale)
+		}
+		got := []float64{res.Probabilities[0].P, res.Probabilities[1].P, *res.NoneProbability}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%v: reported %v (options, then none), want %v", tc.probs, got, tc.want)
 		}
 	}
 }
