@@ -17,12 +17,22 @@ func (n *Node) llama() *llamacpp.Engine {
 	return nil
 }
 
+// slotted is n's llama-server when its slots bound n's calls: nil for
+// any other node, and for a pool, whose router spreads the calls over
+// servers each reporting only its own slots (max_inflight bounds a pool).
+func (n *Node) slotted() *llamacpp.Engine {
+	if n.Pool {
+		return nil
+	}
+	return n.llama()
+}
+
 // knownSlots is how many engine calls n runs at once, as far as it is
 // known without a call: its max_inflight, or fewer where its engine said
 // it runs fewer.
 func (n *Node) knownSlots() int {
 	s := cap(n.slots.sem)
-	if e := n.llama(); e != nil {
+	if e := n.slotted(); e != nil {
 		if k := e.KnownSlots(); k > 0 {
 			s = min(s, k)
 		}
@@ -33,7 +43,7 @@ func (n *Node) knownSlots() int {
 // readSlots is knownSlots after asking the engine, when it has not said
 // yet.
 func (n *Node) readSlots(ctx context.Context) int {
-	if e := n.llama(); e != nil && e.KnownSlots() == 0 {
+	if e := n.slotted(); e != nil && e.KnownSlots() == 0 {
 		ctx, cancel := context.WithTimeout(ctx, n.Timeout)
 		defer cancel()
 		_ = e.Slots(ctx)

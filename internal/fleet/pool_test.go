@@ -157,3 +157,35 @@ func TestPoolCoolsDownOnItsRoutersFailuresInTurn(t *testing.T) {
 		})
 	}
 }
+
+// A pool node's slots are its max_inflight, not the slots the member
+// its router picked reports: /health's slots and the row-wise capacity
+// size a batch by the pool, where one llama-server's /props made a pool
+// of two 4-slot members with max_inflight 8 read as 4.
+func TestPoolSlotsAreItsMaxInflight(t *testing.T) {
+	for _, tc := range []struct {
+		pool bool
+		want int
+	}{{true, 8}, {false, 4}} {
+		t.Run(fmt.Sprintf("pool=%v", tc.pool), func(t *testing.T) {
+			var members []*fakeengine.Fake
+			for range 2 {
+				f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Slots: 4})
+				t.Cleanup(f.Close)
+				members = append(members, f)
+			}
+			c := config.Node{Name: "pool", URL: roundRobin(t, members...), Dialect: "llamacpp", Pool: tc.pool, MaxInFlight: 8, Models: []string{"tiny"}}
+			n, err := NewNode(c, func(string) string { return "" }, http.DefaultClient)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := New([]*Node{n}, Options{})
+			if got := r.Capacity(context.Background(), "tiny", 1); got != tc.want {
+				t.Errorf("capacity %d, want %d", got, tc.want)
+			}
+			if got := r.States()[0].Slots; got != tc.want {
+				t.Errorf("/health slots %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
