@@ -29,16 +29,24 @@ func (r *Router) failed(n *Node, f *engine.Failure) {
 	now := r.now()
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	r.failedLocked(n, f, now)
+}
+
+// failedLocked is failed with n.mu held; it reports whether the failure
+// began or lengthened n's cooldown.
+func (r *Router) failedLocked(n *Node, f *engine.Failure, now time.Time) bool {
 	switch f.Kind {
 	case engine.Rejected, engine.Busy, engine.Canceled:
 		// the request's fault, a full queue or a caller gone: not the node's health
+		return false
 	case engine.RateLimited:
-		r.coolLocked(n, now, max(f.RetryAfter, time.Second), f.Error())
+		return r.coolLocked(n, now, max(f.RetryAfter, time.Second), f.Error())
 	case engine.Unavailable:
-		r.coolLocked(n, now, r.policy.Cooldown, f.Error()) // down, or a ghost claim
+		cooled := r.coolLocked(n, now, r.policy.Cooldown, f.Error()) // down, or a ghost claim
 		n.constraintUnknown(f.Error())
+		return cooled
 	default:
-		r.countLocked(n, f, now)
+		return r.countLocked(n, f, now)
 	}
 }
 
@@ -52,26 +60,34 @@ func (r *Router) count(n *Node, f *engine.Failure) {
 }
 
 // countLocked adds a failure at now to n's window and cools n when the
-// window holds AllowedFails of them; the caller holds n.mu.
-func (r *Router) countLocked(n *Node, f *engine.Failure, now time.Time) {
+// window holds AllowedFails of them; the caller holds n.mu. It reports
+// whether it began or lengthened n's cooldown.
+func (r *Router) countLocked(n *Node, f *engine.Failure, now time.Time) bool {
 	n.failures = slices.DeleteFunc(n.failures, func(t time.Time) bool { return now.Sub(t) > r.policy.Window })
 	n.failures = append(n.failures, now)
 	if len(n.failures) >= r.policy.AllowedFails {
-		r.coolLocked(n, now, r.policy.Cooldown, fmt.Sprintf("%d failures within %s, last: %v", len(n.failures), r.policy.Window, f))
+		cooled := r.coolLocked(n, now, r.policy.Cooldown, fmt.Sprintf("%d failures within %s, last: %v", len(n.failures), r.policy.Window, f))
 		n.failures = nil
+		return cooled
 	}
+	return false
 }
 
 // coolLocked cools n down for d from now, for why, unless it cools down
-// longer already; the caller holds n.mu.
-func (r *Router) coolLocked(n *Node, now time.Time, d time.Duration, why string) {
-	if until := now.Add(d); until.After(n.coolUntil) {
-		if !now.Before(n.coolUntil) {
-			r.obs.Cooldown(n.Name)
-			n.cooldowns.Add(1)
-		}
-		n.coolUntil, n.coolReason = until, why
+// longer already, and reports whether it did; the caller holds n.mu. The
+// cooldown is then no failed probe's for a good probe to end (probe
+// marks its own, probeCooled).
+func (r *Router) coolLocked(n *Node, now time.Time, d time.Duration, why string) bool {
+	until := now.Add(d)
+	if !until.After(n.coolUntil) {
+		return false
 	}
+	if !now.Before(n.coolUntil) {
+		r.obs.Cooldown(n.Name)
+		n.cooldowns.Add(1)
+	}
+	n.coolUntil, n.coolReason, n.probeCooled = until, why, false
+	return true
 }
 
 // Probe checks every node in the background's way: a model list, which
@@ -113,14 +129,19 @@ func (r *Router) probe(ctx context.Context, n *Node) ([]string, error) {
 	}
 	if err == nil {
 		n.answered = true
-		if n.probeFailed {
-			n.coolUntil, n.coolReason, n.probeFailed = time.Time{}, "", false
+		if n.probeCooled {
+			n.coolUntil, n.coolReason = time.Time{}, ""
 		}
+		n.probeFailed, n.probeCooled = false, false
 	}
 	n.mu.Unlock()
 	if f := failure(err); f != nil && ctx.Err() == nil {
-		r.failed(n, &engine.Failure{Kind: engine.Unavailable, Status: f.Status, Err: probeCause(f)})
+		// A good probe ends only a cooldown a probe began or lengthened:
+		// a longer one (a 429's Retry-After) is kept to.
 		n.mu.Lock()
+		if r.failedLocked(n, &engine.Failure{Kind: engine.Unavailable, Status: f.Status, Err: probeCause(f)}, r.now()) {
+			n.probeCooled = true
+		}
 		n.probeFailed = true
 		n.mu.Unlock()
 	}

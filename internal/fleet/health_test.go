@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"system1/internal/config"
 	"system1/internal/engine"
@@ -94,4 +95,57 @@ func modelList(t *testing.T, down *atomic.Bool) *httptest.Server {
 	}))
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// listEngine is a fakeEngine whose model list fails while down is set.
+type listEngine struct {
+	fakeEngine
+	down atomic.Bool
+}
+
+func (e *listEngine) Models(ctx context.Context) ([]string, error) {
+	if e.down.Load() {
+		return nil, &engine.Failure{Kind: engine.Unavailable, Err: errors.New("connection refused")}
+	}
+	return []string{"m"}, nil
+}
+
+// A probe that finds a node up again ends only the cooldown a probe
+// began: a 429's Retry-After is kept to, whether a probe failed before
+// the 429 or while its cooldown ran, where a good probe after a failed
+// one ended any cooldown.
+func TestGoodProbeEndsOnlyAProbesCooldown(t *testing.T) {
+	limited := engine.StatusFailure(429, time.Minute, "slow down")
+	for _, tc := range []struct {
+		name  string
+		steps []string // "probe down", "probe up", "429", each 5 s after the last
+	}{
+		{"a probe failed during the 429's rest", []string{"429", "probe down", "probe up"}},
+		{"a probe failed before the 429", []string{"probe down", "wait", "429", "probe up"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := &listEngine{}
+			n := &Node{Name: "n", Backend: EngineBackend(e, false), MaxOptions: 20, Timeout: time.Second, claimed: []string{"m"}}
+			r := New([]*Node{n}, Options{})
+			clk := &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+			r.now = clk.now
+			var limitedAt time.Time
+			for _, step := range tc.steps {
+				clk.advance(5 * time.Second)
+				switch step {
+				case "probe down", "probe up":
+					e.down.Store(step == "probe down")
+					r.Probe(context.Background())
+				case "429":
+					e.set(limited, false)
+					decide(t, r, choiceRequest("m", 3))
+					e.set(nil, false)
+					limitedAt = clk.now()
+				}
+			}
+			if s := n.State(clk.now()); s.Healthy || !s.CoolUntil.Equal(limitedAt.Add(time.Minute)) {
+				t.Fatalf("%s after a 429 asking a minute's rest: healthy %v, cooling until %s (%s)", clk.now().Sub(limitedAt), s.Healthy, s.CoolUntil, s.CoolReason)
+			}
+		})
+	}
 }

@@ -67,7 +67,8 @@ type Node struct {
 	discoverErr error
 	coolUntil   time.Time
 	coolReason  string
-	probeFailed bool                     // the cooldown is a failed probe's, which a good probe ends
+	probeFailed bool                     // a probe failed since the last that succeeded: the node is back when one does
+	probeCooled bool                     // the cooldown is a failed probe's, which a good probe ends
 	answered    bool                     // a probe has succeeded since the process started (Unready)
 	failures    []time.Time              // recent failures, within the window
 	modelCool   map[string]modelCooldown // models resting on a healthy node (see blame)
