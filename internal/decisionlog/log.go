@@ -191,7 +191,7 @@ func (l *Log) Record(r Record) {
 	}
 	// Counted as given, kept or dropped: the answer was paid for.
 	if sp := l.spend.Load(); sp != nil && r.Key != "" && r.Cost != nil {
-		sp.add(r.Key, r.Time, *r.Cost)
+		r.spent = sp.add(r.Key, r.Time, *r.Cost)
 	}
 	l.qmu.Lock()
 	if len(l.queued) >= l.opt.Queue || len(l.queued)+l.held >= l.opt.Queue+l.opt.Batch {
@@ -429,6 +429,9 @@ func (l *Log) write(ctx context.Context, batch []Record) error {
 		return fmt.Errorf("decision log: %d records not written: %w", len(batch)-bad, err)
 	}
 	l.written.Add(uint64(len(batch) - bad))
+	if sp := l.spend.Load(); sp != nil {
+		sp.wrote(batch, l.store.wrote)
+	}
 	if fs := l.follow.Load(); fs != nil && len(*fs) > 0 && l.store.lastID > 0 {
 		l.tell(*fs, batch, len(batch)-bad)
 	}

@@ -117,6 +117,10 @@ type Record struct {
 	// under the request, so an outcome trains each.
 	Cascade string
 	Stage   int
+
+	// spent is set on a record whose cost Record counted against its
+	// key's budget (Spend), so that its write is counted as the same.
+	spent bool
 }
 
 // DecideQuestion is the question id under which a decide request's

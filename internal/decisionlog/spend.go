@@ -33,8 +33,8 @@ func (p Period) Bounds(t time.Time) (start, next time.Time) {
 
 // Spend is what each key with a budget has spent in its current period:
 // the sum of its records' cost in the log, read when it is made and
-// every Refresh after, plus what this process recorded since the read
-// began. A restart reads it again, so forgets nothing the log holds;
+// every Refresh after, plus what this process recorded and had not
+// written when the read began. A restart reads it again, so forgets nothing the log holds;
 // replicas over one PostgreSQL log see each other's spend at the next
 // Refresh, so one replica may go on spending for up to the refresh
 // interval (and the writer's linger) past the budget the others have
@@ -52,12 +52,14 @@ type Spend struct {
 
 // keySpend is one key's spend in its period: base, the log's sum at the
 // last read, and what this process recorded since the period began
-// (added), less what it had recorded when that read began (mark), which
-// the read already counts or will soon.
+// (added), less what its writer had committed when that read began
+// (mark), which the read counts. What is recorded and still queued is
+// in added and not in mark, so a read that does not see it yet does not
+// take it away; what was dropped, never written, stays counted.
 type keySpend struct {
-	per               Period
-	start             time.Time
-	base, added, mark decision.USD
+	per                        Period
+	start                      time.Time
+	base, added, written, mark decision.USD
 }
 
 // roll starts the period that holds now when it is not k's.
@@ -87,8 +89,9 @@ func (l *Log) Spend(ctx context.Context, keys map[string]Period, added func(key 
 	return s, s.Refresh(ctx)
 }
 
-// add counts cost against key, recorded at t.
-func (s *Spend) add(key string, t time.Time, cost decision.USD) {
+// add counts cost against key, recorded at t, reporting whether it was
+// counted in the key's period.
+func (s *Spend) add(key string, t time.Time, cost decision.USD) bool {
 	if s.added != nil {
 		s.added(key, cost.Dollars())
 	}
@@ -96,11 +99,35 @@ func (s *Spend) add(key string, t time.Time, cost decision.USD) {
 	defer s.mu.Unlock()
 	k, ok := s.keys[key]
 	if !ok {
-		return
+		return false
 	}
 	k.roll(s.now())
 	if start, _ := k.per.Bounds(t); start.Equal(k.start) {
 		k.added += cost
+		return true
+	}
+	return false
+}
+
+// wrote counts the records of batch that the writer committed (written
+// reports which) and add counted against their keys.
+func (s *Spend) wrote(batch []Record, written func(i int) bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	for i := range batch {
+		r := &batch[i]
+		if !r.spent || !written(i) {
+			continue
+		}
+		k, ok := s.keys[r.Key]
+		if !ok {
+			continue
+		}
+		k.roll(now)
+		if start, _ := k.per.Bounds(r.Time); start.Equal(k.start) {
+			k.written += *r.Cost
+		}
 	}
 }
 
@@ -140,7 +167,7 @@ func (s *Spend) Refresh(ctx context.Context) error {
 			reads[k.per] = r
 		}
 		r.names = append(r.names, name)
-		marks[name] = k.added
+		marks[name] = k.written
 	}
 	s.mu.Unlock()
 	for _, r := range reads {

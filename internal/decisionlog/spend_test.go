@@ -189,3 +189,41 @@ func TestKeyColumnsAdded(t *testing.T) {
 		t.Errorf("%+v, %v; want %+v", got, err, want)
 	}
 }
+
+// A Refresh while this process's records are still queued (the writer
+// lingering) keeps counting them: the log does not hold them yet, and a
+// key that has spent its budget must not read as under it until the
+// next Refresh. Once written they are counted once.
+func TestSpendRefreshCountsWhatIsQueued(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := ctxT(t)
+			l := b.open(t, Options{Linger: time.Hour})
+			now := time.Now()
+			sp, err := l.Spend(ctx, map[string]Period{"a": PerDay}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := func(when string, usd decision.USD) {
+				t.Helper()
+				if got, _, _ := sp.Spent("a"); got != usd {
+					t.Errorf("%s: spent %v; want %v", when, got, usd)
+				}
+			}
+			l.Record(priced("a", now, 5))
+			want("recorded", 5)
+			if err := sp.Refresh(ctx); err != nil {
+				t.Fatal(err)
+			}
+			want("refreshed while queued", 5)
+			if err := l.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			want("written", 5)
+			if err := sp.Refresh(ctx); err != nil {
+				t.Fatal(err)
+			}
+			want("refreshed once written", 5)
+		})
+	}
+}
