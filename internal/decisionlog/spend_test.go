@@ -227,3 +227,22 @@ func TestSpendRefreshCountsWhatIsQueued(t *testing.T) {
 		})
 	}
 }
+
+// Usage counts what was recorded before it was asked, though the writer
+// still holds it, as a window does: an answer given is in the usage read
+// after it.
+func TestUsageCountsWhatIsQueued(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := ctxT(t)
+			l := b.open(t, Options{Linger: time.Hour})
+			at := time.Now()
+			l.Record(priced("a", at, 5))
+			got, err := l.Usage(ctx, at.Add(-time.Minute), at.Add(time.Minute), nil)
+			want := []Usage{{Cost: 5, Decisions: 1, InputTokens: 10, OutputTokens: 1}}
+			if err != nil || !reflect.DeepEqual(got, want) {
+				t.Errorf("%+v, %v; want %+v", got, err, want)
+			}
+		})
+	}
+}

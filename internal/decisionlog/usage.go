@@ -32,7 +32,9 @@ type Usage struct {
 const nsPerDay = int64(24 * time.Hour)
 
 // Usage sums the records of [since, until) by the groups of by (of
-// UsageGroups), ordered by them: shadow answers count under no key.
+// UsageGroups), ordered by them: shadow answers count under no key. It
+// first waits for what is queued, as a window does, so an answer given
+// before the call is counted.
 func (l *Log) Usage(ctx context.Context, since, until time.Time, by []string) ([]Usage, error) {
 	// Each row is scanned into u, its groups' columns first.
 	var u Usage
@@ -50,6 +52,9 @@ func (l *Log) Usage(ctx context.Context, since, until time.Time, by []string) ([
 		default:
 			return nil, fmt.Errorf("usage: group %q is not one of %s", g, strings.Join(UsageGroups, ", "))
 		}
+	}
+	if err := l.Flush(ctx); err != nil {
+		return nil, err
 	}
 	dest = append(dest, &cost, &u.Unpriced, &u.Decisions, &u.InputTokens, &u.OutputTokens)
 	sel := "SELECT " + strings.Join(append(cols, "CAST(COALESCE(SUM(cost_picousd), 0) AS BIGINT)",
