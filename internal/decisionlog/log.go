@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -755,6 +756,41 @@ func (l *Log) window(ctx context.Context, since, until time.Time, model string, 
 		return nil, fmt.Errorf("decision log: window: %w", err)
 	}
 	return es, nil
+}
+
+// Shadows returns the shadow answers (FaceShadow) written from since
+// (inclusive) to until (exclusive), oldest first, each with its latest
+// outcome, and every other record of the requests they shadow
+// (ShadowRequestID), by request in the order written: what a shadow
+// report pairs, read without the rest of the window, whose served
+// answers can be many times more.
+func (l *Log) Shadows(ctx context.Context, since, until time.Time) (shadows, served []Entry, err error) {
+	if err := l.Flush(ctx); err != nil {
+		return nil, nil, err
+	}
+	shadows, err = l.store.entries(ctx, "WHERE d.face = ? AND d.at_ns >= ? AND d.at_ns < ? ORDER BY d.id", FaceShadow, since.UnixNano(), until.UnixNano())
+	if err != nil {
+		return nil, nil, fmt.Errorf("decision log: shadows: %w", err)
+	}
+	var ids []any
+	seen := map[string]bool{}
+	for _, e := range shadows {
+		if id, ok := strings.CutPrefix(e.RequestID, ShadowPrefix); ok && !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	// A few hundred ids a query, well under both backends' bounds on
+	// parameters; a request's records all come in its id's query.
+	for chunk := range slices.Chunk(ids, 500) {
+		where := "WHERE d.request_id IN (" + strings.TrimSuffix(strings.Repeat("?,", len(chunk)), ",") + ") AND d.face <> ? ORDER BY d.id"
+		es, err := l.store.entries(ctx, where, append(chunk, FaceShadow)...)
+		if err != nil {
+			return nil, nil, fmt.Errorf("decision log: shadows: %w", err)
+		}
+		served = append(served, es...)
+	}
+	return shadows, served, nil
 }
 
 // Labelled is one outcome with the record it is for: Entry.Outcome is

@@ -90,41 +90,40 @@ func ShadowReportOf(pairs []ShadowPair) []ShadowSignature {
 // ReportShadow reports on the shadow answers the log holds from since to
 // until, both included, each paired with the served answer of its request
 // and question recorded before it (the latest, when a caller reused the
-// id) and that answer's outcome.
+// id) and that answer's outcome. It reads the shadow answers and their
+// requests' records, not the rest of the window.
 func ReportShadow(ctx context.Context, log *decisionlog.Log, since, until time.Time) (ShadowReport, error) {
 	rep := ShadowReport{Since: since.UTC(), Until: until.UTC(), Source: decisionlog.FaceShadow, Signatures: []ShadowSignature{}}
 	if log == nil {
 		return rep, fmt.Errorf("the decision log is off")
 	}
-	// The served answers are read from a little before the window, so a
-	// shadow answer recorded at its start finds its pair.
-	es, err := log.Window(ctx, since.Add(-DefaultShadowTimeoutMargin), until.Add(time.Nanosecond), "")
+	shadows, es, err := log.Shadows(ctx, since, until.Add(time.Nanosecond))
 	if err != nil {
 		return rep, err
 	}
 	type qid struct{ req, q string }
-	served := map[qid]decisionlog.Entry{}
-	var pairs []ShadowPair
+	served := map[qid][]decisionlog.Entry{} // in the order written
 	for _, e := range es {
+		k := qid{e.RequestID, e.QuestionID}
+		served[k] = append(served[k], e)
+	}
+	var pairs []ShadowPair
+	for _, e := range shadows {
 		id, ok := strings.CutPrefix(e.RequestID, decisionlog.ShadowPrefix)
-		if e.Face != decisionlog.FaceShadow || !ok {
-			served[qid{e.RequestID, e.QuestionID}] = e
+		if !ok {
 			continue
 		}
-		if e.Time.Before(since) {
+		var s *decisionlog.Entry
+		for i, c := range served[qid{id, e.QuestionID}] {
+			if c.ID < e.ID {
+				s = &served[qid{id, e.QuestionID}][i]
+			}
+		}
+		if s == nil || !slices.Equal(s.Options, e.Options) {
 			continue
 		}
-		s, ok := served[qid{id, e.QuestionID}]
-		if !ok || !slices.Equal(s.Options, e.Options) {
-			continue
-		}
-		pairs = append(pairs, ShadowPair{Served: s, Candidate: e.Model, Dist: e.Answered()})
+		pairs = append(pairs, ShadowPair{Served: *s, Candidate: e.Model, Dist: e.Answered()})
 	}
 	rep.Signatures = ShadowReportOf(pairs)
 	return rep, nil
 }
-
-// DefaultShadowTimeoutMargin is how long before a report's window its
-// served answers are read, to pair the shadow answers at its start: more
-// than a shadowed request waits and is asked (answer.DefaultShadowTimeout).
-const DefaultShadowTimeoutMargin = time.Minute
