@@ -3,6 +3,7 @@ package decisionsapi
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"reflect"
 	"strings"
@@ -321,6 +322,9 @@ func TestErrorEnvelopes(t *testing.T) {
 		{TooManyRequests("slow down", 1500*time.Millisecond), 429, TypeRateLimit, CodeRateLimitExceeded, "", "2", "1500", "slow down"},
 		{ServiceUnavailable("no node", 3*time.Second), 503, TypeServer, "", "", "3", "3000", "no node"},
 		{ServiceUnavailable("no node", 0), 503, TypeServer, "", "", "", "", "no node"},
+		// The longest pause a node can ask (retryafter holds a longer one
+		// there): whole seconds rounded up without overflowing.
+		{ServiceUnavailable("no node", math.MaxInt64), 503, TypeServer, "", "", "9223372037", "9223372036854", "no node"},
 		{Internal("bug"), 500, TypeServer, "", "", "", "", "bug"},
 	} {
 		var env struct {

@@ -178,7 +178,10 @@ func (e *Error) SetHeaders(h http.Header) {
 	if e.RetryAfter <= 0 {
 		return
 	}
-	secs := (e.RetryAfter + time.Second - 1) / time.Second
+	secs := e.RetryAfter / time.Second // rounded up below: adding first could overflow
+	if e.RetryAfter%time.Second != 0 {
+		secs++
+	}
 	h.Set("Retry-After", strconv.FormatInt(int64(secs), 10))
 	h.Set("Retry-After-Ms", strconv.FormatInt(e.RetryAfter.Milliseconds(), 10))
 }

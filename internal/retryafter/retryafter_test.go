@@ -1,6 +1,7 @@
 package retryafter
 
 import (
+	"math"
 	"net/http"
 	"testing"
 	"time"
@@ -17,6 +18,12 @@ func TestParse(t *testing.T) {
 		{map[string]string{"Retry-After-Ms": "250", "Retry-After": "3"}, 250 * time.Millisecond},
 		{map[string]string{"Retry-After": now.Add(10 * time.Second).Format(http.TimeFormat)}, 10 * time.Second},
 		{map[string]string{"Retry-After": "soon"}, 0},
+		// Past what a time.Duration holds: the longest one, never a
+		// negative one from an overflow.
+		{map[string]string{"Retry-After": "1e10"}, math.MaxInt64},
+		{map[string]string{"Retry-After": "Inf"}, math.MaxInt64},
+		{map[string]string{"Retry-After-Ms": "1e16"}, math.MaxInt64},
+		{map[string]string{"Retry-After": "NaN"}, 0},
 		{nil, 0},
 	} {
 		h := http.Header{}
