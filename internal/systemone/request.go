@@ -253,6 +253,11 @@ func parseQuestion(id string, raw json.RawMessage) (decision.Question, []decisio
 			fail("missing", "Field required: a score needs criteria, an ordered array of levels", "criteria")
 			break
 		}
+		// A level named twice is that, not criteria of the wrong shape.
+		if _, err := jsonx.Members(crit); errors.As(err, &dup) {
+			fail("duplicate_key", fmt.Sprintf("level %q appears twice; levels must be unique", dup.Key), "criteria", dup.Key)
+			break
+		}
 		opts, msg := scoreLevels(crit)
 		if msg != "" {
 			fail("list_type", msg, "criteria")
@@ -263,6 +268,10 @@ func parseQuestion(id string, raw json.RawMessage) (decision.Question, []decisio
 		var sides [2]json.RawMessage
 		if hasCrit {
 			ms, err := jsonx.Members(crit)
+			if errors.As(err, &dup) {
+				fail("duplicate_key", fmt.Sprintf("the side %q appears twice; send each side once", dup.Key), "criteria", dup.Key)
+				break
+			}
 			if err != nil {
 				fail("dict_type", "noul criteria must be an object with the sides true and false", "criteria")
 				break
