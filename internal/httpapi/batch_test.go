@@ -503,3 +503,26 @@ func TestBatchGateRefusesAState(t *testing.T) {
 		}
 	}
 }
+
+// A batch takes longer than one request, so both batch routes move the
+// write deadline past the http.Server's WriteTimeout, which system1 serve
+// sets at a single request's timeout: a batch answered after it still
+// reaches its client.
+func TestBatchOutlastsTheWriteTimeout(t *testing.T) {
+	n := startNode(t, "a", fakeengine.OpenAI, fakeengine.Behavior{Latency: 600 * time.Millisecond})
+	s := serve(t, setup{nodes: []node{n}, decide: true, requestTimeout: time.Minute, writeTimeout: 200 * time.Millisecond})
+	for _, tc := range []struct{ path, body string }{
+		{"/v1/systemone/batch", `{"model":"fake","states":["a","b"],"questions":{"u":{"type":"noul"}}}`},
+		{"/v1/decide/batch", `{"question":"Urgent?","contexts":[{"a":1},{"b":2}]}`},
+	} {
+		resp, err := http.Post(s.URL+tc.path, "application/json", strings.NewReader(tc.body))
+		if err != nil {
+			t.Errorf("%s: %v", tc.path, err)
+			continue
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("%s: %d", tc.path, resp.StatusCode)
+		}
+	}
+}

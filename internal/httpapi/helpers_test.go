@@ -71,6 +71,9 @@ type setup struct {
 	// of what a request may ask, not of how fast it is answered, gives a
 	// long one, so that a loaded machine cannot fail it.
 	requestTimeout time.Duration
+	// writeTimeout is the http.Server's WriteTimeout, as system1 serve
+	// sets one; 0 is none.
+	writeTimeout time.Duration
 	// probe runs the background probe once before the server starts, so
 	// that the nodes' builds are fingerprinted.
 	probe bool
@@ -127,7 +130,9 @@ func serve(t testing.TB, s setup) *system1 {
 		RequestTimeout: s.requestTimeout,
 		Version:        "test",
 	})
-	srv := httptest.NewServer(api)
+	srv := httptest.NewUnstartedServer(api)
+	srv.Config.WriteTimeout = s.writeTimeout
+	srv.Start()
 	t.Cleanup(srv.Close)
 	t.Cleanup(hc.CloseIdleConnections)
 	return &system1{URL: srv.URL, client: &http.Client{Transport: checker{t: t, base: http.DefaultTransport}}}

@@ -76,6 +76,10 @@ func (r *recorder) Write(b []byte) (int, error) {
 	return r.ResponseWriter.Write(b)
 }
 
+// Unwrap gives http.ResponseController the connection's writer, so that
+// a handler can move its write deadline (the batches do) through observe.
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
 // observe gives every request an id (returned in the request-id header),
 // traces it, logs one line for it and counts it. The line is written only when the
 // logger takes info lines, as one record handed to the handler: no
