@@ -24,7 +24,8 @@ const (
 	// for the coverage, or no fit; the request's log line says which).
 	// Ids are escaped and cut like the other headers' names, keys escaped
 	// whole. A set whose keys do not fit in one of the other headers'
-	// items is never cut: it is given by position instead, "q1=mask:c8"
+	// items, or one holding a key that would not read back (listable), is
+	// never cut or listed: it is given by position instead, "q1=mask:c8"
 	// (setMask), which any set of up to 255 options fits in. The value
 	// is bounded as theirs: questions past it are counted ("; 3 more"),
 	// never cut, and decide's prediction_set gives a set whole.
@@ -72,13 +73,15 @@ func setHeaders(h http.Header, qs []decision.Question, as []answer.Question) []s
 			continue
 		}
 		keys := make([]string, len(a.Set.Options))
+		readable := true
 		for j, o := range a.Set.Options {
 			// A key whole (escaped), not cut like a name: the set is
 			// read back by key; only a set too long for one item is cut.
 			keys[j] = headerText(qs[i].Options[o].Key, maxHeaderItem)
+			readable = readable && listable(keys[j])
 		}
 		items[i] = id + "=" + strings.Join(keys, ",")
-		if len(items[i]) > maxHeaderItem {
+		if len(items[i]) > maxHeaderItem || !readable {
 			items[i] = id + "=mask:" + setMask(a.Set.Options, len(qs[i].Options))
 		}
 		lv := strconv.FormatFloat(a.Set.Coverage, 'g', -1, 64)
@@ -93,6 +96,13 @@ func setHeaders(h http.Header, qs []decision.Question, as []answer.Question) []s
 		h.Set(SetCoverageHeader, headerList(levels))
 	}
 	return why
+}
+
+// listable reports whether an escaped option key reads back whole from
+// a set listed by key: no separator of the list (",", ";") in it, and no
+// space at an end, which the list trims.
+func listable(key string) bool {
+	return !strings.ContainsAny(key, ",;") && strings.TrimSpace(key) == key
 }
 
 // setMask writes a set of option positions (0 to n-1) as hex digits, one
