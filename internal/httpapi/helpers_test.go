@@ -80,6 +80,8 @@ type setup struct {
 	// decide serves /v1/decide and /v1/decide/batch: a gateway whose one
 	// link asks the model "fake" of the nodes.
 	decide bool
+	// cascades are models made of the nodes' (answer.Cascade).
+	cascades []answer.Cascade
 }
 
 // testPolicy is the router's default policy with a cooldown longer than
@@ -110,7 +112,7 @@ func serve(t testing.TB, s setup) *system1 {
 	if s.probe {
 		router.Probe(t.Context())
 	}
-	svc := answer.New(answer.Options{Router: router})
+	svc := answer.New(answer.Options{Router: router, Cascades: s.cascades})
 	var g *gateway.Gateway
 	if s.decide {
 		cfg, err := config.Parse([]byte("gateway:\n  threshold: 0.5\n  deadline: 60s\n  chain:\n    - {name: local, model: fake, timeout: 60s}\n"))

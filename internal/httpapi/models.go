@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"time"
 
 	"system1/internal/decisionsapi"
 	"system1/internal/fleet"
@@ -34,17 +35,30 @@ func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
 // models are the models GET /v1/models lists.
 func (s *Server) models() []systemone.Model {
 	var models []systemone.Model
-	for _, m := range s.opt.Answer.Models() {
+	listed := s.opt.Answer.Models()
+	seen := make(map[string]time.Time, len(listed))
+	for _, m := range listed {
+		seen[m.ID] = m.Seen
+	}
+	for _, m := range listed {
+		// A local model has no release date, so this is the date this
+		// server first listed it; a cascade's, the date its last stage
+		// was (the fleet dates no cascade: the zero time read as the
+		// year 1).
+		released := m.Seen
 		desc := "served by " + m.Via
 		switch {
 		case m.Stages != nil:
 			desc = "cascade of " + strings.Join(m.Stages, ", ") + ", asked in turn per question"
+			for _, st := range m.Stages {
+				if seen[st].After(released) {
+					released = seen[st]
+				}
+			}
 		case m.AliasOf != "":
 			desc = "alias of " + m.AliasOf + ", " + desc
 		}
-		// A local model has no release date, so this is the date this
-		// server first listed it.
-		model := systemone.Model{ID: m.ID, Description: desc, Released: m.Seen}
+		model := systemone.Model{ID: m.ID, Description: desc, Released: released}
 		if m.Limits != nil {
 			jev, oai := systemone.Capabilities(*m.Limits), decisionsapi.Capabilities(*m.Limits)
 			model.Capabilities, model.DataCapabilities = &jev, &oai

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"system1/internal/answer"
 	"system1/internal/config"
 	"system1/internal/fakeengine"
 )
@@ -157,5 +158,36 @@ func TestOpenAIRoutesAnswerInTheirEnvelope(t *testing.T) {
 			json.Unmarshal(r.body, &both) != nil || both.Detail.ErrorType != "authentication_error" {
 			t.Errorf("%s with a wrong key: %s", path, r)
 		}
+	}
+}
+
+// A cascade is listed with the date its stages were first listed, as a
+// model of the nodes is: never the zero time, which read as released in
+// the year 1 (created -62135596800).
+func TestModelsDateACascade(t *testing.T) {
+	n := startNode(t, "n", fakeengine.OpenAI, fakeengine.Behavior{})
+	s := serve(t, setup{nodes: []node{n}, cascades: []answer.Cascade{{Model: "tiered", Stages: []string{fakeengine.DefaultModel}, Keep: true}}})
+	r := s.do(t, http.MethodGet, "/v1/models", "")
+	var l modelList
+	if err := json.Unmarshal(r.body, &l); err != nil || r.status != http.StatusOK {
+		t.Fatalf("%s: %v", r, err)
+	}
+	dates, created := map[string]string{}, map[string]int64{}
+	for _, m := range l.Models {
+		dates[m.Name] = m.ReleaseDate
+	}
+	for _, m := range l.Data {
+		created[m.ID] = m.Created
+	}
+	if dates["tiered"] == "" || dates["tiered"] != dates[fakeengine.DefaultModel] || created["tiered"] != created[fakeengine.DefaultModel] {
+		t.Errorf("the cascade tiered is dated %q (created %d), its stage %q (created %d)", dates["tiered"], created["tiered"],
+			dates[fakeengine.DefaultModel], created[fakeengine.DefaultModel])
+	}
+	one := s.do(t, http.MethodGet, "/v1/models/tiered", "")
+	var m struct {
+		Created int64 `json:"created"`
+	}
+	if err := json.Unmarshal(one.body, &m); err != nil || m.Created != created[fakeengine.DefaultModel] {
+		t.Errorf("GET /v1/models/tiered: %s", one)
 	}
 }
