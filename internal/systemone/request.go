@@ -186,6 +186,10 @@ func parseQuestion(id string, raw json.RawMessage) (decision.Question, []decisio
 	fail := func(typ, msg string, field ...string) {
 		ps = append(ps, decision.Problem{Path: append([]string{"questions", id}, field...), Msg: msg, Type: typ})
 	}
+	if id == "" { // hosted Jev refuses it so (jev-1.14.md §7); its answer's headers could not name it
+		fail("value_error", "Question key cannot be empty.")
+		return q, ps
+	}
 	fs, err := jsonx.Members(raw)
 	var dup *jsonx.DuplicateKeyError
 	switch {

@@ -125,6 +125,7 @@ func TestParseRequestListsEveryProblem(t *testing.T) {
 		{"a duplicate type in a question", `{"model":"m","state":"s","questions":{"q1":{"type":"noul","type":"choice"}}}`, []string{"questions.q1.type duplicate_key"}},
 		{"a duplicate side of a noul", `{"model":"m","state":"s","questions":{"q":{"type":"noul","criteria":{"true":"a","true":"b"}}}}`, []string{"questions.q.criteria.true duplicate_key"}},
 		{"a duplicate level of a score", `{"model":"m","state":"s","questions":{"s":{"type":"score","criteria":{"low":"a","low":"b"}}}}`, []string{"questions.s.criteria.low duplicate_key"}},
+		{"an empty question id", `{"model":"m","state":"s","questions":{"":{"type":"noul"},"q":{"type":"noul"}}}`, []string{"questions. value_error"}},
 		{"a duplicate question id", `{"model":"m","state":"s","questions":{"q":{"type":"noul"},"q":{"type":"noul"}}}`, []string{"questions.q duplicate_key"}},
 		{"an id that is not UTF-8", "{\"model\":\"m\",\"state\":\"s\",\"questions\":{\"q\xff\":{\"type\":\"noul\"}}}", []string{"questions string_unicode"}},
 		{"an id with a lone surrogate", `{"model":"m","state":"s","questions":{"q\ud800":{"type":"noul"}}}`, []string{"questions string_unicode"}},
