@@ -151,6 +151,10 @@ type Answer struct {
 	// Stages are the requests a cascade made of its stages, in order;
 	// nil for a model that is not a cascade.
 	Stages []StageCall
+	// Took is how long a batch's state took from when it was asked
+	// (AnswerBatch): its own latency, as a single request's face times
+	// its own; 0 outside a batch.
+	Took time.Duration
 }
 
 // Question is one question's answer.

@@ -101,7 +101,11 @@ func (s *Service) answerState(ctx context.Context, b Batch, i int) (*Answer, err
 		ctx, cancel = context.WithTimeout(ctx, b.Timeout)
 		defer cancel()
 	}
-	return s.Answer(ctx, req)
+	a, err := s.Answer(ctx, req)
+	if a != nil {
+		a.Took = time.Since(req.Start)
+	}
+	return a, err
 }
 
 // Throughput marks the requests answered under ctx as row-wise work, one

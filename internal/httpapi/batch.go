@@ -74,7 +74,7 @@ func (s *Server) handleSystemOneBatch(w http.ResponseWriter, r *http.Request) {
 			statuses[i], results[i] = status, systemone.AppendBatchError(nil, status, body)
 			continue
 		}
-		out.Latency = time.Since(start)
+		out.Latency = a.Took
 		results[i] = out.AppendJSON(make([]byte, 0, 512))
 	}
 	// A state that failed as the caller's error (a 422 of its own) is one a

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"system1/internal/config"
 	"system1/internal/decision"
 	"system1/internal/fakeengine"
 	"system1/internal/gateway"
@@ -524,5 +525,38 @@ func TestBatchOutlastsTheWriteTimeout(t *testing.T) {
 		if resp.StatusCode != http.StatusOK {
 			t.Errorf("%s: %d", tc.path, resp.StatusCode)
 		}
+	}
+}
+
+// Each state's latency_ms is its own, from when it was asked to its
+// answer, as /v1/systemone times a request alone: asked one at a time
+// (a node of one slot), the states' latencies sum to no more than the
+// whole batch took, where each state's reading the batch's time would
+// sum to twice it.
+func TestBatchLatencyIsEachStatesOwn(t *testing.T) {
+	n := startNode(t, "a", fakeengine.OpenAI, fakeengine.Behavior{Latency: 50 * time.Millisecond}, func(c *config.Node) { c.MaxInFlight = 1 })
+	s := serve(t, setup{nodes: []node{n}, requestTimeout: time.Minute})
+	start := time.Now()
+	r := s.do(t, http.MethodPost, "/v1/systemone/batch", `{"model":"fake","states":["a","b"],"questions":{"u":{"type":"noul"}}}`)
+	took := time.Since(start)
+	if r.status != http.StatusOK {
+		t.Fatal(r)
+	}
+	var got batchReply
+	if err := json.Unmarshal(r.body, &got); err != nil {
+		t.Fatal(err)
+	}
+	var sum int64
+	for i, res := range got.Results {
+		var l struct {
+			Latency *int64 `json:"latency_ms"`
+		}
+		if err := json.Unmarshal(res, &l); err != nil || l.Latency == nil || *l.Latency <= 0 {
+			t.Fatalf("state %d: latency_ms not a positive number (%v): %s", i, err, res)
+		}
+		sum += *l.Latency
+	}
+	if sum > took.Milliseconds() {
+		t.Errorf("the states' latencies sum to %d ms, the batch took %d ms", sum, took.Milliseconds())
 	}
 }
