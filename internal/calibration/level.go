@@ -2,6 +2,7 @@ package calibration
 
 import (
 	"math"
+	"slices"
 
 	"system1/internal/decision"
 )
@@ -23,7 +24,15 @@ const MethodLevel = "level"
 // keeps (the tilted mean increases with lambda, its derivative the
 // tilted variance). logs are ln q_i, -Inf where q_i is 0.
 func levelLambda(logs []float64, target float64) float64 {
-	lo, hi := -60.0, 60.0
+	// The bracket spans the spread of the logs as well: a sharp
+	// temperature spreads them by hundreds of nats (0.99 and 0.01 at
+	// T = 0.05 by 92), and a tilt that must undo that to keep the level
+	// goes as far beyond 60.
+	spread := 0.0
+	if top, bottom := slices.Max(logs), finiteMin(logs); !math.IsInf(bottom, 0) {
+		spread = top - bottom
+	}
+	lo, hi := -60-spread, 60+spread
 	lambda := 0.0
 	w := make([]float64, len(logs))
 	for range 100 {
@@ -59,6 +68,17 @@ func levelLambda(logs []float64, target float64) float64 {
 		lambda = next
 	}
 	return lambda
+}
+
+// finiteMin is the least finite value of xs, +Inf when none is.
+func finiteMin(xs []float64) float64 {
+	m := math.Inf(1)
+	for _, x := range xs {
+		if !math.IsInf(x, 0) && x < m {
+			m = x
+		}
+	}
+	return m
 }
 
 // applyLevel is MethodLevel at temperature t on d, which passes Check.

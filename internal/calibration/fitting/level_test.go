@@ -10,7 +10,9 @@ import (
 
 // A level-keeping temperature sharpens or flattens a score's
 // distribution and leaves its expected level, so its answer, accuracy
-// and MAE, exactly as they were; a zero stays zero.
+// and MAE, exactly as they were; a zero stays zero. That holds down to
+// MinTemperature, where keeping the level takes a tilt of more than 60
+// nats a level.
 func TestLevelKeepsTheExpectedLevel(t *testing.T) {
 	for _, d := range []decision.Distribution{
 		{0.025, 0.025, 0.9, 0.025, 0.025},
@@ -18,8 +20,10 @@ func TestLevelKeepsTheExpectedLevel(t *testing.T) {
 		{0.1, 0.2, 0, 0.3, 0.4},
 		{0.5, 0.5},
 		{0, 0, 1, 0},
+		{0.99, 0.01},
+		{0.98, 0.01, 0.01},
 	} {
-		for _, temp := range []float64{0.3, 1, 4, 20} {
+		for _, temp := range []float64{MinTemperature, 0.1, 0.3, 1, 4, 20} {
 			out := calibration.Calibrator{Method: calibration.MethodLevel, Temperature: temp}.Apply(d)
 			if err := out.Check(len(d)); err != nil {
 				t.Fatalf("%v at T=%v: %v", d, temp, err)
