@@ -102,7 +102,15 @@ func (m ConfidenceMap) Apply(kind decision.Kind, d decision.Distribution) decisi
 	p := Prediction{Kind: kind, Dist: d, Options: len(d)}
 	k := p.Predicted()
 	pk := d[k]
-	rest := 1 - pk
+	// The rest is summed, not 1 - pk: for a sure answer (pk 1 - 3e-11)
+	// the difference is off by a part in a million, and the options
+	// scaled by it would not sum to 1.
+	rest := 0.0
+	for i, q := range d {
+		if i != k {
+			rest += q
+		}
+	}
 	if !(rest > 0) {
 		return d
 	}

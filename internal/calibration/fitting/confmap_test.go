@@ -139,6 +139,10 @@ func TestConfidenceMapApply(t *testing.T) {
 		{"score", decision.Score, flat(0.6), decision.Distribution{0.1, 0.2, 0.4, 0.2, 0.1}, 0},
 		{"score skewed", decision.Score, flat(0.3), decision.Distribution{0.05, 0.15, 0.5, 0.25, 0.05}, 0},
 		{"score that cannot reach", decision.Score, flat(0.99), decision.Distribution{0.3, 0.7, 0, 0, 0}, -1},
+		// An engine's sure answer: 1 less its probability is not the
+		// rest's sum to the precision a distribution is checked to.
+		{"noul all but sure", decision.Noul, flat(0.67), decision.Distribution{0.9999999999742241, 2.5775869079787406e-11}, 0},
+		{"choice all but sure", decision.Choice, flat(0.8), decision.Distribution{1.3e-11, 0.999999999974, 1.3e-11}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := tc.m.Apply(tc.kind, tc.d)
@@ -169,8 +173,17 @@ func TestConfidenceMapApply(t *testing.T) {
 				return
 			}
 			k := before.Predicted()
+			rest := func(d decision.Distribution) float64 { // summed: 1 - d[k] loses a sure answer's rest
+				var s float64
+				for i, q := range d {
+					if i != k {
+						s += q
+					}
+				}
+				return s
+			}
 			for i := range tc.d {
-				if i != k && tc.d[i] > 0 && math.Abs(got[i]/(1-got[k])-tc.d[i]/(1-tc.d[k])) > 1e-9 {
+				if i != k && tc.d[i] > 0 && math.Abs(got[i]/rest(got)-tc.d[i]/rest(tc.d)) > 1e-9 {
 					t.Errorf("option %d's share of the rest moved: %v from %v", i, got, tc.d)
 				}
 			}
