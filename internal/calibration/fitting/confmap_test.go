@@ -111,6 +111,14 @@ func TestFitMapCalibrates(t *testing.T) {
 	if err := (&calibration.Fits{Version: calibration.FitsVersion, Fits: []calibration.Fit{f}}).Validate(); err != nil {
 		t.Error(err)
 	}
+	// The held-out cases are as served, the map applied: a gate and the
+	// escalations chosen on them hold for the confidences a fit with the
+	// map serves, as the fit's own gate is chosen.
+	g := SuggestGate(s.HeldOut(), 0.3)
+	fg, _ := s.AdoptedFit(0.3)
+	if g.Threshold == nil || fg.Gate == nil || *g.Threshold != fg.Gate.Threshold || g.Above != fg.Gate.Above {
+		t.Errorf("a gate on the held-out cases, %+v, is not the fit's, %+v", g, fg.Gate)
+	}
 }
 
 // A map applied to a distribution serves the predicted answer at the

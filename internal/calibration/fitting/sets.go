@@ -23,8 +23,15 @@ func SetCoverages() []float64 {
 // HeldOut is the selection's cases as they will be served, each
 // calibrated by a calibrator that did not see it: out of fold under the
 // adopted calibrator, or under the current one (fitted before) when
-// none was adopted. A gate is chosen on them.
-func (s *Selection) HeldOut() []calibration.Prediction { return slices.Clone(s.oof) }
+// none was adopted, and under the confidence map too where one was
+// adopted, as AdoptedFit's gate is chosen. A gate and escalations are
+// chosen on them.
+func (s *Selection) HeldOut() []calibration.Prediction {
+	if s.Map.Adopt {
+		return slices.Clone(s.Map.oof)
+	}
+	return slices.Clone(s.oof)
+}
 
 // Sets fits split conformal sets of method (ConformalLAC or
 // ConformalAPS) at each coverage on the selection's cases, on the scores
