@@ -163,7 +163,9 @@ func (c Cascade) keeps(q Question, kind decision.Kind, fits *calibration.Fits, p
 	if !ok || !e.Certified {
 		return c.Keep
 	}
-	conf := q.Dist[q.Dist.Argmax()]
+	// The confidence escalations are certified on: a score's is its
+	// predicted level's probability, not the largest.
+	conf := calibration.Prediction{Kind: kind, Dist: q.Dist, Options: len(q.Dist)}.Confidence()
 	return conf >= e.Threshold-1e-9 && !math.IsNaN(conf)
 }
 

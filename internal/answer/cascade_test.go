@@ -46,4 +46,23 @@ func TestCascadeKeeps(t *testing.T) {
 			t.Errorf("%s: keeps %v, want %v", tt.name, got, tt.keeps)
 		}
 	}
+
+	// A score's confidence is its predicted level's probability, the one
+	// its escalations are certified on, not the largest: split between
+	// the ends, the answer is the middle level, which it gives nothing.
+	scores := &calibration.Fits{Fits: []calibration.Fit{{Model: "small", Fingerprint: "fp1", Kind: decision.Score, Bucket: "3-4", Temperature: 1,
+		Escalations: []calibration.Escalation{{TargetError: 0.05, Delta: 0.05, Threshold: 0.5, Certified: true}}}}}
+	for _, tt := range []struct {
+		name  string
+		dist  decision.Distribution
+		keeps bool
+	}{
+		{"split between the ends", decision.Distribution{0.5, 0, 0.5}, false},
+		{"the middle level", decision.Distribution{0.2, 0.6, 0.2}, true},
+	} {
+		got := Cascade{TargetError: 0.05}.keeps(Question{Model: "small", Fingerprint: "fp1", Dist: tt.dist}, decision.Score, scores, "")
+		if got != tt.keeps {
+			t.Errorf("score %s: keeps %v, want %v", tt.name, got, tt.keeps)
+		}
+	}
 }
