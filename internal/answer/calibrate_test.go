@@ -65,7 +65,7 @@ func TestAnswerAppliesTheFitsCalibratorAndSets(t *testing.T) {
 		{0.9, 0.9, ""},
 		{0.85, 0.9, ""}, // the least level at or above the one asked
 		{0.8, 0.8, ""},
-		{0.95, 0, "the fit's sets rest on 200 outcomes; a set at coverage 0.95 needs at least 19"},
+		{0.95, 0, "the fit's sets reach coverage 0.9 at most, on 200 outcomes; none is built for coverage 0.95"},
 	} {
 		s := ask(c.coverage).Set
 		if s == nil || s.Note != c.note || s.Coverage != c.level {

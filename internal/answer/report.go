@@ -192,7 +192,13 @@ func predictionSet(loaded, fitted bool, ft calibration.Fit, d decision.Distribut
 	rule, ok := ft.SetFor(coverage)
 	if !ok {
 		if n := ft.MostSetOutcomes(); n > 0 {
-			return &Set{Note: fmt.Sprintf("the fit's sets rest on %d outcomes; a set at coverage %v needs at least %d", n, coverage, need)}
+			// The levels the fit has sets at fall short of the one asked:
+			// too few outcomes for a higher one, or none was fitted.
+			note := fmt.Sprintf("the fit's sets reach coverage %v at most, on %d outcomes; none is built for coverage %v", ft.HighestSetCoverage(), n, coverage)
+			if n < need {
+				note += fmt.Sprintf(", which needs at least %d", need)
+			}
+			return &Set{Note: note}
 		}
 		return &Set{Note: fmt.Sprintf("the fit has no prediction sets yet; a set at coverage %v needs at least %d outcomes", coverage, need)}
 	}

@@ -58,3 +58,21 @@ func TestCheckRefusesWhatIsNotADistribution(t *testing.T) {
 		}
 	}
 }
+
+// A set the fit cannot give is told why truly: the levels its sets reach,
+// and the outcomes the level asked needs only where the fit has fewer.
+func TestPredictionSetNoteWhenNoSetReaches(t *testing.T) {
+	ft := calibration.Fit{Sets: []calibration.Conformal{{Method: calibration.ConformalLAC, Coverage: 0.98, N: 70, Threshold: 0.9}}}
+	for _, c := range []struct {
+		coverage float64
+		note     string
+	}{
+		// 66 outcomes would do for 0.985, but no set is built for it.
+		{0.985, "the fit's sets reach coverage 0.98 at most, on 70 outcomes; none is built for coverage 0.985"},
+		{0.99, "the fit's sets reach coverage 0.98 at most, on 70 outcomes; none is built for coverage 0.99, which needs at least 99"},
+	} {
+		if s := predictionSet(true, true, ft, decision.Distribution{0.5, 0.5}, c.coverage); s == nil || s.Note != c.note {
+			t.Errorf("coverage %v: %+v, want the note %q", c.coverage, s, c.note)
+		}
+	}
+}

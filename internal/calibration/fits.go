@@ -475,6 +475,16 @@ func (f Fit) SetFor(coverage float64) (Conformal, bool) {
 	return f.Sets[best], true
 }
 
+// HighestSetCoverage is the highest coverage any of the fit's sets is
+// built for, 0 when it has none.
+func (f Fit) HighestSetCoverage() float64 {
+	c := 0.0
+	for _, s := range f.Sets {
+		c = max(c, s.Coverage)
+	}
+	return c
+}
+
 // MostSetOutcomes is the most calibration cases any of the fit's sets
 // rests on, 0 when it has none: what a request its sets cannot serve is
 // told the bucket had.

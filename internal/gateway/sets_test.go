@@ -39,7 +39,7 @@ func TestDecideCoverage(t *testing.T) {
 		{`,"coverage":0.8`, []string{"a"}, 0.8, GradeAct, ""},
 		{`,"coverage":0.75`, []string{"a"}, 0.8, GradeAct, ""},
 		{`,"coverage":0.9`, []string{"a", "b"}, 0.9, GradeAsk, ""},
-		{`,"coverage":0.95`, nil, 0, GradeAsk, "the fit's sets rest on 300 outcomes; a set at coverage 0.95 needs at least 19"},
+		{`,"coverage":0.95`, nil, 0, GradeAsk, "the fit's sets reach coverage 0.9 at most, on 300 outcomes; none is built for coverage 0.95"},
 	} {
 		res := decide(t, g, `{"question":"Which?","options":["a","b","c"]`+tc.coverage+`}`)
 		if res.Status != Decided || res.Grade != tc.grade || !slices.Equal(res.PredictionSet, tc.set) || res.SetNote != tc.note {

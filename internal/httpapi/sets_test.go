@@ -142,7 +142,7 @@ func TestDecideCoverageOverHTTP(t *testing.T) {
 	}{
 		{`,"coverage":0.8`, []string{"a"}, 0.8, gateway.GradeAct, ""},
 		{`,"coverage":0.85`, []string{"a", "b"}, 0.9, gateway.GradeAsk, ""},
-		{`,"coverage":0.95`, nil, 0, gateway.GradeAsk, "the fit's sets rest on 400 outcomes"},
+		{`,"coverage":0.95`, nil, 0, gateway.GradeAsk, "the fit's sets reach coverage 0.9 at most, on 400 outcomes"},
 	} {
 		r := s.do(t, http.MethodPost, "/v1/decide", `{"question":"Which?","options":["a","b","c"]`+tc.coverage+`}`)
 		var res gateway.Response
