@@ -136,10 +136,15 @@ func (r *Router) probe(ctx context.Context, n *Node) ([]string, error) {
 	}
 	n.mu.Unlock()
 	if f := failure(err); f != nil && ctx.Err() == nil {
-		// A good probe ends only a cooldown a probe began or lengthened:
-		// a longer one (a 429's Retry-After) is kept to.
+		// A good probe ends only a cooldown a probe began or lengthened
+		// as down: a 429's rest, the probe's own too, is kept to.
+		limited := f.Kind == engine.RateLimited
+		kind := engine.Unavailable
+		if limited {
+			kind = engine.RateLimited
+		}
 		n.mu.Lock()
-		if r.failedLocked(n, &engine.Failure{Kind: engine.Unavailable, Status: f.Status, Err: probeCause(f)}, r.now()) {
+		if r.failedLocked(n, &engine.Failure{Kind: kind, Status: f.Status, RetryAfter: f.RetryAfter, Err: probeCause(f)}, r.now()) && !limited {
 			n.probeCooled = true
 		}
 		n.probeFailed = true
@@ -150,9 +155,10 @@ func (r *Router) probe(ctx context.Context, n *Node) ([]string, error) {
 
 // probeCause is why a probe found a node down, for the cooldown it
 // starts: the failure's own words once, its status being the
-// cooldown's, and its kind where it is not the cooldown's unavailable.
+// cooldown's, and its kind where it is not the cooldown's (unavailable,
+// or a 429's rate limit).
 func probeCause(f *engine.Failure) error {
-	if f.Kind == engine.Unavailable {
+	if f.Kind == engine.Unavailable || f.Kind == engine.RateLimited {
 		return fmt.Errorf("health probe: %w", f.Err)
 	}
 	return fmt.Errorf("health probe: %s: %w", f.Kind, f.Err)

@@ -100,14 +100,40 @@ func modelList(t *testing.T, down *atomic.Bool) *httptest.Server {
 // listEngine is a fakeEngine whose model list fails while down is set.
 type listEngine struct {
 	fakeEngine
-	down atomic.Bool
+	down, limited atomic.Bool
 }
 
 func (e *listEngine) Models(ctx context.Context) ([]string, error) {
-	if e.down.Load() {
+	switch {
+	case e.down.Load():
 		return nil, &engine.Failure{Kind: engine.Unavailable, Err: errors.New("connection refused")}
+	case e.limited.Load():
+		return nil, engine.StatusFailure(429, time.Minute, "slow down")
 	}
 	return []string{"m"}, nil
+}
+
+// A probe answered 429 rests the node as long as its Retry-After asks,
+// as a request's 429 does, and a good probe after it does not end that
+// rest; before, the probe's 429 was read as down, a 5 s cooldown.
+func TestProbeTakesA429sRest(t *testing.T) {
+	e := &listEngine{}
+	n := &Node{Name: "n", Backend: EngineBackend(e, false), MaxOptions: 20, Timeout: time.Second, claimed: []string{"m"}}
+	r := New([]*Node{n}, Options{})
+	clk := &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	r.now = clk.now
+	e.limited.Store(true)
+	r.Probe(context.Background())
+	limitedAt := clk.now()
+	e.limited.Store(false)
+	clk.advance(10 * time.Second)
+	r.Probe(context.Background())
+	if s := n.State(clk.now()); s.Healthy || !s.CoolUntil.Equal(limitedAt.Add(time.Minute)) {
+		t.Fatalf("%s after a probe's 429 asking a minute's rest: healthy %v, cooling until %s (%s)", clk.now().Sub(limitedAt), s.Healthy, s.CoolUntil, s.CoolReason)
+	}
+	if want := "rate_limited (HTTP 429): health probe: slow down"; n.State(clk.now()).CoolReason != want {
+		t.Errorf("cool reason %q, want %q", n.State(clk.now()).CoolReason, want)
+	}
 }
 
 // A probe that finds a node up again ends only the cooldown a probe
