@@ -125,7 +125,7 @@ func (r *Router) probe(ctx context.Context, n *Node) ([]string, error) {
 	}
 	n.mu.Lock()
 	if n.claimed == nil {
-		n.listedLocked(models, err)
+		n.listedLocked(ctx, models, err)
 	}
 	if err == nil {
 		n.answered = true
@@ -173,7 +173,7 @@ func (r *Router) Refresh(ctx context.Context) {
 			wg.Go(func() {
 				models, err := n.list(ctx)
 				n.mu.Lock()
-				n.listedLocked(models, err)
+				n.listedLocked(ctx, models, err)
 				n.mu.Unlock()
 			})
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -105,6 +106,8 @@ type listEngine struct {
 
 func (e *listEngine) Models(ctx context.Context) ([]string, error) {
 	switch {
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
 	case e.down.Load():
 		return nil, &engine.Failure{Kind: engine.Unavailable, Err: errors.New("connection refused")}
 	case e.limited.Load():
@@ -173,5 +176,22 @@ func TestGoodProbeEndsOnlyAProbesCooldown(t *testing.T) {
 				t.Fatalf("%s after a 429 asking a minute's rest: healthy %v, cooling until %s (%s)", clk.now().Sub(limitedAt), s.Healthy, s.CoolUntil, s.CoolReason)
 			}
 		})
+	}
+}
+
+// A model list the caller gave up on says nothing about a node whose
+// models are listed, not configured: /health keeps its last list and
+// shows no error, where it showed the caller's "context canceled".
+func TestListGivenUpOnIsNotTheNodes(t *testing.T) {
+	e := &listEngine{}
+	n := &Node{Name: "n", Backend: EngineBackend(e, false), MaxOptions: 20, Timeout: time.Second}
+	r := New([]*Node{n}, Options{})
+	r.Probe(context.Background())
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r.Probe(ctx)
+	r.Refresh(ctx)
+	if s := n.State(time.Now()); s.Error != "" || !slices.Equal(s.Models, []string{"m"}) {
+		t.Fatalf("after lists given up on: error %q, models %v", s.Error, s.Models)
 	}
 }

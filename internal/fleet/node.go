@@ -210,8 +210,12 @@ func (n *Node) list(ctx context.Context) ([]string, error) {
 }
 
 // listedLocked records what a node whose config names no models listed,
-// or why it did not; the caller holds n.mu.
-func (n *Node) listedLocked(models []string, err error) {
+// or why it did not, unless the caller of the list (ctx) gave up on it,
+// which says nothing about the node; the caller holds n.mu.
+func (n *Node) listedLocked(ctx context.Context, models []string, err error) {
+	if err != nil && ctx.Err() != nil {
+		return
+	}
 	n.discoverErr = err
 	if err == nil {
 		n.discovered = models
