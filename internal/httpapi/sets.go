@@ -99,10 +99,11 @@ func setHeaders(h http.Header, qs []decision.Question, as []answer.Question) []s
 }
 
 // listable reports whether an escaped option key reads back whole from
-// a set listed by key: no separator of the list (",", ";") in it, and no
-// space at an end, which the list trims.
+// a set listed by key: no separator of the list (",", ";") in it, no
+// space at an end, which the list trims, and not the position form's
+// start, which a reader takes "q1=mask:8" for.
 func listable(key string) bool {
-	return !strings.ContainsAny(key, ",;") && strings.TrimSpace(key) == key
+	return !strings.ContainsAny(key, ",;") && strings.TrimSpace(key) == key && !strings.HasPrefix(key, "mask:")
 }
 
 // setMask writes a set of option positions (0 to n-1) as hex digits, one

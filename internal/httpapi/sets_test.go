@@ -76,14 +76,15 @@ func TestSystemOneSetsHeaders(t *testing.T) {
 	}
 	// A set whose keys do not fit in a header item, or could not be read
 	// back from it (a key holding the list's separators, or ending in a
-	// space, which the list trims), is given whole by position, never cut
-	// or misread.
+	// space, which the list trims, or beginning as the position form does),
+	// is given whole by position, never cut or misread.
 	long := func(c byte) string { return strings.Repeat(string(c), 120) }
 	for _, keys := range [][3]string{
 		{long('a'), long('b'), long('c')},
 		{"billing, payments", "technical", "sales"},
 		{"billing", "tech; ops", "sales"},
 		{"billing", "technical ", "sales"},
+		{"mask:8", "technical", "sales"}, // read as the position form
 	} {
 		req, _ := http.NewRequest(http.MethodPost, url+"/v1/systemone", strings.NewReader(`{"model":"fake","state":"Ticket.","questions":{"dept":{"type":"choice","criteria":{"`+
 			keys[0]+`":null,"`+keys[1]+`":null,"`+keys[2]+`":null}}}}`))
