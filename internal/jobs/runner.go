@@ -426,7 +426,9 @@ func (rn *runner) settle(it item, res Result, err error, lat time.Duration) *out
 // on, until the results end or a row is abandoned, and returns the index
 // after the last row written. Lines are written whole, in batches of at
 // most 64 KiB or every 100ms, and synced every opt.SyncEvery and at the
-// end (unless out is a stream). A write that fails stops the run.
+// end (unless out is a stream). A write that fails stops the run. A row
+// is tallied once its line is written, so that the summary counts only
+// what the output holds.
 func (rn *runner) write(out *os.File, stream bool, next int, t *tally, prog *progress) (int, error) {
 	sync := out.Sync
 	if stream {
@@ -435,12 +437,14 @@ func (rn *runner) write(out *os.File, stream bool, next int, t *tally, prog *pro
 	w := rn.opt.Window
 	ring := make([]*outcome, w)
 	buf := make([]byte, 0, 64<<10)
-	var fed []Outcome // the outcomes of the rows in buf
+	var fed []Outcome    // the outcomes of the rows in buf
+	var inBuf []*outcome // the rows whose lines are in buf
+	written := next      // the index after the last row written
 	stopped := false
 	var werr error
 	flush := func() {
 		if werr != nil {
-			buf, fed = buf[:0], fed[:0] // the run is stopping: nothing more is written
+			buf, fed, inBuf = buf[:0], fed[:0], inBuf[:0] // the run is stopping: nothing more is written
 			return
 		}
 		// The outcomes first: a crash between the two asks those rows
@@ -450,10 +454,27 @@ func (rn *runner) write(out *os.File, stream bool, next int, t *tally, prog *pro
 		if len(buf) == 0 {
 			return
 		}
-		if _, werr = out.Write(buf); werr != nil {
+		n, err := out.Write(buf)
+		// Only the lines written whole count: a short write's torn line
+		// is cut off by the next run, which asks its row again.
+		for _, o := range inBuf {
+			if n < len(o.line) {
+				break
+			}
+			n -= len(o.line)
+			if o.errType != "" {
+				t.failed(o.errType)
+				prog.errors.Add(1)
+			} else {
+				t.answered(o.row, o.res.Answers, o.res.Usage)
+			}
+			written++
+			prog.written.Add(1)
+		}
+		if werr = err; werr != nil {
 			rn.cancel(werr)
 		}
-		buf = buf[:0]
+		buf, inBuf = buf[:0], inBuf[:0]
 	}
 	flushTick := time.NewTicker(100 * time.Millisecond)
 	defer flushTick.Stop()
@@ -467,7 +488,7 @@ func (rn *runner) write(out *os.File, stream bool, next int, t *tally, prog *pro
 				if werr == nil {
 					werr = sync()
 				}
-				return next, werr
+				return written, werr
 			}
 			if stopped {
 				<-rn.window
@@ -493,21 +514,15 @@ func (rn *runner) write(out *os.File, stream bool, next int, t *tally, prog *pro
 					break
 				}
 				buf = append(buf, o.line...)
-				if o.errType != "" {
-					t.failed(o.errType)
-					prog.errors.Add(1)
-				} else {
-					t.answered(o.row, o.res.Answers, o.res.Usage)
-					if rn.opt.Feedback != nil && o.res.RequestID != "" {
-						for i, e := range o.row.Expected {
-							if q := rn.opt.Job.Questions[i]; e >= 0 && e < len(q.Options) {
-								fed = append(fed, Outcome{RequestID: o.res.RequestID, Question: q.ID, Option: q.Options[e].Key})
-							}
+				inBuf = append(inBuf, o)
+				if o.errType == "" && rn.opt.Feedback != nil && o.res.RequestID != "" {
+					for i, e := range o.row.Expected {
+						if q := rn.opt.Job.Questions[i]; e >= 0 && e < len(q.Options) {
+							fed = append(fed, Outcome{RequestID: o.res.RequestID, Question: q.ID, Option: q.Options[e].Key})
 						}
 					}
 				}
 				next++
-				prog.written.Add(1)
 			}
 			if len(buf) >= 64<<10 {
 				flush()

@@ -218,6 +218,25 @@ func TestUnavailableStopsAndResumes(t *testing.T) {
 	}
 }
 
+// A write that fails stops the run, and the summary counts only the rows
+// whose lines reached the output: with every write failing (/dev/full),
+// none, where it counted every row answered before the failure.
+func TestWriteFailureCountsOnlyWrittenRows(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full")
+	}
+	dir := t.TempDir()
+	in := writeRows(t, dir, 50)
+	s, err := runJob(t, in, "/dev/full", &fakeDecider{capacity: 4})
+	if err == nil || !strings.Contains(err.Error(), "no space left on device") {
+		t.Fatalf("err %v", err)
+	}
+	if s.Rows != 0 || s.Errors != 0 || s.InputTokens != 0 || s.RowsPerSecond != 0 || len(s.Questions) != 0 {
+		t.Fatalf("nothing was written, but the summary says %d rows, %d errors, %d input tokens, %.1f rows/s",
+			s.Rows, s.Errors, s.InputTokens, s.RowsPerSecond)
+	}
+}
+
 // Cutting the last line anywhere (a crash during its write) costs only
 // that row: the next run removes the torn part, asks the row again, and
 // the answers are those of an uninterrupted run.
