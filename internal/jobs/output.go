@@ -48,7 +48,12 @@ func classify(row inputRow, err error) rowError {
 	case row.Err != nil:
 		e.Type = ErrorInvalidRow
 	case errors.As(err, &se):
-		e.Type, e.Status, e.Message = ErrorRejected, se.Code, se.Message
+		e.Status, e.Message = se.Code, se.Message
+		// A 5xx that outlived the retries (a 500: see
+		// RemoteDecider.Retries) broke the decider: no refusal of the row.
+		if se.Code < 500 {
+			e.Type = ErrorRejected
+		}
 	case errors.Is(err, systemone.ErrMalformed):
 		e.Type = ErrorMalformedReply
 	}

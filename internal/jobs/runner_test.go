@@ -492,3 +492,31 @@ func (w *signalledWriter) Write(p []byte) (int, error) {
 	w.once.Do(func() { close(w.wrote) })
 	return w.b.Write(p)
 }
+
+// An error row's type is what docs/run.md's table says of its failure:
+// a decider's 4xx is rejected, with its status; a 5xx that outlived the
+// retries is the row's failure, with its status, not a refusal.
+func TestErrorRowTypes(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		row    inputRow
+		err    error
+		typ    string
+		status int
+		msg    string
+	}{
+		{"unreadable row", inputRow{Line: 3, Err: errors.New("line 3: id: required")}, errors.New("line 3: id: required"), ErrorInvalidRow, 0, "line 3: id: required"},
+		{"422", inputRow{Line: 3}, &systemone.StatusError{Code: 422, Message: "state: too long"}, ErrorRejected, 422, "state: too long"},
+		{"413", inputRow{Line: 3}, &systemone.StatusError{Code: 413, Message: "too large"}, ErrorRejected, 413, "too large"},
+		{"500 past the retries", inputRow{Line: 3}, &systemone.StatusError{Code: 500, Message: "boom"}, ErrorFailed, 500, "boom"},
+		{"malformed reply", inputRow{Line: 3}, fmt.Errorf("%w: no answers", systemone.ErrMalformed), ErrorMalformedReply, 0, ""},
+		{"other", inputRow{Line: 3}, errors.New("no route to host"), ErrorFailed, 0, "no route to host"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := classify(tc.row, tc.err)
+			if e.Type != tc.typ || e.Status != tc.status || e.Line != 3 || (tc.msg != "" && e.Message != tc.msg) {
+				t.Fatalf("%+v, want type %s, status %d, message %q", e, tc.typ, tc.status, tc.msg)
+			}
+		})
+	}
+}
