@@ -4,9 +4,11 @@ package deploy
 
 import (
 	"debug/elf"
+	"encoding/json"
 	"net/url"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -16,6 +18,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"system1/internal/config"
+	"system1/internal/pause"
 )
 
 // The Dockerfile builds with scripts/build-static.sh onto an empty image,
@@ -149,5 +152,68 @@ func TestComposeGatewayPair(t *testing.T) {
 	slices.Sort(gateways)
 	if !slices.Equal(upstream, gateways) {
 		t.Errorf("the load balancer spreads over %v; the gateways are %v", upstream, gateways)
+	}
+}
+
+// The image runs serve where it can write: the state folder serve keeps
+// its SQLite decision log, refitted fits and pause switch in, resolved
+// as in the container (the image's USER, HOME=/ as Docker sets it for a
+// user with no /etc/passwd entry, the image's ENV and CMD), is in the
+// image and owned by that user. On an empty image nothing else is
+// writable: serve would exit at start ("mkdir /.local: permission
+// denied"), in `docker run` and in each gateway of deploy/compose.yaml.
+func TestImageHasAWritableStateFolder(t *testing.T) {
+	df, err := os.ReadFile("../../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(df), "\n")
+	final := 0
+	for i, l := range lines {
+		if strings.HasPrefix(l, "FROM ") {
+			final = i
+		}
+	}
+	env := map[string]string{"HOME": "/"}
+	var user string
+	var cmd []string
+	owned := map[string]string{} // a COPY's destination: its --chown
+	for _, l := range lines[final:] {
+		f := strings.Fields(l)
+		if len(f) < 2 {
+			continue
+		}
+		switch f[0] {
+		case "USER":
+			user = f[1]
+		case "ENV":
+			for _, kv := range f[1:] {
+				if k, v, ok := strings.Cut(kv, "="); ok {
+					env[k] = v
+				}
+			}
+		case "CMD":
+			if err := json.Unmarshal([]byte(strings.TrimPrefix(l, "CMD ")), &cmd); err != nil {
+				t.Fatalf("CMD is not in exec form: %v", err)
+			}
+		case "COPY":
+			for _, flag := range f[1:] {
+				if chown, ok := strings.CutPrefix(flag, "--chown="); ok {
+					owned[path.Clean(f[len(f)-1])] = chown
+				}
+			}
+		}
+	}
+	if user == "" || len(cmd) == 0 || cmd[0] != "serve" {
+		t.Fatalf("the image's USER %q and CMD %q: want a user and serve", user, cmd)
+	}
+	stateDir := ""
+	if i := slices.Index(cmd, "--state-dir"); i >= 0 && i+1 < len(cmd) {
+		stateDir = cmd[i+1]
+	}
+	dir := pause.Dir(stateDir, func(k string) string { return env[k] })
+	if got := owned[path.Clean(dir)]; got != user {
+		t.Errorf("serve's state folder in the image is %s, which the image does not hold owned by %s (a COPY --chown=%s into it; owned: %v): "+
+			"serve, which keeps its decision log, fits and pause switch there, cannot create it and exits at start", dir, user, user, owned)
 	}
 }
