@@ -211,9 +211,24 @@ bin/system1 serve --config "$config" --listen "127.0.0.1:$port" 2>"$serve_log" &
 pids+=($!)
 wait_ok "http://127.0.0.1:$port/health" 30 "$!" "$serve_log" "system1 serve"
 
+# The model of the first decision: jev-latest, the alias run.sh writes.
+# A configuration of the user's need not name it (only configured aliases
+# are): then the first model serve lists (none listed, auth on say:
+# jev-latest still, and serve's answer says why).
+first_model=jev-latest
+if [[ -n $use_config ]]; then
+	ids=
+	for _ in $(seq 100); do
+		ids=$(curl -fs --max-time 2 "http://127.0.0.1:$port/v1/models" | grep -o '"id":"[^"]*"' | sed 's/^"id":"//; s/"$//' || true)
+		[[ -n $ids ]] && break
+		sleep 0.1
+	done
+	if [[ -n $ids ]] && ! grep -qxF jev-latest <<<"$ids"; then first_model=$(head -n 1 <<<"$ids"); fi
+fi
+
 say "a first decision: POST /v1/systemone"
 if ! curl -fsS --max-time 180 "http://127.0.0.1:$port/v1/systemone" -H 'Content-Type: application/json' -d '{
-  "model": "jev-latest",
+  "model": "'"$first_model"'",
   "state": {"ticket": "I was charged twice for my subscription this month and want my money back."},
   "questions": {
     "department": {"type": "choice", "instructions": "Which team should handle this ticket?",

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"system1/internal/config"
+	"system1/internal/fakeengine"
 	"system1/internal/testbin"
 )
 
@@ -121,4 +122,27 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// With a configuration that lists nodes, run.sh serves those engines and
+// shows its first decision on a model they serve: the configuration
+// need not name jev-latest, which only configured aliases are (a 404
+// there made run.sh stop the server it had just started, exit 1).
+func TestRunOnceServesTheConfiguredNodes(t *testing.T) {
+	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{"qwen2.5:0.5b"}})
+	t.Cleanup(f.Close)
+	cache := filepath.Join(t.TempDir(), "cache")
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	yaml := "nodes:\n  - {name: llama, url: \"" + f.URL + "\", dialect: llamacpp, models: [qwen2.5:0.5b]}\n" +
+		"gateway:\n  chain:\n    - {name: local, model: qwen2.5:0.5b}\n"
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"SYSTEM1_CACHE=" + cache, "SYSTEM1_CONFIG=" + cfg, "SYSTEM1_MODEL=", "SYSTEM1_LLAMA_SERVER=/bin/false",
+		"XDG_STATE_HOME=" + t.TempDir(),
+		"SYSTEM1_PORT=" + strconv.Itoa(freePort(t)), "SYSTEM1_ENGINE_PORT=" + strconv.Itoa(freePort(t))}
+	code, out, errOut := scriptWithin(t, runGuard, env, "run.sh", "--once")
+	if code != 0 || !strings.Contains(out, `"department"`) || !strings.Contains(errOut, "serving the engines configured in "+cfg) {
+		t.Fatalf("run.sh --once over %s: exit %d\nstdout: %s\nstderr: %s", cfg, code, out, errOut)
+	}
 }
