@@ -293,3 +293,34 @@ func TestDocsOfflineTranscriptsRun(t *testing.T) {
 		t.Error("found no system1 mcp session in the docs; the test reads fewer than it should")
 	}
 }
+
+// Every `system1 toggle` the docs show inline (the pause switch of a
+// pod, say) runs as copied: its flags before on, off or status, which
+// toggle requires. The state folder it names is a temporary one here.
+func TestDocsToggleCommandsRun(t *testing.T) {
+	bin := testbin.Binary(t)
+	span := regexp.MustCompile("`[^`\n]*\\bsystem1 toggle([^`\n]*)`")
+	n := 0
+	for _, p := range pages(t) {
+		for _, m := range span.FindAllStringSubmatch(p.text, -1) {
+			n++
+			args := append([]string{"toggle"}, strings.Fields(m[1])...)
+			if i := slices.Index(args, "--state-dir"); i >= 0 && i+1 < len(args) {
+				args[i+1] = t.TempDir()
+			}
+			cmd := exec.Command(bin, args...)
+			dir := t.TempDir()
+			cmd.Env = []string{"HOME=" + dir, "XDG_STATE_HOME=" + dir, "PATH=" + os.Getenv("PATH")}
+			code, stdout, stderr, err := testbin.Run(cmd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if code != 0 {
+				t.Errorf("%s: %s exits %d:\n%s%s", p.file, m[0], code, stdout, stderr)
+			}
+		}
+	}
+	if n == 0 {
+		t.Error("found no `system1 toggle` in the docs")
+	}
+}
