@@ -210,7 +210,9 @@ func parseAnswer(q decision.Question, ms []jsonx.Member, strict bool) (decision.
 	if strict {
 		tol = min(tol, promptfooTolerance)
 	}
-	if math.Abs(sum-1) > tol {
+	// From 200 options on, n x 0.005 lets a sum of 0 through, which
+	// renormalises to no distribution at all.
+	if math.Abs(sum-1) > tol || sum == 0 {
 		return a, nil, false, fmt.Errorf("probabilities sum to %v", sum)
 	}
 	switch q.Kind {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -330,5 +331,31 @@ func TestRoundedOneByOne(t *testing.T) {
 	var ae *AnswerError
 	if _, err := ParseResponse(p.Request, bad); !errors.As(err, &ae) || ae.Index != 0 || ae.Question != "c" {
 		t.Errorf("a sum off by 0.1: %v, want an AnswerError for question c", err)
+	}
+}
+
+// A question of many choices that an endpoint answers with no probability
+// on any of them passes the AI SDK's sum check (n x 0.005 reaches 1 at
+// 200 choices), but gives no distribution: it is a malformed answer to
+// that question, never a distribution of zeros passed on.
+func TestNoMassIsNoDistribution(t *testing.T) {
+	const k = 200
+	q := decision.Question{ID: "c", Kind: decision.Choice}
+	var probs []string
+	for i := range k {
+		key := "o" + strconv.Itoa(i)
+		q.Options = append(q.Options, decision.Option{Key: key, Name: key})
+		probs = append(probs, `{"value":"`+key+`","probability":0}`)
+	}
+	req := decision.Request{Model: "m", State: []byte(`"s"`), Questions: []decision.Question{q}}
+	body := `{"model":"m","answers":[{"type":"choice","name":"c","choice":"o0","confidence":0,"probabilities":[` + strings.Join(probs, ",") + `]}],` +
+		`"usage":{"input_tokens":1,"input_tokens_details":{"cached_tokens":0,"cache_write_tokens":0},"output_tokens":1,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":2}}`
+	r, err := ParseResponse(req, []byte(body))
+	if err == nil {
+		t.Fatalf("a reply of %d zeros read as the distribution %v...; want an AnswerError for question c", k, r.Dists[0][:3])
+	}
+	var ae *AnswerError
+	if !errors.As(err, &ae) || ae.Question != "c" {
+		t.Fatalf("a reply of %d zeros: %v; want an AnswerError for question c", k, err)
 	}
 }
