@@ -244,6 +244,9 @@ func (e *Engine) callsOut(t *callTokens) int {
 // one call, and reports whether it did; when none wait, its poster ends.
 func (e *Engine) postNext(key callKey, q *callQueue) (posted bool) {
 	e.mu.Lock()
+	// A read whose caller gave up has returned, and given its turn back:
+	// sent, its prompt would be a task beyond the server's slots.
+	q.waiting = slices.DeleteFunc(q.waiting, func(w *waiter) bool { return w.ctx.Err() != nil })
 	n := min(len(q.waiting), max(e.PromptsPerCall, 1))
 	call := slices.Clone(q.waiting[:n])
 	q.waiting = slices.Delete(q.waiting, 0, n)

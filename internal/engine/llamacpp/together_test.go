@@ -192,3 +192,51 @@ func TestRealEngineReadsTogetherAsAlone(t *testing.T) {
 		}
 	}
 }
+
+// A read whose caller gave up while it waited for a call has given its
+// turn back: its prompt is not sent with the call that follows, which
+// carries only the reads still waiting.
+func TestGivenUpReadsAreNotSent(t *testing.T) {
+	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Slots: 8})
+	defer f.Close()
+	e := &Engine{BaseURL: f.URL, PromptsPerCall: 8}
+	var prompts []engine.Prompt
+	together(t, e, fakeengine.DefaultModel, 1, func() {}) // the template learnt
+	q := decision.Question{ID: "q", Kind: decision.Choice, Options: []decision.Option{{Key: "a", Name: "a"}, {Key: "b", Name: "b"}}}
+	labels, err := e.Labels(t.Context(), fakeengine.DefaultModel, engine.Candidates(q), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		prompts = append(prompts, engine.Layout([]byte(fmt.Sprintf(`"state %d"`, i)), q, labels))
+	}
+	waiting, post := e.holdCalls(callKey{fakeengine.DefaultModel, "", min(e.vocab(t.Context()), firstK)})
+	ctx, cancel := context.WithCancel(t.Context())
+	errs := make([]error, len(prompts))
+	var gaveUp, wg sync.WaitGroup
+	gaveUp.Go(func() { _, errs[0] = e.Read(ctx, fakeengine.DefaultModel, prompts[0]) })
+	for i := 1; i < len(prompts); i++ {
+		wg.Go(func() { _, errs[i] = e.Read(t.Context(), fakeengine.DefaultModel, prompts[i]) })
+	}
+	for start := time.Now(); waiting() < len(prompts); time.Sleep(time.Millisecond) {
+		if time.Since(start) > time.Minute {
+			t.Fatalf("%d of %d reads wait for a call", waiting(), len(prompts))
+		}
+	}
+	cancel()
+	gaveUp.Wait()
+	if !errors.Is(errs[0], context.Canceled) {
+		t.Fatalf("the read given up: %v", errs[0])
+	}
+	calls, sent, _ := e.Lists()
+	post()
+	wg.Wait()
+	for i, err := range errs[1:] {
+		if err != nil {
+			t.Fatalf("read %d: %v", i+1, err)
+		}
+	}
+	if c, s, _ := e.Lists(); c-calls != 1 || s-sent != 2 {
+		t.Errorf("%d calls of %d prompts after a read was given up, want 1 call of the 2 reads still waiting", c-calls, s-sent)
+	}
+}
