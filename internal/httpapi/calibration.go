@@ -65,7 +65,7 @@ func (s *Server) handleCalibration(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		rep.Cascades, err = outcomes.ReportCascades(r.Context(), s.opt.DecisionLog, s.opt.Answer.Fits(), s.opt.Answer.Cascades(), now.Add(-window), now)
 	}
-	writeReport(w, rep, err)
+	writeReport(w, r, rep, err)
 }
 
 // badQuery answers a 422 naming the query parameter at fault.

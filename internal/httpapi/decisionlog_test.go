@@ -285,7 +285,8 @@ func TestFeedbackWriteFailureRecordsNone(t *testing.T) {
 	}
 	batch := `{"outcomes":[{"request_id":"dec-1","outcome":"a"},{"request_id":"dec-2","outcome":"b"}]}`
 	got := s.do(t, http.MethodPost, "/v1/feedback", batch, auth)
-	if got.status != http.StatusServiceUnavailable || !strings.Contains(string(got.body), "the disk is full") {
+	// The log's error is the server's log line's (TestDecisionLogErrorNamesNoAddress).
+	if got.status != http.StatusServiceUnavailable || !strings.Contains(string(got.body), "the decision log failed") {
 		t.Fatalf("%s", got)
 	}
 	for _, id := range []string{"dec-1", "dec-2"} {

@@ -30,6 +30,8 @@ func (s *Server) handleFeedback(w http.ResponseWriter, r *http.Request) {
 			writeInvalid(w, systemone.InBody, decision.Problem{Path: e.Path(), Msg: e.Message, Type: e.Type})
 		case outcomes.FeedbackUnknownRequest:
 			writeError(w, http.StatusNotFound, systemone.NotFound, e.Message)
+		case outcomes.FeedbackLogError:
+			writeLogFailure(w, r, "the decision log", e.Message)
 		default:
 			writeError(w, http.StatusServiceUnavailable, systemone.Unavailable, e.Message)
 		}

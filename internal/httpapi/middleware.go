@@ -386,12 +386,22 @@ func writeOK(w http.ResponseWriter, v any) {
 
 // writeReport answers a report read from the decision log, a 503 when it
 // could not be read.
-func writeReport(w http.ResponseWriter, rep any, err error) {
+func writeReport(w http.ResponseWriter, r *http.Request, rep any, err error) {
 	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, systemone.Unavailable, "reading the decision log: "+err.Error())
+		writeLogFailure(w, r, "reading the decision log", err.Error())
 		return
 	}
 	writeOK(w, rep)
+}
+
+// writeLogFailure answers a 503 for the decision log failing to do what
+// a request needed. The log's error stays on the request's log line: a
+// PostgreSQL driver's names the database's user, address and host name,
+// which are the operator's, as a node's are.
+func writeLogFailure(w http.ResponseWriter, r *http.Request, doing, err string) {
+	noteLog(r.Context(), "error", err)
+	writeError(w, http.StatusServiceUnavailable, systemone.Unavailable,
+		doing+" failed; the server's log line for this request says why")
 }
 
 func writeJSON(w http.ResponseWriter, status int, body []byte) {

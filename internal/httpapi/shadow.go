@@ -24,5 +24,5 @@ func (s *Server) handleShadow(w http.ResponseWriter, r *http.Request) {
 	}
 	now := time.Now()
 	rep, err := outcomes.ReportShadow(r.Context(), s.opt.DecisionLog, now.Add(-window), now)
-	writeReport(w, rep, err)
+	writeReport(w, r, rep, err)
 }

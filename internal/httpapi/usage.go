@@ -74,7 +74,7 @@ func (s *Server) handleUsage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rep, err := outcomes.ReportUsage(r.Context(), s.opt.DecisionLog, since, until, by)
-	writeReport(w, rep, err)
+	writeReport(w, r, rep, err)
 }
 
 // parseInstant reads an RFC 3339 time or a date, which is its UTC
