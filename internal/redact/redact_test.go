@@ -13,6 +13,13 @@ func TestText(t *testing.T) {
 		`dial tcp gpu-3:8080: connect: connection refused`:         `dial tcp <address>: connect: connection refused`,
 		`engine answered 400: model "m" not found, try ollama://x`: `engine answered 400: model "m" not found, try <url>`,
 		`no label has any probability; 3 of 4 options`:             `no label has any probability; 3 of 4 options`,
+		// A node's certificate that does not fit the name it was dialled
+		// by: Go's x509.HostnameError names both.
+		`Post "https://gpu-2.internal:8443/v1/chat/completions": tls: failed to verify certificate: x509: certificate is valid for gpu-1.internal, *.gpu.corp.example, not gpu-2.internal`: `Post "<url>": tls: failed to verify certificate: x509: certificate is valid for <address>, not <address>`,
+		`tls: failed to verify certificate: x509: certificate is valid for fd00::1, not fd00::5; question q2: no answer`:                                                                   `tls: failed to verify certificate: x509: certificate is valid for <address>, not <address>; question q2: no answer`,
+		`tls: failed to verify certificate: x509: certificate is not valid for any names, but wanted to match gpu-2.internal`:                                                              `tls: failed to verify certificate: x509: certificate is not valid for any names, but wanted to match <address>`,
+		`tls: failed to verify certificate: x509: certificate is valid for 120 names, but none matched gpu-2.internal`:                                                                     `tls: failed to verify certificate: x509: certificate is valid for 120 names, but none matched <address>`,
+		`tls: failed to verify certificate: x509: cannot validate certificate for fd00::5 because it doesn't contain any IP SANs`:                                                          `tls: failed to verify certificate: x509: cannot validate certificate for <address> because it doesn't contain any IP SANs`,
 		``: ``,
 	} {
 		if got := Text(in); got != want {
