@@ -581,18 +581,26 @@ func setGrade(res *Response, set *answer.Set, q query, best int, g, why string) 
 
 // grade is what to do with an answer of confidence conf whose runner-up
 // has second, under gate: act, ask (near the gate or a close second), or
-// escalate; and, when not act, why.
+// escalate; and, when not act, why. Under the gate by at most AskBand,
+// or a runner-up within AskMargin, is ask, as docs/debiasing.md says: a
+// difference of two reported decimals is off by a float error either way
+// (0.8-0.1 is 0.7000000000000001, 0.55-0.45 0.10000000000000003), which
+// gradeEps absorbs.
 func grade(conf, second, gate float64) (string, string) {
 	switch {
-	case conf < gate-AskBand:
+	case gate-conf > AskBand+gradeEps:
 		return GradeEscalate, fmt.Sprintf("its probability is under the gate %v by more than %v", gate, AskBand)
 	case conf < gate:
 		return GradeAsk, fmt.Sprintf("its probability is just under the gate %v", gate)
-	case conf-second < AskMargin:
+	case conf-second <= AskMargin+gradeEps:
 		return GradeAsk, fmt.Sprintf("the runner-up is within %v of it", AskMargin)
 	}
 	return GradeAct, ""
 }
+
+// gradeEps is far under the reported decimals' unit and far over the
+// float error of a difference between two of them.
+const gradeEps = 1e-9
 
 // fail marks the response as an error: no decision, no probabilities.
 func (res *Response) fail(code, msg, rationale string) {

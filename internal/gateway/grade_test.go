@@ -27,6 +27,10 @@ func TestDecideGrade(t *testing.T) {
 		{0.6, []float64{0.45, 0.35, 0.2}, GradeEscalate}, // under it by more
 		{0.3, []float64{0.45, 0.4, 0.15}, GradeAsk},      // over it, with a close second
 		{0.3, []float64{0.6, 0.3, 0.1}, GradeAct},
+		{0.8, []float64{0.7, 0.2, 0.1}, GradeAsk}, // under the gate by exactly AskBand: at most
+		{0.5, []float64{0.55, 0.45}, GradeAsk},    // the runner-up exactly AskMargin behind: within it
+		{0.5, []float64{0.56, 0.44}, GradeAct},    // more than AskMargin behind
+		{0.8, []float64{0.699, 0.2, 0.101}, GradeEscalate},
 	} {
 		f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{"tiny"}, Behavior: fakeengine.Behavior{Logprobs: fakeengine.Probs(tc.probs...)}})
 		t.Cleanup(f.Close)
@@ -48,6 +52,33 @@ func TestDecideGrade(t *testing.T) {
 	}
 	if res := decide(t, g, `{"question":""}`); res.Grade != "" {
 		t.Errorf("an error is graded %q", res.Grade)
+	}
+}
+
+// The grade's bounds hold as docs/debiasing.md writes them on the
+// confidences' grid of thousandths, whatever the float error of a
+// difference of two decimals (0.8-0.1 is 0.7000000000000001): under the
+// gate by at most AskBand is ask, a runner-up within AskMargin is ask, and
+// act needs it more than AskMargin behind.
+func TestGradeBounds(t *testing.T) {
+	for _, tc := range []struct {
+		conf, second, gate float64
+		want               string
+	}{
+		{0.7, 0.2, 0.8, GradeAsk},
+		{0.5, 0.3, 0.6, GradeAsk},
+		{0.8, 0.1, 0.9, GradeAsk},
+		{0.699, 0.2, 0.8, GradeEscalate},
+		{0.55, 0.45, 0.5, GradeAsk},
+		{0.7, 0.6, 0.5, GradeAsk},
+		{0.65, 0.55, 0.3, GradeAsk},
+		{0.8, 0.7, 0.5, GradeAsk},
+		{0.551, 0.45, 0.5, GradeAct},
+		{0.8, 0.2, 0.8, GradeAct},
+	} {
+		if got, why := grade(tc.conf, tc.second, tc.gate); got != tc.want {
+			t.Errorf("confidence %v, runner-up %v, gate %v: %s (%s); want %s", tc.conf, tc.second, tc.gate, got, why, tc.want)
+		}
 	}
 }
 
