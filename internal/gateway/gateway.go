@@ -436,11 +436,11 @@ func (g *Gateway) answer(q query, p *link, r reading, gt gate, at *Attempt, res 
 	// one so that they sum to 1: rounded apart, each part's units left
 	// over went one to every value (0.1 read 0.101).
 	reported := decision.Round(d, decimals)
-	var none float64
+	var none float64  // as reported, which the rationale quotes
 	if q.NoneOption { // the implicit option is last
-		none, d = d[len(d)-1], d[:len(d)-1]
-		rn := reported[len(reported)-1]
-		res.NoneProbability, reported = &rn, reported[:len(reported)-1]
+		d = d[:len(d)-1]
+		none = reported[len(reported)-1]
+		res.NoneProbability, reported = &none, reported[:len(reported)-1]
 	}
 	res.Calibrated = r.answer.Calibrated
 	res.FitVersion = r.answer.FitVersion

@@ -149,7 +149,8 @@ func TestDecideDecisionsNodeRefusal(t *testing.T) {
 // With none_option the options' probabilities and none_probability are
 // one distribution rounded: they sum to 1 and each is its value to three
 // decimals, where each was rounded apart and a one-value rounding gave
-// its value one unit more (0.1 read 0.101, 0.7 read 0.701).
+// its value one unit more (0.1 read 0.101, 0.7 read 0.701); an
+// abstention's rationale gives none's probability as reported.
 func TestDecideNoneOptionRoundsAsOne(t *testing.T) {
 	for _, tc := range []struct {
 		probs []float64
@@ -158,6 +159,9 @@ func TestDecideNoneOptionRoundsAsOne(t *testing.T) {
 		{[]float64{0.7, 0.2, 0.1}, []float64{0.7, 0.2, 0.1}},
 		{[]float64{0.1, 0.2, 0.7}, []float64{0.1, 0.2, 0.7}},
 		{[]float64{0.3335, 0.3335, 0.333}, []float64{0.334, 0.333, 0.333}},
+		// none wins at 0.5006, which rounds as one to 0.500: the units
+		// left over go to the larger remainders.
+		{[]float64{0.1997, 0.2997, 0.5006}, []float64{0.2, 0.3, 0.5}},
 	} {
 		f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{"tiny"}, Behavior: fakeengine.Behavior{Logprobs: fakeengine.Probs(tc.probs...)}})
 		t.Cleanup(f.Close)
@@ -169,6 +173,10 @@ func TestDecideNoneOptionRoundsAsOne(t *testing.T) {
 		got := []float64{res.Probabilities[0].P, res.Probabilities[1].P, *res.NoneProbability}
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("%v: reported %v (options, then none), want %v", tc.probs, got, tc.want)
+		}
+		// The rationale's numbers are the ones reported.
+		if won := fmt.Sprintf("won at probability %.3f", *res.NoneProbability); strings.Contains(res.Rationale, "no option seemed to fit") && !strings.Contains(res.Rationale, won) {
+			t.Errorf("%v: none_probability %v, but the rationale says %q", tc.probs, *res.NoneProbability, res.Rationale)
 		}
 	}
 }
