@@ -467,7 +467,9 @@ func (g *Gateway) answer(q query, p *link, r reading, gt gate, at *Attempt, res 
 		cal = "calibrated"
 	}
 	choice := answers[best]
-	second := 0.0
+	// The implicit option is a runner-up too: "none fits" close behind
+	// leaves the decision not clearly ahead.
+	second := none
 	for i, p := range reported {
 		if i != best {
 			second = max(second, p)

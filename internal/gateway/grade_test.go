@@ -50,6 +50,14 @@ func TestDecideGrade(t *testing.T) {
 	if res := decide(t, g, `{"question":"Which?","options":["a","b"],"min_label_mass":0.5}`); res.Status != Abstained || res.Grade != GradeEscalate {
 		t.Errorf("label mass under the minimum: status %s, grade %q", res.Status, res.Grade)
 	}
+	// The implicit option is a runner-up like any: a decision it follows
+	// closely is not clearly ahead.
+	f = fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{"tiny"}, Behavior: fakeengine.Behavior{Logprobs: fakeengine.Probs(0.5, 0.05, 0.45)}})
+	t.Cleanup(f.Close)
+	g = gatewayFor(t, fmt.Sprintf("gateway:\n  threshold: 0.5\nnodes:\n  - {name: n1, url: %s, dialect: llamacpp, models: [tiny]}\nproviders:\n  - {name: local, kind: engine, model: tiny}\n", f.URL))
+	if res := decide(t, g, `{"question":"Which?","options":["a","b"],"none_option":true}`); res.Status != Decided || res.Grade != GradeAsk {
+		t.Errorf("none a close runner-up: status %s, grade %q (%s)", res.Status, res.Grade, res.Rationale)
+	}
 	if res := decide(t, g, `{"question":""}`); res.Grade != "" {
 		t.Errorf("an error is graded %q", res.Grade)
 	}
