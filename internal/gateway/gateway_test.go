@@ -311,6 +311,13 @@ func TestEngineProvider(t *testing.T) {
 	if res.Error == nil || res.Error.Code != CodeInvalidRequest || !strings.Contains(res.Error.Message, "local takes at most 2") {
 		t.Errorf("over the label cap: %+v", res)
 	}
+	// The implicit option counts against the cap, and the refusal says
+	// so: the caller sent two options, not three.
+	res = decide(t, g, `{"question":"Which?","options":["dog","cat"],"none_option":true}`)
+	if want := "3 options (2 and the implicit none option) are more than any provider takes: local takes at most 2"; res.Error == nil || res.Error.Code != CodeInvalidRequest || res.Error.Message != want ||
+		len(res.Attempts) != 1 || res.Attempts[0].Detail != "not asked: 3 options (2 and the implicit none option) exceed its limit of 2" {
+		t.Errorf("over the label cap with none_option: %+v, attempts %+v; want %q", res.Error, res.Attempts, want)
+	}
 }
 
 // Engine failures map to the gateway's outcomes: a 422 is the caller's
