@@ -357,3 +357,49 @@ func TestMissingKeyFailsOnlyThatProvider(t *testing.T) {
 		t.Fatalf("health %+v", h)
 	}
 }
+
+// The published request schema refuses the values ParseRequest refuses
+// where a schema can say so: a client that validates against it (or a
+// model that reads the tool's input schema) is not refused for a value the
+// schema allowed.
+func TestRequestSchemaRefusesWhatParseRefuses(t *testing.T) {
+	resolved, err := RequestSchema().Resolve(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, body := range []string{
+		`{"question":"q","min_label_mass":1.5}`,
+		`{"question":"q","min_label_mass":-0.1}`,
+		`{"question":"q","debias":"shuffle"}`,
+		`{"question":"q","debias":""}`,
+		`{"question":"q","prior":"global"}`,
+		`{"question":"q","prior":""}`,
+	} {
+		if _, ps := ParseRequest([]byte(body)); len(ps) == 0 {
+			t.Fatalf("%s: ParseRequest accepts it", body)
+		}
+		var generic any
+		if err := json.Unmarshal([]byte(body), &generic); err != nil {
+			t.Fatal(err)
+		}
+		if err := resolved.Validate(generic); err == nil {
+			t.Errorf("%s: refused by decide, but valid against schema/request.json", body)
+		}
+	}
+	for _, body := range []string{
+		`{"question":"q","min_label_mass":0,"debias":"permute","prior":"batch"}`,
+		`{"question":"q","min_label_mass":1,"debias":"off","prior":"content_free"}`,
+		`{"question":"q","prior":"off"}`,
+	} {
+		var generic any
+		if err := json.Unmarshal([]byte(body), &generic); err != nil {
+			t.Fatal(err)
+		}
+		if _, ps := ParseRequest([]byte(body)); len(ps) > 0 {
+			t.Fatalf("%s: %q", body, ps)
+		}
+		if err := resolved.Validate(generic); err != nil {
+			t.Errorf("%s: accepted by decide, but refused by schema/request.json: %v", body, err)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"system1/internal/calibration"
+	"system1/internal/decision"
 	"system1/internal/decisionlog"
 	"system1/internal/fleet"
 	"system1/internal/outcomes"
@@ -35,6 +36,11 @@ func RequestSchema() *jsonschema.Schema {
 	p["options"].MinItems, p["options"].MaxItems, p["options"].UniqueItems = ptr(MinOptions), ptr(MaxOptions), true
 	p["options"].Items.MinLength, p["options"].Items.MaxLength = ptr(1), ptr(MaxOptionChars)
 	unit(p["min_confidence"])
+	// What ParseRequest refuses, the schema says: a value it allowed is
+	// not refused.
+	unit(p["min_label_mass"])
+	p["debias"].Enum = []any{decision.DebiasPermute, decision.DebiasOff}
+	p["prior"].Enum = []any{decision.PriorBatch, decision.PriorContentFree, decision.PriorOff}
 	p["coverage"].Minimum, p["coverage"].Maximum = ptr(calibration.MinCoverage), ptr(calibration.MaxCoverage)
 	p["request_id"].MinLength, p["request_id"].MaxLength = ptr(1), ptr(decisionlog.MaxRequestIDChars)
 	p["schema_version"].Enum = []any{SchemaVersion}
