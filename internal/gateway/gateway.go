@@ -301,9 +301,12 @@ func (g *Gateway) run(ctx context.Context, log *slog.Logger, q query, gt gate, r
 	tried := 0
 	for i, p := range g.links {
 		if ctx.Err() != nil {
+			why := fmt.Sprintf("not asked: the overall deadline of %s had passed", g.deadline)
+			if context.Cause(ctx) == context.Canceled {
+				why = "not asked: the caller gave up"
+			}
 			for _, rest := range g.links[i:] {
-				res.Attempts = append(res.Attempts, Attempt{Provider: rest.name, Outcome: OutcomeSkipped,
-					Detail: fmt.Sprintf("not asked: the overall deadline of %s had passed", g.deadline)})
+				res.Attempts = append(res.Attempts, Attempt{Provider: rest.name, Outcome: OutcomeSkipped, Detail: why})
 			}
 			break
 		}

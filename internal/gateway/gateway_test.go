@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -401,5 +402,28 @@ func TestRequestSchemaRefusesWhatParseRefuses(t *testing.T) {
 		if err := resolved.Validate(generic); err != nil {
 			t.Errorf("%s: accepted by decide, but refused by schema/request.json: %v", body, err)
 		}
+	}
+}
+
+// A caller that gave up while a link was asked leaves the links after it
+// not asked because it gave up, not because the overall deadline passed,
+// as the attempt asked says of itself.
+func TestCallerGoneSkipsTheRestSayingSo(t *testing.T) {
+	slow := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{"slow"}, Behavior: fakeengine.Behavior{Fault: fakeengine.Hang}})
+	t.Cleanup(slow.Close)
+	fast := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{"fast"}})
+	t.Cleanup(fast.Close)
+	g := gatewayFor(t, fmt.Sprintf("gateway:\n  deadline: 60s\nnodes:\n  - {name: n1, url: %s, dialect: llamacpp, models: [slow]}\n  - {name: n2, url: %s, dialect: llamacpp, models: [fast]}\nproviders:\n  - {name: first, kind: engine, model: slow, timeout: 50s}\n  - {name: second, kind: engine, model: fast}\n", slow.URL, fast.URL))
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() { // the caller gives up once the first link is being asked
+		for len(slow.Inferences()) == 0 && ctx.Err() == nil {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+	}()
+	res := g.Decide(ctx, []byte(`{"question":"Which?","options":["a","b"]}`), "")
+	if len(res.Attempts) != 2 || res.Attempts[1].Provider != "second" || res.Attempts[1].Detail != "not asked: the caller gave up" {
+		t.Fatalf("attempts %+v", res.Attempts)
 	}
 }
