@@ -99,6 +99,8 @@ func TestParseRequest(t *testing.T) {
 		{`{"question":"q","options":["a","a",""]}`, []string{"repeats options[0]", "options[2] is empty"}},
 		{`{"question":"q","options":["a","` + strings.Repeat("x", MaxOptionChars+1) + `"]}`, []string{"options[1] is 501 characters"}},
 		{`{"question":"q","options":"a,b"}`, []string{"options must be an array"}},
+		// none_option's problems depend on options, which has its own.
+		{`{"question":"q","options":"a,b","none_option":true}`, []string{"options must be an array"}},
 		{`{"question":"q","options":["a",2]}`, []string{"options[1] must be a string"}},
 		{`{"question":"q","context":"text"}`, []string{"context must be a JSON object"}},
 		{`{"question":"q","min_confidence":1.5}`, []string{"min_confidence is 1.5"}},

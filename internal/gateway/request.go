@@ -90,7 +90,8 @@ func ParseRequest(raw []byte) (Request, []string) {
 		var items []json.RawMessage
 		if err := json.Unmarshal(v, &items); err != nil {
 			bad("options must be an array of strings")
-			typed["options"] = true
+			// none_option's checks read options too: none was read
+			typed["options"], typed["none_option"] = true, true
 		} else {
 			req.Options = make([]string, 0, len(items))
 			for i, it := range items {
