@@ -32,8 +32,11 @@ flags, anywhere on the line (after --, everything is the model):
   -h, --help  print this text
 
 environment: SYSTEM1_PORT, SYSTEM1_ENGINE_PORT, SYSTEM1_MODEL,
-SYSTEM1_MODEL_URL, SYSTEM1_CONFIG, SYSTEM1_CACHE, and SYSTEM1_LLAMA_SERVER
-(a llama-server binary to use instead of building one).
+SYSTEM1_MODEL_URL, SYSTEM1_CONFIG, SYSTEM1_CACHE, SYSTEM1_LLAMA_SERVER
+(a llama-server binary to use instead of building one), and SYSTEM1_KEY
+(a key of the configuration's, for the first decision when it turns auth
+on; without one, run.sh serves without the first decision, and --once
+fails saying so).
 USAGE
 }
 
@@ -213,35 +216,48 @@ wait_ok "http://127.0.0.1:$port/health" 30 "$!" "$serve_log" "system1 serve"
 
 # The model of the first decision: jev-latest, the alias run.sh writes.
 # A configuration of the user's need not name it (only configured aliases
-# are): then the first model serve lists (none listed, auth on say:
-# jev-latest still, and serve's answer says why).
+# are): then the first model serve lists (none listed: jev-latest still,
+# and serve's answer says why); none when it turns auth on and no key is
+# given.
 first_model=jev-latest
+key=()
+if [[ -n ${SYSTEM1_KEY:-} ]]; then key=(-H "Authorization: Bearer $SYSTEM1_KEY"); fi
 if [[ -n $use_config ]]; then
-	ids=
-	for _ in $(seq 100); do
-		ids=$(curl -fs --max-time 2 "http://127.0.0.1:$port/v1/models" | grep -o '"id":"[^"]*"' | sed 's/^"id":"//; s/"$//' || true)
-		[[ -n $ids ]] && break
-		sleep 0.1
-	done
-	if [[ -n $ids ]] && ! grep -qxF jev-latest <<<"$ids"; then first_model=$(head -n 1 <<<"$ids"); fi
+	# A configuration that turns auth on answers 401 without a key: run.sh
+	# holds none unless SYSTEM1_KEY gives one, and serves without asking.
+	if [[ $(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "${key[@]}" "http://127.0.0.1:$port/v1/models" || true) == 401 ]]; then
+		say "$config turns auth on: set SYSTEM1_KEY to one of its keys for the first decision, or ask with one: curl -H \"Authorization: Bearer KEY\" http://127.0.0.1:$port/v1/models"
+		if [[ -n $once ]]; then exit 1; fi
+		first_model=
+	else
+		ids=
+		for _ in $(seq 100); do
+			ids=$(curl -fs --max-time 2 "${key[@]}" "http://127.0.0.1:$port/v1/models" | grep -o '"id":"[^"]*"' | sed 's/^"id":"//; s/"$//' || true)
+			[[ -n $ids ]] && break
+			sleep 0.1
+		done
+		if [[ -n $ids ]] && ! grep -qxF jev-latest <<<"$ids"; then first_model=$(head -n 1 <<<"$ids"); fi
+	fi
 fi
 
-say "a first decision: POST /v1/systemone"
-if ! curl -fsS --max-time 180 "http://127.0.0.1:$port/v1/systemone" -H 'Content-Type: application/json' -d '{
-  "model": "'"$first_model"'",
-  "state": {"ticket": "I was charged twice for my subscription this month and want my money back."},
-  "questions": {
-    "department": {"type": "choice", "instructions": "Which team should handle this ticket?",
-                   "criteria": {"billing": "payments, refunds, invoices", "technical": "bugs and outages", "sales": "new plans"}},
-    "urgent": {"type": "noul", "instructions": "Does this need action today?"},
-    "frustration": {"type": "score", "criteria": ["calm", "annoyed", "angry"]}
-  }
-}'; then
-	say "the first decision failed or took over 180 s. system1 serve's log, $serve_log, ends:"
-	tail -n 15 "$serve_log" >&2 || true
-	exit 1
+if [[ -n $first_model ]]; then
+	say "a first decision: POST /v1/systemone"
+	if ! curl -fsS --max-time 180 "${key[@]}" "http://127.0.0.1:$port/v1/systemone" -H 'Content-Type: application/json' -d '{
+	  "model": "'"$first_model"'",
+	  "state": {"ticket": "I was charged twice for my subscription this month and want my money back."},
+	  "questions": {
+	    "department": {"type": "choice", "instructions": "Which team should handle this ticket?",
+	                   "criteria": {"billing": "payments, refunds, invoices", "technical": "bugs and outages", "sales": "new plans"}},
+	    "urgent": {"type": "noul", "instructions": "Does this need action today?"},
+	    "frustration": {"type": "score", "criteria": ["calm", "annoyed", "angry"]}
+	  }
+	}'; then
+		say "the first decision failed or took over 180 s. system1 serve's log, $serve_log, ends:"
+		tail -n 15 "$serve_log" >&2 || true
+		exit 1
+	fi
+	echo
 fi
-echo
 if [[ -n $once ]]; then exit 0; fi
 say "serving on http://127.0.0.1:$port (POST /v1/systemone, POST /v1/decide, GET /v1/models); Ctrl-C stops"
 wait

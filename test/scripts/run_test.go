@@ -146,3 +146,36 @@ func TestRunOnceServesTheConfiguredNodes(t *testing.T) {
 		t.Fatalf("run.sh --once over %s: exit %d\nstdout: %s\nstderr: %s", cfg, code, out, errOut)
 	}
 }
+
+// run.sh over a configuration that turns auth on asks its first decision
+// with SYSTEM1_KEY; without one it says how to ask and, with --once,
+// fails saying so, where it asked without a key, got a 401 and stopped
+// the server it started.
+func TestRunOnceWithAuthOn(t *testing.T) {
+	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{"qwen2.5:0.5b"}})
+	t.Cleanup(f.Close)
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	yaml := "keys_env: RUN_TEST_KEYS\nnodes:\n  - {name: llama, url: \"" + f.URL + "\", dialect: llamacpp, models: [qwen2.5:0.5b]}\n" +
+		"gateway:\n  chain:\n    - {name: local, model: qwen2.5:0.5b}\n"
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, key string
+		code      int
+		out, err  string
+	}{
+		{"with a key", "k1", 0, `"department"`, "a first decision"},
+		{"without one", "", 1, "", "turns auth on: set SYSTEM1_KEY"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := []string{"SYSTEM1_CACHE=" + filepath.Join(t.TempDir(), "cache"), "SYSTEM1_CONFIG=" + cfg, "SYSTEM1_MODEL=", "SYSTEM1_LLAMA_SERVER=/bin/false",
+				"XDG_STATE_HOME=" + t.TempDir(), "RUN_TEST_KEYS=k1,k2", "SYSTEM1_KEY=" + tc.key,
+				"SYSTEM1_PORT=" + strconv.Itoa(freePort(t)), "SYSTEM1_ENGINE_PORT=" + strconv.Itoa(freePort(t))}
+			code, out, errOut := scriptWithin(t, runGuard, env, "run.sh", "--once")
+			if code != tc.code || !strings.Contains(out, tc.out) || !strings.Contains(errOut, tc.err) {
+				t.Fatalf("run.sh --once, SYSTEM1_KEY %q: exit %d\nstdout: %s\nstderr: %s", tc.key, code, out, errOut)
+			}
+		})
+	}
+}
