@@ -4,6 +4,7 @@ package metrics
 
 import (
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,10 +29,10 @@ type Metrics struct {
 	keySpend       *prometheus.CounterVec
 
 	eceOnce sync.Once
-	ece     *prometheus.GaugeVec
+	ece     *snapshot
 
-	driftOnce              sync.Once
-	driftPSI, driftAlarmed *prometheus.GaugeVec
+	driftOnce sync.Once
+	drift     *snapshot
 }
 
 // Latency buckets from 1 ms to 30 s: decisions take tens to hundreds of
@@ -244,14 +245,77 @@ type ECE struct {
 // recent answers with outcomes under the fits in use, per model, kind and
 // bucket) with points.
 func (m *Metrics) SetECE(points []ECE) {
-	m.eceOnce.Do(func() {
-		m.ece = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "system1_calibration_ece",
-			Help: "Expected calibration error of the recent answers with outcomes, under the fits in use, per model, kind and option bucket."},
-			[]string{"model", "kind", "bucket"})
-		m.reg.MustRegister(m.ece)
-	})
-	m.ece.Reset()
+	m.eceOnce.Do(func() { m.ece = m.register(eceDesc) })
+	var g gauges
 	for _, p := range points {
-		m.ece.WithLabelValues(p.Model, p.Kind, p.Bucket).Set(p.ECE)
+		g.add(eceDesc, p.ECE, p.Model, p.Kind, p.Bucket)
 	}
+	m.ece.set(g.ms)
+}
+
+var eceDesc = prometheus.NewDesc("system1_calibration_ece",
+	"Expected calibration error of the recent answers with outcomes, under the fits in use, per model, kind and option bucket.",
+	[]string{"model", "kind", "bucket"}, nil)
+
+// snapshot is gauges set whole (SetECE, SetDrift): a scrape reads the
+// last set in full, where a vector's Reset and then its Sets let a scrape
+// between them find a few of the series or none.
+type snapshot struct {
+	descs []*prometheus.Desc
+	mu    sync.Mutex
+	ms    []prometheus.Metric
+}
+
+// register registers a snapshot of the gauges descs describe.
+func (m *Metrics) register(descs ...*prometheus.Desc) *snapshot {
+	s := &snapshot{descs: descs}
+	m.reg.MustRegister(s)
+	return s
+}
+
+func (s *snapshot) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range s.descs {
+		ch <- d
+	}
+}
+
+func (s *snapshot) Collect(ch chan<- prometheus.Metric) {
+	s.mu.Lock()
+	ms := s.ms
+	s.mu.Unlock()
+	for _, m := range ms {
+		ch <- m
+	}
+}
+
+func (s *snapshot) set(ms []prometheus.Metric) {
+	s.mu.Lock()
+	s.ms = ms
+	s.mu.Unlock()
+}
+
+// gauges collects a snapshot's gauges: the last value given for the same
+// labels, as a vector keeps the last Set (a registry refuses a series
+// collected twice); labels that are not valid are left out, where a
+// vector would panic.
+type gauges struct {
+	ms   []prometheus.Metric
+	seen map[string]int
+}
+
+func (g *gauges) add(d *prometheus.Desc, v float64, labels ...string) {
+	m, err := prometheus.NewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	if err != nil {
+		return
+	}
+	k := d.String() + "\xff" + strings.Join(labels, "\xff")
+	if i, ok := g.seen[k]; ok {
+		g.ms[i] = m
+		return
+	}
+	if g.seen == nil {
+		g.seen = map[string]int{}
+	}
+	g.seen[k] = len(g.ms)
+	g.ms = append(g.ms, m)
 }

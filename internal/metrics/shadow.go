@@ -54,17 +54,18 @@ type Drift struct {
 // answers against the reference window, and system1_answer_drift_alarm,
 // 1 where it alarms) with points.
 func (m *Metrics) SetDrift(points []Drift) {
-	m.driftOnce.Do(func() {
-		m.driftPSI = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "system1_answer_drift_psi",
-			Help: "Population stability index of the recent answers' confidences or top answers against the reference window, the larger, per model and question signature."}, []string{"model", "signature"})
-		m.driftAlarmed = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "system1_answer_drift_alarm",
-			Help: "1 where a model and question signature's answers drifted past the threshold (PSI less its sampling noise), else 0."}, []string{"model", "signature"})
-		m.reg.MustRegister(m.driftPSI, m.driftAlarmed)
-	})
-	m.driftPSI.Reset()
-	m.driftAlarmed.Reset()
+	m.driftOnce.Do(func() { m.drift = m.register(driftPSIDesc, driftAlarmDesc) })
+	var g gauges
 	for _, p := range points {
-		m.driftPSI.WithLabelValues(p.Model, p.Signature).Set(p.PSI)
-		m.driftAlarmed.WithLabelValues(p.Model, p.Signature).Set(one(p.Alarm))
+		g.add(driftPSIDesc, p.PSI, p.Model, p.Signature)
+		g.add(driftAlarmDesc, one(p.Alarm), p.Model, p.Signature)
 	}
+	m.drift.set(g.ms)
 }
+
+var (
+	driftPSIDesc = prometheus.NewDesc("system1_answer_drift_psi",
+		"Population stability index of the recent answers' confidences or top answers against the reference window, the larger, per model and question signature.", []string{"model", "signature"}, nil)
+	driftAlarmDesc = prometheus.NewDesc("system1_answer_drift_alarm",
+		"1 where a model and question signature's answers drifted past the threshold (PSI less its sampling noise), else 0.", []string{"model", "signature"}, nil)
+)

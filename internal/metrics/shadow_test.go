@@ -34,3 +34,50 @@ func TestShadowAndDriftExposition(t *testing.T) {
 		t.Error("a signature the last SetDrift left out is still exposed")
 	}
 }
+
+// The rolling ECE and drift gauges are replaced whole: a scrape while
+// they are set again finds every series of one set, never a few or none,
+// as a vector's Reset and then Sets let it; points with the same labels
+// keep the last, as a vector's Set does.
+func TestGaugesAreSetWhole(t *testing.T) {
+	m := New()
+	eces := []ECE{{"m", "choice", "2", 0.1}, {"m", "choice", "3-4", 0.2}, {"m", "noul", "2", 0.3}, {"n", "choice", "2", 0.4}}
+	drifts := []Drift{{"m", "choice/4/abc", 0.5, true}, {"m", "noul/2/def", 0.01, false}, {"n", "score/3/123", 0.2, false}}
+	m.SetECE(eces)
+	m.SetDrift(drifts)
+	count := func() map[string]int {
+		mfs, err := m.reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := map[string]int{}
+		for _, mf := range mfs {
+			n[mf.GetName()] = len(mf.GetMetric())
+		}
+		return n
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 2000 {
+			m.SetECE(eces)
+			m.SetDrift(drifts)
+		}
+	}()
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		n := count()
+		if n["system1_calibration_ece"] != len(eces) || n["system1_answer_drift_psi"] != len(drifts) || n["system1_answer_drift_alarm"] != len(drifts) {
+			t.Fatalf("a scrape while the gauges were set found %d ECE, %d PSI and %d alarm series, want %d, %d and %d",
+				n["system1_calibration_ece"], n["system1_answer_drift_psi"], n["system1_answer_drift_alarm"], len(eces), len(drifts), len(drifts))
+		}
+	}
+	m.SetECE(append(eces, ECE{"m", "choice", "2", 0.9}))
+	if n := count()["system1_calibration_ece"]; n != len(eces) {
+		t.Errorf("%d ECE series after a set with labels given twice, want %d", n, len(eces))
+	}
+}
