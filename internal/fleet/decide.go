@@ -419,7 +419,7 @@ func (w *warmStates) add(node string, state uint64, now time.Time) {
 // whole pool. Everything else is the node's, by the policy (failed).
 func (r *Router) blame(n *Node, model string, f *engine.Failure) {
 	switch {
-	case f.Uninformative || f.Provoked:
+	case !speaks(f):
 	case f.Kind == engine.Unavailable && f.Status == http.StatusNotFound:
 		r.coolModel(n, model, f.Error())
 	case n.Pool && f.Kind == engine.Unavailable && f.Status != 0:
@@ -429,9 +429,9 @@ func (r *Router) blame(n *Node, model string, f *engine.Failure) {
 	}
 }
 
-// speaks reports whether f says anything of the node that blame would
-// act on: not the caller's request, a full queue, a caller gone, a
-// reading of no label or a provoked answer.
+// speaks reports whether f says anything of the node, which blame acts
+// on: not the caller's request, a full queue, a caller gone, a reading
+// of no label or a provoked answer.
 func speaks(f *engine.Failure) bool {
 	switch {
 	case f.Uninformative || f.Provoked:
