@@ -62,6 +62,14 @@ type keySpend struct {
 	base, added, written, mark decision.USD
 }
 
+// holds reports whether a record at t falls in k's period, rolled to
+// the one that holds now.
+func (k *keySpend) holds(t, now time.Time) bool {
+	k.roll(now)
+	start, _ := k.per.Bounds(t)
+	return start.Equal(k.start)
+}
+
 // roll starts the period that holds now when it is not k's.
 func (k *keySpend) roll(now time.Time) {
 	if start, _ := k.per.Bounds(now); !start.Equal(k.start) {
@@ -98,15 +106,11 @@ func (s *Spend) add(key string, t time.Time, cost decision.USD) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k, ok := s.keys[key]
-	if !ok {
+	if !ok || !k.holds(t, s.now()) {
 		return false
 	}
-	k.roll(s.now())
-	if start, _ := k.per.Bounds(t); start.Equal(k.start) {
-		k.added += cost
-		return true
-	}
-	return false
+	k.added += cost
+	return true
 }
 
 // wrote counts the records of batch that the writer committed (written
@@ -120,12 +124,7 @@ func (s *Spend) wrote(batch []Record, written func(i int) bool) {
 		if !r.spent || !written(i) {
 			continue
 		}
-		k, ok := s.keys[r.Key]
-		if !ok {
-			continue
-		}
-		k.roll(now)
-		if start, _ := k.per.Bounds(r.Time); start.Equal(k.start) {
+		if k, ok := s.keys[r.Key]; ok && k.holds(r.Time, now) {
 			k.written += *r.Cost
 		}
 	}
