@@ -33,17 +33,19 @@ func cmdDecide(ctx context.Context, args []string, e env) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	given := map[string]bool{} // the flags on the command line
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	var raw []byte
 	if *request != "" {
 		if fs.NArg() > 0 {
 			return e.usageError("decide", "--request takes the whole request; give no question or options with it")
 		}
 		var parts []string // of the request, which it would leave unread
-		fs.Visit(func(f *flag.Flag) {
-			if f.Name == "context" || f.Name == "min-confidence" || f.Name == "request-id" {
-				parts = append(parts, "--"+f.Name)
+		for _, name := range []string{"context", "min-confidence", "request-id"} {
+			if given[name] {
+				parts = append(parts, "--"+name)
 			}
-		})
+		}
 		if len(parts) > 0 {
 			return e.usageError("decide", "--request takes the whole request; give "+strings.Join(parts, ", ")+" in it instead")
 		}
@@ -73,9 +75,7 @@ func cmdDecide(ctx context.Context, args []string, e env) error {
 		}
 		// Any value given is the request's, for the gateway to check as
 		// it checks system1_decide's: -1, the default, is none.
-		set := false
-		fs.Visit(func(f *flag.Flag) { set = set || f.Name == "min-confidence" })
-		if set {
+		if given["min-confidence"] {
 			if math.IsNaN(*minConf) || math.IsInf(*minConf, 0) {
 				return e.usageError("decide", fmt.Sprintf("--min-confidence %v is not a number in [0, 1]", *minConf))
 			}
