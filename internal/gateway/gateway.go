@@ -285,12 +285,6 @@ func (g *Gateway) Decide(ctx context.Context, raw []byte, defaultID string) *Res
 // answers, its abstention is the answer.
 func (g *Gateway) run(ctx context.Context, log *slog.Logger, q query, gt gate, res *Response, who answer.Request) {
 	n := q.asked()
-	// options counts them as asked, the implicit one named: the caller
-	// sent one fewer.
-	options := fmt.Sprintf("%d options", n)
-	if q.NoneOption {
-		options = fmt.Sprintf("%d options (%d and the implicit none option)", n, n-1)
-	}
 	var limits []string // providers skipped for the option count
 	var last *failure
 	// unread is the first link whose model ranked none of the options,
@@ -322,7 +316,7 @@ func (g *Gateway) run(ctx context.Context, log *slog.Logger, q query, gt gate, r
 			continue
 		} else if !q.YesNo() && n > limit {
 			res.Attempts = append(res.Attempts, Attempt{Provider: p.name, Outcome: OutcomeSkipped,
-				Detail: fmt.Sprintf("not asked: %s exceed its limit of %d", options, limit)})
+				Detail: fmt.Sprintf("not asked: %s exceed its limit of %d", q.optionsAsked(), limit)})
 			limits = append(limits, fmt.Sprintf("%s takes at most %d", p.name, limit))
 			continue
 		}
@@ -388,7 +382,7 @@ func (g *Gateway) run(ctx context.Context, log *slog.Logger, q query, gt gate, r
 		return
 	}
 	if tried == 0 && len(limits) > 0 {
-		msg := fmt.Sprintf("%s are more than any provider takes: %s", options, strings.Join(limits, ", "))
+		msg := fmt.Sprintf("%s are more than any provider takes: %s", q.optionsAsked(), strings.Join(limits, ", "))
 		res.fail(CodeInvalidRequest, msg, "No provider can take this many options ("+msg+"). Shortlist the options and call again, or reason it through yourself.")
 		return
 	}

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"fmt"
 
 	"system1/internal/answer"
 	"system1/internal/decision"
@@ -18,6 +19,15 @@ func (q query) asked() int {
 		return len(q.Answers()) + 1
 	}
 	return len(q.Answers())
+}
+
+// optionsAsked says how many options the model is asked over, for a
+// message: the implicit one named, as the caller sent one fewer.
+func (q query) optionsAsked() string {
+	if q.NoneOption {
+		return fmt.Sprintf("%d options (%d and the implicit none option)", q.asked(), len(q.Answers()))
+	}
+	return fmt.Sprintf("%d options", q.asked())
 }
 
 // YesNo reports whether the query is answered yes or no.
