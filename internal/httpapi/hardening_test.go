@@ -462,11 +462,18 @@ func TestDuplicateKeys(t *testing.T) {
 		{`{"model":"fake","state":"s","questions":{"q1":{"type":"noul","type":"noul"}}}`, []string{"body", "questions", "q1", "type"}},
 		{`{"model":"fake","state":"s","questions":{"q1":{"type":"noul"},"q1":{"type":"noul"}}}`, []string{"body", "questions", "q1"}},
 		{`{"model":"fake","state":"s","questions":{"q":{"type":"choice","criteria":{"a":null,"b":null,"a":"x"}}}}`, []string{"body", "questions", "q", "criteria", "a"}},
+		{`{"model":"fake","state":"s","questions":{"q":{"type":"noul","criteria":{"true":"a","true":"b"}}}}`, []string{"body", "questions", "q", "criteria", "true"}},
+		{`{"model":"fake","state":"s","questions":{"q":{"type":"score","criteria":{"low":"a","low":"b"}}}}`, []string{"body", "questions", "q", "criteria", "low"}},
 	} {
 		d := detail(t, s.ask(t, tc.body))
 		if len(d) != 1 || !slices.Equal(d[0].Loc, tc.loc) || d[0].Type != "duplicate_key" || !strings.Contains(d[0].Msg, "twice") {
 			t.Errorf("%s: detail %+v, want one at %q", tc.body, d, tc.loc)
 		}
+	}
+	// An empty question id is refused as hosted Jev refuses it, naming it.
+	d := detail(t, s.ask(t, `{"model":"fake","state":"s","questions":{"":{"type":"noul"},"q":{"type":"noul"}}}`))
+	if len(d) != 1 || !slices.Equal(d[0].Loc, []string{"body", "questions", ""}) || d[0].Msg != "Question key cannot be empty." {
+		t.Errorf("an empty question id: detail %+v", d)
 	}
 	r := s.do(t, http.MethodPost, "/v1/decide", `{"question":"Which?","options":["a","b"],"options":["c","d"]}`)
 	if r.status != http.StatusUnprocessableEntity || !strings.Contains(string(r.body), `the request has the key \"options\" twice`) {
