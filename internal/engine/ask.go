@@ -134,7 +134,8 @@ func ask(ctx context.Context, e Engine, model string, state json.RawMessage, q d
 	}
 	if n <= per {
 		p := Layout(state, q, labels[:n])
-		r, err := read(ctx, e, model, p, optionKeys(q, allIndices(n)))
+		all := indices(0, n)
+		r, err := read(ctx, e, model, p, optionKeys(q, all))
 		if err != nil {
 			return Outcome{}, err
 		}
@@ -142,7 +143,7 @@ func ask(ctx context.Context, e Engine, model string, state json.RawMessage, q d
 		if r.PreMask {
 			out.Mass = decision.Mass(r.Logprobs, r.Found)
 		}
-		out.add(q, r, allIndices(n), p)
+		out.add(q, r, all, p)
 		return out, nil
 	}
 	return rounds(ctx, e, model, state, q, labels, per, caps.Subsets && len(labels) >= n)
@@ -202,7 +203,7 @@ func (o *Outcome) add(q decision.Question, r reading, opts []int, p Prompt) {
 // Ask's comment says how and when that is exact.
 func rounds(ctx context.Context, e Engine, model string, state json.RawMessage, q decision.Question, labels []string, per int, shared bool) (Outcome, error) {
 	n := len(q.Options)
-	groups := [][]int{allIndices(per)}
+	groups := [][]int{indices(0, per)}
 	for i := per; i < n; i += per - 1 {
 		groups = append(groups, indices(i, min(i+per-1, n)))
 	}
@@ -279,8 +280,6 @@ func rounds(ctx context.Context, e Engine, model string, state json.RawMessage, 
 	}
 	return out, nil
 }
-
-func allIndices(n int) []int { return indices(0, n) }
 
 func indices(from, to int) []int {
 	out := make([]int, 0, to-from)

@@ -160,7 +160,8 @@ func StatusFailure(status int, retryAfter time.Duration, msg string) *Failure {
 		// change on a retry, so it is the request's, which the wires
 		// answer with a 4xx that the SDKs do not retry.
 		f.Kind = Rejected
-		f.ContextTooLong = contextRefusal(msg)
+		lower := strings.ToLower(msg)
+		f.ContextTooLong = slices.ContainsFunc(contextRefusals, func(r string) bool { return strings.Contains(lower, r) })
 	case status == 408 || status == 504:
 		f.Kind = Timeout
 	default: // 404 for a claimed model, 5xx, anything else
@@ -179,11 +180,4 @@ var contextRefusals = []string{
 	"exceeds the context length",
 	"longer than the model's context length",
 	"context_length_exceeded",
-}
-
-// contextRefusal reports whether an engine's refusal says the prompt is
-// longer than the model's context.
-func contextRefusal(msg string) bool {
-	msg = strings.ToLower(msg)
-	return slices.ContainsFunc(contextRefusals, func(r string) bool { return strings.Contains(msg, r) })
 }
