@@ -86,12 +86,7 @@ func (e *Engine) Read(ctx context.Context, model string, p engine.Prompt) (engin
 		// Ollama before 0.12.11 sends none, and none for an end-of-sequence token.
 		return engine.Reading{}, &engine.Failure{Kind: engine.Malformed, Err: errors.New("no logprobs in the reply")}
 	}
-	asked := p.Asked()
-	labels := make([]openai.Label, len(asked))
-	for i, l := range asked {
-		labels[i] = openai.Label{Text: l, ID: -1}
-	}
-	r, err := openai.TokenReading(&reply.Logprobs[0], labels, true)
+	r, err := openai.TokenReading(&reply.Logprobs[0], openai.TextLabels(p.Asked()), true)
 	if err != nil {
 		return engine.Reading{}, err
 	}

@@ -103,6 +103,16 @@ type Label struct {
 	ID   int
 }
 
+// TextLabels are labels matched by their text alone, for engines that
+// report no token ids.
+func TextLabels(texts []string) []Label {
+	labels := make([]Label, len(texts))
+	for i, t := range texts {
+		labels[i] = Label{Text: t, ID: -1}
+	}
+	return labels
+}
+
 // matches reports whether t is label l: by id where l has one, else by
 // its text.
 func (l Label) matches(t *TokenLogprob) bool {
@@ -365,11 +375,7 @@ func (e *Engine) Read(ctx context.Context, model string, p engine.Prompt) (engin
 	}); err != nil {
 		return engine.Reading{}, err
 	}
-	labels := make([]Label, len(asked))
-	for i, l := range asked {
-		labels[i] = Label{Text: l, ID: -1}
-	}
-	return Reading(&reply, labels, !e.constrained())
+	return Reading(&reply, TextLabels(asked), !e.constrained())
 }
 
 // Reading turns a chat reply into a reading of the labels.
