@@ -58,16 +58,6 @@ type constraint struct {
 	retryAt time.Time // a probe that got no answer is not retried before
 }
 
-// holds asks the constraint probe of model and reports whether the
-// generated token was one of its labels.
-func (b *engineBackend) holds(ctx context.Context, model string) (bool, error) {
-	r, err := b.e.Read(ctx, model, ConstraintProbe)
-	if err != nil {
-		return false, err
-	}
-	return !r.ConstraintFailed, nil
-}
-
 // constrained marks a node whose engine is to hold the first token to
 // the labels, and starts its state unprobed.
 func (n *Node) constrained(method string) {
@@ -99,7 +89,7 @@ func (r *Router) probeConstraint(n *Node, b *engineBackend, model string) {
 	c.probing = true
 	n.mu.Unlock()
 	go func() {
-		held, err := b.holds(engine.WithGate(context.Background(), gate{n: n}), model)
+		probe, err := b.e.Read(engine.WithGate(context.Background(), gate{n: n}), model, ConstraintProbe)
 		at := r.now()
 		n.mu.Lock()
 		defer n.mu.Unlock()
@@ -110,7 +100,7 @@ func (r *Router) probeConstraint(n *Node, b *engineBackend, model string) {
 		case err != nil:
 			c.retryAt = at.Add(r.policy.Cooldown)
 			c.Detail = fmt.Sprintf("the probe got no answer (%v); it is sent again on a use after %s", engine.Classify(err), r.policy.Cooldown)
-		case held:
+		case !probe.ConstraintFailed:
 			c.State, c.Model, c.At = ConstraintHolds, model, at
 			c.Detail = "the probe's generated token was one of its labels"
 		default:
