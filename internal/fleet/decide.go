@@ -416,16 +416,21 @@ func (w *warmStates) add(node string, state uint64, now time.Time) {
 // counts against anything. On a pool, an error status its router answered
 // with (a 5xx) is one engine's failure behind a router that still routes:
 // it counts toward a cooldown, as a timeout does, rather than cooling the
-// whole pool. Everything else is the node's, by the policy (failed).
+// whole pool. Everything else is the node's, by the policy (failedLocked).
 func (r *Router) blame(n *Node, model string, f *engine.Failure) {
+	if !speaks(f) {
+		return
+	}
+	now := r.now()
+	n.mu.Lock()
+	defer n.mu.Unlock()
 	switch {
-	case !speaks(f):
 	case f.Kind == engine.Unavailable && f.Status == http.StatusNotFound:
-		r.coolModel(n, model, f.Error())
+		r.coolModelLocked(n, model, now, f.Error())
 	case n.Pool && f.Kind == engine.Unavailable && f.Status != 0:
-		r.count(n, f)
+		r.countLocked(n, f, now)
 	default:
-		r.failed(n, f)
+		r.failedLocked(n, f, now)
 	}
 }
 
@@ -442,11 +447,10 @@ func speaks(f *engine.Failure) bool {
 	return true
 }
 
-// coolModel rests model on n for the policy's cooldown.
-func (r *Router) coolModel(n *Node, model, why string) {
-	until := r.now().Add(r.policy.Cooldown)
-	n.mu.Lock()
-	defer n.mu.Unlock()
+// coolModelLocked rests model on n for the policy's cooldown from now;
+// the caller holds n.mu.
+func (r *Router) coolModelLocked(n *Node, model string, now time.Time, why string) {
+	until := now.Add(r.policy.Cooldown)
 	if n.modelCool == nil {
 		n.modelCool = map[string]modelCooldown{}
 	}

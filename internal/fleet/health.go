@@ -24,16 +24,9 @@ type Policy struct {
 // DefaultPolicy is LiteLLM's: 3 failures a minute, 5 seconds off.
 var DefaultPolicy = Policy{AllowedFails: 3, Window: time.Minute, Cooldown: 5 * time.Second}
 
-// failed records a node's failure and cools it down by the policy.
-func (r *Router) failed(n *Node, f *engine.Failure) {
-	now := r.now()
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	r.failedLocked(n, f, now)
-}
-
-// failedLocked is failed with n.mu held; it reports whether the failure
-// began or lengthened n's cooldown.
+// failedLocked records a node's failure at now and cools it down by the
+// policy; the caller holds n.mu. It reports whether the failure began or
+// lengthened n's cooldown.
 func (r *Router) failedLocked(n *Node, f *engine.Failure, now time.Time) bool {
 	switch f.Kind {
 	case engine.Rejected, engine.Busy, engine.Canceled:
@@ -48,15 +41,6 @@ func (r *Router) failedLocked(n *Node, f *engine.Failure, now time.Time) bool {
 	default:
 		return r.countLocked(n, f, now)
 	}
-}
-
-// count records a failure of n that cools it only as one of
-// AllowedFails within Window.
-func (r *Router) count(n *Node, f *engine.Failure) {
-	now := r.now()
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	r.countLocked(n, f, now)
 }
 
 // countLocked adds a failure at now to n's window and cools n when the
