@@ -84,7 +84,7 @@ func (b *engineBackend) ask(c *caller, req decision.Request) []answer {
 	defer c.r.probeConstraint(c.n, b, req.Model)
 	out := make([]answer, len(req.Questions))
 	ask := func(ctx context.Context, j int) {
-		start := c.now()
+		start := c.r.now()
 		// The question's calls are one attempt, traced under its question
 		// (nothing when tracing is off).
 		actx, span := tracing.StartAttempt(tracing.ForQuestion(ctx, req.Questions[j].ID), c.n.Name, req.Model, c.n.Dialect)
@@ -251,7 +251,7 @@ type forwarded struct {
 // question, with the node, model, tokens and outcome any engine attempt
 // has.
 func (b *upstreamBackend) ask(c *caller, req decision.Request) []answer {
-	start := c.now()
+	start := c.r.now()
 	actx, span := tracing.StartAttempt(c.ctx, c.n.Name, req.Model, c.n.Dialect)
 	var reply *forwarded
 	err := engine.Call(actx, func(ctx context.Context) (err error) {
@@ -304,7 +304,7 @@ func (b unusable) Models(context.Context) ([]string, error) { return nil, b.why 
 func (b unusable) ask(c *caller, req decision.Request) []answer {
 	out := make([]answer, len(req.Questions))
 	for j := range out {
-		out[j] = c.result(c.now(), engine.Outcome{}, "", &engine.Failure{Kind: engine.Unavailable, Err: b.why})
+		out[j] = c.result(c.r.now(), engine.Outcome{}, "", &engine.Failure{Kind: engine.Unavailable, Err: b.why})
 	}
 	return out
 }
@@ -329,11 +329,9 @@ type caller struct {
 	warm bool
 }
 
-func (c *caller) now() time.Time { return c.r.now() }
-
 // result records one question's attempt on the node.
 func (c *caller) result(start time.Time, o engine.Outcome, abstain string, err error) answer {
-	at := Attempt{Node: c.n.Name, Outcome: "ok", Latency: c.now().Sub(start)}
+	at := Attempt{Node: c.n.Name, Outcome: "ok", Latency: c.r.now().Sub(start)}
 	a := answer{outcome: o, abstain: abstain, sent: true}
 	if f := failure(err); f != nil {
 		at.Outcome, at.Detail = f.Kind.String(), f.Error()
