@@ -556,12 +556,9 @@ func (e *Engine) Labels(ctx context.Context, model string, candidates []string, 
 			return labels, nil
 		}
 		c := candidates[unknown]
-		id, single, err := e.tokenID(ctx, c)
+		id, err := e.tokenID(ctx, c)
 		if err != nil {
 			return nil, err
-		}
-		if !single {
-			id = -1
 		}
 		e.mu.Lock()
 		if e.ids == nil {
@@ -572,11 +569,12 @@ func (e *Engine) Labels(ctx context.Context, model string, candidates []string, 
 	}
 }
 
-// tokenID finds the token whose text is exactly label. A tokenizer may put
-// a space before the text it is given (SentencePiece does), so a label
-// standing alone can come back as a whitespace token and the label's
-// token; after a newline it cannot merge with what precedes it.
-func (e *Engine) tokenID(ctx context.Context, label string) (id int, single bool, err error) {
+// tokenID finds the token whose text is exactly label, -1 when no single
+// token is. A tokenizer may put a space before the text it is given
+// (SentencePiece does), so a label standing alone can come back as a
+// whitespace token and the label's token; after a newline it cannot merge
+// with what precedes it.
+func (e *Engine) tokenID(ctx context.Context, label string) (int, error) {
 	for _, text := range []string{label, "\n" + label} {
 		var reply struct {
 			Tokens []struct {
@@ -588,7 +586,7 @@ func (e *Engine) tokenID(ctx context.Context, label string) (id int, single bool
 		// The tokenizer runs no model: no slot, so that a new model's
 		// hundreds of candidates do not each wait for one.
 		if err := e.query(ctx, "/tokenize", req, &reply); err != nil {
-			return 0, false, fmt.Errorf("tokenizing %q: %w", label, err)
+			return 0, fmt.Errorf("tokenizing %q: %w", label, err)
 		}
 		var rest []int
 		for i, t := range reply.Tokens {
@@ -597,10 +595,10 @@ func (e *Engine) tokenID(ctx context.Context, label string) (id int, single bool
 			}
 		}
 		if len(rest) == 1 && reply.Tokens[rest[0]].Piece == label {
-			return reply.Tokens[rest[0]].ID, true, nil
+			return reply.Tokens[rest[0]].ID, nil
 		}
 	}
-	return 0, false, nil
+	return -1, nil
 }
 
 // query posts a request that runs no model, bounded by the node's
