@@ -27,12 +27,7 @@ var (
 
 func candidates() []string {
 	upper, lower := "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz"
-	var out []string
-	add := func(set string) {
-		for _, c := range set {
-			out = append(out, string(c))
-		}
-	}
+	out := strings.Split(upper, "")
 	pairs := func(set string) {
 		for _, a := range set {
 			for _, b := range set {
@@ -40,10 +35,8 @@ func candidates() []string {
 			}
 		}
 	}
-	add(upper)
 	pairs(upper)
-	add(lower)
-	add("0123456789")
+	out = append(out, strings.Split(lower+"0123456789", "")...)
 	pairs(lower)
 	return out
 }
