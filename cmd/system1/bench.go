@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -197,7 +198,7 @@ func writeBenchOutputs(e env, rep *bench.Report, out, plot, preds string) error 
 		sets = append(sets, s.Name)
 	}
 	fmt.Fprintf(e.stdout, "bench: %d cases of %s against %s, model %s (replies name %s), concurrency %d, %.1f s\n\n",
-		rep.Overall.Cases, strings.Join(sets, ", "), what, rep.Model, orNone(strings.Join(rep.Models, ", ")), rep.Concurrency, rep.WallS)
+		rep.Overall.Cases, strings.Join(sets, ", "), what, rep.Model, cmp.Or(strings.Join(rep.Models, ", "), "(none)"), rep.Concurrency, rep.WallS)
 	if err := rep.WriteMarkdown(e.stdout); err != nil {
 		return err
 	}
@@ -217,7 +218,7 @@ func writeBenchOutputs(e env, rep *bench.Report, out, plot, preds string) error 
 	}
 	if plot != "" {
 		p := bench.Plot{
-			Title:  fmt.Sprintf("%s on %s: %d answers, accuracy %.1f%%", orNone(strings.Join(rep.Models, ", ")), strings.Join(sets, ", "), rep.Overall.N, 100*rep.Overall.Accuracy),
+			Title:  fmt.Sprintf("%s on %s: %d answers, accuracy %.1f%%", cmp.Or(strings.Join(rep.Models, ", "), "(none)"), strings.Join(sets, ", "), rep.Overall.N, 100*rep.Overall.Accuracy),
 			Raw:    rep.Overall.Bins,
 			RawECE: rep.Overall.ECE,
 		}
@@ -239,13 +240,6 @@ func writeFile(path string, write func(io.Writer) error) error {
 		return err
 	}
 	return os.WriteFile(path, b.Bytes(), 0o644)
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "(none)"
-	}
-	return s
 }
 
 // marshalReport writes the report indented, with each case on one line,

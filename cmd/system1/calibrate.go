@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -289,12 +290,9 @@ func refitLoop(ctx context.Context, fits *outcomes.FitsFile, tracker *outcomes.T
 			// The build the bucket's outcomes came from: each build is
 			// refitted apart, and a line that did not say which could not
 			// be told from another build's.
-			fp := d.Fingerprint
-			if fp == "" {
-				fp = "unknown"
-			}
-			attrs := []any{"request_id", "-", "model", d.Model, "fingerprint", fp, "kind", d.Kind, "bucket", d.Bucket, "outcomes", d.Outcomes, "new", d.New,
-				"current", d.Current, "calibrator", d.Calibrator, "sets", d.Sets, "written", d.Written, "why", d.Reason, "evidence", d.Evidence()}
+			attrs := []any{"request_id", "-", "model", d.Model, "fingerprint", cmp.Or(d.Fingerprint, "unknown"),
+				"kind", d.Kind, "bucket", d.Bucket, "outcomes", d.Outcomes, "new", d.New, "current", d.Current,
+				"calibrator", d.Calibrator, "sets", d.Sets, "written", d.Written, "why", d.Reason, "evidence", d.Evidence()}
 			switch {
 			case d.Adopted:
 				log.Info("refit adopted", append(attrs, "revision", rev)...)

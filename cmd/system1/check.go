@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -118,7 +119,7 @@ exit status: 0 held (or baseline written), 1 drifted or failed, 2 usage.
 			return err
 		}
 		fmt.Fprintf(e.stdout, "check: wrote the baseline of %d cases of model %s (build %s) to %s in %.1f s\n",
-			len(records), *model, orNone(strings.Join(b.Builds, ", ")), *baseline, wall.Seconds())
+			len(records), *model, cmp.Or(strings.Join(b.Builds, ", "), "(none)"), *baseline, wall.Seconds())
 		return nil
 	}
 	checks, err := base.Compare(records, t)
