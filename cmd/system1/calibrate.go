@@ -47,8 +47,18 @@ cases where none are held out), which decide grades by.
 	minCases := fs.Int("min-cases", DefaultMinCases, "fewest cases a bucket needs to fit on, after the holdout")
 	seed := fs.Uint64("seed", 1, "seed of the holdout split")
 	benchReport := fs.String("bench-report", "", "when asking the cases: also write the bench report here")
-	var report reportFlag
-	fs.Var(&report, "report", "print the calibration report of the decision log's answers with outcomes (as GET /v1/calibration); --report=FILE is --bench-report FILE")
+	// --report alone is the decision log's report; --report=FILE is
+	// --bench-report FILE.
+	var reportLog bool
+	var reportFile string
+	fs.BoolFunc("report", "print the calibration report of the decision log's answers with outcomes (as GET /v1/calibration); --report=FILE is --bench-report FILE", func(v string) error {
+		if v == "true" {
+			reportLog = true
+		} else {
+			reportFile = v
+		}
+		return nil
+	})
 	fromLog := fs.Bool("from-log", false, "fit from the decision log's answers with outcomes (no model is asked), with the buckets, --min-cases and --holdout of --from")
 	window := fs.Duration("window", 7*24*time.Hour, "with --from-log or --report: how far back the decision log is read")
 	targetError := fs.Float64("target-error", 0, "the target error of the suggested gates: those written with each fit (default 0.02), and with --report those of the report (default the configuration's, else 0.02)")
@@ -56,8 +66,8 @@ cases where none are held out), which decide grades by.
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if report.file != "" {
-		*benchReport = report.file
+	if reportFile != "" {
+		*benchReport = reportFile
 	}
 	// Checked before --report too, which reads both.
 	switch {
@@ -66,7 +76,7 @@ cases where none are held out), which decide grades by.
 	case *window <= 0:
 		return e.usageError("calibrate", "--window must be positive")
 	}
-	if report.log {
+	if reportLog {
 		if *fromLog || *from != "" || len(fs.Args()) > 0 || t.endpoint != "" {
 			return e.usageError("calibrate", "--report reads the decision log: no --from, --from-log, --endpoint or case files with it")
 		}

@@ -13,27 +13,6 @@ import (
 	"system1/internal/outcomes"
 )
 
-// reportFlag is calibrate's --report: alone, the decision log's report;
-// with a value (--report=FILE), the bench report file of an asking run.
-type reportFlag struct {
-	log  bool
-	file string
-}
-
-func (r *reportFlag) String() string { return r.file }
-
-func (r *reportFlag) Set(v string) error {
-	if v == "true" {
-		r.log = true
-		return nil
-	}
-	r.file = v
-	return nil
-}
-
-// IsBoolFlag lets --report stand alone.
-func (r *reportFlag) IsBoolFlag() bool { return true }
-
 // openLogFor opens the decision log of the configuration at path.
 func openLogFor(ctx context.Context, e env, cfgFlag, stateDir string) (*config.Config, *decisionlog.Log, error) {
 	cfg, err := loadConfig(ctx, cfgFlag, e.getenv, checkLog)

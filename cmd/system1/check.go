@@ -16,15 +16,6 @@ import (
 	"system1/internal/cases"
 )
 
-// fileList is a flag that may be given more than once.
-type fileList []string
-
-func (l *fileList) String() string { return strings.Join(*l, ",") }
-func (l *fileList) Set(v string) error {
-	*l = append(*l, v)
-	return nil
-}
-
 // cmdCheck asks a locked case set of the configuration's nodes and holds
 // the answers against a baseline: a drift gate for CI (docs/check.md).
 func cmdCheck(ctx context.Context, args []string, e env) error {
@@ -42,8 +33,11 @@ exit status: 0 held (or baseline written), 1 drifted or failed, 2 usage.
 `)
 	cfgPath := set.String("config", "", "configuration file whose nodes are asked "+configDefault)
 	model := set.String("model", "", "model to ask (required)")
-	var files fileList
-	set.Var(&files, "cases", "case file (JSON Lines, bench's format); may be given more than once (required)")
+	var files []string
+	set.Func("cases", "case file (JSON Lines, bench's format); may be given more than once (required)", func(v string) error {
+		files = append(files, v)
+		return nil
+	})
 	baseline := set.String("baseline", "", "baseline file to hold the answers against, or to write with --write-baseline (required)")
 	write := set.Bool("write-baseline", false, "write this run's answers as the baseline instead of comparing")
 	junit := set.String("junit", "", "also write the checks here as JUnit XML")

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"system1/internal/answer"
@@ -41,8 +42,18 @@ func cmdRun(ctx context.Context, args []string, e env) error {
 	format := fs.String("format", "", "jsonl or csv (default: by the input's name)")
 	concurrency := fs.Int("concurrency", 0, "calls kept in flight when the decider cannot tell its capacity (default 4)")
 	stateDir := fs.String("state-dir", "", "with --config: folder of the decision log "+stateDirDefault)
-	outcomeCols := outcomeFlag{}
-	fs.Var(outcomeCols, "outcome", "QUESTION=COLUMN: the column (JSONL: the row's key) holding the question's outcome, kept out of the state, measured in the summary and, with --config, recorded as feedback in the decision log (repeatable)")
+	outcomeCols := map[string]string{} // question id -> column
+	fs.Func("outcome", "QUESTION=COLUMN: the column (JSONL: the row's key) holding the question's outcome, kept out of the state, measured in the summary and, with --config, recorded as feedback in the decision log (repeatable)", func(v string) error {
+		q, col, ok := strings.Cut(v, "=")
+		switch {
+		case !ok || q == "" || col == "":
+			return errors.New("QUESTION=COLUMN is required, such as dept=label")
+		case outcomeCols[q] != "":
+			return fmt.Errorf("the question %s is given twice", q)
+		}
+		outcomeCols[q] = col
+		return nil
+	})
 	if err := parse(fs, args); err != nil {
 		return err
 	}

@@ -4,38 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"maps"
 	"slices"
-	"strings"
 
 	"system1/internal/jobs"
 	"system1/internal/outcomes"
 )
-
-// outcomeFlag is run's --outcome QUESTION=COLUMN, repeatable: question id
-// -> column.
-type outcomeFlag map[string]string
-
-func (f outcomeFlag) String() string {
-	var parts []string
-	for _, q := range slices.Sorted(maps.Keys(f)) {
-		parts = append(parts, q+"="+f[q])
-	}
-	return strings.Join(parts, ",")
-}
-
-func (f outcomeFlag) Set(v string) error {
-	q, col, ok := strings.Cut(v, "=")
-	switch {
-	case !ok || q == "" || col == "":
-		return errors.New("QUESTION=COLUMN is required, such as dept=label")
-	case f[q] != "":
-		return fmt.Errorf("the question %s is given twice", q)
-	}
-	f[q] = col
-	return nil
-}
 
 // logFeedback records a run's outcomes through outcomes.Feedback, the
 // path POST /v1/feedback, system1_feedback and system1 feedback take.
