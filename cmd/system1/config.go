@@ -27,13 +27,18 @@ To write your own, see "Configuration" in the README and docs/plugin.md.`
 
 // loadConfig reads the configuration a command of the command line names
 // (configPath) and holds it to check: the whole of it, or the section the
-// command reads (checkLog). A missing file is explained (whereConfig),
-// not reported as a bare "no such file".
+// command reads (checkLog).
 func loadConfig(ctx context.Context, flagValue string, getenv func(string) string, check func(*config.Config) []error) (*config.Config, error) {
-	path := configPath(flagValue, getenv)
+	return readConfig(ctx, configPath(flagValue, getenv), "", check)
+}
+
+// readConfig reads the configuration at path and holds it to check. A
+// missing file is explained (need, what the command needs it for, then
+// whereConfig), not reported as a bare "no such file".
+func readConfig(ctx context.Context, path, need string, check func(*config.Config) []error) (*config.Config, error) {
 	cfg, err := config.LoadContext(ctx, path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("no configuration at %s.\n\n%s", path, whereConfig(path))
+		return nil, fmt.Errorf("no configuration at %s%s.\n\n%s", path, need, whereConfig(path))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the configuration: %w", err)

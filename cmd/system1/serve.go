@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"sync"
 	"time"
 
@@ -77,19 +76,13 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 // it is read is no error: nil and nil.
 func serveConfig(ctx context.Context, path, listen string, log *slog.Logger) (*config.Config, error) {
 	log.Info("reading the configuration", "config", path)
-	cfg, err := config.LoadContext(ctx, path)
+	cfg, err := readConfig(ctx, path, ": serve needs one that lists the engines (nodes) to serve", (*config.Config).Check)
 	if errors.Is(err, context.Canceled) {
 		log.Info("stopped by a signal while reading the configuration")
 		return nil, nil
 	}
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("no configuration at %s: serve needs one that lists the engines (nodes) to serve.\n\n%s", path, whereConfig(path))
-	}
 	if err != nil {
-		return nil, fmt.Errorf("reading the configuration: %w", err)
-	}
-	if errs := cfg.Check(); len(errs) > 0 {
-		return nil, fmt.Errorf("configuration %s: %w", cfg.Path, errors.Join(errs...))
+		return nil, err
 	}
 	cfg.Listen = cmp.Or(listen, cfg.Listen, "127.0.0.1:3000")
 	return cfg, nil
