@@ -50,12 +50,7 @@ func cmdDecide(ctx context.Context, args []string, e env) error {
 			return e.usageError("decide", "--request takes the whole request; give "+strings.Join(parts, ", ")+" in it instead")
 		}
 		var err error
-		if *request == "-" {
-			raw, err = io.ReadAll(e.stdin)
-		} else {
-			raw, err = os.ReadFile(*request)
-		}
-		if err != nil {
+		if raw, err = readInput(*request, e.stdin); err != nil {
 			return err
 		}
 	} else {
@@ -214,4 +209,12 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// readInput reads the file at path, or stdin when path is "-".
+func readInput(path string, stdin io.Reader) ([]byte, error) {
+	if path == "-" {
+		return io.ReadAll(stdin)
+	}
+	return os.ReadFile(path)
 }

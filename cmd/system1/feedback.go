@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"system1/internal/decisionlog"
 	"system1/internal/outcomes"
@@ -58,13 +57,7 @@ func cmdFeedback(ctx context.Context, args []string, e env) error {
 	var res *outcomes.FeedbackResult
 	switch {
 	case *file != "" && fs.NArg() == 0 && *question == "":
-		var data []byte
-		var err error
-		if *file == "-" {
-			data, err = io.ReadAll(io.LimitReader(e.stdin, 16<<20))
-		} else {
-			data, err = os.ReadFile(*file)
-		}
+		data, err := readInput(*file, io.LimitReader(e.stdin, 16<<20))
 		if err != nil {
 			return fmt.Errorf("feedback: %w", err)
 		}
