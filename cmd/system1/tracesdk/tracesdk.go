@@ -216,21 +216,14 @@ func sampler(cfg config.Tracing) sdktrace.Sampler {
 		name = "parentbased_traceidratio"
 	}
 	ratio := sdktrace.TraceIDRatioBased(cfg.Ratio())
-	switch name {
-	case "always_on":
-		return sdktrace.AlwaysSample()
-	case "always_off":
-		return sdktrace.NeverSample()
-	case "traceidratio":
-		return ratio
-	case "parentbased_always_on":
-		return sdktrace.ParentBased(sdktrace.AlwaysSample())
-	case "parentbased_always_off":
-		return sdktrace.ParentBased(sdktrace.NeverSample())
-	case "parentbased_traceidratio":
-		return sdktrace.ParentBased(ratio)
-	}
-	return nil
+	return map[string]sdktrace.Sampler{
+		"always_on":                sdktrace.AlwaysSample(),
+		"always_off":               sdktrace.NeverSample(),
+		"traceidratio":             ratio,
+		"parentbased_always_on":    sdktrace.ParentBased(sdktrace.AlwaysSample()),
+		"parentbased_always_off":   sdktrace.ParentBased(sdktrace.NeverSample()),
+		"parentbased_traceidratio": sdktrace.ParentBased(ratio),
+	}[name]
 }
 
 // headersOf reads the headers the block's headers_env names, written as
