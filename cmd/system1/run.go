@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -272,4 +274,26 @@ func (d *localDecider) result(req decision.Request, a *answer.Answer) (jobs.Resu
 // with every slot busy (answer.Service.Capacity).
 func (d *localDecider) Capacity(ctx context.Context, job decision.Request) int {
 	return d.answer.Capacity(ctx, job.Model, len(job.Questions))
+}
+
+// logFeedback records a run's outcomes through outcomes.Feedback, the
+// path POST /v1/feedback, system1_feedback and system1 feedback take.
+type logFeedback struct{ f *outcomes.Feedback }
+
+// RecordOutcomes records outs in batches of the most one feedback call
+// takes.
+func (l logFeedback) RecordOutcomes(ctx context.Context, outs []jobs.Outcome) (int, error) {
+	n := 0
+	for batch := range slices.Chunk(outs, outcomes.MaxFeedbackOutcomes) {
+		items := make([]outcomes.FeedbackItem, len(batch))
+		for i, o := range batch {
+			key, _ := json.Marshal(o.Option) // a Go string always marshals
+			items[i] = outcomes.FeedbackItem{RequestID: o.RequestID, Question: o.Question, Outcome: key}
+		}
+		if res := l.f.Record(ctx, items); res.Error != nil {
+			return n, errors.New(res.Error.Message)
+		}
+		n += len(batch)
+	}
+	return n, nil
 }
