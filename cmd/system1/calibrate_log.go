@@ -13,7 +13,8 @@ import (
 	"system1/internal/outcomes"
 )
 
-// openLogFor opens the decision log of the configuration at path.
+// openLogFor opens the decision log of the configuration cfgFlag names
+// (configPath), held to its decision_log section alone.
 func openLogFor(ctx context.Context, e env, cfgFlag, stateDir string) (*config.Config, *decisionlog.Log, error) {
 	cfg, err := loadConfig(ctx, cfgFlag, e.getenv, checkLog)
 	if err != nil {
