@@ -213,9 +213,9 @@ func servingFits(cfg *config.Config, log *slog.Logger) (*outcomes.FitsFile, erro
 // eceWindow is the window of the rolling ECE gauge.
 const eceWindow = 24 * time.Hour
 
-// watchECE sets the rolling ECE gauges from the tracker, which reads
-// only the outcomes recorded since it was last asked. suspect is told
-// each model whose answers drifted.
+// watchECE sets the rolling ECE and drift gauges from the tracker, which
+// reads only the outcomes recorded since it was last asked. Each
+// signature that alarms is logged, and suspect told its model.
 func watchECE(ctx context.Context, m *metrics.Metrics, tracker *outcomes.Tracker, fits *outcomes.FitsFile, drift outcomes.DriftOptions, suspect func(model string), log *slog.Logger) {
 	now := time.Now()
 	rep, err := tracker.Report(ctx, fits.Current(), outcomes.ReportOptions{Since: now.Add(-eceWindow), Until: now, Drift: drift})
@@ -228,7 +228,15 @@ func watchECE(ctx context.Context, m *metrics.Metrics, tracker *outcomes.Tracker
 		points = append(points, metrics.ECE{Model: b.Model, Kind: string(b.Kind), Bucket: b.Bucket, ECE: b.ECECalibrated})
 	}
 	m.SetECE(points)
-	setDrift(m, rep.Drift, suspect, log)
+	drifts := make([]metrics.Drift, 0, len(rep.Drift))
+	for _, d := range rep.Drift {
+		drifts = append(drifts, metrics.Drift{Model: d.Model, Signature: d.Signature, PSI: d.PSI, Alarm: d.Alarm})
+		if d.Alarm {
+			log.Warn("the answers drifted", "request_id", "-", "model", d.Model, "signature", d.Signature, "reason", d.Reason)
+			suspect(d.Model)
+		}
+	}
+	m.SetDrift(drifts)
 }
 
 // adopted counts the refit decisions that adopted a calibrator or a
@@ -241,20 +249,6 @@ func adopted(ds []outcomes.RefitDecision) int {
 		}
 	}
 	return n
-}
-
-// setDrift sets the drift gauges from a report's drift entry, logs each
-// signature that alarms and tells suspect its model.
-func setDrift(m *metrics.Metrics, ds []outcomes.SignatureDrift, suspect func(model string), log *slog.Logger) {
-	points := make([]metrics.Drift, 0, len(ds))
-	for _, d := range ds {
-		points = append(points, metrics.Drift{Model: d.Model, Signature: d.Signature, PSI: d.PSI, Alarm: d.Alarm})
-		if d.Alarm {
-			log.Warn("the answers drifted", "request_id", "-", "model", d.Model, "signature", d.Signature, "reason", d.Reason)
-			suspect(d.Model)
-		}
-	}
-	m.SetDrift(points)
 }
 
 // driftOptions are the drift report's options the configuration sets.
