@@ -75,10 +75,7 @@ func (t *target) asker(ctx context.Context, e env, rep *bench.Report) (bench.Ask
 	if !ok {
 		return nil, "", fmt.Errorf("no provider %q in %s (providers: %s)", t.provider, cfg.Path, strings.Join(g.Chain(), ", "))
 	}
-	model := t.model
-	if model == "" {
-		model = l.Model
-	}
+	model := cmp.Or(t.model, l.Model)
 	rep.Provider, rep.Config, rep.Model, rep.Endpoint = l.Name, cfg.Path, model, l.Endpoint
 	if len(l.Nodes) > 0 {
 		path = path.Only(l.Nodes)

@@ -96,10 +96,7 @@ func Setup(ctx context.Context, o Options) (*tracing.Tracer, error) {
 	if err != nil {
 		return nil, err
 	}
-	log := o.Log
-	if log == nil {
-		log = slog.Default()
-	}
+	log := cmp.Or(o.Log, slog.Default())
 	// The SDK reports what it cannot send through OpenTelemetry's one
 	// error handler; without this it would print through the log package.
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
