@@ -205,9 +205,7 @@ func newRunner(ctx context.Context, opt Options, total, done int) *runner {
 		free:         make(chan struct{}, opt.MaxConcurrency),
 		limitChanged: make(chan struct{}, 1),
 	}
-	if b, ok := opt.Decider.(BatchDecider); ok {
-		rn.batcher = b
-	}
+	rn.batcher, _ = opt.Decider.(BatchDecider)
 	rn.ctx, rn.cancel = context.WithCancelCause(ctx)
 	return rn
 }
