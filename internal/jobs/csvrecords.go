@@ -20,7 +20,6 @@ import (
 // whole into memory, never more than MaxLineBytes of it: a quoted field
 // still open past that is its first line's error.
 type csvRecords struct {
-	f *os.File
 	lineReader
 	buf  []byte // the record's text, lines joined by "\n"
 	out  []byte // the record's fields, unquoted, back to back
@@ -97,11 +96,14 @@ func (r *csvRecords) broken(startLine int, next int64, err error) (csvRecord, er
 
 // lineReader reads a file's physical lines, for either format.
 type lineReader struct {
-	br  *bufio.Reader
-	off int64 // the offset in the file of br's next byte
+	f   *os.File
+	br  *bufio.Reader // reads f
+	off int64         // the offset in the file of br's next byte
 	// line is the number of the last line read, from 1.
 	line int
 }
+
+func (r *lineReader) Close() error { return r.f.Close() }
 
 // readLine returns the next line without its line ending, valid until
 // the next call, and how many bytes it took with its ending; tooLong when

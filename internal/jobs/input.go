@@ -86,27 +86,25 @@ func openRows(path, fmtName string, qs []decision.Question, ids bool, outcomes m
 		n, _ := br.Discard(3)
 		off = int64(n)
 	}
+	lr := lineReader{f: f, br: br, off: off}
 	if fmtName == "csv" {
-		r, err := newCSVReader(f, br, off, qs, ids, outcomes)
+		r, err := newCSVReader(lr, qs, ids, outcomes)
 		if err != nil {
 			f.Close()
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		return r, nil
 	}
-	return &jsonlReader{f: f, lineReader: lineReader{br: br, off: off}, qs: qs, ids: ids, outcomes: outcomes}, nil
+	return &jsonlReader{lineReader: lr, qs: qs, ids: ids, outcomes: outcomes}, nil
 }
 
 // jsonlReader reads rows of JSON Lines: {"id", "state", "expected"}.
 type jsonlReader struct {
-	f *os.File
 	lineReader
 	qs       []decision.Question
 	ids      bool
 	outcomes map[string]int
 }
-
-func (r *jsonlReader) Close() error { return r.f.Close() }
 
 func (r *jsonlReader) Next() (inputRow, error) {
 	for {
@@ -274,10 +272,9 @@ type csvColumn struct {
 	question int
 }
 
-// newCSVReader reads the header of the CSV in f, whose reader br is at
-// offset off.
-func newCSVReader(f *os.File, br *bufio.Reader, off int64, qs []decision.Question, ids bool, outcomes map[string]int) (*csvReader, error) {
-	recs := &csvRecords{f: f, lineReader: lineReader{br: br, off: off}}
+// newCSVReader reads the header of the CSV that lr reads.
+func newCSVReader(lr lineReader, qs []decision.Question, ids bool, outcomes map[string]int) (*csvReader, error) {
+	recs := &csvRecords{lineReader: lr}
 	rec, err := recs.next(0)
 	if errors.Is(err, io.EOF) {
 		return nil, errors.New("the CSV has no header (it needs an id column)")
@@ -329,7 +326,7 @@ func newCSVReader(f *os.File, br *bufio.Reader, off int64, qs []decision.Questio
 	return r, nil
 }
 
-func (r *csvReader) Close() error { return r.recs.f.Close() }
+func (r *csvReader) Close() error { return r.recs.Close() }
 
 func (r *csvReader) Next() (inputRow, error) {
 	record, err := r.recs.next(r.width)
