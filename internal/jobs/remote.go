@@ -48,17 +48,11 @@ type RemoteDecider struct {
 	// systemone.MaxBatchStates); 1 turns batches off.
 	BatchMax int
 
-	batch    atomic.Int32 // batchUnknown, batchYes or batchNo
+	noBatch  atomic.Bool  // the batch route answered 404 or 405 after the last batch it took
 	inFlight atomic.Int64 // rows this decider has in flight
 }
 
 var _ BatchDecider = (*RemoteDecider)(nil)
-
-const (
-	batchUnknown = iota
-	batchYes
-	batchNo
-)
 
 // defaultHTTP is the client of a RemoteDecider without one.
 var defaultHTTP = &http.Client{Timeout: 2 * time.Minute}
@@ -96,7 +90,7 @@ func result(r *systemone.Reply) Result {
 // MaxBatch is BatchMax until the endpoint is found to have no batch
 // route, then 1.
 func (d *RemoteDecider) MaxBatch() int {
-	if d.batch.Load() == batchNo {
+	if d.noBatch.Load() {
 		return 1
 	}
 	if d.BatchMax <= 0 {
@@ -107,7 +101,7 @@ func (d *RemoteDecider) MaxBatch() int {
 
 // DecideBatch asks job over states in one POST /v1/systemone/batch.
 func (d *RemoteDecider) DecideBatch(ctx context.Context, job decision.Request, states []json.RawMessage) ([]Result, []error, error) {
-	if d.batch.Load() == batchNo {
+	if d.noBatch.Load() {
 		return nil, nil, ErrNoBatch
 	}
 	var replies []*systemone.Reply
@@ -121,7 +115,7 @@ func (d *RemoteDecider) DecideBatch(ctx context.Context, job decision.Request, s
 	if err != nil {
 		return nil, nil, err
 	}
-	d.batch.Store(batchYes)
+	d.noBatch.Store(false)
 	out := make([]Result, len(replies))
 	for i, r := range replies {
 		if r != nil {
@@ -192,7 +186,7 @@ func (d *RemoteDecider) judge(err error, attempt int, batch bool) (again bool, w
 	case !errors.As(err, &se):
 		return true, wait, nil // the connection failed
 	case batch && (se.Code == http.StatusNotFound || se.Code == http.StatusMethodNotAllowed):
-		d.batch.Store(batchNo)
+		d.noBatch.Store(true)
 		return false, 0, fmt.Errorf("%w: %v", ErrNoBatch, err)
 	case se.Code == http.StatusUnauthorized || se.Code == http.StatusForbidden || se.Code == http.StatusNotFound:
 		// No row can be asked: the key is refused, or the route is not
