@@ -132,7 +132,5 @@ func writeError(w http.ResponseWriter, d Dialect, status int, msg string) {
 		body = map[string]any{"error": map[string]any{"code": status, "message": msg, "type": typ}}
 	}
 	out, _ := json.Marshal(body)
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(out)
+	writeBody(w, status, string(out))
 }
