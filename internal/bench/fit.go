@@ -273,9 +273,4 @@ func (res FitResult) WriteMarkdown(w io.Writer) error {
 	return err
 }
 
-func orDash(s string) string {
-	if s == "" {
-		return "–"
-	}
-	return escape(s)
-}
+func orDash(s string) string { return escape(cmp.Or(s, "–")) }
