@@ -67,10 +67,8 @@ func (s setResult) verdict(r run) verdict {
 
 // slack is the set's slack at coverage c.
 func (s setResult) slack(c float64) float64 {
-	for i, x := range coverages {
-		if x == c && i < len(s.Slack) {
-			return s.Slack[i]
-		}
+	if i := slices.Index(coverages, c); i >= 0 && i < len(s.Slack) {
+		return s.Slack[i]
 	}
 	return 0
 }
