@@ -180,16 +180,12 @@ func engine(bin, llama, model, dir string, rows, rounds int) error {
 		return err
 	}
 	cfg, cfgTogether, cfgSerial := filepath.Join(dir, "engine.yaml"), filepath.Join(dir, "together.yaml"), filepath.Join(dir, "serial.yaml")
-	if err := writeConfig(cfg, llama, model, ""); err != nil {
-		return err
-	}
 	// Half the slots a call: one call runs while the next gathers.
 	per := max(2, slots/2)
-	if err := writeConfig(cfgTogether, llama, model, fmt.Sprintf(", prompts_per_call: %d", per)); err != nil {
-		return err
-	}
-	if err := writeConfig(cfgSerial, llama, model, ", spread_slots: false"); err != nil {
-		return err
+	for _, c := range [][2]string{{cfg, ""}, {cfgTogether, fmt.Sprintf(", prompts_per_call: %d", per)}, {cfgSerial, ", spread_slots: false"}} {
+		if err := writeConfig(c[0], llama, model, c[1]); err != nil {
+			return err
+		}
 	}
 	base, _, stop, err := testbin.Serve(bin, time.Minute, "--config", cfg, "--state-dir", filepath.Join(dir, "state-serve"))
 	if err != nil {
