@@ -260,29 +260,3 @@ func (j *Jaeger) Get(ctx context.Context, id string) (*Trace, error) {
 	}
 	return &out.Data[0], nil
 }
-
-// Await polls the query API until trace id holds at least spans spans,
-// or fails the test after a minute (exporters send in batches, and
-// Jaeger stores in batches too).
-func (j *Jaeger) Await(t testing.TB, id string, spans int) *Trace {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		tr, err := j.Get(context.Background(), id)
-		if err == nil && len(tr.Spans) >= spans {
-			return tr
-		}
-		if err != nil && !errors.Is(err, ErrNotYet) {
-			t.Fatal(err)
-		}
-		if time.Now().After(deadline) {
-			n := 0
-			if tr != nil {
-				n = len(tr.Spans)
-			}
-			log, _ := os.ReadFile(j.Log)
-			t.Fatalf("trace %s has %d of %d spans in jaeger after a minute; jaeger's log:\n%s", id, n, spans, log)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}

@@ -151,7 +151,7 @@ tracing: {endpoint: %s, protocol: http/protobuf, service_name: %s}
 	}
 	p.stop(t)
 
-	fb := j.Await(t, feedbackTrace, 2)
+	fb := await(t, j, feedbackTrace, 2)
 	if req, f := fb.Named("POST /v1/feedback"), fb.Named(tracing.SpanFeedback); len(req) != 1 || len(f) != 1 || f[0].Parent() != req[0].SpanID {
 		t.Errorf("the feedback's trace: %+v", fb.Spans)
 	} else {
@@ -162,7 +162,7 @@ tracing: {endpoint: %s, protocol: http/protobuf, service_name: %s}
 	}
 
 	// 1 request + 2 questions + 2 attempts.
-	got := j.Await(t, traceID, 5)
+	got := await(t, j, traceID, 5)
 	// The probes the test sent (GET /health, until the binary answered)
 	// made no trace: Jaeger knows the service's request and feedback
 	// operations alone.

@@ -2,9 +2,11 @@ package tracing_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -82,7 +84,7 @@ func traceReachesJaeger(t *testing.T, j *testjaeger.Jaeger, protocol string, byB
 	}
 
 	// 1 request + 2 questions + 3 attempts (the first failed over).
-	got := j.Await(t, traceID, 6)
+	got := await(t, j, traceID, 6)
 	if len(got.Spans) != 6 {
 		t.Fatalf("%d spans, want 6", len(got.Spans))
 	}
@@ -216,4 +218,30 @@ func wantTags(t *testing.T, s testjaeger.Span, want map[string]any) {
 
 func hasTag(tags []testjaeger.Tag, key string, value any) bool {
 	return slices.ContainsFunc(tags, func(t testjaeger.Tag) bool { return t.Key == key && t.Value == value })
+}
+
+// await polls the query API until trace id holds at least spans spans,
+// or fails the test after a minute (exporters send in batches, and
+// Jaeger stores in batches too).
+func await(t testing.TB, j *testjaeger.Jaeger, id string, spans int) *testjaeger.Trace {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		tr, err := j.Get(context.Background(), id)
+		if err == nil && len(tr.Spans) >= spans {
+			return tr
+		}
+		if err != nil && !errors.Is(err, testjaeger.ErrNotYet) {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			n := 0
+			if tr != nil {
+				n = len(tr.Spans)
+			}
+			log, _ := os.ReadFile(j.Log)
+			t.Fatalf("trace %s has %d of %d spans in jaeger after a minute; jaeger's log:\n%s", id, n, spans, log)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
