@@ -136,16 +136,6 @@ func (o *Ollama) ollama(t testing.TB, args ...string) {
 	}
 }
 
-// Logged reports whether the server's log holds s.
-func (o *Ollama) Logged(t testing.TB, s string) bool {
-	t.Helper()
-	log, err := os.ReadFile(o.Log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bytes.Contains(log, []byte(s))
-}
-
 // Stop kills the server and waits for it; stopping twice is fine.
 func (o *Ollama) Stop() {
 	if o.cmd == nil || o.cmd.ProcessState != nil || o.cmd.Process == nil {

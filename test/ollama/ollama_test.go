@@ -5,11 +5,13 @@
 package ollama_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -117,7 +119,7 @@ func TestLiveOllamaNeverAnswersOverATruncatedPrompt(t *testing.T) {
 	if r.status != http.StatusUnprocessableEntity || !strings.Contains(r.body, "the input length exceeds the context length") {
 		t.Fatalf("a state over the context: %d %.400s; want 422 naming the context length", r.status, r.body)
 	}
-	if o.Logged(t, "truncating input prompt") {
+	if logged(t, o, "truncating input prompt") {
 		t.Fatal("Ollama truncated a prompt")
 	}
 	if h := s.node(t); !h.Healthy || len(h.ModelCooldowns) > 0 {
@@ -138,7 +140,7 @@ func TestLiveOllamaNumCtx(t *testing.T) {
 	if r := small.ask(t, tagged, medium, animal); r.status != http.StatusUnprocessableEntity || !strings.Contains(r.body, "exceeds the context length") {
 		t.Fatalf("the same state at num_ctx 256: %d %.400s; want 422", r.status, r.body)
 	}
-	if o.Logged(t, "truncating input prompt") {
+	if logged(t, o, "truncating input prompt") {
 		t.Fatal("Ollama truncated a prompt")
 	}
 }
@@ -211,4 +213,14 @@ func TestLiveOllamaImplicitLatest(t *testing.T) {
 	if r := s.ask(t, testengine.OllamaModel+":q4", "Once upon a time.", animal); r.status != http.StatusBadRequest || !strings.Contains(r.body, "Unknown model: "+testengine.OllamaModel+":q4") {
 		t.Errorf("another tag: %d %.400s; want 400 Unknown model", r.status, r.body)
 	}
+}
+
+// logged reports whether the server's log holds s.
+func logged(t testing.TB, o *testengine.Ollama, s string) bool {
+	t.Helper()
+	log, err := os.ReadFile(o.Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Contains(log, []byte(s))
 }
