@@ -469,10 +469,7 @@ func (m *Model) reordered(options []string) (*Classifier, []int) {
 // reports the engine as not answering rather than read a made-up
 // distribution.
 func (m *Model) Logprobs(r fakeengine.Request) []float64 {
-	lps := make([]float64, len(r.Labels))
-	for i := range lps {
-		lps[i] = math.Inf(-1)
-	}
+	lps := slices.Repeat([]float64{math.Inf(-1)}, len(r.Labels))
 	p, ok := fakeengine.ParsePrompt(r.User)
 	if !ok {
 		return lps
