@@ -132,12 +132,9 @@ func Uniform(labels []string) []float64 {
 // log-probabilities).
 func Probs(p ...float64) func([]string) []float64 {
 	return func(labels []string) []float64 {
-		lp := make([]float64, len(labels))
-		for i := range lp {
-			lp[i] = math.Inf(-1)
-			if i < len(p) {
-				lp[i] = math.Log(p[i])
-			}
+		lp := slices.Repeat([]float64{math.Inf(-1)}, len(labels))
+		for i := range min(len(p), len(lp)) {
+			lp[i] = math.Log(p[i])
 		}
 		return lp
 	}
@@ -148,9 +145,8 @@ func Probs(p ...float64) func([]string) []float64 {
 // are left out of the top log-probabilities.
 func ByLabel(p map[string]float64) func([]string) []float64 {
 	return func(labels []string) []float64 {
-		lp := make([]float64, len(labels))
+		lp := slices.Repeat([]float64{math.Inf(-1)}, len(labels))
 		for i, l := range labels {
-			lp[i] = math.Inf(-1)
 			if v, ok := p[l]; ok {
 				lp[i] = math.Log(v)
 			}
