@@ -119,7 +119,7 @@ func input(state json.RawMessage) json.RawMessage {
 			}}})
 		}
 	}
-	return appendString(nil, jsonx.Text(state))
+	return appendJSON(nil, jsonx.Text(state))
 }
 
 // StatusError is a Decisions endpoint's refusal, read from its envelope.

@@ -45,13 +45,13 @@ func render(ps []piece) json.RawMessage {
 		for i, pc := range ps {
 			texts[i] = pc.text
 		}
-		return appendString(nil, strings.Join(texts, "\n\n"))
+		return appendJSON(nil, strings.Join(texts, "\n\n"))
 	}
 	vals := make([]json.RawMessage, len(ps))
 	for i, pc := range ps {
 		vals[i] = pc.data
 		if pc.data == nil {
-			vals[i] = appendString(nil, pc.text)
+			vals[i] = appendJSON(nil, pc.text)
 		}
 	}
 	return appendJSON(nil, vals)

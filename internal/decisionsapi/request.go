@@ -452,7 +452,7 @@ func (p *Parsed) readChoices(at string, ms []jsonx.Member) ([]decision.Option, [
 				p.fail(cat+".value", "a choice's value must not be empty")
 				continue
 			}
-			c.isStr, c.typed = true, appendString(nil, c.text)
+			c.isStr, c.typed = true, appendJSON(nil, c.text)
 		case k == "boolean":
 			var b bool
 			_ = json.Unmarshal(v, &b)
@@ -522,9 +522,9 @@ func (p *Parsed) readLevels(at string, ms []jsonx.Member) ([]decision.Option, []
 		if len(p.problems) > before {
 			continue
 		}
-		o := decision.Option{Key: strconv.Itoa(len(opts)), Text: appendString(nil, label), Legend: appendString(nil, label)}
+		o := decision.Option{Key: strconv.Itoa(len(opts)), Text: appendJSON(nil, label), Legend: appendJSON(nil, label)}
 		if hasDesc {
-			o.Name, o.Text = label, appendString(nil, desc)
+			o.Name, o.Text = label, appendJSON(nil, desc)
 			o.Legend = appendJSON(nil, struct {
 				Label       string `json:"label"`
 				Description string `json:"description"`

@@ -189,9 +189,9 @@ func (e *Error) SetHeaders(h http.Header) {
 // AppendJSON writes the error envelope.
 func (e *Error) AppendJSON(b []byte) []byte {
 	b = append(b, `{"error":{"message":`...)
-	b = appendString(b, e.Message)
+	b = appendJSON(b, e.Message)
 	b = append(b, `,"type":`...)
-	b = appendString(b, e.Type)
+	b = appendJSON(b, e.Type)
 	b = append(b, `,"param":`...)
 	b = appendNullable(b, e.Param)
 	b = append(b, `,"code":`...)
@@ -203,16 +203,11 @@ func appendNullable(b []byte, s string) []byte {
 	if s == "" {
 		return append(b, "null"...)
 	}
-	return appendString(b, s)
-}
-
-// appendString writes s as a JSON string, leaving <, > and & as they are:
-// what a caller sent comes back as sent.
-func appendString(b []byte, s string) []byte {
 	return appendJSON(b, s)
 }
 
-// appendJSON writes v as compact JSON without HTML escaping.
+// appendJSON writes v as compact JSON, leaving <, > and & as they are:
+// what a caller sent comes back as sent.
 func appendJSON(b []byte, v any) []byte {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
