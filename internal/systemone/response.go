@@ -113,7 +113,6 @@ const (
 	NotFound          = "not_found_error"
 	TooLarge          = "request_too_large"
 	Unavailable       = "service_unavailable_error"
-	Overloaded        = "overloaded_error"
 	Internal          = "api_error"
 )
 
