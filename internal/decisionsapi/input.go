@@ -259,7 +259,8 @@ func (p *Parsed) readParts(at string, raw json.RawMessage, specs []partSpec) ([]
 			continue
 		}
 		if typ == "input_image" {
-			p.unsupported(pat, "images are not supported: this server reads text and JSON only")
+			p.problems = append(p.problems, Problem{Param: pat, Unsupported: true,
+				Message: "images are not supported: this server reads text and JSON only"})
 			continue
 		}
 		i := slices.IndexFunc(specs, func(s partSpec) bool { return s.typ == typ })

@@ -167,10 +167,6 @@ func (p *Parsed) fail(at, msg string) {
 	p.problems = append(p.problems, Problem{Param: at, Message: msg})
 }
 
-func (p *Parsed) unsupported(at, msg string) {
-	p.problems = append(p.problems, Problem{Param: at, Message: msg, Unsupported: true})
-}
-
 // object splits the JSON object at path at into its members, reporting a
 // value that is not an object or a key sent twice.
 func (p *Parsed) object(at string, raw json.RawMessage) ([]jsonx.Member, bool) {

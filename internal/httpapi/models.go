@@ -72,9 +72,7 @@ func (s *Server) models() []systemone.Model {
 // serves, with each node's state (the fleet's one view of it, the same
 // system1_health lists) and nodes_status, the fleet's status in a word.
 // With auth on, the nodes (names, models, cooldown reasons) are shown only
-// to a caller with a key: anyone else gets the status alone. A wrong key
-// here counts against the address's allowance like anywhere else, so that
-// the detail cannot be used to test guesses.
+// to a caller with a key (showDetail): anyone else gets the status alone.
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	body := struct {
 		Status  string `json:"status"`
