@@ -530,31 +530,24 @@ func (r *replyReader) usage(w *wireReply) error {
 // question is the index of the question whose id is the key q, or -1.
 func (r *replyReader) question(q []byte, plain bool) int {
 	qs := r.req.Questions
-	if plain {
-		k := q[1 : len(q)-1]
-		if r.next < len(qs) && string(k) == qs[r.next].ID {
-			r.next++
-			return r.next - 1
-		}
-		for i := range qs {
-			if string(k) == qs[i].ID {
-				r.next = i + 1
-				return i
-			}
-		}
-		return -1
+	k := unquote(q, plain)
+	if r.next < len(qs) && string(k) == qs[r.next].ID {
+		r.next++
+		return r.next - 1
 	}
-	id := decodeString(q, plain)
-	return slices.IndexFunc(qs, func(asked decision.Question) bool { return asked.ID == id })
+	for i := range qs {
+		if string(k) == qs[i].ID {
+			r.next = i + 1
+			return i
+		}
+	}
+	return -1
 }
 
 // option is the index of q's option whose key is the key k, or -1,
 // looked for first at next.
 func option(q *decision.Question, k []byte, plain bool, next int) int {
-	if !plain {
-		return optionIndex(*q, decodeString(k, plain))
-	}
-	k = k[1 : len(k)-1]
+	k = unquote(k, plain)
 	if next < len(q.Options) && string(k) == q.Options[next].Key {
 		return next
 	}
@@ -570,25 +563,27 @@ func option(q *decision.Question, k []byte, plain bool, next int) int {
 // encoding/json, a name matches exactly or else regardless of case
 // (bytes.EqualFold), after the key is decoded.
 func field(q []byte, plain bool, names []string) int {
+	k := unquote(q, plain)
+	for i, n := range names {
+		if string(k) == n {
+			return i
+		}
+	}
+	for i, n := range names {
+		if strings.EqualFold(string(k), n) {
+			return i
+		}
+	}
+	return -1
+}
+
+// unquote is what a key q holds: a plain key's bytes as sent, without
+// allocating, the rarer others decoded.
+func unquote(q []byte, plain bool) []byte {
 	if plain {
-		k := q[1 : len(q)-1]
-		for i, n := range names {
-			if string(k) == n {
-				return i
-			}
-		}
-		for i, n := range names {
-			if len(k) == len(n) && strings.EqualFold(string(k), n) {
-				return i
-			}
-		}
-		return -1
+		return q[1 : len(q)-1]
 	}
-	k := decodeString(q, plain)
-	if i := slices.Index(names, k); i >= 0 {
-		return i
-	}
-	return slices.IndexFunc(names, func(n string) bool { return strings.EqualFold(k, n) })
+	return []byte(decodeString(q, plain))
 }
 
 // str reads a string, or null.
