@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/http"
 
@@ -49,20 +50,23 @@ func writeDecideBatchError(w http.ResponseWriter, status int, typ, msg string) {
 	writeDecide(w, status, gateway.RefusedBatch(w.Header().Get(systemone.RequestIDHeader), decideCode(typ), msg))
 }
 
-// decideCode is the decide contract's code for an error of a kind the
-// middleware names.
-func decideCode(typ string) string {
-	switch typ {
-	case systemone.Authentication:
-		return gateway.CodeUnauthorized
-	case systemone.RateLimit:
-		return gateway.CodeRateLimited
-	case systemone.Permission:
-		return gateway.CodeForbidden
-	case systemone.InsufficientQuota:
-		return gateway.CodeOverBudget
-	}
-	return gateway.CodeInvalidRequest
+// decideCodes are the decide contract's codes for the kinds of error the
+// middleware names; any other kind is invalid_request.
+var decideCodes = map[string]string{
+	systemone.Authentication:    gateway.CodeUnauthorized,
+	systemone.RateLimit:         gateway.CodeRateLimited,
+	systemone.Permission:        gateway.CodeForbidden,
+	systemone.InsufficientQuota: gateway.CodeOverBudget,
+}
+
+func decideCode(typ string) string { return cmp.Or(decideCodes[typ], gateway.CodeInvalidRequest) }
+
+// decideStatuses are the HTTP statuses of decide's error codes; any other
+// code is a 502.
+var decideStatuses = map[string]int{
+	gateway.CodeInvalidRequest:  http.StatusUnprocessableEntity,
+	gateway.CodeConfigError:     http.StatusServiceUnavailable,
+	gateway.CodeProviderTimeout: http.StatusGatewayTimeout,
 }
 
 // decideStatus is the HTTP status for a decide response.
@@ -70,13 +74,5 @@ func decideStatus(res *gateway.Response) int {
 	if res.Error == nil {
 		return http.StatusOK
 	}
-	switch res.Error.Code {
-	case gateway.CodeInvalidRequest:
-		return http.StatusUnprocessableEntity
-	case gateway.CodeConfigError:
-		return http.StatusServiceUnavailable
-	case gateway.CodeProviderTimeout:
-		return http.StatusGatewayTimeout
-	}
-	return http.StatusBadGateway
+	return cmp.Or(decideStatuses[res.Error.Code], http.StatusBadGateway)
 }
