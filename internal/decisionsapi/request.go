@@ -31,9 +31,6 @@ type Parsed struct {
 	// limits are not checked on what could not be read.
 	broken  map[string]bool
 	brokenQ map[int]bool
-	// wants records which question field a domain problem about a
-	// question's criteria refers to: "choices" or "levels".
-	wants []string
 }
 
 // Asked is one question as the caller named and typed it.
@@ -154,7 +151,7 @@ func (p *Parsed) domainParam(path []string, index map[string]int) (string, bool)
 	if path[2] != "criteria" {
 		return at + "." + path[2], true
 	}
-	at += "." + p.wants[i]
+	at += "." + optionsField[p.Questions[i].Kind]
 	if len(path) > 3 {
 		if j := optionIndex(p.Questions[i], path[3]); j >= 0 {
 			return fmt.Sprintf("%s[%d]", at, j), true
@@ -271,6 +268,10 @@ var questionKinds = map[string]decision.Kind{
 	"score":     decision.Score,
 }
 
+// optionsField is the question field that holds a kind's options, which
+// a domain problem about a question's criteria refers to.
+var optionsField = map[decision.Kind]string{decision.Choice: "choices", decision.Score: "levels"}
+
 // Limits are a server's limits for a model on this wire: the wire's own
 // (MaxQuestions, MaxChoices) where they are stricter.
 func Limits(lim decision.Limits) decision.Limits {
@@ -308,7 +309,6 @@ func (p *Parsed) readQuestions(raw json.RawMessage) {
 	}
 	p.Questions = make([]decision.Question, len(items))
 	p.Asked = make([]Asked, len(items))
-	p.wants = make([]string, len(items))
 	// Names are the questions' ids; an unnamed question, or one whose
 	// name repeats an earlier one, gets an id no name can be.
 	names := make(map[string]int, len(items))
@@ -365,13 +365,8 @@ func (p *Parsed) readQuestion(i int, raw json.RawMessage) (decision.Question, As
 	}
 	q.Kind = kind
 	fields := []string{"type", "name", "instructions"}
-	switch kind {
-	case decision.Choice:
-		fields = append(fields, "choices")
-		p.wants[i] = "choices"
-	case decision.Score:
-		fields = append(fields, "levels")
-		p.wants[i] = "levels"
+	if f := optionsField[kind]; f != "" {
+		fields = append(fields, f)
 	}
 	p.only(at, ms, "a "+typ+" question", fields...)
 	a.Name, a.Named = p.str(at, ms, "name", false, true)
