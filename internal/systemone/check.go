@@ -48,7 +48,7 @@ func ParseResponse(req decision.Request, body []byte) (*Reply, error) {
 	if err != nil {
 		return nil, fmt.Errorf("body: %w", err)
 	}
-	if !w.hasModel || w.model == "" {
+	if w.model == "" {
 		return nil, errors.New("model: a non-empty string is required")
 	}
 	if !w.hasAnswers {
@@ -96,8 +96,7 @@ func tokenCount(raw json.RawMessage) (int, error) {
 
 // wireReply is a reply as read, before the checks.
 type wireReply struct {
-	model    string
-	hasModel bool
+	model string // "" when absent or null, which the checks refuse alike
 	// answers are aligned with the request's questions; hasAnswers is
 	// whether "answers" was an object (the last time it was sent).
 	answers    []wireAnswer
@@ -347,11 +346,11 @@ func (r *replyReader) read() (*wireReply, error) {
 	err := r.object(func(key []byte, plain bool) error {
 		switch field(key, plain, topFields) {
 		case fModel:
-			s, null, err := r.str()
+			s, _, err := r.str()
 			if err != nil {
 				return fmt.Errorf("model: %w", err)
 			}
-			w.model, w.hasModel = s, !null
+			w.model = s
 			return nil
 		case fAnswers:
 			return r.answers(w)
