@@ -65,7 +65,7 @@ func ParseRequest(body []byte) *Parsed {
 		// Decoding would put U+FFFD in its place: a name or value would
 		// come back changed.
 		if isKey {
-			p.fail(paramOf(body, path[:len(path)-1]), fmt.Sprintf("the key \"%s\" is not valid UTF-8 (or holds an unpaired surrogate escape); send UTF-8 text", quoteInner(path[len(path)-1])))
+			p.fail(paramOf(body, path[:len(path)-1]), fmt.Sprintf("the key %q is not valid UTF-8 (or holds an unpaired surrogate escape); send UTF-8 text", path[len(path)-1]))
 		} else {
 			p.fail(paramOf(body, path), "the string is not valid UTF-8 (or holds an unpaired surrogate escape); send UTF-8 text")
 		}
@@ -576,11 +576,4 @@ func list(names []string) string {
 		return names[0]
 	}
 	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
-}
-
-// quoteInner quotes raw JSON string content for a message: the escapes
-// as sent, any byte that is not UTF-8 as \xHH.
-func quoteInner(s string) string {
-	q := strconv.Quote(s)
-	return q[1 : len(q)-1]
 }

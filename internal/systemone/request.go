@@ -102,7 +102,7 @@ func parseRequest(body []byte) *Parsed {
 		// changed, a state would not be what was sent.
 		if isKey {
 			key := path[len(path)-1]
-			return unread("string_unicode", fmt.Sprintf("the key \"%s\" is not valid UTF-8 (or holds an unpaired surrogate escape); send UTF-8 text", strconvQuoteInner(key)), path[:len(path)-1]...)
+			return unread("string_unicode", fmt.Sprintf("the key %q is not valid UTF-8 (or holds an unpaired surrogate escape); send UTF-8 text", key), path[:len(path)-1]...)
 		}
 		return unread("string_unicode", "the string is not valid UTF-8 (or holds an unpaired surrogate escape); send UTF-8 text", path...)
 	}
@@ -360,11 +360,4 @@ func scoreLevels(raw json.RawMessage) ([]decision.Option, string) {
 		return nil, "score criteria must be an ordered array of levels, or an object whose key order is the level order"
 	}
 	return opts, ""
-}
-
-// strconvQuoteInner quotes raw JSON string content for a message: the
-// escapes as sent, any byte that is not UTF-8 as \xHH.
-func strconvQuoteInner(s string) string {
-	q := strconv.Quote(s)
-	return q[1 : len(q)-1]
 }
