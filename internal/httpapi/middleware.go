@@ -202,7 +202,8 @@ func (s *Server) api(wr wire, scope Scope, h http.HandlerFunc, timeout time.Dura
 			key := s.keys[k]
 			ri.key = key.Name
 			if !key.allows(scope) {
-				writeForbidden(w, r, errs, key.Name, scope)
+				errs(w, http.StatusForbidden, systemone.Permission, // the key's name, never the key
+					fmt.Sprintf("the key %q does not hold the scope %q, which %s needs", key.Name, scope, r.Pattern))
 				return
 			}
 			if scope == ScopeDecide && !s.withinBudget(w, errs, key.Key) {

@@ -1,13 +1,10 @@
 package httpapi
 
 import (
-	"fmt"
-	"net/http"
 	"slices"
 
 	"system1/internal/decision"
 	"system1/internal/decisionlog"
-	"system1/internal/systemone"
 )
 
 // A Scope is what a key may be allowed: the routes routes() registers
@@ -76,11 +73,4 @@ type Rate struct {
 // allows reports whether the key holds scope s, or s needs none.
 func (k Key) allows(s Scope) bool {
 	return s == AnyKey || s == Open || k.Scopes == nil || slices.Contains(k.Scopes, s)
-}
-
-// writeForbidden answers a key without the scope its route needs: a 403
-// naming the key's name and the scope, never the key.
-func writeForbidden(w http.ResponseWriter, r *http.Request, errs errorWriter, name string, scope Scope) {
-	errs(w, http.StatusForbidden, systemone.Permission,
-		fmt.Sprintf("the key %q does not hold the scope %q, which %s needs", name, scope, r.Pattern))
 }
