@@ -138,12 +138,6 @@ type keyed struct {
 	others map[string]bool // keys that are not options, rarely any
 }
 
-func (k *keyed) reset() {
-	k.has.clear()
-	k.keys = 0
-	k.others = nil
-}
-
 // add counts key, option i of the question (-1: none of them).
 func (k *keyed) add(i int, key []byte, plain bool) {
 	if i >= 0 {
@@ -460,7 +454,8 @@ func (r *replyReader) answer(q *decision.Question, a *wireAnswer, id string) err
 func (r *replyReader) keyed(q *decision.Question, k *keyed, numbers bool) error {
 	switch r.peek() {
 	case 'n':
-		k.reset()
+		k.has.clear()
+		k.keys, k.others = 0, nil
 		return r.literal("null")
 	case '{':
 	default:
