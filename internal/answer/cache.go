@@ -74,10 +74,6 @@ func (c *Cache) Bypassed() uint64 { return c.bypassed.Load() }
 // asked of the fleet, to be answered from the cache after it.
 func (c *Cache) Coalesced() uint64 { return c.coalesced.Load() }
 
-// Len is the number of answers kept, expired ones not yet dropped among
-// them.
-func (c *Cache) Len() int { return c.lru.Len() }
-
 // get returns a copy of the answer stored under k made with fits, if any.
 // An answer made with another snapshot of the fits (a reload that kept
 // the revision) is not served.

@@ -112,3 +112,7 @@ func lastName(path string) string {
 	}
 	return path
 }
+
+// Len is the number of answers kept, expired ones not yet dropped among
+// them.
+func (c *Cache) Len() int { return c.lru.Len() }

@@ -216,3 +216,10 @@ func predictions(cs []labelledCase) []calibration.Prediction {
 	}
 	return out
 }
+
+// Cases is the number of labelled records the tracker counts.
+func (t *Tracker) Cases() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.cases)
+}

@@ -499,10 +499,3 @@ func (t *Tracker) refitted(key bucketKey, outcomes int) {
 		b.refit.AtLastRefit = max(b.refit.AtLastRefit, outcomes)
 	}
 }
-
-// Cases is the number of labelled records the tracker counts.
-func (t *Tracker) Cases() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.cases)
-}
