@@ -331,11 +331,7 @@ func (d *drift) sync(ctx context.Context, log *decisionlog.Log, from int64) erro
 	}
 	d.mu.Lock()
 	if keep := from - driftLeeway; keep > d.from {
-		for s := range d.slots {
-			if s < keep {
-				delete(d.slots, s)
-			}
-		}
+		maps.DeleteFunc(d.slots, func(s int64, _ *driftSlot) bool { return s < keep })
 		d.from = keep
 	}
 	d.fineFrom = slotOf(time.Now().UnixNano()) - driftFineMinutes
@@ -427,11 +423,7 @@ func (d *drift) advance(now time.Time) {
 	}
 	d.marks = keep
 	if low > d.low {
-		for id := range d.seen {
-			if id <= low {
-				delete(d.seen, id)
-			}
-		}
+		maps.DeleteFunc(d.seen, func(id int64, _ struct{}) bool { return id <= low })
 		d.low = low
 	}
 	d.climb()
