@@ -333,10 +333,10 @@ func (a *Answer) replay() *Answer {
 	out := a.clone()
 	out.Cache = CacheHit
 	out.Usage = Usage{}
-	out.Cost = free()
+	out.Cost = new(decision.USD)
 	for i := range out.Questions {
 		out.Questions[i].Attempts = nil
-		out.Questions[i].Cost = free()
+		out.Questions[i].Cost = new(decision.USD)
 		out.Questions[i].InputTokens, out.Questions[i].OutputTokens = 0, 0
 	}
 	return out

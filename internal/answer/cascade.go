@@ -89,11 +89,11 @@ func cascadeLimits(c Cascade, limits func(string) (decision.Limits, error)) (dec
 // stage's failure is the cascade's.
 func (s *Service) answerCascade(ctx context.Context, req Request, c Cascade) (*Answer, error) {
 	n := len(req.Questions)
-	out := &Answer{Model: c.Model, Questions: make([]Question, n), Calibrated: true, Cost: free()}
+	out := &Answer{Model: c.Model, Questions: make([]Question, n), Calibrated: true, Cost: new(decision.USD)}
 	costs := make([]*decision.USD, n) // each question's, over every stage that asked it
 	pending := make([]int, n)
 	for i := range n {
-		costs[i], pending[i] = free(), i
+		costs[i], pending[i] = new(decision.USD), i
 	}
 	asked := make([][]string, n)
 	for si, stage := range c.Stages {

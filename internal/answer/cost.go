@@ -57,9 +57,3 @@ func (s *Service) spend(model string, res *fleet.Result) {
 		}
 	}
 }
-
-// free is the cost of an answer that asked no engine: 0, known.
-func free() *decision.USD {
-	var zero decision.USD
-	return &zero
-}

@@ -90,7 +90,7 @@ func report(req Request, res *fleet.Result, fits *calibration.Fits) *Answer {
 	// with) names none to miss: its answers are as without one, with no
 	// warning each, so that no outcomes is no change.
 	loaded := fits != nil && len(fits.Fits) > 0
-	a := &Answer{Model: res.Model, Calibrated: loaded, Fits: fits, Questions: make([]Question, len(req.Questions)), Cost: free()}
+	a := &Answer{Model: res.Model, Calibrated: loaded, Fits: fits, Questions: make([]Question, len(req.Questions)), Cost: new(decision.USD)}
 	for i, q := range req.Questions {
 		got := res.Questions[i]
 		d := got.Dist
