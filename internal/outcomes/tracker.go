@@ -443,14 +443,11 @@ func (b *tbucket) window(since, until int64) window {
 func (t *Tracker) sorted() []*tbucket {
 	out := slices.Collect(maps.Values(t.bucket))
 	kindRank := map[decision.Kind]int{decision.Choice: 0, decision.Noul: 1, decision.Score: 2}
+	buckets := calibration.Buckets()
 	slices.SortFunc(out, func(a, b *tbucket) int {
-		if c := cmp.Or(strings.Compare(a.key.model, b.key.model), strings.Compare(a.key.fingerprint, b.key.fingerprint)); c != 0 {
-			return c
-		}
-		if a.key.kind != b.key.kind {
-			return kindRank[a.key.kind] - kindRank[b.key.kind]
-		}
-		return slices.Index(calibration.Buckets(), a.key.bucket) - slices.Index(calibration.Buckets(), b.key.bucket)
+		return cmp.Or(strings.Compare(a.key.model, b.key.model), strings.Compare(a.key.fingerprint, b.key.fingerprint),
+			cmp.Compare(kindRank[a.key.kind], kindRank[b.key.kind]),
+			cmp.Compare(slices.Index(buckets, a.key.bucket), slices.Index(buckets, b.key.bucket)))
 	})
 	return out
 }
