@@ -188,9 +188,8 @@ func failure(ps []Problem) *Failure {
 		if p.Class != CallerError {
 			f.Class = NoAnswer
 		}
-		if _, pause := Classify(p.Err); pause > f.RetryAfter {
-			f.RetryAfter = pause
-		}
+		_, pause := Classify(p.Err)
+		f.RetryAfter = max(f.RetryAfter, pause)
 		ids[i] = p.Question
 		reasons[i] = fmt.Sprintf("question %q: %s", p.Question, p.Message)
 	}
