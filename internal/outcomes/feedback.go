@@ -206,18 +206,15 @@ func parseItem(ms []jsonx.Member, path []string) (FeedbackItem, *FeedbackResult)
 		return FeedbackItem{}, feedbackFailAt(FeedbackInvalid, "value_error", at(p), "unknown field %q; the fields are request_id, question and outcome", p)
 	}
 	var it FeedbackItem
-	str := func(k string, dst *string) bool {
-		v, ok := jsonx.Lookup(ms, k)
-		if !ok || string(v) == "null" {
-			return true
+	strs := []struct {
+		key string
+		dst *string
+	}{{"request_id", &it.RequestID}, {"question", &it.Question}}
+	for _, f := range strs {
+		v, ok := jsonx.Lookup(ms, f.key)
+		if ok && string(v) != "null" && (jsonx.Kind(v) != "string" || json.Unmarshal(v, f.dst) != nil) {
+			return it, feedbackFailAt(FeedbackInvalid, "value_error", at(f.key), "%s must be a string", f.key)
 		}
-		return jsonx.Kind(v) == "string" && json.Unmarshal(v, dst) == nil
-	}
-	if !str("request_id", &it.RequestID) {
-		return it, feedbackFailAt(FeedbackInvalid, "value_error", at("request_id"), "request_id must be a string")
-	}
-	if !str("question", &it.Question) {
-		return it, feedbackFailAt(FeedbackInvalid, "value_error", at("question"), "question must be a string")
 	}
 	if v, ok := jsonx.Lookup(ms, "outcome"); ok && string(v) != "null" {
 		it.Outcome = v
