@@ -148,9 +148,9 @@ type Answer struct {
 	// Cache is what the cache made of the request: CacheHit, CacheMiss
 	// or CacheBypass; "" when there is no cache.
 	Cache string
-	// Stages are the requests a cascade made of its stages, in order;
-	// nil for a model that is not a cascade.
-	Stages []StageCall
+	// Stages are the stages a cascade asked, in order; nil for a model
+	// that is not a cascade.
+	Stages []string
 	// Took is how long a batch's state took from when it was asked
 	// (AnswerBatch): its own latency, as a single request's face times
 	// its own; 0 outside a batch.

@@ -27,22 +27,6 @@ type Cascade struct {
 	Keep bool
 }
 
-// StageCall is one request a cascade made of a stage: the seam a
-// decision's cost is summed over, every stage asked included.
-type StageCall struct {
-	// Stage is the stage's model as the cascade names it; Questions the
-	// indices, in the cascade's request, of the questions it was asked.
-	Stage     string
-	Questions []int
-	Usage     Usage
-	// Cache is what the cache made of the stage's request (Answer.Cache):
-	// a hit asked no engine.
-	Cache string
-	// Cost is what the stage's request cost (Answer.Cost): nil unknown,
-	// 0 for a hit.
-	Cost *decision.USD
-}
-
 // Cascades are the cascades the service answers to.
 func (s *Service) Cascades() []Cascade { return s.opt.Cascades }
 
@@ -107,7 +91,7 @@ func (s *Service) answerCascade(ctx context.Context, req Request, c Cascade) (*A
 		if err != nil {
 			return nil, err
 		}
-		out.Stages = append(out.Stages, StageCall{Stage: stage, Questions: slices.Clone(pending), Usage: a.Usage, Cache: a.Cache, Cost: a.Cost})
+		out.Stages = append(out.Stages, stage)
 		out.Cost = AddCost(out.Cost, a.Cost) // every stage asked is billed, kept or not
 		out.Usage = out.Usage.Add(a.Usage)
 		out.Calibrated = out.Calibrated && a.Calibrated
