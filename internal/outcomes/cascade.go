@@ -124,6 +124,7 @@ func reportCascade(c answer.Cascade, es []decisionlog.Entry, fits *calibration.F
 		final := -1
 		for s, e := range stages {
 			final = max(final, s)
+			rep.Stages[s].Asked++
 			if e.Cost == nil {
 				priced = false
 				continue
@@ -135,9 +136,6 @@ func reportCascade(c answer.Cascade, es []decisionlog.Entry, fits *calibration.F
 		}
 		rep.Questions++
 		requests[k.request] = true
-		for s := range stages {
-			rep.Stages[s].Asked++
-		}
 		e := stages[final]
 		st := &rep.Stages[final]
 		st.Answered++
