@@ -3,6 +3,7 @@ package outcomes
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -151,7 +152,6 @@ func (t *Tracker) Report(ctx context.Context, fits *calibration.Fits, opt Report
 	// Label masses pool each build's buckets.
 	type build struct{ model, fingerprint string }
 	masses := map[build]*fitting.MassStats{}
-	var builds []build
 	for _, b := range t.sorted() {
 		t.follow(b, fits)
 		w := b.window(since, until)
@@ -161,7 +161,6 @@ func (t *Tracker) Report(ctx context.Context, fits *calibration.Fits, opt Report
 			if m == nil {
 				m = &fitting.MassStats{}
 				masses[k] = m
-				builds = append(builds, k)
 			}
 			m.Merge(w.mass)
 		}
@@ -185,7 +184,7 @@ func (t *Tracker) Report(ctx context.Context, fits *calibration.Fits, opt Report
 		}
 		rep.Buckets = append(rep.Buckets, bc)
 	}
-	slices.SortStableFunc(builds, func(a, b build) int {
+	builds := slices.SortedFunc(maps.Keys(masses), func(a, b build) int {
 		return strings.Compare(a.model+"\x00"+a.fingerprint, b.model+"\x00"+b.fingerprint)
 	})
 	for _, k := range builds {
