@@ -178,9 +178,8 @@ func CheckCoverage(c float64) error {
 }
 
 // predictionSet is the set of d, before the fit's calibrator (the rule
-// applies its own), at
-// coverage by fit ft (fitted reports whether there is one; loaded
-// whether any fits are).
+// applies its own), at coverage by fit ft (fitted reports whether there
+// is one; loaded whether any fits are).
 func predictionSet(loaded, fitted bool, ft calibration.Fit, d decision.Distribution, coverage float64) *Set {
 	need := calibration.ConformalMinCases(coverage)
 	switch {

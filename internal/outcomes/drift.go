@@ -550,8 +550,7 @@ func (d *drift) report(ctx context.Context, log *decisionlog.Log, until time.Tim
 			reread = append(reread, [2]int64{from, to})
 			return
 		}
-		fis := slices.Sorted(maps.Keys(s.fine))
-		for _, fi := range fis {
+		for _, fi := range slices.Sorted(maps.Keys(s.fine)) {
 			f, t := fi*int64(driftFineWidth), (fi+1)*int64(driftFineWidth)
 			switch where := w.side(f, t); where {
 			case spanReference, spanCurrent:
