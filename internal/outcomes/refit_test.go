@@ -2,6 +2,7 @@ package outcomes
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -189,4 +190,52 @@ func TestReportNamesNoFitOfAnEmptyFile(t *testing.T) {
 		t.Fatalf("report with a fit: %+v %v", rep, err)
 	}
 	_ = decisionlog.FaceDecide
+}
+
+// A fit kept as it is serves its confidence map, so the escalation
+// thresholds a refit certifies for it rest on its held-out confidences
+// under that map: thresholds certified on the unmapped confidences would
+// sit where no served answer reaches (here every served confidence is at
+// most 0.75), and every answer would escalate.
+func TestRefitCertifiesAKeptFitUnderItsMap(t *testing.T) {
+	l := openLog(t)
+	cs := calibratedNouls(800, 4)
+	record(t, l, "m", cs, inOrder(len(cs)))
+	tr := NewTracker(l)
+	if err := tr.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	o := RefitOptions{Seed: 1, EscalationTargets: []float64{0.2, 0.3}}.withDefaults()
+	due := tr.due(o.MinOutcomes, o.Now.Add(-o.Window))
+	if len(due) != 1 {
+		t.Fatalf("%d buckets due", len(due))
+	}
+	kept := calibration.Fit{Model: "m", Kind: due[0].key.kind, Bucket: due[0].key.bucket, Fingerprint: due[0].key.fingerprint, N: 1}
+	kept.SetCalibrator(calibration.Identity())
+	kept.ConfidenceMap = &calibration.ConfidenceMap{X: []float64{0.5, 1}, Y: []float64{0.5, 0.75}}
+	current := &calibration.Fits{Version: calibration.FitsVersion, Fits: []calibration.Fit{kept}}
+
+	next, ds := refit(due, current, o)
+	if len(ds) != 1 || ds[0].Adopted || ds[0].Selection == nil || ds[0].Selection.Map.Adopt {
+		t.Fatalf("want the fit kept, no calibrator or map adopted: %+v", ds)
+	}
+	if next == nil || len(next.Fits) != 1 || next.Fits[0].ConfidenceMap == nil {
+		t.Fatalf("the kept fit with its map was not written: %+v", next)
+	}
+	bare := *ds[0].Selection
+	bare.Calibrator.Map = nil
+	raw := bare.HeldOut()
+	held := slices.Clone(raw)
+	for i := range held {
+		held[i].Dist = kept.ConfidenceMap.Apply(held[i].Kind, held[i].Dist)
+	}
+	var mapped, unmapped calibration.Fit
+	fitting.SetEscalations(&mapped, held, o.EscalationTargets)
+	fitting.SetEscalations(&unmapped, raw, o.EscalationTargets)
+	if fmt.Sprint(mapped.Escalations) == fmt.Sprint(unmapped.Escalations) {
+		t.Fatalf("the map moves no threshold, so this test tells nothing: %+v", mapped.Escalations)
+	}
+	if got := fmt.Sprint(next.Fits[0].Escalations); got != fmt.Sprint(mapped.Escalations) {
+		t.Errorf("escalations %s; certified under the served map %+v", got, mapped.Escalations)
+	}
 }

@@ -25,12 +25,19 @@ func SetCoverages() []float64 {
 // adopted calibrator, or under the current one (fitted before) when
 // none was adopted, and under the confidence map too where one was
 // adopted, as AdoptedFit's gate is chosen. A gate and escalations are
-// chosen on them.
+// chosen on them. A current calibrator kept with its map is served
+// under that map, so its cases are mapped by it.
 func (s *Selection) HeldOut() []calibration.Prediction {
 	if s.Map.Adopt {
 		return slices.Clone(s.Map.oof)
 	}
-	return slices.Clone(s.oof)
+	out := slices.Clone(s.oof)
+	if m := s.Calibrator.Map; m != nil {
+		for i := range out {
+			out[i].Dist = m.Apply(out[i].Kind, out[i].Dist)
+		}
+	}
+	return out
 }
 
 // Sets fits split conformal sets of method (ConformalLAC or
