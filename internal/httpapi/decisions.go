@@ -40,7 +40,7 @@ func (s *Server) handleDecisions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := p.Request
-	gate, bad := answerHeaders(r, &req)
+	gate, bad := answerHeaders(r, &req, lim)
 	if bad != nil {
 		writeDecisionsError(w, decisionsapi.InvalidParam(bad.Path[0], bad.Msg))
 		return

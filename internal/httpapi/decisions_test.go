@@ -499,3 +499,25 @@ func TestGateHeadersAreTheDocuments(t *testing.T) {
 		t.Fatalf("the document lists %v; the face reads %v", web.GateHeaders, want)
 	}
 }
+
+// A choice at its node's option cap has no room for the none option:
+// the caller, who sent that many, is told the header is what takes it
+// over, on either wire, before any node is asked.
+func TestNoneOptionOverTheOptionCap(t *testing.T) {
+	n := startNode(t, "n", fakeengine.LlamaCpp, fakeengine.Behavior{})
+	n.cfg.MaxOptions = 3
+	s := serve(t, setup{nodes: []node{n}})
+	for _, tc := range []struct {
+		route, body string
+		status      int
+	}{
+		{"/v1/systemone", ticketJev, http.StatusUnprocessableEntity},
+		{"/v1/decisions", ticketDecisions, http.StatusBadRequest},
+	} {
+		r := s.do(t, http.MethodPost, tc.route, tc.body, "X-System1-None-Option: true")
+		body := string(r.body)
+		if r.status != tc.status || !strings.Contains(body, "X-System1-None-Option") || !strings.Contains(body, `\"dept\" has 3 options`) || strings.Contains(body, "4 options exceed") {
+			t.Errorf("%s: %s", tc.route, r)
+		}
+	}
+}

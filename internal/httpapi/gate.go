@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -41,8 +42,9 @@ const (
 // carry: the order debiasing and prior correction into req, and the gate,
 // adding the none option to req's choice questions when it is asked for.
 // A header given twice or holding anything else is the caller's error,
-// named by the header.
-func answerHeaders(r *http.Request, req *decision.Request) (answer.Gate, *decision.Problem) {
+// named by the header, as is a none option that takes a choice over lim's
+// option cap: the caller sent one option fewer.
+func answerHeaders(r *http.Request, req *decision.Request, lim decision.Limits) (answer.Gate, *decision.Problem) {
 	var g answer.Gate
 	debias, bad := choiceHeader(r, DebiasHeader, decision.ValidDebias, "permute or off")
 	if bad != nil {
@@ -76,6 +78,11 @@ func answerHeaders(r *http.Request, req *decision.Request) (answer.Gate, *decisi
 		if slices.ContainsFunc(q.Options, func(o decision.Option) bool { return o.Key == decision.NoneOption }) {
 			return g, &decision.Problem{Path: []string{NoneOptionHeader}, Type: "value_error",
 				Msg: "question " + strconv.Quote(q.ID) + " already has the option " + strconv.Quote(decision.NoneOption) + ", which the header " + NoneOptionHeader + " adds; leave it out or drop the header"}
+		}
+		if n := len(q.Options); lim.MaxChoiceOptions > 0 && n >= lim.MaxChoiceOptions {
+			return g, &decision.Problem{Path: []string{NoneOptionHeader}, Type: "value_error",
+				Msg: fmt.Sprintf("question %s has %d options; with the none option the header %s adds, %d are more than the %d a node of the model takes: send at most %d, or drop the header",
+					strconv.Quote(q.ID), n, NoneOptionHeader, n+1, lim.MaxChoiceOptions, lim.MaxChoiceOptions-1)}
 		}
 		qs[i].Options = append(append([]decision.Option(nil), q.Options...), decision.Option{Key: decision.NoneOption, Name: decision.NoneOption})
 	}

@@ -93,7 +93,7 @@ func (s *Server) openSystemOne(w http.ResponseWriter, r *http.Request, p *system
 		return req, gate, 0, false
 	}
 	req = p.Request
-	gate, bad := answerHeaders(r, &req)
+	gate, bad := answerHeaders(r, &req, lim)
 	if bad == nil {
 		coverage, bad = coverageHeader(r)
 	}
