@@ -105,10 +105,11 @@ func (m ConfidenceMap) Apply(kind decision.Kind, d decision.Distribution) decisi
 	// The rest is summed, not 1 - pk: for a sure answer (pk 1 - 3e-11)
 	// the difference is off by a part in a million, and the options
 	// scaled by it would not sum to 1.
-	rest := 0.0
+	rest, second := 0.0, 0.0
 	for i, q := range d {
 		if i != k {
 			rest += q
+			second = max(second, q)
 		}
 	}
 	if !(rest > 0) {
@@ -117,12 +118,6 @@ func (m ConfidenceMap) Apply(kind decision.Kind, d decision.Distribution) decisi
 	target := m.Map(pk)
 	if kind == decision.Score {
 		return mapLevel(d, k, pk, target)
-	}
-	second := 0.0
-	for i, q := range d {
-		if i != k {
-			second = max(second, q)
-		}
 	}
 	target = min(max(target, second/(rest+second)+mapMargin), 1)
 	out := make(decision.Distribution, len(d))
