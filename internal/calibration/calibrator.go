@@ -112,7 +112,10 @@ func (c Calibrator) Apply(d decision.Distribution) decision.Distribution {
 	}
 	z := make([]float64, len(d))
 	for i, p := range d {
-		z[i] = math.Log(p)/c.Temperature + c.bias(i) // -Inf where p is 0
+		z[i] = math.Log(p) / c.Temperature // -Inf where p is 0
+		if i < len(c.Biases) {
+			z[i] += c.Biases[i]
+		}
 	}
 	if out := softmax(z); out != nil {
 		return out
@@ -142,14 +145,6 @@ func softmax(z []float64) decision.Distribution {
 		out[i] /= sum
 	}
 	return out
-}
-
-// bias is the bias of position i, 0 past the end.
-func (c Calibrator) bias(i int) float64 {
-	if i < len(c.Biases) {
-		return c.Biases[i]
-	}
-	return 0
 }
 
 // Check reports what is wrong with c: an unknown method, a temperature
