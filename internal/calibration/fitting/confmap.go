@@ -34,10 +34,7 @@ func fitMap(conf []float64, right []bool) calibration.ConfidenceMap {
 	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(conf[a], conf[b]) })
 	var blocks []mapBlock
 	for _, i := range idx {
-		y := 0.0
-		if right[i] {
-			y = 1
-		}
+		y := boolf(right[i])
 		if k := len(blocks) - 1; k >= 0 && blocks[k].hi == conf[i] {
 			b := &blocks[k]
 			b.value = (b.value*b.weight + y) / (b.weight + 1)

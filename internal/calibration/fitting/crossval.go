@@ -696,9 +696,7 @@ func caseLosses(preds []calibration.Prediction) losses {
 	l := losses{make([]float64, len(preds)), make([]float64, len(preds)), make([]float64, len(preds))}
 	for i, p := range preds {
 		l.nll[i] = caseNLL(p)
-		if p.Correct() {
-			l.right[i] = 1
-		}
+		l.right[i] = boolf(p.Correct())
 		if p.Kind == decision.Score {
 			l.abs[i] = levelErr(p)
 		}

@@ -122,6 +122,14 @@ func bin(c float64, n int) int {
 	return min(max(int(math.Floor(c*float64(n)+calibration.Edge)), 0), n-1)
 }
 
+// boolf is 1 for true, 0 for false.
+func boolf(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // ratio is a/b, 0 when b is 0.
 func ratio(a, b int) float64 {
 	if b == 0 {

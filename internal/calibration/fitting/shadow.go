@@ -204,13 +204,6 @@ func (c Comparison) recommend() (string, string) {
 	return RecommendKeep, fmt.Sprintf("the candidate answers differently and has not shown it is right: %s; %d questions have outcomes, fewer than the %d that would measure which is right", agree, c.Labelled, MinCompareOutcomes)
 }
 
-func boolf(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
-}
-
 // clusterSE is the standard error of a mean per case, mean, made of
 // clusters whose sums are sums and sizes sizes: the ratio estimator's
 // sqrt(k/(k-1) * sum_j (s_j - mean*n_j)^2) / n over k clusters and n

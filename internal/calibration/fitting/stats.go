@@ -106,10 +106,7 @@ func (s *Stats) add(p calibration.Prediction, sign int) {
 		}
 	}
 	for i, q := range p.Dist {
-		y := 0.0
-		if i == p.Expected {
-			y = 1
-		}
+		y := boolf(i == p.Expected)
 		s.Brier += d * (q - y) * (q - y)
 	}
 	s.NLL += d * caseNLL(p)
