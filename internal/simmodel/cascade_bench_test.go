@@ -75,7 +75,7 @@ func learn(b *testing.B, fitOn, certifyOn []calibration.Prediction, target float
 	for _, p := range calibration.Calibrate(certifyOn, calibration.Calibrator{Temperature: t}) {
 		conf, wrong = append(conf, p.Confidence()), append(wrong, !p.Correct())
 	}
-	e, err := fitting.CertifyEscalation(conf, wrong, target, calibration.EscalationDelta, nil)
+	e, err := fitting.CertifyEscalation(conf, wrong, target, calibration.EscalationDelta)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -8,11 +8,11 @@ import (
 	"system1/internal/calibration"
 )
 
-// EscalationGrid is the fixed grid of thresholds an escalation threshold
+// escalationGrid is the fixed grid of thresholds an escalation threshold
 // is chosen from, strictest first: the order fixed-sequence testing tests
 // them in. It is fixed before any outcome is seen, as Learn-then-Test
 // requires; a grid drawn from the observed confidences would not be.
-func EscalationGrid() []float64 {
+func escalationGrid() []float64 {
 	g := []float64{0.999, 0.995}
 	for c := 99; c >= 50; c-- {
 		g = append(g, float64(c)/100)
@@ -22,17 +22,16 @@ func EscalationGrid() []float64 {
 
 // CertifyEscalation learns a stage's escalation threshold from the
 // calibrated confidences of its answers and whether each was wrong: for
-// each threshold of grid (EscalationGrid when nil), strictest first, the
-// one-sided Clopper–Pearson upper bound at 1-delta on the error of the
-// answers at or above it; it stops at the first whose bound exceeds
-// target and certifies the last that passed (fixed-sequence testing,
-// which needs no correction for the many thresholds tried). A threshold
-// keeping too few answers for even none wrong to pass
-// (ln(delta)/ln(1-target) of them) is skipped, not failed: which are
-// skipped depends on the confidences alone, never on the outcomes, so the
-// sequence is still fixed given them. A target or delta outside (0, 1)
-// is an error.
-func CertifyEscalation(conf []float64, wrong []bool, target, delta float64, grid []float64) (calibration.Escalation, error) {
+// each threshold of escalationGrid, strictest first, the one-sided
+// Clopper–Pearson upper bound at 1-delta on the error of the answers at
+// or above it; it stops at the first whose bound exceeds target and
+// certifies the last that passed (fixed-sequence testing, which needs no
+// correction for the many thresholds tried). A threshold keeping too few
+// answers for even none wrong to pass (ln(delta)/ln(1-target) of them) is
+// skipped, not failed: which are skipped depends on the confidences alone,
+// never on the outcomes, so the sequence is still fixed given them. A
+// target or delta outside (0, 1) is an error.
+func CertifyEscalation(conf []float64, wrong []bool, target, delta float64) (calibration.Escalation, error) {
 	switch {
 	case !(target > 0 && target < 1):
 		return calibration.Escalation{}, fmt.Errorf("target error %v is not in (0, 1)", target)
@@ -41,12 +40,9 @@ func CertifyEscalation(conf []float64, wrong []bool, target, delta float64, grid
 	case len(conf) != len(wrong):
 		return calibration.Escalation{}, errors.New("confidences and outcomes differ in number")
 	}
-	if grid == nil {
-		grid = EscalationGrid()
-	}
 	e := calibration.Escalation{TargetError: target, Delta: delta, N: len(conf), UpperBound: 1}
 	minKept := int(math.Ceil(math.Log(delta) / math.Log(1-target)))
-	for _, t := range grid {
+	for _, t := range escalationGrid() {
 		kept, nwrong := 0, 0
 		for i, c := range conf {
 			if c >= t-calibration.Edge {
@@ -75,7 +71,7 @@ func SetEscalations(f *calibration.Fit, served []calibration.Prediction, targets
 	f.Escalations = nil
 	conf, wrong := outcomes(served)
 	for _, t := range targets {
-		if e, err := CertifyEscalation(conf, wrong, t, calibration.EscalationDelta, nil); err == nil {
+		if e, err := CertifyEscalation(conf, wrong, t, calibration.EscalationDelta); err == nil {
 			f.Escalations = append(f.Escalations, e)
 		}
 	}

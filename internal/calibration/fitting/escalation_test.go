@@ -41,7 +41,7 @@ func TestCertifyEscalation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e, err := CertifyEscalation(tt.conf, tt.wrong, 0.05, 0.05, nil)
+			e, err := CertifyEscalation(tt.conf, tt.wrong, 0.05, 0.05)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -69,7 +69,7 @@ func TestCertifyEscalationRefusesBadInput(t *testing.T) {
 		{0.05, 0, 1, "delta"},
 		{0.05, 0.05, 2, "differ"},
 	} {
-		_, err := CertifyEscalation([]float64{0.9}, make([]bool, tt.n), tt.target, tt.delta, nil)
+		_, err := CertifyEscalation([]float64{0.9}, make([]bool, tt.n), tt.target, tt.delta)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("target %v delta %v: error %v, want one naming %q", tt.target, tt.delta, err, tt.want)
 		}
@@ -95,7 +95,7 @@ func TestCertifyEscalationGuarantee(t *testing.T) {
 			conf[i] = 0.6 + 0.4*rng.Float64()
 			wrong[i] = rng.Float64() < s*(1-conf[i])
 		}
-		e, err := CertifyEscalation(conf, wrong, target, delta, nil)
+		e, err := CertifyEscalation(conf, wrong, target, delta)
 		if err != nil {
 			t.Fatal(err)
 		}
