@@ -606,13 +606,7 @@ func (f folds) crossFit(method string, temps []float64) Candidate {
 	}
 	c := Candidate{Method: method, oof: make([]calibration.Prediction, len(f.preds)), folds: make([]calibration.Calibrator, f.k)}
 	for k := range f.k {
-		var train []calibration.Prediction
-		for i, p := range f.preds {
-			if f.fold[i] != k {
-				train = append(train, p)
-			}
-		}
-		cal := fit(train, k)
+		cal := fit(inFolds(f.preds, f.fold, func(j int) bool { return j != k }), k)
 		c.folds[k] = cal
 		for i, p := range f.preds {
 			if f.fold[i] == k {
@@ -623,6 +617,18 @@ func (f folds) crossFit(method string, temps []float64) Candidate {
 	}
 	c.Calibrator = fit(f.preds, f.k)
 	return c
+}
+
+// inFolds is the cases of preds whose fold, fold[i] for preds[i], keep
+// takes, in their order.
+func inFolds(preds []calibration.Prediction, fold []int, keep func(k int) bool) []calibration.Prediction {
+	var out []calibration.Prediction
+	for i, p := range preds {
+		if keep(fold[i]) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // selectMap scores a confidence map on top of sel, the selected

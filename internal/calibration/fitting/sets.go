@@ -73,25 +73,14 @@ func (s *Selection) Sets(method string, coverages []float64) ([]calibration.Conf
 	var setCal *calibration.Calibrator
 	if base := s.Calibrator.Base(); base.Method != calibration.MethodNone {
 		m := setFolds(base, s.fold, s.Folds)
-		var train []calibration.Prediction
-		for i, p := range s.preds {
-			if s.fold[i] < m {
-				train = append(train, p)
-			}
-		}
+		train := inFolds(s.preds, s.fold, func(k int) bool { return k < m })
 		if c, err := FitMethod(base.Method, train); err == nil && c.Method != calibration.MethodNone && !(c.Method == calibration.MethodTemperature && c.Temperature == 1) {
 			setCal = &c
 			cases = calibration.Calibrate(s.preds, c)
 			from = m
 		}
 	}
-	var calib []calibration.Prediction
-	for i, p := range cases {
-		if s.fold[i] >= from {
-			calib = append(calib, p)
-		}
-	}
-	out := FitSets(calib, method, coverages)
+	out := FitSets(inFolds(cases, s.fold, func(k int) bool { return k >= from }), method, coverages)
 	if len(out) == 0 {
 		return nil, nil
 	}
