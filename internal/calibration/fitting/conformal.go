@@ -40,7 +40,6 @@ func FitConformal(preds []calibration.Prediction, method string, coverage float6
 		return calibration.Conformal{}, fmt.Errorf("%w: %d cases; coverage %v needs at least %d", ErrTooFewForCoverage, n, coverage, need)
 	}
 	slices.Sort(scores)
-	c := calibration.Conformal{Method: method, Coverage: coverage, N: n, Threshold: scores[calibration.ConformalRank(n, coverage)-1]}
-	c.Threshold = min(max(c.Threshold, 0), 1)
-	return c, nil
+	t := scores[calibration.ConformalRank(n, coverage)-1]
+	return calibration.Conformal{Method: method, Coverage: coverage, N: n, Threshold: min(max(t, 0), 1)}, nil
 }
