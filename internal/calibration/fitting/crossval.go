@@ -647,15 +647,8 @@ func (f folds) selectMap(sel Candidate, final calibration.Calibrator, kind decis
 		if sel.folds != nil {
 			cal = sel.folds[k]
 		}
-		var tc []float64
-		var tr []bool
-		for i, p := range f.preds {
-			if f.fold[i] != k {
-				p.Dist = cal.Apply(p.Dist)
-				tc, tr = append(tc, p.Confidence()), append(tr, p.Correct())
-			}
-		}
-		m := fitMap(tc, tr)
+		train := calibration.Calibrate(inFolds(f.preds, f.fold, func(j int) bool { return j != k }), cal)
+		m := fitMap(confidences(train))
 		composed := cal.WithMap(&m, kind)
 		for i, p := range f.preds {
 			if f.fold[i] == k {
@@ -682,16 +675,21 @@ func (f folds) selectMap(sel Candidate, final calibration.Calibrator, kind decis
 		ms.Reason = fmt.Sprintf("a confidence map would gain %s nats in the log-loss of being right but raise the top-label ECE from %s to %s; confidences stay the calibrator's", ms.Gain, sig(ms.ECEBefore), sig(ms.ECEAfter))
 		return ms
 	}
-	all := calibration.Calibrate(f.preds, final)
-	c, r := make([]float64, n), make([]bool, n)
-	for i, p := range all {
-		c[i], r[i] = p.Confidence(), p.Correct()
-	}
-	m := fitMap(c, r)
+	m := fitMap(confidences(calibration.Calibrate(f.preds, final)))
 	ms.Adopt, ms.Map, ms.oof = true, &m, oof
 	ms.Reason = fmt.Sprintf("adopts a confidence map of the probability right, applied after the calibrator: out-of-fold log-loss of being right %s -> %s (gain %s nats), top-label ECE %s -> %s",
 		sig(ms.NLLBefore), sig(ms.NLLAfter), ms.Gain, sig(ms.ECEBefore), sig(ms.ECEAfter))
 	return ms
+}
+
+// confidences are the confidence of each case's predicted answer and
+// whether it is right.
+func confidences(preds []calibration.Prediction) (conf []float64, right []bool) {
+	conf, right = make([]float64, len(preds)), make([]bool, len(preds))
+	for i, p := range preds {
+		conf[i], right[i] = p.Confidence(), p.Correct()
+	}
+	return conf, right
 }
 
 // losses are per-case losses: NLL as Measure takes it, 1 for a right
