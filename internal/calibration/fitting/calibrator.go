@@ -151,10 +151,7 @@ func fitVectorFrom(preds []calibration.Prediction, t float64) calibration.Calibr
 		if !moved {
 			break
 		}
-		s, y := make([]float64, k+1), make([]float64, k+1)
-		for i := range s {
-			s[i], y[i] = xn[i]-x[i], gn[i]-g[i]
-		}
+		s, y := diff(xn, x), diff(gn, g)
 		if dot(s, y) > 1e-12 {
 			if len(mem) == vectorMemory {
 				mem = append(mem[:0], mem[1:]...)
