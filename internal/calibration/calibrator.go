@@ -95,8 +95,8 @@ func (c Calibrator) Complexity() int {
 // exp(ln p_i / T + b_i). A zero stays zero, as with a temperature: a
 // label the engine did not report gets no probability from a bias. A
 // calibrator that fails Check, or a d that is not a distribution over
-// its own length, returns d unchanged, as fitting.Temper does with a temperature
-// that is not positive and finite.
+// its own length, returns d unchanged, as fitting.Temper does with a
+// temperature that is not positive and finite.
 func (c Calibrator) Apply(d decision.Distribution) decision.Distribution {
 	switch {
 	case c.Check() != nil:

@@ -10,10 +10,10 @@ import (
 // cascade stage keeps at its threshold is at most the target.
 const EscalationDelta = 0.05
 
-// Escalation is a cascade stage's certified threshold for one target
-// error, learnt from outcomes (fitting.CertifyEscalation) in the manner of Learn-then-Test (Angelopoulos
-// et al. 2021): keep a stage's answer when its calibrated confidence is at
-// least Threshold, else ask the next stage.
+// Escalation is a cascade stage's certified threshold for one target error,
+// learnt from outcomes (fitting.CertifyEscalation) in the manner of
+// Learn-then-Test (Angelopoulos et al. 2021): keep a stage's answer when its
+// calibrated confidence is at least Threshold, else ask the next stage.
 type Escalation struct {
 	// TargetError is the error the kept answers stay under, with
 	// probability at least 1-Delta.

@@ -217,12 +217,11 @@ func ContentRevision(data []byte) string {
 	return hex.EncodeToString(h[:6])
 }
 
-// ParseFits reads a fits file, of any version written since the first.
-// It rejects anything that is not one JSON
-// object of the Fits shape (unknown fields, keys twice or in another case,
-// invalid UTF-8 and trailing data included), a
-// version other than FitsVersion, and a file that fails Validate. It never
-// panics, whatever the bytes.
+// ParseFits reads a fits file, of any version written since the first. It
+// rejects anything that is not one JSON object of the Fits shape (unknown
+// fields, keys twice or in another case, invalid UTF-8 and trailing data
+// included), a version other than FitsVersion, and a file that fails
+// Validate. It never panics, whatever the bytes.
 func ParseFits(data []byte) (*Fits, error) {
 	if err := exactKeys(data); err != nil {
 		return nil, err

@@ -498,13 +498,13 @@ func (s *Selection) conclude(current calibration.Calibrator, best, chosen int, o
 	return sel
 }
 
-// AdoptedFit is the fit to write when the selection adopted a calibrator
-// or a confidence map: the calibrator (fitted on every case), its map,
-// its metrics on every case (NLLBefore and ECEBefore uncalibrated) with
-// the out-of-fold ones as Holdout, and the gate SuggestGate finds at
-// target on the out-of-fold confidences: each case calibrated by a fit
-// that did not see it, so the gate is on held-out cases. Provider, Model and Date are left to the caller. It
-// reports false when nothing was adopted.
+// AdoptedFit is the fit to write when the selection adopted a calibrator or
+// a confidence map: the calibrator (fitted on every case), its map, its
+// metrics on every case (NLLBefore and ECEBefore uncalibrated) with the
+// out-of-fold ones as Holdout, and the gate SuggestGate finds at target on
+// the out-of-fold confidences: each case calibrated by a fit that did not
+// see it, so the gate is on held-out cases. Provider, Model and Date are
+// left to the caller. It reports false when nothing was adopted.
 func (s *Selection) AdoptedFit(target float64) (calibration.Fit, bool) {
 	if !s.Adopt && !s.Map.Adopt {
 		return calibration.Fit{}, false

@@ -129,12 +129,11 @@ func (m MassStats) InScope() int    { return m.nIn }
 func (m MassStats) OutOfScope() int { return m.nOut }
 
 // SuggestMassGate finds the highest label-mass gate g such that the
-// one-sided 95% Clopper–Pearson upper bound on the share of in-scope
-// answers with mass under g is under maxLoss. Candidates are the
-// in-scope masses counted, floored to MassGateDigits significant digits
-// (0.000665, never 0.000: a gate floored to decimals can fall to 0 and
-// gate nothing); a gate at one keeps it. A maxLoss not in (0, 1) is
-// DefaultMaxInScopeLoss. With no mistake allowed the bound is
+// one-sided 95% Clopper–Pearson upper bound on the share of in-scope answers
+// with mass under g is under maxLoss. Candidates are the in-scope masses
+// counted, floored to MassGateDigits significant digits
+// (MassGate.MinLabelMass says why); a gate at one keeps it. A maxLoss not in
+// (0, 1) is DefaultMaxInScopeLoss. With no mistake allowed the bound is
 // 1-0.05^(1/n), so a gate at 5% needs at least 59 in-scope outcomes.
 func (m MassStats) SuggestMassGate(maxLoss float64) MassGate {
 	if !(maxLoss > 0 && maxLoss < 1) {

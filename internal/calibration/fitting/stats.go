@@ -281,10 +281,10 @@ func (s Stats) metrics() Metrics {
 }
 
 // SuggestGate is SuggestGate over the cases added, with the candidate
-// thresholds the lower edges of the gate bins that hold a case instead
-// of the confidences seen: a case is at or above an edge exactly when
-// its bin is, so each candidate's counts are exact. The gate is the
-// lowest such edge that passes the bound; it can differ from the one found on the cases
+// thresholds the lower edges of the gate bins that hold a case instead of
+// the confidences seen: a case is at or above an edge exactly when its bin
+// is, so each candidate's counts are exact. The gate is the lowest such edge
+// that passes the bound; it can differ from the one found on the cases
 // themselves, which may pass at a confidence between two edges.
 func (s Stats) SuggestGate(target float64) Gate {
 	var steps []gateStep
