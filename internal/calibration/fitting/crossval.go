@@ -341,8 +341,7 @@ func (s *Selection) scoreCurrent(cv folds, current calibration.Calibrator, boot 
 	curLoss, rawLoss = caseLosses(curOOF), caseLosses(cv.preds)
 	s.Current.AccuracyGainRaw = boot.interval(diff(curLoss.right, rawLoss.right))
 	if s.Kind == decision.Score {
-		g := boot.interval(diff(rawLoss.abs, curLoss.abs))
-		s.Current.MAEGainRaw = &g
+		s.Current.MAEGainRaw = new(boot.interval(diff(rawLoss.abs, curLoss.abs)))
 	}
 	var harms []string
 	if g := s.Current.AccuracyGainRaw; worse(g) {
@@ -370,8 +369,8 @@ func (s *Selection) scoreCandidates(cv folds, methods []string, current calibrat
 		c.AccuracyGain = boot.interval(diff(l.right, curLoss.right))
 		c.AccuracyGainRaw = boot.interval(diff(l.right, rawLoss.right))
 		if s.Kind == decision.Score {
-			g, gr := boot.interval(diff(curLoss.abs, l.abs)), boot.interval(diff(rawLoss.abs, l.abs))
-			c.MAEGain, c.MAEGainRaw = &g, &gr
+			c.MAEGain = new(boot.interval(diff(curLoss.abs, l.abs)))
+			c.MAEGainRaw = new(boot.interval(diff(rawLoss.abs, l.abs)))
 		}
 		var harms []string
 		for _, h := range []struct {

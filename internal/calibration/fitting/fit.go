@@ -225,8 +225,7 @@ func NewFit(fit, held []calibration.Prediction) (calibration.Fit, error) {
 	s := score(fit, t)
 	f.NLLBefore, f.NLLAfter, f.ECEBefore, f.ECEAfter = s.NLLBefore, s.NLLAfter, s.ECEBefore, s.ECEAfter
 	if len(held) > 0 {
-		h := score(held, t)
-		f.Holdout = &h
+		f.Holdout = new(score(held, t))
 	}
 	return f, nil
 }

@@ -167,8 +167,7 @@ func (m MassStats) SuggestMassGate(maxLoss float64) MassGate {
 				flagged += c
 			}
 		}
-		f := float64(flagged) / float64(m.nOut)
-		g.Flagged = &f
+		g.Flagged = new(float64(flagged) / float64(m.nOut))
 	}
 	return g
 }

@@ -257,8 +257,7 @@ func (s Stats) metrics() Metrics {
 	for i, t := range selectiveThresholds() {
 		out := Selective{Threshold: t.t, N: s.SelN[i], Coverage: ratio(s.SelN[i], s.N)}
 		if s.SelN[i] > 0 {
-			acc := ratio(s.SelRight[i], s.SelN[i])
-			out.Accuracy = &acc
+			out.Accuracy = new(ratio(s.SelRight[i], s.SelN[i]))
 		}
 		m.Selective[t.key] = out
 	}
@@ -268,8 +267,7 @@ func (s Stats) metrics() Metrics {
 	}
 	m.N = s.N
 	if s.Scores > 0 {
-		mae := s.AbsErr / float64(s.Scores)
-		m.MAE = &mae
+		m.MAE = new(s.AbsErr / float64(s.Scores))
 	}
 	n := float64(s.N)
 	m.Accuracy = ratio(s.Right, s.N)
