@@ -724,8 +724,7 @@ func binaryLosses(q []float64, right []bool) []float64 {
 // topECE is the ECE of confidences against whether each was right, over
 // Measure's bins.
 func topECE(conf []float64, right []bool) float64 {
-	var count, hits [NumBins]float64
-	var sum [NumBins]float64
+	var count, hits, sum [NumBins]float64
 	for i, c := range conf {
 		b := bin(c, NumBins)
 		count[b]++
