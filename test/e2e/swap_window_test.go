@@ -121,7 +121,7 @@ decision_log:
 	if r := do(t, c, http.MethodPost, s.URL+"/v1/feedback", "", string(body)); r.Status != http.StatusOK {
 		t.Fatalf("feedback: %d %s", r.Status, r.Body)
 	}
-	refits := s.waitLog(t, regexp.MustCompile(`msg="refit [^"]*" request_id=- model=\S+ fingerprint=(\S+) .*outcomes=(\d+) `), 2, time.Minute)
+	refits := s.waitLog(t, regexp.MustCompile(`msg="refit [^"]*" request_id=- model=\S+ fingerprint=(\S+) .*outcomes=(\d+) `), 2, 2*time.Minute)
 	got := map[string]int{}
 	for _, m := range refits {
 		n, _ := strconv.Atoi(m[2])
