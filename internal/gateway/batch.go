@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"system1/internal/answer"
@@ -54,6 +55,22 @@ func (g *Gateway) DecideBatch(ctx context.Context, raw []byte, id string) *Batch
 	return out
 }
 
+// batchFields are the fields of a decide batch: a decide request's, with
+// contexts for its context and no request_id.
+var batchFields = func() []string {
+	var out []string
+	for _, f := range requestFields {
+		switch f {
+		case "context":
+			out = append(out, "contexts")
+		case "request_id":
+		default:
+			out = append(out, f)
+		}
+	}
+	return out
+}()
+
 // splitBatch reads a decide batch into the decide request of each of its
 // contexts, or the batch's problems: those of the request it shares (as
 // ParseRequest finds them), and each context's, named contexts[i].
@@ -71,17 +88,23 @@ func splitBatch(raw []byte) (bodies [][]byte, problems []string) {
 	// POST /v1/decide would give it.
 	shared := make([]jsonx.Member, 0, len(fields)+1)
 	var contexts json.RawMessage
+	var unknown []string
 	for _, m := range fields {
-		switch m.Key {
-		case "contexts":
+		switch {
+		case m.Key == "contexts":
 			contexts = m.Value
-		case "context":
+		case m.Key == "context":
 			problems = append(problems, "a batch gives its contexts as contexts, an array; it takes no context")
-		case "request_id":
+		case m.Key == "request_id":
 			problems = append(problems, "a batch takes no request_id: each context's response gets an id of its own")
+		case !slices.Contains(batchFields, m.Key):
+			unknown = append(unknown, m.Key)
 		default:
 			shared = append(shared, m)
 		}
+	}
+	if p := unknownFields(unknown, batchFields); p != "" {
+		problems = append(problems, p)
 	}
 	if _, ps := ParseRequest(jsonx.AppendObject(nil, shared)); len(ps) > 0 {
 		problems = append(problems, ps...)

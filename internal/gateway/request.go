@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -18,6 +20,22 @@ import (
 
 // requestFields are the fields of a decide request.
 var requestFields = []string{"question", "options", "context", "min_confidence", "request_id", "schema_version", "debias", "prior", "min_label_mass", "none_option", "coverage"}
+
+// unknownFields names the keys that are not among known, sorted, with
+// the fields known; "" when there is none.
+func unknownFields(keys, known []string) string {
+	var unknown []string
+	for _, k := range keys {
+		if !slices.Contains(known, k) {
+			unknown = append(unknown, strconv.Quote(k))
+		}
+	}
+	if len(unknown) == 0 {
+		return ""
+	}
+	slices.Sort(unknown)
+	return fmt.Sprintf("unknown field(s) %s; the fields are %s", strings.Join(unknown, ", "), strings.Join(known, ", "))
+}
 
 // ParseRequest reads a decide request and checks it against the contract,
 // returning every problem found, in field order; none means the request
@@ -48,16 +66,8 @@ func ParseRequest(raw []byte) (Request, []string) {
 	}
 	var ps []string
 	bad := func(format string, a ...any) { ps = append(ps, fmt.Sprintf(format, a...)) }
-	known := requestFields
-	var unknown []string
-	for k := range fields {
-		if !slices.Contains(known, k) {
-			unknown = append(unknown, fmt.Sprintf("%q", k))
-		}
-	}
-	if len(unknown) > 0 {
-		slices.Sort(unknown)
-		bad("unknown field(s) %s; the fields are %s", strings.Join(unknown, ", "), strings.Join(known, ", "))
+	if p := unknownFields(slices.Collect(maps.Keys(fields)), requestFields); p != "" {
+		ps = append(ps, p)
 	}
 	present := func(k string) (json.RawMessage, bool) {
 		v, ok := fields[k]

@@ -293,6 +293,7 @@ func TestDecideBatch(t *testing.T) {
 		{"no contexts", `{` + q + `}`, "contexts is required"},
 		{"a context", `{` + q + `,"context":{"t":"x"}}`, "takes no context"},
 		{"a request id", `{` + q + `,"request_id":"mine","contexts":[{}]}`, "takes no request_id"},
+		{"an unknown field", `{` + q + `,"bogus":1,"contexts":[{}]}`, `unknown field(s) "bogus"; the fields are question, options, contexts, min_confidence, schema_version,`},
 		{"too many", `{` + q + `,"contexts":[` + strings.TrimSuffix(strings.Repeat(`{},`, gateway.MaxBatchContexts+1), ",") + `]}`, fmt.Sprintf("at most %d", gateway.MaxBatchContexts)},
 		{"a context not an object", `{` + q + `,"contexts":[{},"text"]}`, "contexts[1]: context must be a JSON object"},
 		{"a bad question", `{"question":"","contexts":[{}]}`, "question"},
