@@ -118,7 +118,7 @@ func parseRequest(body []byte) *Parsed {
 	for _, m := range top {
 		switch m.Key {
 		case "model", "state", "document", "questions":
-		case "assets", "images":
+		case FeatureAssets, FeatureImages:
 			if !empty(m.Value) {
 				p.Images.Fields = append(p.Images.Fields, m.Key)
 			}
