@@ -539,14 +539,13 @@ func (c *Config) Check() []error {
 	if c.Prior != "" && c.Prior != "off" && c.Prior != "batch" && c.Prior != "content_free" {
 		bad("prior: %q is not off, batch or content_free", c.Prior)
 	}
-	if c.PriorMinRequests < 0 || c.PriorMinRequests > MaxPriorCount {
-		bad("prior_min_requests: %d is not 0 (the default) or 1..%d", c.PriorMinRequests, MaxPriorCount)
-	}
-	if c.PriorWindow < 0 || c.PriorWindow > MaxPriorCount {
-		bad("prior_window: %d is not 0 (the default) or 1..%d", c.PriorWindow, MaxPriorCount)
-	}
-	if c.PriorSignatures < 0 || c.PriorSignatures > MaxPriorCount {
-		bad("prior_signatures: %d is not 0 (the default) or 1..%d", c.PriorSignatures, MaxPriorCount)
+	for _, p := range []struct {
+		key string
+		n   int
+	}{{"prior_min_requests", c.PriorMinRequests}, {"prior_window", c.PriorWindow}, {"prior_signatures", c.PriorSignatures}} {
+		if p.n < 0 || p.n > MaxPriorCount {
+			bad("%s: %d is not 0 (the default) or 1..%d", p.key, p.n, MaxPriorCount)
+		}
 	}
 	if c.Rounding != nil && (*c.Rounding < -1 || *c.Rounding > 12) {
 		bad("rounding: %d is not -1 (full precision) or 0..12 decimals", *c.Rounding)
