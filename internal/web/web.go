@@ -40,16 +40,6 @@ type file struct {
 	body                    []byte
 }
 
-// Files lists the served assets by URL path, with their sizes in bytes:
-// the page's whole weight.
-func Files() map[string]int {
-	out := map[string]int{}
-	for p, f := range files {
-		out[p] = len(f.body)
-	}
-	return out
-}
-
 // files are the assets by the URL path that serves them: index.html at /,
 // docs.html at /docs, the rest under /ui/.
 var files = load()
