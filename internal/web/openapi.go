@@ -272,15 +272,11 @@ func paths() obj {
 		"operationId": "calibration",
 		"summary":     "How calibrated recorded answers were, measured on their outcomes, with a suggested gate and min_label_mass.",
 		"parameters": []obj{
-			{"name": "window", "in": "query", "schema": obj{"type": "string"}, "description": "How far back: a duration such as 24h, or days such as 7d; default 7d."},
+			windowParam,
 			{"name": "target_error", "in": "query", "schema": obj{"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1}, "description": "The share of wrong decisions above the gate to stay under; default the configuration's (0.02)."},
 			{"name": "max_in_scope_loss", "in": "query", "schema": obj{"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1}, "description": "The share of in-scope answers (outcome one of the options, not none) a suggested min_label_mass may abstain on; default 0.05."},
 		},
-		"responses": keyed(obj{
-			"200": jsonReply("The report, per model, kind and option bucket.", "CalibrationReport"),
-			"422": jsonReply("A query parameter is not valid.", "ValidationError"),
-			"503": jsonReply("The decision log is off or failed.", "Error"),
-		}),
+		"responses": logReport("The report, per model, kind and option bucket.", "CalibrationReport", "A query parameter is not valid."),
 	}}
 	p["/v1/shadow"] = obj{"get": obj{
 		"operationId": "shadow",
@@ -288,14 +284,8 @@ func paths() obj {
 		"description": "Pairs every answer a candidate gave to a shadowed request (shadow in the configuration) with the served " +
 			"answer: agreement of the top answer, mean absolute change of the probabilities, confidence shift and, where outcomes " +
 			"were reported, accuracy, ECE and log-loss of each side. See docs/shadow.md.",
-		"parameters": []obj{
-			{"name": "window", "in": "query", "schema": obj{"type": "string"}, "description": "How far back: a duration such as 24h, or days such as 7d; default 7d."},
-		},
-		"responses": keyed(obj{
-			"200": jsonReply("The report, per served model, candidate and question signature.", "ShadowReport"),
-			"422": jsonReply("A query parameter is not valid.", "ValidationError"),
-			"503": jsonReply("The decision log is off or failed.", "Error"),
-		}),
+		"parameters": []obj{windowParam},
+		"responses":  logReport("The report, per served model, candidate and question signature.", "ShadowReport", "A query parameter is not valid."),
 	}}
 	p["/v1/usage"] = obj{"get": obj{
 		"operationId": "usage",
@@ -308,13 +298,22 @@ func paths() obj {
 			{"name": "until", "in": "query", "schema": obj{"type": "string"}, "description": "The window's end (exclusive), as since; default now."},
 			{"name": "group_by", "in": "query", "schema": obj{"type": "string"}, "description": "A comma-separated list of key, model and day (UTC); default none: the total alone."},
 		},
-		"responses": keyed(obj{
-			"200": jsonReply("The usage, per group and in total.", "UsageReport"),
-			"422": jsonReply("A query parameter is not valid, or not one of since, until and group_by: loc names it.", "ValidationError"),
-			"503": jsonReply("The decision log is off or failed.", "Error"),
-		}),
+		"responses": logReport("The usage, per group and in total.", "UsageReport", "A query parameter is not valid, or not one of since, until and group_by: loc names it."),
 	}}
 	return p
+}
+
+// windowParam is the window query parameter of the reports.
+var windowParam = obj{"name": "window", "in": "query", "schema": obj{"type": "string"}, "description": "How far back: a duration such as 24h, or days such as 7d; default 7d."}
+
+// logReport is the replies of a report read from the decision log: ok
+// with schema, invalid for a query parameter it cannot read.
+func logReport(ok, schema, invalid string) obj {
+	return keyed(obj{
+		"200": jsonReply(ok, schema),
+		"422": jsonReply(invalid, "ValidationError"),
+		"503": jsonReply("The decision log is off or failed.", "Error"),
+	})
 }
 
 // keyed adds to a route's replies, in Jev's envelope, those of the key
