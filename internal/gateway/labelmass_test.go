@@ -30,10 +30,10 @@ func TestDecideLabelMass(t *testing.T) {
 		mass              *float64
 		status            string
 	}{
-		{"pre-mask, no minimum", cfg(f.URL, "", ""), "", ptr(0.3), Decided},
-		{"pre-mask, configured minimum", cfg(f.URL, "", "  min_label_mass: 0.5\n"), "", ptr(0.3), Abstained},
-		{"pre-mask, request minimum", cfg(f.URL, "", ""), `,"min_label_mass":0.5`, ptr(0.3), Abstained},
-		{"pre-mask, request under it", cfg(f.URL, "", "  min_label_mass: 0.5\n"), `,"min_label_mass":0.25`, ptr(0.3), Decided},
+		{"pre-mask, no minimum", cfg(f.URL, "", ""), "", new(0.3), Decided},
+		{"pre-mask, configured minimum", cfg(f.URL, "", "  min_label_mass: 0.5\n"), "", new(0.3), Abstained},
+		{"pre-mask, request minimum", cfg(f.URL, "", ""), `,"min_label_mass":0.5`, new(0.3), Abstained},
+		{"pre-mask, request under it", cfg(f.URL, "", "  min_label_mass: 0.5\n"), `,"min_label_mass":0.25`, new(0.3), Decided},
 		{"post-mask", cfg(post.URL, ", constrain: structured_outputs", "  min_label_mass: 0.5\n"), "", nil, Decided},
 	} {
 		g := gatewayFor(t, tc.yaml)

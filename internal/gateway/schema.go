@@ -32,17 +32,17 @@ func RequestSchema() *jsonschema.Schema {
 	s.Schema, s.Title = draft, "system1 decide request, schema version "+SchemaVersion
 	s.Description = "One decision for System 1 to make: a question, optionally the options to choose from and a context object."
 	p := s.Properties
-	p["question"].MinLength, p["question"].MaxLength = ptr(1), ptr(MaxQuestionChars)
-	p["options"].MinItems, p["options"].MaxItems, p["options"].UniqueItems = ptr(MinOptions), ptr(MaxOptions), true
-	p["options"].Items.MinLength, p["options"].Items.MaxLength = ptr(1), ptr(MaxOptionChars)
+	p["question"].MinLength, p["question"].MaxLength = new(1), new(MaxQuestionChars)
+	p["options"].MinItems, p["options"].MaxItems, p["options"].UniqueItems = new(MinOptions), new(MaxOptions), true
+	p["options"].Items.MinLength, p["options"].Items.MaxLength = new(1), new(MaxOptionChars)
 	unit(p["min_confidence"])
 	// What ParseRequest refuses, the schema says: a value it allowed is
 	// not refused.
 	unit(p["min_label_mass"])
 	p["debias"].Enum = []any{decision.DebiasPermute, decision.DebiasOff}
 	p["prior"].Enum = []any{decision.PriorBatch, decision.PriorContentFree, decision.PriorOff}
-	p["coverage"].Minimum, p["coverage"].Maximum = ptr(calibration.MinCoverage), ptr(calibration.MaxCoverage)
-	p["request_id"].MinLength, p["request_id"].MaxLength = ptr(1), ptr(decisionlog.MaxRequestIDChars)
+	p["coverage"].Minimum, p["coverage"].Maximum = new(calibration.MinCoverage), new(calibration.MaxCoverage)
+	p["request_id"].MinLength, p["request_id"].MaxLength = new(1), new(decisionlog.MaxRequestIDChars)
 	p["schema_version"].Enum = []any{SchemaVersion}
 	return s
 }
@@ -57,12 +57,12 @@ func ResponseSchema() *jsonschema.Schema {
 	unit(p["confidence"])
 	unit(p["threshold"])
 	unit(p["probabilities"].AdditionalProperties)
-	p["set_coverage"].Minimum, p["set_coverage"].Maximum = ptr(calibration.MinCoverage), ptr(calibration.MaxCoverage)
-	p["set_outcomes"].Minimum = ptr(0.0)
-	p["latency_ms"].Minimum = ptr(0.0)
+	p["set_coverage"].Minimum, p["set_coverage"].Maximum = new(calibration.MinCoverage), new(calibration.MaxCoverage)
+	p["set_outcomes"].Minimum = new(0.0)
+	p["latency_ms"].Minimum = new(0.0)
 	a := p["attempts"].Items.Properties
 	a["outcome"].Enum = []any{OutcomeOK, OutcomeAbstained, OutcomeTimeout, OutcomeError, OutcomeMalformed, OutcomeSkipped}
-	a["latency_ms"].Minimum = ptr(0.0)
+	a["latency_ms"].Minimum = new(0.0)
 	p["error"].Properties["code"].Enum = []any{CodeInvalidRequest, CodeConfigError, CodeProviderTimeout, CodeProviderError, CodeMalformed, CodeUnauthorized, CodeForbidden, CodeRateLimited, CodeOverBudget}
 	p["schema_version"].Enum = []any{SchemaVersion}
 	p["cache"].Enum = anys(CacheStates)
@@ -131,9 +131,7 @@ func plain(s *jsonschema.Schema) {
 	plain(s.AdditionalProperties)
 }
 
-func unit(s *jsonschema.Schema) { s.Minimum, s.Maximum = ptr(0.0), ptr(1.0) }
-
-func ptr[T any](v T) *T { return &v }
+func unit(s *jsonschema.Schema) { s.Minimum, s.Maximum = new(0.0), new(1.0) }
 
 // schemaJSON is a schema as a JSON object, for capabilities.
 func schemaJSON(s *jsonschema.Schema) json.RawMessage {
@@ -162,7 +160,7 @@ func BatchRequestSchema() *jsonschema.Schema {
 	p := s.Properties
 	ctx := p["context"]
 	ctx.Description = fmt.Sprintf("One context: facts the decision depends on, as a JSON object (at most %d KiB); passed to the model as the state.", MaxContextBytes>>10)
-	p["contexts"] = &jsonschema.Schema{Type: "array", Items: ctx, MinItems: ptr(1), MaxItems: ptr(MaxBatchContexts),
+	p["contexts"] = &jsonschema.Schema{Type: "array", Items: ctx, MinItems: new(1), MaxItems: new(MaxBatchContexts),
 		Description: fmt.Sprintf("The contexts, 1 to %d, each decided as a decide request with that context.", MaxBatchContexts)}
 	delete(p, "context")
 	delete(p, "request_id")
@@ -188,9 +186,9 @@ func BatchResponseSchema() *jsonschema.Schema {
 func FeedbackInputSchema() *jsonschema.Schema {
 	s := infer[outcomes.FeedbackItem]()
 	p := s.Properties
-	p["request_id"].MinLength, p["request_id"].MaxLength = ptr(1), ptr(decisionlog.MaxRequestIDChars)
+	p["request_id"].MinLength, p["request_id"].MaxLength = new(1), new(decisionlog.MaxRequestIDChars)
 	desc := p["outcome"].Description
-	p["outcome"] = &jsonschema.Schema{Description: desc, AnyOf: []*jsonschema.Schema{{Type: "string", MinLength: ptr(1)}, {Type: "boolean"}, {Type: "integer", Minimum: ptr(0.0)}}}
+	p["outcome"] = &jsonschema.Schema{Description: desc, AnyOf: []*jsonschema.Schema{{Type: "string", MinLength: new(1)}, {Type: "boolean"}, {Type: "integer", Minimum: new(0.0)}}}
 	s.Required = []string{"request_id", "outcome"}
 	return s
 }
