@@ -4,6 +4,7 @@
 package pause
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,10 +32,7 @@ type State struct {
 // else $CLAUDE_PLUGIN_DATA (Claude Code gives each plugin one), else
 // $XDG_STATE_HOME/system1, else ~/.local/state/system1.
 func Dir(dir string, getenv func(string) string) string {
-	if dir != "" {
-		return dir
-	}
-	if d := getenv("CLAUDE_PLUGIN_DATA"); d != "" {
+	if d := cmp.Or(dir, getenv("CLAUDE_PLUGIN_DATA")); d != "" {
 		return d
 	}
 	if d := getenv("XDG_STATE_HOME"); d != "" {
