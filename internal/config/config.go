@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"system1/internal/decision"
 )
 
 // Duration is a time.Duration written as "30s", "1.5s", "250ms".
@@ -524,7 +526,7 @@ func (c *Config) Check() []error {
 		bad("max_body_bytes: %d is negative", c.MaxBodyBytes)
 	}
 	errs = append(errs, c.Calibration.check()...)
-	if c.Debias != "" && c.Debias != "off" && c.Debias != "permute" {
+	if !decision.ValidDebias(c.Debias) {
 		bad("debias: %q is not off or permute", c.Debias)
 	}
 	if t := c.Fingerprint.Tolerance; !(t >= 0 && t < 1) {
@@ -536,7 +538,7 @@ func (c *Config) Check() []error {
 	if c.DebiasOrders < 0 || c.DebiasOrders > MaxOptions {
 		bad("debias_orders: %d is not 0 (the default) or 1..%d", c.DebiasOrders, MaxOptions)
 	}
-	if c.Prior != "" && c.Prior != "off" && c.Prior != "batch" && c.Prior != "content_free" {
+	if !decision.ValidPrior(c.Prior) {
 		bad("prior: %q is not off, batch or content_free", c.Prior)
 	}
 	for _, p := range []struct {
