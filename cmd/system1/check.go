@@ -65,9 +65,12 @@ exit status: 0 held (or baseline written), 1 drifted or failed, 2 usage.
 	case *concurrency < 1:
 		return e.usageError("check", "--concurrency must be at least 1")
 	}
-	for name, v := range map[string]float64{"--max-accuracy-drop": t.AccuracyDrop, "--max-ece-rise": t.ECERise, "--max-coverage-drop": t.CoverageDrop, "--max-flip-rate": t.FlipRate} {
-		if !(v >= 0 && v <= 1) {
-			return e.usageError("check", fmt.Sprintf("%s %v is not in [0, 1]", name, v))
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"--max-accuracy-drop", t.AccuracyDrop}, {"--max-ece-rise", t.ECERise}, {"--max-coverage-drop", t.CoverageDrop}, {"--max-flip-rate", t.FlipRate}} {
+		if !(f.v >= 0 && f.v <= 1) {
+			return e.usageError("check", fmt.Sprintf("%s %v is not in [0, 1]", f.name, f.v))
 		}
 	}
 	var base *bench.Baseline
