@@ -126,6 +126,7 @@ func parseRequest(body []byte) *Parsed {
 			p.Unknown = append(p.Unknown, m.Key)
 		}
 	}
+	slices.Sort(p.Images.Fields) // assets, then images, as Features names them
 
 	switch raw, ok := field("model"); {
 	case !ok:

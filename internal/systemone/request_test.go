@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -250,4 +251,17 @@ func compact(raw json.RawMessage) string {
 	}
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// Jev 1.14's image fields are named in one order, assets then images,
+// whichever the request gives first, as Unsupported.Features says.
+func TestImageFieldsInAFixedOrder(t *testing.T) {
+	for _, body := range []string{
+		`{"model":"m","state":"s","assets":{"p":{"type":"image"}},"images":["aGk="],"questions":{"q":{"type":"noul"}}}`,
+		`{"model":"m","state":"s","images":["aGk="],"assets":{"p":{"type":"image"}},"questions":{"q":{"type":"noul"}}}`,
+	} {
+		if got := ParseRequest([]byte(body)).Images.Features(); !slices.Equal(got, []string{FeatureAssets, FeatureImages}) {
+			t.Errorf("%s: features %q", body, got)
+		}
+	}
 }
