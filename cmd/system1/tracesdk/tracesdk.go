@@ -31,7 +31,7 @@ import (
 // The standard variables Setup reads itself, to decide whether tracing
 // is on and how; the exporters and the SDK read the rest of theirs
 // (OTEL_EXPORTER_OTLP_HEADERS, _TIMEOUT, _CERTIFICATE, OTEL_BSP_*,
-// OTEL_RESOURCE_ATTRIBUTES and the sampler's when the block names none).
+// OTEL_RESOURCE_ATTRIBUTES and EnvSampler).
 const (
 	EnvSDKDisabled    = "OTEL_SDK_DISABLED"
 	EnvTracesExporter = "OTEL_TRACES_EXPORTER"
@@ -40,8 +40,11 @@ const (
 	EnvProtocol       = "OTEL_EXPORTER_OTLP_PROTOCOL"
 	EnvTracesProtocol = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
 	EnvServiceName    = "OTEL_SERVICE_NAME"
-	EnvSampler        = "OTEL_TRACES_SAMPLER"
 )
+
+// EnvSampler is the sampler's variable, which Setup leaves to the SDK:
+// it applies where the block names no sampler.
+const EnvSampler = "OTEL_TRACES_SAMPLER"
 
 // DefaultServiceName is service.name when neither the block nor
 // OTEL_SERVICE_NAME names one.
