@@ -2,10 +2,13 @@ package decisionlog
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"syscall"
 	"testing"
 	"time"
+
+	"system1/internal/decision"
 )
 
 // BenchmarkRecord is the cost of Record on the request path. "queued":
@@ -186,4 +189,53 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkReplayRead is what system1 replay reads of a log of 50,000
+// requests (two questions over one kept state each) to ask 1,000
+// questions: the window whole, as it read before Replayable (the records
+// alone, without their questions), against one page of the latest 1,000
+// requests with their questions.
+func BenchmarkReplayRead(b *testing.B) {
+	ctx := context.Background()
+	l, err := Open(ctx, Options{Path: b.TempDir() + "/d.db", KeepStates: true, Linger: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close(ctx)
+	q := decision.Question{ID: "q", Kind: decision.Choice, Instructions: json.RawMessage(`"Which team?"`), Options: []decision.Option{{Key: "billing", Name: "billing"}, {Key: "technical", Name: "technical"}}}
+	state := json.RawMessage(`{"ticket":"I was charged twice for my subscription and want a refund, please look into it today."}`)
+	const requests = 50_000
+	for i := range requests {
+		for _, qid := range []string{"dept", "urgent"} {
+			r := sample(fmt.Sprintf("req_%012x%020x", 1<<40+i, i), qid, t0.Add(time.Duration(i)*time.Millisecond))
+			r.State, r.Question = state, &q
+			l.Record(r)
+		}
+		if i%500 == 0 { // the queue holds what is written, none dropped
+			if err := l.Flush(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	if err := l.Flush(ctx); err != nil {
+		b.Fatal(err)
+	}
+	until := t0.Add(time.Hour)
+	b.Run("window", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if es, err := l.Window(ctx, t0, until, ""); err != nil || len(es) != 2*requests {
+				b.Fatal(len(es), err)
+			}
+		}
+	})
+	b.Run("latest", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if es, qs, _, err := l.Replayable(ctx, t0, until, "cand", 0, 1000); err != nil || len(es) != 2000 || len(qs) != 2000 {
+				b.Fatal(len(es), len(qs), err)
+			}
+		}
+	})
 }

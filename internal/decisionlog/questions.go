@@ -6,6 +6,9 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"math"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -67,27 +70,74 @@ func (s *store) pruneQuestions(ctx context.Context, cutoff time.Time) error {
 // QuestionKey names a recorded question: its request id and question id.
 type QuestionKey struct{ RequestID, QuestionID string }
 
-// Questions returns the questions kept (with KeepStates) for the records
-// written from since (inclusive) to until (exclusive), by request and
-// question id; the latest one where an id was reused.
-func (l *Log) Questions(ctx context.Context, since, until time.Time) (map[QuestionKey]json.RawMessage, error) {
+// Replayable reads what a replay asks again, a page at a time, without
+// the rest of the window: the latest n requests written from since
+// (inclusive) to until (exclusive) whose first record is before the
+// record id before (0: from the latest), that kept a state (KeepStates)
+// in a record of another model than model and of no shadow. It returns
+// their records in the window, in the order written, and their questions
+// as asked, by request and question id (the latest where an id was
+// reused); next is the before of the page after, 0 when there is none.
+func (l *Log) Replayable(ctx context.Context, since, until time.Time, model string, before int64, n int) (es []Entry, qs map[QuestionKey]json.RawMessage, next int64, err error) {
 	if err := l.Flush(ctx); err != nil {
-		return nil, err
+		return nil, nil, 0, err
 	}
-	rows, err := l.store.db.QueryContext(ctx, l.store.q("SELECT request_id, question_id, question FROM questions WHERE at_ns >= ? AND at_ns < ? ORDER BY at_ns"),
-		since.UnixNano(), until.UnixNano())
+	if before <= 0 {
+		before = math.MaxInt64
+	}
+	rows, err := l.store.db.QueryContext(ctx, l.store.q("SELECT request_id, MIN(id) FROM decisions WHERE at_ns >= ? AND at_ns < ? AND state IS NOT NULL AND face <> ? AND model <> ?"+
+		" GROUP BY request_id HAVING MIN(id) < ? ORDER BY MIN(id) DESC LIMIT ?"), since.UnixNano(), until.UnixNano(), FaceShadow, model, before, n)
 	if err != nil {
-		return nil, fmt.Errorf("decision log: questions: %w", err)
+		return nil, nil, 0, fmt.Errorf("decision log: replayable: %w", err)
+	}
+	var ids []any
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id, &next); err != nil {
+			rows.Close()
+			return nil, nil, 0, fmt.Errorf("decision log: replayable: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, nil, 0, fmt.Errorf("decision log: replayable: %w", err)
+	}
+	if len(ids) < n {
+		next = 0
+	}
+	qs = map[QuestionKey]json.RawMessage{}
+	// A few hundred ids a query, as Shadows reads them.
+	for chunk := range slices.Chunk(ids, 500) {
+		in := "(" + strings.TrimSuffix(strings.Repeat("?,", len(chunk)), ",") + ")"
+		page, err := l.store.entries(ctx, "WHERE d.request_id IN "+in+" AND d.at_ns >= ? AND d.at_ns < ? ORDER BY d.id", append(chunk, since.UnixNano(), until.UnixNano())...)
+		if err != nil {
+			return nil, nil, 0, fmt.Errorf("decision log: replayable: %w", err)
+		}
+		es = append(es, page...)
+		if err := l.store.questionsOf(ctx, in, chunk, qs); err != nil {
+			return nil, nil, 0, fmt.Errorf("decision log: replayable: %w", err)
+		}
+	}
+	slices.SortFunc(es, func(a, b Entry) int { return cmp.Compare(a.ID, b.ID) })
+	return es, qs, next, nil
+}
+
+// questionsOf reads into qs the questions of the requests ids, which in
+// lists as SQL's placeholders.
+func (s *store) questionsOf(ctx context.Context, in string, ids []any, qs map[QuestionKey]json.RawMessage) error {
+	rows, err := s.db.QueryContext(ctx, s.q("SELECT request_id, question_id, question FROM questions WHERE request_id IN "+in+" ORDER BY at_ns"), ids...)
+	if err != nil {
+		return err
 	}
 	defer rows.Close()
-	out := map[QuestionKey]json.RawMessage{}
 	for rows.Next() {
 		var k QuestionKey
 		var q string
 		if err := rows.Scan(&k.RequestID, &k.QuestionID, &q); err != nil {
-			return nil, fmt.Errorf("decision log: questions: %w", err)
+			return err
 		}
-		out[k] = json.RawMessage(q)
+		qs[k] = json.RawMessage(q)
 	}
-	return out, rows.Err()
+	return rows.Err()
 }

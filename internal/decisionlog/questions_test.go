@@ -3,6 +3,7 @@ package decisionlog
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -32,7 +33,7 @@ func testQuestions(t *testing.T, b backend, keep bool) {
 		r.Question = &q
 		l.Record(r)
 	}
-	qs, err := l.Questions(ctx, time.Time{}, now)
+	_, qs, _, err := l.Replayable(ctx, time.Time{}, now, "", 0, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,12 +51,80 @@ func testQuestions(t *testing.T, b backend, keep bool) {
 	if _, err := l.Prune(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if qs, err = l.Questions(ctx, time.Time{}, now); err != nil || len(qs) != 5 {
+	if _, qs, _, err = l.Replayable(ctx, time.Time{}, now, "", 0, 100); err != nil || len(qs) != 5 {
 		t.Fatalf("after pruning: %d questions, %v; want 5", len(qs), err)
 	}
 	for i := 5; i < 10; i++ {
 		if _, ok := qs[QuestionKey{fmt.Sprint("req_", i), "q"}]; !ok {
 			t.Fatalf("req_%d's question was pruned: %v", i, qs)
 		}
+	}
+}
+
+// A replay reads the log a page of requests at a time, the latest first:
+// each page holds whole requests (their records in the window and their
+// questions), never a shadow's, the candidate's own or a state-less
+// request, and the pages together hold every other request once.
+func TestReplayableReadsPagesOfTheLatestRequests(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := ctxT(t)
+			l := b.open(t, Options{KeepStates: true})
+			q := decision.Question{ID: "q", Kind: decision.Choice, Options: []decision.Option{{Key: "a", Name: "a"}, {Key: "b", Name: "b"}}}
+			at := func(i int) time.Time { return t0.Add(time.Duration(i) * time.Minute) }
+			var want []string // latest first
+			for i := range 7 {
+				id := fmt.Sprint("req_", i)
+				for _, qid := range []string{"q", "r"} {
+					r := sample(id, qid, at(i))
+					r.Question = &q
+					l.Record(r)
+				}
+				want = append([]string{id}, want...)
+			}
+			skip := func(id string, edit func(*Record)) {
+				r := sample(id, "q", at(3))
+				r.Question = &q
+				edit(&r)
+				l.Record(r)
+			}
+			skip("shadow", func(r *Record) { r.Face = FaceShadow })
+			skip("candidate", func(r *Record) { r.Model = "cand" })
+			skip("stateless", func(r *Record) { r.State = nil })
+			skip("late", func(r *Record) { r.Time = at(100) })
+
+			var got []string
+			before := int64(0)
+			for pages := 1; ; pages++ {
+				es, qs, next, err := l.Replayable(ctx, t0, at(50), "cand", before, 3)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var ids []string
+				for _, e := range es {
+					if _, ok := qs[QuestionKey{e.RequestID, e.QuestionID}]; !ok {
+						t.Fatalf("page %d: no question for %s/%s", pages, e.RequestID, e.QuestionID)
+					}
+					if len(ids) == 0 || ids[len(ids)-1] != e.RequestID {
+						ids = append(ids, e.RequestID)
+					}
+				}
+				if len(es) != 2*len(ids) || len(ids) > 3 {
+					t.Fatalf("page %d: %d records of requests %v", pages, len(es), ids)
+				}
+				slices.Reverse(ids)
+				got = append(got, ids...)
+				if next == 0 {
+					break
+				}
+				if pages > 3 {
+					t.Fatalf("no end after %d pages: %v", pages, got)
+				}
+				before = next
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("requests %v; want %v", got, want)
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"system1/internal/answer"
@@ -25,22 +26,72 @@ const FaceReplay = "replay"
 // a candidate that refused them all is an error saying so.
 func Replay(ctx context.Context, svc *answer.Service, l *decisionlog.Log, candidate string, since, until time.Time, limit int) (ShadowReport, error) {
 	rep := ShadowReport{Since: since.UTC(), Until: until.UTC(), Source: FaceReplay, Signatures: []ShadowSignature{}}
-	es, err := l.Window(ctx, since, until.Add(time.Nanosecond), "")
-	if err != nil {
-		return rep, err
+	var pairs []ShadowPair
+	asked, failed, refused := 0, 0, 0
+	var firstErr error
+	var firstRefusal *answer.Refusal
+	// The log is read a page of requests at a time, the latest first, so
+	// that a replay holds what it asks, not the whole window.
+	for before := int64(0); asked < limit; {
+		es, qs, next, err := l.Replayable(ctx, since, until.Add(time.Nanosecond), candidate, before, limit)
+		if err != nil {
+			return rep, err
+		}
+		for _, g := range replayGroups(es, qs, candidate) {
+			if asked+len(g.req.Questions) > limit {
+				continue
+			}
+			asked += len(g.req.Questions)
+			a, err := svc.Answer(ctx, answer.Request{Request: g.req, Face: FaceReplay, RequestID: g.entries[0].RequestID})
+			if err != nil {
+				if ctx.Err() != nil {
+					return rep, ctx.Err()
+				}
+				failed++
+				firstErr = cmp.Or(firstErr, err)
+				continue
+			}
+			for j, e := range g.entries {
+				q := a.Questions[j]
+				if q.Dist == nil { // refused with no reading to compare, as a shadow records none
+					refused++
+					firstRefusal = cmp.Or(firstRefusal, q.Refusal)
+					continue
+				}
+				pairs = append(pairs, ShadowPair{Served: e, Candidate: candidate, Dist: q.Dist})
+			}
+		}
+		if next == 0 {
+			break
+		}
+		before = next
 	}
-	qs, err := l.Questions(ctx, since, until.Add(time.Nanosecond))
-	if err != nil {
-		return rep, err
+	if asked == 0 {
+		return rep, errors.New("the decision log holds no question to replay in the window: replay needs decision_log.keep_states: true, which keeps each state and question")
 	}
-	// The served answers per request, in the order written; a request's
-	// questions are asked together, over its one state, as they were.
-	type logged struct {
-		entries []decisionlog.Entry
-		req     decision.Request
+	switch {
+	case len(pairs) == 0 && failed == 0:
+		return rep, fmt.Errorf("the candidate refused all %d questions replayed, with no reading to compare (the first: %s)", refused, firstRefusal)
+	case len(pairs) == 0:
+		return rep, fmt.Errorf("the candidate answered none of the %d requests replayed: %w", failed, firstErr)
 	}
-	byReq := map[string]*logged{}
-	var order []string
+	rep.Signatures = ShadowReportOf(pairs)
+	return rep, nil
+}
+
+// replayGroup is a logged request as a replay asks it again: its served
+// records and their questions, over its one state, as they were asked.
+type replayGroup struct {
+	entries []decisionlog.Entry
+	req     decision.Request
+}
+
+// replayGroups groups es, in the order written, by request, the latest
+// request first, leaving out shadows, records of the candidate itself and
+// those without a kept state or question.
+func replayGroups(es []decisionlog.Entry, qs map[decisionlog.QuestionKey]json.RawMessage, candidate string) []*replayGroup {
+	byReq := map[string]*replayGroup{}
+	var order []*replayGroup
 	for _, e := range es {
 		if e.Face == decisionlog.FaceShadow || e.State == nil || e.Model == candidate {
 			continue
@@ -55,51 +106,13 @@ func Replay(ctx context.Context, svc *answer.Service, l *decisionlog.Log, candid
 		}
 		g := byReq[e.RequestID]
 		if g == nil {
-			g = &logged{req: decision.Request{Model: candidate, State: e.State}}
+			g = &replayGroup{req: decision.Request{Model: candidate, State: e.State}}
 			byReq[e.RequestID] = g
-			order = append(order, e.RequestID)
+			order = append(order, g)
 		}
 		g.entries = append(g.entries, e)
 		g.req.Questions = append(g.req.Questions, q)
 	}
-	var pairs []ShadowPair
-	asked, failed, refused := 0, 0, 0
-	var firstErr error
-	var firstRefusal *answer.Refusal
-	for i := len(order) - 1; i >= 0 && asked < limit; i-- {
-		g := byReq[order[i]]
-		if asked+len(g.req.Questions) > limit {
-			continue
-		}
-		asked += len(g.req.Questions)
-		a, err := svc.Answer(ctx, answer.Request{Request: g.req, Face: FaceReplay, RequestID: order[i]})
-		if err != nil {
-			if ctx.Err() != nil {
-				return rep, ctx.Err()
-			}
-			failed++
-			firstErr = cmp.Or(firstErr, err)
-			continue
-		}
-		for j, e := range g.entries {
-			q := a.Questions[j]
-			if q.Dist == nil { // refused with no reading to compare, as a shadow records none
-				refused++
-				firstRefusal = cmp.Or(firstRefusal, q.Refusal)
-				continue
-			}
-			pairs = append(pairs, ShadowPair{Served: e, Candidate: candidate, Dist: q.Dist})
-		}
-	}
-	if asked == 0 {
-		return rep, errors.New("the decision log holds no question to replay in the window: replay needs decision_log.keep_states: true, which keeps each state and question")
-	}
-	switch {
-	case len(pairs) == 0 && failed == 0:
-		return rep, fmt.Errorf("the candidate refused all %d questions replayed, with no reading to compare (the first: %s)", refused, firstRefusal)
-	case len(pairs) == 0:
-		return rep, fmt.Errorf("the candidate answered none of the %d requests replayed: %w", failed, firstErr)
-	}
-	rep.Signatures = ShadowReportOf(pairs)
-	return rep, nil
+	slices.Reverse(order)
+	return order
 }
