@@ -173,14 +173,7 @@ func ParseError(status int, body []byte, retryAfter time.Duration) *StatusError 
 			}
 		}
 	}
-	s := strings.TrimSpace(string(body))
-	if len(s) > 200 {
-		s = s[:200]
-	}
-	if s == "" {
-		s = "(empty body)"
-	}
-	e.Message = s
+	e.Message = httpcall.Excerpt(body)
 	return e
 }
 

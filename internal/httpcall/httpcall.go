@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"system1/internal/retryafter"
@@ -105,4 +106,17 @@ func Redact(body []byte, key string) []byte {
 		return body
 	}
 	return bytes.ReplaceAll(body, []byte(key), []byte("[redacted]"))
+}
+
+// Excerpt is an error body as a message where its wire's envelope gives
+// none: its start, trimmed, at most 200 bytes, or "(empty body)".
+func Excerpt(body []byte) string {
+	s := strings.TrimSpace(string(body))
+	if len(s) > 200 {
+		s = s[:200]
+	}
+	if s == "" {
+		s = "(empty body)"
+	}
+	return s
 }

@@ -205,14 +205,7 @@ func ErrorMessage(body []byte) string {
 			return e.Msg
 		}
 	}
-	s := strings.TrimSpace(string(body))
-	if len(s) > 200 {
-		s = s[:200]
-	}
-	if s == "" {
-		s = "(empty body)"
-	}
-	return s
+	return httpcall.Excerpt(body)
 }
 
 // Models lists the endpoint's models from GET /v1/models, in Jev's shape
