@@ -229,7 +229,7 @@ func run(bins binaries, logs []bool, cache int, ld load, duration time.Duration,
 			r.addedP50, r.addedP99 = r.p50-got["direct"].p50, r.p99-got["direct"].p99
 			all[t.name] = append(all[t.name], r)
 			fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t\n", round+1, t.name, r.ok, r.errors, r.rate(),
-				msf(r.p50), msf(r.p99), procCell(t, "%+.3f ms", ms(r.addedP50)), procCell(t, "%+.3f ms", ms(r.addedP99)),
+				msf(r.p50), msf(r.p99), procCell(t, "%+.3f ms", procstat.MS(r.addedP50)), procCell(t, "%+.3f ms", procstat.MS(r.addedP99)),
 				procCell(t, "%.3f ms", r.cpuPerRequest()*1000))
 		}
 	}
@@ -244,13 +244,13 @@ func run(bins binaries, logs []bool, cache int, ld load, duration time.Duration,
 		n := len(rs)
 		cells := []string{
 			spread(n, func(i int) float64 { return rs[i].rate() }, "%.0f"),
-			spread(n, func(i int) float64 { return ms(rs[i].p50) }, "%.3f"),
-			spread(n, func(i int) float64 { return ms(rs[i].p99) }, "%.3f"),
+			spread(n, func(i int) float64 { return procstat.MS(rs[i].p50) }, "%.3f"),
+			spread(n, func(i int) float64 { return procstat.MS(rs[i].p99) }, "%.3f"),
 			"-", "-", "-",
 		}
 		if t.pid != 0 {
-			cells[3] = spread(n, func(i int) float64 { return ms(rs[i].addedP50) }, "%+.3f")
-			cells[4] = spread(n, func(i int) float64 { return ms(rs[i].addedP99) }, "%+.3f")
+			cells[3] = spread(n, func(i int) float64 { return procstat.MS(rs[i].addedP50) }, "%+.3f")
+			cells[4] = spread(n, func(i int) float64 { return procstat.MS(rs[i].addedP99) }, "%+.3f")
 			cells[5] = spread(n, func(i int) float64 { return rs[i].cpuPerRequest() * 1000 }, "%.3f")
 		}
 		fmt.Fprintf(tw, "%s\t%s\t\n", t.name, strings.Join(cells, "\t"))
@@ -315,7 +315,7 @@ func ratios(targets []target, all map[string][]result, rounds int, ref string) {
 			spread(n, func(i int) float64 { return rs[i].cpuPerRequest() / first[i].cpuPerRequest() }, "%.2f"),
 			spread(n, func(i int) float64 { return rs[i].cpuPerRequest() / proxy[i].cpuPerRequest() }, "%.2f"),
 			spread(n, func(i int) float64 { return rs[i].rate() / proxy[i].rate() }, "%.2f"),
-			spread(n, func(i int) float64 { return ms(rs[i].addedP50 - proxy[i].addedP50) }, "%+.3f"))
+			spread(n, func(i int) float64 { return procstat.MS(rs[i].addedP50 - proxy[i].addedP50) }, "%+.3f"))
 	}
 	tw.Flush()
 }
@@ -532,6 +532,4 @@ func procCell(t target, format string, v float64) string {
 	return fmt.Sprintf(format, v)
 }
 
-func msf(d time.Duration) string { return fmt.Sprintf("%.3f ms", ms(d)) }
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+func msf(d time.Duration) string { return fmt.Sprintf("%.3f ms", procstat.MS(d)) }

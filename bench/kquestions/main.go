@@ -20,11 +20,11 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"system1/internal/procstat"
 	"system1/internal/testbin"
 )
 
@@ -103,7 +103,7 @@ func main() {
 					d := ask(modes[mode], *model, state, k, suffix)
 					after := metrics(*eng)
 					c := at(mode, k, warm)
-					c.ms = append(c.ms, ms(d))
+					c.ms = append(c.ms, procstat.MS(d))
 					tok := after["llamacpp:prompt_tokens_total"] - before["llamacpp:prompt_tokens_total"]
 					c.tokens = append(c.tokens, tok)
 					// The floor's rate is the fastest full prefill seen: a
@@ -124,11 +124,11 @@ func main() {
 	for _, warm := range []bool{false, true} {
 		for _, k := range ks {
 			s, p := at("serial", k, warm), at("spread", k, warm)
-			floorTok := median(s.tokens)
+			floorTok := procstat.Median(s.tokens)
 			floor := 1000*floorTok/rate + step
 			name := map[bool]string{false: "cold", true: "warm"}[warm]
 			fmt.Printf("| %d | %s | %.0f | %.0f | %.0f | %.2fx | %.0f | %.2fx | %.0f |\n", k, name, floorTok, floor,
-				median(s.ms), median(s.ms)/floor, median(p.ms), median(p.ms)/floor, median(p.tokens))
+				procstat.Median(s.ms), procstat.Median(s.ms)/floor, procstat.Median(p.ms), procstat.Median(p.ms)/floor, procstat.Median(p.tokens))
 		}
 	}
 }
@@ -156,14 +156,6 @@ func ask(url, model, state string, k int, suffix string) time.Duration {
 	}
 	return time.Since(start)
 }
-
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // metrics reads llama-server's Prometheus counters, or ends the program.
 func metrics(base string) map[string]float64 {

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"system1/internal/fakeengine"
+	"system1/internal/procstat"
 	"system1/internal/testbin"
 )
 
@@ -147,7 +148,7 @@ nodes:
 	fmt.Printf("load: %d requests sent at %.0f/s over %s (achieved %.0f/s), fake engine latency %s per call\n\n",
 		sent, rate, elapsed.Round(time.Millisecond), float64(sent)/elapsed.Seconds(), latency)
 	fmt.Printf("| ok | errors | p50 (ms) | p99 (ms) | max (ms) |\n|---|---|---|---|---|\n| %d | %d | %.1f | %.1f | %.1f |\n\n",
-		len(latencies), failed, ms(pct(latencies, .50)), ms(pct(latencies, .99)), ms(pct(latencies, 1)))
+		len(latencies), failed, procstat.MS(pct(latencies, .50)), procstat.MS(pct(latencies, .99)), procstat.MS(pct(latencies, 1)))
 	fmt.Printf("| system1 | before | during (peak) | 5 s after | %.0f s after (engine connections idle) |\n|---|---|---|---|---|\n", 5+time.Since(idleAt).Seconds())
 	fmt.Printf("| goroutines | %d | %d | %d | %d |\n", before.goroutines, peak.goroutines, after.goroutines, idle.goroutines)
 	fmt.Printf("| RSS (MiB) | %.1f | %.1f | %.1f | %.1f |\n", mib(before.rss), mib(peak.rss), mib(after.rss), mib(idle.rss))
@@ -226,7 +227,5 @@ func pct(d []time.Duration, q float64) time.Duration {
 	}
 	return d[min(len(d)-1, int(q*float64(len(d))))]
 }
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func mib(b float64) float64 { return b / (1 << 20) }

@@ -62,11 +62,11 @@ func main() {
 	fmt.Println("|---|---|---|---|---|")
 	for _, n := range counts {
 		r := rows[n]
-		fmt.Printf("| %d | %.1f | %.3f | %.1f | %.1f |\n", n, ms(r.p50), ms(r.p50)/float64(n), r.peak, r.before)
+		fmt.Printf("| %d | %.1f | %.3f | %.1f | %.1f |\n", n, procstat.MS(r.p50), procstat.MS(r.p50)/float64(n), r.peak, r.before)
 	}
 	a, b := rows[1], rows[1000]
 	fmt.Printf("\none more question: +%.3f ms, +%.1f KiB of peak RSS (the slope from 1 to 1,000)\n",
-		ms(b.p50-a.p50)/999, (b.peak-a.peak)*1024/999)
+		procstat.MS(b.p50-a.p50)/999, (b.peak-a.peak)*1024/999)
 }
 
 // measure starts system1 over the engine, sends reps requests of n
@@ -150,5 +150,3 @@ func ask(base string, b []byte, n int) (time.Duration, error) {
 	}
 	return d, nil
 }
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

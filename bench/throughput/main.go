@@ -280,8 +280,7 @@ func median(ms []measured, f func(measured) float64) float64 {
 	for i, m := range ms {
 		v[i] = f(m)
 	}
-	slices.Sort(v)
-	return v[len(v)/2]
+	return procstat.Median(v)
 }
 
 // writeConfig writes a configuration of one llama.cpp node, with the

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -59,6 +60,16 @@ func Memory(pid int, field string) (int64, error) {
 
 // MiB is n bytes in MiB.
 func MiB(n int64) float64 { return float64(n) / (1 << 20) }
+
+// MS is d in milliseconds, to the microsecond.
+func MS(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// Median is the middle of v, the upper one of an even count; v is left
+// unsorted.
+func Median(v []float64) float64 {
+	s := slices.Sorted(slices.Values(v))
+	return s[len(s)/2]
+}
 
 // LoadAverage is the machine's load average over 1, 5 and 15 minutes,
 // "unknown" where /proc/loadavg cannot be read.
