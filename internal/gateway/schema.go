@@ -26,6 +26,15 @@ import (
 // draft is the JSON Schema dialect of the published files.
 const draft = "https://json-schema.org/draft/2020-12/schema"
 
+// WithoutDialect returns a copy of s without $schema, for a document that
+// names its own dialect: an MCP tool's output (the SDK and clients validate
+// with theirs) or an OpenAPI component.
+func WithoutDialect(s *jsonschema.Schema) *jsonschema.Schema {
+	c := s.CloneSchemas()
+	c.Schema = ""
+	return c
+}
+
 // RequestSchema is the decide request's schema (schema/request.json).
 func RequestSchema() *jsonschema.Schema {
 	s := infer[Request]()

@@ -97,7 +97,7 @@ func New(o Options) *mcp.Server {
 		// bad one gets a structured invalid_request naming each problem.
 		InputSchema: loose(gateway.RequestSchema()),
 		Annotations: &mcp.ToolAnnotations{Title: "System 1: decide", ReadOnlyHint: true, OpenWorldHint: &open},
-	}, forTool(gateway.ResponseSchema()), func(ctx context.Context, args json.RawMessage) (any, bool) {
+	}, gateway.WithoutDialect(gateway.ResponseSchema()), func(ctx context.Context, args json.RawMessage) (any, bool) {
 		res := g.Decide(ctx, args, "")
 		return res, res.Status == gateway.Failed
 	})
@@ -193,13 +193,5 @@ func add(s *mcp.Server, log *slog.Logger, tr *tracing.Tracer, t *mcp.Tool, out *
 func loose(s *jsonschema.Schema) *jsonschema.Schema {
 	c := s.CloneSchemas()
 	c.AdditionalProperties, c.Required, c.Schema = nil, nil, ""
-	return c
-}
-
-// forTool returns s as a tool's output schema: without $schema (the SDK
-// and clients validate with their own dialect).
-func forTool(s *jsonschema.Schema) *jsonschema.Schema {
-	c := s.CloneSchemas()
-	c.Schema = ""
 	return c
 }

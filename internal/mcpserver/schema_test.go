@@ -16,7 +16,7 @@ func TestLooseInputSchema(t *testing.T) {
 	if s := gateway.RequestSchema(); s.AdditionalProperties == nil || len(s.Required) == 0 {
 		t.Error("loose changed the published request schema")
 	}
-	if forTool(gateway.ResponseSchema()).Schema != "" || gateway.ResponseSchema().Schema == "" {
-		t.Error("forTool left $schema in, or took it out of the published schema")
+	if gateway.WithoutDialect(gateway.ResponseSchema()).Schema != "" || gateway.ResponseSchema().Schema == "" {
+		t.Error("WithoutDialect left $schema in, or took it out of the published schema")
 	}
 }

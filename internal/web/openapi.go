@@ -364,10 +364,10 @@ func schemas() map[string]*jsonschema.Schema {
 		"OpenAIError":            openAIError(),
 		"ModelList":              infer[modelList](),
 		"Model":                  infer[model](),
-		"DecideRequest":          component(gateway.RequestSchema()),
-		"DecideResponse":         component(gateway.ResponseSchema()),
-		"DecideBatchRequest":     component(gateway.BatchRequestSchema()),
-		"DecideBatchResponse":    component(gateway.BatchResponseSchema()),
+		"DecideRequest":          gateway.WithoutDialect(gateway.RequestSchema()),
+		"DecideResponse":         gateway.WithoutDialect(gateway.ResponseSchema()),
+		"DecideBatchRequest":     gateway.WithoutDialect(gateway.BatchRequestSchema()),
+		"DecideBatchResponse":    gateway.WithoutDialect(gateway.BatchResponseSchema()),
 		"Health":                 health(),
 		"Live":                   live(),
 		"Readiness":              readiness(),
@@ -385,14 +385,6 @@ func schemas() map[string]*jsonschema.Schema {
 		openObjects(s)
 	}
 	return all
-}
-
-// component makes a published schema a component: its dialect is the
-// document's.
-func component(s *jsonschema.Schema) *jsonschema.Schema {
-	c := s.CloneSchemas()
-	c.Schema = ""
-	return c
 }
 
 func infer[T any]() *jsonschema.Schema {
