@@ -225,6 +225,12 @@ type WrongKeys struct {
 	Burst     int     `yaml:"burst"`
 }
 
+// validRate reports whether a token bucket's rate is a finite number >= 0
+// (NaN is not) and its burst >= 0.
+func validRate(rate float64, burst int) bool {
+	return rate >= 0 && !math.IsInf(rate, 0) && burst >= 0
+}
+
 // Timeouts of the HTTP server.
 type Timeouts struct {
 	ReadHeader Duration `yaml:"read_header"` // slow-loris bound
@@ -494,10 +500,10 @@ func (c *Config) Check() []error {
 		errs = append(errs, n.checkPool(at)...)
 		errs = append(errs, n.checkPrice(at)...)
 	}
-	if r := c.RateLimit; !(r.PerSecond >= 0) || math.IsInf(r.PerSecond, 0) || r.Burst < 0 {
+	if r := c.RateLimit; !validRate(r.PerSecond, r.Burst) {
 		bad("rate_limit: per_second must be a finite number >= 0 and burst >= 0")
 	}
-	if w := c.RateLimit.WrongKeys; !(w.PerMinute >= 0) || math.IsInf(w.PerMinute, 0) || w.Burst < 0 {
+	if w := c.RateLimit.WrongKeys; !validRate(w.PerMinute, w.Burst) {
 		bad("rate_limit.wrong_keys: per_minute must be a finite number >= 0 and burst >= 0")
 	}
 	errs = append(errs, checkKeys(c.Keys)...)

@@ -3,7 +3,6 @@ package config
 import (
 	"errors"
 	"fmt"
-	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -135,7 +134,7 @@ func (k Key) check(i int) []error {
 			bad("scope %q is not one of %s", s, strings.Join(Scopes, ", "))
 		}
 	}
-	if r := k.RateLimit; r != nil && (!(r.PerSecond >= 0) || math.IsInf(r.PerSecond, 0) || r.Burst < 0) {
+	if r := k.RateLimit; r != nil && !validRate(r.PerSecond, r.Burst) {
 		bad("rate_limit: per_second must be a finite number >= 0 and burst >= 0")
 	}
 	if b := k.Budget; b != nil {
