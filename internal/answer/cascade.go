@@ -53,14 +53,7 @@ func cascadeLimits(c Cascade, limits func(string) (decision.Limits, error)) (dec
 			lim = l
 			continue
 		}
-		lim.MaxStateBytes = min(lim.MaxStateBytes, l.MaxStateBytes)
-		lim.MaxInstructionBytes = min(lim.MaxInstructionBytes, l.MaxInstructionBytes)
-		lim.MaxOptionBytes = min(lim.MaxOptionBytes, l.MaxOptionBytes)
-		lim.MaxQuestions = min(lim.MaxQuestions, l.MaxQuestions)
-		lim.MinChoiceOptions = max(lim.MinChoiceOptions, l.MinChoiceOptions)
-		lim.MaxChoiceOptions = min(lim.MaxChoiceOptions, l.MaxChoiceOptions)
-		lim.MinScoreLevels = max(lim.MinScoreLevels, l.MinScoreLevels)
-		lim.MaxScoreLevels = min(lim.MaxScoreLevels, l.MaxScoreLevels)
+		lim = lim.Intersect(l)
 	}
 	return lim, nil
 }

@@ -146,6 +146,21 @@ func DefaultLimits() Limits {
 	}
 }
 
+// Intersect returns the limits of a request that meets both l and o: each
+// bound the stricter of the two.
+func (l Limits) Intersect(o Limits) Limits {
+	return Limits{
+		MaxStateBytes:       min(l.MaxStateBytes, o.MaxStateBytes),
+		MaxInstructionBytes: min(l.MaxInstructionBytes, o.MaxInstructionBytes),
+		MaxOptionBytes:      min(l.MaxOptionBytes, o.MaxOptionBytes),
+		MaxQuestions:        min(l.MaxQuestions, o.MaxQuestions),
+		MinChoiceOptions:    max(l.MinChoiceOptions, o.MinChoiceOptions),
+		MaxChoiceOptions:    min(l.MaxChoiceOptions, o.MaxChoiceOptions),
+		MinScoreLevels:      max(l.MinScoreLevels, o.MinScoreLevels),
+		MaxScoreLevels:      min(l.MaxScoreLevels, o.MaxScoreLevels),
+	}
+}
+
 // Problem is one thing wrong with a request. Path locates it from the
 // request body's root, for example ["questions", "q1", "criteria"]; Type is
 // a machine-readable class in the style of pydantic ("missing",
