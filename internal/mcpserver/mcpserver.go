@@ -101,26 +101,16 @@ func New(o Options) *mcp.Server {
 		res := g.Decide(ctx, args, "")
 		return res, res.Status == gateway.Failed
 	})
-	add(s, o.Log, o.Tracer, &mcp.Tool{
-		Name:        ToolHealth,
-		Title:       "System 1: health",
-		Description: healthDescription,
-		InputSchema: &jsonschema.Schema{Type: "object"},
-		Annotations: &mcp.ToolAnnotations{Title: "System 1: health", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: &open},
-	}, gateway.HealthSchema(), func(ctx context.Context, _ json.RawMessage) (any, bool) {
-		return g.Health(ctx), false
-	})
-	add(s, o.Log, o.Tracer, &mcp.Tool{
-		Name:        ToolCapabilities,
-		Title:       "System 1: capabilities",
-		Description: capabilitiesDescription,
-		InputSchema: &jsonschema.Schema{Type: "object"},
-		Annotations: &mcp.ToolAnnotations{Title: "System 1: capabilities", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: &open},
-	}, gateway.CapabilitiesSchema(), func(ctx context.Context, _ json.RawMessage) (any, bool) {
-		c := g.Capabilities(ctx)
-		c.Tools = append([]string{}, Tools...)
-		return c, false
-	})
+	add(s, o.Log, o.Tracer, statusTool(ToolHealth, "System 1: health", healthDescription),
+		gateway.HealthSchema(), func(ctx context.Context, _ json.RawMessage) (any, bool) {
+			return g.Health(ctx), false
+		})
+	add(s, o.Log, o.Tracer, statusTool(ToolCapabilities, "System 1: capabilities", capabilitiesDescription),
+		gateway.CapabilitiesSchema(), func(ctx context.Context, _ json.RawMessage) (any, bool) {
+			c := g.Capabilities(ctx)
+			c.Tools = append([]string{}, Tools...)
+			return c, false
+		})
 	add(s, o.Log, o.Tracer, &mcp.Tool{
 		Name:        ToolFeedback,
 		Title:       "System 1: feedback",
@@ -135,6 +125,14 @@ func New(o Options) *mcp.Server {
 		return res, res.Error != nil
 	})
 	return s
+}
+
+// statusTool is a tool without arguments that reads the gateway's state
+// and changes nothing: health and capabilities.
+func statusTool(name, title, description string) *mcp.Tool {
+	open := true
+	ann := &mcp.ToolAnnotations{Title: title, ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: &open}
+	return &mcp.Tool{Name: name, Title: title, Description: description, InputSchema: &jsonschema.Schema{Type: "object"}, Annotations: ann}
 }
 
 // errToolError is what a tool call's span records of a call whose result
