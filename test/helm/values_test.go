@@ -51,6 +51,8 @@ func TestBadValuesFail(t *testing.T) {
 		{"a variable set twice", "extraEnv: [{name: SYSTEM1_KEYS, value: x}]", "the variable SYSTEM1_KEYS is set twice"},
 		{"no nodes", "config: {nodes: []}", "/config/nodes"},
 		{"calibration applied without fits", "config: {calibration: apply}", "config.calibration is apply: give the fits file's content in fits"},
+		{"fits not applied", "fits: '{}'", "fits: a fits file is served only with config.calibration: apply"},
+		{"fits with calibration off", "config: {calibration: 'off'}\nfits: '{}'", "fits: a fits file is served only with config.calibration: apply"},
 		{"fits and refits", "config: {calibration: {mode: apply, refit_every: 10m}}\nfits: '{}'", "fits and config.calibration.refit_every exclude each other"},
 		{"refits not a duration", "config: {calibration: {mode: apply, refit_every: often}}", `config.calibration.refit_every: "often" is not a duration`},
 		{"fits path set by hand", "config: {gateway: {fits: /x.json}}", "config.gateway.fits: set by the chart"},

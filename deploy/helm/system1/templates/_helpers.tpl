@@ -180,6 +180,9 @@ chart owns set. Every refusal names the value to change.
 {{- if and $v.fits $refit }}
 {{- fail "fits and config.calibration.refit_every exclude each other in this chart: the ConfigMap is read-only, and refits start an empty fits file in the state folder" }}
 {{- end }}
+{{- if and $v.fits (ne (toString $cal.mode) "apply") }}
+{{- fail "fits: a fits file is served only with config.calibration: apply (or its mode: apply); set it, or leave fits out" }}
+{{- end }}
 {{- if eq (toString $cal.mode) "apply" }}
 {{- $gw := deepCopy (default dict $c.gateway) }}
 {{- if $refit }}
