@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -1396,5 +1397,40 @@ func TestToFixed(t *testing.T) {
 		if got := toFixed(x, 1); got != want {
 			t.Errorf("toFixed(%v, 1) = %s, want %s", x, got, want)
 		}
+	}
+}
+
+// A request counter that went down between two refreshes was reset (the
+// server behind the page restarted): the route's rate counts what came
+// since, never a negative one.
+func TestBrowserDashboardRateAfterARestart(t *testing.T) {
+	ctx := browser(t)
+	var metrics atomic.Value
+	set := func(n int) {
+		metrics.Store(fmt.Sprintf(`system1_requests_total{code="200",route="POST /v1/systemone"} %[1]d
+system1_request_seconds_bucket{route="POST /v1/systemone",le="0.1"} %[1]d
+system1_request_seconds_bucket{route="POST /v1/systemone",le="+Inf"} %[1]d
+system1_request_seconds_sum{route="POST /v1/systemone"} 1
+system1_request_seconds_count{route="POST /v1/systemone"} %[1]d
+`, n))
+	}
+	mux := http.NewServeMux()
+	web.Register(mux)
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"status":"ok"}`))
+	})
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(metrics.Load().(string))) })
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+
+	const row = `document.querySelector('#routes tbody tr[data-route="POST /v1/systemone"]')`
+	set(1000)
+	bound(t, ctx, chromedp.Navigate(srv.URL+"/#dashboard"), wait(row+`?.querySelector('[data-col=requests]').textContent === '1000'`))
+	set(10)
+	bound(t, ctx, chromedp.Click("#refresh"), wait(row+`.querySelector('[data-col=requests]').textContent === '10' && `+row+`.querySelector('[data-col=rate]').textContent !== '—'`))
+	rate := eval[string](t, ctx, row+`.querySelector('[data-col=rate]').textContent`)
+	if r, err := strconv.ParseFloat(rate, 64); err != nil || !(r > 0) {
+		t.Errorf("after the counter went from 1000 to 10, the rate shown is %q", rate)
 	}
 }

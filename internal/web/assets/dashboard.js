@@ -127,7 +127,8 @@ function metrics(r, nodes) {
     const k = seriesKey(hg.labels, ['route']);
     const n = requests.get(k) ?? hg.count;
     const before = previous?.requests.get(k) ?? 0;
-    const rate = previous && seconds > 0 ? ((n - before) / seconds).toFixed(2) : '—';
+    const since = n >= before ? n - before : n; // a counter that went down was reset: all it counts came since
+    const rate = previous && seconds > 0 ? (since / seconds).toFixed(2) : '—';
     return h('tr', { 'data-route': hg.labels.route },
       h('td', {}, hg.labels.route), h('td', { 'data-col': 'requests' }, String(n)), h('td', { 'data-col': 'rate' }, rate),
       h('td', { 'data-col': 'errors' }, String(errors.get(k) || 0)),
