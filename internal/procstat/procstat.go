@@ -1,5 +1,6 @@
 // Package procstat reads what Linux's /proc says of a process and of the
-// machine: the figures the benchmarks report beside their timings.
+// machine, the figures the benchmarks report beside their timings, and
+// holds the units and median the benchmark programs report them in.
 package procstat
 
 import (
