@@ -1434,3 +1434,21 @@ system1_request_seconds_count{route="POST /v1/systemone"} %[1]d
 		t.Errorf("after the counter went from 1000 to 10, the rate shown is %q", rate)
 	}
 }
+
+// A refused question whose name X-System1-Refused escapes (a byte that is
+// not printable ASCII) is still shown with why it was refused.
+func TestBrowserRefusedNameEscaped(t *testing.T) {
+	ctx := browser(t)
+	s := serve(t, options{})
+	const name = "département"
+	bound(t, ctx, chromedp.Navigate(s.URL+"/#playground"), wait(`document.querySelectorAll('#model option').length > 0`),
+		chromedp.Click(`[data-wire=decisions]`), wait(`document.getElementById('route').textContent === 'POST /v1/decisions'`),
+		chromedp.Evaluate[chromedp.Void](`{ const q = document.querySelector('#questions .qid'); q.value = '`+name+`'; q.dispatchEvent(new Event('input', {bubbles: true})); q.dispatchEvent(new Event('change', {bubbles: true})); }`),
+		chromedp.SetValue("#min-mass", "1"), chromedp.Click("#send"),
+		wait(`document.querySelectorAll('#answers .answer[data-type=refusal]').length === 3 || document.querySelector('#send-error')`))
+	shown := eval[map[string]shownAnswer](t, ctx, readAnswers)
+	a, ok := shown[name]
+	if !ok || a.Type != "refusal" || !strings.HasPrefix(a.Fields["why"], "label mass 0.") {
+		t.Errorf("the refusal of %q is shown as %+v (all: %+v)", name, a, shown)
+	}
+}

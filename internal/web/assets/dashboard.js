@@ -127,7 +127,7 @@ function metrics(r, nodes) {
     const k = seriesKey(hg.labels, ['route']);
     const n = requests.get(k) ?? hg.count;
     const before = previous?.requests.get(k) ?? 0;
-    const since = n >= before ? n - before : n; // a counter that went down was reset: all it counts came since
+    const since = n >= before ? n - before : n; // less: the counter was reset
     const rate = previous && seconds > 0 ? (since / seconds).toFixed(2) : '—';
     return h('tr', { 'data-route': hg.labels.route },
       h('td', {}, hg.labels.route), h('td', { 'data-col': 'requests' }, String(n)), h('td', { 'data-col': 'rate' }, rate),

@@ -133,6 +133,10 @@ function fromDecisions(answers) {
   });
 }
 
+// unescapeHeader undoes a header's escapes (\xHH, \\): UTF-8 text.
+const unescapeHeader = (s) => new TextDecoder().decode(Uint8Array.from(
+  s.replace(/\\(?:x([0-9a-f]{2})|\\)/g, (_, hex) => String.fromCharCode(hex ? parseInt(hex, 16) : 92)), (c) => c.charCodeAt(0)));
+
 // refusalCard is a question system1 would not stand behind, with why
 // (X-System1-Refused) where the reply says it.
 function refusalCard(id, why) {
@@ -207,7 +211,8 @@ async function send() {
   const meta = h('dl', { class: 'facts', id: 'answer-meta' });
   if (wire === 'decisions') {
     // X-System1-Refused: "id: why; id: why".
-    const why = Object.fromEntries((r.headers.get('x-system1-refused') || '').split('; ').map((w) => [w.slice(0, w.indexOf(': ')), w.slice(w.indexOf(': ') + 2)]));
+    const why = Object.fromEntries((r.headers.get('x-system1-refused') || '').split('; ')
+      .map((w) => [unescapeHeader(w.slice(0, w.indexOf(': '))), unescapeHeader(w.slice(w.indexOf(': ') + 2))]));
     for (const [id, a, type] of fromDecisions(j.answers)) {
       grid.append(a.type === 'refusal' ? refusalCard(id, why[id]) : answerCard(id, a, req.order[id], type));
     }
