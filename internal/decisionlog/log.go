@@ -780,17 +780,35 @@ func (l *Log) Shadows(ctx context.Context, since, until time.Time) (shadows, ser
 			ids = append(ids, id)
 		}
 	}
-	// A few hundred ids a query, well under both backends' bounds on
-	// parameters; a request's records all come in its id's query.
-	for chunk := range slices.Chunk(ids, 500) {
-		where := "WHERE d.request_id IN (" + strings.TrimSuffix(strings.Repeat("?,", len(chunk)), ",") + ") AND d.face <> ? ORDER BY d.id"
-		es, err := l.store.entries(ctx, where, append(chunk, FaceShadow)...)
-		if err != nil {
-			return nil, nil, fmt.Errorf("decision log: shadows: %w", err)
-		}
-		served = append(served, es...)
+	if served, err = l.store.requestEntries(ctx, ids, "d.face <> ?", FaceShadow); err != nil {
+		return nil, nil, fmt.Errorf("decision log: shadows: %w", err)
 	}
 	return shadows, served, nil
+}
+
+// requestsPerQuery is how many request ids one query names: a few
+// hundred, well under both backends' bounds on parameters.
+const requestsPerQuery = 500
+
+// requestEntries reads the records of the requests ids that also meet
+// and (a condition on d, with args), requestsPerQuery ids a query, each
+// query's records in the order written; a request's records all come in
+// its id's query.
+func (s *store) requestEntries(ctx context.Context, ids []any, and string, args ...any) ([]Entry, error) {
+	var out []Entry
+	for chunk := range slices.Chunk(ids, requestsPerQuery) {
+		es, err := s.entries(ctx, "WHERE d.request_id IN "+placeholders(len(chunk))+" AND "+and+" ORDER BY d.id", append(chunk, args...)...)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, es...)
+	}
+	return out, nil
+}
+
+// placeholders is a parenthesised list of n SQL parameters, "(?,?,?)".
+func placeholders(n int) string {
+	return "(" + strings.TrimSuffix(strings.Repeat("?,", n), ",") + ")"
 }
 
 // Labelled is one outcome with the record it is for: Entry.Outcome is

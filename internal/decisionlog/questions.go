@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -106,27 +105,23 @@ func (l *Log) Replayable(ctx context.Context, since, until time.Time, model stri
 	if len(ids) < n {
 		next = 0
 	}
+	es, err = l.store.requestEntries(ctx, ids, "d.at_ns >= ? AND d.at_ns < ?", since.UnixNano(), until.UnixNano())
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("decision log: replayable: %w", err)
+	}
+	slices.SortFunc(es, func(a, b Entry) int { return cmp.Compare(a.ID, b.ID) })
 	qs = map[QuestionKey]json.RawMessage{}
-	// A few hundred ids a query, as Shadows reads them.
-	for chunk := range slices.Chunk(ids, 500) {
-		in := "(" + strings.TrimSuffix(strings.Repeat("?,", len(chunk)), ",") + ")"
-		page, err := l.store.entries(ctx, "WHERE d.request_id IN "+in+" AND d.at_ns >= ? AND d.at_ns < ? ORDER BY d.id", append(chunk, since.UnixNano(), until.UnixNano())...)
-		if err != nil {
-			return nil, nil, 0, fmt.Errorf("decision log: replayable: %w", err)
-		}
-		es = append(es, page...)
-		if err := l.store.questionsOf(ctx, in, chunk, qs); err != nil {
+	for chunk := range slices.Chunk(ids, requestsPerQuery) {
+		if err := l.store.questionsOf(ctx, chunk, qs); err != nil {
 			return nil, nil, 0, fmt.Errorf("decision log: replayable: %w", err)
 		}
 	}
-	slices.SortFunc(es, func(a, b Entry) int { return cmp.Compare(a.ID, b.ID) })
 	return es, qs, next, nil
 }
 
-// questionsOf reads into qs the questions of the requests ids, which in
-// lists as SQL's placeholders.
-func (s *store) questionsOf(ctx context.Context, in string, ids []any, qs map[QuestionKey]json.RawMessage) error {
-	rows, err := s.db.QueryContext(ctx, s.q("SELECT request_id, question_id, question FROM questions WHERE request_id IN "+in+" ORDER BY at_ns"), ids...)
+// questionsOf reads into qs the questions of the requests ids.
+func (s *store) questionsOf(ctx context.Context, ids []any, qs map[QuestionKey]json.RawMessage) error {
+	rows, err := s.db.QueryContext(ctx, s.q("SELECT request_id, question_id, question FROM questions WHERE request_id IN "+placeholders(len(ids))+" ORDER BY at_ns"), ids...)
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package decisionlog
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"time"
 
@@ -209,7 +208,7 @@ func (s *store) spent(ctx context.Context, names []string, since time.Time) (map
 		args = append(args, n)
 	}
 	rows, err := s.db.QueryContext(ctx, s.q(`SELECT key_name, CAST(COALESCE(SUM(cost_picousd), 0) AS BIGINT) FROM decisions
-		WHERE at_ns >= ? AND key_name IN (`+strings.TrimSuffix(strings.Repeat("?,", len(names)), ",")+`) GROUP BY key_name`), args...)
+		WHERE at_ns >= ? AND key_name IN `+placeholders(len(names))+` GROUP BY key_name`), args...)
 	if err != nil {
 		return nil, err
 	}
