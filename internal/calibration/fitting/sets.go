@@ -31,13 +31,9 @@ func (s *Selection) HeldOut() []calibration.Prediction {
 	if s.Map.Adopt {
 		return slices.Clone(s.Map.oof)
 	}
-	out := slices.Clone(s.oof)
-	if m := s.Calibrator.Map; m != nil {
-		for i := range out {
-			out[i].Dist = m.Apply(out[i].Kind, out[i].Dist)
-		}
-	}
-	return out
+	// s.oof is under the calibrator's base; its map composes after, as
+	// Calibrator.Apply serves it (none: the cases as they are).
+	return calibration.Calibrate(s.oof, calibration.Identity().WithMap(s.Calibrator.Map, s.Calibrator.Kind))
 }
 
 // Sets fits split conformal sets of method (ConformalLAC or
