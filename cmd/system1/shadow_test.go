@@ -131,6 +131,13 @@ func TestShadowReportAndReplayFromTheCommandLine(t *testing.T) {
 		t.Fatalf("replay: %v\n%s", err, stderr)
 	}
 	check("replay --from-log", stdout, "replay")
+	// --limit asks that many questions of the latest requests, read from
+	// the log a page of that many requests at a time.
+	stdout, stderr, err = cli(t, "replay", "--from-log", "--candidate", "worse", "--config", cfgPath, "--limit", "7")
+	var limited outcomes.ShadowReport
+	if err != nil || json.Unmarshal([]byte(stdout), &limited) != nil || len(limited.Signatures) != 1 || limited.Signatures[0].N != 7 {
+		t.Fatalf("replay --limit 7: %v\n%s%s", err, stdout, stderr)
+	}
 	// A candidate that gave no reading of any question has nothing to
 	// compare: the replay says so.
 	if stdout, stderr, err := cli(t, "replay", "--from-log", "--candidate", "blank", "--config", cfgPath); err == nil ||

@@ -34,6 +34,8 @@ func TestJev114Refusals(t *testing.T) {
 			nil, []string{"assets"}, []string{"`assets`"}},
 		{"images", `{"model":"fake","state":"s","images":["iVBORw0KGgo="],"questions":{"red":{"type":"noul"}}}`,
 			[]string{danger}, []string{"images"}, []string{"`images`"}},
+		{"images before assets", `{"model":"fake","state":"s","images":["iVBORw0KGgo="],"assets":` + asset + `,"questions":{"red":{"type":"noul"}}}`,
+			nil, []string{"assets", "images"}, []string{"`assets` and `images`"}},
 		{"a box", `{"model":"fake","state":"photo-1","questions":{"red":{"type":"noul"},"where":{"type":"box","instructions":"the red square in photo"}}}`,
 			[]string{danger}, []string{"box"}, []string{`the box question "where"`}},
 		{"everything", `{"model":"fake","state":"photo-1","assets":` + asset + `,"questions":{"b1":{"type":"box"},"b2":{"type":"box"}}}`,

@@ -201,3 +201,16 @@ func TestDecideNamesOneBuildAcrossProcesses(t *testing.T) {
 		t.Errorf("with the builds file the second process named the build %s, the first %s", again, first)
 	}
 }
+
+// check's threshold flags are checked in the order its help lists them,
+// so two bad ones are always told of alike: the first, every run, with
+// the usage exit status.
+func TestCheckNamesTheFirstBadThreshold(t *testing.T) {
+	for i := range 20 {
+		code, _, errOut := system1(t, nil, "check", "--model", "m", "--cases", "cases.jsonl", "--baseline", "b.json",
+			"--max-accuracy-drop", "2", "--max-ece-rise", "3", "--max-coverage-drop", "4", "--max-flip-rate", "5")
+		if code != 2 || !strings.Contains(errOut, "--max-accuracy-drop 2 is not in [0, 1]") {
+			t.Fatalf("run %d: exit %d, stderr %q", i, code, errOut)
+		}
+	}
+}
