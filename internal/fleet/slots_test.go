@@ -246,3 +246,23 @@ func TestWaitingForASlotIsNotAFailure(t *testing.T) {
 		}
 	}
 }
+
+// A llama-server's /props that claims more slots than any server runs (a
+// proxy's or a broken build's total_slots) is not taken as its slots: the
+// node answers as one that does not say them, bounded by max_inflight,
+// where the gateway made a bound per claimed slot and died out of memory.
+func TestClaimOfEndlessSlotsIsNotBelieved(t *testing.T) {
+	for _, slots := range []int{1 << 40, 1 << 62} {
+		t.Run(fmt.Sprint(slots), func(t *testing.T) {
+			r, _ := slotRouter(t, fakeengine.Options{Dialect: fakeengine.LlamaCpp, Slots: slots}, config.Node{MaxInFlight: 8})
+			res, err := r.Decide(context.Background(), manyOptions("a state", 2, 3))
+			answered(t, "decide", res, err)
+			if s := r.States()[0].Slots; s != 8 {
+				t.Errorf("the node's slots are %d, want its max_inflight, 8", s)
+			}
+			if c := r.Capacity(context.Background(), fakeengine.DefaultModel, 2); c != 8 {
+				t.Errorf("capacity %d, want 8", c)
+			}
+		})
+	}
+}

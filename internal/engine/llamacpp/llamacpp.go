@@ -494,16 +494,25 @@ func (e *Engine) vocab(ctx context.Context) int {
 func (e *Engine) KnownSlots() int { return e.nSlots.peek() }
 
 // Slots is how many tasks the server runs at once: its slots (-np), from
-// /props; 0 when it does not say.
+// /props; 0 when it does not say, or says more than maxSlots.
 func (e *Engine) Slots(ctx context.Context) int {
 	return e.nSlots.get(ctx, func(ctx context.Context) (int, error) {
 		var props struct {
 			TotalSlots int `json:"total_slots"`
 		}
 		err := e.get(ctx, "/props", &props)
+		if err == nil && props.TotalSlots > maxSlots {
+			return 0, fmt.Errorf("/props says %d slots, more than the %d any server runs", props.TotalSlots, maxSlots)
+		}
 		return props.TotalSlots, err
 	})
 }
+
+// maxSlots is the most slots a server's /props is believed to have: each
+// slot holds its own share of the context, so no llama-server runs more.
+// A larger count (a proxy's, a broken build's) is not a count: the engine
+// bounds and pins its calls by every slot, one each.
+const maxSlots = 1 << 16
 
 // get reads one of the server's facts (openai.Get).
 func (e *Engine) get(ctx context.Context, path string, reply any) error {
