@@ -33,6 +33,10 @@ type Backend interface {
 	// model once (one order of its options) costs: its rounds on an
 	// engine, none where the request's one call carries it (requestCost).
 	calls(model string, q decision.Question) int
+	// reads reports whether the backend can read q at all: an engine
+	// whose calls read a capped number of labels (max_labels) reads a
+	// score's levels and a noul's sides only within one call.
+	reads(q decision.Question) bool
 	// spends says how the backend spends engine calls, for the refusal of
 	// a request over budget: "reads 20 labels a call".
 	spends() string
@@ -206,6 +210,16 @@ func (b *engineBackend) calls(model string, q decision.Question) int {
 	return engine.Calls(opts, per)
 }
 
+// reads: only a choice's options go in rounds (engine.Ask), and a
+// choice's rounds need at least two labels a call.
+func (b *engineBackend) reads(q decision.Question) bool {
+	per := b.e.Caps().PerCall
+	if q.Kind == decision.Choice {
+		return per <= 0 || per >= 2
+	}
+	return per <= 0 || len(q.Options) <= per
+}
+
 func (b *engineBackend) spends() string {
 	if per := b.e.Caps().PerCall; per > 0 {
 		return fmt.Sprintf("reads %d labels a call", per)
@@ -292,6 +306,8 @@ func (b *upstreamBackend) ask(c *caller, req decision.Request) []answer {
 // request pays (see requestCost): a question costs none of its own.
 func (b *upstreamBackend) calls(string, decision.Question) int { return 0 }
 
+func (b *upstreamBackend) reads(decision.Question) bool { return true }
+
 func (b *upstreamBackend) spends() string { return "forwards a request in one call" }
 
 // unusable is the backend of a node that cannot be asked, such as one
@@ -311,6 +327,8 @@ func (b unusable) ask(c *caller, req decision.Request) []answer {
 
 // An unusable node makes no call.
 func (unusable) calls(string, decision.Question) int { return 0 }
+
+func (unusable) reads(decision.Question) bool { return true }
 
 func (unusable) spends() string { return "makes no call" }
 

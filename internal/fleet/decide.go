@@ -85,7 +85,7 @@ func (r *Router) Decide(ctx context.Context, req decision.Request) (*Result, err
 		}
 		var take []int
 		for _, i := range pending {
-			if len(req.Questions[i].Options) <= n.MaxOptions {
+			if n.takes(req.Questions[i]) {
 				take = append(take, i)
 			}
 		}
@@ -154,7 +154,7 @@ func (r *Router) Decide(ctx context.Context, req decision.Request) (*Result, err
 		case ctx.Err() != nil && a.Err != nil:
 			a.Err = fmt.Errorf("%w (after %w)", ctx.Err(), a.Err)
 		case a.Err == nil:
-			a.Err = r.noNode(ctx, serving, model, len(req.Questions[i].Options))
+			a.Err = r.noNode(ctx, serving, model, req.Questions[i])
 		}
 	}
 	// Every answer joins its signature's batch estimate, whatever this
@@ -459,13 +459,23 @@ func (r *Router) coolModelLocked(n *Node, model string, now time.Time, why strin
 	}
 }
 
+// takes reports whether n can be asked q: its options within the node's
+// max_options, and read by its backend.
+func (n *Node) takes(q decision.Question) bool {
+	return len(q.Options) <= n.MaxOptions && n.Backend.reads(q)
+}
+
 // noNode explains why a question found no node to try.
-func (r *Router) noNode(ctx context.Context, serving []*Node, model string, options int) error {
+func (r *Router) noNode(ctx context.Context, serving []*Node, model string, q decision.Question) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	options := len(q.Options)
 	if !slices.ContainsFunc(serving, func(n *Node) bool { return n.MaxOptions >= options }) {
 		return &engine.Failure{Kind: engine.Rejected, Err: fmt.Errorf("%d options exceed every node's option cap", options)}
+	}
+	if !slices.ContainsFunc(serving, func(n *Node) bool { return n.takes(q) }) {
+		return &engine.Failure{Kind: engine.Rejected, Err: fmt.Errorf("the %d options of a %s exceed the labels every node reads in one call (its max_labels), and only a choice's options go in rounds", options, q.Kind)}
 	}
 	now := r.now()
 	var states []string
@@ -482,7 +492,7 @@ func (r *Router) resting(n *Node, model string, now time.Time) string {
 	}
 	s := n.State(now)
 	if s.Healthy { // passed over: another node could take what this one could not
-		return fmt.Sprintf("%s not tried: the question's options or the request's engine calls are over its max_options or max_engine_calls", s.Name)
+		return fmt.Sprintf("%s not tried: the question's options or the request's engine calls are over its max_options, max_labels or max_engine_calls", s.Name)
 	}
 	return fmt.Sprintf("%s cooling down until %s (%s)", s.Name, s.CoolUntil.Format(time.RFC3339), s.CoolReason)
 }
