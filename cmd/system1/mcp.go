@@ -75,7 +75,10 @@ func newGatewayLogged(ctx context.Context, path, stateDir string, e env, log *sl
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			err = fmt.Errorf("no configuration file at %s: write one (see docs/plugin.md), or point --config or $SYSTEM1_CONFIG at one", path)
-			if r := runConfigPath(e.getenv); r != "" && r != path {
+			// run.sh's file was looked at only when no file was named
+			// (configPath): a file named and missing is that file alone.
+			named := e.getenv("SYSTEM1_CONFIG") != "" || path != configPath("", e.getenv)
+			if r := runConfigPath(e.getenv); r != "" && r != path && !named {
 				err = fmt.Errorf("no configuration file at %s, nor at %s, where scripts/run.sh writes one for the engine it starts (read when the first is missing): run scripts/run.sh, write one (see docs/plugin.md), or point --config or $SYSTEM1_CONFIG at one", path, r)
 			}
 		}
