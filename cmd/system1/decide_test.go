@@ -120,3 +120,41 @@ func TestDecideRequestRefusesItsParts(t *testing.T) {
 		})
 	}
 }
+
+// A flag of decide's given after the question is a usage error that says
+// flags go first, never asked of the model as one more option while the
+// flag is left unread (--json printing no JSON, --config another file
+// read). An option that names no flag, or any word after "--", is an
+// option.
+func TestDecideFlagAfterTheQuestion(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfg, []byte("decision_log: {off: true}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		flag string // the flag the usage error names; "" for none
+	}{
+		{[]string{"Ship it?", "yes", "no", "--json"}, "--json"},
+		{[]string{"Ship it?", "-json"}, "-json"},
+		{[]string{"Ship it?", "--min-confidence=0.9"}, "--min-confidence=0.9"},
+		{[]string{"Ship it?", "yes", "no", "--config", cfg}, "--config"},
+		{[]string{"Which level?", "-1", "0", "1"}, ""},
+		{[]string{"--", "Which flag?", "--json", "--yaml"}, ""},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			args := append([]string{"decide", "--config", cfg, "--state-dir", dir}, c.args...)
+			stdout, stderr, err := cli(t, args...)
+			if c.flag == "" {
+				if errors.Is(err, errUsage) {
+					t.Fatalf("a usage error: %q", stderr)
+				}
+				return
+			}
+			if !errors.Is(err, errUsage) || !strings.Contains(stderr, c.flag) || !strings.Contains(stderr, "before the question") {
+				t.Fatalf("err %v, stderr %q, stdout %q", err, stderr, stdout)
+			}
+		})
+	}
+}
