@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"slices"
 	"strings"
@@ -68,6 +69,15 @@ func cmdRun(ctx context.Context, args []string, e env) error {
 		return e.usageError("run", "give exactly one of --config (decide locally) and --url (decide through an endpoint)")
 	case *keyEnv != "" && *url == "":
 		return e.usageError("run", "--key-env goes with --url")
+	case *format != "" && *format != "jsonl" && *format != "csv":
+		return e.usageError("run", fmt.Sprintf("--format %q: jsonl or csv", *format))
+	case *concurrency < 0:
+		return e.usageError("run", "--concurrency must be at least 1 (0: the default, 4)")
+	}
+	if *url != "" {
+		if u, err := neturl.Parse(*url); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return e.usageError("run", fmt.Sprintf("--url %q is not an http(s) URL, such as http://127.0.0.1:3000", *url))
+		}
 	}
 	qdata, err := os.ReadFile(*questions)
 	if err != nil {
