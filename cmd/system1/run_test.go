@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,5 +48,39 @@ func TestRunBadFlags(t *testing.T) {
 				t.Errorf("--out was made: %v", err)
 			}
 		})
+	}
+}
+
+// run reads its input twice, so a pipe (cat rows | system1 run --in
+// /dev/stdin) is refused before anything runs, with why, as docs/run.md
+// says the input must be a file; never counted on the first pass and
+// found empty on the second, a run that "ended early" and says to run it
+// again, which can never resume it.
+func TestRunInputIsAPipe(t *testing.T) {
+	dir := t.TempDir()
+	q := filepath.Join(dir, "q.json")
+	if err := os.WriteFile(q, []byte(`{"model": "m", "questions": {"urgent": {"type": "noul"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := w.WriteString(`{"id": 1, "state": "x"}` + "\n" + `{"id": 2, "state": "y"}` + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	in := fmt.Sprintf("/proc/self/fd/%d", r.Fd())
+	if _, err := os.Stat(in); err != nil {
+		t.Skipf("no %s here: %v", in, err)
+	}
+	out := filepath.Join(dir, "answers.jsonl")
+	stdout, stderr, err := cli(t, "run", "--url", "http://127.0.0.1:1", "--questions", q, "--in", in, "--out", out)
+	if err == nil || errors.Is(err, errUsage) || !strings.Contains(err.Error(), in) || !strings.Contains(err.Error(), "not a pipe") {
+		t.Fatalf("err %v\nstdout %q\nstderr %q", err, stdout, stderr)
+	}
+	if strings.Contains(err.Error(), "resume") || strings.Contains(stdout, "rows") {
+		t.Errorf("says to resume, or a summary of rows never asked: err %v\nstdout %q", err, stdout)
 	}
 }

@@ -46,6 +46,11 @@ func Run(ctx context.Context, opt Options) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
+	// The input is read twice, to count and check the rows and then to
+	// ask them: a pipe would be empty the second time.
+	if fi, err := os.Stat(opt.In); err == nil && fi.Mode()&(os.ModeNamedPipe|os.ModeSocket) != 0 {
+		return Summary{}, fmt.Errorf("%s is a pipe: the rows are read twice (to count and check them, then to ask them), so the input must be a file, not a pipe; write the rows to a file first", opt.In)
+	}
 	total, err := scanInput(ctx, opt.In, fmtName, opt.Job.Questions, cols)
 	if err != nil {
 		return Summary{}, err
