@@ -120,6 +120,9 @@ func cmdRun(ctx context.Context, args []string, e env) error {
 			}
 		}
 	}
+	if errors.Is(err, jobs.ErrNoModel) {
+		return e.usageError("run", fmt.Sprintf("--model is required: %s names no model (a questions map; a /v1/systemone body without its state gives its model)", *questions))
+	}
 	if err != nil {
 		return err
 	}

@@ -84,3 +84,38 @@ func TestRunInputIsAPipe(t *testing.T) {
 		t.Errorf("says to resume, or a summary of rows never asked: err %v\nstdout %q", err, stdout)
 	}
 }
+
+// run's command lines in the README and docs/run.md run as copied with
+// the questions file docs/run.md shows, a Jev questions map that names no
+// model: each gives --model. Without it and without a model in the file,
+// run says --model is needed, as the usage error it is (exit 2).
+func TestRunModelAsTheDocsGiveIt(t *testing.T) {
+	for _, doc := range []string{"../../README.md", "../../docs/run.md"} {
+		data, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := strings.ReplaceAll(string(data), "\\\n", " ")
+		for _, line := range strings.Split(text, "\n") {
+			line = strings.TrimSpace(line)
+			if (strings.HasPrefix(line, "system1 run --") || strings.HasPrefix(line, "bin/system1 run --")) && !strings.Contains(line, "--model") {
+				t.Errorf("%s: no --model, which the questions map it reads does not name:\n%s", doc, line)
+			}
+		}
+	}
+	dir := t.TempDir()
+	q := filepath.Join(dir, "questions.json")
+	in := filepath.Join(dir, "rows.jsonl")
+	for file, data := range map[string]string{
+		q:  `{"dept": {"type": "choice", "instructions": "Which team?", "criteria": {"billing": "money", "tech": "bugs"}}}`,
+		in: `{"id": 1, "state": "x"}` + "\n",
+	} {
+		if err := os.WriteFile(file, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, stderr, err := cli(t, "run", "--url", "http://127.0.0.1:1", "--questions", q, "--in", in, "--out", filepath.Join(dir, "answers.jsonl"))
+	if !errors.Is(err, errUsage) || !strings.Contains(stderr, "--model") {
+		t.Errorf("err %v, stderr %q", err, stderr)
+	}
+}

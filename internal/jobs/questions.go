@@ -11,6 +11,10 @@ import (
 	"system1/internal/systemone"
 )
 
+// ErrNoModel is ParseQuestions' error when neither the caller nor the
+// questions file names the model.
+var ErrNoModel = errors.New("model: none given, neither as an option nor in the questions file")
+
 // ParseQuestions reads a job's questions file: a Jev questions map
 // ({"q1": {"type": ...}, ...}) or a whole Jev body without its state
 // ({"model": ..., "questions": {...}}). model, when not empty, is the
@@ -36,7 +40,7 @@ func ParseQuestions(data []byte, model string, lim decision.Limits) (decision.Re
 		}
 	}
 	if model == "" {
-		return decision.Request{}, errors.New("model: none given, neither as an option nor in the questions file")
+		return decision.Request{}, ErrNoModel
 	}
 	m, _ := json.Marshal(model)
 	// A placeholder state: the rows bring theirs.
