@@ -58,15 +58,10 @@ func cmdDecide(ctx context.Context, args []string, e env) error {
 			fs.Usage()
 			return errUsage
 		}
-		// The flag set stops at the question: a flag of decide's after it
-		// would be asked as an option and left unread. After "--" every
-		// word is the question's or an option.
+		// After "--" every word is the question's or an option.
 		if first := len(args) - fs.NArg(); first == 0 || args[first-1] != "--" {
-			for _, a := range fs.Args()[1:] {
-				name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
-				if strings.HasPrefix(a, "-") && fs.Lookup(name) != nil {
-					return e.usageError("decide", fmt.Sprintf("%s: flags go before the question: system1 decide [flags] QUESTION [OPTION OPTION...] (a -- before the question makes every word after it an option)", a))
-				}
+			if a := flagAmong(fs, fs.Args()[1:]); a != "" {
+				return e.usageError("decide", fmt.Sprintf("%s: flags go before the question: system1 decide [flags] QUESTION [OPTION OPTION...] (a -- before the question makes every word after it an option)", a))
 			}
 		}
 		req := gateway.Request{Question: fs.Arg(0), RequestID: *reqID}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"system1/internal/decisionlog"
 	"system1/internal/outcomes"
@@ -54,11 +53,8 @@ func cmdFeedback(ctx context.Context, args []string, e env) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	for _, a := range fs.Args() {
-		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if strings.HasPrefix(a, "-") && a != "-" && fs.Lookup(name) != nil {
-			return e.usageError("feedback", fmt.Sprintf("%s: flags go before REQUEST_ID OUTCOME: system1 feedback [flags] REQUEST_ID OUTCOME", a))
-		}
+	if a := flagAmong(fs, fs.Args()); a != "" {
+		return e.usageError("feedback", fmt.Sprintf("%s: flags go before REQUEST_ID OUTCOME: system1 feedback [flags] REQUEST_ID OUTCOME", a))
 	}
 	var items []outcomes.FeedbackItem
 	var res *outcomes.FeedbackResult

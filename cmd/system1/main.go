@@ -181,6 +181,19 @@ func parse(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
+// flagAmong is the first of args that names one of fs's flags ("-json",
+// "--model=m"), or "": the flag set stops at its first argument, so a
+// flag after it would be read as one more argument and left unset.
+func flagAmong(fs *flag.FlagSet, args []string) string {
+	for _, a := range args {
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if strings.HasPrefix(a, "-") && fs.Lookup(name) != nil {
+			return a
+		}
+	}
+	return ""
+}
+
 // configPath picks the configuration file: the flag, else $SYSTEM1_CONFIG,
 // else system1/config.yaml under the user's configuration folder, else,
 // when that is missing, the file scripts/run.sh wrote for the engine it
