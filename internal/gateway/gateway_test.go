@@ -429,3 +429,20 @@ func TestCallerGoneSkipsTheRestSayingSo(t *testing.T) {
 		t.Fatalf("attempts %+v", res.Attempts)
 	}
 }
+
+// The request_id echoed is the one sent under that exact key, even when
+// the request is refused: a key that differs only in case (refused as
+// unknown) is not read as it.
+func TestRequestIDEchoedAsSent(t *testing.T) {
+	g := gatewayFor(t, "")
+	for _, c := range []struct{ body, want string }{
+		{`{"question":"q","request_id":"mine","REQUEST_ID":"other"}`, "mine"},
+		{`{"question":"q","Request_Id":"other","request_id":"mine"}`, "mine"},
+		{`{"question":"q","request_id":"mine","Request_id":7}`, "mine"},
+		{`{"question":"q","request_id":"mine","bogus":1}`, "mine"},
+	} {
+		if res := decide(t, g, c.body); res.RequestID != c.want || res.Error == nil || res.Error.Code != CodeInvalidRequest {
+			t.Errorf("%s: request_id %q (error %+v); want %q", c.body, res.RequestID, res.Error, c.want)
+		}
+	}
+}

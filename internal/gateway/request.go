@@ -216,11 +216,11 @@ func (r Request) Check() []string {
 // requestID finds a usable request_id in a raw request, even one with
 // other problems, so that every answer can echo it; else it makes one.
 func requestID(raw []byte, fallback string) string {
-	var f struct {
-		ID json.RawMessage `json:"request_id"`
-	}
+	// A map, not a struct: encoding/json matches a struct's keys without
+	// regard to case, so "REQUEST_ID" would be read as request_id.
+	var f map[string]json.RawMessage
 	var id string
-	if json.Unmarshal(raw, &f) == nil && json.Unmarshal(f.ID, &id) == nil && jsonx.TextOK(f.ID) &&
+	if json.Unmarshal(raw, &f) == nil && json.Unmarshal(f["request_id"], &id) == nil && jsonx.TextOK(f["request_id"]) &&
 		id != "" && utf8.RuneCountInString(id) <= decisionlog.MaxRequestIDChars {
 		return id
 	}
