@@ -112,3 +112,22 @@ func standInTools(t *testing.T, root string) []string {
 	}
 	return out
 }
+
+// docs/plugin.md quotes system1_decide's description as the agent sees
+// it: the quote is the description the server lists, word for word.
+func TestPluginDocQuotesDecideDescription(t *testing.T) {
+	s := newWorld(t, "").start()
+	defer s.close()
+	var listed string
+	for _, tool := range s.listTools() {
+		if tool.Name == mcpserver.ToolDecide {
+			listed = tool.Description
+		}
+	}
+	doc := filepath.Join("..", "..", "docs", "plugin.md")
+	quote := span(t, doc, "This is the description of `system1_decide`:\n\n> ", "\n")
+	quote = quote[strings.Index(quote, "\n> ")+len("\n> "):]
+	if quote != listed {
+		t.Errorf("docs/plugin.md quotes system1_decide's description as\n%s\nbut the server lists\n%s", quote, listed)
+	}
+}
