@@ -39,6 +39,11 @@ flags:
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(e.stderr, "system1 mcp: unexpected argument %q\n\n", fs.Arg(0))
+		fs.Usage()
+		return errUsage
+	}
 	log := logger(e)
 	g, dlog, tr := newGatewayLogged(ctx, configPath(*cfgFlag, e.getenv), *stateDir, e, log, mcpserver.Wording, decisionlog.FaceMCP)
 	defer closeLogAndTracer(dlog, tr, log)

@@ -430,6 +430,22 @@ func TestConfigErrors(t *testing.T) {
 	}
 }
 
+// A word on the command line that is not a flag is a usage error, as
+// serve's is: the flag parser stops at it, so a --config after it would
+// be dropped and the server would serve another configuration.
+func TestMCPRefusesStrayArguments(t *testing.T) {
+	w := newWorld(t, "")
+	for _, args := range [][]string{
+		{"mcp", "--config", w.config, "stdio"},
+		{"mcp", "stdio", "--config", w.config},
+	} {
+		out, errOut, code := w.run(args...)
+		if code != 2 || out != "" || !strings.Contains(errOut, `system1 mcp: unexpected argument "stdio"`) {
+			t.Errorf("%q: exit %d\nstdout: %s\nstderr: %s", args, code, out, errOut)
+		}
+	}
+}
+
 // The configuration comes from --config, else $SYSTEM1_CONFIG, else the
 // user's configuration folder.
 func TestConfigLocation(t *testing.T) {
