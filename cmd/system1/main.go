@@ -181,6 +181,17 @@ func parse(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
+// noArguments refuses a command line that holds a word after its flags,
+// with the command's usage, for the commands that take none.
+func noArguments(fs *flag.FlagSet, e env) error {
+	if fs.NArg() == 0 {
+		return nil
+	}
+	fmt.Fprintf(e.stderr, "%s: unexpected argument %q\n\n", fs.Name(), fs.Arg(0))
+	fs.Usage()
+	return errUsage
+}
+
 // flagAmong is the first of args that names one of fs's flags ("-json",
 // "--model=m"), or "": the flag set stops at its first argument, so a
 // flag after it would be read as one more argument and left unset.

@@ -39,10 +39,8 @@ flags:
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(e.stderr, "system1 mcp: unexpected argument %q\n\n", fs.Arg(0))
-		fs.Usage()
-		return errUsage
+	if err := noArguments(fs, e); err != nil {
+		return err
 	}
 	log := logger(e)
 	g, dlog, tr := newGatewayLogged(ctx, configPath(*cfgFlag, e.getenv), *stateDir, e, log, mcpserver.Wording, decisionlog.FaceMCP)

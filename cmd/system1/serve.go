@@ -50,10 +50,8 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(e.stderr, "system1 serve: unexpected argument %q\n\n", fs.Arg(0))
-		fs.Usage()
-		return errUsage
+	if err := noArguments(fs, e); err != nil {
+		return err
 	}
 	log := logger(e)
 	keepGCFloor(e.getenv, serveFloor)
