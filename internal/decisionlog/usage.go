@@ -3,6 +3,7 @@ package decisionlog
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -30,6 +31,23 @@ type Usage struct {
 }
 
 const nsPerDay = int64(24 * time.Hour)
+
+// The first and last times a record's at_ns can hold.
+var minNano, maxNano = time.Unix(0, math.MinInt64), time.Unix(0, math.MaxInt64)
+
+// unixNano is t as at_ns, held to the years an int64 of nanoseconds
+// holds (1677 to 2262): a bound before or after them (0001-01-01,
+// 9999-12-31) bounds a window as the first or last time does, where
+// UnixNano's wrapped value could put it anywhere.
+func unixNano(t time.Time) int64 {
+	switch {
+	case t.Before(minNano):
+		return math.MinInt64
+	case t.After(maxNano):
+		return math.MaxInt64
+	}
+	return t.UnixNano()
+}
 
 // Usage sums the records of [since, until) by the groups of by (of
 // UsageGroups), ordered by them: shadow answers count under no key. It
@@ -64,7 +82,7 @@ func (l *Log) Usage(ctx context.Context, since, until time.Time, by []string) ([
 	if len(cols) > 0 {
 		sel += " GROUP BY " + strings.Join(cols, ", ") + " ORDER BY " + strings.Join(cols, ", ")
 	}
-	rows, err := l.store.db.QueryContext(ctx, l.store.q(sel), since.UnixNano(), until.UnixNano())
+	rows, err := l.store.db.QueryContext(ctx, l.store.q(sel), unixNano(since), unixNano(until))
 	if err != nil {
 		return nil, err
 	}

@@ -51,3 +51,35 @@ func TestUsageQuery(t *testing.T) {
 		t.Errorf("since and until as a UTC date and a time: %s", r)
 	}
 }
+
+// A since or until beyond the years a time in nanoseconds holds (1678 to
+// 2262), such as 0001-01-01 for "from the start" or 9999-12-31 for "to
+// the end", bounds the window as such, never as a wrapped number that
+// leaves out every answer.
+func TestUsageWindowBeyondNanoseconds(t *testing.T) {
+	s, _, _, _ := logServe(t)
+	if d := s.do(t, http.MethodPost, "/v1/decide", `{"question":"Urgent?","request_id":"use-1"}`, auth); d.status != http.StatusOK {
+		t.Fatal(d)
+	}
+	for _, tc := range []struct {
+		query string
+		want  int64
+	}{
+		{"since=0001-01-01", 1},
+		{"since=2000-01-01&until=9999-12-31", 1},
+		{"since=0001-01-01&until=9999-12-31T23:59:59Z", 1},
+		{"since=0001-01-01&until=1000-01-01", 0},
+		{"since=3000-01-01&until=9999-12-31", 0},
+	} {
+		r := s.do(t, http.MethodGet, "/v1/usage?"+tc.query, "", auth)
+		var rep struct {
+			Total struct{ Decisions int64 }
+		}
+		if r.status != http.StatusOK || json.Unmarshal(r.body, &rep) != nil {
+			t.Fatalf("%s: %s", tc.query, r)
+		}
+		if rep.Total.Decisions != tc.want {
+			t.Errorf("%s: %d decisions; want %d (%s)", tc.query, rep.Total.Decisions, tc.want, r.body)
+		}
+	}
+}
