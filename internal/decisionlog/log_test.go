@@ -404,6 +404,40 @@ func TestNonFiniteRecordIsLeftOutNotTheBatch(t *testing.T) {
 
 func nan() float64 { var z float64; return z / z }
 
+// A caller's id with a NUL in it (decide's request_id "a\u0000b", a
+// question id) is a text PostgreSQL cannot store: that record is left out
+// and counted as failed there, as a NaN is, and the rest of its batch,
+// other callers' answers, is written. SQLite stores it.
+func TestNULRecordIsLeftOutNotTheBatch(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := ctxT(t)
+			l := b.open(t, Options{Linger: time.Hour, KeepStates: true})
+			q := &decision.Question{ID: "q", Kind: decision.Choice, Instructions: json.RawMessage(`"Which team?"`)}
+			for _, id := range [][2]string{{"good1", "q"}, {"bad\x00id", "q"}, {"good2", "q\x00x"}, {"good3", "q"}} {
+				r := sample(id[0], id[1], t0)
+				r.Question = q
+				l.Record(r)
+			}
+			if err := l.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			want := Stats{Written: 4}
+			if b.name == "postgres" {
+				want = Stats{Written: 2, Failed: 2}
+			}
+			if s := l.Stats(); s != want {
+				t.Errorf("stats %+v; want %+v", s, want)
+			}
+			for _, id := range []string{"good1", "good3"} {
+				if es, err := l.Lookup(ctx, id); err != nil || len(es) != 1 {
+					t.Errorf("%s: %d records, %v; want its one record", id, len(es), err)
+				}
+			}
+		})
+	}
+}
+
 func TestNilLogIsOff(t *testing.T) {
 	var l *Log
 	l.Record(sample("r", "q", t0))

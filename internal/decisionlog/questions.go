@@ -36,7 +36,7 @@ func (s *store) insertQuestions(ctx context.Context, tx *sql.Tx, recs []Record) 
 	var st *sql.Stmt
 	for i := range recs {
 		r := &recs[i]
-		if r.Question == nil {
+		if r.Question == nil || !s.wrote(i) { // a record left out keeps no question
 			continue
 		}
 		q, err := json.Marshal(r.Question)

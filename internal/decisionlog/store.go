@@ -1,6 +1,7 @@
 package decisionlog
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
@@ -225,8 +226,8 @@ func (s *store) q(query string) string {
 }
 
 // insert writes records in one transaction. A record that cannot be
-// encoded (a NaN in a distribution) is left out and counted in bad, so it
-// does not cost the batch.
+// encoded (a NaN in a distribution, or on PostgreSQL a NUL in a text) is
+// left out and counted in bad, so it does not cost the batch.
 func (s *store) insert(ctx context.Context, recs []Record, keepStates bool) (bad int, err error) {
 	s.lastID = 0
 	args, bad := s.encode(recs, keepStates)
@@ -277,8 +278,8 @@ func (s *store) insert(ctx context.Context, recs []Record, keepStates bool) (bad
 	return bad, nil
 }
 
-// wrote reports whether the last insert wrote recs[i] (its distributions
-// are finite).
+// wrote reports whether the last insert wrote recs[i] (it was not left
+// out).
 func (s *store) wrote(i int) bool { return s.texts[i][0][0] >= 0 }
 
 // insertStmt is the prepared INSERT of n rows.
@@ -324,6 +325,9 @@ func (s *store) encode(recs []Record, keepStates bool) (args []any, bad int) {
 		buf, fine = appendFloats(buf, r.Answered())
 		ok = ok && fine
 		t[3][1] = len(buf)
+		if s.postgres && holdsNUL(r, keepStates) {
+			ok = false
+		}
 		if !ok {
 			buf = buf[:start]
 			bad++
@@ -381,6 +385,18 @@ func (s *store) encode(recs []Record, keepStates bool) (args []any, bad int) {
 	}
 	s.args = args
 	return args, bad
+}
+
+// holdsNUL reports whether a text column of r, as written, holds a NUL,
+// which PostgreSQL's text cannot: a caller's id (decide's request_id, a
+// question id) may. The JSON columns escape it.
+func holdsNUL(r *Record, keepStates bool) bool {
+	for _, v := range []string{r.RequestID, r.QuestionID, r.Face, r.Model, r.Node, string(r.Kind), r.StateHash, r.Fingerprint, r.Cascade, r.Key} {
+		if strings.IndexByte(v, 0) >= 0 {
+			return true
+		}
+	}
+	return keepStates && bytes.IndexByte(r.State, 0) >= 0
 }
 
 // sameBytes reports whether a and b are the same bytes in memory: the
