@@ -554,6 +554,9 @@ func (l *Log) Lookup(ctx context.Context, requestID string) ([]Entry, error) {
 
 // stored is Lookup without waiting for what is queued.
 func (l *Log) stored(ctx context.Context, requestID string) ([]Entry, error) {
+	if l.store.postgres && strings.IndexByte(requestID, 0) >= 0 {
+		return nil, nil // nothing is stored under it there (holdsNUL), and PostgreSQL refuses the query
+	}
 	es, err := l.store.entries(ctx, "WHERE d.request_id = ? ORDER BY d.id", requestID)
 	if err != nil {
 		return nil, fmt.Errorf("decision log: lookup: %w", err)

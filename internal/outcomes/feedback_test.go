@@ -103,3 +103,39 @@ func TestFeedbackBatchWriteFailsRecordsNone(t *testing.T) {
 		})
 	}
 }
+
+// Feedback under a request id that holds a NUL is an unknown request id
+// (a 404 naming request_id) on either store, as nothing can be recorded
+// under it on PostgreSQL, where the lookup's error made it log_error (a
+// 503 saying the log failed).
+func TestFeedbackOnANULRequestIDIsUnknown(t *testing.T) {
+	for _, b := range []struct {
+		name string
+		opt  func(t *testing.T) decisionlog.Options
+	}{
+		{"sqlite", func(t *testing.T) decisionlog.Options {
+			return decisionlog.Options{Path: filepath.Join(t.TempDir(), "decisions.db")}
+		}},
+		{"postgres", func(t *testing.T) decisionlog.Options {
+			return decisionlog.Options{URL: testengine.PostgresSchema(t, "fb_")}
+		}},
+	} {
+		t.Run(b.name, func(t *testing.T) {
+			opt := b.opt(t)
+			opt.Linger = -1
+			l, err := decisionlog.Open(context.Background(), opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = l.Close(context.Background()) })
+			items, bad := ParseFeedback([]byte(`{"request_id": "req\u0000x", "outcome": "a"}`))
+			if bad != nil {
+				t.Fatalf("%+v", bad.Error)
+			}
+			res := NewFeedback(l).Record(context.Background(), items)
+			if res.Error == nil || res.Error.Code != FeedbackUnknownRequest || res.Error.Param != "request_id" {
+				t.Errorf("feedback on req\\x00x: %+v; want unknown_request naming request_id", res.Error)
+			}
+		})
+	}
+}
