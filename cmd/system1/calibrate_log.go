@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"system1/internal/bench"
@@ -66,6 +67,15 @@ func calibrationReport(ctx context.Context, e env, cfgFlag, stateDir string, win
 		return err
 	}
 	defer closeDecisionLog(l, logger(e))
+	// The fits serve's default loop keeps in the state folder, which
+	// serve reports under (and decide and mcp apply), once there are any.
+	learnt := *cfg
+	learnt.Learn(stateDir, e.getenv)
+	if learnt.Gateway.Fits != cfg.Gateway.Fits {
+		if _, err := os.Stat(learnt.Gateway.Fits); err == nil {
+			cfg.Gateway.Fits = learnt.Gateway.Fits
+		}
+	}
 	var fits *calibration.Fits
 	if cfg.Gateway.Fits != "" {
 		if fits, err = outcomes.LoadFits(cfg.Resolve(cfg.Gateway.Fits)); err != nil {

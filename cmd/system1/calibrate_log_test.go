@@ -119,3 +119,52 @@ func TestCalibrateReportTargetError(t *testing.T) {
 		})
 	}
 }
+
+// With the default learning loop (no calibration section, no
+// gateway.fits), serve keeps its fits in fits.json in the state folder
+// and GET /v1/calibration reports under them; calibrate --report with the
+// same configuration and --state-dir reports under the same fits, naming
+// their revision, as decide and mcp apply them.
+func TestCalibrateReportTakesTheLoopsFits(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfgPath, []byte("decision_log:\n  keep_states: false\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l, err := decisionlog.Open(t.Context(), decisionlog.Options{Path: filepath.Join(dir, "decisions.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 80 {
+		l.Record(decisionlog.Record{RequestID: fmt.Sprint("r", i), QuestionID: "q", Face: decisionlog.FaceSystemOne, Model: "m", Node: "n",
+			Kind: decision.Choice, Options: []string{"a", "b", "c"}, EngineDist: []float64{0.95, 0.04, 0.01}})
+	}
+	for i := range 80 {
+		if _, err := l.Outcome(t.Context(), fmt.Sprint("r", i), "q", []string{"a", "b"}[i%2]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	fitsPath := filepath.Join(dir, "fits.json") // where serve's default loop keeps them
+	if stdout, stderr, err := cli(t, "calibrate", "--from-log", "--config", cfgPath, "--state-dir", dir, "--out", fitsPath); err != nil {
+		t.Fatalf("%v\n%s\n%s", err, stdout, stderr)
+	}
+	fits, err := outcomes.LoadFits(fitsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, err := cli(t, "calibrate", "--report", "--config", cfgPath, "--state-dir", dir)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	var rep outcomes.CalibrationReport
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || len(rep.Buckets) != 1 {
+		t.Fatalf("report %v: %s", err, stdout)
+	}
+	if b := rep.Buckets[0]; rep.FitVersion != fits.Revision || b.ECECalibrated == b.ECE {
+		t.Errorf("fit_version %q (want %q), method %q, ece %v, ece_calibrated %v: the report is not under the loop's fits",
+			rep.FitVersion, fits.Revision, b.Method, b.ECE, b.ECECalibrated)
+	}
+}
