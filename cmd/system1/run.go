@@ -185,7 +185,16 @@ func newLocalDecider(ctx context.Context, cfg *config.Config, stateDir string, e
 	if err != nil {
 		return nil, nil, err
 	}
-	fits, err := servingFits(cfg, log)
+	// With no calibration mode written, /v1/systemone applies the fits
+	// serve's default loop keeps (Config.Learn), once there are any.
+	fc := cfg
+	if learnt := *cfg; !cfg.Calibration.Apply() {
+		learnt.Learn(stateDir, e.getenv)
+		if _, err := os.Stat(learnt.Resolve(learnt.Gateway.Fits)); learnt.Calibration.Apply() && err == nil {
+			fc = &learnt
+		}
+	}
+	fits, err := servingFits(fc, log)
 	if err != nil {
 		return nil, nil, err
 	}

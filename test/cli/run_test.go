@@ -254,3 +254,40 @@ func TestRunUnrankedRowIsItsRefusal(t *testing.T) {
 		}
 	}
 }
+
+// With no calibration section, serve applies to /v1/systemone the fits
+// its default learning loop keeps in fits.json in the state folder; run
+// --config asks its rows through the answer path /v1/systemone's requests
+// take, under the same fits.
+func TestRunAppliesTheLoopsFits(t *testing.T) {
+	_, cfg := fakeNode(t, fakeengine.Behavior{Logprobs: fakeengine.Probs(0.6, 0.4)}, "")
+	state := t.TempDir()
+	fits := `{"version":1,"fits":[{"model":"fake","kind":"choice","bucket":"2","temperature":4}]}`
+	dir := writeFiles(t, map[string]string{
+		"q.json":     `{"model":"fake","questions":{"dept":{"type":"choice","instructions":"Which team?","criteria":{"billing":null,"tech":null}}}}`,
+		"rows.jsonl": `{"id":"a","state":"I was charged twice"}` + "\n",
+	})
+	if err := os.WriteFile(filepath.Join(state, "fits.json"), []byte(fits), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out.jsonl")
+	code, stdout, stderr := system1(t, nil, "run", "--config", cfg, "--state-dir", state, "--questions", filepath.Join(dir, "q.json"),
+		"--in", filepath.Join(dir, "rows.jsonl"), "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var line struct {
+		Answers map[string]struct{ Probabilities map[string]float64 }
+	}
+	if err := json.Unmarshal(b, &line); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	// 0.6 and 0.4 at temperature 4: 0.53 and 0.47.
+	if p := line.Answers["dept"].Probabilities["billing"]; p != 0.53 {
+		t.Errorf("billing %v; want 0.53, the engine's 0.6 under the loop's temperature 4: %s", p, b)
+	}
+}
