@@ -172,6 +172,22 @@ func source(b bench.BucketFit) string {
 	return "an unnamed model"
 }
 
+// learnt is cfg as serve reads it (Config.Learn: with no calibration
+// mode written, the fits its default loop keeps in stateDir applied)
+// where those fits exist, for the commands that apply or report under
+// what serve learnt without running its loop; else nil.
+func learnt(cfg *config.Config, stateDir string, getenv func(string) string) *config.Config {
+	l := *cfg
+	l.Learn(stateDir, getenv)
+	if !l.Calibration.Apply() || l.Gateway.Fits == "" {
+		return nil
+	}
+	if _, err := os.Stat(l.Resolve(l.Gateway.Fits)); err != nil {
+		return nil
+	}
+	return &l
+}
+
 // servingFits opens the fits /v1/systemone applies: none unless the
 // configuration says calibration: apply, and then gateway.fits, resolved
 // beside the configuration file, which must be valid. With

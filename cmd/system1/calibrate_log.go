@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"system1/internal/bench"
@@ -69,12 +68,8 @@ func calibrationReport(ctx context.Context, e env, cfgFlag, stateDir string, win
 	defer closeDecisionLog(l, logger(e))
 	// The fits serve's default loop keeps in the state folder, which
 	// serve reports under (and decide and mcp apply), once there are any.
-	learnt := *cfg
-	learnt.Learn(stateDir, e.getenv)
-	if learnt.Gateway.Fits != cfg.Gateway.Fits {
-		if _, err := os.Stat(learnt.Gateway.Fits); err == nil {
-			cfg.Gateway.Fits = learnt.Gateway.Fits
-		}
+	if l := learnt(cfg, stateDir, e.getenv); l != nil {
+		cfg.Gateway.Fits = l.Gateway.Fits
 	}
 	var fits *calibration.Fits
 	if cfg.Gateway.Fits != "" {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"os"
 
 	"system1/internal/answer"
 	"system1/internal/config"
@@ -93,12 +92,8 @@ func newGatewayLogged(ctx context.Context, path, stateDir string, e env, log *sl
 	if cfg != nil {
 		// The fits serve's default loop learns in this state folder are
 		// applied here too, once there are any.
-		learnt := *cfg
-		learnt.Learn(stateDir, e.getenv)
-		if learnt.Gateway.Fits != cfg.Gateway.Fits {
-			if _, err := os.Stat(learnt.Gateway.Fits); err == nil {
-				cfg.Gateway.Fits = learnt.Gateway.Fits
-			}
+		if l := learnt(cfg, stateDir, e.getenv); l != nil {
+			cfg.Gateway.Fits = l.Gateway.Fits
 		}
 		if tr, err = setupTracing(ctx, cfg.Tracing, log); err != nil {
 			errs = append(errs, err)

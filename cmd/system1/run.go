@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -187,14 +188,7 @@ func newLocalDecider(ctx context.Context, cfg *config.Config, stateDir string, e
 	}
 	// With no calibration mode written, /v1/systemone applies the fits
 	// serve's default loop keeps (Config.Learn), once there are any.
-	fc := cfg
-	if learnt := *cfg; !cfg.Calibration.Apply() {
-		learnt.Learn(stateDir, e.getenv)
-		if _, err := os.Stat(learnt.Resolve(learnt.Gateway.Fits)); learnt.Calibration.Apply() && err == nil {
-			fc = &learnt
-		}
-	}
-	fits, err := servingFits(fc, log)
+	fits, err := servingFits(cmp.Or(learnt(cfg, stateDir, e.getenv), cfg), log)
 	if err != nil {
 		return nil, nil, err
 	}
