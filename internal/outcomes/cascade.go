@@ -139,7 +139,9 @@ func reportCascade(c answer.Cascade, es []decisionlog.Entry, fits *calibration.F
 		e := stages[final]
 		st := &rep.Stages[final]
 		st.Answered++
-		if d := decision.Distribution(e.Answered()); len(d) == len(e.Options) && len(d) > 0 && e.Options[d.Argmax()] != e.Outcome.Value {
+		// Wrong as the stage's threshold was certified: a score's answer
+		// is its expected level, not its most probable one.
+		if p, ok := e.Prediction(e.Answered()); ok && len(p.Dist) == p.Options && p.Options > 0 && !p.Correct() {
 			st.Wrong++
 		}
 	}

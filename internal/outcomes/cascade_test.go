@@ -144,3 +144,40 @@ func TestReportCascadeCost(t *testing.T) {
 		})
 	}
 }
+
+// A stage's kept answer is wrong as its escalation threshold was
+// certified on (calibration.Prediction.Correct): a score's answer is its
+// expected level rounded, not its most probable level, and a noul's
+// even split is true.
+func TestReportCascadeWrongAsCertified(t *testing.T) {
+	c := answer.Cascade{Model: "casc", Stages: []string{"small", "large"}, TargetError: 0.05}
+	tests := []struct {
+		name    string
+		kind    decision.Kind
+		options []string
+		final   []float64
+		outcome string
+		wrong   int
+	}{
+		// Expected level 1 (0.1 + 2 x 0.45): the answer is level 1, right,
+		// though levels 0 and 2 are the most probable.
+		{"score right at its expected level", decision.Score, []string{"0", "1", "2"}, []float64{0.45, 0.1, 0.45}, "1", 0},
+		// Expected level 0.85 rounds to 1: the answer is level 1, wrong,
+		// though level 0 is the most probable.
+		{"score wrong though its mode is right", decision.Score, []string{"0", "1", "2"}, []float64{0.4, 0.35, 0.25}, "0", 1},
+		{"choice right", decision.Choice, []string{"a", "b"}, []float64{0.9, 0.1}, "a", 0},
+		{"choice wrong", decision.Choice, []string{"a", "b"}, []float64{0.9, 0.1}, "b", 1},
+		{"noul even split is true", decision.Noul, []string{"true", "false"}, []float64{0.5, 0.5}, "true", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := decisionlog.Entry{Record: decisionlog.Record{RequestID: "r1", QuestionID: "q", Cascade: "casc", Stage: 0,
+				Model: "small", Kind: tt.kind, Options: tt.options, Final: tt.final},
+				Outcome: &decisionlog.Outcome{Value: tt.outcome}}
+			rep := reportCascade(c, []decisionlog.Entry{e}, nil)
+			if got := rep.Stages[0].Wrong; got != tt.wrong {
+				t.Errorf("small wrong %d, want %d (error %v)", got, tt.wrong, rep.Stages[0].Error)
+			}
+		})
+	}
+}
