@@ -283,11 +283,13 @@ func (s Stats) metrics() Metrics {
 // the confidences seen: a case is at or above an edge exactly when its bin
 // is, so each candidate's counts are exact. The gate is the lowest such edge
 // that passes the bound; it can differ from the one found on the cases
-// themselves, which may pass at a confidence between two edges.
+// themselves, which may pass at a confidence between two edges. The
+// first bin's edge, 0, is no candidate: a gate at 0 gates nothing, and
+// SuggestGate's stops above it too.
 func (s Stats) SuggestGate(target float64) Gate {
 	var steps []gateStep
 	if s.check() == nil && s.BinCount != nil {
-		for i := GateBins - 1; i >= 0; i-- {
+		for i := GateBins - 1; i > 0; i-- {
 			if s.GateN[i] > 0 {
 				steps = append(steps, gateStep{float64(i) / GateBins, s.GateN[i], s.GateWrong[i]})
 			}

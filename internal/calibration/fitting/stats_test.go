@@ -2,6 +2,7 @@ package fitting
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"reflect"
 	"testing"
@@ -240,3 +241,32 @@ func BenchmarkBucketReport(b *testing.B) {
 // Only the tests record one so: the tracker records the outcomes there
 // were when a refit's cases were taken.
 func (r *RefitState) Refitted() { r.AtLastRefit = r.Outcomes }
+
+// A gate from the statistics is never 0, which gates nothing, where the
+// cases' own gate stops above it: a score's predicted level can hold no
+// probability (0.5, 0, 0.5 answers level 1), and such answers, right or
+// not, leave the gate where the answers above them put it.
+func TestStatsSuggestGateNeverZero(t *testing.T) {
+	var preds []calibration.Prediction
+	for range 200 { // sure and right
+		preds = append(preds, calibration.Prediction{Kind: decision.Score, Dist: decision.Distribution{0, 0.99, 0.01}, Expected: 1, Options: 3})
+	}
+	for range 20 { // level 1 at probability 0, and right
+		preds = append(preds, calibration.Prediction{Kind: decision.Score, Dist: decision.Distribution{0.5, 0, 0.5}, Expected: 1, Options: 3})
+	}
+	var s Stats
+	for _, p := range preds {
+		s.Add(p)
+	}
+	got, cases := s.SuggestGate(0.05), SuggestGate(preds, 0.05)
+	if cases.Threshold == nil || *cases.Threshold <= 0 {
+		t.Fatalf("the cases' gate: %+v", cases)
+	}
+	if got.Threshold == nil || *got.Threshold <= 0 {
+		th := "none"
+		if got.Threshold != nil {
+			th = fmt.Sprint(*got.Threshold)
+		}
+		t.Errorf("gate from the statistics %s (coverage %v, %d above), want one in (0, 1] as the cases' %v", th, got.Coverage, got.Above, *cases.Threshold)
+	}
+}
