@@ -61,7 +61,8 @@ func (o RefitOptions) withDefaults() RefitOptions {
 // new version of the file when a fit changed. It returns each refitted
 // bucket's decision and the new revision ("" when nothing was written).
 // A bucket is not refitted again, adopted or not, until MinOutcomes more
-// outcomes come.
+// outcomes come, unless the new version could not be written: then the
+// next refit tries again.
 //
 // Per bucket, fitting.Select chooses the calibrator by K-fold
 // cross-validation over requests and adopts it only when its gain beats
@@ -82,14 +83,18 @@ func (f *FitsFile) Refit(ctx context.Context, t *Tracker, o RefitOptions) ([]Ref
 		return nil, "", nil
 	}
 	next, ds := refit(due, f.Current(), o)
+	// The buckets count as refitted once what they decided is kept: a
+	// write that failed is tried again at the next refit.
+	if next != nil {
+		if err := f.Write(next); err != nil {
+			return ds, "", err
+		}
+	}
 	for _, b := range due {
 		t.refitted(b.key, b.state.Outcomes)
 	}
 	if next == nil {
 		return ds, "", nil
-	}
-	if err := f.Write(next); err != nil {
-		return ds, "", err
 	}
 	t.Prepare(next)
 	return ds, next.Revision, nil

@@ -19,7 +19,13 @@ import (
 // emptyFits is a fits file with no fit, as serve starts one for refits.
 func emptyFits(t testing.TB) *FitsFile {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "fits.json")
+	return emptyFitsIn(t, t.TempDir())
+}
+
+// emptyFitsIn is emptyFits' file in dir.
+func emptyFitsIn(t testing.TB, dir string) *FitsFile {
+	t.Helper()
+	path := filepath.Join(dir, "fits.json")
 	data, err := (&calibration.Fits{Version: calibration.FitsVersion, Fits: []calibration.Fit{}}).Encode()
 	if err != nil {
 		t.Fatal(err)
@@ -170,6 +176,36 @@ func TestRefitOnlyWhenDue(t *testing.T) {
 	ds, _, err = f.Refit(context.Background(), tr, RefitOptions{Seed: 1, MinOutcomes: 40})
 	if err != nil || len(ds) != 1 || ds[0].New != 40 || ds[0].Outcomes != 89 {
 		t.Fatalf("40 new outcomes: %+v %v", ds, err)
+	}
+}
+
+// A refit whose fits could not be written is tried again at the next
+// tick, not only once min_outcomes more outcomes come: nothing was
+// applied, and the file keeps the fits before it.
+func TestRefitRetriesAFailedWrite(t *testing.T) {
+	l := openLog(t)
+	cs := banking12Like(120, 3)
+	record(t, l, "m", cs, inOrder(len(cs)))
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f := emptyFitsIn(t, dir)
+	tr := NewTracker(l)
+	// The folder is gone for a while: no temporary file can be made.
+	away := dir + ".away"
+	if err := os.Rename(dir, away); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := f.Refit(context.Background(), tr, RefitOptions{Seed: 1, MinOutcomes: 40}); err == nil {
+		t.Fatal("a refit into a missing folder wrote")
+	}
+	if err := os.Rename(away, dir); err != nil {
+		t.Fatal(err)
+	}
+	ds, rev, err := f.Refit(context.Background(), tr, RefitOptions{Seed: 1, MinOutcomes: 40})
+	if err != nil || len(ds) != 1 || rev == "" || len(f.Current().Fits) != 1 {
+		t.Fatalf("the refit after the failed write: %+v %q %v; fits %+v", ds, rev, err, f.Current().Fits)
 	}
 }
 
