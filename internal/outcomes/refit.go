@@ -33,7 +33,7 @@ type RefitOptions struct {
 	TargetError float64
 	// EscalationTargets are the target errors of the cascades
 	// (docs/cascades.md): each refitted fit certifies an escalation
-	// threshold at each (calibration.CertifyEscalation).
+	// threshold at each (fitting.CertifyEscalation).
 	EscalationTargets []float64
 	// Now is the refit's time; zero is time.Now().
 	Now time.Time
