@@ -2,8 +2,10 @@ package httpapi
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,13 +27,8 @@ const maxReportWindow = 366 * 24 * time.Hour
 // (0, 1); default 0.05).
 func (s *Server) handleCalibration(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	// Which of a parameter given twice would win is nowhere written, so
-	// neither does.
-	for _, name := range []string{"window", "target_error", "max_in_scope_loss"} {
-		if len(q[name]) > 1 {
-			badQuery(w, name, name+" is given twice; send it once")
-			return
-		}
+	if !knownParams(w, q, "/v1/calibration", "window", "target_error", "max_in_scope_loss") {
+		return
 	}
 	window, ok := queryWindow(w, q, outcomes.DefaultReportWindow)
 	if !ok {
@@ -71,6 +68,24 @@ func (s *Server) handleCalibration(w http.ResponseWriter, r *http.Request) {
 // badQuery answers a 422 naming the query parameter at fault.
 func badQuery(w http.ResponseWriter, param, msg string) {
 	writeInvalid(w, systemone.InQuery, decision.Problem{Path: []string{param}, Msg: msg, Type: "value_error"})
+}
+
+// knownParams refuses, with a 422 naming it, a query parameter the
+// route does not take (a misspelt one would otherwise leave its default
+// in silence) or one given twice (which of its values would win is
+// nowhere written), the first by name; it reports whether q passed.
+func knownParams(w http.ResponseWriter, q url.Values, route string, names ...string) bool {
+	for _, name := range slices.Sorted(maps.Keys(q)) {
+		if !slices.Contains(names, name) {
+			badQuery(w, name, fmt.Sprintf("%s is not a parameter of %s, which takes %s", name, route, strings.Join(names, ", ")))
+			return false
+		}
+		if len(q[name]) > 1 {
+			badQuery(w, name, name+" is given twice; send it once")
+			return false
+		}
+	}
+	return true
 }
 
 // queryWindow reads a report's window query parameter: def when absent,

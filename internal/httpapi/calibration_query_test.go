@@ -38,3 +38,20 @@ func TestCalibrationUntilIsNow(t *testing.T) {
 		t.Errorf("the window is %s, want 1h", d)
 	}
 }
+
+// A query parameter the report does not take (a misspelt target_error,
+// a window by another name) is refused naming it, as GET /v1/usage
+// refuses one, rather than ignored for a report of the defaults.
+func TestReportQueryUnknownParam(t *testing.T) {
+	s, _, _, _ := logServe(t)
+	for _, tc := range []struct{ path, param string }{
+		{"/v1/calibration?window=24h&target_eror=0.05", "target_eror"},
+		{"/v1/calibration?windows=24h", "windows"},
+		{"/v1/shadow?since=2026-12-01", "since"},
+	} {
+		e := want422(t, s.do(t, http.MethodGet, tc.path, "", auth), tc.param, "query", tc.param)
+		if !strings.Contains(e.Detail[0].Msg, "not a parameter") {
+			t.Errorf("%s: msg %q", tc.path, e.Detail[0].Msg)
+		}
+	}
+}

@@ -14,7 +14,11 @@ import (
 // recommendation and its evidence (outcomes.ReportShadow). Query: window
 // (a duration such as 24h, or days such as 7d; default 7d).
 func (s *Server) handleShadow(w http.ResponseWriter, r *http.Request) {
-	window, ok := queryWindow(w, r.URL.Query(), outcomes.DefaultShadowWindow)
+	q := r.URL.Query()
+	if !knownParams(w, q, "/v1/shadow", "window") {
+		return
+	}
+	window, ok := queryWindow(w, q, outcomes.DefaultShadowWindow)
 	if !ok {
 		return
 	}

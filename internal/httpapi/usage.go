@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"fmt"
-	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -26,15 +25,8 @@ var usageParams = []string{"since", "until", "group_by"}
 // comma-separated list of key, model, day; default none).
 func (s *Server) handleUsage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	for _, name := range slices.Sorted(maps.Keys(q)) {
-		if !slices.Contains(usageParams, name) {
-			badQuery(w, name, fmt.Sprintf("%s is not a parameter of /v1/usage, which takes %s", name, strings.Join(usageParams, ", ")))
-			return
-		}
-		if len(q[name]) > 1 {
-			badQuery(w, name, name+" is given twice; send it once")
-			return
-		}
+	if !knownParams(w, q, "/v1/usage", usageParams...) {
+		return
 	}
 	now := time.Now().UTC()
 	until, ok := now, true
