@@ -521,3 +521,34 @@ func TestNoneOptionOverTheOptionCap(t *testing.T) {
 		}
 	}
 }
+
+// The OpenAPI document lists, as a parameter of each answering route,
+// every request header the route reads: the System One routes read
+// X-System1-Coverage beside the gate's, which a client generated from
+// the document could not send where it was left out.
+func TestRequestHeadersAreTheDocuments(t *testing.T) {
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Parameters []struct{ Name, In string }
+		}
+	}
+	if err := json.Unmarshal(web.OpenAPI(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	gate := []string{httpapi.DebiasHeader, httpapi.PriorHeader, httpapi.MinLabelMassHeader, httpapi.NoneOptionHeader}
+	for path, want := range map[string][]string{
+		"/v1/systemone":       append(slices.Clone(gate), httpapi.CoverageHeader),
+		"/v1/systemone/batch": append(slices.Clone(gate), httpapi.CoverageHeader),
+		"/v1/decisions":       gate,
+	} {
+		var got []string
+		for _, p := range doc.Paths[path]["post"].Parameters {
+			if p.In == "header" {
+				got = append(got, p.Name)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("POST %s: the document lists the headers %v; the route reads %v", path, got, want)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"system1/internal/calibration"
 	"system1/internal/decision"
 	"system1/internal/decisionsapi"
 	"system1/internal/fleet"
@@ -96,7 +97,7 @@ func paths() obj {
 			"description": "Each question is a choice (one key of its criteria, a distribution and a confidence), " +
 				"a noul (P(true)) or a score (the expected level of an ordered rubric). A 200 carries every " +
 				"question; otherwise nothing. Probabilities are rounded by largest remainder so they sum to 1.",
-			"parameters":  gateHeaders(),
+			"parameters":  append(gateHeaders(), coverageParam()),
 			"requestBody": jsonBody("SystemOneRequest", true),
 			"responses": keyed(bodyRead("", "Error", obj{
 				"200": withHeaders(jsonReply("The answers, in question order.", "SystemOneResponse"), obj{
@@ -150,7 +151,7 @@ func paths() obj {
 				"whole first, as POST /v1/systemone checks a request (a 422 names a state's problem as states.N), and refused "+
 				"whole, as its first state would be, when no state was answered for a reason that is not the caller's. It "+
 				"counts against the caller's rate as its states do.", systemone.MaxBatchStates),
-			"parameters":  gateHeaders(),
+			"parameters":  append(gateHeaders(), coverageParam()),
 			"requestBody": jsonBody("SystemOneBatchRequest", true),
 			"responses": keyed(bodyRead("", "Error", obj{
 				"200": withHeaders(jsonReply("Each state's response or error, in the states' order.", "SystemOneBatchResponse"), obj{"X-System1-Cost": costHeader("the states answered (a refused state's included)")}),
@@ -441,6 +442,17 @@ func gateHeaders() []obj {
 		out[i] = obj{"name": name, "in": "header", "required": false, "description": desc[i], "schema": schema[i]}
 	}
 	return out
+}
+
+// coverageParam documents X-System1-Coverage, the request header of the
+// System One routes that asks for prediction sets (httpapi's
+// CoverageHeader, which a test there holds to the document), within the
+// coverages the fits build sets at.
+func coverageParam() obj {
+	return obj{"name": "X-System1-Coverage", "in": "header", "required": false,
+		"description": fmt.Sprintf("Asks for each question's prediction set at this coverage, %v to %v: X-System1-Sets and X-System1-Set-Coverage in the reply. Another value, or the header twice, is a 422 naming it.",
+			calibration.MinCoverage, calibration.MaxCoverage),
+		"schema": obj{"type": "number", "minimum": calibration.MinCoverage, "maximum": calibration.MaxCoverage}}
 }
 
 func health() *jsonschema.Schema {

@@ -118,8 +118,8 @@ var policy = []rule{
 	},
 	{
 		pkgs: []string{"internal/web"},
-		may:  []string{"internal/decision", "internal/decisionsapi", "internal/fleet", "internal/gateway", "internal/outcomes", "internal/systemone", "github.com/google/jsonschema-go"},
-		why:  "the page at /, /docs and /openapi.json: embedded assets that call the API like any client; the OpenAPI document takes its limits from the domain and the Decisions wire's",
+		may:  []string{"internal/calibration", "internal/decision", "internal/decisionsapi", "internal/fleet", "internal/gateway", "internal/outcomes", "internal/systemone", "github.com/google/jsonschema-go"},
+		why:  "the page at /, /docs and /openapi.json: embedded assets that call the API like any client; the OpenAPI document takes its limits from the domain, the prediction sets' coverages and the Decisions wire's",
 	},
 	{
 		pkgs: []string{"internal/httpapi"},
