@@ -148,12 +148,31 @@ func probeCause(f *engine.Failure) error {
 	return fmt.Errorf("health probe: %s: %w", f.Kind, f.Err)
 }
 
-// Refresh re-lists the models of nodes that have never listed them, for a
-// request naming a model that no node is known to serve yet.
+// refreshEvery is how often a node that listed its models lists them
+// again for requests naming a model no node is known to serve: one
+// pulled since is found where no background probe runs (mcp, the
+// command line), and callers naming unknown models cost a node at most
+// one list in that time.
+const refreshEvery = 10 * time.Second
+
+// Refresh has the nodes that discover their models list them again, for
+// a request naming a model that no node is known to serve yet: a node
+// that never listed them at once, one that did once refreshEvery has
+// passed since Refresh last had it list them.
 func (r *Router) Refresh(ctx context.Context) {
+	now := r.now()
 	var wg sync.WaitGroup
 	for _, n := range r.nodes {
-		if n.claimed == nil && n.Models() == nil {
+		if n.claimed != nil {
+			continue
+		}
+		n.mu.Lock()
+		due := n.discovered == nil || now.Sub(n.refreshed) >= refreshEvery
+		if due {
+			n.refreshed = now
+		}
+		n.mu.Unlock()
+		if due {
 			wg.Go(func() {
 				models, err := n.list(ctx)
 				n.mu.Lock()

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -193,5 +194,59 @@ func TestListGivenUpOnIsNotTheNodes(t *testing.T) {
 	r.Refresh(ctx)
 	if s := n.State(time.Now()); s.Error != "" || !slices.Equal(s.Models, []string{"m"}) {
 		t.Fatalf("after lists given up on: error %q, models %v", s.Error, s.Models)
+	}
+}
+
+// pullEngine lists the models in models, which a test may add to (a
+// model pulled while the gateway runs), and counts the lists.
+type pullEngine struct {
+	fakeEngine
+	mu     sync.Mutex
+	models []string
+	lists  int
+}
+
+func (e *pullEngine) Models(context.Context) ([]string, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.lists++
+	return slices.Clone(e.models), nil
+}
+
+func (e *pullEngine) pull(model string) (lists int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.models = append(e.models, model)
+	return e.lists
+}
+
+// A model pulled onto a node after it listed its models is found by a
+// request naming it once refreshEvery has passed, with no background
+// probe (mcp and the command line run none); before, a node that had
+// listed once was never asked again and the model stayed unknown. Within
+// refreshEvery, requests naming unknown models cost the node no list.
+func TestRefreshFindsAModelPulledSince(t *testing.T) {
+	e := &pullEngine{models: []string{"m"}}
+	n := &Node{Name: "n", Dialect: "ollama", Backend: EngineBackend(e, false), MaxOptions: 20, Timeout: time.Second}
+	c := &clock{t: time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)}
+	r := New([]*Node{n}, Options{})
+	r.now = c.now
+	known := func(model string) bool {
+		if _, err := r.Limits(model); !errors.Is(err, ErrUnknownModel) {
+			return err == nil
+		}
+		r.Refresh(t.Context())
+		_, err := r.Limits(model)
+		return err == nil
+	}
+	if !known("m") || e.lists != 1 {
+		t.Fatalf("the first request: m known %v after %d lists; want true after 1", known("m"), e.lists)
+	}
+	if lists := e.pull("new"); known("new") || known("other") || e.lists != lists {
+		t.Fatalf("within %s of the last list: %d lists, want %d (no more)", refreshEvery, e.lists, lists)
+	}
+	c.advance(refreshEvery)
+	if !known("new") || e.lists != 2 {
+		t.Fatalf("%s after the last list: new known %v after %d lists; want true after 2", refreshEvery, known("new"), e.lists)
 	}
 }

@@ -65,6 +65,7 @@ type Node struct {
 	mu          sync.Mutex
 	discovered  []string
 	discoverErr error
+	refreshed   time.Time // when Refresh last had the node list its models
 	coolUntil   time.Time
 	coolReason  string
 	probeFailed bool                     // a probe failed since the last that succeeded: the node is back when one does
