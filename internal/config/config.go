@@ -490,6 +490,9 @@ func (c *Config) Check() []error {
 		if n.MaxOptions == 1 {
 			bad("%s (%s): max_options 1: a choice needs at least 2 options (0 takes the default, %d)", at, n.Name, MaxOptions)
 		}
+		if n.MaxLabels == 1 { // every question has two options, and a choice's rounds read two a call
+			bad("%s (%s): max_labels 1: a call must read at least 2 labels, or the node answers nothing (0 takes the dialect's default)", at, n.Name)
+		}
 		if n.MaxOptions > MaxOptions {
 			bad("%s (%s): max_options %d is over %d, the most a choice may carry", at, n.Name, n.MaxOptions, MaxOptions)
 		}

@@ -192,3 +192,19 @@ func TestParseHostileFiles(t *testing.T) {
 		t.Errorf("read %+v", c)
 	}
 }
+
+// A call reads at least two labels: every question has two options or
+// more, and a choice's rounds need two a call, so max_labels 1 would leave
+// the node unable to answer anything. It is refused, naming the key.
+func TestMaxLabelsBelowTwo(t *testing.T) {
+	for _, dialect := range []string{"llamacpp", "openai"} {
+		c, err := Parse([]byte("nodes:\n  - {name: a, url: 'http://x', dialect: " + dialect + ", max_labels: 1}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		errs := errors.Join(c.Check()...)
+		if errs == nil || !strings.Contains(errs.Error(), "nodes[0] (a): max_labels 1") || !strings.Contains(errs.Error(), "at least 2") {
+			t.Errorf("%s node with max_labels 1: %v; want it refused naming nodes[0] (a): max_labels 1", dialect, errs)
+		}
+	}
+}
