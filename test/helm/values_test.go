@@ -230,3 +230,36 @@ func TestSpreadAndNetworkValues(t *testing.T) {
 		t.Errorf("networkPolicy.enabled=false rendered %+v", off)
 	}
 }
+
+// A key named off, written bare as in the file, reaches system1 as off:
+// Helm reads values as YAML 1.1, where a bare off as a key is false, and
+// the chart writes it back for every section that has one.
+func TestOffKeysRendered(t *testing.T) {
+	for _, tc := range []struct {
+		name, values string
+		off          func(*config.Config) bool
+	}{
+		{"decision log off bare", "config: {decision_log: {off: true}}", func(c *config.Config) bool { return c.DecisionLog.Off }},
+		{"decision log off quoted", "config: {decision_log: {'off': true}}", func(c *config.Config) bool { return c.DecisionLog.Off }},
+		{"fingerprints off bare", "config: {fingerprint: {off: true, canary_every: 1h}}", func(c *config.Config) bool {
+			return c.Fingerprint.Off && time.Duration(c.Fingerprint.CanaryEvery) == time.Hour
+		}},
+		{"fingerprints off quoted", "config: {fingerprint: {'off': true}}", func(c *config.Config) bool { return c.Fingerprint.Off }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "values.yaml")
+			if err := os.WriteFile(file, []byte(tc.values+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			r := render(t, file)
+			checkRelease(t, r)
+			cfg, err := config.Parse([]byte(r.ConfigMap.Data["system1.yaml"]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.off(cfg) {
+				t.Errorf("%s rendered without its off:\n%s", tc.values, r.ConfigMap.Data["system1.yaml"])
+			}
+		})
+	}
+}

@@ -94,16 +94,22 @@ fails the render naming KEY when VALUE is anything else.
 {{- end }}
 
 {{/*
-system1.decisionLog: config.decision_log, with its key off as written:
-Helm reads values as YAML 1.1, where a bare off as a key is false.
+system1.offKey: a section of the configuration (a map, or nothing), with
+its key off as written: Helm reads values as YAML 1.1, where a bare off
+as a key is false.
 */}}
-{{- define "system1.decisionLog" -}}
-{{- $dl := deepCopy (default dict .Values.config.decision_log) }}
-{{- if hasKey $dl "false" }}
-{{- $_ := set $dl "off" (get $dl "false") }}
-{{- $_ := unset $dl "false" }}
+{{- define "system1.offKey" -}}
+{{- $m := deepCopy (default dict .) }}
+{{- if hasKey $m "false" }}
+{{- $_ := set $m "off" (get $m "false") }}
+{{- $_ := unset $m "false" }}
 {{- end }}
-{{- toYaml $dl }}
+{{- toYaml $m }}
+{{- end }}
+
+{{/* system1.decisionLog: config.decision_log, with its key off as written. */}}
+{{- define "system1.decisionLog" -}}
+{{- include "system1.offKey" .Values.config.decision_log }}
 {{- end }}
 
 {{/*
@@ -146,6 +152,9 @@ chart owns set. Every refusal names the value to change.
 {{- $_ := set $dl "url_env" (include "system1.decisionLogURLEnv" .) }}
 {{- end }}
 {{- if $dl }}{{ $_ := set $c "decision_log" $dl }}{{ end }}
+{{- if kindIs "map" (get $c "fingerprint") }}
+{{- $_ := set $c "fingerprint" (include "system1.offKey" (get $c "fingerprint") | fromYaml) }}
+{{- end }}
 {{- if not $c.nodes }}
 {{- fail "config.nodes: none configured; system1 would refuse to start (every request would fail): add a node" }}
 {{- end }}
