@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"slices"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -41,6 +43,13 @@ func (c shadowCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(shadowQueueDesc, prometheus.GaugeValue, float64(s.Queued))
 }
 
+// MaxDriftSignatures bounds the (model, signature) pairs the drift gauges
+// expose: a signature is a hash of a question's options, which callers
+// choose, so without a bound a caller sending fresh options with each
+// request would add two series a request for as long as the windows
+// hold its answers. The full list is GET /v1/calibration's drift.
+const MaxDriftSignatures = 1000
+
 // Drift is one model and question signature's label-free drift, for the
 // gauges.
 type Drift struct {
@@ -52,9 +61,28 @@ type Drift struct {
 // SetDrift replaces the drift gauges (system1_answer_drift_psi, the
 // larger population stability index of a signature's confidences and top
 // answers against the reference window, and system1_answer_drift_alarm,
-// 1 where it alarms) with points.
+// 1 where it alarms) with points: at most MaxDriftSignatures of them,
+// those that alarm first, then the largest PSI.
 func (m *Metrics) SetDrift(points []Drift) {
 	m.driftOnce.Do(func() { m.drift = m.register(driftPSIDesc, driftAlarmDesc) })
+	if len(points) > MaxDriftSignatures {
+		points = slices.Clone(points)
+		slices.SortStableFunc(points, func(a, b Drift) int {
+			switch {
+			case a.Alarm != b.Alarm:
+				if a.Alarm {
+					return -1
+				}
+				return 1
+			case a.PSI > b.PSI:
+				return -1
+			case a.PSI < b.PSI:
+				return 1
+			}
+			return 0
+		})
+		points = points[:MaxDriftSignatures]
+	}
 	var g gauges
 	for _, p := range points {
 		g.add(driftPSIDesc, p.PSI, p.Model, p.Signature)

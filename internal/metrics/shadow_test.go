@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"fmt"
 	"io"
 	"net/http/httptest"
 	"strings"
@@ -79,5 +80,45 @@ func TestGaugesAreSetWhole(t *testing.T) {
 	m.SetECE(append(eces, ECE{"m", "choice", "2", 0.9}))
 	if n := count()["system1_calibration_ece"]; n != len(eces) {
 		t.Errorf("%d ECE series after a set with labels given twice, want %d", n, len(eces))
+	}
+}
+
+// The drift gauges' series are bounded whatever the callers ask: a
+// signature is a hash of a question's options, which callers choose, so
+// a caller sending fresh options each request would add two series a
+// request for as long as the windows hold them. At most
+// MaxDriftSignatures are exposed, the alarming ones first, then the
+// largest PSI.
+func TestDriftSeriesBounded(t *testing.T) {
+	m := New()
+	var points []Drift
+	for i := range 3 * MaxDriftSignatures {
+		points = append(points, Drift{Model: "m", Signature: fmt.Sprintf("choice/2/%012x", i)})
+	}
+	points = append(points, Drift{Model: "m", Signature: "choice/2/alarm", PSI: 0.3, Alarm: true}, Drift{Model: "m", Signature: "choice/2/high", PSI: 0.9})
+	m.SetDrift(points)
+	mfs, err := m.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, mf := range mfs {
+		got[mf.GetName()] = len(mf.GetMetric())
+	}
+	for _, name := range []string{"system1_answer_drift_psi", "system1_answer_drift_alarm"} {
+		if got[name] > MaxDriftSignatures {
+			t.Errorf("%s: %d series from %d signatures, want at most %d", name, got[name], len(points), MaxDriftSignatures)
+		}
+	}
+	w := httptest.NewRecorder()
+	m.Handler().ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
+	body := w.Body.String()
+	for _, want := range []string{
+		`system1_answer_drift_alarm{model="m",signature="choice/2/alarm"} 1`,
+		`system1_answer_drift_psi{model="m",signature="choice/2/high"} 0.9`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %q, which a bound must keep", want)
+		}
 	}
 }
