@@ -563,6 +563,8 @@ func (c *Config) Check() []error {
 	}
 	if (c.TLS.Cert == "") != (c.TLS.Key == "") {
 		bad("tls: cert and key go together")
+	} else if c.TLS.Listen != "" && c.TLS.Cert == "" {
+		bad("tls.listen: set without cert and key, so no HTTPS listener would start; give both, or leave tls out")
 	}
 	if m := c.Gateway.MinLabelMass; m != nil && !(*m >= 0 && *m <= 1) {
 		bad("gateway.min_label_mass: %v is not in [0,1]", *m)

@@ -297,6 +297,7 @@ func TestCheck(t *testing.T) {
 		{"tls cert without key", "tls: {cert: c.pem}\n", []string{"tls: cert and key go together"}},
 		{"tls key without cert", "tls: {key: k.pem}\n", []string{"tls: cert and key go together"}},
 		{"tls pair", "tls: {listen: ':3443', cert: c.pem, key: k.pem}\n", nil},
+		{"tls listen without a certificate", "tls: {listen: ':3443'}\n", []string{"tls.listen: set without cert and key"}},
 		{"threshold 0", "gateway: {threshold: 0}\n", nil},
 		{"threshold 1", "gateway: {threshold: 1}\n", nil},
 		{"threshold negative", "gateway: {threshold: -0.1}\n", []string{"gateway.threshold: -0.1 is not in [0,1]"}},
