@@ -220,6 +220,9 @@ func TestDocsRequestsRun(t *testing.T) {
 		for _, p := range missingFields(shown, got, "") {
 			t.Errorf("%s: the page shows the reply's field %s, which the real reply lacks: %s", r.at, p, body)
 		}
+		for _, d := range otherNames(shown, got, "") {
+			t.Errorf("%s: the page shows %s, where the real reply names %s: %s", r.at, d[0], d[1], body)
+		}
 	}
 	if shapes < 2 {
 		t.Errorf("held %d replies the pages show to the real ones; README.md shows two (/v1/systemone's, /v1/decide's)", shapes)
@@ -349,6 +352,76 @@ func serveAsRunSh(t *testing.T) string {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
 	return base
+}
+
+// setupNames are the fields of a reply whose values name the setup that
+// answered it, not the model's numbers: the model, the provider and the
+// node (an attempt's detail). With run.sh's configuration they are what
+// a reader who copies the request sees.
+var setupNames = map[string]bool{"model": true, "provider": true, "detail": true}
+
+// otherNames are the setupNames fields whose string value in shown, the
+// reply the page shows, differs from got's, the real one's: each as the
+// path with the shown value, and the real value. Arrays are walked as
+// missingFields walks them.
+func otherNames(shown, got any, at string) [][2]string {
+	var out [][2]string
+	switch s := shown.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			return nil
+		}
+		for k, v := range s {
+			gv, ok := g[k]
+			if !ok {
+				continue
+			}
+			sv, sok := v.(string)
+			gs, gok := gv.(string)
+			if setupNames[k] && sok && gok && sv != gs {
+				out = append(out, [2]string{fmt.Sprintf("%s.%s %q", at, k, sv), strconv.Quote(gs)})
+				continue
+			}
+			out = append(out, otherNames(v, gv, at+"."+k)...)
+		}
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(g) == 0 {
+			return nil
+		}
+		for i, v := range s {
+			out = append(out, otherNames(v, g[min(i, len(g)-1)], fmt.Sprintf("%s[%d]", at, i))...)
+		}
+	}
+	return out
+}
+
+func TestOtherNames(t *testing.T) {
+	for _, c := range []struct {
+		shown, got string
+		want       []string
+	}{
+		{`{"model": "m", "provider": "local", "confidence": 0.5}`, `{"model": "m", "provider": "local", "confidence": 0.7}`, nil},
+		{`{"attempts": [{"provider": "local", "detail": "answered by node llama"}]}`, `{"attempts": [{"provider": "local", "detail": "answered by node local"}]}`,
+			[]string{`.attempts[0].detail "answered by node llama" -> "answered by node local"`}},
+		{`{"decision": "billing", "model": "a"}`, `{"decision": "sales", "model": null}`, nil},
+	} {
+		var shown, got any
+		if err := json.Unmarshal([]byte(c.shown), &shown); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal([]byte(c.got), &got); err != nil {
+			t.Fatal(err)
+		}
+		var diff []string
+		for _, d := range otherNames(shown, got, "") {
+			diff = append(diff, d[0]+" -> "+d[1])
+		}
+		if !slices.Equal(diff, c.want) {
+			t.Errorf("shown %s, got %s: %q, want %q", c.shown, c.got, diff, c.want)
+		}
+	}
 }
 
 func TestMissingFields(t *testing.T) {
