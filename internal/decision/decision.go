@@ -193,11 +193,11 @@ func Validate(r Request, lim Limits) []Problem {
 	for _, q := range r.Questions {
 		at := func(field string) []string { return []string{"questions", q.ID, field} }
 		if len(q.Instructions) > lim.MaxInstructionBytes {
-			ps = append(ps, Problem{at("instructions"), fmt.Sprintf("instructions are %d bytes; at most %d are accepted", len(q.Instructions), lim.MaxInstructionBytes), "too_long"})
+			ps = append(ps, Problem{at("instructions"), fmt.Sprintf("instructions are %d bytes as JSON; at most %d are accepted", len(q.Instructions), lim.MaxInstructionBytes), "too_long"})
 		}
 		for _, o := range q.Options {
 			if n := len(o.Name) + len(o.Text); n > lim.MaxOptionBytes {
-				ps = append(ps, Problem{append(at("criteria"), o.Key), fmt.Sprintf("option is %d bytes; at most %d are accepted", n, lim.MaxOptionBytes), "too_long"})
+				ps = append(ps, Problem{append(at("criteria"), o.Key), fmt.Sprintf("option is %d bytes, its name and its description as JSON; at most %d are accepted", n, lim.MaxOptionBytes), "too_long"})
 			}
 		}
 		n := len(q.Options)

@@ -232,3 +232,34 @@ func TestThousandQuestions(t *testing.T) {
 		}
 	}
 }
+
+// The size limits of one question count what limits.md says they count:
+// instructions as JSON (a string's quotes and escapes too), an option its
+// name and its description as JSON; a refusal says so, so that a caller
+// whose 16,384 bytes of text are refused as 16,386 bytes sees why.
+func TestQuestionSizeLimitsSayWhatTheyCount(t *testing.T) {
+	n := startNode(t, "n", fakeengine.LlamaCpp, fakeengine.Behavior{})
+	s := serve(t, setup{nodes: []node{n}})
+	body := func(q string) string {
+		return `{"model": "` + fakeengine.DefaultModel + `", "state": "x", "questions": {"q": ` + q + `}}`
+	}
+	for _, tc := range []struct {
+		name, question string
+		want           string // in the 422's message; "" is a 200
+	}{
+		{"instructions at the limit as JSON", `{"type": "noul", "instructions": "` + strings.Repeat("a", 16382) + `"}`, ""},
+		{"instructions of 16 KiB of text", `{"type": "noul", "instructions": "` + strings.Repeat("a", 16384) + `"}`,
+			"instructions are 16386 bytes as JSON; at most 16384 are accepted"},
+		{"an option at the limit", `{"type": "choice", "criteria": {"b": "` + strings.Repeat("a", 4093) + `", "c": null}}`, ""},
+		{"an option over it", `{"type": "choice", "criteria": {"b": "` + strings.Repeat("a", 4094) + `", "c": null}}`,
+			"option is 4097 bytes, its name and its description as JSON; at most 4096 are accepted"},
+	} {
+		r := s.ask(t, body(tc.question))
+		switch {
+		case tc.want == "" && r.status != http.StatusOK:
+			t.Errorf("%s: got %.300s, want 200", tc.name, r)
+		case tc.want != "" && (r.status != http.StatusUnprocessableEntity || !strings.Contains(string(r.body), tc.want)):
+			t.Errorf("%s: got %.300s, want a 422 saying %q", tc.name, r, tc.want)
+		}
+	}
+}

@@ -625,7 +625,7 @@ func decisionsRequest() *jsonschema.Schema {
 	closed := &jsonschema.Schema{Not: &jsonschema.Schema{}}
 	part := &jsonschema.Schema{Type: "object", Required: []string{"type"}, Description: "input_text {text}, input_json {data} or input_image (refused: code unsupported_input).",
 		Properties: map[string]*jsonschema.Schema{"type": {Type: "string"}}, AdditionalProperties: &jsonschema.Schema{}}
-	instr := &jsonschema.Schema{Description: fmt.Sprintf("What to decide: text, or parts (input_text, input_json); at most %s. Missing or null is none.", kib(lim.MaxInstructionBytes)),
+	instr := &jsonschema.Schema{Description: fmt.Sprintf("What to decide: text, or parts (input_text, input_json); at most %s as JSON. Missing or null is none.", kib(lim.MaxInstructionBytes)),
 		AnyOf: []*jsonschema.Schema{{Type: "string"}, {Type: "array", Items: part}, {Type: "null"}}}
 	name := &jsonschema.Schema{Types: []string{"string", "null"}, Description: "Unique; answered as sent, or null when left out."}
 	question := func(k, desc string, extra map[string]*jsonschema.Schema, required ...string) *jsonschema.Schema {
