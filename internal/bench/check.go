@@ -150,8 +150,10 @@ func (b *Baseline) Compare(records []Record, t Thresholds) ([]Check, error) {
 			continue
 		}
 		answered = append(answered, r)
+		// The answer as accuracy reads it: a score's is its expected
+		// level rounded, not its most probable level.
 		for i, q := range r.Questions {
-			if q.Dist.Argmax() != was.Questions[i].Dist.Argmax() {
+			if q.prediction().Predicted() != was.Questions[i].prediction().Predicted() {
 				flipped++
 				break
 			}

@@ -115,3 +115,45 @@ func slicesContains(s []string, name string) bool {
 	}
 	return false
 }
+
+// A score's answer is its expected level, rounded: a run whose answers
+// are the baseline's has flipped none, whichever level holds the most
+// probability, and one whose answers moved has flipped them all.
+func TestFlipRateOfScoresIsTheirAnswer(t *testing.T) {
+	score := func(id string, dist ...float64) Record {
+		return Record{ID: id, Set: "s", Questions: []Question{{ID: "q", Kind: decision.Score, Options: len(dist), Expected: 1, Dist: dist}}}
+	}
+	scores := func(n int, dist ...float64) []Record {
+		var out []Record
+		for i := range n {
+			out = append(out, score(string(rune('a'+i)), dist...))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name      string
+		base, now []Record
+		want      string
+	}{
+		// Answered 1 both times (expected levels 1.0 and 1.02), though
+		// the most probable level moved from 0 to 2.
+		{"same answer, another top level", scores(12, 0.45, 0.1, 0.45), scores(12, 0.44, 0.1, 0.46), "0.000 (0/12)"},
+		// Answered 1, then 2 (expected level 1.9), the most probable
+		// level 1 both times.
+		{"another answer, same top level", scores(12, 0.1, 0.8, 0.1, 0), scores(12, 0, 0.4, 0.3, 0.3), "1.000 (12/12)"},
+	} {
+		b, err := NewBaseline("m", "now", tc.base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checks, err := b.Compare(tc.now, Thresholds{AccuracyDrop: 1, ECERise: 1, CoverageDrop: 1, FlipRate: 0.05})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range checks {
+			if c.Name == "flip rate" && c.Now != tc.want {
+				t.Errorf("%s: flip rate %s, want %s", tc.name, c.Now, tc.want)
+			}
+		}
+	}
+}
