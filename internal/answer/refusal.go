@@ -71,7 +71,7 @@ func (r *Refusal) String() string {
 	case RefusedNone:
 		return fmt.Sprintf("no option seemed to fit: the implicit option %q won at probability %.2f", decision.NoneOption, r.None)
 	case RefusedLabelMass:
-		return fmt.Sprintf("no option seemed to fit: the model put only %.3f of its probability on the options at all, under the requested minimum label mass %v", r.LabelMass, r.MinLabelMass)
+		return fmt.Sprintf("no option seemed to fit: the model put only %s of its probability on the options at all, under the requested minimum label mass %v", decision.FormatLabelMass(r.LabelMass), r.MinLabelMass)
 	case RefusedUnranked:
 		return "the model gave no reading of it: " + r.Detail
 	}
@@ -79,7 +79,7 @@ func (r *Refusal) String() string {
 }
 
 // Short is the refusal in a few words, for a header that lists many:
-// "label mass 0.310 < 0.5", "none of these won at 0.62", "the node
+// "label mass 0.31 < 0.5", "none of these won at 0.62", "the node
 // declined: ...".
 func (r *Refusal) Short() string {
 	switch r.Reason {
@@ -88,7 +88,7 @@ func (r *Refusal) Short() string {
 	case RefusedNone:
 		return fmt.Sprintf("none of these won at %.2f", r.None)
 	case RefusedLabelMass:
-		return fmt.Sprintf("label mass %.3f < %v", r.LabelMass, r.MinLabelMass)
+		return fmt.Sprintf("label mass %s < %v", decision.FormatLabelMass(r.LabelMass), r.MinLabelMass)
 	case RefusedUnranked:
 		return "no label ranked"
 	}

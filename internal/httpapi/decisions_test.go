@@ -369,7 +369,7 @@ func TestDecisionsRefusals(t *testing.T) {
 	if got[0].Refused || !got[1].Refused || got[2].Refused || str(got[1].Name) != "urgent" || len(got[0].Probabilities) != 3 {
 		t.Fatalf("refusals under a gate of 0.92: %s", r)
 	}
-	if h := r.header.Get("X-System1-Refused"); h != "urgent: label mass 0.900 < 0.92" {
+	if h := r.header.Get("X-System1-Refused"); h != "urgent: label mass 0.9 < 0.92" {
 		t.Errorf("X-System1-Refused %q", h)
 	}
 	got = decisionsReadings(t, s.do(t, http.MethodPost, "/v1/decisions", ticketDecisions, "X-System1-Min-Label-Mass: 0.99"))
@@ -550,5 +550,25 @@ func TestRequestHeadersAreTheDocuments(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("POST %s: the document lists the headers %v; the route reads %v", path, got, want)
 		}
+	}
+}
+
+// A refusal under the label-mass gate says the mass in significant
+// digits, as X-System1-Label-Mass does: a mass of 0.000665 under a gate
+// of 0.001 reads 0.000665, never 0.000 < 0.001, on both wires.
+func TestLabelMassRefusalSaysASmallMass(t *testing.T) {
+	n := startNode(t, "n", fakeengine.LlamaCpp, fakeengine.Behavior{Logprobs: fakeengine.Probs(0.0005, 0.000165)})
+	s := serve(t, setup{nodes: []node{n}})
+	const predicate = `{"model":"fake","input":"Ticket: I was charged twice.","questions":[{"type":"predicate","name":"urgent","instructions":"Is it urgent?"}]}`
+	r := s.do(t, http.MethodPost, "/v1/decisions", predicate, "X-System1-Min-Label-Mass: 0.001")
+	if got := decisionsReadings(t, r); len(got) != 1 || !got[0].Refused {
+		t.Fatalf("a mass of 0.000665 under a gate of 0.001: %s", r)
+	}
+	if h := r.header.Get("X-System1-Refused"); h != "urgent: label mass 0.000665 < 0.001" {
+		t.Errorf("X-System1-Refused %q, want urgent: label mass 0.000665 < 0.001", h)
+	}
+	r = s.ask(t, `{"model":"fake","state":"Ticket: I was charged twice.","questions":{"urgent":{"type":"noul","instructions":"Is it urgent?"}}}`, "X-System1-Min-Label-Mass: 0.001")
+	if r.status != http.StatusUnprocessableEntity || !strings.Contains(string(r.body), "put only 0.000665 of its probability") {
+		t.Errorf("the System One wire: %s, want a 422 saying the mass 0.000665", r)
 	}
 }

@@ -32,7 +32,7 @@ const (
 	// refusal). "false" or absent adds none.
 	NoneOptionHeader = "X-System1-None-Option"
 	// RefusedHeader, on a /v1/decisions reply, says in short why each
-	// refused question was refused ("q1: label mass 0.310 < 0.5; q2: none
+	// refused question was refused ("q1: label mass 0.31 < 0.5; q2: none
 	// of these won at 0.62"); the body's refusal has no field for it, and
 	// the request's log line has it in full.
 	RefusedHeader = "X-System1-Refused"

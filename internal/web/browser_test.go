@@ -505,7 +505,7 @@ func TestBrowserPlaygroundDecisions(t *testing.T) {
 	gated := eval[map[string]shownAnswer](t, ctx, readAnswers)
 	for id, a := range gated {
 		if id == "urgent" {
-			if a.Type != "refusal" || a.Fields["why"] != "label mass 0.750 < 0.8" || len(a.Bars) != 0 {
+			if a.Type != "refusal" || a.Fields["why"] != "label mass 0.75 < 0.8" || len(a.Bars) != 0 {
 				t.Errorf("the gated predicate is shown as %+v, want a refusal saying its label mass", a)
 			}
 		} else if fmt.Sprint(a) != fmt.Sprint(jevShown[id]) {
