@@ -561,3 +561,20 @@ func TestDuplicateKeyInDataOnEveryWire(t *testing.T) {
 		}
 	}
 }
+
+// A health check that carries another scheme's credentials (a proxy's
+// Basic, for its own upstream) offers no key: /health answers it as one
+// without a key and does not count it as a wrong key, so the proxy's
+// address keeps its allowance for the API.
+func TestHealthWithBasicCredentialsIsNoWrongKey(t *testing.T) {
+	s := serve(t, setup{keys: []string{"real"}})
+	for i := range 3 * httpapi.DefaultGuessBurst {
+		r := s.do(t, http.MethodGet, "/health", "", "Authorization: Basic cHJvYmU6cHJvYmU=")
+		if r.status != http.StatusOK || strings.Contains(string(r.body), "nodes") {
+			t.Fatalf("health check %d: %s", i, r)
+		}
+	}
+	if r := s.do(t, http.MethodGet, "/v1/models", "", "Authorization: Bearer real"); r.status != http.StatusOK {
+		t.Errorf("the right key after %d health checks with Basic credentials: %s", 3*httpapi.DefaultGuessBurst, r)
+	}
+}

@@ -112,7 +112,7 @@ func (s *Server) showDetail(r *http.Request) bool {
 	if !s.AuthOn() {
 		return true
 	}
-	if r.Header.Get("Authorization") == "" && r.Header.Get("X-Api-Key") == "" { // no credentials
+	if presentedKey(r) == "" { // no key offered, if perhaps another scheme's credentials
 		return false
 	}
 	k, ok, _ := s.checkKey(r)

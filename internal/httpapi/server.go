@@ -165,10 +165,7 @@ func (s *Server) AuthOn() bool { return len(s.keys) > 0 }
 // compared as SHA-256 digests in constant time, every key every time, so
 // neither a key's content nor its length leaks through timing.
 func (s *Server) authenticate(r *http.Request) int {
-	token, ok := bearer(r.Header.Get("Authorization"))
-	if !ok {
-		token = strings.Trim(r.Header.Get("X-Api-Key"), " \t") // Kev's proxy sends this
-	}
+	token := presentedKey(r)
 	if token == "" {
 		return -1
 	}
@@ -180,6 +177,17 @@ func (s *Server) authenticate(r *http.Request) int {
 		}
 	}
 	return found
+}
+
+// presentedKey is the key a request offers: a Bearer token, else
+// X-Api-Key's value; "" for none (another scheme's credentials, such as
+// a proxy's Basic, offer none).
+func presentedKey(r *http.Request) string {
+	token, ok := bearer(r.Header.Get("Authorization"))
+	if !ok {
+		token = strings.Trim(r.Header.Get("X-Api-Key"), " \t") // Kev's proxy sends this
+	}
+	return token
 }
 
 // bearer reads an Authorization header of the Bearer scheme (RFC 6750;
