@@ -108,6 +108,7 @@ func TestParseRequest(t *testing.T) {
 		{`{"question":"q","request_id":""}`, []string{"request_id must not be empty"}},
 		{`{"question":"q","request_id":"` + strings.Repeat("r", 129) + `"}`, []string{"129 characters"}},
 		{`{"question":"q","schema_version":"2"}`, []string{`schema_version "2" is not supported`}},
+		{`{"question":"q","schema_version":""}`, []string{`schema_version must be the string "1"`}},
 		{`{"question":"q","question":"r"}`, []string{`the request has the key "question" twice`}},
 		{`{"question":"q","options":["a","b"],"options":["c","d"]}`, []string{`the request has the key "options" twice`}},
 		{"{\"question\":\"q\xff\"}", []string{"question is not valid UTF-8"}},

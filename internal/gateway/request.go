@@ -133,8 +133,8 @@ func ParseRequest(raw []byte) (Request, []string) {
 			bad("request_id must not be empty; leave it out to have one generated")
 		}
 	}
-	if !read("schema_version", "string", &req.SchemaVersion) {
-		bad("schema_version must be the string %q", SchemaVersion)
+	if _, given := present("schema_version"); !read("schema_version", "string", &req.SchemaVersion) || given && req.SchemaVersion == "" {
+		bad("schema_version must be the string %q", SchemaVersion) // "" too, which the schema's enum does not allow
 	}
 	if !read("none_option", "boolean", &req.NoneOption) {
 		bad("none_option must be true or false")
