@@ -309,8 +309,10 @@ func (p *Parsed) readQuestions(raw json.RawMessage) {
 	}
 	p.Questions = make([]decision.Question, len(items))
 	p.Asked = make([]Asked, len(items))
-	// Names are the questions' ids; an unnamed question, or one whose
-	// name repeats an earlier one, gets an id no name can be.
+	// Names are the questions' ids; an unnamed question, one named "" (an
+	// id nothing can be keyed by: a header's item, a log's question, a
+	// feedback's), or one whose name repeats an earlier one, gets an id no
+	// name can be. The answer still echoes the name as sent.
 	names := make(map[string]int, len(items))
 	for i, it := range items {
 		p.Questions[i], p.Asked[i] = p.readQuestion(i, it)
@@ -326,7 +328,7 @@ func (p *Parsed) readQuestions(raw json.RawMessage) {
 		names[a.Name] = i
 	}
 	for i := range p.Questions {
-		if j, ok := names[p.Asked[i].Name]; ok && j == i && p.Asked[i].Named {
+		if j, ok := names[p.Asked[i].Name]; ok && j == i && p.Asked[i].Named && p.Asked[i].Name != "" {
 			p.Questions[i].ID = p.Asked[i].Name
 			continue
 		}

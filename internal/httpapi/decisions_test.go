@@ -572,3 +572,23 @@ func TestLabelMassRefusalSaysASmallMass(t *testing.T) {
 		t.Errorf("the System One wire: %s, want a 422 saying the mass 0.000665", r)
 	}
 }
+
+// A question named "" is answered named "", as OpenAI's type allows,
+// but no header or log line is keyed by an empty id: it goes by the id
+// an unnamed question gets, questions[i].
+func TestDecisionsEmptyNameHasAnID(t *testing.T) {
+	n := startNode(t, "n", fakeengine.LlamaCpp, fakeengine.Behavior{Logprobs: fakeengine.Probs(0.6, 0.3)})
+	s := serve(t, setup{nodes: []node{n}})
+	r := s.do(t, http.MethodPost, "/v1/decisions", `{"model":"fake","input":"Ticket: I was charged twice.","questions":[
+		{"type":"predicate","name":"urgent","instructions":"Is it urgent?"},
+		{"type":"predicate","name":"","instructions":"Is it a refund?"}]}`, "X-System1-Min-Label-Mass: 0.95")
+	got := decisionsReadings(t, r)
+	if len(got) != 2 || got[1].Name == nil || *got[1].Name != "" || !got[1].Refused {
+		t.Fatalf("a question named \"\": %s", r)
+	}
+	for _, h := range []string{httpapi.LabelMassHeader, "X-System1-Refused"} {
+		if v := r.header.Get(h); !strings.Contains(v, "questions[1]") || strings.HasPrefix(v, "=") || strings.Contains(v, "; =") || strings.Contains(v, "; :") || strings.HasPrefix(v, ":") {
+			t.Errorf("%s %q, want the question named \"\" as questions[1]", h, v)
+		}
+	}
+}

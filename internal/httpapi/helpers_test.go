@@ -597,7 +597,7 @@ func checkDecisionsReply(resp *http.Response, sent, body []byte) error {
 	named := true
 	for i, a := range top.Answers {
 		asked := p.Asked[i]
-		named = named && asked.Named
+		named = named && asked.Named && asked.Name != "" // a name "" is not its question's id
 		if (a.Name == nil) == asked.Named || (a.Name != nil && *a.Name != asked.Name) {
 			return fmt.Errorf("answers[%d] is named %v, asked %+v", i, a.Name, asked)
 		}
