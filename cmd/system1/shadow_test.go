@@ -15,6 +15,7 @@ import (
 	"system1/internal/calibration/fitting"
 	"system1/internal/cases"
 	"system1/internal/config"
+	"system1/internal/decision"
 	"system1/internal/decisionlog"
 	"system1/internal/fakeengine"
 	"system1/internal/fleet"
@@ -180,4 +181,45 @@ func cliEnv(t *testing.T, env map[string]string, args ...string) (string, string
 	var out, errb bytes.Buffer
 	err := run(t.Context(), args, func(k string) string { return env[k] }, strings.NewReader(""), &out, &errb)
 	return out.String(), errb.String(), err
+}
+
+// A replay whose --limit is under the questions of every logged request
+// asks none of them, and says that --limit is why, not keep_states, which
+// is on; a --limit that holds a request replays it.
+func TestReplayLimitUnderEveryRequestSaysSo(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "decisions.db")
+	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{"good", "cand"}, Behavior: fakeengine.Behavior{Logprobs: fakeengine.Probs(0.7, 0.2)}})
+	t.Cleanup(f.Close)
+	cfgPath := filepath.Join(dir, "config.yaml")
+	cfgText := fmt.Sprintf("decision_log:\n  path: %s\n  keep_states: true\nnodes:\n  - {name: n, url: %q, dialect: llamacpp, models: [good, cand]}\n", db, f.URL)
+	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n, err := fleet.NewNode(config.Node{Name: "n", URL: f.URL, Dialect: "llamacpp", Models: []string{"good", "cand"}}, func(string) string { return "" }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := decisionlog.Open(t.Context(), decisionlog.Options{Path: db, KeepStates: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := answer.New(answer.Options{Router: fleet.New([]*fleet.Node{n}, fleet.Options{}), Recorder: l})
+	req := decision.Request{Model: "good", State: json.RawMessage(`"I was charged twice"`), Questions: []decision.Question{
+		{ID: "urgent", Kind: decision.Noul, Options: decision.NoulOptions(nil, nil)},
+		{ID: "refund", Kind: decision.Noul, Options: decision.NoulOptions(nil, nil)},
+	}}
+	if _, err := svc.Answer(t.Context(), answer.Request{Request: req, Face: decisionlog.FaceSystemOne, RequestID: "r1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, err := cli(t, "replay", "--from-log", "--candidate", "cand", "--config", cfgPath, "--limit", "1")
+	if err == nil || !strings.Contains(err.Error(), "--limit 1") || strings.Contains(err.Error(), "keep_states") {
+		t.Errorf("replay --limit 1 of a request of 2 questions: %v, want an error naming --limit and not keep_states\n%s%s", err, stdout, stderr)
+	}
+	if stdout, stderr, err := cli(t, "replay", "--from-log", "--candidate", "cand", "--config", cfgPath, "--limit", "2"); err != nil {
+		t.Errorf("replay --limit 2: %v\n%s%s", err, stdout, stderr)
+	}
 }

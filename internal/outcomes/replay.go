@@ -28,6 +28,7 @@ func Replay(ctx context.Context, svc *answer.Service, l *decisionlog.Log, candid
 	rep := ShadowReport{Since: since.UTC(), Until: until.UTC(), Source: FaceReplay, Signatures: []ShadowSignature{}}
 	var pairs []ShadowPair
 	asked, failed, refused := 0, 0, 0
+	fewest := 0 // the fewest questions of a request left out for the limit
 	var firstErr error
 	var firstRefusal *answer.Refusal
 	// The log is read a page of requests at a time, the latest first, so
@@ -39,6 +40,9 @@ func Replay(ctx context.Context, svc *answer.Service, l *decisionlog.Log, candid
 		}
 		for _, g := range replayGroups(es, qs, candidate) {
 			if asked+len(g.req.Questions) > limit {
+				if fewest == 0 || len(g.req.Questions) < fewest {
+					fewest = len(g.req.Questions)
+				}
 				continue
 			}
 			asked += len(g.req.Questions)
@@ -65,6 +69,9 @@ func Replay(ctx context.Context, svc *answer.Service, l *decisionlog.Log, candid
 			break
 		}
 		before = next
+	}
+	if asked == 0 && fewest > 0 {
+		return rep, fmt.Errorf("every request in the window asks more questions than --limit %d allows (the fewest asks %d); a request is replayed whole: raise --limit to at least %d", limit, fewest, fewest)
 	}
 	if asked == 0 {
 		return rep, errors.New("the decision log holds no question to replay in the window: replay needs decision_log.keep_states: true, which keeps each state and question")
