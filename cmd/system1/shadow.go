@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -148,7 +149,9 @@ docs/shadow.md.
 	if err != nil {
 		return err
 	}
-	serving, err := servingFits(cfg, log)
+	// With no calibration mode written, serve's answer path applies the
+	// fits its default loop keeps (Config.Learn), once there are any.
+	serving, err := servingFits(cmp.Or(learnt(cfg, *stateDir, e.getenv), cfg), log)
 	if err != nil {
 		return err
 	}

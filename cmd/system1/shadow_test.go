@@ -183,10 +183,11 @@ func cliEnv(t *testing.T, env map[string]string, args ...string) (string, string
 	return out.String(), errb.String(), err
 }
 
-// A replay whose --limit is under the questions of every logged request
-// asks none of them, and says that --limit is why, not keep_states, which
-// is on; a --limit that holds a request replays it.
-func TestReplayLimitUnderEveryRequestSaysSo(t *testing.T) {
+// replayLog writes a configuration whose decision log keeps states and
+// holds one request of two yes/no questions answered by good, and whose
+// node serves good and cand alike; it returns the configuration's path.
+func replayLog(t *testing.T) string {
+	t.Helper()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "decisions.db")
 	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{"good", "cand"}, Behavior: fakeengine.Behavior{Logprobs: fakeengine.Probs(0.7, 0.2)}})
@@ -215,11 +216,42 @@ func TestReplayLimitUnderEveryRequestSaysSo(t *testing.T) {
 	if err := l.Close(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+	return cfgPath
+}
+
+// A replay whose --limit is under the questions of every logged request
+// asks none of them, and says that --limit is why, not keep_states, which
+// is on; a --limit that holds a request replays it.
+func TestReplayLimitUnderEveryRequestSaysSo(t *testing.T) {
+	cfgPath := replayLog(t)
 	stdout, stderr, err := cli(t, "replay", "--from-log", "--candidate", "cand", "--config", cfgPath, "--limit", "1")
 	if err == nil || !strings.Contains(err.Error(), "--limit 1") || strings.Contains(err.Error(), "keep_states") {
 		t.Errorf("replay --limit 1 of a request of 2 questions: %v, want an error naming --limit and not keep_states\n%s%s", err, stdout, stderr)
 	}
 	if stdout, stderr, err := cli(t, "replay", "--from-log", "--candidate", "cand", "--config", cfgPath, "--limit", "2"); err != nil {
 		t.Errorf("replay --limit 2: %v\n%s%s", err, stdout, stderr)
+	}
+}
+
+// With no calibration section, serve answers through the fits its
+// default loop keeps in fits.json in the state folder; replay asks the
+// candidate through the same answer path, under the same fits: the
+// candidate's temperature 4 moves its answers off the served ones, which
+// the same engine gave.
+func TestReplayAppliesTheLoopsFits(t *testing.T) {
+	cfgPath := replayLog(t)
+	state := t.TempDir()
+	fits := `{"version":1,"fits":[{"model":"cand","kind":"noul","bucket":"2","temperature":4}]}`
+	if err := os.WriteFile(filepath.Join(state, "fits.json"), []byte(fits), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, err := cli(t, "replay", "--from-log", "--candidate", "cand", "--config", cfgPath, "--state-dir", state)
+	var rep outcomes.ShadowReport
+	if err != nil || json.Unmarshal([]byte(stdout), &rep) != nil || len(rep.Signatures) != 1 {
+		t.Fatalf("replay: %v\n%s%s", err, stdout, stderr)
+	}
+	// 0.78 and 0.22 at temperature 4: 0.58 and 0.42.
+	if s := rep.Signatures[0]; s.N != 2 || s.MeanAbsChange < 0.1 {
+		t.Errorf("the candidate's answers moved %.3f from the served ones, want about 0.2: the loop's fits for cand not applied: %s", s.MeanAbsChange, stdout)
 	}
 }
