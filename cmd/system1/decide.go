@@ -53,6 +53,9 @@ func cmdDecide(ctx context.Context, args []string, e env) error {
 		if raw, err = readInput(*request, e.stdin); err != nil {
 			return err
 		}
+		if len(raw) > maxInput {
+			return e.usageError("decide", fmt.Sprintf("--request %s: over the %d MiB a request may take", *request, maxInput>>20))
+		}
 	} else {
 		if fs.NArg() == 0 {
 			fs.Usage()
@@ -217,10 +220,22 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// readInput reads the file at path, or stdin when path is "-".
+// maxInput bounds what decide --request and feedback --file read, above
+// the HTTP routes' default body limit: a larger input is refused, not
+// read whole (/dev/zero would never end).
+const maxInput = 16 << 20
+
+// readInput reads the file at path, or stdin when path is "-": at most
+// maxInput bytes and one more, so that a larger input is told apart.
 func readInput(path string, stdin io.Reader) ([]byte, error) {
-	if path == "-" {
-		return io.ReadAll(stdin)
+	r := stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
 	}
-	return os.ReadFile(path)
+	return io.ReadAll(io.LimitReader(r, maxInput+1))
 }

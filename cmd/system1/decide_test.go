@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"os"
@@ -154,6 +155,26 @@ func TestDecideFlagAfterTheQuestion(t *testing.T) {
 			}
 			if !errors.Is(err, errUsage) || !strings.Contains(stderr, c.flag) || !strings.Contains(stderr, "before the question") {
 				t.Fatalf("err %v, stderr %q, stdout %q", err, stderr, stdout)
+			}
+		})
+	}
+}
+
+// decide --request reads at most maxInput bytes, from stdin or a file,
+// and refuses a larger request naming the flag and the limit, where it
+// read any input whole (/dev/zero never ended).
+func TestDecideRequestOverTheLimit(t *testing.T) {
+	body := `{"question":"q?"}` + strings.Repeat(" ", maxInput)
+	path := filepath.Join(t.TempDir(), "big.json")
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, request, stdin string }{{"stdin", "-", body}, {"a file", path, ""}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			err := run(t.Context(), []string{"decide", "--request", tc.request}, func(string) string { return "" }, strings.NewReader(tc.stdin), &out, &errb)
+			if !errors.Is(err, errUsage) || !strings.Contains(errb.String(), "over the 16 MiB a request may take") {
+				t.Errorf("err %v, want a usage error saying the request is over 16 MiB\n%s%s", err, out.String(), errb.String())
 			}
 		})
 	}

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 
 	"system1/internal/decisionlog"
 	"system1/internal/outcomes"
@@ -38,9 +36,6 @@ Check the id (system1 decide prints it as request_id; /v1/systemone replies carr
 x-typesafe-request-id), and give feedback the --config and --state-dir of the run that answered.
 `
 
-// maxFeedbackBody bounds a --file body, read from stdin or a file.
-const maxFeedbackBody = 16 << 20
-
 // errNotRecorded and errUnknownRequest mark feedback refused, exits 4 and
 // 5; the result has been printed.
 var (
@@ -53,7 +48,7 @@ func cmdFeedback(ctx context.Context, args []string, e env) error {
 	cfgFlag := fs.String("config", "", "configuration file "+configDefault)
 	stateDir := fs.String("state-dir", "", "folder of the decision log "+stateDirDefault)
 	question := fs.String("question", "", "the question's id within the request; leave out for a decide result")
-	file := fs.String("file", "", "read a /v1/feedback body (one outcome or {\"outcomes\": [...]}, at most 16 MiB) from this file; - is stdin")
+	file := fs.String("file", "", fmt.Sprintf("read a /v1/feedback body (one outcome or {\"outcomes\": [...]}, at most %d MiB) from this file; - is stdin", maxInput>>20))
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -64,13 +59,13 @@ func cmdFeedback(ctx context.Context, args []string, e env) error {
 	var res *outcomes.FeedbackResult
 	switch {
 	case *file != "" && fs.NArg() == 0 && *question == "":
-		data, err := readFeedbackBody(*file, e.stdin)
+		data, err := readInput(*file, e.stdin)
 		if err != nil {
 			return fmt.Errorf("feedback: %w", err)
 		}
-		if len(data) > maxFeedbackBody {
+		if len(data) > maxInput {
 			res = &outcomes.FeedbackResult{Recorded: []outcomes.Recorded{}, Error: &outcomes.FeedbackError{Code: outcomes.FeedbackInvalid,
-				Message: fmt.Sprintf("the body is over the limit of %d MiB; send the outcomes in smaller batches", maxFeedbackBody>>20), Type: "value_error"}}
+				Message: fmt.Sprintf("the body is over the limit of %d MiB; send the outcomes in smaller batches", maxInput>>20), Type: "value_error"}}
 			break
 		}
 		items, res = outcomes.ParseFeedback(data)
@@ -113,19 +108,4 @@ func cmdFeedback(ctx context.Context, args []string, e env) error {
 		return errUnknownRequest
 	}
 	return errReported
-}
-
-// readFeedbackBody reads a --file body, from stdin for -, at most one
-// byte past maxFeedbackBody, so that a larger one is told apart from one
-// at the limit without being read whole.
-func readFeedbackBody(path string, stdin io.Reader) ([]byte, error) {
-	if path == "-" {
-		return io.ReadAll(io.LimitReader(stdin, maxFeedbackBody+1))
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, maxFeedbackBody+1))
 }

@@ -54,7 +54,7 @@ func TestFeedbackFileOverTheLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Valid JSON: white space up to the limit, then one outcome.
-	body := strings.Repeat(" ", maxFeedbackBody) + `{"request_id":"req_1","outcome":"yes"}`
+	body := strings.Repeat(" ", maxInput) + `{"request_id":"req_1","outcome":"yes"}`
 	path := filepath.Join(dir, "big.json")
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
