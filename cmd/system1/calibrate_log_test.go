@@ -25,27 +25,7 @@ func TestCalibrateFromTheLog(t *testing.T) {
 	if err := os.WriteFile(cfgPath, []byte("decision_log:\n  path: "+db+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	l, err := decisionlog.Open(t.Context(), decisionlog.Options{Path: db})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// 80 over-confident answers, right half the time.
-	for i := range 80 {
-		l.Record(decisionlog.Record{RequestID: fmt.Sprint("r", i), QuestionID: "q", Face: decisionlog.FaceSystemOne, Model: "m", Node: "n",
-			Kind: decision.Choice, Options: []string{"a", "b", "c"}, EngineDist: []float64{0.95, 0.04, 0.01}})
-	}
-	for i := range 80 {
-		out := "a"
-		if i%2 == 1 {
-			out = "b"
-		}
-		if _, err := l.Outcome(t.Context(), fmt.Sprint("r", i), "q", out); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := l.Close(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	overconfident(t, db)
 	fitsPath := filepath.Join(dir, "fits.json")
 	stdout, stderr, err := cli(t, "calibrate", "--from-log", "--config", cfgPath, "--out", fitsPath)
 	if err != nil {
@@ -131,22 +111,7 @@ func TestCalibrateReportTakesTheLoopsFits(t *testing.T) {
 	if err := os.WriteFile(cfgPath, []byte("decision_log:\n  keep_states: false\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	l, err := decisionlog.Open(t.Context(), decisionlog.Options{Path: filepath.Join(dir, "decisions.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 80 {
-		l.Record(decisionlog.Record{RequestID: fmt.Sprint("r", i), QuestionID: "q", Face: decisionlog.FaceSystemOne, Model: "m", Node: "n",
-			Kind: decision.Choice, Options: []string{"a", "b", "c"}, EngineDist: []float64{0.95, 0.04, 0.01}})
-	}
-	for i := range 80 {
-		if _, err := l.Outcome(t.Context(), fmt.Sprint("r", i), "q", []string{"a", "b"}[i%2]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := l.Close(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	overconfident(t, filepath.Join(dir, "decisions.db"))
 	fitsPath := filepath.Join(dir, "fits.json") // where serve's default loop keeps them
 	if stdout, stderr, err := cli(t, "calibrate", "--from-log", "--config", cfgPath, "--state-dir", dir, "--out", fitsPath); err != nil {
 		t.Fatalf("%v\n%s\n%s", err, stdout, stderr)
@@ -166,5 +131,27 @@ func TestCalibrateReportTakesTheLoopsFits(t *testing.T) {
 	if b := rep.Buckets[0]; rep.FitVersion != fits.Revision || b.ECECalibrated == b.ECE {
 		t.Errorf("fit_version %q (want %q), method %q, ece %v, ece_calibrated %v: the report is not under the loop's fits",
 			rep.FitVersion, fits.Revision, b.Method, b.ECE, b.ECECalibrated)
+	}
+}
+
+// overconfident writes a decision log at db of 80 over-confident answers
+// (0.95 on a), right half the time, each with its outcome.
+func overconfident(t *testing.T, db string) {
+	t.Helper()
+	l, err := decisionlog.Open(t.Context(), decisionlog.Options{Path: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 80 {
+		l.Record(decisionlog.Record{RequestID: fmt.Sprint("r", i), QuestionID: "q", Face: decisionlog.FaceSystemOne, Model: "m", Node: "n",
+			Kind: decision.Choice, Options: []string{"a", "b", "c"}, EngineDist: []float64{0.95, 0.04, 0.01}})
+	}
+	for i := range 80 {
+		if _, err := l.Outcome(t.Context(), fmt.Sprint("r", i), "q", []string{"a", "b"}[i%2]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(t.Context()); err != nil {
+		t.Fatal(err)
 	}
 }
