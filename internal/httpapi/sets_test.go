@@ -162,3 +162,27 @@ func TestDecideCoverageOverHTTP(t *testing.T) {
 		t.Errorf("coverage 0.3: %s", r)
 	}
 }
+
+// With X-System1-None-Option a set is over the options as asked, the
+// implicit one included, as docs/http-api.md says: a set that takes
+// every option lists "none of these options fits" after the caller's.
+func TestSetsWithTheNoneOption(t *testing.T) {
+	fits := &calibration.Fits{Version: calibration.FitsVersion, Revision: "r", Fits: []calibration.Fit{
+		{Model: "fake", Kind: decision.Choice, Bucket: "3-4", Temperature: 1,
+			Sets: []calibration.Conformal{{Method: calibration.ConformalLAC, Coverage: 0.9, N: 400, Threshold: 1}}},
+	}}
+	url := calServe(t, fits)
+	req, _ := http.NewRequest(http.MethodPost, url+"/v1/systemone", strings.NewReader(`{"model":"fake","state":"Ticket.","questions":{"dept":{"type":"choice","criteria":{"billing":null,"technical":null,"sales":null}}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-System1-Coverage", "0.9")
+	req.Header.Set(httpapi.NoneOptionHeader, "true")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if got, want := resp.Header.Get("X-System1-Sets"), "dept=billing,technical,sales,"+decision.NoneOption; resp.StatusCode != http.StatusOK || got != want {
+		t.Errorf("%d X-System1-Sets %q, want %q\n%s", resp.StatusCode, got, want, body)
+	}
+}
