@@ -3,6 +3,7 @@ package fleet
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -159,8 +160,8 @@ type Model struct {
 	Seen    time.Time // when this router first listed it
 }
 
-// Catalog lists every model the nodes serve and every alias whose target
-// is served.
+// Catalog lists every model the nodes serve, in the nodes' order, then
+// every alias whose target is served, by name.
 func (r *Router) Catalog() []Model {
 	via := map[string][]string{}
 	var ids []string
@@ -176,8 +177,8 @@ func (r *Router) Catalog() []Model {
 	for _, id := range ids {
 		out = append(out, Model{ID: id, Via: strings.Join(via[id], ","), Seen: r.seen(id)})
 	}
-	for alias, to := range r.aliases {
-		if via[to] != nil && via[alias] == nil {
+	for _, alias := range slices.Sorted(maps.Keys(r.aliases)) { // one order on every call
+		if to := r.aliases[alias]; via[to] != nil && via[alias] == nil {
 			out = append(out, Model{ID: alias, AliasOf: to, Via: strings.Join(via[to], ","), Seen: r.seen(alias)})
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -284,5 +285,27 @@ func TestUnsetKeyIsNeverSent(t *testing.T) {
 	}
 	if p := r.Ping(context.Background(), "m"); len(p) != 1 || p[0].Err == nil {
 		t.Fatalf("ping %+v", p)
+	}
+}
+
+// The catalog (GET /v1/models, decide's capabilities) lists the served
+// models in node order, then the aliases by name, the same on every call,
+// where the aliases came in a map's order, another on each call.
+func TestCatalogOrderIsStable(t *testing.T) {
+	n := &Node{Name: "n", Dialect: "ollama", Backend: EngineBackend(&fakeEngine{}, false), MaxOptions: 20, Timeout: time.Second, claimed: []string{"m2", "m1"}}
+	aliases := map[string]string{}
+	for _, a := range []string{"e", "b", "d", "a", "c", "f", "h", "g"} {
+		aliases[a] = "m1"
+	}
+	r := New([]*Node{n}, Options{Aliases: aliases})
+	want := []string{"m2", "m1", "a", "b", "c", "d", "e", "f", "g", "h"}
+	for range 20 {
+		var got []string
+		for _, m := range r.Catalog() {
+			got = append(got, m.ID)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("catalog %v, want %v", got, want)
+		}
 	}
 }
