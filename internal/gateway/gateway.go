@@ -249,7 +249,7 @@ func (g *Gateway) Decide(ctx context.Context, raw []byte, defaultID string) *Res
 	req, problems := ParseRequest(raw)
 	if len(problems) > 0 {
 		msg := strings.Join(problems, "; ")
-		res.fail(CodeInvalidRequest, msg, "The request was not valid: "+msg+". Nothing was asked. Fix the request and call "+g.opt.Wording.decide()+" again, or reason it through yourself.")
+		res.fail(CodeInvalidRequest, msg, "The request was not valid: "+strings.TrimSuffix(msg, ".")+". Nothing was asked. Fix the request and call "+g.opt.Wording.decide()+" again, or reason it through yourself.")
 		return res
 	}
 	if len(g.errs) > 0 {
@@ -632,7 +632,7 @@ func Refused(id, code, msg string) *Response {
 	if code == CodeInvalidRequest {
 		why = "The request was not valid: "
 	}
-	res.fail(code, msg, why+msg+". Nothing was asked.")
+	res.fail(code, msg, why+strings.TrimSuffix(msg, ".")+". Nothing was asked.")
 	return res
 }
 

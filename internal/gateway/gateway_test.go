@@ -447,3 +447,17 @@ func TestRequestIDEchoedAsSent(t *testing.T) {
 		}
 	}
 }
+
+// A refusal's rationale ends each sentence with one period, whether the
+// message it quotes ends with one (the System One wire's 401 text) or not.
+func TestRefusedRationaleEndsEachSentenceOnce(t *testing.T) {
+	for _, msg := range []string{
+		"Cannot authenticate with the server. Please check your API key and try again.",
+		"the body is over 4 MiB",
+	} {
+		r := Refused("req_1", CodeUnauthorized, msg).Rationale
+		if strings.Contains(r, "..") || !strings.HasSuffix(r, ". Nothing was asked.") {
+			t.Errorf("rationale %q: a doubled period, or not ending with the one sentence", r)
+		}
+	}
+}
