@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -44,13 +45,13 @@ func coverageHeader(r *http.Request) (float64, *decision.Problem) {
 		return 0, nil
 	}
 	c, err := strconv.ParseFloat(strings.TrimSpace(vs[0]), 64)
-	if err == nil {
-		err = answer.CheckCoverage(c)
+	if err != nil {
+		c = math.NaN() // no number: refused as one out of range is
 	}
-	if len(vs) > 1 || err != nil {
+	if err = answer.CheckCoverage(c); len(vs) > 1 || err != nil {
 		msg := "the header " + CoverageHeader + " must be given once"
 		if err != nil {
-			msg = "the header " + CoverageHeader + ": " + strings.TrimPrefix(err.Error(), "coverage ") + ", such as 0.9, given once"
+			msg = "the header " + CoverageHeader + " " + strings.TrimPrefix(err.Error(), "coverage ") + ", such as 0.9, given once"
 		}
 		return 0, &decision.Problem{Path: []string{CoverageHeader}, Type: "value_error", Msg: msg}
 	}

@@ -186,3 +186,26 @@ func TestSetsWithTheNoneOption(t *testing.T) {
 		t.Errorf("%d X-System1-Sets %q, want %q\n%s", resp.StatusCode, got, want, body)
 	}
 }
+
+// A bad X-System1-Coverage is a 422 whose message says what the header
+// takes in one sentence, where a value out of range read "the header
+// X-System1-Coverage: must be ..." and one that is no number quoted
+// strconv's error.
+func TestCoverageHeaderMessage(t *testing.T) {
+	url := calServe(t, nil)
+	for _, v := range []string{"0.3", "high", "1"} {
+		req, _ := http.NewRequest(http.MethodPost, url+"/v1/systemone", strings.NewReader(calRequest))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-System1-Coverage", v)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		want := "the header X-System1-Coverage must be a number in [0.5,0.99], such as 0.9, given once"
+		if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(string(body), want) {
+			t.Errorf("coverage %q: %d %s; want a 422 saying %q", v, resp.StatusCode, body, want)
+		}
+	}
+}
