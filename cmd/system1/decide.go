@@ -27,7 +27,7 @@ func cmdDecide(ctx context.Context, args []string, e env) error {
 	stateDir := fs.String("state-dir", "", "folder of the pause state file and the decision log "+stateDirDefault)
 	asJSON := fs.Bool("json", false, "print the response as JSON, exactly as system1_decide returns it")
 	ctxFlag := fs.String("context", "", "context object, as JSON")
-	minConf := fs.Float64("min-confidence", -1, "abstain under this probability (default: the configured threshold)")
+	minConf := fs.Float64("min-confidence", 0, "abstain under this probability (default: the configured threshold)") // applied only when given
 	reqID := fs.String("request-id", "", "request id to echo (default: generated)")
 	request := fs.String("request", "", `read the whole request as JSON from this file ("-" for stdin) instead of the arguments`)
 	if err := parse(fs, args); err != nil {

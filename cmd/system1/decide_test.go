@@ -179,3 +179,14 @@ func TestDecideRequestOverTheLimit(t *testing.T) {
 		})
 	}
 }
+
+// decide's help gives --min-confidence one default, the configured
+// threshold, where it also printed the flag's sentinel, "(default -1)".
+func TestDecideHelpGivesOneDefault(t *testing.T) {
+	var out, errb bytes.Buffer
+	run(t.Context(), []string{"decide", "-h"}, func(string) string { return "" }, strings.NewReader(""), &out, &errb)
+	help := out.String() + errb.String()
+	if !strings.Contains(help, "(default: the configured threshold)") || strings.Contains(help, "(default -1)") {
+		t.Errorf("decide -h:\n%s", help)
+	}
+}
