@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"system1/internal/bench"
 	"system1/internal/calibration"
@@ -579,6 +580,13 @@ func TestServingFits(t *testing.T) {
 	if f, err := servingFits(cfg, log); f != nil || err != nil {
 		t.Fatalf("calibration off: %v %v", f, err)
 	}
+	// Refits with the log off: the log is named, where serve said the
+	// refits need mode: apply.
+	cfg.Calibration.RefitEvery, cfg.DecisionLog.Off = config.Duration(time.Minute), true
+	if _, err := servingFits(cfg, log); err == nil || !strings.Contains(err.Error(), "the decision log is off") {
+		t.Fatalf("refits with the log off: %v", err)
+	}
+	cfg.Calibration.RefitEvery, cfg.DecisionLog.Off = 0, false
 	cfg.Calibration.Mode = "apply"
 	if _, err := servingFits(cfg, log); err == nil || !strings.Contains(err.Error(), "set gateway.fits") {
 		t.Fatalf("err %v", err)

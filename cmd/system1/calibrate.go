@@ -195,7 +195,10 @@ func learnt(cfg *config.Config, stateDir string, getenv func(string) string) *co
 // fill it.
 func servingFits(cfg *config.Config, log *slog.Logger) (*outcomes.FitsFile, error) {
 	if !cfg.Calibration.Apply() {
-		if cfg.Calibration.RefitEvery > 0 {
+		switch {
+		case cfg.Calibration.RefitEvery > 0 && cfg.DecisionLog.Off:
+			return nil, errors.New("calibration.refit_every: the decision log is off (decision_log.off), and the refits learn from its outcomes: turn the log on, or leave refit_every out")
+		case cfg.Calibration.RefitEvery > 0:
 			return nil, errors.New("calibration.refit_every needs mode: apply (the refits are applied to /v1/systemone and decide)")
 		}
 		return nil, nil
