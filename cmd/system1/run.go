@@ -70,10 +70,13 @@ func cmdRun(ctx context.Context, args []string, e env) error {
 		return e.usageError("run", "give exactly one of --config (decide locally) and --url (decide through an endpoint)")
 	case *keyEnv != "" && *url == "":
 		return e.usageError("run", "--key-env goes with --url")
-	case *format != "" && *format != "jsonl" && *format != "csv":
-		return e.usageError("run", fmt.Sprintf("--format %q: jsonl or csv", *format))
 	case *concurrency < 0:
 		return e.usageError("run", "--concurrency must be at least 1 (0: the default, 4)")
+	}
+	if *format != "" {
+		if err := jobs.CheckFormat(*format); err != nil {
+			return e.usageError("run", "--"+err.Error())
+		}
 	}
 	if *url != "" {
 		if u, err := neturl.Parse(*url); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

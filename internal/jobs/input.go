@@ -54,19 +54,27 @@ type rowReader interface {
 	Close() error
 }
 
+// CheckFormat reports whether asked is an input format a job reads.
+func CheckFormat(asked string) error {
+	if asked != "jsonl" && asked != "csv" {
+		return fmt.Errorf("format %q: jsonl or csv", asked)
+	}
+	return nil
+}
+
 // format returns the input format: the one asked for, else "csv" for a
 // .csv name and "jsonl" for any other.
 func format(path, asked string) (string, error) {
-	switch asked {
-	case "jsonl", "csv":
-		return asked, nil
-	case "":
-		if strings.EqualFold(filepath.Ext(path), ".csv") {
-			return "csv", nil
+	if asked != "" {
+		if err := CheckFormat(asked); err != nil {
+			return "", err
 		}
-		return "jsonl", nil
+		return asked, nil
 	}
-	return "", fmt.Errorf("format %q: jsonl or csv", asked)
+	if strings.EqualFold(filepath.Ext(path), ".csv") {
+		return "csv", nil
+	}
+	return "jsonl", nil
 }
 
 // openRows opens the input at path. ids, when true, reads only what the
