@@ -31,9 +31,12 @@ func (noObserver) Cooldown(string) {}
 type Router struct {
 	nodes   []*Node
 	aliases map[string]string
-	policy  Policy
-	obs     Observer
-	now     func() time.Time
+	// aliasNames are the aliases' names, sorted once: the catalog lists
+	// them in that order on every call.
+	aliasNames []string
+	policy     Policy
+	obs        Observer
+	now        func() time.Time
 
 	seenMu    sync.Mutex
 	firstSeen map[string]time.Time
@@ -86,7 +89,7 @@ func New(nodes []*Node, o Options) *Router {
 			n.slots = newSlots(0, 0, DefaultQueueTimeout)
 		}
 	}
-	return &Router{nodes: nodes, aliases: o.Aliases, policy: o.Policy, obs: o.Observer, now: time.Now,
+	return &Router{nodes: nodes, aliases: o.Aliases, aliasNames: slices.Sorted(maps.Keys(o.Aliases)), policy: o.Policy, obs: o.Observer, now: time.Now,
 		debias: o.Debias, prior: newPriors(o.Prior), maxQuestions: max(o.MaxQuestions, 0),
 		prints: newFingerprints(o.Fingerprint)}
 }
@@ -177,7 +180,7 @@ func (r *Router) Catalog() []Model {
 	for _, id := range ids {
 		out = append(out, Model{ID: id, Via: strings.Join(via[id], ","), Seen: r.seen(id)})
 	}
-	for _, alias := range slices.Sorted(maps.Keys(r.aliases)) { // one order on every call
+	for _, alias := range r.aliasNames {
 		if to := r.aliases[alias]; via[to] != nil && via[alias] == nil {
 			out = append(out, Model{ID: alias, AliasOf: to, Via: strings.Join(via[to], ","), Seen: r.seen(alias)})
 		}
