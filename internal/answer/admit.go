@@ -13,11 +13,11 @@ import (
 // (through the aliases), the largest option cap among them. A model no
 // node is known to serve has the nodes that discover their models list
 // them first (fleet.Router.Refresh: at once where a node never listed
-// them, and where it did, again after a while), so that a model a node serves
-// but has not named yet, or was pulled since, is found. When none serves
-// it, lim is the defaults, for a face that checks the rest of the request
-// anyway, and err a *Failure of class UnknownModel; an empty model is not
-// looked for.
+// them, and where it did, again after a while), so that a model a node
+// serves but has not named yet, or was pulled since, is found. When none
+// serves it, lim is the defaults, for a face that checks the rest of the
+// request anyway, and err a *Failure of class UnknownModel; an empty
+// model is not looked for.
 //
 // A cascade is admitted when every stage is, with the strictest of their
 // limits.
@@ -82,7 +82,8 @@ func (s *Service) States() []fleet.State { return s.opt.Router.States() }
 
 // Ping has the nodes serving model list their models, as the background
 // probes do (fleet.Router.Ping), after Refresh has the nodes that
-// discover theirs list them: a health check's look, which sends no user data.
+// discover theirs list them: a health check's look, which sends no user
+// data.
 // A cascade's are every stage's.
 func (s *Service) Ping(ctx context.Context, model string) []fleet.Ping {
 	s.opt.Router.Refresh(ctx)
