@@ -95,6 +95,17 @@ const driftBatch = 10000
 // driftKey is one model and question signature.
 type driftKey struct{ model, sig string }
 
+func (k driftKey) compare(o driftKey) int {
+	return cmp.Or(cmp.Compare(k.model, o.model), cmp.Compare(k.sig, o.sig))
+}
+
+// driftSignaturesMost bounds the signatures a minute counts: of those
+// answered in it, the least by model then signature; the answers of the
+// others in that minute are left out of the report, read again or not,
+// so that fresh options with each request do not grow the state by a
+// histogram a request for a day (docs/shadow.md, "drift").
+const driftSignaturesMost = 1000
+
 // driftCell is one signature's answers in a slot.
 type driftCell struct {
 	kind    decision.Kind
@@ -121,6 +132,49 @@ type driftSlot struct {
 	// recent: nil where it was not when first counted, and once it is no
 	// longer (never again then, so that they hold all its answers).
 	fine map[int64]driftCells
+	// top is the largest key of cells where topOK.
+	top   driftKey
+	topOK bool
+}
+
+// admits says whether the slot counts k's answers: it holds k, or has
+// room, or k is under the largest it holds, which it then forgets (that
+// key's answers are never counted in the minute again: it is no longer
+// among the least driftSignaturesMost answered in it).
+func (s *driftSlot) admits(k driftKey) bool {
+	if _, ok := s.cells[k]; ok {
+		return true
+	}
+	if len(s.cells) < driftSignaturesMost {
+		s.topOK = false
+		return true
+	}
+	if !s.topOK {
+		s.top = slices.MaxFunc(slices.Collect(maps.Keys(s.cells)), driftKey.compare)
+		s.topOK = true
+	}
+	if k.compare(s.top) > 0 {
+		return false
+	}
+	delete(s.cells, s.top)
+	for fi, cs := range s.fine {
+		if delete(cs, s.top); len(cs) == 0 {
+			delete(s.fine, fi)
+		}
+	}
+	s.topOK = false
+	return true
+}
+
+// counts says whether the answers of k in the slot si are counted, for
+// a record read again; d.mu is held.
+func (d *drift) counts(si int64, k driftKey) bool {
+	s := d.slots[si]
+	if s == nil {
+		return true
+	}
+	_, ok := s.cells[k]
+	return ok || len(s.cells) < driftSignaturesMost
 }
 
 // idMark is the last record id read at a time.
@@ -238,6 +292,9 @@ func (d *drift) add(a decisionlog.Answer, sigs *sigCache) {
 		d.slots[si] = s
 	}
 	s.minID, s.maxID = min(s.minID, a.ID), max(s.maxID, a.ID)
+	if !s.admits(k) {
+		return
+	}
 	s.cells.add(k, a, ans)
 	if s.fine != nil {
 		fi := floorDiv(a.At, driftFineWidth)
@@ -592,6 +649,12 @@ func (d *drift) report(ctx context.Context, log *decisionlog.Log, until time.Tim
 				return
 			}
 			k, ans, ok := answerOf(a, &sigs)
+			if !ok {
+				return
+			}
+			d.mu.Lock()
+			ok = d.counts(slotOf(a.At), k)
+			d.mu.Unlock()
 			if !ok {
 				return
 			}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -35,8 +36,17 @@ func reportDriftFull(ctx context.Context, log *decisionlog.Log, until time.Time,
 		options  []string
 		ref, cur fitting.DriftHistogram
 	}
-	by := map[driftKey]*sides{}
-	for _, e := range es {
+	type answer struct {
+		e *decisionlog.Entry
+		k driftKey
+		a fitting.Answer
+	}
+	var as []answer
+	// A minute counts the least driftSignaturesMost signatures answered
+	// in it.
+	keys := map[int64]map[driftKey]struct{}{}
+	for i := range es {
+		e := &es[i]
 		if e.Face == decisionlog.FaceShadow {
 			continue
 		}
@@ -45,6 +55,23 @@ func reportDriftFull(ctx context.Context, log *decisionlog.Log, until time.Time,
 			continue
 		}
 		k := driftKey{e.Model, Signature(e.Kind, e.Options)}
+		as = append(as, answer{e, k, a})
+		si := slotOf(e.Time.UnixNano())
+		if keys[si] == nil {
+			keys[si] = map[driftKey]struct{}{}
+		}
+		keys[si][k] = struct{}{}
+	}
+	least := map[int64][]driftKey{}
+	for si, ks := range keys {
+		least[si] = slices.SortedFunc(maps.Keys(ks), driftKey.compare)[:min(len(ks), driftSignaturesMost)]
+	}
+	by := map[driftKey]*sides{}
+	for _, x := range as {
+		e, k, a := x.e, x.k, x.a
+		if !slices.Contains(least[slotOf(e.Time.UnixNano())], k) {
+			continue
+		}
 		s := by[k]
 		if s == nil {
 			s = &sides{kind: e.Kind, options: e.Options}
@@ -418,4 +445,78 @@ func TestDriftFedAsAnswersAreRecorded(t *testing.T) {
 	report("answers fed, edges inside seconds", now.Add(-7*time.Second-300*time.Millisecond))
 	report("answers fed, edges on seconds", now.Truncate(time.Second))
 	report("answers fed, until now", time.Now())
+}
+
+// A caller choosing fresh options with each request makes a signature a
+// request: a minute keeps the histograms of at most driftSignaturesMost
+// of them, read at the first report or counted as the writer commits
+// them, and the report is still the full read's, minutes kept by second
+// and an edge's second read again alike.
+func TestDriftKeepsBoundedSignatures(t *testing.T) {
+	ctx := context.Background()
+	l, err := decisionlog.Open(ctx, decisionlog.Options{Path: filepath.Join(t.TempDir(), "decisions.db"), Linger: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close(ctx) })
+	now := time.Now()
+	older := slotStart(slotOf(now.UnixNano()) - 10)
+	n := 0
+	fresh := func(count int, at func(i int) time.Time) {
+		t.Helper()
+		for i := range count {
+			n++
+			l.Record(decisionlog.Record{RequestID: fmt.Sprintf("r-%d", n), QuestionID: "q", Time: at(i),
+				Face: decisionlog.FaceSystemOne, Model: "m", Node: "n", Kind: decision.Choice,
+				Options: []string{fmt.Sprintf("fresh %d", n), "b"}, EngineDist: []float64{0.7, 0.3}})
+		}
+		if err := l.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A minute of the current window, and the last seconds (kept by
+	// second; the last read again).
+	fresh(1200, func(i int) time.Time { return older.Add(time.Duration(i) * 40 * time.Millisecond) })
+	fresh(1200, func(i int) time.Time { return now.Add(-time.Duration(i) * 15 * time.Millisecond) })
+	tr := NewTracker(l)
+	do := DriftOptions{Window: time.Hour, Reference: 24 * time.Hour}
+	bounded := func(what string) {
+		t.Helper()
+		tr.drift.mu.Lock()
+		defer tr.drift.mu.Unlock()
+		for si, s := range tr.drift.slots {
+			if len(s.cells) > driftSignaturesMost {
+				t.Fatalf("%s: the minute from %s keeps %d signatures, more than %d", what, slotStart(si), len(s.cells), driftSignaturesMost)
+			}
+			for _, cs := range s.fine {
+				for k := range cs {
+					if _, ok := s.cells[k]; !ok {
+						t.Fatalf("%s: a second of the minute from %s keeps %v, which the minute does not", what, slotStart(si), k)
+					}
+				}
+			}
+		}
+	}
+	check := func(what string, until time.Time) int {
+		t.Helper()
+		rep, err := tr.Report(ctx, nil, ReportOptions{Since: until.Add(-time.Hour), Until: until, Drift: do})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bounded(what)
+		want, err := reportDriftFull(ctx, l, until, do)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameDrift(t, what, rep.Drift, want)
+		return len(rep.Drift)
+	}
+	until := time.Now()
+	if got := check("the first read", until); got < driftSignaturesMost {
+		t.Fatalf("the first read: %d signatures", got)
+	}
+	// More, counted as the writer commits them.
+	fresh(1200, func(i int) time.Time { return older.Add(time.Duration(i)*40*time.Millisecond + time.Millisecond) })
+	fresh(1200, func(i int) time.Time { return until.Add(-time.Duration(i)*15*time.Millisecond - time.Millisecond) })
+	check("answers written since", until)
 }
