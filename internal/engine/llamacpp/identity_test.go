@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"system1/internal/decision"
 	"system1/internal/engine"
 	"system1/internal/fakeengine"
 	"system1/internal/fingerprint"
@@ -164,5 +165,45 @@ func TestIdentityChangeForgetsTheTokenizer(t *testing.T) {
 	labels()
 	if n := tokenized(); n == 0 {
 		t.Fatal("another build: the labels were not checked with its tokenizer again")
+	}
+}
+
+// A read whose labels were checked before an identity read found the
+// server swapped its model (a probe between a question's labels and its
+// read) asks the new model's tokenizer at once and answers, where it
+// failed, which the fleet took as the node down and cooled it.
+func TestReadAfterASwapLearnsTheLabelsAgain(t *testing.T) {
+	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Build: "one", Slots: 2})
+	defer f.Close()
+	e := &Engine{BaseURL: f.URL}
+	ctx := t.Context()
+	if _, err := e.Identity(ctx, fakeengine.DefaultModel); err != nil {
+		t.Fatal(err)
+	}
+	q := decision.Question{ID: "q", Kind: decision.Choice, Options: []decision.Option{{Key: "a", Name: "a"}, {Key: "b", Name: "b"}}}
+	labels, err := e.Labels(ctx, fakeengine.DefaultModel, engine.Candidates(q), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.SetBuild("two")
+	if _, err := e.Identity(ctx, fakeengine.DefaultModel); err != nil {
+		t.Fatal(err)
+	}
+	f.Reset()
+	r, err := e.Read(ctx, fakeengine.DefaultModel, engine.Layout([]byte(`"s"`), q, labels))
+	if err != nil {
+		t.Fatalf("a read after the swap: %v (the fleet reads it as %s)", err, engine.Classify(err).Kind)
+	}
+	if len(r.Logprobs) != 2 {
+		t.Fatalf("reading %+v, want two labels", r)
+	}
+	n := 0
+	for _, r := range f.Requests() {
+		if r.Path == "/tokenize" {
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatal("the labels were not checked with the new model's tokenizer")
 	}
 }

@@ -135,15 +135,14 @@ type readStats struct{ reads, again int }
 func (e *Engine) Read(ctx context.Context, model string, p engine.Prompt) (engine.Reading, error) {
 	asked := p.Asked()
 	labels := make([]openai.Label, len(asked))
-	e.mu.Lock()
 	for i, l := range asked {
-		id, ok := e.ids[tokenKey{model, l}]
-		if !ok || id < 0 {
-			e.mu.Unlock()
-			return engine.Reading{}, fmt.Errorf("label %q was not checked with the tokenizer", l)
+		id, err := e.labelID(ctx, model, l)
+		if err != nil {
+			return engine.Reading{}, err
 		}
 		labels[i] = openai.Label{Text: l, ID: id}
 	}
+	e.mu.Lock()
 	st := e.stats[model]
 	wide := st != nil && st.again*5 > st.reads
 	e.mu.Unlock()
@@ -576,6 +575,28 @@ func (e *Engine) Labels(ctx context.Context, model string, candidates []string, 
 		e.ids[tokenKey{model, c}] = id
 		e.mu.Unlock()
 	}
+}
+
+// labelID is label's token id for model. One not known (an identity
+// read found the server swapped its model after the question's labels
+// were checked, and forgot its ids) is asked of the tokenizer again at
+// once, as Labels does.
+func (e *Engine) labelID(ctx context.Context, model, label string) (int, error) {
+	e.mu.Lock()
+	id, ok := e.ids[tokenKey{model, label}]
+	e.mu.Unlock()
+	if !ok {
+		if _, err := e.Labels(ctx, model, []string{label}, 1); err != nil {
+			return 0, err
+		}
+		e.mu.Lock()
+		id, ok = e.ids[tokenKey{model, label}]
+		e.mu.Unlock()
+	}
+	if !ok || id < 0 {
+		return 0, fmt.Errorf("label %q is not one token of model %s", label, model)
+	}
+	return id, nil
 }
 
 // tokenID finds the token whose text is exactly label, -1 when no single
