@@ -94,13 +94,15 @@ func (e *Engine) Read(ctx context.Context, model string, p engine.Prompt) (engin
 		return engine.Reading{}, err
 	}
 	r.Model = reply.Model
-	// Negative counts are not counts: they are left out rather than
-	// passed on into system1's own usage report.
-	if reply.PromptEvalCount != nil && *reply.PromptEvalCount >= 0 && (reply.EvalCount == nil || *reply.EvalCount >= 0) {
-		r.InputTokens, r.Counted = *reply.PromptEvalCount, true
+	// A count of 0 prompt tokens (Ollama omits a 0: one sent is no count)
+	// or a negative one is not a count: it is left out rather than passed
+	// on into system1's own usage report (SetCounts), which estimates it.
+	if reply.PromptEvalCount != nil {
+		output := 0
 		if reply.EvalCount != nil {
-			r.OutputTokens = *reply.EvalCount
+			output = *reply.EvalCount
 		}
+		r.SetCounts(*reply.PromptEvalCount, output)
 	}
 	return r, nil
 }

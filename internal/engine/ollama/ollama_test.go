@@ -144,6 +144,15 @@ func TestRead(t *testing.T) {
 			labels: []string{"A", "B", "C"},
 			want:   engine.Reading{Logprobs: []float64{-1, inf, inf}, Found: []bool{true, false, false}, PreMask: true, Model: "tiny"},
 		},
+		{
+			// Ollama omits a count of 0 (omitempty): one sent is no count
+			// of the prompt, which no prompt of a question is, and usage
+			// is estimated as for a reply without counts.
+			name:   "a prompt of 0 tokens",
+			reply:  ok(`{"model":"tiny","logprobs":[{"token":"A","logprob":-1,"top_logprobs":[{"token":"A","logprob":-1}]}],"prompt_eval_count":0,"eval_count":1}`),
+			labels: []string{"A", "B", "C"},
+			want:   engine.Reading{Logprobs: []float64{-1, inf, inf}, Found: []bool{true, false, false}, PreMask: true, Model: "tiny"},
+		},
 		{name: "null logprob", reply: entry(`{"token":"A","logprob":null},{"token":"B","logprob":-2}`), labels: abc, kind: engine.Malformed},
 		{name: "top-k above 1", reply: entry(`{"token":"A","logprob":-0.1},{"token":"B","logprob":-0.2}`), labels: abc, kind: engine.Malformed},
 		{name: "no logprobs", reply: ok(`{"model":"tiny","message":{"role":"assistant","content":"A"},"done":true}`), labels: abc, kind: engine.Malformed},
