@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"system1/internal/retryafter"
 	"system1/internal/tracing"
@@ -108,12 +109,20 @@ func Redact(body []byte, key string) []byte {
 	return bytes.ReplaceAll(body, []byte(key), []byte("[redacted]"))
 }
 
+// excerptMost is the most bytes of an error body Excerpt keeps.
+const excerptMost = 200
+
 // Excerpt is an error body as a message where its wire's envelope gives
-// none: its start, trimmed, at most 200 bytes, or "(empty body)".
+// none: its start, trimmed, at most excerptMost bytes cut at a
+// character's start (never inside a multi-byte one), or "(empty body)".
 func Excerpt(body []byte) string {
 	s := strings.TrimSpace(string(body))
-	if len(s) > 200 {
-		s = s[:200]
+	if len(s) > excerptMost {
+		n := excerptMost
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = s[:n]
 	}
 	if s == "" {
 		s = "(empty body)"

@@ -322,8 +322,7 @@ func errorText(data []byte) string {
 			return o.Message
 		}
 	}
-	s := strings.TrimSpace(string(data))
-	return s[:min(len(s), 300)]
+	return httpcall.Excerpt(data)
 }
 
 // Engine is a node serving the OpenAI-compatible chat API: vLLM, SGLang,
