@@ -11,8 +11,8 @@ import "fmt"
 // max_engine_calls with it.
 const DefaultMaxEngineCalls = 4096
 
-// checkEngineLimits checks a node's context size, prompts per call and
-// call budget; at names the node in the file.
+// checkEngineLimits checks a node's context size, prompts per call,
+// labels a call and call budget; at names the node in the file.
 func (n Node) checkEngineLimits(at string) []error {
 	var errs []error
 	if n.NumCtx < 0 {
@@ -27,6 +27,14 @@ func (n Node) checkEngineLimits(at string) []error {
 		errs = append(errs, fmt.Errorf("%s.prompts_per_call (%s): only a llamacpp node takes several prompts in one call (this one is %s)", at, n.Name, n.Dialect))
 	case n.PromptsPerCall > 1 && (n.PinSlots != nil && *n.PinSlots || n.SpreadSlots != nil && *n.SpreadSlots):
 		errs = append(errs, fmt.Errorf("%s.prompts_per_call (%s): the server gives the prompts of one call their slots, so a slot cannot be pinned; leave pin_slots and spread_slots out", at, n.Name))
+	}
+	if n.MaxLabels > 0 {
+		switch n.Dialect {
+		case "ollama":
+			errs = append(errs, fmt.Errorf("%s.max_labels (%s): an ollama node reads Ollama's cap of 20 labels a call; only a llamacpp or openai node takes max_labels", at, n.Name))
+		case "systemone", "decisions":
+			errs = append(errs, fmt.Errorf("%s.max_labels (%s): a %s node forwards the questions whole, and its endpoint reads their labels; only a llamacpp or openai node takes max_labels", at, n.Name, n.Dialect))
+		}
 	}
 	if n.MaxEngineCalls < 0 {
 		errs = append(errs, fmt.Errorf("%s.max_engine_calls (%s): %d is negative", at, n.Name, n.MaxEngineCalls))

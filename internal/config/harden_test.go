@@ -208,3 +208,23 @@ func TestMaxLabelsBelowTwo(t *testing.T) {
 		}
 	}
 }
+
+// max_labels is how many labels one call of a llamacpp or openai node
+// reads. An ollama node reads Ollama's cap of 20, and a systemone or
+// decisions node forwards the questions whole: on those it would be
+// ignored, so it is refused naming the key, as num_ctx is off ollama.
+func TestMaxLabelsOnlyWhereACallReadsThem(t *testing.T) {
+	for _, c := range []struct {
+		dialect string
+		refused bool
+	}{{"llamacpp", false}, {"openai", false}, {"ollama", true}, {"systemone", true}, {"decisions", true}} {
+		cfg, err := Parse([]byte("nodes:\n  - {name: a, url: 'http://x', dialect: " + c.dialect + ", max_labels: 5}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		errs := errors.Join(cfg.Check()...)
+		if refused := errs != nil && strings.Contains(errs.Error(), "nodes[0].max_labels (a)"); refused != c.refused {
+			t.Errorf("%s node with max_labels 5: %v; refused naming nodes[0].max_labels (a): %v, want %v", c.dialect, errs, refused, c.refused)
+		}
+	}
+}
