@@ -10,6 +10,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strings"
 
 	"system1/internal/decisionlog"
@@ -187,12 +188,9 @@ func summary(r *gateway.Response) string {
 
 // declined reports whether the provider that answered r declined to.
 func declined(r *gateway.Response) bool {
-	for _, a := range r.Attempts {
-		if r.Provider != nil && a.Provider == *r.Provider && a.Outcome == gateway.OutcomeAbstained {
-			return true
-		}
-	}
-	return false
+	return r.Provider != nil && slices.ContainsFunc(r.Attempts, func(a gateway.Attempt) bool {
+		return a.Provider == *r.Provider && a.Outcome == gateway.OutcomeAbstained
+	})
 }
 
 // failure says, for a person at a terminal, why nothing was decided and
