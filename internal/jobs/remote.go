@@ -57,12 +57,7 @@ var _ BatchDecider = (*RemoteDecider)(nil)
 // defaultHTTP is the client of a RemoteDecider without one.
 var defaultHTTP = &http.Client{Timeout: 2 * time.Minute}
 
-func (d *RemoteDecider) httpClient() *http.Client {
-	if d.HTTP != nil {
-		return d.HTTP
-	}
-	return defaultHTTP
-}
+func (d *RemoteDecider) httpClient() *http.Client { return cmp.Or(d.HTTP, defaultHTTP) }
 
 func (d *RemoteDecider) client() *systemone.Client {
 	return &systemone.Client{BaseURL: d.URL, Key: d.Key, HTTP: d.httpClient()}
