@@ -66,10 +66,7 @@ func CheckFormat(asked string) error {
 // .csv name and "jsonl" for any other.
 func format(path, asked string) (string, error) {
 	if asked != "" {
-		if err := CheckFormat(asked); err != nil {
-			return "", err
-		}
-		return asked, nil
+		return asked, CheckFormat(asked)
 	}
 	if strings.EqualFold(filepath.Ext(path), ".csv") {
 		return "csv", nil
