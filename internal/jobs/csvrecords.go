@@ -107,7 +107,8 @@ func (r *lineReader) Close() error { return r.f.Close() }
 
 // readLine returns the next line without its line ending, valid until
 // the next call, and how many bytes it took with its ending; tooLong when
-// it is longer than MaxLineBytes (its bytes are skipped, not kept).
+// it is longer than MaxLineBytes (its bytes are skipped, not kept, and
+// its text is not to be read).
 func (r *lineReader) readLine() (text []byte, n int, tooLong bool, err error) {
 	var long []byte
 	skipped := false
@@ -136,13 +137,8 @@ func (r *lineReader) readLine() (text []byte, n int, tooLong bool, err error) {
 			continue
 		}
 		r.line++
-		if skipped {
-			return nil, n, true, nil
-		}
-		if t := trimEOL(long); len(t) > MaxLineBytes {
-			return nil, n, true, nil
-		}
-		return trimEOL(long), n, false, nil
+		t := trimEOL(long) // empty when skipped
+		return t, n, skipped || len(t) > MaxLineBytes, nil
 	}
 }
 
