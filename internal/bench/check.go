@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"encoding/json"
 	"encoding/xml"
 	"errors"
@@ -223,12 +224,7 @@ func (b *Baseline) compareBuilds(now []string, allow bool) Check {
 	return c
 }
 
-func orUnknown(ids []string) string {
-	if len(ids) == 0 {
-		return "unknown"
-	}
-	return strings.Join(ids, ", ")
-}
+func orUnknown(ids []string) string { return cmp.Or(strings.Join(ids, ", "), "unknown") }
 
 // Held reports whether every check held.
 func Held(checks []Check) bool {
