@@ -129,7 +129,6 @@ func Percentile(sorted []float64, p float64) float64 {
 func (r *Report) Assemble(fits *calibration.Fits) {
 	var names []string
 	bySet := map[string][]Record{}
-	models := map[string]bool{}
 	r.Failures = []Failure{}
 	r.Models = []string{}
 	for _, c := range r.Cases {
@@ -139,8 +138,7 @@ func (r *Report) Assemble(fits *calibration.Fits) {
 		bySet[c.Set] = append(bySet[c.Set], c)
 		if c.Failed() {
 			r.Failures = append(r.Failures, Failure{ID: c.ID, Set: c.Set, Error: c.Error})
-		} else if c.Model != "" && !models[c.Model] {
-			models[c.Model] = true
+		} else if c.Model != "" && !slices.Contains(r.Models, c.Model) {
 			r.Models = append(r.Models, c.Model)
 		}
 	}
