@@ -145,25 +145,20 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
-	if o.Concurrency <= 0 {
-		o.Concurrency = 4
-	}
-	if o.MaxConcurrency <= 0 {
-		o.MaxConcurrency = 256
-	}
-	if o.CapacityEvery <= 0 {
-		o.CapacityEvery = 5 * time.Second
-	}
-	if o.Window <= 0 {
-		o.Window = 4096
-	}
-	if o.ProgressEvery <= 0 {
-		o.ProgressEvery = 10 * time.Second
-	}
-	if o.SyncEvery <= 0 {
-		o.SyncEvery = time.Second
-	}
+	orDefault(&o.Concurrency, 4)
+	orDefault(&o.MaxConcurrency, 256)
+	orDefault(&o.CapacityEvery, 5*time.Second)
+	orDefault(&o.Window, 4096)
+	orDefault(&o.ProgressEvery, 10*time.Second)
+	orDefault(&o.SyncEvery, time.Second)
 	return o
+}
+
+// orDefault sets *v to def where it is zero or negative.
+func orDefault[T int | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
 }
 
 // Backoff is how long to wait before trying a call again after try

@@ -170,9 +170,7 @@ func (d *RemoteDecider) retry(ctx context.Context, batch bool, call func() error
 // not, the error to return.
 func (d *RemoteDecider) judge(err error, attempt int, batch bool) (again bool, wait time.Duration, final error) {
 	maxWait := d.MaxWait
-	if maxWait <= 0 {
-		maxWait = 30 * time.Second
-	}
+	orDefault(&maxWait, 30*time.Second)
 	wait = Backoff(attempt, 0, maxWait)
 	var se *systemone.StatusError
 	switch {
