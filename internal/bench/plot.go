@@ -60,8 +60,8 @@ func (p Plot) WritePNG(w io.Writer) error {
 
 	for i := range 6 {
 		v := float64(i) / 5
-		hline(img, plotLeft, plotLeft+plotWidth, y(v), gridGray)
-		vline(img, x(v), plotTop, plotTop+plotHeight, gridGray)
+		fill(img, plotLeft, y(v), plotLeft+plotWidth, y(v), gridGray)
+		fill(img, x(v), plotTop, x(v), plotTop+plotHeight, gridGray)
 		label := fmt.Sprintf("%.1f", v)
 		text(img, x(v)-width(label)/2, plotTop+plotHeight+16, label, black)
 		text(img, plotLeft-8-width(label), y(v)+4, label, black)
@@ -92,16 +92,14 @@ func (p Plot) WritePNG(w io.Writer) error {
 			}
 			x0 := plotLeft + i*binWidth + 4 + s*barW
 			fill(img, x0, y(b.Accuracy), x0+barW-1, y(0), se.col)
-			hline(img, x0, x0+barW-1, y(b.Accuracy), black)
+			fill(img, x0, y(b.Accuracy), x0+barW-1, y(b.Accuracy), black)
 			c := y(b.Confidence)
-			for d := -1; d <= 1; d++ {
-				hline(img, x0, x0+barW-1, c+d, confRed)
-			}
+			fill(img, x0, c-1, x0+barW-1, c+1, confRed)
 		}
 	}
 	// Axes.
-	hline(img, plotLeft, plotLeft+plotWidth, y(0), black)
-	vline(img, plotLeft, plotTop, plotTop+plotHeight, black)
+	fill(img, plotLeft, y(0), plotLeft+plotWidth, y(0), black)
+	fill(img, plotLeft, plotTop, plotLeft, plotTop+plotHeight, black)
 
 	text(img, plotLeft, 20, p.Title, black)
 	axis := "confidence: the probability of the predicted answer (15 bins)"
@@ -138,18 +136,8 @@ func (p Plot) WritePNG(w io.Writer) error {
 	return png.Encode(w, img)
 }
 
-func hline(img *image.RGBA, x0, x1, y int, c color.RGBA) {
-	for x := x0; x <= x1; x++ {
-		img.SetRGBA(x, y, c)
-	}
-}
-
-func vline(img *image.RGBA, x, y0, y1 int, c color.RGBA) {
-	for y := y0; y <= y1; y++ {
-		img.SetRGBA(x, y, c)
-	}
-}
-
+// fill paints the rectangle from (x0, y0) to (x1, y1), both included: a
+// line when it is one pixel wide.
 func fill(img *image.RGBA, x0, y0, x1, y1 int, c color.RGBA) {
 	draw.Draw(img, image.Rect(x0, y0, x1+1, y1+1), image.NewUniform(c), image.Point{}, draw.Src)
 }
