@@ -194,8 +194,7 @@ type item struct {
 
 // outcome is what became of one row.
 type outcome struct {
-	idx int
-	row inputRow
+	item
 	// line is the row's output line; nil when the row was abandoned (the
 	// run is stopping), which ends the output before it.
 	line    []byte
@@ -402,7 +401,7 @@ func (rn *runner) unit(items []item) {
 // the run stopping, or one wrapping ErrUnavailable (which stops it), is
 // no row's: the row is abandoned, unwritten.
 func (rn *runner) settle(it item, res Result, err error, lat time.Duration) *outcome {
-	o := &outcome{idx: it.idx, row: it.row}
+	o := &outcome{item: it}
 	if err == nil {
 		if err = checkResult(rn.opt.Job, res); err != nil {
 			err = fmt.Errorf("%w (a bug of the decider)", err)
