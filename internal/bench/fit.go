@@ -170,13 +170,7 @@ func FitRecords(records []Record, o FitOptions) FitResult {
 			res.Failed++
 			continue
 		}
-		src := source{r.Provider, r.Model}
-		if o.Provider != "" {
-			src.provider = o.Provider
-		}
-		if o.Model != "" {
-			src.model = o.Model
-		}
+		src := source{cmp.Or(o.Provider, r.Provider), cmp.Or(o.Model, r.Model)}
 		for _, q := range r.Questions {
 			p := q.prediction()
 			if p.Check() != nil {
