@@ -218,9 +218,7 @@ func newRunner(ctx context.Context, opt Options, total, done int) *runner {
 // Options.Concurrency when it cannot tell.
 func (rn *runner) readCapacity() {
 	c := rn.opt.Decider.Capacity(rn.ctx, rn.opt.Job)
-	if c <= 0 {
-		c = rn.opt.Concurrency
-	}
+	orDefault(&c, rn.opt.Concurrency)
 	c = min(c, rn.opt.MaxConcurrency)
 	if int64(c) != rn.limit.Swap(int64(c)) {
 		select {
