@@ -66,9 +66,7 @@ cases where none are held out), which decide grades by.
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if reportFile != "" {
-		*benchReport = reportFile
-	}
+	*benchReport = cmp.Or(reportFile, *benchReport)
 	// Checked before --report too, which reads both.
 	switch {
 	case !(*targetError >= 0 && *targetError < 1):
