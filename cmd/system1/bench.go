@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"system1/internal/bench"
@@ -281,17 +280,15 @@ func isTerminal(w io.Writer) bool {
 }
 
 // progressBar draws a run's progress on one terminal line, at most ten
-// times a second.
+// times a second. The run calls update from one goroutine at a time, and
+// finish once it has returned.
 type progressBar struct {
 	w    io.Writer
-	mu   sync.Mutex
 	last time.Time
 	p    bench.Progress
 }
 
 func (b *progressBar) update(p bench.Progress) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	b.p = p
 	if p.Done < p.Total && time.Since(b.last) < 100*time.Millisecond {
 		return
@@ -315,8 +312,6 @@ func (b *progressBar) draw() {
 }
 
 func (b *progressBar) finish() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	b.draw()
 	fmt.Fprintln(b.w)
 }
