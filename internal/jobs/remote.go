@@ -248,10 +248,7 @@ type nodeLoad struct {
 // this caller's) take their rows' worth off the total. 0 when some node
 // does not report its slots.
 func capacity(nodes []nodeLoad, model string, k, mine int, batches bool) int {
-	serving := false
-	for _, n := range nodes {
-		serving = serving || (n.Healthy && slices.Contains(n.Models, model))
-	}
+	serving := slices.ContainsFunc(nodes, func(n nodeLoad) bool { return n.Healthy && slices.Contains(n.Models, model) })
 	var rows, slots, busy int
 	for _, n := range nodes {
 		if !n.Healthy || (serving && !slices.Contains(n.Models, model)) {
