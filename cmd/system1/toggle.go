@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,10 +30,8 @@ func cmdToggle(_ context.Context, args []string, e env) error {
 	}
 	path := pause.Path(*stateDir, e.getenv)
 	verb := "status"
-	for _, a := range fs.Args() {
-		if strings.HasPrefix(a, "-") {
-			return e.usageError("toggle", fmt.Sprintf("flags go before on, off or status: system1 toggle %s %s", strings.Join(fs.Args()[1:], " "), fs.Arg(0)))
-		}
+	if slices.ContainsFunc(fs.Args(), func(a string) bool { return strings.HasPrefix(a, "-") }) {
+		return e.usageError("toggle", fmt.Sprintf("flags go before on, off or status: system1 toggle %s %s", strings.Join(fs.Args()[1:], " "), fs.Arg(0)))
 	}
 	switch fs.NArg() {
 	case 0:
