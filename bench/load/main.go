@@ -6,7 +6,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"flag"
@@ -16,7 +15,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -63,7 +61,7 @@ nodes:
 	defer stop()
 
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConns: 2048, MaxIdleConnsPerHost: 2048}, Timeout: 60 * time.Second}
-	before := sample(hc, base)
+	before := sample(base)
 
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
@@ -85,7 +83,7 @@ nodes:
 			case <-stopSampling:
 				return
 			case <-t.C:
-				m := sample(hc, base)
+				m := sample(base)
 				mu.Lock()
 				peak.goroutines = max(peak.goroutines, m.goroutines)
 				peak.rss = max(peak.rss, m.rss)
@@ -128,7 +126,7 @@ nodes:
 	<-sampled
 	hc.CloseIdleConnections()
 	time.Sleep(5 * time.Second)
-	after := sample(hc, base)
+	after := sample(base)
 	// system1 keeps idle connections to the engine for reuse (two
 	// goroutines each) until they have been idle for its 30 s timeout;
 	// after that only the baseline should be left.
@@ -136,7 +134,7 @@ nodes:
 	idle := after
 	for idle.goroutines > before.goroutines+5 && time.Since(idleAt) < 45*time.Second {
 		time.Sleep(time.Second)
-		idle = sample(hc, base)
+		idle = sample(base)
 		hc.CloseIdleConnections()
 	}
 
@@ -196,29 +194,11 @@ type metrics struct {
 	rss        float64
 }
 
-var metricLine = regexp.MustCompile(`^(go_goroutines|process_resident_memory_bytes) (\S+)$`)
-
 // sample reads system1's goroutine count and resident memory from its own
 // Prometheus metrics.
-func sample(hc *http.Client, base string) metrics {
-	var m metrics
-	resp, err := hc.Get(base + "/metrics")
-	if err != nil {
-		return m
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if g := metricLine.FindStringSubmatch(sc.Text()); g != nil {
-			v, _ := strconv.ParseFloat(g[2], 64)
-			if g[1] == "go_goroutines" {
-				m.goroutines = int(v)
-			} else {
-				m.rss = v
-			}
-		}
-	}
-	return m
+func sample(base string) metrics {
+	m, _ := testbin.Metrics(base)
+	return metrics{goroutines: int(m["go_goroutines"]), rss: m["process_resident_memory_bytes"]}
 }
 
 func pct(d []time.Duration, q float64) time.Duration {
