@@ -58,7 +58,8 @@ func TestBuildsAsSystem1SeesThem(t *testing.T) {
 			if c := fingerprint.Compare(fingerprint.Print{Identity: first, Canary: r1}, fingerprint.Print{Identity: second, Canary: canary()}, 0); !c.Changed || c.CanaryMoved() {
 				t.Errorf("another build, the same answers: %s", c)
 			}
-			f.Swap("three", fakeengine.Behavior{Logprobs: fakeengine.Uniform})
+			f.SetBuild("three")
+			f.Set(fakeengine.Behavior{Logprobs: fakeengine.Uniform})
 			c := fingerprint.Compare(fingerprint.Print{Identity: second, Canary: r1}, fingerprint.Print{Identity: id(), Canary: canary()}, 0)
 			if !c.Changed || !c.CanaryMoved() || len(c.Fields) == 0 {
 				t.Errorf("another build and other answers: %s", c)

@@ -179,21 +179,11 @@ func New(opt Options) *Fake {
 }
 
 // SetBuild changes the build the fake reports from the next request on:
-// a model swapped under the same name. With Set, or Swap, the answers
-// change too.
+// a model swapped under the same name. With Set, the answers change too.
 func (f *Fake) SetBuild(build string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.build = build
-}
-
-// Swap changes the build the fake reports and how it answers at once,
-// so that no request sees one without the other.
-func (f *Fake) Swap(build string, b Behavior) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.build = build
-	f.set(b)
 }
 
 // Build is the build the fake reports now.
@@ -208,11 +198,6 @@ func (f *Fake) Build() string {
 func (f *Fake) Set(b Behavior) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.set(b)
-}
-
-// set is Set with f.mu held.
-func (f *Fake) set(b Behavior) {
 	f.b = b
 	if b.Fault == Refuse && !f.refused {
 		f.refused = true
