@@ -207,7 +207,7 @@ func run(bins binaries, logs []bool, cache int, ld load, duration time.Duration,
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conns * 2, MaxIdleConns: conns * 2 * len(targets)}}
 	// Warm every path, and check that each system1's answer is a real one.
 	for _, t := range targets {
-		if body, err := post(hc, t.url); err != nil || !bytes.Contains(body, []byte(`"choice":"billing"`)) {
+		if body, err := testbin.Post(hc, t.url, strings.NewReader(request)); err != nil || !bytes.Contains(body, []byte(`"choice":"billing"`)) {
 			return fmt.Errorf("%s did not answer: %v %s", t.name, err, body)
 		}
 	}
@@ -414,7 +414,7 @@ func measure(hc *http.Client, t target, ld load, d time.Duration) result {
 					<-pace
 				}
 				t0 := time.Now()
-				if _, err := post(hc, t.url); err != nil {
+				if _, err := testbin.Post(hc, t.url, strings.NewReader(request)); err != nil {
 					bad++
 					continue
 				}
@@ -485,19 +485,6 @@ func profileDuring(hc *http.Client, t target, ld load, d time.Duration, path str
 		return r, err
 	}
 	return r, os.WriteFile(strings.TrimSuffix(path, ".pprof")+".allocs.pprof", b, 0o644)
-}
-
-func post(hc *http.Client, url string) ([]byte, error) {
-	resp, err := hc.Post(url, "application/json", strings.NewReader(request))
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err == nil && resp.StatusCode != http.StatusOK {
-		err = fmt.Errorf("status %d", resp.StatusCode)
-	}
-	return body, err
 }
 
 // spread is the median of f over rounds 0 to n-1 and its range,

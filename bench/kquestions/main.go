@@ -13,11 +13,9 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"strconv"
@@ -143,15 +141,8 @@ func ask(url, model, state string, k int, suffix string) time.Duration {
 	}
 	body := fmt.Sprintf(`{"model":%q,"state":%s,"questions":{%s}}`, model, s, strings.Join(qs, ","))
 	start := time.Now()
-	resp, err := http.Post(url+"/v1/systemone", "application/json", bytes.NewReader([]byte(body)))
-	if err != nil {
+	if _, err := testbin.Post(http.DefaultClient, url+"/v1/systemone", strings.NewReader(body)); err != nil {
 		fmt.Fprintln(os.Stderr, "kquestions:", err)
-		os.Exit(1)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		fmt.Fprintf(os.Stderr, "kquestions: status %d: %s\n", resp.StatusCode, b)
 		os.Exit(1)
 	}
 	return time.Since(start)

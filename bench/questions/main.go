@@ -14,7 +14,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -126,18 +125,10 @@ func body(model string, n, rep int) []byte {
 // answered.
 func ask(base string, b []byte, n int) (time.Duration, error) {
 	start := time.Now()
-	resp, err := http.Post(base+"/v1/systemone", "application/json", bytes.NewReader(b))
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
+	out, err := testbin.Post(http.DefaultClient, base+"/v1/systemone", bytes.NewReader(b))
 	d := time.Since(start)
 	if err != nil {
 		return 0, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("status %d: %.300s", resp.StatusCode, out)
 	}
 	var reply struct {
 		Answers map[string]json.RawMessage `json:"answers"`

@@ -520,22 +520,11 @@ var client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}, 
 
 // post sends body and decodes a 200's reply into out (when not nil).
 func post(u string, body []byte, out any) error {
-	resp, err := client.Post(u, "application/json", bytes.NewReader(body))
-	if err != nil {
+	b, err := testbin.Post(client, u, bytes.NewReader(body))
+	if err != nil || out == nil {
 		return err
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: status %d: %.300s", u, resp.StatusCode, b)
-	}
-	if out != nil {
-		return json.Unmarshal(b, out)
-	}
-	return nil
+	return json.Unmarshal(b, out)
 }
 
 // totalSlots reads llama-server's slots from /props.

@@ -292,6 +292,21 @@ func Do(t testing.TB, c *http.Client, method, url, body string, headers ...strin
 	return resp, b
 }
 
+// Post sends body to url as JSON through c and reads the whole reply; a
+// status other than 200 is an error that quotes the reply's start.
+func Post(c *http.Client, url string, body io.Reader) ([]byte, error) {
+	resp, err := c.Post(url, "application/json", body)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("%s: status %d: %.300s", url, resp.StatusCode, b)
+	}
+	return b, err
+}
+
 // Metrics reads a server's Prometheus samples at base/metrics, by name
 // with its labels as written (llamacpp:prompt_tokens_total,
 // system1_engine_attempts_total{node="a",outcome="ok"}).
