@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -287,22 +286,16 @@ func eceFloor(conf []float64, draws int, seed uint64) (mean, p95 float64) {
 // coverage. Too few cases for the coverage gives 0.
 func coverageSlack(n, m int, coverage, level float64) float64 {
 	k := int(math.Ceil(float64(n+1)*coverage - 1e-9))
-	if n < 1 || m < 1 || k > n {
+	if n < 1 || m < 1 || k < 1 || k > n {
 		return 0
 	}
-	q, err := betaBinomialQuantile(m, float64(k), float64(n+1-k), level)
-	if err != nil {
-		return 0
-	}
+	q := betaBinomialQuantile(m, float64(k), float64(n+1-k), level)
 	return coverage - float64(q)/float64(m)
 }
 
 // betaBinomialQuantile is the least x in 0..m with P(X <= x) >= p for X
-// beta-binomial(m, a, b).
-func betaBinomialQuantile(m int, a, b, p float64) (int, error) {
-	if m < 0 || !(a > 0) || !(b > 0) {
-		return 0, errors.New("beta-binomial: bad parameters")
-	}
+// beta-binomial(m, a, b), a and b positive.
+func betaBinomialQuantile(m int, a, b, p float64) int {
 	lbeta := func(x, y float64) float64 {
 		lx, _ := math.Lgamma(x)
 		ly, _ := math.Lgamma(y)
@@ -320,10 +313,10 @@ func betaBinomialQuantile(m int, a, b, p float64) (int, error) {
 	for x := 0; x <= m; x++ {
 		cum += math.Exp(lchoose(m, x) + lbeta(float64(x)+a, float64(m-x)+b) - base)
 		if cum >= p {
-			return x, nil
+			return x
 		}
 	}
-	return m, nil
+	return m
 }
 
 // slackDraws is how many draws the simulated slack is taken over.
