@@ -494,20 +494,15 @@ func spread(n int, f func(round int) float64, format string) string {
 	for i := range v {
 		v[i] = f(i)
 	}
-	return median(v, format)
-}
-
-// median is the median of v and its range, "m [lo, hi]".
-func median(v []float64, format string) string {
-	v = slices.Sorted(slices.Values(v))
-	med := v[len(v)/2]
-	if len(v)%2 == 0 {
-		med = (v[len(v)/2-1] + v[len(v)/2]) / 2
+	slices.Sort(v)
+	med := v[n/2]
+	if n%2 == 0 {
+		med = (v[n/2-1] + v[n/2]) / 2
 	}
-	if len(v) == 1 {
+	if n == 1 {
 		return fmt.Sprintf(format, med)
 	}
-	return fmt.Sprintf(format+" ["+format+", "+format+"]", med, v[0], v[len(v)-1])
+	return fmt.Sprintf(format+" ["+format+", "+format+"]", med, v[0], v[n-1])
 }
 
 // procCell is v in format, or "-" for the backend, which is no process
