@@ -106,13 +106,7 @@ type binary struct {
 // binaries is the repeatable -system1 flag: PATH or LABEL=PATH.
 type binaries []binary
 
-func (b *binaries) String() string {
-	var s []string
-	for _, x := range *b {
-		s = append(s, x.Label+"="+x.Path)
-	}
-	return strings.Join(s, ",")
-}
+func (b *binaries) String() string { return fmt.Sprint(*b) }
 
 func (b *binaries) Set(v string) error {
 	label, path, ok := strings.Cut(v, "=")
