@@ -450,16 +450,7 @@ func profileDuring(hc *http.Client, t target, ld load, d time.Duration, path str
 	}
 	done := make(chan got, 1)
 	go func() {
-		resp, err := http.Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", t.admin, secs))
-		if err != nil {
-			done <- got{err: err}
-			return
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err == nil && resp.StatusCode != http.StatusOK {
-			err = fmt.Errorf("status %d: %s", resp.StatusCode, b)
-		}
+		b, err := testbin.Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", t.admin, secs))
 		done <- got{b, err}
 	}()
 	r := measure(hc, t, ld, time.Duration(secs)*time.Second+500*time.Millisecond)
@@ -472,15 +463,7 @@ func profileDuring(hc *http.Client, t target, ld load, d time.Duration, path str
 	}
 	// The allocations since the process started and the heap in use at
 	// the last collection, beside the CPU profile.
-	resp, err := http.Get(t.admin + "/debug/pprof/allocs")
-	if err != nil {
-		return r, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err == nil && resp.StatusCode != http.StatusOK {
-		err = fmt.Errorf("allocs profile: status %d: %s", resp.StatusCode, b)
-	}
+	b, err := testbin.Get(t.admin + "/debug/pprof/allocs")
 	if err != nil {
 		return r, err
 	}

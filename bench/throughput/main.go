@@ -529,15 +529,14 @@ func post(u string, body []byte, out any) error {
 
 // totalSlots reads llama-server's slots from /props.
 func totalSlots(llama string) (int, error) {
-	resp, err := http.Get(llama + "/props")
+	b, err := testbin.Get(llama + "/props")
 	if err != nil {
 		return 0, err
 	}
-	defer resp.Body.Close()
 	var p struct {
 		TotalSlots int `json:"total_slots"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&p); err != nil || p.TotalSlots < 1 {
+	if err := json.Unmarshal(b, &p); err != nil || p.TotalSlots < 1 {
 		return 0, fmt.Errorf("llama-server's /props gives no total_slots (%v)", err)
 	}
 	return p.TotalSlots, nil

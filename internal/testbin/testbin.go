@@ -296,6 +296,16 @@ func Do(t testing.TB, c *http.Client, method, url, body string, headers ...strin
 // status other than 200 is an error that quotes the reply's start.
 func Post(c *http.Client, url string, body io.Reader) ([]byte, error) {
 	resp, err := c.Post(url, "application/json", body)
+	return readReply(url, resp, err)
+}
+
+// Get reads url's whole reply, as Post does.
+func Get(url string) ([]byte, error) {
+	resp, err := http.Get(url)
+	return readReply(url, resp, err)
+}
+
+func readReply(url string, resp *http.Response, err error) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -311,17 +321,9 @@ func Post(c *http.Client, url string, body io.Reader) ([]byte, error) {
 // with its labels as written (llamacpp:prompt_tokens_total,
 // system1_engine_attempts_total{node="a",outcome="ok"}).
 func Metrics(base string) (map[string]float64, error) {
-	resp, err := http.Get(base + "/metrics")
+	b, err := Get(base + "/metrics")
 	if err != nil {
 		return nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s/metrics: status %d", base, resp.StatusCode)
 	}
 	out := map[string]float64{}
 	for line := range strings.Lines(string(b)) {
