@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"system1/internal/calibration"
@@ -340,12 +341,8 @@ decision_log:
 	if err != nil {
 		return l, err
 	}
-	stopped := false
-	defer func() {
-		if !stopped {
-			_ = srv.stop()
-		}
-	}()
+	stop := sync.OnceValue(srv.stop) // at the latest on return
+	defer stop()
 	ctx := context.Background()
 	if err := srv.waitBuild(ctx, fakeengine.DefaultModel, 30*time.Second); err != nil {
 		return l, err
@@ -374,8 +371,7 @@ decision_log:
 		// The refit counts outcomes per build: say which builds the
 		// first part's records name (seen once in about 40 runs, not
 		// explained; one build with every outcome would clear that).
-		stopped = true
-		_ = srv.stop()
+		_ = stop()
 		return l, fmt.Errorf("%w\nThe first part's records by build: %s", err, builds(dbPath, l.first))
 	}
 	l.RefitSeconds = time.Since(sent).Seconds()
@@ -414,8 +410,7 @@ decision_log:
 			l.later = as
 		}
 	}
-	stopped = true
-	if err := srv.stop(); err != nil {
+	if err := stop(); err != nil {
 		return l, err
 	}
 	return l, readRaw(dbPath, append([][]answer{l.first}, l.at...)...)
