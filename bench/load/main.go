@@ -149,7 +149,7 @@ nodes:
 		len(latencies), failed, procstat.MS(pct(latencies, .50)), procstat.MS(pct(latencies, .99)), procstat.MS(pct(latencies, 1)))
 	fmt.Printf("| system1 | before | during (peak) | 5 s after | %.0f s after (engine connections idle) |\n|---|---|---|---|---|\n", 5+time.Since(idleAt).Seconds())
 	fmt.Printf("| goroutines | %d | %d | %d | %d |\n", before.goroutines, peak.goroutines, after.goroutines, idle.goroutines)
-	fmt.Printf("| RSS (MiB) | %.1f | %.1f | %.1f | %.1f |\n", mib(before.rss), mib(peak.rss), mib(after.rss), mib(idle.rss))
+	fmt.Printf("| RSS (MiB) | %.1f | %.1f | %.1f | %.1f |\n", procstat.MiB(before.rss), procstat.MiB(peak.rss), procstat.MiB(after.rss), procstat.MiB(idle.rss))
 	for e, n := range errs {
 		fmt.Printf("error x%d: %s\n", n, e)
 	}
@@ -191,14 +191,14 @@ func post(ctx context.Context, hc *http.Client, base string, body []byte) (int, 
 
 type metrics struct {
 	goroutines int
-	rss        float64
+	rss        int64 // bytes
 }
 
 // sample reads system1's goroutine count and resident memory from its own
 // Prometheus metrics.
 func sample(base string) metrics {
 	m, _ := testbin.Metrics(base)
-	return metrics{goroutines: int(m["go_goroutines"]), rss: m["process_resident_memory_bytes"]}
+	return metrics{goroutines: int(m["go_goroutines"]), rss: int64(m["process_resident_memory_bytes"])}
 }
 
 func pct(d []time.Duration, q float64) time.Duration {
@@ -207,5 +207,3 @@ func pct(d []time.Duration, q float64) time.Duration {
 	}
 	return d[min(len(d)-1, int(q*float64(len(d))))]
 }
-
-func mib(b float64) float64 { return b / (1 << 20) }
