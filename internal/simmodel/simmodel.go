@@ -414,18 +414,13 @@ func logSumExp(xs []float64) float64 {
 // and j, Temperature * (served_i - served_j) = s_i - s_j +
 // FirstBias*([i=0] - [j=0]).
 func (m *Model) serve(s, hidden []float64) []float64 {
-	z := make([]float64, len(s))
-	for k, v := range s {
-		if k == 0 {
-			v += m.FirstBias
-		}
-		z[k] = v / m.Temperature
+	z := slices.Concat(s, hidden)
+	z[0] += m.FirstBias
+	for k := range z {
+		z[k] /= m.Temperature
 	}
-	h := make([]float64, len(hidden))
-	for k, v := range hidden {
-		h[k] = v / m.Temperature
-	}
-	lse := logSumExp(slices.Concat(z, h))
+	lse := logSumExp(z)
+	z = z[:len(s)]
 	for k := range z {
 		z[k] += math.Log(m.Mass) - lse
 	}
