@@ -363,17 +363,13 @@ func (r report) servedTable(b *strings.Builder) {
 						if ss.Sets.N < ss.Asked {
 							setCell += fmt.Sprintf(", %d of %d", ss.Sets.N, ss.Asked)
 						}
+						if bl := run.Baseline; bl != nil {
+							baseCell = fmt.Sprintf("%.3f (%.3f)", bl.MeanSize, bl.Coverage)
+							smaller = yes(ss.Sets.MeanSize <= bl.MeanSize)
+						}
 					}
 				}
 				covCell, covered = strings.Join(covs, " / "), yes(ok)
-			}
-			if bl := run.Baseline; bl != nil {
-				baseCell = fmt.Sprintf("%.3f (%.3f)", bl.MeanSize, bl.Coverage)
-				for _, ss := range run.ServerSets {
-					if ss.Level == c {
-						smaller = yes(ss.Sets.MeanSize <= bl.MeanSize)
-					}
-				}
 			}
 			p("| %s | %s | %s | %s | %s | %s | %.4f → %.4f | %s | %s | %s | %s | %s | %s |\n", s.Set, run.Label, strings.Join(served, ", "), strings.Join(oof, ", "), yes(match), same,
 				run.Raw.Accuracy, run.Calibrated.Accuracy, yes(run.Calibrated.Accuracy >= run.Raw.Accuracy), setCell, baseCell, smaller, covCell, covered)
