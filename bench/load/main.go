@@ -54,7 +54,7 @@ nodes:
 `, engine.URL)), 0o600); err != nil {
 		return err
 	}
-	base, _, stop, err := testbin.Serve(bin, 30*time.Second, "--config", cfg)
+	base, _, stop, err := testbin.Serve(bin, 30*time.Second, "--config", cfg, "--state-dir", filepath.Join(dir, "state"))
 	if err != nil {
 		return err
 	}

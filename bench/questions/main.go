@@ -84,7 +84,7 @@ nodes:
 `, engine, dialect, model), 0o600); err != nil {
 		return 0, 0, 0, err
 	}
-	base, cmd, stop, err := testbin.Serve(bin, 30*time.Second, "--config", cfg)
+	base, cmd, stop, err := testbin.Serve(bin, 30*time.Second, "--config", cfg, "--state-dir", filepath.Join(dir, "state"))
 	if err != nil {
 		return 0, 0, 0, err
 	}
