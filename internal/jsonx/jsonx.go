@@ -79,18 +79,22 @@ func DuplicateKey(raw []byte) (path []string, found bool) {
 		return nil, false
 	}
 	var steps [16]keyStep // deeper paths grow it
-	w := keyWalker{raw: raw}
+	w := walker{raw: raw}
 	_, found = w.walk(skipSpace(raw, 0), steps[:0])
-	return w.dup, found
+	return w.path, found
 }
 
-// keyWalker is DuplicateKey's walk. Every request body is walked, so it
-// allocates nothing where it finds no duplicate: a key without escapes
-// is compared as the bytes between its quotes, and the path is kept as
-// steps, made strings only for the duplicate found (issue 34).
-type keyWalker struct {
+// walker is the walk of DuplicateKey and, with text set, of InvalidText.
+// Every request body is walked for duplicates, so it allocates nothing
+// where it finds none: a key without escapes is compared as the bytes
+// between its quotes, and the path is kept as steps, made strings only
+// for what it found (issue 34).
+type walker struct {
 	raw []byte
-	dup []string // the duplicate's path, once found
+	// text looks for a string that fails TextOK in place of a key twice.
+	text  bool
+	path  []string // what was found: its path, once found
+	isKey bool     // what was found is a key (the last of path)
 }
 
 // keyStep is an object's key (decoded) or, where key is nil, an array's
@@ -110,33 +114,47 @@ func keyOf(q []byte) []byte {
 	return append([]byte{}, s...) // not nil, even when empty: a key, not an index
 }
 
-// found records the duplicate key's path: path, then key.
-func (w *keyWalker) found(path []keyStep, key []byte) {
-	w.dup = make([]string, 0, len(path)+1)
+// found records the path of what was found: path, then key unless it is
+// nil (a string value's path is path).
+func (w *walker) found(path []keyStep, key []byte) {
 	for _, st := range path {
 		if st.key != nil {
-			w.dup = append(w.dup, string(st.key))
+			w.path = append(w.path, string(st.key))
 		} else {
-			w.dup = append(w.dup, strconv.Itoa(st.index))
+			w.path = append(w.path, strconv.Itoa(st.index))
 		}
 	}
-	w.dup = append(w.dup, string(key))
+	if w.isKey = key != nil; w.isKey {
+		w.path = append(w.path, string(key))
+	}
 }
 
 // walk walks the value at raw[i:], the one at path, returning the index
-// past it and whether it holds a key twice (then w.dup is its path).
-func (w *keyWalker) walk(i int, path []keyStep) (end int, found bool) {
+// past it and whether it holds what w looks for (then w.path is its path).
+func (w *walker) walk(i int, path []keyStep) (end int, found bool) {
 	raw := w.raw
 	if i >= len(raw) {
 		return i, false
 	}
 	switch raw[i] {
+	case '"':
+		end = skipString(raw, i)
+		if w.text && !TextOK(raw[i:end]) {
+			w.found(path, nil)
+			return end, true
+		}
+		return end, false
 	case '{':
 		var keys keySet
 		for i = skipSpace(raw, i+1); i < len(raw) && raw[i] != '}'; {
 			kend := skipString(raw, i)
-			key := keyOf(raw[i:kend])
-			if keys.seen(key) {
+			q := raw[i:kend]
+			if w.text && !TextOK(q) {
+				w.found(path, q[1:len(q)-1])
+				return kend, true
+			}
+			key := keyOf(q)
+			if !w.text && keys.seen(key) {
 				w.found(path, key)
 				return kend, true
 			}
@@ -417,8 +435,9 @@ func InvalidText(raw []byte) (path []string, isKey, found bool) {
 	if utf8.Valid(raw) && !hasSurrogateEscape(raw) {
 		return nil, false, false
 	}
-	_, path, isKey, found = walkText(raw, skipSpace(raw, 0), nil)
-	return path, isKey, found
+	w := walker{raw: raw, text: true}
+	_, found = w.walk(skipSpace(raw, 0), nil)
+	return w.path, w.isKey, found
 }
 
 func hasSurrogateEscape(b []byte) bool {
@@ -431,49 +450,6 @@ func hasSurrogateEscape(b []byte) bool {
 		}
 	}
 	return false
-}
-
-// walkText walks the value at raw[i:], returning the index past it and,
-// at the first string failing TextOK, its path.
-func walkText(raw []byte, i int, path []string) (end int, bad []string, isKey, found bool) {
-	if i >= len(raw) {
-		return i, nil, false, false
-	}
-	switch raw[i] {
-	case '"':
-		end = skipString(raw, i)
-		if !TextOK(raw[i:end]) {
-			return end, path, false, true
-		}
-		return end, nil, false, false
-	case '{':
-		for i = skipSpace(raw, i+1); i < len(raw) && raw[i] != '}'; {
-			kend := skipString(raw, i)
-			q := raw[i:kend]
-			if !TextOK(q) {
-				return kend, append(path, string(q[1:len(q)-1])), true, true
-			}
-			key, _ := unquote(q)
-			i = skipSpace(raw, skipSpace(raw, kend)+1)
-			end, bad, isKey, found = walkText(raw, i, append(path[:len(path):len(path)], key))
-			if found {
-				return end, bad, isKey, true
-			}
-			i = next(raw, end)
-		}
-		return i + 1, nil, false, false
-	case '[':
-		n := 0
-		for i = skipSpace(raw, i+1); i < len(raw) && raw[i] != ']'; n++ {
-			end, bad, isKey, found = walkText(raw, i, append(path[:len(path):len(path)], strconv.Itoa(n)))
-			if found {
-				return end, bad, isKey, true
-			}
-			i = next(raw, end)
-		}
-		return i + 1, nil, false, false
-	}
-	return skipValue(raw, i), nil, false, false
 }
 
 // AppendString writes s, valid UTF-8, as a JSON string escaping only what
