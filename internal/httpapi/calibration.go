@@ -88,15 +88,11 @@ func knownParams(w http.ResponseWriter, q url.Values, route string, names ...str
 	return true
 }
 
-// queryWindow reads a report's window query parameter: def when absent,
-// else a duration such as 24h or days such as 7d, at most
-// maxReportWindow. Given twice or out of bounds, it answers the 422 and
+// queryWindow reads a report's window query parameter, which knownParams
+// has passed: def when absent, else a duration such as 24h or days such
+// as 7d, at most maxReportWindow. Out of bounds, it answers the 422 and
 // ok is false.
 func queryWindow(w http.ResponseWriter, q url.Values, def time.Duration) (window time.Duration, ok bool) {
-	if len(q["window"]) > 1 {
-		badQuery(w, "window", "window is given twice; send it once")
-		return 0, false
-	}
 	v := q.Get("window")
 	if v == "" {
 		return def, true
