@@ -98,7 +98,7 @@ func paths() obj {
 				"a noul (P(true)) or a score (the expected level of an ordered rubric). A 200 carries every " +
 				"question; otherwise nothing. Probabilities are rounded by largest remainder so they sum to 1.",
 			"parameters":  append(gateHeaders(), coverageParam()),
-			"requestBody": jsonBody("SystemOneRequest", true),
+			"requestBody": jsonBody("SystemOneRequest"),
 			"responses": keyed(bodyRead("", "Error", obj{
 				"200": withHeaders(jsonReply("The answers, in question order.", "SystemOneResponse"), obj{
 					"X-System1-Cache": obj{
@@ -129,7 +129,7 @@ func paths() obj {
 				"A question system1 will not stand behind is a refusal while the others are answered; X-System1-Refused says why. " +
 				"Errors are OpenAI's envelope; x-request-id is on every reply.",
 			"parameters":  gateHeaders(),
-			"requestBody": jsonBody("DecisionsRequest", true),
+			"requestBody": jsonBody("DecisionsRequest"),
 			"responses": bodyRead("", "OpenAIError", obj{
 				"200": withHeaders(jsonReply("The answers, in question order.", "DecisionsResponse"), obj{"X-System1-Cost": costHeader("the answers")}),
 				"400": jsonReply("A problem with the request (param names the first, message lists all; code unsupported_input for an image), a header holding nonsense, or an engine that refused the request (param model for an engine that cannot serve decisions).", "OpenAIError"),
@@ -152,7 +152,7 @@ func paths() obj {
 				"whole, as its first state would be, when no state was answered for a reason that is not the caller's. It "+
 				"counts against the caller's rate as its states do.", systemone.MaxBatchStates),
 			"parameters":  append(gateHeaders(), coverageParam()),
-			"requestBody": jsonBody("SystemOneBatchRequest", true),
+			"requestBody": jsonBody("SystemOneBatchRequest"),
 			"responses": keyed(bodyRead("", "Error", obj{
 				"200": withHeaders(jsonReply("Each state's response or error, in the states' order.", "SystemOneBatchResponse"), obj{"X-System1-Cost": costHeader("the states answered (a refused state's included)")}),
 				"400": jsonReply("The body could not be read; or, as on POST /v1/systemone, Jev 1.14's images, an unknown top-level field or an unknown model, for the whole batch before any engine call.", "Error"),
@@ -188,7 +188,7 @@ func paths() obj {
 			"summary":     "Make one decision through the gateway, or abstain.",
 			"description": "The same request and response as the MCP tool system1_decide. The status says the " +
 				"outcome; the body is the response either way. Served when the gateway is configured.",
-			"requestBody": jsonBody("DecideRequest", true),
+			"requestBody": jsonBody("DecideRequest"),
 			"responses": bodyRead(" (error.code invalid_request)", "DecideResponse", obj{
 				"200": jsonReply("Decided or abstained.", "DecideResponse"),
 				"401": jsonReply("A key is configured and the caller's is missing or wrong (error.code unauthorized).", "DecideResponse"),
@@ -209,7 +209,7 @@ func paths() obj {
 				"contexts[i]); then each context is decided as POST /v1/decide decides it alone, each result with a "+
 				"request_id of its own. The status is what every result's would be when they agree, else 200. It counts "+
 				"against the caller's rate as its contexts do. Served when the gateway is configured.", gateway.MaxBatchContexts),
-			"requestBody": jsonBody("DecideBatchRequest", true),
+			"requestBody": jsonBody("DecideBatchRequest"),
 			"responses": bodyRead(" (error.code invalid_request)", "DecideBatchResponse", obj{
 				"200": jsonReply("Each context's response, in the contexts' order.", "DecideBatchResponse"),
 				"401": jsonReply("A key is configured and the caller's is missing or wrong (error.code unauthorized).", "DecideBatchResponse"),
@@ -261,7 +261,7 @@ func paths() obj {
 		"summary":     "Report what turned out right for answers recorded in the decision log.",
 		"description": "One outcome, or a batch {\"outcomes\": [...]} recorded all or none. The latest outcome " +
 			"for a question wins; earlier ones are kept.",
-		"requestBody": jsonBody("FeedbackRequest", true),
+		"requestBody": jsonBody("FeedbackRequest"),
 		"responses": keyed(bodyRead("", "Error", obj{
 			"200": jsonReply("Every outcome recorded.", "FeedbackResult"),
 			"404": jsonReply("No answer was recorded under the request id.", "Error"),
@@ -340,8 +340,9 @@ func bodyRead(note, schema string, replies obj) obj {
 	return replies
 }
 
-func jsonBody(schema string, required bool) obj {
-	return obj{"required": required, "content": obj{"application/json": obj{"schema": ref(schema)}}}
+// jsonBody is a required request body of schema.
+func jsonBody(schema string) obj {
+	return obj{"required": true, "content": obj{"application/json": obj{"schema": ref(schema)}}}
 }
 
 // withHeaders adds response headers to a reply.
@@ -354,7 +355,10 @@ func jsonReply(desc, schema string) obj {
 	return obj{"description": desc, "content": obj{"application/json": obj{"schema": ref(schema)}}}
 }
 
-func ref(name string) obj { return obj{"$ref": "#/components/schemas/" + name} }
+// ref refers to a component schema.
+func ref(name string) *jsonschema.Schema {
+	return &jsonschema.Schema{Ref: "#/components/schemas/" + name}
+}
 
 func schemas() map[string]*jsonschema.Schema {
 	all := map[string]*jsonschema.Schema{
@@ -725,7 +729,7 @@ func systemOneBatchResponse() *jsonschema.Schema {
 		Required: []string{"results", "request_ids", "usage"},
 		Properties: map[string]*jsonschema.Schema{
 			"results": {Type: "array", Description: "One per state, in the states' order.",
-				Items: &jsonschema.Schema{OneOf: []*jsonschema.Schema{schemaRef("SystemOneResponse"), failed}}},
+				Items: &jsonschema.Schema{OneOf: []*jsonschema.Schema{ref("SystemOneResponse"), failed}}},
 			"request_ids": {Type: "array", Items: text("A request id, as x-typesafe-request-id gives a single request's."),
 				Description: "The request id each state's answers were recorded under, aligned with results: what POST /v1/feedback names them by."},
 			"usage": usage,
@@ -751,11 +755,6 @@ func openAIError() *jsonschema.Schema {
 			}},
 		},
 	}
-}
-
-// schemaRef refers to a component schema from inside another.
-func schemaRef(name string) *jsonschema.Schema {
-	return &jsonschema.Schema{Ref: "#/components/schemas/" + name}
 }
 
 // errorSchema is every non-422 error, in both shapes clients read.
