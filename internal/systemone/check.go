@@ -302,7 +302,7 @@ type replyReader struct {
 }
 
 // The fields read: topFields of the reply, answerFields of an answer,
-// usageFields of usage, each indexed by the constants below it.
+// usageFields of usage.
 var (
 	topFields    = []string{"model", "answers", "usage"}
 	answerFields = []string{"type", "choice", "noul", "score", "confidence", "legend", "probabilities",
@@ -310,45 +310,21 @@ var (
 	usageFields = []string{"input_tokens", "output_tokens"}
 )
 
-const (
-	fModel = iota
-	fAnswers
-	fUsage
-)
-
-const (
-	fType = iota
-	fChoice
-	fNoul
-	fScore
-	fConfidence
-	fLegend
-	fProbabilities
-	fAbstention
-	fLowConfidence
-	fThreshold
-)
-
-const (
-	fInput = iota
-	fOutput
-)
-
 // read reads the whole body.
 func (r *replyReader) read() (*wireReply, error) {
 	w := &wireReply{}
 	err := r.object(func(key []byte, plain bool) error {
 		switch field(key, plain, topFields) {
-		case fModel:
+		case "model":
 			s, _, err := r.str()
 			if err != nil {
 				return fmt.Errorf("model: %w", err)
 			}
 			w.model = s
 			return nil
-		case fAnswers:
+		case "answers":
 			return r.answers(w)
-		case fUsage:
+		case "usage":
 			return r.usage(w)
 		}
 		return r.skip()
@@ -411,38 +387,38 @@ func (r *replyReader) answer(q *decision.Question, a *wireAnswer, id string) err
 		var err error
 		var null bool // null empties a pointer field
 		switch f {
-		case fType:
+		case "type":
 			var s string
 			if s, null, err = r.str(); !null {
 				a.typ = s // null leaves a string field as it was
 			}
-		case fChoice:
+		case "choice":
 			a.choice, null, err = r.str()
 			a.hasChoice = !null
-		case fNoul:
+		case "noul":
 			a.noul, null, err = r.num()
 			a.hasNoul = !null
-		case fScore:
+		case "score":
 			a.score, null, err = r.num()
 			a.hasScore = !null
-		case fConfidence:
+		case "confidence":
 			a.confidence, null, err = r.num()
 			a.hasConf = !null
-		case fLegend:
+		case "legend":
 			err = r.keyed(q, &a.legend, false)
-		case fProbabilities:
+		case "probabilities":
 			err = r.keyed(q, &a.probabilities, true)
-		case fAbstention:
+		case "abstention":
 			a.abstention, err = r.raw()
-		case fLowConfidence:
+		case "low_confidence":
 			a.lowConfidence, err = r.raw()
-		case fThreshold:
+		case "abstention_threshold":
 			a.threshold, err = r.raw()
 		default:
 			return r.skip()
 		}
 		if err != nil {
-			return fmt.Errorf("answers.%s.%s: %w", id, answerFields[f], err)
+			return fmt.Errorf("answers.%s.%s: %w", id, f, err)
 		}
 		return nil
 	})
@@ -510,9 +486,9 @@ func (r *replyReader) usage(w *wireReply) error {
 	w.hasUsage = true
 	return r.object(func(key []byte, plain bool) (err error) {
 		switch field(key, plain, usageFields) {
-		case fInput:
+		case "input_tokens":
 			w.input, err = r.raw()
-		case fOutput:
+		case "output_tokens":
 			w.output, err = r.raw()
 		default:
 			err = r.skip()
@@ -553,22 +529,22 @@ func option(q *decision.Question, k []byte, plain bool, next int) int {
 	return -1
 }
 
-// field is the index of the name that the key q names, or -1. As
+// field is the name of names that the key q names, or "". As
 // encoding/json, a name matches exactly or else regardless of case
-// (bytes.EqualFold), after the key is decoded.
-func field(q []byte, plain bool, names []string) int {
+// (strings.EqualFold), after the key is decoded.
+func field(q []byte, plain bool, names []string) string {
 	k := unquote(q, plain)
-	for i, n := range names {
+	for _, n := range names {
 		if string(k) == n {
-			return i
+			return n
 		}
 	}
-	for i, n := range names {
+	for _, n := range names {
 		if strings.EqualFold(string(k), n) {
-			return i
+			return n
 		}
 	}
-	return -1
+	return ""
 }
 
 // unquote is what a key q holds: a plain key's bytes as sent, without
