@@ -75,34 +75,31 @@ func ParseBatchRequest(body []byte) *BatchParsed {
 			}
 		}
 	}
-	fail := func(typ, msg string, path ...string) {
-		p.Problems = append(p.Problems, decision.Problem{Path: path, Msg: msg, Type: typ})
-	}
 	raw, ok := jsonx.Lookup(top, "states")
 	if !ok || jsonx.Kind(raw) == "null" {
-		fail("missing", fmt.Sprintf("Field required: states, an array of 1 to %d states", MaxBatchStates), "states")
+		p.fail("missing", fmt.Sprintf("Field required: states, an array of 1 to %d states", MaxBatchStates), "states")
 		return p
 	}
 	var states []json.RawMessage
 	if jsonx.Kind(raw) != "array" || json.Unmarshal(raw, &states) != nil {
-		fail("list_type", fmt.Sprintf("states must be an array of 1 to %d states", MaxBatchStates), "states")
+		p.fail("list_type", fmt.Sprintf("states must be an array of 1 to %d states", MaxBatchStates), "states")
 		return p
 	}
 	switch {
 	case len(states) == 0:
-		fail("too_short", "states must hold at least one state", "states")
+		p.fail("too_short", "states must hold at least one state", "states")
 		return p
 	case len(states) > MaxBatchStates:
-		fail("too_long", fmt.Sprintf("%d states; at most %d are accepted in one batch", len(states), MaxBatchStates), "states")
+		p.fail("too_long", fmt.Sprintf("%d states; at most %d are accepted in one batch", len(states), MaxBatchStates), "states")
 		return p
 	}
 	for i, s := range states {
 		switch jsonx.Kind(s) {
 		case "string", "object", "array":
 		case "null":
-			fail("missing", "a state is required", "states", strconv.Itoa(i))
+			p.fail("missing", "a state is required", "states", strconv.Itoa(i))
 		default:
-			fail("union_type", "a state must be a string, an object or an array", "states", strconv.Itoa(i))
+			p.fail("union_type", "a state must be a string, an object or an array", "states", strconv.Itoa(i))
 		}
 	}
 	p.States = states // decoded copies of the bytes as sent

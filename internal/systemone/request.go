@@ -65,32 +65,31 @@ func ParseRequest(body []byte) *Parsed {
 		return pr.Type == "duplicate_key" || pr.Type == "json_invalid" || pr.Type == "string_unicode"
 	}) {
 		if path, found := jsonx.DuplicateKey(body); found {
-			p.Problems = append(p.Problems, decision.Problem{Path: path, Type: "duplicate_key",
-				Msg: fmt.Sprintf("the key %q appears twice; JSON readers disagree on which one wins, so send each key once", path[len(path)-1])})
+			p.fail("duplicate_key", fmt.Sprintf("the key %q appears twice; JSON readers disagree on which one wins, so send each key once", path[len(path)-1]), path...)
 			p.broken[path[0]] = true
-			if len(path) > 1 && path[0] == "questions" {
-				p.broken["questions/"+path[1]] = true
-			}
 		}
 	}
 	return p
 }
 
+// fail records a problem at path, marking what it names as broken: a
+// top-level field, or the question a path into one names.
+func (p *Parsed) fail(typ, msg string, path ...string) {
+	p.Problems = append(p.Problems, decision.Problem{Path: path, Msg: msg, Type: typ})
+	switch {
+	case len(path) == 1:
+		p.broken[path[0]] = true
+	case len(path) > 1 && path[0] == "questions":
+		p.broken["questions/"+path[1]] = true
+	}
+}
+
 func parseRequest(body []byte) *Parsed {
 	body = bytes.Clone(body)
 	p := &Parsed{broken: map[string]bool{}}
-	fail := func(typ, msg string, path ...string) {
-		p.Problems = append(p.Problems, decision.Problem{Path: path, Msg: msg, Type: typ})
-		switch {
-		case len(path) == 1:
-			p.broken[path[0]] = true
-		case len(path) > 1:
-			p.broken["questions/"+path[1]] = true
-		}
-	}
 	// A body that cannot be read leaves every field unread.
 	unread := func(typ, msg string, path ...string) *Parsed {
-		fail(typ, msg, path...)
+		p.fail(typ, msg, path...)
 		p.broken["model"], p.broken["state"], p.broken["questions"] = true, true, true
 		return p
 	}
@@ -130,9 +129,9 @@ func parseRequest(body []byte) *Parsed {
 
 	switch raw, ok := field("model"); {
 	case !ok:
-		fail("missing", "Field required", "model")
+		p.fail("missing", "Field required", "model")
 	case jsonx.Kind(raw) != "string":
-		fail("string_type", "model must be a string", "model")
+		p.fail("string_type", "model must be a string", "model")
 	default:
 		p.Model = jsonx.Text(raw)
 	}
@@ -143,63 +142,60 @@ func parseRequest(body []byte) *Parsed {
 	}
 	switch k := jsonx.Kind(state); {
 	case !ok || k == "null":
-		fail("missing", "Field required", "state")
+		p.fail("missing", "Field required", "state")
 	case k != "string" && k != "object" && k != "array":
-		fail("union_type", "state must be a string, an object or an array", "state")
+		p.fail("union_type", "state must be a string, an object or an array", "state")
 	default:
 		p.State = state
 	}
 
 	raw, ok := field("questions")
 	if !ok || jsonx.Kind(raw) == "null" {
-		fail("missing", "Field required", "questions")
+		p.fail("missing", "Field required", "questions")
 		return p
 	}
 	qs, err := jsonx.Members(raw)
 	switch {
 	case errors.As(err, &dup):
-		fail("duplicate_key", fmt.Sprintf("question id %q appears twice; every question needs its own id", dup.Key), "questions", dup.Key)
+		p.fail("duplicate_key", fmt.Sprintf("question id %q appears twice; every question needs its own id", dup.Key), "questions", dup.Key)
 		p.broken["questions"] = true
 		return p
 	case err != nil:
-		fail("dict_type", "questions must be an object of id -> question: "+err.Error(), "questions")
+		p.fail("dict_type", "questions must be an object of id -> question: "+err.Error(), "questions")
 		return p
 	}
 	if len(qs) == 0 {
-		fail("too_short", "questions must hold at least one question", "questions")
+		p.fail("too_short", "questions must hold at least one question", "questions")
 	}
 	for _, m := range qs {
-		q, probs := parseQuestion(m.Key, m.Value)
+		q := p.parseQuestion(m.Key, m.Value)
 		if q.Kind == FeatureBox {
 			p.Images.Box = append(p.Images.Box, m.Key)
-		}
-		for _, pr := range probs {
-			fail(pr.Type, pr.Msg, pr.Path...)
 		}
 		p.Questions = append(p.Questions, q) // kept even when broken, so the question count stays true
 	}
 	return p
 }
 
-func parseQuestion(id string, raw json.RawMessage) (decision.Question, []decision.Problem) {
+// parseQuestion reads the question id, recording its problems in p.
+func (p *Parsed) parseQuestion(id string, raw json.RawMessage) decision.Question {
 	q := decision.Question{ID: id}
-	var ps []decision.Problem
 	fail := func(typ, msg string, field ...string) {
-		ps = append(ps, decision.Problem{Path: append([]string{"questions", id}, field...), Msg: msg, Type: typ})
+		p.fail(typ, msg, append([]string{"questions", id}, field...)...)
 	}
 	if id == "" { // hosted Jev refuses it so (jev-1.14.md §7); its answer's headers could not name it
 		fail("value_error", "Question key cannot be empty.")
-		return q, ps
+		return q
 	}
 	fs, err := jsonx.Members(raw)
 	var dup *jsonx.DuplicateKeyError
 	switch {
 	case errors.As(err, &dup):
 		fail("duplicate_key", fmt.Sprintf("the key %q appears twice in the question; send each field once", dup.Key), dup.Key)
-		return q, ps
+		return q
 	case err != nil:
 		fail("model_type", "a question must be an object")
-		return q, ps
+		return q
 	}
 	field := func(key string) (json.RawMessage, bool) { return jsonx.Lookup(fs, key) }
 
@@ -208,13 +204,13 @@ func parseQuestion(id string, raw json.RawMessage) (decision.Question, []decisio
 	switch {
 	case !ok:
 		fail("union_tag_not_found", "Field required: type (choice, noul or score)", "type")
-		return q, ps
+		return q
 	case jsonx.Kind(t) != "string" || !kind.Valid():
 		fail("union_tag_invalid", fmt.Sprintf("type %s is not one of choice, noul, score", bytes.TrimSpace(t)), "type")
 		if kind == FeatureBox {
 			q.Kind = kind // Jev 1.14's box question, which the caller refuses as an image
 		}
-		return q, ps
+		return q
 	}
 	q.Kind = kind
 
@@ -297,7 +293,7 @@ func parseQuestion(id string, raw json.RawMessage) (decision.Question, []decisio
 		}
 		q.Options = decision.NoulOptions(sides[0], sides[1])
 	}
-	return q, ps
+	return q
 }
 
 // entry accepts a question's instructions or a criterion's description:
