@@ -23,7 +23,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -174,7 +173,7 @@ func ExpectedIndex(q decision.Question, raw json.RawMessage) (int, error) {
 		if jsonx.Kind(raw) != "string" || json.Unmarshal(raw, &key) != nil {
 			return 0, fmt.Errorf("%s is not a choice key: a choice's expected answer is one of its criteria keys, as a string", short(raw))
 		}
-		if i := slices.IndexFunc(q.Options, func(o decision.Option) bool { return o.Key == key }); i >= 0 {
+		if i := q.OptionIndex(key); i >= 0 {
 			return i, nil
 		}
 		keys := make([]string, len(q.Options))

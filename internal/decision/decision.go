@@ -7,6 +7,7 @@ package decision
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 )
 
 // Kind is a question type of the System One wire format.
@@ -46,6 +47,11 @@ type Question struct {
 	Kind         Kind
 	Instructions json.RawMessage // verbatim JSON, nil when absent or null
 	Options      []Option
+}
+
+// OptionIndex is the index of q's option keyed key, or -1.
+func (q Question) OptionIndex(key string) int {
+	return slices.IndexFunc(q.Options, func(o Option) bool { return o.Key == key })
 }
 
 // Request is a set of questions about one state.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 
 	"system1/internal/decision"
@@ -181,7 +180,7 @@ func parseAnswer(q decision.Question, ms []jsonx.Member, strict bool) (decision.
 			if err != nil {
 				return a, nil, false, at(err)
 			}
-			if idx = optionIndex(q, v); idx < 0 {
+			if idx = q.OptionIndex(v); idx < 0 {
 				return a, nil, false, at(fmt.Errorf("value %q is not one of the choices", v))
 			}
 		} else {
@@ -221,7 +220,7 @@ func parseAnswer(q decision.Question, ms []jsonx.Member, strict bool) (decision.
 		if err != nil {
 			return a, nil, false, err
 		}
-		c := optionIndex(q, choice)
+		c := q.OptionIndex(choice)
 		if c < 0 {
 			return a, nil, false, fmt.Errorf("choice %q is not one of the choices", choice)
 		}
@@ -353,8 +352,4 @@ func count(ms []jsonx.Member, key string) (int, error) {
 		return 0, fmt.Errorf("%s: %s is not a non-negative integer", key, strconv.Quote(string(raw)))
 	}
 	return int(x), nil
-}
-
-func optionIndex(q decision.Question, key string) int {
-	return slices.IndexFunc(q.Options, func(o decision.Option) bool { return o.Key == key })
 }

@@ -153,7 +153,7 @@ func (p *Parsed) domainParam(path []string, index map[string]int) (string, bool)
 	}
 	at += "." + optionsField[p.Questions[i].Kind]
 	if len(path) > 3 {
-		if j := optionIndex(p.Questions[i], path[3]); j >= 0 {
+		if j := p.Questions[i].OptionIndex(path[3]); j >= 0 {
 			return fmt.Sprintf("%s[%d]", at, j), true
 		}
 	}

@@ -125,7 +125,7 @@ func checkReply(t *testing.T, req decision.Request, r *Reply) {
 		}
 		switch q.Kind {
 		case decision.Choice:
-			c := optionIndex(q, a.Choice)
+			c := q.OptionIndex(a.Choice)
 			if c < 0 || a.Probabilities[c] < top-0.01-1e-6 {
 				t.Fatalf("question %s: choice %q among %v", q.ID, a.Choice, a.Probabilities)
 			}

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -75,7 +74,7 @@ func answerHeaders(r *http.Request, req *decision.Request, lim decision.Limits) 
 		if q.Kind != decision.Choice {
 			continue
 		}
-		if slices.ContainsFunc(q.Options, func(o decision.Option) bool { return o.Key == decision.NoneOption }) {
+		if q.OptionIndex(decision.NoneOption) >= 0 {
 			return g, &decision.Problem{Path: []string{NoneOptionHeader}, Type: "value_error",
 				Msg: "question " + strconv.Quote(q.ID) + " already has the option " + strconv.Quote(decision.NoneOption) + ", which the header " + NoneOptionHeader + " adds; leave it out or drop the header"}
 		}

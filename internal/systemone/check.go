@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -225,7 +224,7 @@ func checkAnswer(q decision.Question, a *wireAnswer) (decision.Answer, decision.
 			return out, nil, errors.New("choice: a string is required")
 		}
 		out.Choice = a.choice
-		if choice = optionIndex(q, a.choice); choice < 0 {
+		if choice = q.OptionIndex(a.choice); choice < 0 {
 			return out, nil, fmt.Errorf("choice %q is not one of the options", a.choice)
 		}
 	case decision.Score:
@@ -284,10 +283,6 @@ func checkAnswer(q decision.Question, a *wireAnswer) (decision.Answer, decision.
 }
 
 func unit(x float64) bool { return !math.IsNaN(x) && x >= 0 && x <= 1 }
-
-func optionIndex(q decision.Question, key string) int {
-	return slices.IndexFunc(q.Options, func(o decision.Option) bool { return o.Key == key })
-}
 
 // replyReader reads a reply body in one pass, checking its syntax as
 // encoding/json does and keeping what the checks need (see ParseResponse).

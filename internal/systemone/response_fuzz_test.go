@@ -103,7 +103,7 @@ func checkReply(t *testing.T, req decision.Request, r *Reply) {
 		}
 		switch q.Kind {
 		case decision.Choice:
-			i := optionIndex(q, a.Choice)
+			i := q.OptionIndex(a.Choice)
 			if i < 0 {
 				t.Fatalf("question %s: choice %q is not an option", q.ID, a.Choice)
 			}

@@ -104,7 +104,7 @@ func refParseAnswer(q decision.Question, a *refWireAnswer) (decision.Answer, dec
 			return out, nil, errors.New("choice: a string is required")
 		}
 		out.Choice = *a.Choice
-		if optionIndex(q, *a.Choice) < 0 {
+		if q.OptionIndex(*a.Choice) < 0 {
 			return out, nil, fmt.Errorf("choice %q is not one of the options", *a.Choice)
 		}
 	case decision.Score:
@@ -146,7 +146,7 @@ func refParseAnswer(q decision.Question, a *refWireAnswer) (decision.Answer, dec
 	if tol := math.Max(1e-4, float64(len(d))*5e-7); math.Abs(sum-1) > tol {
 		return out, nil, fmt.Errorf("probabilities sum to %v", sum)
 	}
-	if q.Kind == decision.Choice && d[optionIndex(q, out.Choice)] < top {
+	if q.Kind == decision.Choice && d[q.OptionIndex(out.Choice)] < top {
 		return out, nil, fmt.Errorf("choice %q is not an argmax of the probabilities", out.Choice)
 	}
 	out.Probabilities = append([]float64(nil), d...)
