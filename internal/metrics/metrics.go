@@ -44,40 +44,22 @@ func New() *Metrics {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := &Metrics{
-		reg: reg,
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "system1_requests_total", Help: "HTTP requests by route, status code and key name (empty for none, a wrong one, or auth off).",
-		}, []string{"route", "code", "key"}),
+		reg:      reg,
+		requests: counterVec("system1_requests_total", "HTTP requests by route, status code and key name (empty for none, a wrong one, or auth off).", "route", "code", "key"),
 		requestSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "system1_request_seconds", Help: "HTTP request latency by route.", Buckets: buckets,
 		}, []string{"route"}),
-		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "system1_engine_attempts_total", Help: "Engine calls by node, model and outcome.",
-		}, []string{"node", "model", "outcome"}),
+		attempts: counterVec("system1_engine_attempts_total", "Engine calls by node, model and outcome.", "node", "model", "outcome"),
 		attemptSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "system1_engine_seconds", Help: "Engine call latency by node and model.", Buckets: buckets,
 		}, []string{"node", "model"}),
-		failovers: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "system1_failovers_total", Help: "Questions moved to another node after a failure, by model.",
-		}, []string{"model"}),
-		cooldowns: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "system1_cooldowns_total", Help: "Times a node was cooled down.",
-		}, []string{"node"}),
-		modelChanges: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "system1_model_changes_total", Help: "Changes of the build a node serves under a model name, seen by its fingerprint (docs/fingerprints.md): an alarm, since fits learnt on the old build stop applying.",
-		}, []string{"node", "model"}),
-		canaryCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "system1_canary_calls_total", Help: "Engine calls the fingerprint canary made, by node, model and the reading's outcome (ok or failed).",
-		}, []string{"node", "model", "outcome"}),
-		cost: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "system1_cost_usd_total", Help: "US dollars the answers cost, by model and the node that answered, at the nodes' configured price (nodes without one are not counted); a decision cache hit costs nothing.",
-		}, []string{"model", "node"}),
-		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "system1_refusals_total", Help: "Questions whose answer system1 would not stand behind (a 422 on the System One wire, a refusal on the Decisions wire, an abstention on decide), by the model asked and the reason (docs/http-api.md); a cascade's stage counts its own, which the next stage may answer; a decision cache hit is not counted.",
-		}, []string{"model", "reason"}),
-		keySpend: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "system1_key_spend_usd_total", Help: "US dollars the answers asked with each key cost, by the key's name (never the key), as its budget counts them; answers of nodes without a price are not counted.",
-		}, []string{"key"}),
+		failovers:    counterVec("system1_failovers_total", "Questions moved to another node after a failure, by model.", "model"),
+		cooldowns:    counterVec("system1_cooldowns_total", "Times a node was cooled down.", "node"),
+		modelChanges: counterVec("system1_model_changes_total", "Changes of the build a node serves under a model name, seen by its fingerprint (docs/fingerprints.md): an alarm, since fits learnt on the old build stop applying.", "node", "model"),
+		canaryCalls:  counterVec("system1_canary_calls_total", "Engine calls the fingerprint canary made, by node, model and the reading's outcome (ok or failed).", "node", "model", "outcome"),
+		cost:         counterVec("system1_cost_usd_total", "US dollars the answers cost, by model and the node that answered, at the nodes' configured price (nodes without one are not counted); a decision cache hit costs nothing.", "model", "node"),
+		refusals:     counterVec("system1_refusals_total", "Questions whose answer system1 would not stand behind (a 422 on the System One wire, a refusal on the Decisions wire, an abstention on decide), by the model asked and the reason (docs/http-api.md); a cascade's stage counts its own, which the next stage may answer; a decision cache hit is not counted.", "model", "reason"),
+		keySpend:     counterVec("system1_key_spend_usd_total", "US dollars the answers asked with each key cost, by the key's name (never the key), as its budget counts them; answers of nodes without a price are not counted.", "key"),
 	}
 	reg.MustRegister(m.requests, m.requestSeconds, m.attempts, m.attemptSeconds, m.failovers, m.cooldowns, m.modelChanges, m.canaryCalls, m.cost, m.refusals, m.keySpend)
 	return m
@@ -204,6 +186,11 @@ func (m *Metrics) ModelChanged(node, model string) { m.modelChanges.WithLabelVal
 // made, and whether it read (outcome ok or failed).
 func (m *Metrics) Canary(node, model, outcome string, calls int) {
 	m.canaryCalls.WithLabelValues(node, model, outcome).Add(float64(calls))
+}
+
+// counterVec is a counter with labels.
+func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
 }
 
 // counter is a counter read from f at every scrape.
