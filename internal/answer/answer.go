@@ -1,6 +1,7 @@
 package answer
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -251,9 +252,7 @@ func (s *Service) hit(req Request, k key, fits *calibration.Fits) (*Answer, bool
 // A cascade's name is answered stage by stage (see Cascade), each stage
 // through Answer.
 func (s *Service) Answer(ctx context.Context, req Request) (a *Answer, err error) {
-	if req.Key == "" {
-		req.Key = keyOf(ctx)
-	}
+	req.Key = cmp.Or(req.Key, keyOf(ctx))
 	if c, ok := s.cascade(req.Model); ok {
 		return s.answerCascade(ctx, req, c)
 	}

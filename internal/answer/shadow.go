@@ -1,6 +1,7 @@
 package answer
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"math/rand/v2"
@@ -96,9 +97,7 @@ func NewShadow(o ShadowOptions) *Shadow {
 	if o.Sample == nil {
 		o.Sample = rand.Float64
 	}
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
+	o.Log = cmp.Or(o.Log, slog.New(slog.DiscardHandler))
 	s := &Shadow{rules: map[string]ShadowRule{}, jobs: make(chan shadowJob, o.Queue), timeout: o.Timeout, sample: o.Sample, log: o.Log}
 	for _, r := range o.Rules {
 		s.rules[r.Model] = r

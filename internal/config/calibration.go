@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -68,9 +69,7 @@ func (c *Config) Learn(stateDir string, getenv func(string) string) {
 	if !cal.refitSet {
 		cal.RefitEvery = Duration(DefaultRefitEvery)
 	}
-	if c.Gateway.Fits == "" {
-		c.Gateway.Fits = filepath.Join(pause.Dir(stateDir, getenv), DefaultFitsFile)
-	}
+	c.Gateway.Fits = cmp.Or(c.Gateway.Fits, filepath.Join(pause.Dir(stateDir, getenv), DefaultFitsFile))
 }
 
 // Apply reports whether fits are applied on /v1/systemone.

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -53,10 +54,7 @@ const MaxDecisionLogQueue = 10_000_000
 // File is the SQLite file the log uses: Path, or DefaultDecisionLogFile,
 // in the state directory (pause.Dir) unless Path is absolute.
 func (d DecisionLog) File(stateDir string, getenv func(string) string) string {
-	p := d.Path
-	if p == "" {
-		p = DefaultDecisionLogFile
-	}
+	p := cmp.Or(d.Path, DefaultDecisionLogFile)
 	if filepath.IsAbs(p) {
 		return p
 	}

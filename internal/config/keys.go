@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"regexp"
@@ -89,10 +90,7 @@ var keyName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 // at names entry i in errors: its index, its name and its line, never
 // its key.
 func (k Key) at(i int) string {
-	s := k.place
-	if s == "" {
-		s = fmt.Sprintf("keys[%d]", i)
-	}
+	s := cmp.Or(k.place, fmt.Sprintf("keys[%d]", i))
 	if k.Name != "" && k.Name != s {
 		s += fmt.Sprintf(" (%s)", k.Name)
 	}
@@ -198,9 +196,7 @@ func (c *Config) APIKeys(getenv func(string) string) ([]Key, error) {
 			}
 		}
 		k.place = fmt.Sprintf("keys[%d]", i)
-		if k.Name == "" {
-			k.Name = k.place
-		}
+		k.Name = cmp.Or(k.Name, k.place)
 		k.Scopes = slices.Clone(k.Scopes)
 		if k.Scopes == nil {
 			k.Scopes = slices.Clone(Scopes)

@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -367,10 +368,7 @@ func yamlFields(t reflect.Type) map[string]reflect.Type {
 		if tag == "-" || !f.IsExported() {
 			continue
 		}
-		if tag == "" {
-			tag = strings.ToLower(f.Name)
-		}
-		m[tag] = f.Type
+		m[cmp.Or(tag, strings.ToLower(f.Name))] = f.Type
 	}
 	return m
 }

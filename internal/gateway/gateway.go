@@ -99,9 +99,7 @@ type Gateway struct {
 // is given. It never fails: what is wrong is kept and reported by health
 // and capabilities, and decide answers config_error until it is fixed.
 func New(o Options) *Gateway {
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
+	o.Log = cmp.Or(o.Log, slog.New(slog.DiscardHandler))
 	o.Face = cmp.Or(o.Face, decisionlog.FaceDecide)
 	g := &Gateway{opt: o, threshold: DefaultThreshold, timeout: DefaultTimeout, deadline: DefaultDeadline, log: o.Log}
 	for _, err := range o.ConfigErrors {

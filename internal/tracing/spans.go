@@ -1,6 +1,7 @@
 package tracing
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"strconv"
@@ -317,10 +318,7 @@ func EndFeedback(span trace.Span, recorded int, err error) {
 // attributes on each.
 func end(span trace.Span, kind string, err error, attrs ...attribute.KeyValue) {
 	if err != nil {
-		if kind == "" {
-			kind = "error"
-		}
-		attrs = append(attrs, AttrErrorType.String(kind))
+		attrs = append(attrs, AttrErrorType.String(cmp.Or(kind, "error")))
 		span.SetStatus(codes.Error, text(err.Error()))
 	}
 	span.SetAttributes(attrs...)
