@@ -88,8 +88,39 @@ var ConstraintStates = []string{"holds", "failed", "unprobed", "not_constrained"
 // whether each is healthy (not cooling down), its calls in flight, its
 // queue depth, and whether it holds its constraint of the first token.
 func (m *Metrics) WatchNodes(states func() []Node) {
-	m.reg.MustRegister(nodeCollector(states))
+	m.reg.MustRegister(collector{[]*prometheus.Desc{upDesc, inFlightDesc, queuedDesc, listCallsDesc, listPromptsDesc, constraintDesc}, func(ch chan<- prometheus.Metric) {
+		for _, n := range states() {
+			ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, one(n.Healthy), n.Name)
+			ch <- prometheus.MustNewConstMetric(inFlightDesc, prometheus.GaugeValue, float64(n.InFlight), n.Name)
+			ch <- prometheus.MustNewConstMetric(queuedDesc, prometheus.GaugeValue, float64(n.Queued), n.Name)
+			if n.Listed {
+				ch <- prometheus.MustNewConstMetric(listCallsDesc, prometheus.CounterValue, float64(n.ListCalls), n.Name)
+				ch <- prometheus.MustNewConstMetric(listPromptsDesc, prometheus.CounterValue, float64(n.ListPrompts), n.Name)
+			}
+			if n.Constraint == "" {
+				continue
+			}
+			for _, st := range ConstraintStates {
+				ch <- prometheus.MustNewConstMetric(constraintDesc, prometheus.GaugeValue, one(st == n.Constraint), n.Name, st)
+			}
+		}
+	}})
 }
+
+// collector is a collector of the metrics descs describe, which collect
+// makes at every scrape.
+type collector struct {
+	descs   []*prometheus.Desc
+	collect func(ch chan<- prometheus.Metric)
+}
+
+func (c collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs {
+		ch <- d
+	}
+}
+
+func (c collector) Collect(ch chan<- prometheus.Metric) { c.collect(ch) }
 
 var (
 	upDesc          = prometheus.NewDesc("system1_node_up", "1 when the node is healthy, 0 while it cools down.", []string{"node"}, nil)
@@ -100,35 +131,6 @@ var (
 	constraintDesc  = prometheus.NewDesc("system1_node_constraint",
 		"1 for the state of the node's constraint of the first token to the labels (holds, failed, unprobed, not_constrained), 0 for the others.", []string{"node", "state"}, nil)
 )
-
-type nodeCollector func() []Node
-
-func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- upDesc
-	ch <- inFlightDesc
-	ch <- queuedDesc
-	ch <- listCallsDesc
-	ch <- listPromptsDesc
-	ch <- constraintDesc
-}
-
-func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, n := range c() {
-		ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, one(n.Healthy), n.Name)
-		ch <- prometheus.MustNewConstMetric(inFlightDesc, prometheus.GaugeValue, float64(n.InFlight), n.Name)
-		ch <- prometheus.MustNewConstMetric(queuedDesc, prometheus.GaugeValue, float64(n.Queued), n.Name)
-		if n.Listed {
-			ch <- prometheus.MustNewConstMetric(listCallsDesc, prometheus.CounterValue, float64(n.ListCalls), n.Name)
-			ch <- prometheus.MustNewConstMetric(listPromptsDesc, prometheus.CounterValue, float64(n.ListPrompts), n.Name)
-		}
-		if n.Constraint == "" {
-			continue
-		}
-		for _, st := range ConstraintStates {
-			ch <- prometheus.MustNewConstMetric(constraintDesc, prometheus.GaugeValue, one(st == n.Constraint), n.Name, st)
-		}
-	}
-}
 
 // one is a gauge's value for b: 1 when true, 0 when false.
 func one(b bool) float64 {
@@ -248,31 +250,22 @@ var eceDesc = prometheus.NewDesc("system1_calibration_ece",
 // last set in full, where a vector's Reset and then its Sets let a scrape
 // between them find a few of the series or none.
 type snapshot struct {
-	descs []*prometheus.Desc
-	mu    sync.Mutex
-	ms    []prometheus.Metric
+	mu sync.Mutex
+	ms []prometheus.Metric
 }
 
 // register registers a snapshot of the gauges descs describe.
 func (m *Metrics) register(descs ...*prometheus.Desc) *snapshot {
-	s := &snapshot{descs: descs}
-	m.reg.MustRegister(s)
+	s := &snapshot{}
+	m.reg.MustRegister(collector{descs, func(ch chan<- prometheus.Metric) {
+		s.mu.Lock()
+		ms := s.ms
+		s.mu.Unlock()
+		for _, m := range ms {
+			ch <- m
+		}
+	}})
 	return s
-}
-
-func (s *snapshot) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range s.descs {
-		ch <- d
-	}
-}
-
-func (s *snapshot) Collect(ch chan<- prometheus.Metric) {
-	s.mu.Lock()
-	ms := s.ms
-	s.mu.Unlock()
-	for _, m := range ms {
-		ch <- m
-	}
 }
 
 func (s *snapshot) set(ms []prometheus.Metric) {

@@ -16,7 +16,16 @@ type ShadowCounts struct {
 // every scrape: requests sampled, dropped (the queue was full), failed
 // (the candidate did not answer) and asked, and the queue's depth.
 func (m *Metrics) WatchShadow(counts func() ShadowCounts) {
-	m.reg.MustRegister(shadowCollector(counts))
+	m.reg.MustRegister(collector{[]*prometheus.Desc{shadowDesc, shadowQueueDesc}, func(ch chan<- prometheus.Metric) {
+		s := counts()
+		for _, v := range []struct {
+			outcome string
+			n       uint64
+		}{{"sampled", s.Sampled}, {"dropped", s.Dropped}, {"failed", s.Failed}, {"asked", s.Asked}} {
+			ch <- prometheus.MustNewConstMetric(shadowDesc, prometheus.CounterValue, float64(v.n), v.outcome)
+		}
+		ch <- prometheus.MustNewConstMetric(shadowQueueDesc, prometheus.GaugeValue, float64(s.Queued))
+	}})
 }
 
 var (
@@ -24,24 +33,6 @@ var (
 		"Requests drawn for a shadow rollout, by what became of them: sampled (all drawn), dropped (the queue was full), failed (the candidate did not answer), asked (answered and logged).", []string{"outcome"}, nil)
 	shadowQueueDesc = prometheus.NewDesc("system1_shadow_queue_depth", "Shadowed requests waiting for a worker.", nil, nil)
 )
-
-type shadowCollector func() ShadowCounts
-
-func (c shadowCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- shadowDesc
-	ch <- shadowQueueDesc
-}
-
-func (c shadowCollector) Collect(ch chan<- prometheus.Metric) {
-	s := c()
-	for _, v := range []struct {
-		outcome string
-		n       uint64
-	}{{"sampled", s.Sampled}, {"dropped", s.Dropped}, {"failed", s.Failed}, {"asked", s.Asked}} {
-		ch <- prometheus.MustNewConstMetric(shadowDesc, prometheus.CounterValue, float64(v.n), v.outcome)
-	}
-	ch <- prometheus.MustNewConstMetric(shadowQueueDesc, prometheus.GaugeValue, float64(s.Queued))
-}
 
 // MaxDriftSignatures bounds the (model, signature) pairs the drift gauges
 // expose: a signature is a hash of a question's options, which callers
