@@ -28,11 +28,8 @@ type Metrics struct {
 	refusals       *prometheus.CounterVec
 	keySpend       *prometheus.CounterVec
 
-	eceOnce sync.Once
-	ece     *snapshot
-
-	driftOnce sync.Once
-	drift     *snapshot
+	// ece and drift register their gauges on first use.
+	ece, drift func() *snapshot
 }
 
 // Latency buckets from 1 ms to 30 s: decisions take tens to hundreds of
@@ -62,6 +59,8 @@ func New() *Metrics {
 		keySpend:     counterVec("system1_key_spend_usd_total", "US dollars the answers asked with each key cost, by the key's name (never the key), as its budget counts them; answers of nodes without a price are not counted.", "key"),
 	}
 	reg.MustRegister(m.requests, m.requestSeconds, m.attempts, m.attemptSeconds, m.failovers, m.cooldowns, m.modelChanges, m.canaryCalls, m.cost, m.refusals, m.keySpend)
+	m.ece = sync.OnceValue(func() *snapshot { return m.register(eceDesc) })
+	m.drift = sync.OnceValue(func() *snapshot { return m.register(driftPSIDesc, driftAlarmDesc) })
 	return m
 }
 
@@ -234,12 +233,11 @@ type ECE struct {
 // recent answers with outcomes under the fits in use, per model, kind and
 // bucket) with points.
 func (m *Metrics) SetECE(points []ECE) {
-	m.eceOnce.Do(func() { m.ece = m.register(eceDesc) })
 	var g gauges
 	for _, p := range points {
 		g.add(eceDesc, p.ECE, p.Model, p.Kind, p.Bucket)
 	}
-	m.ece.set(g.ms)
+	m.ece().set(g.ms)
 }
 
 var eceDesc = prometheus.NewDesc("system1_calibration_ece",

@@ -55,7 +55,6 @@ type Drift struct {
 // 1 where it alarms) with points: at most MaxDriftSignatures of them,
 // those that alarm first, then the largest PSI.
 func (m *Metrics) SetDrift(points []Drift) {
-	m.driftOnce.Do(func() { m.drift = m.register(driftPSIDesc, driftAlarmDesc) })
 	if len(points) > MaxDriftSignatures {
 		points = slices.Clone(points)
 		slices.SortStableFunc(points, func(a, b Drift) int {
@@ -79,7 +78,7 @@ func (m *Metrics) SetDrift(points []Drift) {
 		g.add(driftPSIDesc, p.PSI, p.Model, p.Signature)
 		g.add(driftAlarmDesc, one(p.Alarm), p.Model, p.Signature)
 	}
-	m.drift.set(g.ms)
+	m.drift().set(g.ms)
 }
 
 var (
