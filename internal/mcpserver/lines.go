@@ -96,10 +96,11 @@ type lineConn struct {
 	closed   chan struct{}
 	once     sync.Once
 
+	// mu guards the calls' records below.
+	mu sync.Mutex
 	// initIDs are the ids of initialize calls seen; initialized is set
 	// when one of them succeeds. The SDK answers requests before that
 	// with an error without a code, which Write gives one.
-	initMu      sync.Mutex
 	initIDs     map[jsonrpc.ID]bool
 	initialized bool
 
@@ -108,7 +109,6 @@ type lineConn struct {
 	// drain grace ran out and the transport answered the rest itself: a
 	// late answer is then dropped.
 	grace    time.Duration
-	pendMu   sync.Mutex
 	pending  map[jsonrpc.ID]bool
 	gaveUp   bool
 	answered chan struct{}
@@ -164,14 +164,12 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		return nil, ctx.Err()
 	case msg := <-c.incoming:
 		if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+			c.mu.Lock()
 			if req.Method == "initialize" {
-				c.initMu.Lock()
 				c.initIDs[req.ID] = true
-				c.initMu.Unlock()
 			}
-			c.pendMu.Lock()
 			c.pending[req.ID] = true
-			c.pendMu.Unlock()
+			c.mu.Unlock()
 		}
 		return msg, nil
 	case <-c.done:
@@ -191,9 +189,9 @@ func (c *lineConn) drain(ctx context.Context) error {
 	timer := time.NewTimer(c.grace)
 	defer timer.Stop()
 	for {
-		c.pendMu.Lock()
+		c.mu.Lock()
 		n := len(c.pending)
-		c.pendMu.Unlock()
+		c.mu.Unlock()
 		if n == 0 {
 			return c.readErr
 		}
@@ -213,8 +211,8 @@ func (c *lineConn) drain(ctx context.Context) error {
 // giveUp answers every call still pending with an internal error, so that
 // each request read gets one reply, and drops the SDK's late answers.
 func (c *lineConn) giveUp() {
-	c.pendMu.Lock()
-	defer c.pendMu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.gaveUp = true
 	msg := fmt.Sprintf("stdin closed and this request was not answered within the drain grace (%v, system1 mcp --drain-grace)", c.grace)
 	for id := range c.pending {
@@ -230,11 +228,11 @@ func (c *lineConn) giveUp() {
 // be answered, comes after the reply's line is out (once reading has
 // ended the process may exit). It writes nothing when the drain grace
 // already ran out and the transport answered the call itself. The
-// pending lock is held across the write, as giveUp holds it across its
+// lock (mu) is held across the write, as giveUp holds it across its
 // own, so that a call is answered once.
 func (c *lineConn) writeReply(id jsonrpc.ID, data []byte) error {
-	c.pendMu.Lock()
-	defer c.pendMu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.gaveUp {
 		return nil
 	}
@@ -272,12 +270,12 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 }
 
 func (c *lineConn) coded(resp *jsonrpc.Response) *jsonrpc.Response {
-	c.initMu.Lock()
+	c.mu.Lock()
 	if c.initIDs[resp.ID] && resp.Error == nil {
 		c.initialized = true
 	}
 	initialized := c.initialized
-	c.initMu.Unlock()
+	c.mu.Unlock()
 	if resp.Error == nil {
 		return resp
 	}
