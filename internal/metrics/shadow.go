@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -58,18 +59,7 @@ func (m *Metrics) SetDrift(points []Drift) {
 	if len(points) > MaxDriftSignatures {
 		points = slices.Clone(points)
 		slices.SortStableFunc(points, func(a, b Drift) int {
-			switch {
-			case a.Alarm != b.Alarm:
-				if a.Alarm {
-					return -1
-				}
-				return 1
-			case a.PSI > b.PSI:
-				return -1
-			case a.PSI < b.PSI:
-				return 1
-			}
-			return 0
+			return cmp.Or(cmp.Compare(one(b.Alarm), one(a.Alarm)), cmp.Compare(b.PSI, a.PSI))
 		})
 		points = points[:MaxDriftSignatures]
 	}
