@@ -58,7 +58,7 @@ func NewCache(entries int, ttl time.Duration) *Cache {
 	if entries <= 0 {
 		return nil
 	}
-	return &Cache{lru: expirable.NewLRU[key, *Answer](entries, nil, max(ttl, 0))}
+	return &Cache{lru: expirable.NewLRU[key, *Answer](entries, nil, max(ttl, 0)), asking: map[key]chan struct{}{}}
 }
 
 // Hits counts the requests answered from the cache.
@@ -94,9 +94,6 @@ func (c *Cache) ask(k key) (done func(), wait <-chan struct{}) {
 	defer c.mu.Unlock()
 	if ch, ok := c.asking[k]; ok {
 		return nil, ch
-	}
-	if c.asking == nil {
-		c.asking = map[key]chan struct{}{}
 	}
 	ch := make(chan struct{})
 	c.asking[k] = ch
