@@ -195,7 +195,10 @@ func (l *Log) Record(r Record) {
 		r.spent = sp.add(r.Key, r.Time, *r.Cost)
 	}
 	l.qmu.Lock()
-	if len(l.queued) >= l.opt.Queue || len(l.queued)+l.held >= l.opt.Queue+l.opt.Batch {
+	// Closed again under the lock Close sets it under: a record that
+	// passed the check above while Close began would otherwise be queued
+	// after the writer's last drain, neither written nor counted.
+	if l.closed.Load() || len(l.queued) >= l.opt.Queue || len(l.queued)+l.held >= l.opt.Queue+l.opt.Batch {
 		l.qmu.Unlock()
 		l.dropped.Add(1)
 		return
@@ -271,7 +274,9 @@ func (l *Log) Flush(ctx context.Context) error {
 func (l *Log) Close(ctx context.Context) error {
 	var err error
 	l.once.Do(func() {
+		l.qmu.Lock()
 		l.closed.Store(true)
+		l.qmu.Unlock()
 		close(l.stop)
 		select {
 		case <-l.done:

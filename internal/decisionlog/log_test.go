@@ -719,3 +719,35 @@ func TestBatchEncodesEachRecord(t *testing.T) {
 		})
 	}
 }
+
+// TestRecordRacingCloseIsAccounted: a record given while the log closes
+// (its Record past the closed check when Close begins) is written or
+// counted dropped, never left in the queue, acknowledged and uncounted.
+func TestRecordRacingCloseIsAccounted(t *testing.T) {
+	l, err := Open(context.Background(), Options{Path: sqlitePath(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inside, release := make(chan struct{}), make(chan struct{})
+	// The spend's callback runs inside Record, after its closed check:
+	// it holds the Record there while Close runs.
+	if _, err := l.Spend(ctxT(t), map[string]Period{"k": PerDay}, func(string, float64) {
+		close(inside)
+		<-release
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r := sample("req_racing", "q", t0)
+	r.Key, r.Cost = "k", new(decision.USD(1))
+	done := make(chan struct{})
+	go func() { defer close(done); l.Record(r) }()
+	<-inside
+	if err := l.Close(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	<-done
+	if s := l.Stats(); s.Written+s.Dropped+s.Failed != 1 || s.Queued != 0 {
+		t.Fatalf("stats %+v do not account for the record given while the log closed", s)
+	}
+}
