@@ -82,7 +82,10 @@ func serveConfig(ctx context.Context, path, listen string, log *slog.Logger) (*c
 	if err != nil {
 		return nil, err
 	}
-	cfg.Listen = cmp.Or(listen, cfg.Listen, "127.0.0.1:3000")
+	cfg.Listen = cmp.Or(listen, cfg.Listen, config.DefaultListen)
+	if cfg.Admin.Listen == cfg.Listen { // --listen's, which Check did not see
+		return nil, fmt.Errorf("configuration %s: admin.listen: %s is the public listener's address (--listen); the admin listener needs its own", cfg.Path, cfg.Listen)
+	}
 	return cfg, nil
 }
 
@@ -308,7 +311,7 @@ func startTLS(cfg *config.Config, tsrv *http.Server, errc chan<- error, log *slo
 		return nil, fmt.Errorf("tls: %w", err)
 	}
 	tsrv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	tln, err := net.Listen("tcp", cmp.Or(cfg.TLS.Listen, "127.0.0.1:3443"))
+	tln, err := net.Listen("tcp", cmp.Or(cfg.TLS.Listen, config.DefaultTLSListen))
 	if err != nil {
 		return nil, err
 	}

@@ -42,3 +42,37 @@ func TestServeRefusesBlankKeys(t *testing.T) {
 		})
 	}
 }
+
+// system1 serve does not start with admin.listen on a public listener's
+// address, the default one or --listen's included: it exits with an
+// error naming admin.listen before it listens, rather than once the
+// public listener holds the address.
+func TestServeRefusesAdminOnAPublicAddress(t *testing.T) {
+	const node = "nodes:\n  - {name: a, url: 'http://127.0.0.1:9', dialect: llamacpp}\n"
+	for _, tc := range []struct {
+		name, yaml string
+		args       []string
+	}{
+		{"the default listen", node + "admin: {listen: '127.0.0.1:3000'}\n", nil},
+		{"the --listen flag's", node + "admin: {listen: '127.0.0.1:36061'}\n", []string{"--listen", "127.0.0.1:36061"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := filepath.Join(dir, "config.yaml")
+			if err := os.WriteFile(cfg, []byte(tc.yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel() // were it to start, it stops at once
+			var stderr bytes.Buffer
+			args := append([]string{"serve", "--config", cfg, "--state-dir", dir}, tc.args...)
+			err := run(ctx, args, func(string) string { return "" }, strings.NewReader(""), &bytes.Buffer{}, &stderr)
+			if err == nil || !strings.Contains(err.Error(), "admin.listen") {
+				t.Errorf("serve: %v, want an error naming admin.listen\n%s", err, stderr.String())
+			}
+			if strings.Contains(stderr.String(), "listening") {
+				t.Errorf("serve listened:\n%s", stderr.String())
+			}
+		})
+	}
+}

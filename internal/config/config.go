@@ -194,6 +194,12 @@ func (c *Config) BuildsPath() string {
 	return ""
 }
 
+// The addresses serve listens on when listen and tls.listen are left out.
+const (
+	DefaultListen    = "127.0.0.1:3000"
+	DefaultTLSListen = "127.0.0.1:3443"
+)
+
 // Admin configures the admin listener.
 type Admin struct {
 	// Listen is its address, such as 127.0.0.1:6060; empty: none. It
@@ -525,7 +531,14 @@ func (c *Config) Check() []error {
 				k.at(i), k.Budget.Per, keep, k.Budget.Per, need, int(need.Hours()/24)))
 		}
 	}
-	if a := c.Admin.Listen; a != "" && (a == c.Listen || a == c.TLS.Listen) {
+	// The public listeners' addresses as serve binds them: a listen left
+	// out is its default, so an admin.listen equal to that default would
+	// fail only once serve had bound it.
+	tlsListen := c.TLS.Listen
+	if c.TLS.Cert != "" {
+		tlsListen = cmp.Or(tlsListen, DefaultTLSListen)
+	}
+	if a := c.Admin.Listen; a != "" && (a == cmp.Or(c.Listen, DefaultListen) || a == tlsListen) {
 		bad("admin.listen: %s is a public listener's address; the admin listener needs its own", a)
 	}
 	if c.MaxQuestions < 0 {
