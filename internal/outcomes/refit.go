@@ -118,9 +118,18 @@ func refit(due []bucketCases, current *calibration.Fits, o RefitOptions) (*calib
 			// build neither refit nor replace them.
 			return f.Provider == "" && f.Model == b.key.model && f.Fingerprint == b.key.fingerprint && f.Kind == b.key.kind && f.Bucket == b.key.bucket
 		})
+		// The fit in use is the build's own, else one for every build (no
+		// fingerprint, such as system1 calibrate writes) that its answers
+		// are served under: measured against, and kept unless beaten.
+		inUse, used := calibration.Fit{}, idx >= 0
+		if used {
+			inUse = next.Fits[idx]
+		} else if b.key.fingerprint != "" {
+			inUse, used, _ = next.LookupServed("", b.key.model, b.key.fingerprint, b.key.kind, b.options)
+		}
 		cur := calibration.Identity()
-		if idx >= 0 {
-			cur = next.Fits[idx].Calibrator()
+		if used {
+			cur = inUse.Calibrator()
 		}
 		d.Current = cur.String()
 		d.Calibrator = d.Current
@@ -144,8 +153,8 @@ func refit(due []bucketCases, current *calibration.Fits, o RefitOptions) (*calib
 		case ok:
 			ft = adopted
 			d.Adopted = true
-		case idx >= 0:
-			ft = next.Fits[idx]
+		case used:
+			ft = inUse
 		case len(sets) > 0:
 			ft = setsOnly(s, o.TargetError)
 		default:
@@ -154,7 +163,7 @@ func refit(due []bucketCases, current *calibration.Fits, o RefitOptions) (*calib
 		ft.Sets = sets
 		fitting.SetEscalations(&ft, s.HeldOut(), o.EscalationTargets)
 		ft.Model, ft.Provider, ft.Kind, ft.Bucket, ft.Fingerprint = b.key.model, "", b.key.kind, b.key.bucket, b.key.fingerprint
-		if idx >= 0 && sameFit(next.Fits[idx], ft) {
+		if used && sameFit(inUse, ft) {
 			continue
 		}
 		ft.Date = o.Now.UTC().Format("2006-01-02")

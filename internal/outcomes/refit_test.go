@@ -275,3 +275,54 @@ func TestRefitCertifiesAKeptFitUnderItsMap(t *testing.T) {
 		t.Errorf("escalations %s; certified under the served map %+v", got, mapped.Escalations)
 	}
 }
+
+// A fit written by system1 calibrate without a fingerprint applies to
+// every build (calibration.Fits.LookupServed). A refit of one build's
+// answers is measured against it, the calibrator in use, and keeps it
+// for that build unless a candidate beats it: the refit as of 0e4086b
+// measured against no calibration, and with nothing adopted wrote the
+// build a fit of no calibration for its sets, which took the hand-made
+// calibrator off that build's answers.
+func TestRefitKeepsAFitForEveryBuild(t *testing.T) {
+	ctx := context.Background()
+	l := openLog(t)
+	cs := calibratedNouls(60, 3)
+	at := time.Now().Add(-time.Hour)
+	for i, c := range cs {
+		l.Record(decisionlog.Record{RequestID: fmt.Sprintf("req-%d", i), QuestionID: "q", Time: at, Face: decisionlog.FaceSystemOne, Model: "m", Node: "n",
+			Fingerprint: "fpX", Kind: c.kind, Options: options(c.kind, 2), EngineDist: c.dist})
+	}
+	if err := l.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range cs {
+		if _, err := l.Outcome(ctx, fmt.Sprintf("req-%d", i), "q", options(c.kind, 2)[c.expected]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hand := calibration.Fit{Model: "m", Kind: decision.Noul, Bucket: calibration.Bucket(2), N: 500}
+	hand.SetCalibrator(calibration.Calibrator{Method: calibration.MethodTemperature, Temperature: 1.1})
+	f := emptyFits(t)
+	if err := f.Write(&calibration.Fits{Version: calibration.FitsVersion, Fits: []calibration.Fit{hand}}); err != nil {
+		t.Fatal(err)
+	}
+	ds, _, err := f.Refit(ctx, NewTracker(l), RefitOptions{Seed: 1})
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("refit: %+v %v", ds, err)
+	}
+	d := ds[0]
+	if d.Adopted {
+		t.Fatalf("adopted %s, so this test tells nothing: %s", d.Calibrator, d.Reason)
+	}
+	want := hand.Calibrator().String()
+	if d.Current != want {
+		t.Errorf("refit measured against %s; the calibrator in use is %s", d.Current, want)
+	}
+	got, ok, _ := f.Current().LookupServed("", "m", "fpX", decision.Noul, 2)
+	if !ok || got.Calibrator().String() != want {
+		t.Errorf("after a refit that adopted nothing, build fpX is served %s (found %v); want the hand-made %s kept", got.Calibrator(), ok, want)
+	}
+	if other, ok, _ := f.Current().LookupServed("", "m", "fpY", decision.Noul, 2); !ok || other.Calibrator().String() != want {
+		t.Errorf("another build is served %s (found %v); want the hand-made %s", other.Calibrator(), ok, want)
+	}
+}

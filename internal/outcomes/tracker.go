@@ -455,9 +455,10 @@ func (t *Tracker) sorted() []*tbucket {
 // bucketCases are one bucket's cases for a refit, with what the bucket's
 // refit state said when they were taken.
 type bucketCases struct {
-	key   bucketKey
-	preds []calibration.Prediction
-	state fitting.RefitState
+	key     bucketKey
+	options int // an option count of the bucket, to look its fit up by
+	preds   []calibration.Prediction
+	state   fitting.RefitState
 }
 
 // due takes the cases of every bucket that has at least minOutcomes
@@ -471,7 +472,7 @@ func (t *Tracker) due(minOutcomes int, since time.Time) []bucketCases {
 		if !b.refit.Due(minOutcomes) {
 			continue
 		}
-		bc := bucketCases{key: b.key, state: b.refit}
+		bc := bucketCases{key: b.key, options: b.options, state: b.refit}
 		for _, s := range b.slots {
 			if s.maxAt < from {
 				continue
