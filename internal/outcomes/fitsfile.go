@@ -119,8 +119,34 @@ func (f *FitsFile) Write(fits *calibration.Fits) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	return f.writeLocked(data)
+}
+
+// writeLocked is Write's write of the encoded fits; f.mu is held.
+func (f *FitsFile) writeLocked(data []byte) error {
 	if err := atomicfile.Write(f.path, ".fits-*.json", data); err != nil {
 		return fmt.Errorf("writing fits: %w", err)
 	}
 	return f.loadLocked()
+}
+
+// replace is Write for fits made from base: it writes nothing, and loads
+// the file, when the file is no longer base (written by another process,
+// such as system1 calibrate, since base was loaded), so that what was
+// written there is not lost under fits made without it.
+func (f *FitsFile) replace(base, fits *calibration.Fits) error {
+	data, err := fits.Encode()
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st, err := os.Stat(f.path)
+	if f.current.Load() != base || (err == nil && (fileStamp{st.ModTime(), st.Size()}) != f.stat) {
+		if err == nil {
+			_ = f.loadLocked()
+		}
+		return fmt.Errorf("writing fits: %s changed while the refit ran; the next refit starts from it", f.path)
+	}
+	return f.writeLocked(data)
 }

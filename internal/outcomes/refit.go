@@ -82,11 +82,16 @@ func (f *FitsFile) Refit(ctx context.Context, t *Tracker, o RefitOptions) ([]Ref
 	if len(due) == 0 {
 		return nil, "", nil
 	}
-	next, ds := refit(due, f.Current(), o)
+	// The file as it is now, not as last looked at: system1 calibrate may
+	// have written it since.
+	_, _ = f.Reload()
+	base := f.Current()
+	next, ds := refit(due, base, o)
 	// The buckets count as refitted once what they decided is kept: a
-	// write that failed is tried again at the next refit.
+	// write that failed, or was refused because the file changed while
+	// the refit ran, is tried again at the next refit.
 	if next != nil {
-		if err := f.Write(next); err != nil {
+		if err := f.replace(base, next); err != nil {
 			return ds, "", err
 		}
 	}

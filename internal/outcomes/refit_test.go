@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"system1/internal/atomicfile"
 	"system1/internal/calibration"
 	"system1/internal/calibration/fitting"
 	"system1/internal/decision"
@@ -324,5 +325,70 @@ func TestRefitKeepsAFitForEveryBuild(t *testing.T) {
 	}
 	if other, ok, _ := f.Current().LookupServed("", "m", "fpY", decision.Noul, 2); !ok || other.Calibrator().String() != want {
 		t.Errorf("another build is served %s (found %v); want the hand-made %s", other.Calibrator(), ok, want)
+	}
+}
+
+// A fits file system1 calibrate writes while serve runs is what the next
+// refit starts from: the refit as of 0e4086b started from the fits last
+// loaded (looked at again at most once a second), and wrote its own over
+// the file, the hand-made fits gone.
+func TestRefitKeepsAFitsFileWrittenMeanwhile(t *testing.T) {
+	ctx := context.Background()
+	l := openLog(t)
+	record(t, l, "m", calibratedNouls(60, 3), inOrder(60))
+	f := emptyFits(t)
+	tr := NewTracker(l)
+	if err := tr.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_ = f.Current() // as the answer path does, moments before
+	hand := calibration.Fit{Model: "other", Kind: decision.Noul, Bucket: calibration.Bucket(2), N: 500}
+	hand.SetCalibrator(calibration.Calibrator{Method: calibration.MethodTemperature, Temperature: 1.7})
+	data, err := (&calibration.Fits{Version: calibration.FitsVersion, Fits: []calibration.Fit{hand}}).Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := atomicfile.Write(f.path, ".fits-*.json", data); err != nil { // as system1 calibrate --out does
+		t.Fatal(err)
+	}
+	if _, rev, err := f.Refit(ctx, tr, RefitOptions{Seed: 1}); err != nil || rev == "" {
+		t.Fatalf("refit: revision %q, %v", rev, err)
+	}
+	onDisk, err := LoadFits(f.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := onDisk.Lookup("", "other", decision.Noul, 2); !ok {
+		t.Errorf("the refit wrote over the fits written meanwhile: %d fits, none for model other", len(onDisk.Fits))
+	}
+}
+
+// A refit's fits are not written over a file changed while it ran: the
+// file stays, is loaded, and the next refit starts from it.
+func TestRefitWritesNothingOverAFileChangedMeanwhile(t *testing.T) {
+	f := emptyFits(t)
+	base := f.Current()
+	hand := calibration.Fit{Model: "other", Kind: decision.Noul, Bucket: calibration.Bucket(2), N: 500}
+	hand.SetCalibrator(calibration.Calibrator{Method: calibration.MethodTemperature, Temperature: 1.7})
+	data, err := (&calibration.Fits{Version: calibration.FitsVersion, Fits: []calibration.Fit{hand}}).Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := atomicfile.Write(f.path, ".fits-*.json", data); err != nil {
+		t.Fatal(err)
+	}
+	mine := &calibration.Fits{Version: calibration.FitsVersion, Fits: []calibration.Fit{{Model: "m", Kind: decision.Noul, Bucket: calibration.Bucket(2), Temperature: 1}}}
+	if err := f.replace(base, mine); err == nil {
+		t.Fatal("replace wrote over a file changed since its base was loaded")
+	}
+	onDisk, err := LoadFits(f.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := onDisk.Lookup("", "other", decision.Noul, 2); !ok || len(onDisk.Fits) != 1 {
+		t.Errorf("the file holds %+v; want the one written meanwhile", onDisk.Fits)
+	}
+	if _, ok := f.Current().Lookup("", "other", decision.Noul, 2); !ok {
+		t.Error("the file written meanwhile was not loaded")
 	}
 }
