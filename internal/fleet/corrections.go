@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 
 	"system1/internal/decision"
@@ -99,19 +100,20 @@ const (
 )
 
 // priors is a router's prior correction: its setting, the batch
-// estimates and the content-free readings, all in this replica's memory.
+// estimates and the content-free readings (by contentFreeKey), all in
+// this replica's memory.
 type priors struct {
 	cfg   Prior
 	batch *batchPrior
-	mu    sync.Mutex
-	free  *simplelru.LRU[string, decision.Distribution]
+	free  *lru.Cache[string, decision.Distribution]
 }
 
 func newPriors(p Prior) *priors {
 	p.MinRequests = cmp.Or(max(p.MinRequests, 0), DefaultPriorMinRequests)
 	p.Window = cmp.Or(max(p.Window, 0), DefaultPriorWindow)
 	p.Signatures = cmp.Or(max(p.Signatures, 0), DefaultPriorSignatures)
-	return &priors{cfg: p, batch: newBatchPrior(p.Window, p.Signatures), free: newLRU[decision.Distribution](p.Signatures)}
+	free, _ := lru.New[string, decision.Distribution](p.Signatures) // it fails only on a size below 1
+	return &priors{cfg: p, batch: newBatchPrior(p.Window, p.Signatures), free: free}
 }
 
 // mode is the prior correction req asks for: its own, else the router's.
@@ -146,19 +148,6 @@ func contentFreeKey(model string, q decision.Question, orders int) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// contentFree returns the cached content-free reading for key.
-func (p *priors) contentFree(key string) (decision.Distribution, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.free.Get(key)
-}
-
-func (p *priors) keepContentFree(key string, d decision.Distribution) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.free.Add(key, d)
-}
-
 // needsContentFree reports whether q of req, asked over orders, needs a
 // content-free reading of model on n that is not cached: one asking of q
 // more.
@@ -166,7 +155,7 @@ func (p *priors) needsContentFree(n *Node, model string, req decision.Request, q
 	if p.mode(req) != decision.PriorContentFree {
 		return false
 	}
-	_, ok := p.contentFree(contentFreeKey(n.priorModel(model), q, orders))
+	_, ok := p.free.Get(contentFreeKey(n.priorModel(model), q, orders))
 	return !ok
 }
 
@@ -266,7 +255,7 @@ func askContentFree(c *caller, e engine.Engine, req decision.Request, j, orders 
 	q := req.Questions[j]
 	key := contentFreeKey(c.n.priorModel(req.Model), q, orders)
 	p := c.r.prior
-	if d, ok := p.contentFree(key); ok {
+	if d, ok := p.free.Get(key); ok {
 		return d, engine.Outcome{}, nil
 	}
 	o, err := engine.AskOrders(engine.WithSpread(c.ctx, j), e, req.Model, emptyState, q, orders)
@@ -275,6 +264,6 @@ func askContentFree(c *caller, e engine.Engine, req decision.Request, j, orders 
 		g.Err = fmt.Errorf("the content-free reading (prior content_free): %w", f.Err)
 		return nil, engine.Outcome{}, &g
 	}
-	p.keepContentFree(key, o.Dist)
+	p.free.Add(key, o.Dist)
 	return o.Dist, o, nil
 }
