@@ -59,15 +59,6 @@ func (id Identity) Known() bool { return len(id.Fields) > 0 }
 // hashed and shown in.
 func (id Identity) Names() []string { return slices.Sorted(maps.Keys(id.Fields)) }
 
-// String lists the fields in order, name=value, for logs.
-func (id Identity) String() string {
-	parts := make([]string, 0, len(id.Fields))
-	for _, k := range id.Names() {
-		parts = append(parts, k+"="+id.Fields[k])
-	}
-	return id.Source + ": " + strings.Join(parts, " ")
-}
-
 // Print is one observation of a (node, model): its identity and a canary
 // reading, either of which may be missing (unknown, or not read).
 type Print struct {
