@@ -236,7 +236,7 @@ func CompareNoise(ref, next Print, tol float64, noise Noise) Change {
 	if ref.Canary.Model != "" && next.Canary.Model != "" && ref.Canary.Model != next.Canary.Model {
 		c.Fields = append(c.Fields, AnsweredModel)
 	}
-	c.test(ref.Canary, next.Canary, noise, FalseAlarm)
+	c.test(ref.Canary, next.Canary, noise)
 	c.Changed = len(c.Fields) > 0 || c.CanaryMoved()
 	return c
 }

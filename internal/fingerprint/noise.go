@@ -142,7 +142,7 @@ func isStructural(a, b Reading) bool {
 // their RMS in units of the noise's Sigma against the limit for as many
 // values. The change is confirmed when the pooled move is beyond that
 // limit or every read of the run answered other questions than ref.
-func (c *Change) confirm(ref Reading, run []Reading, noise Noise, alpha float64) {
+func (c *Change) confirm(ref Reading, run []Reading, noise Noise) {
 	var diffs []float64
 	structural := true
 	for _, r := range run {
@@ -150,15 +150,15 @@ func (c *Change) confirm(ref Reading, run []Reading, noise Noise, alpha float64)
 		structural = structural && isStructural(ref, r)
 	}
 	c.Structural = structural
-	c.hold(diffs, noise, alpha)
+	c.hold(diffs, noise)
 	c.Changed = c.noiseMoved()
 }
 
 // hold fills c's test figures from diffs, the log-probability differences
 // compared: their RMS, that in units of the noise's Sigma, and the limit
-// for as many values at false-alarm rate alpha.
-func (c *Change) hold(diffs []float64, noise Noise, alpha float64) {
-	c.Sigma, c.ZLimit = noise.Sigma(), ZLimit(len(diffs), alpha)
+// for as many values at FalseAlarm.
+func (c *Change) hold(diffs []float64, noise Noise) {
+	c.Sigma, c.ZLimit = noise.Sigma(), ZLimit(len(diffs), FalseAlarm)
 	c.RMS, c.Z = 0, 0
 	if len(diffs) > 0 {
 		c.RMS = rms(diffs)
@@ -170,10 +170,10 @@ func (c *Change) hold(diffs []float64, noise Noise, alpha float64) {
 // the change's test fields; it does nothing when either was not read,
 // either is rounded, or the noise is not measured yet (the tolerance
 // holds them).
-func (c *Change) test(ref, next Reading, noise Noise, alpha float64) {
+func (c *Change) test(ref, next Reading, noise Noise) {
 	if !ref.Read() || !next.Read() || ref.Step > 0 || next.Step > 0 || !noise.Measured() {
 		return
 	}
 	c.Tested, c.Structural = true, isStructural(ref, next)
-	c.hold(logDiffs(ref, next), noise, alpha)
+	c.hold(logDiffs(ref, next), noise)
 }

@@ -86,7 +86,7 @@ func (t *Tracker) Observe(k Key, p Print, tol float64) Change {
 			c.Changed = false
 			return c
 		}
-		c.confirm(e.ref.Canary, e.suspect, t.tested(e.noise), FalseAlarm)
+		c.confirm(e.ref.Canary, e.suspect, t.tested(e.noise))
 		e.suspect = e.suspect[:len(e.suspect)-1] // p is measured below, if it is noise
 	}
 	switch {
