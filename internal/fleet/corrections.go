@@ -211,7 +211,8 @@ type batchEstimate struct {
 }
 
 func newBatchPrior(window, signatures int) *batchPrior {
-	return &batchPrior{window: max(window, 1), sigs: newLRU[*batchEstimate](signatures)}
+	sigs, _ := simplelru.NewLRU[string, *batchEstimate](max(signatures, 1), nil) // it fails only on a size below 1
+	return &batchPrior{window: max(window, 1), sigs: sigs}
 }
 
 // observe returns sig's estimate before d and how many answers it is of,
@@ -239,13 +240,6 @@ func (b *batchPrior) observe(sig string, d decision.Distribution) (decision.Dist
 		e.mean[i] += w * (p - e.mean[i])
 	}
 	return before, seen
-}
-
-// newLRU is a map of at most capacity entries (1 at least) that evicts
-// the least recently used; it is not safe for concurrent use.
-func newLRU[V any](capacity int) *simplelru.LRU[string, V] {
-	l, _ := simplelru.NewLRU[string, V](max(capacity, 1), nil) // it fails only on a size below 1
-	return l
 }
 
 // askContentFree reads q over the empty state the way the answer was
