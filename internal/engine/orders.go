@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"system1/internal/decision"
 )
@@ -93,13 +94,6 @@ func AskOrders(ctx context.Context, e Engine, model string, state json.RawMessag
 // when orders are wanted: what an engine-call budget multiplies by.
 func OrderCalls(n, orders int) int { return max(1, min(orders, n)) }
 
-// rotate returns s shifted left by k: element i of the result is s[i+k],
-// cyclically.
-func rotate[T any](s []T, k int) []T {
-	n := len(s)
-	out := make([]T, n)
-	for i := range out {
-		out[i] = s[(i+k)%n]
-	}
-	return out
-}
+// rotate returns s shifted left by k, 0 <= k <= len(s): element i of
+// the result is s[(i+k) % len(s)].
+func rotate[T any](s []T, k int) []T { return slices.Concat(s[k:], s[:k]) }
