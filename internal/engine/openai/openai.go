@@ -201,28 +201,20 @@ func Read(tok *TokenLogprob, labels []Label) (lp []float64, found []bool, err er
 // the smallest when n or fewer are reported: a label not among the top n
 // has a log-probability below it. -Inf when there are none.
 func Floor(tok *TokenLogprob, n int) float64 {
-	if len(tok.TopLogprobs) > n && n > 0 {
-		top := make([]float64, 0, len(tok.TopLogprobs))
-		for _, t := range tok.TopLogprobs {
-			if t.Logprob != nil {
-				top = append(top, *t.Logprob)
-			}
-		}
-		if len(top) > n {
-			slices.Sort(top)
-			return top[len(top)-n]
-		}
-	}
-	floor := math.Inf(1)
+	top := make([]float64, 0, len(tok.TopLogprobs))
 	for _, t := range tok.TopLogprobs {
 		if t.Logprob != nil {
-			floor = math.Min(floor, *t.Logprob)
+			top = append(top, *t.Logprob)
 		}
 	}
-	if math.IsInf(floor, 1) {
+	switch {
+	case len(top) == 0:
 		return math.Inf(-1)
+	case n <= 0 || len(top) <= n:
+		return slices.Min(top)
 	}
-	return floor
+	slices.Sort(top)
+	return top[len(top)-n]
 }
 
 func logAdd(a, b float64) float64 {
