@@ -17,6 +17,7 @@
 package fingerprint
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -97,9 +98,7 @@ func (p Print) BuildID(tol float64) string {
 	if !p.Identity.Known() && p.Canary.Model == "" && !p.Canary.Read() {
 		return ""
 	}
-	if tol <= 0 {
-		tol = DefaultTolerance
-	}
+	tol = cmp.Or(max(tol, 0), DefaultTolerance)
 	grid := tol + p.Canary.Step
 	h := sha256.New()
 	fmt.Fprintf(h, "%s|", p.ID())
@@ -217,9 +216,7 @@ func Compare(ref, next Print, tol float64) Change { return CompareNoise(ref, nex
 // beyond the tolerance stays a change whatever the noise: a node whose
 // noise reaches it (a GPU's batches) needs a tolerance of its own.
 func CompareNoise(ref, next Print, tol float64, noise Noise) Change {
-	if tol <= 0 {
-		tol = DefaultTolerance
-	}
+	tol = cmp.Or(max(tol, 0), DefaultTolerance)
 	c := Change{Was: ref.Identity, Now: next.Identity, Delta: Delta(ref.Canary, next.Canary)}
 	c.Tolerance = tol + math.Max(ref.Canary.Step, next.Canary.Step)
 	if ref.Identity.Known() && next.Identity.Known() {
