@@ -187,10 +187,7 @@ func (fp *fingerprints) record(u UncertainRecorder, w uncertainWindow) {
 // tolerance is what n's canary is held to, its builds' ids are taken
 // with and its changes say: the node's own, else the router's.
 func (fp *fingerprints) tolerance(n *Node) float64 {
-	if n.FingerprintTolerance > 0 {
-		return n.FingerprintTolerance
-	}
-	return fp.Tolerance
+	return cmp.Or(max(n.FingerprintTolerance, 0), fp.Tolerance)
 }
 
 // build is what a node knows of the build it serves under one model

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -145,9 +146,7 @@ func (r *Router) Limits(model string) (decision.Limits, error) {
 		return decision.Limits{}, fmt.Errorf("model %q: %w", model, ErrUnknownModel)
 	}
 	lim := decision.DefaultLimits()
-	if r.maxQuestions > 0 {
-		lim.MaxQuestions = r.maxQuestions
-	}
+	lim.MaxQuestions = cmp.Or(r.maxQuestions, lim.MaxQuestions)
 	lim.MaxChoiceOptions = 0
 	for _, n := range nodes {
 		lim.MaxChoiceOptions = max(lim.MaxChoiceOptions, n.MaxOptions)
