@@ -6,6 +6,7 @@ package httpcall
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -43,12 +44,8 @@ var ErrTooLarge = errors.New("reply too large")
 // *StatusError; a reply over the limit wraps ErrTooLarge; a failure to
 // send or read is returned as it came, wrapped once.
 func Do(hc *http.Client, hr *http.Request, key string, maxBody int64) ([]byte, error) {
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	if maxBody <= 0 {
-		maxBody = DefaultMaxBody
-	}
+	hc = cmp.Or(hc, http.DefaultClient)
+	maxBody = cmp.Or(max(maxBody, 0), DefaultMaxBody)
 	if key != "" {
 		hr.Header.Set("Authorization", "Bearer "+key)
 	}
