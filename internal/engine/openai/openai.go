@@ -281,10 +281,7 @@ func decode(data []byte, err error, reply any) error {
 // send sends hr and returns the body of a successful reply, classifying
 // what went wrong as an engine failure.
 func send(hc *http.Client, hr *http.Request, key string, maxBody int64) ([]byte, error) {
-	if maxBody <= 0 {
-		maxBody = DefaultMaxBody
-	}
-	data, err := httpcall.Do(hc, hr, key, maxBody)
+	data, err := httpcall.Do(hc, hr, key, cmp.Or(max(maxBody, 0), DefaultMaxBody))
 	var se *httpcall.StatusError
 	switch {
 	case errors.As(err, &se):
