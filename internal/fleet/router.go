@@ -101,12 +101,7 @@ func New(nodes []*Node, o Options) *Router {
 // names the nodes names the model they serve. Names that match no node
 // are left out.
 func (r *Router) Only(names []string) *Router {
-	var nodes []*Node
-	for _, n := range r.nodes {
-		if slices.Contains(names, n.Name) {
-			nodes = append(nodes, n)
-		}
-	}
+	nodes := slices.DeleteFunc(slices.Clone(r.nodes), func(n *Node) bool { return !slices.Contains(names, n.Name) })
 	return &Router{nodes: nodes, policy: r.policy, obs: r.obs, now: r.now,
 		debias: r.debias, prior: r.prior, prints: r.prints, maxQuestions: r.maxQuestions}
 }
@@ -126,13 +121,7 @@ func (r *Router) Resolve(model string) string {
 // order, healthy or not.
 func (r *Router) Serving(model string) []*Node {
 	model = r.Resolve(model)
-	var out []*Node
-	for _, n := range r.nodes {
-		if n.Serves(model) {
-			out = append(out, n)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(r.nodes), func(n *Node) bool { return !n.Serves(model) })
 }
 
 // ErrUnknownModel means that no node serves the requested model.
