@@ -83,12 +83,7 @@ func (r *Router) Decide(ctx context.Context, req decision.Request) (*Result, err
 		if ctx.Err() != nil {
 			break
 		}
-		var take []int
-		for _, i := range pending {
-			if n.takes(req.Questions[i]) {
-				take = append(take, i)
-			}
-		}
+		take := slices.DeleteFunc(slices.Clone(pending), func(i int) bool { return !n.takes(req.Questions[i]) })
 		if len(take) == 0 || r.requestCost(n, model, req, take) > n.budget() {
 			continue
 		}
