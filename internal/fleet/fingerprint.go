@@ -191,20 +191,13 @@ func (fp *fingerprints) tolerance(n *Node) float64 {
 }
 
 // build is what a node knows of the build it serves under one model
-// name; under the node's lock.
+// name; under the node's lock. Its Fingerprint is what the node's state
+// shows of it, but for the Model, which is the builds' key.
 type build struct {
-	id       string    // the tracker's id of the reference's build; "" until something of it is known
-	since    time.Time // when this build was first seen: its first probe, or the change to it
-	probed   time.Time // the last probe
-	canaryAt time.Time // the last canary read, successful or not
-	// confirmed is when the last canary read that found this build
-	// began: answers since may be another's until the next one.
-	confirmed time.Time
+	Fingerprint
+	canaryAt  time.Time // the last canary read, successful or not
 	answers   int       // served since canaryAt, for CheckEveryAnswers
 	suspected time.Time // the last check Suspect started
-	changes   int64
-	change    string // what the last change was, for /health
-	err       string // why the last probe's identity or canary read failed
 }
 
 // Fingerprint is what the fleet knows of the build one node serves under
@@ -232,7 +225,7 @@ func (n *Node) served(model string) (fingerprint string, since time.Time) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if b := n.buildLocked(model); b != nil {
-		return b.id, b.since
+		return b.ID, b.Since
 	}
 	return "", time.Time{}
 }
@@ -274,7 +267,9 @@ func (n *Node) buildLocked(model string) *build {
 func (n *Node) fingerprintsLocked() []Fingerprint {
 	var out []Fingerprint
 	for m, b := range n.builds {
-		out = append(out, Fingerprint{Model: m, ID: b.id, Since: b.since, Probed: b.probed, Confirmed: b.confirmed, Changes: b.changes, Change: b.change, Error: b.err})
+		f := b.Fingerprint
+		f.Model = m
+		out = append(out, f)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Model < out[j].Model })
 	return out
@@ -344,7 +339,7 @@ func (r *Router) probeOnUse(n *Node, model string) <-chan struct{} {
 	defer n.mu.Unlock()
 	st := n.buildLocked(model)
 	done := n.probing[model]
-	if done == nil && (st == nil || now.Sub(st.probed) >= fp.ProbeEvery) {
+	if done == nil && (st == nil || now.Sub(st.Probed) >= fp.ProbeEvery) {
 		done = r.startProbeLocked(n, b, model, false)
 	}
 	if st != nil {
@@ -511,22 +506,22 @@ func (r *Router) fingerprintModel(ctx context.Context, n *Node, b identifier, mo
 		n.builds = map[string]*build{}
 	}
 	if st = n.builds[model]; st == nil {
-		st = &build{since: now}
+		st = &build{Fingerprint: Fingerprint{Since: now}}
 		n.builds[model] = st
 	}
-	was, from := st.id, cmp.Or(st.confirmed, st.since)
-	st.id, st.probed, st.err = fp.tracker.ID(k), now, strings.Join(errs, "; ")
+	was, from := st.ID, cmp.Or(st.Confirmed, st.Since)
+	st.ID, st.Probed, st.Error = fp.tracker.ID(k), now, strings.Join(errs, "; ")
 	if due {
 		st.canaryAt, st.answers = now, 0
 	}
 	if c.Changed {
-		st.since, st.changes, st.change = now, st.changes+1, c.String()
-		st.confirmed = time.Time{}
+		st.Since, st.Changes, st.Change = now, st.Changes+1, c.String()
+		st.Confirmed = time.Time{}
 	}
 	if read {
-		st.confirmed = now
+		st.Confirmed = now
 	}
-	is := st.id
+	is := st.ID
 	n.mu.Unlock()
 	fp.save()
 	if c.Changed {
