@@ -447,10 +447,10 @@ func speaks(f *engine.Failure) bool {
 func (r *Router) coolModelLocked(n *Node, model string, now time.Time, why string) {
 	until := now.Add(r.policy.Cooldown)
 	if n.modelCool == nil {
-		n.modelCool = map[string]modelCooldown{}
+		n.modelCool = map[string]ModelCooldown{}
 	}
-	if c, ok := n.modelCool[model]; !ok || until.After(c.until) {
-		n.modelCool[model] = modelCooldown{until: until, reason: why}
+	if c, ok := n.modelCool[model]; !ok || until.After(c.Until) {
+		n.modelCool[model] = ModelCooldown{Model: model, Until: until, Reason: why}
 	}
 }
 
@@ -483,7 +483,7 @@ func (r *Router) noNode(ctx context.Context, serving []*Node, model string, q de
 // resting explains why node n takes no question for model at now.
 func (r *Router) resting(n *Node, model string, now time.Time) string {
 	if c, ok := n.modelResting(model, now); ok {
-		return fmt.Sprintf("%s: model %s cooling down until %s (%s)", n.Name, model, c.until.Format(time.RFC3339), c.reason)
+		return fmt.Sprintf("%s: model %s cooling down until %s (%s)", n.Name, model, c.Until.Format(time.RFC3339), c.Reason)
 	}
 	s := n.State(now)
 	if s.Healthy { // passed over: another node could take what this one could not

@@ -72,7 +72,7 @@ type Node struct {
 	probeCooled bool                     // the cooldown is a failed probe's, which a good probe ends
 	answered    bool                     // a probe has succeeded since the process started (Unready)
 	failures    []time.Time              // recent failures, within the window
-	modelCool   map[string]modelCooldown // models resting on a healthy node (see blame)
+	modelCool   map[string]ModelCooldown // models resting on a healthy node (see blame)
 	constraint  constraint               // whether the engine holds its constraint (constraint.go)
 	builds      map[string]*build        // the builds it serves, by model (fingerprint.go)
 	probing     map[string]chan struct{} // the on-use probes running, by model; closed when done
@@ -306,14 +306,8 @@ type PromptLists struct {
 	Prompts int64 `json:"prompts"`
 }
 
-// modelCooldown is a (node, model) pair resting: the node is fine, this
-// model on it is not.
-type modelCooldown struct {
-	until  time.Time
-	reason string
-}
-
-// ModelCooldown is one model resting on a healthy node.
+// ModelCooldown is one model resting on a healthy node: the node is
+// fine, this model on it is not.
 type ModelCooldown struct {
 	Model  string    `json:"model"`
 	Until  time.Time `json:"until"`
@@ -321,13 +315,13 @@ type ModelCooldown struct {
 }
 
 // modelResting reports whether model rests on n at now, and why.
-func (n *Node) modelResting(model string, now time.Time) (modelCooldown, bool) {
+func (n *Node) modelResting(model string, now time.Time) (ModelCooldown, bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	c, ok := n.modelCool[model]
-	if ok && !now.Before(c.until) {
+	if ok && !now.Before(c.Until) {
 		delete(n.modelCool, model)
-		return modelCooldown{}, false
+		return ModelCooldown{}, false
 	}
 	return c, ok
 }
@@ -336,9 +330,9 @@ func (n *Node) modelResting(model string, now time.Time) (modelCooldown, bool) {
 // caller holds n.mu.
 func (n *Node) modelCooldowns(now time.Time) []ModelCooldown {
 	var out []ModelCooldown
-	for m, c := range n.modelCool {
-		if now.Before(c.until) {
-			out = append(out, ModelCooldown{Model: m, Until: c.until, Reason: c.reason})
+	for _, c := range n.modelCool {
+		if now.Before(c.Until) {
+			out = append(out, c)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Model < out[j].Model })
