@@ -295,8 +295,7 @@ func (e *Engine) Hold(ctx context.Context, state json.RawMessage) (held context.
 			}
 			e.held[slot] = true
 			e.mu.Unlock()
-			var once sync.Once
-			return context.WithValue(ctx, heldKey{}, slot), func() { once.Do(func() { e.unhold(slot) }) }, nil
+			return context.WithValue(ctx, heldKey{}, slot), sync.OnceFunc(func() { e.unhold(slot) }), nil
 		}
 		wait := e.released
 		e.mu.Unlock()
