@@ -719,8 +719,23 @@ func (l *Log) resolve(es []Entry, requestID, questionID, outcome string) (Entry,
 	if !slices.Contains(e.Options, outcome) && !(outcome == NoneFit && e.Kind == decision.Choice) {
 		return Entry{}, &OutcomeError{Outcome: outcome, Options: e.Options}
 	}
+	if l.store.postgres && strings.IndexByte(outcome, 0) >= 0 {
+		// An option key may hold a NUL (its record keeps it escaped in
+		// JSON), but an outcome is a text column there, which cannot.
+		return Entry{}, nulOutcomeError(outcome)
+	}
 	return e, nil
 }
+
+// nulOutcomeError is an option key with a NUL given as an outcome to a
+// log on PostgreSQL: an outcome that does not fit, as ErrBadOutcome is.
+type nulOutcomeError string
+
+func (e nulOutcomeError) Error() string {
+	return fmt.Sprintf("outcome %q holds a NUL, which the decision log's PostgreSQL cannot store", string(e))
+}
+
+func (nulOutcomeError) Is(target error) bool { return target == ErrBadOutcome }
 
 // Window returns the records written from since (inclusive) to until
 // (exclusive), oldest first, each with its latest outcome; model, when

@@ -139,3 +139,59 @@ func TestFeedbackOnANULRequestIDIsUnknown(t *testing.T) {
 		})
 	}
 }
+
+// Feedback naming an option whose key holds a NUL is answered alike on
+// either store: SQLite records it; PostgreSQL, whose text cannot hold a
+// NUL, refuses it naming the outcome (a 422), where the insert's error
+// made it log_error (a 503 telling the caller to send the batch again,
+// which never succeeds).
+func TestFeedbackOnANULOptionNamesTheOutcome(t *testing.T) {
+	for _, b := range []struct {
+		name   string
+		opt    func(t *testing.T) decisionlog.Options
+		stores bool
+	}{
+		{"sqlite", func(t *testing.T) decisionlog.Options {
+			return decisionlog.Options{Path: filepath.Join(t.TempDir(), "decisions.db")}
+		}, true},
+		{"postgres", func(t *testing.T) decisionlog.Options {
+			return decisionlog.Options{URL: testengine.PostgresSchema(t, "fb_")}
+		}, false},
+	} {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			opt := b.opt(t)
+			opt.Linger = -1
+			l, err := decisionlog.Open(ctx, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = l.Close(context.Background()) })
+			l.Record(decisionlog.Record{RequestID: "req-nul", QuestionID: "q", Model: "m", Node: "n", Kind: decision.Choice,
+				Options: []string{"a\x00b", "c"}, EngineDist: []float64{0.6, 0.4}, Final: []float64{0.6, 0.4}})
+			if err := l.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for _, body := range []string{
+				`{"request_id": "req-nul", "outcome": "a\u0000b"}`,
+				`{"outcomes": [{"request_id": "req-nul", "outcome": "c"}, {"request_id": "req-nul", "outcome": "a\u0000b"}]}`,
+			} {
+				items, bad := ParseFeedback([]byte(body))
+				if bad != nil {
+					t.Fatalf("%+v", bad.Error)
+				}
+				res := NewFeedback(l).Record(ctx, items)
+				param := "outcome"
+				if len(items) > 1 {
+					param = "outcomes.1.outcome"
+				}
+				switch {
+				case b.stores && res.Error != nil:
+					t.Errorf("%s: %+v; want it recorded", body, res.Error)
+				case !b.stores && (res.Error == nil || res.Error.Code != FeedbackInvalid || res.Error.Param != param):
+					t.Errorf("%s: %+v; want invalid_request naming %s", body, res.Error, param)
+				}
+			}
+		})
+	}
+}
