@@ -113,6 +113,15 @@ func reportCascade(c answer.Cascade, es []decisionlog.Entry, fits *calibration.F
 			last[k] = map[int]decisionlog.Entry{}
 			order = append(order, k)
 		}
+		// The stages of one decision are written in order: a stage no
+		// later than one already read begins another decision under the
+		// id, which replaces the earlier one's stages.
+		for s := range last[k] {
+			if s >= e.Stage {
+				clear(last[k])
+				break
+			}
+		}
 		last[k][e.Stage] = e
 	}
 	lastStage := len(c.Stages) - 1

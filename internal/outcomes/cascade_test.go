@@ -181,3 +181,45 @@ func TestReportCascadeWrongAsCertified(t *testing.T) {
 		})
 	}
 }
+
+// A request id a caller reused names its last decision, as feedback
+// reads it: the report counts the question where that decision was
+// kept, not at the last stage an earlier decision under the id reached.
+func TestReportCascadeReusedRequestID(t *testing.T) {
+	c := answer.Cascade{Model: "casc", Stages: []string{"small", "large"}, TargetError: 0.05}
+	cost := decision.USD(1_000_000)
+	entry := func(stage int, final []float64) decisionlog.Entry {
+		e := decisionlog.Entry{Record: decisionlog.Record{RequestID: "r1", QuestionID: "q", Cascade: "casc", Stage: stage,
+			Model: c.Stages[stage], Options: []string{"a", "b"}, Final: final, Cost: &cost}}
+		e.Outcome = &decisionlog.Outcome{Value: "a"}
+		return e
+	}
+	for _, tt := range []struct {
+		name                  string
+		es                    []decisionlog.Entry
+		stagesAsked, answered [2]int
+	}{
+		{"escalated, then kept by small", []decisionlog.Entry{entry(0, []float64{0.6, 0.4}), entry(1, []float64{0.9, 0.1}), entry(0, []float64{0.95, 0.05})},
+			[2]int{1, 0}, [2]int{1, 0}},
+		{"kept by small, then escalated", []decisionlog.Entry{entry(0, []float64{0.95, 0.05}), entry(0, []float64{0.6, 0.4}), entry(1, []float64{0.9, 0.1})},
+			[2]int{1, 1}, [2]int{0, 1}},
+		{"escalated twice", []decisionlog.Entry{entry(0, []float64{0.6, 0.4}), entry(1, []float64{0.9, 0.1}), entry(0, []float64{0.6, 0.4}), entry(1, []float64{0.9, 0.1})},
+			[2]int{1, 1}, [2]int{0, 1}},
+	} {
+		rep := reportCascade(c, tt.es, nil)
+		deref := func(p *string) string {
+			if p == nil {
+				return "null"
+			}
+			return *p
+		}
+		asked := [2]int{rep.Stages[0].Asked, rep.Stages[1].Asked}
+		answered := [2]int{rep.Stages[0].Answered, rep.Stages[1].Answered}
+		if rep.Questions != 1 || asked != tt.stagesAsked || answered != tt.answered {
+			t.Errorf("%s: %d questions, asked %v, answered %v; want 1, %v, %v", tt.name, rep.Questions, asked, answered, tt.stagesAsked, tt.answered)
+		}
+		if want := decision.USD(int64(cost) * int64(tt.stagesAsked[0]+tt.stagesAsked[1]) * 1000).String(); rep.CostPer1000 == nil || *rep.CostPer1000 != want {
+			t.Errorf("%s: cost per 1,000 %v, want %s", tt.name, deref(rep.CostPer1000), want)
+		}
+	}
+}
