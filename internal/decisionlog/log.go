@@ -427,7 +427,7 @@ func (l *Log) write(ctx context.Context, batch []Record) error {
 	bad, err := l.store.insert(ctx, batch, l.opt.KeepStates)
 	if bad > 0 {
 		l.failed.Add(uint64(bad))
-		l.opt.Logger.Error("decision log: records left out: a distribution is not finite, or a text holds a NUL PostgreSQL cannot store", "records", bad)
+		l.opt.Logger.Error("decision log: records left out: a distribution is not finite, or a text holds a NUL or ids longer than PostgreSQL can store", "records", bad)
 	}
 	if err != nil {
 		l.failed.Add(uint64(len(batch) - bad))

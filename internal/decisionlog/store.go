@@ -325,7 +325,7 @@ func (s *store) encode(recs []Record, keepStates bool) (args []any, bad int) {
 		buf, fine = appendFloats(buf, r.Answered())
 		ok = ok && fine
 		t[3][1] = len(buf)
-		if s.postgres && holdsNUL(r, keepStates) {
+		if s.postgres && (holdsNUL(r, keepStates) || len(r.RequestID)+len(r.QuestionID) > maxIndexedIDs) {
 			ok = false
 		}
 		if !ok {
@@ -386,6 +386,12 @@ func (s *store) encode(recs []Record, keepStates bool) (args []any, bad int) {
 	s.args = args
 	return args, bad
 }
+
+// maxIndexedIDs bounds a record's request and question ids together, in
+// bytes, on PostgreSQL, whose indexes on them take an entry of at most
+// 2,704 bytes: a longer pair would fail its whole batch (SQLSTATE 54000),
+// so its record is left out, as one holding a NUL is.
+const maxIndexedIDs = 2600
 
 // holdsNUL reports whether a text column of r, as written, holds a NUL,
 // which PostgreSQL's text cannot: a caller's id (decide's request_id, a
