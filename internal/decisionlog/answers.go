@@ -82,14 +82,9 @@ type answerReader struct {
 }
 
 func (r *answerReader) read(ctx context.Context, s *store, where string, args []any, fn func(Answer)) error {
-	rows, err := s.db.QueryContext(ctx, s.q("SELECT id, at_ns, face, model, kind, options, engine_dist, steps FROM decisions "+where), args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
 	var kind string
 	var opts, eng, steps sql.RawBytes // valid until the next row: parsed before it
-	for rows.Next() {
+	return s.each(ctx, "SELECT id, at_ns, face, model, kind, options, engine_dist, steps FROM decisions "+where, args, func(rows *sql.Rows) error {
 		var a Answer
 		if err := rows.Scan(&a.ID, &a.At, &a.Face, &a.Model, &kind, &opts, &eng, &steps); err != nil {
 			return err
@@ -119,6 +114,6 @@ func (r *answerReader) read(ctx context.Context, s *store, where string, args []
 			a.Dist = c.Dist
 		}
 		fn(a)
-	}
-	return rows.Err()
+		return nil
+	})
 }

@@ -109,20 +109,16 @@ func (l *Log) eachCase(ctx context.Context, batch int, fn func(Case)) (upTo int6
 // latestOutcomes reads every outcome up to id upTo, in the order
 // recorded, and returns the latest value of each request and question.
 func (s *store) latestOutcomes(ctx context.Context, upTo int64) (map[[2]string]string, error) {
-	rows, err := s.db.QueryContext(ctx, s.q("SELECT request_id, question_id, outcome FROM outcomes WHERE id <= ? ORDER BY id"), upTo)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	out := map[[2]string]string{}
-	for rows.Next() {
+	err := s.each(ctx, "SELECT request_id, question_id, outcome FROM outcomes WHERE id <= ? ORDER BY id", []any{upTo}, func(rows *sql.Rows) error {
 		var req, q, value string
 		if err := rows.Scan(&req, &q, &value); err != nil {
-			return nil, err
+			return err
 		}
 		out[[2]string{req, q}] = value
-	}
-	return out, rows.Err()
+		return nil
+	})
+	return out, err
 }
 
 // casesAfter reads up to limit decisions rows after id after, in id
@@ -130,35 +126,31 @@ func (s *store) latestOutcomes(ctx context.Context, upTo int64) (map[[2]string]s
 // rows it read and the last one's id.
 func (s *store) casesAfter(ctx context.Context, after int64, limit int, latest map[[2]string]string, cases *[]Case) (n int, last int64, err error) {
 	*cases = (*cases)[:0]
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT id, request_id, question_id, at_ns, face, model, node, kind, options, engine_dist, steps, label_mass, fingerprint
-		FROM decisions WHERE id > ? ORDER BY id LIMIT ?`), after, limit)
-	if err != nil {
-		return 0, after, err
-	}
-	defer rows.Close()
 	var question, kind string
 	var opts, eng, steps sql.RawBytes // valid until the next row: parsed before it
 	var mass sql.NullFloat64
-	for rows.Next() {
+	err = s.each(ctx, `SELECT id, request_id, question_id, at_ns, face, model, node, kind, options, engine_dist, steps, label_mass, fingerprint
+		FROM decisions WHERE id > ? ORDER BY id LIMIT ?`, []any{after, limit}, func(rows *sql.Rows) error {
 		var c Case
 		if err := rows.Scan(&c.ID, &c.RequestID, &question, &c.At, &c.Face, &c.Model, &c.Node, &kind, &opts, &eng, &steps, &mass, &c.Fingerprint); err != nil {
-			return n, last, err
+			return err
 		}
 		n, last = n+1, c.ID
 		outcome, ok := latest[[2]string{c.RequestID, question}]
 		if !ok {
-			continue
+			return nil
 		}
 		c.Kind = decision.Kind(kind)
 		c.LabelMass, c.HasLabelMass = mass.Float64, mass.Valid
 		if !parseCase(&c, opts, eng, steps, outcome) {
 			if err := decodeCase(&c, opts, eng, steps, outcome); err != nil {
-				return n, last, fmt.Errorf("row %d: %w", c.ID, err)
+				return fmt.Errorf("row %d: %w", c.ID, err)
 			}
 		}
 		*cases = append(*cases, c)
-	}
-	return n, last, rows.Err()
+		return nil
+	})
+	return n, last, err
 }
 
 // decodeCase fills c from a row's options, engine_dist and steps columns

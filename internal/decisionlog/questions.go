@@ -84,22 +84,17 @@ func (l *Log) Replayable(ctx context.Context, since, until time.Time, model stri
 	if before <= 0 {
 		before = math.MaxInt64
 	}
-	rows, err := l.store.db.QueryContext(ctx, l.store.q("SELECT request_id, MIN(id) FROM decisions WHERE at_ns >= ? AND at_ns < ? AND state IS NOT NULL AND face <> ? AND model <> ?"+
-		" GROUP BY request_id HAVING MIN(id) < ? ORDER BY MIN(id) DESC LIMIT ?"), since.UnixNano(), until.UnixNano(), FaceShadow, model, before, n)
-	if err != nil {
-		return nil, nil, 0, fmt.Errorf("decision log: replayable: %w", err)
-	}
 	var ids []any
-	for rows.Next() {
+	err = l.store.each(ctx, "SELECT request_id, MIN(id) FROM decisions WHERE at_ns >= ? AND at_ns < ? AND state IS NOT NULL AND face <> ? AND model <> ?"+
+		" GROUP BY request_id HAVING MIN(id) < ? ORDER BY MIN(id) DESC LIMIT ?", []any{since.UnixNano(), until.UnixNano(), FaceShadow, model, before, n}, func(rows *sql.Rows) error {
 		var id string
 		if err := rows.Scan(&id, &next); err != nil {
-			rows.Close()
-			return nil, nil, 0, fmt.Errorf("decision log: replayable: %w", err)
+			return err
 		}
 		ids = append(ids, id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, nil, 0, fmt.Errorf("decision log: replayable: %w", err)
 	}
 	if len(ids) < n {
@@ -121,18 +116,13 @@ func (l *Log) Replayable(ctx context.Context, since, until time.Time, model stri
 
 // questionsOf reads into qs the questions of the requests ids.
 func (s *store) questionsOf(ctx context.Context, ids []any, qs map[QuestionKey]json.RawMessage) error {
-	rows, err := s.db.QueryContext(ctx, s.q("SELECT request_id, question_id, question FROM questions WHERE request_id IN "+placeholders(len(ids))+" ORDER BY at_ns"), ids...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
+	return s.each(ctx, "SELECT request_id, question_id, question FROM questions WHERE request_id IN "+placeholders(len(ids))+" ORDER BY at_ns", ids, func(rows *sql.Rows) error {
 		var k QuestionKey
 		var q string
 		if err := rows.Scan(&k.RequestID, &k.QuestionID, &q); err != nil {
 			return err
 		}
 		qs[k] = json.RawMessage(q)
-	}
-	return rows.Err()
+		return nil
+	})
 }

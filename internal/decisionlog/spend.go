@@ -2,6 +2,7 @@ package decisionlog
 
 import (
 	"context"
+	"database/sql"
 	"sync"
 	"time"
 
@@ -207,20 +208,16 @@ func (s *store) spent(ctx context.Context, names []string, since time.Time) (map
 	for _, n := range names {
 		args = append(args, n)
 	}
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT key_name, CAST(COALESCE(SUM(cost_picousd), 0) AS BIGINT) FROM decisions
-		WHERE at_ns >= ? AND key_name IN `+placeholders(len(names))+` GROUP BY key_name`), args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	out := map[string]decision.USD{}
-	for rows.Next() {
+	err := s.each(ctx, `SELECT key_name, CAST(COALESCE(SUM(cost_picousd), 0) AS BIGINT) FROM decisions
+		WHERE at_ns >= ? AND key_name IN `+placeholders(len(names))+` GROUP BY key_name`, args, func(rows *sql.Rows) error {
 		var name string
 		var sum int64
 		if err := rows.Scan(&name, &sum); err != nil {
-			return nil, err
+			return err
 		}
 		out[name] = decision.USD(sum)
-	}
-	return out, rows.Err()
+		return nil
+	})
+	return out, err
 }

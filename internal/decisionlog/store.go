@@ -506,25 +506,37 @@ const selectEntry = `SELECT d.id, ` + columns + `,
 	FROM decisions d `
 
 func (s *store) entries(ctx context.Context, where string, args ...any) ([]Entry, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(selectEntry+where), args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	var out []Entry
-	for rows.Next() {
+	err := s.each(ctx, selectEntry+where, args, func(rows *sql.Rows) error {
 		var e Entry
 		var outcome sql.NullString
 		var outAt sql.NullInt64
 		if err := scanEntry(rows, &e, &outcome, &outAt, &e.Outcomes); err != nil {
-			return nil, err
+			return err
 		}
 		if outcome.Valid {
 			e.Outcome = &Outcome{Value: outcome.String, Time: time.Unix(0, outAt.Int64).UTC()}
 		}
 		out = append(out, e)
+		return nil
+	})
+	return out, err
+}
+
+// each runs query, written with ? parameters, and calls row with each
+// row it returns, until row fails.
+func (s *store) each(ctx context.Context, query string, args []any, row func(*sql.Rows) error) error {
+	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
+	if err != nil {
+		return err
 	}
-	return out, rows.Err()
+	defer rows.Close()
+	for rows.Next() {
+		if err := row(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }
 
 // scanEntry reads a row of the decisions table's id and columns, then
@@ -576,23 +588,19 @@ var selectLabelled = `SELECT d.id, d.` + strings.ReplaceAll(columns, ", ", ", d.
 
 // labelled reads the outcomes of ids in (after, upTo] with their rows.
 func (s *store) labelled(ctx context.Context, after, upTo int64) ([]Labelled, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(selectLabelled), after, upTo)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	var out []Labelled
-	for rows.Next() {
+	err := s.each(ctx, selectLabelled, []any{after, upTo}, func(rows *sql.Rows) error {
 		var l Labelled
 		var value string
 		var at int64
 		if err := scanEntry(rows, &l.Entry, &l.OutcomeID, &value, &at); err != nil {
-			return nil, err
+			return err
 		}
 		l.Outcome = &Outcome{Value: value, Time: time.Unix(0, at).UTC()}
 		out = append(out, l)
-	}
-	return out, rows.Err()
+		return nil
+	})
+	return out, err
 }
 
 // outcomeBound is the id of the n-th outcome after after, or the last

@@ -2,6 +2,7 @@ package decisionlog
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 )
@@ -48,22 +49,21 @@ func (l *Log) RecordUncertain(ctx context.Context, node, model string, from, to 
 
 // Uncertain returns every uncertain window recorded, by the time it ends.
 func (l *Log) Uncertain(ctx context.Context) ([]Uncertain, error) {
-	rows, err := l.store.db.QueryContext(ctx, "SELECT node, model, from_ns, to_ns, was_fingerprint, now_fingerprint FROM uncertain ORDER BY to_ns")
-	if err != nil {
-		return nil, fmt.Errorf("decision log: uncertain windows: %w", err)
-	}
-	defer rows.Close()
 	var out []Uncertain
-	for rows.Next() {
+	err := l.store.each(ctx, "SELECT node, model, from_ns, to_ns, was_fingerprint, now_fingerprint FROM uncertain ORDER BY to_ns", nil, func(rows *sql.Rows) error {
 		var u Uncertain
 		var from, to int64
 		if err := rows.Scan(&u.Node, &u.Model, &from, &to, &u.Was, &u.Now); err != nil {
-			return nil, fmt.Errorf("decision log: uncertain windows: %w", err)
+			return err
 		}
 		u.From, u.To = time.Unix(0, from), time.Unix(0, to)
 		out = append(out, u)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("decision log: uncertain windows: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // InUncertain reports whether an answer of model by node, stamped with

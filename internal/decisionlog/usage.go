@@ -2,6 +2,7 @@ package decisionlog
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"math"
 	"slices"
@@ -82,16 +83,11 @@ func (l *Log) Usage(ctx context.Context, since, until time.Time, by []string) ([
 	if len(cols) > 0 {
 		sel += " GROUP BY " + strings.Join(cols, ", ") + " ORDER BY " + strings.Join(cols, ", ")
 	}
-	rows, err := l.store.db.QueryContext(ctx, l.store.q(sel), unixNano(since), unixNano(until))
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	var out []Usage
-	for rows.Next() {
+	err := l.store.each(ctx, sel, []any{unixNano(since), unixNano(until)}, func(rows *sql.Rows) error {
 		u = Usage{}
 		if err := rows.Scan(dest...); err != nil {
-			return nil, err
+			return err
 		}
 		u.Cost = decision.USD(cost)
 		if slices.Contains(by, "day") {
@@ -100,6 +96,7 @@ func (l *Log) Usage(ctx context.Context, since, until time.Time, by []string) ([
 		if u.Decisions > 0 {
 			out = append(out, u)
 		}
-	}
-	return out, rows.Err()
+		return nil
+	})
+	return out, err
 }
