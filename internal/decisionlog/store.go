@@ -416,50 +416,39 @@ func sameBytes(a, b []byte) bool {
 // encodes four of them per record. false means a number is not finite,
 // which JSON cannot hold; what was written is then to be cut off.
 func appendStrings(b []byte, ss []string) []byte {
-	b = append(b, '[')
-	for i, s := range ss {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendString(b, s)
-	}
-	return append(b, ']')
+	b, _ = appendArray(b, ss, func(b []byte, s string) ([]byte, bool) { return appendString(b, s), true })
+	return b
 }
 
-func appendFloats(b []byte, fs []float64) ([]byte, bool) {
-	b = append(b, '[')
-	for i, f := range fs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		var ok bool
-		if b, ok = appendFloat(b, f); !ok {
-			return b, false
-		}
-	}
-	return append(b, ']'), true
-}
+func appendFloats(b []byte, fs []float64) ([]byte, bool) { return appendArray(b, fs, appendFloat) }
 
 func appendSteps(b []byte, steps []Step) ([]byte, bool) {
-	b = append(b, '[')
-	for i, st := range steps {
-		if i > 0 {
-			b = append(b, ',')
-		}
+	return appendArray(b, steps, func(b []byte, st Step) ([]byte, bool) {
 		b = append(b, `{"name":`...)
 		b = appendString(b, st.Name)
 		b = append(b, `,"version":`...)
 		b = appendString(b, st.Version)
 		b = append(b, `,"dist":`...)
 		if st.Dist == nil { // json.Marshal writes a nil slice field as null
-			b = append(b, "null"...)
-		} else {
-			var ok bool
-			if b, ok = appendFloats(b, st.Dist); !ok {
-				return b, false
-			}
+			return append(b, "null}"...), true
 		}
-		b = append(b, '}')
+		b, ok := appendFloats(b, st.Dist)
+		return append(b, '}'), ok
+	})
+}
+
+// appendArray writes xs as a JSON array, each element by elem, until
+// elem reports false.
+func appendArray[T any](b []byte, xs []T, elem func([]byte, T) ([]byte, bool)) ([]byte, bool) {
+	b = append(b, '[')
+	for i, x := range xs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var ok bool
+		if b, ok = elem(b, x); !ok {
+			return b, false
+		}
 	}
 	return append(b, ']'), true
 }
