@@ -1,7 +1,9 @@
 package outcomes
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -55,7 +57,7 @@ type fileStamp struct {
 // OpenFitsFile loads the fits file at path.
 func OpenFitsFile(path string) (*FitsFile, error) {
 	f := &FitsFile{path: path}
-	if err := f.loadLocked(); err != nil {
+	if _, err := f.loadLocked(false); err != nil {
 		return nil, err
 	}
 	f.checked.Store(time.Now().UnixNano())
@@ -82,32 +84,28 @@ func (f *FitsFile) Current() *calibration.Fits {
 func (f *FitsFile) Reload() (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	st, err := os.Stat(f.path)
-	if err != nil {
-		return false, err
-	}
-	if (fileStamp{st.ModTime(), st.Size()}) == f.stat {
-		return false, nil
-	}
-	if err := f.loadLocked(); err != nil {
-		return false, err
-	}
-	return true, nil
+	return f.loadLocked(true)
 }
 
-// loadLocked reads the file; f.mu is held, or f is not shared yet.
-func (f *FitsFile) loadLocked() error {
+// loadLocked reads the file, unless ifChanged is set and its
+// modification time and size are those last read, reporting whether it
+// did; f.mu is held, or f is not shared yet.
+func (f *FitsFile) loadLocked(ifChanged bool) (bool, error) {
 	st, err := os.Stat(f.path)
 	if err != nil {
-		return err
+		return false, err
+	}
+	stamp := fileStamp{st.ModTime(), st.Size()}
+	if ifChanged && stamp == f.stat {
+		return false, nil
 	}
 	fits, err := LoadFits(f.path)
 	if err != nil {
-		return err
+		return false, err
 	}
-	f.stat = fileStamp{st.ModTime(), st.Size()}
+	f.stat = stamp
 	f.current.Store(fits)
-	return nil
+	return true, nil
 }
 
 // Write replaces the file with fits, atomically (a temporary file in the
@@ -127,7 +125,8 @@ func (f *FitsFile) writeLocked(data []byte) error {
 	if err := atomicfile.Write(f.path, ".fits-*.json", data); err != nil {
 		return fmt.Errorf("writing fits: %w", err)
 	}
-	return f.loadLocked()
+	_, err := f.loadLocked(false)
+	return err
 }
 
 // replace is Write for fits made from base: it writes nothing, and loads
@@ -141,11 +140,9 @@ func (f *FitsFile) replace(base, fits *calibration.Fits) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	st, err := os.Stat(f.path)
-	if f.current.Load() != base || (err == nil && (fileStamp{st.ModTime(), st.Size()}) != f.stat) {
-		if err == nil {
-			_ = f.loadLocked()
-		}
+	// A file changed but unreadable is not written over either.
+	changed, err := f.loadLocked(true)
+	if changed || f.current.Load() != base || err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("writing fits: %s changed while the refit ran; the next refit starts from it", f.path)
 	}
 	return f.writeLocked(data)
