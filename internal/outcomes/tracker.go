@@ -310,19 +310,18 @@ func (t *Tracker) apply(e decisionlog.Case) {
 			c.mass, c.massIn = e.LabelMass, true
 		}
 	}
-	t.add(c, true)
+	t.add(c)
 	c.b.refit.Observe(1)
 }
 
-// add counts c in its slot, and in the sets' since counts when since is
-// set (a new outcome, not a rebuild).
-func (t *Tracker) add(c *tcase, since bool) {
+// add counts c in its slot, and in the sets' since counts.
+func (t *Tracker) add(c *tcase) {
 	if p, ok := c.prediction(); ok {
 		c.s.raw.Add(p)
 		cp := p
 		cp.Dist = c.b.cal.Apply(p.Dist)
 		c.s.cal.Add(cp)
-		if since && c.b.setsRev > 0 {
+		if c.b.setsRev > 0 {
 			for i, rule := range c.b.sets {
 				if rule.Method != "" { // under the rule's own calibrator, as served
 					c.b.since[i].add(rule.SetOf(p.Dist), p.Expected, 1)
