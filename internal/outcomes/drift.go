@@ -213,7 +213,7 @@ type drift struct {
 	high   int64 // the last id read
 	oldest int64 // the oldest record the log keeps, as last read
 	pruned time.Time
-	sigs   sigCache // for the answers the writer gives
+	sigs   sigCache // of the answers counted
 }
 
 // floorDiv is the slot of width w of ns, rounded down.
@@ -274,12 +274,12 @@ func answerOf(a decisionlog.Answer, sigs *sigCache) (k driftKey, ans fitting.Ans
 
 // add counts a in its slot, when it is counted (answerOf) and of a slot
 // kept. d.mu is held.
-func (d *drift) add(a decisionlog.Answer, sigs *sigCache) {
+func (d *drift) add(a decisionlog.Answer) {
 	si := slotOf(a.At)
 	if si < d.from {
 		return
 	}
-	k, ans, ok := answerOf(a, sigs)
+	k, ans, ok := answerOf(a, &d.sigs)
 	if !ok {
 		return
 	}
@@ -309,7 +309,7 @@ func (d *drift) add(a decisionlog.Answer, sigs *sigCache) {
 
 // take counts a unless its record was counted before (by id). d.mu is
 // held.
-func (d *drift) take(a decisionlog.Answer, sigs *sigCache) {
+func (d *drift) take(a decisionlog.Answer) {
 	if a.ID <= d.low {
 		return
 	}
@@ -317,7 +317,7 @@ func (d *drift) take(a decisionlog.Answer, sigs *sigCache) {
 		return
 	}
 	d.high = max(d.high, a.ID)
-	d.add(a, sigs)
+	d.add(a)
 	// The next id moves low at once, and the ids in a row after it:
 	// seen holds only the ids counted out of order, not each of a
 	// minute's records (issue 34: a map grown to a minute's ids never
@@ -352,7 +352,7 @@ func (d *drift) feed(as []decisionlog.Answer) {
 	}
 	d.fineFrom = slotOf(time.Now().UnixNano()) - driftFineMinutes
 	for _, a := range as {
-		d.take(a, &d.sigs)
+		d.take(a)
 	}
 }
 
@@ -401,11 +401,10 @@ func (d *drift) sync(ctx context.Context, log *decisionlog.Log, from int64) erro
 	d.mu.Unlock()
 	// What this process wrote was counted as its writer committed it
 	// (on SQLite): what is read here is what other processes wrote.
-	sigs := sigCache{}
 	for {
 		last, n, err := log.AnswersAfter(ctx, after, driftBatch, func(a decisionlog.Answer) {
 			d.mu.Lock()
-			d.take(a, &sigs)
+			d.take(a)
 			d.mu.Unlock()
 		})
 		if err != nil {
@@ -433,14 +432,13 @@ func (d *drift) build(ctx context.Context, log *decisionlog.Log, from int64) err
 	d.fineFrom = slotOf(time.Now().UnixNano()) - driftFineMinutes
 	d.slots, d.seen = map[int64]*driftSlot{}, map[int64]struct{}{}
 	d.mu.Unlock()
-	sigs := sigCache{}
 	var ids []int64
 	err := log.EachAnswer(ctx, slotStart(from), time.Now().Add(driftSlotWidth), func(a decisionlog.Answer) {
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		ids = append(ids, a.ID)
 		d.high = max(d.high, a.ID)
-		d.add(a, &sigs)
+		d.add(a)
 		// Only the ids above the last one's driftSlack are kept below;
 		// those under the highest so far never will be, so they go
 		// instead of a whole window's ids staying until the read ends.
@@ -517,14 +515,13 @@ func (d *drift) prune(ctx context.Context, log *decisionlog.Log) error {
 		}
 	}
 	d.mu.Unlock()
-	sigs := sigCache{}
 	for _, si := range cut {
 		err := log.EachAnswer(ctx, slotStart(si), slotStart(si+1), func(a decisionlog.Answer) {
 			d.mu.Lock()
 			defer d.mu.Unlock()
 			_, seen := d.seen[a.ID]
 			if a.ID >= oldest && (a.ID <= d.low || seen) {
-				d.add(a, &sigs)
+				d.add(a)
 			}
 		})
 		if err != nil {
