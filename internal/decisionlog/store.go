@@ -596,11 +596,7 @@ func (s *store) labelled(ctx context.Context, after, upTo int64) ([]Labelled, er
 // one's when there are fewer; after itself when there is none.
 func (s *store) outcomeBound(ctx context.Context, after int64, n int) (int64, error) {
 	var id sql.NullInt64
-	err := s.db.QueryRowContext(ctx, s.q("SELECT id FROM outcomes WHERE id > ? ORDER BY id LIMIT 1 OFFSET ?"), after, n-1).Scan(&id)
-	if errors.Is(err, sql.ErrNoRows) {
-		err = s.db.QueryRowContext(ctx, s.q("SELECT MAX(id) FROM outcomes WHERE id > ?"), after).Scan(&id)
-	}
-	if err != nil {
+	if err := s.db.QueryRowContext(ctx, s.q("SELECT MAX(id) FROM (SELECT id FROM outcomes WHERE id > ? ORDER BY id LIMIT ?) AS o"), after, n).Scan(&id); err != nil {
 		return after, err
 	}
 	if !id.Valid {
