@@ -791,7 +791,7 @@ func (s sampler) interval(d []float64) Interval {
 	if s.resamples == 0 {
 		// The delta-method variance of a ratio of group sums.
 		se := clusterSE(sum, cnt, m)
-		z := normalQuantile(s.confidence)
+		z := math.Sqrt2 * math.Erfinv(2*s.confidence-1) // the standard normal's quantile
 		return Interval{Mean: m, Low: m - z*se, High: m + z*se}
 	}
 	r := rand.New(rand.NewPCG(s.seed, 0xb007))
@@ -811,21 +811,6 @@ func (s sampler) interval(d []float64) Interval {
 	lo = min(max(lo, 0), s.resamples-1)
 	hi = min(max(hi, 0), s.resamples-1)
 	return Interval{Mean: m, Low: stats[lo], High: stats[hi]}
-}
-
-// normalQuantile is the q quantile of the standard normal, by bisection
-// on its distribution function.
-func normalQuantile(q float64) float64 {
-	lo, hi := -10.0, 10.0
-	for range 100 {
-		mid := (lo + hi) / 2
-		if 0.5*math.Erfc(-mid/math.Sqrt2) < q {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	return (lo + hi) / 2
 }
 
 // neg is the worsening of a gain, as a positive interval.
