@@ -16,7 +16,7 @@ import (
 	"system1/internal/decision"
 )
 
-// Defaults of Select.
+// Defaults of Select, and the fixed confidence and least gain it adopts at.
 const (
 	// DefaultFolds is the number of cross-validation folds.
 	DefaultFolds = 5
@@ -53,12 +53,6 @@ type SelectOptions struct {
 	// Resamples is the number of bootstrap resamples; 0 is
 	// DefaultResamples.
 	Resamples int
-	// Confidence is the one-sided level of every interval, in (0.5, 1);
-	// outside is DefaultAdoptConfidence.
-	Confidence float64
-	// MinGain is the least mean NLL gain, in nats per case, worth a
-	// change; 0 or less (or NaN) is DefaultMinGain.
-	MinGain float64
 	// Methods are the candidates, from Methods(); empty is all of them.
 	Methods []string
 }
@@ -74,12 +68,6 @@ func (o SelectOptions) withDefaults() (SelectOptions, error) {
 		o.Resamples = DefaultResamples
 	}
 	o.Resamples = min(o.Resamples, 100000)
-	if !(o.Confidence > 0.5 && o.Confidence < 1) {
-		o.Confidence = DefaultAdoptConfidence
-	}
-	if !(o.MinGain > 0) || math.IsInf(o.MinGain, 0) {
-		o.MinGain = DefaultMinGain
-	}
 	if len(o.Methods) == 0 {
 		o.Methods = calibration.Methods()
 	}
@@ -290,26 +278,25 @@ func Select(preds []calibration.Prediction, current calibration.Calibrator, opt 
 	}
 	s := Selection{
 		Kind: kind, Bucket: bucket, N: len(preds), Requests: cv.groups, Folds: opt.Folds,
-		Resamples: opt.Resamples, Confidence: opt.Confidence, MinGain: opt.MinGain,
+		Resamples: opt.Resamples, Confidence: DefaultAdoptConfidence, MinGain: DefaultMinGain,
 		preds: cv.preds, fold: cv.fold,
 	}
 	if cv.groups > bootstrapMaxRequests {
 		s.Resamples = 0
 	}
-	boot := sampler{group: cv.group, groups: cv.groups, resamples: s.Resamples, seed: opt.Seed, confidence: opt.Confidence}
+	boot := sampler{group: cv.group, groups: cv.groups, resamples: s.Resamples, seed: opt.Seed}
 	s.Raw = measures(Measure(cv.preds))
-	beats := func(g Interval) bool { return g.Low > 0 && g.Mean >= opt.MinGain }
 
 	temps := make([]float64, opt.Folds+1) // per fold, then on every case: FitTemperature's, once
 	curLoss, rawLoss := s.scoreCurrent(cv, current, boot, temps)
 	harmed := s.scoreCandidates(cv, opt.Methods, current, curLoss, rawLoss, boot, temps)
-	best, chosen := s.rank(boot, beats)
-	sel := s.conclude(current, best, chosen, opt, beats)
+	best, chosen := s.rank(boot)
+	sel := s.conclude(current, best, chosen)
 	if len(harmed) > 0 {
 		s.Reason += "; refused for harm: " + strings.Join(harmed, "; ")
 	}
 	s.oof = sel.oof
-	s.Map = cv.selectMap(sel, s.Calibrator, kind, boot, beats)
+	s.Map = cv.selectMap(sel, s.Calibrator, kind, boot)
 	return s, nil
 }
 
@@ -321,6 +308,10 @@ func Select(preds []calibration.Prediction, current calibration.Calibrator, opt 
 // since a calibrator is adopted for its probabilities and must not trade
 // answers for them.
 func worse(g Interval) bool { return g.Mean < -calibration.Edge }
+
+// beats is the adoption rule: a gain above zero with DefaultAdoptConfidence
+// and at least DefaultMinGain.
+func beats(g Interval) bool { return g.Low > 0 && g.Mean >= DefaultMinGain }
 
 // scoreCurrent scores the calibrator in use on the same out-of-fold
 // outcomes as every candidate: its method fitted on every fold but one,
@@ -402,7 +393,7 @@ func (s *Selection) scoreCandidates(cv folds, methods []string, current calibrat
 // (best) and the first, in the order of the methods (simplest first),
 // that the best does not beat beyond noise (chosen); -1 where none is
 // left. The candidates after the chosen one are refused for it.
-func (s *Selection) rank(boot sampler, beats func(Interval) bool) (best, chosen int) {
+func (s *Selection) rank(boot sampler) (best, chosen int) {
 	best = -1
 	for i, c := range s.Candidates {
 		if c.Refused == "" && (best < 0 || c.OutOfFold.NLL < s.Candidates[best].OutOfFold.NLL) {
@@ -439,7 +430,7 @@ func (s *Selection) rank(boot sampler, beats func(Interval) bool) (best, chosen 
 // conclude sets what the selection serves (Chosen, Adopt, Calibrator)
 // and says why, from the ranked candidates; it returns the candidate whose
 // out-of-fold answers the confidence map is chosen on.
-func (s *Selection) conclude(current calibration.Calibrator, best, chosen int, opt SelectOptions, beats func(Interval) bool) Candidate {
+func (s *Selection) conclude(current calibration.Calibrator, best, chosen int) Candidate {
 	s.Calibrator = current
 	sel := s.Current
 	switch {
@@ -464,9 +455,9 @@ func (s *Selection) conclude(current calibration.Calibrator, best, chosen int, o
 		s.Chosen = c.Method
 		why := func(g Interval) string {
 			if g.Low > 0 {
-				return "under the least gain worth a change, " + sig(opt.MinGain)
+				return "under the least gain worth a change, " + sig(DefaultMinGain)
 			}
-			return "not above zero with " + pct(opt.Confidence) + " confidence"
+			return "not above zero with " + pct(DefaultAdoptConfidence) + " confidence"
 		}
 		c.Refused = fmt.Sprintf("its NLL gain over the current calibrator, %s nats, is %s", c.NLLGain, why(c.NLLGain))
 		b := s.Candidates[best]
@@ -488,7 +479,7 @@ func (s *Selection) conclude(current calibration.Calibrator, best, chosen int, o
 		c := s.Candidates[chosen]
 		s.Chosen, s.Adopt, s.Calibrator, sel = c.Method, true, c.Calibrator, c
 		s.Reason = fmt.Sprintf("adopts %s (%s): out-of-fold NLL %s against %s for the current %s, a gain of %s nats at %s confidence",
-			c.Method, c.Calibrator, sig(c.OutOfFold.NLL), sig(s.Current.OutOfFold.NLL), current, c.NLLGain, pct(opt.Confidence))
+			c.Method, c.Calibrator, sig(c.OutOfFold.NLL), sig(s.Current.OutOfFold.NLL), current, c.NLLGain, pct(DefaultAdoptConfidence))
 		if c.Method == calibration.MethodNone {
 			s.Reason = fmt.Sprintf("drops the current %s: the uncalibrated distributions do better out of fold, NLL %s against %s, a gain of %s nats",
 				current, sig(c.OutOfFold.NLL), sig(s.Current.OutOfFold.NLL), c.NLLGain)
@@ -635,7 +626,7 @@ func inFolds(preds []calibration.Prediction, fold []int, keep func(k int) bool) 
 // adopted), without any map final has: each fold's map is fitted on the
 // other folds calibrated by that fold's calibrator, and composed with it
 // (Calibrator.WithMap), so that what is scored is what would be served.
-func (f folds) selectMap(sel Candidate, final calibration.Calibrator, kind decision.Kind, boot sampler, beats func(Interval) bool) MapSelection {
+func (f folds) selectMap(sel Candidate, final calibration.Calibrator, kind decision.Kind, boot sampler) MapSelection {
 	final = final.Base()
 	n := len(f.preds)
 	base, mapped := make([]float64, n), make([]float64, n)
@@ -768,11 +759,10 @@ func mean(xs []float64) float64 {
 // sampler draws intervals of per-case differences by a paired bootstrap
 // over groups: every interval of one selection uses the same resamples.
 type sampler struct {
-	group      []int
-	groups     int
-	resamples  int // 0: the normal approximation
-	seed       uint64
-	confidence float64
+	group     []int
+	groups    int
+	resamples int // 0: the normal approximation
+	seed      uint64
 }
 
 // interval is the mean of d over the cases with its one-sided bounds:
@@ -791,7 +781,7 @@ func (s sampler) interval(d []float64) Interval {
 	if s.resamples == 0 {
 		// The delta-method variance of a ratio of group sums.
 		se := clusterSE(sum, cnt, m)
-		z := math.Sqrt2 * math.Erfinv(2*s.confidence-1) // the standard normal's quantile
+		z := math.Sqrt2 * math.Erfinv(2*DefaultAdoptConfidence-1) // the standard normal's quantile
 		return Interval{Mean: m, Low: m - z*se, High: m + z*se}
 	}
 	r := rand.New(rand.NewPCG(s.seed, 0xb007))
@@ -806,8 +796,8 @@ func (s sampler) interval(d []float64) Interval {
 		stats[b] = sd / sn
 	}
 	slices.Sort(stats)
-	lo := int(math.Floor((1 - s.confidence) * float64(s.resamples)))
-	hi := int(math.Ceil(s.confidence*float64(s.resamples))) - 1
+	lo := int(math.Floor((1 - DefaultAdoptConfidence) * float64(s.resamples)))
+	hi := int(math.Ceil(DefaultAdoptConfidence*float64(s.resamples))) - 1
 	lo = min(max(lo, 0), s.resamples-1)
 	hi = min(max(hi, 0), s.resamples-1)
 	return Interval{Mean: m, Low: stats[lo], High: stats[hi]}
