@@ -38,7 +38,9 @@ func reference(t *testing.T, l *decisionlog.Log, fits *calibration.Fits, since, 
 		var bs fitting.BucketStats
 		bs.Calibrator = c
 		for _, p := range preds {
-			bs.Add(p)
+			bs.Raw.Add(p)
+			p.Dist = c.Apply(p.Dist)
+			bs.Calibrated.Add(p)
 		}
 		rep.Buckets = append(rep.Buckets, BucketCalibration{BucketReport: bs.Report(g.Model, g.Kind, g.Bucket, target)})
 	}

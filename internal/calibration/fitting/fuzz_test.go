@@ -165,6 +165,8 @@ func FuzzStatsJSON(f *testing.F) {
 		_ = into.Merge(s)
 		b := BucketStats{Calibrator: calibration.Identity(), Raw: s, Calibrated: s}
 		b.Report("m", decision.Choice, "2", 0.05)
-		b.Add(calibration.Prediction{Kind: decision.Noul, Dist: decision.Distribution{.5, .5}, Options: 2})
+		p := calibration.Prediction{Kind: decision.Noul, Dist: decision.Distribution{.5, .5}, Options: 2}
+		b.Raw.Add(p)
+		b.Calibrated.Add(p)
 	})
 }

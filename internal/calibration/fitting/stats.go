@@ -308,14 +308,6 @@ type BucketStats struct {
 	Calibrated Stats                  `json:"calibrated"`
 }
 
-// Add counts one case, p with its uncalibrated distribution, raw and
-// calibrated.
-func (b *BucketStats) Add(p calibration.Prediction) {
-	b.Raw.Add(p)
-	p.Dist = b.Calibrator.Apply(p.Dist)
-	b.Calibrated.Add(p)
-}
-
 // Report is the bucket's report from its statistics alone, as Measure
 // and SuggestGate would give it from the cases, but for the gate, chosen
 // among the gate bins' edges (Stats.SuggestGate).

@@ -160,7 +160,9 @@ func TestBucketStatsReport(t *testing.T) {
 func bucketStats(preds []calibration.Prediction, c calibration.Calibrator) BucketStats {
 	b := BucketStats{Calibrator: c}
 	for _, p := range preds {
-		b.Add(p)
+		b.Raw.Add(p)
+		p.Dist = c.Apply(p.Dist)
+		b.Calibrated.Add(p)
 	}
 	return b
 }
