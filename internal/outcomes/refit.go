@@ -198,10 +198,7 @@ func setsOnly(s fitting.Selection, target float64) calibration.Fit {
 	ft := calibration.Fit{Kind: s.Kind, Bucket: s.Bucket, N: s.N}
 	ft.SetCalibrator(calibration.Identity())
 	ft.NLLBefore, ft.NLLAfter, ft.ECEBefore, ft.ECEAfter = s.Raw.NLL, s.Raw.NLL, s.Raw.ECE, s.Raw.ECE
-	g := fitting.SuggestGate(s.HeldOut(), target)
-	if g.Threshold != nil {
-		ft.Gate = &calibration.FitGate{Threshold: *g.Threshold, TargetError: g.TargetError, On: calibration.GateOnHeldOut, N: s.N, Above: g.Above, WrongAbove: g.WrongAbove, UpperBound: g.UpperBound}
-	}
+	ft.Gate = fitting.FitGateOf(s.HeldOut(), target, calibration.GateOnHeldOut)
 	return ft
 }
 

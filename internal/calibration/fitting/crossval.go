@@ -509,11 +509,7 @@ func (s *Selection) AdoptedFit(target float64) (calibration.Fit, bool) {
 	f.NLLBefore, f.NLLAfter, f.ECEBefore, f.ECEAfter = s.Raw.NLL, after.NLL, s.Raw.ECE, after.ECE
 	oof := Measure(oofPreds)
 	f.Holdout = &calibration.Score{N: s.N, NLLBefore: s.Raw.NLL, NLLAfter: oof.NLL, ECEBefore: s.Raw.ECE, ECEAfter: oof.ECE}
-	conf, wrong := make([]float64, len(oofPreds)), make([]bool, len(oofPreds))
-	for i, p := range oofPreds {
-		conf[i], wrong[i] = p.Confidence(), !p.Correct()
-	}
-	f.Gate = fitGate(conf, wrong, target, calibration.GateOnHeldOut)
+	f.Gate = FitGateOf(oofPreds, target, calibration.GateOnHeldOut)
 	return f, true
 }
 

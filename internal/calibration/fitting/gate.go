@@ -236,13 +236,14 @@ func SetGate(f *calibration.Fit, fit, held []calibration.Prediction, target floa
 	if len(held) == 0 {
 		on, preds = calibration.GateOnFitted, fit
 	}
-	conf, wrong := outcomes(calibration.Calibrate(preds, f.Calibrator()))
-	f.Gate = fitGate(conf, wrong, target, on)
+	f.Gate = FitGateOf(calibration.Calibrate(preds, f.Calibrator()), target, on)
 }
 
-// fitGate is the gate suggestGate finds at target, as a fit keeps it
-// with where it was chosen; nil without one.
-func fitGate(conf []float64, wrong []bool, target float64, on string) *calibration.FitGate {
+// FitGateOf is the gate SuggestGate finds on preds at target, as a fit
+// keeps it with where it was chosen, on (GateOnHeldOut or GateOnFitted);
+// nil without one.
+func FitGateOf(preds []calibration.Prediction, target float64, on string) *calibration.FitGate {
+	conf, wrong := outcomes(preds)
 	g := suggestGate(conf, wrong, target)
 	if g.Threshold == nil {
 		return nil
