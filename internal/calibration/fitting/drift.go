@@ -131,9 +131,7 @@ func (h *DriftHistogram) Add(a Answer) {
 	h.Sum += a.Confidence
 	h.Confidence[bin(a.Confidence, DriftBins)]++
 	top := max(a.Top, 0)
-	for len(h.Top) <= top {
-		h.Top = append(h.Top, 0)
-	}
+	h.Top = grow(h.Top, top+1)
 	h.Top[top]++
 	h.Labels = max(h.Labels, a.Options, a.Top+1)
 }
@@ -143,9 +141,7 @@ func (h *DriftHistogram) Merge(o DriftHistogram) {
 	h.N += o.N
 	h.Sum += o.Sum
 	addTo(h.Confidence[:], o.Confidence[:])
-	for len(h.Top) < len(o.Top) {
-		h.Top = append(h.Top, 0)
-	}
+	h.Top = grow(h.Top, len(o.Top))
 	addTo(h.Top, o.Top)
 	h.Labels = max(h.Labels, o.Labels)
 }

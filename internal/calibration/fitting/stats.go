@@ -114,9 +114,7 @@ func (s *Stats) add(p calibration.Prediction, sign int) {
 		s.Scores += sign
 		s.AbsErr += d * levelErr(p)
 	}
-	if p.Expected >= len(s.Expected) {
-		s.Expected = append(s.Expected, make([]int, p.Expected+1-len(s.Expected))...)
-	}
+	s.Expected = grow(s.Expected, p.Expected+1)
 	s.Expected[p.Expected] += sign
 }
 
@@ -184,12 +182,13 @@ func (s *Stats) Merge(o Stats) error {
 	addTo(s.SelRight, o.SelRight)
 	addTo(s.GateN, o.GateN)
 	addTo(s.GateWrong, o.GateWrong)
-	if len(o.Expected) > len(s.Expected) {
-		s.Expected = append(s.Expected, make([]int, len(o.Expected)-len(s.Expected))...)
-	}
+	s.Expected = grow(s.Expected, len(o.Expected))
 	addTo(s.Expected, o.Expected)
 	return nil
 }
+
+// grow is counts extended with zeros to at least n long.
+func grow(counts []int, n int) []int { return append(counts, make([]int, max(n-len(counts), 0))...) }
 
 // addTo adds src to dst, element by element.
 func addTo[T int | float64](dst, src []T) {
