@@ -75,21 +75,6 @@ func TemperatureCalibrator(t float64) Calibrator {
 	return Calibrator{Method: MethodTemperature, Temperature: t}
 }
 
-// Complexity ranks the methods: 0 for none, 1 for a temperature (plain
-// or keeping the level), 2 for a temperature with biases, 3 for anything
-// else.
-func (c Calibrator) Complexity() int {
-	switch c.Method {
-	case MethodNone:
-		return 0
-	case MethodTemperature, MethodLevel:
-		return 1
-	case MethodVector:
-		return 2
-	}
-	return 3
-}
-
 // Apply calibrates d: for MethodTemperature, p_i proportional to
 // p_i^(1/T) (Distribution.Temper); for MethodVector, p_i proportional to
 // exp(ln p_i / T + b_i). A zero stays zero, as with a temperature: a

@@ -79,10 +79,8 @@ func (o SelectOptions) withDefaults() (SelectOptions, error) {
 			return o, fmt.Errorf("method %q is named twice", m)
 		}
 	}
-	o.Methods = slices.Clone(o.Methods)
-	slices.SortStableFunc(o.Methods, func(a, b string) int {
-		return calibration.Calibrator{Method: a}.Complexity() - calibration.Calibrator{Method: b}.Complexity()
-	})
+	asked := o.Methods // tried in the order of Methods(), simplest first
+	o.Methods = slices.DeleteFunc(calibration.Methods(), func(m string) bool { return !slices.Contains(asked, m) })
 	return o, nil
 }
 
