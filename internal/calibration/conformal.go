@@ -206,32 +206,45 @@ type SetCoverage struct {
 	Singletons int     `json:"singletons"`
 }
 
+// SetCount counts prediction sets as they are measured, for their
+// SetCoverage; the zero value counts none.
+type SetCount struct{ n, covered, size, empty, singletons int }
+
+// Add counts one set of a case whose right option is expected, d times:
+// a d of -1 takes back one counted before.
+func (s *SetCount) Add(set []int, expected, d int) {
+	s.n += d
+	s.size += d * len(set)
+	switch len(set) {
+	case 0:
+		s.empty += d
+	case 1:
+		s.singletons += d
+	}
+	if slices.Contains(set, expected) {
+		s.covered += d
+	}
+}
+
+// Coverage is how the sets counted fared.
+func (s SetCount) Coverage() SetCoverage {
+	out := SetCoverage{N: s.n, Covered: s.covered, Empty: s.empty, Singletons: s.singletons}
+	if s.n > 0 {
+		out.Coverage = float64(s.covered) / float64(s.n)
+		out.MeanSize = float64(s.size) / float64(s.n)
+	}
+	return out
+}
+
 // Evaluate measures c's sets on held-out cases, their distributions
 // before the fit's calibrator (SetOf): the share holding the right
 // option and their size.
 func (c Conformal) Evaluate(preds []Prediction) SetCoverage {
-	var s SetCoverage
-	var size int
+	var s SetCount
 	for _, p := range preds {
-		if p.Check() != nil {
-			continue
-		}
-		set := c.SetOf(p.Dist)
-		s.N++
-		size += len(set)
-		switch len(set) {
-		case 0:
-			s.Empty++
-		case 1:
-			s.Singletons++
-		}
-		if slices.Contains(set, p.Expected) {
-			s.Covered++
+		if p.Check() == nil {
+			s.Add(c.SetOf(p.Dist), p.Expected, 1)
 		}
 	}
-	if s.N > 0 {
-		s.Coverage = float64(s.Covered) / float64(s.N)
-		s.MeanSize = float64(size) / float64(s.N)
-	}
-	return s
+	return s.Coverage()
 }

@@ -180,7 +180,7 @@ func (t *Tracker) Report(ctx context.Context, fits *calibration.Fits, opt Report
 				continue
 			}
 			bc.Sets = append(bc.Sets, SetReport{Requested: ReportCoverages()[i], Method: rule.Method, Coverage: rule.Coverage, Outcomes: rule.N,
-				Threshold: rule.Threshold, HeldOut: b.heldOut(fits, ReportCoverages()[i]), SinceFit: b.since[i].coverage()})
+				Threshold: rule.Threshold, HeldOut: b.heldOut(fits, ReportCoverages()[i]), SinceFit: b.since[i].Coverage()})
 		}
 		rep.Buckets = append(rep.Buckets, bc)
 	}

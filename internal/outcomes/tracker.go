@@ -126,7 +126,7 @@ type tbucket struct {
 	sets    []calibration.Conformal
 	setsKey string
 	setsRev int
-	since   []setCount
+	since   []calibration.SetCount
 	refit   fitting.RefitState
 }
 
@@ -135,32 +135,6 @@ type tslot struct {
 	minAt, maxAt int64 // bounds of the cases' times; only ever widened
 	raw, cal     fitting.Stats
 	mass         fitting.MassStats
-}
-
-// setCount counts how a set rule did.
-type setCount struct{ n, covered, size, empty, singletons int }
-
-func (s *setCount) add(set []int, expected, d int) {
-	s.n += d
-	s.size += d * len(set)
-	switch len(set) {
-	case 0:
-		s.empty += d
-	case 1:
-		s.singletons += d
-	}
-	if slices.Contains(set, expected) {
-		s.covered += d
-	}
-}
-
-func (s setCount) coverage() calibration.SetCoverage {
-	out := calibration.SetCoverage{N: s.n, Covered: s.covered, Empty: s.empty, Singletons: s.singletons}
-	if s.n > 0 {
-		out.Coverage = float64(s.covered) / float64(s.n)
-		out.MeanSize = float64(s.size) / float64(s.n)
-	}
-	return out
 }
 
 // Sync reads the outcomes recorded since the last read and counts them.
@@ -283,7 +257,7 @@ func (t *Tracker) apply(e decisionlog.Case) {
 		b := t.bucket[key]
 		if b == nil {
 			b = &tbucket{key: key, options: e.Options, slots: map[int64]*tslot{}, cal: calibration.Identity(), calKey: calibration.Identity().String()}
-			b.sets, b.since = make([]calibration.Conformal, len(ReportCoverages())), make([]setCount, len(ReportCoverages()))
+			b.sets, b.since = make([]calibration.Conformal, len(ReportCoverages())), make([]calibration.SetCount, len(ReportCoverages()))
 			t.bucket[key] = b
 		}
 		at := e.At
@@ -324,7 +298,7 @@ func (t *Tracker) add(c *tcase) {
 		if c.b.setsRev > 0 {
 			for i, rule := range c.b.sets {
 				if rule.Method != "" { // under the rule's own calibrator, as served
-					c.b.since[i].add(rule.SetOf(p.Dist), p.Expected, 1)
+					c.b.since[i].Add(rule.SetOf(p.Dist), p.Expected, 1)
 				}
 			}
 			c.setsRev = c.b.setsRev
@@ -345,7 +319,7 @@ func (t *Tracker) remove(c *tcase) {
 		if c.setsRev > 0 && c.setsRev == c.b.setsRev {
 			for i, rule := range c.b.sets {
 				if rule.Method != "" {
-					c.b.since[i].add(rule.SetOf(p.Dist), p.Expected, -1)
+					c.b.since[i].Add(rule.SetOf(p.Dist), p.Expected, -1)
 				}
 			}
 		}
@@ -387,7 +361,7 @@ func (t *Tracker) follow(b *tbucket, fits *calibration.Fits) {
 	if k := setsKey(sets); k != b.setsKey {
 		b.sets, b.setsKey = sets, k
 		b.setsRev++
-		b.since = make([]setCount, len(sets))
+		b.since = make([]calibration.SetCount, len(sets))
 	}
 }
 

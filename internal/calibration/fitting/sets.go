@@ -85,8 +85,7 @@ func (s *Selection) Sets(method string, coverages []float64) ([]calibration.Conf
 	}
 	// Per fold of the cases the rules rest on: the scores of the other
 	// such folds' cases, sorted once, give every coverage's threshold.
-	hold := make([]calibration.SetCoverage, len(out))
-	size := make([]int, len(out))
+	hold := make([]calibration.SetCount, len(out))
 	short := make([]bool, len(out)) // some fold's complement is too few for the rule
 	for k := range s.Folds {
 		var train []float64
@@ -111,31 +110,15 @@ func (s *Selection) Sets(method string, coverages []float64) ([]calibration.Conf
 				continue
 			}
 			fr := calibration.Conformal{Method: method, Coverage: rule.Coverage, N: len(train), Threshold: min(max(train[r-1], 0), 1)}
-			h := &hold[j]
 			for _, p := range test {
-				set := fr.Set(p.Dist)
-				h.N++
-				size[j] += len(set)
-				switch len(set) {
-				case 0:
-					h.Empty++
-				case 1:
-					h.Singletons++
-				}
-				if slices.Contains(set, p.Expected) {
-					h.Covered++
-				}
+				hold[j].Add(fr.Set(p.Dist), p.Expected, 1)
 			}
 		}
 	}
 	for j := range out {
-		if short[j] || hold[j].N == 0 {
-			continue
+		if h := hold[j].Coverage(); !short[j] && h.N > 0 {
+			out[j].Holdout = &h
 		}
-		h := hold[j]
-		h.Coverage = ratio(h.Covered, h.N)
-		h.MeanSize = float64(size[j]) / float64(h.N)
-		out[j].Holdout = &h
 	}
 	return out, nil
 }
