@@ -54,7 +54,7 @@ const feedbackDescription = `Tell System 1 what turned out right for an earlier 
 	`call it when you learn the outcome (the user overrode the decision, the tests failed, the ticket was re-routed). ` +
 	`"request_id" is the decide result's request_id; "outcome" is the option that was right (yes or no for a yes/no question), or "none" when none of the options was. ` +
 	`The latest outcome for a decision wins. The result lists what was recorded, or "error" (code unknown_request for an unknown request_id, ` +
-	`invalid_request with "param" naming outcome or question, log_off when the decision log is off, log_error when it failed to write; on any error nothing was recorded).`
+	`invalid_request with "param" naming the field at fault: request_id, question or outcome; log_off when the decision log is off, log_error when it failed to write; on any error nothing was recorded).`
 
 const instructions = `System 1 gives fast, calibrated decisions among options (or yes/no) through system1_decide. ` +
 	`Act on a "decided" result; on "abstained" or "error", reason the question through yourself.`
