@@ -26,8 +26,8 @@ const maxReportWindow = 366 * 24 * time.Hour
 // (in (0, 1); default the configuration's) and max_in_scope_loss (in
 // (0, 1); default 0.05).
 func (s *Server) handleCalibration(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	if !knownParams(w, q, "/v1/calibration", "window", "target_error", "max_in_scope_loss") {
+	q, ok := knownParams(w, r, "/v1/calibration", "window", "target_error", "max_in_scope_loss")
+	if !ok {
 		return
 	}
 	window, ok := queryWindow(w, q, outcomes.DefaultReportWindow)
@@ -70,22 +70,38 @@ func badQuery(w http.ResponseWriter, param, msg string) {
 	writeInvalid(w, systemone.InQuery, decision.Problem{Path: []string{param}, Msg: msg, Type: "value_error"})
 }
 
-// knownParams refuses, with a 422 naming it, a query parameter the
-// route does not take (a misspelt one would otherwise leave its default
-// in silence) or one given twice (which of its values would win is
-// nowhere written), the first by name; it reports whether q passed.
-func knownParams(w http.ResponseWriter, q url.Values, route string, names ...string) bool {
+// knownParams reads r's query, refusing with a 422 naming it a query
+// parameter that does not decode (a bad percent escape, or a semicolon,
+// which url.ParseQuery drops), one the route does not take (a misspelt
+// one would otherwise leave its default in silence) or one given twice
+// (which of its values would win is nowhere written), the first by name;
+// ok reports whether the query passed.
+func knownParams(w http.ResponseWriter, r *http.Request, route string, names ...string) (q url.Values, ok bool) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		for pair := range strings.SplitSeq(r.URL.RawQuery, "&") {
+			if _, err := url.ParseQuery(pair); err != nil {
+				name, _, _ := strings.Cut(pair, "=")
+				name, _, _ = strings.Cut(name, ";")
+				if n, err := url.QueryUnescape(name); err == nil {
+					name = n
+				}
+				badQuery(w, name, fmt.Sprintf("the query parameter %q does not decode: names and values are percent-encoded, with & between them", pair))
+				return nil, false
+			}
+		}
+	}
 	for _, name := range slices.Sorted(maps.Keys(q)) {
 		if !slices.Contains(names, name) {
 			badQuery(w, name, fmt.Sprintf("%s is not a parameter of %s, which takes %s", name, route, strings.Join(names, ", ")))
-			return false
+			return nil, false
 		}
 		if len(q[name]) > 1 {
 			badQuery(w, name, name+" is given twice; send it once")
-			return false
+			return nil, false
 		}
 	}
-	return true
+	return q, true
 }
 
 // queryWindow reads a report's window query parameter, which knownParams

@@ -14,8 +14,8 @@ import (
 // recommendation and its evidence (outcomes.ReportShadow). Query: window
 // (a duration such as 24h, or days such as 7d; default 7d).
 func (s *Server) handleShadow(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	if !knownParams(w, q, "/v1/shadow", "window") {
+	q, ok := knownParams(w, r, "/v1/shadow", "window")
+	if !ok {
 		return
 	}
 	window, ok := queryWindow(w, q, outcomes.DefaultShadowWindow)

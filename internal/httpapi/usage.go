@@ -24,8 +24,8 @@ var usageParams = []string{"since", "until", "group_by"}
 // such as 2026-12-01; default the last 30 days to now) and group_by (a
 // comma-separated list of key, model, day; default none).
 func (s *Server) handleUsage(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	if !knownParams(w, q, "/v1/usage", usageParams...) {
+	q, ok := knownParams(w, r, "/v1/usage", usageParams...)
+	if !ok {
 		return
 	}
 	now := time.Now().UTC()
