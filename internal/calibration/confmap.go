@@ -93,8 +93,9 @@ const mapMargin = 1e-9
 // that would put a choice's runner-up ahead is held just above the tie,
 // and one that no tilt of a score's other levels can balance is moved
 // toward the confidence it had until one can. A zero stays zero; a d
-// whose predicted answer holds all the mass, or that is not a
-// distribution over its own length, comes back as it is.
+// whose predicted answer holds all the mass or none of it (a score's
+// expected level can fall on a level the engine gave nothing), or that
+// is not a distribution over its own length, comes back as it is.
 func (m ConfidenceMap) Apply(kind decision.Kind, d decision.Distribution) decision.Distribution {
 	if len(m.X) == 0 || d.Check(len(d)) != nil || len(d) < 2 {
 		return d
@@ -112,7 +113,7 @@ func (m ConfidenceMap) Apply(kind decision.Kind, d decision.Distribution) decisi
 			second = max(second, q)
 		}
 	}
-	if !(rest > 0) {
+	if !(rest > 0) || !(pk > 0) {
 		return d
 	}
 	target := m.Map(pk)

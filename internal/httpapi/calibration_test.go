@@ -157,3 +157,41 @@ func TestSystemOneCalibration(t *testing.T) {
 		wantAnswers(t, req, reply, []float64{1, 1, 1})
 	})
 }
+
+// A score's confidence map gives the predicted level the probability its
+// outcomes say; where that level is one the engine did not report (its
+// label was not among the top log-probabilities, and the warning says it
+// was reported 0), the map has no reading to correct, and the level must
+// stay 0 rather than get a probability no model gave it.
+func TestSystemOneScoreMapLeavesAnUnreportedLevelAtZero(t *testing.T) {
+	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Behavior: fakeengine.Behavior{Logprobs: fakeengine.Probs(0.5, 0, 0.5)}})
+	t.Cleanup(f.Close)
+	n, err := fleet.NewNode(config.Node{Name: "n", URL: f.URL, Dialect: "llamacpp", Models: []string{fakeengine.DefaultModel}},
+		func(string) string { return "" }, http.DefaultClient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fits := &calibration.Fits{Version: calibration.FitsVersion, Fits: []calibration.Fit{{Model: "fake", Kind: decision.Score, Bucket: "3-4", Temperature: 1,
+		ConfidenceMap: &calibration.ConfidenceMap{X: []float64{0, 0.5}, Y: []float64{0.3, 0.6}}}}}
+	if err := fits.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(httpapi.New(httpapi.Options{Answer: answer.New(answer.Options{Router: fleet.New([]*fleet.Node{n}, fleet.Options{}),
+		Fits: func() *calibration.Fits { return fits }}), Rounding: -1}))
+	t.Cleanup(srv.Close)
+	const body = `{"model":"fake","state":"Ticket: charged twice.","questions":{"anger":{"type":"score","criteria":["calm","annoyed","angry"]}}}`
+	h, b := okReply(t, http.MethodPost, srv.URL+"/v1/systemone", body)
+	reply, err := systemone.ParseResponse(systemone.ParseRequest([]byte(body)).Request, b)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	if w := h.Get("X-System1-Warnings"); !strings.Contains(w, "reported 0") {
+		t.Errorf("warnings %q: the unreported level is not named", w)
+	}
+	if p := reply.Answers[0].Probabilities; p[1] != 0 {
+		t.Errorf("level 1, which the engine did not report, has probability %v (%v), not 0\n%s", p[1], p, b)
+	}
+	if s := reply.Answers[0].Score; math.Abs(s-1) > 1e-9 {
+		t.Errorf("score %v, want 1", s)
+	}
+}
