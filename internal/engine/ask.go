@@ -55,7 +55,8 @@ func Candidates(q decision.Question) []string {
 type Outcome struct {
 	Dist decision.Distribution
 	// Mass is the raw probability the engine gave the labels, on pre-mask
-	// engines when every label was read from one prompt; NaN otherwise.
+	// engines when every label was read from one prompt (in one call or in
+	// rounds that share it); NaN otherwise.
 	Mass float64
 	// Missing are the keys of options whose label the engine did not
 	// report; they were given probability 0, which is only a bound.
@@ -243,9 +244,20 @@ func rounds(ctx context.Context, e Engine, model string, state json.RawMessage, 
 
 	out := Outcome{Mass: math.NaN(), Rounds: len(groups), Shared: shared}
 	weight := make([]float64, n)
+	// Over one prompt, values from before the mask are one softmax's, so
+	// each option's raw value, read once, sums to the mass on the labels.
+	premask := shared
+	var lps []float64
+	var found []bool
 	for i, g := range groups {
 		if errs[i] != nil {
 			return Outcome{}, errs[i]
+		}
+		premask = premask && results[i].PreMask
+		for j := range g {
+			if i == 0 || j > 0 { // a later round's first is the anchor, read in the first
+				lps, found = append(lps, results[i].Logprobs[j]), append(found, results[i].Found[j])
+			}
 		}
 		d := results[i].dist
 		a := 0 // the anchor is first in every later round
@@ -270,6 +282,9 @@ func rounds(ctx context.Context, e Engine, model string, state json.RawMessage, 
 	}
 	if err := out.Dist.Check(n); err != nil {
 		return Outcome{}, &Failure{Kind: Malformed, Err: fmt.Errorf("stitching %d rounds: %w", len(groups), err)}
+	}
+	if premask {
+		out.Mass = decision.Mass(lps, found)
 	}
 	return out, nil
 }

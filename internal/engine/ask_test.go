@@ -96,7 +96,7 @@ func TestAskStitchesRounds(t *testing.T) {
 		{"one call", 12, &lucky{caps: Caps{PerCall: 20}}, 1, false, false},
 		{"one call, pre-mask", 12, &lucky{caps: Caps{PerCall: 0}, preMask: true}, 1, false, true},
 		{"shared prompt, post-mask", 77, &lucky{caps: Caps{PerCall: 20, Subsets: true}}, 4, true, false},
-		{"shared prompt, pre-mask", 77, &lucky{caps: Caps{PerCall: 20, Subsets: true}, preMask: true}, 4, true, false},
+		{"shared prompt, pre-mask", 77, &lucky{caps: Caps{PerCall: 20, Subsets: true}, preMask: true}, 4, true, true},
 		{"separate prompts: no constraint", 255, &lucky{caps: Caps{PerCall: 20}}, 14, false, false},
 		{"separate prompts: too few labels", 255, &lucky{caps: Caps{Subsets: true}, labels: 107, preMask: true}, 3, false, false},
 	} {

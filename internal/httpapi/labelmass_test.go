@@ -36,3 +36,24 @@ func TestSystemOneLabelMassHeader(t *testing.T) {
 		}
 	}
 }
+
+// A choice with more options than one call reads goes in rounds; on
+// llama.cpp every round reads one prompt listing all the options, before
+// the constraint, so the mass on the labels is known as with one call:
+// the header gives it, and the gate refuses under it, as the docs say
+// (unknown only for rounds over separate prompts).
+func TestSystemOneLabelMassOverSharedRounds(t *testing.T) {
+	n := startNode(t, "a", fakeengine.LlamaCpp, fakeengine.Behavior{Logprobs: fakeengine.Probs(0.2, 0.1, 0.1, 0.05, 0.05)},
+		func(c *config.Node) { c.MaxLabels = 3 })
+	s := serve(t, setup{nodes: []node{n}})
+	r := s.ask(t, colour("alpha,beta,gamma,delta,epsilon"))
+	if got, want := r.header.Get("X-System1-Label-Mass"), "c=0.5"; got != want {
+		t.Errorf("label mass header %q, want %q (%s)", got, want, r)
+	}
+	if p := probabilities(t, r); p["alpha"] != 0.4 || p["epsilon"] != 0.1 {
+		t.Errorf("probabilities %v; want 0.4 .. 0.1, the labels renormalised", p)
+	}
+	if r := s.ask(t, colour("alpha,beta,gamma,delta,epsilon"), "X-System1-Min-Label-Mass: 0.6"); r.status != 422 {
+		t.Errorf("a mass of 0.5 under a gate of 0.6: status %d, want 422 (%s)", r.status, r)
+	}
+}
