@@ -2,6 +2,7 @@ package answer
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -101,7 +102,10 @@ func report(req Request, res *fleet.Result, fits *calibration.Fits) *Answer {
 			out.Engine = got.Raw
 			out.Steps = append(out.Steps, decision.Step{Name: decision.StepDebias, Version: decision.DebiasVersion(got.Orders), Dist: d})
 		}
-		if got.Prior != nil {
+		// A prior that gives an option nothing (its label was not among
+		// what the engine reported) says nothing of the lean toward it: no
+		// floor stands in for it, and the step is neither applied nor named.
+		if got.Prior != nil && !slices.ContainsFunc(got.Prior, func(p float64) bool { return !(p > 0) }) {
 			d = d.DivideOut(got.Prior)
 			out.Steps = append(out.Steps, decision.Step{Name: decision.StepPrior, Version: got.PriorVersion, Dist: d})
 		}

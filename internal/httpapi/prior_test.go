@@ -148,3 +148,27 @@ func TestDecidePriorOverHTTP(t *testing.T) {
 		t.Errorf("a bad prior: %s", r)
 	}
 }
+
+// A content-free reading that leaves a label out of the engine's top
+// log-probabilities gives that option no prior at all, only a bound: the
+// model said nothing of how much it leans toward it. Dividing by a
+// made-up floor (1e-6) handed the answer to the option the engine gave
+// 0.01; without a prior for every option, none is divided out, and the
+// steps say so.
+func TestSystemOneContentFreePriorWithAnUnreportedLabel(t *testing.T) {
+	n := startNode(t, "a", fakeengine.LlamaCpp, fakeengine.Behavior{Prompted: func(r fakeengine.Request) []float64 {
+		if p, _ := fakeengine.ParsePrompt(r.User); strings.Contains(p.State, "about") {
+			return fakeengine.Probs(0.6, 0.39, 0.01)(r.Labels)
+		}
+		return fakeengine.Probs(0.7, 0.3)(r.Labels) // gamma's label not reported over the empty state
+	}})
+	s := serve(t, setup{nodes: []node{n}})
+	r := s.ask(t, aboutBeta, "X-System1-Prior: content_free")
+	p := probabilities(t, r)
+	if p["gamma"] > 0.5 {
+		t.Errorf("gamma, which the engine gave 0.01, has %v: %s (steps %q)", p["gamma"], r, r.header.Get("X-System1-Steps"))
+	}
+	if got := r.header.Get("X-System1-Steps"); got != "none" {
+		t.Errorf("steps %q, want none: no prior was divided out", got)
+	}
+}
