@@ -38,7 +38,8 @@ const (
 // be shared by several Services: the key holds everything an answer
 // depends on, the nodes and fits among it.
 type Cache struct {
-	lru                               *expirable.LRU[key, *Answer] // never handed out themselves: get replays them
+	lru                               *expirable.LRU[key, entry]
+	ttl                               time.Duration // how long an entry is served; 0: until evicted
 	hits, misses, bypassed, coalesced atomic.Uint64
 
 	// asking are the misses being asked of the fleet now, by key, each
@@ -51,6 +52,19 @@ type Cache struct {
 // key is a cache key: a SHA-256 of everything an answer depends on.
 type key [sha256.Size]byte
 
+// entry is an answer kept (never handed out itself: get replays it), and
+// when it was made.
+type entry struct {
+	answer *Answer
+	made   time.Time
+}
+
+// minSweep is the least ttl the LRU is given: it sweeps its expired
+// entries every 100th of its ttl, so a shorter one would wake it without
+// pause (and one under 100ns panics). get holds an entry to the ttl
+// asked for itself.
+const minSweep = 100 * time.Millisecond
+
 // NewCache returns a cache of at most entries answers, each served for
 // ttl after it was made (0: until it is evicted); nil, no cache, when
 // entries is not positive.
@@ -58,7 +72,12 @@ func NewCache(entries int, ttl time.Duration) *Cache {
 	if entries <= 0 {
 		return nil
 	}
-	return &Cache{lru: expirable.NewLRU[key, *Answer](entries, nil, max(ttl, 0)), asking: map[key]chan struct{}{}}
+	ttl = max(ttl, 0)
+	sweep := ttl
+	if ttl > 0 {
+		sweep = max(ttl, minSweep)
+	}
+	return &Cache{lru: expirable.NewLRU[key, entry](entries, nil, sweep), ttl: ttl, asking: map[key]chan struct{}{}}
 }
 
 // Hits counts the requests answered from the cache.
@@ -78,11 +97,11 @@ func (c *Cache) Coalesced() uint64 { return c.coalesced.Load() }
 // An answer made with another snapshot of the fits (a reload that kept
 // the revision) is not served.
 func (c *Cache) get(k key, fits *calibration.Fits) (*Answer, bool) {
-	a, ok := c.lru.Get(k)
-	if !ok || a.Fits != fits {
+	e, ok := c.lru.Get(k)
+	if !ok || e.answer.Fits != fits || (c.ttl > 0 && time.Since(e.made) > c.ttl) {
 		return nil, false
 	}
-	return a.replay(), true
+	return e.answer.replay(), true
 }
 
 // ask registers the caller as the one asking the fleet for key k, and
@@ -106,7 +125,7 @@ func (c *Cache) ask(k key) (done func(), wait <-chan struct{}) {
 }
 
 // put stores a copy of a under k.
-func (c *Cache) put(k key, a *Answer) { c.lru.Add(k, a.clone()) }
+func (c *Cache) put(k key, a *Answer) { c.lru.Add(k, entry{answer: a.clone(), made: time.Now()}) }
 
 // lookup is what the cache makes of a request: its key, and whether the
 // answer may be stored at all. ok is false when the request is not

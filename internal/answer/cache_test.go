@@ -262,6 +262,23 @@ func TestCacheEntriesExpire(t *testing.T) {
 	}
 }
 
+// A ttl under a microsecond, which the configuration lets through
+// (cache.ttl: 50ns), makes a cache whose answers expire at once: the
+// process goes on, every request a miss.
+func TestCacheTinyTTLServes(t *testing.T) {
+	for _, ttl := range []time.Duration{time.Nanosecond, 50 * time.Nanosecond, 99 * time.Nanosecond} {
+		t.Run(ttl.String(), func(t *testing.T) {
+			svc, _, _ := cachedService(t, 16, ttl, nil)
+			req := twoQuestions("m")
+			ask(t, svc, req)
+			time.Sleep(10 * time.Millisecond) // the cache's sweeper starts meanwhile
+			if a := ask(t, svc, req); a.Cache != answer.CacheMiss {
+				t.Errorf("cache %q after the ttl, want miss", a.Cache)
+			}
+		})
+	}
+}
+
 // The cache holds at most its entries, the least recently used evicted
 // first.
 func TestCacheIsBounded(t *testing.T) {
