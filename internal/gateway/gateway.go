@@ -421,6 +421,8 @@ func (g *Gateway) answer(q query, p *link, r reading, gt gate, at *Attempt, res 
 		c := r.answer.Cost.String()
 		res.Cost = &c
 	}
+	// An abstention is kept and served again as any answer.
+	res.Cache = r.answer.Cache
 	if r.Dist == nil { // the node declined outright: there is no reading to report
 		res.Status, res.Provider, res.Grade = Abstained, &name, GradeEscalate
 		res.Calibration = &Steps{Steps: []CalibrationStep{}}
@@ -445,7 +447,6 @@ func (g *Gateway) answer(q query, p *link, r reading, gt gate, at *Attempt, res 
 	}
 	res.Calibrated = r.answer.Calibrated
 	res.FitVersion = r.answer.FitVersion
-	res.Cache = r.answer.Cache
 	if !math.IsNaN(r.LabelMass) {
 		// Significant digits, not decimals: a mass of 0.000665 is not 0.
 		m := decision.RoundSignificant(r.LabelMass, decision.LabelMassDigits)

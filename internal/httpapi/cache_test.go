@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"encoding/json"
+	"math"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -143,5 +144,27 @@ func TestCacheOnTheDecisionsWireKeepsTheGate(t *testing.T) {
 				t.Errorf("request %d, question %d: refused %v, want %v: %s", i, j, a.Refused, c.refused, r.body)
 			}
 		}
+	}
+}
+
+// A decide answer that abstains because the model ranked none of the
+// options is a 200 like any, and says what the cache made of it: a miss,
+// then the repeat a hit that asked no engine.
+func TestCacheOnDecideSaysSoOnAnAbstention(t *testing.T) {
+	unranked := func([]string) []float64 { return []float64{math.Inf(-1), math.Inf(-1)} }
+	n := startNode(t, "a", fakeengine.LlamaCpp, fakeengine.Behavior{Logprobs: unranked})
+	s := serveCached(t, 64, n)
+	const q = `{"question":"Which colour is the sky?","options":["blue","red"]}`
+	var got []string
+	for range 2 {
+		r := s.do(t, "POST", "/v1/decide", q)
+		var d struct{ Status, Cache string }
+		if err := json.Unmarshal(r.body, &d); err != nil || r.status != 200 || d.Status != "abstained" {
+			t.Fatalf("decide: %v", r)
+		}
+		got = append(got, d.Cache)
+	}
+	if got[0] != "miss" || got[1] != "hit" {
+		t.Errorf("cache %q, then %q; want miss, then hit", got[0], got[1])
 	}
 }
