@@ -364,7 +364,7 @@ func (g *Gateway) run(ctx context.Context, log *slog.Logger, q query, gt gate, r
 			continue
 		}
 		if r.Refusal != nil && r.Refusal.Reason == answer.RefusedUnranked {
-			at.Outcome, at.Detail = OutcomeAbstained, r.Refusal.Detail
+			at.Outcome, at.Detail = OutcomeAbstained, r.declined()
 			res.Attempts = append(res.Attempts, at)
 			if unread == nil {
 				unread, unreadReading = p, r
@@ -426,7 +426,7 @@ func (g *Gateway) answer(q query, p *link, r reading, gt gate, at *Attempt, res 
 	if r.Dist == nil { // the node declined outright: there is no reading to report
 		res.Status, res.Provider, res.Grade = Abstained, &name, GradeEscalate
 		res.Calibration = &Steps{Steps: []CalibrationStep{}}
-		at.Outcome, at.Detail = OutcomeAbstained, r.Refusal.Detail
+		at.Outcome, at.Detail = OutcomeAbstained, r.declined()
 		if r.Refusal.Reason == answer.RefusedUnranked {
 			res.Rationale = fmt.Sprintf("System 1 abstained: the model of provider %q ranked none of the options among its likeliest answers (%s), so there are no probabilities. There is no decision. Reason this through yourself, or offer options that fit.", name, r.Refusal.Detail)
 		} else {
@@ -495,7 +495,7 @@ func (g *Gateway) answer(q query, p *link, r reading, gt gate, at *Attempt, res 
 	at.Outcome, at.Detail = OutcomeOK, r.Detail
 	switch {
 	case reason == answer.RefusedUpstream:
-		at.Outcome, at.Detail = OutcomeAbstained, r.Refusal.Detail
+		at.Outcome, at.Detail = OutcomeAbstained, r.declined()
 		res.Grade = GradeEscalate
 		res.Rationale = fmt.Sprintf("System 1 abstained: provider %q declined to decide (%s). Its best guess was %q at probability %.*f (%s), but there is no decision. Reason this through yourself.",
 			name, r.Refusal.Detail, choice, decimals, conf, cal)

@@ -89,6 +89,16 @@ type reading struct {
 	Detail string
 }
 
+// declined is the attempt's detail for a reading the node would not
+// stand behind: the refusal's words, said to come from the cache on a
+// hit, as an answer's detail says it.
+func (r reading) declined() string {
+	if r.answer != nil && r.answer.Cache == answer.CacheHit {
+		return "answered from the cache, the same request's answer: " + r.Refusal.Detail
+	}
+	return r.Refusal.Detail
+}
+
 // failure is a link's failure to answer.
 type failure struct {
 	// outcome is OutcomeTimeout, OutcomeError or OutcomeMalformed.

@@ -149,22 +149,29 @@ func TestCacheOnTheDecisionsWireKeepsTheGate(t *testing.T) {
 
 // A decide answer that abstains because the model ranked none of the
 // options is a 200 like any, and says what the cache made of it: a miss,
-// then the repeat a hit that asked no engine.
+// then the repeat a hit that asked no engine, whose attempt says it came
+// from the cache.
 func TestCacheOnDecideSaysSoOnAnAbstention(t *testing.T) {
 	unranked := func([]string) []float64 { return []float64{math.Inf(-1), math.Inf(-1)} }
 	n := startNode(t, "a", fakeengine.LlamaCpp, fakeengine.Behavior{Logprobs: unranked})
 	s := serveCached(t, 64, n)
 	const q = `{"question":"Which colour is the sky?","options":["blue","red"]}`
-	var got []string
+	var got, details []string
 	for range 2 {
 		r := s.do(t, "POST", "/v1/decide", q)
-		var d struct{ Status, Cache string }
-		if err := json.Unmarshal(r.body, &d); err != nil || r.status != 200 || d.Status != "abstained" {
+		var d struct {
+			Status, Cache string
+			Attempts      []struct{ Detail string }
+		}
+		if err := json.Unmarshal(r.body, &d); err != nil || r.status != 200 || d.Status != "abstained" || len(d.Attempts) != 1 {
 			t.Fatalf("decide: %v", r)
 		}
-		got = append(got, d.Cache)
+		got, details = append(got, d.Cache), append(details, d.Attempts[0].Detail)
 	}
 	if got[0] != "miss" || got[1] != "hit" {
 		t.Errorf("cache %q, then %q; want miss, then hit", got[0], got[1])
+	}
+	if strings.Contains(details[0], "from the cache") || !strings.Contains(details[1], "from the cache") || !strings.Contains(details[1], "ranked none") {
+		t.Errorf("attempts' details %q, then %q", details[0], details[1])
 	}
 }
