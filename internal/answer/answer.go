@@ -228,8 +228,8 @@ func (q Question) Served(name func(string) string) string {
 	return "node=" + name(q.Node) + " model=" + name(q.Model) + " fingerprint=" + fp
 }
 
-// hit answers req from the cache, recorded as any answer, when an answer
-// is stored under k.
+// hit answers req from the cache, recorded and offered to the shadow as
+// any answer, when an answer is stored under k.
 func (s *Service) hit(req Request, k key, fits *calibration.Fits) (*Answer, bool) {
 	a, ok := s.opt.Cache.get(k, fits)
 	if !ok {
@@ -237,6 +237,7 @@ func (s *Service) hit(req Request, k key, fits *calibration.Fits) (*Answer, bool
 	}
 	s.opt.Cache.hits.Add(1)
 	s.record(req, a)
+	s.opt.Shadow.offer(s, req, a)
 	return a, true
 }
 

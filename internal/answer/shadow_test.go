@@ -218,3 +218,29 @@ func TestShadowSurvivesWithCacheAndOnly(t *testing.T) {
 		}
 	}
 }
+
+// A repeat answered from the decision cache is drawn like any answer, as
+// it is recorded like any: the share of requests shadowed is the share
+// configured, repeats among them, whether the cache is on or not.
+func TestShadowDrawsCacheHits(t *testing.T) {
+	var rec syncRecords
+	plain, sh := shadowed(t, fakeengine.Behavior{}, 16, 1, &rec)
+	svc := plain.WithCache(answer.NewCache(16, 0))
+	for range 2 {
+		if _, err := svc.Answer(t.Context(), twoQuestions("m")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+		st := sh.Stats()
+		if st.Sampled > 0 && st.Asked+st.Dropped+st.Failed == st.Sampled {
+			if st.Sampled != 2 || st.Asked != 2 {
+				t.Fatalf("stats %+v; want the miss and the hit both asked of the candidate", st)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the shadow did not finish: %+v", st)
+		}
+	}
+}
