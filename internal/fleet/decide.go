@@ -477,7 +477,35 @@ func (r *Router) noNode(ctx context.Context, serving []*Node, model string, q de
 	for _, n := range serving {
 		states = append(states, r.resting(n, model, now))
 	}
-	return &engine.Failure{Kind: engine.Unavailable, Err: fmt.Errorf("every node is cooling down: %v", states)}
+	err := fmt.Errorf("every node is cooling down: %v", states)
+	// Where every node rests as its 429 asked, the question is rate
+	// limited until the soonest of those rests ends, which the caller is
+	// told as a 429's Retry-After is.
+	if wait, ok := r.limitedRest(serving, model, now); ok {
+		return &engine.Failure{Kind: engine.RateLimited, RetryAfter: wait, Err: err}
+	}
+	return &engine.Failure{Kind: engine.Unavailable, Err: err}
+}
+
+// limitedRest reports whether every node of serving rests at now for the
+// pause its 429 asked (not a model's rest, nor a down node's), and how
+// long until the first of them is asked again.
+func (r *Router) limitedRest(serving []*Node, model string, now time.Time) (wait time.Duration, ok bool) {
+	for _, n := range serving {
+		if _, resting := n.modelResting(model, now); resting {
+			return 0, false
+		}
+		n.mu.Lock()
+		until, limited := n.coolUntil, n.coolLimited && now.Before(n.coolUntil)
+		n.mu.Unlock()
+		if !limited {
+			return 0, false
+		}
+		if d := until.Sub(now); !ok || d < wait {
+			wait, ok = d, true
+		}
+	}
+	return wait, ok
 }
 
 // resting explains why node n takes no question for model at now.

@@ -33,7 +33,9 @@ func (r *Router) failedLocked(n *Node, f *engine.Failure, now time.Time) bool {
 		// the request's fault, a full queue or a caller gone: not the node's health
 		return false
 	case engine.RateLimited:
-		return r.coolLocked(n, now, max(f.RetryAfter, time.Second), f.Error())
+		cooled := r.coolLocked(n, now, max(f.RetryAfter, time.Second), f.Error())
+		n.coolLimited = n.coolLimited || cooled
+		return cooled
 	case engine.Unavailable:
 		cooled := r.coolLocked(n, now, r.policy.Cooldown, f.Error()) // down, or a ghost claim
 		n.constraintUnknown(f.Error())
@@ -70,7 +72,7 @@ func (r *Router) coolLocked(n *Node, now time.Time, d time.Duration, why string)
 		r.obs.Cooldown(n.Name)
 		n.cooldowns.Add(1)
 	}
-	n.coolUntil, n.coolReason, n.probeCooled = until, why, false
+	n.coolUntil, n.coolReason, n.probeCooled, n.coolLimited = until, why, false, false
 	return true
 }
 

@@ -70,6 +70,7 @@ type Node struct {
 	coolReason  string
 	probeFailed bool                     // a probe failed since the last that succeeded: the node is back when one does
 	probeCooled bool                     // the cooldown is a failed probe's, which a good probe ends
+	coolLimited bool                     // the cooldown is the rest a 429 asked for (see noNode)
 	answered    bool                     // a probe has succeeded since the process started (Unready)
 	failures    []time.Time              // recent failures, within the window
 	modelCool   map[string]ModelCooldown // models resting on a healthy node (see blame)
