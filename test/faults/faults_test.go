@@ -300,6 +300,7 @@ func runSystemOneRow(t *testing.T, row systemOneRow, tg target) {
 		if !state(t, s.router, "bad").Healthy {
 			t.Error("the node is cooling down for the caller's hang-up")
 		}
+		slotsFree(t, s.router)
 		return
 	}
 
@@ -349,6 +350,21 @@ func runSystemOneRow(t *testing.T, row systemOneRow, tg target) {
 		bad.waitIdle(t)
 		noneLeft(t, s, base)
 	}
+	slotsFree(t, s.router)
+}
+
+// slotsFree checks that once the requests are answered every node's
+// slots are given back: none in flight, none queued, whatever failed.
+func slotsFree(t testing.TB, r *fleet.Router) {
+	t.Helper()
+	eventually(t, "every node's slots are free", func() bool {
+		for _, st := range r.States() {
+			if st.InFlight != 0 || st.Queued != 0 {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // checkSystemOne checks a /v1/systemone reply against the row: the status;
