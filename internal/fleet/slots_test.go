@@ -266,3 +266,21 @@ func TestClaimOfEndlessSlotsIsNotBelieved(t *testing.T) {
 		})
 	}
 }
+
+// A caller that gave up while the node was asked its slots says nothing
+// of the node: the next caller reads them, where before the node was
+// taken for one that does not say its slots for a minute, its calls
+// neither pinned nor bounded one per server slot, and /health showing
+// its max_inflight.
+func TestSlotsReadGivenUpOnIsReadAgain(t *testing.T) {
+	r, _ := slotRouter(t, fakeengine.Options{Dialect: fakeengine.LlamaCpp, Slots: 2}, config.Node{MaxInFlight: 8})
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	r.Capacity(gone, fakeengine.DefaultModel, 1)
+	if c := r.Capacity(context.Background(), fakeengine.DefaultModel, 1); c != 2 {
+		t.Errorf("capacity %d after a caller gave up on the slots' read, want the server's 2 slots", c)
+	}
+	if s := r.States()[0].Slots; s != 2 {
+		t.Errorf("the node's slots are %d after a caller gave up on their read, want the server's 2", s)
+	}
+}

@@ -538,6 +538,8 @@ func (f *fact) reset() {
 func (f *fact) peek() int { return int(f.value.Load()) }
 
 // get is the value, read on first use; 0 while the server does not say.
+// A read the caller gave up on (ctx's end) says nothing of the server:
+// the next caller reads it at once.
 func (f *fact) get(ctx context.Context, read func(context.Context) (int, error)) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -546,7 +548,9 @@ func (f *fact) get(ctx context.Context, read func(context.Context) (int, error))
 	}
 	v, err := read(ctx)
 	if err != nil || v <= 0 {
-		f.retry = time.Now().Add(time.Minute)
+		if ctx.Err() == nil {
+			f.retry = time.Now().Add(time.Minute)
+		}
 		return 0
 	}
 	f.value.Store(int64(v))
