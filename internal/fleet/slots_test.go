@@ -284,3 +284,25 @@ func TestSlotsReadGivenUpOnIsReadAgain(t *testing.T) {
 		t.Errorf("the node's slots are %d after a caller gave up on their read, want the server's 2", s)
 	}
 }
+
+// A caller waiting for another's read of the node's slots waits no longer
+// than its own deadline: on a server that hangs, it had waited for the
+// other's read to end, up to the node's timeout.
+func TestSlotsReadWaitsNoLongerThanTheCaller(t *testing.T) {
+	r, _ := slotRouter(t, fakeengine.Options{Dialect: fakeengine.LlamaCpp, Slots: 2,
+		Behavior: fakeengine.Behavior{Fault: fakeengine.Hang, Everywhere: true}}, config.Node{MaxInFlight: 8, Timeout: config.Duration(5 * time.Second), Models: []string{fakeengine.DefaultModel}})
+	first := make(chan struct{})
+	go func() {
+		defer close(first)
+		r.Capacity(context.Background(), fakeengine.DefaultModel, 1) // hangs the node's timeout
+	}()
+	time.Sleep(100 * time.Millisecond) // the first read is out
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	r.Capacity(ctx, fakeengine.DefaultModel, 1)
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("a caller with 200 ms left waited %s for another's read of the slots", d.Round(time.Millisecond))
+	}
+	<-first
+}

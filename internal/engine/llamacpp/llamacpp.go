@@ -521,15 +521,31 @@ func (e *Engine) get(ctx context.Context, path string, reply any) error {
 // size. A failed read is tried again only after a minute, so that a server
 // without the endpoint costs no extra call per request.
 type fact struct {
-	mu    sync.Mutex   // held through a read: one caller reads, the others wait for it
+	// turn is held through a read: one caller reads, the others wait
+	// for it, each no longer than its own context allows.
+	turn  chan struct{}
+	once  sync.Once
 	value atomic.Int64 // 0 until read
 	retry time.Time
 }
 
+// lock takes f's turn, or gives up with ctx, reporting whether it took it.
+func (f *fact) lock(ctx context.Context) bool {
+	f.once.Do(func() { f.turn = make(chan struct{}, 1) })
+	select {
+	case f.turn <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (f *fact) unlock() { <-f.turn }
+
 // reset forgets the value, for a server that now serves another model.
 func (f *fact) reset() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	f.lock(context.Background())
+	defer f.unlock()
 	f.value.Store(0)
 	f.retry = time.Time{}
 }
@@ -541,8 +557,10 @@ func (f *fact) peek() int { return int(f.value.Load()) }
 // A read the caller gave up on (ctx's end) says nothing of the server:
 // the next caller reads it at once.
 func (f *fact) get(ctx context.Context, read func(context.Context) (int, error)) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	if !f.lock(ctx) {
+		return f.peek()
+	}
+	defer f.unlock()
 	if v := f.peek(); v > 0 || time.Now().Before(f.retry) {
 		return v
 	}
