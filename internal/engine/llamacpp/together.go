@@ -62,7 +62,7 @@ const (
 // the server would; false sends p through the chat endpoint. The first
 // read of a model learns the template and checks it on its own prompt;
 // reads meanwhile use the chat endpoint. A failed read is tried again a
-// minute later; a template that renders otherwise than the server (one
+// minute later (at once when its caller gave up on it); a template that renders otherwise than the server (one
 // that rewrites the messages) is never used.
 func (e *Engine) templateFor(ctx context.Context, model string, p engine.Prompt) (chatTemplate, bool) {
 	e.mu.Lock()
@@ -83,7 +83,7 @@ func (e *Engine) templateFor(ctx context.Context, model string, p engine.Prompt)
 		st.t, st.usable = t, true
 	case errors.Is(err, errTemplateRewrites):
 		st.refused = true
-	default:
+	case ctx.Err() == nil: // a read the caller gave up on is tried again at once
 		st.retry = time.Now().Add(time.Minute)
 	}
 	return st.t, st.usable

@@ -240,3 +240,31 @@ func TestGivenUpReadsAreNotSent(t *testing.T) {
 		t.Errorf("%d calls of %d prompts after a read was given up, want 1 call of the 2 reads still waiting", c-calls, s-sent)
 	}
 }
+
+// A read whose caller gave up while the model's chat template was being
+// learnt says nothing of the template: the next read learns it and goes
+// in a prompt list, where before every read went alone through the chat
+// endpoint for a minute.
+func TestTemplateReadGivenUpOnIsLearntAgain(t *testing.T) {
+	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Slots: 8})
+	defer f.Close()
+	e := &Engine{BaseURL: f.URL, PromptsPerCall: 8}
+	q := decision.Question{ID: "q", Kind: decision.Choice, Instructions: []byte(`"Which?"`),
+		Options: []decision.Option{{Key: "a", Name: "a"}, {Key: "b", Name: "b"}}}
+	labels, err := e.Labels(context.Background(), fakeengine.DefaultModel, engine.Candidates(q), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := engine.Layout([]byte(`"a state"`), q, labels)
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := e.Read(gone, fakeengine.DefaultModel, p); err == nil {
+		t.Fatal("a read given up on answered")
+	}
+	if _, err := e.Read(context.Background(), fakeengine.DefaultModel, p); err != nil {
+		t.Fatal(err)
+	}
+	if calls, prompts, _ := e.Lists(); calls != 1 || prompts != 1 {
+		t.Errorf("after a read given up on, the next went in %d prompt lists of %d prompts, want 1 of 1", calls, prompts)
+	}
+}
