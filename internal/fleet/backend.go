@@ -131,6 +131,14 @@ func (b *engineBackend) ask(c *caller, req decision.Request) []answer {
 		defer release()
 		for j := range out {
 			ask(ctx, j)
+			// As below: a node that failed a question is not sent the
+			// rest, which go on to the next node at once.
+			if f := out[j].err; f != nil && f.Kind != engine.Rejected && !f.Uninformative {
+				for k := j + 1; k < len(out); k++ {
+					out[k].err = f
+				}
+				return out
+			}
 		}
 		return out
 	}

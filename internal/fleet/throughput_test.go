@@ -169,3 +169,28 @@ func TestThroughputGoesToAFreeNode(t *testing.T) {
 	cancel()
 	wg.Wait()
 }
+
+// Row-wise, a node that fails a state's first question (here hung past
+// its timeout) is not sent the state's other questions: they go on to the
+// next node at once, as a request's do. Before, each was asked in turn on
+// the held slot, and the row waited the node's timeout once a question.
+func TestThroughputStopsOnANodeThatFailed(t *testing.T) {
+	bad := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Slots: 2, Behavior: fakeengine.Behavior{Fault: fakeengine.Hang}})
+	t.Cleanup(bad.Close)
+	a, err := NewNode(config.Node{Name: "a", URL: bad.URL, Dialect: "llamacpp", Models: []string{fakeengine.DefaultModel}, Timeout: config.Duration(500 * time.Millisecond)}, func(string) string { return "" }, http.DefaultClient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := llamaNode(t, "b", 2)
+	b.Priority = 1
+	r := New([]*Node{a, b}, Options{})
+	start := time.Now()
+	res, err := r.Decide(engine.WithThroughput(context.Background()), manyOptions("a state", 4, 3))
+	answered(t, "decide", res, err)
+	if n := len(bad.Inferences()); n != 1 {
+		t.Errorf("the hung node was sent %d of the state's questions, want the first alone", n)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("the row took %s to fail over from a node timing out at 500 ms", d.Round(time.Millisecond))
+	}
+}
