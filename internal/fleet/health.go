@@ -97,7 +97,8 @@ func (r *Router) Probe(ctx context.Context) {
 }
 
 // probe lists n's models and records what it found in the node's state,
-// the one every view of the node reads: a node that fails is cooled down,
+// the one every view of the node reads: a node that fails is cooled down
+// (a pool on its router's error statuses only in turn, as blame does),
 // and one cooled by a failed probe is healthy again as soon as a probe
 // succeeds. A node without configured models takes the list as its
 // models. A node whose models the config lists only has to be alive: one
@@ -129,8 +130,17 @@ func (r *Router) probe(ctx context.Context, n *Node) ([]string, error) {
 		if limited {
 			kind = engine.RateLimited
 		}
+		pf := &engine.Failure{Kind: kind, Status: f.Status, RetryAfter: f.RetryAfter, Err: probeCause(f)}
 		n.mu.Lock()
-		if r.failedLocked(n, &engine.Failure{Kind: kind, Status: f.Status, RetryAfter: f.RetryAfter, Err: probeCause(f)}, r.now()) && !limited {
+		var cooled bool
+		if n.Pool && kind == engine.Unavailable && f.Status != 0 {
+			// An error status a pool's router answers with is one
+			// member's failure, counted as a request's is (see blame).
+			cooled = r.countLocked(n, pf, r.now())
+		} else {
+			cooled = r.failedLocked(n, pf, r.now())
+		}
+		if cooled && !limited {
 			n.probeCooled = true
 		}
 		n.probeFailed = true

@@ -189,3 +189,45 @@ func TestPoolSlotsAreItsMaxInflight(t *testing.T) {
 		})
 	}
 }
+
+// A health probe the pool's router answers with a 5xx (one member
+// failing behind a router that still routes) counts toward a cooldown as
+// a request's does, rather than cooling the whole pool at once; a refused
+// connection still cools it at once, as it would one engine.
+func TestPoolProbeCoolsOnItsRoutersFailuresInTurn(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		pool      bool
+		status    int // 0: the connection is refused
+		coolAfter int
+	}{
+		{"pool, 503", true, 503, 3},
+		{"pool, refused", true, 0, 1},
+		{"engine, 503", false, 503, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				http.Error(w, "no healthy upstream", tc.status)
+			}))
+			t.Cleanup(srv.Close)
+			if tc.status == 0 {
+				srv.Close()
+			}
+			n, err := NewNode(config.Node{Name: "n", URL: srv.URL, Dialect: "openai", Pool: tc.pool, Models: []string{"m"}}, func(string) string { return "" }, http.DefaultClient)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := New([]*Node{n}, Options{Fingerprint: FingerprintOptions{Off: true}})
+			cooled := 0
+			for i := 1; i <= 5 && cooled == 0; i++ {
+				r.Probe(context.Background())
+				if !n.State(r.now()).Healthy {
+					cooled = i
+				}
+			}
+			if cooled != tc.coolAfter {
+				t.Errorf("cooled after %d failed probes, want %d", cooled, tc.coolAfter)
+			}
+		})
+	}
+}
