@@ -171,8 +171,16 @@ func (b *engineBackend) ask(c *caller, req decision.Request) []answer {
 		// cache and readies the slots the questions go to, before they go,
 		// through the request's gate like any call. A failed prime costs
 		// only the sharing: each question then prefills the state on its
-		// own slot.
-		_ = llama.Prime(c.ctx, req.State, len(out))
+		// own slot. But a node that did not answer it (timed out, down)
+		// is not sent the questions, which fail with it and go on to the
+		// next node at once, rather than wait the node's timeout again.
+		start := c.r.now()
+		if f := failure(llama.Prime(c.ctx, req.State, len(out))); f != nil && (f.Kind == engine.Timeout || f.Kind == engine.Unavailable) {
+			for j := first; j < len(out); j++ {
+				out[j] = c.result(start, engine.Outcome{}, "", f)
+			}
+			return out
+		}
 	}
 	// The last question is asked on this goroutine: a lone question, the
 	// common case, then needs no goroutine handoff.

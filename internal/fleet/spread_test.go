@@ -213,3 +213,38 @@ func TestLlamaCppTasksAtMostOnePerSlot(t *testing.T) {
 		})
 	}
 }
+
+// A node that hangs on a warm state's priming tasks is not sent the
+// state's questions: they fail over at once, where each waited the node's
+// timeout again after the primes had, and a request with less than twice
+// the node's timeout left failed rather than fail over.
+func TestSpreadHungPrimeFailsOverAtOnce(t *testing.T) {
+	const timeout = time.Second
+	bad := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Slots: 4})
+	t.Cleanup(bad.Close)
+	a, err := NewNode(config.Node{Name: "a", URL: bad.URL, Dialect: "llamacpp", Models: []string{fakeengine.DefaultModel}, Timeout: config.Duration(timeout)}, func(string) string { return "" }, http.DefaultClient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := llamaNode(t, "b", 2)
+	b.Priority = 1
+	r := New([]*Node{a, b}, Options{})
+	res, err := r.Decide(context.Background(), manyOptions("a state", 3, 3))
+	answered(t, "the first request", res, err)
+	bad.Set(fakeengine.Behavior{Fault: fakeengine.Hang, Everywhere: true}) // wedged: even the primes hang
+	sent := len(bad.Inferences())
+	start := time.Now()
+	res, err = r.Decide(context.Background(), manyOptions("a state", 3, 3))
+	answered(t, "the request over the warm state", res, err)
+	if d := time.Since(start); d > timeout*19/10 {
+		t.Errorf("the request took %s to fail over from a node timing out at %s", d.Round(time.Millisecond), timeout)
+	}
+	if n := len(bad.Inferences()) - sent; n != 0 {
+		t.Errorf("the node that hung on the primes was sent %d questions", n)
+	}
+	for _, q := range res.Questions {
+		if got := outcomes(q); got != "a:timeout b:ok" {
+			t.Errorf("attempts %q, want a:timeout b:ok", got)
+		}
+	}
+}
