@@ -40,18 +40,25 @@ func TestCalibrationUntilIsNow(t *testing.T) {
 }
 
 // A query parameter the report does not take (a misspelt target_error,
-// a window by another name) is refused naming it, as GET /v1/usage
-// refuses one, rather than ignored for a report of the defaults.
+// a window by another name), or whose name or value does not decode (a
+// bad percent escape, a semicolon, which Go no longer reads as a
+// separator), is refused naming it, as GET /v1/usage refuses one, rather
+// than ignored for a report of the defaults.
 func TestReportQueryUnknownParam(t *testing.T) {
 	s, _, _, _ := logServe(t)
-	for _, tc := range []struct{ path, param string }{
-		{"/v1/calibration?window=24h&target_eror=0.05", "target_eror"},
-		{"/v1/calibration?windows=24h", "windows"},
-		{"/v1/shadow?since=2026-12-01", "since"},
+	for _, tc := range []struct{ path, param, msg string }{
+		{"/v1/calibration?window=24h&target_eror=0.05", "target_eror", "not a parameter"},
+		{"/v1/calibration?windows=24h", "windows", "not a parameter"},
+		{"/v1/shadow?since=2026-12-01", "since", "not a parameter"},
+		{"/v1/calibration?window=%zz", "window", "decode"},
+		{"/v1/calibration?window=1h;target_error=0.5", "window", "decode"},
+		{"/v1/shadow?window=1%", "window", "decode"},
+		{"/v1/usage?since=2026-12-01&until=%G1", "until", "decode"},
+		{"/v1/usage?group_by=key;model", "group_by", "decode"},
 	} {
 		e := want422(t, s.do(t, http.MethodGet, tc.path, "", auth), tc.param, "query", tc.param)
-		if !strings.Contains(e.Detail[0].Msg, "not a parameter") {
-			t.Errorf("%s: msg %q", tc.path, e.Detail[0].Msg)
+		if !strings.Contains(e.Detail[0].Msg, tc.msg) {
+			t.Errorf("%s: msg %q, want it to say %q", tc.path, e.Detail[0].Msg, tc.msg)
 		}
 	}
 }
