@@ -41,7 +41,8 @@ var ErrTooLarge = errors.New("reply too large")
 // Do sends hr with the bearer key (none when key is empty) through hc (nil
 // is http.DefaultClient) and returns the body of a 200 reply of at most
 // maxBody bytes (0 or less is DefaultMaxBody). Another status is a
-// *StatusError; a reply over the limit wraps ErrTooLarge; a failure to
+// *StatusError, with as much of its body as came within the limit; a 200
+// reply over the limit wraps ErrTooLarge; a failure to
 // send or read is returned as it came, wrapped once.
 func Do(hc *http.Client, hr *http.Request, key string, maxBody int64) ([]byte, error) {
 	hc = cmp.Or(hc, http.DefaultClient)
@@ -58,14 +59,17 @@ func Do(hc *http.Client, hr *http.Request, key string, maxBody int64) ([]byte, e
 	}
 	defer resp.Body.Close()
 	data, err := ReadAll(io.LimitReader(resp.Body, maxBody+1), resp.ContentLength)
+	if resp.StatusCode != http.StatusOK {
+		// The status and its Retry-After stand however the body came (cut
+		// short, too long): the body only explains them.
+		data = data[:min(int64(len(data)), maxBody)]
+		return nil, &StatusError{Code: resp.StatusCode, Body: Redact(data, key), RetryAfter: retryafter.Parse(resp.Header, time.Now())}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the reply: %w", err)
 	}
 	if int64(len(data)) > maxBody {
 		return nil, fmt.Errorf("%w: larger than %d bytes", ErrTooLarge, maxBody)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, &StatusError{Code: resp.StatusCode, Body: Redact(data, key), RetryAfter: retryafter.Parse(resp.Header, time.Now())}
 	}
 	return data, nil
 }
