@@ -8,6 +8,7 @@ package ollama
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
 	"strings"
 
@@ -59,10 +60,11 @@ type options struct {
 // chatResponse is the part of Ollama's /api/chat reply system1 reads. Its
 // logprobs entries have the OpenAI field names, without ids.
 type chatResponse struct {
-	Model           string                `json:"model"`
-	Logprobs        []openai.TokenLogprob `json:"logprobs"`
-	PromptEvalCount *int                  `json:"prompt_eval_count"`
-	EvalCount       *int                  `json:"eval_count"`
+	Model           string                   `json:"model"`
+	Message         struct{ Content string } `json:"message"`
+	Logprobs        []openai.TokenLogprob    `json:"logprobs"`
+	PromptEvalCount *int                     `json:"prompt_eval_count"`
+	EvalCount       *int                     `json:"eval_count"`
 }
 
 // Read asks for one token at temperature 0 with thinking off and no
@@ -82,13 +84,26 @@ func (e *Engine) Read(ctx context.Context, model string, p engine.Prompt) (engin
 	}); err != nil {
 		return engine.Reading{}, err
 	}
-	if len(reply.Logprobs) == 0 {
-		// Ollama before 0.12.11 sends none, and none for an end-of-sequence token.
+	var r engine.Reading
+	switch {
+	case len(reply.Logprobs) == 0 && reply.Message.Content == "":
+		// Ollama sends no logprobs for an end-of-sequence token: the
+		// model ended its reply at once, which is no label. That is the
+		// prompt's doing, not the node's: a reading that ranks none, as
+		// the other engines give, which fails the question alone.
+		asked := len(p.Asked())
+		r = engine.Reading{Logprobs: make([]float64, asked), Found: make([]bool, asked), PreMask: true}
+		for i := range r.Logprobs {
+			r.Logprobs[i] = math.Inf(-1)
+		}
+	case len(reply.Logprobs) == 0:
+		// Ollama before 0.12.11 sends none.
 		return engine.Reading{}, &engine.Failure{Kind: engine.Malformed, Err: errors.New("no logprobs in the reply")}
-	}
-	r, err := openai.TokenReading(&reply.Logprobs[0], openai.TextLabels(p.Asked()), true)
-	if err != nil {
-		return engine.Reading{}, err
+	default:
+		var err error
+		if r, err = openai.TokenReading(&reply.Logprobs[0], openai.TextLabels(p.Asked()), true); err != nil {
+			return engine.Reading{}, err
+		}
 	}
 	if err := uncut(reply.PromptEvalCount, e.NumCtx); err != nil {
 		return engine.Reading{}, err

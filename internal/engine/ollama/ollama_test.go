@@ -156,6 +156,17 @@ func TestRead(t *testing.T) {
 		{name: "null logprob", reply: entry(`{"token":"A","logprob":null},{"token":"B","logprob":-2}`), labels: abc, kind: engine.Malformed},
 		{name: "top-k above 1", reply: entry(`{"token":"A","logprob":-0.1},{"token":"B","logprob":-0.2}`), labels: abc, kind: engine.Malformed},
 		{name: "no logprobs", reply: ok(`{"model":"tiny","message":{"role":"assistant","content":"A"},"done":true}`), labels: abc, kind: engine.Malformed},
+		{
+			// The model ended its reply at once: Ollama sends no logprobs
+			// for an end-of-sequence token. That is a reading that ranks
+			// no label (the question fails alone), not a malformed reply
+			// (which counts against the node, cooling it for every caller).
+			name:   "ended at once",
+			reply:  ok(`{"model":"tiny","message":{"role":"assistant","content":""},"done":true,"done_reason":"stop","prompt_eval_count":12,"eval_count":1}`),
+			labels: abc,
+			want: engine.Reading{Logprobs: []float64{inf, inf, inf}, Found: []bool{false, false, false},
+				PreMask: true, Model: "tiny", InputTokens: 12, OutputTokens: 1, Counted: true},
+		},
 		{name: "not JSON", reply: ok(`<html>gateway</html>`), labels: abc, kind: engine.Malformed},
 		{name: "recorded 404", reply: answer{status: 404, body: recorded(t, "notfound.json")}, labels: abc, kind: engine.Unavailable},
 		{name: "recorded 400", reply: answer{status: 400, body: recorded(t, "toplogprobs21.json")}, labels: abc, kind: engine.Rejected},
