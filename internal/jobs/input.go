@@ -294,6 +294,11 @@ func newCSVReader(lr lineReader, qs []decision.Question, ids bool, outcomes map[
 	r := &csvReader{recs: recs, qs: qs, ids: ids, width: len(header), idCol: -1}
 	seen := map[string]bool{}
 	for i, name := range header {
+		// Lines join CRLF and LF alike, so a CR left in a header name is
+		// one alone: lines ended that way would read as one header line.
+		if strings.ContainsRune(name, '\r') {
+			return nil, fmt.Errorf("the CSV column %d's name holds a carriage return: the file's lines end in a CR alone (an old Mac format); save it with LF or CRLF line endings", i+1)
+		}
 		if seen[name] {
 			return nil, fmt.Errorf("the CSV header names the column %q twice", name)
 		}

@@ -222,6 +222,9 @@ func TestCSVHeaderRefused(t *testing.T) {
 		{"text,lang\nx,y\n", "no id column"},
 		{"id,text,text\n", `names the column "text" twice`},
 		{"id,expected.nope\n", `"expected.nope" names no question`},
+		// Lines ended by a CR alone (an old Mac export) read as one line:
+		// a header and no rows, which ran as an empty input.
+		{"id,text\ra,x\rb,y\r", "carriage return"},
 	} {
 		path := filepath.Join(t.TempDir(), "in.csv")
 		if err := os.WriteFile(path, []byte(tc.content), 0o644); err != nil {
