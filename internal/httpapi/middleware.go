@@ -102,6 +102,9 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		if Abandoned(r.Context()) {
 			status = StatusClientClosedRequest
 		}
+		if isUnmatched(r.Pattern) {
+			r.Pattern = "" // no route served it: the span is named by its method alone
+		}
 		tracing.EndRequest(span, r, status)
 		d := time.Since(start)
 		route := r.Pattern

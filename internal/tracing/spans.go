@@ -81,16 +81,21 @@ func EndRequest(span trace.Span, r *http.Request, status int) {
 	span.End()
 }
 
-// routeOf is a ServeMux pattern's path: "POST /v1/systemone" and
-// "host/v1/x" give "/v1/systemone" and "/v1/x".
+// routeOf is a ServeMux pattern's path, as a route is written (the
+// OpenAPI document's): "POST /v1/systemone" and "host/v1/x" give
+// "/v1/systemone" and "/v1/x", "GET /{$}" gives "/", and a wildcard's
+// "..." and the mux's "{$}" are dropped ("/v1/models/{id...}" gives
+// "/v1/models/{id}").
 func routeOf(pattern string) string {
 	if _, p, ok := strings.Cut(pattern, " "); ok {
 		pattern = strings.TrimLeft(p, " \t")
 	}
-	if i := strings.IndexByte(pattern, '/'); i >= 0 {
-		return pattern[i:]
+	i := strings.IndexByte(pattern, '/')
+	if i < 0 {
+		return ""
 	}
-	return ""
+	route := strings.TrimSuffix(pattern[i:], "{$}")
+	return strings.Replace(route, "...}", "}", 1)
 }
 
 // methodName is an HTTP method as a span may name it: the standard ones

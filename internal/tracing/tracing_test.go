@@ -440,3 +440,26 @@ func TestStartQuestions(t *testing.T) {
 		t.Error("the questions are not under the request")
 	}
 }
+
+// A route is written as the OpenAPI document writes it, not in the
+// ServeMux's own syntax: the page's "GET /{$}" is "/", a wildcard's
+// "{id...}" is "{id}".
+func TestRequestRoutes(t *testing.T) {
+	tr, exp := recorded(t, false)
+	for _, c := range []struct{ pattern, name, route string }{
+		{"GET /{$}", "GET /", "/"},
+		{"GET /v1/models/{id...}", "GET /v1/models/{id}", "/v1/models/{id}"},
+		{"GET /v1/usage", "GET /v1/usage", "/v1/usage"},
+		{"", "GET", ""},
+	} {
+		exp.Reset()
+		r := httptest.NewRequest(http.MethodGet, "/x", nil)
+		_, span := tr.StartRequest(context.Background(), r, "id")
+		r.Pattern = c.pattern
+		EndRequest(span, r, 200)
+		s := exp.GetSpans()[0]
+		if got := attrs(s)[AttrHTTPRoute].AsString(); s.Name != c.name || got != c.route {
+			t.Errorf("%q: span %q, http.route %q; want %q, %q", c.pattern, s.Name, got, c.name, c.route)
+		}
+	}
+}
