@@ -77,8 +77,7 @@ func (r *Router) Decide(ctx context.Context, req decision.Request) (*Result, err
 	}
 	pending := allQuestions(len(req.Questions))
 	settled := make([]bool, len(req.Questions)) // answered, or rejected as a bad request
-	tried := false
-	var left *Node // the node the pending questions last failed on
+	var left *Node                              // the node the pending questions last failed on
 	for _, n := range r.order(r.withModel(serving, model), req.State, engine.Throughput(ctx)) {
 		if ctx.Err() != nil {
 			break
@@ -87,13 +86,14 @@ func (r *Router) Decide(ctx context.Context, req decision.Request) (*Result, err
 		if len(take) == 0 || r.requestCost(n, model, req, take) > n.budget() {
 			continue
 		}
-		if tried {
-			r.obs.Failover(model)
-		}
+		// A failover is a move after a failure: questions left to this
+		// node because the last did not take them (their options over its
+		// max_options) moved after none.
 		if left != nil {
+			r.obs.Failover(model)
 			left.failovers.Add(1)
 		}
-		tried, left = true, nil
+		left = nil
 		var failure *engine.Failure
 		probed := r.probeOnUse(n, model)
 		answers := r.answer(ctx, n, model, req, take)
