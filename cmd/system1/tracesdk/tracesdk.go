@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"go.opentelemetry.io/otel"
@@ -45,6 +46,9 @@ const (
 // EnvSampler is the sampler's variable, which Setup leaves to the SDK:
 // it applies where the block names no sampler.
 const EnvSampler = "OTEL_TRACES_SAMPLER"
+
+// EnvSamplerArg is the sampler's ratio, for a *traceidratio sampler.
+const EnvSamplerArg = "OTEL_TRACES_SAMPLER_ARG"
 
 // DefaultServiceName is service.name when neither the block nor
 // OTEL_SERVICE_NAME names one.
@@ -91,6 +95,10 @@ func Setup(ctx context.Context, o Options) (*tracing.Tracer, error) {
 	if err != nil {
 		return nil, err
 	}
+	ratio, err := ratioOf(cfg, os.Getenv)
+	if err != nil {
+		return nil, err
+	}
 	exp, err := newExporter(ctx, protocol, cfg.Endpoint, headers)
 	if err != nil {
 		return nil, fmt.Errorf("tracing: the %s exporter: %w", protocol, err)
@@ -106,7 +114,7 @@ func Setup(ctx context.Context, o Options) (*tracing.Tracer, error) {
 		log.Warn("tracing: the exporter failed", "request_id", "-", "err", err)
 	}))
 	popts := []sdktrace.TracerProviderOption{sdktrace.WithBatcher(exp), sdktrace.WithResource(res)}
-	if s := sampler(cfg); s != nil {
+	if s := sampler(cfg, ratio); s != nil {
 		popts = append(popts, sdktrace.WithSampler(s))
 	}
 	return tracing.New(sdktrace.NewTracerProvider(popts...), o.Version, cfg.IncludeState), nil
@@ -207,15 +215,30 @@ func newResource(ctx context.Context, service, version string) (*sdkresource.Res
 	return res, nil
 }
 
-// sampler is the block's sampler, or nil to leave the choice to
-// OTEL_TRACES_SAMPLER (read by the SDK) and its default,
-// parentbased_always_on.
-func sampler(cfg config.Tracing) sdktrace.Sampler {
+// ratioOf is the ratio of the block's sampler: its sample_ratio, else
+// OTEL_TRACES_SAMPLER_ARG where the block names a sampler that takes a
+// ratio (a variable fills what the block leaves empty), else 1.
+func ratioOf(cfg config.Tracing, getenv func(string) string) (float64, error) {
+	v := strings.TrimSpace(getenv(EnvSamplerArg))
+	if cfg.SampleRatio != nil || !config.TakesRatio(cfg.Sampler) || v == "" {
+		return cfg.Ratio(), nil
+	}
+	r, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(r >= 0 && r <= 1) {
+		return 0, fmt.Errorf("tracing: %s=%q is not a ratio in [0,1], for tracing.sampler %s", EnvSamplerArg, v, cfg.Sampler)
+	}
+	return r, nil
+}
+
+// sampler is the block's sampler, of ratio where it takes one, or nil to
+// leave the choice to OTEL_TRACES_SAMPLER (read by the SDK) and its
+// default, parentbased_always_on.
+func sampler(cfg config.Tracing, r float64) sdktrace.Sampler {
 	name := cfg.Sampler
 	if name == "" && cfg.SampleRatio != nil {
 		name = "parentbased_traceidratio"
 	}
-	ratio := sdktrace.TraceIDRatioBased(cfg.Ratio())
+	ratio := sdktrace.TraceIDRatioBased(r)
 	return map[string]sdktrace.Sampler{
 		"always_on":                sdktrace.AlwaysSample(),
 		"always_off":               sdktrace.NeverSample(),

@@ -84,15 +84,15 @@ func TestServiceName(t *testing.T) {
 
 func TestSamplers(t *testing.T) {
 	for _, name := range config.TracingSamplers {
-		if sampler(config.Tracing{Sampler: name}) == nil {
+		if sampler(config.Tracing{Sampler: name}, 1) == nil {
 			t.Errorf("sampler %s is accepted by the configuration but not built", name)
 		}
 	}
 	r := 0.25
-	if s := sampler(config.Tracing{SampleRatio: &r}); s == nil || !strings.Contains(s.Description(), "ParentBased") || !strings.Contains(s.Description(), "0.25") {
+	if s := sampler(config.Tracing{SampleRatio: &r}, r); s == nil || !strings.Contains(s.Description(), "ParentBased") || !strings.Contains(s.Description(), "0.25") {
 		t.Errorf("a ratio alone: %v", s)
 	}
-	if sampler(config.Tracing{}) != nil {
+	if sampler(config.Tracing{}, 1) != nil {
 		t.Error("no sampler in the block should leave OTEL_TRACES_SAMPLER to the SDK")
 	}
 }
@@ -156,5 +156,52 @@ func TestTracesURL(t *testing.T) {
 		if got, err := tracesURL(in); err != nil || got != want {
 			t.Errorf("%s: %q %v, want %q", in, got, err, want)
 		}
+	}
+}
+
+// A block that names a ratio sampler and no sample_ratio takes the ratio
+// from OTEL_TRACES_SAMPLER_ARG, as a variable fills what the block leaves
+// empty (docs/tracing.md); a ratio in the block wins over it, and one the
+// variable gives that is not a ratio stops the start, naming it.
+func TestSamplerArgFillsTheBlock(t *testing.T) {
+	for _, k := range []string{EnvTracesExporter, EnvSDKDisabled} {
+		t.Setenv(k, "")
+	}
+	ctx := context.Background()
+	one := 1.0
+	for _, c := range []struct {
+		sampler string
+		ratio   *float64
+		arg     string
+		records bool
+		err     string
+	}{
+		{"traceidratio", nil, "0", false, ""},
+		{"parentbased_traceidratio", nil, "0", false, ""},
+		{"parentbased_traceidratio", nil, "", true, ""},
+		{"parentbased_traceidratio", &one, "0", true, ""},
+		{"always_on", nil, "0", true, ""},
+		{"traceidratio", nil, "lots", false, "OTEL_TRACES_SAMPLER_ARG"},
+		{"traceidratio", nil, "1.5", false, "OTEL_TRACES_SAMPLER_ARG"},
+	} {
+		t.Setenv(EnvSamplerArg, c.arg)
+		tr, err := Setup(ctx, Options{Config: config.Tracing{Endpoint: "http://127.0.0.1:1", Sampler: c.sampler, SampleRatio: c.ratio}})
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%s, %s=%q: err %v, want one naming %s", c.sampler, EnvSamplerArg, c.arg, err, c.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, span := tr.StartCall(ctx, "x")
+		if span.IsRecording() != c.records {
+			t.Errorf("%s, ratio %v, %s=%q: recording %v, want %v", c.sampler, c.ratio, EnvSamplerArg, c.arg, span.IsRecording(), c.records)
+		}
+		span.End()
+		sctx, cancel := context.WithTimeout(ctx, 0)
+		_ = tr.Shutdown(sctx)
+		cancel()
 	}
 }
