@@ -80,6 +80,7 @@ func (s *Server) handleSystemOneBatch(w http.ResponseWriter, r *http.Request) {
 	// A state that failed as the caller's error (a 422 of its own) is one a
 	// retry of the whole batch would not mend.
 	if answered == 0 && !slices.Contains(statuses, http.StatusUnprocessableEntity) {
+		noteFailure(r.Context(), errs[0])
 		writeFailure(w, errs[0], p.Model)
 		return
 	}

@@ -48,6 +48,7 @@ func (s *Server) handleDecisions(w http.ResponseWriter, r *http.Request) {
 	a, err := s.opt.Answer.Answer(r.Context(), answer.Request{Request: req, Face: decisionlog.FaceDecisions, RequestID: RequestID(r.Context()),
 		Start: start, Gate: gate})
 	if err != nil {
+		noteFailure(r.Context(), err)
 		writeDecisionsError(w, decisionsFailure(err, p))
 		return
 	}

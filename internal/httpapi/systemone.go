@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -35,6 +36,7 @@ func (s *Server) handleSystemOne(w http.ResponseWriter, r *http.Request) {
 	}
 	a, err := s.opt.Answer.Answer(r.Context(), answer.Request{Request: req, Face: decisionlog.FaceSystemOne, RequestID: RequestID(r.Context()), Start: start, Gate: gate, Coverage: coverage})
 	if err != nil {
+		noteFailure(r.Context(), err)
 		writeFailure(w, err, p.Model)
 		return
 	}
@@ -165,6 +167,26 @@ func unknownFields(fields []string, takes string) string {
 // Jev's words.
 func unknownModel(model string) string {
 	return "Unknown model: " + model + ". GET /v1/models lists the models this server serves."
+}
+
+// noteFailure puts the answer path's failure on the request's log line
+// (error=) in the nodes' own words, addresses and all, which the reply
+// gives the caller redacted: the operator's log keeps them.
+func noteFailure(ctx context.Context, err error) {
+	var f *answer.Failure
+	if !errors.As(err, &f) || len(f.Problems) == 0 {
+		noteLog(ctx, "error", err.Error())
+		return
+	}
+	why := make([]string, len(f.Problems))
+	for i, p := range f.Problems {
+		cause := p.Message
+		if p.Err != nil {
+			cause = p.Err.Error()
+		}
+		why[i] = fmt.Sprintf("question %q: %s", p.Question, cause)
+	}
+	noteLog(ctx, "error", strings.Join(why, "; "))
 }
 
 // writeFailure writes the answer path's failure in the System One wire's
