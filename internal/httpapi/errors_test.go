@@ -262,8 +262,9 @@ func TestChoiceInSeparateRounds(t *testing.T) {
 	}
 }
 
-// With keys configured, a request without one or with a wrong one is a
-// 401 in both error shapes; a configured key is accepted as a bearer
+// With keys configured, a request with a wrong key (and one to the model
+// list without a key) is a 401 in both error shapes, a System One
+// request without a key hosted Jev's 403; a configured key is accepted as a bearer
 // token or in X-Api-Key, on every API route; /health stays public.
 func TestAuth(t *testing.T) {
 	n := startNode(t, "n", fakeengine.OpenAI, fakeengine.Behavior{})
@@ -287,6 +288,10 @@ func TestAuth(t *testing.T) {
 					if r.status != http.StatusOK {
 						t.Errorf("got %s, want 200", r)
 					}
+					continue
+				}
+				if i == 0 && tc.header == nil { // hosted Jev's 403 (TestSystemOneWithoutKeyIs403)
+					wantError(t, r, http.StatusForbidden, "authentication_error", "API key")
 					continue
 				}
 				if i == 0 {
@@ -467,5 +472,38 @@ func TestDecideErrorsAreDecideShaped(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// As hosted Jev does (system-one-wire.md section 5, probed again in
+// jev-1.14.md section 7), a System One request that carries no key at
+// all is a 403 "Must supply an API key!", and one with a wrong key a 401:
+// the official SDKs raise PermissionDeniedError for the one and
+// AuthenticationError for the other. The model list answers both wires'
+// clients, and OpenAI's call a missing key a 401, so it stays one.
+func TestSystemOneWithoutKeyIs403(t *testing.T) {
+	n := startNode(t, "n", fakeengine.OpenAI, fakeengine.Behavior{})
+	s := serve(t, setup{nodes: []node{n}, keys: []string{"key-one"}})
+	const q = `{"model":"fake","state":"s","questions":{"q":{"type":"noul"}}}`
+	for _, tc := range []struct {
+		name, path string
+		header     []string
+		status     int
+		msg        string
+	}{
+		{"no key", "/v1/systemone", nil, http.StatusForbidden, "Must supply an API key! Check your request and try again."},
+		{"no key, batch", "/v1/systemone" + systemone.BatchPath, nil, http.StatusForbidden, "Must supply an API key! Check your request and try again."},
+		{"wrong key", "/v1/systemone", []string{"Authorization: Bearer key-two"}, http.StatusUnauthorized, "Cannot authenticate with the server. Please check your API key and try again."},
+		{"empty bearer", "/v1/systemone", []string{"Authorization: Bearer"}, http.StatusUnauthorized, "Cannot authenticate"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := s.do(t, http.MethodPost, tc.path, q, tc.header...)
+			if e := wantError(t, r, tc.status, "authentication_error"); e.Detail.Message != tc.msg && !strings.HasPrefix(e.Detail.Message, tc.msg) {
+				t.Errorf("message %q, want %q", e.Detail.Message, tc.msg)
+			}
+		})
+	}
+	if r := s.do(t, http.MethodGet, "/v1/models", ""); r.status != http.StatusUnauthorized {
+		t.Errorf("the model list without a key: %s, want 401", r)
 	}
 }

@@ -155,11 +155,16 @@ type errorWriter func(w http.ResponseWriter, status int, typ, msg string)
 type wire struct {
 	errs      errorWriter
 	requestID string
+	// noKey403 makes a request that carries no key header at all a 403
+	// "Must supply an API key!", as hosted Jev answers it, where a wrong
+	// key stays a 401.
+	noKey403 bool
 }
 
 // The wires of the API routes.
 var (
 	systemOneWire   = wire{errs: writeError}
+	jevWire         = wire{errs: writeError, noKey403: true} // the routes hosted Jev answers, and their batch
 	decisionsWire   = wire{errs: writeDecisionsAPIError, requestID: decisionsapi.RequestIDHeader}
 	modelsWire      = wire{errs: writeModelsAPIError, requestID: decisionsapi.RequestIDHeader}
 	decideWire      = wire{errs: writeDecideError}
@@ -194,6 +199,11 @@ func (s *Server) api(wr wire, scope Scope, h http.HandlerFunc, timeout time.Dura
 				secs := setRetryAfter(w.Header(), wait)
 				errs(w, http.StatusTooManyRequests, systemone.RateLimit,
 					fmt.Sprintf("too many wrong API keys from this address; retry after %d s", secs))
+				return
+			}
+			if k < 0 && wr.noKey403 && len(r.Header.Values("Authorization")) == 0 && len(r.Header.Values("X-Api-Key")) == 0 {
+				errs(w, http.StatusForbidden, systemone.Authentication,
+					"Must supply an API key! Check your request and try again.")
 				return
 			}
 			if k < 0 {

@@ -48,8 +48,8 @@ func (s *Server) routes() http.Handler {
 		handle(method, path, scope, s.api(wr, scope, h, timeout))
 	}
 	timeout, batch := s.opt.RequestTimeout, s.batchTimeout()
-	api(http.MethodPost, "/v1/systemone", systemOneWire, ScopeDecide, s.handleSystemOne, timeout)
-	api(http.MethodPost, "/v1/systemone"+systemone.BatchPath, systemOneWire, ScopeDecide, s.handleSystemOneBatch, batch)
+	api(http.MethodPost, "/v1/systemone", jevWire, ScopeDecide, s.handleSystemOne, timeout)
+	api(http.MethodPost, "/v1/systemone"+systemone.BatchPath, jevWire, ScopeDecide, s.handleSystemOneBatch, batch)
 	api(http.MethodPost, "/v1/decisions", decisionsWire, ScopeDecide, s.handleDecisions, timeout)
 	api(http.MethodGet, "/v1/models", modelsWire, AnyKey, s.handleModels, timeout)
 	api(http.MethodGet, "/v1/models/{id...}", modelsWire, AnyKey, s.handleModel, timeout)

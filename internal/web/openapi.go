@@ -99,7 +99,7 @@ func paths() obj {
 				"question; otherwise nothing. Probabilities are rounded by largest remainder so they sum to 1.",
 			"parameters":  append(gateHeaders(), coverageParam()),
 			"requestBody": jsonBody("SystemOneRequest"),
-			"responses": keyed(bodyRead("", "Error", obj{
+			"responses": jevKeyed(bodyRead("", "Error", obj{
 				"200": withHeaders(jsonReply("The answers, in question order.", "SystemOneResponse"), obj{
 					"X-System1-Cache": obj{
 						"description": "With the server's decision cache on (cache.entries): hit when the answers are those of an earlier, identical request " +
@@ -153,7 +153,7 @@ func paths() obj {
 				"counts against the caller's rate as its states do.", systemone.MaxBatchStates),
 			"parameters":  append(gateHeaders(), coverageParam()),
 			"requestBody": jsonBody("SystemOneBatchRequest"),
-			"responses": keyed(bodyRead("", "Error", obj{
+			"responses": jevKeyed(bodyRead("", "Error", obj{
 				"200": withHeaders(jsonReply("Each state's response or error, in the states' order.", "SystemOneBatchResponse"), obj{"X-System1-Cost": costHeader("the states answered (a refused state's included)")}),
 				"400": jsonReply("The body could not be read; or, as on POST /v1/systemone, Jev 1.14's images, an unknown top-level field or an unknown model, for the whole batch before any engine call.", "Error"),
 				"422": jsonReply("A malformed batch or header: every problem listed.", "ValidationError"),
@@ -326,6 +326,16 @@ func keyed(replies obj) obj {
 	if replies["429"] == nil {
 		replies["429"] = jsonReply("The caller's key is over its rate.", "Error")
 	}
+	return replies
+}
+
+// jevKeyed is keyed for the routes hosted Jev answers: as it does, a
+// request without a key is a 403 "Must supply an API key!", a wrong key a
+// 401.
+func jevKeyed(replies obj) obj {
+	replies = keyed(replies)
+	replies["401"] = jsonReply("A key is configured and the caller's is wrong.", "Error")
+	replies["403"] = jsonReply("A key is configured and the caller sent none (type authentication_error, \"Must supply an API key!\", as hosted Jev answers it); or the caller's key does not hold the scope the route needs, the message naming it (type permission_error).", "Error")
 	return replies
 }
 
