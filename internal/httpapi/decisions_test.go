@@ -592,3 +592,51 @@ func TestDecisionsEmptyNameHasAnID(t *testing.T) {
 		}
 	}
 }
+
+// A score's levels reach a System One upstream (hosted Jev, whose
+// OpenAPI takes score criteria as an ordered array of entries only) as
+// an array, each level's label kept: a level with a description as the
+// structured entry {"label", "description"} (openai-decisions-wire.md
+// section 8), one without as its label; levels named in a System One
+// object the same. Whatever the first level has.
+func TestScoreLevelsToSystemOneUpstreamAreAnArray(t *testing.T) {
+	ep := fakeengine.StartSystemOne(t, fakeengine.Reply{})
+	n := node{cfg: config.Node{Name: "jev", URL: ep.URL, Dialect: "systemone", Models: []string{fakeengine.DefaultModel}}}
+	s := serve(t, setup{nodes: []node{n}})
+	for _, tc := range []struct {
+		name, path, body, want string
+	}{
+		{"described levels", "/v1/decisions",
+			`{"model":"fake","input":"s","questions":[{"type":"score","name":"mood","instructions":"How upset?","levels":[{"label":"calm","description":"no complaint"},{"label":"angry","description":"threatens to leave"}]}]}`,
+			`[{"label":"calm","description":"no complaint"},{"label":"angry","description":"threatens to leave"}]`},
+		{"the first level plain, the second described", "/v1/decisions",
+			`{"model":"fake","input":"s","questions":[{"type":"score","name":"mood","instructions":"How upset?","levels":[{"label":"calm"},{"label":"angry","description":"threatens to leave"}]}]}`,
+			`["calm",{"label":"angry","description":"threatens to leave"}]`},
+		{"plain levels", "/v1/decisions",
+			`{"model":"fake","input":"s","questions":[{"type":"score","name":"mood","instructions":"How upset?","levels":[{"label":"calm"},{"label":"angry"}]}]}`,
+			`["calm","angry"]`},
+		{"levels named in an object", "/v1/systemone",
+			`{"model":"fake","state":"s","questions":{"mood":{"type":"score","instructions":"How upset?","criteria":{"calm":"no complaint","angry":null}}}}`,
+			`[{"label":"calm","description":"no complaint"},"angry"]`},
+		{"levels as an array", "/v1/systemone",
+			`{"model":"fake","state":"s","questions":{"mood":{"type":"score","instructions":"How upset?","criteria":["calm",{"x":1}]}}}`,
+			`["calm",{"x":1}]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if r := s.do(t, http.MethodPost, tc.path, tc.body); r.status != http.StatusOK {
+				t.Fatalf("got %s", r)
+			}
+			var sent struct {
+				Questions map[string]struct {
+					Criteria json.RawMessage `json:"criteria"`
+				} `json:"questions"`
+			}
+			if err := json.Unmarshal([]byte(ep.LastRequest()), &sent); err != nil {
+				t.Fatalf("%v: %s", err, ep.LastRequest())
+			}
+			if got := string(sent.Questions["mood"].Criteria); got != tc.want {
+				t.Errorf("criteria sent upstream %s, want %s", got, tc.want)
+			}
+		})
+	}
+}

@@ -39,16 +39,19 @@ func appendQuestions(b []byte, qs []decision.Question) []byte {
 		b = append(b, `,"instructions":`...)
 		b = appendRaw(b, q.Instructions)
 		b = append(b, `,"criteria":`...)
-		if q.Kind == decision.Score && (len(q.Options) == 0 || q.Options[0].Name == "") {
+		if q.Kind == decision.Score {
+			// Jev takes a score's levels as an ordered array only; a level
+			// given by name goes as its name alone, or as the structured
+			// entry {"label", "description"} when it has a description.
 			b = append(b, '[')
 			for j, o := range q.Options {
 				b = comma(b, j)
-				b = appendRaw(b, o.Text)
+				b = appendLevel(b, o)
 			}
 			b = append(b, ']')
 		} else {
-			// Choice and noul criteria, and score levels given by name, are
-			// objects whose key order is the option order.
+			// Choice and noul criteria are objects whose key order is the
+			// option order.
 			b = append(b, '{')
 			for j, o := range q.Options {
 				b = comma(b, j)
@@ -60,6 +63,23 @@ func appendQuestions(b []byte, qs []decision.Question) []byte {
 		}
 		b = append(b, '}')
 	}
+	return append(b, '}')
+}
+
+// appendLevel writes a score level as an entry of Jev's criteria array:
+// a level given by name (o.Name) as the name, or {"label", "description"}
+// when it has a description; any other as its text.
+func appendLevel(b []byte, o decision.Option) []byte {
+	if o.Name == "" {
+		return appendRaw(b, o.Text)
+	}
+	if len(o.Text) == 0 || string(o.Text) == "null" {
+		return appendString(b, o.Name)
+	}
+	b = append(b, `{"label":`...)
+	b = appendString(b, o.Name)
+	b = append(b, `,"description":`...)
+	b = append(b, o.Text...)
 	return append(b, '}')
 }
 

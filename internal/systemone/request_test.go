@@ -238,7 +238,13 @@ func summary(r decision.Request) []string {
 	for _, q := range r.Questions {
 		out = append(out, q.ID, string(q.Kind), compact(q.Instructions))
 		for _, o := range q.Options {
-			out = append(out, o.Key, o.Name, compact(o.Text))
+			name, text := o.Name, o.Text
+			if q.Kind == decision.Score {
+				// Jev takes levels as an array: a named level goes as its
+				// entry, which names it (appendLevel).
+				name, text = "", appendLevel(nil, o)
+			}
+			out = append(out, o.Key, name, compact(text))
 		}
 	}
 	return out
