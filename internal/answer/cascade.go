@@ -87,14 +87,11 @@ func (s *Service) answerCascade(ctx context.Context, req Request, c Cascade) (*A
 		out.Stages = append(out.Stages, stage)
 		out.Cost = AddCost(out.Cost, a.Cost) // every stage asked is billed, kept or not
 		out.Usage = out.Usage.Add(a.Usage)
-		out.Calibrated = out.Calibrated && a.Calibrated
-		if a.FitVersion != "" {
-			out.FitVersion = a.FitVersion
-		}
 		out.Fits = a.Fits
 		last := si == len(c.Stages)-1
 		var next []int
 		kept := map[string]bool{}
+		tempered := false // some answer kept was tempered by a fit
 		for j, qi := range pending {
 			q := a.Questions[j]
 			asked[qi] = append(asked[qi], stage)
@@ -106,11 +103,23 @@ func (s *Service) answerCascade(ctx context.Context, req Request, c Cascade) (*A
 			q.Stage, q.Stages, q.Cost = stage, asked[qi], costs[qi]
 			out.Questions[qi] = q
 			kept[req.Questions[qi].ID] = true
+			tempered = tempered || slices.ContainsFunc(q.Steps, func(st decision.Step) bool { return st.Name == decision.StepTemperature })
 		}
+		// The answer is calibrated as the answers it keeps are: a stage's
+		// answers that went on to the next stage are not the cascade's.
+		// A stage's answer is uncalibrated with a warning naming it, or
+		// when no fits are loaded at all.
 		for _, w := range a.Warnings {
 			if kept[w.Question] {
 				out.Warnings = append(out.Warnings, w)
+				out.Calibrated = out.Calibrated && !w.NoFit
 			}
+		}
+		if len(kept) > 0 && !a.Calibrated && (a.Fits == nil || len(a.Fits.Fits) == 0) {
+			out.Calibrated = false
+		}
+		if tempered && a.FitVersion != "" {
+			out.FitVersion = a.FitVersion
 		}
 		if pending = next; len(pending) == 0 {
 			break
