@@ -30,6 +30,15 @@ type Cascade struct {
 // Cascades are the cascades the service answers to.
 func (s *Service) Cascades() []Cascade { return s.opt.Cascades }
 
+// Resolve is the model the fleet serves for model: an alias's target, or
+// model itself.
+func (s *Service) Resolve(model string) string {
+	if s.opt.Router == nil {
+		return model
+	}
+	return s.opt.Router.Resolve(model)
+}
+
 // cascade is the cascade named model, if one is.
 func (s *Service) cascade(model string) (Cascade, bool) {
 	i := slices.IndexFunc(s.opt.Cascades, func(c Cascade) bool { return c.Model == model })

@@ -60,7 +60,7 @@ func (s *Server) handleCalibration(w http.ResponseWriter, r *http.Request) {
 	rep, err := s.opt.Tracker.Report(r.Context(), s.opt.Answer.Fits(), outcomes.ReportOptions{
 		Since: now.Add(-window), Until: now, TargetError: target, MaxInScopeLoss: maxLoss, Drift: s.opt.Drift, Loop: s.opt.Loop})
 	if err == nil {
-		rep.Cascades, err = outcomes.ReportCascades(r.Context(), s.opt.DecisionLog, s.opt.Answer.Fits(), s.opt.Answer.Cascades(), now.Add(-window), now)
+		rep.Cascades, err = outcomes.ReportCascades(r.Context(), s.opt.DecisionLog, s.opt.Answer.Fits(), s.opt.Answer.Cascades(), s.opt.Answer.Resolve, now.Add(-window), now)
 	}
 	writeReport(w, r, rep, err)
 }

@@ -78,9 +78,11 @@ type StageThreshold struct {
 
 // ReportCascades reports every cascade on the labelled answers its
 // stages gave between since and until (decisionlog.Log.CascadeLabelled),
-// with the thresholds fits hold for its stages. It reads the window's
-// cascade answers whole: a report, not a request path.
-func ReportCascades(ctx context.Context, log *decisionlog.Log, fits *calibration.Fits, cascades []answer.Cascade, since, until time.Time) ([]CascadeReport, error) {
+// with the thresholds fits hold for its stages. resolve names the model a
+// stage's name serves (an alias's target; nil: the name itself), which
+// fits are kept by. It reads the window's cascade answers whole: a
+// report, not a request path.
+func ReportCascades(ctx context.Context, log *decisionlog.Log, fits *calibration.Fits, cascades []answer.Cascade, resolve func(string) string, since, until time.Time) ([]CascadeReport, error) {
 	if log == nil || len(cascades) == 0 {
 		return nil, nil
 	}
@@ -90,14 +92,14 @@ func ReportCascades(ctx context.Context, log *decisionlog.Log, fits *calibration
 	}
 	out := make([]CascadeReport, 0, len(cascades))
 	for _, c := range cascades {
-		out = append(out, reportCascade(c, es, fits))
+		out = append(out, reportCascade(c, es, fits, resolve))
 	}
 	return out, nil
 }
 
 // reportCascade is c's report from the entries of every cascade's
-// stages, each with its latest outcome.
-func reportCascade(c answer.Cascade, es []decisionlog.Entry, fits *calibration.Fits) CascadeReport {
+// stages, each with its latest outcome; resolve as ReportCascades.
+func reportCascade(c answer.Cascade, es []decisionlog.Entry, fits *calibration.Fits, resolve func(string) string) CascadeReport {
 	rep := CascadeReport{Model: c.Model, TargetError: c.TargetError, Delta: calibration.EscalationDelta, Stages: make([]StageReport, len(c.Stages)), Certified: true}
 	type qkey struct{ request, question string }
 	// The last record of each question at each stage: a request id a
@@ -172,7 +174,12 @@ func reportCascade(c answer.Cascade, es []decisionlog.Entry, fits *calibration.F
 			st.Error = float64(st.Wrong) / float64(st.Answered)
 			st.UpperBound = fitting.ClopperPearsonUpper(st.Wrong, st.Answered, 1-calibration.EscalationDelta)
 		}
-		st.Thresholds = stageThresholds(fits, name, c.TargetError)
+		// Fits are kept by the model that answered, an alias's target.
+		model := name
+		if resolve != nil {
+			model = resolve(name)
+		}
+		st.Thresholds = stageThresholds(fits, model, c.TargetError)
 		if i < len(c.Stages)-1 {
 			certified := slices.ContainsFunc(st.Thresholds, func(t StageThreshold) bool { return t.Certified })
 			rep.Certified = rep.Certified && certified && st.UpperBound <= c.TargetError

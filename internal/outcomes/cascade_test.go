@@ -1,7 +1,9 @@
 package outcomes
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -33,7 +35,7 @@ func TestReportCascade(t *testing.T) {
 	}
 	fits := &calibration.Fits{Fits: []calibration.Fit{{Model: "small", Fingerprint: "fp", Kind: "choice", Bucket: "2", Temperature: 1,
 		Escalations: []calibration.Escalation{{TargetError: 0.05, Delta: 0.05, Threshold: 0.8, Certified: true}}}}}
-	rep := reportCascade(c, es, fits)
+	rep := reportCascade(c, es, fits, nil)
 	tests := []struct {
 		name      string
 		got, want any
@@ -57,6 +59,27 @@ func TestReportCascade(t *testing.T) {
 		if tt.got != tt.want {
 			t.Errorf("%s: %v, want %v", tt.name, tt.got, tt.want)
 		}
+	}
+}
+
+// A stage named by an alias is reported with the thresholds of the model
+// it serves, which the fits are kept by (its answers are recorded under
+// that model): certified where its threshold and kept answers are.
+func TestReportCascadeAliasStage(t *testing.T) {
+	c := answer.Cascade{Model: "casc", Stages: []string{"fast", "large"}, TargetError: 0.05}
+	var es []decisionlog.Entry
+	for i := range 60 { // 60 right answers kept: a bound under 0.05
+		e := decisionlog.Entry{Record: decisionlog.Record{RequestID: fmt.Sprint("r", i), QuestionID: "q", Cascade: "casc", Stage: 0,
+			Model: "small", Options: []string{"a", "b"}, Final: []float64{0.9, 0.1}}}
+		e.Outcome = &decisionlog.Outcome{Value: "a"}
+		es = append(es, e)
+	}
+	fits := &calibration.Fits{Fits: []calibration.Fit{{Model: "small", Kind: "choice", Bucket: "2", Temperature: 1,
+		Escalations: []calibration.Escalation{{TargetError: 0.05, Delta: 0.05, Threshold: 0.8, Certified: true}}}}}
+	aliases := map[string]string{"fast": "small"}
+	rep := reportCascade(c, es, fits, func(m string) string { return cmp.Or(aliases[m], m) })
+	if len(rep.Stages[0].Thresholds) != 1 || !rep.Certified {
+		t.Errorf("stage fast (small): thresholds %+v, certified %v; want small's one, certified", rep.Stages[0].Thresholds, rep.Certified)
 	}
 }
 
@@ -127,7 +150,7 @@ func TestReportCascadeCost(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rep := reportCascade(c, tt.es, nil)
+			rep := reportCascade(c, tt.es, nil, nil)
 			if rep.Decisions != tt.decisions {
 				t.Errorf("decisions %d, want %d", rep.Decisions, tt.decisions)
 			}
@@ -174,7 +197,7 @@ func TestReportCascadeWrongAsCertified(t *testing.T) {
 			e := decisionlog.Entry{Record: decisionlog.Record{RequestID: "r1", QuestionID: "q", Cascade: "casc", Stage: 0,
 				Model: "small", Kind: tt.kind, Options: tt.options, Final: tt.final},
 				Outcome: &decisionlog.Outcome{Value: tt.outcome}}
-			rep := reportCascade(c, []decisionlog.Entry{e}, nil)
+			rep := reportCascade(c, []decisionlog.Entry{e}, nil, nil)
 			if got := rep.Stages[0].Wrong; got != tt.wrong {
 				t.Errorf("small wrong %d, want %d (error %v)", got, tt.wrong, rep.Stages[0].Error)
 			}
@@ -206,7 +229,7 @@ func TestReportCascadeReusedRequestID(t *testing.T) {
 		{"escalated twice", []decisionlog.Entry{entry(0, []float64{0.6, 0.4}), entry(1, []float64{0.9, 0.1}), entry(0, []float64{0.6, 0.4}), entry(1, []float64{0.9, 0.1})},
 			[2]int{1, 1}, [2]int{0, 1}},
 	} {
-		rep := reportCascade(c, tt.es, nil)
+		rep := reportCascade(c, tt.es, nil, nil)
 		deref := func(p *string) string {
 			if p == nil {
 				return "null"
