@@ -66,14 +66,24 @@ func (c *Config) checkCascades() []error {
 		if len(cc.Stages) < 2 {
 			bad("stages: a cascade needs at least two, such as `stages: [small, large]`")
 		}
+		// A stage is asked as the model it names: an alias's target.
+		served := func(s string) string {
+			if to, ok := c.Aliases[s]; ok {
+				return to
+			}
+			return s
+		}
 		for j, s := range cc.Stages {
+			k := slices.IndexFunc(cc.Stages[:j], func(p string) bool { return served(p) == served(s) })
 			switch {
 			case s == "":
 				bad("stages[%d] is empty", j)
 			case seen[s]:
 				bad("stages[%d]: %s is a cascade; a stage is a served model", j, s)
-			case slices.Contains(cc.Stages[:j], s):
+			case k >= 0 && cc.Stages[k] == s:
 				bad("stages[%d]: %s is asked already", j, s)
+			case k >= 0:
+				bad("stages[%d]: %s is asked already (as %s)", j, s, cc.Stages[k])
 			}
 		}
 		if !(cc.TargetError > 0 && cc.TargetError < 1) {

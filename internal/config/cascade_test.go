@@ -23,6 +23,10 @@ func TestCascadeChecks(t *testing.T) {
 		{"cascades:\n  - {model: c, stages: [small, large], target_error: 0.05, uncertified: maybe}\n", `uncertified: "maybe" is not escalate or keep`},
 		{"cascades:\n  - {model: c, stages: [small, large], target_error: 0.05}\n  - {model: c, stages: [small, large], target_error: 0.1}\n", "cascades[1] (c): model names another cascade already"},
 		{"cascades:\n  - {model: c, stages: [small, large], target_error: 0.05}\n  - {model: d, stages: [c, large], target_error: 0.1}\n", "cascades[1] (d): stages[0]: c is a cascade"},
+		{"aliases: {fast: small}\ncascades:\n  - {model: c, stages: [fast, small], target_error: 0.05}\n", "stages[1]: small is asked already (as fast)"},
+		{"aliases: {fast: small}\ncascades:\n  - {model: c, stages: [small, fast], target_error: 0.05}\n", "stages[1]: fast is asked already (as small)"},
+		{"aliases: {fast: small, quick: small}\ncascades:\n  - {model: c, stages: [fast, quick], target_error: 0.05}\n", "stages[1]: quick is asked already (as fast)"},
+		{"aliases: {fast: small}\ncascades:\n  - {model: c, stages: [fast, large], target_error: 0.05}\n", ""},
 		{"aliases: {c: small}\ncascades:\n  - {model: c, stages: [small, large], target_error: 0.05}\n", "model is an alias's name already"},
 		{node + "cascades:\n  - {model: small, stages: [large, other], target_error: 0.05}\n", "model is served by node n1 already"},
 	}
