@@ -71,6 +71,9 @@ func SetEscalations(f *calibration.Fit, served []calibration.Prediction, targets
 	f.Escalations = nil
 	conf, wrong := outcomes(served)
 	for _, t := range targets {
+		if _, ok := f.EscalationFor(t); ok {
+			continue // one per target error, however many cascades share it
+		}
 		if e, err := CertifyEscalation(conf, wrong, t, calibration.EscalationDelta); err == nil {
 			f.Escalations = append(f.Escalations, e)
 		}

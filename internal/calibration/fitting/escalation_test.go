@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"system1/internal/calibration"
 )
 
 func TestCertifyEscalation(t *testing.T) {
@@ -119,5 +121,19 @@ func TestCertifyEscalationGuarantee(t *testing.T) {
 	// an error of s*0.05 = 0.12 here: over the target.
 	if raw := s * (1 - 0.9) / 2; raw <= target {
 		t.Fatalf("the simulated stage is not over-confident at 0.9 (error %v)", raw)
+	}
+}
+
+// A fit holds one escalation per target error, however many cascades
+// share the target (each cascade's target is passed).
+func TestSetEscalationsOnePerTarget(t *testing.T) {
+	var f calibration.Fit
+	SetEscalations(&f, nil, []float64{0.05, 0.1, 0.05, 0.1 + 1e-12})
+	var got []float64
+	for _, e := range f.Escalations {
+		got = append(got, e.TargetError)
+	}
+	if len(got) != 2 || got[0] != 0.05 || got[1] != 0.1 {
+		t.Errorf("escalations at %v, want one at 0.05 and one at 0.1", got)
 	}
 }
