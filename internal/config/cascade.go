@@ -80,6 +80,8 @@ func (c *Config) checkCascades() []error {
 				bad("stages[%d] is empty", j)
 			case seen[s]:
 				bad("stages[%d]: %s is a cascade; a stage is a served model", j, s)
+			case seen[served(s)]:
+				bad("stages[%d]: %s is a cascade (an alias of %s); a stage is a served model", j, s, served(s))
 			case k >= 0 && cc.Stages[k] == s:
 				bad("stages[%d]: %s is asked already", j, s)
 			case k >= 0:

@@ -27,6 +27,7 @@ func TestCascadeChecks(t *testing.T) {
 		{"aliases: {fast: small}\ncascades:\n  - {model: c, stages: [small, fast], target_error: 0.05}\n", "stages[1]: fast is asked already (as small)"},
 		{"aliases: {fast: small, quick: small}\ncascades:\n  - {model: c, stages: [fast, quick], target_error: 0.05}\n", "stages[1]: quick is asked already (as fast)"},
 		{"aliases: {fast: small}\ncascades:\n  - {model: c, stages: [fast, large], target_error: 0.05}\n", ""},
+		{"aliases: {x: c}\ncascades:\n  - {model: c, stages: [small, large], target_error: 0.05}\n  - {model: d, stages: [x, large], target_error: 0.1}\n", "cascades[1] (d): stages[0]: x is a cascade (an alias of c)"},
 		{"aliases: {c: small}\ncascades:\n  - {model: c, stages: [small, large], target_error: 0.05}\n", "model is an alias's name already"},
 		{node + "cascades:\n  - {model: small, stages: [large, other], target_error: 0.05}\n", "model is served by node n1 already"},
 	}
