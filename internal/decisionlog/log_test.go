@@ -572,6 +572,17 @@ func TestParseOutcome(t *testing.T) {
 	}
 }
 
+// A number too large for a float64 is valid JSON: it is refused as not a
+// level, not as not JSON.
+func TestParseOutcomeHugeNumberIsNotALevel(t *testing.T) {
+	for _, in := range []string{`1e400`, `-1e400`, ` 1e400 `} {
+		_, err := ParseOutcome(json.RawMessage(in))
+		if err == nil || !strings.Contains(err.Error(), "not a level") || strings.Contains(err.Error(), "not JSON") {
+			t.Errorf("%s: %v", in, err)
+		}
+	}
+}
+
 // The drop counter is readable by a Prometheus metric without a global
 // registry: a CounterFunc over Dropped.
 func TestDroppedFeedsAPrometheusCounter(t *testing.T) {

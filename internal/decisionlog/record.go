@@ -264,6 +264,10 @@ func Groups(entries []Entry) []Group {
 func ParseOutcome(raw json.RawMessage) (string, error) {
 	var v any
 	if err := json.Unmarshal(raw, &v); err != nil {
+		if json.Valid(raw) {
+			// Only a number beyond a float64 is valid JSON yet not decoded.
+			return "", errors.New("outcome: a number out of range is not a level (a whole number from 0)")
+		}
 		return "", fmt.Errorf("outcome: not JSON: %w", err)
 	}
 	switch x := v.(type) {
