@@ -162,6 +162,8 @@ func parseJSONRow(text []byte, line int, qs []decision.Question, ids bool, outco
 		return fail("line %d: id: a string or a number is required, got %s", line, k)
 	case k == "string" && !jsonx.TextOK(id):
 		return fail("line %d: id: not valid UTF-8", line)
+	case string(id) == `""`:
+		return fail("line %d: id: empty", line)
 	}
 	row.ID = bytes.Clone(id)
 	if ids {

@@ -113,6 +113,10 @@ func TestJSONLReader(t *testing.T) {
 			{line: 9, id: `"g"`, state: `"s"`},
 			{line: 10, id: `"h"`, err: `line 10: state.a: the key "a" appears twice`},
 		}},
+		{"an empty id is an error row, as an empty CSV id is", "{\"id\":\"\",\"state\":\"s\"}\n{\"id\":\"b\",\"state\":\"s\"}\n", []want{
+			{line: 1, err: "line 1: id: empty"},
+			{line: 2, id: `"b"`, state: `"s"`},
+		}},
 		{"invalid UTF-8", "{\"id\":\"a\",\"state\":\"\xff\"}\n{\"id\":\"\xfe\",\"state\":\"s\"}\n{\"id\":\"b\",\"state\":\"\\ud800\"}\n", []want{
 			{line: 1, id: `"a"`, err: "not valid UTF-8"},
 			{line: 2, err: "id: not valid UTF-8"},
