@@ -126,12 +126,26 @@ func enabled(cfg config.Tracing, getenv func(string) string) (bool, error) {
 	if strings.EqualFold(strings.TrimSpace(getenv(EnvSDKDisabled)), "true") {
 		return false, nil
 	}
-	switch e := strings.TrimSpace(getenv(EnvTracesExporter)); e {
-	case "", "otlp":
-	case "none":
+	// The variable is a list of exporters, its values case-insensitive,
+	// as the spec has it: each must be otlp, or the list none alone.
+	e := strings.TrimSpace(getenv(EnvTracesExporter))
+	var otlp, none bool
+	for x := range strings.SplitSeq(e, ",") {
+		switch x = strings.ToLower(strings.TrimSpace(x)); x {
+		case "":
+		case "otlp":
+			otlp = true
+		case "none":
+			none = true
+		default:
+			return false, fmt.Errorf("tracing: %s=%q: %s is not an exporter system1 has: it exports traces over OTLP only (otlp, or none for off)", EnvTracesExporter, e, x)
+		}
+	}
+	switch {
+	case none && otlp:
+		return false, fmt.Errorf("tracing: %s=%q: none turns tracing off and cannot be listed with otlp", EnvTracesExporter, e)
+	case none:
 		return false, nil
-	default:
-		return false, fmt.Errorf("tracing: %s=%q: system1 exports traces over OTLP only (otlp, or none for off)", EnvTracesExporter, e)
 	}
 	return cfg.Endpoint != "" || getenv(EnvTracesEndpoint) != "" || getenv(EnvEndpoint) != "", nil
 }

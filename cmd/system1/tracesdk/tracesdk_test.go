@@ -26,6 +26,12 @@ func TestEnabled(t *testing.T) {
 		{"exporter none", config.Tracing{}, map[string]string{EnvEndpoint: "http://c:4318", EnvTracesExporter: "none"}, false, ""},
 		{"exporter otlp", config.Tracing{}, map[string]string{EnvEndpoint: "http://c:4318", EnvTracesExporter: "otlp"}, true, ""},
 		{"exporter zipkin", config.Tracing{}, map[string]string{EnvEndpoint: "http://c:4318", EnvTracesExporter: "zipkin"}, false, `OTEL_TRACES_EXPORTER="zipkin"`},
+		// The spec's values are case-insensitive, and the variable is a list.
+		{"exporter OTLP", config.Tracing{}, map[string]string{EnvEndpoint: "http://c:4318", EnvTracesExporter: "OTLP"}, true, ""},
+		{"exporter NONE", config.Tracing{}, map[string]string{EnvEndpoint: "http://c:4318", EnvTracesExporter: " None "}, false, ""},
+		{"exporter list of otlp", config.Tracing{}, map[string]string{EnvEndpoint: "http://c:4318", EnvTracesExporter: "otlp, OTLP"}, true, ""},
+		{"exporter list with console", config.Tracing{}, map[string]string{EnvEndpoint: "http://c:4318", EnvTracesExporter: "otlp,console"}, false, `OTEL_TRACES_EXPORTER="otlp,console": console is not`},
+		{"exporter none in a list", config.Tracing{}, map[string]string{EnvEndpoint: "http://c:4318", EnvTracesExporter: "otlp,none"}, false, `OTEL_TRACES_EXPORTER="otlp,none": none`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			on, err := enabled(c.cfg, env(c.env))
