@@ -95,6 +95,13 @@ func Setup(ctx context.Context, o Options) (*tracing.Tracer, error) {
 	if err != nil {
 		return nil, err
 	}
+	log := cmp.Or(o.Log, slog.Default())
+	if cfg.HeadersEnv != "" && headers == nil {
+		// Not refused (the block does not make it required), but the
+		// collector may refuse every batch without the headers.
+		log.Warn("tracing: headers_env names a variable that is unset or empty; spans go without its headers",
+			"request_id", "-", "variable", cfg.HeadersEnv)
+	}
 	ratio, err := ratioOf(cfg, os.Getenv)
 	if err != nil {
 		return nil, err
@@ -107,7 +114,6 @@ func Setup(ctx context.Context, o Options) (*tracing.Tracer, error) {
 	if err != nil {
 		return nil, err
 	}
-	log := cmp.Or(o.Log, slog.Default())
 	// The SDK reports what it cannot send through OpenTelemetry's one
 	// error handler; without this it would print through the log package.
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {

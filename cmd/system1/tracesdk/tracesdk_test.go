@@ -1,7 +1,10 @@
 package tracesdk
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
+	"os"
 	"strings"
 	"testing"
 
@@ -148,6 +151,36 @@ func TestSetup(t *testing.T) {
 	}
 	if _, err := Setup(ctx, Options{Config: config.Tracing{Protocol: "thrift"}}); err == nil || !strings.Contains(err.Error(), "tracing.protocol") {
 		t.Fatalf("a bad block: %v", err)
+	}
+}
+
+// A headers_env naming a variable that is unset or empty still starts
+// tracing (docs/tracing.md does not make it required), but says so,
+// naming the variable: the collector would refuse every batch unseen.
+func TestHeadersEnvUnsetWarns(t *testing.T) {
+	for _, k := range []string{EnvEndpoint, EnvTracesEndpoint, EnvSDKDisabled, EnvTracesExporter, EnvProtocol, EnvTracesProtocol} {
+		t.Setenv(k, "")
+	}
+	for _, v := range []string{"unset", "", "k=v"} {
+		t.Run(v, func(t *testing.T) {
+			t.Setenv("S1_TEST_OTLP_HEADERS", v)
+			if v == "unset" {
+				os.Unsetenv("S1_TEST_OTLP_HEADERS")
+			}
+			var buf bytes.Buffer
+			tr, err := Setup(context.Background(), Options{Config: config.Tracing{Endpoint: "http://127.0.0.1:1", HeadersEnv: "S1_TEST_OTLP_HEADERS"},
+				Log: slog.New(slog.NewTextHandler(&buf, nil))})
+			if err != nil || !tr.Enabled() {
+				t.Fatalf("%v", err)
+			}
+			sctx, cancel := context.WithTimeout(context.Background(), 0)
+			defer cancel()
+			_ = tr.Shutdown(sctx)
+			warned := strings.Contains(buf.String(), "level=WARN") && strings.Contains(buf.String(), "S1_TEST_OTLP_HEADERS")
+			if warned != (v != "k=v") {
+				t.Fatalf("warned %v, log %q", warned, buf.String())
+			}
+		})
 	}
 }
 
