@@ -1,8 +1,10 @@
 package httpapi
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"system1/internal/answer"
@@ -57,8 +59,10 @@ func (s *Server) handleSystemOneBatch(w http.ResponseWriter, r *http.Request) {
 	var usage answer.Usage
 	cost := new(decision.USD) // unknown (nil) once an answered state's is
 	answered := 0
+	var failed []string
 	for i, a := range answers {
 		if errs[i] != nil {
+			failed = append(failed, fmt.Sprintf("states.%d: %s", i, failureText(errs[i])))
 			var body []byte
 			statuses[i], _, body = failureReply(errs[i], p.Model)
 			results[i] = systemone.AppendBatchError(nil, statuses[i], body)
@@ -86,9 +90,20 @@ func (s *Server) handleSystemOneBatch(w http.ResponseWriter, r *http.Request) {
 	}
 	noteLog(r.Context(), "states", len(p.States))
 	noteLog(r.Context(), "answered", answered)
+	if len(failed) > 0 {
+		// The states no node answered, as a request alone logs its
+		// failure: the first few, then how many more.
+		if more := len(failed) - maxLoggedFailures; more > 0 {
+			failed = append(failed[:maxLoggedFailures], fmt.Sprintf("and %d more", more))
+		}
+		noteLog(r.Context(), "error", strings.Join(failed, "; "))
+	}
 	setCost(w.Header(), cost)
 	writeJSON(w, http.StatusOK, systemone.AppendBatchResponse(make([]byte, 0, 64+len(results)*512), results, ids, systemone.Usage(usage)))
 }
+
+// maxLoggedFailures bounds the failed states a batch's log line names.
+const maxLoggedFailures = 3
 
 // chargeBatch counts a batch of n against its caller's rate as n
 // requests: the one its admission took, and n-1 more taken into debt, so

@@ -173,10 +173,15 @@ func unknownModel(model string) string {
 // (error=) in the nodes' own words, addresses and all, which the reply
 // gives the caller redacted: the operator's log keeps them.
 func noteFailure(ctx context.Context, err error) {
+	noteLog(ctx, "error", failureText(err))
+}
+
+// failureText is the answer path's failure as noteFailure logs it: each
+// question's in the node's words.
+func failureText(err error) string {
 	var f *answer.Failure
 	if !errors.As(err, &f) || len(f.Problems) == 0 {
-		noteLog(ctx, "error", err.Error())
-		return
+		return err.Error()
 	}
 	why := make([]string, len(f.Problems))
 	for i, p := range f.Problems {
@@ -186,7 +191,7 @@ func noteFailure(ctx context.Context, err error) {
 		}
 		why[i] = fmt.Sprintf("question %q: %s", p.Question, cause)
 	}
-	noteLog(ctx, "error", strings.Join(why, "; "))
+	return strings.Join(why, "; ")
 }
 
 // writeFailure writes the answer path's failure in the System One wire's
