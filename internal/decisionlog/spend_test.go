@@ -3,6 +3,8 @@ package decisionlog
 import (
 	"context"
 	"reflect"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -165,6 +167,37 @@ func TestUsage(t *testing.T) {
 			}
 			if _, err := l.Usage(ctx, d1, d2, []string{"node"}); err == nil {
 				t.Error("a group by node was taken")
+			}
+		})
+	}
+}
+
+// Usage's groups come in bytewise order whatever the store's collation
+// (a PostgreSQL database made with an en_US locale sorts "a" before
+// "B"): every store answers one order.
+func TestUsageOrderIsBytewise(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := ctxT(t)
+			l := b.open(t, Options{})
+			at := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+			for _, k := range []string{"b", "a", "B", "_x", "Z"} {
+				r := priced(k, at, 1)
+				r.Model = "m-" + k
+				l.Record(r)
+			}
+			for _, by := range [][]string{{"key"}, {"model"}, {"day", "key"}} {
+				got, err := l.Usage(ctx, at.Add(-time.Hour), at.Add(time.Hour), by)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var keys []string
+				for _, u := range got {
+					keys = append(keys, u.Key+strings.TrimPrefix(u.Model, "m-")) // one of them, as by has it
+				}
+				if want := []string{"B", "Z", "_x", "a", "b"}; !slices.Equal(keys, want) {
+					t.Errorf("by %v: %q, want %q", by, keys, want)
+				}
 			}
 		})
 	}

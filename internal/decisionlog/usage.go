@@ -51,7 +51,8 @@ func unixNano(t time.Time) int64 {
 }
 
 // Usage sums the records of [since, until) by the groups of by (of
-// UsageGroups), ordered by them: shadow answers count under no key. It
+// UsageGroups), ordered by them bytewise, whatever the store's
+// collation: shadow answers count under no key. It
 // first waits for what is queued, as a window does, so an answer given
 // before the call is counted.
 func (l *Log) Usage(ctx context.Context, since, until time.Time, by []string) ([]Usage, error) {
@@ -81,7 +82,7 @@ func (l *Log) Usage(ctx context.Context, since, until time.Time, by []string) ([
 		"CAST(COALESCE(SUM(input_tokens), 0) AS BIGINT)", "CAST(COALESCE(SUM(output_tokens), 0) AS BIGINT)"), ", ") +
 		" FROM decisions WHERE at_ns >= ? AND at_ns < ?"
 	if len(cols) > 0 {
-		sel += " GROUP BY " + strings.Join(cols, ", ") + " ORDER BY " + strings.Join(cols, ", ")
+		sel += " GROUP BY " + strings.Join(cols, ", ")
 	}
 	var out []Usage
 	err := l.store.each(ctx, sel, []any{unixNano(since), unixNano(until)}, func(rows *sql.Rows) error {
@@ -97,6 +98,26 @@ func (l *Log) Usage(ctx context.Context, since, until time.Time, by []string) ([
 			out = append(out, u)
 		}
 		return nil
+	})
+	// Ordered here, bytewise, not by the store's collation: a PostgreSQL
+	// database made with an en_US locale sorts "a" before "B", SQLite
+	// after it.
+	slices.SortFunc(out, func(a, b Usage) int {
+		for _, g := range by {
+			var c int
+			switch g {
+			case "key":
+				c = strings.Compare(a.Key, b.Key)
+			case "model":
+				c = strings.Compare(a.Model, b.Model)
+			case "day":
+				c = strings.Compare(a.Day, b.Day)
+			}
+			if c != 0 {
+				return c
+			}
+		}
+		return 0
 	})
 	return out, err
 }
