@@ -248,8 +248,9 @@ func (c *lineConn) writeReply(id jsonrpc.ID, data []byte) error {
 }
 
 // Write sends one message on its own line. An error reply without a
-// JSON-RPC code (the SDK's for a request before initialize, or a failure
-// of its own) gets one: invalid request before the session is
+// JSON-RPC code (the SDK's for a request before initialize, for
+// initialize params it cannot decode, or a failure of its own) gets one:
+// invalid params for those params, invalid request before the session is
 // initialized, internal error after.
 func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err := ctx.Err(); err != nil {
@@ -274,7 +275,7 @@ func (c *lineConn) coded(resp *jsonrpc.Response) *jsonrpc.Response {
 	if c.initIDs[resp.ID] && resp.Error == nil {
 		c.initialized = true
 	}
-	initialized := c.initialized
+	initialized, isInit := c.initialized, c.initIDs[resp.ID]
 	c.mu.Unlock()
 	if resp.Error == nil {
 		return resp
@@ -284,7 +285,11 @@ func (c *lineConn) coded(resp *jsonrpc.Response) *jsonrpc.Response {
 		return resp
 	}
 	code, msg := int64(jsonrpc.CodeInternalError), resp.Error.Error()
-	if !initialized {
+	switch {
+	case isInit && strings.HasPrefix(msg, "handling 'initialize': "):
+		// The SDK's error for initialize params it cannot decode.
+		code = jsonrpc.CodeInvalidParams
+	case !initialized:
 		code, msg = jsonrpc.CodeInvalidRequest, msg+": send initialize first"
 	}
 	out := *resp

@@ -213,6 +213,28 @@ func TestRequestBeforeInitialize(t *testing.T) {
 	}
 }
 
+// An initialize whose params do not decode is an invalid-params error
+// naming what is wrong, not a request "before initialize", and the
+// session can still be initialized after it.
+func TestInitializeWithBadParams(t *testing.T) {
+	ep := fakeengine.StartSystemOne(t, fakeengine.Reply{})
+	s := newWorld(t, chain("", so("jev", ep.URL))).startRaw()
+	for i, params := range []string{`{"protocolVersion":7}`, `{"capabilities":7}`, `[1]`} {
+		s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"initialize","params":%s}`+"\n", 100+i, params))
+		m := s.next()
+		var e struct{ Message string }
+		_ = json.Unmarshal(m["error"], &e)
+		if string(m["id"]) != fmt.Sprint(100+i) || errCode(t, m) != -32602 || strings.Contains(e.Message, "send initialize first") {
+			t.Errorf("initialize with params %s: id %s error %s", params, m["id"], m["error"])
+		}
+	}
+	s.initialize()
+	s.healthCall(2)
+	if m := s.next(); string(m["id"]) != "2" || m["result"] == nil {
+		t.Errorf("after initialize: %v", m)
+	}
+}
+
 // What a careless or hostile client may write that is still valid, or
 // harmless: each is answered as JSON-RPC says, and the server keeps
 // serving.
