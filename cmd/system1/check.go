@@ -85,6 +85,11 @@ exit status: 0 held (or baseline written), 1 drifted or failed, 2 usage.
 		if base, err = bench.LoadBaseline(data); err != nil {
 			return fmt.Errorf("baseline %s: %w", *baseline, err)
 		}
+		// Another model's answers are not this one's past: held against
+		// them, every difference would read as drift.
+		if base.Model != "" && base.Model != *model {
+			return e.usageError("check", fmt.Sprintf("the baseline is of model %s, not %s (baseline %s): write one for %s with --write-baseline", base.Model, *model, *baseline, *model))
+		}
 	}
 	cs, err := cases.ReadFiles(0, files...)
 	if err != nil {

@@ -40,7 +40,7 @@ func TestCheckDriftGate(t *testing.T) {
 	t.Cleanup(eng.Close)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "config.yaml")
-	yaml := fmt.Sprintf("decision_log: {off: true}\nfingerprint: {builds: builds.json}\nnodes:\n  - {name: local, url: %q, dialect: llamacpp, models: [fake]}\n", eng.URL)
+	yaml := fmt.Sprintf("decision_log: {off: true}\nfingerprint: {builds: builds.json}\nnodes:\n  - {name: local, url: %q, dialect: llamacpp, models: [fake, other]}\n", eng.URL)
 	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -103,6 +103,7 @@ func TestCheckDriftGate(t *testing.T) {
 		{"no baseline file", []string{"check", "--config", cfg, "--model", "fake", "--cases", cs, "--baseline", filepath.Join(dir, "none.json")}, "write one first with --write-baseline"},
 		{"limit out of range", append(args[:len(args):len(args)], "--max-flip-rate", "1.5"), "--max-flip-rate 1.5 is not in [0, 1]"},
 		{"another case set", []string{"check", "--config", cfg, "--model", "fake", "--cases", other, "--baseline", base}, "the cases are not the baseline's"},
+		{"baseline of another model", []string{"check", "--config", cfg, "--model", "other", "--cases", cs, "--baseline", base}, "the baseline is of model fake, not other"},
 		{"unknown flag", append(args[:len(args):len(args)], "--bogus"), "flag provided but not defined"},
 		{"stray argument", append(args[:len(args):len(args)], "more.jsonl"), "unexpected argument"},
 	} {
