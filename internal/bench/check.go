@@ -143,6 +143,12 @@ func (b *Baseline) Compare(records []Record, t Thresholds) ([]Check, error) {
 		if len(was.Questions) != len(r.Questions) {
 			return nil, fmt.Errorf("%w: case %s has %d questions, %d in the baseline", ErrCaseSet, r.ID, len(r.Questions), len(was.Questions))
 		}
+		for i, q := range r.Questions {
+			if w := was.Questions[i]; q.ID != w.ID || q.Kind != w.Kind || q.Options != w.Options || q.Expected != w.Expected {
+				return nil, fmt.Errorf("%w: case %s's question %s is not the baseline's (%s of %d options expecting %d, the baseline %s %s of %d expecting %d)",
+					ErrCaseSet, r.ID, q.ID, q.Kind, q.Options, q.Expected, w.ID, w.Kind, w.Options, w.Expected)
+			}
+		}
 		if r.Failed() {
 			failed++
 			if firstFail == "" {

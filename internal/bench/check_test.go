@@ -92,6 +92,21 @@ func TestBaselineCompare(t *testing.T) {
 	if _, err := b.Compare(other, DefaultThresholds); !errors.Is(err, ErrCaseSet) {
 		t.Errorf("another case: %v", err)
 	}
+	// The same ids over edited cases: another label, option count,
+	// kind or question is another case set, not drift.
+	for name, edit := range map[string]func(*Question){
+		"another label": func(q *Question) { q.Expected = 1 },
+		"another option count": func(q *Question) {
+			q.Options, q.Kind, q.Dist = 3, decision.Choice, decision.Distribution{0.8, 0.1, 0.1}
+		},
+		"another question": func(q *Question) { q.ID = "q2" },
+	} {
+		edited := records(4, 0.8, "b1")
+		edit(&edited[2].Questions[0])
+		if _, err := b.Compare(edited, DefaultThresholds); !errors.Is(err, ErrCaseSet) || !strings.Contains(err.Error(), "case c") {
+			t.Errorf("%s: %v, want ErrCaseSet naming case c", name, err)
+		}
+	}
 	if _, err := NewBaseline("m", "now", []Record{{ID: "a", Error: "down"}}); err == nil {
 		t.Error("a baseline of a failed case")
 	}
