@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"image/png"
 	"math"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -383,5 +384,31 @@ func TestSummarizeWrongAnswersSurvivingGates(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "| 25 | 3 | 5 (0.850, 98.0%) |") {
 		t.Errorf("table:\n%s", b.String())
+	}
+}
+
+// A --concurrency far above the case count starts no more workers than
+// there are cases: 2 cases at --concurrency 20000 run beside a handful
+// of goroutines, where each unit of it started one (1e9, a billion
+// goroutines' stacks, more memory than any machine has).
+func TestRunStartsNoMoreWorkersThanCases(t *testing.T) {
+	q := decision.Question{ID: "q", Kind: decision.Noul, Options: decision.NoulOptions(nil, nil)}
+	var cs []cases.Case
+	for _, id := range []string{"a", "b"} {
+		cs = append(cs, cases.Case{ID: id, Set: "s", Expected: []int{0},
+			Request: decision.Request{State: []byte(`"x"`), Questions: []decision.Question{q}}})
+	}
+	before := runtime.NumGoroutine()
+	var most atomic.Int64
+	a := &fakeAsker{f: func(decision.Request) (Answer, error) {
+		most.Store(max(most.Load(), int64(runtime.NumGoroutine())))
+		return Answer{Model: "m", Dists: []decision.Distribution{{0.7, 0.3}}}, nil
+	}}
+	recs, _ := Run{Asker: a, Model: "m", Concurrency: 20000}.Do(context.Background(), cs)
+	if len(recs) != 2 || recs[0].Failed() || recs[1].Failed() {
+		t.Fatalf("records %+v", recs)
+	}
+	if n := most.Load() - int64(before); n > 10 {
+		t.Errorf("%d goroutines more than before the run while asking 2 cases, want at most 10", n)
 	}
 }

@@ -165,7 +165,8 @@ type Progress struct {
 // the run's wall time. A request that fails, or is not sent because ctx
 // ended, is a record with its error: nothing is dropped.
 func (r Run) Do(ctx context.Context, cs []cases.Case) ([]Record, time.Duration) {
-	n := max(r.Concurrency, 1)
+	// No more workers than cases: the rest would wait for none.
+	n := max(min(r.Concurrency, len(cs)), 1)
 	out := make([]Record, len(cs))
 	start := time.Now()
 	jobs := make(chan int)
