@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"system1/internal/atomicfile"
 	"system1/internal/bench"
 	"system1/internal/calibration"
 	"system1/internal/cases"
@@ -203,7 +204,7 @@ func writeBenchOutputs(e env, rep *bench.Report, out, plot, preds string) error 
 		if err != nil {
 			return err
 		}
-		if err := os.WriteFile(out, data, 0o644); err != nil {
+		if err := writeData(out, data); err != nil {
 			return err
 		}
 	}
@@ -235,7 +236,14 @@ func writeFile(path string, write func(io.Writer) error) error {
 	if err := write(&b); err != nil {
 		return err
 	}
-	return os.WriteFile(path, b.Bytes(), 0o644)
+	return writeData(path, b.Bytes())
+}
+
+// writeData replaces the file at path with data at once: a reader (a
+// serve reloading its fits, a CI job reading a baseline) sees the old file
+// or the new, never a part, and a crash leaves the old one.
+func writeData(path string, data []byte) error {
+	return atomicfile.Write(path, "."+filepath.Base(path)+"-*", data, 0o644)
 }
 
 // marshalReport writes the report indented, with each case on one line,

@@ -262,10 +262,27 @@ func TestBenchCalibrateReplay(t *testing.T) {
 			t.Errorf("%s: held out %+v: no better", f.Kind, f.Holdout)
 		}
 	}
-	// The predictions file fits the same.
+	// The predictions file fits the same. Written over a file a reader
+	// (a serve reloading its fits) holds open, the file is replaced whole:
+	// the reader sees the old bytes, never the new written into them.
 	fits2Path := filepath.Join(dir, "fits2.json")
+	old := []byte(`{"version": 1, "fits": []}` + "\n")
+	if err := os.WriteFile(fits2Path, old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	held, err := os.Open(fits2Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
 	if _, stderr, err := cli(t, "calibrate", "--from", preds, "--out", fits2Path); err != nil {
 		t.Fatalf("calibrate --from predictions: %v\n%s", err, stderr)
+	}
+	if got, err := io.ReadAll(held); err != nil || !bytes.Equal(got, old) {
+		t.Errorf("a reader holding the old fits file read %d bytes of %q..., %v; want the old file whole", len(got), got[:min(len(got), 40)], err)
+	}
+	if st, err := os.Stat(fits2Path); err != nil || st.Mode().Perm() != 0o644 {
+		t.Errorf("the fits file's mode: %v, %v; want 0644, as before", st.Mode().Perm(), err)
 	}
 	for i, f := range readFits(t, fits2Path).Fits {
 		if f.Temperature != fits.Fits[i].Temperature || f.N != fits.Fits[i].N {

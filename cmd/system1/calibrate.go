@@ -150,7 +150,7 @@ cases where none are held out), which decide grades by.
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(*out, data, 0o644); err != nil {
+	if err := writeData(*out, data); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "\nwrote %d fit(s) to %s\n", len(res.Fits.Fits), *out)

@@ -117,7 +117,7 @@ exit status: 0 held (or baseline written), 1 drifted or failed, 2 usage.
 		if err != nil {
 			return err
 		}
-		if err := os.WriteFile(*baseline, append(data, '\n'), 0o644); err != nil {
+		if err := writeData(*baseline, append(data, '\n')); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "check: wrote the baseline of %d cases of model %s (build %s) to %s in %.1f s\n",

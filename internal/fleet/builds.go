@@ -74,5 +74,5 @@ func (f BuildsFile) Save(bs []fingerprint.Build) error {
 	if err := os.MkdirAll(filepath.Dir(f.Path), 0o755); err != nil {
 		return err
 	}
-	return atomicfile.Write(f.Path, ".builds-*.json", append(data, '\n'))
+	return atomicfile.Write(f.Path, ".builds-*.json", append(data, '\n'), 0o600)
 }

@@ -122,7 +122,7 @@ func (f *FitsFile) Write(fits *calibration.Fits) error {
 
 // writeLocked is Write's write of the encoded fits; f.mu is held.
 func (f *FitsFile) writeLocked(data []byte) error {
-	if err := atomicfile.Write(f.path, ".fits-*.json", data); err != nil {
+	if err := atomicfile.Write(f.path, ".fits-*.json", data, 0o600); err != nil {
 		return fmt.Errorf("writing fits: %w", err)
 	}
 	_, err := f.loadLocked(false)

@@ -348,7 +348,7 @@ func TestRefitKeepsAFitsFileWrittenMeanwhile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := atomicfile.Write(f.path, ".fits-*.json", data); err != nil { // as system1 calibrate --out does
+	if err := atomicfile.Write(f.path, ".fits-*.json", data, 0o644); err != nil { // as system1 calibrate --out does
 		t.Fatal(err)
 	}
 	if _, rev, err := f.Refit(ctx, tr, RefitOptions{Seed: 1}); err != nil || rev == "" {
@@ -374,7 +374,7 @@ func TestRefitWritesNothingOverAFileChangedMeanwhile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := atomicfile.Write(f.path, ".fits-*.json", data); err != nil {
+	if err := atomicfile.Write(f.path, ".fits-*.json", data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	mine := &calibration.Fits{Version: calibration.FitsVersion, Fits: []calibration.Fit{{Model: "m", Kind: decision.Noul, Bucket: calibration.Bucket(2), Temperature: 1}}}

@@ -120,7 +120,7 @@ func Write(path string, paused bool, now time.Time) (State, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return State{}, err
 	}
-	if err := atomicfile.Write(path, ".state-*.json", append(data, '\n')); err != nil {
+	if err := atomicfile.Write(path, ".state-*.json", append(data, '\n'), 0o600); err != nil {
 		return State{}, err
 	}
 	return s, nil

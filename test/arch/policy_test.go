@@ -151,7 +151,7 @@ var policy = []rule{
 	},
 	{
 		pkgs: []string{"cmd/system1"},
-		may: []string{"internal/answer", "internal/bench", "internal/calibration", "internal/cases", "internal/config",
+		may: []string{"internal/answer", "internal/atomicfile", "internal/bench", "internal/calibration", "internal/cases", "internal/config",
 			"internal/decision", "internal/decisionlog", "internal/fleet", "internal/gateway", "internal/httpapi", "internal/jobs",
 			"internal/mcpserver", "internal/metrics", "internal/outcomes", "internal/pause", "internal/systemone", "internal/tracing",
 			"cmd/system1/tracesdk", "github.com/jackc/pgx/v5/stdlib", "modernc.org/sqlite"},
