@@ -82,18 +82,20 @@ func finiteMin(xs []float64) float64 {
 }
 
 // applyLevel is MethodLevel at temperature t on d, which passes Check.
+// The tempered log-probabilities are tilted as they are, never through
+// the tempered distribution: at a sharp temperature that one underflows
+// to a single option, and the expected level would move to it.
 func applyLevel(d decision.Distribution, t float64) decision.Distribution {
-	q := d.Temper(t)
-	logs := make([]float64, len(q))
+	logs := make([]float64, len(d))
 	nonzero := 0
-	for i, p := range q {
-		logs[i] = math.Log(p) // -Inf where p is 0
+	for i, p := range d {
+		logs[i] = math.Log(p) / t // -Inf where p is 0
 		if p > 0 {
 			nonzero++
 		}
 	}
 	if nonzero < 2 {
-		return q
+		return d.Temper(t)
 	}
 	return tilt(logs, levelLambda(logs, decision.ExpectedLevel(d)))
 }

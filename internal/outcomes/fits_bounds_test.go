@@ -1,0 +1,45 @@
+package outcomes
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"system1/internal/decision"
+)
+
+func writeFit(t *testing.T, kind, bucket, method, temperature string) string {
+	t.Helper()
+	m := ""
+	if method != "" {
+		m = `"method":"` + method + `",`
+	}
+	data := `{"version":1,"created":"x","fits":[{"provider":"p","model":"m","kind":"` + kind + `","bucket":"` + bucket + `",` + m +
+		`"temperature":` + temperature + `,"n":1,"nll_before":0,"nll_after":0,"ece_before":0,"ece_after":0,"date":""}]}`
+	path := filepath.Join(t.TempDir(), "fits.json")
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// A level fit keeps each score's expected level at any temperature the
+// file may hold, a sharp one whose tempered probabilities underflow to
+// zero included.
+func TestLoadFitsLevelKeepsTheLevelAtASharpTemperature(t *testing.T) {
+	for _, temp := range []string{"1e-6", "0.001", "0.05"} {
+		f, err := LoadFits(writeFit(t, "score", "3-4", "level", temp))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := decision.Distribution{0.6, 0.1, 0.3}
+		out, ok := f.Apply("p", "m", decision.Score, d)
+		if !ok {
+			t.Fatal("no fit found")
+		}
+		if got, want := decision.ExpectedLevel(out), decision.ExpectedLevel(d); math.Abs(got-want) > 1e-9 {
+			t.Errorf("T=%s: %v has expected level %v; want %v as before", temp, out, got, want)
+		}
+	}
+}
