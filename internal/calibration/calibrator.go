@@ -30,6 +30,14 @@ func Methods() []string { return []string{MethodNone, MethodTemperature, MethodL
 // file cannot push one option's probability to exactly 1.
 const MaxBias = 20
 
+// MaxTemperature bounds a fit's temperature: fifty times what a fit
+// ever finds (fitting.MaxTemperature), but small enough that tempering
+// keeps probabilities that differ distinct. Beyond some 1e15 the
+// tempered log-probabilities of any two options round to the same
+// number, the distribution is exactly uniform, and the answer moves to
+// the first option, where Temper promises that the argmax does not move.
+const MaxTemperature = 1000
+
 // Calibrator is the part of a fit that is applied to a distribution:
 // one of the methods with its parameters.
 type Calibrator struct {
@@ -133,7 +141,8 @@ func softmax(z []float64) decision.Distribution {
 }
 
 // Check reports what is wrong with c: an unknown method, a temperature
-// that is not a positive finite number (exactly 1 for MethodNone),
+// that is not a positive number at most MaxTemperature (exactly 1 for
+// MethodNone),
 // biases on another method than MethodVector, none or more than 255 on
 // it, one that is not finite or beyond MaxBias, or a map that fails
 // ConfidenceMap.Check.
@@ -146,8 +155,8 @@ func (c Calibrator) Check() error {
 	if !slices.Contains(Methods(), c.Method) {
 		return fmt.Errorf("method %q is not %s, %s, %s or %s", c.Method, MethodNone, MethodTemperature, MethodLevel, MethodVector)
 	}
-	if !(c.Temperature > 0) || math.IsInf(c.Temperature, 1) {
-		return fmt.Errorf("temperature %v is not a positive finite number", c.Temperature)
+	if !(c.Temperature > 0 && c.Temperature <= MaxTemperature) {
+		return fmt.Errorf("temperature %v is not a positive finite number up to %d", c.Temperature, MaxTemperature)
 	}
 	if c.Method == MethodNone && c.Temperature != 1 {
 		return fmt.Errorf("method %s has temperature %v, not 1", MethodNone, c.Temperature)

@@ -58,8 +58,8 @@ type Fit struct {
 	// any build of its model. LookupServed never applies a fit learnt on
 	// another build.
 	Fingerprint string `json:"fingerprint,omitempty"`
-	// Temperature is a positive finite number, applied with
-	// Distribution.Temper.
+	// Temperature is a positive number at most MaxTemperature, applied
+	// with Distribution.Temper.
 	Temperature float64 `json:"temperature"`
 	// Method is how the fit calibrates (see Calibrator): empty, the
 	// temperature alone, as in every file written before methods,
@@ -249,7 +249,7 @@ func ParseFits(data []byte) (*Fits, error) {
 // Validate reports the first thing wrong with f: a version other than
 // FitsVersion, or a fit, named by its index, that lacks a kind or bucket,
 // has an unknown kind or bucket, a temperature that is not a positive
-// finite number, a negative count, a metric that is negative or not finite
+// number at most MaxTemperature, a negative count, a metric that is negative or not finite
 // (or an ECE above 1), a gate whose threshold is not in (0, 1] or whose
 // other fields are out of range, a date that is not YYYY-MM-DD, a
 // calibrator that fails Calibrator.Check (an unknown method, biases
@@ -288,8 +288,8 @@ func (ft Fit) validate() error {
 		return errors.New("no bucket")
 	case bucketIndex(ft.Bucket) < 0:
 		return fmt.Errorf("bucket %q is not one of %v", ft.Bucket, Buckets())
-	case !(ft.Temperature > 0) || math.IsInf(ft.Temperature, 1):
-		return fmt.Errorf("temperature %v is not a positive finite number", ft.Temperature)
+	case !(ft.Temperature > 0 && ft.Temperature <= MaxTemperature):
+		return fmt.Errorf("temperature %v is not a positive finite number up to %d", ft.Temperature, MaxTemperature)
 	case ft.Method != "" && ft.Method != MethodTemperature && ft.Method != MethodLevel && ft.Method != MethodVector:
 		return fmt.Errorf("method %q is not %s, %s or %s", ft.Method, MethodTemperature, MethodLevel, MethodVector)
 	case ft.Method == MethodLevel && ft.Kind != decision.Score:

@@ -461,3 +461,30 @@ func TestRefusedRationaleEndsEachSentenceOnce(t *testing.T) {
 		}
 	}
 }
+
+// A hand-written temperature so large that tempering ties every option
+// is refused when the fits are opened, naming it; taken, it served a
+// at 0.334 and b, the engine's answer at 0.7, at 0.333.
+func TestCalibrationRefusesATemperatureThatTies(t *testing.T) {
+	ep := fakeengine.StartSystemOne(t, fakeengine.Reply{Probs: []float64{0.2, 0.7, 0.1}})
+	dir := t.TempDir()
+	fits := `{"version":1,"created":"2026-01-01T00:00:00Z","fits":[{"provider":"jev","model":"","kind":"choice","bucket":"3-4","temperature":1e17,"n":100,"nll_before":1,"nll_after":0.9,"ece_before":0.2,"ece_after":0.05,"date":"2026-01-01"}]}`
+	if err := os.WriteFile(filepath.Join(dir, "fits.json"), []byte(fits), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "config.yaml")
+	yaml := fmt.Sprintf("gateway:\n  fits: fits.json\nproviders:\n  - {name: jev, kind: systemone, url: %s, model: jev-latest}\n", ep.URL)
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = outcomes.OpenFitsFile(cfg.Resolve(cfg.Gateway.Fits))
+	if err != nil && strings.Contains(err.Error(), "fit 0: temperature 1e+17 is not") {
+		return
+	}
+	res := decide(t, build(t, Options{Config: cfg, ConfigPath: path}, nil), `{"question":"Which?","options":["a","b","c"]}`)
+	t.Errorf("fits opened (%v); %s at %v, where the engine answered b at 0.7", err, res.Status, res.Probabilities)
+}

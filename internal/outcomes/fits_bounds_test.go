@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"system1/internal/decision"
@@ -22,6 +23,24 @@ func writeFit(t *testing.T, kind, bucket, method, temperature string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// A temperature so large that tempering makes distinct probabilities
+// equal would move the answer to the first option (Temper promises the
+// argmax does not move): the file is refused, naming the temperature.
+func TestLoadFitsRefusesATemperatureThatTies(t *testing.T) {
+	for _, temp := range []string{"1e15", "1e300", "1.7976931348623157e308"} {
+		_, err := LoadFits(writeFit(t, "choice", "2", "", temp))
+		if err == nil || !strings.Contains(err.Error(), "fit 0: temperature ") {
+			t.Errorf("temperature %s: err %v; want the temperature refused", temp, err)
+		}
+	}
+	// The fitter's own range, and well beyond it, still loads.
+	for _, temp := range []string{"0.05", "20", "1000", "1e-9"} {
+		if _, err := LoadFits(writeFit(t, "choice", "2", "", temp)); err != nil {
+			t.Errorf("temperature %s: %v", temp, err)
+		}
+	}
 }
 
 // A level fit keeps each score's expected level at any temperature the
