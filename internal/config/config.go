@@ -605,6 +605,14 @@ func (c *Config) Check() []error {
 			if p.Model == "" {
 				bad("%s (%s): an engine provider needs a model served by the nodes", at, p.Name)
 			}
+			// An engine provider is a model the nodes serve: its engine
+			// is a node under nodes:, and a url here would reach nothing.
+			if p.URL != "" {
+				bad("%s.url (%s): an engine provider takes no url; it is a model the nodes serve, so give the engine as a node under nodes: (or use kind: systemone for a System One endpoint)", at, p.Name)
+			}
+			if p.KeyEnv != "" {
+				bad("%s.key_env (%s): an engine provider takes no key_env; give it on the node that serves the model", at, p.Name)
+			}
 		case "systemone":
 			if u, err := url.Parse(p.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 				bad("%s (%s): url %q is not an http(s) URL", at, p.Name, p.URL)

@@ -318,6 +318,12 @@ func TestCheck(t *testing.T) {
 		{"link max_options 1", "gateway:\n  chain:\n    - {name: l, model: m, max_options: 1}\n", []string{"gateway.chain[0] (l): max_options 1: a choice needs at least 2 options"}},
 		{"link max_options 2", "gateway:\n  chain:\n    - {name: l, model: m, max_options: 2}\n", nil},
 		{"engine provider without a model", "providers:\n  - {name: p, kind: engine}\n", []string{"an engine provider needs a model"}},
+		// An engine provider is a model the nodes serve: a url (or key_env)
+		// on it names no node, and every decide would find none.
+		{"engine provider with a url", "providers:\n  - {name: p, kind: engine, url: 'http://h:8080', model: m}\n",
+			[]string{"providers[0].url (p): an engine provider takes no url"}},
+		{"engine provider with a key_env", "providers:\n  - {name: p, kind: engine, key_env: K, model: m}\n",
+			[]string{"providers[0].key_env (p): an engine provider takes no key_env"}},
 		{"systemone provider without a url", "providers:\n  - {name: p, kind: systemone, model: m}\n", []string{`providers[0] (p): url "" is not an http(s) URL`}},
 		{"systemone provider url not http", "providers:\n  - {name: p, kind: systemone, url: 'ws://h', model: m}\n", []string{"not an http(s) URL"}},
 		{"systemone provider without a model", "providers:\n  - {name: p, kind: systemone, url: http://h}\n", []string{"a systemone provider needs the endpoint's model"}},
