@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"system1/internal/answer"
@@ -48,12 +49,13 @@ cases where none are held out), which decide grades by.
 	seed := fs.Uint64("seed", 1, "seed of the holdout split")
 	benchReport := fs.String("bench-report", "", "when asking the cases: also write the bench report here")
 	// --report alone is the decision log's report; --report=FILE is
-	// --bench-report FILE.
+	// --bench-report FILE; --report=false (any boolean value) is read as
+	// a boolean flag's.
 	var reportLog bool
 	var reportFile string
-	fs.BoolFunc("report", "print the calibration report of the decision log's answers with outcomes (as GET /v1/calibration); --report=FILE is --bench-report FILE", func(v string) error {
-		if v == "true" {
-			reportLog = true
+	fs.BoolFunc("report", "print the calibration report of the decision log's answers with outcomes (as GET /v1/calibration); --report=false is no report; --report=FILE is --bench-report FILE", func(v string) error {
+		if b, err := strconv.ParseBool(v); err == nil {
+			reportLog, reportFile = b, ""
 		} else {
 			reportFile = v
 		}
