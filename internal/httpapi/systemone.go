@@ -198,12 +198,12 @@ func failureText(err error) string {
 // shapes: a model no node serves (one that went away since it was
 // checked) as hosted Jev's 400, the caller's error as a 422 with one
 // problem per question, any other as a 503 naming each question and why,
-// with Retry-After when a node asked for a pause. The messages are the
+// with Retry-After and Retry-After-Ms when a node asked for a pause. The messages are the
 // core's, redacted there.
 func writeFailure(w http.ResponseWriter, err error, model string) {
 	status, retry, body := failureReply(err, model)
 	if retry > 0 {
-		w.Header().Set("Retry-After", fmt.Sprint(retryAfterSeconds(retry)))
+		setRetryAfter(w.Header(), retry)
 	}
 	writeJSON(w, status, body)
 }

@@ -320,17 +320,18 @@ func TestFailover(t *testing.T) {
 
 // When every node fails, the reply is a 503 naming each unanswered
 // question and its last failure; nodes that asked for a pause pass their
-// Retry-After on.
+// Retry-After on, in both headers the 429s send (Retry-After-Ms too).
 func TestEveryNodeFails(t *testing.T) {
 	for _, tc := range []struct {
-		name       string
-		b          fakeengine.Behavior
-		reason     string
-		retryAfter string
+		name         string
+		b            fakeengine.Behavior
+		reason       string
+		retryAfter   string
+		retryAfterMs string
 	}{
-		{"500", fakeengine.Behavior{Fault: fakeengine.Status, Status: 500}, "HTTP 500", ""},
-		{"garbage", fakeengine.Behavior{Fault: fakeengine.NotJSON}, "malformed", ""},
-		{"429", fakeengine.Behavior{Fault: fakeengine.Status, Status: 429, RetryAfter: "7"}, "HTTP 429", "7"},
+		{"500", fakeengine.Behavior{Fault: fakeengine.Status, Status: 500}, "HTTP 500", "", ""},
+		{"garbage", fakeengine.Behavior{Fault: fakeengine.NotJSON}, "malformed", "", ""},
+		{"429", fakeengine.Behavior{Fault: fakeengine.Status, Status: 429, RetryAfter: "7"}, "HTTP 429", "7", "7000"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := startNode(t, "a", fakeengine.OpenAI, tc.b)
@@ -340,6 +341,9 @@ func TestEveryNodeFails(t *testing.T) {
 			wantError(t, r, http.StatusServiceUnavailable, "service_unavailable_error", `"dept"`, `"urgent"`, `"mood"`, tc.reason)
 			if got := r.header.Get("Retry-After"); got != tc.retryAfter {
 				t.Errorf("Retry-After %q, want %q", got, tc.retryAfter)
+			}
+			if got := r.header.Get("Retry-After-Ms"); got != tc.retryAfterMs {
+				t.Errorf("Retry-After-Ms %q, want %q", got, tc.retryAfterMs)
 			}
 			if len(a.fake.Inferences()) == 0 || len(b.fake.Inferences()) == 0 {
 				t.Errorf("nodes a and b got %d and %d calls; both must be tried", len(a.fake.Inferences()), len(b.fake.Inferences()))
