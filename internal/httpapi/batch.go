@@ -59,10 +59,10 @@ func (s *Server) handleSystemOneBatch(w http.ResponseWriter, r *http.Request) {
 	var usage answer.Usage
 	cost := new(decision.USD) // unknown (nil) once an answered state's is
 	answered := 0
-	var failed []string
+	var failed []int
 	for i, a := range answers {
 		if errs[i] != nil {
-			failed = append(failed, fmt.Sprintf("states.%d: %s", i, failureText(errs[i])))
+			failed = append(failed, i)
 			var body []byte
 			statuses[i], _, body = failureReply(errs[i], p.Model)
 			results[i] = systemone.AppendBatchError(nil, statuses[i], body)
@@ -93,10 +93,14 @@ func (s *Server) handleSystemOneBatch(w http.ResponseWriter, r *http.Request) {
 	if len(failed) > 0 {
 		// The states no node answered, as a request alone logs its
 		// failure: the first few, then how many more.
-		if more := len(failed) - maxLoggedFailures; more > 0 {
-			failed = append(failed[:maxLoggedFailures], fmt.Sprintf("and %d more", more))
+		var why []string
+		for _, i := range failed[:min(len(failed), maxLoggedFailures)] {
+			why = append(why, fmt.Sprintf("states.%d: %s", i, failureText(errs[i])))
 		}
-		noteLog(r.Context(), "error", strings.Join(failed, "; "))
+		if more := len(failed) - maxLoggedFailures; more > 0 {
+			why = append(why, fmt.Sprintf("and %d more", more))
+		}
+		noteLog(r.Context(), "error", strings.Join(why, "; "))
 	}
 	setCost(w.Header(), cost)
 	writeJSON(w, http.StatusOK, systemone.AppendBatchResponse(make([]byte, 0, 64+len(results)*512), results, ids, systemone.Usage(usage)))
