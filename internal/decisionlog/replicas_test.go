@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Two logs on one PostgreSQL database act as two system1 replicas: they
@@ -65,5 +66,85 @@ func TestPostgresTwoReplicasShareOneLog(t *testing.T) {
 	es, err := b.Lookup(context.Background(), "r1_7")
 	if err != nil || es[0].Outcome == nil || es[0].Outcome.Value != "sales" {
 		t.Fatalf("the other replica sees %+v, %v", es, err)
+	}
+}
+
+// A replica that restarts while a backup (pg_dump, which holds an ACCESS
+// SHARE lock on every table for the whole dump) reads the shared log
+// opens it, and the replicas already running go on writing and reading:
+// opening a log whose schema is current asks for no lock that a read
+// holds, so neither waits for the dump to end.
+func TestPostgresReplicaRestartsDuringABackup(t *testing.T) {
+	url := postgresURL(t)
+	ctx := ctxT(t)
+	running := openLog(t, Options{URL: url, Linger: -1})
+	running.Record(sample("before", "q", t0))
+	if err := running.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	dump, err := running.store.db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dump.Rollback()
+	if _, err := dump.ExecContext(ctx, "LOCK TABLE decisions, outcomes, questions, uncertain IN ACCESS SHARE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	opened := make(chan error, 1)
+	go func() {
+		octx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		l, err := Open(octx, Options{URL: url})
+		if err == nil {
+			err = l.Close(ctx)
+		}
+		opened <- err
+	}()
+	// The restart is under way (its open waits, or is done) before the
+	// running replica writes.
+	var done bool
+	for deadline := time.Now().Add(2 * time.Second); !done && time.Now().Before(deadline); {
+		var waiting int
+		if err := running.store.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM pg_locks WHERE NOT granted").Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			break
+		}
+		select {
+		case err := <-opened:
+			opened <- err
+			done = true
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	running.Record(sample("during", "q", t0))
+	wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if err := running.Flush(wctx); err != nil {
+		t.Errorf("the running replica's writer waits on the restart: %v", err)
+	}
+	select {
+	case err := <-opened:
+		if err != nil {
+			t.Fatalf("the restarted replica did not open the log during the backup: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the restarted replica's open hangs")
+	}
+	if _, err := running.Outcome(wctx, "during", "q", "sales"); err != nil {
+		t.Fatalf("feedback on the running replica waits on the restart: %v", err)
+	}
+	// A log made before a column still gains it.
+	if err := dump.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := running.store.db.ExecContext(ctx, "ALTER TABLE decisions DROP COLUMN output_tokens"); err != nil {
+		t.Fatal(err)
+	}
+	openLog(t, Options{URL: url})
+	var n int
+	if err := running.store.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM decisions WHERE output_tokens = 0").Scan(&n); err != nil || n != 2 {
+		t.Fatalf("output_tokens after the open: %d rows, %v", n, err)
 	}
 }

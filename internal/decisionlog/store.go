@@ -193,14 +193,19 @@ func (s *store) init(ctx context.Context) error {
 	return tx.Commit()
 }
 
-// addColumn adds a column to a decisions table made before it.
+// addColumn adds a column to a decisions table made before it. It looks
+// first, on PostgreSQL too: ALTER TABLE takes the table's ACCESS
+// EXCLUSIVE lock even when the column is there, so a replica starting
+// while another reads the log for long (a pg_dump holds its read lock for
+// the whole dump) would wait on it, and every other replica's writes and
+// reads would queue behind that wait.
 func (s *store) addColumn(ctx context.Context, tx *sql.Tx, name, decl string) error {
+	has := "SELECT COUNT(*) FROM pragma_table_info('decisions') WHERE name = ?"
 	if s.postgres {
-		_, err := tx.ExecContext(ctx, "ALTER TABLE decisions ADD COLUMN IF NOT EXISTS "+name+" "+decl)
-		return err
+		has = "SELECT COUNT(*) FROM pg_attribute WHERE attrelid = 'decisions'::regclass AND attname = $1 AND NOT attisdropped"
 	}
 	var n int
-	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM pragma_table_info('decisions') WHERE name = ?", name).Scan(&n); err != nil || n > 0 {
+	if err := tx.QueryRowContext(ctx, has, name).Scan(&n); err != nil || n > 0 {
 		return err
 	}
 	_, err := tx.ExecContext(ctx, "ALTER TABLE decisions ADD COLUMN "+name+" "+decl)
