@@ -68,7 +68,36 @@ type service struct {
 	Volumes   []string          `yaml:"volumes"`
 	Env       []string          `yaml:"environment"`
 	Ports     []string          `yaml:"ports"`
-	DependsOn []string          `yaml:"depends_on"`
+	DependsOn dependsOn         `yaml:"depends_on"`
+	Health    map[string]any    `yaml:"healthcheck"`
+}
+
+// dependsOn is a service's depends_on, in either of compose's forms: a
+// list of services, or a map of each to its condition.
+type dependsOn map[string]string
+
+func (d *dependsOn) UnmarshalYAML(n *yaml.Node) error {
+	*d = dependsOn{}
+	if n.Kind == yaml.SequenceNode {
+		var names []string
+		if err := n.Decode(&names); err != nil {
+			return err
+		}
+		for _, name := range names {
+			(*d)[name] = "service_started"
+		}
+		return nil
+	}
+	var m map[string]struct {
+		Condition string `yaml:"condition"`
+	}
+	if err := n.Decode(&m); err != nil {
+		return err
+	}
+	for name, c := range m {
+		(*d)[name] = c.Condition
+	}
+	return nil
 }
 
 // The compose file runs a gateway pair, built from the Dockerfile and
@@ -84,6 +113,8 @@ func TestComposeGatewayPair(t *testing.T) {
 		Name     string             `yaml:"name"`
 		Services map[string]service `yaml:"services"`
 	}
+	// Compose's interpolation, of the variables left unset.
+	b = regexp.MustCompile(`\$\{\w+:-([^}]*)\}`).ReplaceAll(b, []byte("$1"))
 	dec := yaml.NewDecoder(strings.NewReader(string(b)))
 	dec.KnownFields(true)
 	if err := dec.Decode(&file); err != nil {
@@ -138,6 +169,39 @@ func TestComposeGatewayPair(t *testing.T) {
 	slices.Sort(engines)
 	if !slices.Equal(hosts, engines) {
 		t.Errorf("the configuration's nodes are %v; the engine services %v", hosts, engines)
+	}
+
+	// The balancer sends feedback, reports and budgeted keys to either
+	// gateway, so both record in one PostgreSQL log: with an SQLite file
+	// each, feedback on the other's answer is a 404, and each counts its
+	// own half of a key's spend.
+	if cfg.DecisionLog.URLEnv == "" {
+		t.Errorf("the gateways' decision log is %+v: each would keep an SQLite file of its own", cfg.DecisionLog)
+	}
+	for _, g := range gateways {
+		s := file.Services[g]
+		var u *url.URL
+		for _, kv := range s.Env {
+			if v, ok := strings.CutPrefix(kv, cfg.DecisionLog.URLEnv+"="); ok && cfg.DecisionLog.URLEnv != "" {
+				if u, err = url.Parse(v); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if u == nil || u.Scheme != "postgres" {
+			t.Errorf("%s is not given a postgres:// URL in $%s: %v", g, cfg.DecisionLog.URLEnv, s.Env)
+			continue
+		}
+		pg, ok := file.Services[u.Hostname()]
+		if !ok || !strings.HasPrefix(pg.Image, "postgres:") {
+			t.Errorf("%s's decision log is at %s, no PostgreSQL service of the file", g, u.Hostname())
+			continue
+		}
+		// serve does not wait for the database: started before it
+		// accepts, it would serve without a log.
+		if s.DependsOn[u.Hostname()] != "service_healthy" || pg.Health == nil {
+			t.Errorf("%s does not wait for %s to be healthy: depends_on %v, healthcheck %v", g, u.Hostname(), s.DependsOn, pg.Health)
+		}
 	}
 
 	nb, err := os.ReadFile("../../deploy/nginx.conf")
