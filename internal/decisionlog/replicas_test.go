@@ -69,12 +69,23 @@ func TestPostgresTwoReplicasShareOneLog(t *testing.T) {
 	}
 }
 
-// A replica that restarts while a backup (pg_dump, which holds an ACCESS
-// SHARE lock on every table for the whole dump) reads the shared log
-// opens it, and the replicas already running go on writing and reading:
-// opening a log whose schema is current asks for no lock that a read
-// holds, so neither waits for the dump to end.
-func TestPostgresReplicaRestartsDuringABackup(t *testing.T) {
+// A replica that restarts while a long transaction holds the shared
+// log's tables (a backup: pg_dump holds an ACCESS SHARE lock on every
+// table for the whole dump; a long write: another replica's prune
+// deleting many rows holds ROW EXCLUSIVE) opens it, and the replicas
+// already running go on writing and reading: opening a log whose schema
+// is current asks for no table lock, so nothing waits for that
+// transaction to end, nor queues behind a restart that waits for it.
+func TestPostgresReplicaRestartsBesideALongTransaction(t *testing.T) {
+	for _, c := range []struct{ name, mode string }{
+		{"a backup", "ACCESS SHARE"},
+		{"a long write", "ROW EXCLUSIVE"},
+	} {
+		t.Run(c.name, func(t *testing.T) { restartBeside(t, c.mode) })
+	}
+}
+
+func restartBeside(t *testing.T, mode string) {
 	url := postgresURL(t)
 	ctx := ctxT(t)
 	running := openLog(t, Options{URL: url, Linger: -1})
@@ -87,7 +98,7 @@ func TestPostgresReplicaRestartsDuringABackup(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dump.Rollback()
-	if _, err := dump.ExecContext(ctx, "LOCK TABLE decisions, outcomes, questions, uncertain IN ACCESS SHARE MODE"); err != nil {
+	if _, err := dump.ExecContext(ctx, "LOCK TABLE decisions, outcomes, questions, uncertain IN "+mode+" MODE"); err != nil {
 		t.Fatal(err)
 	}
 	opened := make(chan error, 1)
@@ -127,7 +138,7 @@ func TestPostgresReplicaRestartsDuringABackup(t *testing.T) {
 	select {
 	case err := <-opened:
 		if err != nil {
-			t.Fatalf("the restarted replica did not open the log during the backup: %v", err)
+			t.Fatalf("the restarted replica did not open the log: %v", err)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the restarted replica's open hangs")

@@ -165,7 +165,7 @@ func (s *store) init(ctx context.Context) error {
 		}
 	}
 	for _, q := range schema(s.postgres) {
-		if _, err := tx.ExecContext(ctx, q); err != nil {
+		if err := s.create(ctx, tx, q); err != nil {
 			return err
 		}
 	}
@@ -187,10 +187,29 @@ func (s *store) init(ctx context.Context) error {
 		}
 	}
 	// A key's spend this period is read by its name and time (spend.go).
-	if _, err := tx.ExecContext(ctx, "CREATE INDEX IF NOT EXISTS decisions_key_at ON decisions (key_name, at_ns)"); err != nil {
+	if err := s.create(ctx, tx, "CREATE INDEX IF NOT EXISTS decisions_key_at ON decisions (key_name, at_ns)"); err != nil {
 		return err
 	}
 	return tx.Commit()
+}
+
+// create runs q, a CREATE ... IF NOT EXISTS of the schema, unless on
+// PostgreSQL the table or index it makes is there already: CREATE INDEX
+// IF NOT EXISTS takes its table's SHARE lock before it looks, so a
+// replica starting while another's long write (a prune of many rows)
+// holds the table would wait for it, and every replica's writes would
+// queue behind that wait.
+func (s *store) create(ctx context.Context, tx *sql.Tx, q string) error {
+	if _, rest, ok := strings.Cut(q, "IF NOT EXISTS "); s.postgres && ok {
+		name, _, _ := strings.Cut(rest, " ")
+		var n int
+		err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM pg_class WHERE relname = $1 AND relnamespace = current_schema()::regnamespace", name).Scan(&n)
+		if err != nil || n > 0 {
+			return err
+		}
+	}
+	_, err := tx.ExecContext(ctx, q)
+	return err
 }
 
 // addColumn adds a column to a decisions table made before it. It looks
