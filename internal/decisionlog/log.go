@@ -581,11 +581,16 @@ func (l *Log) stored(ctx context.Context, requestID string) ([]Entry, error) {
 const ReplicaLag = time.Second
 
 // lookupRecent is Lookup that, when nothing is recorded under a request
-// id made moments ago, reads again until the records arrive or the id is
-// older than the linger and ReplicaLag.
-func (l *Log) lookupRecent(ctx context.Context, requestID string) ([]Entry, error) {
+// id made moments ago, or nothing of questionID when it is not "" (a
+// request's questions are recorded one by one, and a writer may commit
+// them in two transactions), reads again until the records arrive or the
+// id is older than the linger and ReplicaLag.
+func (l *Log) lookupRecent(ctx context.Context, requestID, questionID string) ([]Entry, error) {
+	found := func(es []Entry) bool {
+		return questionID == "" && len(es) > 0 || slices.ContainsFunc(es, func(e Entry) bool { return e.QuestionID == questionID })
+	}
 	es, err := l.Lookup(ctx, requestID)
-	if err != nil || len(es) > 0 {
+	if err != nil || found(es) {
 		return es, err
 	}
 	made, ok := requestIDTime(requestID)
@@ -599,7 +604,7 @@ func (l *Log) lookupRecent(ctx context.Context, requestID string) ([]Entry, erro
 			return nil, ctx.Err()
 		case <-time.After(25 * time.Millisecond):
 		}
-		if es, err = l.stored(ctx, requestID); err != nil || len(es) > 0 {
+		if es, err = l.stored(ctx, requestID); err != nil || found(es) {
 			return es, err
 		}
 	}
@@ -682,7 +687,7 @@ func (l *Log) Check(ctx context.Context, requestID, questionID, outcome string) 
 		}
 		// Its records may still be queued, here or by another replica.
 	}
-	es, err := l.lookupRecent(ctx, requestID)
+	es, err := l.lookupRecent(ctx, requestID, questionID)
 	if err != nil {
 		return Entry{}, err
 	}

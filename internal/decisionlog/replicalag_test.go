@@ -91,3 +91,30 @@ func TestFeedbackOnAShadowAnswerIsUnknown(t *testing.T) {
 		})
 	}
 }
+
+// A request's questions are recorded one by one, so another replica's
+// writer may commit the first before the second (its linger ended
+// between them): feedback naming the second, sent at once to another
+// replica, waits for it as for a request none of whose answers is there
+// yet, rather than answer that the request has no such question.
+func TestFeedbackWaitsForAQuestionAnotherReplicaStillHolds(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := ctxT(t)
+			answering := b.open(t, Options{Linger: DefaultLinger})
+			other := b.open(t, Options{Linger: -1})
+			id := NewRequestID()
+			answering.Record(sample(id, "first", time.Now()))
+			if err := answering.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			answering.Record(sample(id, "second", time.Now()))
+			if _, err := other.Outcome(ctx, id, "second", "billing"); err != nil {
+				t.Fatalf("feedback on the other replica's second question: %v", err)
+			}
+			if _, err := other.Outcome(ctx, id, "third", "billing"); !errors.Is(err, ErrUnknownQuestion) {
+				t.Fatalf("a question the request does not have: %v, want ErrUnknownQuestion", err)
+			}
+		})
+	}
+}
