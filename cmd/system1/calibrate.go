@@ -175,15 +175,15 @@ func source(b bench.BucketFit) string {
 // learnt is cfg as serve reads it (Config.Learn: with no calibration
 // mode written, the fits its default loop keeps in stateDir applied)
 // where those fits exist, for the commands that apply or report under
-// what serve learnt without running its loop; else nil.
+// what serve learnt without running its loop; else cfg itself.
 func learnt(cfg *config.Config, stateDir string, getenv func(string) string) *config.Config {
 	l := *cfg
 	l.Learn(stateDir, getenv)
 	if !l.Calibration.Apply() || l.Gateway.Fits == "" {
-		return nil
+		return cfg
 	}
 	if _, err := os.Stat(l.Resolve(l.Gateway.Fits)); err != nil {
-		return nil
+		return cfg
 	}
 	return &l
 }

@@ -68,9 +68,7 @@ func calibrationReport(ctx context.Context, e env, cfgFlag, stateDir string, win
 	defer closeDecisionLog(l, logger(e))
 	// The fits serve's default loop keeps in the state folder, which
 	// serve reports under (and decide and mcp apply), once there are any.
-	if l := learnt(cfg, stateDir, e.getenv); l != nil {
-		cfg.Gateway.Fits = l.Gateway.Fits
-	}
+	cfg.Gateway.Fits = learnt(cfg, stateDir, e.getenv).Gateway.Fits
 	var fits *calibration.Fits
 	if cfg.Gateway.Fits != "" {
 		if fits, err = outcomes.LoadFits(cfg.Resolve(cfg.Gateway.Fits)); err != nil {

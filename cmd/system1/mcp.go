@@ -92,9 +92,7 @@ func newGatewayLogged(ctx context.Context, path, stateDir string, e env, log *sl
 	if cfg != nil {
 		// The fits serve's default loop learns in this state folder are
 		// applied here too, once there are any.
-		if l := learnt(cfg, stateDir, e.getenv); l != nil {
-			cfg.Gateway.Fits = l.Gateway.Fits
-		}
+		cfg.Gateway.Fits = learnt(cfg, stateDir, e.getenv).Gateway.Fits
 		if tr, err = setupTracing(ctx, cfg.Tracing, log); err != nil {
 			errs = append(errs, err)
 		}

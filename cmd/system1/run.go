@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -191,7 +190,7 @@ func newLocalDecider(ctx context.Context, cfg *config.Config, stateDir string, e
 	}
 	// With no calibration mode written, /v1/systemone applies the fits
 	// serve's default loop keeps (Config.Learn), once there are any.
-	fits, err := servingFits(cmp.Or(learnt(cfg, stateDir, e.getenv), cfg), log)
+	fits, err := servingFits(learnt(cfg, stateDir, e.getenv), log)
 	if err != nil {
 		return nil, nil, err
 	}

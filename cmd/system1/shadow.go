@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -160,7 +159,7 @@ docs/shadow.md.
 	}
 	// With no calibration mode written, serve's answer path applies the
 	// fits its default loop keeps (Config.Learn), once there are any.
-	serving, err := servingFits(cmp.Or(learnt(cfg, *stateDir, e.getenv), cfg), log)
+	serving, err := servingFits(learnt(cfg, *stateDir, e.getenv), log)
 	if err != nil {
 		return err
 	}
