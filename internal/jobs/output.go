@@ -161,15 +161,15 @@ const maxAnswerLine = 64 << 20
 // ErrOtherInput is resume's refusal of answers that are not the input's.
 var ErrOtherInput = errors.New("the answers are not this job's; write them to another file, or remove it to start over")
 
-// resumedLine reads one written line for row: its id must be the row's,
-// and an answer must answer the job's questions.
-func resumedLine(line []byte, row inputRow, job decision.Request) (res *systemone.Reply, errType string, err error) {
+// resumed counts a line written by an earlier run for row: its id must
+// be the row's, and an answer must answer the job's questions.
+func (t *tally) resumed(line []byte, row inputRow) error {
 	if !json.Valid(line) {
-		return nil, "", fmt.Errorf("not a JSON line: %w", ErrOtherInput)
+		return fmt.Errorf("not a JSON line: %w", ErrOtherInput)
 	}
 	ms, err := jsonx.Members(line)
 	if err != nil {
-		return nil, "", fmt.Errorf("not a JSON object: %w", ErrOtherInput)
+		return fmt.Errorf("not a JSON object: %w", ErrOtherInput)
 	}
 	id, _ := jsonx.Lookup(ms, "id")
 	want := row.ID
@@ -177,23 +177,25 @@ func resumedLine(line []byte, row inputRow, job decision.Request) (res *systemon
 		want = json.RawMessage("null")
 	}
 	if !bytes.Equal(id, want) {
-		return nil, "", fmt.Errorf("id %s, but the input's row there (line %d) has id %s: %w", id, row.Line, want, ErrOtherInput)
+		return fmt.Errorf("id %s, but the input's row there (line %d) has id %s: %w", id, row.Line, want, ErrOtherInput)
 	}
 	if raw, ok := jsonx.Lookup(ms, "error"); ok {
 		var e rowError
 		if json.Unmarshal(raw, &e) != nil || e.Type == "" {
-			return nil, "", fmt.Errorf("an error without a type: %w", ErrOtherInput)
+			return fmt.Errorf("an error without a type: %w", ErrOtherInput)
 		}
-		return nil, e.Type, nil
+		t.failed(e.Type)
+		return nil
 	}
 	if row.Err != nil {
-		return nil, "", fmt.Errorf("an answer to the input's unreadable row (line %d): %w", row.Line, ErrOtherInput)
+		return fmt.Errorf("an answer to the input's unreadable row (line %d): %w", row.Line, ErrOtherInput)
 	}
-	reply, err := systemone.ParseResponse(job, line)
+	reply, err := systemone.ParseResponse(t.job, line)
 	if err != nil {
-		return nil, "", fmt.Errorf("does not answer this job's questions (%v): %w", err, ErrOtherInput)
+		return fmt.Errorf("does not answer this job's questions (%v): %w", err, ErrOtherInput)
 	}
-	return reply, "", nil
+	t.answered(row, reply.Answers, reply.Usage)
+	return nil
 }
 
 // openOutput opens path for appending after resume, creating it (and

@@ -131,21 +131,6 @@ func (t *tally) failed(typ string) {
 	t.types[typ]++
 }
 
-// resumed counts a line written by an earlier run, checking that it is
-// row's.
-func (t *tally) resumed(line []byte, row inputRow) error {
-	reply, typ, err := resumedLine(line, row, t.job)
-	if err != nil {
-		return err
-	}
-	if reply == nil {
-		t.failed(typ)
-		return nil
-	}
-	t.answered(row, reply.Answers, reply.Usage)
-	return nil
-}
-
 // dist is the distribution an answer reports: its probabilities,
 // normalised (they were rounded), or a noul's [P(true), P(false)].
 func dist(q decision.Question, a decision.Answer) decision.Distribution {
