@@ -270,20 +270,11 @@ func (rn *runner) dispatch(rows rowReader) {
 	work := make(chan []item)
 	defer close(work)
 	// launch starts a unit over pending once a slot is free; false when
-	// the run is stopping.
+	// the run is stopping. inFlight counts the units whose end has not
+	// been taken from free: never fewer than are running, so that a unit
+	// launched under the limit is within it.
 	launch := func() bool {
-		for {
-			for drained := false; !drained; {
-				select {
-				case <-rn.free:
-					inFlight--
-				default:
-					drained = true
-				}
-			}
-			if inFlight < int(rn.limit.Load()) {
-				break
-			}
+		for inFlight >= int(rn.limit.Load()) {
 			select {
 			case <-rn.free:
 				inFlight--
