@@ -187,21 +187,22 @@ func Summarize(name string, records []Record, wallS float64, fits *calibration.F
 	if span > 0 {
 		s.ThroughputRPS = float64(len(lat)) / span
 	}
-	s.measure(fitting.Measure(preds))
-	s.gates(preds)
+	s.measure(preds)
 	if fits != nil {
 		c := s
 		c.Calibrated = nil
-		c.measure(fitting.Measure(tempered))
-		c.gates(tempered)
+		c.measure(tempered)
 		c.Fitted = &fitted
 		s.Calibrated = &c
 	}
 	return s
 }
 
-// measure copies calibration's metrics into s.
-func (s *Summary) measure(m fitting.Metrics) {
+// measure fills s's metrics of preds: fitting.Measure's, the wrong
+// answers surviving the fixed gates and the suggested one, and the
+// suggested gate.
+func (s *Summary) measure(preds []calibration.Prediction) {
+	m := fitting.Measure(preds)
 	s.N, s.Skipped = m.N, m.Skipped
 	s.Floor, s.Accuracy, s.MAE = m.Floor, m.Accuracy, m.MAE
 	s.ECE, s.Brier, s.NLL = m.ECE, m.Brier, m.NLL
@@ -210,11 +211,6 @@ func (s *Summary) measure(m fitting.Metrics) {
 	for k, v := range m.Selective {
 		s.Selective[k] = Selective{Accuracy: v.Accuracy, Coverage: v.Coverage, N: v.N}
 	}
-}
-
-// gates fills the wrong answers surviving the fixed gates and the
-// suggested one, and the suggested gate.
-func (s *Summary) gates(preds []calibration.Prediction) {
 	s.WrongSurviving = map[string]int{}
 	for _, t := range []float64{0.8, 0.9} {
 		s.WrongSurviving[fmt.Sprint(t)] = fitting.WrongAbove(preds, t)
