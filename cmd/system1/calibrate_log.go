@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -75,11 +76,9 @@ func calibrationReport(ctx context.Context, e env, cfgFlag, stateDir string, win
 			return fmt.Errorf("gateway.fits: %w", err)
 		}
 	}
-	if target == 0 {
-		// The default GET /v1/calibration takes: the configuration's,
-		// else outcomes.DefaultTargetError.
-		target = cfg.Calibration.TargetError
-	}
+	// Without --target-error, the default GET /v1/calibration takes: the
+	// configuration's, else outcomes.DefaultTargetError.
+	target = cmp.Or(target, cfg.Calibration.TargetError)
 	now := time.Now()
 	rep, err := outcomes.ReportCalibrationWith(ctx, l, fits, outcomes.ReportOptions{Since: now.Add(-window), Until: now, TargetError: target, Drift: driftOptions(cfg.Drift)})
 	if err != nil {
