@@ -262,12 +262,7 @@ func (d *localDecider) ask(ctx context.Context, req decision.Request, id string)
 // malformed reports whether every question of f failed for a reading
 // that was not usable: the row's own, not the fleet's.
 func malformed(f *answer.Failure) bool {
-	for _, p := range f.Problems {
-		if p.Class != answer.Malformed {
-			return false
-		}
-	}
-	return len(f.Problems) > 0
+	return len(f.Problems) > 0 && !slices.ContainsFunc(f.Problems, func(p answer.Problem) bool { return p.Class != answer.Malformed })
 }
 
 // result is an answer as a job's row gets it: the questions' answers as
