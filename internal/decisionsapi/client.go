@@ -122,37 +122,11 @@ func input(state json.RawMessage) json.RawMessage {
 	return appendJSON(nil, jsonx.Text(state))
 }
 
-// StatusError is a Decisions endpoint's refusal, read from its envelope.
-type StatusError struct {
-	Status  int
-	Type    string
-	Code    string // vLLM's integer code in decimal
-	Param   string
-	Message string
-	// RetryAfter is how long the endpoint asked to be left alone.
-	RetryAfter time.Duration
-}
-
-func (e *StatusError) Error() string {
-	return fmt.Sprintf("status %d: %s", e.Status, e.Detail())
-}
-
-// Detail is the refusal in the endpoint's words, with the field it named:
-// "questions[2].choices: too many". What the status means for the
-// request (the caller's, a rate limit, a node down) is the fleet's one
-// rule (engine.StatusFailure), which reads it from Status.
-func (e *StatusError) Detail() string {
-	if e.Param != "" {
-		return e.Param + ": " + e.Message
-	}
-	return e.Message
-}
-
-// ParseError reads an error body: OpenAI's envelope (with code a string,
-// or vLLM's integer), Ollama's {"error": "message"}, or any text, cut to
-// its start.
-func ParseError(status int, body []byte, retryAfter time.Duration) *StatusError {
-	e := &StatusError{Status: status, RetryAfter: retryAfter}
+// ParseError reads an endpoint's refusal from its error body: OpenAI's
+// envelope (with code a string, or vLLM's integer), Ollama's {"error":
+// "message"}, or any text, cut to its start.
+func ParseError(status int, body []byte, retryAfter time.Duration) *Error {
+	e := &Error{Status: status, RetryAfter: retryAfter}
 	var env struct {
 		Error json.RawMessage `json:"error"`
 	}
@@ -206,7 +180,7 @@ type Client struct {
 }
 
 // Ask sends req and returns the checked reply. A refusal of the request
-// is a *StatusError; a reply that fails the clients' checks is an error
+// is an *Error; a reply that fails the clients' checks is an error
 // wrapping ErrMalformed (and the *AnswerError, when one answer failed). A refused question is a refusal in the reply,
 // not an error.
 func (c *Client) Ask(ctx context.Context, req decision.Request) (*Reply, error) {
@@ -255,7 +229,7 @@ func (c *Client) root() string {
 }
 
 // do sends one request with the bearer key and returns the body of a 200
-// reply of at most maxBody bytes; any other status is a *StatusError read
+// reply of at most maxBody bytes; any other status is an *Error read
 // from the endpoint's envelope.
 func (c *Client) do(ctx context.Context, method, url string, body []byte, maxBody int64) ([]byte, error) {
 	hr, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
@@ -292,7 +266,7 @@ const identitySource = "decisions /v1/models"
 func (c *Client) Identity(ctx context.Context, model string) (fingerprint.Identity, error) {
 	unknown := fingerprint.Identity{Source: identitySource}
 	data, err := c.do(ctx, http.MethodGet, c.root()+"/models", nil, fingerprint.ReplyLimit(c.MaxBody))
-	var se *StatusError
+	var se *Error
 	switch {
 	case errors.As(err, &se) && se.Status == http.StatusNotFound:
 		return unknown, nil

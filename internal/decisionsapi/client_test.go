@@ -87,7 +87,7 @@ func TestClientAsksOverHTTP(t *testing.T) {
 	}
 }
 
-// An endpoint's refusal comes back as a *StatusError read from its
+// An endpoint's refusal comes back as a *Error read from its
 // envelope, with its status and the pause it asked for (the fleet
 // classifies it by the status).
 func TestClientRefusals(t *testing.T) {
@@ -111,7 +111,7 @@ func TestClientRefusals(t *testing.T) {
 	} {
 		req.Model = tc.model
 		_, err := (&Client{BaseURL: srv.URL, HTTP: srv.Client()}).Ask(context.Background(), req)
-		var se *StatusError
+		var se *Error
 		if !errors.As(err, &se) {
 			t.Fatalf("%s: %v", tc.model, err)
 		}
@@ -124,7 +124,7 @@ func TestClientRefusals(t *testing.T) {
 	req = sampleRequest(t)
 	req.Questions[1].Options = req.Questions[1].Options[:1]
 	_, err := (&Client{BaseURL: srv.URL, HTTP: srv.Client()}).Ask(context.Background(), req)
-	var se *StatusError
+	var se *Error
 	if !errors.As(err, &se) || se.Status != http.StatusBadRequest || se.Param != "questions[1].choices" {
 		t.Errorf("one choice: %v", err)
 	}

@@ -50,9 +50,9 @@ func TestIdentity(t *testing.T) {
 		})
 	}
 	c := &Client{BaseURL: modelList(t, 429, `{"error":{"message":"slow down","type":"rate_limit_error"}}`)}
-	var se *StatusError
+	var se *Error
 	if _, err := c.Identity(context.Background(), "qwen"); !errors.As(err, &se) || se.Status != 429 {
-		t.Fatalf("err %v, want a rate-limited StatusError", err)
+		t.Fatalf("err %v, want a rate-limited Error", err)
 	}
 	c = &Client{BaseURL: modelList(t, 200, `<html>`)}
 	if _, err := c.Identity(context.Background(), "qwen"); !errors.Is(err, ErrMalformed) {

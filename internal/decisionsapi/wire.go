@@ -9,6 +9,7 @@ package decisionsapi
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -61,14 +62,16 @@ const (
 )
 
 // Error is a reply that is not an answer: an HTTP status and OpenAI's
-// envelope {"error": {"message", "type", "param", "code"}}.
+// envelope {"error": {"message", "type", "param", "code"}}, as this
+// server writes it and as the client reads an endpoint's refusal.
 type Error struct {
 	Status  int
 	Type    string
-	Code    string // "" is written as null
+	Code    string // "" is written as null; vLLM's integer code is read in decimal
 	Param   string // "" is written as null
 	Message string
-	// RetryAfter is sent as retry-after and retry-after-ms (429 and 503).
+	// RetryAfter is sent as retry-after and retry-after-ms (429 and 503),
+	// and read back from them.
 	RetryAfter time.Duration
 	// Problems lists every problem of an invalid request, in request order;
 	// Param and Message are made from them.
@@ -86,6 +89,14 @@ type Problem struct {
 }
 
 func (e *Error) Error() string {
+	return fmt.Sprintf("status %d: %s", e.Status, e.Detail())
+}
+
+// Detail is the error in the endpoint's words, with the field it named:
+// "questions[2].choices: too many". What the status means for the
+// request (the caller's, a rate limit, a node down) is the fleet's one
+// rule (engine.StatusFailure), which reads it from Status.
+func (e *Error) Detail() string {
 	if e.Param != "" {
 		return e.Param + ": " + e.Message
 	}

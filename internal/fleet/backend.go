@@ -402,7 +402,7 @@ func failure(err error) *engine.Failure {
 		return nil // before the targets of errors.As, which live on the heap
 	}
 	var se *systemone.StatusError
-	var de *decisionsapi.StatusError
+	var de *decisionsapi.Error
 	switch {
 	case errors.As(err, &se):
 		return engine.StatusFailure(se.Code, se.RetryAfter, se.Message)
