@@ -607,3 +607,40 @@ func TestAPIKeysRefusesRepeats(t *testing.T) {
 		}
 	}
 }
+
+// A key's budget may be larger than any one price (a team's month of
+// answers), up to a million dollars; past that, or below 0, it is refused
+// in a budget's words, not a price's.
+func TestBudgetAmounts(t *testing.T) {
+	for _, tc := range []struct{ usd, want string }{
+		{"25", ""},
+		{"10000", ""},
+		{"50000", ""},
+		{"1000000", ""},
+		{"1000000.5", "1000000.5 is over 1000000 US dollars, the most a budget may be"},
+		{"2e6", "2e6 is over 1000000 US dollars, the most a budget may be"},
+		{"9999999", "9999999 is over 1000000 US dollars, the most a budget may be"},
+		{"-1", "-1 is negative: a budget is at least 0"},
+		{"lots", `"lots" is not a decimal number of US dollars`},
+		{"[1]", "a budget is a number of US dollars"},
+	} {
+		t.Run(tc.usd, func(t *testing.T) {
+			c, err := Parse([]byte("decision_log: {retention: 31d}\nkeys:\n  - {name: a, key: sk-a, scopes: [decide], budget: {usd: " + tc.usd + ", per: month}}\n"))
+			if err == nil {
+				err = errors.Join(c.Check()...)
+			}
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("a budget of $%s: %v", tc.usd, err)
+				}
+				if b := c.Keys[0].Budget; b == nil || b.USD == nil || decision.USD(*b.USD).String() != tc.usd {
+					t.Errorf("a budget of $%s read as %+v", tc.usd, b)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "keys[0].budget.usd: line 3") {
+				t.Errorf("a budget of $%s: %v; want keys[0].budget.usd: line 3: %s", tc.usd, err, tc.want)
+			}
+		})
+	}
+}

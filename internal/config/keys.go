@@ -50,10 +50,11 @@ type KeyRateLimit struct {
 }
 
 // Budget is a key's spending limit: usd dollars of answers' cost
-// (decision.USD, as X-System1-Cost says it) per UTC day or month.
+// (decision.USD, as X-System1-Cost says it) per UTC day or month, up
+// to decision.MaxBudget.
 type Budget struct {
-	USD *Dollars `yaml:"usd"`
-	Per string   `yaml:"per"`
+	USD *BudgetDollars `yaml:"usd"`
+	Per string         `yaml:"per"`
 }
 
 // BudgetPeriods are what a budget's per may be.

@@ -41,13 +41,37 @@ func (d *Dollars) UnmarshalYAML(n *yaml.Node) error {
 // MarshalYAML writes the amount as the decimal it was read from.
 func (d Dollars) MarshalYAML() (any, error) { return decision.USD(d).String(), nil }
 
-var dollarsType = reflect.TypeFor[Dollars]()
+// BudgetDollars is a key's budget, read as Dollars is, up to
+// decision.MaxBudget where a price stops at decision.MaxPrice.
+type BudgetDollars decision.USD
+
+// UnmarshalYAML reads a decimal number of dollars.
+func (d *BudgetDollars) UnmarshalYAML(n *yaml.Node) error {
+	v, err := parseBudget(n)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	*d = BudgetDollars(v)
+	return nil
+}
+
+// MarshalYAML writes the amount as the decimal it was read from.
+func (d BudgetDollars) MarshalYAML() (any, error) { return decision.USD(d).String(), nil }
+
+var dollarsType, budgetDollarsType = reflect.TypeFor[Dollars](), reflect.TypeFor[BudgetDollars]()
 
 func parseDollars(n *yaml.Node) (decision.USD, error) {
 	if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!int" && n.ShortTag() != "!!float" && n.ShortTag() != "!!str") {
 		return 0, fmt.Errorf("a price is a number of US dollars, such as 0.15")
 	}
 	return decision.ParseUSD(n.Value)
+}
+
+func parseBudget(n *yaml.Node) (decision.USD, error) {
+	if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!int" && n.ShortTag() != "!!float" && n.ShortTag() != "!!str") {
+		return 0, fmt.Errorf("a budget is a number of US dollars, such as 25")
+	}
+	return decision.ParseBudget(n.Value)
 }
 
 // Decision is the price as the answer path applies it; nil when the node

@@ -21,6 +21,11 @@ const picoPerUSD = 1_000_000_000_000
 // tokens) cannot overflow.
 const MaxPrice = 10_000
 
+// MaxBudget is the most a key's budget may be, in dollars: a period's
+// spend, past it by what the requests in flight cost, stays far within
+// an int64 of pico-dollars.
+const MaxBudget = 1_000_000
+
 // String writes u as a decimal of dollars with no trailing zeros, such
 // as "0.000123", "1.5" or "0": the form of X-System1-Cost and decide's
 // cost.
@@ -45,7 +50,15 @@ func (u USD) Dollars() float64 { return float64(u) / picoPerUSD }
 // ParseUSD reads a non-negative decimal amount of dollars, at most
 // MaxPrice and at most 12 decimal places (a pico-dollar), such as "0.15"
 // or "2e-6" as YAML might write a float.
-func ParseUSD(s string) (USD, error) {
+func ParseUSD(s string) (USD, error) { return parseUSD(s, MaxPrice, "a price") }
+
+// ParseBudget reads a budget as ParseUSD reads a price, at most
+// MaxBudget.
+func ParseBudget(s string) (USD, error) { return parseUSD(s, MaxBudget, "a budget") }
+
+// parseUSD reads an amount of dollars of at most most, what it is (a
+// price, a budget) named in its errors.
+func parseUSD(s string, most int64, what string) (USD, error) {
 	in := s
 	if strings.ContainsAny(s, "eE") { // a float YAML wrote in exponent form
 		f, err := strconv.ParseFloat(s, 64)
@@ -55,7 +68,7 @@ func ParseUSD(s string) (USD, error) {
 		s = strconv.FormatFloat(f, 'f', -1, 64)
 	}
 	if strings.HasPrefix(s, "-") {
-		return 0, fmt.Errorf("%s is negative: a price is at least 0", in)
+		return 0, fmt.Errorf("%s is negative: %s is at least 0", in, what)
 	}
 	s = strings.TrimPrefix(s, "+")
 	whole, frac, _ := strings.Cut(s, ".")
@@ -67,16 +80,15 @@ func ParseUSD(s string) (USD, error) {
 		return 0, fmt.Errorf("%s is finer than a pico-dollar (12 decimal places)", in)
 	}
 	whole = strings.TrimLeft(whole, "0")
-	if len(whole) > len(strconv.Itoa(MaxPrice)) {
-		return 0, fmt.Errorf("%s is over %d US dollars, the most a price may be", in, MaxPrice)
+	if len(whole) > len(strconv.FormatInt(most, 10)) {
+		return 0, fmt.Errorf("%s is over %d US dollars, the most %s may be", in, most, what)
 	}
 	w, _ := strconv.ParseInt("0"+whole, 10, 64)
 	f, _ := strconv.ParseInt(frac+strings.Repeat("0", 12-len(frac)), 10, 64)
-	u := USD(w*picoPerUSD + f)
-	if u > MaxPrice*picoPerUSD {
-		return 0, fmt.Errorf("%s is over %d US dollars, the most a price may be", in, MaxPrice)
+	if w > most || w == most && f > 0 { // before w is in pico-dollars, which could overflow
+		return 0, fmt.Errorf("%s is over %d US dollars, the most %s may be", in, most, what)
 	}
-	return u, nil
+	return USD(w*picoPerUSD + f), nil
 }
 
 func digits(s string) bool {
