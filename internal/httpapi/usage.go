@@ -43,7 +43,12 @@ func (s *Server) handleUsage(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if !since.Before(until) {
+	switch {
+	case since.Before(until):
+	case q.Get("until") == "": // until is now: the since given is past it
+		badQuery(w, "since", fmt.Sprintf("since must be before until (now, %s, when until is not given)", until.Format(time.RFC3339)))
+		return
+	default:
 		badQuery(w, "until", "until must be after since")
 		return
 	}

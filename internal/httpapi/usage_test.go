@@ -21,6 +21,8 @@ func TestUsageQuery(t *testing.T) {
 		{"until=2026-13-01", "until", "RFC 3339"},
 		{"since=2026-12-02&until=2026-12-01", "until", "after since"},
 		{"since=2026-12-01&until=2026-12-01", "until", "after since"},
+		// until left to now: the since given is what is wrong.
+		{"since=9999-01-01", "since", "before until (now"},
 		{"group_by=node", "group_by", `"node" is not one of key, model, day`},
 		{"group_by=key,key", "group_by", "twice"},
 		{"group_by=key,", "group_by", `"" is not one of`},
