@@ -28,16 +28,23 @@ func questionCost(got fleet.Answered) *decision.USD {
 	if got.Price == nil {
 		return nil
 	}
-	c := got.Price.Cost(got.InputTokens, got.OutputTokens, got.Requests)
+	c, ok := got.Price.Checked(got.InputTokens, got.OutputTokens, got.Requests)
+	if !ok { // more than a USD holds: not known, rather than wrapped
+		return nil
+	}
 	return &c
 }
 
-// AddCost is a+b, unknown (nil) when either is.
+// AddCost is a+b, unknown (nil) when either is, or when the sum is more
+// than a USD holds.
 func AddCost(a, b *decision.USD) *decision.USD {
 	if a == nil || b == nil {
 		return nil
 	}
-	c := *a + *b
+	c, ok := decision.Add(*a, *b)
+	if !ok {
+		return nil
+	}
 	return &c
 }
 

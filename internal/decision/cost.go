@@ -3,6 +3,7 @@ package decision
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -115,7 +116,44 @@ func PerToken(perMTok USD) (USD, error) {
 }
 
 // Cost is what in input tokens, out output tokens and requests forwarded
-// cost at p.
+// cost at p, for counts whose cost is known to fit (Checked).
 func (p Price) Cost(in, out, requests int) USD {
 	return USD(in)*p.InputPerToken + USD(out)*p.OutputPerToken + USD(requests)*p.PerRequest
+}
+
+// Checked is Cost, with ok false when the cost is more than a USD holds
+// (a node's reply may claim any count), so that it is not known rather
+// than wrapped.
+func (p Price) Checked(in, out, requests int) (cost USD, ok bool) {
+	for _, t := range []struct {
+		n     int
+		price USD
+	}{{in, p.InputPerToken}, {out, p.OutputPerToken}, {requests, p.PerRequest}} {
+		c, ok := mul(USD(t.n), t.price)
+		if !ok {
+			return 0, false
+		}
+		if cost, ok = Add(cost, c); !ok {
+			return 0, false
+		}
+	}
+	return cost, true
+}
+
+// Add is a+b of two amounts of at least 0; ok is false when the sum is
+// more than a USD holds.
+func Add(a, b USD) (USD, bool) {
+	if a < 0 || b < 0 || a > math.MaxInt64-b {
+		return 0, false
+	}
+	return a + b, true
+}
+
+// mul is n*price of n and price at least 0; ok is false past what a USD
+// holds.
+func mul(n, price USD) (USD, bool) {
+	if n < 0 || price < 0 || price > 0 && n > math.MaxInt64/price {
+		return 0, false
+	}
+	return n * price, true
 }
