@@ -93,6 +93,8 @@ func (t *target) check(files []string) error {
 		return errors.New("say what to ask: --endpoint URL --model ID, or --provider NAME of the configuration")
 	case t.endpoint != "" && t.config != "":
 		return errors.New("--endpoint and --config are alternatives")
+	case t.endpoint != "" && checkBaseURL("--endpoint", t.endpoint) != nil:
+		return checkBaseURL("--endpoint", t.endpoint)
 	case t.concurrency < 1:
 		return errors.New("--concurrency must be at least 1")
 	case t.limit < 0:

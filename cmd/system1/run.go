@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"net/http"
-	neturl "net/url"
 	"os"
 	"slices"
 	"strings"
@@ -78,8 +77,8 @@ func cmdRun(ctx context.Context, args []string, e env) error {
 		}
 	}
 	if *url != "" {
-		if u, err := neturl.Parse(*url); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return e.usageError("run", fmt.Sprintf("--url %q is not an http(s) URL, such as http://127.0.0.1:3000", *url))
+		if err := checkBaseURL("--url", *url); err != nil {
+			return e.usageError("run", err)
 		}
 	}
 	qdata, err := os.ReadFile(*questions)
