@@ -97,6 +97,8 @@ func (t *target) check(files []string) error {
 		return checkBaseURL("--endpoint", t.endpoint)
 	case t.concurrency < 1:
 		return errors.New("--concurrency must be at least 1")
+	case t.timeout <= 0:
+		return fmt.Errorf("--timeout %v is not a bound: give a positive duration, such as 30s", t.timeout)
 	case t.limit < 0:
 		return errors.New("--limit must not be negative")
 	case len(files) == 0:

@@ -64,6 +64,8 @@ exit status: 0 held (or baseline written), 1 drifted or failed, 2 usage.
 		return e.usageError("check", "--baseline is required")
 	case *concurrency < 1:
 		return e.usageError("check", "--concurrency must be at least 1")
+	case *timeout <= 0:
+		return e.usageError("check", fmt.Sprintf("--timeout %v is not a bound: give a positive duration, such as 30s", *timeout))
 	}
 	for _, f := range []struct {
 		name string
