@@ -156,6 +156,9 @@ counted and listed.
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	if a := flagAmong(fs, fs.Args()); a != "" {
+		return e.usageError("bench", a+": flags go before the case files: system1 bench [flags] CASEFILE...")
+	}
 	if err := t.check(fs.Args()); err != nil {
 		return e.usageError("bench", err)
 	}

@@ -68,6 +68,9 @@ cases where none are held out), which decide grades by.
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	if a := flagAmong(fs, fs.Args()); a != "" {
+		return e.usageError("calibrate", a+": flags go before the case files: system1 calibrate [flags] --out FITS.json CASEFILE...")
+	}
 	*benchReport = cmp.Or(reportFile, *benchReport)
 	// Checked before --report too, which reads both.
 	switch {
