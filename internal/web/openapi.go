@@ -226,7 +226,7 @@ func paths() obj {
 		"/health": obj{"get": obj{
 			"operationId": "health",
 			"summary":     "Whether the process serves, with each node's state.",
-			"description": "Needs no key. Where a server redacts it for callers without a key, only the status is sent.",
+			"description": "Needs no key. With keys configured, a caller without one (or with a wrong one) gets the status and auth alone, without the version and the nodes.",
 			"security":    []obj{{}},
 			"responses":   obj{"200": jsonReply("Serving.", "Health")},
 		}},

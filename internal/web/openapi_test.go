@@ -480,3 +480,24 @@ func TestOpenAPILicense(t *testing.T) {
 		t.Fatalf("the document's license is %v; LICENSE begins %.120q", id, b)
 	}
 }
+
+// GET /health's description says what a caller without a key gets from a
+// server with keys: every member of that reply, each named.
+func TestOpenAPIHealthSaysWhatACallerWithoutAKeyGets(t *testing.T) {
+	s := serve(t, options{keys: []string{"sk-test"}})
+	resp, body := get(t, s.URL+"/health")
+	var reply map[string]any
+	if err := json.Unmarshal(body, &reply); resp.StatusCode != http.StatusOK || err != nil {
+		t.Fatalf("GET /health: %d %s", resp.StatusCode, body)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(web.OpenAPI(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	desc, _ := lookup(t, doc, "paths", "/health", "get", "description").(string)
+	for member := range reply {
+		if !strings.Contains(desc, member) {
+			t.Errorf("a caller without a key gets %s (%s); the description does not say so: %q", member, body, desc)
+		}
+	}
+}
