@@ -68,6 +68,8 @@ func cmdRun(ctx context.Context, args []string, e env) error {
 		return e.usageError("run", "give exactly one of --config (decide locally) and --url (decide through an endpoint)")
 	case *keyEnv != "" && *url == "":
 		return e.usageError("run", "--key-env goes with --url")
+	case *stateDir != "" && *url != "":
+		return e.usageError("run", "--state-dir goes with --config: with --url the answers are recorded in the endpoint's decision log")
 	case *concurrency < 0:
 		return e.usageError("run", "--concurrency must be at least 1 (0: the default, 4)")
 	}

@@ -36,6 +36,7 @@ func TestRunBadFlags(t *testing.T) {
 		{[]string{"--url", "http://"}, "--url"},
 		{[]string{"--url", "http://127.0.0.1:1", "--format", "xml"}, "--format"},
 		{[]string{"--url", "http://127.0.0.1:1", "--concurrency", "-3"}, "--concurrency"},
+		{[]string{"--url", "http://127.0.0.1:1", "--state-dir", "/tmp/state"}, "--state-dir"},
 	} {
 		t.Run(strings.Join(c.flags, " "), func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "answers.jsonl")
