@@ -34,7 +34,7 @@ evidence. See docs/shadow.md.
 	report := fs.Bool("report", false, "print the report (the only action for now)")
 	cfgFlag := fs.String("config", "", "configuration file whose decision log is read "+configDefault)
 	server := fs.String("url", "", "read GET /v1/shadow of the system1 server at this base URL instead of the log")
-	keyEnv := fs.String("key-env", "SYSTEM1_API_KEY", "with --url: the variable holding the server's bearer key, if it needs one")
+	keyEnv := fs.String("key-env", "SYSTEM1_KEY", "with --url: the variable holding the server's bearer key, if it needs one")
 	window := fs.Duration("window", outcomes.DefaultShadowWindow, "how far back the shadow answers are read")
 	stateDir := fs.String("state-dir", "", "folder of the decision log "+stateDirDefault)
 	if err := parse(fs, args); err != nil {

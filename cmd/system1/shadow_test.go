@@ -162,6 +162,13 @@ func TestShadowReportAndReplayFromTheCommandLine(t *testing.T) {
 		t.Fatalf("shadow --report --url: %v\n%s", err, stderr)
 	}
 	check("shadow --report --url", stdout, decisionlog.FaceShadow)
+	// Without --key-env the key is read from SYSTEM1_KEY, the name the
+	// docs and run.sh give a key of this server.
+	stdout, stderr, err = cliEnv(t, map[string]string{"SYSTEM1_KEY": "sk-shadow-test-key-0123456789"}, "shadow", "--report", "--url", srv.URL)
+	if err != nil {
+		t.Fatalf("shadow --report --url with SYSTEM1_KEY set: %v\n%s", err, stderr)
+	}
+	check("shadow --report --url (SYSTEM1_KEY)", stdout, decisionlog.FaceShadow)
 
 	for _, bad := range [][]string{
 		{"shadow"},
