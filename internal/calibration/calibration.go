@@ -14,6 +14,7 @@
 package calibration
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -135,3 +136,16 @@ func Buckets() []string {
 // bucketIndex is the position of name among Buckets, or -1 when it is not
 // one of them.
 func bucketIndex(name string) int { return slices.Index(Buckets(), name) }
+
+// CompareGroups orders groups of cases by kind (choice, noul, score, then
+// any unknown kind by name) and then by bucket, fewest options first: the
+// order fits are made and reported in.
+func CompareGroups(kindA decision.Kind, bucketA string, kindB decision.Kind, bucketB string) int {
+	rank := func(k decision.Kind) int {
+		if r := slices.Index([]decision.Kind{decision.Choice, decision.Noul, decision.Score}, k); r >= 0 {
+			return r
+		}
+		return 3 // an unknown kind, after the known ones
+	}
+	return cmp.Or(cmp.Compare(rank(kindA), rank(kindB)), cmp.Compare(kindA, kindB), cmp.Compare(bucketIndex(bucketA), bucketIndex(bucketB)))
+}

@@ -14,6 +14,7 @@
 package decisionlog
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -216,8 +217,8 @@ func (g Group) Predictions(dist func(Entry) []float64) []calibration.Prediction 
 
 // Groups sorts the entries that have a usable outcome by model, the build
 // that answered (its fingerprint), kind and bucket: models by name, then
-// kinds and buckets in fitting.Groups' order, a model's builds in the
-// order they first answered.
+// kinds and buckets in calibration.CompareGroups' order, a model's builds
+// in the order they first answered.
 func Groups(entries []Entry) []Group {
 	type key struct {
 		model, fingerprint string
@@ -239,19 +240,8 @@ func Groups(entries []Entry) []Group {
 		}
 		out[i].Entries = append(out[i].Entries, e)
 	}
-	kindRank := map[decision.Kind]int{decision.Choice: 0, decision.Noul: 1, decision.Score: 2}
-	bucketRank := map[string]int{}
-	for i, b := range calibration.Buckets() {
-		bucketRank[b] = i
-	}
 	slices.SortStableFunc(out, func(a, b Group) int {
-		if a.Model != b.Model {
-			return strings.Compare(a.Model, b.Model)
-		}
-		if a.Kind != b.Kind {
-			return kindRank[a.Kind] - kindRank[b.Kind]
-		}
-		return bucketRank[a.Bucket] - bucketRank[b.Bucket]
+		return cmp.Or(strings.Compare(a.Model, b.Model), calibration.CompareGroups(a.Kind, a.Bucket, b.Kind, b.Bucket))
 	})
 	return out
 }

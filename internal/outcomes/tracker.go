@@ -412,15 +412,12 @@ func (b *tbucket) window(since, until int64) window {
 }
 
 // sorted is the buckets by model, then kind and bucket in
-// fitting.Groups' order.
+// calibration.CompareGroups' order.
 func (t *Tracker) sorted() []*tbucket {
 	out := slices.Collect(maps.Values(t.bucket))
-	kindRank := map[decision.Kind]int{decision.Choice: 0, decision.Noul: 1, decision.Score: 2}
-	buckets := calibration.Buckets()
 	slices.SortFunc(out, func(a, b *tbucket) int {
 		return cmp.Or(strings.Compare(a.key.model, b.key.model), strings.Compare(a.key.fingerprint, b.key.fingerprint),
-			cmp.Compare(kindRank[a.key.kind], kindRank[b.key.kind]),
-			cmp.Compare(slices.Index(buckets, a.key.bucket), slices.Index(buckets, b.key.bucket)))
+			calibration.CompareGroups(a.key.kind, a.key.bucket, b.key.kind, b.key.bucket))
 	})
 	return out
 }

@@ -1,7 +1,6 @@
 package fitting
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -188,16 +187,7 @@ func Groups(preds []calibration.Prediction) []Group {
 		}
 		out[i].Preds = append(out[i].Preds, p)
 	}
-	rank := func(k decision.Kind) int {
-		if r := slices.Index([]decision.Kind{decision.Choice, decision.Noul, decision.Score}, k); r >= 0 {
-			return r
-		}
-		return 3 // an unknown kind, after the known ones
-	}
-	slices.SortFunc(out, func(a, b Group) int {
-		return cmp.Or(cmp.Compare(rank(a.Kind), rank(b.Kind)), cmp.Compare(a.Kind, b.Kind),
-			cmp.Compare(slices.Index(calibration.Buckets(), a.Bucket), slices.Index(calibration.Buckets(), b.Bucket)))
-	})
+	slices.SortFunc(out, func(a, b Group) int { return calibration.CompareGroups(a.Kind, a.Bucket, b.Kind, b.Bucket) })
 	return out
 }
 
