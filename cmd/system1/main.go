@@ -15,12 +15,13 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"system1/internal/config"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -172,18 +173,10 @@ func (e env) usageError(cmd string, msg any) error {
 }
 
 // checkBaseURL says what is wrong with the base URL of an endpoint given
-// by flag (run --url, bench and calibrate --endpoint), to which a route
-// such as /v1/systemone is added: it is an http(s) URL with a host, and
-// has no query or fragment, which would swallow the route.
+// by flag (run --url, bench and calibrate --endpoint, shadow --url).
 func checkBaseURL(flag, raw string) error {
-	u, err := url.Parse(raw)
-	switch {
-	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-		return fmt.Errorf("%s %q is not an http(s) URL, such as http://127.0.0.1:3000", flag, raw)
-	case u.RawQuery != "" || u.ForceQuery:
-		return fmt.Errorf("%s %q has a query; give the endpoint's base URL, such as http://HOST:PORT", flag, raw)
-	case u.Fragment != "" || strings.Contains(raw, "#"):
-		return fmt.Errorf("%s %q has a fragment; give the endpoint's base URL, such as http://HOST:PORT", flag, raw)
+	if problem := config.BaseURLProblem(raw); problem != "" {
+		return fmt.Errorf("%s %q %s, such as http://127.0.0.1:3000", flag, raw, problem)
 	}
 	return nil
 }

@@ -68,18 +68,11 @@ evidence. See docs/shadow.md.
 
 // shadowFromServer prints a server's GET /v1/shadow.
 func shadowFromServer(ctx context.Context, e env, base, key string, window time.Duration) error {
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("--url %q is not an http(s) URL", base)
+	// The base URL's path is kept (a server behind a prefix).
+	if err := checkBaseURL("--url", base); err != nil {
+		return err
 	}
-	// The base URL's path is kept (a server behind a prefix); a query or
-	// fragment would swallow /v1/shadow, so it is refused.
-	switch {
-	case u.RawQuery != "" || u.ForceQuery:
-		return fmt.Errorf("--url %q has a query; give the server's base URL, such as http://HOST:PORT", base)
-	case u.Fragment != "" || strings.Contains(base, "#"):
-		return fmt.Errorf("--url %q has a fragment; give the server's base URL, such as http://HOST:PORT", base)
-	}
+	u, _ := url.Parse(base)
 	u = u.JoinPath("v1", "shadow")
 	u.RawQuery = url.Values{"window": {window.String()}}.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)

@@ -459,6 +459,23 @@ func (c *Config) Resolve(name string) string {
 	return filepath.Join(filepath.Dir(c.Path), name)
 }
 
+// BaseURLProblem says what keeps raw from being the base URL of an
+// endpoint, to which a route such as /v1/systemone is added: it must be
+// an http(s) URL with a host, and a query or fragment would swallow the
+// route. It is "" for a good one.
+func BaseURLProblem(raw string) string {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		return "is not an http(s) URL"
+	case u.RawQuery != "" || u.ForceQuery:
+		return "has a query; give the endpoint's base URL"
+	case u.Fragment != "" || strings.Contains(raw, "#"):
+		return "has a fragment; give the endpoint's base URL"
+	}
+	return ""
+}
+
 // names are the names given so far in one list of the configuration.
 type names map[string]bool
 
@@ -481,8 +498,8 @@ func (c *Config) Check() []error {
 	for i, n := range c.Nodes {
 		at := fmt.Sprintf("nodes[%d]", i)
 		nodeNames.check(bad, at, n.Name)
-		if u, err := url.Parse(n.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad("%s (%s): url %q is not an http(s) URL", at, n.Name, n.URL)
+		if problem := BaseURLProblem(n.URL); problem != "" {
+			bad("%s (%s): url %q %s", at, n.Name, n.URL, problem)
 		}
 		if !slices.Contains(Dialects, n.Dialect) {
 			bad("%s (%s): dialect %q is not one of %s", at, n.Name, n.Dialect, strings.Join(Dialects, ", "))
@@ -614,8 +631,8 @@ func (c *Config) Check() []error {
 				bad("%s.key_env (%s): an engine provider takes no key_env; give it on the node that serves the model", at, p.Name)
 			}
 		case "systemone":
-			if u, err := url.Parse(p.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				bad("%s (%s): url %q is not an http(s) URL", at, p.Name, p.URL)
+			if problem := BaseURLProblem(p.URL); problem != "" {
+				bad("%s (%s): url %q %s", at, p.Name, p.URL, problem)
 			}
 			if p.Model == "" {
 				bad("%s (%s): a systemone provider needs the endpoint's model", at, p.Name)

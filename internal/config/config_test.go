@@ -251,6 +251,11 @@ func TestCheck(t *testing.T) {
 		{"node url not http", "nodes:\n  - {name: a, url: 'ftp://h', dialect: ollama}\n", []string{"not an http(s) URL"}},
 		{"node url without a host", "nodes:\n  - {name: a, url: 'http://', dialect: ollama}\n", []string{"not an http(s) URL"}},
 		{"node url that does not parse", "nodes:\n  - {name: a, url: 'http://h:port', dialect: ollama}\n", []string{"not an http(s) URL"}},
+		// Routes are added to a node's URL, so a query or fragment would
+		// swallow them: http://h?x=1 asked POST /?x=1/v1/systemone.
+		{"node url with a query", "nodes:\n  - {name: a, url: 'http://h/v1?key=1', dialect: systemone}\n", []string{`nodes[0] (a): url "http://h/v1?key=1" has a query`}},
+		{"node url with an empty query", "nodes:\n  - {name: a, url: 'http://h?', dialect: ollama}\n", []string{"has a query"}},
+		{"node url with a fragment", "nodes:\n  - {name: a, url: 'http://h#x', dialect: llamacpp}\n", []string{"has a fragment"}},
 		{"node without a dialect", "nodes:\n  - {name: a, url: http://h}\n", []string{`dialect "" is not one of llamacpp, ollama, openai, systemone`}},
 		{"unknown dialect", "nodes:\n  - {name: a, url: http://h, dialect: vllm}\n", []string{`dialect "vllm"`}},
 		{"unknown constrain", node("    constrain: grammar\n"), []string{`constrain "grammar"`}},
@@ -326,6 +331,7 @@ func TestCheck(t *testing.T) {
 			[]string{"providers[0].key_env (p): an engine provider takes no key_env"}},
 		{"systemone provider without a url", "providers:\n  - {name: p, kind: systemone, model: m}\n", []string{`providers[0] (p): url "" is not an http(s) URL`}},
 		{"systemone provider url not http", "providers:\n  - {name: p, kind: systemone, url: 'ws://h', model: m}\n", []string{"not an http(s) URL"}},
+		{"systemone provider url with a query", "providers:\n  - {name: p, kind: systemone, url: 'https://h?x=1', model: m}\n", []string{`providers[0] (p): url "https://h?x=1" has a query`}},
 		{"systemone provider without a model", "providers:\n  - {name: p, kind: systemone, url: http://h}\n", []string{"a systemone provider needs the endpoint's model"}},
 		{"provider without a kind", "providers:\n  - {name: p, model: m}\n", []string{`kind "" is not one of engine, systemone`}},
 		{"provider of an unknown kind", "providers:\n  - {name: p, kind: openai, model: m}\n", []string{`kind "openai"`}},
