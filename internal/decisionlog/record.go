@@ -250,15 +250,15 @@ func Groups(entries []Entry) []Group {
 // option key Outcome takes: a string as itself (a criteria key, a decide
 // option, a level key, NoneFit), true and false as "true" and "false" (a noul),
 // and a whole number as its decimal digits (a score level given as a
-// number). Anything else is an error naming outcome.
+// number). Anything else is an error; the caller names the field.
 func ParseOutcome(raw json.RawMessage) (string, error) {
 	var v any
 	if err := json.Unmarshal(raw, &v); err != nil {
 		if json.Valid(raw) {
 			// Only a number beyond a float64 is valid JSON yet not decoded.
-			return "", errors.New("outcome: a number out of range is not a level (a whole number from 0)")
+			return "", errors.New("a number out of range is not a level (a whole number from 0)")
 		}
-		return "", fmt.Errorf("outcome: not JSON: %w", err)
+		return "", fmt.Errorf("not JSON: %w", err)
 	}
 	switch x := v.(type) {
 	case string:
@@ -269,7 +269,7 @@ func ParseOutcome(raw json.RawMessage) (string, error) {
 		if x == math.Trunc(x) && x >= 0 && x < 1e9 {
 			return strconv.FormatInt(int64(x), 10), nil
 		}
-		return "", fmt.Errorf("outcome: %v is not a level (a whole number from 0)", x)
+		return "", fmt.Errorf("%v is not a level (a whole number from 0)", x)
 	}
-	return "", errors.New("outcome: must be an option key (string), true or false, or a level number")
+	return "", errors.New("must be an option key (string), true or false, or a level number")
 }
