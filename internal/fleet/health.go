@@ -39,6 +39,9 @@ func (r *Router) failedLocked(n *Node, f *engine.Failure, now time.Time) bool {
 	case engine.Unavailable:
 		cooled := r.coolLocked(n, now, r.policy.Cooldown, f.Error()) // down, or a ghost claim
 		n.constraintUnknown(f.Error())
+		if e := n.slotted(); e != nil {
+			e.Down() // it may come back with other slots
+		}
 		return cooled
 	default:
 		return r.countLocked(n, f, now)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"testing"
+	"time"
 
 	"system1/internal/config"
 	"system1/internal/testengine"
@@ -56,5 +57,39 @@ func TestRealEngineStoppedNodeFailsOver(t *testing.T) {
 		if d := before.Dist[i] - after.Dist[i]; d > 1e-3 || d < -1e-3 {
 			t.Fatalf("same model, different answers: %v vs %v", before.Dist, after.Dist)
 		}
+	}
+}
+
+// A llama-server restarted with more slots (-np) is read again once it is
+// back: its calls are bounded and pinned by the slots it runs now, and the
+// node shows them, where system1 kept the count read before the restart
+// (one task at a time on a server of four slots, /health showing 1) until
+// it was itself restarted.
+func TestRealEngineRestartedWithOtherSlotsIsReadAgain(t *testing.T) {
+	srv := testengine.Start(t, 1)
+	n, err := NewNode(config.Node{Name: "n", URL: srv.URL, Dialect: "llamacpp"}, func(string) string { return "" }, http.DefaultClient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := New([]*Node{n}, Options{Policy: Policy{AllowedFails: 3, Window: time.Minute, Cooldown: 10 * time.Millisecond}})
+	r.Refresh(context.Background())
+	req := choiceRequest(testengine.Model, 3)
+	if a := decide(t, r, req); a.Err != nil {
+		t.Fatal(a.Err)
+	}
+	if s := r.States()[0].Slots; s != 1 {
+		t.Fatalf("the node shows %d slots, want the server's 1", s)
+	}
+	srv.Stop()
+	if a := decide(t, r, req); a.Err == nil {
+		t.Fatal("a stopped server answered")
+	}
+	srv.Restart(t, testengine.Config{Slots: 4})
+	time.Sleep(50 * time.Millisecond) // the node's cooldown
+	if a := decide(t, r, req); a.Err != nil {
+		t.Fatal(a.Err)
+	}
+	if s := r.States()[0].Slots; s != 4 {
+		t.Errorf("the node shows %d slots after its server came back with 4", s)
 	}
 }

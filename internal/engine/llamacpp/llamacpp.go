@@ -432,7 +432,7 @@ func (e *Engine) tokens(ctx context.Context) *callTokens {
 	e.mu.Lock()
 	t := e.calls
 	e.mu.Unlock()
-	if t != nil {
+	if t != nil && !e.nSlots.stale.Load() {
 		return t
 	}
 	n := e.Slots(ctx)
@@ -441,7 +441,7 @@ func (e *Engine) tokens(ctx context.Context) *callTokens {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.calls == nil {
+	if e.calls == nil || len(e.calls.slots) != n { // none yet, or the server came back with other slots
 		e.calls = &callTokens{calls: make(chan struct{}, n), slots: make([]chan struct{}, n)}
 		for i := range e.calls.slots {
 			e.calls.slots[i] = make(chan struct{}, 1)
@@ -487,6 +487,11 @@ func (e *Engine) vocab(ctx context.Context) int {
 	return cmp.Or(n, maxK)
 }
 
+// Down says the server was found down: what comes back may run another
+// number of slots (-np), so they are read again on the next call, the
+// count read before standing until then and while the read fails.
+func (e *Engine) Down() { e.nSlots.stale.Store(true) }
+
 // KnownSlots is Slots as last read, without a call: 0 before the first
 // read, or when the server did not say.
 func (e *Engine) KnownSlots() int { return e.nSlots.peek() }
@@ -527,6 +532,9 @@ type fact struct {
 	once  sync.Once
 	value atomic.Int64 // 0 until read
 	retry time.Time
+	// stale is set when the value is to be read again (Down); it stands
+	// until a read succeeds.
+	stale atomic.Bool
 }
 
 // lock takes f's turn, or gives up with ctx, reporting whether it took it.
@@ -547,6 +555,7 @@ func (f *fact) reset() {
 	f.lock(context.Background())
 	defer f.unlock()
 	f.value.Store(0)
+	f.stale.Store(false)
 	f.retry = time.Time{}
 }
 
@@ -561,17 +570,22 @@ func (f *fact) get(ctx context.Context, read func(context.Context) (int, error))
 		return f.peek()
 	}
 	defer f.unlock()
-	if v := f.peek(); v > 0 || time.Now().Before(f.retry) {
-		return v
+	last := f.peek()
+	if last > 0 && !f.stale.Load() || time.Now().Before(f.retry) {
+		return last
 	}
 	v, err := read(ctx)
 	if err != nil || v <= 0 {
+		if last > 0 { // stale: read again on the next call
+			return last
+		}
 		if ctx.Err() == nil {
 			f.retry = time.Now().Add(time.Minute)
 		}
 		return 0
 	}
 	f.value.Store(int64(v))
+	f.stale.Store(false)
 	return v
 }
 
