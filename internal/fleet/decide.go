@@ -454,10 +454,17 @@ func (r *Router) coolModelLocked(n *Node, model string, now time.Time, why strin
 	}
 }
 
-// takes reports whether n can be asked q: its options within the node's
-// max_options, and read by its backend.
+// takes reports whether n can be asked q: a choice's options within the
+// node's max_options, and read by its backend.
 func (n *Node) takes(q decision.Question) bool {
-	return len(q.Options) <= n.MaxOptions && n.Backend.reads(q)
+	return n.holds(q) && n.Backend.reads(q)
+}
+
+// holds reports whether q is within n's max_options, which caps a
+// choice's options alone: a score's levels and a noul's sides are read as
+// any question's labels are.
+func (n *Node) holds(q decision.Question) bool {
+	return q.Kind != decision.Choice || len(q.Options) <= n.MaxOptions
 }
 
 // noNode explains why a question found no node to try.
@@ -466,7 +473,7 @@ func (r *Router) noNode(ctx context.Context, serving []*Node, model string, q de
 		return err
 	}
 	options := len(q.Options)
-	if !slices.ContainsFunc(serving, func(n *Node) bool { return n.MaxOptions >= options }) {
+	if !slices.ContainsFunc(serving, func(n *Node) bool { return n.holds(q) }) {
 		return &engine.Failure{Kind: engine.Rejected, Err: fmt.Errorf("%d options exceed every node's option cap", options)}
 	}
 	if !slices.ContainsFunc(serving, func(n *Node) bool { return n.takes(q) }) {

@@ -38,7 +38,7 @@ type Node struct {
 	Name    string
 	Dialect string
 	Backend Backend
-	// MaxOptions caps the options of one question on this node.
+	// MaxOptions caps the options of one choice on this node.
 	MaxOptions int
 	Timeout    time.Duration
 	Priority   int

@@ -309,3 +309,17 @@ func TestCatalogOrderIsStable(t *testing.T) {
 		}
 	}
 }
+
+// max_options caps a choice's options (configuration.md, limits.md): a
+// score's levels are read as any question's labels, whatever the cap.
+func TestOptionCapIsAChoices(t *testing.T) {
+	r, fakes, _ := newTestRouter(4)
+	req := choiceRequest("m", 5)
+	req.Questions[0].Kind = decision.Score
+	if a := decide(t, r, req); a.Err != nil || a.Node != "a" || fakes[0].count() == 0 {
+		t.Fatalf("a score of 5 levels on a node of max_options 4: node %q, err %v; want it answered", a.Node, a.Err)
+	}
+	if a := decide(t, r, choiceRequest("m", 5)); a.Err == nil || !strings.Contains(a.Err.Error(), "option cap") {
+		t.Fatalf("a choice of 5 options on a node of max_options 4: %v; want it refused naming the cap", a.Err)
+	}
+}
