@@ -615,8 +615,9 @@ func TestAPIKeysRefusesRepeats(t *testing.T) {
 }
 
 // A key's budget may be larger than any one price (a team's month of
-// answers), up to a million dollars; past that, or below 0, it is refused
-// in a budget's words, not a price's.
+// answers), up to a million dollars; past that, or at 0 or below (which
+// would refuse every request), it is refused in a budget's words, not a
+// price's.
 func TestBudgetAmounts(t *testing.T) {
 	for _, tc := range []struct{ usd, want string }{
 		{"25", ""},
@@ -626,7 +627,9 @@ func TestBudgetAmounts(t *testing.T) {
 		{"1000000.5", "1000000.5 is over 1000000 US dollars, the most a budget may be"},
 		{"2e6", "2e6 is over 1000000 US dollars, the most a budget may be"},
 		{"9999999", "9999999 is over 1000000 US dollars, the most a budget may be"},
-		{"-1", "-1 is negative: a budget is at least 0"},
+		{"-1", "-1 is negative: a budget is more than 0"},
+		{"0", "0 lets the key spend nothing"},
+		{"0.000", "0.000 lets the key spend nothing"},
 		{"lots", `"lots" is not a decimal number of US dollars`},
 		{"[1]", "a budget is a number of US dollars"},
 	} {

@@ -53,9 +53,18 @@ func (u USD) Dollars() float64 { return float64(u) / picoPerUSD }
 // or "2e-6" as YAML might write a float.
 func ParseUSD(s string) (USD, error) { return parseUSD(s, MaxPrice, "a price") }
 
-// ParseBudget reads a budget as ParseUSD reads a price, at most
-// MaxBudget.
-func ParseBudget(s string) (USD, error) { return parseUSD(s, MaxBudget, "a budget") }
+// ParseBudget reads a budget as ParseUSD reads a price, more than 0 (a
+// request is let in while the spend is under it) and at most MaxBudget.
+func ParseBudget(s string) (USD, error) {
+	v, err := parseUSD(s, MaxBudget, "a budget")
+	switch {
+	case err == nil && v == 0:
+		return 0, fmt.Errorf("%s lets the key spend nothing, so its every decision would be refused, period after period: a budget is more than 0 (to stop a key deciding, take decide from its scopes)", s)
+	case err != nil && strings.HasPrefix(s, "-"):
+		return 0, fmt.Errorf("%s is negative: a budget is more than 0", s)
+	}
+	return v, err
+}
 
 // parseUSD reads an amount of dollars of at most most, what it is (a
 // price, a budget) named in its errors.
