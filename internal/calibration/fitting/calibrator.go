@@ -78,12 +78,7 @@ func FitVector(preds []calibration.Prediction) (calibration.Calibrator, error) {
 // fitVectorFrom is FitVector from t, FitTemperature's fit on preds, which
 // have passed Check.
 func fitVectorFrom(preds []calibration.Prediction, t float64) calibration.Calibrator {
-	k := 0
-	cases := make([]logCase, len(preds))
-	for i, p := range preds {
-		k = max(k, len(p.Dist))
-		cases[i] = newLogCase(p)
-	}
+	cases, k := logCases(preds)
 	x := make([]float64, k+1) // x[0] = ln beta, x[1:] the biases
 	x[0] = -math.Log(t)
 	lo, hi := -math.Log(MaxTemperature), -math.Log(MinTemperature)

@@ -42,14 +42,19 @@ func FitTemperature(preds []calibration.Prediction) (float64, error) {
 	if len(preds) == 0 {
 		return 0, ErrNoCases
 	}
-	cases := make([]logCase, len(preds))
 	for i, p := range preds {
 		if err := p.Check(); err != nil {
 			return 0, fmt.Errorf("case %d: %w", i, err)
 		}
-		cases[i] = newLogCase(p)
 	}
-	loss := func(u float64) float64 { return meanNLL(cases, math.Exp(-u)) }
+	// The loss is FitVector's with every bias 0: Measure's NLL on
+	// Dist.Temper(T), up to rounding.
+	cases, k := logCases(preds)
+	x, grad := make([]float64, k+1), make([]float64, k+1)
+	loss := func(u float64) float64 {
+		x[0] = -u // ln beta, beta = 1/T
+		return vectorLoss(cases, x, grad) / float64(len(cases))
+	}
 	return math.Exp(minimizeLogT(loss)), nil
 }
 
@@ -77,29 +82,14 @@ func newLogCase(p calibration.Prediction) logCase {
 	return c
 }
 
-// meanNLL is the mean over cases of -ln max(p'[expected], ProbFloor), where
-// p' is p tempered by beta = 1/T: p'_i = exp(beta*ln p_i - lse), lse the
-// log of the sum of exp(beta*ln p_j) over the non-zero p_j. It is the NLL of
-// Measure on Dist.Temper(1/beta), up to rounding.
-func meanNLL(cases []logCase, beta float64) float64 {
-	floor := math.Log(ProbFloor)
-	var sum float64
-	for _, lc := range cases {
-		if lc.expected < 0 {
-			sum -= floor
-			continue
-		}
-		top := math.Inf(-1)
-		for _, l := range lc.logs {
-			top = math.Max(top, beta*l)
-		}
-		var s float64
-		for _, l := range lc.logs {
-			s += math.Exp(beta*l - top)
-		}
-		sum -= math.Max(beta*lc.logs[lc.expected]-top-math.Log(s), floor)
+// logCases is preds as logCases, with the most options any of them has.
+func logCases(preds []calibration.Prediction) (cases []logCase, options int) {
+	cases = make([]logCase, len(preds))
+	for i, p := range preds {
+		options = max(options, len(p.Dist))
+		cases[i] = newLogCase(p)
 	}
-	return sum / float64(len(cases))
+	return cases, options
 }
 
 // Temper returns a copy of preds with every distribution tempered by t, as

@@ -146,16 +146,15 @@ func TestFitTemperatureEdges(t *testing.T) {
 	}
 }
 
-// meanNLL, which the search minimises, is Measure's NLL on Temper's
-// distributions, floor included.
+// The mean vectorLoss without biases, which the search minimises, is
+// Measure's NLL on Temper's distributions, floor included.
 func TestMeanNLLMatchesMeasure(t *testing.T) {
 	preds := append(handSet()[:6], overconfident(50, 5, 2, 3)...)
-	cases := make([]logCase, len(preds))
-	for i, p := range preds {
-		cases[i] = newLogCase(p)
-	}
+	cases, k := logCases(preds)
+	x := make([]float64, k+1)
 	for _, temp := range []float64{.05, .3, 1, 2, 7, 20} {
-		got, want := meanNLL(cases, 1/temp), Measure(Temper(preds, temp)).NLL
+		x[0] = math.Log(1 / temp)
+		got, want := vectorLoss(cases, x, make([]float64, k+1))/float64(len(cases)), Measure(Temper(preds, temp)).NLL
 		if !near(got, want, 1e-9) {
 			t.Errorf("T=%v: meanNLL %v, Measure %v", temp, got, want)
 		}
