@@ -235,7 +235,7 @@ func measureBounds(r run, seed uint64) bounds {
 	return b
 }
 
-// eceFloor is the ECE (fitting.NumBins bins) of answers whose
+// eceFloor is the ECE (fitting.TopECE) of answers whose
 // confidences are conf and which are right with exactly that
 // probability: its mean and 95th percentile over draws draws of the
 // outcomes. It is what sampling alone adds to the ECE of a perfectly
@@ -246,28 +246,12 @@ func eceFloor(conf []float64, draws int, seed uint64) (mean, p95 float64) {
 	}
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	eces := make([]float64, draws)
-	count := make([]int, fitting.NumBins)
-	right := make([]int, fitting.NumBins)
-	sum := make([]float64, fitting.NumBins)
+	right := make([]bool, len(conf))
 	for d := range eces {
-		clear(count)
-		clear(right)
-		clear(sum)
-		for _, c := range conf {
-			b := min(int(math.Floor(c*fitting.NumBins+1e-9)), fitting.NumBins-1)
-			count[b]++
-			sum[b] += c
-			if rng.Float64() < c {
-				right[b]++
-			}
+		for i, c := range conf {
+			right[i] = rng.Float64() < c
 		}
-		var e float64
-		for b := range count {
-			if count[b] > 0 {
-				e += math.Abs(float64(right[b]) - sum[b])
-			}
-		}
-		eces[d] = e / float64(len(conf))
+		eces[d] = fitting.TopECE(conf, right)
 		mean += eces[d]
 	}
 	slices.Sort(eces)

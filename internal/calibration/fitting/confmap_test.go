@@ -90,7 +90,7 @@ func TestFitMapCalibrates(t *testing.T) {
 	for _, p := range held {
 		mapped = append(mapped, m.Map(p.Confidence()))
 	}
-	byT, byMap := topECE(conf, right), topECE(mapped, right)
+	byT, byMap := TopECE(conf, right), TopECE(mapped, right)
 	t.Logf("held-out top-label ECE: temperature %.2f %.4f, map %.4f (%d knots)", tc, byT, byMap, len(m.X))
 	if !(byMap < byT/2) {
 		t.Errorf("the map's ECE %.4f is not under half the temperature's %.4f", byMap, byT)

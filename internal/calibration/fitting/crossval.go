@@ -648,7 +648,7 @@ func (f folds) selectMap(sel Candidate, final calibration.Calibrator, kind decis
 	lb, lm := binaryLosses(base, right), binaryLosses(mapped, mright)
 	ms := MapSelection{
 		NLLBefore: mean(lb), NLLAfter: mean(lm),
-		ECEBefore: topECE(base, right), ECEAfter: topECE(mapped, mright),
+		ECEBefore: TopECE(base, right), ECEAfter: TopECE(mapped, mright),
 		Gain: boot.interval(diff(lb, lm)),
 	}
 	if !beats(ms.Gain) {
@@ -706,9 +706,9 @@ func binaryLosses(q []float64, right []bool) []float64 {
 	return out
 }
 
-// topECE is the ECE of confidences against whether each was right, over
+// TopECE is the ECE of confidences against whether each was right, over
 // Measure's bins.
-func topECE(conf []float64, right []bool) float64 {
+func TopECE(conf []float64, right []bool) float64 {
 	var count, hits, sum [NumBins]float64
 	for i, c := range conf {
 		b := bin(c, NumBins)
