@@ -72,7 +72,7 @@ func measureRow(folds []fold, from string) row {
 	for _, method := range []string{calibration.ConformalLAC, calibration.ConformalAPS} {
 		for _, c := range coverages {
 			s := conformal{Method: method, Coverage: c}
-			var covs []calibration.SetCoverage
+			var count calibration.SetCount
 			for _, f := range folds {
 				// The server's own rule where it has one (LAC, fitted on
 				// the first part's outcomes before its calibrator, and
@@ -97,10 +97,10 @@ func measureRow(folds []fold, from string) row {
 				if f.raw != nil {
 					later = f.raw // of the answers before the calibrator, as the server's sets are
 				}
-				covs = append(covs, rule.Evaluate(later))
+				count.AddSets(rule, later)
 			}
 			if s.Err == "" {
-				s.Later = poolCoverage(covs)
+				s.Later = count.Coverage()
 			}
 			r.Sets = append(r.Sets, s)
 		}
@@ -146,24 +146,6 @@ func poolSelective(ss []selCount) fitting.Selective {
 	if sum.above > 0 {
 		acc := float64(sum.right) / float64(sum.above)
 		out.Accuracy = &acc
-	}
-	return out
-}
-
-// poolCoverage adds the loops' set coverages up.
-func poolCoverage(cs []calibration.SetCoverage) calibration.SetCoverage {
-	var out calibration.SetCoverage
-	var size float64
-	for _, c := range cs {
-		out.N += c.N
-		out.Covered += c.Covered
-		out.Empty += c.Empty
-		out.Singletons += c.Singletons
-		size += c.MeanSize * float64(c.N)
-	}
-	if out.N > 0 {
-		out.Coverage = float64(out.Covered) / float64(out.N)
-		out.MeanSize = size / float64(out.N)
 	}
 	return out
 }

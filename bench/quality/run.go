@@ -490,27 +490,11 @@ func predictions(as []answer, dist func(answer) decision.Distribution) []calibra
 // serverSets measures the server's own prediction sets on the answers
 // that carry one.
 func serverSets(as []answer) calibration.SetCoverage {
-	var s calibration.SetCoverage
-	size := 0
+	var s calibration.SetCount
 	for _, a := range as {
-		if !a.HasSet {
-			continue
-		}
-		s.N++
-		size += len(a.Set)
-		switch len(a.Set) {
-		case 0:
-			s.Empty++
-		case 1:
-			s.Singletons++
-		}
-		if slices.Contains(a.Set, a.Case.Expected[0]) {
-			s.Covered++
+		if a.HasSet {
+			s.Add(a.Set, a.Case.Expected[0], 1)
 		}
 	}
-	if s.N > 0 {
-		s.Coverage = float64(s.Covered) / float64(s.N)
-		s.MeanSize = float64(size) / float64(s.N)
-	}
-	return s
+	return s.Coverage()
 }

@@ -241,10 +241,17 @@ func (s SetCount) Coverage() SetCoverage {
 // option and their size.
 func (c Conformal) Evaluate(preds []Prediction) SetCoverage {
 	var s SetCount
+	s.AddSets(c, preds)
+	return s.Coverage()
+}
+
+// AddSets counts c's set of each of preds that passes Prediction.Check,
+// its distribution before the fit's calibrator (SetOf), as Evaluate
+// measures them: sets of several rules, each on its own cases, pool.
+func (s *SetCount) AddSets(c Conformal, preds []Prediction) {
 	for _, p := range preds {
 		if p.Check() == nil {
 			s.Add(c.SetOf(p.Dist), p.Expected, 1)
 		}
 	}
-	return s.Coverage()
 }
