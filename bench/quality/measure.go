@@ -59,16 +59,16 @@ type fold struct {
 // gate and with prediction sets fitted on its first part.
 func measureRow(folds []fold, from string) row {
 	var later []calibration.Prediction
-	var sel []selCount
+	var sel selCount
 	r := row{GateFrom: from}
 	for _, f := range folds {
 		later = append(later, f.later...)
 		r.Gates = append(r.Gates, f.gate)
-		sel = append(sel, selective(f.later, f.gate))
+		sel.add(f.later, f.gate)
 	}
 	r.Metrics = fitting.Measure(later)
 	r.Bins = nil // the JSON keeps the numbers of the table, not the diagram
-	r.Selective = poolSelective(sel)
+	r.Selective = sel.selective()
 	for _, method := range []string{calibration.ConformalLAC, calibration.ConformalAPS} {
 		for _, c := range coverages {
 			s := conformal{Method: method, Coverage: c}
@@ -108,14 +108,13 @@ func measureRow(folds []fold, from string) row {
 	return r
 }
 
-// selCount counts the answers at or above a gate, and those right, of
-// total answers.
+// selCount counts the answers at or above their loop's gate, and those
+// right, of total answers.
 type selCount struct{ above, right, total int }
 
-// selective counts the cases whose confidence reaches the gate (within
-// 1e-9, as in package calibration); a nil gate lets none through.
-func selective(preds []calibration.Prediction, gate *float64) selCount {
-	var s selCount
+// add counts the cases whose confidence reaches the gate (within 1e-9,
+// as in package calibration); a nil gate lets none through.
+func (s *selCount) add(preds []calibration.Prediction, gate *float64) {
 	for _, p := range preds {
 		if p.Check() != nil {
 			continue
@@ -128,24 +127,17 @@ func selective(preds []calibration.Prediction, gate *float64) selCount {
 			}
 		}
 	}
-	return s
 }
 
-// poolSelective adds the loops' counts up into the accuracy and coverage
-// of the answers let through; the threshold is left 0, since each loop
-// has its own.
-func poolSelective(ss []selCount) fitting.Selective {
-	var sum selCount
-	for _, s := range ss {
-		sum.above, sum.right, sum.total = sum.above+s.above, sum.right+s.right, sum.total+s.total
+// selective is the accuracy and coverage of the answers let through;
+// the threshold is left 0, since each loop has its own.
+func (s selCount) selective() fitting.Selective {
+	out := fitting.Selective{N: s.above}
+	if s.total > 0 {
+		out.Coverage = float64(s.above) / float64(s.total)
 	}
-	out := fitting.Selective{N: sum.above}
-	if sum.total > 0 {
-		out.Coverage = float64(sum.above) / float64(sum.total)
-	}
-	if sum.above > 0 {
-		acc := float64(sum.right) / float64(sum.above)
-		out.Accuracy = &acc
+	if s.above > 0 {
+		out.Accuracy = new(float64(s.right) / float64(s.above))
 	}
 	return out
 }
