@@ -194,10 +194,10 @@ func predictionSet(loaded, fitted bool, ft calibration.Fit, d decision.Distribut
 	}
 	rule, ok := ft.SetFor(coverage)
 	if !ok {
-		if n := ft.MostSetOutcomes(); n > 0 {
+		if reach, n := ft.SetsReach(); n > 0 {
 			// The levels the fit has sets at fall short of the one asked:
 			// too few outcomes for a higher one, or none was fitted.
-			note := fmt.Sprintf("the fit's sets reach coverage %v at most, on %d outcomes; none is built for coverage %v", ft.HighestSetCoverage(), n, coverage)
+			note := fmt.Sprintf("the fit's sets reach coverage %v at most, on %d outcomes; none is built for coverage %v", reach, n, coverage)
 			if n < need {
 				note += fmt.Sprintf(", which needs at least %d", need)
 			}

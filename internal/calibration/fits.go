@@ -474,23 +474,12 @@ func (f Fit) SetFor(coverage float64) (Conformal, bool) {
 	return f.Sets[best], true
 }
 
-// HighestSetCoverage is the highest coverage any of the fit's sets is
-// built for, 0 when it has none.
-func (f Fit) HighestSetCoverage() float64 {
-	c := 0.0
+// SetsReach is the highest coverage any of the fit's sets is built for,
+// and the most calibration cases any of them rests on, 0 and 0 when it
+// has none: what a request its sets cannot serve is told.
+func (f Fit) SetsReach() (coverage float64, outcomes int) {
 	for _, s := range f.Sets {
-		c = max(c, s.Coverage)
+		coverage, outcomes = max(coverage, s.Coverage), max(outcomes, s.N)
 	}
-	return c
-}
-
-// MostSetOutcomes is the most calibration cases any of the fit's sets
-// rests on, 0 when it has none: what a request its sets cannot serve is
-// told the bucket had.
-func (f Fit) MostSetOutcomes() int {
-	n := 0
-	for _, c := range f.Sets {
-		n = max(n, c.N)
-	}
-	return n
+	return coverage, outcomes
 }
