@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -159,9 +160,7 @@ func (s *server) call(ctx context.Context, method, path string, body []byte, hea
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	for k, v := range header {
-		req.Header[k] = v
-	}
+	maps.Copy(req.Header, header)
 	resp, err := s.hc.Do(req)
 	if err != nil {
 		return nil, nil, err
