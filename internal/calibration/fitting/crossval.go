@@ -320,14 +320,9 @@ func beats(g Interval) bool { return g.Low > 0 && g.Mean >= DefaultMinGain }
 // replaced, gain or none. It returns the current's and the raw answers'
 // losses per case.
 func (s *Selection) scoreCurrent(cv folds, current calibration.Calibrator, boot sampler, temps []float64) (curLoss, rawLoss losses) {
-	curOOF := cv.preds
-	var curFolds []calibration.Calibrator
-	if m := current.Base().Method; m != calibration.MethodNone { // Select made current pass Check
-		c := cv.crossFit(m, temps)
-		curOOF, curFolds = c.oof, c.folds
-	}
-	s.Current = Candidate{Method: "current", Calibrator: current, OutOfFold: measures(Measure(curOOF)), oof: curOOF, folds: curFolds}
-	curLoss, rawLoss = caseLosses(curOOF), caseLosses(cv.preds)
+	c := cv.crossFit(current.Base().Method, temps) // Select made current pass Check; none leaves the cases as they came
+	s.Current = Candidate{Method: "current", Calibrator: current, OutOfFold: measures(Measure(c.oof)), oof: c.oof, folds: c.folds}
+	curLoss, rawLoss = caseLosses(c.oof), caseLosses(cv.preds)
 	s.Current.AccuracyGainRaw = boot.interval(diff(curLoss.right, rawLoss.right))
 	if s.Kind == decision.Score {
 		s.Current.MAEGainRaw = new(boot.interval(diff(rawLoss.abs, curLoss.abs)))
