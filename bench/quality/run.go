@@ -184,7 +184,8 @@ func runSet(name string, o options, bins []binary) (setResult, error) {
 // its loop's gate, each loop's prediction sets fitted on its first part.
 func (r *run) measure(o options) {
 	var rawFolds, calFolds []fold
-	for _, l := range r.Folds {
+	for i := range r.Folds {
+		l := &r.Folds[i]
 		for _, a := range l.later {
 			if !a.Calibrated {
 				r.Uncalibrated++
@@ -199,11 +200,24 @@ func (r *run) measure(o options) {
 		raw.gate = fitting.SuggestGate(raw.first, o.TargetError).Threshold
 		// Prediction sets are of the answers before the calibrator, as
 		// the server makes them: the first part raw, the later raw.
-		cal := fold{first: raw.first, later: predictions(l.later, servedDist), gate: l.ServerGate, fit: l.Fit, raw: raw.later}
+		served := predictions(l.later, servedDist)
+		cal := fold{first: raw.first, later: served, gate: l.ServerGate, fit: l.Fit, raw: raw.later}
 		if l.Revision == "" { // no fit: the server's answers are raw
 			cal.gate = raw.gate
 		}
 		rawFolds, calFolds = append(rawFolds, raw), append(calFolds, cal)
+		l.ServedECE = fitting.Measure(served).ECE
+		if l.Fit == nil {
+			continue
+		}
+		if h := l.Fit.Holdout; h != nil {
+			l.OutOfFoldECE = &h.ECEAfter
+		}
+		for j, p := range calibration.Calibrate(predictions(l.later, rawDist), l.Fit.Calibrator()) {
+			for k := range p.Dist {
+				l.Offline = max(l.Offline, math.Abs(p.Dist[k]-served[j].Dist[k]))
+			}
+		}
 	}
 	r.Raw, r.Calibrated = measureRow(rawFolds, "first part"), measureRow(calFolds, "server")
 	sent := false
@@ -228,22 +242,6 @@ func (r *run) measure(o options) {
 	}
 	if !sent {
 		r.ServerSets = nil
-	}
-	for i := range r.Folds {
-		l := &r.Folds[i]
-		served := predictions(l.later, servedDist)
-		l.ServedECE = fitting.Measure(served).ECE
-		if l.Fit == nil {
-			continue
-		}
-		if h := l.Fit.Holdout; h != nil {
-			l.OutOfFoldECE = &h.ECEAfter
-		}
-		for j, p := range calibration.Calibrate(predictions(l.later, rawDist), l.Fit.Calibrator()) {
-			for k := range p.Dist {
-				l.Offline = max(l.Offline, math.Abs(p.Dist[k]-served[j].Dist[k]))
-			}
-		}
 	}
 }
 
