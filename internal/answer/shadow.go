@@ -85,15 +85,9 @@ type shadowJob struct {
 
 // NewShadow starts a Shadow's workers; Close stops them.
 func NewShadow(o ShadowOptions) *Shadow {
-	if o.Queue <= 0 {
-		o.Queue = DefaultShadowQueue
-	}
-	if o.Workers <= 0 {
-		o.Workers = DefaultShadowWorkers
-	}
-	if o.Timeout <= 0 {
-		o.Timeout = DefaultShadowTimeout
-	}
+	o.Queue = cmp.Or(max(o.Queue, 0), DefaultShadowQueue)
+	o.Workers = cmp.Or(max(o.Workers, 0), DefaultShadowWorkers)
+	o.Timeout = cmp.Or(max(o.Timeout, 0), DefaultShadowTimeout)
 	if o.Sample == nil {
 		o.Sample = rand.Float64
 	}

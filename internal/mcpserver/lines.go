@@ -76,11 +76,7 @@ func (t *LineTransport) Connect(context.Context) (mcp.Connection, error) {
 		answered: make(chan struct{}, 1),
 		grace:    cmp.Or(t.DrainGrace, DefaultDrainGrace), // a negative grace stays: no wait
 	}
-	max := t.MaxLineBytes
-	if max <= 0 {
-		max = DefaultMaxLineBytes
-	}
-	go c.readLoop(t.Reader, max)
+	go c.readLoop(t.Reader, cmp.Or(max(t.MaxLineBytes, 0), DefaultMaxLineBytes))
 	return c, nil
 }
 
