@@ -128,7 +128,7 @@ func ask(ctx context.Context, e Engine, model string, state json.RawMessage, q d
 	}
 	if n <= per {
 		p := Layout(state, q, labels[:n])
-		all := indices(0, n)
+		all := Indices(0, n)
 		r, err := read(ctx, e, model, p, optionKeys(q, all))
 		if err != nil {
 			return Outcome{}, err
@@ -197,9 +197,9 @@ func (o *Outcome) add(q decision.Question, r reading, opts []int, p Prompt) {
 // Ask's comment says how and when that is exact.
 func rounds(ctx context.Context, e Engine, model string, state json.RawMessage, q decision.Question, labels []string, per int, shared bool) (Outcome, error) {
 	n := len(q.Options)
-	groups := [][]int{indices(0, per)}
+	groups := [][]int{Indices(0, per)}
 	for i := per; i < n; i += per - 1 {
-		groups = append(groups, indices(i, min(i+per-1, n)))
+		groups = append(groups, Indices(i, min(i+per-1, n)))
 	}
 	var shown Prompt // the one prompt, when shared
 	if shared {
@@ -289,7 +289,9 @@ func rounds(ctx context.Context, e Engine, model string, state json.RawMessage, 
 	return out, nil
 }
 
-func indices(from, to int) []int {
+// Indices are the integers from from up to to, to left out: the indices
+// of a slice's elements in that range.
+func Indices(from, to int) []int {
 	out := make([]int, 0, to-from)
 	for i := from; i < to; i++ {
 		out = append(out, i)

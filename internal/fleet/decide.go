@@ -75,7 +75,7 @@ func (r *Router) Decide(ctx context.Context, req decision.Request) (*Result, err
 	if r.overBudget(serving, model, req, res) {
 		return res, nil
 	}
-	pending := allQuestions(len(req.Questions))
+	pending := engine.Indices(0, len(req.Questions))
 	settled := make([]bool, len(req.Questions)) // answered, or rejected as a bad request
 	var left *Node                              // the node the pending questions last failed on
 	for _, n := range r.order(r.withModel(serving, model), req.State, engine.Throughput(ctx)) {
@@ -166,20 +166,12 @@ func (r *Router) Decide(ctx context.Context, req decision.Request) (*Result, err
 	return res, nil
 }
 
-func allQuestions(n int) []int {
-	out := make([]int, n)
-	for i := range out {
-		out[i] = i
-	}
-	return out
-}
-
 // overBudget checks a request's cost against every serving node's budget
 // before any call is made: when no node would take the whole request
 // within its budget, each question gets a rejection naming the budget and
 // the cost, the caller's to fix, as a 422. It returns whether it refused.
 func (r *Router) overBudget(serving []*Node, model string, req decision.Request, res *Result) bool {
-	all := allQuestions(len(req.Questions))
+	all := engine.Indices(0, len(req.Questions))
 	var cheapest *Node
 	cost := 0
 	for _, n := range serving {
