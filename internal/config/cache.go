@@ -25,9 +25,6 @@ type Cache struct {
 	TTL Duration `yaml:"ttl"`
 }
 
-// On reports whether the cache is on.
-func (c Cache) On() bool { return c.Entries > 0 }
-
 func (c Cache) check() []error {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }

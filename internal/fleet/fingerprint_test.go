@@ -431,7 +431,7 @@ nodes:
 			clock := &lockedClock{t: time.Unix(1e9, 0)}
 			r.now = clock.now
 			nodes := map[string]*Node{}
-			for _, n := range r.Nodes() {
+			for _, n := range r.nodes {
 				nodes[n.Name] = n
 			}
 			req := choiceRequest(fakeengine.DefaultModel, 3)

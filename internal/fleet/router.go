@@ -106,9 +106,6 @@ func (r *Router) Only(names []string) *Router {
 		debias: r.debias, prior: r.prior, prints: r.prints, maxQuestions: r.maxQuestions}
 }
 
-// Nodes are the router's nodes, in configured order.
-func (r *Router) Nodes() []*Node { return r.nodes }
-
 // Resolve maps a requested model id through the aliases.
 func (r *Router) Resolve(model string) string {
 	if to, ok := r.aliases[model]; ok {

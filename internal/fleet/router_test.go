@@ -264,8 +264,8 @@ func TestCallerDeadlineStopsFailover(t *testing.T) {
 func TestOnly(t *testing.T) {
 	r, fakes, _ := newTestRouter(20, 20)
 	only := r.Only([]string{"b", "nobody"})
-	if len(only.Nodes()) != 1 || only.Nodes()[0] != r.Nodes()[1] {
-		t.Fatalf("nodes %v", only.Nodes())
+	if len(only.nodes) != 1 || only.nodes[0] != r.nodes[1] {
+		t.Fatalf("nodes %v", only.nodes)
 	}
 	if _, err := only.Limits("jev-latest"); !errors.Is(err, ErrUnknownModel) {
 		t.Errorf("an alias was substituted: %v", err)
