@@ -37,12 +37,7 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
 
 // Or returns d, or def when d is zero.
-func (d Duration) Or(def time.Duration) time.Duration {
-	if d == 0 {
-		return def
-	}
-	return time.Duration(d)
-}
+func (d Duration) Or(def time.Duration) time.Duration { return cmp.Or(time.Duration(d), def) }
 
 // Config is the whole file.
 type Config struct {

@@ -344,12 +344,7 @@ func join(path, key string) string {
 	return path + "." + key
 }
 
-func name(path string) string {
-	if path == "" {
-		return "the file"
-	}
-	return path
-}
+func name(path string) string { return cmp.Or(path, "the file") }
 
 // parseDuration is a duration's check, shared with Duration's decoder.
 func parseDuration(s string) (time.Duration, error) {
