@@ -3,11 +3,13 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"system1/internal/answer"
 	"system1/internal/config"
 	"system1/internal/decision"
+	"system1/internal/jsonx"
 )
 
 // SchemaVersion is the version of the decide contract: the request and
@@ -213,25 +215,18 @@ func (ps Probabilities) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the object back, keeping its key order.
 func (ps *Probabilities) UnmarshalJSON(data []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	tok, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
+	ms, err := jsonx.Members(data)
+	if errors.Is(err, jsonx.ErrNotObject) {
 		return fmt.Errorf("probabilities: an object is required")
+	} else if err != nil {
+		return fmt.Errorf("probabilities: %w", err)
 	}
-	out := Probabilities{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
+	out := make(Probabilities, len(ms))
+	for i, m := range ms {
+		out[i].Option = m.Key
+		if err := json.Unmarshal(m.Value, &out[i].P); err != nil {
 			return err
 		}
-		var p float64
-		if err := dec.Decode(&p); err != nil {
-			return err
-		}
-		out = append(out, Probability{Option: tok.(string), P: p})
 	}
 	*ps = out
 	return nil
