@@ -213,6 +213,15 @@ func checkRelease(t *testing.T, r *release) {
 		}
 	}
 
+	// The builds file serve keeps beside the fits (fingerprint.builds,
+	// by default builds.json in gateway.fits's folder) is written, so it
+	// must be on an emptyDir: the ConfigMap's folder is read-only.
+	if b := cfg.BuildsPath(); b != "" && !cfg.Fingerprint.Off {
+		if _, v := mountOf(b); v.EmptyDir == nil {
+			t.Errorf("system1 keeps its builds file %s on a read-only volume, not an emptyDir: it cannot save the builds it names", b)
+		}
+	}
+
 	// Replicas: the HPA's or the Deployment's, and a log they share.
 	least := int32(1)
 	if r.HPA != nil {

@@ -263,3 +263,43 @@ func TestOffKeysRendered(t *testing.T) {
 		})
 	}
 }
+
+// Fits shipped in the ConfigMap are served from its read-only folder;
+// the builds file serve keeps beside them (docs/fingerprints.md) goes to
+// the state folder instead, and the pod serves.
+func TestShippedFits(t *testing.T) {
+	bin := system1(t)
+	fits, err := os.ReadFile(filepath.Join(root, "internal/calibration/testdata/fits-v1.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	quoted, err := json.Marshal(string(fits))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, values, builds string }{
+		{"fingerprints on", "config: {calibration: apply}\n", "/var/lib/system1/builds.json"},
+		{"fingerprints off", "config: {calibration: apply, fingerprint: {off: true}}\n", ""},
+		{"builds file given", "config: {calibration: apply, fingerprint: {builds: /var/lib/system1/b.json}}\n", "/var/lib/system1/b.json"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "values.yaml")
+			if err := os.WriteFile(file, []byte(tc.values+"fits: "+string(quoted)+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			r := render(t, file)
+			checkRelease(t, r)
+			cfg, err := config.Parse([]byte(r.ConfigMap.Data["system1.yaml"]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Gateway.Fits != "/etc/system1/fits.json" || r.ConfigMap.Data["fits.json"] != string(fits) {
+				t.Errorf("gateway.fits %s, the ConfigMap's fits.json %q", cfg.Gateway.Fits, r.ConfigMap.Data["fits.json"])
+			}
+			if cfg.Fingerprint.Builds != tc.builds {
+				t.Errorf("fingerprint.builds %q, want %q", cfg.Fingerprint.Builds, tc.builds)
+			}
+			runPod(t, bin, r)
+		})
+	}
+}

@@ -198,6 +198,12 @@ chart owns set. Every refusal names the value to change.
 {{- $_ := set $gw "fits" (printf "%s/fits.json" (include "system1.stateDir" .)) }}
 {{- else if $v.fits }}
 {{- $_ := set $gw "fits" (printf "%s/fits.json" (include "system1.configDir" .)) }}
+{{- /* serve keeps its builds file beside the fits unless told where: not in the read-only ConfigMap's folder */}}
+{{- $fp := default dict (get $c "fingerprint") }}
+{{- if and (kindIs "map" $fp) (not (or (get $fp "off") (get $fp "builds"))) }}
+{{- $_ := set $fp "builds" (printf "%s/builds.json" (include "system1.stateDir" .)) }}
+{{- $_ := set $c "fingerprint" $fp }}
+{{- end }}
 {{- else }}
 {{- fail "config.calibration is apply: give the fits file's content in fits, or calibration.refit_every to fit from the decision log" }}
 {{- end }}
