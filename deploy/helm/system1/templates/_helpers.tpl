@@ -151,9 +151,20 @@ chart owns set. Every refusal names the value to change.
 {{- end }}
 {{- $_ := set $dl "url_env" (include "system1.decisionLogURLEnv" .) }}
 {{- end }}
+{{- $state := include "system1.stateDir" . }}
+{{- with $dl.path }}
+{{- if and (hasPrefix "/" (toString .)) (not (hasPrefix (printf "%s/" $state) (toString .))) }}
+{{- fail (printf "config.decision_log.path: %s is outside the state folder %s, on the pod's read-only root; give a name in the state folder (a relative one is there), or leave it out" (toString .) $state) }}
+{{- end }}
+{{- end }}
 {{- if $dl }}{{ $_ := set $c "decision_log" $dl }}{{ end }}
 {{- if kindIs "map" (get $c "fingerprint") }}
 {{- $_ := set $c "fingerprint" (include "system1.offKey" (get $c "fingerprint") | fromYaml) }}
+{{- with (get (get $c "fingerprint") "builds") }}
+{{- if not (hasPrefix (printf "%s/" $state) (toString .)) }}
+{{- fail (printf "config.fingerprint.builds: %s is not in the state folder %s, the pod's one writable folder (a relative name is beside the read-only configuration); write %s/builds.json, or leave it out" (toString .) $state $state) }}
+{{- end }}
+{{- end }}
 {{- end }}
 {{- if not $c.nodes }}
 {{- fail "config.nodes: none configured; system1 would refuse to start (every request would fail): add a node" }}
