@@ -35,6 +35,9 @@ func TestBadValuesFail(t *testing.T) {
 		{"autoscaler bounds upside down", withPostgres + "autoscaling: {enabled: true, minReplicas: 5, maxReplicas: 2}", "autoscaling: minReplicas 5 is over maxReplicas 2"},
 		{"autoscaler on CPU without a CPU request", withPostgres + "autoscaling: {enabled: true}\nresources: {requests: {cpu: null}}", "needs resources.requests.cpu"},
 		{"disruption budget blocking every eviction", withPostgres + "replicaCount: 2\npodDisruptionBudget: {minAvailable: 2, maxUnavailable: null}", "podDisruptionBudget.minAvailable 2 with 2 replicas: no pod could ever be evicted"},
+		{"disruption budget keeping every pod as a share", withPostgres + "replicaCount: 2\npodDisruptionBudget: {minAvailable: '100%'}", "podDisruptionBudget.minAvailable 100% with 2 replicas: no pod could ever be evicted"},
+		{"disruption budget keeping every pod as a share rounded up", withPostgres + "replicaCount: 2\npodDisruptionBudget: {minAvailable: '99%'}", "podDisruptionBudget.minAvailable 99% with 2 replicas: no pod could ever be evicted"},
+		{"disruption budget keeping every pod as a quoted number", withPostgres + "replicaCount: 2\npodDisruptionBudget: {minAvailable: '2'}", "podDisruptionBudget.minAvailable 2 with 2 replicas: no pod could ever be evicted"},
 		{"disruption budget evicting none", withPostgres + "replicaCount: 2\npodDisruptionBudget: {maxUnavailable: 0}", "at '/podDisruptionBudget/maxUnavailable'"},
 		{"disruption budget evicting a share of none", withPostgres + "replicaCount: 2\npodDisruptionBudget: {maxUnavailable: '0%'}", "at '/podDisruptionBudget/maxUnavailable'"},
 		{"disruption budget with both bounds", "podDisruptionBudget: {minAvailable: 1, maxUnavailable: 1}", "/podDisruptionBudget"},
@@ -98,6 +101,7 @@ func TestLintRefusesWhatTemplateRefuses(t *testing.T) {
 		{"two replicas sharing PostgreSQL", []string{"replicaCount=2", "postgres.urlSecret.name=pg"}, true},
 		{"two replicas, no log", []string{"replicaCount=2", "config.decision_log.off=true"}, true},
 		{"an autoscaler sharing PostgreSQL", []string{"autoscaling.enabled=true", "postgres.urlSecret.name=pg"}, true},
+		{"a share of the pods kept", []string{"podDisruptionBudget.minAvailable=50%", "replicaCount=2", "postgres.urlSecret.name=pg"}, true},
 		{"one disruption bound", []string{"podDisruptionBudget.minAvailable=1", "replicaCount=2", "postgres.urlSecret.name=pg"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -303,8 +303,18 @@ its own.
 {{- fail "podDisruptionBudget: give at most one of minAvailable and maxUnavailable" }}
 {{- end }}
 {{- $least := ternary (int $v.autoscaling.minReplicas) (int $v.replicaCount) $v.autoscaling.enabled }}
-{{- if and (not (kindIs "invalid" $pdb.minAvailable)) (not (kindIs "string" $pdb.minAvailable)) (ge (int $pdb.minAvailable) $least) }}
-{{- fail (printf "podDisruptionBudget.minAvailable %d with %d replicas: no pod could ever be evicted, so node drains would hang; lower it or use maxUnavailable" (int $pdb.minAvailable) $least) }}
+{{- if not (kindIs "invalid" $pdb.minAvailable) }}
+{{- $min := toString $pdb.minAvailable }}
+{{- /* the pods it keeps: a share is of the replicas, rounded up, as the disruption controller reads it */}}
+{{- $kept := 0 }}
+{{- if hasSuffix "%" $min }}
+{{- $kept = ceil (divf (mulf (float64 (trimSuffix "%" $min)) $least) 100.0) | int }}
+{{- else }}
+{{- $kept = int $min }}
+{{- end }}
+{{- if ge $kept $least }}
+{{- fail (printf "podDisruptionBudget.minAvailable %s with %d replicas: no pod could ever be evicted, so node drains would hang; lower it or use maxUnavailable" $min $least) }}
+{{- end }}
 {{- end }}
 {{- end }}
 {{- end }}
