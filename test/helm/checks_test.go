@@ -193,6 +193,11 @@ func checkRelease(t *testing.T, r *release) {
 	if u := cfg.DecisionLog.URLEnv; u != "" {
 		fromSecret("decision_log.url_env", u)
 	}
+	if h := cfg.Tracing.HeadersEnv; h != "" {
+		if _, ok := env[h]; !ok {
+			t.Errorf("tracing.headers_env $%s is not set in the container", h)
+		}
+	}
 	for _, n := range cfg.Nodes {
 		if _, ok := env[n.KeyEnv]; n.KeyEnv != "" && !ok {
 			t.Errorf("node %s's key_env $%s is not set in the container", n.Name, n.KeyEnv)

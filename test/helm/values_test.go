@@ -50,6 +50,8 @@ func TestBadValuesFail(t *testing.T) {
 		{"no keys and auth on", "auth: {existingSecret: ''}", "auth.existingSecret: name the Secret"},
 		{"auth disabled with a key Secret", "auth: {disabled: true}", "auth.disabled and auth.existingSecret exclude each other"},
 		{"node key from nowhere", "config: {nodes: [{name: e, url: 'http://e', dialect: llamacpp, key_env: NODE_KEY}]}", "config.nodes[0] (e): key_env NODE_KEY is set from nowhere"},
+		{"tracing headers from nowhere", "config: {tracing: {endpoint: 'http://otel:4318', headers_env: OTLP_HEADERS}}", "config.tracing.headers_env: OTLP_HEADERS is set from nowhere"},
+		{"tracing headers from a misspelt variable", "config: {tracing: {endpoint: 'http://otel:4318', headers_env: OTLP_HEADER}}\nextraEnv: [{name: OTLP_HEADERS, valueFrom: {secretKeyRef: {name: otlp, key: headers}}}]", "config.tracing.headers_env: OTLP_HEADER is set from nowhere"},
 		{"node key Secret without key_env", "config: {nodes: [{name: e, url: 'http://e', dialect: llamacpp, keySecret: {name: s, key: k}}]}", "config.nodes[0] (e): keySecret needs key_env"},
 		{"a variable set twice", "extraEnv: [{name: SYSTEM1_KEYS, value: x}]", "the variable SYSTEM1_KEYS is set twice"},
 		{"no nodes", "config: {nodes: []}", "/config/nodes"},

@@ -250,6 +250,14 @@ system1.env: the variables the container reads.
 {{- fail (printf "config.nodes[%d] (%s): key_env %s is set from nowhere: give keySecret: {name, key} beside it, or the variable in extraEnv" $i $n.name $n.key_env) }}
 {{- end }}
 {{- end }}
+{{- $tracing := get (default dict $v.config) "tracing" }}
+{{- if kindIs "map" $tracing }}
+{{- with get $tracing "headers_env" }}
+{{- if not (hasKey $extra (toString .)) }}
+{{- fail (printf "config.tracing.headers_env: %s is set from nowhere: give the variable in extraEnv, from a Secret (valueFrom.secretKeyRef)" (toString .)) }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- $seen := dict }}
 {{- range (concat $env $v.extraEnv) }}
 {{- if hasKey $seen .name }}
