@@ -39,6 +39,7 @@ func TestBadValuesFail(t *testing.T) {
 		{"disruption budget keeping every pod as a share rounded up", withPostgres + "replicaCount: 2\npodDisruptionBudget: {minAvailable: '99%'}", "podDisruptionBudget.minAvailable 99% with 2 replicas: no pod could ever be evicted"},
 		{"disruption budget keeping every pod as a quoted number", withPostgres + "replicaCount: 2\npodDisruptionBudget: {minAvailable: '2'}", "podDisruptionBudget.minAvailable 2 with 2 replicas: no pod could ever be evicted"},
 		{"disruption budget evicting none", withPostgres + "replicaCount: 2\npodDisruptionBudget: {maxUnavailable: 0}", "at '/podDisruptionBudget/maxUnavailable'"},
+		{"disruption budget evicting none as a quoted number", withPostgres + "replicaCount: 2\npodDisruptionBudget: {maxUnavailable: '0'}", "at '/podDisruptionBudget/maxUnavailable'"},
 		{"disruption budget evicting a share of none", withPostgres + "replicaCount: 2\npodDisruptionBudget: {maxUnavailable: '0%'}", "at '/podDisruptionBudget/maxUnavailable'"},
 		{"disruption budget with both bounds", "podDisruptionBudget: {minAvailable: 1, maxUnavailable: 1}", "/podDisruptionBudget"},
 		{"API keys in the ConfigMap", "config: {keys: [k1]}", "config.keys: set by the chart or not supported"},
