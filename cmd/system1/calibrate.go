@@ -191,6 +191,10 @@ func learnt(cfg *config.Config, stateDir string, getenv func(string) string) *co
 	return &l
 }
 
+// errRefitsWithoutTheLog refuses refits asked for with the log they
+// learn from turned off.
+var errRefitsWithoutTheLog = errors.New("calibration.refit_every: the decision log is off (decision_log.off), and the refits learn from its outcomes: turn the log on, or leave refit_every out")
+
 // servingFits opens the fits /v1/systemone applies: none unless the
 // configuration says calibration: apply, and then gateway.fits, resolved
 // beside the configuration file, which must be valid. With
@@ -200,7 +204,7 @@ func servingFits(cfg *config.Config, log *slog.Logger) (*outcomes.FitsFile, erro
 	if !cfg.Calibration.Apply() {
 		switch {
 		case cfg.Calibration.RefitEvery > 0 && cfg.DecisionLog.Off:
-			return nil, errors.New("calibration.refit_every: the decision log is off (decision_log.off), and the refits learn from its outcomes: turn the log on, or leave refit_every out")
+			return nil, errRefitsWithoutTheLog
 		case cfg.Calibration.RefitEvery > 0:
 			return nil, errors.New("calibration.refit_every needs mode: apply (the refits are applied to /v1/systemone and decide)")
 		}

@@ -131,6 +131,9 @@ func buildServe(ctx context.Context, cfg *config.Config, stateDir string, e env,
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Calibration.RefitEvery > 0 && cfg.DecisionLog.Off { // serve is what refits
+		return nil, errRefitsWithoutTheLog
+	}
 	keys, err := cfg.APIKeys(e.getenv)
 	if err != nil {
 		return nil, fmt.Errorf("configuration %s: %w", cfg.Path, err)
@@ -221,7 +224,7 @@ func buildServe(ctx context.Context, cfg *config.Config, stateDir string, e env,
 	}
 	if fits != nil && cfg.Calibration.RefitEvery > 0 {
 		if tracker == nil {
-			log.Warn("calibration.refit_every is set but the decision log is off: no refits")
+			log.Warn("calibration.refit_every is set but the decision log could not be opened: no refits")
 		} else {
 			go refitLoop(ctx, fits, tracker, cfg.Calibration, cascades(cfg), tr, log)
 		}

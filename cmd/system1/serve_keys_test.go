@@ -76,3 +76,30 @@ func TestServeRefusesAdminOnAPublicAddress(t *testing.T) {
 		})
 	}
 }
+
+// system1 serve does not start with refits asked for (calibration.
+// refit_every) and the decision log they learn from turned off, whatever
+// the calibration mode: with mode: apply it started and only warned that
+// no refit would run.
+func TestServeRefusesRefitsWithTheLogOff(t *testing.T) {
+	const node = "nodes:\n  - {name: a, url: 'http://127.0.0.1:9', dialect: llamacpp}\nlisten: 127.0.0.1:0\ndecision_log: {off: true}\n"
+	for _, calibration := range []string{
+		"calibration: {refit_every: 10m}\n",
+		"calibration: {mode: apply, refit_every: 10m}\ngateway: {fits: fits.json}\n",
+	} {
+		t.Run(calibration, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := filepath.Join(dir, "config.yaml")
+			if err := os.WriteFile(cfg, []byte(node+calibration), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel() // were it to start, it stops at once
+			var stderr bytes.Buffer
+			err := run(ctx, []string{"serve", "--config", cfg, "--state-dir", dir}, func(string) string { return "" }, strings.NewReader(""), &bytes.Buffer{}, &stderr)
+			if err == nil || !strings.Contains(err.Error(), "calibration.refit_every: the decision log is off") {
+				t.Errorf("serve: %v, want an error naming calibration.refit_every and the log\n%s", err, stderr.String())
+			}
+		})
+	}
+}
