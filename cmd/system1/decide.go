@@ -174,7 +174,11 @@ func summary(r *gateway.Response) string {
 		b.WriteString("A fast intuition: check it where a mistake would be costly.")
 	case r.Provider == nil && len(r.Attempts) == 0:
 		b.WriteString("System 1 is paused, so no model was asked. `system1 toggle on` resumes it.")
-	case r.Confidence != nil && r.Threshold != nil && *r.Confidence < *r.Threshold:
+	case r.Confidence != nil && r.Threshold != nil && *r.Confidence < *r.Threshold && !strings.HasPrefix(r.Rationale, "System 1 abstained:"):
+		// Under the threshold and abstained for it alone: the gateway's
+		// other refusals (the implicit none option won, too little label
+		// mass, the provider declined) begin "System 1 abstained:", and a
+		// lower --min-confidence would mend none of them.
 		fmt.Fprintf(&b, "Not confident enough to decide: the best guess is under the threshold %v (lower it with --min-confidence).", *r.Threshold)
 	case declined(r):
 		b.WriteString("The provider declined to decide; there is no decision.")

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"system1/internal/fakeengine"
 	"system1/internal/gateway"
 )
 
@@ -188,5 +190,36 @@ func TestDecideHelpGivesOneDefault(t *testing.T) {
 	help := out.String() + errb.String()
 	if !strings.Contains(help, "(default: the configured threshold)") || strings.Contains(help, "(default -1)") {
 		t.Errorf("decide -h:\n%s", help)
+	}
+}
+
+// decide's summary of an abstention that lowering --min-confidence would
+// not mend (the implicit none option won, or the label mass was under
+// min_label_mass) says so in the gateway's words, even where the best
+// option is also under the threshold, as it is whenever none wins at the
+// default threshold: never "lower it with --min-confidence".
+func TestDecideSummaryNotTheThreshold(t *testing.T) {
+	eng := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{"tiny"},
+		Behavior: fakeengine.Behavior{Logprobs: fakeengine.Probs(0.03, 0.03, 0.9)}})
+	defer eng.Close()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("decision_log: {off: true}\nnodes:\n  - {name: n1, url: %s, dialect: llamacpp, models: [tiny]}\ngateway:\n  chain:\n    - {name: local, model: tiny}\n", eng.URL)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ name, request, want string }{
+		{"none won", `{"question":"Which?","options":["a","b"],"none_option":true}`, "no option seemed to fit"},
+		{"label mass", `{"question":"Which?","options":["a","b"],"min_label_mass":0.5}`, "min_label_mass 0.5"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			req := filepath.Join(dir, "request.json")
+			if err := os.WriteFile(req, []byte(c.request), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			stdout, stderr, err := cli(t, "decide", "--config", cfg, "--state-dir", dir, "--request", req)
+			if !errors.Is(err, errAbstained) || !strings.Contains(stdout, c.want) || strings.Contains(stdout, "--min-confidence") {
+				t.Errorf("err %v, want %q and no --min-confidence; stdout:\n%s\nstderr:\n%s", err, c.want, stdout, stderr)
+			}
+		})
 	}
 }
