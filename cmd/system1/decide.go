@@ -170,6 +170,10 @@ func summary(r *gateway.Response) string {
 	}
 	fmt.Fprintf(&b, " in %d ms\n", r.LatencyMS)
 	switch {
+	case r.Status == gateway.Decided && r.Grade != gateway.GradeAct:
+		// Graded ask or escalate: the gateway's words say the grade and
+		// why, never what an act is told.
+		b.WriteString(r.Rationale)
 	case r.Status == gateway.Decided:
 		b.WriteString("A fast intuition: check it where a mistake would be costly.")
 	case r.Provider == nil && len(r.Attempts) == 0:

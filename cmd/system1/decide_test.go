@@ -223,3 +223,22 @@ func TestDecideSummaryNotTheThreshold(t *testing.T) {
 		})
 	}
 }
+
+// decide's summary of a decision not graded act says its grade and why,
+// in the gateway's words, where it told the person what it tells of an
+// act: "check it where a mistake would be costly", with no word of the
+// close runner-up the gateway says to ask about.
+func TestDecideSummarySaysTheGrade(t *testing.T) {
+	eng := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{"tiny"},
+		Behavior: fakeengine.Behavior{Logprobs: fakeengine.Probs(0.55, 0.45)}})
+	defer eng.Close()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("decision_log: {off: true}\nnodes:\n  - {name: n1, url: %s, dialect: llamacpp, models: [tiny]}\ngateway:\n  threshold: 0.5\n  chain:\n    - {name: local, model: tiny}\n", eng.URL)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, err := cli(t, "decide", "--config", cfg, "--state-dir", dir, "Which?", "a", "b")
+	if err != nil || !strings.Contains(stdout, "graded ask: the runner-up is within 0.1 of it") || strings.Contains(stdout, "check it where a mistake would be costly") {
+		t.Errorf("err %v, want the grade ask and why; stdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+	}
+}
