@@ -68,7 +68,7 @@ func cmdDecide(ctx context.Context, args []string, e env) error {
 				return e.usageError("decide", fmt.Sprintf("%s: flags go before the question: system1 decide [flags] QUESTION [OPTION OPTION...] (a -- before the question makes every word after it an option)", a))
 			}
 		}
-		req := gateway.Request{Question: fs.Arg(0), RequestID: *reqID}
+		req := gateway.Request{Question: fs.Arg(0)}
 		if fs.NArg() > 1 {
 			req.Options = fs.Args()[1:]
 		}
@@ -91,7 +91,17 @@ func cmdDecide(ctx context.Context, args []string, e env) error {
 		var buf bytes.Buffer
 		enc := json.NewEncoder(&buf)
 		enc.SetEscapeHTML(false)
-		if err := enc.Encode(req); err != nil {
+		// A --request-id given is the request's even when empty, for the
+		// gateway to refuse as it refuses system1_decide's: the struct's
+		// omitempty would drop it for a generated id.
+		body := struct {
+			gateway.Request
+			RequestID *string `json:"request_id,omitempty"`
+		}{Request: req}
+		if given["request-id"] {
+			body.RequestID = reqID
+		}
+		if err := enc.Encode(body); err != nil {
 			return err
 		}
 		raw = buf.Bytes()

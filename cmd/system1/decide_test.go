@@ -242,3 +242,21 @@ func TestDecideSummarySaysTheGrade(t *testing.T) {
 		t.Errorf("err %v, want the grade ask and why; stdout:\n%s\nstderr:\n%s", err, stdout, stderr)
 	}
 }
+
+// decide --request-id "" (an unset shell variable, say) is refused naming
+// request_id, as system1_decide and POST /v1/decide refuse an empty one,
+// where the model was asked under a generated id the caller did not
+// expect.
+func TestDecideEmptyRequestID(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfg, []byte("decision_log: {off: true}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, err := cli(t, "decide", "--config", cfg, "--state-dir", dir, "--json", "--request-id", "", "Ship it?")
+	var res gateway.Response
+	if jerr := json.Unmarshal([]byte(stdout), &res); jerr != nil || !errors.Is(err, errReported) ||
+		res.Error == nil || res.Error.Code != gateway.CodeInvalidRequest || !strings.Contains(res.Error.Message, "request_id must not be empty") {
+		t.Fatalf("err %v, response %s (%v), stderr %s", err, stdout, jerr, stderr)
+	}
+}
