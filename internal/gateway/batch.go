@@ -35,13 +35,18 @@ type BatchResponse struct {
 // pause, the chain, the gate, the grade and the record are each
 // context's, under a request id of its own), as row-wise work
 // (answer.Throughput), at most as many at once as the chain's first
-// model runs with every slot busy.
-func (g *Gateway) DecideBatch(ctx context.Context, raw []byte, id string) *BatchResponse {
+// model runs with every slot busy. admitted, when not nil, is told how
+// many contexts a batch that passed its checks holds, before any is
+// asked: a face counts them against its caller's rate there.
+func (g *Gateway) DecideBatch(ctx context.Context, raw []byte, id string, admitted func(n int)) *BatchResponse {
 	bodies, problems := splitBatch(raw)
 	if len(problems) > 0 {
 		msg := strings.Join(problems, "; ")
 		g.log.Info("decide batch", "request_id", id, "error", CodeInvalidRequest, "message", msg)
 		return RefusedBatch(id, CodeInvalidRequest, msg)
+	}
+	if admitted != nil {
+		admitted(len(bodies))
 	}
 	out := &BatchResponse{Results: make([]*Response, len(bodies)), SchemaVersion: SchemaVersion, RequestID: id}
 	decide := func(ctx context.Context, i int) { out.Results[i] = g.Decide(ctx, bodies[i], "") }

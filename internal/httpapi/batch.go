@@ -136,8 +136,10 @@ func (s *Server) handleDecideBatch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.batchTimeout() + 10*time.Second))
-	res := s.opt.Decide.DecideBatch(r.Context(), body, RequestID(r.Context()))
-	s.chargeBatch(r, len(res.Results))
+	// Counted before its contexts are asked, as a System One batch is:
+	// counted once answered, batches sent side by side were each let in
+	// on one token.
+	res := s.opt.Decide.DecideBatch(r.Context(), body, RequestID(r.Context()), func(n int) { s.chargeBatch(r, n) })
 	status := http.StatusOK
 	switch {
 	case res.Error != nil:

@@ -377,6 +377,37 @@ func TestBatchCountsAgainstTheRate(t *testing.T) {
 	}
 }
 
+// A batch is counted against the caller's rate before its states are
+// asked, on both routes: a request sent while a batch of twenty is still
+// being answered, at one a second and a burst of ten, waits as long as
+// the twenty make it, where a decide batch was counted only once it was
+// answered, and batches sent side by side each took one token of the
+// burst and were all answered whole.
+func TestBatchCountedBeforeItIsAnswered(t *testing.T) {
+	for _, route := range []string{"/v1/systemone/batch", "/v1/decide/batch"} {
+		t.Run(route, func(t *testing.T) {
+			n := startNode(t, "n", fakeengine.LlamaCpp, fakeengine.Behavior{Latency: 100 * time.Millisecond})
+			s := decideServerOn(t, n, 1, 10)
+			body := `{"model":"fake","questions":{"u":{"type":"noul"}},"states":[` + strings.TrimSuffix(strings.Repeat(`"s",`, 20), ",") + `]}`
+			if route == "/v1/decide/batch" {
+				body = `{"question":"Refund?","contexts":[` + strings.TrimSuffix(strings.Repeat(`{},`, 20), ",") + `]}`
+			}
+			done := make(chan reply, 1)
+			go func() { done <- s.do(t, http.MethodPost, route, body) }()
+			for len(n.fake.Inferences()) == 0 {
+				time.Sleep(5 * time.Millisecond)
+			}
+			r := s.do(t, http.MethodPost, "/v1/decide", `{"question":"Refund?"}`)
+			if r.status != http.StatusTooManyRequests {
+				t.Errorf("a request while the batch of twenty is answered: %s, want a 429", r)
+			}
+			if b := <-done; b.status != http.StatusOK {
+				t.Fatal(b)
+			}
+		})
+	}
+}
+
 // The batch refuses up front, for the whole batch and before any engine
 // is asked, what /v1/systemone refuses of a request: Jev 1.14's images
 // (a body's assets, a box question, a multipart body), an unknown
