@@ -134,6 +134,9 @@ func cmdDecide(ctx context.Context, args []string, e env) error {
 			if *stateDir != "" {
 				cmd += " --state-dir " + shellQuote(*stateDir)
 			}
+			if strings.HasPrefix(res.RequestID, "-") {
+				cmd += " --" // the id is no flag
+			}
 			fmt.Fprintf(e.stdout, "request_id %s: `%s %s OPTION` records the option that turned out right.\n", res.RequestID, cmd, shellQuote(res.RequestID))
 		}
 	}

@@ -260,3 +260,39 @@ func TestDecideEmptyRequestID(t *testing.T) {
 		t.Fatalf("err %v, response %s (%v), stderr %s", err, stdout, jerr, stderr)
 	}
 }
+
+// The feedback command decide prints runs as copied, whatever the request
+// id: one that begins with "-" follows a "--", where feedback read it as
+// a flag and refused the command.
+func TestDecideFeedbackHintRunsAsCopied(t *testing.T) {
+	eng := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{"tiny"},
+		Behavior: fakeengine.Behavior{Logprobs: fakeengine.Probs(0.9, 0.1)}})
+	defer eng.Close()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("nodes:\n  - {name: n1, url: %s, dialect: llamacpp, models: [tiny]}\ngateway:\n  chain:\n    - {name: local, model: tiny}\n", eng.URL)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"r-1", "-r1", "--config"} {
+		t.Run(id, func(t *testing.T) {
+			stdout, stderr, err := cli(t, "decide", "--config", cfg, "--state-dir", dir, "--request-id", id, "Which?", "a", "b")
+			_, cmd, ok := strings.Cut(stdout, "`")
+			cmd, _, ok2 := strings.Cut(cmd, "`")
+			if err != nil || !ok || !ok2 {
+				t.Fatalf("err %v, no command in stdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+			}
+			// The shell's words of the command, as a person pasting it runs it.
+			words, err := exec.Command("sh", "-c", "set -- "+strings.Replace(cmd, "OPTION", "a", 1)+`; printf '%s\n' "$@"`).Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			args := strings.Split(strings.TrimSuffix(string(words), "\n"), "\n")
+			if args[0] != "system1" {
+				t.Fatalf("command %q", cmd)
+			}
+			if out, errb, err := cli(t, args[1:]...); err != nil || !strings.Contains(out, `"request_id": "`+id+`"`) {
+				t.Errorf("%s: err %v\n%s%s", cmd, err, out, errb)
+			}
+		})
+	}
+}

@@ -52,8 +52,12 @@ func cmdFeedback(ctx context.Context, args []string, e env) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if a := flagAmong(fs, fs.Args()); a != "" {
-		return e.usageError("feedback", fmt.Sprintf("%s: flags go before REQUEST_ID OUTCOME: system1 feedback [flags] REQUEST_ID OUTCOME", a))
+	// After "--" every word is the request id's or the outcome's, as
+	// decide prints it before an id that begins with "-".
+	if first := len(args) - fs.NArg(); first == 0 || args[first-1] != "--" {
+		if a := flagAmong(fs, fs.Args()); a != "" {
+			return e.usageError("feedback", fmt.Sprintf("%s: flags go before REQUEST_ID OUTCOME: system1 feedback [flags] REQUEST_ID OUTCOME", a))
+		}
 	}
 	var items []outcomes.FeedbackItem
 	var res *outcomes.FeedbackResult
