@@ -129,7 +129,9 @@ func (s *Server) batchTimeout() time.Duration {
 // decides it alone (gateway.DecideBatch). A batch that cannot be read or
 // is invalid is a 422 with the batch's error; otherwise the status is
 // what every result's would be when they agree (the gateway misconfigured
-// is a 503 for each), else 200, and each result carries its own.
+// is a 503 for each), or the first's when every context failed for a
+// reason that is not the caller's (a 5xx each), else 200, and each
+// result carries its own.
 func (s *Server) handleDecideBatch(w http.ResponseWriter, r *http.Request) {
 	body, ok := readBody(w, r, writeDecideBatchError)
 	if !ok {
@@ -147,7 +149,11 @@ func (s *Server) handleDecideBatch(w http.ResponseWriter, r *http.Request) {
 	case len(res.Results) > 0:
 		status = decideStatus(res.Results[0])
 		for _, one := range res.Results[1:] {
-			if decideStatus(one) != status {
+			// Results that differ are a 200, each with its own, unless
+			// none was answered and none failed as the caller's error:
+			// then the batch is refused as its first context's request
+			// would be, so that a client tries it again.
+			if st := decideStatus(one); st != status && (st < http.StatusInternalServerError || status < http.StatusInternalServerError) {
 				status = http.StatusOK
 				break
 			}

@@ -408,6 +408,38 @@ func TestBatchCountedBeforeItIsAnswered(t *testing.T) {
 	}
 }
 
+// A decide batch no context of which was answered, for reasons that are
+// not the caller's, is refused as its first context's request would be
+// (a 5xx a client retries), as a System One batch is, even where the
+// contexts failed in different ways (one timed out, one was answered
+// malformed), where it was a 200 that read as answered.
+func TestDecideBatchNoneAnsweredIsRefused(t *testing.T) {
+	n := startNode(t, "n", fakeengine.LlamaCpp, fakeengine.Behavior{Prompted: func(r fakeengine.Request) []float64 {
+		switch {
+		case strings.Contains(r.User, "slow"):
+			time.Sleep(2500 * time.Millisecond) // past the link's timeout, however loaded the machine
+		case strings.Contains(r.User, "garbled"):
+			return []float64{0.5, 0.5} // not log-probabilities
+		}
+		return []float64{-0.1, -2.5}
+	}})
+	s := serve(t, setup{nodes: []node{n}, requestTimeout: time.Minute, decide: true,
+		decideConfig: "gateway:\n  deadline: 60s\n  chain:\n    - {name: local, model: fake, timeout: 1s}\n"})
+	r := s.do(t, http.MethodPost, "/v1/decide/batch", `{"question":"Refund?","contexts":[{"t":"slow"},{"t":"garbled"}]}`)
+	var got struct {
+		Results []struct {
+			Error *struct{ Code string } `json:"error"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal(r.body, &got); err != nil || len(got.Results) != 2 || got.Results[0].Error == nil || got.Results[1].Error == nil ||
+		got.Results[0].Error.Code == got.Results[1].Error.Code {
+		t.Fatalf("%s: want two contexts failed in two ways (%v)", r, err)
+	}
+	if want := map[string]int{"provider_timeout": 504, "provider_error": 502, "malformed_response": 502}[got.Results[0].Error.Code]; r.status != want {
+		t.Errorf("status %d, want %d, the first context's (%s)", r.status, want, got.Results[0].Error.Code)
+	}
+}
+
 // The batch refuses up front, for the whole batch and before any engine
 // is asked, what /v1/systemone refuses of a request: Jev 1.14's images
 // (a body's assets, a box question, a multipart body), an unknown

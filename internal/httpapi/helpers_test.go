@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
@@ -80,6 +81,9 @@ type setup struct {
 	// decide serves /v1/decide and /v1/decide/batch: a gateway whose one
 	// link asks the model "fake" of the nodes.
 	decide bool
+	// decideConfig is the configuration of decide's gateway; "" is one
+	// whose one link asks the model "fake" with a minute to answer.
+	decideConfig string
 	// cascades are models made of the nodes' (answer.Cascade).
 	cascades []answer.Cascade
 }
@@ -115,7 +119,7 @@ func serve(t testing.TB, s setup) *system1 {
 	svc := answer.New(answer.Options{Router: router, Cascades: s.cascades})
 	var g *gateway.Gateway
 	if s.decide {
-		cfg, err := config.Parse([]byte("gateway:\n  threshold: 0.5\n  deadline: 60s\n  chain:\n    - {name: local, model: fake, timeout: 60s}\n"))
+		cfg, err := config.Parse([]byte(cmp.Or(s.decideConfig, "gateway:\n  threshold: 0.5\n  deadline: 60s\n  chain:\n    - {name: local, model: fake, timeout: 60s}\n")))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -208,7 +208,8 @@ func paths() obj {
 			"description": fmt.Sprintf("A decide request with contexts, 1 to %d context objects, in place of its context "+
 				"and request_id. The batch is checked whole first (a 422 with error names each problem, a context's as "+
 				"contexts[i]); then each context is decided as POST /v1/decide decides it alone, each result with a "+
-				"request_id of its own. The status is what every result's would be when they agree, else 200. It counts "+
+				"request_id of its own. The status is what every result's would be when they agree, or the first's when "+
+				"no context was answered and none failed as the caller's error, else 200. It counts "+
 				"against the caller's rate as its contexts do. Served when the gateway is configured.", gateway.MaxBatchContexts),
 			"requestBody": jsonBody("DecideBatchRequest"),
 			"responses": bodyRead(" (error.code invalid_request)", "DecideBatchResponse", obj{
@@ -218,9 +219,9 @@ func paths() obj {
 				"400": jsonReply("The body could not be read (error.code invalid_request).", "DecideBatchResponse"),
 				"422": jsonReply("invalid_request: the batch, refused whole.", "DecideBatchResponse"),
 				"429": jsonReply("The caller's key is over its rate, or its address sent too many wrong keys (error.code rate_limited); or the key has spent its budget (error.code over_budget); Retry-After says when to come back (for a budget, when its period resets).", "DecideBatchResponse"),
-				"502": jsonReply("Every context's result is provider_error or malformed_response.", "DecideBatchResponse"),
-				"503": jsonReply("Every context's result is config_error.", "DecideBatchResponse"),
-				"504": jsonReply("Every context's result is provider_timeout.", "DecideBatchResponse"),
+				"502": jsonReply("No context was answered: the first's result is provider_error or malformed_response, and every other's a 5xx error too.", "DecideBatchResponse"),
+				"503": jsonReply("No context was answered: the first's result is config_error (every context's, when the gateway is misconfigured), and every other's a 5xx error too.", "DecideBatchResponse"),
+				"504": jsonReply("No context was answered: the first's result is provider_timeout, and every other's a 5xx error too.", "DecideBatchResponse"),
 			}),
 		}},
 		"/health": obj{"get": obj{
