@@ -10,7 +10,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"slices"
 	"strings"
 
 	"system1/internal/decisionlog"
@@ -197,21 +196,14 @@ func summary(r *gateway.Response) string {
 		// mass, the provider declined) begin "System 1 abstained:", and a
 		// lower --min-confidence would mend none of them.
 		fmt.Fprintf(&b, "Not confident enough to decide: the best guess is under the threshold %v (lower it with --min-confidence).", *r.Threshold)
-	case declined(r):
-		b.WriteString("The provider declined to decide; there is no decision.")
 	default:
-		// Refused for another reason (too little probability on the
-		// options, the implicit none option won): the gateway's words.
+		// Refused for another reason (the provider declined, the model
+		// ranked none of the options, too little probability on them,
+		// the implicit none option won): the gateway's words, which say
+		// which and what to do.
 		b.WriteString(r.Rationale)
 	}
 	return b.String()
-}
-
-// declined reports whether the provider that answered r declined to.
-func declined(r *gateway.Response) bool {
-	return r.Provider != nil && slices.ContainsFunc(r.Attempts, func(a gateway.Attempt) bool {
-		return a.Provider == *r.Provider && a.Outcome == gateway.OutcomeAbstained
-	})
 }
 
 // failure says, for a person at a terminal, why nothing was decided and

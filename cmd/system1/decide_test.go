@@ -296,3 +296,21 @@ func TestDecideFeedbackHintRunsAsCopied(t *testing.T) {
 		})
 	}
 }
+
+// decide's summary of an abstention where the model ranked none of the
+// options says so, in the gateway's words (offer options that fit),
+// where it said the provider declined to decide.
+func TestDecideSummaryUnranked(t *testing.T) {
+	eng := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{"tiny"},
+		Behavior: fakeengine.Behavior{Logprobs: fakeengine.Probs()}}) // no label among the likeliest
+	defer eng.Close()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("decision_log: {off: true}\nnodes:\n  - {name: n1, url: %s, dialect: llamacpp, models: [tiny]}\ngateway:\n  chain:\n    - {name: local, model: tiny}\n", eng.URL)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, err := cli(t, "decide", "--config", cfg, "--state-dir", dir, "Which?", "a", "b")
+	if !errors.Is(err, errAbstained) || !strings.Contains(stdout, "ranked none of the options") {
+		t.Errorf("err %v, want the options ranked by none; stdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+	}
+}
