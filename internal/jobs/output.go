@@ -111,7 +111,8 @@ func checkResult(job decision.Request, res Result) error {
 // which it consumes as far as they go, and tallies them in t against its
 // job. It returns how many bytes of out are whole lines and how many rows
 // they answer. The part after the last newline is a line torn by a crash:
-// it is not counted, and the caller truncates it. A line that is not the
+// it is not counted, and the caller truncates it; unless it is not the
+// start of an answer line, which refuses the resume. A line that is not the
 // answer to its row (another id, another job's questions) refuses the
 // resume, so that a run never appends to another input's answers.
 func resume(ctx context.Context, out io.Reader, rows rowReader, t *tally) (size int64, done int, err error) {
@@ -129,7 +130,14 @@ func resume(ctx context.Context, out io.Reader, rows rowReader, t *tally) (size 
 			continue
 		}
 		if errors.Is(err, io.EOF) {
-			return size, done, nil // buf, if any, is torn
+			// buf, if any, is a line torn by a crash: the start of an
+			// answer line, or zeros where a power cut left the file
+			// longer than what reached the disk. Any other text is no
+			// run's.
+			if t := bytes.TrimRight(buf, "\x00"); len(t) > 0 && !bytes.HasPrefix(t, lineStart) && !bytes.HasPrefix(lineStart, t) {
+				return 0, 0, fmt.Errorf("line %d (the last, without a newline) is not the start of an answer line: %w", done+1, ErrOtherInput)
+			}
+			return size, done, nil
 		}
 		if err != nil {
 			return 0, 0, err
@@ -153,6 +161,9 @@ func resume(ctx context.Context, out io.Reader, rows rowReader, t *tally) (size 
 		buf = buf[:0]
 	}
 }
+
+// lineStart is how every line a run writes begins.
+var lineStart = []byte(`{"id":`)
 
 // maxAnswerLine bounds a line resume reads: far more than an answer to
 // the most questions a request may ask.

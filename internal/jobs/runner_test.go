@@ -520,3 +520,50 @@ func TestErrorRowTypes(t *testing.T) {
 		})
 	}
 }
+
+// A file given as --out whose text after its last newline is not the
+// start of an answer line (a file of notes, a questions file) was not written by a run cut short: the run refuses it, and the
+// file is left as it was.
+func TestResumeRefusesATailThatIsNoAnswerLine(t *testing.T) {
+	dir := t.TempDir()
+	in := writeRows(t, dir, 3)
+	for _, tc := range []struct {
+		name, in, out, text, err string
+	}{
+		{"notes", in, "notes.txt", "my notes, no newline", "line 1 (the last, without a newline) is not the start of an answer line"},
+		{"a questions file", in, "questions.json", testQuestions, "line 1 (the last"},
+		{"after whole answers", in, "out.jsonl", `{"id":"r0","error":{"type":"failed","message":"no","line":1}}` + "\nnotes", "line 2 (the last"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), tc.out)
+			if err := os.WriteFile(out, []byte(tc.text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			before := mustRead(t, out)
+			d := &fakeDecider{capacity: 2}
+			_, err := runJob(t, tc.in, out, d)
+			if !errors.Is(err, ErrOtherInput) || !strings.Contains(err.Error(), tc.err) {
+				t.Fatalf("err %v, want %q", err, tc.err)
+			}
+			if after := mustRead(t, out); !bytes.Equal(after, before) || d.calls.Load() != 0 {
+				t.Fatalf("the file changed or rows were asked (%d):\n%s", d.calls.Load(), after)
+			}
+		})
+	}
+	// Zeros after the last newline are what a power cut leaves of lines
+	// that never reached the disk: cut off, and their rows asked again.
+	for _, tail := range []string{"\x00\x00\x00\x00", `{"id":"r1","mo` + "\x00\x00"} {
+		out := filepath.Join(t.TempDir(), "out.jsonl")
+		first := `{"id":"r0","error":{"type":"failed","message":"no","line":1}}` + "\n"
+		if err := os.WriteFile(out, []byte(first+tail), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		d := &fakeDecider{capacity: 2}
+		if _, err := runJob(t, in, out, d); err != nil || d.calls.Load() != 2 {
+			t.Fatalf("tail %q: err %v, asked %d rows, want 2", tail, err, d.calls.Load())
+		}
+		if after := mustRead(t, out); !bytes.HasPrefix(after, []byte(first)) || bytes.IndexByte(after, 0) >= 0 {
+			t.Fatalf("tail %q: the answers are\n%q", tail, after)
+		}
+	}
+}
