@@ -51,6 +51,13 @@ func Run(ctx context.Context, opt Options) (Summary, error) {
 	if fi, err := os.Stat(opt.In); err == nil && fi.Mode()&(os.ModeNamedPipe|os.ModeSocket) != 0 {
 		return Summary{}, fmt.Errorf("%s is a pipe: the rows are read twice (to count and check them, then to ask them), so the input must be a file, not a pipe; write the rows to a file first", opt.In)
 	}
+	// The answers never go into the input: resuming would take its rows
+	// for answers, or its last line for a torn one.
+	if fi, err := os.Stat(opt.In); err == nil {
+		if fo, err := os.Stat(opt.Out); err == nil && os.SameFile(fi, fo) {
+			return Summary{}, fmt.Errorf("the output %s is the input %s: write the answers to a file of their own", opt.Out, opt.In)
+		}
+	}
 	total, err := scanInput(ctx, opt.In, fmtName, opt.Job.Questions, cols)
 	if err != nil {
 		return Summary{}, err

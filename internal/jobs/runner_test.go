@@ -567,3 +567,31 @@ func TestResumeRefusesATailThatIsNoAnswerLine(t *testing.T) {
 		}
 	}
 }
+
+// --out naming the input file (a slip of the command line) is refused
+// before anything is read or written, where a one-row input without a
+// final newline read as a torn line and was replaced by its answer.
+func TestOutputThatIsTheInputIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	for _, text := range []string{`{"id":"r0","state":{"text":"row 0"}}`, `{"id":"r0","state":{"text":"row 0"}}` + "\n"} {
+		in := filepath.Join(dir, "in.jsonl")
+		if err := os.WriteFile(in, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		link := filepath.Join(dir, "link.jsonl")
+		os.Remove(link)
+		if err := os.Symlink(in, link); err != nil {
+			t.Fatal(err)
+		}
+		for _, out := range []string{in, link} {
+			d := &fakeDecider{capacity: 2}
+			_, err := runJob(t, in, out, d)
+			if err == nil || !strings.Contains(err.Error(), "is the input") {
+				t.Errorf("--out %s: err %v, want it refused as the input", filepath.Base(out), err)
+			}
+			if after := mustRead(t, in); string(after) != text || d.calls.Load() != 0 {
+				t.Fatalf("--out %s: the input changed or rows were asked (%d):\n%s", filepath.Base(out), d.calls.Load(), after)
+			}
+		}
+	}
+}
