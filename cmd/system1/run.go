@@ -42,7 +42,7 @@ func cmdRun(ctx context.Context, args []string, e env) error {
 	url := fs.String("url", "", "decide through this System One endpoint (another system1, hosted Jev, laya-serve)")
 	keyEnv := fs.String("key-env", "", "with --url: the variable holding the endpoint's key")
 	format := fs.String("format", "", "jsonl or csv (default: by the input's name)")
-	concurrency := fs.Int("concurrency", 0, "calls kept in flight when the decider cannot tell its capacity (default 4)")
+	concurrency := fs.Int("concurrency", 0, fmt.Sprintf("calls kept in flight when the decider cannot tell its capacity (default 4, at most %d)", jobs.MaxConcurrency))
 	stateDir := fs.String("state-dir", "", "with --config: folder of the decision log "+stateDirDefault)
 	outcomeCols := map[string]string{} // question id -> column
 	fs.Func("outcome", "QUESTION=COLUMN: the column (JSONL: the row's key) holding the question's outcome, kept out of the state, measured in the summary and, with --config, recorded as feedback in the decision log (repeatable)", func(v string) error {
@@ -72,6 +72,8 @@ func cmdRun(ctx context.Context, args []string, e env) error {
 		return e.usageError("run", "--state-dir goes with --config: with --url the answers are recorded in the endpoint's decision log")
 	case *concurrency < 0:
 		return e.usageError("run", "--concurrency must be at least 1 (0: the default, 4)")
+	case *concurrency > jobs.MaxConcurrency:
+		return e.usageError("run", fmt.Sprintf("--concurrency must be at most %d, the most calls a run keeps in flight", jobs.MaxConcurrency))
 	}
 	if *format != "" {
 		if err := jobs.CheckFormat(*format); err != nil {

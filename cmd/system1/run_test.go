@@ -37,6 +37,7 @@ func TestRunBadFlags(t *testing.T) {
 		{[]string{"--url", "http://127.0.0.1:1", "--format", "xml"}, "--format"},
 		{[]string{"--url", "http://127.0.0.1:1", "--concurrency", "-3"}, "--concurrency"},
 		{[]string{"--url", "http://127.0.0.1:1", "--state-dir", "/tmp/state"}, "--state-dir"},
+		{[]string{"--url", "http://127.0.0.1:1", "--concurrency", "1000"}, "--concurrency"},
 	} {
 		t.Run(strings.Join(c.flags, " "), func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "answers.jsonl")

@@ -86,6 +86,10 @@ type OutcomeRecorder interface {
 	RecordOutcomes(ctx context.Context, outs []Outcome) (int, error)
 }
 
+// MaxConcurrency is the most calls a run keeps in flight, whatever the
+// decider reports or Options.Concurrency asks.
+const MaxConcurrency = 256
+
 // ErrUnavailable marks a decider's error that is no row's fault: the run
 // stops, writes nothing for the row, and a rerun resumes at it.
 var ErrUnavailable = errors.New("the decider is unavailable")
@@ -122,7 +126,8 @@ type Options struct {
 	// Concurrency is how many calls (a row, or a batch) are kept in
 	// flight when the decider cannot tell its capacity (default 4).
 	Concurrency int
-	// MaxConcurrency bounds the capacity a decider reports (default 256).
+	// MaxConcurrency bounds the capacity a decider reports, and
+	// Concurrency (default: the package's MaxConcurrency).
 	MaxConcurrency int
 	// CapacityEvery is how often the decider's capacity is read again
 	// (default 5s).
@@ -146,7 +151,7 @@ type Options struct {
 
 func (o Options) withDefaults() Options {
 	orDefault(&o.Concurrency, 4)
-	orDefault(&o.MaxConcurrency, 256)
+	orDefault(&o.MaxConcurrency, MaxConcurrency)
 	orDefault(&o.CapacityEvery, 5*time.Second)
 	orDefault(&o.Window, 4096)
 	orDefault(&o.ProgressEvery, 10*time.Second)
