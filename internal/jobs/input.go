@@ -277,6 +277,7 @@ type csvColumn struct {
 	col      int
 	key      []byte // the state's key, JSON-encoded, with its colon
 	question int
+	name     string // an outcome's column as its errors name it
 }
 
 // newCSVReader reads the header of the CSV that lr reads.
@@ -310,14 +311,14 @@ func newCSVReader(lr lineReader, qs []decision.Question, ids bool, outcomes map[
 		case name == "id":
 			r.idCol = i
 		case outcome:
-			r.exp = append(r.exp, csvColumn{col: i, question: q})
+			r.exp = append(r.exp, csvColumn{col: i, question: q, name: fmt.Sprintf("%s (the outcome of %s)", name, qs[q].ID)})
 		case strings.HasPrefix(name, ExpectedPrefix):
 			qid := strings.TrimPrefix(name, ExpectedPrefix)
 			q := questionIndex(qs, qid)
 			if q < 0 && !ids {
 				return nil, fmt.Errorf("the CSV column %q names no question of the job", name)
 			}
-			r.exp = append(r.exp, csvColumn{col: i, question: q})
+			r.exp = append(r.exp, csvColumn{col: i, question: q, name: name})
 		default:
 			if !utf8.ValidString(name) {
 				return nil, fmt.Errorf("the CSV column %d's name is not valid UTF-8", i+1)
@@ -392,7 +393,7 @@ func (r *csvReader) Next() (inputRow, error) {
 	for _, c := range r.exp {
 		k, err := expectedCell(r.qs[c.question], rec[c.col])
 		if err != nil {
-			row.Err = fmt.Errorf("line %d: %s%s: %v", line, ExpectedPrefix, r.qs[c.question].ID, err)
+			row.Err = fmt.Errorf("line %d: %s: %v", line, c.name, err)
 			return row, nil
 		}
 		row.Expected[c.question] = k

@@ -320,7 +320,7 @@ func TestOutcomeColumns(t *testing.T) {
 		{"in.csv", "id,text,label\na,x,tech\nb,y,\nc,z,hr\n", []want{
 			{line: 2, id: `"a"`, state: `{"text":"x"}`, expected: []int{-1, 1}},
 			{line: 3, id: `"b"`, state: `{"text":"y"}`},
-			{line: 4, id: `"c"`, err: `line 4: expected.dept: "hr" is not one of the options`},
+			{line: 4, id: `"c"`, err: `line 4: label (the outcome of dept): "hr" is not one of the options`},
 		}},
 		{"in.jsonl", `{"id":"a","state":"x","label":"tech"}` + "\n" + `{"id":"b","state":"y"}` + "\n" + `{"id":"c","state":"z","label":"hr"}` + "\n", []want{
 			{line: 1, id: `"a"`, state: `"x"`, expected: []int{-1, 1}},
