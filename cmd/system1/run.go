@@ -99,6 +99,11 @@ func cmdRun(ctx context.Context, args []string, e env) error {
 			if key = e.getenv(*keyEnv); key == "" {
 				return fmt.Errorf("--key-env: the variable %s is not set", *keyEnv)
 			}
+			// A line ending kept from a key file would fail every call
+			// as a connection that cannot be made.
+			if err := config.CheckKey(key); err != nil {
+				return fmt.Errorf("--key-env: the variable %s: %w", *keyEnv, err)
+			}
 		}
 		decider = &jobs.RemoteDecider{URL: *url, Key: key}
 	} else {

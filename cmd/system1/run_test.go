@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -119,5 +121,41 @@ func TestRunModelAsTheDocsGiveIt(t *testing.T) {
 	_, stderr, err := cli(t, "run", "--url", "http://127.0.0.1:1", "--questions", q, "--in", in, "--out", filepath.Join(dir, "answers.jsonl"))
 	if !errors.Is(err, errUsage) || !strings.Contains(stderr, "--model") {
 		t.Errorf("err %v, stderr %q", err, stderr)
+	}
+}
+
+// A key that a header cannot carry (a key file's CR or newline kept in
+// the variable) is refused before anything runs, naming --key-env and the
+// variable, never sent, failed as a connection and retried for seconds,
+// ending in a run that says to run it again.
+func TestRunKeyAHeaderCannotCarry(t *testing.T) {
+	dir := t.TempDir()
+	q := filepath.Join(dir, "q.json")
+	in := filepath.Join(dir, "rows.jsonl")
+	for file, data := range map[string]string{
+		q:  `{"model": "m", "questions": {"urgent": {"type": "noul"}}}`,
+		in: `{"id": 1, "state": "x"}` + "\n",
+	} {
+		if err := os.WriteFile(file, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, key := range []string{"sk-abc\r", "sk-abc\n", " sk-abc", "sk-\x00abc"} {
+		out := filepath.Join(t.TempDir(), "answers.jsonl")
+		var stdout, stderr bytes.Buffer
+		start := time.Now()
+		err := run(context.Background(), []string{"run", "--url", "http://127.0.0.1:1", "--key-env", "RUN_KEY", "--questions", q, "--in", in, "--out", out},
+			func(k string) string {
+				if k == "RUN_KEY" {
+					return key
+				}
+				return ""
+			}, strings.NewReader(""), &stdout, &stderr)
+		if err == nil || !strings.Contains(err.Error(), "--key-env") || !strings.Contains(err.Error(), "RUN_KEY") {
+			t.Errorf("key %q: after %v: err %v", key, time.Since(start).Round(time.Millisecond), err)
+		}
+		if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("key %q: --out was made: %v", key, err)
+		}
 	}
 }
