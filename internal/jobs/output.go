@@ -169,6 +169,9 @@ var lineStart = []byte(`{"id":`)
 // the most questions a request may ask.
 const maxAnswerLine = 64 << 20
 
+// errLocked is openOutput's refusal of a file another run is writing.
+var errLocked = errors.New("another run is writing this file (one run at a time answers into a file); wait for it to end, or stop it")
+
 // ErrOtherInput is resume's refusal of answers that are not the input's.
 var ErrOtherInput = errors.New("the answers are not this job's; write them to another file, or remove it to start over")
 
@@ -240,12 +243,20 @@ func openOutput(ctx context.Context, path string) (f *os.File, stream bool, err 
 		}
 	}
 	f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	created := err == nil
 	if errors.Is(err, os.ErrExist) {
 		f, err = os.OpenFile(path, os.O_RDWR, 0)
-		return f, false, err
 	}
 	if err != nil {
 		return nil, false, err
+	}
+	// Two runs appending to one file would interleave their lines.
+	if err := lockOutput(f); err != nil {
+		f.Close()
+		return nil, false, fmt.Errorf("%s: %w", path, err)
+	}
+	if !created {
+		return f, false, nil
 	}
 	if d, err := os.Open(filepath.Dir(path)); err == nil {
 		_ = d.Sync() // best effort: not every file system syncs directories

@@ -595,3 +595,40 @@ func TestOutputThatIsTheInputIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// A second run into a file that a run is writing (the same command
+// started twice) is refused, and the first run's answers stay whole: two
+// runs appending to one file interleaved their lines, which no later run
+// could resume.
+func TestSecondRunIntoTheSameOutputIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	in, out := writeRows(t, dir, 40), filepath.Join(dir, "out.jsonl")
+	slow := &fakeDecider{capacity: 1, delay: func([]byte) time.Duration { return 25 * time.Millisecond }}
+	first := make(chan error, 1)
+	go func() {
+		_, err := runJob(t, in, out, slow)
+		first <- err
+	}()
+	for deadline := time.Now().Add(5 * time.Second); slow.calls.Load() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the first run asked nothing")
+		}
+	}
+	second := &fakeDecider{capacity: 2}
+	_, err := runJob(t, in, out, second)
+	if err == nil || !strings.Contains(err.Error(), "another run is writing") || second.calls.Load() != 0 {
+		t.Errorf("the second run: err %v, asked %d rows", err, second.calls.Load())
+	}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSuffix(mustRead(t, out), []byte("\n")), []byte("\n"))
+	if len(lines) != 40 {
+		t.Fatalf("%d lines for 40 rows", len(lines))
+	}
+	for i, l := range lines {
+		if !bytes.HasPrefix(l, fmt.Appendf(nil, `{"id":"r%d",`, i)) || !json.Valid(l) {
+			t.Fatalf("line %d: %s", i+1, l)
+		}
+	}
+}
