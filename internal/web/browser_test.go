@@ -1245,6 +1245,73 @@ func TestBrowserDocs(t *testing.T) {
 	screenshot(t, ctx, "docs.png")
 }
 
+// /docs shows each operation's parameters (the query parameters of
+// /v1/usage and /v1/calibration, the request headers, the {id} path
+// parameter) with where each goes and whether it is required, and each
+// response's headers under that response.
+func TestBrowserDocsParameters(t *testing.T) {
+	ctx := browser(t)
+	s := serve(t, options{})
+	bound(t, ctx, chromedp.Navigate(s.URL+"/docs"), wait(`document.body.dataset.ready === 'true'`))
+	var doc struct {
+		Paths map[string]map[string]struct {
+			OperationID string `json:"operationId"`
+			Parameters  []struct {
+				Name, In string
+				Required bool
+			}
+			Responses map[string]struct {
+				Headers map[string]json.RawMessage
+			}
+		}
+	}
+	if err := json.Unmarshal(web.OpenAPI(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for path, ops := range doc.Paths {
+		for method, op := range ops {
+			type shown struct{ Name, In, Text string }
+			got := eval[struct {
+				Params  []shown
+				Headers map[string][]string
+			}](t, ctx, `(() => { const s = document.getElementById('`+op.OperationID+`');
+			  return {params: [...s.querySelectorAll('.param')].map((p) => ({name: p.dataset.name, in: p.dataset.in, text: p.textContent})),
+			    headers: Object.fromEntries([...s.querySelectorAll('details')].map((d) => [d.querySelector('summary b').textContent,
+			      [...d.querySelectorAll('.header')].map((e) => e.dataset.name)]))}; })()`)
+			var want []shown
+			for _, p := range op.Parameters {
+				want = append(want, shown{Name: p.Name, In: p.In})
+				checked++
+			}
+			if len(got.Params) != len(want) {
+				t.Errorf("%s %s: parameters shown %+v, the document has %+v", method, path, got.Params, op.Parameters)
+			}
+			for i, p := range op.Parameters[:min(len(got.Params), len(op.Parameters))] {
+				g := got.Params[i]
+				if g.Name != p.Name || g.In != p.In || !strings.Contains(g.Text, p.Name) || strings.Contains(g.Text, "required") != p.Required {
+					t.Errorf("%s %s: parameter %d shown as %+v, the document has %+v", method, path, i, g, p)
+				}
+			}
+			for code, r := range op.Responses {
+				var names []string
+				for n := range r.Headers {
+					names = append(names, n)
+					checked++
+				}
+				slices.Sort(names)
+				g := slices.Sorted(slices.Values(got.Headers[code]))
+				if !slices.Equal(g, names) {
+					t.Errorf("%s %s %s: response headers shown %v, the document has %v", method, path, code, g, names)
+				}
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("the document has no parameters or response headers to check")
+	}
+}
+
 // The playground starts with the README's request: the same state and
 // questions, in the same order (the model is the one this server serves).
 func TestBrowserPresetIsTheReadmeRequest(t *testing.T) {

@@ -22,11 +22,12 @@ function typeOf(s) {
 
 function limits(s) {
   const out = [];
-  for (const [k, label] of [['minimum', '≥'], ['maximum', '≤'], ['minLength', 'length ≥'], ['maxLength', 'length ≤'],
+  for (const [k, label] of [['minimum', '≥'], ['maximum', '≤'], ['exclusiveMinimum', '>'], ['exclusiveMaximum', '<'], ['minLength', 'length ≥'], ['maxLength', 'length ≤'],
     ['minItems', 'items ≥'], ['maxItems', 'items ≤'], ['minProperties', 'keys ≥'], ['maxProperties', 'keys ≤']]) {
     if (s[k] !== undefined) out.push(`${label} ${s[k]}`);
   }
   if (s.uniqueItems) out.push('unique');
+  if (s.pattern) out.push(`matching ${s.pattern}`);
   return out.join(', ');
 }
 
@@ -60,6 +61,16 @@ function child(p, depth) {
   return null;
 }
 
+// param is one parameter (its name, where it goes, and its schema) or one
+// response header (a header: its name is the key it is listed under).
+function param(p0, header) {
+  const p = resolve(p0), s = resolve(p.schema);
+  return h('div', { class: header ? 'prop header' : 'prop param', 'data-name': header ?? p.name, 'data-in': header ? null : p.in },
+    h('span', { class: 'name' }, header ?? p.name), ' ', h('span', { class: 'type' }, `${header ? 'header' : p.in} ${typeOf(s)}`),
+    p.required ? h('span', { class: 'req' }, ' required') : null, limits(s) ? ` (${limits(s)})` : '',
+    p.description ? h('span', { class: 'desc' }, ' — ', p.description) : null);
+}
+
 function body(content) {
   return Object.entries(content || {}).map(([type, m]) => h('div', {}, h('span', { class: 'note' }, type), m.schema ? tree(m.schema) : null));
 }
@@ -69,10 +80,12 @@ function operation(path, method, op) {
   const el = h('section', { class: 'doc-op', id: op.operationId },
     h('h2', {}, h('span', { class: `method ${method}` }, method.toUpperCase()), path, open && (op.security || doc.security).length === 1 ? h('small', {}, 'no key needed') : h('small', {}, 'a key when auth is on')),
     h('p', {}, op.summary), op.description ? h('p', { class: 'note' }, op.description) : null);
+  if (op.parameters?.length) el.append(h('h3', {}, 'Parameters'), h('div', { class: 'schema' }, op.parameters.map((p) => param(p))));
   if (op.requestBody) el.append(h('h3', {}, 'Request body'), ...body(op.requestBody.content));
   el.append(h('h3', {}, 'Responses'));
   for (const [code, r] of Object.entries(op.responses || {})) {
-    el.append(h('details', { open: code === '200' ? true : null }, h('summary', {}, h('b', {}, code), ' ', r.description), ...body(r.content)));
+    el.append(h('details', { open: code === '200' ? true : null }, h('summary', {}, h('b', {}, code), ' ', r.description),
+      r.headers ? h('div', { class: 'schema' }, Object.entries(r.headers).map(([name, hd]) => param(hd, name))) : null, ...body(r.content)));
   }
   return el;
 }
