@@ -1312,6 +1312,88 @@ func TestBrowserDocsParameters(t *testing.T) {
 	}
 }
 
+// schemaNames are the property names a schema holds, to depth levels of
+// nesting: through $ref, items, additionalProperties and each
+// alternative of oneOf and anyOf.
+func schemaNames(doc map[string]any, s any, depth int, out map[string]bool) {
+	m, _ := s.(map[string]any)
+	for m != nil && m["$ref"] != nil {
+		ref, _ := m["$ref"].(string)
+		var n any = doc
+		for _, k := range strings.Split(strings.TrimPrefix(ref, "#/"), "/") {
+			n = n.(map[string]any)[k]
+		}
+		m, _ = n.(map[string]any)
+	}
+	if m == nil || depth < 0 {
+		return
+	}
+	props, _ := m["properties"].(map[string]any)
+	for name, p := range props {
+		out[name] = true
+		schemaNames(doc, p, depth-1, out)
+	}
+	for _, k := range []string{"oneOf", "anyOf"} {
+		alts, _ := m[k].([]any)
+		for _, a := range alts {
+			schemaNames(doc, a, depth-1, out)
+		}
+	}
+	for _, k := range []string{"items", "additionalProperties"} {
+		schemaNames(doc, m[k], depth-1, out)
+	}
+}
+
+// /docs shows every property of each request body and response, at
+// every level of nesting the page says it goes to: those of a body that
+// is one of several shapes (anyOf, POST /v1/feedback's one outcome or
+// batch), of an array's items that are one of several shapes (the
+// questions of POST /v1/decisions), and of an array that may be null
+// (the buckets of GET /v1/calibration).
+func TestBrowserDocsSchemas(t *testing.T) {
+	ctx := browser(t)
+	s := serve(t, options{})
+	bound(t, ctx, chromedp.Navigate(s.URL+"/docs"), wait(`document.body.dataset.ready === 'true'`))
+	var doc map[string]any
+	if err := json.Unmarshal(web.OpenAPI(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for path, ops := range doc["paths"].(map[string]any) {
+		for method, op0 := range ops.(map[string]any) {
+			op := op0.(map[string]any)
+			want := map[string]bool{}
+			var bodies []any
+			if rb, ok := op["requestBody"].(map[string]any); ok {
+				bodies = append(bodies, rb)
+			}
+			for _, r := range op["responses"].(map[string]any) {
+				bodies = append(bodies, r)
+			}
+			for _, b := range bodies {
+				content, _ := b.(map[string]any)["content"].(map[string]any)
+				for _, m := range content {
+					schemaNames(doc, m.(map[string]any)["schema"], 3, want)
+				}
+			}
+			shown := eval[[]string](t, ctx, `[...document.getElementById('`+op["operationId"].(string)+`').querySelectorAll('.schema .prop > .name')].map((e) => e.textContent)`)
+			var missing []string
+			for name := range want {
+				if !slices.Contains(shown, name) {
+					missing = append(missing, name)
+				}
+			}
+			slices.Sort(missing)
+			if len(missing) > 0 {
+				t.Errorf("%s %s: not shown: %v", method, path, missing)
+			}
+			types := eval[[]string](t, ctx, `[...document.getElementById('`+op["operationId"].(string)+`').querySelectorAll('.schema .prop > .type')].map((e) => e.textContent).filter((x) => x === 'any')`)
+			if len(types) > 0 {
+				t.Errorf("%s %s: %d properties of a known type shown as 'any'", method, path, len(types))
+			}
+		}
+	}
+}
+
 // The playground starts with the README's request: the same state and
 // questions, in the same order (the model is the one this server serves).
 func TestBrowserPresetIsTheReadmeRequest(t *testing.T) {

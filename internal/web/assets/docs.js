@@ -13,10 +13,11 @@ function typeOf(s) {
   if (s.const !== undefined) return JSON.stringify(s.const);
   if (s.enum) return s.enum.map((e) => JSON.stringify(e)).join(' | ');
   const t = s.type ?? s.types;
-  if (Array.isArray(t)) return t.join(' | ');
+  if (Array.isArray(t)) return t.map((x) => typeOf({ ...s, type: x })).join(' | ');
   if (t === 'array') return `array of ${typeOf(resolve(s.items))}`;
   if (t) return t;
   if (s.oneOf) return 'one of';
+  if (s.anyOf) return s.anyOf.map((o) => typeOf(resolve(o))).join(' | ');
   return 'any';
 }
 
@@ -51,9 +52,15 @@ function tree(schema, depth = 0) {
 }
 
 function child(p, depth) {
-  if (p.oneOf) return h('div', { class: 'prop' }, p.oneOf.map((o, i) => h('div', {}, h('span', { class: 'desc' }, `option ${i + 1}: ${resolve(o).description || typeOf(resolve(o))}`), tree(o, depth + 1))));
+  // anyOf's alternatives are listed when one has a shape of its own;
+  // plain types (string | boolean) are said by typeOf alone.
+  const alts = p.oneOf ?? (p.anyOf?.some((o) => resolve(o).properties || resolve(o).items) ? p.anyOf : null);
+  if (alts) return h('div', { class: 'prop' }, alts.map((o, i) => h('div', {}, h('span', { class: 'desc' }, `option ${i + 1}: ${resolve(o).description || typeOf(resolve(o))}`), tree(o, depth + 1))));
   if (p.properties) return tree(p, depth + 1);
-  if (p.type === 'array' && p.items && resolve(p.items).properties) return tree(p.items, depth + 1);
+  if ([].concat(p.type).includes('array') && p.items) {
+    const i = resolve(p.items);
+    if (i.properties || i.oneOf || i.anyOf) return tree(i, depth + 1);
+  }
   if (p.additionalProperties && typeof p.additionalProperties === 'object') {
     const a = resolve(p.additionalProperties);
     return h('div', { class: 'prop' }, h('span', { class: 'name' }, '<key>'), ' ', h('span', { class: 'type' }, typeOf(a)), child(a, depth + 1) || '');
