@@ -937,6 +937,40 @@ func TestBrowserBareHealthAndCalibration(t *testing.T) {
 	screenshot(t, ctx, "calibration.png")
 }
 
+// GET /v1/calibration reports a model's builds apart (a bucket per
+// fingerprint): the dashboard's card names the build, so that the two
+// cards of one model, kind and bucket can be told apart.
+func TestBrowserCalibrationBuilds(t *testing.T) {
+	ctx := browser(t)
+	mux := http.NewServeMux()
+	web.Register(mux)
+	js := func(body string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(body))
+		}
+	}
+	mux.Handle("GET /health", js(`{"status":"ok","auth":false,"nodes":[]}`))
+	mux.Handle("GET /v1/models", js(`{"models":[],"object":"list","data":[]}`))
+	bucket := func(fp string, acc float64) string {
+		return fmt.Sprintf(`{"model":"m","kind":"choice","bucket":"3","outcomes":50,"accuracy":%v,"accuracy_calibrated":%v,"ece":0.1,"ece_calibrated":0.1,`+
+			`"nll":0.5,"nll_calibrated":0.5,"brier":0.2,"brier_calibrated":0.2,"temperature":1,"method":"temperature",`+
+			`"gate":{"threshold":null,"target_error":0.02,"coverage":0,"wrong_above":0,"above":0,"upper_bound":1},"fingerprint":%q,`+
+			`"reliability":[{"confidence":0.9,"accuracy":%v,"count":50}],"sets":[]}`, acc, acc, fp, acc)
+	}
+	mux.Handle("GET /v1/calibration", js(`{"since":"2026-12-01T00:00:00Z","until":"2026-12-08T00:00:00Z","target_error":0.02,"buckets":[`+
+		bucket("3f2a09c1d4e5b678", 0.9)+`,`+bucket("0badc0ffee123456", 0.6)+`],"label_mass":[],"drift":[]}`))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	bound(t, ctx, chromedp.Navigate(srv.URL+"/#dashboard"), wait(`document.querySelectorAll('#calibration [data-model]').length === 2`))
+	cards := eval[[]string](t, ctx, `[...document.querySelectorAll('#calibration [data-model] h3')].map((e) => e.textContent)`)
+	for i, fp := range []string{"3f2a09c1d4e5b678", "0badc0ffee123456"} {
+		if !strings.Contains(cards[i], fp) {
+			t.Errorf("card %d is headed %q, not naming its build %s (the cards: %q)", i, cards[i], fp, cards)
+		}
+	}
+}
+
 // The dashboard's drift and shadow tables show what the API answers: a
 // row per drift entry of GET /v1/calibration and per signature of GET
 // /v1/shadow, in order, each number as the reply gives it (to four

@@ -11,6 +11,7 @@ export function readReport(body) {
   return body.buckets.map((b) => ({
     model: String(b.model ?? ''),
     kind: String(b.kind ?? ''),
+    fp: b.fingerprint,
     options: b.options ?? b.bucket,
     outcomes: b.outcomes,
     accuracy: b.accuracy,
@@ -77,7 +78,7 @@ export function render(el, r) {
   }
   el.replaceChildren(...(loop ? [loop] : []), h('div', { class: 'calibration' }, buckets.map((b) => {
     const card = h('div', { class: 'answer', 'data-model': b.model, 'data-kind': b.kind },
-      h('h3', {}, h('span', { class: `kind ${b.kind}` }, b.kind), b.model, b.options ? h('small', {}, `${b.options} options`) : null));
+      h('h3', {}, h('span', { class: `kind ${b.kind}` }, b.kind), b.model, h('small', {}, b.options && `${b.options} options`, b.fp && ` build ${b.fp}`)));
     const dl = h('dl', { class: 'facts' });
     const rows = [
       ['outcomes', String(b.outcomes ?? '—')], ['accuracy', num(b.accuracy)],
