@@ -1,8 +1,12 @@
 package web_test
 
 import (
+	"math"
 	"net/http"
+	"os"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -139,5 +143,28 @@ func TestPageWeight(t *testing.T) {
 	t.Logf("/ with everything it loads: %d bytes; /docs with everything it loads: %d bytes", page, docs)
 	if page > budget {
 		t.Errorf("the page weighs %d bytes, over its budget of %d", page, budget)
+	}
+}
+
+// docs/http-api.md says what the page weighs with everything it loads;
+// the figure is the page's, within a tenth.
+func TestPageWeightIsTheDocs(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/http-api.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`about (\d+) KB with everything it loads`).FindSubmatch(doc)
+	if m == nil {
+		t.Fatal("docs/http-api.md no longer says what the page weighs")
+	}
+	said, _ := strconv.Atoi(string(m[1]))
+	page := 0
+	for p, n := range web.Files() {
+		if p != "/docs" && p != "/ui/docs.js" {
+			page += n
+		}
+	}
+	if kb := float64(page) / 1000; math.Abs(kb-float64(said)) > kb/10 {
+		t.Errorf("docs/http-api.md says the page weighs about %d KB with everything it loads; it weighs %d bytes", said, page)
 	}
 }
