@@ -84,11 +84,9 @@ func openRows(path, fmtName string, qs []decision.Question, ids bool, outcomes m
 		return nil, err
 	}
 	br := bufio.NewReaderSize(f, 64<<10)
-	// A UTF-8 byte order mark, as spreadsheet programs write, is no part
-	// of the first row.
 	var off int64
-	if b, err := br.Peek(3); err == nil && bytes.Equal(b, []byte("\xef\xbb\xbf")) {
-		n, _ := br.Discard(3)
+	if b, err := br.Peek(len(utf8BOM)); err == nil && bytes.Equal(b, utf8BOM) {
+		n, _ := br.Discard(len(utf8BOM))
 		off = int64(n)
 	}
 	lr := lineReader{f: f, br: br, off: off}

@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,10 @@ import (
 	"system1/internal/jsonx"
 	"system1/internal/systemone"
 )
+
+// utf8BOM is a UTF-8 byte order mark, as spreadsheet programs and
+// Windows editors begin a file with: no part of its first row or object.
+var utf8BOM = []byte("\xef\xbb\xbf")
 
 // ErrNoModel is ParseQuestions' error when neither the caller nor the
 // questions file names the model.
@@ -23,6 +28,7 @@ var ErrNoModel = errors.New("model: none given, neither as an option nor in the 
 // decider's are not known), so that a bad question is one error before the
 // run rather than one per row.
 func ParseQuestions(data []byte, model string, lim decision.Limits) (decision.Request, error) {
+	data = bytes.TrimPrefix(data, utf8BOM)
 	if !json.Valid(data) {
 		return decision.Request{}, errors.New("the questions file is not valid JSON")
 	}

@@ -16,6 +16,9 @@ func TestParseQuestions(t *testing.T) {
 	}{
 		{"a questions map", testQuestions, "m1", "m1", []string{"urgent", "dept"}, ""},
 		{"a body without state", `{"model":"from-file","questions":` + testQuestions + `}`, "", "from-file", []string{"urgent", "dept"}, ""},
+		// As the input files are: spreadsheet programs and Windows editors
+		// begin a UTF-8 file with a byte order mark.
+		{"a byte order mark", "\ufeff" + `{"model":"from-file","questions":` + testQuestions + `}`, "", "from-file", []string{"urgent", "dept"}, ""},
 		{"the option's model wins", `{"model":"from-file","questions":` + testQuestions + `}`, "m2", "m2", []string{"urgent", "dept"}, ""},
 		{"a question named questions", `{"questions":{"type":"noul"},"other":{"type":"noul"}}`, "m", "m", []string{"questions", "other"}, ""},
 		{"no model", testQuestions, "", "", nil, "model: none given"},
