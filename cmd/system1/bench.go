@@ -55,11 +55,9 @@ func (t *target) asker(ctx context.Context, e env, rep *bench.Report) (bench.Ask
 		if t.model == "" {
 			return nil, "", errors.New("--model is required with --endpoint")
 		}
-		key := ""
-		if t.keyEnv != "" {
-			if key = e.getenv(t.keyEnv); key == "" {
-				return nil, "", fmt.Errorf("--key-env %s: the variable is empty or unset", t.keyEnv)
-			}
+		key, err := bearerKey(e, t.keyEnv, false)
+		if err != nil {
+			return nil, "", err
 		}
 		rep.Endpoint, rep.Model, rep.Provider = t.endpoint, t.model, t.provider
 		return bench.Endpoint{Client: &systemone.Client{BaseURL: t.endpoint, Key: key, HTTP: hc}}, t.model, nil

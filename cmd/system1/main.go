@@ -181,6 +181,28 @@ func checkBaseURL(flag, raw string) error {
 	return nil
 }
 
+// bearerKey reads the key an endpoint is asked with from the variable
+// --key-env names (none named, no key). An unset or empty variable is an
+// error unless the key is optional (the default variable of shadow
+// --url); a key a header cannot carry (a line ending kept from a key
+// file) is refused at once, where every call would fail as a connection.
+func bearerKey(e env, variable string, optional bool) (string, error) {
+	key := ""
+	if variable != "" {
+		key = e.getenv(variable)
+	}
+	switch {
+	case key == "" && (optional || variable == ""):
+		return "", nil
+	case key == "":
+		return "", fmt.Errorf("--key-env %s: the variable is empty or unset", variable)
+	}
+	if err := config.CheckKey(key); err != nil {
+		return "", fmt.Errorf("--key-env %s: %w", variable, err)
+	}
+	return key, nil
+}
+
 // parse parses a command line, mapping a bad one to errUsage.
 func parse(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {

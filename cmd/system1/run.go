@@ -94,16 +94,9 @@ func cmdRun(ctx context.Context, args []string, e env) error {
 	var decider jobs.Decider
 	var local *localDecider
 	if *url != "" {
-		key := ""
-		if *keyEnv != "" {
-			if key = e.getenv(*keyEnv); key == "" {
-				return fmt.Errorf("--key-env: the variable %s is not set", *keyEnv)
-			}
-			// A line ending kept from a key file would fail every call
-			// as a connection that cannot be made.
-			if err := config.CheckKey(key); err != nil {
-				return fmt.Errorf("--key-env: the variable %s: %w", *keyEnv, err)
-			}
+		key, err := bearerKey(e, *keyEnv, false)
+		if err != nil {
+			return err
 		}
 		decider = &jobs.RemoteDecider{URL: *url, Key: key}
 	} else {

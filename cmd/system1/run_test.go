@@ -5,9 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -126,36 +129,47 @@ func TestRunModelAsTheDocsGiveIt(t *testing.T) {
 
 // A key that a header cannot carry (a key file's CR or newline kept in
 // the variable) is refused before anything runs, naming --key-env and the
-// variable, never sent, failed as a connection and retried for seconds,
-// ending in a run that says to run it again.
-func TestRunKeyAHeaderCannotCarry(t *testing.T) {
+// variable, on every command that asks an endpoint: never sent, failed
+// as a connection and retried for seconds, ending in a run that says to
+// run it again (or a bench whose every request failed).
+func TestKeyAHeaderCannotCarry(t *testing.T) {
+	var asked atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { asked.Add(1) }))
+	defer srv.Close()
 	dir := t.TempDir()
-	q := filepath.Join(dir, "q.json")
-	in := filepath.Join(dir, "rows.jsonl")
+	q, in, cases := filepath.Join(dir, "q.json"), filepath.Join(dir, "rows.jsonl"), filepath.Join(dir, "cases.jsonl")
 	for file, data := range map[string]string{
-		q:  `{"model": "m", "questions": {"urgent": {"type": "noul"}}}`,
-		in: `{"id": 1, "state": "x"}` + "\n",
+		q:     `{"model": "m", "questions": {"urgent": {"type": "noul"}}}`,
+		in:    `{"id": 1, "state": "x"}` + "\n",
+		cases: `{"id":"c1","set":"s","state":"x","questions":{"u":{"type":"noul"}},"expected":{"u":true}}` + "\n",
 	} {
 		if err := os.WriteFile(file, []byte(data), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, key := range []string{"sk-abc\r", "sk-abc\n", " sk-abc", "sk-\x00abc"} {
-		out := filepath.Join(t.TempDir(), "answers.jsonl")
-		var stdout, stderr bytes.Buffer
-		start := time.Now()
-		err := run(context.Background(), []string{"run", "--url", "http://127.0.0.1:1", "--key-env", "RUN_KEY", "--questions", q, "--in", in, "--out", out},
-			func(k string) string {
-				if k == "RUN_KEY" {
+	out := filepath.Join(dir, "out")
+	for _, args := range [][]string{
+		{"run", "--url", srv.URL, "--key-env", "THE_KEY", "--questions", q, "--in", in, "--out", out},
+		{"bench", "--endpoint", srv.URL, "--model", "m", "--key-env", "THE_KEY", "--out", out, cases},
+		{"calibrate", "--endpoint", srv.URL, "--model", "m", "--key-env", "THE_KEY", "--out", out, cases},
+		{"shadow", "--report", "--url", srv.URL, "--key-env", "THE_KEY"},
+	} {
+		for _, key := range []string{"sk-abc\r", "sk-abc\n", " sk-abc", "sk-\x00abc"} {
+			asked.Store(0)
+			var stdout, stderr bytes.Buffer
+			start := time.Now()
+			err := run(context.Background(), args, func(k string) string {
+				if k == "THE_KEY" {
 					return key
 				}
 				return ""
 			}, strings.NewReader(""), &stdout, &stderr)
-		if err == nil || !strings.Contains(err.Error(), "--key-env") || !strings.Contains(err.Error(), "RUN_KEY") {
-			t.Errorf("key %q: after %v: err %v", key, time.Since(start).Round(time.Millisecond), err)
-		}
-		if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("key %q: --out was made: %v", key, err)
+			if err == nil || !strings.Contains(err.Error(), "--key-env") || !strings.Contains(err.Error(), "THE_KEY") || asked.Load() != 0 {
+				t.Errorf("%s, key %q: after %v: err %v, %d requests", args[0], key, time.Since(start).Round(time.Millisecond), err, asked.Load())
+			}
+			if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("%s, key %q: --out was made: %v", args[0], key, err)
+			}
 		}
 	}
 }

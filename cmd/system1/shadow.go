@@ -51,7 +51,11 @@ evidence. See docs/shadow.md.
 		return e.usageError("shadow", "--url reads a server's report: no --config or --state-dir with it")
 	}
 	if *server != "" {
-		return shadowFromServer(ctx, e, *server, e.getenv(*keyEnv), *window)
+		key, err := bearerKey(e, *keyEnv, true)
+		if err != nil {
+			return err
+		}
+		return shadowFromServer(ctx, e, *server, key, *window)
 	}
 	_, l, err := openLogFor(ctx, e, *cfgFlag, *stateDir)
 	if err != nil {
