@@ -1635,3 +1635,25 @@ func TestBrowserRefusedNameEscaped(t *testing.T) {
 		t.Errorf("the refusal of %q is shown as %+v (all: %+v)", name, a, shown)
 	}
 }
+
+// A request that never reaches the server (it went down, the network
+// dropped) is shown as an error and the form given back, on both forms,
+// where the page stayed at "asking…" with its button disabled until it
+// was reloaded.
+func TestBrowserRequestThatFailsToLeave(t *testing.T) {
+	ctx := browser(t)
+	s := serve(t, options{})
+	bound(t, ctx, chromedp.Navigate(s.URL+"/#playground"), wait(`document.querySelectorAll('#model option').length > 0`))
+	s.stop()
+	for _, form := range []struct{ send, status, err string }{
+		{"#send", "#send-status", "#send-error"},
+		{"#d-send", "#d-status", "#d-error"},
+	} {
+		bound(t, ctx, chromedp.Evaluate[chromedp.Void](`document.querySelector('`+form.send+`').click()`),
+			wait(`document.querySelector('`+form.err+`') || document.querySelector('`+form.status+`').textContent === 'asking…'`))
+		bound(t, ctx, wait(`!document.querySelector('`+form.send+`').disabled && document.querySelector('`+form.err+`')`))
+		if e := eval[string](t, ctx, `document.querySelector('`+form.err+`').textContent`); e == "" {
+			t.Errorf("%s: the error shown is empty", form.send)
+		}
+	}
+}

@@ -32,6 +32,7 @@ type server struct {
 	handler http.Handler // the server's handler, for calls in process
 	router  *fleet.Router
 	fakes   []*fakeengine.Fake
+	stop    func() // closes the server, as a restart or a dropped network would
 }
 
 // options vary what a test serves.
@@ -109,7 +110,7 @@ func serve(t testing.TB, o options) *server {
 	api := httpapi.New(opt)
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
-	s.URL, s.handler = srv.URL, api
+	s.URL, s.handler, s.stop = srv.URL, api, srv.Close
 	return s
 }
 

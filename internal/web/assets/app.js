@@ -12,14 +12,17 @@ export function key() { return sessionStorage.getItem(KEY) || ''; }
 // whether the one held was accepted.
 export const state = { authOn: null, authorized: false };
 
-// api calls the server with the key, when there is one, and any other
-// headers given.
+// api calls the server with the key, if any, and the headers given; a
+// request that never left (the server down) is status 0.
 export async function api(path, { method = 'GET', body, headers: extra = {} } = {}) {
   const headers = { ...extra };
   if (key()) headers.Authorization = `Bearer ${key()}`;
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   const start = performance.now();
-  const resp = await fetch(path, { method, headers, body, cache: 'no-store', credentials: 'omit' });
+  let resp;
+  try { resp = await fetch(path, { method, headers, body, cache: 'no-store', credentials: 'omit' }); } catch (e) {
+    return { status: 0, ok: false, text: `no reply: ${e.message}`, json: null, headers: new Headers() };
+  }
   const text = await resp.text();
   let json = null;
   try { json = JSON.parse(text); } catch { /* not JSON: text says what it was */ }

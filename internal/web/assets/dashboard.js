@@ -1,9 +1,7 @@
-// The dashboard: the server and its nodes from GET /health, request rates
-// and latency percentiles from GET /metrics, the calibration report with
-// its drift and cascades entries, the shadow rollouts' report and the
-// spend per key.
-// Without a key (auth on) it shows /health as a caller without a key sees
-// it and /metrics, which needs none, and asks for nothing else.
+// The dashboard: the server and its nodes (GET /health), rates and
+// latencies (GET /metrics), the calibration report with its drift and
+// cascades, the shadow report and the spend per key. Without a key (auth
+// on) it asks /health and /metrics alone.
 import { api, state } from './app.js';
 import { h, facts } from './dom.js';
 import { parse, histograms, quantile, sum, seriesKey } from './metrics.js';
@@ -195,9 +193,7 @@ export async function refresh() {
   serverFacts(health);
   nodes(health);
   builds(health);
-  // /metrics needs no key; the calibration and shadow reports are /v1
-  // routes. The calibration report holds the drift and cascades entries
-  // too.
+  // /metrics needs no key; the /v1 reports do.
   metrics(await api('/metrics'), health.json?.nodes);
   const allowed = state.authOn === false || state.authorized;
   const calibration = allowed ? await api('/v1/calibration') : null;
