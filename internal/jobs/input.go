@@ -326,6 +326,16 @@ func newCSVReader(lr lineReader, qs []decision.Question, ids bool, outcomes map[
 			r.state = append(r.state, csvColumn{col: i, key: append(jsonx.AppendString(nil, name), ':')})
 		}
 	}
+	outcomeOf := map[int]string{} // the column giving each question's outcome
+	for _, c := range r.exp {
+		if c.question < 0 {
+			continue
+		}
+		if other, ok := outcomeOf[c.question]; ok {
+			return nil, fmt.Errorf("the CSV gives the outcome of %s twice, in the columns %s and %s: keep one", qs[c.question].ID, other, c.name)
+		}
+		outcomeOf[c.question] = c.name
+	}
 	if r.idCol < 0 {
 		return nil, errors.New("the CSV header has no id column")
 	}

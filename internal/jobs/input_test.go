@@ -362,4 +362,12 @@ func TestOutcomeColumns(t *testing.T) {
 	if _, err := openRows(path, "csv", job.Questions, false, cols); err == nil || !strings.Contains(err.Error(), `no column "label"`) {
 		t.Errorf("a CSV without the outcome's column: %v", err)
 	}
+	// Two columns giving one question's outcome: which one the run read
+	// was the later column's, silently.
+	if err := os.WriteFile(path, []byte("id,text,expected.dept,label\na,x,tech,sales\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openRows(path, "csv", job.Questions, false, cols); err == nil || !strings.Contains(err.Error(), "the outcome of dept twice, in the columns expected.dept and label (the outcome of dept)") {
+		t.Errorf("a CSV giving dept's outcome in two columns: %v", err)
+	}
 }
