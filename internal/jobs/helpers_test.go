@@ -3,6 +3,7 @@ package jobs
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -183,6 +184,9 @@ type jevServer struct {
 	health string
 	// reply, when set, may answer a request instead (status, body).
 	reply func(path string, body []byte) (int, string, bool)
+	// retryAfter is the Retry-After of reply's 429s and 503s (0.01
+	// where empty).
+	retryAfter string
 	// holdFrom, when above 0, holds a request whose first state is row
 	// holdFrom or later (writeRows' numbering) until it is lowered, or
 	// the client gives up: a run then stops short of the end, however
@@ -208,7 +212,7 @@ func (s *jevServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.reply != nil {
 		if code, b, ok := s.reply(r.URL.Path, body); ok {
 			if code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable {
-				w.Header().Set("Retry-After", "0.01")
+				w.Header().Set("Retry-After", cmp.Or(s.retryAfter, "0.01"))
 			}
 			w.WriteHeader(code)
 			_, _ = io.WriteString(w, b)

@@ -185,6 +185,10 @@ func (d *RemoteDecider) judge(err error, attempt int, batch bool) (again bool, w
 		// No row can be asked: the key is refused, or the route is not
 		// there.
 		return false, 0, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	case retryable(se.Code) && se.RetryAfter > maxWait:
+		// Waiting less than asked would only be refused again (a key's
+		// budget spent until its period resets).
+		return false, 0, fmt.Errorf("%w: %v; it asks to be tried again in %s, past the %s a run waits", ErrUnavailable, err, se.RetryAfter.Round(time.Second), maxWait)
 	case retryable(se.Code):
 		return true, Backoff(attempt, se.RetryAfter, maxWait), nil
 	}

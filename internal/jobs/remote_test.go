@@ -287,3 +287,24 @@ func TestCapacityIsTheFleets(t *testing.T) {
 		}
 	}
 }
+
+// A 429 or 503 asking to be tried again later than the run waits (a key
+// whose budget is spent until the period resets) stops the run at once,
+// saying when: each retry would be refused again, after up to 2 minutes
+// of waiting.
+func TestRemoteDecideStopsOnARetryAfterPastItsWait(t *testing.T) {
+	for _, code := range []int{429, 503} {
+		var calls atomic.Int64
+		srv := newJevServer(t, &jevServer{retryAfter: "3600", reply: func(string, []byte) (int, string, bool) {
+			calls.Add(1)
+			return code, `{"error":{"type":"insufficient_quota","message":"the key has spent its budget"}}`, true
+		}})
+		d := &RemoteDecider{URL: srv.URL, Retries: 4, MaxWait: 100 * time.Millisecond}
+		req := testJob(t)
+		req.State = []byte(`{"text":"row 1"}`)
+		_, err := d.Decide(context.Background(), req)
+		if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "1h0m0s") || calls.Load() != 1 {
+			t.Errorf("%d with Retry-After 3600: err %v after %d calls; want the run stopped at once, saying 1h0m0s", code, err, calls.Load())
+		}
+	}
+}
