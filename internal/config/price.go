@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 
@@ -58,20 +59,28 @@ func (d *BudgetDollars) UnmarshalYAML(n *yaml.Node) error {
 // MarshalYAML writes the amount as the decimal it was read from.
 func (d BudgetDollars) MarshalYAML() (any, error) { return decision.USD(d).String(), nil }
 
-var dollarsType, budgetDollarsType = reflect.TypeFor[Dollars](), reflect.TypeFor[BudgetDollars]()
+// amountParsers read each type of amount from its node, for the tree's
+// check of every value (tree.go) as for UnmarshalYAML.
+var amountParsers = map[reflect.Type]func(*yaml.Node) (decision.USD, error){
+	reflect.TypeFor[Dollars]():       parseDollars,
+	reflect.TypeFor[BudgetDollars](): parseBudget,
+}
 
 func parseDollars(n *yaml.Node) (decision.USD, error) {
-	if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!int" && n.ShortTag() != "!!float" && n.ShortTag() != "!!str") {
-		return 0, fmt.Errorf("a price is a number of US dollars, such as 0.15")
-	}
-	return decision.ParseUSD(n.Value)
+	return parseAmount(n, "a price is a number of US dollars, such as 0.15", decision.ParseUSD)
 }
 
 func parseBudget(n *yaml.Node) (decision.USD, error) {
+	return parseAmount(n, "a budget is a number of US dollars, such as 25", decision.ParseBudget)
+}
+
+// parseAmount reads a scalar number, or a string of one, with parse; a
+// node of another kind is notNumber.
+func parseAmount(n *yaml.Node, notNumber string, parse func(string) (decision.USD, error)) (decision.USD, error) {
 	if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!int" && n.ShortTag() != "!!float" && n.ShortTag() != "!!str") {
-		return 0, fmt.Errorf("a budget is a number of US dollars, such as 25")
+		return 0, errors.New(notNumber)
 	}
-	return decision.ParseBudget(n.Value)
+	return parse(n.Value)
 }
 
 // Decision is the price as the answer path applies it; nil when the node

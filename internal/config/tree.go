@@ -250,11 +250,7 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path string) error {
 		}
 		return nil
 	}
-	if t == dollarsType || t == budgetDollarsType {
-		parse := parseDollars
-		if t == budgetDollarsType {
-			parse = parseBudget
-		}
+	if parse, ok := amountParsers[t]; ok {
 		if _, err := parse(n); err != nil {
 			return fmt.Errorf("%s: line %d: %v", name(path), n.Line, err)
 		}
