@@ -28,7 +28,7 @@ func questionCost(got fleet.Answered) *decision.USD {
 	if got.Price == nil {
 		return nil
 	}
-	c, ok := got.Price.Checked(got.InputTokens, got.OutputTokens, got.Requests)
+	c, ok := got.Price.Cost(got.InputTokens, got.OutputTokens, got.Requests)
 	if !ok { // more than a USD holds: not known, rather than wrapped
 		return nil
 	}

@@ -69,7 +69,7 @@ func TestCostOfAFailover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := price.Decision().Cost(a.Usage.InputTokens, a.Usage.OutputTokens, 0)
+	want, _ := price.Decision().Cost(a.Usage.InputTokens, a.Usage.OutputTokens, 0)
 	if a.Cost == nil || *a.Cost != want || want == 0 {
 		t.Fatalf("cost %v; want %s, the usage %+v at good's price", a.Cost, want, a.Usage)
 	}
@@ -113,7 +113,7 @@ func TestCostOfAForwardedRequest(t *testing.T) {
 				}
 				return
 			}
-			want := tc.price.Decision().Cost(fakeengine.SystemOneInputTokens, fakeengine.SystemOneOutputTokens, 1)
+			want, _ := tc.price.Decision().Cost(fakeengine.SystemOneInputTokens, fakeengine.SystemOneOutputTokens, 1)
 			if a.Cost == nil || *a.Cost != want || *a.Questions[0].Cost != want || *a.Questions[1].Cost != 0 {
 				t.Errorf("cost %v (questions %v, %v); want %s, all on the first", a.Cost, a.Questions[0].Cost, a.Questions[1].Cost, want)
 			}

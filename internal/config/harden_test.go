@@ -67,7 +67,7 @@ func TestNodePrice(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := c.Nodes[0].Price.Decision()
-	if got := p.Cost(1000, 10, 0).String(); got != "0.000156" { // 1000 x 0.15e-6 + 10 x 0.6e-6
+	if got, _ := p.Cost(1000, 10, 0); got.String() != "0.000156" { // 1000 x 0.15e-6 + 10 x 0.6e-6
 		t.Errorf("cost of 1000 in and 10 out = %s, want 0.000156", got)
 	}
 }

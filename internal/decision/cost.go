@@ -125,15 +125,10 @@ func PerToken(perMTok USD) (USD, error) {
 }
 
 // Cost is what in input tokens, out output tokens and requests forwarded
-// cost at p, for counts whose cost is known to fit (Checked).
-func (p Price) Cost(in, out, requests int) USD {
-	return USD(in)*p.InputPerToken + USD(out)*p.OutputPerToken + USD(requests)*p.PerRequest
-}
-
-// Checked is Cost, with ok false when the cost is more than a USD holds
-// (a node's reply may claim any count), so that it is not known rather
-// than wrapped.
-func (p Price) Checked(in, out, requests int) (cost USD, ok bool) {
+// cost at p; ok is false when it is more than a USD holds (a node's
+// reply may claim any count), so that it is not known rather than
+// wrapped.
+func (p Price) Cost(in, out, requests int) (cost USD, ok bool) {
 	for _, t := range []struct {
 		n     int
 		price USD

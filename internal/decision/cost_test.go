@@ -34,8 +34,8 @@ func TestPriceCost(t *testing.T) {
 	req, _ := ParseUSD("0.001")
 	p := Price{InputPerToken: ip, OutputPerToken: op, PerRequest: req}
 	// 123 x 0.15/1e6 + 1 x 0.6/1e6 + 2 x 0.001, exact.
-	if got, want := p.Cost(123, 1, 2).String(), "0.00201905"; got != want {
-		t.Errorf("Cost = %s, want %s", got, want)
+	if got, ok := p.Cost(123, 1, 2); !ok || got.String() != "0.00201905" {
+		t.Errorf("Cost = %s, %v, want 0.00201905", got, ok)
 	}
 	fine, _ := ParseUSD("0.0000001")
 	if _, err := PerToken(fine); err == nil {

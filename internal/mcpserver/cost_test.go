@@ -19,7 +19,8 @@ func TestDecideCostOverMCP(t *testing.T) {
 	// The priced node's price below: a dollar and two a million tokens,
 	// and 0.0005 a request, in pico-dollars.
 	p := decision.Price{InputPerToken: 1_000_000, OutputPerToken: 2_000_000, PerRequest: 500_000_000}
-	want := p.Cost(fakeengine.SystemOneInputTokens, fakeengine.SystemOneOutputTokens, 1).String()
+	cost, _ := p.Cost(fakeengine.SystemOneInputTokens, fakeengine.SystemOneOutputTokens, 1)
+	want := cost.String()
 	for _, tc := range []struct {
 		name, node, want string
 	}{

@@ -81,7 +81,7 @@ cache: {entries: 100}
 		if err := json.Unmarshal(r.Body, &u); err != nil || u.Usage.InputTokens == 0 {
 			t.Fatalf("%s: usage %+v, %v: %s", what, u, err, r.Body)
 		}
-		want := engine.Cost(u.Usage.InputTokens, u.Usage.OutputTokens, 0)
+		want, _ := engine.Cost(u.Usage.InputTokens, u.Usage.OutputTokens, 0)
 		if got := r.Header.Get("X-System1-Cost"); got != want.String() {
 			t.Errorf("%s: X-System1-Cost %q; want %s (%d in, %d out at 0.15 and 0.6 a million)", what, got, want, u.Usage.InputTokens, u.Usage.OutputTokens)
 		}
@@ -102,7 +102,7 @@ cache: {entries: 100}
 	if err := json.Unmarshal(r.Body, &res); err != nil || res.Status != gateway.Decided {
 		t.Fatalf("decide: %d %s", r.Status, r.Body)
 	}
-	decided := hosted.Cost(fakeengine.SystemOneInputTokens, fakeengine.SystemOneOutputTokens, 1)
+	decided, _ := hosted.Cost(fakeengine.SystemOneInputTokens, fakeengine.SystemOneOutputTokens, 1)
 	if res.Cost == nil || *res.Cost != decided.String() {
 		t.Errorf("decide's cost %v; want %s (one request and its tokens at the hosted endpoint's price)", res.Cost, decided)
 	}
