@@ -60,10 +60,14 @@ func classify(row inputRow, err error) rowError {
 	return e
 }
 
+// lineStart is how every line a run writes begins, answer or error, as
+// resume knows a torn one by.
+var lineStart = []byte(`{"id":`)
+
 // appendAnswerLine writes a row's answer line: the Jev response (model,
 // answers, usage, latency_ms) with the row's id first.
 func appendAnswerLine(b []byte, id json.RawMessage, job decision.Request, res Result, latency time.Duration) []byte {
-	b = append(b, `{"id":`...)
+	b = append(b, lineStart...)
 	b = append(b, id...)
 	b = append(b, ',')
 	start := len(b)
@@ -77,7 +81,7 @@ func appendAnswerLine(b []byte, id json.RawMessage, job decision.Request, res Re
 // appendErrorLine writes a row's error line: {"id", "error"}, the id null
 // when the row had none that could be read.
 func appendErrorLine(b []byte, id json.RawMessage, e rowError) []byte {
-	b = append(b, `{"id":`...)
+	b = append(b, lineStart...)
 	if id == nil {
 		b = append(b, "null"...)
 	} else {
@@ -161,9 +165,6 @@ func resume(ctx context.Context, out io.Reader, rows rowReader, t *tally) (size 
 		buf = buf[:0]
 	}
 }
-
-// lineStart is how every line a run writes begins.
-var lineStart = []byte(`{"id":`)
 
 // maxAnswerLine bounds a line resume reads: far more than an answer to
 // the most questions a request may ask.
