@@ -262,3 +262,75 @@ func TestReplayAppliesTheLoopsFits(t *testing.T) {
 		t.Errorf("the candidate's answers moved %.3f from the served ones, want about 0.2: the loop's fits for cand not applied: %s", s.MeanAbsChange, stdout)
 	}
 }
+
+// A shadow rule on a cascade's first stage shadows that stage's
+// requests; with every question escalated to the second stage (no fits:
+// uncertified stages escalate), system1 shadow --report compares the
+// candidate with the first stage's answers, the model the rule names,
+// not with the second stage's recorded before the shadow's.
+func TestShadowReportOfACascadeStageNamesTheStageShadowed(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "decisions.db")
+	cfgText := fmt.Sprintf("decision_log:\n  path: %s\nnodes:\n", db)
+	var nodes []*fleet.Node
+	for _, m := range []struct {
+		name string
+		p    []float64
+	}{{"small", []float64{0.7, 0.3}}, {"large", []float64{0.2, 0.8}}, {"cand", []float64{0.7, 0.3}}} {
+		f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{m.name}, Behavior: fakeengine.Behavior{Logprobs: fakeengine.Probs(m.p...)}})
+		t.Cleanup(f.Close)
+		cn := config.Node{Name: m.name, URL: f.URL, Dialect: "llamacpp", Models: []string{m.name}}
+		cfgText += fmt.Sprintf("  - {name: %s, url: %q, dialect: llamacpp, models: [%s]}\n", cn.Name, cn.URL, m.name)
+		n, err := fleet.NewNode(cn, func(string) string { return "" }, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, n)
+	}
+	cfgPath := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l, err := decisionlog.Open(t.Context(), decisionlog.Options{Path: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 5
+	sh := answer.NewShadow(answer.ShadowOptions{Rules: []answer.ShadowRule{{Model: "small", Candidate: "cand", Share: 1}}, Queue: n})
+	svc := answer.New(answer.Options{Router: fleet.New(nodes, fleet.Options{}), Recorder: l, Shadow: sh,
+		Cascades: []answer.Cascade{{Model: "casc", Stages: []string{"small", "large"}, TargetError: 0.05}}})
+	for i := range n {
+		req := decision.Request{Model: "casc", State: json.RawMessage(fmt.Sprintf(`"ticket %d"`, i)), Questions: []decision.Question{
+			{ID: "urgent", Kind: decision.Noul, Options: decision.NoulOptions(nil, nil)}}}
+		a, err := svc.Answer(t.Context(), answer.Request{Request: req, Face: decisionlog.FaceSystemOne, RequestID: fmt.Sprint("r", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Questions[0].Stage != "large" {
+			t.Fatalf("the question was kept by %s; the test wants it escalated", a.Questions[0].Stage)
+		}
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		if st := sh.Stats(); st.Asked+st.Failed+st.Dropped == st.Sampled {
+			if st.Asked != n {
+				t.Fatalf("shadow: %+v", st)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the shadow did not finish: %+v", sh.Stats())
+		}
+	}
+	sh.Close()
+	if err := l.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, err := cli(t, "shadow", "--report", "--config", cfgPath)
+	var rep outcomes.ShadowReport
+	if err != nil || json.Unmarshal([]byte(stdout), &rep) != nil || len(rep.Signatures) != 1 {
+		t.Fatalf("shadow --report: %v\n%s%s", err, stdout, stderr)
+	}
+	if s := rep.Signatures[0]; s.Model != "small" || s.Candidate != "cand" || s.N != n || s.Agreement != 1 {
+		t.Errorf("the report compares %s with %s on %d pairs agreeing on %.2f; want small (the stage the rule shadows) with cand on %d agreeing on 1:\n%s", s.Model, s.Candidate, s.N, s.Agreement, n, stdout)
+	}
+}

@@ -88,9 +88,9 @@ func ShadowReportOf(pairs []ShadowPair) []ShadowSignature {
 }
 
 // ReportShadow reports on the shadow answers the log holds from since to
-// until, both included, each paired with the served answer of its request
-// and question recorded before it (the latest, when a caller reused the
-// id) and that answer's outcome. It reads the shadow answers and their
+// until, both included, each paired with the served answer of its request,
+// question and cascade stage recorded before it (the latest, when a
+// caller reused the id) and that answer's outcome. It reads the shadow answers and their
 // requests' records, not the rest of the window.
 func ReportShadow(ctx context.Context, log *decisionlog.Log, since, until time.Time) (ShadowReport, error) {
 	rep := ShadowReport{Since: since.UTC(), Until: until.UTC(), Source: decisionlog.FaceShadow, Signatures: []ShadowSignature{}}
@@ -115,7 +115,9 @@ func ReportShadow(ctx context.Context, log *decisionlog.Log, since, until time.T
 		}
 		var s *decisionlog.Entry
 		for i, c := range served[qid{id, e.QuestionID}] {
-			if c.ID < e.ID {
+			// A cascade records each stage's answer under the request;
+			// the shadow carries the stage whose request it shadowed.
+			if c.ID < e.ID && c.Cascade == e.Cascade && c.Stage == e.Stage {
 				s = &served[qid{id, e.QuestionID}][i]
 			}
 		}

@@ -66,3 +66,37 @@ func TestShadowReportReadsOnlyTheShadowedRequests(t *testing.T) {
 		t.Errorf("%+v; want m against cand, 2 pairs (r1's latest served answer and r2's), 1 labelled, agreeing on 1", s)
 	}
 }
+
+// A cascade records each stage's answer to a question under the request
+// (docs/cascades.md), and a shadow of a stage's request carries its
+// stage: the shadow answer pairs with the answer of the stage it
+// shadowed, not with a later stage's recorded before it, so the report
+// compares the candidate with the model the shadow rule names.
+func TestShadowReportPairsACascadeStageWithItsOwnAnswer(t *testing.T) {
+	ctx := context.Background()
+	l := openLog(t)
+	now := time.Now()
+	rec := func(req, face, model string, stage int, dist []float64) {
+		l.Record(decisionlog.Record{RequestID: req, QuestionID: "q", Time: now.Add(-time.Hour), Face: face, Model: model, Node: "n",
+			Kind: decision.Choice, Options: []string{"a", "b"}, EngineDist: dist, Cascade: "casc", Stage: stage})
+	}
+	// Stage 0 (small) escalated the question to stage 1 (large); the
+	// shadow of stage 0's request (small to cand) is written after both,
+	// as its worker asks the candidate off the request path.
+	rec("r1", decisionlog.FaceSystemOne, "small", 0, []float64{0.6, 0.4})
+	rec("r1", decisionlog.FaceSystemOne, "large", 1, []float64{0.1, 0.9})
+	rec(decisionlog.ShadowRequestID("r1"), decisionlog.FaceShadow, "cand", 0, []float64{0.6, 0.4})
+	if err := l.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := ReportShadow(ctx, l, now.Add(-24*time.Hour), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Signatures) != 1 {
+		t.Fatalf("%d signatures; want 1: %+v", len(rep.Signatures), rep.Signatures)
+	}
+	if s := rep.Signatures[0]; s.Model != "small" || s.Candidate != "cand" || s.N != 1 || s.Agreement != 1 {
+		t.Errorf("%s against %s, %d pairs agreeing on %.2f; want small (the stage shadowed) against cand, 1 pair agreeing on 1", s.Model, s.Candidate, s.N, s.Agreement)
+	}
+}
