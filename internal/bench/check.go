@@ -89,6 +89,18 @@ func LoadBaseline(data []byte) (*Baseline, error) {
 			return nil, fmt.Errorf("baseline sets: %w", err)
 		}
 	}
+	// Every case is answered, each answer a distribution over its
+	// options: the metrics and the flips read them as such.
+	for i, c := range b.Cases {
+		if c.Failed() {
+			return nil, fmt.Errorf("baseline case %d (%s) was not answered (%s): a baseline holds every case's answer", i, c.ID, oneLine(c.Error))
+		}
+		for _, q := range c.Questions {
+			if err := q.prediction().Check(); err != nil {
+				return nil, fmt.Errorf("baseline case %d (%s): question %s: %w", i, c.ID, q.ID, err)
+			}
+		}
+	}
 	return &b, nil
 }
 

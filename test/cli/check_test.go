@@ -215,3 +215,56 @@ func TestCheckNamesTheFirstBadThreshold(t *testing.T) {
 		}
 	}
 }
+
+// A baseline whose answers are not distributions over their options (a
+// hand edit, a merge's leftovers) is refused naming the case and what is
+// wrong (exit 1), where an empty distribution panicked system1 check and
+// a short or out-of-range one was held against as if it were answers.
+func TestCheckRefusesABaselineOfBrokenAnswers(t *testing.T) {
+	eng := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Build: "one", Behavior: fakeengine.Behavior{Prompted: byTopic}})
+	t.Cleanup(eng.Close)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	yaml := fmt.Sprintf("decision_log: {off: true}\nnodes:\n  - {name: local, url: %q, dialect: llamacpp, models: [fake]}\n", eng.URL)
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Each case asks a yes/no question beside the choice of team.
+	cs, base := filepath.Join(dir, "cases.jsonl"), filepath.Join(dir, "baseline.json")
+	cases := strings.ReplaceAll(readFile(t, checkCases(t, 4)), `}},"expected":{`, `},"urgent":{"type":"noul","instructions":"Is it urgent?"}},"expected":{"urgent":false,`)
+	if err := os.WriteFile(cs, []byte(cases), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"check", "--config", cfg, "--model", "fake", "--cases", cs, "--baseline", base}
+	if code, out, errOut := system1(t, nil, append(args, "--write-baseline")...); code != 0 {
+		t.Fatalf("check --write-baseline: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	written := readFile(t, base)
+	for _, tc := range []struct{ name, dist, want string }{
+		{"empty", `[]`, "0 probabilities for 2 options"},
+		{"short", `[1]`, "1 probabilities for 2 options"},
+		{"out of range", `[2, -1]`, "probability 0 is 2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b map[string]any
+			if err := json.Unmarshal([]byte(written), &b); err != nil {
+				t.Fatal(err)
+			}
+			for _, q := range b["cases"].([]any)[1].(map[string]any)["questions"].([]any) {
+				if q := q.(map[string]any); q["id"] == "urgent" {
+					var d any
+					_ = json.Unmarshal([]byte(tc.dist), &d)
+					q["dist"] = d
+				}
+			}
+			data, _ := json.Marshal(b)
+			if err := os.WriteFile(base, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			code, out, errOut := system1(t, nil, args...)
+			if code != 1 || !strings.Contains(errOut, "baseline case 1 (c-1): question urgent") || !strings.Contains(errOut, tc.want) || strings.Contains(errOut, "panic") {
+				t.Errorf("check against a baseline of a %s distribution: exit %d, want 1 naming case c-1 and %q\nstdout: %s\nstderr: %s", tc.name, code, tc.want, out, errOut)
+			}
+		})
+	}
+}
