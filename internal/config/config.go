@@ -601,7 +601,7 @@ func (c *Config) Check() []error {
 	errs = append(errs, c.DecisionLog.Check()...)
 	errs = append(errs, c.Tracing.Check()...)
 	errs = append(errs, c.Cache.check()...)
-	errs = append(errs, checkShadow(c.Shadow)...)
+	errs = append(errs, checkShadow(c.Shadow, c.Cascades)...)
 	errs = append(errs, c.checkCascades()...)
 	errs = append(errs, c.Drift.check()...)
 	pnames := names{}

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"math"
+	"strings"
 )
 
 // Shadow is one shadow rollout: a sampled Share of the live requests for
@@ -33,12 +34,24 @@ type Drift struct {
 	Threshold float64 `yaml:"threshold"`
 }
 
-func checkShadow(rules []Shadow) []error {
+func checkShadow(rules []Shadow, cascades []Cascade) []error {
 	var errs []error
 	seen := map[string]bool{}
+	// A cascade is answered stage by stage, each stage's request shadowed
+	// as its own model's; a shadow asks its candidate as one model.
+	stages := map[string]string{}
+	for _, c := range cascades {
+		stages[c.Model] = strings.Join(c.Stages, ", ")
+	}
 	for i, r := range rules {
 		at := fmt.Sprintf("shadow[%d]", i)
+		_, modelCascade := stages[r.Model]
+		_, candCascade := stages[r.Candidate]
 		switch {
+		case modelCascade:
+			errs = append(errs, fmt.Errorf("%s (%s): model %s is a cascade, whose stages are shadowed as their own models: name a stage (%s)", at, r.Model, r.Model, stages[r.Model]))
+		case candCascade:
+			errs = append(errs, fmt.Errorf("%s (%s): candidate %s is a cascade, which a shadow cannot ask: name a model the nodes serve (its stages: %s)", at, r.Model, r.Candidate, stages[r.Candidate]))
 		case r.Model == "":
 			errs = append(errs, fmt.Errorf("%s: model is required", at))
 		case r.Candidate == "":
