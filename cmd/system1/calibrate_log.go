@@ -21,9 +21,14 @@ func openLogFor(ctx context.Context, e env, cfgFlag, stateDir string) (*config.C
 	if err != nil {
 		return nil, nil, err
 	}
+	// A command at a terminal logs warnings and errors only: the line
+	// saying the log is off is not shown, so the error says it.
+	if cfg.DecisionLog.Off {
+		return nil, nil, fmt.Errorf("the decision log is off (decision_log.off in %s): there is nothing to read", cfg.Path)
+	}
 	l := openDecisionLog(ctx, cfg.DecisionLog, stateDir, e, logger(e), nil)
 	if l == nil {
-		return nil, nil, errors.New("the decision log is off or could not be opened (see the log above)")
+		return nil, nil, errors.New("the decision log could not be opened (see the log above)")
 	}
 	return cfg, l, nil
 }

@@ -334,3 +334,22 @@ func TestShadowReportOfACascadeStageNamesTheStageShadowed(t *testing.T) {
 		t.Errorf("the report compares %s with %s on %d pairs agreeing on %.2f; want small (the stage the rule shadows) with cand on %d agreeing on 1:\n%s", s.Model, s.Candidate, s.N, s.Agreement, n, stdout)
 	}
 }
+
+// With decision_log.off, shadow --report and replay say the log is off
+// and where, where they said to see a log line above that a command run
+// at a terminal never prints (its log shows warnings and errors only).
+func TestShadowAndReplaySayTheLogIsOff(t *testing.T) {
+	cfgPath := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfgPath, []byte("decision_log: {off: true}\nnodes:\n  - {name: n, url: \"http://127.0.0.1:9\", dialect: llamacpp, models: [m]}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"shadow", "--report", "--config", cfgPath},
+		{"replay", "--from-log", "--candidate", "m", "--config", cfgPath},
+	} {
+		stdout, stderr, err := cli(t, args...)
+		if err == nil || !strings.Contains(err.Error(), "decision_log.off") || !strings.Contains(err.Error(), cfgPath) || strings.Contains(err.Error(), "see the log above") {
+			t.Errorf("%s with the decision log off: %v, want an error naming decision_log.off in %s\nstdout: %s\nstderr: %s", args[0], err, cfgPath, stdout, stderr)
+		}
+	}
+}
