@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -166,6 +167,9 @@ docs/shadow.md.
 	}
 	now := time.Now()
 	rep, err := outcomes.Replay(ctx, answerPath(cfg, fits, nil, answer.Options{Router: router, Local: true}), l, *candidate, now.Add(-*window), now, *limit)
+	if errors.Is(err, outcomes.ErrNothingToReplay) && cfg.DecisionLog.KeepStates {
+		return fmt.Errorf("the decision log holds no question to replay in the last %v (--window): no request of another model than %s was logged in it with its state kept", *window, *candidate)
+	}
 	if err != nil {
 		return err
 	}

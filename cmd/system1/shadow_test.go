@@ -353,3 +353,20 @@ func TestShadowAndReplaySayTheLogIsOff(t *testing.T) {
 		}
 	}
 }
+
+// A replay that finds no question in its window of a log that keeps
+// states says the window held none of another model than the candidate,
+// naming --window, where it said replay needs decision_log.keep_states,
+// which was on.
+func TestReplayOfAnEmptyWindowSaysSo(t *testing.T) {
+	cfgPath := replayLog(t)
+	for _, args := range [][]string{
+		{"--candidate", "cand", "--window", "1ns"}, // the request is older
+		{"--candidate", "good"},                    // the request's own model
+	} {
+		stdout, stderr, err := cli(t, append([]string{"replay", "--from-log", "--config", cfgPath}, args...)...)
+		if err == nil || strings.Contains(err.Error(), "keep_states") || !strings.Contains(err.Error(), "--window") {
+			t.Errorf("replay %v of a log keeping states: %v, want an error naming --window and not keep_states\n%s%s", args, err, stdout, stderr)
+		}
+	}
+}

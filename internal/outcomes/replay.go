@@ -18,6 +18,10 @@ import (
 // records nothing.
 const FaceReplay = "replay"
 
+// ErrNothingToReplay means the window holds no request of another model
+// than the candidate whose state and questions the log kept.
+var ErrNothingToReplay = errors.New("the decision log holds no question to replay in the window: replay needs decision_log.keep_states: true, which keeps each state and question")
+
 // Replay asks candidate, through svc, the questions logged from since to
 // until whose states and questions were kept, request by request, the
 // latest first, at most limit questions, and reports its answers against
@@ -74,7 +78,7 @@ func Replay(ctx context.Context, svc *answer.Service, l *decisionlog.Log, candid
 		return rep, fmt.Errorf("every request in the window asks more questions than --limit %d allows (the fewest asks %d); a request is replayed whole: raise --limit to at least %d", limit, fewest, fewest)
 	}
 	if asked == 0 {
-		return rep, errors.New("the decision log holds no question to replay in the window: replay needs decision_log.keep_states: true, which keeps each state and question")
+		return rep, ErrNothingToReplay
 	}
 	switch {
 	case len(pairs) == 0 && failed == 0:
