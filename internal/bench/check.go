@@ -225,8 +225,17 @@ func (b *Baseline) compareBuilds(now []string, allow bool) Check {
 	if allow {
 		c.Limit = "any (--allow-build-change)"
 	}
-	if len(b.Builds) == 0 || len(now) == 0 {
+	if len(b.Builds) == 0 {
 		c.Limit = "not compared: a build is not known"
+		return c
+	}
+	// A gate that cannot read this run's build must not vouch for it: the
+	// baseline pinned one, and fingerprints off or failed would hide a swap.
+	if len(now) == 0 {
+		c.Held = allow
+		if !allow {
+			c.Why = fmt.Sprintf("no build was read in this run (fingerprint off, or every read failed), so it cannot be held to the baseline's %s", strings.Join(b.Builds, ", "))
+		}
 		return c
 	}
 	var other []string

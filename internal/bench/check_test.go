@@ -46,6 +46,7 @@ func TestBaselineCompare(t *testing.T) {
 		{"itself", records(12, 0.8, "b1"), records(12, 0.8, "b1"), nil, nil},
 		{"too few for sets", records(3, 0.8, "b1"), records(3, 0.8, "b1"), nil, map[string]string{"set coverage": "not measured"}},
 		{"builds unknown", records(12, 0.8, ""), records(12, 0.8, ""), nil, map[string]string{"build": "not compared"}},
+		{"build unknown now", records(12, 0.8, "b1"), records(12, 0.8, ""), []string{"build"}, nil},
 		{"flipped and another build", records(12, 0.8, "b1"), records(12, 0.3, "b2"), []string{"accuracy", "ECE", "flip rate", "build", "set coverage"}, nil},
 		{"one failed", records(12, 0.8, "b1"), append(records(11, 0.8, "b1"), Record{ID: "l", Error: "down", Questions: []Question{{ID: "q", Kind: decision.Noul, Options: 2}}}), []string{"failed requests"}, nil},
 	} {
