@@ -361,6 +361,13 @@ func (p *Parsed) readQuestion(i int, raw json.RawMessage) (decision.Question, As
 		return q, a
 	}
 	kind, known := questionKinds[typ]
+	if typ == "box" {
+		// Jev 1.14's box question, which finds its target in an image:
+		// unsupported input, as an image is, not a type never heard of.
+		p.problems = append(p.problems, Problem{Param: at + ".type", Unsupported: true,
+			Message: "box questions are not supported: they need an image, and this server reads text and JSON only"})
+		return q, a
+	}
 	if !known {
 		p.fail(at+".type", fmt.Sprintf("type %q is not one of predicate, choice, score", typ))
 		return q, a

@@ -213,6 +213,8 @@ func TestDecisionsErrors(t *testing.T) {
 		{"no questions", `{"model":"fake","input":"s","questions":[]}`, nil, 400, "invalid_request_error", "questions", "", ""},
 		{"an image", `{"model":"fake","input":[{"role":"user","content":[{"type":"input_text","text":"look"},{"type":"input_image","image_url":"data:image/png;base64,iVBORw0KGgo="}]}],` + pred + `}`,
 			nil, 400, "invalid_request_error", "input[0].content[1]", "unsupported_input", ""},
+		{"a box question (Jev 1.14's, which needs an image)", `{"model":"fake","input":"photo-1","questions":[{"type":"predicate","instructions":"?"},{"type":"box","name":"where","instructions":"the red square"}]}`,
+			[]string{"TypeSafe-Danger-Zone-Images: true"}, 400, "invalid_request_error", "questions[1].type", "unsupported_input", "box"},
 		{"unknown model", `{"model":"gpt-6-luna",` + `"input":"s",` + pred + `}`, nil, 404, "invalid_request_error", "model", "model_not_found", "gpt-6-luna"},
 		{"unknown model before the limits", `{"model":"gpt-6-luna","input":"s","questions":[{"type":"score","instructions":"?","levels":[{"label":"one"}]}]}`, nil,
 			404, "invalid_request_error", "model", "model_not_found", ""},
