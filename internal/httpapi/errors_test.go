@@ -58,6 +58,8 @@ func TestValidationErrors(t *testing.T) {
 		{name: "not an object", body: `["fake"]`, want: []string{"body model_attributes_type"}},
 		{name: "missing fields", body: `{}`, want: []string{
 			"body.model missing", "body.state missing", "body.questions missing"}},
+		{name: "an empty model", body: `{"model":"","state":"s","questions":{"q":{"type":"noul"}}}`,
+			want: []string{"body.model string_too_short"}, msgHas: []string{"model: model must not be empty"}},
 		{name: "no questions", body: `{"model":"fake","state":"s","questions":{}}`, want: []string{"body.questions too_short"}},
 		{name: "bad criteria", body: `{"model":"fake","state":"s","questions":{
 			"list":{"type":"choice","criteria":["a","b"]},

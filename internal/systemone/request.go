@@ -132,6 +132,8 @@ func parseRequest(body []byte) *Parsed {
 		p.fail("missing", "Field required", "model")
 	case jsonx.Kind(raw) != "string":
 		p.fail("string_type", "model must be a string", "model")
+	case string(raw) == `""`: // sent, so not "Field required"
+		p.fail("string_too_short", "model must not be empty; GET /v1/models lists the models served", "model")
 	default:
 		p.Model = jsonx.Text(raw)
 	}
