@@ -42,6 +42,8 @@ func TestJev114Refusals(t *testing.T) {
 			[]string{danger}, []string{"assets", "box"}, []string{"`assets`", `the box questions "b1", "b2"`}},
 		{"a multipart body", "--x\r\nContent-Disposition: form-data; name=\"request\"\r\n\r\n{}\r\n--x--\r\n",
 			[]string{"Content-Type: multipart/form-data; boundary=x", danger}, []string{"multipart"}, []string{"multipart/form-data"}},
+		{"a multipart body whose parameters do not parse", "--a b\r\nContent-Disposition: form-data; name=\"request\"\r\n\r\n{}\r\n--a b--\r\n",
+			[]string{"Content-Type: multipart/form-data; boundary=a b"}, []string{"multipart"}, []string{"multipart/form-data"}},
 	} {
 		r := s.ask(t, tc.body, tc.headers...)
 		var body struct {

@@ -3,7 +3,6 @@ package systemone
 import (
 	"encoding/json"
 	"fmt"
-	"mime"
 	"strings"
 
 	"system1/internal/jsonx"
@@ -52,10 +51,12 @@ func (u Unsupported) Features() []string {
 	return out
 }
 
-// Multipart reports whether a Content-Type is multipart/form-data.
+// Multipart reports whether a Content-Type is multipart/form-data,
+// whatever its parameters: one that does not parse (a boundary with a
+// space unquoted, one given twice) still says the body is parts.
 func Multipart(contentType string) bool {
-	mt, _, err := mime.ParseMediaType(contentType)
-	return err == nil && mt == "multipart/form-data"
+	mt, _, _ := strings.Cut(contentType, ";")
+	return strings.EqualFold(strings.TrimSpace(mt), "multipart/form-data")
 }
 
 // AppendUnsupported writes the 400 for a request holding images, in the
