@@ -71,6 +71,10 @@ func TestJev114Refusals(t *testing.T) {
 	// What hosted Jev refuses besides: an unknown top-level field.
 	wantError(t, s.ask(t, `{"model":"fake","state":"s","questions":{"q":{"type":"noul"}},"temperature":0,"stream":true}`),
 		http.StatusBadRequest, "api_usage_error", `"temperature", "stream"`)
+	// A state and its old name, document, both sent: one would be dropped
+	// in silence, so document is a field the request does not take.
+	wantError(t, s.ask(t, `{"model":"fake","state":"s","document":"d","questions":{"q":{"type":"noul"}}}`),
+		http.StatusBadRequest, "api_usage_error", `"document"`)
 
 	// The headers alone, empty assets, unknown fields inside a question
 	// and the legacy "document" change nothing: answered.

@@ -53,9 +53,9 @@ func (p *Parsed) Validate(lim decision.Limits) []decision.Problem {
 // are listed in Unknown and Jev 1.14's images in Images, for the face to
 // refuse; unknown fields inside a question are ignored, as Jev ignores
 // them; "document" is accepted for "state", as TypeSafe's early clients
-// sent it. The request keeps parts of the body verbatim (the
-// state, descriptions), so it works on its own copy: the caller may reuse
-// body.
+// sent it, and listed in Unknown when both are sent. The request keeps
+// parts of the body verbatim (the state, descriptions), so it works on its
+// own copy: the caller may reuse body.
 func ParseRequest(body []byte) *Parsed {
 	p := parseRequest(body)
 	// A key twice inside the data (a state, instructions, a criterion's
@@ -116,7 +116,11 @@ func parseRequest(body []byte) *Parsed {
 	field := func(key string) (json.RawMessage, bool) { return jsonx.Lookup(top, key) }
 	for _, m := range top {
 		switch m.Key {
-		case "model", "state", "document", "questions":
+		case "model", "state", "questions":
+		case "document":
+			if _, both := field("state"); both { // one of the two would be dropped in silence
+				p.Unknown = append(p.Unknown, m.Key)
+			}
 		case FeatureAssets, FeatureImages:
 			if !empty(m.Value) {
 				p.Images.Fields = append(p.Images.Fields, m.Key)
