@@ -184,8 +184,12 @@ func Internal(msg string) *Error {
 
 // SetHeaders sets retry-after (whole seconds, rounded up) and
 // retry-after-ms, both of which the SDKs honour, when the error asks for
-// a pause.
+// a pause. A spent budget also says x-should-retry: false, since the Node
+// SDK would otherwise retry it twice (a reset past 60 s is not waited for).
 func (e *Error) SetHeaders(h http.Header) {
+	if e.Type == TypeInsufficientQuota {
+		h.Set("X-Should-Retry", "false")
+	}
 	if e.RetryAfter <= 0 {
 		return
 	}

@@ -119,6 +119,9 @@ func TestBudgetRunsOutOnEachWire(t *testing.T) {
 		if strings.Contains(string(r.Body), wr.key) {
 			t.Errorf("%s: the 429 shows the key", wr.path)
 		}
+		if wr.path == "/v1/decisions" && r.Header.Get("X-Should-Retry") != "false" {
+			t.Errorf("%s: x-should-retry %q; want false, or the Node SDK retries a spent budget", wr.path, r.Header.Get("X-Should-Retry"))
+		}
 	}
 
 	s := startServe(t, cfg, serveOpts{})
