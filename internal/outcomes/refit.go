@@ -124,13 +124,20 @@ func refit(due []bucketCases, current *calibration.Fits, o RefitOptions) (*calib
 			return f.Provider == "" && f.Model == b.key.model && f.Fingerprint == b.key.fingerprint && f.Kind == b.key.kind && f.Bucket == b.key.bucket
 		})
 		// The fit in use is the build's own, else one for every build (no
-		// fingerprint, such as system1 calibrate writes) that its answers
-		// are served under: measured against, and kept unless beaten.
+		// fingerprint, such as system1 calibrate writes, a provider's
+		// included) that its answers are served under: measured against,
+		// and kept unless beaten. Answers of no known build are looked up
+		// among those alone, so that a build's fit is not copied into one
+		// for every build.
 		inUse, used := calibration.Fit{}, idx >= 0
-		if used {
+		switch {
+		case used:
 			inUse = next.Fits[idx]
-		} else if b.key.fingerprint != "" {
+		case b.key.fingerprint != "":
 			inUse, used, _ = next.LookupServed("", b.key.model, b.key.fingerprint, b.key.kind, b.options)
+		default:
+			everyBuild := &calibration.Fits{Fits: slices.DeleteFunc(slices.Clone(next.Fits), func(f calibration.Fit) bool { return f.Fingerprint != "" })}
+			inUse, used = everyBuild.Lookup("", b.key.model, b.key.kind, b.options)
 		}
 		cur := calibration.Identity()
 		if used {

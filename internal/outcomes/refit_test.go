@@ -328,6 +328,43 @@ func TestRefitKeepsAFitForEveryBuild(t *testing.T) {
 	}
 }
 
+// A fit system1 calibrate --provider writes (provider local, model m)
+// serves /v1/systemone's answers of m too, which look fits up with no
+// provider. Where the answers carry no fingerprint (fingerprint: {off:
+// true}, or a model not probed yet), a refit measures them against that
+// fit and keeps it unless a candidate beats it, as it does for a build's
+// answers: it measured against no calibration and, with nothing adopted,
+// wrote m a fit of no calibration for its sets, which outranks a
+// provider's fit there and took the calibrator off /v1/systemone's
+// answers.
+func TestRefitKeepsAProvidersFitWithoutFingerprints(t *testing.T) {
+	l := openLog(t)
+	record(t, l, "m", calibratedNouls(60, 3), inOrder(60))
+	hand := calibration.Fit{Provider: "local", Model: "m", Kind: decision.Noul, Bucket: calibration.Bucket(2), N: 500}
+	hand.SetCalibrator(calibration.Calibrator{Method: calibration.MethodTemperature, Temperature: 1.1})
+	f := emptyFits(t)
+	if err := f.Write(&calibration.Fits{Version: calibration.FitsVersion, Fits: []calibration.Fit{hand}}); err != nil {
+		t.Fatal(err)
+	}
+	ds, _, err := f.Refit(context.Background(), NewTracker(l), RefitOptions{Seed: 1})
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("refit: %+v %v", ds, err)
+	}
+	d := ds[0]
+	if d.Adopted {
+		t.Fatalf("adopted %s, so this test tells nothing: %s", d.Calibrator, d.Reason)
+	}
+	want := hand.Calibrator().String()
+	if d.Current != want {
+		t.Errorf("refit measured against %s; the calibrator in use is %s", d.Current, want)
+	}
+	for _, provider := range []string{"", "local"} {
+		if got, ok, _ := f.Current().LookupServed(provider, "m", "", decision.Noul, 2); !ok || got.Calibrator().String() != want {
+			t.Errorf("after a refit that adopted nothing, provider %q is served %s (found %v); want the hand-made %s kept", provider, got.Calibrator(), ok, want)
+		}
+	}
+}
+
 // A fits file system1 calibrate writes while serve runs is what the next
 // refit starts from: the refit as of 0e4086b started from the fits last
 // loaded (looked at again at most once a second), and wrote its own over
