@@ -140,9 +140,13 @@ func (f *FitsFile) replace(base, fits *calibration.Fits) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	// A file changed but unreadable is not written over either.
+	// A file changed but unreadable is not written over either: it
+	// says why, as LoadFits does (naming the file), until it is mended.
 	changed, err := f.loadLocked(true)
-	if changed || f.current.Load() != base || err != nil && !errors.Is(err, fs.ErrNotExist) {
+	switch {
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("writing fits: the file in place does not read, so it is not written over: %w", err)
+	case changed || f.current.Load() != base:
 		return fmt.Errorf("writing fits: %s changed while the refit ran; the next refit starts from it", f.path)
 	}
 	return f.writeLocked(data)

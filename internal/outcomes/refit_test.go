@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -397,6 +398,31 @@ func TestRefitKeepsAFitsFileWrittenMeanwhile(t *testing.T) {
 	}
 	if _, ok := onDisk.Lookup("", "other", decision.Noul, 2); !ok {
 		t.Errorf("the refit wrote over the fits written meanwhile: %d fits, none for model other", len(onDisk.Fits))
+	}
+}
+
+// A fits file that no longer reads (cut short by a hand edit) is not
+// written over by a refit, which says why: the file does not parse, and
+// what is wrong with it. It said the file had changed while the refit
+// ran and that the next refit would start from it, every refit after it
+// alike, so the log never named the broken file's fault.
+func TestRefitSaysTheFitsFileDoesNotRead(t *testing.T) {
+	l := openLog(t)
+	record(t, l, "m", calibratedNouls(60, 3), inOrder(60))
+	f := emptyFits(t)
+	cut := []byte(`{"version": 1, "created": "2026-12-07T10:00:00Z", "fits": [{"model": "m", "ki`)
+	if err := os.WriteFile(f.path, cut, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tr := NewTracker(l)
+	for range 2 {
+		_, _, err := f.Refit(context.Background(), tr, RefitOptions{Seed: 1})
+		if err == nil || strings.Contains(err.Error(), "changed while the refit ran") || !strings.Contains(err.Error(), "unexpected EOF") || !strings.Contains(err.Error(), f.path) {
+			t.Fatalf("refit over a fits file cut short: %v", err)
+		}
+	}
+	if data, err := os.ReadFile(f.path); err != nil || string(data) != string(cut) {
+		t.Errorf("the file was written over: %q, %v", data, err)
 	}
 }
 
