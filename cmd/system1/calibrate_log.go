@@ -72,12 +72,14 @@ func calibrationReport(ctx context.Context, e env, cfgFlag, stateDir string, win
 		return err
 	}
 	defer closeDecisionLog(l, logger(e))
-	// The fits serve's default loop keeps in the state folder, which
-	// serve reports under (and decide and mcp apply), once there are any.
-	cfg.Gateway.Fits = learnt(cfg, stateDir, e.getenv).Gateway.Fits
+	// The fits /v1/systemone applies, which serve reports under: those
+	// of calibration: apply, or those serve's default loop keeps in the
+	// state folder (which decide and mcp apply too), once there are any;
+	// none with calibration off, whatever gateway.fits names for decide.
+	served := learnt(cfg, stateDir, e.getenv)
 	var fits *calibration.Fits
-	if cfg.Gateway.Fits != "" {
-		if fits, err = outcomes.LoadFits(cfg.Resolve(cfg.Gateway.Fits)); err != nil {
+	if served.Calibration.Apply() && served.Gateway.Fits != "" {
+		if fits, err = outcomes.LoadFits(served.Resolve(served.Gateway.Fits)); err != nil {
 			return fmt.Errorf("gateway.fits: %w", err)
 		}
 	}

@@ -155,3 +155,38 @@ func overconfident(t *testing.T, db string) {
 		t.Fatal(err)
 	}
 }
+
+// With calibration: off, /v1/systemone applies no fits, and GET
+// /v1/calibration reports under the fits it applies: none, whatever
+// gateway.fits names (decide's). calibrate --report, which prints that
+// report, reports under none too: it reported under gateway.fits, naming
+// a fit_version and calibrated measures the server's report never gave.
+func TestCalibrateReportTakesNoFitsWithCalibrationOff(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "decisions.db")
+	fitsPath := filepath.Join(dir, "fits.json")
+	overconfident(t, db)
+	fitCfg := filepath.Join(dir, "fit.yaml")
+	if err := os.WriteFile(fitCfg, []byte("decision_log:\n  path: "+db+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if stdout, stderr, err := cli(t, "calibrate", "--from-log", "--config", fitCfg, "--out", fitsPath); err != nil {
+		t.Fatalf("%v\n%s\n%s", err, stdout, stderr)
+	}
+	cfgPath := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfgPath, []byte("calibration: off\ngateway:\n  fits: fits.json\ndecision_log:\n  path: "+db+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, err := cli(t, "calibrate", "--report", "--config", cfgPath, "--state-dir", dir)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	var rep outcomes.CalibrationReport
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || len(rep.Buckets) != 1 {
+		t.Fatalf("report %v: %s", err, stdout)
+	}
+	if b := rep.Buckets[0]; rep.FitVersion != "" || b.Method != "none" || b.ECECalibrated != b.ECE {
+		t.Errorf("fit_version %q, method %q, ece %v, ece_calibrated %v: with calibration off the report is under fits /v1/systemone does not apply",
+			rep.FitVersion, b.Method, b.ECE, b.ECECalibrated)
+	}
+}
