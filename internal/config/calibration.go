@@ -1,7 +1,6 @@
 package config
 
 import (
-	"cmp"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -69,7 +68,16 @@ func (c *Config) Learn(stateDir string, getenv func(string) string) {
 	if !cal.refitSet {
 		cal.RefitEvery = Duration(DefaultRefitEvery)
 	}
-	c.Gateway.Fits = cmp.Or(c.Gateway.Fits, filepath.Join(pause.Dir(stateDir, getenv), DefaultFitsFile))
+	if c.Gateway.Fits == "" {
+		// Absolute, as the state folder is the working directory's where
+		// it is relative (the decision log's is): Resolve would take a
+		// relative path beside the configuration file.
+		fits := filepath.Join(pause.Dir(stateDir, getenv), DefaultFitsFile)
+		if abs, err := filepath.Abs(fits); err == nil {
+			fits = abs
+		}
+		c.Gateway.Fits = fits
+	}
 }
 
 // Apply reports whether fits are applied on /v1/systemone.

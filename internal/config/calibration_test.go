@@ -1,6 +1,7 @@
 package config
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -71,5 +72,28 @@ func TestLearnByDefault(t *testing.T) {
 			t.Errorf("%s: mode %q, fits %q, refit_every %s; want %q, %q, %s", c.name, cfg.Calibration.Mode, cfg.Gateway.Fits,
 				time.Duration(cfg.Calibration.RefitEvery), c.mode, c.fits, c.every)
 		}
+	}
+}
+
+// The default loop keeps its fits in the state folder, where the
+// decision log is, also when the folder is given relative to the working
+// directory (--state-dir state) and the configuration file lies
+// elsewhere: gateway.fits was left relative and resolved beside the
+// configuration file (conf/state/fits.json, beside a log in
+// state/decisions.db).
+func TestLearnKeepsTheFitsInARelativeStateFolder(t *testing.T) {
+	cfg, err := Parse([]byte(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Path = filepath.Join("conf", "system1.yaml")
+	getenv := func(string) string { return "" }
+	cfg.Learn("state", getenv)
+	want, err := filepath.Abs(filepath.Join("state", DefaultFitsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Resolve(cfg.Gateway.Fits); got != want {
+		t.Errorf("the fits are kept in %s; want %s, in the state folder beside the decision log (%s)", got, want, cfg.DecisionLog.File("state", getenv))
 	}
 }
