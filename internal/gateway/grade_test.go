@@ -2,9 +2,11 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"system1/internal/calibration"
@@ -194,5 +196,39 @@ func TestDecideGradeByFitGate(t *testing.T) {
 				t.Errorf("status %s grade %q gate %+v confidence %v; want %s, %q, %+v (%s)", res.Status, res.Grade, res.Gate, *res.Confidence, tc.status, tc.grade, tc.gate, res.Rationale)
 			}
 		})
+	}
+}
+
+// Capabilities list each fit with the build it was learnt on and the
+// calibrator it applies, as the answer path applies it: two builds' fits
+// of one model, a vector fit and a refit's fit of no calibration (kept
+// for its prediction sets) read apart, where every fit was listed as a
+// temperature, p_i^(1/T), without its build.
+func TestCapabilitiesNameEachFitsBuildAndCalibrator(t *testing.T) {
+	fit := func(fingerprint string, c calibration.Calibrator) calibration.Fit {
+		f := calibration.Fit{Model: "qwen", Fingerprint: fingerprint, Kind: decision.Choice, Bucket: "3-4", N: 100}
+		f.SetCalibrator(c)
+		return f
+	}
+	path := writeFits(t,
+		fit("a1b2", calibration.TemperatureCalibrator(1.2)),
+		fit("c3d4", calibration.Calibrator{Method: calibration.MethodVector, Temperature: 1.2, Biases: []float64{0.5, -0.5, 0}}),
+		fit("e5f6", calibration.Identity()),
+	)
+	g := gatewayFor(t, "gateway:\n  fits: "+path+"\nproviders:\n  - {name: jev, kind: systemone, url: http://127.0.0.1:1, model: qwen}\n")
+	data, err := json.Marshal(g.Capabilities(context.Background()).Calibration.Fits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fits []struct{ Fingerprint, Calibrator string }
+	if err := json.Unmarshal(data, &fits); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range fits {
+		got = append(got, f.Fingerprint+" "+f.Calibrator)
+	}
+	if want := []string{"a1b2 T=1.2", "c3d4 T=1.2/b=+0.5,-0.5,0", "e5f6 none"}; strings.Join(got, "; ") != strings.Join(want, "; ") {
+		t.Errorf("capabilities' fits %q; want %q (%s)", got, want, data)
 	}
 }

@@ -159,17 +159,23 @@ type ModelInfo struct {
 // Calibration describes the fits loaded.
 type Calibration struct {
 	File string `json:"file" jsonschema:"The fits file, or empty when none is configured."`
-	Fits []Fit  `json:"fits" jsonschema:"The fitted temperatures, applied as p_i proportional to p_i^(1/T)."`
+	Fits []Fit  `json:"fits" jsonschema:"The fits loaded, each applied as its calibrator says to the answers of its provider or model, kind, option-count bucket and build."`
 }
 
 // Fit is one loaded fit.
 type Fit struct {
-	Provider    string  `json:"provider"`
-	Model       string  `json:"model"`
-	Kind        string  `json:"kind" jsonschema:"choice (options given) or noul (yes/no)."`
-	Bucket      string  `json:"bucket" jsonschema:"The option-count bucket."`
+	Provider string `json:"provider"`
+	Model    string `json:"model"`
+	Kind     string `json:"kind" jsonschema:"choice (options given) or noul (yes/no)."`
+	Bucket   string `json:"bucket" jsonschema:"The option-count bucket."`
+	// Fingerprint is the build the fit was learnt on; empty for a fit
+	// of every build.
+	Fingerprint string  `json:"fingerprint,omitempty" jsonschema:"The build of the model the fit was learnt on, whose answers alone it calibrates; absent for a fit of every build."`
 	Temperature float64 `json:"temperature"`
-	N           int     `json:"n" jsonschema:"Cases it was fitted on."`
+	// Calibrator names what the fit applies, as an answer's calibration
+	// step does (calibration.Calibrator's String).
+	Calibrator string `json:"calibrator" jsonschema:"What the fit applies, as a decide answer's calibration step names it: T=1.2 (a temperature, p_i proportional to p_i^(1/T)), T=1.2/level (a score's, keeping its expected level), T=1.2/b=+0.31,-0.12 (a temperature and a bias per option position), any of them then /map= (a confidence map), or none (a fit kept for its prediction sets, which calibrates nothing)."`
+	N          int    `json:"n" jsonschema:"Cases it was fitted on."`
 	// Gate is the fit's suggested gate, nil when it has none.
 	Gate *float64 `json:"gate,omitempty" jsonschema:"The confidence gate suggested with the fit from its held-out outcomes: decide grades its answers against it. Absent when the fit has none (decide grades by the threshold)."`
 }
@@ -199,7 +205,8 @@ func (g *Gateway) Capabilities(ctx context.Context) *Capabilities {
 	}
 	if fits := g.fits(); fits != nil {
 		for _, f := range fits.Fits {
-			ft := Fit{Provider: f.Provider, Model: f.Model, Kind: string(f.Kind), Bucket: f.Bucket, Temperature: f.Temperature, N: f.N}
+			ft := Fit{Provider: f.Provider, Model: f.Model, Kind: string(f.Kind), Bucket: f.Bucket, Fingerprint: f.Fingerprint,
+				Temperature: f.Temperature, Calibrator: f.Calibrator().String(), N: f.N}
 			if f.Gate != nil {
 				ft.Gate = &f.Gate.Threshold
 			}
