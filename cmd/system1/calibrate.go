@@ -228,7 +228,7 @@ func servingFits(cfg *config.Config, log *slog.Logger) (*outcomes.FitsFile, erro
 			return nil, fmt.Errorf("calibration: starting an empty fits file for the refits: %w", err)
 		}
 	}
-	fits, err := outcomes.OpenFitsFile(path)
+	fits, err := outcomes.OpenFitsFile(path, log)
 	if err != nil {
 		return nil, fmt.Errorf("calibration: apply: %w", err)
 	}

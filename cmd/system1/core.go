@@ -70,11 +70,11 @@ func newShadow(cfg *config.Config, dlog *decisionlog.Log, m *metrics.Metrics, lo
 // set, whatever calibration.mode says (/v1/systemone applies them only
 // with mode apply, see servingFits); serving, when serve opened them
 // already, so that both faces reload one file together.
-func decideFits(cfg *config.Config, serving *outcomes.FitsFile) (*outcomes.FitsFile, error) {
+func decideFits(cfg *config.Config, serving *outcomes.FitsFile, log *slog.Logger) (*outcomes.FitsFile, error) {
 	if serving != nil || cfg.Gateway.Fits == "" {
 		return serving, nil
 	}
-	f, err := outcomes.OpenFitsFile(cfg.Resolve(cfg.Gateway.Fits))
+	f, err := outcomes.OpenFitsFile(cfg.Resolve(cfg.Gateway.Fits), log)
 	if err != nil {
 		return nil, fmt.Errorf("gateway.fits: %w", err)
 	}
@@ -87,7 +87,7 @@ func decideFits(cfg *config.Config, serving *outcomes.FitsFile) (*outcomes.FitsF
 // returned as configuration errors for the gateway to report; the path
 // is nil when no router could be built, or no chain is configured (which
 // the gateway reports).
-func chainPath(cfg *config.Config, getenv func(string) string, dlog *decisionlog.Log) (*answer.Service, []error) {
+func chainPath(cfg *config.Config, getenv func(string) string, dlog *decisionlog.Log, log *slog.Logger) (*answer.Service, []error) {
 	if len(cfg.Gateway.Chain) == 0 {
 		return nil, nil
 	}
@@ -96,7 +96,7 @@ func chainPath(cfg *config.Config, getenv func(string) string, dlog *decisionlog
 		return nil, []error{fmt.Errorf("nodes: %w", err)}
 	}
 	var errs []error
-	fits, err := decideFits(cfg, nil)
+	fits, err := decideFits(cfg, nil, log)
 	if err != nil {
 		errs = append(errs, err)
 	}

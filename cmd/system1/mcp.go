@@ -100,7 +100,7 @@ func newGatewayLogged(ctx context.Context, path, stateDir string, e env, log *sl
 			dlog = openDecisionLog(ctx, cfg.DecisionLog, stateDir, e, log, nil)
 		}
 		var more []error
-		svc, more = chainPath(cfg, e.getenv, dlog)
+		svc, more = chainPath(cfg, e.getenv, dlog, log)
 		errs = append(errs, more...)
 	}
 	return gateway.New(gateway.Options{

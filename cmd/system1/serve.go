@@ -170,7 +170,7 @@ func buildServe(ctx context.Context, cfg *config.Config, stateDir string, e env,
 	// /v1/systemone applies the fits only with calibration: apply, decide
 	// applies gateway.fits whenever it is set (one file, reloaded once,
 	// when both do); while it does not load, decide answers config_error.
-	dfits, err := decideFits(cfg, fits)
+	dfits, err := decideFits(cfg, fits, log)
 	var decideErrs []error
 	if err != nil {
 		decideErrs = []error{err}

@@ -161,7 +161,7 @@ docs/shadow.md.
 	if err != nil {
 		return err
 	}
-	fits, err := decideFits(cfg, serving)
+	fits, err := decideFits(cfg, serving, log)
 	if err != nil {
 		return err
 	}

@@ -179,7 +179,7 @@ func build(t *testing.T, o Options, rec answer.Recorder) *Gateway {
 	}
 	ao := answer.Options{Router: router, Recorder: rec, Local: true}
 	if f := o.Config.Gateway.Fits; f != "" {
-		file, err := outcomes.OpenFitsFile(o.Config.Resolve(f))
+		file, err := outcomes.OpenFitsFile(o.Config.Resolve(f), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -481,7 +481,7 @@ func TestCalibrationRefusesATemperatureThatTies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = outcomes.OpenFitsFile(cfg.Resolve(cfg.Gateway.Fits))
+	_, err = outcomes.OpenFitsFile(cfg.Resolve(cfg.Gateway.Fits), nil)
 	if err != nil && strings.Contains(err.Error(), "fit 0: temperature 1e+17 is not") {
 		return
 	}

@@ -51,7 +51,7 @@ func TestLoopClosesOnTheSimulatedModel(t *testing.T) {
 	if err := os.WriteFile(fitsPath, empty, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	fits, err := outcomes.OpenFitsFile(fitsPath)
+	fits, err := outcomes.OpenFitsFile(fitsPath, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -45,8 +46,10 @@ type FitsFile struct {
 	current atomic.Pointer[calibration.Fits]
 	checked atomic.Int64 // unix nanoseconds of the last look at the file
 
-	mu   sync.Mutex // serialises loads and writes
-	stat fileStamp
+	mu     sync.Mutex // serialises loads and writes
+	stat   fileStamp
+	log    *slog.Logger
+	warned string // the last reload's error, said once until the file reads
 }
 
 type fileStamp struct {
@@ -54,9 +57,10 @@ type fileStamp struct {
 	size int64
 }
 
-// OpenFitsFile loads the fits file at path.
-func OpenFitsFile(path string) (*FitsFile, error) {
-	f := &FitsFile{path: path}
+// OpenFitsFile loads the fits file at path. log (nil: none) hears once
+// of each way a later version fails to read, since its fits stay in use.
+func OpenFitsFile(path string, log *slog.Logger) (*FitsFile, error) {
+	f := &FitsFile{path: path, log: log}
 	if _, err := f.loadLocked(false); err != nil {
 		return nil, err
 	}
@@ -84,7 +88,15 @@ func (f *FitsFile) Current() *calibration.Fits {
 func (f *FitsFile) Reload() (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.loadLocked(true)
+	changed, err := f.loadLocked(true)
+	switch {
+	case err == nil:
+		f.warned = ""
+	case f.log != nil && err.Error() != f.warned:
+		f.warned = err.Error()
+		f.log.Warn("the fits file does not read; the fits loaded before stay in use until it does", "err", err)
+	}
+	return changed, err
 }
 
 // loadLocked reads the file, unless ifChanged is set and its

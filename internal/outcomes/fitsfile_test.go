@@ -1,8 +1,11 @@
 package outcomes
 
 import (
+	"bytes"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,7 +15,7 @@ import (
 
 // A fits file written by another process (a refit of another replica,
 // system1 calibrate) is picked up without a restart; one that no longer
-// parses keeps the fits in use; Write replaces the file atomically with a
+// parses keeps the fits in use, and is said once in the log; Write replaces the file atomically with a
 // new revision.
 func TestFitsFileReloads(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "fits.json")
@@ -32,7 +35,8 @@ func TestFitsFileReloads(t *testing.T) {
 	}
 	t0 := time.Now().Add(-time.Hour)
 	write(2, t0)
-	ff, err := OpenFitsFile(path)
+	var warnings bytes.Buffer
+	ff, err := OpenFitsFile(path, slog.New(slog.NewTextHandler(&warnings, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,8 +51,13 @@ func TestFitsFileReloads(t *testing.T) {
 	if err := os.WriteFile(path, []byte(`{"version":1,"fits":[{}]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ff.Reload(); err == nil || ff.Current().Fits[0].Temperature != 3 {
-		t.Fatalf("a broken file replaced the fits in use: %v %+v", err, ff.Current())
+	for range 2 {
+		if _, err := ff.Reload(); err == nil || ff.Current().Fits[0].Temperature != 3 {
+			t.Fatalf("a broken file replaced the fits in use: %v %+v", err, ff.Current())
+		}
+	}
+	if n := strings.Count(warnings.String(), "level=WARN"); n != 1 || !strings.Contains(warnings.String(), path) {
+		t.Errorf("a broken file, reloaded twice, was said %d times (want once, naming %s): %s", n, path, warnings.String())
 	}
 	next := &calibration.Fits{Version: calibration.FitsVersion, Fits: []calibration.Fit{{Model: "m", Kind: decision.Choice, Bucket: "3-4", Temperature: 4}}}
 	next.Revise(time.Now())

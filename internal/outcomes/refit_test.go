@@ -35,7 +35,7 @@ func emptyFitsIn(t testing.TB, dir string) *FitsFile {
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f, err := OpenFitsFile(path)
+	f, err := OpenFitsFile(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

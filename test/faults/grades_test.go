@@ -61,7 +61,7 @@ func TestGradeByTheFitsGateOnBothFaces(t *testing.T) {
 					t.Errorf("%s: status %s confidence %v grade %q gate %+v; want decided at 0.75, %q, %+v\n%s", face, res.Status, res.Confidence, res.Grade, res.Gate, tc.grade, tc.gate, raw)
 				}
 			}
-			file, err := outcomes.OpenFitsFile(fitsPath)
+			file, err := outcomes.OpenFitsFile(fitsPath, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
