@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"time"
 
 	"system1/internal/answer"
 	"system1/internal/config"
@@ -62,6 +63,12 @@ flags:
 	return err
 }
 
+// mcpLogOpenTimeout bounds how long system1 mcp waits for its decision
+// log to open (a PostgreSQL server that does not answer) before it
+// serves without one: Claude Code gives an MCP server 30 s to start, and
+// the plugin's launcher may have waited up to 10 s for a build already.
+const mcpLogOpenTimeout = 10 * time.Second
+
 // newGatewayLogged reads the configuration at path and builds the gateway
 // over it. A configuration that cannot be read becomes a configuration
 // error of the gateway, never a failure: the caller still gets a gateway
@@ -97,7 +104,13 @@ func newGatewayLogged(ctx context.Context, path, stateDir string, e env, log *sl
 			errs = append(errs, err)
 		}
 		if face != "" {
-			dlog = openDecisionLog(ctx, cfg.DecisionLog, stateDir, e, log, nil)
+			lctx := ctx
+			if face == decisionlog.FaceMCP {
+				var cancel context.CancelFunc
+				lctx, cancel = context.WithTimeout(ctx, mcpLogOpenTimeout)
+				defer cancel()
+			}
+			dlog = openDecisionLog(lctx, cfg.DecisionLog, stateDir, e, log, nil)
 		}
 		var more []error
 		svc, more = chainPath(cfg, e.getenv, dlog, log)
