@@ -57,7 +57,7 @@ const feedbackDescription = `Tell System 1 what turned out right for an earlier 
 	`invalid_request with "param" naming the field at fault: request_id, question or outcome; log_off when the decision log is off, log_error when it failed to write; on any error nothing was recorded).`
 
 const instructions = `System 1 gives fast, calibrated decisions among options (or yes/no) through system1_decide. ` +
-	`Act on a "decided" result; on "abstained" or "error", reason the question through yourself.`
+	`Follow a result's "grade": "act", act on its decision; "ask", ask the user which of the top options; "escalate", reason the question through yourself, as on a result without a grade (paused, or an error).`
 
 // Wording is how the gateway's texts name this face's tools and the
 // plugin's toggle; cmd/system1 builds the MCP server's gateway with it.

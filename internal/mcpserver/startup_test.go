@@ -3,11 +3,13 @@ package mcpserver_test
 import (
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"system1/internal/fakeengine"
+	"system1/internal/gateway"
 	"system1/internal/outcomes"
 )
 
@@ -55,5 +57,24 @@ func TestStartsInTimeWhenTheDecisionLogHangs(t *testing.T) {
 	got, isErr := s.feedback(map[string]any{"request_id": "r", "outcome": "yes"})
 	if !isErr || got.Error == nil || got.Error.Code != outcomes.FeedbackLogOff {
 		t.Errorf("feedback with the log unavailable: isError %v, %+v", isErr, got.Error)
+	}
+}
+
+// The server's instructions, which Claude Code gives the model with the
+// tools, say what the result itself says: a decision graded ask or
+// escalate is not acted on as it is, where they said to act on every
+// decided result.
+func TestInstructionsFollowTheGrade(t *testing.T) {
+	near := fakeengine.StartSystemOne(t, fakeengine.Reply{Probs: []float64{0.45, 0.44, 0.11}})
+	s := newWorld(t, chain("", so("jev", near.URL))).start()
+	res := s.decide(map[string]any{"question": "Which?", "options": []string{"a", "b", "c"}, "min_confidence": 0.4})
+	if res.Status != gateway.Decided || res.Grade != gateway.GradeAsk || !strings.Contains(res.Rationale, "Ask the user before acting on it") {
+		t.Fatalf("response %+v", res)
+	}
+	in := s.cs.InitializeResult().Instructions
+	for _, want := range []string{`"grade"`, `"act"`, `"ask"`, `"escalate"`} {
+		if !strings.Contains(in, want) {
+			t.Errorf("the instructions do not name %s, so a decision graded %s reads as one to act on: %q", want, res.Grade, in)
+		}
 	}
 }
