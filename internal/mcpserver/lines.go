@@ -245,9 +245,10 @@ func (c *lineConn) writeReply(id jsonrpc.ID, data []byte) error {
 
 // Write sends one message on its own line. An error reply without a
 // JSON-RPC code (the SDK's for a request before initialize, for
-// initialize params it cannot decode, or a failure of its own) gets one:
-// invalid params for those params, invalid request before the session is
-// initialized, internal error after.
+// initialize params it cannot decode, a second initialize, or a failure
+// of its own) gets one: invalid params for those params, invalid request
+// for a second initialize and before the session is initialized, internal
+// error after.
 func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -285,6 +286,9 @@ func (c *lineConn) coded(resp *jsonrpc.Response) *jsonrpc.Response {
 	case isInit && strings.HasPrefix(msg, "handling 'initialize': "):
 		// The SDK's error for initialize params it cannot decode.
 		code = jsonrpc.CodeInvalidParams
+	case isInit && initialized:
+		// The SDK's error for a second initialize: the client's.
+		code = jsonrpc.CodeInvalidRequest
 	case !initialized:
 		code, msg = jsonrpc.CodeInvalidRequest, msg+": send initialize first"
 	}

@@ -235,6 +235,22 @@ func TestInitializeWithBadParams(t *testing.T) {
 	}
 }
 
+// A second initialize is the client's error, an invalid request, not an
+// internal error of the server's, and the session goes on serving.
+func TestSecondInitializeIsInvalidRequest(t *testing.T) {
+	ep := fakeengine.StartSystemOne(t, fakeengine.Reply{})
+	s := newWorld(t, chain("", so("jev", ep.URL))).startRaw()
+	s.initialize()
+	s.send(`{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}` + "\n")
+	if m := s.next(); string(m["id"]) != "7" || errCode(t, m) != -32600 {
+		t.Errorf("a second initialize: id %s error %s; want -32600", m["id"], m["error"])
+	}
+	s.healthCall(2)
+	if m := s.next(); string(m["id"]) != "2" || m["result"] == nil {
+		t.Errorf("after the second initialize: %v", m)
+	}
+}
+
 // What a careless or hostile client may write that is still valid, or
 // harmless: each is answered as JSON-RPC says, and the server keeps
 // serving.
