@@ -7,6 +7,8 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"system1/internal/answer"
@@ -42,6 +44,10 @@ flags:
 	if err := noArguments(fs, e); err != nil {
 		return err
 	}
+	// A client gone whole (stdout closed too) fails the write of a reply
+	// with EPIPE, where SIGPIPE would kill the process on it: the server
+	// then ends as at the end of input, closing its decision log.
+	signal.Ignore(syscall.SIGPIPE)
 	log := logger(e)
 	g, dlog, tr := newGatewayLogged(ctx, configPath(*cfgFlag, e.getenv), *stateDir, e, log, mcpserver.Wording, decisionlog.FaceMCP)
 	defer closeLogAndTracer(dlog, tr, log)
@@ -58,6 +64,9 @@ flags:
 		return nil
 	case err == nil, errors.Is(err, io.EOF):
 		log.Info("mcp server stopped: the client closed stdin", "request_id", "-")
+		return nil
+	case errors.Is(err, syscall.EPIPE):
+		log.Info("mcp server stopped: the client closed stdout", "request_id", "-")
 		return nil
 	}
 	return err

@@ -469,3 +469,58 @@ func TestClosedStdinDrainGrace(t *testing.T) {
 		t.Errorf("replies %s\nstderr:\n%s", show(replies), stderr)
 	}
 }
+
+// A client that goes away whole (it closed stdout as well as stdin: it
+// crashed, or was killed) while a call runs: writing the reply fails, and
+// the server still shuts down as it does at the end of input, exit 0 with
+// the decision log closed and the answer recorded, where it was killed by
+// SIGPIPE on that write.
+func TestClientGoneMidCallShutsDownCleanly(t *testing.T) {
+	ep := fakeengine.StartSystemOne(t, fakeengine.Reply{Fault: fakeengine.Late})
+	w := newWorld(t, chain("", so("jev", ep.URL)))
+	cmd := exec.Command(bin, "mcp", "--config", w.config)
+	cmd.Env = w.env()
+	errOut := &testbin.Output{}
+	cmd.Stderr = errOut
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(stdin, initLine+initializedLine+decideLine); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	if !sc.Scan() || !strings.Contains(sc.Text(), `"id":"init"`) {
+		t.Fatalf("initialize: %q\n%s", sc.Text(), errOut)
+	}
+	select {
+	case <-ep.Arrived:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the decide call never reached the provider\n%s", errOut)
+	}
+	// The client goes: both its ends close, then the provider answers.
+	_ = stdout.Close()
+	_ = stdin.Close()
+	ep.Release()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("the server did not exit\n%s", errOut)
+	}
+	if err != nil {
+		t.Errorf("exit: %v; want status 0\nstderr:\n%s", err, errOut)
+	}
+	if !strings.Contains(errOut.String(), "decision log closed") || !strings.Contains(errOut.String(), "written=1") {
+		t.Errorf("the decision log was not closed with the answer written\nstderr:\n%s", errOut)
+	}
+}
