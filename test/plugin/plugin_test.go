@@ -545,3 +545,55 @@ func TestStandInServer(t *testing.T) {
 		}
 	}
 }
+
+// SYSTEM1_PLUGIN_WAIT that is not a whole number of seconds (2.5, 10s)
+// is read as the default, with a line on stderr, and the launcher still
+// serves: where the shell's arithmetic on it ended the launcher before
+// it served anything, and Claude Code showed the server failed.
+func TestLauncherWaitNotAWholeNumber(t *testing.T) {
+	root, data := t.TempDir(), t.TempDir()
+	src := repoRoot(t)
+	for _, dir := range []string{"scripts", "cmd", "internal"} {
+		if err := os.Mkdir(filepath.Join(root, dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"system1-plugin", "system1-building"} {
+		b, err := os.ReadFile(filepath.Join(src, "scripts", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, "scripts", name), b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A source that fails to build at once: the launcher waits, then
+	// serves the stand-in, which says so.
+	for _, name := range []string{"go.mod", "go.sum"} {
+		if err := os.WriteFile(filepath.Join(root, name), []byte("module broken\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { stopBuild(data) })
+	for _, wait := range []string{"2.5", "10s"} {
+		cmd := exec.Command(filepath.Join(root, "scripts", "system1-plugin"), "mcp")
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "GOCACHE=" + t.TempDir(), "GOFLAGS=-mod=mod",
+			"CLAUDE_PLUGIN_ROOT=" + root, "CLAUDE_PLUGIN_DATA=" + data, "SYSTEM1_PLUGIN_WAIT=" + wait}
+		stderr := &testbin.Output{}
+		cmd.Stderr = stderr
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		s, err := mcp.NewClient(&mcp.Implementation{Name: "plugin-test", Version: "0"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+		cancel()
+		if err != nil {
+			t.Errorf("SYSTEM1_PLUGIN_WAIT=%s: connect: %v\nstderr:\n%s", wait, err, stderr)
+			continue
+		}
+		if v := s.InitializeResult().ServerInfo.Version; v != "not-built-yet" {
+			t.Errorf("SYSTEM1_PLUGIN_WAIT=%s: server version %q; want the stand-in", wait, v)
+		}
+		s.Close()
+		if !strings.Contains(stderr.String(), "SYSTEM1_PLUGIN_WAIT") {
+			t.Errorf("SYSTEM1_PLUGIN_WAIT=%s: nothing on stderr says it was not read:\n%s", wait, stderr)
+		}
+	}
+}
