@@ -2,6 +2,7 @@ package docs_test
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"system1/internal/config"
+	"system1/internal/gateway"
 	"system1/internal/testbin"
 )
 
@@ -322,5 +324,37 @@ func TestDocsToggleCommandsRun(t *testing.T) {
 	}
 	if n == 0 {
 		t.Error("found no `system1 toggle` in the docs")
+	}
+}
+
+// Every decide result shown in the docs (a JSON block carrying
+// "schema_version") is one the contract allows: schema/response.json,
+// whose required fields are what a transcript recorded before a field was
+// added would lack.
+func TestDocsDecideResultsHoldTheSchema(t *testing.T) {
+	schema, err := gateway.ResponseSchema().Resolve(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown := 0
+	for _, b := range blocks(t) {
+		if b.lang != "json" || !strings.Contains(b.text, `"schema_version"`) || !strings.Contains(b.text, `"request_id"`) {
+			continue
+		}
+		var v map[string]any
+		if err := json.Unmarshal([]byte(b.text), &v); err != nil {
+			t.Errorf("%s:%d: %v", b.file, b.line, err)
+			continue
+		}
+		if _, health := v["summary"]; health {
+			continue // system1_health's result, not decide's
+		}
+		shown++
+		if err := schema.Validate(any(v)); err != nil {
+			t.Errorf("%s:%d: a decide result the contract does not allow: %v", b.file, b.line, err)
+		}
+	}
+	if shown == 0 {
+		t.Fatal("no decide result found in the docs; the test reads nothing")
 	}
 }
