@@ -246,6 +246,9 @@ func Groups(entries []Entry) []Group {
 	return out
 }
 
+// MaxOutcomeLevel is the largest level an outcome may name.
+const MaxOutcomeLevel = 999_999_999
+
 // ParseOutcome reads an outcome as a face receives it, as JSON, into the
 // option key Outcome takes: a string as itself (a criteria key, a decide
 // option, a level key, NoneFit), true and false as "true" and "false" (a noul),
@@ -266,7 +269,7 @@ func ParseOutcome(raw json.RawMessage) (string, error) {
 	case bool:
 		return strconv.FormatBool(x), nil
 	case float64:
-		if x == math.Trunc(x) && x >= 0 && x < 1e9 {
+		if x == math.Trunc(x) && x >= 0 && x <= MaxOutcomeLevel {
 			return strconv.FormatInt(int64(x), 10), nil
 		}
 		return "", fmt.Errorf("%v is not a level (a whole number from 0)", x)

@@ -17,6 +17,7 @@ import (
 	"system1/internal/answer"
 	"system1/internal/config"
 	"system1/internal/decision"
+	"system1/internal/decisionlog"
 	"system1/internal/fakeengine"
 	"system1/internal/fleet"
 	"system1/internal/outcomes"
@@ -487,4 +488,24 @@ func TestCalibrationRefusesATemperatureThatTies(t *testing.T) {
 	}
 	res := decide(t, build(t, Options{Config: cfg, ConfigPath: path}, nil), `{"question":"Which?","options":["a","b","c"]}`)
 	t.Errorf("fits opened (%v); %s at %v, where the engine answered b at 0.7", err, res.Status, res.Probabilities)
+}
+
+// system1_feedback's input schema takes the outcomes ParseOutcome takes
+// and no level it refuses, the largest level on each side of the line.
+func TestFeedbackSchemaTakesWhatParseOutcomeTakes(t *testing.T) {
+	resolved, err := FeedbackInputSchema().Resolve(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, outcome := range []string{`"billing"`, `true`, `0`, `999999999`, `1000000000`, `-1`, `1.5`} {
+		_, parseErr := decisionlog.ParseOutcome(json.RawMessage(outcome))
+		var generic any
+		if err := json.Unmarshal([]byte(`{"request_id":"r","outcome":`+outcome+`}`), &generic); err != nil {
+			t.Fatal(err)
+		}
+		schemaErr := resolved.Validate(generic)
+		if (parseErr == nil) != (schemaErr == nil) {
+			t.Errorf("outcome %s: ParseOutcome says %v, the schema %v", outcome, parseErr, schemaErr)
+		}
+	}
 }

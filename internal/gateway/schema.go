@@ -197,7 +197,7 @@ func FeedbackInputSchema() *jsonschema.Schema {
 	p := s.Properties
 	p["request_id"].MinLength, p["request_id"].MaxLength = new(1), new(decisionlog.MaxRequestIDChars)
 	desc := p["outcome"].Description
-	p["outcome"] = &jsonschema.Schema{Description: desc, AnyOf: []*jsonschema.Schema{{Type: "string", MinLength: new(1)}, {Type: "boolean"}, {Type: "integer", Minimum: new(0.0)}}}
+	p["outcome"] = &jsonschema.Schema{Description: desc, AnyOf: []*jsonschema.Schema{{Type: "string", MinLength: new(1)}, {Type: "boolean"}, {Type: "integer", Minimum: new(0.0), Maximum: new(float64(decisionlog.MaxOutcomeLevel))}}}
 	s.Required = []string{"request_id", "outcome"}
 	return s
 }
