@@ -379,6 +379,8 @@ func TestRequestSchemaRefusesWhatParseRefuses(t *testing.T) {
 		`{"question":"q","debias":""}`,
 		`{"question":"q","prior":"global"}`,
 		`{"question":"q","prior":""}`,
+		`{"question":"   "}`,
+		`{"question":"q","options":["a"," "]}`,
 	} {
 		if _, ps := ParseRequest([]byte(body)); len(ps) == 0 {
 			t.Fatalf("%s: ParseRequest accepts it", body)

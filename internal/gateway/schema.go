@@ -35,6 +35,10 @@ func WithoutDialect(s *jsonschema.Schema) *jsonschema.Schema {
 	return c
 }
 
+// notBlank is the pattern of a text ParseRequest refuses when blank:
+// one character that is not a space (as ECMAScript and Go read \S).
+const notBlank = `\S`
+
 // RequestSchema is the decide request's schema (schema/request.json).
 func RequestSchema() *jsonschema.Schema {
 	s := infer[Request]()
@@ -42,8 +46,10 @@ func RequestSchema() *jsonschema.Schema {
 	s.Description = "One decision for System 1 to make: a question, optionally the options to choose from and a context object."
 	p := s.Properties
 	p["question"].MinLength, p["question"].MaxLength = new(1), new(MaxQuestionChars)
+	p["question"].Pattern = notBlank
 	p["options"].MinItems, p["options"].MaxItems, p["options"].UniqueItems = new(MinOptions), new(MaxOptions), true
 	p["options"].Items.MinLength, p["options"].Items.MaxLength = new(1), new(MaxOptionChars)
+	p["options"].Items.Pattern = notBlank
 	unit(p["min_confidence"])
 	// What ParseRequest refuses, the schema says: a value it allowed is
 	// not refused.
