@@ -87,7 +87,13 @@ func calibrationReport(ctx context.Context, e env, cfgFlag, stateDir string, win
 	// configuration's, else outcomes.DefaultTargetError.
 	target = cmp.Or(target, cfg.Calibration.TargetError)
 	now := time.Now()
-	rep, err := outcomes.ReportCalibrationWith(ctx, l, fits, outcomes.ReportOptions{Since: now.Add(-window), Until: now, TargetError: target, Drift: driftOptions(cfg.Drift)})
+	since := now.Add(-window)
+	rep, err := outcomes.ReportCalibrationWith(ctx, l, fits, outcomes.ReportOptions{Since: since, Until: now, TargetError: target, Drift: driftOptions(cfg.Drift)})
+	if err == nil {
+		// As GET /v1/calibration reports them, a stage's alias resolved.
+		resolve := func(m string) string { return cmp.Or(cfg.Aliases[m], m) }
+		rep.Cascades, err = outcomes.ReportCascades(ctx, l, fits, cascades(cfg), resolve, since, now)
+	}
 	if err != nil {
 		return err
 	}

@@ -190,3 +190,27 @@ func TestCalibrateReportTakesNoFitsWithCalibrationOff(t *testing.T) {
 			rep.FitVersion, b.Method, b.ECE, b.ECECalibrated)
 	}
 }
+
+// calibrate --report names each configured cascade, as GET
+// /v1/calibration does, its stages included.
+func TestCalibrateReportNamesTheCascades(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "config.yaml")
+	cfg := "decision_log:\n  path: " + filepath.Join(dir, "decisions.db") +
+		"\nnodes:\n  - {name: n, url: 'http://127.0.0.1:9', models: [small, large]}\ngateway:\n  chain: [{name: local, model: tiered}]\n" +
+		"cascades:\n  - {model: tiered, stages: [small, large]}\n"
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, err := cli(t, "calibrate", "--report", "--config", cfgPath)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	var rep outcomes.CalibrationReport
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Cascades) != 1 || rep.Cascades[0].Model != "tiered" {
+		t.Fatalf("cascades %+v; want tiered's report, as GET /v1/calibration gives\n%s", rep.Cascades, stdout)
+	}
+}
