@@ -402,6 +402,41 @@ func TestNonFiniteRecordIsLeftOutNotTheBatch(t *testing.T) {
 	}
 }
 
+// TestFailedInsertFailsItsBatchOnly is a batch whose INSERT fails midway
+// on SQLite, which the writer's INSERT OR ROLLBACK ends by rolling its
+// transaction back: none of the batch is stored, every one of its records
+// is counted as failed, and the next batch is written.
+func TestFailedInsertFailsItsBatchOnly(t *testing.T) {
+	for _, raise := range []string{"ABORT", "ROLLBACK"} {
+		t.Run(raise, func(t *testing.T) {
+			ctx := ctxT(t)
+			l := openLog(t, Options{Path: sqlitePath(t), Linger: -1})
+			// A temporary trigger lives on the log's one connection only.
+			if _, err := l.store.db.ExecContext(ctx, "CREATE TEMP TRIGGER refuse BEFORE INSERT ON main.decisions"+
+				" WHEN NEW.request_id = 'bad' BEGIN SELECT RAISE("+raise+", 'refused'); END"); err != nil {
+				t.Fatal(err)
+			}
+			var batch []Record
+			for i := range 100 { // 102 records: INSERTs of 64, 32, 4 and 2 rows
+				batch = append(batch, sample(fmt.Sprintf("good%d", i), "q", t0))
+			}
+			batch = append(batch, sample("bad", "q", t0), sample("good", "q", t0))
+			if err := l.write(ctx, batch); err == nil {
+				t.Fatal("the batch was written")
+			}
+			if err := l.write(ctx, []Record{sample("after1", "q", t0), sample("after2", "q", t0)}); err != nil {
+				t.Fatal(err)
+			}
+			if s := l.Stats(); s.Written != 2 || s.Failed != uint64(len(batch)) {
+				t.Fatalf("stats %+v", s)
+			}
+			if n := count(t, l, "decisions"); n != 2 {
+				t.Fatalf("%d rows stored, want the second batch's 2", n)
+			}
+		})
+	}
+}
+
 func nan() float64 { var z float64; return z / z }
 
 // A caller's id with a NUL in it (decide's request_id "a\u0000b", a

@@ -312,7 +312,18 @@ func (s *store) insertStmt(ctx context.Context, n int) (*sql.Stmt, error) {
 		return st, nil
 	}
 	values := strings.TrimSuffix(strings.Repeat(rowPlaceholders+",", n), ",")
-	st, err := s.db.PrepareContext(ctx, s.q("INSERT INTO decisions ("+columns+") VALUES "+values))
+	insert := "INSERT INTO"
+	if !s.postgres {
+		// On SQLite an INSERT of several rows that can fail midway
+		// (a NOT NULL column's ABORT) keeps a statement journal, to
+		// undo its rows alone: the pages it changes, copied into a
+		// temporary file past 64 KiB, about half of the writer's
+		// pwrites at 512 records. A failed INSERT fails its batch's
+		// transaction whole anyway (insert rolls it back), so ROLLBACK,
+		// which needs no statement journal, ends it the same way.
+		insert = "INSERT OR ROLLBACK INTO"
+	}
+	st, err := s.db.PrepareContext(ctx, s.q(insert+" decisions ("+columns+") VALUES "+values))
 	if err != nil {
 		return nil, err
 	}
