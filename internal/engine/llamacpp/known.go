@@ -9,21 +9,39 @@ func (e *Engine) KnownLabels(model string, candidates []string, want int) (label
 }
 
 // known is Labels from what the tokenizer has said, and the index of the
-// first candidate it would have to be asked about; -1 when none.
+// first candidate it would have to be asked about; -1 when none. Up to
+// the first candidate that is no token, the labels are the candidates'
+// own (capped, so that an append copies), without an allocation: every
+// question asks this twice, and most models have a token for each.
 func (e *Engine) known(model string, candidates []string, want int) (labels []string, unknown int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	n := 0 // labels kept, candidates[:n] while labels is nil
 	for i, c := range candidates {
-		if len(labels) == want {
+		if n == want {
 			break
 		}
 		id, ok := e.ids[tokenKey{model, c}]
 		if !ok {
 			return nil, i
 		}
-		if id >= 0 {
+		switch {
+		case id < 0 && labels == nil:
+			labels = make([]string, n, min(want, len(candidates)))
+			copy(labels, candidates)
+		case id < 0:
+		case labels == nil:
+			n++
+		default:
 			labels = append(labels, c)
+			n++
 		}
+	}
+	if n == 0 {
+		return nil, -1
+	}
+	if labels == nil {
+		return candidates[:n:n], -1
 	}
 	return labels, -1
 }
