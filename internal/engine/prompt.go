@@ -53,7 +53,12 @@ func prefix(system, statePart string) uint64 {
 	return h.Sum64()
 }
 
-func statePart(state json.RawMessage) string { return "State:\n" + jsonx.Text(state) + "\n\n" }
+func statePart(state json.RawMessage) string {
+	if body, ok := jsonx.Plain(state); ok { // most states: one allocation
+		return "State:\n" + string(body) + "\n\n"
+	}
+	return "State:\n" + jsonx.Text(state) + "\n\n"
+}
 
 const system = "You are a fast, careful judge. You read a state and answer one question about it " +
 	"by picking exactly one of the labelled options. Reply with the option's label alone."
@@ -69,17 +74,43 @@ var kinds = map[decision.Kind]struct{ ask, options string }{
 // Layout lays question q out over state with the given labels, one per
 // option in option order.
 func Layout(state json.RawMessage, q decision.Question, labels []string) Prompt {
+	// The question is written in one buffer sized for it, a plain JSON
+	// string's text straight from its bytes: every question of every row
+	// is laid out, and each piece in a string of its own cost ten
+	// allocations a question.
+	k, known := kinds[q.Kind]
+	size := len(q.Instructions) + len(k.ask) + len(k.options) + 12
+	for i, o := range q.Options {
+		size += len(labels[i]) + len(o.Name) + len(o.Text) + 5
+	}
 	var b strings.Builder
-	if k, ok := kinds[q.Kind]; ok {
-		b.WriteString("Question: " + cmp.Or(jsonx.Text(q.Instructions), k.ask) + "\n" + k.options + "\n")
+	b.Grow(size)
+	if known {
+		b.WriteString("Question: ")
+		if body, ok := jsonx.Plain(q.Instructions); ok && len(body) > 0 {
+			b.Write(body)
+		} else {
+			b.WriteString(cmp.Or(jsonx.Text(q.Instructions), k.ask))
+		}
+		b.WriteString("\n")
+		b.WriteString(k.options)
+		b.WriteString("\n")
 	}
 	for i, o := range q.Options {
-		name, desc := o.Name, jsonx.Text(o.Text)
-		b.WriteString(labels[i] + ". " + name)
-		if name != "" && desc != "" {
-			b.WriteString(": ")
+		b.WriteString(labels[i])
+		b.WriteString(". ")
+		b.WriteString(o.Name)
+		if body, ok := jsonx.Plain(o.Text); ok {
+			if o.Name != "" && len(body) > 0 {
+				b.WriteString(": ")
+			}
+			b.Write(body)
+		} else if desc := jsonx.Text(o.Text); desc != "" {
+			if o.Name != "" {
+				b.WriteString(": ")
+			}
+			b.WriteString(desc)
 		}
-		b.WriteString(desc)
 		b.WriteByte('\n')
 	}
 	return Prompt{

@@ -365,19 +365,28 @@ func Text(raw json.RawMessage) string {
 // state is read this way for every prompt laid out over it, and most are
 // such strings. ok is false for anything else, which Text decodes in full.
 func plainString(raw []byte) (string, bool) {
+	body, ok := Plain(raw)
+	return string(body), ok
+}
+
+// Plain is the text of a JSON string with nothing to decode (no escape,
+// no control character, valid UTF-8), as the bytes between its quotes,
+// without a copy: for a caller that writes the text out. ok is false for
+// anything else, whose text is Text's.
+func Plain(raw []byte) (body []byte, ok bool) {
 	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
-		return "", false
+		return nil, false
 	}
-	body := raw[1 : len(raw)-1]
+	body = raw[1 : len(raw)-1]
 	for _, c := range body {
 		if c < 0x20 || c == '"' || c == '\\' {
-			return "", false
+			return nil, false
 		}
 	}
 	if !utf8.Valid(body) {
-		return "", false
+		return nil, false
 	}
-	return string(body), true
+	return body, true
 }
 
 // TextOK reports whether a JSON string, quotes included, decodes to what
