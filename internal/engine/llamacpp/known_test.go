@@ -1,6 +1,7 @@
 package llamacpp
 
 import (
+	"context"
 	"slices"
 	"testing"
 )
@@ -61,5 +62,26 @@ func TestKnownLabels(t *testing.T) {
 		}
 	}); n != 0 {
 		t.Errorf("KnownLabels made %v allocations a call, want 0", n)
+	}
+}
+
+// TestTurnAllocatesNothing holds a read's turn to no allocation: its
+// release was a closure over what it took, two allocations every read.
+// The tokens it takes go back, the slot's and the call's.
+func TestTurnAllocatesNothing(t *testing.T) {
+	e := &Engine{calls: &callTokens{calls: make(chan struct{}, 2), slots: []chan struct{}{make(chan struct{}, 1), make(chan struct{}, 1)}}}
+	ctx := context.Background()
+	slot := 1
+	if n := testing.AllocsPerRun(100, func() {
+		tok, h, err := e.turn(ctx, &slot)
+		if err != nil || tok != e.calls || len(e.calls.calls) != 1 || len(e.calls.slots[1]) != 1 {
+			t.Fatalf("turn took %d calls and %d of the slot (%v)", len(e.calls.calls), len(e.calls.slots[1]), err)
+		}
+		h.release()
+		if len(e.calls.calls) != 0 || len(e.calls.slots[1]) != 0 {
+			t.Fatal("release kept a token")
+		}
+	}); n != 0 {
+		t.Errorf("a turn made %v allocations, want 0", n)
 	}
 }

@@ -201,7 +201,7 @@ func (e *Engine) read(ctx context.Context, model string, p engine.Prompt, labels
 	}
 	if e.together() {
 		if t, ok := e.templateFor(ctx, model, p); ok {
-			r, floor, alone, err := e.readTogether(ctx, callKey{model, grammar, topK}, t.render(p.System, p.User()), labels)
+			r, floor, alone, err := e.readTogether(ctx, callKey{model, grammar, topK}, t.renderPrompt(p), labels)
 			if !alone {
 				return r, floor, err
 			}
@@ -346,11 +346,11 @@ func (e *Engine) prime(ctx context.Context, slot *int) error {
 // starts once the task has its server slot, so that it bounds the task,
 // not its turn.
 func (e *Engine) infer(ctx context.Context, path string, slot *int, req, reply any) error {
-	_, release, err := e.turn(ctx, slot)
+	_, h, err := e.turn(ctx, slot)
 	if err != nil {
 		return err
 	}
-	defer release()
+	defer h.release()
 	ctx, cancel := engine.Bound(ctx)
 	defer cancel()
 	return openai.Post(ctx, e.HTTP, e.url(path), e.Key, req, reply, e.MaxBody)
@@ -358,38 +358,47 @@ func (e *Engine) infer(ctx context.Context, path string, slot *int, req, reply a
 
 // turn takes what a task waits for before it runs, in infer's order: the
 // node's admission, then its server slot when slot is not nil, then one
-// of the server's calls; release gives them back. t is the server's
+// of the server's calls; h.release gives them back. t is the server's
 // callTokens, nil while it has not said its slots.
-func (e *Engine) turn(ctx context.Context, slot *int) (t *callTokens, release func(), err error) {
+func (e *Engine) turn(ctx context.Context, slot *int) (t *callTokens, h held, err error) {
 	t = e.tokens(ctx)
-	done, err := engine.Admit(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	var held [2]chan struct{} // what was taken after the admission, in order
-	n := 0
-	release = func() {
-		for i := n - 1; i >= 0; i-- {
-			<-held[i]
-		}
-		done()
+	if h.done, err = engine.Admit(ctx); err != nil {
+		return nil, held{}, err
 	}
 	if t == nil {
-		return nil, release, nil
+		return nil, h, nil
 	}
 	if slot != nil && *slot < len(t.slots) {
 		if err := acquire(ctx, t.slots[*slot]); err != nil {
-			release()
-			return nil, nil, err
+			h.release()
+			return nil, held{}, err
 		}
-		held[n], n = t.slots[*slot], n+1
+		h.chans[h.n], h.n = t.slots[*slot], h.n+1
 	}
 	if err := acquire(ctx, t.calls); err != nil {
-		release()
-		return nil, nil, err
+		h.release()
+		return nil, held{}, err
 	}
-	held[n], n = t.calls, n+1
-	return t, release, nil
+	h.chans[h.n], h.n = t.calls, h.n+1
+	return t, h, nil
+}
+
+// held is what a turn took: the admission, then the tokens taken after
+// it, in order. A value, not a closure over them, which cost every read
+// two allocations.
+type held struct {
+	done  func()
+	chans [2]chan struct{}
+	n     int
+}
+
+// release gives a turn's tokens back, the last taken first, then its
+// admission.
+func (h *held) release() {
+	for i := h.n - 1; i >= 0; i-- {
+		<-h.chans[i]
+	}
+	h.done()
 }
 
 // entry is *m's value for k, made, with *m, on first use: the engine's

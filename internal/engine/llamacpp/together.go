@@ -43,6 +43,12 @@ func (t chatTemplate) render(system, user string) string {
 	return t.head + system + t.middle + user + t.tail
 }
 
+// renderPrompt is render of p's system message and user turn, in one
+// string where the user turn alone was another.
+func (t chatTemplate) renderPrompt(p engine.Prompt) string {
+	return t.head + p.System + t.middle + p.StatePart + p.Question + t.tail
+}
+
 // templateState is what is known of a model's template: learnt and
 // checked (usable), being learnt (busy), rendering otherwise than the
 // server (refused), or not read, to be tried again at retry.
@@ -180,11 +186,11 @@ type completion struct {
 // readTogether reads p rendered as text, in a call with the reads of the
 // same key that wait with it; alone is set when it must be read by itself.
 func (e *Engine) readTogether(ctx context.Context, key callKey, text string, labels []openai.Label) (r engine.Reading, floor float64, alone bool, err error) {
-	t, release, err := e.turn(ctx, nil)
+	t, h, err := e.turn(ctx, nil)
 	if err != nil {
 		return r, 0, false, err
 	}
-	defer release()
+	defer h.release()
 	w := &waiter{ctx: ctx, prompt: text, done: make(chan completed, 1)}
 	e.mu.Lock()
 	q := entry(&e.queues, key)
