@@ -140,11 +140,20 @@ type callKey struct {
 	topK           int
 }
 
-// waiter is a read waiting to go in a call.
+// waiter is a read waiting to go in a call. The poster sets got, then
+// closes done: it never waits on a reader, and a channel of no values is
+// one allocation where one of completed (which holds pointers) was two.
 type waiter struct {
 	ctx    context.Context
 	prompt string
-	done   chan completed // buffered: the poster never waits on a reader
+	got    completed
+	done   chan struct{}
+}
+
+// answer hands w its part of a call.
+func (w *waiter) answer(c completed) {
+	w.got = c
+	close(w.done)
 }
 
 // completed is one prompt's part of a call. alone sends the prompt again
@@ -191,7 +200,7 @@ func (e *Engine) readTogether(ctx context.Context, key callKey, text string, lab
 		return r, 0, false, err
 	}
 	defer h.release()
-	w := &waiter{ctx: ctx, prompt: text, done: make(chan completed, 1)}
+	w := &waiter{ctx: ctx, prompt: text, done: make(chan struct{})}
 	e.mu.Lock()
 	q := entry(&e.queues, key)
 	q.waiting = append(q.waiting, w)
@@ -208,7 +217,8 @@ func (e *Engine) readTogether(ctx context.Context, key callKey, text string, lab
 	}
 	var c completed
 	select {
-	case c = <-w.done:
+	case <-w.done:
+		c = w.got
 	case <-ctx.Done():
 		return r, 0, false, ctx.Err()
 	}
@@ -274,13 +284,19 @@ func (e *Engine) post(key callKey, call []*waiter) {
 	defer cancel()
 	left := atomic.Int64{}
 	left.Store(int64(len(call)))
-	for _, w := range call {
-		stop := context.AfterFunc(w.ctx, func() {
-			if left.Add(-1) == 0 {
-				cancel()
-			}
-		})
-		defer stop()
+	gaveUp := func() { // one for the call, not one a waiter
+		if left.Add(-1) == 0 {
+			cancel()
+		}
+	}
+	stops := make([]func() bool, len(call))
+	defer func() { // one deferred call, not one a waiter
+		for _, stop := range stops {
+			stop()
+		}
+	}()
+	for i, w := range call {
+		stops[i] = context.AfterFunc(w.ctx, gaveUp)
 	}
 	prompts := make([]string, len(call))
 	for i, w := range call {
@@ -303,7 +319,7 @@ func (e *Engine) post(key callKey, call []*waiter) {
 	raw, err := openai.PostBody(ctx, e.HTTP, e.url("/completion"), e.Key, req, e.MaxBody)
 	if f := (*engine.Failure)(nil); errors.As(err, &f) && f.Kind == engine.Rejected {
 		for _, w := range call {
-			w.done <- completed{alone: true}
+			w.answer(completed{alone: true})
 		}
 		return
 	}
@@ -313,9 +329,9 @@ func (e *Engine) post(key callKey, call []*waiter) {
 	}
 	for i, w := range call {
 		if err != nil {
-			w.done <- completed{err: err}
+			w.answer(completed{err: err})
 		} else {
-			w.done <- completed{c: parts[i]}
+			w.answer(completed{c: parts[i]})
 		}
 	}
 }
