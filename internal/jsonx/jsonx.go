@@ -50,6 +50,35 @@ func Members(raw json.RawMessage) ([]Member, error) {
 	return out, nil
 }
 
+// Elements splits a JSON array into its elements, each verbatim, as
+// encoding/json decodes it into a []json.RawMessage: copies of the bytes
+// sent, here all in one allocation, each capped so that an append to one
+// copies it. raw must be valid JSON, checked by the caller; anything
+// but an array, null too, is ErrNotArray.
+func Elements(raw json.RawMessage) ([]json.RawMessage, error) {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '[' {
+		return nil, ErrNotArray
+	}
+	var small [64][2]int // a batch's states: its most
+	bounds := small[:0]
+	n := 0
+	for i = skipSpace(raw, i+1); i < len(raw) && raw[i] != ']'; {
+		end := skipValue(raw, i)
+		bounds = append(bounds, [2]int{i, end})
+		n += end - i
+		i = next(raw, end)
+	}
+	buf := make([]byte, 0, n)
+	out := make([]json.RawMessage, len(bounds))
+	for k, b := range bounds {
+		start := len(buf)
+		buf = append(buf, raw[b[0]:b[1]]...)
+		out[k] = buf[start:len(buf):len(buf)]
+	}
+	return out, nil
+}
+
 // smallObject is how many keys a keySet compares one by one before it
 // keeps them in a map: most objects (a question, its criteria) have a
 // few, and a map for them costs more than the comparisons.
@@ -315,6 +344,9 @@ func skipValue(b []byte, i int) int {
 
 // ErrNotObject is the error of Members on a value that is not an object.
 var ErrNotObject = errors.New("not an object")
+
+// ErrNotArray is the error of Elements on a value that is not an array.
+var ErrNotArray = errors.New("not an array")
 
 // Kind names the JSON type of a raw value by its first byte: "string",
 // "object", "array", "null", "boolean" or "number", or "missing" for an

@@ -60,7 +60,7 @@ func ParseBatchRequest(body []byte) *BatchParsed {
 	// Nor is "states" a field the batch does not define.
 	p.Unknown = slices.DeleteFunc(p.Unknown, func(f string) bool { return f == "states" })
 	top, err := jsonx.Members(body)
-	if err != nil || !json.Valid(body) {
+	if err != nil || !p.isJSON { // json.Valid(body), as ParseRequest found it
 		return p // the body itself could not be read, which ParseRequest said
 	}
 	// A single request's state (or document) beside the states is a field
@@ -80,8 +80,8 @@ func ParseBatchRequest(body []byte) *BatchParsed {
 		p.fail("missing", fmt.Sprintf("Field required: states, an array of 1 to %d states", MaxBatchStates), "states")
 		return p
 	}
-	var states []json.RawMessage
-	if jsonx.Kind(raw) != "array" || json.Unmarshal(raw, &states) != nil {
+	states, err := jsonx.Elements(raw)
+	if jsonx.Kind(raw) != "array" || err != nil {
 		p.fail("list_type", fmt.Sprintf("states must be an array of 1 to %d states", MaxBatchStates), "states")
 		return p
 	}

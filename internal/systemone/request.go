@@ -34,6 +34,9 @@ type Parsed struct {
 	// ("questions/<id>") that had a structural problem, so that limits are
 	// not checked on what could not be read.
 	broken map[string]bool
+	// isJSON is set when the body is JSON, for ParseBatchRequest, which
+	// reads it again.
+	isJSON bool
 }
 
 // Validate returns the structural problems plus those of the request's
@@ -96,6 +99,7 @@ func parseRequest(body []byte) *Parsed {
 	if !json.Valid(body) {
 		return unread("json_invalid", "body is not valid JSON")
 	}
+	p.isJSON = true
 	if path, isKey, bad := jsonx.InvalidText(body); bad {
 		// Decoding would replace it with U+FFFD: an id would come back
 		// changed, a state would not be what was sent.
