@@ -147,7 +147,7 @@ func parseJSONRow(text []byte, line int, qs []decision.Question, ids bool, outco
 	ms, err := jsonx.Members(text)
 	var dup *jsonx.DuplicateKeyError
 	switch {
-	case errors.As(err, &dup):
+	case jsonx.IsDuplicate(err, &dup):
 		return fail("line %d: the key %q appears twice", line, dup.Key)
 	case err != nil:
 		return fail("line %d: a row must be a JSON object {\"id\", \"state\"}", line)

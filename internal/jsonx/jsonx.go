@@ -268,6 +268,17 @@ func unquote(q []byte) (string, error) {
 	return s, err
 }
 
+// IsDuplicate is errors.As(err, dup) for a duplicate key, without the
+// allocation errors.As makes of its target: a body or a row is read on
+// every request, and almost never holds one.
+func IsDuplicate(err error, dup **DuplicateKeyError) bool {
+	d, ok := errors.AsType[*DuplicateKeyError](err)
+	if ok {
+		*dup = d
+	}
+	return ok
+}
+
 // next is the index of what follows a member or element ending at end:
 // past its comma, if any.
 func next(b []byte, end int) int {

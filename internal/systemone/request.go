@@ -8,7 +8,6 @@ package systemone
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -112,7 +111,7 @@ func parseRequest(body []byte) *Parsed {
 	top, err := jsonx.Members(body)
 	var dup *jsonx.DuplicateKeyError
 	switch {
-	case errors.As(err, &dup):
+	case jsonx.IsDuplicate(err, &dup):
 		return unread("duplicate_key", fmt.Sprintf("the key %q appears twice; send each field once", dup.Key), dup.Key)
 	case err != nil:
 		return unread("model_attributes_type", "body must be a JSON object")
@@ -166,7 +165,7 @@ func parseRequest(body []byte) *Parsed {
 	}
 	qs, err := jsonx.Members(raw)
 	switch {
-	case errors.As(err, &dup):
+	case jsonx.IsDuplicate(err, &dup):
 		p.fail("duplicate_key", fmt.Sprintf("question id %q appears twice; every question needs its own id", dup.Key), "questions", dup.Key)
 		p.broken["questions"] = true
 		return p
@@ -200,7 +199,7 @@ func (p *Parsed) parseQuestion(id string, raw json.RawMessage) decision.Question
 	fs, err := jsonx.Members(raw)
 	var dup *jsonx.DuplicateKeyError
 	switch {
-	case errors.As(err, &dup):
+	case jsonx.IsDuplicate(err, &dup):
 		fail("duplicate_key", fmt.Sprintf("the key %q appears twice in the question; send each field once", dup.Key), dup.Key)
 		return q
 	case err != nil:
@@ -239,7 +238,7 @@ func (p *Parsed) parseQuestion(id string, raw json.RawMessage) decision.Question
 			break
 		}
 		ms, err := jsonx.Members(crit)
-		if errors.As(err, &dup) {
+		if jsonx.IsDuplicate(err, &dup) {
 			fail("duplicate_key", fmt.Sprintf("option %q appears twice; options must be unique", dup.Key), "criteria", dup.Key)
 			break
 		}
@@ -265,7 +264,7 @@ func (p *Parsed) parseQuestion(id string, raw json.RawMessage) decision.Question
 			break
 		}
 		// A level named twice is that, not criteria of the wrong shape.
-		if _, err := jsonx.Members(crit); errors.As(err, &dup) {
+		if _, err := jsonx.Members(crit); jsonx.IsDuplicate(err, &dup) {
 			fail("duplicate_key", fmt.Sprintf("level %q appears twice; levels must be unique", dup.Key), "criteria", dup.Key)
 			break
 		}
@@ -279,7 +278,7 @@ func (p *Parsed) parseQuestion(id string, raw json.RawMessage) decision.Question
 		var sides [2]json.RawMessage
 		if hasCrit {
 			ms, err := jsonx.Members(crit)
-			if errors.As(err, &dup) {
+			if jsonx.IsDuplicate(err, &dup) {
 				fail("duplicate_key", fmt.Sprintf("the side %q appears twice; send each side once", dup.Key), "criteria", dup.Key)
 				break
 			}
