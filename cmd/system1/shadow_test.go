@@ -4,10 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -195,16 +200,27 @@ func cliEnv(t *testing.T, env map[string]string, args ...string) (string, string
 // node serves good and cand alike; it returns the configuration's path.
 func replayLog(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
-	db := filepath.Join(dir, "decisions.db")
 	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{"good", "cand"}, Behavior: fakeengine.Behavior{Logprobs: fakeengine.Probs(0.7, 0.2)}})
 	t.Cleanup(f.Close)
+	return logRequests(t, f.URL, decision.Request{Model: "good", State: json.RawMessage(`"I was charged twice"`), Questions: []decision.Question{
+		{ID: "urgent", Kind: decision.Noul, Options: decision.NoulOptions(nil, nil)},
+		{ID: "refund", Kind: decision.Noul, Options: decision.NoulOptions(nil, nil)},
+	}})
+}
+
+// logRequests writes a configuration whose decision log keeps states and
+// holds reqs, answered in turn (request ids r1, r2...) by the node at
+// nodeURL, which serves good and cand; it returns the configuration's path.
+func logRequests(t *testing.T, nodeURL string, reqs ...decision.Request) string {
+	t.Helper()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "decisions.db")
 	cfgPath := filepath.Join(dir, "config.yaml")
-	cfgText := fmt.Sprintf("decision_log:\n  path: %s\n  keep_states: true\nnodes:\n  - {name: n, url: %q, dialect: llamacpp, models: [good, cand]}\n", db, f.URL)
+	cfgText := fmt.Sprintf("decision_log:\n  path: %s\n  keep_states: true\nnodes:\n  - {name: n, url: %q, dialect: llamacpp, models: [good, cand]}\n", db, nodeURL)
 	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	n, err := fleet.NewNode(config.Node{Name: "n", URL: f.URL, Dialect: "llamacpp", Models: []string{"good", "cand"}}, func(string) string { return "" }, nil)
+	n, err := fleet.NewNode(config.Node{Name: "n", URL: nodeURL, Dialect: "llamacpp", Models: []string{"good", "cand"}}, func(string) string { return "" }, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,12 +229,10 @@ func replayLog(t *testing.T) string {
 		t.Fatal(err)
 	}
 	svc := answer.New(answer.Options{Router: fleet.New([]*fleet.Node{n}, fleet.Options{}), Recorder: l})
-	req := decision.Request{Model: "good", State: json.RawMessage(`"I was charged twice"`), Questions: []decision.Question{
-		{ID: "urgent", Kind: decision.Noul, Options: decision.NoulOptions(nil, nil)},
-		{ID: "refund", Kind: decision.Noul, Options: decision.NoulOptions(nil, nil)},
-	}}
-	if _, err := svc.Answer(t.Context(), answer.Request{Request: req, Face: decisionlog.FaceSystemOne, RequestID: "r1"}); err != nil {
-		t.Fatal(err)
+	for i, req := range reqs {
+		if _, err := svc.Answer(t.Context(), answer.Request{Request: req, Face: decisionlog.FaceSystemOne, RequestID: fmt.Sprintf("r%d", i+1)}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := l.Close(t.Context()); err != nil {
 		t.Fatal(err)
@@ -368,5 +382,44 @@ func TestReplayOfAnEmptyWindowSaysSo(t *testing.T) {
 		if err == nil || strings.Contains(err.Error(), "keep_states") || !strings.Contains(err.Error(), "--window") {
 			t.Errorf("replay %v of a log keeping states: %v, want an error naming --window and not keep_states\n%s%s", args, err, stdout, stderr)
 		}
+	}
+}
+
+// A replay counts the requests the candidate failed and the questions it
+// refused, which its signatures leave out, where a candidate that failed
+// half the requests was reported on the other half alone.
+func TestReplayCountsWhatTheCandidateFailed(t *testing.T) {
+	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{"good", "cand"}, Behavior: fakeengine.Behavior{Logprobs: fakeengine.Probs(0.7, 0.2)}})
+	t.Cleanup(f.Close)
+	target, err := url.Parse(f.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The engine refuses, as the request's fault, any prompt naming the
+	// broken ticket, once the log is written: the candidate fails it.
+	var refuse atomic.Bool
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if refuse.Load() && bytes.Contains(body, []byte("broken ticket")) {
+			http.Error(w, `{"error":{"code":400,"message":"refused","type":"invalid_request_error"}}`, http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	urgent := []decision.Question{{ID: "urgent", Kind: decision.Noul, Options: decision.NoulOptions(nil, nil)}}
+	cfgPath := logRequests(t, front.URL,
+		decision.Request{Model: "good", State: json.RawMessage(`"a broken ticket"`), Questions: urgent},
+		decision.Request{Model: "good", State: json.RawMessage(`"I was charged twice"`), Questions: urgent})
+	refuse.Store(true)
+	stdout, stderr, err := cli(t, "replay", "--from-log", "--candidate", "cand", "--config", cfgPath)
+	var rep outcomes.ShadowReport
+	if err != nil || json.Unmarshal([]byte(stdout), &rep) != nil {
+		t.Fatalf("replay: %v\n%s%s", err, stdout, stderr)
+	}
+	if len(rep.Signatures) != 1 || rep.Signatures[0].N != 1 || rep.Failed != 1 {
+		t.Errorf("replay of 2 requests, the candidate failing one: %d signatures, failed %d; want the one answered compared and 1 failed\n%s", len(rep.Signatures), rep.Failed, stdout)
 	}
 }

@@ -86,7 +86,7 @@ func Replay(ctx context.Context, svc *answer.Service, l *decisionlog.Log, candid
 	case len(pairs) == 0:
 		return rep, fmt.Errorf("the candidate answered none of the %d requests replayed: %w", failed, firstErr)
 	}
-	rep.Signatures = ShadowReportOf(pairs)
+	rep.Signatures, rep.Failed, rep.Refused = ShadowReportOf(pairs), failed, refused
 	return rep, nil
 }
 

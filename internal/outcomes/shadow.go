@@ -37,6 +37,11 @@ type ShadowReport struct {
 	// Source is "shadow" (live traffic) or "replay".
 	Source     string            `json:"source"`
 	Signatures []ShadowSignature `json:"signatures"`
+	// Failed and Refused are a replay's requests the candidate failed
+	// and questions it refused with no reading, which the signatures
+	// leave out: a candidate is not judged on its answers alone.
+	Failed  int `json:"failed,omitempty"`
+	Refused int `json:"refused,omitempty"`
 }
 
 // ShadowSignature is one model, candidate and signature's comparison
