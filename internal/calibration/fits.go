@@ -399,13 +399,21 @@ func (f *Fits) LookupServed(provider, model, fingerprint string, kind decision.K
 		ft, ok = f.Lookup(provider, model, kind, options)
 		return ft, ok, false
 	}
-	for _, want := range []string{fingerprint, ""} {
-		if ft, ok = f.lookup(provider, model, kind, options, func(ft Fit) bool { return ft.Fingerprint == want }); ok {
-			return ft, true, false
-		}
+	if ft, ok = f.lookup(provider, model, kind, options, func(ft Fit) bool { return ft.Fingerprint == fingerprint }); ok {
+		return ft, true, false
+	}
+	if ft, ok = f.LookupEveryBuild(provider, model, kind, options); ok {
+		return ft, true, false
 	}
 	_, other = f.Lookup(provider, model, kind, options)
 	return Fit{}, false, other
+}
+
+// LookupEveryBuild is Lookup among the fits of every build alone (no
+// Fingerprint): those learnt before fingerprints, or by system1
+// calibrate.
+func (f *Fits) LookupEveryBuild(provider, model string, kind decision.Kind, options int) (Fit, bool) {
+	return f.lookup(provider, model, kind, options, func(ft Fit) bool { return ft.Fingerprint == "" })
 }
 
 // lookup is Lookup among the fits accept takes (nil: all).

@@ -136,8 +136,7 @@ func refit(due []bucketCases, current *calibration.Fits, o RefitOptions) (*calib
 		case b.key.fingerprint != "":
 			inUse, used, _ = next.LookupServed("", b.key.model, b.key.fingerprint, b.key.kind, b.options)
 		default:
-			everyBuild := &calibration.Fits{Fits: slices.DeleteFunc(slices.Clone(next.Fits), func(f calibration.Fit) bool { return f.Fingerprint != "" })}
-			inUse, used = everyBuild.Lookup("", b.key.model, b.key.kind, b.options)
+			inUse, used = next.LookupEveryBuild("", b.key.model, b.key.kind, b.options)
 		}
 		cur := calibration.Identity()
 		if used {
