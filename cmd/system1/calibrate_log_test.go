@@ -43,14 +43,10 @@ func TestCalibrateFromTheLog(t *testing.T) {
 	if _, _, err := cli(t, "calibrate", "--from-log", "--config", cfgPath, "--min-cases", "500", "--out", filepath.Join(dir, "none.json")); err == nil {
 		t.Error("a bucket under --min-cases was fitted")
 	}
-	stdout, stderr, err = cli(t, "calibrate", "--report", "--config", cfgPath, "--target-error", "0.1")
-	if err != nil {
-		t.Fatalf("%v\n%s", err, stderr)
-	}
-	var rep outcomes.CalibrationReport
-	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || len(rep.Buckets) != 1 || rep.Buckets[0].Outcomes != 80 || rep.TargetError != 0.1 ||
+	rep, stdout := calibrationReportOf(t, "--config", cfgPath, "--target-error", "0.1")
+	if len(rep.Buckets) != 1 || rep.Buckets[0].Outcomes != 80 || rep.TargetError != 0.1 ||
 		rep.Buckets[0].Accuracy != 0.5 || len(rep.Buckets[0].Reliability) == 0 {
-		t.Fatalf("report %v: %s", err, stdout)
+		t.Fatalf("report: %s", stdout)
 	}
 	if _, stderr, err := cli(t, "calibrate", "--report", "--from-log", "--config", cfgPath); err == nil || !strings.Contains(stderr, "--report") {
 		t.Errorf("--report with --from-log: %v %s", err, stderr)
@@ -120,13 +116,9 @@ func TestCalibrateReportTakesTheLoopsFits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stdout, stderr, err := cli(t, "calibrate", "--report", "--config", cfgPath, "--state-dir", dir)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, stderr)
-	}
-	var rep outcomes.CalibrationReport
-	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || len(rep.Buckets) != 1 {
-		t.Fatalf("report %v: %s", err, stdout)
+	rep, stdout := calibrationReportOf(t, "--config", cfgPath, "--state-dir", dir)
+	if len(rep.Buckets) != 1 {
+		t.Fatalf("report: %s", stdout)
 	}
 	if b := rep.Buckets[0]; rep.FitVersion != fits.Revision || b.ECECalibrated == b.ECE {
 		t.Errorf("fit_version %q (want %q), method %q, ece %v, ece_calibrated %v: the report is not under the loop's fits",
@@ -177,13 +169,9 @@ func TestCalibrateReportTakesNoFitsWithCalibrationOff(t *testing.T) {
 	if err := os.WriteFile(cfgPath, []byte("calibration: off\ngateway:\n  fits: fits.json\ndecision_log:\n  path: "+db+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	stdout, stderr, err := cli(t, "calibrate", "--report", "--config", cfgPath, "--state-dir", dir)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, stderr)
-	}
-	var rep outcomes.CalibrationReport
-	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || len(rep.Buckets) != 1 {
-		t.Fatalf("report %v: %s", err, stdout)
+	rep, stdout := calibrationReportOf(t, "--config", cfgPath, "--state-dir", dir)
+	if len(rep.Buckets) != 1 {
+		t.Fatalf("report: %s", stdout)
 	}
 	if b := rep.Buckets[0]; rep.FitVersion != "" || b.Method != "none" || b.ECECalibrated != b.ECE {
 		t.Errorf("fit_version %q, method %q, ece %v, ece_calibrated %v: with calibration off the report is under fits /v1/systemone does not apply",
@@ -202,15 +190,22 @@ func TestCalibrateReportNamesTheCascades(t *testing.T) {
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	stdout, stderr, err := cli(t, "calibrate", "--report", "--config", cfgPath)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, stderr)
-	}
-	var rep outcomes.CalibrationReport
-	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
-		t.Fatal(err)
-	}
+	rep, stdout := calibrationReportOf(t, "--config", cfgPath)
 	if len(rep.Cascades) != 1 || rep.Cascades[0].Model != "tiered" {
 		t.Fatalf("cascades %+v; want tiered's report, as GET /v1/calibration gives\n%s", rep.Cascades, stdout)
 	}
+}
+
+// calibrationReportOf runs calibrate --report with args and reads the
+// report it prints, failing the test when it fails or prints no report.
+func calibrationReportOf(t *testing.T, args ...string) (rep outcomes.CalibrationReport, stdout string) {
+	t.Helper()
+	stdout, stderr, err := cli(t, append([]string{"calibrate", "--report"}, args...)...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("report %v: %s", err, stdout)
+	}
+	return rep, stdout
 }
