@@ -53,21 +53,9 @@ func TestShadowReportAndReplayFromTheCommandLine(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "decisions.db")
 	cfgText := fmt.Sprintf("decision_log:\n  path: %s\n  keep_states: true\nnodes:\n", db)
-	var nodes []*fleet.Node
-	for _, m := range []struct {
-		name string
-		sim  *simmodel.Model
-	}{{"good", good}, {"worse", &worse}} {
-		f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{m.name}, Behavior: m.sim.Behavior()})
-		t.Cleanup(f.Close)
-		cn := config.Node{Name: m.name, URL: f.URL, Dialect: "llamacpp", Models: []string{m.name}}
-		cfgText += fmt.Sprintf("  - {name: %s, url: %q, dialect: llamacpp, models: [%s]}\n", cn.Name, cn.URL, m.name)
-		n, err := fleet.NewNode(cn, func(string) string { return "" }, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		nodes = append(nodes, n)
-	}
+	sims := []*simmodel.Model{good, &worse}
+	lines, nodes := fakeNodes(t, []string{"good", "worse"}, func(i int) fakeengine.Behavior { return sims[i].Behavior() })
+	cfgText += lines
 	// A candidate that ranks none of the labels refuses every question.
 	blank := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{"blank"}, Behavior: fakeengine.Behavior{Logprobs: fakeengine.Probs()}})
 	t.Cleanup(blank.Close)
@@ -286,21 +274,11 @@ func TestShadowReportOfACascadeStageNamesTheStageShadowed(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "decisions.db")
 	cfgText := fmt.Sprintf("decision_log:\n  path: %s\nnodes:\n", db)
-	var nodes []*fleet.Node
-	for _, m := range []struct {
-		name string
-		p    []float64
-	}{{"small", []float64{0.7, 0.3}}, {"large", []float64{0.2, 0.8}}, {"cand", []float64{0.7, 0.3}}} {
-		f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{m.name}, Behavior: fakeengine.Behavior{Logprobs: fakeengine.Probs(m.p...)}})
-		t.Cleanup(f.Close)
-		cn := config.Node{Name: m.name, URL: f.URL, Dialect: "llamacpp", Models: []string{m.name}}
-		cfgText += fmt.Sprintf("  - {name: %s, url: %q, dialect: llamacpp, models: [%s]}\n", cn.Name, cn.URL, m.name)
-		n, err := fleet.NewNode(cn, func(string) string { return "" }, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		nodes = append(nodes, n)
-	}
+	probs := [][]float64{{0.7, 0.3}, {0.2, 0.8}, {0.7, 0.3}}
+	lines, nodes := fakeNodes(t, []string{"small", "large", "cand"}, func(i int) fakeengine.Behavior {
+		return fakeengine.Behavior{Logprobs: fakeengine.Probs(probs[i]...)}
+	})
+	cfgText += lines
 	cfgPath := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o600); err != nil {
 		t.Fatal(err)
@@ -422,4 +400,23 @@ func TestReplayCountsWhatTheCandidateFailed(t *testing.T) {
 	if len(rep.Signatures) != 1 || rep.Signatures[0].N != 1 || rep.Failed != 1 {
 		t.Errorf("replay of 2 requests, the candidate failing one: %d signatures, failed %d; want the one answered compared and 1 failed\n%s", len(rep.Signatures), rep.Failed, stdout)
 	}
+}
+
+// fakeNodes starts a fake llama.cpp engine serving each of models, the
+// i-th behaving as behave(i), and returns them as a configuration's node
+// lines and as the fleet's nodes, each named for its model.
+func fakeNodes(t *testing.T, models []string, behave func(i int) fakeengine.Behavior) (lines string, nodes []*fleet.Node) {
+	t.Helper()
+	for i, m := range models {
+		f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{m}, Behavior: behave(i)})
+		t.Cleanup(f.Close)
+		cn := config.Node{Name: m, URL: f.URL, Dialect: "llamacpp", Models: []string{m}}
+		lines += fmt.Sprintf("  - {name: %s, url: %q, dialect: llamacpp, models: [%s]}\n", cn.Name, cn.URL, m)
+		n, err := fleet.NewNode(cn, func(string) string { return "" }, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, n)
+	}
+	return lines, nodes
 }
