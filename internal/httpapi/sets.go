@@ -76,9 +76,11 @@ func setHeaders(h http.Header, qs []decision.Question, as []answer.Question) []s
 		keys := make([]string, len(a.Set.Options))
 		readable := true
 		for j, o := range a.Set.Options {
-			// A key whole (escaped), not cut like a name: the set is
-			// read back by key; only a set too long for one item is cut.
-			keys[j] = headerText(qs[i].Options[o].Key, maxHeaderItem)
+			// A key whole (escaped, at most four bytes a byte), never cut
+			// like a name: the set is read back by key, and one too long
+			// for an item is given by position.
+			k := qs[i].Options[o].Key
+			keys[j] = headerText(k, 4*len(k))
 			readable = readable && listable(keys[j])
 		}
 		items[i] = id + "=" + strings.Join(keys, ",")
