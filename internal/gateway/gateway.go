@@ -427,6 +427,9 @@ func (g *Gateway) answer(q query, p *link, r reading, gt gate, at *Attempt, res 
 		res.Status, res.Provider, res.Grade = Abstained, &name, GradeEscalate
 		res.Calibration = &Steps{Steps: []CalibrationStep{}}
 		at.Outcome, at.Detail = OutcomeAbstained, r.declined()
+		if q.Coverage != nil { // no set, and set_note says why
+			res.SetNote = "the provider gave no probabilities, so there is no prediction set"
+		}
 		if r.Refusal.Reason == answer.RefusedUnranked {
 			res.Rationale = fmt.Sprintf("System 1 abstained: the model of provider %q ranked none of the options among its likeliest answers (%s), so there are no probabilities. There is no decision. Reason this through yourself, or offer options that fit.", name, r.Refusal.Detail)
 		} else {

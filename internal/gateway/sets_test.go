@@ -65,3 +65,26 @@ func TestDecideCoverage(t *testing.T) {
 		t.Errorf("a noul without a fit: set %v, note %q", res.PredictionSet, res.SetNote)
 	}
 }
+
+// Decide with coverage whose provider declined, or ranked none of the
+// options, gave no probabilities to make a set of: the answer has no
+// prediction_set, and set_note says why, as the contract says of every
+// answer asked with coverage that has none.
+func TestDecideCoverageOfADeclinedAnswerSaysWhy(t *testing.T) {
+	d := fakeengine.StartDecisions(t, fakeengine.Reply{Model: "tiny", Probs: []float64{0.8, 0.2}, Abstain: true})
+	fit := calibration.Fit{Model: "tiny", Kind: decision.Choice, Bucket: "2", Temperature: 1, N: 300, Sets: []calibration.Conformal{
+		{Method: calibration.ConformalLAC, Coverage: 0.9, N: 300, Threshold: 0.5}}}
+	path := writeFits(t, fit)
+	g := gatewayFor(t, fmt.Sprintf("gateway:\n  threshold: 0.5\n  fits: %s\nnodes:\n  - {name: n1, url: %s, dialect: decisions, models: [tiny]}\nproviders:\n  - {name: openai, kind: engine, model: tiny}\n", path, d.URL))
+	res := decide(t, g, `{"question":"Which?","options":["a","b"],"coverage":0.9}`)
+	if res.Status != Abstained || res.Probabilities != nil || res.PredictionSet != nil || res.SetCoverage != nil || res.Grade != GradeEscalate {
+		t.Fatalf("a refusal: %+v", res)
+	}
+	if !strings.Contains(res.SetNote, "no probabilities") {
+		t.Errorf("coverage asked of a declined answer: set_note %q, want why there is no set", res.SetNote)
+	}
+	// Without coverage there is no note.
+	if res := decide(t, g, `{"question":"Which?","options":["a","b"]}`); res.SetNote != "" {
+		t.Errorf("no coverage asked, yet set_note %q", res.SetNote)
+	}
+}
