@@ -191,6 +191,51 @@ func learnt(cfg *config.Config, stateDir string, getenv func(string) string) *co
 	return &l
 }
 
+// startFits writes an empty fits file at path, where none is, for the
+// refits to fill: its folder (the state folder the default loop keeps
+// them in) may be new. A file already there is left as it is.
+func startFits(path string) error {
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	empty := &calibration.Fits{Version: calibration.FitsVersion, Created: time.Now().UTC().Format(time.RFC3339), Fits: []calibration.Fit{}}
+	data, err := empty.Encode()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	// Exclusive: a serve starting beside it, or a refit, may have
+	// written the file since it was looked at.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, os.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if _, err = f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// loopFits is the fits file the decide chain of mcp and system1 decide
+// applies: learnt's, and with serve's default loop on and no fits file
+// named, the one that loop keeps in stateDir, started empty where serve
+// has not written it yet (as serve starts it), so that the loop's first
+// refit applies without a restart, as its later ones do.
+func loopFits(cfg *config.Config, stateDir string, getenv func(string) string) string {
+	l := *cfg
+	l.Learn(stateDir, getenv)
+	if cfg.Gateway.Fits == "" && l.Gateway.Fits != "" && l.Calibration.Apply() && l.Calibration.RefitEvery > 0 && startFits(l.Gateway.Fits) == nil {
+		return l.Gateway.Fits
+	}
+	return learnt(cfg, stateDir, getenv).Gateway.Fits
+}
+
 // errRefitsWithoutTheLog refuses refits asked for with the log they
 // learn from turned off.
 var errRefitsWithoutTheLog = errors.New("calibration.refit_every: the decision log is off (decision_log.off), and the refits learn from its outcomes: turn the log on, or leave refit_every out")
@@ -214,17 +259,8 @@ func servingFits(cfg *config.Config, log *slog.Logger) (*outcomes.FitsFile, erro
 		return nil, errors.New("calibration: apply needs a fits file: set gateway.fits (system1 calibrate writes one)")
 	}
 	path := cfg.Resolve(cfg.Gateway.Fits)
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) && cfg.Calibration.RefitEvery > 0 {
-		empty := &calibration.Fits{Version: calibration.FitsVersion, Created: time.Now().UTC().Format(time.RFC3339), Fits: []calibration.Fit{}}
-		data, err := empty.Encode()
-		if err == nil {
-			// The state folder the default loop keeps them in may be new.
-			err = os.MkdirAll(filepath.Dir(path), 0o755)
-		}
-		if err == nil {
-			err = os.WriteFile(path, data, 0o644)
-		}
-		if err != nil {
+	if cfg.Calibration.RefitEvery > 0 {
+		if err := startFits(path); err != nil {
 			return nil, fmt.Errorf("calibration: starting an empty fits file for the refits: %w", err)
 		}
 	}

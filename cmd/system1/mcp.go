@@ -107,8 +107,8 @@ func newGatewayLogged(ctx context.Context, path, stateDir string, e env, log *sl
 	var tr *tracing.Tracer
 	if cfg != nil {
 		// The fits serve's default loop learns in this state folder are
-		// applied here too, once there are any.
-		cfg.Gateway.Fits = learnt(cfg, stateDir, e.getenv).Gateway.Fits
+		// applied here too, from its first refit on.
+		cfg.Gateway.Fits = loopFits(cfg, stateDir, e.getenv)
 		if tr, err = setupTracing(ctx, cfg.Tracing, log); err != nil {
 			errs = append(errs, err)
 		}

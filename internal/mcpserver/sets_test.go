@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"system1/internal/calibration"
 	"system1/internal/decision"
@@ -95,5 +96,47 @@ func TestDecideAppliesTheFitsTheLoopLearnt(t *testing.T) {
 		if res.Status != gateway.Decided || res.Calibrated != c.applied || (c.applied && res.FitVersion != "learnt") {
 			t.Errorf("%q: status %s, calibrated %v, fit %q; want calibrated %v", c.calibration, res.Status, res.Calibrated, res.FitVersion, c.applied)
 		}
+	}
+}
+
+// A session started before serve's default loop wrote any fits (no
+// fits.json in the state folder yet) applies them once a refit writes
+// them, as docs/decision-log.md says serve and mcp do with a refit:
+// without a restart.
+func TestDecideAppliesTheLoopsFirstFitsWithoutARestart(t *testing.T) {
+	f := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp})
+	t.Cleanup(f.Close)
+	w := newWorld(t, "")
+	w.write("config.yaml", fmt.Sprintf(noCanary+"gateway:\n  threshold: 0\n  chain:\n    - {name: local, model: %s}\nnodes:\n  - {name: n, url: %s, dialect: llamacpp, models: [%s]}\n",
+		fakeengine.DefaultModel, f.URL, fakeengine.DefaultModel))
+	s := w.start()
+	ask := func() *gateway.Response {
+		return s.decide(map[string]any{"question": "Which team?", "options": []string{"billing", "technical", "sales"}})
+	}
+	if res := ask(); res.Status != gateway.Decided || res.Calibrated {
+		t.Fatalf("before any fit: status %s, calibrated %v", res.Status, res.Calibrated)
+	}
+	// What a refit of serve's loop writes, in the state folder.
+	fits := calibration.Fits{Version: calibration.FitsVersion, Revision: "learnt", Fits: []calibration.Fit{{
+		Model: fakeengine.DefaultModel, Kind: decision.Choice, Bucket: "3-4", Temperature: 2,
+	}}}
+	data, err := json.Marshal(fits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(w.stateDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(w.stateDir, "fits.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var res *gateway.Response
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
+		if res = ask(); res.Calibrated {
+			break
+		}
+	}
+	if res.Status != gateway.Decided || !res.Calibrated || res.FitVersion != "learnt" {
+		t.Errorf("10 s after the loop wrote its first fits: status %s, calibrated %v, fit %q; want them applied", res.Status, res.Calibrated, res.FitVersion)
 	}
 }
