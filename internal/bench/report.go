@@ -170,8 +170,10 @@ func Summarize(name string, records []Record, wallS float64, fits *calibration.F
 			p := q.prediction()
 			preds = append(preds, p)
 			if fits != nil {
-				if d, ok := fits.Apply(rec.Provider, rec.Model, q.Kind, q.Dist); ok {
-					p.Dist = d
+				// The fit the server serves the build that answered (one
+				// learnt on another build is not applied).
+				if ft, ok, _ := fits.LookupServed(rec.Provider, rec.Model, q.Build, q.Kind, len(q.Dist)); ok {
+					p.Dist = ft.Apply(q.Dist)
 					fitted++
 				}
 				tempered = append(tempered, p)

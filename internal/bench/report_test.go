@@ -412,3 +412,34 @@ func TestRunStartsNoMoreWorkersThanCases(t *testing.T) {
 		t.Errorf("%d goroutines more than before the run while asking 2 cases, want at most 10", n)
 	}
 }
+
+// With fits learnt on builds, a case's answer is calibrated by the fit
+// of the build that answered it, as the server would serve it
+// (calibration.Fits.LookupServed): a fit of another build is not
+// applied, where one of every build (no fingerprint) is.
+func TestSummarizeCalibratedByTheBuildThatAnswered(t *testing.T) {
+	fits := &calibration.Fits{Version: 1, Fits: []calibration.Fit{
+		{Model: "m", Kind: decision.Choice, Bucket: "2", Temperature: 2, Fingerprint: "build-a"},
+		{Model: "m", Kind: decision.Noul, Bucket: "2", Temperature: 2},
+	}}
+	for _, tc := range []struct {
+		build  string
+		kind   decision.Kind
+		fitted int
+	}{
+		{"build-a", decision.Choice, 1},
+		{"build-b", decision.Choice, 0}, // served uncalibrated: the fit is build-a's
+		{"", decision.Choice, 1},        // build not known: looked up by model, as served
+		{"build-b", decision.Noul, 1},   // a fit of every build
+	} {
+		r := rec("a", "s", tc.kind, 0, 0, 1, 0.8, 0.2)
+		r.Questions[0].Build = tc.build
+		c := Summarize("s", []Record{r}, 0, fits).Calibrated
+		if c == nil || c.Fitted == nil {
+			t.Fatalf("build %q, %s: no calibrated summary", tc.build, tc.kind)
+		}
+		if *c.Fitted != tc.fitted {
+			t.Errorf("build %q, %s: %d fitted, want %d", tc.build, tc.kind, *c.Fitted, tc.fitted)
+		}
+	}
+}
