@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds Jaeger v1.76.0 (github.com/jaegertracing/jaeger/cmd/jaeger, from
 # the Go module proxy) and caches the binary on this machine, for the
-# tracing tests (test/tracing, internal/testjaeger): it is Jaeger's v2
+# tracing tests (test/tracing): it is Jaeger's v2
 # binary, an OpenTelemetry Collector with OTLP receivers (gRPC and
 # HTTP), an in-memory store and the query API. Prints the binary's path
 # on stdout; everything else goes to stderr, and the build's own output

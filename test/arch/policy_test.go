@@ -179,12 +179,6 @@ var policy = []rule{
 		why:  "test support: fake engines, System One and Decisions endpoints of every dialect, the system1 binary built once per suite",
 	},
 	{
-		pkgs: []string{"internal/testjaeger"},
-		may:  []string{"internal/testbin"},
-		test: true,
-		why:  "test support: a real Jaeger per test, where the machine has one, and its query API",
-	},
-	{
 		pkgs: []string{"internal/testengine"},
 		may:  []string{"internal/testbin", "github.com/jackc/pgx/v5/stdlib"},
 		test: true,

@@ -18,7 +18,6 @@ import (
 	"system1/internal/fakeengine"
 	"system1/internal/procstat"
 	"system1/internal/testbin"
-	"system1/internal/testjaeger"
 	"system1/internal/tracing"
 )
 
@@ -123,7 +122,7 @@ func twoQuestions(state string) string {
 // for it (POST /v1/feedback, in a trace of its own) is a feedback span
 // under its request's.
 func TestBinaryTracesReachJaeger(t *testing.T) {
-	j := testjaeger.Start(t)
+	j := startJaeger(t)
 	clearOTel(t)
 	e := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp})
 	t.Cleanup(e.Close)
@@ -267,7 +266,7 @@ tracing: {endpoint: %s, protocol: http/protobuf, service_name: %s}
 
 // operations are the span names Jaeger holds for service (its query
 // API's GET /api/services/{service}/operations).
-func operations(t *testing.T, j *testjaeger.Jaeger, service string) []string {
+func operations(t *testing.T, j *Jaeger, service string) []string {
 	t.Helper()
 	resp, body := testbin.Do(t, http.DefaultClient, http.MethodGet, j.Query+"/api/services/"+service+"/operations", "")
 	var out struct {

@@ -14,7 +14,6 @@ import (
 
 	"system1/cmd/system1/tracesdk"
 	"system1/internal/config"
-	"system1/internal/testjaeger"
 	"system1/internal/tracing"
 )
 
@@ -31,7 +30,7 @@ const (
 // question, with their attributes; each engine call carried the
 // traceparent of its attempt's span.
 func TestTracesReachJaeger(t *testing.T) {
-	j := testjaeger.Start(t)
+	j := startJaeger(t)
 	for i, protocol := range config.TracingProtocols {
 		for k, by := range []string{"variables", "block"} {
 			t.Run(protocol+"/"+by, func(t *testing.T) {
@@ -43,7 +42,7 @@ func TestTracesReachJaeger(t *testing.T) {
 
 // traceReachesJaeger is one case of TestTracesReachJaeger; tail ends the
 // caller's trace id, so that the cases' traces are apart.
-func traceReachesJaeger(t *testing.T, j *testjaeger.Jaeger, protocol string, byBlock bool, tail string) {
+func traceReachesJaeger(t *testing.T, j *Jaeger, protocol string, byBlock bool, tail string) {
 	service := "system1-test-" + strings.ReplaceAll(protocol, "/", "-")
 	for _, k := range []string{tracesdk.EnvEndpoint, tracesdk.EnvTracesEndpoint, tracesdk.EnvProtocol, tracesdk.EnvTracesProtocol, tracesdk.EnvServiceName, tracesdk.EnvSampler, tracesdk.EnvSDKDisabled, tracesdk.EnvTracesExporter} {
 		t.Setenv(k, "")
@@ -150,7 +149,7 @@ func traceReachesJaeger(t *testing.T, j *testjaeger.Jaeger, protocol string, byB
 	var attemptIDs []string
 	for _, a := range attempts {
 		attemptIDs = append(attemptIDs, a.SpanID)
-		if !slices.ContainsFunc(qspans, func(q testjaeger.Span) bool { return q.SpanID == a.Parent() }) {
+		if !slices.ContainsFunc(qspans, func(q Span) bool { return q.SpanID == a.Parent() }) {
 			t.Errorf("attempt %s is not under a question", a.SpanID)
 		}
 		wantTags(t, a, map[string]any{
@@ -206,7 +205,7 @@ func traceReachesJaeger(t *testing.T, j *testjaeger.Jaeger, protocol string, byB
 	}
 }
 
-func wantTags(t *testing.T, s testjaeger.Span, want map[string]any) {
+func wantTags(t *testing.T, s Span, want map[string]any) {
 	t.Helper()
 	for k, v := range want {
 		got, ok := s.Tag(k)
@@ -216,14 +215,14 @@ func wantTags(t *testing.T, s testjaeger.Span, want map[string]any) {
 	}
 }
 
-func hasTag(tags []testjaeger.Tag, key string, value any) bool {
-	return slices.ContainsFunc(tags, func(t testjaeger.Tag) bool { return t.Key == key && t.Value == value })
+func hasTag(tags []Tag, key string, value any) bool {
+	return slices.ContainsFunc(tags, func(t Tag) bool { return t.Key == key && t.Value == value })
 }
 
 // await polls the query API until trace id holds at least spans spans,
 // or fails the test after a minute (exporters send in batches, and
 // Jaeger stores in batches too).
-func await(t testing.TB, j *testjaeger.Jaeger, id string, spans int) *testjaeger.Trace {
+func await(t testing.TB, j *Jaeger, id string, spans int) *Trace {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -231,7 +230,7 @@ func await(t testing.TB, j *testjaeger.Jaeger, id string, spans int) *testjaeger
 		if err == nil && len(tr.Spans) >= spans {
 			return tr
 		}
-		if err != nil && !errors.Is(err, testjaeger.ErrNotYet) {
+		if err != nil && !errors.Is(err, ErrNotYet) {
 			t.Fatal(err)
 		}
 		if time.Now().After(deadline) {

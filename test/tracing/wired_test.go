@@ -1,5 +1,5 @@
 // Package tracing_test sends traces to a real collector (Jaeger, started
-// by internal/testjaeger) through a server wired with internal/tracing as
+// by startJaeger) through a server wired with internal/tracing as
 // system1's faces and fleet are, and measures tracing's cost on and off.
 package tracing_test
 

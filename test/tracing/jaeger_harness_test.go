@@ -1,10 +1,11 @@
-// Package testjaeger starts a real Jaeger for tests: Jaeger's v2 binary
-// (an OpenTelemetry Collector with OTLP receivers, an in-memory store and
-// the query API) built by scripts/jaeger.sh, on free loopback ports, and
-// reads traces back from its query API. Tests that need it skip with the
-// reason when $SYSTEM1_JAEGER is not set, unless SYSTEM1_REQUIRE_JAEGER=1
+package tracing_test
+
+// The tests' Jaeger: Jaeger's v2 binary (an OpenTelemetry Collector with
+// OTLP receivers, an in-memory store and the query API) built by
+// scripts/jaeger.sh, started on free loopback ports, and its traces read
+// back from its query API. Tests that need it skip with the reason when
+// $SYSTEM1_JAEGER is not set, unless SYSTEM1_REQUIRE_JAEGER=1
 // (scripts/test.sh sets both), where a missing Jaeger fails.
-package testjaeger
 
 import (
 	"context"
@@ -38,10 +39,10 @@ type Jaeger struct {
 	stopped bool
 }
 
-// config is a Jaeger v2 configuration: OTLP in, memory, the query API,
+// jaegerConfig is a Jaeger v2 configuration: OTLP in, memory, the query API,
 // and no listener beyond those three (no metrics port, no UI sampling
 // endpoints), so that parallel runs need no fixed port.
-const config = `service:
+const jaegerConfig = `service:
   extensions: [jaeger_storage, jaeger_query]
   pipelines:
     traces:
@@ -81,16 +82,16 @@ exporters:
     trace_storage: memstore
 `
 
-// Start runs Jaeger until the test ends, and returns once its query API
+// startJaeger runs Jaeger until the test ends, and returns once its query API
 // answers and both OTLP receivers take connections.
-func Start(t testing.TB) *Jaeger {
+func startJaeger(t testing.TB) *Jaeger {
 	t.Helper()
 	bin := testbin.Tool(t, "Jaeger", "SYSTEM1_JAEGER", "scripts/jaeger.sh")
 	dir := t.TempDir()
 	addr := func() string { return testbin.LoopbackAddr(t) }
 	query, queryGRPC, otlpGRPC, otlpHTTP := addr(), addr(), addr(), addr()
 	cfg := filepath.Join(dir, "jaeger.yaml")
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, config, query, queryGRPC, otlpGRPC, otlpHTTP), 0o644); err != nil {
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, jaegerConfig, query, queryGRPC, otlpGRPC, otlpHTTP), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	j := &Jaeger{GRPC: "http://" + otlpGRPC, HTTP: "http://" + otlpHTTP, Query: "http://" + query, Log: filepath.Join(dir, "jaeger.log")}
