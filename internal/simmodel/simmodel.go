@@ -13,11 +13,11 @@
 // (for banking12's question: Banking77 messages whose intent is not one of
 // the twelve, CLINC150's near out-of-scope). The model then serves what a
 // pre-constraint engine reports when it does not see its answer among the
-// labels: the labels together get Mass*(1-P(none)), the rest going to
+// labels: the labels together get DefaultMass*(1-P(none)), the rest going to
 // tokens that are not labels, so system1's label mass falls with the
 // model's own belief that no option fits. A prompt that also lists
 // Options.NoneOption (the gateway's none_option) gets P(none) on that
-// option's label instead, and the labels together get Mass again. P(none)
+// option's label instead, and the labels together get DefaultMass again. P(none)
 // is the served one: the classifier's, biased and tempered with the
 // options, as a real model's over-confidence would reach it too.
 //
@@ -57,14 +57,6 @@ type Options struct {
 	// FirstBias is added, in nats, to the first label's logit before the
 	// temperature. Negative is allowed; 0 is no bias.
 	FirstBias float64
-	// Mass is the probability served on the labels together; the rest
-	// goes to a token that is not a label, as a pre-constraint engine
-	// reports. 0 is DefaultMass.
-	Mass float64
-	// L2 is the weight decay of training; 0 is DefaultL2.
-	L2 float64
-	// Epochs of full-batch gradient descent; 0 is DefaultEpochs.
-	Epochs int
 	// NoneOption is the option line of an implicit "none of these"
 	// option (the gateway's NoneOption). A prompt listing it after the
 	// options of a question trained with out-of-scope states is served
@@ -80,7 +72,10 @@ func DefaultOptions() Options {
 	return Options{Temperature: DefaultTemperature, FirstBias: 1}
 }
 
-// Defaults of Options.
+// The model's constants: its default temperature; the probability
+// served on the labels together (the rest goes to a token that is not a
+// label, as a pre-constraint engine reports); training's weight decay and
+// epochs of full-batch gradient descent.
 const (
 	DefaultTemperature = 0.5
 	DefaultMass        = 0.9
@@ -91,7 +86,7 @@ const (
 // Model is a trained simulated model: one classifier per question
 // signature (its options as the prompt lists them).
 type Model struct {
-	Temperature, FirstBias, Mass float64
+	Temperature, FirstBias float64
 	// NoneOption is Options.NoneOption.
 	NoneOption  string
 	bySignature map[string]*Classifier
@@ -175,7 +170,9 @@ func Train(cs []cases.Case, opt Options) (*Model, error) {
 // answers are not read). An out-of-scope question whose options were
 // never asked in cs is an error: there is nothing in scope to learn.
 func TrainWithOutOfScope(cs, outOfScope []cases.Case, opt Options) (*Model, error) {
-	opt = opt.withDefaults()
+	if !(opt.Temperature > 0) {
+		opt.Temperature = DefaultTemperature
+	}
 	exs, err := examples(cs)
 	if err != nil {
 		return nil, err
@@ -204,10 +201,10 @@ func TrainWithOutOfScope(cs, outOfScope []cases.Case, opt Options) (*Model, erro
 		bySig[e.signature] = append(bySig[e.signature], e)
 		none[e.signature] = true
 	}
-	m := &Model{Temperature: opt.Temperature, FirstBias: opt.FirstBias, Mass: opt.Mass, NoneOption: opt.NoneOption, bySignature: map[string]*Classifier{}, bySet: map[string]string{}}
+	m := &Model{Temperature: opt.Temperature, FirstBias: opt.FirstBias, NoneOption: opt.NoneOption, bySignature: map[string]*Classifier{}, bySet: map[string]string{}}
 	for _, sig := range order {
 		es := bySig[sig]
-		c, err := trainCalibrated(es, none[sig], opt)
+		c, err := trainCalibrated(es, none[sig])
 		if err != nil {
 			return nil, fmt.Errorf("simmodel: %d options %q: %w", len(es[0].options), es[0].options, err)
 		}
@@ -226,7 +223,7 @@ const calibrationShare = 0.25
 // trainCalibrated fits a classifier on most of es and its temperature T0
 // on the rest; with none, over one more class than options, for the
 // examples expected there.
-func trainCalibrated(es []example, none bool, opt Options) (*Classifier, error) {
+func trainCalibrated(es []example, none bool) (*Classifier, error) {
 	var fitTexts, calTexts []string
 	var fitLabels, calLabels []int
 	for i, e := range es {
@@ -243,7 +240,7 @@ func trainCalibrated(es []example, none bool, opt Options) (*Classifier, error) 
 	if none {
 		k++
 	}
-	c := TrainClassifier(fitTexts, fitLabels, k, opt.L2, opt.Epochs)
+	c := TrainClassifier(fitTexts, fitLabels, k)
 	c.Options, c.None = es[0].options, none
 	preds := make([]calibration.Prediction, len(calTexts))
 	for i, t := range calTexts {
@@ -260,22 +257,6 @@ func trainCalibrated(es []example, none bool, opt Options) (*Classifier, error) 
 	}
 	c.T0 = t0
 	return c, nil
-}
-
-func (o Options) withDefaults() Options {
-	if !(o.Temperature > 0) {
-		o.Temperature = DefaultTemperature
-	}
-	if !(o.Mass > 0 && o.Mass <= 1) {
-		o.Mass = DefaultMass
-	}
-	if !(o.L2 > 0) {
-		o.L2 = DefaultL2
-	}
-	if o.Epochs <= 0 {
-		o.Epochs = DefaultEpochs
-	}
-	return o
 }
 
 // words are the lower-cased runs of letters and digits of s, and their
@@ -301,9 +282,10 @@ func features(vocab map[string]int, s string) []int {
 }
 
 // TrainClassifier fits a multinomial logistic regression with binary word
-// features and L2 weight decay by full-batch gradient descent with Adam
-// steps. labels[i] is texts[i]'s class among classes.
-func TrainClassifier(texts []string, labels []int, classes int, l2 float64, epochs int) *Classifier {
+// features and L2 weight decay (DefaultL2) by DefaultEpochs of full-batch
+// gradient descent with Adam steps. labels[i] is texts[i]'s class among
+// classes.
+func TrainClassifier(texts []string, labels []int, classes int) *Classifier {
 	vocab := map[string]int{}
 	for _, t := range texts {
 		for _, w := range words(t) {
@@ -327,10 +309,10 @@ func TrainClassifier(texts []string, labels []int, classes int, l2 float64, epoc
 	const lr, b1, b2, eps = 0.1, 0.9, 0.999, 1e-8
 	n := float64(len(texts))
 	p := make([]float64, classes)
-	for step := 1; step <= epochs; step++ {
+	for step := 1; step <= DefaultEpochs; step++ {
 		for k := range classes {
 			for j := range d {
-				grad[k][j] = l2 * c.w[k][j]
+				grad[k][j] = DefaultL2 * c.w[k][j]
 			}
 		}
 		for i, fs := range feats {
@@ -410,7 +392,7 @@ func logSumExp(xs []float64) float64 {
 // serve biases, tempers and scales scores given in the order the prompt
 // shows the options (the bias goes to whichever option is shown first),
 // over them and the hidden scores together, which are not served: their
-// share of Mass goes to tokens that are not labels. Over two options i
+// share of DefaultMass goes to tokens that are not labels. Over two options i
 // and j, Temperature * (served_i - served_j) = s_i - s_j +
 // FirstBias*([i=0] - [j=0]).
 func (m *Model) serve(s, hidden []float64) []float64 {
@@ -422,7 +404,7 @@ func (m *Model) serve(s, hidden []float64) []float64 {
 	lse := logSumExp(z)
 	z = z[:len(s)]
 	for k := range z {
-		z[k] += math.Log(m.Mass) - lse
+		z[k] += math.Log(DefaultMass) - lse
 	}
 	return z
 }
