@@ -21,7 +21,7 @@ import (
 // Of Reply it reads Probs and Dist (the distributions), Refuse and
 // Abstain (questions answered with a refusal: those named, or all),
 // Status, Message and RetryAfter (a refusal of the request in OpenAI's
-// envelope), Hang, Raw and Model.
+// envelope), Raw, Model and the Hang fault.
 //
 // Its Calls count POST /v1/decisions requests, its Probes GET /v1/models.
 type Decisions struct{ endpoint }
@@ -52,7 +52,7 @@ func (d *Decisions) serve(w http.ResponseWriter, req *http.Request) {
 	}
 	d.called(body)
 	switch {
-	case r.Hang || r.Fault == Hang:
+	case r.Fault == Hang:
 		d.block(req)
 		return
 	case r.Status != 0:

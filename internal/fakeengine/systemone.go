@@ -52,8 +52,6 @@ type Reply struct {
 	RetryAfter string
 	// Raw, when set, is sent verbatim with status 200.
 	Raw string
-	// Hang never answers: the request waits until the caller gives up.
-	Hang bool
 	// Abstain marks every answer abstained, as laya-serve's gate does; a
 	// fake Decisions endpoint refuses every question instead.
 	Abstain bool
@@ -185,7 +183,7 @@ func (s *SystemOne) serve(w http.ResponseWriter, req *http.Request) {
 	default:
 	}
 	switch {
-	case r.Hang || r.Fault == Hang:
+	case r.Fault == Hang:
 		s.block(req)
 		return
 	case r.Fault == Late:

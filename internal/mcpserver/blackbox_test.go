@@ -179,7 +179,7 @@ func TestProviderAbstains(t *testing.T) {
 // A provider that does not answer in time is recorded as a timeout and
 // the next one decides.
 func TestFallbackOnTimeout(t *testing.T) {
-	slow := fakeengine.StartSystemOne(t, fakeengine.Reply{Hang: true})
+	slow := fakeengine.StartSystemOne(t, fakeengine.Reply{Fault: fakeengine.Hang})
 	ok := fakeengine.StartSystemOne(t, fakeengine.Reply{})
 	s := newWorld(t, chain("", so("local", slow.URL, "timeout: 300ms"), so("jev", ok.URL))).start()
 	res := s.decide(map[string]any{"question": "Which?", "options": []string{"a", "b"}})
@@ -270,7 +270,7 @@ func TestAllProvidersFail(t *testing.T) {
 		!strings.Contains(res.Rationale, "no decision and no probability") {
 		t.Fatalf("response %+v", res)
 	}
-	slow := fakeengine.StartSystemOne(t, fakeengine.Reply{Hang: true})
+	slow := fakeengine.StartSystemOne(t, fakeengine.Reply{Fault: fakeengine.Hang})
 	s = newWorld(t, chain("", so("local", slow.URL, "timeout: 300ms"))).start()
 	if res := s.decide(map[string]any{"question": "Is it?"}); res.Error == nil || res.Error.Code != gateway.CodeProviderTimeout {
 		t.Errorf("all timed out: %+v", res)
@@ -280,8 +280,8 @@ func TestAllProvidersFail(t *testing.T) {
 // The overall deadline bounds the call: once it passes, the provider
 // being asked is cut off as a timeout and the rest are not asked.
 func TestOverallDeadline(t *testing.T) {
-	a := fakeengine.StartSystemOne(t, fakeengine.Reply{Hang: true})
-	b := fakeengine.StartSystemOne(t, fakeengine.Reply{Hang: true})
+	a := fakeengine.StartSystemOne(t, fakeengine.Reply{Fault: fakeengine.Hang})
+	b := fakeengine.StartSystemOne(t, fakeengine.Reply{Fault: fakeengine.Hang})
 	c := fakeengine.StartSystemOne(t, fakeengine.Reply{})
 	// a times out on its own after 300ms; b, allowed a minute, is cut by
 	// the overall deadline of 1.5s; c is never asked.

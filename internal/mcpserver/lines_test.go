@@ -459,7 +459,7 @@ func TestClosedStdinWaitsForACallInFlight(t *testing.T) {
 // answered with a JSON-RPC error that says so, and the server exits 0
 // without waiting for it.
 func TestClosedStdinDrainGrace(t *testing.T) {
-	ep := fakeengine.StartSystemOne(t, fakeengine.Reply{Hang: true})
+	ep := fakeengine.StartSystemOne(t, fakeengine.Reply{Fault: fakeengine.Hang})
 	w := newWorld(t, chain("  deadline: 10m\n", so("jev", ep.URL, "timeout: 10m")))
 	replies, stderr, err := closedStdin(t, w, initLine+initializedLine+decideLine, nil, nil, "--drain-grace", "100ms")
 	if err != nil {
