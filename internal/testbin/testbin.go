@@ -28,9 +28,7 @@ var dir string
 
 // Path returns the system1 binary, built on the first call into a
 // temporary folder that Cleanup removes.
-func Path() (string, error) { return build() }
-
-var build = sync.OnceValues(func() (path string, err error) {
+var Path = sync.OnceValues(func() (path string, err error) {
 	if dir, err = os.MkdirTemp("", "system1-bin-"); err != nil {
 		return "", err
 	}
