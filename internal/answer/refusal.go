@@ -136,16 +136,24 @@ func (s *Service) declined(ctx context.Context, res *fleet.Result, model string)
 	out := make([]*Refusal, len(res.Questions))
 	for i := range res.Questions {
 		q := &res.Questions[i]
-		var f *engine.Failure
 		switch {
 		case q.Abstain != "":
 			out[i] = &Refusal{Reason: RefusedUpstream, Detail: q.Abstain}
-		case q.Err != nil && ctx.Err() == nil && errors.As(q.Err, &f) && f.Uninformative && len(q.Attempts) > 0:
+		case q.Err != nil && ctx.Err() == nil && uninformative(q.Err) && len(q.Attempts) > 0:
+			f, _ := errors.AsType[*engine.Failure](q.Err)
 			q.Err, q.Node, q.Model = nil, q.Attempts[len(q.Attempts)-1].Node, model
 			out[i] = &Refusal{Reason: RefusedUnranked, Detail: s.text("node " + q.Node + ": " + f.Err.Error())}
 		}
 	}
 	return out
+}
+
+// uninformative reports whether err is an engine failure that read no
+// label (engine.Failure's Uninformative), without the allocation
+// errors.As makes of its target for every answered question.
+func uninformative(err error) bool {
+	f, ok := errors.AsType[*engine.Failure](err)
+	return ok && f.Uninformative
 }
 
 // refuse gives each question of a that the gate, or the node, will not

@@ -371,15 +371,16 @@ func gzipError(err error) error {
 // error, any address taken out.
 func readBody(w http.ResponseWriter, r *http.Request, errs errorWriter) ([]byte, bool) {
 	body, err := httpcall.ReadAll(r.Body, r.ContentLength)
-	var tooBig *http.MaxBytesError
-	var ne net.Error
-	switch {
-	case err == nil:
+	if err == nil {
 		return body, true
-	case errors.As(err, &tooBig):
+	}
+	tooBig, isTooBig := errors.AsType[*http.MaxBytesError](err)
+	ne, isNet := errors.AsType[net.Error](err)
+	switch {
+	case isTooBig:
 		errs(w, http.StatusRequestEntityTooLarge, systemone.TooLarge,
 			fmt.Sprintf("the request body is over the limit of %d bytes (max_body_bytes; a gzip body counts as it decompresses)", tooBig.Limit))
-	case errors.As(err, &ne) && ne.Timeout():
+	case isNet && ne.Timeout():
 		errs(w, http.StatusRequestTimeout, systemone.InvalidRequest, "the request body did not arrive within the server's read timeout")
 	default:
 		errs(w, http.StatusBadRequest, systemone.InvalidRequest, "reading the request body: "+redact.Text(err.Error()))

@@ -116,7 +116,8 @@ func (s *Server) systemOneResult(r *http.Request, questions, asked []decision.Qu
 		noteLog(r.Context(), "refused", refusals(asked, a.Questions))
 		return nil, http.StatusUnprocessableEntity, systemone.AppendValidationError(nil, systemone.InBody, a.Refusals(questions))
 	}
-	out = &systemone.Response{Model: a.Model, Questions: questions, Usage: systemone.Usage(a.Usage)}
+	out = &systemone.Response{Model: a.Model, Questions: questions, Usage: systemone.Usage(a.Usage),
+		Answers: make([]decision.Answer, 0, len(questions))}
 	for i, q := range questions {
 		ans, err := decision.NewAnswer(q, overOptions(gate, q, a.Questions[i].Dist), s.opt.Rounding)
 		if err != nil { // the answer passed the core's checks, so this is a bug
