@@ -107,9 +107,13 @@ type Log struct {
 	// transaction in flight ends and the rest of the queue is dropped.
 	abort       context.Context
 	cancelAbort context.CancelFunc
-	done        chan struct{}
-	once        sync.Once
-	closed      atomic.Bool
+	// closing is cancelled when Close begins: a prune in progress is
+	// given up (the next Open prunes), so that the queue is written.
+	closing       context.Context
+	cancelClosing context.CancelFunc
+	done          chan struct{}
+	once          sync.Once
+	closed        atomic.Bool
 
 	written, dropped, failed atomic.Uint64
 	// spend counts the keys' spend as records are given, when budgets
@@ -170,6 +174,7 @@ func Open(ctx context.Context, opt Options) (*Log, error) {
 		done:    make(chan struct{}),
 	}
 	l.abort, l.cancelAbort = context.WithCancel(context.Background())
+	l.closing, l.cancelClosing = context.WithCancel(context.Background())
 	l.prune(ctx)
 	go l.run()
 	return l, nil
@@ -278,6 +283,7 @@ func (l *Log) Close(ctx context.Context) error {
 		l.closed.Store(true)
 		l.qmu.Unlock()
 		close(l.stop)
+		l.cancelClosing()
 		select {
 		case <-l.done:
 		case <-ctx.Done():
@@ -330,7 +336,7 @@ func (l *Log) run() {
 		case reply := <-l.flushes:
 			reply <- l.writeAll(l.abort, l.take(l.own))
 		case <-tick.C:
-			l.prune(context.Background())
+			l.prune(l.closing)
 		case <-l.stop:
 			l.drainOnStop()
 			return
@@ -507,7 +513,7 @@ func (l *Log) tell(fs []*func([]Answer), batch []Record, n int) {
 }
 
 func (l *Log) prune(ctx context.Context) {
-	if _, err := l.Prune(ctx); err != nil {
+	if _, err := l.Prune(ctx); err != nil && l.closing.Err() == nil {
 		l.opt.Logger.Error("decision log: pruning failed", "err", err)
 	}
 }

@@ -273,6 +273,49 @@ func TestCloseDrainsWithinItsDeadline(t *testing.T) {
 	})
 }
 
+// A prune the database does not answer (here its one connection is
+// held) is given up when the log closes, as the write in flight is, so
+// Close keeps its deadline: serve's shutdown gives the log 10 s, and a
+// prune that held Close outlived the pod's grace period.
+func TestClosingEndsAPruneInProgress(t *testing.T) {
+	l, err := Open(context.Background(), Options{Path: sqlitePath(t), PruneEvery: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := holdWriter(t, l)
+	// The writer is in a prune once it answers no flush: nothing is
+	// queued, so a flush needs no connection.
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		err := l.Flush(ctx)
+		cancel()
+		if errors.Is(err, context.DeadlineExceeded) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Record(sample("req_0", "q", t0))
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- l.Close(ctx) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Close: %v, want the deadline", err)
+		}
+	case <-time.After(10 * time.Second):
+		release()
+		<-done
+		t.Fatal("Close waited for the prune 10 s past its deadline of 100 ms")
+	}
+	if s := l.Stats(); s.Written+s.Dropped+s.Failed != 1 {
+		t.Fatalf("stats %+v do not account for the record", s)
+	}
+}
+
 func TestRetentionAndRowBound(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
