@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"system1/internal/answer"
+	"system1/internal/atomicfile"
 	"system1/internal/bench"
 	"system1/internal/calibration"
 	"system1/internal/config"
@@ -206,20 +207,9 @@ func startFits(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	// Exclusive: a serve starting beside it, or a refit, may have
-	// written the file since it was looked at.
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if errors.Is(err, os.ErrExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if _, err = f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	// Whole or not at all: a write cut short (a full disk, a crash)
+	// left a file that stopped every later start.
+	return atomicfile.Write(path, ".fits-*.json", data, 0o644)
 }
 
 // loopFits is the fits file the decide chain of mcp and system1 decide

@@ -4,12 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"system1/internal/fakeengine"
 	"system1/internal/outcomes"
+	"system1/internal/testbin"
 )
 
 // With the decision log on and nothing said of calibration, serve learns
@@ -55,5 +58,33 @@ func TestLearningLoopIsOnByDefault(t *testing.T) {
 	s = startServe(t, nodes+"calibration: off\n", serveOpts{})
 	if l = loop(s); l.Refits || !strings.Contains(l.Status, "off") {
 		t.Errorf("calibration: off: %+v", l)
+	}
+}
+
+// A start of the learning loop that cannot write its empty fits file (a
+// full disk; here a file size limit of 0 bytes) stops, and leaves no fits
+// file behind: the next start, with room again, starts the file and
+// serves.
+func TestAStartThatCannotWriteTheFitsLeavesNone(t *testing.T) {
+	f := fakeEngine(t, fakeengine.Behavior{})
+	cfg := filepath.Join(t.TempDir(), "system1.yaml")
+	writeFile(t, cfg, withoutCanary("nodes:\n"+engineNode("engine", f.URL, "fake", "")))
+	home := t.TempDir() // XDG_STATE_HOME: the state folder is its system1
+	cmd := exec.Command("sh", "-c", `ulimit -f 0 && exec "$0" "$@"`, testbin.Binary(t), "serve", "--config", cfg, "--listen", testbin.LoopbackAddr(t))
+	cmd.Env = append(env("SYSTEM1_", "XDG_", "CLAUDE_"), "XDG_STATE_HOME="+home)
+	code, _, stderr, err := testbin.Run(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code == 0 || !strings.Contains(stderr, "starting an empty fits file") {
+		t.Fatalf("serve with no room for its fits file: exit %d\n%s", code, stderr)
+	}
+	fits := filepath.Join(home, "system1", "fits.json")
+	if data, err := os.ReadFile(fits); err == nil {
+		t.Errorf("the failed start left %s holding %q", fits, data)
+	}
+	s := startServe(t, "nodes:\n"+engineNode("engine", f.URL, "fake", ""), serveOpts{Env: []string{"XDG_STATE_HOME=" + home}})
+	if r := do(t, client(), http.MethodPost, s.URL+"/v1/systemone", "", choice("fake", "after the failed start")); r.Status != http.StatusOK {
+		t.Fatalf("after the failed start: %d %s", r.Status, r.Body)
 	}
 }
