@@ -122,6 +122,9 @@ func cmdDecide(ctx context.Context, args []string, e env) error {
 		if err := printJSON(e, res); err != nil {
 			return err
 		}
+	} else if res.Status == gateway.Failed && ctx.Err() != nil {
+		// Ctrl-C: the providers did not fail, nor did any deadline pass.
+		fmt.Fprintf(e.stderr, "system1 decide: interrupted (%v): nothing was decided\n", context.Cause(ctx))
 	} else if res.Status == gateway.Failed {
 		fmt.Fprintln(e.stderr, failure(res, cfg))
 	} else {

@@ -296,6 +296,8 @@ func (g *Gateway) run(ctx context.Context, log *slog.Logger, q query, gt gate, r
 			why := fmt.Sprintf("not asked: the overall deadline of %s had passed", g.deadline)
 			if context.Cause(ctx) == context.Canceled {
 				why = "not asked: the caller gave up"
+			} else if cause := stoppedBy(ctx); cause != nil {
+				why = fmt.Sprintf("not asked: the call was stopped (%v)", cause)
 			}
 			for _, rest := range g.links[i:] {
 				res.Attempts = append(res.Attempts, Attempt{Provider: rest.name, Outcome: OutcomeSkipped, Detail: why})
@@ -336,6 +338,8 @@ func (g *Gateway) run(ctx context.Context, log *slog.Logger, q query, gt gate, r
 				switch {
 				case context.Cause(ctx) == context.Canceled:
 					f.err = fmt.Errorf("the caller gave up while waiting: %w", f.err)
+				case stoppedBy(ctx) != nil:
+					f.err = fmt.Errorf("the call was stopped (%v) while waiting: %w", stoppedBy(ctx), f.err)
 				case ctx.Err() != nil:
 					f.err = fmt.Errorf("the overall deadline of %s passed while waiting: %w", g.deadline, f.err)
 				default:
@@ -351,6 +355,8 @@ func (g *Gateway) run(ctx context.Context, log *slog.Logger, q query, gt gate, r
 				// The caller went away (its client gave up): not the
 				// provider's failure.
 				log.Debug("the caller gave up while a provider was asked", "provider", p.name, "err", f.logged())
+			} else if cause := stoppedBy(ctx); cause != nil {
+				log.Debug("the call was stopped while a provider was asked", "provider", p.name, "cause", cause, "err", f.logged())
 			} else {
 				log.Warn("provider failed", "provider", p.name, "outcome", f.outcome, "caller_error", f.caller, "err", f.logged())
 			}
@@ -402,6 +408,17 @@ func (g *Gateway) run(ctx context.Context, log *slog.Logger, q query, gt gate, r
 		msg = "no provider could be asked"
 	}
 	res.fail(code, msg, "No provider could answer, so there is no decision and no probability: "+strings.Join(why, "; ")+". Reason this through yourself.")
+}
+
+// stoppedBy is the cause ctx, a call's, was stopped for when that was
+// neither its deadline nor its caller giving up (a plain cancel): serve's
+// drain passing, a signal to the command line; nil otherwise.
+func stoppedBy(ctx context.Context) error {
+	cause := context.Cause(ctx)
+	if cause == nil || cause == context.Canceled || errors.Is(cause, context.DeadlineExceeded) {
+		return nil
+	}
+	return cause
 }
 
 // gate is what an answer must clear to be a decision.

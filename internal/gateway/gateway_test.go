@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -508,6 +509,35 @@ func TestFeedbackSchemaTakesWhatParseOutcomeTakes(t *testing.T) {
 		schemaErr := resolved.Validate(generic)
 		if (parseErr == nil) != (schemaErr == nil) {
 			t.Errorf("outcome %s: ParseOutcome says %v, the schema %v", outcome, parseErr, schemaErr)
+		}
+	}
+}
+
+// A call stopped for a cause of its own (serve's drain passing, a signal
+// to the command line) says that cause, on the link asked and the links
+// not asked, not that the overall deadline passed, which it had not.
+func TestStoppedCallSaysWhy(t *testing.T) {
+	slow := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{"slow"}, Behavior: fakeengine.Behavior{Fault: fakeengine.Hang}})
+	t.Cleanup(slow.Close)
+	fast := fakeengine.New(fakeengine.Options{Dialect: fakeengine.LlamaCpp, Models: []string{"fast"}})
+	t.Cleanup(fast.Close)
+	g := gatewayFor(t, fmt.Sprintf("gateway:\n  deadline: 60s\nnodes:\n  - {name: n1, url: %s, dialect: llamacpp, models: [slow]}\n  - {name: n2, url: %s, dialect: llamacpp, models: [fast]}\nproviders:\n  - {name: first, kind: engine, model: slow, timeout: 50s}\n  - {name: second, kind: engine, model: fast}\n", slow.URL, fast.URL))
+	cause := errors.New("shutting down: the drain timeout passed")
+	ctx, cancel := context.WithCancelCause(t.Context())
+	defer cancel(nil)
+	go func() { // stopped once the first link is being asked
+		for len(slow.Inferences()) == 0 && ctx.Err() == nil {
+			time.Sleep(time.Millisecond)
+		}
+		cancel(cause)
+	}()
+	res := g.Decide(ctx, []byte(`{"question":"Which?","options":["a","b"]}`), "")
+	if len(res.Attempts) != 2 {
+		t.Fatalf("attempts %+v", res.Attempts)
+	}
+	for _, a := range res.Attempts {
+		if strings.Contains(a.Detail, "deadline of") || !strings.Contains(a.Detail, cause.Error()) {
+			t.Errorf("%s: %q; want the cause, %q", a.Provider, a.Detail, cause)
 		}
 	}
 }

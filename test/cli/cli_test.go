@@ -109,6 +109,41 @@ func TestDecideExitStatus(t *testing.T) {
 	}
 }
 
+// Ctrl-C while a provider is asked ends decide saying it was
+// interrupted: exit 1, no decision, and neither a deadline that had not
+// passed nor a hint to check engines that were running.
+func TestDecideInterrupted(t *testing.T) {
+	arrived, release := make(chan struct{}, 1), make(chan struct{})
+	_, cfg := fakeNode(t, fakeengine.Behavior{Prompted: func(r fakeengine.Request) []float64 {
+		select {
+		case arrived <- struct{}{}:
+		default:
+		}
+		<-release // held until the test ends
+		return byTopic(r)
+	}}, "fingerprint: {off: true}\n")
+	t.Cleanup(func() { close(release) }) // before the engine closes: it waits for its handlers
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, testbin.Binary(t), "decide", "--config", cfg, "Which team?", "billing", "tech")
+	cmd.Env = []string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	<-arrived
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	out := stderr.String()
+	if code := cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(out, "interrupted") ||
+		strings.Contains(out, "deadline of") || strings.Contains(out, "check that the engines") || strings.Contains(out, "provider failed") {
+		t.Fatalf("decide interrupted: exit %d\nstdout: %s\nstderr: %s", code, stdout.String(), out)
+	}
+}
+
 // Without a configuration, decide speaks to the person at the terminal
 // (where system1 looks, what scripts/run.sh writes, where the docs are),
 // not in the words the MCP face uses for an agent; serve points to the
