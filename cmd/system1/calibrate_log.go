@@ -27,6 +27,9 @@ func openLogFor(ctx context.Context, e env, cfgFlag, stateDir string) (*config.C
 		return nil, nil, fmt.Errorf("the decision log is off (decision_log.off in %s): there is nothing to read", cfg.Path)
 	}
 	l := openDecisionLog(ctx, cfg.DecisionLog, stateDir, e, logger(e), nil)
+	if l == nil && ctx.Err() != nil {
+		return nil, nil, context.Cause(ctx) // a signal while it opened
+	}
 	if l == nil {
 		return nil, nil, errors.New("the decision log could not be opened (see the log above)")
 	}

@@ -34,6 +34,9 @@ func openDecisionLog(ctx context.Context, c config.DecisionLog, stateDir string,
 		defer cancel()
 		l, err = decisionlog.Open(octx, opt)
 	}
+	if err != nil && ctx.Err() == context.Canceled {
+		return nil // a signal: the face stops, and says so
+	}
 	if err != nil {
 		// Never a file of this replica's own instead of the shared log;
 		// the error never repeats a PostgreSQL URL.

@@ -88,6 +88,9 @@ func cmdFeedback(ctx context.Context, args []string, e env) error {
 			return err
 		}
 		dlog := openDecisionLog(ctx, cfg.DecisionLog, *stateDir, e, log, nil)
+		if dlog == nil && ctx.Err() != nil {
+			return context.Cause(ctx) // a signal while the log opened: nothing recorded
+		}
 		res = outcomes.NewFeedback(dlog).Record(ctx, items)
 		closeDecisionLog(dlog, log)
 		if res.Error != nil && res.Error.Code == outcomes.FeedbackUnknownRequest {

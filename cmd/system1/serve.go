@@ -60,6 +60,10 @@ func cmdServe(ctx context.Context, args []string, e env) error {
 		return err // nil too when a signal stopped the reading
 	}
 	s, err := buildServe(ctx, cfg, *stateDir, e, log)
+	if errors.Is(err, errStoppedStarting) {
+		log.Info("stopped by a signal while starting", "request_id", "-")
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -88,6 +92,10 @@ func serveConfig(ctx context.Context, path, listen string, log *slog.Logger) (*c
 	}
 	return cfg, nil
 }
+
+// errStoppedStarting is buildServe's end when a signal came before it
+// was done: serve stops, and exits 0.
+var errStoppedStarting = errors.New("stopped by a signal while starting")
 
 // serving is what serve builds before it listens: the HTTP face, the
 // readiness /readyz answers from, and close, which closes what the
@@ -154,6 +162,10 @@ func buildServe(ctx context.Context, cfg *config.Config, stateDir string, e env,
 		return nil, fmt.Errorf("configuration %s: %w", cfg.Path, err)
 	}
 	dlog := openDecisionLog(ctx, cfg.DecisionLog, stateDir, e, log, m)
+	if ctx.Err() != nil { // a signal while the log opened (up to 30 s): nothing is served
+		closeLogAndTracer(dlog, tr, log)
+		return nil, errStoppedStarting
+	}
 	if dlog == nil && !cfg.DecisionLog.Off {
 		ready.logProblem = "the decision log could not be opened (the start-up log says why): answers would not be recorded"
 	}

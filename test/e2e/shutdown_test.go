@@ -310,3 +310,65 @@ func TestMCPExitsWhenStdinCloses(t *testing.T) {
 		})
 	}
 }
+
+// SIGTERM while serve waits for its decision log to open (a PostgreSQL
+// server that took the connection and does not answer) stops it there:
+// exit 0, saying it was stopped while starting, without logging the log
+// unavailable (it was not given the time to open) or listening on its
+// port a moment before shutting down.
+func TestSignalWhileTheDecisionLogOpens(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan net.Conn, 16)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c // taken, never answered
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		for {
+			select {
+			case c := <-accepted:
+				c.Close()
+			default:
+				return
+			}
+		}
+	})
+	f := fakeEngine(t, fakeengine.Behavior{})
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "system1.yaml")
+	writeFile(t, cfg, withoutCanary("nodes:\n"+engineNode("engine", f.URL, "fake", "")+
+		fmt.Sprintf("decision_log: {url: \"postgres://u:p@%s/db?sslmode=disable\"}\n", ln.Addr())))
+	cmd := exec.Command(testbin.Binary(t), "serve", "--config", cfg, "--listen", testbin.LoopbackAddr(t))
+	cmd.Env = append(env("SYSTEM1_", "XDG_", "CLAUDE_"), "XDG_STATE_HOME="+dir)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case c := <-accepted:
+		accepted <- c // closed at the end
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("serve never connected to its decision log\n%s", stderr.String())
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	log := stderr.String()
+	if code := cmd.ProcessState.ExitCode(); code != 0 || !strings.Contains(log, "stopped by a signal") ||
+		strings.Contains(log, "decision log unavailable") || strings.Contains(log, "msg=listening") {
+		t.Fatalf("SIGTERM while the decision log opens: exit %d\n%s", code, log)
+	}
+}
