@@ -384,13 +384,15 @@ func Kind(raw json.RawMessage) string {
 
 // Text renders a JSON value as a model reads it: a string as itself,
 // anything else as compact JSON (as sent when it does not compact), and
-// nothing as "".
+// nothing as "". A string with nothing to decode (Plain) is read without
+// encoding/json: a state is read this way for every prompt laid out over
+// it, and most are such strings.
 func Text(raw json.RawMessage) string {
 	if len(raw) == 0 {
 		return ""
 	}
-	if s, ok := plainString(raw); ok {
-		return s
+	if body, ok := Plain(raw); ok {
+		return string(body)
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
@@ -401,15 +403,6 @@ func Text(raw json.RawMessage) string {
 		return string(raw)
 	}
 	return b.String()
-}
-
-// plainString is a JSON string with nothing to decode (no escape, no
-// control character, valid UTF-8) as its text, without encoding/json: a
-// state is read this way for every prompt laid out over it, and most are
-// such strings. ok is false for anything else, which Text decodes in full.
-func plainString(raw []byte) (string, bool) {
-	body, ok := Plain(raw)
-	return string(body), ok
 }
 
 // Plain is the text of a JSON string with nothing to decode (no escape,
