@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -190,15 +191,20 @@ func (e *Error) SetHeaders(h http.Header) {
 	if e.Type == TypeInsufficientQuota {
 		h.Set("X-Should-Retry", "false")
 	}
-	if e.RetryAfter <= 0 {
-		return
+	if e.RetryAfter > 0 {
+		SetRetryAfter(h, e.RetryAfter)
 	}
-	secs := e.RetryAfter / time.Second // rounded up below: adding first could overflow
-	if e.RetryAfter%time.Second != 0 {
-		secs++
-	}
-	h.Set("Retry-After", strconv.FormatInt(int64(secs), 10))
-	h.Set("Retry-After-Ms", strconv.FormatInt(e.RetryAfter.Milliseconds(), 10))
+}
+
+// SetRetryAfter says when to come back in both headers clients read
+// (Retry-After in whole seconds, rounded up, Retry-After-Ms exactly:
+// OpenAI's SDKs and Jev's Python SDK honour either), for every pause
+// either wire asks for; it returns the seconds.
+func SetRetryAfter(h http.Header, wait time.Duration) int {
+	secs := int(math.Ceil(wait.Seconds()))
+	h.Set("Retry-After", strconv.Itoa(secs))
+	h.Set("Retry-After-Ms", strconv.FormatInt(wait.Milliseconds(), 10))
+	return secs
 }
 
 // AppendJSON writes the error envelope.

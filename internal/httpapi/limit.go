@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"math"
 	"net"
 	"sync"
 	"time"
@@ -138,6 +137,3 @@ func clientKey(remoteAddr string) string {
 	}
 	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
 }
-
-// retryAfterSeconds rounds a wait up to whole seconds for Retry-After.
-func retryAfterSeconds(d time.Duration) int { return int(math.Ceil(d.Seconds())) }

@@ -196,7 +196,7 @@ func (s *Server) api(wr wire, scope Scope, h http.HandlerFunc, timeout time.Dura
 		if s.AuthOn() {
 			k, ok, wait := s.checkKey(r)
 			if !ok {
-				secs := setRetryAfter(w.Header(), wait)
+				secs := decisionsapi.SetRetryAfter(w.Header(), wait)
 				errs(w, http.StatusTooManyRequests, systemone.RateLimit,
 					fmt.Sprintf("too many wrong API keys from this address; retry after %d s", secs))
 				return
@@ -230,7 +230,7 @@ func (s *Server) api(wr wire, scope Scope, h http.HandlerFunc, timeout time.Dura
 		}
 		ri.caller, ri.limiter = caller, lim
 		if ok, wait := lim.allow(caller, time.Now()); !ok {
-			secs := setRetryAfter(w.Header(), wait)
+			secs := decisionsapi.SetRetryAfter(w.Header(), wait)
 			errs(w, http.StatusTooManyRequests, systemone.RateLimit,
 				fmt.Sprintf("rate limit exceeded; retry after %d s", secs))
 			return
@@ -259,7 +259,7 @@ func (s *Server) withinBudget(w http.ResponseWriter, errs errorWriter, k Key) bo
 	if !ok || spent < k.Budget.USD {
 		return true
 	}
-	secs := setRetryAfter(w.Header(), time.Until(next))
+	secs := decisionsapi.SetRetryAfter(w.Header(), time.Until(next))
 	errs(w, http.StatusTooManyRequests, systemone.InsufficientQuota,
 		fmt.Sprintf("the key %q has spent $%s of its budget of $%s a %s (UTC); it resets at %s, in %d s",
 			k.Name, spent, k.Budget.USD, k.Budget.Per, next.UTC().Format(time.RFC3339), secs))
@@ -280,17 +280,6 @@ func (s *Server) checkKey(r *http.Request) (k int, ok bool, wait time.Duration) 
 		failed()
 	}
 	return k, true, 0
-}
-
-// setRetryAfter says when to come back in both headers clients read
-// (Retry-After in whole seconds, Retry-After-Ms exactly: OpenAI's SDKs and
-// Jev's Python SDK honour either), for every 429 the API writes itself;
-// it returns the seconds.
-func setRetryAfter(h http.Header, wait time.Duration) int {
-	secs := retryAfterSeconds(wait)
-	h.Set("Retry-After", strconv.Itoa(secs))
-	h.Set("Retry-After-Ms", strconv.FormatInt(wait.Milliseconds(), 10))
-	return secs
 }
 
 // limitBody bounds a request body to max_body_bytes, decompressing a

@@ -13,6 +13,7 @@ import (
 	"system1/internal/answer"
 	"system1/internal/decision"
 	"system1/internal/decisionlog"
+	"system1/internal/decisionsapi"
 	"system1/internal/systemone"
 )
 
@@ -204,7 +205,7 @@ func failureText(err error) string {
 func writeFailure(w http.ResponseWriter, err error, model string) {
 	status, retry, body := failureReply(err, model)
 	if retry > 0 {
-		setRetryAfter(w.Header(), retry)
+		decisionsapi.SetRetryAfter(w.Header(), retry)
 	}
 	writeJSON(w, status, body)
 }
