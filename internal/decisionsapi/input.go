@@ -71,13 +71,11 @@ func (p *Parsed) readInput(raw json.RawMessage) {
 	case "array":
 	default:
 		p.fail("input", "input must be a string or an array of input items")
-		p.broken["input"] = true
 		return
 	}
 	items := elements(raw)
 	if len(items) == 0 {
 		p.fail("input", "input must hold at least one item")
-		p.broken["input"] = true
 		return
 	}
 	before := len(p.problems)

@@ -100,7 +100,6 @@ func ParseRequest(body []byte) *Parsed {
 	for _, f := range []string{"model", "input", "questions"} {
 		if _, ok := jsonx.Lookup(top, f); !ok {
 			p.fail(f, "Field required")
-			p.broken[f] = true
 		}
 	}
 	return p
@@ -160,8 +159,12 @@ func (p *Parsed) domainParam(path []string, index map[string]int) (string, bool)
 	return at, true
 }
 
+// fail records a problem at at; a top-level field it names is broken.
 func (p *Parsed) fail(at, msg string) {
 	p.problems = append(p.problems, Problem{Param: at, Message: msg})
+	if at == "model" || at == "input" || at == "questions" {
+		p.broken[at] = true
+	}
 }
 
 // object splits the JSON object at path at into its members, reporting a
@@ -238,9 +241,7 @@ func (p *Parsed) readModel(raw json.RawMessage) {
 		p.fail("model", "model must not be empty")
 	default:
 		p.Model = s
-		return
 	}
-	p.broken["model"] = true
 }
 
 func (p *Parsed) readCacheOptions(raw json.RawMessage) {
@@ -298,13 +299,11 @@ func TypeName(k decision.Kind) string {
 func (p *Parsed) readQuestions(raw json.RawMessage) {
 	if jsonx.Kind(raw) != "array" {
 		p.fail("questions", "questions must be an array of questions")
-		p.broken["questions"] = true
 		return
 	}
 	items := elements(raw)
 	if len(items) == 0 {
 		p.fail("questions", "at least one question is required")
-		p.broken["questions"] = true
 		return
 	}
 	p.Questions = make([]decision.Question, len(items))
