@@ -457,9 +457,7 @@ func checkID(raw json.RawMessage) string {
 	case "string":
 		// A lone surrogate escape decodes to U+FFFD: the reply would carry
 		// another id than the request.
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil ||
-			strings.ContainsRune(s, utf8.RuneError) && !bytes.ContainsRune(raw, utf8.RuneError) && !bytes.Contains(bytes.ToLower(raw), []byte(`\ufffd`)) {
+		if !jsonx.TextOK(raw) {
 			return `"id" is not a valid string (a lone surrogate escape)`
 		}
 		return ""
