@@ -1,7 +1,6 @@
 package decisionsapi
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -232,15 +231,7 @@ func (c *Client) root() string {
 // reply of at most maxBody bytes; any other status is an *Error read
 // from the endpoint's envelope.
 func (c *Client) do(ctx context.Context, method, url string, body []byte, maxBody int64) ([]byte, error) {
-	hr, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	hr.Header.Set("Accept", "application/json")
-	if body != nil {
-		hr.Header.Set("Content-Type", "application/json")
-	}
-	data, err := httpcall.Do(c.HTTP, hr, c.Key, maxBody)
+	data, err := httpcall.Send(ctx, c.HTTP, method, url, acceptJSON, body, c.Key, maxBody)
 	var se *httpcall.StatusError
 	switch {
 	case errors.As(err, &se):
@@ -250,6 +241,9 @@ func (c *Client) do(ctx context.Context, method, url string, body []byte, maxBod
 	}
 	return data, err
 }
+
+// acceptJSON is the header every call to a Decisions endpoint carries.
+var acceptJSON = http.Header{"Accept": {"application/json"}}
 
 // identitySource names where a Decisions endpoint's identity is read.
 const identitySource = "decisions /v1/models"

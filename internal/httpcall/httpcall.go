@@ -7,9 +7,11 @@ package httpcall
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strings"
 	"time"
@@ -37,6 +39,20 @@ func (e *StatusError) Error() string { return fmt.Sprintf("HTTP %d", e.Code) }
 // ErrTooLarge marks a reply over the size limit: an error, never a
 // truncated body.
 var ErrTooLarge = errors.New("reply too large")
+
+// Send sends a request of method to url with header's fields and body,
+// as JSON (nil: none, and no Content-Type), and returns what Do returns.
+func Send(ctx context.Context, hc *http.Client, method, url string, header http.Header, body []byte, key string, maxBody int64) ([]byte, error) {
+	hr, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(hr.Header, header)
+	if body != nil {
+		hr.Header.Set("Content-Type", "application/json")
+	}
+	return Do(hc, hr, key, maxBody)
+}
 
 // Do sends hr with the bearer key (none when key is empty) through hc (nil
 // is http.DefaultClient) and returns the body of a 200 reply of at most

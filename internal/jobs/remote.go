@@ -206,11 +206,7 @@ func (d *RemoteDecider) Capacity(ctx context.Context, job decision.Request) int 
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	u := strings.TrimSuffix(strings.TrimRight(d.URL, "/"), "/v1/systemone") + "/health"
-	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return 0
-	}
-	data, err := httpcall.Do(d.httpClient(), hr, d.Key, 1<<20)
+	data, err := httpcall.Send(ctx, d.httpClient(), http.MethodGet, u, nil, nil, d.Key, 1<<20)
 	if err != nil {
 		return 0
 	}

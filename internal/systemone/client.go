@@ -1,7 +1,6 @@
 package systemone
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -147,14 +146,7 @@ func (c *Client) Ask(ctx context.Context, req decision.Request) (*Reply, error) 
 // carrying the server's message (with the key redacted, should the server
 // echo it) and Retry-After.
 func (c *Client) do(ctx context.Context, method, url string, body []byte, maxBody int64) ([]byte, error) {
-	hr, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	if body != nil {
-		hr.Header.Set("Content-Type", "application/json")
-	}
-	data, err := httpcall.Do(c.HTTP, hr, c.Key, maxBody)
+	data, err := httpcall.Send(ctx, c.HTTP, method, url, nil, body, c.Key, maxBody)
 	var se *httpcall.StatusError
 	switch {
 	case errors.As(err, &se):
