@@ -107,11 +107,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		}
 		tracing.EndRequest(span, r, status)
 		d := time.Since(start)
-		route := r.Pattern
-		if route == "" || isUnmatched(route) {
-			route = unmatchedRoute
-		}
-		s.opt.Metrics.Request(route, strconv.Itoa(status), ri.key, d)
+		s.opt.Metrics.Request(cmp.Or(r.Pattern, unmatchedRoute), strconv.Itoa(status), ri.key, d)
 		h := s.opt.Log.Handler()
 		if !h.Enabled(r.Context(), slog.LevelInfo) {
 			return
