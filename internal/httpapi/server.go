@@ -6,6 +6,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"crypto/subtle"
 	"log/slog"
@@ -116,23 +117,13 @@ const (
 
 // New builds a server.
 func New(opt Options) *Server {
-	if opt.RequestTimeout <= 0 {
-		opt.RequestTimeout = DefaultRequestTimeout
-	}
-	if opt.MaxBodyBytes <= 0 {
-		opt.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if opt.Log == nil {
-		opt.Log = slog.New(slog.DiscardHandler)
-	}
+	opt.RequestTimeout = cmp.Or(max(opt.RequestTimeout, 0), DefaultRequestTimeout)
+	opt.MaxBodyBytes = cmp.Or(max(opt.MaxBodyBytes, 0), DefaultMaxBodyBytes)
+	opt.GuessesPerMinute = cmp.Or(max(opt.GuessesPerMinute, 0), DefaultGuessesPerMinute)
+	opt.GuessBurst = cmp.Or(max(opt.GuessBurst, 0), DefaultGuessBurst)
+	opt.Log = cmp.Or(opt.Log, slog.New(slog.DiscardHandler))
 	if opt.Metrics == nil {
 		opt.Metrics = metrics.New()
-	}
-	if opt.GuessesPerMinute <= 0 {
-		opt.GuessesPerMinute = DefaultGuessesPerMinute
-	}
-	if opt.GuessBurst <= 0 {
-		opt.GuessBurst = DefaultGuessBurst
 	}
 	if opt.Tracker == nil && opt.DecisionLog != nil {
 		opt.Tracker = outcomes.NewTracker(opt.DecisionLog)
