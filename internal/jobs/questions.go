@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"system1/internal/decision"
 	"system1/internal/jsonx"
@@ -53,11 +52,7 @@ func ParseQuestions(data []byte, model string, lim decision.Limits) (decision.Re
 	body := fmt.Appendf(nil, `{"model":%s,"state":"","questions":%s}`, m, questions)
 	p := systemone.ParseRequest(body)
 	if ps := p.Validate(lim); len(ps) > 0 {
-		msgs := make([]string, len(ps))
-		for i, pr := range ps {
-			msgs[i] = strings.Join(pr.Path, ".") + ": " + pr.Msg
-		}
-		return decision.Request{}, fmt.Errorf("the questions file: %s", strings.Join(msgs, "; "))
+		return decision.Request{}, fmt.Errorf("the questions file: %s", systemone.ValidationMessage(systemone.InBody, ps))
 	}
 	req := p.Request
 	req.State = nil
