@@ -67,10 +67,7 @@ func cmdDecide(ctx context.Context, args []string, e env) error {
 				return e.usageError("decide", fmt.Sprintf("%s: flags go before the question: system1 decide [flags] QUESTION [OPTION OPTION...] (a -- before the question makes every word after it an option)", a))
 			}
 		}
-		req := gateway.Request{Question: fs.Arg(0)}
-		if fs.NArg() > 1 {
-			req.Options = fs.Args()[1:]
-		}
+		req := gateway.Request{Question: fs.Arg(0), Options: fs.Args()[1:]} // none: a yes or no, options omitted
 		if *ctxFlag != "" {
 			req.Context = json.RawMessage(*ctxFlag)
 			if !json.Valid(req.Context) {
