@@ -386,13 +386,10 @@ func Classify(line []byte) (jsonrpc.Message, []byte) {
 	if err != nil {
 		return nil, rejection(duplicateKeyID(line, err), jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
 	}
-	m := make(map[string]json.RawMessage, len(members))
-	for _, mb := range members {
-		m[mb.Key] = mb.Value
-	}
+	field := func(key string) (json.RawMessage, bool) { return jsonx.Lookup(members, key) }
 	// The id first, so that the other errors can carry it.
 	var id json.RawMessage
-	if raw, ok := m["id"]; ok {
+	if raw, ok := field("id"); ok {
 		if msg := checkID(raw); msg != "" {
 			return nil, rejection(nil, jsonrpc.CodeInvalidRequest, "invalid request: "+msg)
 		}
@@ -401,21 +398,21 @@ func Classify(line []byte) (jsonrpc.Message, []byte) {
 	bad := func(msg string) (jsonrpc.Message, []byte) {
 		return nil, rejection(id, jsonrpc.CodeInvalidRequest, "invalid request: "+msg)
 	}
-	if string(m["jsonrpc"]) != `"2.0"` {
+	if v, _ := field("jsonrpc"); string(v) != `"2.0"` {
 		return bad(`"jsonrpc" must be "2.0"`)
 	}
-	if method, ok := m["method"]; ok {
+	if method, ok := field("method"); ok {
 		if jsonx.Kind(method) != "string" {
 			return bad(`"method" must be a string`)
 		}
-		if p, ok := m["params"]; ok {
+		if p, ok := field("params"); ok {
 			if k := jsonx.Kind(p); k != "object" && k != "array" && k != "null" {
 				return bad(`"params" must be an object`)
 			}
 		}
 	} else {
-		_, hasResult := m["result"]
-		e, hasError := m["error"]
+		_, hasResult := field("result")
+		e, hasError := field("error")
 		switch {
 		case id == nil:
 			return bad(`a message needs "method" (a request or notification) or "id" with "result" or "error" (a response)`)
