@@ -137,7 +137,8 @@ type Answer struct {
 	Cost *decision.USD
 	// Warnings are in question order.
 	Warnings []Warning
-	// Calibrated is set when every distribution was tempered by a fit.
+	// Calibrated is set when every distribution was tempered by a fit,
+	// and there was one: with every question declined, none was.
 	Calibrated bool
 	// FitVersion is the Revision of the fits that tempered at least one
 	// distribution, "" when none did.

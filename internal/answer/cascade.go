@@ -134,6 +134,7 @@ func (s *Service) answerCascade(ctx context.Context, req Request, c Cascade) (*A
 			break
 		}
 	}
+	out.Calibrated = out.calibratedSome()
 	return out, nil
 }
 

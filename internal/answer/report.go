@@ -145,7 +145,15 @@ func report(req Request, res *fleet.Result, fits *calibration.Fits) *Answer {
 			a.Warnings = append(a.Warnings, Warning{Question: q.ID, Missing: got.Missing})
 		}
 	}
+	a.Calibrated = a.calibratedSome()
 	return a
+}
+
+// calibratedSome is a's Calibrated where some question has a
+// distribution: one whose every question was declined had nothing
+// calibrated, whatever fits were loaded.
+func (a *Answer) calibratedSome() bool {
+	return a.Calibrated && slices.ContainsFunc(a.Questions, func(q Question) bool { return q.Dist != nil })
 }
 
 // Set is a question's prediction set at the coverage a request asked

@@ -195,3 +195,36 @@ func TestSystemOneScoreMapLeavesAnUnreportedLevelAtZero(t *testing.T) {
 		t.Errorf("score %v, want 1", s)
 	}
 }
+
+// An answer is calibrated only where a calibrator was applied: with fits
+// loaded for the model, a request whose every question the node declined
+// had nothing calibrated, and X-System1-Calibrated says false, as decide's
+// calibrated does; one answered question of three, fitted, says true.
+func TestCalibratedOnlyWhereSomethingWasCalibrated(t *testing.T) {
+	fits := &calibration.Fits{Version: calibration.FitsVersion, Fits: []calibration.Fit{
+		{Model: "fake", Kind: decision.Choice, Bucket: "3-4", Temperature: 2},
+		{Model: "fake", Kind: decision.Noul, Bucket: "2", Temperature: 2},
+		{Model: "fake", Kind: decision.Score, Bucket: "3-4", Temperature: 2},
+	}}
+	for _, tc := range []struct {
+		refuse []string
+		want   string
+	}{
+		{[]string{"dept", "urgent", "mood"}, "false"},
+		{[]string{"urgent", "mood"}, "true"},
+	} {
+		d := fakeengine.StartDecisions(t, fakeengine.Reply{Model: fakeengine.DefaultModel, Probs: []float64{0.2, 0.7, 0.1}, Refuse: tc.refuse})
+		n, err := fleet.NewNode(config.Node{Name: "n", URL: d.URL, Dialect: "decisions", Models: []string{fakeengine.DefaultModel}},
+			func(string) string { return "" }, http.DefaultClient)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(httpapi.New(httpapi.Options{Answer: answer.New(answer.Options{Router: fleet.New([]*fleet.Node{n}, fleet.Options{}),
+			Fits: func() *calibration.Fits { return fits }})}))
+		t.Cleanup(srv.Close)
+		h, body := okReply(t, http.MethodPost, srv.URL+"/v1/decisions", ticketDecisions)
+		if got := h.Get("X-System1-Calibrated"); got != tc.want {
+			t.Errorf("%d of 3 questions declined: X-System1-Calibrated %q, want %q\n%s", len(tc.refuse), got, tc.want, body)
+		}
+	}
+}
