@@ -24,14 +24,11 @@ type Policy struct {
 // DefaultPolicy is LiteLLM's: 3 failures a minute, 5 seconds off.
 var DefaultPolicy = Policy{AllowedFails: 3, Window: time.Minute, Cooldown: 5 * time.Second}
 
-// failedLocked records a node's failure at now and cools it down by the
-// policy; the caller holds n.mu. It reports whether the failure began or
-// lengthened n's cooldown.
+// failedLocked records a node's failure at now, one that speaks of the
+// node (see speaks), and cools it down by the policy; the caller holds
+// n.mu. It reports whether the failure began or lengthened n's cooldown.
 func (r *Router) failedLocked(n *Node, f *engine.Failure, now time.Time) bool {
 	switch f.Kind {
-	case engine.Rejected, engine.Busy, engine.Canceled:
-		// the request's fault, a full queue or a caller gone: not the node's health
-		return false
 	case engine.RateLimited:
 		cooled := r.coolLocked(n, now, max(f.RetryAfter, time.Second), f.Error())
 		n.coolLimited = n.coolLimited || cooled
