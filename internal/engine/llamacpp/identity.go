@@ -50,13 +50,13 @@ type props struct {
 // slots), since a new model file may tokenize otherwise.
 func (e *Engine) Identity(ctx context.Context, model string) (fingerprint.Identity, error) {
 	var p props
-	if err := openai.GetIdentity(ctx, e.HTTP, e.url("/props"), e.Key, e.MaxBody, &p); err != nil {
+	if err := openai.Get(ctx, e.HTTP, e.url("/props"), e.Key, fingerprint.MaxReply, &p); err != nil {
 		return fingerprint.Identity{}, fmt.Errorf("reading /props: %w", err)
 	}
 	var list struct {
 		Data []modelEntry `json:"data"`
 	}
-	if err := openai.GetIdentity(ctx, e.HTTP, e.url("/v1/models"), e.Key, e.MaxBody, &list); err != nil {
+	if err := openai.Get(ctx, e.HTTP, e.url("/v1/models"), e.Key, fingerprint.MaxReply, &list); err != nil {
 		return fingerprint.Identity{}, fmt.Errorf("reading /v1/models: %w", err)
 	}
 	at := slices.IndexFunc(list.Data, func(m modelEntry) bool { return m.ID == model || slices.Contains(m.Aliases, model) })

@@ -36,7 +36,6 @@ type Engine struct {
 	BaseURL string
 	Key     string
 	HTTP    *http.Client
-	MaxBody int64
 	// PerCall caps the labels one call reads; 0, the default, reads any
 	// number, since the server reports the whole vocabulary on request.
 	PerCall int
@@ -353,7 +352,7 @@ func (e *Engine) infer(ctx context.Context, path string, slot *int, req, reply a
 	defer h.release()
 	ctx, cancel := engine.Bound(ctx)
 	defer cancel()
-	return openai.Post(ctx, e.HTTP, e.url(path), e.Key, req, reply, e.MaxBody)
+	return openai.Post(ctx, e.HTTP, e.url(path), e.Key, req, reply)
 }
 
 // turn takes what a task waits for before it runs, in infer's order: the
@@ -474,7 +473,7 @@ func Grammar(labels []string) string {
 
 // Models lists the model id and aliases the server answers to.
 func (e *Engine) Models(ctx context.Context) ([]string, error) {
-	return openai.ListModels(ctx, e.HTTP, e.url("/v1/models"), e.Key, e.MaxBody)
+	return openai.ListModels(ctx, e.HTTP, e.url("/v1/models"), e.Key)
 }
 
 // vocab is the model's vocabulary size, from /v1/models; maxK when the
@@ -528,7 +527,7 @@ const maxSlots = 1 << 16
 
 // get reads one of the server's facts (openai.Get).
 func (e *Engine) get(ctx context.Context, path string, reply any) error {
-	return openai.Get(ctx, e.HTTP, e.url(path), e.Key, e.MaxBody, reply)
+	return openai.Get(ctx, e.HTTP, e.url(path), e.Key, openai.DefaultMaxBody, reply)
 }
 
 // fact is a number read once from the server, such as its vocabulary
@@ -680,7 +679,7 @@ func (e *Engine) tokenID(ctx context.Context, label string) (int, error) {
 func (e *Engine) query(ctx context.Context, path string, req, reply any) error {
 	ctx, cancel := engine.Bound(ctx)
 	defer cancel()
-	return openai.Post(ctx, e.HTTP, e.url(path), e.Key, req, reply, e.MaxBody)
+	return openai.Post(ctx, e.HTTP, e.url(path), e.Key, req, reply)
 }
 
 func (e *Engine) url(path string) string { return strings.TrimRight(e.BaseURL, "/") + path }

@@ -316,7 +316,7 @@ func (e *Engine) post(key callKey, call []*waiter) {
 		// the call's settings, some 2 KB more a prompt to decode.
 		ResponseFields []string `json:"response_fields"`
 	}{key.model, prompts, 1, 0, key.topK, key.grammar, true, completionFields}
-	raw, err := openai.PostBody(ctx, e.HTTP, e.url("/completion"), e.Key, req, e.MaxBody)
+	raw, err := openai.PostBody(ctx, e.HTTP, e.url("/completion"), e.Key, req)
 	if f := (*engine.Failure)(nil); errors.As(err, &f) && f.Kind == engine.Rejected {
 		for _, w := range call {
 			w.answer(completed{alone: true})

@@ -38,13 +38,13 @@ func (e *Engine) Identity(ctx context.Context, model string) (fingerprint.Identi
 			} `json:"details"`
 		} `json:"models"`
 	}
-	if err := openai.GetIdentity(ctx, e.HTTP, e.url("/api/tags"), e.Key, e.MaxBody, &tags); err != nil {
+	if err := openai.Get(ctx, e.HTTP, e.url("/api/tags"), e.Key, fingerprint.MaxReply, &tags); err != nil {
 		return fingerprint.Identity{}, fmt.Errorf("reading /api/tags: %w", err)
 	}
 	var version struct {
 		Version string `json:"version"`
 	}
-	if err := openai.GetIdentity(ctx, e.HTTP, e.url("/api/version"), e.Key, e.MaxBody, &version); err != nil {
+	if err := openai.Get(ctx, e.HTTP, e.url("/api/version"), e.Key, fingerprint.MaxReply, &version); err != nil {
 		return fingerprint.Identity{}, fmt.Errorf("reading /api/version: %w", err)
 	}
 	want := Tagged(model)

@@ -26,7 +26,6 @@ type Engine struct {
 	BaseURL string
 	Key     string
 	HTTP    *http.Client
-	MaxBody int64
 	// NumCtx is the context in tokens to run the model with; 0 leaves it
 	// to Ollama (4096, clamped to the model's own).
 	NumCtx int
@@ -80,7 +79,7 @@ func (e *Engine) Read(ctx context.Context, model string, p engine.Prompt) (engin
 	}
 	var reply chatResponse
 	if err := engine.Call(ctx, func(ctx context.Context) error {
-		return openai.Post(ctx, e.HTTP, e.url("/api/chat"), e.Key, req, &reply, e.MaxBody)
+		return openai.Post(ctx, e.HTTP, e.url("/api/chat"), e.Key, req, &reply)
 	}); err != nil {
 		return engine.Reading{}, err
 	}
@@ -129,7 +128,7 @@ func (e *Engine) Models(ctx context.Context) ([]string, error) {
 			Name string `json:"name"`
 		} `json:"models"`
 	}
-	if err := openai.Get(ctx, e.HTTP, e.url("/api/tags"), e.Key, e.MaxBody, &list); err != nil {
+	if err := openai.Get(ctx, e.HTTP, e.url("/api/tags"), e.Key, openai.DefaultMaxBody, &list); err != nil {
 		return nil, err
 	}
 	names := make([]string, len(list.Models))

@@ -34,7 +34,7 @@ func (e *Engine) Identity(ctx context.Context, model string) (fingerprint.Identi
 	var list struct {
 		Data []entry `json:"data"`
 	}
-	if err := GetIdentity(ctx, e.HTTP, e.url("/models"), e.Key, e.MaxBody, &list); err != nil {
+	if err := Get(ctx, e.HTTP, e.url("/models"), e.Key, fingerprint.MaxReply, &list); err != nil {
 		return fingerprint.Identity{}, fmt.Errorf("reading /v1/models: %w", err)
 	}
 	at := slices.IndexFunc(list.Data, func(m entry) bool { return m.ID == model })
@@ -53,7 +53,7 @@ func (e *Engine) Identity(ctx context.Context, model string) (fingerprint.Identi
 	var version struct {
 		Version string `json:"version"`
 	}
-	err := GetIdentity(ctx, e.HTTP, strings.TrimSuffix(e.url(""), "/v1")+"/version", e.Key, e.MaxBody, &version)
+	err := Get(ctx, e.HTTP, strings.TrimSuffix(e.url(""), "/v1")+"/version", e.Key, fingerprint.MaxReply, &version)
 	var fail *engine.Failure
 	switch {
 	case errors.As(err, &fail) && fail.Status == http.StatusNotFound:
@@ -63,11 +63,4 @@ func (e *Engine) Identity(ctx context.Context, model string) (fingerprint.Identi
 		f["version"] = version.Version
 	}
 	return fingerprint.Identity{Source: identitySource, Fields: f}, nil
-}
-
-// GetIdentity is Get for an identity (engine.Identifier): its reply is
-// bounded by fingerprint.MaxReply, or by maxBody when that is smaller and
-// positive.
-func GetIdentity(ctx context.Context, hc *http.Client, url, key string, maxBody int64, reply any) error {
-	return Get(ctx, hc, url, key, fingerprint.ReplyLimit(maxBody), reply)
 }

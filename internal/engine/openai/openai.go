@@ -224,17 +224,17 @@ func logAdd(a, b float64) float64 {
 	return a + math.Log1p(math.Exp(b-a))
 }
 
-// Post sends a JSON request and decodes a JSON reply, classifying every
-// failure for the router. A nil hc is http.DefaultClient; maxBody bounds
-// what is read, 0 or less being DefaultMaxBody.
-func Post(ctx context.Context, hc *http.Client, url, key string, req, reply any, maxBody int64) error {
-	data, err := PostBody(ctx, hc, url, key, req, maxBody)
+// Post sends a JSON request and decodes a JSON reply of at most
+// DefaultMaxBody, classifying every failure for the router. A nil hc is
+// http.DefaultClient.
+func Post(ctx context.Context, hc *http.Client, url, key string, req, reply any) error {
+	data, err := PostBody(ctx, hc, url, key, req)
 	return decode(data, err, reply)
 }
 
 // PostBody is Post for a caller that decodes the reply itself: it
 // returns the reply's body.
-func PostBody(ctx context.Context, hc *http.Client, url, key string, req any, maxBody int64) ([]byte, error) {
+func PostBody(ctx context.Context, hc *http.Client, url, key string, req any) ([]byte, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return nil, &engine.Failure{Kind: engine.Rejected, Err: err}
@@ -244,19 +244,21 @@ func PostBody(ctx context.Context, hc *http.Client, url, key string, req any, ma
 		return nil, &engine.Failure{Kind: engine.Rejected, Err: err}
 	}
 	hr.Header.Set("Content-Type", "application/json")
-	return send(hc, hr, key, maxBody)
+	return send(hc, hr, key, DefaultMaxBody)
 }
 
-// Get reads url with GET into reply: a call that runs no model, bounded
-// by the node's timeout (engine.Bound) without taking a slot.
-func Get(ctx context.Context, hc *http.Client, url, key string, maxBody int64, reply any) error {
+// Get reads url with GET into reply, of at most limit bytes
+// (fingerprint.MaxReply for an identity's, engine.Identifier): a call that
+// runs no model, bounded by the node's timeout (engine.Bound) without
+// taking a slot.
+func Get(ctx context.Context, hc *http.Client, url, key string, limit int64, reply any) error {
 	ctx, cancel := engine.Bound(ctx)
 	defer cancel()
 	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
-	data, err := send(hc, hr, key, maxBody)
+	data, err := send(hc, hr, key, limit)
 	return decode(data, err, reply)
 }
 
@@ -278,10 +280,10 @@ func decode(data []byte, err error, reply any) error {
 	return nil
 }
 
-// send sends hr and returns the body of a successful reply, classifying
-// what went wrong as an engine failure.
-func send(hc *http.Client, hr *http.Request, key string, maxBody int64) ([]byte, error) {
-	data, err := httpcall.Do(hc, hr, key, cmp.Or(max(maxBody, 0), DefaultMaxBody))
+// send sends hr and returns the body of a successful reply of at most
+// limit bytes, classifying what went wrong as an engine failure.
+func send(hc *http.Client, hr *http.Request, key string, limit int64) ([]byte, error) {
+	data, err := httpcall.Do(hc, hr, key, limit)
 	var se *httpcall.StatusError
 	switch {
 	case errors.As(err, &se):
@@ -330,7 +332,6 @@ type Engine struct {
 	// SGLang) or "" or "none" for none (hosted APIs, which refuse unknown
 	// fields).
 	Constrain string
-	MaxBody   int64
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -359,7 +360,7 @@ func (e *Engine) Read(ctx context.Context, model string, p engine.Prompt) (engin
 	}
 	var reply ChatResponse
 	if err := engine.Call(ctx, func(ctx context.Context) error {
-		return Post(ctx, e.HTTP, e.url("/chat/completions"), e.Key, req, &reply, e.MaxBody)
+		return Post(ctx, e.HTTP, e.url("/chat/completions"), e.Key, req, &reply)
 	}); err != nil {
 		return engine.Reading{}, err
 	}
@@ -403,18 +404,18 @@ func TokenReading(tok *TokenLogprob, labels []Label, preMask bool) (engine.Readi
 
 // Models lists the ids of GET /v1/models.
 func (e *Engine) Models(ctx context.Context) ([]string, error) {
-	return ListModels(ctx, e.HTTP, e.url("/models"), e.Key, e.MaxBody)
+	return ListModels(ctx, e.HTTP, e.url("/models"), e.Key)
 }
 
 // ListModels reads an OpenAI-style model list (Get).
-func ListModels(ctx context.Context, hc *http.Client, url, key string, maxBody int64) ([]string, error) {
+func ListModels(ctx context.Context, hc *http.Client, url, key string) ([]string, error) {
 	var list struct {
 		Data []struct {
 			ID      string   `json:"id"`
 			Aliases []string `json:"aliases"` // llama.cpp
 		} `json:"data"`
 	}
-	if err := Get(ctx, hc, url, key, maxBody, &list); err != nil {
+	if err := Get(ctx, hc, url, key, DefaultMaxBody, &list); err != nil {
 		return nil, err
 	}
 	var ids []string
