@@ -117,31 +117,6 @@ func (b *engineBackend) ask(c *caller, req decision.Request) []answer {
 		}
 	}
 	llama, _ := b.e.(*llamacpp.Engine)
-	if llama != nil && engine.Throughput(c.ctx) {
-		// Row-wise work: the state holds a slot of its own and its
-		// questions go there one after another, the state prefilled
-		// once, while other states keep the other slots busy.
-		ctx, release, err := llama.Hold(c.ctx, req.State)
-		if err != nil { // the request ended while it waited: no call was made
-			for j := range out {
-				out[j] = answer{err: failure(err)}
-			}
-			return out
-		}
-		defer release()
-		for j := range out {
-			ask(ctx, j)
-			// As below: a node that failed a question is not sent the
-			// rest, which go on to the next node at once.
-			if f := out[j].err; f != nil && f.Kind != engine.Rejected && !f.Uninformative {
-				for k := j + 1; k < len(out); k++ {
-					out[k].err = f
-				}
-				return out
-			}
-		}
-		return out
-	}
 	// Engines cache prompt prefixes, but on an engine that spreads
 	// concurrent requests over slots with a cache each, questions sent
 	// together over a state the node has not seen would each prefill it.
@@ -149,23 +124,39 @@ func (b *engineBackend) ask(c *caller, req decision.Request) []answer {
 	// the rest follow together to reuse it; over a state the node has just
 	// seen, all go at once. Engines that share or pin the prefix get every
 	// question at once.
-	first := 0
-	if b.leadFirst && len(out) > 1 && !c.warm {
-		ask(c.ctx, 0)
-		first = 1
-		// A node that failed the first question (down, hung, busy, asking
-		// for a pause, answering garbage) is not sent the rest: they go on
-		// to the next node at once. A question the engine refused as a bad
+	ctx, alone := c.ctx, 0 // the first alone questions go one after another
+	switch {
+	case llama != nil && engine.Throughput(c.ctx):
+		// Row-wise work: the state holds a slot of its own and all its
+		// questions go there one after another, the state prefilled
+		// once, while other states keep the other slots busy.
+		held, release, err := llama.Hold(c.ctx, req.State)
+		if err != nil { // the request ended while it waited: no call was made
+			for j := range out {
+				out[j] = answer{err: failure(err)}
+			}
+			return out
+		}
+		defer release()
+		ctx, alone = held, len(out)
+	case b.leadFirst && len(out) > 1 && !c.warm:
+		alone = 1
+	}
+	for j := range alone {
+		ask(ctx, j)
+		// A node that failed a question (down, hung, busy, asking for a
+		// pause, answering garbage) is not sent the rest: they go on to
+		// the next node at once. A question the engine refused as a bad
 		// request, or one the model ranked no label of, says nothing of
 		// the others.
-		if f := out[0].err; f != nil && f.Kind != engine.Rejected && !f.Uninformative {
-			for j := 1; j < len(out); j++ {
-				out[j].err = f
+		if f := out[j].err; f != nil && f.Kind != engine.Rejected && !f.Uninformative {
+			for k := j + 1; k < len(out); k++ {
+				out[k].err = f
 			}
 			return out
 		}
 	}
-	if llama != nil && llama.SpreadSlots && len(out) > 1 {
+	if llama != nil && llama.SpreadSlots && len(out) > 1 && alone < len(out) {
 		// Spread (spread_slots), each question has a slot of its own next
 		// to the state's: the engine copies its idle slots into its prompt
 		// cache and readies the slots the questions go to, before they go,
@@ -176,7 +167,7 @@ func (b *engineBackend) ask(c *caller, req decision.Request) []answer {
 		// next node at once, rather than wait the node's timeout again.
 		start := c.r.now()
 		if f := failure(llama.Prime(c.ctx, req.State, len(out))); f != nil && (f.Kind == engine.Timeout || f.Kind == engine.Unavailable) {
-			for j := first; j < len(out); j++ {
+			for j := alone; j < len(out); j++ {
 				out[j] = c.result(start, engine.Outcome{}, "", f)
 			}
 			return out
@@ -185,10 +176,10 @@ func (b *engineBackend) ask(c *caller, req decision.Request) []answer {
 	// The last question is asked on this goroutine: a lone question, the
 	// common case, then needs no goroutine handoff.
 	var wg sync.WaitGroup
-	for j := first; j < len(out)-1; j++ {
+	for j := alone; j < len(out)-1; j++ {
 		wg.Go(func() { ask(c.ctx, j) })
 	}
-	if first < len(out) {
+	if alone < len(out) {
 		ask(c.ctx, len(out)-1)
 	}
 	wg.Wait()
