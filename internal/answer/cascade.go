@@ -8,6 +8,7 @@ import (
 
 	"system1/internal/calibration"
 	"system1/internal/decision"
+	"system1/internal/engine"
 	"system1/internal/fleet"
 )
 
@@ -85,10 +86,7 @@ func (s *Service) answerCascade(ctx context.Context, req Request, c Cascade) (*A
 	for si, stage := range c.Stages {
 		sub := req
 		sub.Model, sub.Cascade, sub.Stage = stage, c.Model, si
-		sub.Questions = make([]decision.Question, len(pending))
-		for j, qi := range pending {
-			sub.Questions[j] = req.Questions[qi]
-		}
+		sub.Questions = engine.Pick(req.Questions, pending)
 		a, err := s.Answer(ctx, sub)
 		if err != nil {
 			return nil, err

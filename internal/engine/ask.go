@@ -212,10 +212,7 @@ func rounds(ctx context.Context, e Engine, model string, state json.RawMessage, 
 			return p
 		}
 		sub := q
-		sub.Options = make([]decision.Option, len(g))
-		for i, j := range g {
-			sub.Options[i] = q.Options[j]
-		}
+		sub.Options = Pick(q.Options, g)
 		return Layout(state, sub, labels[:len(g)])
 	}
 
@@ -295,6 +292,15 @@ func Indices(from, to int) []int {
 	out := make([]int, 0, to-from)
 	for i := from; i < to; i++ {
 		out = append(out, i)
+	}
+	return out
+}
+
+// Pick is the elements of s at idx, in idx's order.
+func Pick[T any](s []T, idx []int) []T {
+	out := make([]T, len(idx))
+	for i, j := range idx {
+		out[i] = s[j]
 	}
 	return out
 }

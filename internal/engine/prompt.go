@@ -28,11 +28,7 @@ func (p Prompt) Asked() []string {
 	if p.Ask == nil {
 		return p.Labels
 	}
-	out := make([]string, len(p.Ask))
-	for i, j := range p.Ask {
-		out[i] = p.Labels[j]
-	}
-	return out
+	return Pick(p.Labels, p.Ask)
 }
 
 // User is the whole user turn.

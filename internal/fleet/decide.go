@@ -332,10 +332,7 @@ type answer struct {
 func (r *Router) answer(ctx context.Context, n *Node, model string, req decision.Request, take []int) []answer {
 	sub := req
 	sub.Model = model
-	sub.Questions = make([]decision.Question, len(take))
-	for j, i := range take {
-		sub.Questions[j] = req.Questions[i]
-	}
+	sub.Questions = engine.Pick(req.Questions, take)
 	key := affinity(req.State)
 	ctx = engine.WithGate(ctx, gate{n: n, share: n.slots.share()})
 	out := n.Backend.ask(&caller{ctx: ctx, r: r, n: n, model: model, warm: r.warm.seen(n.Name, key, r.now())}, sub)
