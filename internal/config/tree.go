@@ -260,14 +260,8 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path string) error {
 		// Decoded, it is any bytes: a key or a name that is not text.
 		return fmt.Errorf("%s: line %d: a !!binary value is not read here: write the text itself", name(path), n.Line)
 	}
-	if n.Kind != yaml.MappingNode && n.Kind != yaml.SequenceNode {
-		return nil
-	}
-	switch t.Kind() {
-	case reflect.Struct:
-		if n.Kind != yaml.MappingNode {
-			return nil
-		}
+	switch {
+	case t.Kind() == reflect.Struct && n.Kind == yaml.MappingNode:
 		fields := w.fields[t]
 		if fields == nil {
 			fields = yamlFields(t)
@@ -301,10 +295,7 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path string) error {
 				return err
 			}
 		}
-	case reflect.Map:
-		if n.Kind != yaml.MappingNode {
-			return nil
-		}
+	case t.Kind() == reflect.Map && n.Kind == yaml.MappingNode:
 		seen := make(map[string]int, len(n.Content)/2)
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := resolve(n.Content[i]), n.Content[i+1]
@@ -320,10 +311,7 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path string) error {
 				return err
 			}
 		}
-	case reflect.Slice:
-		if n.Kind != yaml.SequenceNode {
-			return nil
-		}
+	case t.Kind() == reflect.Slice && n.Kind == yaml.SequenceNode:
 		for i, item := range n.Content {
 			if err := w.walk(item, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
 				return err
