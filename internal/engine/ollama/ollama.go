@@ -8,7 +8,6 @@ package ollama
 import (
 	"context"
 	"errors"
-	"math"
 	"net/http"
 	"strings"
 
@@ -83,26 +82,22 @@ func (e *Engine) Read(ctx context.Context, model string, p engine.Prompt) (engin
 	}); err != nil {
 		return engine.Reading{}, err
 	}
-	var r engine.Reading
+	// Ollama sends no logprobs for an end-of-sequence token: the model
+	// ended its reply at once, which is no label. That is the prompt's
+	// doing, not the node's: read as a token with no alternatives, it is
+	// a reading that ranks none, as the other engines give, which fails
+	// the question alone.
+	tok := &openai.TokenLogprob{}
 	switch {
-	case len(reply.Logprobs) == 0 && reply.Message.Content == "":
-		// Ollama sends no logprobs for an end-of-sequence token: the
-		// model ended its reply at once, which is no label. That is the
-		// prompt's doing, not the node's: a reading that ranks none, as
-		// the other engines give, which fails the question alone.
-		asked := len(p.Asked())
-		r = engine.Reading{Logprobs: make([]float64, asked), Found: make([]bool, asked), PreMask: true}
-		for i := range r.Logprobs {
-			r.Logprobs[i] = math.Inf(-1)
-		}
-	case len(reply.Logprobs) == 0:
+	case len(reply.Logprobs) > 0:
+		tok = &reply.Logprobs[0]
+	case reply.Message.Content != "":
 		// Ollama before 0.12.11 sends none.
 		return engine.Reading{}, &engine.Failure{Kind: engine.Malformed, Err: errors.New("no logprobs in the reply")}
-	default:
-		var err error
-		if r, err = openai.TokenReading(&reply.Logprobs[0], openai.TextLabels(p.Asked()), true); err != nil {
-			return engine.Reading{}, err
-		}
+	}
+	r, err := openai.TokenReading(tok, openai.TextLabels(p.Asked()), true)
+	if err != nil {
+		return engine.Reading{}, err
 	}
 	if err := uncut(reply.PromptEvalCount, e.NumCtx); err != nil {
 		return engine.Reading{}, err
