@@ -350,9 +350,7 @@ func (e *Engine) infer(ctx context.Context, path string, slot *int, req, reply a
 		return err
 	}
 	defer h.release()
-	ctx, cancel := engine.Bound(ctx)
-	defer cancel()
-	return openai.Post(ctx, e.HTTP, e.url(path), e.Key, req, reply)
+	return e.query(ctx, path, req, reply)
 }
 
 // turn takes what a task waits for before it runs, in infer's order: the
@@ -674,8 +672,8 @@ func (e *Engine) tokenID(ctx context.Context, label string) (int, error) {
 	return -1, nil
 }
 
-// query posts a request that runs no model, bounded by the node's
-// timeout (engine.Bound) without taking a slot.
+// query posts a request bounded by the node's timeout (engine.Bound),
+// taking no slot: one that runs no model, or infer's once it has its turn.
 func (e *Engine) query(ctx context.Context, path string, req, reply any) error {
 	ctx, cancel := engine.Bound(ctx)
 	defer cancel()
