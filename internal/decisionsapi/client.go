@@ -259,7 +259,7 @@ const identitySource = "decisions /v1/models"
 // fingerprint.MaxReply, and the call carries no user data.
 func (c *Client) Identity(ctx context.Context, model string) (fingerprint.Identity, error) {
 	unknown := fingerprint.Identity{Source: identitySource}
-	data, err := c.do(ctx, http.MethodGet, c.root()+"/models", nil, fingerprint.ReplyLimit(c.MaxBody))
+	data, err := c.do(ctx, http.MethodGet, c.root()+"/models", nil, fingerprint.MaxReply)
 	var se *Error
 	switch {
 	case errors.As(err, &se) && se.Status == http.StatusNotFound:

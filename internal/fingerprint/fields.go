@@ -12,16 +12,6 @@ import (
 // server's properties, never a model's weights or vocabulary.
 const MaxReply = 1 << 20
 
-// ReplyLimit is the bound of an identity read from a node whose replies
-// are bounded by maxBody (0 or less: unbounded): MaxReply, or maxBody
-// where it is smaller.
-func ReplyLimit(maxBody int64) int64 {
-	if maxBody > 0 {
-		return min(MaxReply, maxBody)
-	}
-	return MaxReply
-}
-
 // Listed is the identity a model list gives model: the entry whose key
 // names it, its fields named in fields as FieldText (those it has), from
 // source; and whether an entry named it. A model the list leaves out has

@@ -267,7 +267,7 @@ const identitySource = "systemone /v1/models"
 // fingerprint.MaxReply, and the call carries no user data.
 func (c *Client) Identity(ctx context.Context, model string) (fingerprint.Identity, error) {
 	unknown := fingerprint.Identity{Source: identitySource}
-	data, err := c.do(ctx, http.MethodGet, c.modelsURL(), nil, fingerprint.ReplyLimit(c.MaxBody))
+	data, err := c.do(ctx, http.MethodGet, c.modelsURL(), nil, fingerprint.MaxReply)
 	var se *StatusError
 	switch {
 	case errors.As(err, &se) && se.Code == http.StatusNotFound:
