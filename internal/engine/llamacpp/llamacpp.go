@@ -200,7 +200,7 @@ func (e *Engine) read(ctx context.Context, model string, p engine.Prompt, labels
 	}
 	if e.together() {
 		if t, ok := e.templateFor(ctx, model, p); ok {
-			r, floor, alone, err := e.readTogether(ctx, callKey{model, grammar, topK}, t.renderPrompt(p), labels)
+			r, floor, alone, err := e.readTogether(ctx, callKey{model, grammar, topK}, t.render(p), labels)
 			if !alone {
 				return r, floor, err
 			}

@@ -39,13 +39,9 @@ import (
 // around the two messages.
 type chatTemplate struct{ head, middle, tail string }
 
-func (t chatTemplate) render(system, user string) string {
-	return t.head + system + t.middle + user + t.tail
-}
-
-// renderPrompt is render of p's system message and user turn, in one
-// string where the user turn alone was another.
-func (t chatTemplate) renderPrompt(p engine.Prompt) string {
+// render is the text of p's two messages, in one string where the user
+// turn alone was another.
+func (t chatTemplate) render(p engine.Prompt) string {
 	return t.head + p.System + t.middle + p.StatePart + p.Question + t.tail
 }
 
@@ -112,7 +108,7 @@ func (e *Engine) learnTemplate(ctx context.Context, model string, p engine.Promp
 	if err != nil {
 		return chatTemplate{}, err
 	}
-	if t.render(p.System, p.User()) != want {
+	if t.render(p) != want {
 		return chatTemplate{}, errTemplateRewrites
 	}
 	return t, nil
