@@ -113,7 +113,7 @@ func (b *engineBackend) ask(c *caller, req decision.Request) []answer {
 		out[j] = c.result(start, o, "", err)
 		tracing.EndAttempt(span, traced(out[j], o, req.Model))
 		if prior != nil {
-			out[j].prior, out[j].priorVersion = prior, decision.ContentFreeVersion
+			out[j].Prior, out[j].PriorVersion = prior, decision.ContentFreeVersion
 		}
 	}
 	llama, _ := b.e.(*llamacpp.Engine)
@@ -294,7 +294,7 @@ func (b *upstreamBackend) ask(c *caller, req decision.Request) []answer {
 		}
 		out[j] = c.result(start, o, declined, err)
 		if j == 0 && err == nil { // the upstream bills the request once
-			out[j].requests = 1
+			out[j].Requests = 1
 		}
 	}
 	sum := answer{attempt: Attempt{Outcome: "ok"}}
@@ -357,7 +357,7 @@ type caller struct {
 // result records one question's attempt on the node.
 func (c *caller) result(start time.Time, o engine.Outcome, abstain string, err error) answer {
 	at := Attempt{Node: c.n.Name, Outcome: "ok", Latency: c.r.now().Sub(start)}
-	a := answer{outcome: o, abstain: abstain, sent: true}
+	a := answer{Answered: Answered{Outcome: o, Abstain: abstain}, sent: true}
 	if f := failure(err); f != nil {
 		at.Outcome, at.Detail = f.Kind.String(), f.Error()
 		a.err = f

@@ -112,10 +112,8 @@ func (r *Router) Decide(ctx context.Context, req decision.Request) (*Result, err
 				a.Attempts = append(a.Attempts, got.attempt)
 			}
 			if got.err == nil {
-				a.Outcome, a.Abstain, a.Node, a.Err = got.outcome, got.abstain, n.Name, nil
-				a.Prior, a.PriorVersion = got.prior, got.priorVersion
-				a.Fingerprint, a.Since = fingerprint, since
-				a.Price, a.Requests = n.Price, got.requests
+				got.Node, got.Fingerprint, got.Since, got.Price, got.Attempts = n.Name, fingerprint, since, n.Price, a.Attempts
+				*a = got.Answered
 				settled[i] = true
 				ok++
 				continue
@@ -311,21 +309,16 @@ func rendezvous(key uint64, node string) uint64 {
 	return x ^ x>>31
 }
 
-// answer is one question's result from one node. A question that was not
-// sent (sent false) carries the failure that kept it from the node, and no
-// attempt.
+// answer is one question's result from one node: its attempt, and what
+// Decide keeps of it when the node answered (the backend fills the
+// outcome, abstention, prior and requests; Decide the rest), or err, why
+// the node did not. A question that was not sent (sent false) carries the
+// failure that kept it from the node, and no attempt.
 type answer struct {
-	outcome engine.Outcome
-	abstain string
-	// prior is the content-free reading to divide out, nil for none.
-	prior        decision.Distribution
-	priorVersion string
-	attempt      Attempt
-	err          *engine.Failure
-	sent         bool
-	// requests is 1 on the question that carries a forwarded request's
-	// usage (Answered.Requests).
-	requests int
+	Answered
+	attempt Attempt
+	err     *engine.Failure
+	sent    bool
 }
 
 // answer asks node n the questions take of req through its backend.
