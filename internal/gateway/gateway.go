@@ -273,7 +273,7 @@ func (g *Gateway) Decide(ctx context.Context, raw []byte, defaultID string) *Res
 	if req.Coverage != nil {
 		who.Coverage = *req.Coverage
 	}
-	g.run(ctx, log, q, gate{threshold: threshold, minMass: minMass}, res, who)
+	g.run(ctx, log, q, threshold, res, who)
 	return res
 }
 
@@ -281,7 +281,7 @@ func (g *Gateway) Decide(ctx context.Context, raw []byte, defaultID string) *Res
 // refuses the request as the caller's error. A provider whose model
 // ranked none of the options passes the question on; where no later one
 // answers, its abstention is the answer.
-func (g *Gateway) run(ctx context.Context, log *slog.Logger, q query, gt gate, res *Response, who answer.Request) {
+func (g *Gateway) run(ctx context.Context, log *slog.Logger, q query, threshold float64, res *Response, who answer.Request) {
 	n := q.asked()
 	var limits []string // providers skipped for the option count
 	var last *failure
@@ -377,12 +377,12 @@ func (g *Gateway) run(ctx context.Context, log *slog.Logger, q query, gt gate, r
 			}
 			continue
 		}
-		g.answer(q, p, r, gt, &at, res)
+		g.answer(q, p, r, threshold, &at, res)
 		res.Attempts = append(res.Attempts, at)
 		return
 	}
 	if unread != nil {
-		g.answer(q, unread, unreadReading, gt, &Attempt{}, res) // its attempt is listed already
+		g.answer(q, unread, unreadReading, threshold, &Attempt{}, res) // its attempt is listed already
 		return
 	}
 	if tried == 0 && len(limits) > 0 {
@@ -421,17 +421,9 @@ func stoppedBy(ctx context.Context) error {
 	return cause
 }
 
-// gate is what an answer must clear to be a decision.
-type gate struct {
-	threshold float64
-	// minMass is the least label mass a decision needs, where known.
-	minMass float64
-}
-
 // answer turns a provider's reading into the response: calibrated, then
-// decided or abstained.
-func (g *Gateway) answer(q query, p *link, r reading, gt gate, at *Attempt, res *Response) {
-	threshold := gt.threshold
+// decided, or abstained under threshold.
+func (g *Gateway) answer(q query, p *link, r reading, threshold float64, at *Attempt, res *Response) {
 	answers := q.Answers()
 	model, name := cmp.Or(r.Model, p.model), p.name
 	if r.answer.Cost != nil { // paid for even when the node declined
@@ -526,7 +518,7 @@ func (g *Gateway) answer(q query, p *link, r reading, gt gate, at *Attempt, res 
 	case reason == answer.RefusedLabelMass:
 		res.Grade = GradeEscalate
 		res.Rationale = fmt.Sprintf("System 1 abstained: no option seemed to fit. The model put only %s of its probability on the options at all (under min_label_mass %v); among them its best guess was %q at %.*f (%s), but there is no decision. Reason this through yourself, or offer an option that fits.",
-			decision.FormatLabelMass(r.LabelMass), gt.minMass, choice, decimals, conf, cal)
+			decision.FormatLabelMass(r.LabelMass), r.Refusal.MinLabelMass, choice, decimals, conf, cal)
 	case conf < threshold:
 		res.Rationale = fmt.Sprintf("System 1 is not confident enough to decide: its best guess %q has probability %.*f (%s), under the threshold %v. There is no decision. Reason this through yourself.",
 			choice, decimals, conf, cal, threshold)
