@@ -120,31 +120,12 @@ func (f *FitsFile) loadLocked(ifChanged bool) (bool, error) {
 	return true, nil
 }
 
-// Write replaces the file with fits, atomically (a temporary file in the
-// same folder, synced, then renamed over it), and applies them.
-func (f *FitsFile) Write(fits *calibration.Fits) error {
-	data, err := fits.Encode()
-	if err != nil {
-		return err
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.writeLocked(data)
-}
-
-// writeLocked is Write's write of the encoded fits; f.mu is held.
-func (f *FitsFile) writeLocked(data []byte) error {
-	if err := atomicfile.Write(f.path, ".fits-*.json", data, 0o600); err != nil {
-		return fmt.Errorf("writing fits: %w", err)
-	}
-	_, err := f.loadLocked(false)
-	return err
-}
-
-// replace is Write for fits made from base: it writes nothing, and loads
-// the file, when the file is no longer base (written by another process,
-// such as system1 calibrate, since base was loaded), so that what was
-// written there is not lost under fits made without it.
+// replace writes fits made from base over the file, atomically (a
+// temporary file in the same folder, synced, then renamed over it), and
+// applies them. It writes nothing, and loads the file, when the file is
+// no longer base (written by another process, such as system1
+// calibrate, since base was loaded), so that what was written there is
+// not lost under fits made without it.
 func (f *FitsFile) replace(base, fits *calibration.Fits) error {
 	data, err := fits.Encode()
 	if err != nil {
@@ -161,5 +142,9 @@ func (f *FitsFile) replace(base, fits *calibration.Fits) error {
 	case changed || f.current.Load() != base:
 		return fmt.Errorf("writing fits: %s changed while the refit ran; the next refit starts from it", f.path)
 	}
-	return f.writeLocked(data)
+	if err := atomicfile.Write(f.path, ".fits-*.json", data, 0o600); err != nil {
+		return fmt.Errorf("writing fits: %w", err)
+	}
+	_, err = f.loadLocked(false)
+	return err
 }

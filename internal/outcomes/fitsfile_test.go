@@ -9,9 +9,26 @@ import (
 	"testing"
 	"time"
 
+	"system1/internal/atomicfile"
 	"system1/internal/calibration"
 	"system1/internal/decision"
 )
+
+// Write replaces the file with fits, as replace does but whatever the
+// file holds, and applies them.
+func (f *FitsFile) Write(fits *calibration.Fits) error {
+	data, err := fits.Encode()
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := atomicfile.Write(f.path, ".fits-*.json", data, 0o600); err != nil {
+		return err
+	}
+	_, err = f.loadLocked(false)
+	return err
+}
 
 // A fits file written by another process (a refit of another replica,
 // system1 calibrate) is picked up without a restart; one that no longer
