@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -29,7 +30,7 @@ type Metrics struct {
 	keySpend       *prometheus.CounterVec
 
 	// ece and drift register their gauges on first use.
-	ece, drift func() *snapshot
+	ece, drift func() *atomic.Pointer[[]prometheus.Metric]
 }
 
 // Latency buckets from 1 ms to 30 s: decisions take tens to hundreds of
@@ -59,8 +60,8 @@ func New() *Metrics {
 		keySpend:     counterVec("system1_key_spend_usd_total", "US dollars the answers asked with each key cost, by the key's name (never the key), as its budget counts them; answers of nodes without a price are not counted.", "key"),
 	}
 	reg.MustRegister(m.requests, m.requestSeconds, m.attempts, m.attemptSeconds, m.failovers, m.cooldowns, m.modelChanges, m.canaryCalls, m.cost, m.refusals, m.keySpend)
-	m.ece = sync.OnceValue(func() *snapshot { return m.register(eceDesc) })
-	m.drift = sync.OnceValue(func() *snapshot { return m.register(driftPSIDesc, driftAlarmDesc) })
+	m.ece = sync.OnceValue(func() *atomic.Pointer[[]prometheus.Metric] { return m.register(eceDesc) })
+	m.drift = sync.OnceValue(func() *atomic.Pointer[[]prometheus.Metric] { return m.register(driftPSIDesc, driftAlarmDesc) })
 	return m
 }
 
@@ -237,42 +238,30 @@ func (m *Metrics) SetECE(points []ECE) {
 	for _, p := range points {
 		g.add(eceDesc, p.ECE, p.Model, p.Kind, p.Bucket)
 	}
-	m.ece().set(g.ms)
+	m.ece().Store(&g.ms)
 }
 
 var eceDesc = prometheus.NewDesc("system1_calibration_ece",
 	"Expected calibration error of the recent answers with outcomes, under the fits in use, per model, kind and option bucket.",
 	[]string{"model", "kind", "bucket"}, nil)
 
-// snapshot is gauges set whole (SetECE, SetDrift): a scrape reads the
-// last set in full, where a vector's Reset and then its Sets let a scrape
-// between them find a few of the series or none.
-type snapshot struct {
-	mu sync.Mutex
-	ms []prometheus.Metric
-}
-
-// register registers a snapshot of the gauges descs describe.
-func (m *Metrics) register(descs ...*prometheus.Desc) *snapshot {
-	s := &snapshot{}
+// register registers gauges of descs set whole (SetECE, SetDrift): a
+// scrape reads the last set stored in full, where a vector's Reset and
+// then its Sets let a scrape between them find a few of the series or
+// none.
+func (m *Metrics) register(descs ...*prometheus.Desc) *atomic.Pointer[[]prometheus.Metric] {
+	var last atomic.Pointer[[]prometheus.Metric]
 	m.reg.MustRegister(collector{descs, func(ch chan<- prometheus.Metric) {
-		s.mu.Lock()
-		ms := s.ms
-		s.mu.Unlock()
-		for _, m := range ms {
-			ch <- m
+		if ms := last.Load(); ms != nil {
+			for _, m := range *ms {
+				ch <- m
+			}
 		}
 	}})
-	return s
+	return &last
 }
 
-func (s *snapshot) set(ms []prometheus.Metric) {
-	s.mu.Lock()
-	s.ms = ms
-	s.mu.Unlock()
-}
-
-// gauges collects a snapshot's gauges: the last value given for the same
+// gauges collects gauges set whole: the last value given for the same
 // labels, as a vector keeps the last Set (a registry refuses a series
 // collected twice); labels that are not valid are left out, where a
 // vector would panic.

@@ -68,7 +68,7 @@ func (m *Metrics) SetDrift(points []Drift) {
 		g.add(driftPSIDesc, p.PSI, p.Model, p.Signature)
 		g.add(driftAlarmDesc, one(p.Alarm), p.Model, p.Signature)
 	}
-	m.drift().set(g.ms)
+	m.drift().Store(&g.ms)
 }
 
 var (
