@@ -630,21 +630,15 @@ func (s *store) labelled(ctx context.Context, after, upTo int64) ([]Labelled, er
 // outcomeBound is the id of the n-th outcome after after, or the last
 // one's when there are fewer; after itself when there is none.
 func (s *store) outcomeBound(ctx context.Context, after int64, n int) (int64, error) {
-	var id sql.NullInt64
-	if err := s.db.QueryRowContext(ctx, s.q("SELECT MAX(id) FROM (SELECT id FROM outcomes WHERE id > ? ORDER BY id LIMIT ?) AS o"), after, n).Scan(&id); err != nil {
-		return after, err
-	}
-	if !id.Valid {
-		return after, nil
-	}
-	return id.Int64, nil
+	id, err := s.id(ctx, "SELECT MAX(id) FROM (SELECT id FROM outcomes WHERE id > ? ORDER BY id LIMIT ?) AS o", after, n)
+	return cmp.Or(id, after), err
 }
 
-// id is the id query selects, such as the last outcome's or the least
-// decision kept: 0 when there is none.
-func (s *store) id(ctx context.Context, query string) (int64, error) {
+// id is the id query, written with ? parameters, selects, such as the
+// last outcome's or the least decision kept: 0 when there is none.
+func (s *store) id(ctx context.Context, query string, args ...any) (int64, error) {
 	var id sql.NullInt64
-	if err := s.db.QueryRowContext(ctx, query).Scan(&id); err != nil {
+	if err := s.db.QueryRowContext(ctx, s.q(query), args...).Scan(&id); err != nil {
 		return 0, err
 	}
 	return id.Int64, nil
