@@ -1,6 +1,7 @@
 package decisionlog
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -131,30 +132,16 @@ func Open(ctx context.Context, opt Options) (*Log, error) {
 	if (opt.Path == "") == (opt.URL == "") {
 		return nil, errors.New("decision log: give a path or a url, not both or neither")
 	}
-	if opt.Queue <= 0 {
-		opt.Queue = DefaultQueue
-	}
-	if opt.Batch <= 0 {
-		opt.Batch = DefaultBatch
-	}
-	if opt.Retention <= 0 {
-		opt.Retention = DefaultRetention
-	}
-	if opt.MaxRows <= 0 {
-		opt.MaxRows = DefaultMaxRows
-	}
-	if opt.PruneEvery <= 0 {
-		opt.PruneEvery = DefaultPruneEvery
-	}
-	if opt.Linger == 0 {
-		opt.Linger = DefaultLinger
-	}
+	opt.Queue = cmp.Or(max(opt.Queue, 0), DefaultQueue)
+	opt.Batch = cmp.Or(max(opt.Batch, 0), DefaultBatch)
+	opt.Retention = cmp.Or(max(opt.Retention, 0), DefaultRetention)
+	opt.MaxRows = cmp.Or(max(opt.MaxRows, 0), DefaultMaxRows)
+	opt.PruneEvery = cmp.Or(max(opt.PruneEvery, 0), DefaultPruneEvery)
+	opt.Linger = cmp.Or(opt.Linger, DefaultLinger)
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
-	if opt.Logger == nil {
-		opt.Logger = slog.Default()
-	}
+	opt.Logger = cmp.Or(opt.Logger, slog.Default())
 	var s *store
 	var err error
 	if opt.URL != "" {

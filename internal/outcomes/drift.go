@@ -36,12 +36,8 @@ type DriftOptions struct {
 }
 
 func (o DriftOptions) withDefaults() DriftOptions {
-	if o.Window <= 0 {
-		o.Window = DefaultDriftWindow
-	}
-	if o.Reference <= 0 {
-		o.Reference = DefaultDriftReference
-	}
+	o.Window = cmp.Or(max(o.Window, 0), DefaultDriftWindow)
+	o.Reference = cmp.Or(max(o.Reference, 0), DefaultDriftReference)
 	if !(o.Threshold > 0) {
 		o.Threshold = fitting.DefaultDriftThreshold
 	}

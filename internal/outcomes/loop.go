@@ -1,6 +1,7 @@
 package outcomes
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 )
@@ -30,10 +31,7 @@ type LoopStatus struct {
 // loop is the loop's status over the buckets the tracker counts; t.mu is
 // held.
 func (t *Tracker) loop(o LoopOptions) *LoopStatus {
-	minOutcomes := o.MinOutcomes
-	if minOutcomes <= 0 {
-		minOutcomes = DefaultMinOutcomes
-	}
+	minOutcomes := cmp.Or(max(o.MinOutcomes, 0), DefaultMinOutcomes)
 	st := &LoopStatus{Refits: o.RefitEvery > 0, MinOutcomes: minOutcomes, WaitingFor: minOutcomes}
 	var closest *tbucket
 	for _, b := range t.sorted() {

@@ -1,6 +1,7 @@
 package outcomes
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -40,12 +41,8 @@ type RefitOptions struct {
 }
 
 func (o RefitOptions) withDefaults() RefitOptions {
-	if o.Window <= 0 {
-		o.Window = DefaultReportWindow
-	}
-	if o.MinOutcomes <= 0 {
-		o.MinOutcomes = DefaultMinOutcomes
-	}
+	o.Window = cmp.Or(max(o.Window, 0), DefaultReportWindow)
+	o.MinOutcomes = cmp.Or(max(o.MinOutcomes, 0), DefaultMinOutcomes)
 	if !(o.TargetError > 0 && o.TargetError < 1) {
 		o.TargetError = DefaultTargetError
 	}

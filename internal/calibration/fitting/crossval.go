@@ -64,9 +64,7 @@ func (o SelectOptions) withDefaults() (SelectOptions, error) {
 	if o.Folds < 2 {
 		return o, fmt.Errorf("folds %d: at least 2", o.Folds)
 	}
-	if o.Resamples <= 0 {
-		o.Resamples = DefaultResamples
-	}
+	o.Resamples = cmp.Or(max(o.Resamples, 0), DefaultResamples)
 	o.Resamples = min(o.Resamples, 100000)
 	if len(o.Methods) == 0 {
 		o.Methods = calibration.Methods()
