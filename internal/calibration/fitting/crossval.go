@@ -609,21 +609,17 @@ func inFolds(preds []calibration.Prediction, fold []int, keep func(k int) bool) 
 }
 
 // selectMap scores a confidence map on top of sel, the selected
-// candidate (or the current calibrator, final, when no candidate was
-// adopted), without any map final has: each fold's map is fitted on the
-// other folds calibrated by that fold's calibrator, and composed with it
-// (Calibrator.WithMap), so that what is scored is what would be served.
+// candidate (or the current calibrator when no candidate was adopted),
+// whose fit on every case is final, without any map final has: each
+// fold's map is fitted on the other folds calibrated by that fold's
+// calibrator, and composed with it (Calibrator.WithMap), so that what is
+// scored is what would be served.
 func (f folds) selectMap(sel Candidate, final calibration.Calibrator, kind decision.Kind, boot sampler) MapSelection {
-	final = final.Base()
 	n := len(f.preds)
 	base, mapped := make([]float64, n), make([]float64, n)
 	right, mright := make([]bool, n), make([]bool, n)
 	oof := make([]calibration.Prediction, n)
-	for k := range f.k {
-		cal := final
-		if sel.folds != nil {
-			cal = sel.folds[k]
-		}
+	for k, cal := range sel.folds {
 		train := calibration.Calibrate(inFolds(f.preds, f.fold, func(j int) bool { return j != k }), cal)
 		m := fitMap(confidences(train))
 		composed := cal.WithMap(&m, kind)
@@ -652,7 +648,7 @@ func (f folds) selectMap(sel Candidate, final calibration.Calibrator, kind decis
 		ms.Reason = fmt.Sprintf("a confidence map would gain %s nats in the log-loss of being right but raise the top-label ECE from %s to %s; confidences stay the calibrator's", ms.Gain, sig(ms.ECEBefore), sig(ms.ECEAfter))
 		return ms
 	}
-	m := fitMap(confidences(calibration.Calibrate(f.preds, final)))
+	m := fitMap(confidences(calibration.Calibrate(f.preds, final.Base())))
 	ms.Adopt, ms.Map, ms.oof = true, &m, oof
 	ms.Reason = fmt.Sprintf("adopts a confidence map of the probability right, applied after the calibrator: out-of-fold log-loss of being right %s -> %s (gain %s nats), top-label ECE %s -> %s",
 		sig(ms.NLLBefore), sig(ms.NLLAfter), ms.Gain, sig(ms.ECEBefore), sig(ms.ECEAfter))
