@@ -216,6 +216,30 @@ nodes:
 	}
 }
 
+// SIGHUP (the terminal serve was started from closing, a kill -HUP)
+// stops serve as SIGTERM does: the request in flight is answered, then
+// the process exits 0, where it would die at once with the answers its
+// decision log had queued.
+func TestHangupDrainsAsTermDoes(t *testing.T) {
+	f := fakeEngine(t, fakeengine.Behavior{})
+	g := newGate(t, f.URL)
+	s := startServe(t, "timeouts: {drain: 1m}\nnodes:\n"+engineNode("engine", g.URL, "fake", ""), serveOpts{})
+
+	pending := fire(s.URL, []string{"held"})
+	g.await(t, 1)
+	s.signal(t, syscall.SIGHUP)
+	s.waitLog(t, regexp.MustCompile(`msg="shutting down`), 1, 30*time.Second)
+	g.Open()
+	if o := collect(t, pending, 1)[0]; o.err != nil {
+		t.Errorf("the request in flight: %v", o.err)
+	} else if err := answered(o.r); err != nil {
+		t.Errorf("the request in flight: %v", err)
+	}
+	if code := s.wait(t, time.Minute); code != 0 {
+		t.Errorf("exit status %d after SIGHUP; want 0", code)
+	}
+}
+
 // With the engine slower than timeouts.drain, SIGTERM still ends the
 // process soon after the drain timeout: the request still in flight is
 // cancelled and its caller gets a complete 503, not a cut connection;
