@@ -26,6 +26,8 @@ type readiness struct {
 	// logProblem, set before the server starts, says why the configured
 	// decision log is not open.
 	logProblem string
+	// logGone reports the log's file removed or replaced while serving.
+	logGone    func() bool
 	nodesReady atomic.Bool
 	draining   atomic.Bool
 }
@@ -86,6 +88,9 @@ func (rd *readiness) check() []httpapi.NotReady {
 	var out []httpapi.NotReady
 	if rd.logProblem != "" {
 		out = append(out, httpapi.NotReady{Check: httpapi.CheckDecisionLog, Detail: rd.logProblem})
+	}
+	if rd.logGone != nil && rd.logGone() {
+		out = append(out, httpapi.NotReady{Check: httpapi.CheckDecisionLog, Detail: "the decision log's file was removed or replaced while serving: answers are recorded where nothing reads them, until serve restarts"})
 	}
 	return append(out, rd.nodes()...)
 }

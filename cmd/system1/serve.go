@@ -169,6 +169,7 @@ func buildServe(ctx context.Context, cfg *config.Config, stateDir string, e env,
 	if dlog == nil && !cfg.DecisionLog.Off {
 		ready.logProblem = "the decision log could not be opened (the start-up log says why): answers would not be recorded"
 	}
+	ready.logGone = dlog.Gone
 	shadow := newShadow(cfg, dlog, m, log)
 	// The shadow stops before the log closes, so that its last answers
 	// are recorded; the tracer closes beside the log.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -117,6 +118,10 @@ type Log struct {
 	closed        atomic.Bool
 
 	written, dropped, failed atomic.Uint64
+	// gone is set once the SQLite file was found removed or replaced
+	// while open; checked is when the writer last looked (checkFile).
+	gone    atomic.Bool
+	checked time.Time
 	// spend counts the keys' spend as records are given, when budgets
 	// are (Log.Spend).
 	spend atomic.Pointer[Spend]
@@ -428,6 +433,7 @@ func (l *Log) write(ctx context.Context, batch []Record) error {
 		return fmt.Errorf("decision log: %d records not written: %w", len(batch)-bad, err)
 	}
 	l.written.Add(uint64(len(batch) - bad))
+	l.checkFile()
 	if sp := l.spend.Load(); sp != nil {
 		sp.wrote(batch, l.store.wrote)
 	}
@@ -436,6 +442,30 @@ func (l *Log) write(ctx context.Context, batch []Record) error {
 	}
 	return nil
 }
+
+// fileCheckEvery is how often, at most, the writer looks whether the
+// SQLite file it writes is still the one its path names.
+const fileCheckEvery = 5 * time.Second
+
+// checkFile says, once, that the SQLite file was removed or replaced
+// since it was opened: SQLite writes on into the unlinked file, which no
+// reader will find and the disk frees at exit. The writer looks after a
+// write, at most every fileCheckEvery.
+func (l *Log) checkFile() {
+	if l.store.file == nil || l.gone.Load() || time.Since(l.checked) < fileCheckEvery {
+		return
+	}
+	l.checked = time.Now()
+	if now, err := os.Stat(l.opt.Path); err == nil && os.SameFile(now, l.store.file) {
+		return
+	}
+	l.gone.Store(true)
+	l.opt.Logger.Error("decision log: its file was removed or replaced while open: what is written since is lost when the process exits; restart to open a new one", "path", l.opt.Path)
+}
+
+// Gone reports whether the log's SQLite file was found removed or
+// replaced while open (checkFile): what it records is then lost at exit.
+func (l *Log) Gone() bool { return l != nil && l.gone.Load() }
 
 // Follow has fn given, each time this process's writer commits a batch,
 // the Answers of its records with their ids, in id order, so that a

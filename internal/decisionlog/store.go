@@ -37,6 +37,9 @@ type store struct {
 	// where it is not known (PostgreSQL, or nothing inserted): on SQLite
 	// the rows of one transaction take consecutive ids (Log.Follow).
 	lastID int64
+	// file is the SQLite file as opened, nil on PostgreSQL: what its
+	// path names later is compared with it (Log.Gone).
+	file os.FileInfo
 }
 
 // columns of the decisions table, in insert order.
@@ -126,6 +129,10 @@ func openSQLite(ctx context.Context, path string) (*store, error) {
 	if err := s.init(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("decision log %s: %w", path, err)
+	}
+	if s.file, err = os.Stat(path); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("decision log: %w", err)
 	}
 	return s, nil
 }

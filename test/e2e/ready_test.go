@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -148,6 +150,43 @@ func TestNotReadyWithoutTheDecisionLog(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// The decision log's SQLite file removed while serving (a state folder
+// cleaned by hand): SQLite writes on into the unlinked file, which no
+// reader finds and the disk frees at exit, so /readyz turns 503 naming the
+// log, once the writer has looked after a write, and the log says so.
+func TestNotReadyOnceTheDecisionLogFileIsRemoved(t *testing.T) {
+	f := fakeEngine(t, fakeengine.Behavior{}, "fake")
+	db := filepath.Join(t.TempDir(), "decisions.db")
+	s := startServe(t, "probe_every: 100ms\nnodes:\n"+engineNode("engine", f.URL, "fake", "")+
+		fmt.Sprintf("decision_log: {path: %q}\n", db), serveOpts{})
+	awaitReady(t, s)
+	c := client()
+	if err := os.Remove(db); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		// Each answer is written within the log's linger; the writer looks
+		// at its file after a write, at most every 5 s.
+		if rep := do(t, c, http.MethodPost, s.URL+"/v1/systemone", "", choice("fake", "after the file went")); answered(rep) != nil {
+			t.Fatalf("an answer after the file went: %v", answered(rep))
+		}
+		r, err := getReadyz(c, s.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.code == http.StatusServiceUnavailable {
+			if len(r.NotReady) != 1 || r.NotReady[0].Check != "decision_log" || !strings.Contains(r.NotReady[0].Detail, "removed or replaced while serving") {
+				t.Fatalf("/readyz with the log's file gone: %+v", r)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz still %d a minute after the log's file was removed", r.code)
+		}
+	}
+	s.waitLog(t, regexp.MustCompile(`level=ERROR msg="decision log: its file was removed or replaced while open`), 1, 30*time.Second)
 }
 
 // On SIGTERM, /readyz turns 503 (draining) first, while the listener still
