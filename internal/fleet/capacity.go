@@ -69,7 +69,7 @@ func (r *Router) Capacity(ctx context.Context, model string, k int) int {
 	now := r.now()
 	rows := 0
 	for _, n := range r.withModel(r.Serving(model), r.Resolve(model)) {
-		if !n.healthy(now) {
+		if !n.State(now).Healthy {
 			continue
 		}
 		s := n.readSlots(ctx)

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"math"
 	"strconv"
 	"sync"
 
@@ -189,12 +188,8 @@ func batchSignature(model, fingerprint string, q decision.Question, orders int) 
 // prior to divide out: the estimate of the answers before this one.
 func (p *priors) observe(req decision.Request, q decision.Question, a *Answered) {
 	orders := max(a.Orders, 1)
-	from := math.MaxInt // the estimate is copied only for a request that divides it out
-	if p.mode(req) == decision.PriorBatch {
-		from = p.cfg.MinRequests
-	}
-	est, seen := p.batch.add(batchSignature(a.Model, a.Fingerprint, q, orders), a.Dist, from)
-	if seen >= from {
+	est, seen := p.batch.observe(batchSignature(a.Model, a.Fingerprint, q, orders), a.Dist)
+	if p.mode(req) == decision.PriorBatch && seen >= p.cfg.MinRequests {
 		a.Prior, a.PriorVersion = est, decision.BatchVersion(seen, p.cfg.Window)
 	}
 }
@@ -227,13 +222,6 @@ func newBatchPrior(window, signatures int) *batchPrior {
 // corrected differently with few answers than with many, and the first
 // answers would be pulled toward uniform by themselves.
 func (b *batchPrior) observe(sig string, d decision.Distribution) (decision.Distribution, int) {
-	return b.add(sig, d, 0)
-}
-
-// add is observe, returning the estimate before d only when it is of at
-// least from answers (nil otherwise), so that an answer no request divides
-// by its prior does not copy it.
-func (b *batchPrior) add(sig string, d decision.Distribution, from int) (decision.Distribution, int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e, ok := b.sigs.Get(sig)
@@ -242,7 +230,7 @@ func (b *batchPrior) add(sig string, d decision.Distribution, from int) (decisio
 		b.sigs.Add(sig, e)
 	}
 	var before decision.Distribution
-	if e.seen > 0 && e.seen >= from {
+	if e.seen > 0 {
 		before = append(decision.Distribution(nil), e.mean...)
 	}
 	seen := e.seen

@@ -67,7 +67,7 @@ type Result struct {
 // a bad request is not tried elsewhere.
 func (r *Router) Decide(ctx context.Context, req decision.Request) (*Result, error) {
 	model := r.Resolve(req.Model)
-	serving := r.serving(req.Model)
+	serving := r.Serving(req.Model)
 	if len(serving) == 0 {
 		return nil, fmt.Errorf("model %q: %w", req.Model, ErrUnknownModel)
 	}
@@ -254,7 +254,7 @@ func (r *Router) withModel(nodes []*Node, model string) []*Node {
 // than wait for one on its own node.
 func (r *Router) order(serving []*Node, state []byte, bulk bool) []*Node {
 	now := r.now()
-	out := slices.DeleteFunc(slices.Clone(serving), func(n *Node) bool { return !n.healthy(now) })
+	out := slices.DeleteFunc(slices.Clone(serving), func(n *Node) bool { return !n.State(now).Healthy })
 	load := func(n *Node) int {
 		in, q := n.slots.load()
 		if bulk {

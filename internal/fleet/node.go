@@ -271,14 +271,6 @@ func (s State) Redacted() State {
 	return s
 }
 
-// healthy reports whether n is not cooling down at now: State's Healthy,
-// without the rest of the state, which order reads for every request.
-func (n *Node) healthy(now time.Time) bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return !now.Before(n.coolUntil)
-}
-
 // State reports the node's health at now.
 func (n *Node) State(now time.Time) State {
 	models := n.Models()

@@ -121,32 +121,13 @@ func (r *Router) Serving(model string) []*Node {
 	return slices.DeleteFunc(slices.Clone(r.nodes), func(n *Node) bool { return !n.Serves(model) })
 }
 
-// serving is Serving for the router's own reads, on every request: where
-// every node serves the model it is the router's list itself, capped so
-// that an append copies it, and no caller may change its elements.
-func (r *Router) serving(model string) []*Node {
-	model = r.Resolve(model)
-	for i, n := range r.nodes {
-		if !n.Serves(model) {
-			out := slices.Clone(r.nodes[:i])
-			for _, n := range r.nodes[i+1:] {
-				if n.Serves(model) {
-					out = append(out, n)
-				}
-			}
-			return out
-		}
-	}
-	return r.nodes[:len(r.nodes):len(r.nodes)]
-}
-
 // ErrUnknownModel means that no node serves the requested model.
 var ErrUnknownModel = errors.New("no node serves this model")
 
 // Limits returns the request limits for a model: the option cap is the
 // largest among the nodes that serve it.
 func (r *Router) Limits(model string) (decision.Limits, error) {
-	nodes := r.serving(model)
+	nodes := r.Serving(model)
 	if len(nodes) == 0 {
 		return decision.Limits{}, fmt.Errorf("model %q: %w", model, ErrUnknownModel)
 	}

@@ -323,30 +323,3 @@ func TestOptionCapIsAChoices(t *testing.T) {
 		t.Fatalf("a choice of 5 options on a node of max_options 4: %v; want it refused naming the cap", a.Err)
 	}
 }
-
-// TestServingWithoutCopy holds the router's own list of the nodes serving
-// a model to Serving's, in the same order, whether every node serves it
-// or some do not; where all do it is no copy, capped so an append copies.
-func TestServingWithoutCopy(t *testing.T) {
-	r, _, c := newTestRouter(20, 20, 20)
-	r.nodes[1].claimed = []string{"other"}
-	for _, model := range []string{"m", "jev-latest", "other", "none"} {
-		if got, want := r.serving(model), r.Serving(model); !slices.Equal(got, want) {
-			t.Errorf("serving(%q) = %v, Serving %v", model, got, want)
-		}
-	}
-	r.nodes[1].claimed = []string{"m"}
-	if got := r.serving("m"); len(got) != 3 || cap(got) != 3 || &got[0] != &r.nodes[0] {
-		t.Errorf("serving every node: len %d cap %d, want the router's list itself", len(got), cap(got))
-	}
-	// And order's health reading is State's.
-	n := r.nodes[0]
-	n.mu.Lock()
-	r.coolLocked(n, c.now(), time.Minute, "test")
-	n.mu.Unlock()
-	for _, at := range []time.Time{c.now(), c.now().Add(time.Minute)} {
-		if n.healthy(at) != n.State(at).Healthy {
-			t.Errorf("healthy(%v) = %v, State's %v", at, n.healthy(at), n.State(at).Healthy)
-		}
-	}
-}
