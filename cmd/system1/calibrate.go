@@ -218,10 +218,12 @@ func startFits(path string) error {
 // has not written it yet (as serve starts it), so that the loop's first
 // refit applies without a restart, as its later ones do.
 func loopFits(cfg *config.Config, stateDir string, getenv func(string) string) string {
-	l := *cfg
-	l.Learn(stateDir, getenv)
-	if cfg.Gateway.Fits == "" && l.Gateway.Fits != "" && l.Calibration.Apply() && l.Calibration.RefitEvery > 0 && startFits(l.Gateway.Fits) == nil {
-		return l.Gateway.Fits
+	if l := *cfg; cfg.Gateway.Fits == "" {
+		l.Learn(stateDir, getenv)
+		if l.Gateway.Fits != "" && l.Calibration.Apply() && l.Calibration.RefitEvery > 0 {
+			// One that cannot be written leaves none to apply, as before it.
+			_ = startFits(l.Resolve(l.Gateway.Fits))
+		}
 	}
 	return learnt(cfg, stateDir, getenv).Gateway.Fits
 }
